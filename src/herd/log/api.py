@@ -1,0 +1,150 @@
+"""The contract between the log layer and everything above it.
+
+A partition is a log of Kafka record batches (magic v2). The broker hands `append` the `records` bytes of a
+Produce request exactly as the client sent them (possibly compressed, possibly several batches); the log checks
+each batch, gives it broker-assigned offsets by rewriting the batch's base offset (the CRC does not cover the
+base offset, so the client's CRC stays valid), and stores the bytes. `read` returns whole batches as stored, so a
+fetching client receives the producer's bytes unchanged.
+
+Backends implement `PartitionLog` and `LogStore`: `herd.log.segments` (local segment files, the embedded
+default) now, a PostgreSQL backend later. Files are reached only through `herd.log.fs.FileSystem`, so the
+crash tests can run the real code on an in-memory, fault-injecting filesystem.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+# Kafka's defaults for the topic-level settings (broker property in brackets).
+DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024  # segment.bytes [log.segment.bytes]
+DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000  # retention.ms [log.retention.ms]
+DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes [log.index.interval.bytes]
+DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024  # segment.index.bytes [log.index.size.max.bytes]
+LONG_MAX = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """Per-partition settings, named after Kafka's topic configs."""
+
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    retention_ms: int = DEFAULT_RETENTION_MS  # -1: keep forever
+    retention_bytes: int = -1  # -1: no size limit
+    flush_interval_messages: int = LONG_MAX  # fsync after this many appended records
+    flush_interval_ms: int = LONG_MAX  # fsync when the oldest unflushed append is this old
+    index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
+    cleanup_policy: str = "delete"  # "delete" or "compact" (compaction is the offsets issue's)
+    message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
+
+
+@dataclass(frozen=True, slots=True)
+class AppendResult:
+    base_offset: int  # offset given to the first record appended
+    last_offset: int  # offset of the last record appended
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int
+    record_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class TimestampOffset:
+    offset: int
+    timestamp: int
+
+
+class LogError(Exception):
+    """Base of the errors the log raises; each maps to one Kafka error code (see `error_code`)."""
+
+    error_code: int = -1  # UNKNOWN_SERVER_ERROR
+
+
+class CorruptRecordError(LogError):
+    """A batch failed its CRC32C check or its framing is broken (CORRUPT_MESSAGE)."""
+
+    error_code = 2
+
+
+class InvalidRecordError(LogError):
+    """A batch is well framed but not acceptable, e.g. magic < 2 or an empty batch (INVALID_RECORD)."""
+
+    error_code = 87
+
+
+class UnsupportedMagicError(LogError):
+    """Record batches before magic 2 (UNSUPPORTED_FOR_MESSAGE_FORMAT)."""
+
+    error_code = 43
+
+
+class RecordTooLargeError(LogError):
+    """A batch larger than max.message.bytes (MESSAGE_TOO_LARGE)."""
+
+    error_code = 10
+
+
+class OffsetOutOfRangeError(LogError):
+    """A read below the log start offset or above the log end offset (OFFSET_OUT_OF_RANGE)."""
+
+    error_code = 1
+
+
+class PartitionLog(Protocol):
+    topic: str
+    partition: int
+
+    @property
+    def log_start_offset(self) -> int: ...
+
+    @property
+    def log_end_offset(self) -> int:
+        """The offset the next appended record gets (also the high watermark on a single node)."""
+        ...
+
+    def append(self, records: bytes, now_ms: int) -> AppendResult:
+        """Check and store one or more record batches; raises a LogError subclass and stores nothing if any
+        batch is bad."""
+        ...
+
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
+        """Whole batches starting with the one that holds `offset`, up to `max_bytes`; with `min_one` the first
+        batch is returned even when it is larger (KIP-74). Raises OffsetOutOfRangeError outside
+        [log_start_offset, log_end_offset]; returns b"" at log_end_offset."""
+        ...
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """The earliest offset whose batch max timestamp is >= `timestamp` (ListOffsets by time)."""
+        ...
+
+    def max_timestamp(self) -> TimestampOffset | None:
+        """The offset and timestamp of the largest timestamp in the log (ListOffsets MAX_TIMESTAMP, -3)."""
+        ...
+
+    def flush(self) -> None:
+        """Make everything appended so far durable (fsync)."""
+        ...
+
+    def maybe_flush(self, now_ms: int) -> None:
+        """Flush if flush_interval_messages or flush_interval_ms say so."""
+        ...
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Delete whole segments beyond retention.ms / retention.bytes (never the active one); returns how
+        many were deleted."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class LogStore(Protocol):
+    """All partition logs of one broker."""
+
+    def open_partition(self, topic: str, partition: int, config: LogConfig) -> PartitionLog:
+        """Open a partition, recovering it if it exists (torn tail truncated), creating it otherwise."""
+        ...
+
+    def delete_partition(self, topic: str, partition: int) -> None: ...
+
+    def existing_partitions(self) -> list[tuple[str, int]]: ...
+
+    def close(self) -> None: ...
