@@ -21,6 +21,7 @@ DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024  # segment.bytes [log.segment.bytes]
 DEFAULT_RETENTION_MS = 7 * 24 * 3600 * 1000  # retention.ms [log.retention.ms]
 DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes [log.index.interval.bytes]
 DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024  # segment.index.bytes [log.index.size.max.bytes]
+DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12  # max.message.bytes [message.max.bytes]
 LONG_MAX = 2**63 - 1
 
 
@@ -36,6 +37,7 @@ class LogConfig:
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     cleanup_policy: str = "delete"  # "delete" or "compact" (compaction is the offsets issue's)
     message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # largest batch accepted (RecordTooLargeError)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +91,13 @@ class OffsetOutOfRangeError(LogError):
     error_code = 1
 
 
+class KafkaStorageError(LogError):
+    """The disk failed under the log (a write or fsync raised); the partition refuses further work until it is
+    reopened (KAFKA_STORAGE_ERROR)."""
+
+    error_code = 56
+
+
 class PartitionLog(Protocol):
     topic: str
     partition: int
@@ -99,6 +108,12 @@ class PartitionLog(Protocol):
     @property
     def log_end_offset(self) -> int:
         """The offset the next appended record gets (also the high watermark on a single node)."""
+        ...
+
+    @property
+    def flushed_offset(self) -> int:
+        """Every offset below this is durable (fsynced); acknowledge a write that must survive a crash only once
+        this has passed its last offset."""
         ...
 
     def append(self, records: bytes, now_ms: int) -> AppendResult:

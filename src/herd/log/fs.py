@@ -1,0 +1,336 @@
+"""The filesystem the log is written through, and an in-memory twin that can crash.
+
+The log touches files only through `FileSystem` and the `File` handles it opens. Every write appends at the end
+of the file (segments, indexes and checkpoints are append-only; a checkpoint is replaced by writing a temporary
+file and renaming it), so a handle needs only `append`, `pread`, `fsync`, `truncate` and `size`.
+
+`OsFileSystem` maps these onto `os.*` calls. `MemoryFileSystem` keeps files in memory and, like franz-go's kfake
+`persist_fs.go`, remembers what a power cut would leave behind:
+
+- a file's content is durable up to its last `fsync`; bytes written after it are "unsynced";
+- a directory entry (a file created, removed or renamed) is durable once its parent directory was fsynced.
+
+`crash()` returns a fresh `MemoryFileSystem` holding what survives: the durable directory entries with their
+durable content, plus, chosen by the caller, a prefix of each file's unsynced tail (a torn write). `fail("write",
+n)` makes the n-th next write (or fsync, ...) raise `OSError(EIO)`, so tests can inject exactly one fault.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import posixpath
+import shutil
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+Bytes = bytes | bytearray | memoryview
+
+
+class File(Protocol):
+    def append(self, data: Bytes) -> None:
+        """Write all of `data` at the end of the file."""
+        ...
+
+    def pread(self, offset: int, size: int) -> bytes:
+        """Up to `size` bytes from `offset` (fewer at the end of the file)."""
+        ...
+
+    def fsync(self) -> None: ...
+
+    def truncate(self, size: int) -> None: ...
+
+    def size(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class FileSystem(Protocol):
+    def open(self, path: str, mode: str) -> File:
+        """mode "r": read only; "a": append, created if missing; "w": created or emptied, then append."""
+        ...
+
+    def listdir(self, path: str) -> list[str]: ...
+
+    def makedirs(self, path: str) -> None:
+        """mkdir -p."""
+        ...
+
+    def exists(self, path: str) -> bool: ...
+
+    def size(self, path: str) -> int: ...
+
+    def remove(self, path: str) -> None: ...
+
+    def rename(self, src: str, dst: str) -> None:
+        """Atomic replace of `dst`."""
+        ...
+
+    def rmtree(self, path: str) -> None: ...
+
+    def fsync_dir(self, path: str) -> None:
+        """Make the entries of directory `path` (creations, removals, renames) durable."""
+        ...
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Real files
+
+
+class OsFile:
+    """A file descriptor; `size` is tracked here so appends and reads never need an fstat."""
+
+    __slots__ = ("_fd", "_size")
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._size = os.fstat(fd).st_size
+
+    def append(self, data: Bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.write(self._fd, view)
+            self._size += written
+            view = view[written:]
+
+    def pread(self, offset: int, size: int) -> bytes:
+        return os.pread(self._fd, size, offset)
+
+    def fsync(self) -> None:
+        os.fsync(self._fd)
+
+    def truncate(self, size: int) -> None:
+        os.ftruncate(self._fd, size)
+        self._size = size
+
+    def size(self) -> int:
+        return self._size
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+_OS_FLAGS = {
+    "r": os.O_RDONLY,
+    "a": os.O_RDWR | os.O_CREAT | os.O_APPEND,
+    "w": os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC,
+}
+
+
+class OsFileSystem:
+    def open(self, path: str, mode: str) -> File:
+        return OsFile(os.open(path, _OS_FLAGS[mode] | getattr(os, "O_CLOEXEC", 0), 0o644))
+
+    def listdir(self, path: str) -> list[str]:
+        return os.listdir(path)
+
+    def makedirs(self, path: str) -> None:
+        os.makedirs(path, exist_ok=True)
+
+    def exists(self, path: str) -> bool:
+        return os.path.exists(path)
+
+    def size(self, path: str) -> int:
+        return os.stat(path).st_size
+
+    def remove(self, path: str) -> None:
+        os.remove(path)
+
+    def rename(self, src: str, dst: str) -> None:
+        os.replace(src, dst)
+
+    def rmtree(self, path: str) -> None:
+        shutil.rmtree(path)
+
+    def fsync_dir(self, path: str) -> None:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# In-memory files that remember what is durable
+
+
+@dataclass(slots=True, eq=False)
+class _Inode:
+    data: bytearray = field(default_factory=bytearray)
+    durable: bytes = b""  # the content as of the last fsync
+
+    def unsynced_tail(self) -> bytes | None:
+        """The bytes written since the last fsync, or None if the file was rewritten (truncated) since."""
+        if self.data[: len(self.durable)] != self.durable:
+            return None
+        return bytes(self.data[len(self.durable) :])
+
+
+@dataclass(slots=True)
+class _Faults:
+    countdown: dict[str, int] = field(default_factory=dict)  # operation -> calls left before it fails
+
+    def check(self, op: str, path: str) -> None:
+        left = self.countdown.get(op)
+        if left is None:
+            return
+        if left > 1:
+            self.countdown[op] = left - 1
+            return
+        del self.countdown[op]
+        raise OSError(errno.EIO, f"injected {op} failure", path)
+
+
+class MemoryFile:
+    __slots__ = ("_fs", "_path", "_inode", "_writable", "_closed")
+
+    def __init__(self, fs: MemoryFileSystem, path: str, inode: _Inode, writable: bool) -> None:
+        self._fs, self._path, self._inode, self._writable, self._closed = fs, path, inode, writable, False
+
+    def _check(self, op: str, write: bool = False) -> None:
+        if self._closed:
+            raise ValueError(f"{self._path} is closed")
+        if write and not self._writable:
+            raise OSError(errno.EBADF, "file opened read-only", self._path)
+        self._fs.faults.check(op, self._path)
+
+    def append(self, data: Bytes) -> None:
+        self._check("write", write=True)
+        self._inode.data += data
+
+    def pread(self, offset: int, size: int) -> bytes:
+        self._check("read")
+        return bytes(self._inode.data[offset : offset + size])
+
+    def fsync(self) -> None:
+        self._check("fsync")
+        self._inode.durable = bytes(self._inode.data)
+
+    def truncate(self, size: int) -> None:
+        self._check("truncate", write=True)
+        del self._inode.data[size:]
+
+    def size(self) -> int:
+        return len(self._inode.data)
+
+    def close(self) -> None:
+        self._closed = True
+
+
+KeepTorn = Callable[[str, bytes], int]  # (path, unsynced tail) -> how many of its bytes survive
+
+
+class MemoryFileSystem:
+    """Paths are POSIX-style strings; directories are implied by the files under them plus `makedirs`."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, _Inode] = {}  # the live namespace
+        self.durable_files: dict[str, _Inode] = {}  # the namespace as of the last fsync of each directory
+        self.dirs: set[str] = {"/", "."}
+        self.faults = _Faults()
+
+    def fail(self, op: str, nth: int = 1) -> None:
+        """Make the `nth` next call of `op` ("write", "fsync", "read", "truncate", "rename", "remove") raise."""
+        self.faults.countdown[op] = nth
+
+    def crash(self, keep_torn: KeepTorn | None = None, *, keep_unsynced_entries: bool = False) -> MemoryFileSystem:
+        """What a power cut leaves: durable entries and content, plus `keep_torn(path, tail)` bytes of each
+        file's unsynced tail (default none). With `keep_unsynced_entries` the live directory entries survive
+        instead of the durable ones (a filesystem that happened to write its metadata back)."""
+        survivor = MemoryFileSystem()
+        survivor.dirs = set(self.dirs)
+        entries = self.files if keep_unsynced_entries else self.durable_files
+        for path, inode in entries.items():
+            content = inode.durable
+            tail = inode.unsynced_tail()
+            if tail and keep_torn is not None:
+                content += tail[: keep_torn(path, tail)]
+            survivor.files[path] = _Inode(bytearray(content), content)
+        survivor.durable_files = dict(survivor.files)
+        return survivor
+
+    def open(self, path: str, mode: str) -> File:
+        path = _norm(path)
+        inode = self.files.get(path)
+        if inode is None:
+            if mode == "r":
+                raise FileNotFoundError(errno.ENOENT, "no such file", path)
+            self._require_dir(posixpath.dirname(path))
+            inode = self.files[path] = _Inode()
+        elif mode == "w":
+            self.faults.check("truncate", path)
+            inode.data.clear()
+        return MemoryFile(self, path, inode, writable=mode != "r")
+
+    def listdir(self, path: str) -> list[str]:
+        path = _norm(path)
+        self._require_dir(path)
+        names = {p[len(path) + 1 :].split("/")[0] for p in [*self.files, *self.dirs] if p.startswith(path + "/")}
+        return sorted(names)
+
+    def makedirs(self, path: str) -> None:
+        path = _norm(path)
+        while path not in self.dirs:
+            self.dirs.add(path)
+            path = posixpath.dirname(path)
+
+    def exists(self, path: str) -> bool:
+        path = _norm(path)
+        return path in self.files or path in self.dirs
+
+    def size(self, path: str) -> int:
+        return len(self._inode(path).data)
+
+    def remove(self, path: str) -> None:
+        self.faults.check("remove", path)
+        self._inode(path)
+        del self.files[_norm(path)]
+
+    def rename(self, src: str, dst: str) -> None:
+        """Files: the new entry is durable after `fsync_dir`. Directories (not modelled as durable or not) move
+        at once with everything under them."""
+        self.faults.check("rename", src)
+        src, dst = _norm(src), _norm(dst)
+        if src in self.dirs:
+            self._move_tree(src, dst)
+            return
+        self.files[dst] = self._inode(src)
+        del self.files[src]
+
+    def _move_tree(self, src: str, dst: str) -> None:
+        def moved(path: str) -> str:
+            return dst + path[len(src) :] if path == src or path.startswith(src + "/") else path
+
+        self.dirs = {moved(d) for d in self.dirs}
+        self.files = {moved(p): i for p, i in self.files.items()}
+        self.durable_files = {moved(p): i for p, i in self.durable_files.items()}
+
+    def rmtree(self, path: str) -> None:
+        path = _norm(path)
+        self._require_dir(path)
+        for table in (self.files, self.durable_files):
+            for p in [p for p in table if p.startswith(path + "/")]:
+                del table[p]
+        self.dirs = {d for d in self.dirs if d != path and not d.startswith(path + "/")}
+
+    def fsync_dir(self, path: str) -> None:
+        path = _norm(path)
+        self.faults.check("fsync", path)
+        for p in [p for p in self.durable_files if posixpath.dirname(p) == path]:
+            del self.durable_files[p]
+        self.durable_files.update({p: i for p, i in self.files.items() if posixpath.dirname(p) == path})
+
+    def _inode(self, path: str) -> _Inode:
+        inode = self.files.get(_norm(path))
+        if inode is None:
+            raise FileNotFoundError(errno.ENOENT, "no such file", path)
+        return inode
+
+    def _require_dir(self, path: str) -> None:
+        if path not in self.dirs:
+            raise FileNotFoundError(errno.ENOENT, "no such directory", path)
+
+
+def _norm(path: str) -> str:
+    return posixpath.normpath(path)

@@ -1,0 +1,331 @@
+"""One segment: `<base>.log` holding record batches, with its `.index` and `.timeindex`.
+
+A segment is opened in one of three ways:
+
+- `Segment.create`: a new, empty active segment (files created empty);
+- `Segment.recover`: the log is scanned batch by batch (framing, magic, CRC32C, contiguous offsets), the file is
+  truncated after the last whole batch, and both indexes are rebuilt in memory and rewritten;
+- `Segment.open_sealed`: a segment below the recovery point, known to be durable. Only its size and the last
+  time-index entry are read; indexes are loaded on demand (`load`) and dropped again (`unload`), so a closed-over
+  partition costs a few ints of memory per segment. If its index files look wrong it is recovered instead.
+
+Reads use the offset index to find a position at or before the wanted batch, then one `pread` of a window that
+usually covers both the few headers to skip and the batches to return.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import struct
+from collections.abc import Callable
+
+from herd.log.batch import LOG_OVERHEAD, BatchHeader, valid_prefix
+from herd.log.fs import File, FileSystem
+from herd.log.index import TIME_ENTRY, OffsetIndex, TimeIndex
+
+SCAN_CHUNK = 8 * 1024 * 1024
+# base offset, batch length, (epoch, magic, crc skipped), attributes, last offset delta, base ts, max ts
+_SCAN = struct.Struct(">qi9xhiqq")
+SCAN_SIZE = _SCAN.size  # 43
+
+
+def segment_name(base_offset: int) -> str:
+    return f"{base_offset:020d}"
+
+
+class Segment:
+    __slots__ = (
+        "fs", "path", "base_offset", "next_offset", "size", "max_timestamp", "max_timestamp_offset",
+        "file", "index", "time_index", "bytes_since_index",
+    )  # fmt: skip
+
+    def __init__(self, fs: FileSystem, directory: str, base_offset: int) -> None:
+        self.fs = fs
+        self.path = posixpath.join(directory, segment_name(base_offset))
+        self.base_offset = base_offset
+        self.next_offset = base_offset  # exact for the active segment; the next segment's base for sealed ones
+        self.size = 0
+        self.max_timestamp = -1
+        self.max_timestamp_offset = -1
+        self.file: File | None = None
+        self.index: OffsetIndex | None = None
+        self.time_index: TimeIndex | None = None
+        self.bytes_since_index = 0
+
+    # -- opening -------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def create(cls, fs: FileSystem, directory: str, base_offset: int) -> Segment:
+        segment = cls(fs, directory, base_offset)
+        segment.file = fs.open(segment.path + ".log", "w")
+        for suffix in (".index", ".timeindex"):
+            fs.open(segment.path + suffix, "w").close()
+        segment.index, segment.time_index = OffsetIndex(), TimeIndex()
+        return segment
+
+    @classmethod
+    def recover(cls, fs: FileSystem, directory: str, base_offset: int, interval: int) -> Segment:
+        """Scan the log, truncate it after the last whole batch, rebuild and rewrite both indexes."""
+        segment = cls(fs, directory, base_offset)
+        segment.file = fs.open(segment.path + ".log", "a")
+        segment.index, segment.time_index = OffsetIndex(), TimeIndex()
+        file_size = segment.file.size()
+        valid_end = scan_batches(segment.file, file_size, base_offset, segment._indexer(interval))
+        if valid_end < file_size:
+            segment.file.truncate(valid_end)
+        segment.size = valid_end
+        segment.rewrite_indexes()
+        return segment
+
+    @classmethod
+    def open_sealed(cls, fs: FileSystem, directory: str, base_offset: int, next_offset: int,
+                    interval: int) -> Segment:  # fmt: skip
+        """A durable segment ending just before `next_offset` (the next segment's base)."""
+        segment = cls(fs, directory, base_offset)
+        if not segment._read_sealed_metadata():
+            return cls.recover(fs, directory, base_offset, interval)
+        segment.next_offset = next_offset
+        return segment
+
+    def _read_sealed_metadata(self) -> bool:
+        """Size and max timestamp from the files; False if the index files are missing or malformed."""
+        try:
+            self.size = self.fs.size(self.path + ".log")
+            index_size = self.fs.size(self.path + ".index")
+            time_size = self.fs.size(self.path + ".timeindex")
+        except FileNotFoundError:
+            return False
+        if index_size % 8 or time_size % TIME_ENTRY.size:
+            return False
+        if time_size:
+            f = self.fs.open(self.path + ".timeindex", "r")
+            try:
+                timestamp, rel = TIME_ENTRY.unpack(f.pread(time_size - TIME_ENTRY.size, TIME_ENTRY.size))
+            finally:
+                f.close()
+            self.max_timestamp, self.max_timestamp_offset = timestamp, self.base_offset + rel
+        return True
+
+    def load(self, interval: int) -> None:
+        """Open the log and load the offset index of a sealed segment (rebuilt from the log if inconsistent)."""
+        if self.file is None:
+            self.file = self.fs.open(self.path + ".log", "r")
+        if self.index is None:
+            data = _read_all(self.fs, self.path + ".index")
+            self.index = OffsetIndex.from_bytes(data, self.size)
+            if self.index is None:
+                self.index = OffsetIndex()
+                scan_batches(self.file, self.size, self.base_offset, self._indexer(interval, time=False))
+
+    def unload(self) -> None:
+        """Drop what `load` brought in (sealed segments only)."""
+        if self.file is not None:
+            self.file.close()
+        self.file, self.index = None, None
+
+    def load_time_index(self) -> TimeIndex:
+        if self.time_index is not None:
+            return self.time_index
+        return TimeIndex.from_bytes(_read_all(self.fs, self.path + ".timeindex")) or TimeIndex()
+
+    # -- appending -----------------------------------------------------------------------------------------------
+
+    def append(self, buf: bytearray, headers: list[BatchHeader], first_offset: int, append_time: int,
+               interval: int) -> None:  # fmt: skip
+        """Write `buf` (batches already given offsets from `first_offset`) and index it. On OSError the file is
+        cut back to its previous size (if that fails too, the error propagates from the truncate)."""
+        assert self.file is not None and self.index is not None
+        position = self.size
+        try:
+            self.file.append(buf)
+        except OSError:
+            self.file.truncate(position)
+            raise
+        self.size += len(buf)
+        record = self._indexer(interval)
+        offset = first_offset
+        for header in headers:
+            timestamp = append_time if append_time >= 0 else header.max_timestamp
+            record(position + header.position, offset, header.last_offset_delta, header.size, timestamp)
+            offset += header.last_offset_delta + 1
+
+    def _indexer(self, interval: int, time: bool = True) -> Callable[[int, int, int, int, int], None]:
+        """A function recording one batch (position, base offset, last offset delta, size, max timestamp)."""
+
+        def record(position: int, base: int, last_delta: int, size: int, timestamp: int) -> None:
+            if timestamp > self.max_timestamp:
+                self.max_timestamp, self.max_timestamp_offset = timestamp, base
+            if self.bytes_since_index > interval:
+                assert self.index is not None
+                self.index.append(base + last_delta - self.base_offset, position)
+                if time and self.time_index is not None:
+                    self.time_index.maybe_append(self.max_timestamp, self.max_timestamp_offset - self.base_offset)
+                self.bytes_since_index = 0
+            self.bytes_since_index += size
+            self.next_offset = base + last_delta + 1
+
+        return record
+
+    # -- durability ----------------------------------------------------------------------------------------------
+
+    def write_indexes(self) -> None:
+        """Append the pending index entries to the index files (no fsync: see the module docstring)."""
+        for suffix, index in ((".index", self.index), (".timeindex", self.time_index)):
+            if index is None or index.written == len(index):
+                continue
+            f = self.fs.open(self.path + suffix, "a")
+            try:
+                f.append(index.pending())
+            finally:
+                f.close()
+            index.mark_written()
+
+    def rewrite_indexes(self) -> None:
+        for suffix in (".index", ".timeindex"):
+            self.fs.open(self.path + suffix, "w").close()
+        for index in (self.index, self.time_index):
+            if index is not None:
+                index.written = 0
+        self.write_indexes()
+
+    def fsync(self) -> None:
+        if self.file is not None:
+            self.file.fsync()
+            return
+        f = self.fs.open(self.path + ".log", "r")
+        try:
+            f.fsync()
+        finally:
+            f.close()
+
+    def seal(self) -> None:
+        """Called when a newer segment takes over: final time-index entry, indexes written and fsynced, memory
+        released. The log file itself is fsynced by the next flush."""
+        if self.time_index is not None and self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.max_timestamp_offset - self.base_offset)
+        self.write_indexes()
+        for suffix in (".index", ".timeindex"):
+            f = self.fs.open(self.path + suffix, "a")
+            try:
+                f.fsync()
+            finally:
+                f.close()
+        self.time_index = None
+        self.bytes_since_index = 0
+
+    def close(self) -> None:
+        if self.file is not None:
+            self.file.close()
+            self.file = None
+
+    def delete(self) -> None:
+        self.close()
+        for suffix in (".log", ".index", ".timeindex"):
+            if self.fs.exists(self.path + suffix):
+                self.fs.remove(self.path + suffix)
+
+    # -- reading -------------------------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, min_one: bool, interval: int) -> bytes:
+        """Whole batches from the one holding `offset`, at most `max_bytes` (but one batch with `min_one`)."""
+        assert self.file is not None and self.index is not None
+        window = _Window(self.file, self.size, 2 * interval + max_bytes + SCAN_SIZE)
+        start = self._find(window, self.index.lookup(offset - self.base_offset), lambda h: h[0] + h[3] >= offset)
+        if start is None:
+            return b""
+        end = start
+        while end < self.size:
+            size = LOG_OVERHEAD + window.header(end)[1]
+            if end + size - start > max_bytes and not (min_one and end == start):
+                break
+            end += size
+        return window.slice(start, end)
+
+    def find_timestamp(self, timestamp: int, interval: int) -> tuple[int, int] | None:
+        """(base offset, max timestamp) of the first batch whose max timestamp is >= `timestamp`."""
+        assert self.file is not None and self.index is not None
+        rel = self.load_time_index().lookup(timestamp)
+        window = _Window(self.file, self.size, interval + 64 * 1024)
+        position = self._find(window, self.index.lookup(rel), lambda h: h[5] >= timestamp)
+        if position is None:
+            return None
+        header = window.header(position)
+        return header[0], header[5]
+
+    def _find(self, window: _Window, position: int, wanted: Callable[[tuple[int, ...]], bool]) -> int | None:
+        while position < self.size:
+            header = window.header(position)
+            if wanted(header):
+                return position
+            position += LOG_OVERHEAD + header[1]
+        return None
+
+
+class _Window:
+    """Bytes of a file fetched with as few preads as possible while a read walks batch headers."""
+
+    __slots__ = ("file", "file_size", "want", "start", "data")
+
+    def __init__(self, file: File, file_size: int, want: int) -> None:
+        self.file, self.file_size, self.want = file, file_size, want
+        self.start, self.data = 0, b""
+
+    def _ensure(self, position: int, size: int) -> None:
+        if self.start <= position and position + size <= self.start + len(self.data):
+            return
+        length = min(max(size, self.want), self.file_size - position)
+        self.start, self.data = position, self.file.pread(position, length)
+
+    def header(self, position: int) -> tuple[int, ...]:
+        """(base offset, batch length, attributes, last offset delta, base timestamp, max timestamp)."""
+        self._ensure(position, SCAN_SIZE)
+        return _SCAN.unpack_from(self.data, position - self.start)
+
+    def slice(self, start: int, end: int) -> bytes:
+        self._ensure(start, end - start)
+        if start == self.start and end == self.start + len(self.data):
+            return self.data
+        return self.data[start - self.start : end - self.start]
+
+
+def scan_batches(file: File, file_size: int, first_offset: int,
+                 record: Callable[[int, int, int, int, int], None]) -> int:  # fmt: skip
+    """Walk the valid batches of a segment file (see `batch.valid_prefix`), calling
+    `record(position, base offset, last offset delta, size, max timestamp)` for each; returns where the valid
+    batches end."""
+    position, expected, want = 0, first_offset, SCAN_CHUNK
+    while position < file_size:
+        chunk = file.pread(position, min(want, file_size - position))
+        headers = valid_prefix(chunk, expected)
+        for h in headers:
+            record(position + h.position, h.base_offset, h.last_offset_delta, h.size, h.max_timestamp)
+        consumed = headers[-1].end if headers else 0
+        if headers:
+            expected = headers[-1].next_offset
+        position += consumed
+        needed = _cut_batch_size(chunk, consumed)
+        if needed is None or position + needed > file_size:
+            break  # a broken or torn batch: the valid part ends here
+        want = max(SCAN_CHUNK, needed)
+    return position
+
+
+def _cut_batch_size(chunk: bytes, consumed: int) -> int | None:
+    """If the batch at `consumed` was only cut off by the end of `chunk`, the size it needs; else None."""
+    rest = len(chunk) - consumed
+    if rest == 0:
+        return 0 if consumed else None
+    if rest < LOG_OVERHEAD:
+        return LOG_OVERHEAD if consumed else None
+    size = LOG_OVERHEAD + int.from_bytes(chunk[consumed + 8 : consumed + 12], "big", signed=True)
+    return size if size > rest else None
+
+
+def _read_all(fs: FileSystem, path: str) -> bytes:
+    if not fs.exists(path):
+        return b""
+    f = fs.open(path, "r")
+    try:
+        return f.pread(0, f.size())
+    finally:
+        f.close()

@@ -1,0 +1,414 @@
+"""The embedded log backend: each partition a directory of segment files, laid out as Kafka does.
+
+    <root>/<topic>-<partition>/00000000000000000000.log         record batches as sent, broker offsets
+                               00000000000000000000.index       sparse offset index
+                               00000000000000000000.timeindex   time index
+                               partition.checkpoint             "0 <log start offset> <recovery point>"
+
+Append: validate every batch (framing, magic, CRC32C, counts, size) before touching the disk, copy the request
+bytes once into a bytearray, rewrite base offsets in place, roll to a new segment if `segment.bytes` would be
+exceeded, write the bytes with one call, and index them in memory. `append` never fsyncs; `flush` does and
+`maybe_flush(now_ms)` applies `flush.messages` / `flush.ms`.
+
+Durability: `flushed_offset` (Kafka's recovery point) is the offset below which everything was fsynced. It is
+written to the checkpoint (tmp file, fsync, rename, fsync directory) when it crosses into a newer segment, when
+retention moves the log start, and on close. On open, segments wholly below the checkpointed recovery point are
+trusted (indexes checked lazily); every later segment, and always the last one, is scanned batch by batch and
+truncated after its last whole, CRC-correct batch with contiguous offsets; segments after a truncation are
+dropped. So a torn tail is cut back to the last whole batch, and nothing `flush` reported durable is lost.
+
+A failed write is cut back and raised as KafkaStorageError; a failed fsync (or a failed cut-back) leaves the
+partition failed: every later call raises KafkaStorageError until it is reopened, which recovers it from disk.
+
+Memory per partition: a few ints per segment; the active segment's indexes (8-12 bytes per
+`index.interval.bytes` of data); one sealed segment's offset index while it is being read.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from bisect import bisect_right
+from collections.abc import Callable
+from typing import TypeVar
+
+from herd.log.api import (
+    AppendResult,
+    KafkaStorageError,
+    LogConfig,
+    OffsetOutOfRangeError,
+    TimestampOffset,
+)
+from herd.log.batch import set_base_offset, set_log_append_time, validate_batches
+from herd.log.fs import FileSystem, OsFileSystem
+from herd.log.segment import Segment
+
+CHECKPOINT = "partition.checkpoint"
+INT32_MAX = 2**31 - 1
+T = TypeVar("T")
+
+
+class SegmentLog:
+    """A `PartitionLog` on local segment files. Open it with `SegmentLog.open` (or `SegmentStore`)."""
+
+    def __init__(self, fs: FileSystem, directory: str, topic: str, partition: int, config: LogConfig,
+                 segments: list[Segment], log_start_offset: int) -> None:  # fmt: skip
+        self.topic, self.partition, self.config = topic, partition, config
+        self._fs, self._dir = fs, directory
+        self._segments = segments
+        self._bases = [s.base_offset for s in segments]
+        self._log_start = log_start_offset
+        self._flushed = self.log_end_offset
+        self._checkpointed_segment = self._bases[-1]
+        self._unflushed_messages = 0
+        self._first_unflushed_ms = -1
+        self._dir_dirty = False
+        self._failed: str | None = None
+        self._cold: Segment | None = None  # the one sealed segment whose index is loaded for reading
+
+    # -- opening -------------------------------------------------------------------------------------------------
+
+    @classmethod
+    def open(cls, fs: FileSystem, directory: str, topic: str, partition: int, config: LogConfig) -> SegmentLog:
+        """Open (recovering) or create the partition in `directory`."""
+        fs.makedirs(directory)
+        log_start, recovery_point = _read_checkpoint(fs, directory)
+        bases = _segment_bases(fs, directory)
+        segments = _recover_segments(fs, directory, bases, log_start, recovery_point, config.index_interval_bytes)
+        if not segments:
+            segments = [Segment.create(fs, directory, log_start)]
+        log = cls(fs, directory, topic, partition, config, segments, max(log_start, segments[0].base_offset))
+        log._flushed = min(recovery_point, log.log_end_offset)
+        log._checkpointed_segment = log._bases[log._segment_index(log._flushed)]
+        log._dir_dirty = True
+        log.flush()  # makes the recovered state (truncations, rebuilt indexes) durable, writes the checkpoint
+        return log
+
+    # -- the PartitionLog contract -------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._segments[-1].next_offset
+
+    @property
+    def flushed_offset(self) -> int:
+        return self._flushed
+
+    @property
+    def size_in_bytes(self) -> int:
+        return sum(s.size for s in self._segments)
+
+    def append(self, records: bytes, now_ms: int) -> AppendResult:
+        self._check_usable()
+        headers = validate_batches(records, self.config.max_message_bytes)
+        buf = bytearray(records)
+        log_append = self.config.message_timestamp_type == "LogAppendTime"
+        first = offset = self.log_end_offset
+        for header in headers:
+            set_base_offset(buf, header, offset)
+            if log_append:
+                set_log_append_time(buf, header, now_ms)
+            offset += header.record_count
+        append_time = now_ms if log_append else -1
+        segment = self._storage(lambda: self._segment_with_room(len(buf), offset - 1))
+        try:
+            segment.append(buf, headers, first, append_time, self.config.index_interval_bytes)
+        except OSError as error:
+            cut_back = segment.file is not None and segment.file.size() == segment.size
+            raise self._storage_error(error, fatal=not cut_back) from error
+        self._unflushed_messages += offset - first
+        if self._first_unflushed_ms < 0:
+            self._first_unflushed_ms = now_ms
+        return AppendResult(first, offset - 1, append_time, self._log_start, offset - first)
+
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
+        self._check_usable()
+        end = self.log_end_offset
+        if offset < self._log_start or offset > end:
+            raise OffsetOutOfRangeError(
+                f"offset {offset} outside [{self._log_start}, {end}] of {self.topic}-{self.partition}"
+            )
+        if offset == end:
+            return b""
+        segment = self._segments[self._segment_index(offset)]  # segments are contiguous: it holds `offset`
+        return self._storage(lambda: self._readable(segment).read(
+            offset, max_bytes, min_one, self.config.index_interval_bytes), fatal=False)  # fmt: skip
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        self._check_usable()
+        for segment in self._segments:
+            if segment.max_timestamp >= timestamp:
+                found = self._storage(lambda: self._readable(segment).find_timestamp(
+                    timestamp, self.config.index_interval_bytes), fatal=False)  # fmt: skip
+                if found is not None:
+                    return TimestampOffset(offset=found[0], timestamp=found[1])
+        return None
+
+    def max_timestamp(self) -> TimestampOffset | None:
+        best: Segment | None = None
+        for segment in self._segments:
+            if segment.max_timestamp >= 0 and (best is None or segment.max_timestamp > best.max_timestamp):
+                best = segment
+        if best is None:
+            return None
+        return TimestampOffset(offset=best.max_timestamp_offset, timestamp=best.max_timestamp)
+
+    def flush(self) -> None:
+        """fsync every segment holding unflushed data, then the directory if segments were created; raises
+        KafkaStorageError (and fails the partition) if the disk does."""
+        self._check_usable()
+        end = self.log_end_offset
+        for segment in self._segments[self._segment_index(self._flushed) :]:
+            self._storage(segment.write_indexes)
+            self._storage(segment.fsync)
+        if self._dir_dirty:
+            self._storage(lambda: self._fs.fsync_dir(self._dir))
+            self._dir_dirty = False
+        self._flushed = end
+        self._unflushed_messages, self._first_unflushed_ms = 0, -1
+        if self._bases[self._segment_index(end)] != self._checkpointed_segment:
+            self._write_checkpoint()
+
+    def maybe_flush(self, now_ms: int) -> None:
+        if self._unflushed_messages == 0:
+            return
+        if (self._unflushed_messages >= self.config.flush_interval_messages
+                or now_ms - self._first_unflushed_ms >= self.config.flush_interval_ms):  # fmt: skip
+            self.flush()
+
+    def apply_retention(self, now_ms: int) -> int:
+        self._check_usable()
+        count = max(self._expired_by_time(now_ms), self._expired_by_size())
+        if count == 0:
+            return 0
+        doomed, self._segments = self._segments[:count], self._segments[count:]
+        self._bases = self._bases[count:]
+        self._log_start = self._bases[0]
+        self._flushed = max(self._flushed, self._log_start)
+        self._write_checkpoint()  # the new log start is durable before any file goes
+        for segment in doomed:
+            if segment is self._cold:
+                self._cold = None
+            self._storage(segment.delete)
+        self._dir_dirty = True
+        return count
+
+    def close(self) -> None:
+        """Flush, checkpoint and close; raises KafkaStorageError if the disk fails (files are closed anyway)."""
+        try:
+            if self._failed is None:
+                self.flush()
+                self._write_checkpoint()
+        finally:
+            self.close_without_flush()
+
+    def close_without_flush(self) -> None:
+        """Close the files; what was not flushed is recovered (or lost) on the next open."""
+        for segment in self._segments:
+            segment.close()
+        self._cold = None
+        self._failed = self._failed or "closed"
+
+    # -- internals -----------------------------------------------------------------------------------------------
+
+    def _segment_with_room(self, size: int, last_offset: int) -> Segment:
+        active = self._segments[-1]
+        too_big = active.size > 0 and active.size + size > self.config.segment_bytes
+        if too_big or last_offset - active.base_offset > INT32_MAX:
+            active.seal()
+            active = Segment.create(self._fs, self._dir, self.log_end_offset)
+            self._segments.append(active)
+            self._bases.append(active.base_offset)
+            self._dir_dirty = True
+        return active
+
+    def _readable(self, segment: Segment) -> Segment:
+        """`segment` with its file open and offset index loaded (only one sealed segment is kept loaded)."""
+        if segment is self._segments[-1] or segment is self._cold:
+            return segment
+        if self._cold is not None:
+            self._cold.unload()
+        segment.load(self.config.index_interval_bytes)
+        self._cold = segment
+        return segment
+
+    def _expired_by_time(self, now_ms: int) -> int:
+        if self.config.retention_ms < 0:
+            return 0
+        count = 0
+        for segment in self._segments[:-1]:
+            if segment.max_timestamp < 0 or now_ms - segment.max_timestamp <= self.config.retention_ms:
+                break
+            count += 1
+        return count
+
+    def _expired_by_size(self) -> int:
+        if self.config.retention_bytes < 0:
+            return 0
+        excess = self.size_in_bytes - self.config.retention_bytes
+        count = 0
+        for segment in self._segments[:-1]:
+            if excess < segment.size:
+                break
+            excess -= segment.size
+            count += 1
+        return count
+
+    def _write_checkpoint(self) -> None:
+        text = f"0 {self._log_start} {self._flushed}\n".encode()
+        path = posixpath.join(self._dir, CHECKPOINT)
+
+        def write() -> None:
+            f = self._fs.open(path + ".tmp", "w")
+            try:
+                f.append(text)
+                f.fsync()
+            finally:
+                f.close()
+            self._fs.rename(path + ".tmp", path)
+            self._fs.fsync_dir(self._dir)
+
+        self._storage(write)
+        self._checkpointed_segment = self._bases[self._segment_index(self._flushed)]
+
+    def _check_usable(self) -> None:
+        if self._failed is not None:
+            raise KafkaStorageError(f"{self.topic}-{self.partition} is unusable: {self._failed}")
+
+    def _storage(self, operation: Callable[[], T], *, fatal: bool = True) -> T:
+        """Run a disk operation; an OSError becomes KafkaStorageError, and with `fatal` fails the partition."""
+        try:
+            return operation()
+        except OSError as error:
+            raise self._storage_error(error, fatal=fatal) from error
+
+    def _storage_error(self, error: OSError, *, fatal: bool) -> KafkaStorageError:
+        if fatal:
+            self._failed = f"disk error: {error}"
+        return KafkaStorageError(f"{self.topic}-{self.partition}: {error}")
+
+    def _segment_index(self, offset: int) -> int:
+        """Index of the segment holding `offset` (the first one for offsets below the log)."""
+        return max(bisect_right(self._bases, offset) - 1, 0)
+
+
+def _read_checkpoint(fs: FileSystem, directory: str) -> tuple[int, int]:
+    """(log start offset, recovery point); (0, 0) when missing or unreadable, which makes recovery scan all."""
+    path = posixpath.join(directory, CHECKPOINT)
+    if not fs.exists(path):
+        return 0, 0
+    f = fs.open(path, "r")
+    try:
+        fields = f.pread(0, 256).split()
+    finally:
+        f.close()
+    if len(fields) != 3 or fields[0] != b"0" or not all(x.isdigit() for x in fields[1:]):
+        return 0, 0
+    return int(fields[1]), int(fields[2])
+
+
+def _segment_bases(fs: FileSystem, directory: str) -> list[int]:
+    """Base offsets of the segment logs in `directory`; stray files (tmp, orphan indexes) are removed."""
+    names = fs.listdir(directory)
+    bases = sorted(int(n[:20]) for n in names if n.endswith(".log") and len(n) == 24 and n[:20].isdigit())
+    logs = {f"{b:020d}" for b in bases}
+    for name in names:
+        stem, _, suffix = name.partition(".")
+        if name.endswith(".tmp") or (suffix in ("index", "timeindex") and stem not in logs):
+            fs.remove(posixpath.join(directory, name))
+    return bases
+
+
+def _recover_segments(fs: FileSystem, directory: str, bases: list[int], log_start: int, recovery_point: int,
+                      interval: int) -> list[Segment]:  # fmt: skip
+    """Open the segments that hold offsets >= `log_start`, scanning those not wholly below `recovery_point`
+    and the last; a segment whose end does not meet the next one's base ends the log (later ones are deleted)."""
+    segments: list[Segment] = []
+    for i, base in enumerate(bases):
+        next_base = bases[i + 1] if i + 1 < len(bases) else None
+        if next_base is not None and next_base <= log_start:
+            Segment(fs, directory, base).delete()  # retention removed it from the log; finish deleting it
+            continue
+        if segments and segments[-1].next_offset != base:
+            Segment(fs, directory, base).delete()
+            continue
+        if next_base is not None and next_base <= recovery_point:
+            segments.append(Segment.open_sealed(fs, directory, base, next_base, interval))
+        else:
+            segments.append(Segment.recover(fs, directory, base, interval))
+    for segment in segments[:-1]:
+        if segment.file is not None:  # scanned: seal it like a roll would have
+            segment.seal()
+            segment.unload()
+    return segments
+
+
+class SegmentStore:
+    """A `LogStore`: one directory per partition under `root_dir`, named `<topic>-<partition>` as in Kafka.
+
+    Deleting a partition renames its directory to `<topic>-<partition>.deleting` (durably) before removing it,
+    so a crash half-way never leaves a partly deleted partition that would be recovered; leftovers are removed
+    when the store is opened."""
+
+    def __init__(self, root_dir: str, fs: FileSystem | None = None) -> None:
+        self.root_dir = root_dir
+        self.fs: FileSystem = fs if fs is not None else OsFileSystem()
+        self._open: dict[tuple[str, int], SegmentLog] = {}
+        self.fs.makedirs(root_dir)
+        for name in self.fs.listdir(root_dir):
+            if name.endswith(".deleting"):
+                self.fs.rmtree(posixpath.join(root_dir, name))
+
+    def open_partition(self, topic: str, partition: int, config: LogConfig) -> SegmentLog:
+        """The partition's log (the same object while it stays open), recovered or created."""
+        key = (topic, partition)
+        log = self._open.get(key)
+        if log is None:
+            log = SegmentLog.open(self.fs, self._path(topic, partition), topic, partition, config)
+            self._open[key] = log
+        return log
+
+    def delete_partition(self, topic: str, partition: int) -> None:
+        log = self._open.pop((topic, partition), None)
+        if log is not None:
+            log.close_without_flush()
+        path = self._path(topic, partition)
+        if self.fs.exists(path):
+            self.fs.rename(path, path + ".deleting")
+            self.fs.fsync_dir(self.root_dir)
+            self.fs.rmtree(path + ".deleting")
+
+    def existing_partitions(self) -> list[tuple[str, int]]:
+        found = []
+        for name in self.fs.listdir(self.root_dir):
+            topic, _, partition = name.rpartition("-")
+            if topic and partition.isdigit() and "." not in partition:
+                found.append((topic, int(partition)))
+        return sorted(found)
+
+    def maybe_flush_all(self, now_ms: int) -> None:
+        """`maybe_flush` on every open partition (call it from the broker's flush timer)."""
+        for log in self._open.values():
+            log.maybe_flush(now_ms)
+
+    def apply_retention_all(self, now_ms: int) -> int:
+        """`apply_retention` on every open partition; returns the number of segments deleted."""
+        return sum(log.apply_retention(now_ms) for log in self._open.values())
+
+    def close(self) -> None:
+        """Flush and close every open partition; the first storage error is raised after all were tried."""
+        errors = []
+        for log in self._open.values():
+            try:
+                log.close()
+            except KafkaStorageError as error:
+                errors.append(error)
+        self._open.clear()
+        if errors:
+            raise errors[0]
+
+    def _path(self, topic: str, partition: int) -> str:
+        return posixpath.join(self.root_dir, f"{topic}-{partition}")
