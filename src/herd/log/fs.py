@@ -12,7 +12,9 @@ file and renaming it), so a handle needs only `append`, `pread`, `fsync`, `trunc
 
 `crash()` returns a fresh `MemoryFileSystem` holding what survives: the durable directory entries with their
 durable content, plus, chosen by the caller, a prefix of each file's unsynced tail (a torn write). `fail("write",
-n)` makes the n-th next write (or fsync, ...) raise `OSError(EIO)`, so tests can inject exactly one fault.
+n)` makes the n-th next write (or fsync, ...) raise `OSError(EIO)`, so tests can inject exactly one fault; a
+failed write first writes half of its bytes, as a short write followed by an error would. Directories are not
+modelled as durable or not: `makedirs`, `rmtree` and directory renames take effect at once.
 """
 
 from __future__ import annotations
@@ -196,7 +198,11 @@ class MemoryFile:
         self._fs.faults.check(op, self._path)
 
     def append(self, data: Bytes) -> None:
-        self._check("write", write=True)
+        try:
+            self._check("write", write=True)
+        except OSError:
+            self._inode.data += memoryview(data)[: len(data) // 2]  # an injected failure is a short write
+            raise
         self._inode.data += data
 
     def pread(self, offset: int, size: int) -> bytes:
