@@ -219,6 +219,7 @@ class SegmentLog:
         too_big = active.size > 0 and active.size + size > self.config.segment_bytes
         if too_big or last_offset - active.base_offset > INT32_MAX:
             active.seal()
+            active.unload()  # a sealed segment keeps no file or index open until it is read
             active = Segment.create(self._fs, self._dir, self.log_end_offset)
             self._segments.append(active)
             self._bases.append(active.base_offset)
