@@ -51,7 +51,8 @@ def main() -> None:
                 rerun = "-"
                 if "sticky" in name:
                     owned = rerun_input(cluster, subs, name)
-                    rerun = f"{median_seconds(lambda: ASSIGNORS[name]().assign(cluster, owned), runs) * 1000:.1f}"
+                    seconds = median_seconds(lambda: ASSIGNORS[name]().assign(cluster, owned), runs)
+                    rerun = f"{seconds * 1000:.1f}"
                 print(f"{name:<20}{members:>8}{topics:>8}{fresh * 1000:>10.1f}{rerun:>10}")
 
 

@@ -129,7 +129,8 @@ def encode_subscription(subscription: Subscription, version: int = LATEST_VERSIO
         fields["generation_id"] = i32(subscription.generation_id)
     if version >= 3:
         fields["rack_id"] = subscription.rack_id
-    return _with_version(version, module.ConsumerProtocolSubscription, module.ConsumerProtocolSubscription(**fields))
+    entity_type = module.ConsumerProtocolSubscription
+    return _with_version(version, entity_type, entity_type(**fields))
 
 
 def encode_assignment(assignment: Assignment, version: int = LATEST_VERSION) -> bytes:

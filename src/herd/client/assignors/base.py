@@ -122,7 +122,8 @@ class PartitionAssignor(ABC):
 
     def metadata(self, topics: Iterable[str]) -> Subscription:
         """The Subscription this member sends in JoinGroup for `topics`."""
-        return Subscription(topics=tuple(sorted(set(topics))), user_data=self.user_data(), rack_id=self.rack_id)
+        topics = tuple(sorted(set(topics)))
+        return Subscription(topics=topics, user_data=self.user_data(), rack_id=self.rack_id)
 
     def user_data(self) -> bytes | None:
         """Assignor-specific user data for the next subscription (none by default)."""

@@ -84,9 +84,8 @@ def _assign_ranges(state: _TopicState, may_assign: MayAssign | None, result: Raw
 def _assign_co_partitioned(states: list[_TopicState], result: RawAssignment) -> None:
     remaining = list(states[0].consumers)
     for p in range(states[0].num_partitions):
-        match = next(
-            (c for c in remaining if all(s.racks_match(c, p) and s.max_assignable(c) > 0 for s in states)), None
-        )
+        fits = (c for c in remaining if all(s.racks_match(c, p) and s.max_assignable(c) > 0 for s in states))
+        match = next(fits, None)
         if match is None:
             continue
         for state in states:

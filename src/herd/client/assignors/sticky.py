@@ -23,7 +23,9 @@ Other subscriptions (in place of Java's generalAssign, whose exact choices herd 
 owned partitions are kept; each remaining partition, fewest eligible members first, goes to the eligible
 member with the fewest partitions (rack-local first among equals); then while some member A holds a
 partition that an eligible member B could take with |A| > |B| + 1, it moves (partitions A did not own
-before move first). That is the balance Java's isBalanced checks.
+before move first). That is the balance Java's isBalanced checks. It costs O(partitions x members) per
+pass, so it is seconds, not milliseconds, at 1,000 members x 10,000 partitions; identical subscriptions
+(the common case, and the benchmarked one) take the constrained path.
 """
 
 from __future__ import annotations
@@ -130,7 +132,9 @@ def previous_owners(
 class _Racks:
     """Who is on which rack, and whether rack-aware assignment applies (Java's RackInfo)."""
 
-    def __init__(self, cluster: Cluster, members: Mapping[str, Member], partitions: list[TopicPartition]) -> None:
+    def __init__(
+        self, cluster: Cluster, members: Mapping[str, Member], partitions: list[TopicPartition]
+    ) -> None:
         self.member_rack = {m: member.rack for m, member in members.items()}
         consumer_racks = {r for r in self.member_rack.values() if r is not None}
         self.partition_racks = {tp: cluster.racks_of(tp) for tp in partitions} if consumer_racks else {}
@@ -208,7 +212,10 @@ def _deal(order: list[str], result: RawAssignment, quota: _Quota, pick: Pick) ->
 
 
 def constrained_assign(
-    partitions: list[TopicPartition], order: list[str], owned: Mapping[str, list[TopicPartition]], racks: _Racks
+    partitions: list[TopicPartition],
+    order: list[str],
+    owned: Mapping[str, list[TopicPartition]],
+    racks: _Racks,
 ) -> RawAssignment:
     """Identical subscriptions: `partitions` sorted, `order` the member ids sorted."""
     result: RawAssignment = {m: [] for m in order}
@@ -229,7 +236,9 @@ def constrained_assign(
 class _Balancer:
     """Counts and eligibility for the general case."""
 
-    def __init__(self, members: Mapping[str, Member], owned: Mapping[str, list[TopicPartition]], racks: _Racks):
+    def __init__(
+        self, members: Mapping[str, Member], owned: Mapping[str, list[TopicPartition]], racks: _Racks
+    ) -> None:
         self.rank = {m: i for i, m in enumerate(sorted(members))}
         self.eligible: defaultdict[str, list[str]] = defaultdict(list)
         for member_id in sorted(members):
@@ -266,7 +275,9 @@ def general_assign(
     """Different subscriptions: keep owned, place the rest on the least loaded, then even out."""
     balancer = _Balancer(members, owned, racks)
     assigned = {tp for kept in owned.values() for tp in kept}
-    unassigned = sorted((tp for tp in partitions if tp not in assigned), key=lambda tp: (len(balancer.eligible[tp.topic]), tp))
+    unassigned = sorted(
+        (tp for tp in partitions if tp not in assigned), key=lambda tp: (len(balancer.eligible[tp.topic]), tp)
+    )
     for tp in unassigned:
         balancer.result[balancer.best(tp)][tp] = None
     while balancer.rebalance_once():
