@@ -1,0 +1,105 @@
+"""DescribeGroups, ListGroups and DeleteGroups.
+
+Describe: a Stable group shows its protocol and each member's metadata for it and assignment;
+other states show members without metadata; an unknown group is described as Dead with no error
+(DescribeGroups v0-5). List: filters by state and type, case-insensitively (Kafka lower-cases
+both sides). Delete: only Empty groups; others get NON_EMPTY_GROUP, unknown ones GROUP_ID_NOT_FOUND.
+Deletion writes a tombstone for every committed offset, then the GroupMetadata tombstone; replaying
+them removes the group (apache/kafka ClassicGroup.validateDeleteGroup, createGroupTombstoneRecords).
+"""
+
+from __future__ import annotations
+
+from herd.coordinator.context import ShardContext
+from herd.coordinator.errors import ErrorCode
+from herd.coordinator.group import ClassicGroup
+from herd.coordinator.records import group_tombstone, offset_tombstone
+from herd.coordinator.requests import DeleteGroups, DescribeGroups, ListGroups
+from herd.coordinator.responses import (
+    DeletableGroupResult,
+    DeleteGroupsResponse,
+    DescribedGroup,
+    DescribedMember,
+    DescribeGroupsResponse,
+    ListedGroup,
+    ListGroupsResponse,
+)
+from herd.coordinator.result import Effects, Result
+from herd.coordinator.state import GroupState
+
+GROUP_TYPE = "classic"
+
+
+def describe(ctx: ShardContext, req: DescribeGroups, handle: object) -> Result:
+    fx = Effects()
+    fx.reply(handle, DescribeGroupsResponse(groups=tuple(_describe(ctx, g) for g in req.groups)))
+    return fx.result()
+
+
+def _describe(ctx: ShardContext, group_id: str) -> DescribedGroup:
+    if not group_id:
+        return DescribedGroup(group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID)
+    group = ctx.groups.get(group_id)
+    if group is None:
+        return DescribedGroup(group_id=group_id, group_state=str(GroupState.DEAD))
+    stable = group.is_in(GroupState.STABLE)
+    members = tuple(
+        DescribedMember(
+            m.member_id,
+            m.group_instance_id,
+            m.client_id,
+            m.client_host,
+            m.metadata(group.protocol_name) if stable else b"",
+            m.assignment if stable else b"",
+        )
+        for m in group.members.values()
+    )
+    return DescribedGroup(
+        group_id=group_id,
+        group_state=str(group.state),
+        protocol_type=group.protocol_type or "",
+        protocol_data=(group.protocol_name or "") if stable else "",
+        members=members,
+    )
+
+
+def list_groups(ctx: ShardContext, req: ListGroups, handle: object) -> Result:
+    states = {s.lower() for s in req.states_filter}
+    types = {t.lower() for t in req.types_filter}
+    listed = tuple(
+        ListedGroup(g.group_id, g.protocol_type or "", str(g.state), GROUP_TYPE)
+        for g in ctx.groups.values()
+        if _listed(g, states, types)
+    )
+    fx = Effects()
+    fx.reply(handle, ListGroupsResponse(groups=listed))
+    return fx.result()
+
+
+def _listed(group: ClassicGroup, states: set[str], types: set[str]) -> bool:
+    if group.is_in(GroupState.DEAD):
+        return False
+    if states and str(group.state).lower() not in states:
+        return False
+    return not types or GROUP_TYPE in types
+
+
+def delete(ctx: ShardContext, req: DeleteGroups, handle: object) -> Result:
+    fx = Effects()
+    results = tuple(DeletableGroupResult(gid, _delete_one(ctx, gid, fx)) for gid in req.groups_names)
+    fx.reply(handle, DeleteGroupsResponse(results=results))
+    return fx.result()
+
+
+def _delete_one(ctx: ShardContext, group_id: str, fx: Effects) -> ErrorCode:
+    if not group_id:
+        return ErrorCode.INVALID_GROUP_ID
+    group = ctx.groups.get(group_id)
+    if group is None or group.is_in(GroupState.DEAD):
+        return ErrorCode.GROUP_ID_NOT_FOUND
+    if not group.is_in(GroupState.EMPTY):
+        return ErrorCode.NON_EMPTY_GROUP
+    for topic, partition in sorted(ctx.offsets.get(group_id, {})):
+        fx.records.append(offset_tombstone(group_id, topic, partition))
+    fx.records.append(group_tombstone(group_id))
+    return ErrorCode.NONE

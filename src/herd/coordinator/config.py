@@ -1,0 +1,25 @@
+"""Coordinator configuration, named after Kafka's broker properties, with Kafka's defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CoordinatorConfig:
+    group_initial_rebalance_delay_ms: int = 3000
+    """group.initial.rebalance.delay.ms (KIP-134)."""
+    group_min_session_timeout_ms: int = 6000
+    """group.min.session.timeout.ms."""
+    group_max_session_timeout_ms: int = 1_800_000
+    """group.max.session.timeout.ms."""
+    group_max_size: int = 2_147_483_647
+    """group.max.size."""
+    offset_metadata_max_bytes: int = 4096
+    """offset.metadata.max.bytes."""
+    offsets_retention_minutes: int = 10080
+    """offsets.retention.minutes (used by the offsets issue; not enforced here yet)."""
+    new_member_join_timeout_ms: int = 300_000
+    """Kafka's internal classicGroupNewMemberJoinTimeoutMs (KAFKA-7610), not a public property."""
+    rebalance_history_size: int = 16
+    """How many rebalances each group remembers for observability (herd-only)."""

@@ -1,0 +1,86 @@
+"""The state one shard's handlers share: config, clock, timer, id factory, groups, offsets, history.
+
+Handler modules (membership, static, offsets, admin, rebalance) are functions over a `ShardContext`;
+`GroupCoordinatorShard` owns one and is the only public entry point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from herd.coordinator.config import CoordinatorConfig
+from herd.coordinator.group import ClassicGroup
+from herd.coordinator.history import RebalanceHistory
+from herd.coordinator.member import Member
+from herd.coordinator.records import (
+    GroupMetadataValueV3,
+    MemberMetadataV3,
+    OffsetValue,
+    Record,
+    group_metadata_record,
+)
+from herd.coordinator.timer import Clock, Timer
+from kio.static.primitive import i32, i64
+
+
+@dataclass(slots=True)
+class ShardContext:
+    config: CoordinatorConfig
+    clock: Clock
+    timer: Timer
+    new_uuid: Callable[[], str]
+    history: RebalanceHistory
+    groups: dict[str, ClassicGroup] = field(default_factory=dict)
+    offsets: dict[str, dict[tuple[str, int], OffsetValue]] = field(default_factory=dict)
+
+    def now(self) -> int:
+        return self.clock.now_ms()
+
+    def generate_member_id(self, client_id: str, instance_id: str | None) -> str:
+        """Kafka's ClassicGroup.generateMemberId: `clientId-uuid`, or `instanceId-uuid` if static."""
+        prefix = instance_id if instance_id is not None else client_id
+        return f"{prefix}-{self.new_uuid()}"
+
+
+def group_metadata_value(group: ClassicGroup, assignments: dict[str, bytes]) -> GroupMetadataValueV3:
+    """GroupCoordinatorRecordHelpers.newGroupMetadataRecord: the group with the given assignment."""
+    return GroupMetadataValueV3(
+        protocol_type=group.protocol_type or "",
+        generation=i32(group.generation_id),
+        protocol=group.protocol_name,
+        leader=group.leader_id,
+        current_state_timestamp=i64(group.state_timestamp_ms),
+        members=tuple(_member_value(m, group.protocol_name, assignments) for m in group.members.values()),
+    )
+
+
+def _member_value(member: Member, protocol: str | None, assignments: dict[str, bytes]) -> MemberMetadataV3:
+    return MemberMetadataV3(
+        member_id=member.member_id,
+        group_instance_id=member.group_instance_id,
+        client_id=member.client_id,
+        client_host=member.client_host,
+        rebalance_timeout=i32(member.rebalance_timeout_ms),
+        session_timeout=i32(member.session_timeout_ms),
+        subscription=member.metadata(protocol),
+        assignment=assignments.get(member.member_id, b""),
+    )
+
+
+def group_record(group: ClassicGroup, assignments: dict[str, bytes]) -> Record:
+    """A GroupMetadata record describing live state (applied=True: replay skips it)."""
+    return group_metadata_record(group.group_id, group_metadata_value(group, assignments), applied=True)
+
+
+def empty_group_record(group: ClassicGroup) -> Record:
+    """GroupCoordinatorRecordHelpers.newEmptyGroupMetadataRecord, written when a group is created."""
+    value = GroupMetadataValueV3(
+        protocol_type="",
+        generation=i32(0),
+        protocol=None,
+        leader=None,
+        current_state_timestamp=i64(group.state_timestamp_ms),
+        members=(),
+    )
+    return group_metadata_record(group.group_id, value, applied=True)

@@ -1,0 +1,400 @@
+"""JoinGroup, SyncGroup, Heartbeat and LeaveGroup for classic groups (dynamic members; static
+replacement lives in static.py).
+
+Ported from apache/kafka group-coordinator/.../GroupMetadataManager.java (classic half:
+`classicGroupJoinToClassicGroup`, `classicGroupJoinNewMember`, `classicGroupJoinExistingMember`,
+`addMemberThenRebalanceOrCompleteJoin`, `classicGroupSyncToClassicGroup`, `validateSyncGroup`,
+`classicGroupHeartbeatToClassicGroup`, `classicGroupLeaveToClassicGroup`) and the request checks of
+GroupCoordinatorService.java (empty group id, session-timeout bounds).
+
+Like Kafka, these handlers change the group in memory directly and emit GroupMetadata records (marked
+applied) at the points Kafka persists: group creation, generation completion (leader SyncGroup), the
+group becoming Empty, static replacement in Stable. One deliberate difference: Kafka moves the group
+to Stable when the leader's assignment write *completes*; herd moves it at once and holds every reply
+until the write is durable, undoing it through the rollback hook if the write fails.
+"""
+
+from __future__ import annotations
+
+from herd.coordinator import rebalance as rb
+from herd.coordinator.context import ShardContext, empty_group_record, group_record
+from herd.coordinator.errors import CoordinatorError, ErrorCode, append_error_to_response_error
+from herd.coordinator.group import ClassicGroup
+from herd.coordinator.member import Member
+from herd.coordinator.requests import UNKNOWN_MEMBER_ID, Heartbeat, JoinGroup, LeaveGroup, MemberIdentity, SyncGroup
+from herd.coordinator.responses import (
+    HeartbeatResponse,
+    JoinGroupResponse,
+    LeaveGroupResponse,
+    LeaveMemberResponse,
+    SyncGroupResponse,
+)
+from herd.coordinator.result import Effects, Result
+from herd.coordinator.state import GroupState
+
+EMPTY_STATE = GroupState.EMPTY
+PR = GroupState.PREPARING_REBALANCE
+CR = GroupState.COMPLETING_REBALANCE
+STABLE = GroupState.STABLE
+DEAD = GroupState.DEAD
+
+
+def join_reason(reason: str | None) -> str:
+    return reason if reason else "not provided"
+
+
+def rebalance_timeout(req: JoinGroup) -> int:
+    """JoinGroup v0 has no rebalance timeout: Kafka uses the session timeout."""
+    if req.api_version == 0 or req.rebalance_timeout_ms < 0:
+        return req.session_timeout_ms
+    return req.rebalance_timeout_ms
+
+
+# --- JoinGroup --------------------------------------------------------------------------------------
+
+
+def join(ctx: ShardContext, req: JoinGroup, handle: object) -> Result:
+    fx = Effects()
+    error = _validate_join(ctx, req)
+    if error is not None:
+        fx.reply(handle, JoinGroupResponse(error_code=error, member_id=req.member_id))
+        return fx.result()
+    is_unknown = req.member_id == UNKNOWN_MEMBER_ID
+    group = ctx.groups.get(req.group_id)
+    is_new_group = group is None
+    if group is None:
+        if not is_unknown:
+            fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+            return fx.result()
+        group = ClassicGroup(req.group_id, EMPTY_STATE, ctx.now())
+        ctx.groups[req.group_id] = group
+    if not _accept_joining_member(ctx, group, req.member_id):
+        _reject_full(ctx, group, req.member_id)
+        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=""))
+    elif is_unknown:
+        _join_new_member(ctx, req, group, handle, fx)
+    else:
+        _join_existing_member(ctx, req, group, handle, fx)
+    if is_new_group and not fx.records:
+        fx.records.append(empty_group_record(group))
+        fx.on_failure(lambda err: _undo_new_group(ctx, group, handle, err))
+    return fx.result()
+
+
+def _validate_join(ctx: ShardContext, req: JoinGroup) -> ErrorCode | None:
+    cfg = ctx.config
+    if not req.group_id:
+        return ErrorCode.INVALID_GROUP_ID
+    if not cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms:
+        return ErrorCode.INVALID_SESSION_TIMEOUT
+    return None
+
+
+def _accept_joining_member(ctx: ShardContext, group: ClassicGroup, member_id: str) -> bool:
+    """group.max.size: awaiting joiners count in PreparingRebalance, members otherwise."""
+    max_size = ctx.config.group_max_size
+    if group.is_in(EMPTY_STATE, DEAD):
+        return True
+    if group.is_in(PR):
+        member = group.members.get(member_id)
+        return (member is not None and member.is_awaiting_join) or group.num_awaiting_join < max_size
+    return group.has_member(member_id) or len(group.members) < max_size
+
+
+def _reject_full(ctx: ShardContext, group: ClassicGroup, member_id: str) -> None:
+    member = group.remove(member_id)
+    if member is not None:
+        rb.cancel_session(ctx, group.group_id, member)
+
+
+def _undo_new_group(ctx: ShardContext, group: ClassicGroup, handle: object, error: ErrorCode) -> Result:
+    """The creation record failed: Kafka reverts its snapshot, so the group disappears again."""
+    mapped = append_error_to_response_error(error)
+    fx = Effects()
+    if ctx.groups.get(group.group_id) is group:
+        for member in list(group.members.values()):
+            if member.join_reply is not None and member.join_reply is not handle:
+                fx.reply(member.join_reply, JoinGroupResponse(error_code=mapped))
+            rb.cancel_session(ctx, group.group_id, member)
+        for pending in group.pending_members:
+            ctx.timer.cancel(rb.heartbeat_key(group.group_id, pending))
+        ctx.timer.cancel(rb.join_key(group.group_id))
+        group.transition_to(DEAD, ctx.now())
+        del ctx.groups[group.group_id]
+        ctx.history.forget(group.group_id)
+    fx.reply(handle, JoinGroupResponse(error_code=mapped))
+    return fx.result()
+
+
+def _join_new_member(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, handle: object, fx: Effects) -> None:
+    if group.is_in(DEAD):
+        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=""))
+    elif not group.supports_protocols(req.protocol_type, req.protocols):
+        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=""))
+    else:
+        new_id = ctx.generate_member_id(req.client_id, req.group_instance_id)
+        if req.group_instance_id is not None:
+            from herd.coordinator.static import join_new_static_member
+
+            join_new_static_member(ctx, req, group, new_id, handle, fx)
+        elif req.api_version >= 4:
+            # KIP-394: hand out the id and wait for the member to come back with it.
+            group.pending_members.add(new_id)
+            rb.schedule_pending_member(ctx, group, new_id, req.session_timeout_ms)
+            fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.MEMBER_ID_REQUIRED, member_id=new_id))
+        else:
+            add_member_then_rebalance(ctx, req, group, new_id, handle, fx)
+
+
+def add_member_then_rebalance(
+    ctx: ShardContext, req: JoinGroup, group: ClassicGroup, member_id: str, handle: object, fx: Effects
+) -> None:
+    member = Member(
+        member_id=member_id,
+        group_instance_id=req.group_instance_id,
+        client_id=req.client_id,
+        client_host=req.client_host,
+        rebalance_timeout_ms=rebalance_timeout(req),
+        session_timeout_ms=req.session_timeout_ms,
+        protocol_type=req.protocol_type,
+        protocols=req.protocols,
+        is_new=True,
+        joined_at_ms=ctx.now(),
+    )
+    if group.is_in(PR) and group.previous_state is EMPTY_STATE:
+        group.new_member_added = True
+    group.add(member, handle)
+    # KAFKA-7610: a parked join of a new member times out after the new-member join timeout.
+    rb.arm_session(ctx, group, member, ctx.config.new_member_join_timeout_ms)
+    reason = (f"Adding new member {member_id} with group instance id {req.group_instance_id}; "
+              f"client reason: {join_reason(req.reason)}")
+    rb.maybe_prepare_rebalance_or_complete_join(ctx, group, "member-join", reason, fx)
+
+
+def _join_existing_member(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, handle: object, fx: Effects) -> None:
+    member_id = req.member_id
+    if group.is_in(DEAD):
+        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=member_id))
+    elif not group.supports_protocols(req.protocol_type, req.protocols):
+        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
+    elif group.is_pending(member_id):
+        if req.group_instance_id is not None:
+            fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, member_id=member_id))
+            return
+        add_member_then_rebalance(ctx, req, group, member_id, handle, fx)
+    else:
+        try:
+            group.validate_member(member_id, req.group_instance_id)
+        except CoordinatorError as e:
+            fx.reply(handle, JoinGroupResponse(error_code=e.code, member_id=member_id))
+            return
+        _rejoin(ctx, req, group, group.member(member_id), handle, fx)
+
+
+def _rejoin(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, member: Member, handle: object, fx: Effects) -> None:
+    client = f"client reason: {join_reason(req.reason)}"
+    during = f"during {group.state}; {client}"
+    if group.is_in(PR):
+        _update_then_rebalance(ctx, req, group, member, handle, "member-join",
+                               f"Member {member.member_id} is joining group {during}", fx)
+    elif group.is_in(STABLE) and group.is_leader(member.member_id):
+        _update_then_rebalance(ctx, req, group, member, handle, "leader-rejoin",
+                               f"Leader {member.member_id} re-joining group {during}", fx)
+    elif group.is_in(CR, STABLE) and not member.matches(req.protocols):
+        _update_then_rebalance(ctx, req, group, member, handle, "member-metadata",
+                               f"Updating metadata for member {member.member_id} {during}", fx)
+    elif group.is_in(CR, STABLE):
+        fx.reply(handle, current_generation_response(group, member.member_id,
+                                                     with_members=group.is_in(CR)))
+    else:
+        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID, member_id=member.member_id))
+
+
+def current_generation_response(group: ClassicGroup, member_id: str, *, with_members: bool) -> JoinGroupResponse:
+    """The current generation, for a member whose join changes nothing."""
+    leader = group.is_leader(member_id)
+    return JoinGroupResponse(
+        members=group.join_members() if with_members and leader else (),
+        member_id=member_id,
+        generation_id=group.generation_id,
+        protocol_name=group.protocol_name,
+        protocol_type=group.protocol_type,
+        leader=group.leader_id or "",
+    )
+
+
+def _update_then_rebalance(
+    ctx: ShardContext, req: JoinGroup, group: ClassicGroup, member: Member, handle: object,
+    cause: str, reason: str, fx: Effects,
+) -> None:
+    group.update_member(member, req.protocols, rebalance_timeout(req), req.session_timeout_ms, handle)
+    rb.maybe_prepare_rebalance_or_complete_join(ctx, group, cause, reason, fx)
+
+
+# --- SyncGroup --------------------------------------------------------------------------------------
+
+
+def sync(ctx: ShardContext, req: SyncGroup, handle: object) -> Result:
+    fx = Effects()
+    group = ctx.groups.get(req.group_id)
+    if not req.group_id:
+        fx.reply(handle, SyncGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID))
+    elif group is None or group.is_empty():
+        fx.reply(handle, SyncGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
+    elif (error := _validate_sync(group, req)) is not None:
+        fx.reply(handle, SyncGroupResponse(error_code=error))
+    elif group.is_in(PR):
+        fx.reply(handle, SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS))
+    elif group.is_in(CR):
+        group.member(req.member_id).sync_reply = handle
+        rb.remove_pending_sync_member(ctx, group, req.member_id)
+        if group.is_leader(req.member_id):
+            _complete_generation(ctx, group, req, fx)
+    elif group.is_in(STABLE):
+        rb.remove_pending_sync_member(ctx, group, req.member_id)
+        fx.reply(handle, SyncGroupResponse(
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            assignment=group.member(req.member_id).assignment,
+        ))
+    return fx.result()
+
+
+def _validate_sync(group: ClassicGroup, req: SyncGroup) -> ErrorCode | None:
+    if group.is_in(DEAD):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    try:
+        group.validate_member(req.member_id, req.group_instance_id)
+    except CoordinatorError as e:
+        return e.code
+    if req.generation_id != group.generation_id:
+        return ErrorCode.ILLEGAL_GENERATION
+    # KIP-559 (SyncGroup v5): a non-null protocol type/name must match the group's.
+    if _inconsistent(req.protocol_type, group.protocol_type) or _inconsistent(req.protocol_name, group.protocol_name):
+        return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    return None
+
+
+def _inconsistent(requested: str | None, current: str | None) -> bool:
+    return requested is not None and current is not None and requested != current
+
+
+def _complete_generation(ctx: ShardContext, group: ClassicGroup, req: SyncGroup, fx: Effects) -> None:
+    """The leader's assignment: persist it, go Stable, answer everyone waiting (after durability)."""
+    assignments = {a.member_id: a.assignment for a in req.assignments}
+    for member in group.members.values():
+        assignments.setdefault(member.member_id, b"")
+        member.assignment = assignments[member.member_id]
+    fx.records.append(group_record(group, assignments))
+    group.transition_to(STABLE, ctx.now())
+    ctx.history.finish(group.group_id, "stable", ctx.now())
+    first = len(fx.replies)
+    rb.propagate_assignment(ctx, group, ErrorCode.NONE, fx)
+    handles = [r.handle for r in fx.replies[first:]]
+    generation = group.generation_id
+    fx.on_failure(lambda err: _undo_generation(ctx, group, generation, req.member_id, handles, err))
+
+
+def _undo_generation(
+    ctx: ShardContext, group: ClassicGroup, generation: int, leader_id: str, handles: list[object], error: ErrorCode
+) -> Result:
+    """Kafka's failed-assignment path: waiting members get the mapped error and the group rebalances."""
+    mapped = append_error_to_response_error(error)
+    fx = Effects()
+    for handle in handles:
+        fx.reply(handle, SyncGroupResponse(error_code=mapped))
+    if ctx.groups.get(group.group_id) is group and group.generation_id == generation and group.is_in(STABLE):
+        for member in group.members.values():
+            member.assignment = b""
+        reason = f"Error {mapped.name} when storing group assignment during SyncGroup (member: {leader_id})."
+        rb.prepare_rebalance(ctx, group, "append-failure", reason, fx)
+    return fx.result()
+
+
+# --- Heartbeat --------------------------------------------------------------------------------------
+
+
+def heartbeat(ctx: ShardContext, req: Heartbeat, handle: object) -> Result:
+    fx = Effects()
+    fx.reply(handle, HeartbeatResponse(error_code=_heartbeat(ctx, req)))
+    return fx.result()
+
+
+def _heartbeat(ctx: ShardContext, req: Heartbeat) -> ErrorCode:
+    if not req.group_id:
+        return ErrorCode.INVALID_GROUP_ID
+    group = ctx.groups.get(req.group_id)
+    if group is None:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    if group.is_in(DEAD):
+        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+    try:
+        group.validate_member(req.member_id, req.group_instance_id)
+    except CoordinatorError as e:
+        return e.code
+    if req.generation_id != group.generation_id:
+        return ErrorCode.ILLEGAL_GENERATION
+    if group.is_in(EMPTY_STATE):
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    rb.touch_session(ctx, group, group.member(req.member_id))
+    return ErrorCode.REBALANCE_IN_PROGRESS if group.is_in(PR) else ErrorCode.NONE
+
+
+# --- LeaveGroup -------------------------------------------------------------------------------------
+
+
+def leave(ctx: ShardContext, req: LeaveGroup, handle: object) -> Result:
+    fx = Effects()
+    identities = req.members if req.api_version >= 3 else (MemberIdentity(req.member_id),)
+    group = ctx.groups.get(req.group_id)
+    if not req.group_id:
+        response = LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+    elif group is None:
+        response = LeaveGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
+    elif group.is_in(DEAD):
+        response = LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+    else:
+        members = tuple(_leave_one(ctx, group, identity, fx) for identity in identities)
+        _rebalance_after_leave(ctx, group, identities, members, fx)
+        response = LeaveGroupResponse(members=members)
+    if req.api_version < 3 and response.members:
+        response = LeaveGroupResponse(error_code=response.members[0].error_code)
+    fx.reply(handle, response)
+    return fx.result()
+
+
+def _leave_one(ctx: ShardContext, group: ClassicGroup, who: MemberIdentity, fx: Effects) -> LeaveMemberResponse:
+    if who.member_id == UNKNOWN_MEMBER_ID:
+        # Administrative removal by instance id (KIP-345).
+        static_id = group.static_member_id(who.group_instance_id)
+        if static_id is None:
+            return LeaveMemberResponse(who.member_id, who.group_instance_id, ErrorCode.UNKNOWN_MEMBER_ID)
+        rb.remove_current_member(ctx, group, static_id, fx)
+    elif group.is_pending(who.member_id):
+        group.remove(who.member_id)
+        ctx.timer.cancel(rb.heartbeat_key(group.group_id, who.member_id))
+    else:
+        try:
+            group.validate_member(who.member_id, who.group_instance_id)
+        except CoordinatorError as e:
+            return LeaveMemberResponse(who.member_id, who.group_instance_id, e.code)
+        rb.remove_current_member(ctx, group, who.member_id, fx)
+    return LeaveMemberResponse(who.member_id, who.group_instance_id)
+
+
+def _rebalance_after_leave(
+    ctx: ShardContext, group: ClassicGroup, identities: tuple[MemberIdentity, ...],
+    responses: tuple[LeaveMemberResponse, ...], fx: Effects,
+) -> None:
+    left = [(who, r) for who, r in zip(identities, responses, strict=True) if r.error_code == ErrorCode.NONE]
+    if not left:
+        return
+    described = ", ".join(
+        (r.member_id or f"instance {r.group_instance_id}") + f" (client reason: {join_reason(who.reason)})"
+        for who, r in left
+    )
+    reason = f"explicit `LeaveGroup` request for ({described}) members."
+    if group.is_in(STABLE, CR):
+        rb.maybe_prepare_rebalance_or_complete_join(ctx, group, "member-leave", reason, fx)
+    elif group.is_in(PR):
+        rb.maybe_complete_join_phase(ctx, group, fx)

@@ -1,0 +1,157 @@
+"""Version-independent requests: the fields of each API's highest version, plus `api_version` and the
+request context (`client_id`, `client_host`). The API layer fills absent fields with Kafka's defaults
+(for example JoinGroup v0 has no rebalance timeout: the core uses the session timeout, as Kafka does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from herd.coordinator.member import Protocol
+
+UNKNOWN_MEMBER_ID = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JoinGroup:
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int = -1
+    member_id: str = UNKNOWN_MEMBER_ID
+    group_instance_id: str | None = None
+    protocol_type: str = "consumer"
+    protocols: tuple[Protocol, ...] = ()
+    reason: str | None = None
+    api_version: int = 9
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class SyncAssignment:
+    member_id: str
+    assignment: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncGroup:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignments: tuple[SyncAssignment, ...] = ()
+    api_version: int = 5
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Heartbeat:
+    group_id: str
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None = None
+    api_version: int = 4
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberIdentity:
+    member_id: str = UNKNOWN_MEMBER_ID
+    group_instance_id: str | None = None
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaveGroup:
+    """v0-2 carry one `member_id`; v3+ carry `members`. The core reads the field of the version."""
+
+    group_id: str
+    member_id: str = UNKNOWN_MEMBER_ID
+    members: tuple[MemberIdentity, ...] = ()
+    api_version: int = 5
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeGroups:
+    groups: tuple[str, ...]
+    include_authorized_operations: bool = False
+    api_version: int = 5
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListGroups:
+    states_filter: tuple[str, ...] = ()
+    types_filter: tuple[str, ...] = ()
+    api_version: int = 5
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteGroups:
+    groups_names: tuple[str, ...]
+    api_version: int = 2
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class CommitPartition:
+    partition_index: int
+    committed_offset: int
+    committed_leader_epoch: int = -1
+    commit_timestamp: int = -1
+    committed_metadata: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CommitTopic:
+    name: str
+    partitions: tuple[CommitPartition, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetCommit:
+    group_id: str
+    generation_id_or_member_epoch: int = -1
+    member_id: str = UNKNOWN_MEMBER_ID
+    group_instance_id: str | None = None
+    retention_time_ms: int = -1
+    topics: tuple[CommitTopic, ...] = ()
+    api_version: int = 9
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class FetchTopic:
+    name: str
+    partition_indexes: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchGroup:
+    group_id: str
+    topics: tuple[FetchTopic, ...] | None = None
+    """None fetches every committed offset of the group."""
+    member_id: str | None = None
+    member_epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetFetch:
+    """v8+ shape (many groups). The API layer wraps a v0-7 request's single group in `groups`."""
+
+    groups: tuple[FetchGroup, ...]
+    require_stable: bool = False
+    api_version: int = 9
+    client_id: str = ""
+    client_host: str = ""

@@ -1,0 +1,178 @@
+"""Version-independent responses, with Kafka error codes as ints (`ErrorCode` values).
+
+`error_response(response, code)` builds the same response carrying an error everywhere, which is
+what a request gets when the append of its Result fails.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from herd.coordinator.errors import ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class JoinGroupMember:
+    member_id: str
+    group_instance_id: str | None
+    metadata: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JoinGroupResponse:
+    error_code: int = ErrorCode.NONE
+    generation_id: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    skip_assignment: bool = False
+    member_id: str = ""
+    members: tuple[JoinGroupMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SyncGroupResponse:
+    error_code: int = ErrorCode.NONE
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HeartbeatResponse:
+    error_code: int = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveMemberResponse:
+    member_id: str
+    group_instance_id: str | None
+    error_code: int = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LeaveGroupResponse:
+    error_code: int = ErrorCode.NONE
+    members: tuple[LeaveMemberResponse, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedMember:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    member_metadata: bytes
+    member_assignment: bytes
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedGroup:
+    group_id: str
+    error_code: int = ErrorCode.NONE
+    group_state: str = ""
+    protocol_type: str = ""
+    protocol_data: str = ""
+    members: tuple[DescribedMember, ...] = ()
+    authorized_operations: int = -2147483648
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeGroupsResponse:
+    groups: tuple[DescribedGroup, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ListedGroup:
+    group_id: str
+    protocol_type: str
+    group_state: str
+    group_type: str = "classic"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListGroupsResponse:
+    error_code: int = ErrorCode.NONE
+    groups: tuple[ListedGroup, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class DeletableGroupResult:
+    group_id: str
+    error_code: int = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteGroupsResponse:
+    results: tuple[DeletableGroupResult, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class CommitPartitionResponse:
+    partition_index: int
+    error_code: int = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class CommitTopicResponse:
+    name: str
+    partitions: tuple[CommitPartitionResponse, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetCommitResponse:
+    topics: tuple[CommitTopicResponse, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class FetchPartitionResponse:
+    partition_index: int
+    committed_offset: int = -1
+    committed_leader_epoch: int = -1
+    metadata: str | None = ""
+    error_code: int = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class FetchTopicResponse:
+    name: str
+    partitions: tuple[FetchPartitionResponse, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FetchGroupResponse:
+    group_id: str
+    topics: tuple[FetchTopicResponse, ...] = ()
+    error_code: int = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetFetchResponse:
+    groups: tuple[FetchGroupResponse, ...] = ()
+
+
+def error_response(response: object, code: int) -> object:
+    """`response` with `code` as its error (top level, per member, per partition as the API has it)."""
+    match response:
+        case JoinGroupResponse() | SyncGroupResponse() | HeartbeatResponse():
+            return type(response)(error_code=code, **_member_id(response))
+        case LeaveGroupResponse():
+            return LeaveGroupResponse(error_code=code)
+        case OffsetCommitResponse():
+            return OffsetCommitResponse(
+                topics=tuple(
+                    CommitTopicResponse(t.name, tuple(replace(p, error_code=code) for p in t.partitions))
+                    for t in response.topics
+                )
+            )
+        case DeleteGroupsResponse():
+            return DeleteGroupsResponse(
+                results=tuple(replace(r, error_code=code) for r in response.results)
+            )
+    return response
+
+
+def _member_id(response: object) -> dict[str, str]:
+    if isinstance(response, JoinGroupResponse):
+        return {"member_id": response.member_id}
+    return {}

@@ -1,0 +1,88 @@
+"""What every handler and timer operation returns.
+
+`Result.records` are the `__consumer_offsets` records to append, in order. `Result.replies` are
+responses for parked or immediate requests, keyed by the opaque handle the runtime passed in. The
+runtime releases a Result's replies only when every record appended up to and including this Result
+is durable (Kafka's deferred-event rule: a Result without records still waits for earlier writes).
+
+If the append fails, the runtime must not send `replies`; it calls
+`GroupCoordinatorShard.on_append_failed(result, error)` and handles the Result that returns instead
+(error replies and, when Kafka does so, compensating state changes such as undoing a static member
+replacement). `rollback` is the shard's private hook for that; the runtime never calls it directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from herd.coordinator.records import Record
+
+if TYPE_CHECKING:
+    from herd.coordinator.errors import ErrorCode
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    handle: object
+    response: object
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    records: tuple[Record, ...] = ()
+    replies: tuple[Reply, ...] = ()
+    rollback: Callable[["ErrorCode"], "Result"] | None = field(default=None, compare=False, repr=False)
+
+    def __add__(self, other: Result) -> Result:
+        return merge(self, other)
+
+
+EMPTY = Result()
+
+
+def merge(first: Result, second: Result) -> Result:
+    rollbacks = [r for r in (first.rollback, second.rollback) if r is not None]
+
+    def rollback_both(error: "ErrorCode") -> Result:
+        out = EMPTY
+        for hook in reversed(rollbacks):
+            out = merge(out, hook(error))
+        return out
+
+    return Result(
+        first.records + second.records,
+        first.replies + second.replies,
+        rollback_both if rollbacks else None,
+    )
+
+
+class Effects:
+    """Accumulates the records and replies of one handler call, then freezes them into a Result."""
+
+    __slots__ = ("records", "replies", "rollbacks")
+
+    def __init__(self) -> None:
+        self.records: list[Record] = []
+        self.replies: list[Reply] = []
+        self.rollbacks: list[Callable[[ErrorCode], Result]] = []
+
+    def reply(self, handle: object, response: object) -> None:
+        self.replies.append(Reply(handle, response))
+
+    def on_failure(self, hook: Callable[["ErrorCode"], Result]) -> None:
+        self.rollbacks.append(hook)
+
+    def result(self) -> Result:
+        hooks = list(self.rollbacks)
+        rollback = None
+        if hooks:
+
+            def rollback(error: "ErrorCode") -> Result:
+                out = EMPTY
+                for hook in reversed(hooks):
+                    out = merge(out, hook(error))
+                return out
+
+        return Result(tuple(self.records), tuple(self.replies), rollback)

@@ -1,0 +1,250 @@
+"""`GroupCoordinatorShard`: the pure classic group coordinator of one `__consumer_offsets` partition.
+
+How the runtime drives it:
+- Requests: `join_group(req, reply)`, `sync_group`, `heartbeat`, `leave_group`, `describe_groups`,
+  `list_groups`, `delete_groups`, `offset_commit`, `offset_fetch`. `reply` is the runtime's opaque
+  handle; every call returns a `Result` whose `replies` pair handles with responses. A parked
+  JoinGroup/SyncGroup has no reply in its own Result; its reply shows up in a later Result (another
+  member's request or a timer).
+- Results: append `result.records`, call `replay(record)` for each one, and release `result.replies`
+  once everything appended up to this Result is durable. If the append fails, drop those replies and
+  handle `on_append_failed(result, error_code)` instead.
+- Timers: the shard schedules keyed operations on the injected `Timer`; when one comes due the
+  runtime calls it and treats its `Result` exactly like a handler's.
+- Load: `replay(Record(key, value))` for every record of the partition, then `on_loaded()`.
+  Unload: `on_unloaded()`.
+
+Replay and live state. Offsets and group deletion are event-sourced: handlers only emit records and
+`replay` applies them. Classic membership is not, exactly as in Kafka (CoordinatorResult with
+replayRecords=false): join/sync/leave/heartbeat/timers mutate the group in memory (pending members,
+parked joins, awaiting syncs exist only there) and persist GroupMetadata at Kafka's points (creation,
+generation completion, becoming Empty, static replacement in Stable). Those records are emitted with
+`Record.applied=True` and `replay` skips them, so replaying our own records onto live state is a no-op;
+records read back from the log (applied=False) rebuild the group: Stable at the recorded generation
+with its members (Empty without), timers re-armed by `on_loaded` (reference 2.3). A coordinator move
+during a rebalance therefore loses the in-flight join state, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Callable
+
+from herd.coordinator import admin, membership, offsets
+from herd.coordinator import rebalance as rb
+from herd.coordinator.config import CoordinatorConfig
+from herd.coordinator.context import ShardContext
+from herd.coordinator.errors import ErrorCode, append_error_to_response_error
+from herd.coordinator.group import ClassicGroup
+from herd.coordinator.history import Rebalance, RebalanceHistory
+from herd.coordinator.member import Member, Protocol
+from herd.coordinator.records import (
+    GROUP_METADATA_KEY_TYPE,
+    OFFSET_COMMIT_KEY_TYPES,
+    Record,
+    decode_group_metadata_key,
+    decode_group_metadata_value,
+    decode_offset_commit_key,
+    decode_offset_commit_value,
+    record_type,
+)
+from herd.coordinator.requests import (
+    DeleteGroups,
+    DescribeGroups,
+    Heartbeat,
+    JoinGroup,
+    LeaveGroup,
+    ListGroups,
+    OffsetCommit,
+    OffsetFetch,
+    SyncGroup,
+)
+from herd.coordinator.responses import JoinGroupResponse, SyncGroupResponse, error_response
+from herd.coordinator.result import Effects, Reply, Result
+from herd.coordinator.state import GroupState
+from herd.coordinator.timer import Clock, Timer
+
+log = logging.getLogger(__name__)
+
+
+def _random_uuid() -> str:
+    return str(uuid.uuid4())
+
+
+class GroupCoordinatorShard:
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        timer: Timer,
+        config: CoordinatorConfig | None = None,
+        uuid_factory: Callable[[], str] = _random_uuid,
+    ) -> None:
+        config = config or CoordinatorConfig()
+        self._ctx = ShardContext(
+            config=config,
+            clock=clock,
+            timer=timer,
+            new_uuid=uuid_factory,
+            history=RebalanceHistory(config.rebalance_history_size),
+        )
+
+    # --- requests ------------------------------------------------------------------------------
+
+    def join_group(self, req: JoinGroup, reply: object) -> Result:
+        return membership.join(self._ctx, req, reply)
+
+    def sync_group(self, req: SyncGroup, reply: object) -> Result:
+        return membership.sync(self._ctx, req, reply)
+
+    def heartbeat(self, req: Heartbeat, reply: object) -> Result:
+        return membership.heartbeat(self._ctx, req, reply)
+
+    def leave_group(self, req: LeaveGroup, reply: object) -> Result:
+        return membership.leave(self._ctx, req, reply)
+
+    def describe_groups(self, req: DescribeGroups, reply: object) -> Result:
+        return admin.describe(self._ctx, req, reply)
+
+    def list_groups(self, req: ListGroups, reply: object) -> Result:
+        return admin.list_groups(self._ctx, req, reply)
+
+    def delete_groups(self, req: DeleteGroups, reply: object) -> Result:
+        return admin.delete(self._ctx, req, reply)
+
+    def offset_commit(self, req: OffsetCommit, reply: object) -> Result:
+        return offsets.commit(self._ctx, req, reply)
+
+    def offset_fetch(self, req: OffsetFetch, reply: object) -> Result:
+        return offsets.fetch(self._ctx, req, reply)
+
+    # --- append failures -----------------------------------------------------------------------
+
+    def on_append_failed(self, result: Result, error: ErrorCode) -> Result:
+        """The records of `result` could not be appended (`error` is the log's error code).
+
+        Runs the result's rollback (Kafka's append-future failure paths: undo a static replacement,
+        fail and rebalance a generation whose assignment was lost, forget a group whose creation was
+        lost) and answers every reply of `result` with the mapped error instead of its response.
+        """
+        out = result.rollback(error) if result.rollback is not None else Result()
+        covered = {id(r.handle) for r in out.replies}
+        mapped = append_error_to_response_error(error)
+        extra = tuple(
+            Reply(r.handle, error_response(r.response, mapped))
+            for r in result.replies
+            if id(r.handle) not in covered
+        )
+        return Result(out.records, out.replies + extra, out.rollback)
+
+    # --- replay and load -----------------------------------------------------------------------
+
+    def replay(self, record: Record) -> None:
+        """Apply one record. Records live state already reflects (`applied`) are skipped."""
+        if record.applied:
+            return
+        kind = record_type(record.key)
+        if kind in OFFSET_COMMIT_KEY_TYPES:
+            self._replay_offset(record)
+        elif kind == GROUP_METADATA_KEY_TYPE:
+            self._replay_group(record)
+        else:
+            log.warning("skipping __consumer_offsets record of unknown type %d", kind)
+
+    def _replay_offset(self, record: Record) -> None:
+        key = decode_offset_commit_key(record.key)
+        ctx = self._ctx
+        if record.value is None:
+            group_offsets = ctx.offsets.get(key.group, {})
+            group_offsets.pop((key.topic, key.partition), None)
+            if not group_offsets:
+                ctx.offsets.pop(key.group, None)
+            return
+        if key.group not in ctx.groups:
+            ctx.groups[key.group] = ClassicGroup(key.group, GroupState.EMPTY, ctx.now())
+        ctx.offsets.setdefault(key.group, {})[(key.topic, key.partition)] = decode_offset_commit_value(record.value)
+
+    def _replay_group(self, record: Record) -> None:
+        group_id = decode_group_metadata_key(record.key).group
+        previous = self._ctx.groups.pop(group_id, None)
+        if previous is not None:
+            self._forget_timers(previous)
+            previous.transition_to(GroupState.DEAD, self._ctx.now())
+        if record.value is None:
+            self._ctx.history.forget(group_id)
+            return
+        self._ctx.groups[group_id] = self._group_from_record(group_id, record.value)
+
+    def _group_from_record(self, group_id: str, value_bytes: bytes) -> ClassicGroup:
+        value = decode_group_metadata_value(value_bytes)
+        group = ClassicGroup(
+            group_id,
+            GroupState.STABLE if value.members else GroupState.EMPTY,
+            self._ctx.now(),
+            generation_id=value.generation,
+            protocol_type=value.protocol_type or None,
+            protocol_name=value.protocol,
+            leader_id=value.leader,
+            current_state_timestamp_ms=None if value.current_state_timestamp == -1 else value.current_state_timestamp,
+        )
+        for m in value.members:
+            group.add(Member(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                rebalance_timeout_ms=m.session_timeout if m.rebalance_timeout == -1 else m.rebalance_timeout,
+                session_timeout_ms=m.session_timeout,
+                protocol_type=value.protocol_type,
+                protocols=(Protocol(value.protocol or "", m.subscription),),
+                assignment=m.assignment,
+            ))
+        return group
+
+    def _forget_timers(self, group: ClassicGroup) -> None:
+        for member in group.members.values():
+            rb.cancel_session(self._ctx, group.group_id, member)
+        for pending in group.pending_members:
+            self._ctx.timer.cancel(rb.heartbeat_key(group.group_id, pending))
+        self._ctx.timer.cancel(rb.join_key(group.group_id))
+        self._ctx.timer.cancel(rb.sync_key(group.group_id))
+
+    def on_loaded(self) -> Result:
+        """After replaying the partition: arm every member's session; rebalance over-capacity groups."""
+        ctx = self._ctx
+        fx = Effects()
+        for group in ctx.groups.values():
+            for member in group.members.values():
+                rb.arm_session(ctx, group, member)
+            if len(group.members) > ctx.config.group_max_size:
+                reason = (f"Freshly-loaded group {group.group_id} (size {len(group.members)}) is over capacity "
+                          f"{ctx.config.group_max_size}. Rebalancing in order to give a chance for consumers "
+                          "to commit offsets")
+                rb.prepare_rebalance(ctx, group, "over-capacity", reason, fx)
+        return fx.result()
+
+    def on_unloaded(self) -> Result:
+        """The partition moved away: groups go Dead, parked requests get NOT_COORDINATOR."""
+        fx = Effects()
+        error = ErrorCode.NOT_COORDINATOR
+        for group in self._ctx.groups.values():
+            for member in group.members.values():
+                group.complete_join(member, JoinGroupResponse(error_code=error, member_id=member.member_id), fx)
+                group.complete_sync(member, SyncGroupResponse(error_code=error), fx)
+            self._forget_timers(group)
+            group.transition_to(GroupState.DEAD, self._ctx.now())
+        self._ctx.groups.clear()
+        self._ctx.offsets.clear()
+        return fx.result()
+
+    # --- inspection ----------------------------------------------------------------------------
+
+    def group(self, group_id: str) -> ClassicGroup | None:
+        return self._ctx.groups.get(group_id)
+
+    def committed_offsets(self, group_id: str) -> dict[tuple[str, int], object]:
+        return dict(self._ctx.offsets.get(group_id, {}))
+
+    def rebalance_history(self, group_id: str) -> tuple[Rebalance, ...]:
+        return self._ctx.history.of(group_id)
