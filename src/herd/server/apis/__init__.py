@@ -1,0 +1,52 @@
+"""The API table: every Kafka API herd serves, its version range, and the module that answers it.
+
+Each module in this package opens with its version notes and defines API_KEY, MIN_VERSION, MAX_VERSION and
+`handle(ctx, request)`, which returns the response (or None when no response is sent, as for acks=0) or a
+coroutine for answers that wait. ApiVersions is generated from this table, never written by hand.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from types import ModuleType
+
+from herd.protocol.messages import ApiSpec
+from herd.server.apis import (
+    api_versions,
+    create_partitions,
+    create_topics,
+    delete_topics,
+    describe_configs,
+    fetch,
+    find_coordinator,
+    init_producer_id,
+    list_offsets,
+    metadata,
+    produce,
+)
+
+MODULES: tuple[ModuleType, ...] = (
+    produce,
+    fetch,
+    list_offsets,
+    metadata,
+    find_coordinator,
+    api_versions,
+    create_topics,
+    delete_topics,
+    init_producer_id,
+    describe_configs,
+    create_partitions,
+)
+
+
+@cache
+def table() -> dict[int, ApiSpec]:
+    """Key -> spec, built once; callers must not change it."""
+    specs = {}
+    for module in MODULES:
+        spec = ApiSpec(module.API_KEY, module.__name__.rsplit(".", 1)[1], module.MIN_VERSION, module.MAX_VERSION,
+                       module.handle)
+        assert spec.key not in specs, f"API key {spec.key} registered twice"
+        specs[spec.key] = spec
+    return dict(sorted(specs.items()))

@@ -1,0 +1,51 @@
+"""herd's command line: thin, it parses, calls the library and prints.
+
+`herd serve` runs the broker. Bad arguments and bad settings end with one line on stderr and exit code 2, never a
+traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from herd import __version__
+from herd.config import BrokerConfig, ConfigError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="herd")
+def cli() -> None:
+    """herd: a Kafka-compatible broker built around a faithful consumer-group coordinator."""
+
+
+@cli.command()
+@click.option("--config", "config_path", metavar="FILE", help="A Kafka server.properties file.")
+@click.option("--override", "overrides", metavar="KEY=VALUE", multiple=True,
+              help="Set one broker property (repeatable), e.g. --override listeners=PLAINTEXT://127.0.0.1:9093")
+@click.option("--log-level", default="INFO", show_default=True,
+              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+def serve(config_path: str | None, overrides: tuple[str, ...], log_level: str) -> None:
+    """Run the broker (Ctrl-C or SIGTERM stops it gracefully)."""
+    try:
+        config = BrokerConfig.load(config_path, list(overrides))
+    except ConfigError as e:
+        raise click.UsageError(str(e)) from None
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from herd.server.server import run_server
+
+    try:
+        run_server(config)
+    except OSError as e:  # e.g. the port is taken
+        click.echo(f"herd: error: {e.strerror or e}", err=True)
+        sys.exit(1)
+
+
+def main() -> None:
+    cli(prog_name="herd")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,251 @@
+"""Broker configuration, named and defaulted as Kafka's broker properties.
+
+Every setting herd understands is one row of `SETTINGS`: its Kafka property name, its type, its default and
+its bounds. `BrokerConfig.from_properties` checks a mapping of property names to strings (from a
+server.properties file and `--override key=value` flags) against that table, so an unknown name or a bad value
+is refused before anything starts, with one line that says which and why. DescribeConfigs answers from the
+same table, so what the broker reports is what it runs with.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from herd.log.api import LONG_MAX, LogConfig
+
+INT_MAX = 2**31 - 1
+
+
+class ConfigError(ValueError):
+    """A setting is unknown or its value is not acceptable; the message is one line for the user."""
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    name: str  # Kafka's property name
+    kind: str  # "int", "long", "bool", "string", "list"
+    default: Any
+    doc: str
+    minimum: int | None = None
+    maximum: int | None = None
+    nullable: bool = False
+    check: Callable[[Any], str | None] | None = None  # returns a complaint, or None when fine
+
+    @property
+    def attr(self) -> str:
+        return self.name.replace(".", "_")
+
+
+def _listeners_check(value: str) -> str | None:
+    for item in _split_list(value):
+        if not _LISTENER.fullmatch(item):
+            return f"'{item}' is not a listener of the form PLAINTEXT://HOST:PORT"
+    return None
+
+
+_LISTENER = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[0-9a-fA-F:.]*\]|[^:/\s]*):(?P<port>\d{1,5})")
+
+
+def _split_list(value: str) -> list[str]:
+    return [v.strip() for v in value.split(",") if v.strip()]
+
+
+SETTINGS: tuple[Setting, ...] = (
+    # Server and network
+    Setting("listeners", "string", "PLAINTEXT://127.0.0.1:9092",
+            "Comma-separated listeners, NAME://HOST:PORT; port 0 picks a free port.", check=_listeners_check),
+    Setting("advertised.listeners", "string", None,
+            "Listeners given to clients in Metadata; defaults to the bound listeners.", nullable=True,
+            check=lambda v: None if v is None else _listeners_check(v)),
+    Setting("node.id", "int", 0, "This broker's id.", minimum=0),
+    Setting("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted.", minimum=1),
+    Setting("message.max.bytes", "int", 1048588, "Largest record batch accepted (MESSAGE_TOO_LARGE).", minimum=0),
+    # Logs
+    Setting("log.dirs", "string", "./herd-data", "Directory holding all partition logs."),
+    Setting("num.partitions", "int", 1, "Partitions of an auto-created topic.", minimum=1),
+    Setting("auto.create.topics.enable", "bool", True, "Create unknown topics on Metadata requests."),
+    Setting("log.segment.bytes", "int", 1073741824, "Size at which a segment rolls.", minimum=14),
+    Setting("log.retention.ms", "long", None, "Time-based retention; -1 keeps forever.", nullable=True, minimum=-1),
+    Setting("log.retention.minutes", "int", None, "Retention in minutes (if log.retention.ms unset).",
+            nullable=True, minimum=-1),
+    Setting("log.retention.hours", "int", 168, "Retention in hours (if ms and minutes unset).", minimum=-1),
+    Setting("log.retention.bytes", "long", -1, "Size-based retention per partition; -1 is unlimited.", minimum=-1),
+    Setting("log.retention.check.interval.ms", "long", 300000, "How often retention runs.", minimum=1),
+    Setting("log.flush.interval.messages", "long", LONG_MAX, "fsync after this many messages.", minimum=1),
+    Setting("log.flush.interval.ms", "long", None, "fsync when data is this old; unset: OS decides.",
+            nullable=True, minimum=0),
+    Setting("log.flush.scheduler.interval.ms", "long", LONG_MAX, "How often log.flush.interval.ms is checked.",
+            minimum=0),
+    Setting("log.index.interval.bytes", "int", 4096, "Bytes between offset index entries.", minimum=0),
+    Setting("log.message.timestamp.type", "string", "CreateTime", "CreateTime or LogAppendTime.",
+            check=lambda v: None if v in ("CreateTime", "LogAppendTime") else "must be CreateTime or LogAppendTime"),
+    Setting("delete.topic.enable", "bool", True, "Allow DeleteTopics."),
+    # Group coordinator
+    Setting("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", minimum=1),
+    Setting("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets.", minimum=1),
+    Setting("group.initial.rebalance.delay.ms", "int", 3000, "Delay of a new group's first rebalance.", minimum=0),
+    Setting("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a member may ask for.",
+            minimum=0),
+    Setting("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout a member may ask for.",
+            minimum=0),
+    Setting("group.max.size", "int", INT_MAX, "Most members in one group.", minimum=1),
+    Setting("offsets.retention.minutes", "int", 10080, "How long offsets of an empty group are kept.", minimum=1),
+    Setting("offsets.retention.check.interval.ms", "long", 600000, "How often offset expiry runs.", minimum=1),
+    Setting("offset.metadata.max.bytes", "int", 4096, "Largest metadata string of a committed offset.",
+            minimum=0),
+)
+
+SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+
+def _parse_value(setting: Setting, raw: str) -> Any:
+    text = raw.strip()
+    if setting.nullable and text in ("", "null"):
+        return None
+    if setting.kind in ("int", "long"):
+        try:
+            value = int(text)
+        except ValueError:
+            raise ConfigError(f"{setting.name}: '{raw}' is not a whole number") from None
+        upper = INT_MAX if setting.kind == "int" else LONG_MAX
+        low = setting.minimum if setting.minimum is not None else -upper - 1
+        high = setting.maximum if setting.maximum is not None else upper
+        if not low <= value <= high:
+            raise ConfigError(f"{setting.name}: {value} is out of range [{low}, {high}]")
+        return value
+    if setting.kind == "bool":
+        if text.lower() not in ("true", "false"):
+            raise ConfigError(f"{setting.name}: '{raw}' is not true or false")
+        return text.lower() == "true"
+    return text
+
+
+def parse_properties(text: str, source: str = "properties") -> dict[str, str]:
+    """Parse Java .properties text (key=value or key:value, # and ! comments, backslash continuations)."""
+    result: dict[str, str] = {}
+    pending = ""
+    for number, line in enumerate(text.splitlines(), 1):
+        line = pending + line.strip()
+        pending = ""
+        if not line or line[0] in "#!":
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            pending = line[:-1]
+            continue
+        match = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)", line)
+        if not match:
+            raise ConfigError(f"{source}:{number}: expected key=value, got '{line}'")
+        result[match.group(1)] = match.group(2)
+    return result
+
+
+@dataclass(frozen=True, slots=True)
+class Listener:
+    name: str
+    host: str
+    port: int
+
+
+def parse_listeners(value: str) -> list[Listener]:
+    listeners = []
+    for item in _split_list(value):
+        m = _LISTENER.fullmatch(item)
+        assert m is not None  # checked when the config was built
+        listeners.append(Listener(m.group("name"), m.group("host").strip("[]"), int(m.group("port"))))
+    return listeners
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """The checked settings, by Kafka name (`get`) and by attribute (`values`)."""
+
+    values: Mapping[str, Any]
+    explicit: frozenset[str] = field(default_factory=frozenset)  # names set by the user, not defaulted
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> "BrokerConfig":
+        """Raises ConfigError for an unknown name or a bad value."""
+        values = {s.name: s.default for s in SETTINGS}
+        for name, raw in props.items():
+            setting = SETTINGS_BY_NAME.get(name)
+            if setting is None:
+                raise ConfigError(f"unknown setting '{name}'")
+            value = _parse_value(setting, raw)
+            if setting.check is not None and value is not None:
+                complaint = setting.check(value)
+                if complaint:
+                    raise ConfigError(f"{name}: {complaint}")
+            values[name] = value
+        config = cls(values=values, explicit=frozenset(props))
+        config._check_relations()
+        return config
+
+    @classmethod
+    def load(cls, path: str | None, overrides: list[str]) -> "BrokerConfig":
+        props: dict[str, str] = {}
+        if path is not None:
+            try:
+                text = Path(path).read_text()
+            except OSError as e:
+                raise ConfigError(f"cannot read config file '{path}': {e.strerror}") from None
+            props.update(parse_properties(text, path))
+        for item in overrides:
+            key, sep, value = item.partition("=")
+            if not sep or not key.strip():
+                raise ConfigError(f"--override expects key=value, got '{item}'")
+            props[key.strip()] = value
+        return cls.from_properties(props)
+
+    def _check_relations(self) -> None:
+        if self.get("group.min.session.timeout.ms") > self.get("group.max.session.timeout.ms"):
+            raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
+
+    def get(self, name: str) -> Any:
+        return self.values[name]
+
+    def with_overrides(self, **props: str) -> "BrokerConfig":
+        """A copy with some properties replaced (keys use underscores for dots)."""
+        merged = {k: _unparse(self.values[k]) for k in self.explicit}
+        merged.update({k.replace("_", "."): v for k, v in props.items()})
+        return BrokerConfig.from_properties(merged)
+
+    @property
+    def listeners(self) -> list[Listener]:
+        return parse_listeners(self.get("listeners"))
+
+    @property
+    def retention_ms(self) -> int:
+        if self.get("log.retention.ms") is not None:
+            return self.get("log.retention.ms")
+        if self.get("log.retention.minutes") is not None:
+            return self.get("log.retention.minutes") * 60_000
+        hours = self.get("log.retention.hours")
+        return -1 if hours < 0 else hours * 3_600_000
+
+    def log_config(self) -> LogConfig:
+        """The topic-level defaults every new partition starts from."""
+        flush_ms = self.get("log.flush.interval.ms")
+        return LogConfig(
+            segment_bytes=self.get("log.segment.bytes"),
+            retention_ms=self.retention_ms,
+            retention_bytes=self.get("log.retention.bytes"),
+            flush_interval_messages=self.get("log.flush.interval.messages"),
+            flush_interval_ms=LONG_MAX if flush_ms is None else flush_ms,
+            index_interval_bytes=self.get("log.index.interval.bytes"),
+            message_timestamp_type=self.get("log.message.timestamp.type"),
+        )
+
+    def effective(self) -> dict[str, Any]:
+        """Every setting with the value in force (for DescribeConfigs)."""
+        return dict(self.values)
+
+
+def _unparse(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,49 @@
+"""CreatePartitions (key 37), v0-v3.
+
+v1: no body change. v2: flexible. v3: no body change. Kafka 4.x serves v0-v3.
+
+Grows a topic to `count` partitions. A count that is not larger than the current one gets INVALID_PARTITIONS,
+an unknown topic UNKNOWN_TOPIC_OR_PARTITION, a manual assignment naming another broker
+INVALID_REPLICA_ASSIGNMENT; a topic named twice in one request INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from herd.cluster.topics import TopicError
+from herd.server.apis._build import ctx_builder
+from herd.server.broker import RequestContext
+
+API_KEY = 37
+MIN_VERSION = 0
+MAX_VERSION = 3
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = ctx_builder(ctx)
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    for topic in request.topics:
+        error, message = _grow(ctx, topic, request.validate_only, counts[topic.name] > 1)
+        results.append(b("CreatePartitionsTopicResult", name=topic.name, error_code=error, error_message=message))
+    return b.response(throttle_time=0, results=tuple(results))
+
+
+def _grow(ctx: RequestContext, topic: Any, validate_only: bool, duplicate: bool) -> tuple[ErrorCode, str | None]:
+    node = ctx.broker.node_id
+    if duplicate:
+        return ErrorCode.invalid_request, "Duplicate topic in request."
+    if topic.assignments and any(list(a.broker_ids) != [node] for a in topic.assignments):
+        return ErrorCode.invalid_replica_assignment, f"Every replica must be on broker {node}."
+    existing = ctx.broker.cluster.get(topic.name)
+    if existing is not None and existing.internal:
+        return ErrorCode.invalid_request, f"Cannot add partitions to internal topic {topic.name}"
+    try:
+        ctx.broker.cluster.add_partitions(topic.name, topic.count, validate_only=validate_only)
+    except TopicError as e:
+        return ErrorCode(e.error_code), str(e)
+    return ErrorCode.none, None

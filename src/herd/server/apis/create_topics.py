@@ -1,0 +1,73 @@
+"""CreateTopics (key 19), v2-v7.
+
+v2-v4: no body change worth noting (Kafka 4.x's lowest is v2, KIP-896). v5: flexible; the answer carries the
+partition count, replication factor and configs of each topic. v6: no body change. v7: topic ids.
+
+A single node can hold one replica: a replication factor other than -1 or 1 gets INVALID_REPLICATION_FACTOR,
+and a manual assignment naming another broker INVALID_REPLICA_ASSIGNMENT. Partition count -1 means
+num.partitions. Names appearing twice in one request get INVALID_REQUEST, as in Kafka.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from herd.cluster.topics import TopicError
+from herd.server.apis._build import Builder, ctx_builder
+from herd.server.apis.describe_configs import topic_config_entries
+from herd.server.broker import RequestContext
+
+API_KEY = 19
+MIN_VERSION = 2
+MAX_VERSION = 7
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = ctx_builder(ctx)
+    counts = Counter(t.name for t in request.topics)
+    results = []
+    for topic in request.topics:
+        if counts[topic.name] > 1:
+            results.append(_error(b, topic.name, ErrorCode.invalid_request, "Duplicate topic name."))
+        else:
+            results.append(_create(b, ctx, topic, request.validate_only))
+    return b.response(throttle_time=0, topics=tuple(results))
+
+
+def _create(b: Builder, ctx: RequestContext, topic: Any, validate_only: bool) -> Any:
+    broker = ctx.broker
+    if topic.replication_factor not in (-1, 1) and not topic.assignments:
+        return _error(b, topic.name, ErrorCode.invalid_replication_factor,
+                      f"Replication factor {topic.replication_factor} is larger than the 1 available broker.")
+    partitions = topic.num_partitions
+    if topic.assignments:
+        if topic.num_partitions != -1 or topic.replication_factor != -1:
+            return _error(b, topic.name, ErrorCode.invalid_request,
+                          "Both numPartitions or replicationFactor and replicasAssignments were set.")
+        if any(list(a.broker_ids) != [broker.node_id] for a in topic.assignments):
+            return _error(b, topic.name, ErrorCode.invalid_replica_assignment,
+                          f"Every replica must be on broker {broker.node_id}.")
+        partitions = len(topic.assignments)
+    elif partitions == -1:
+        partitions = broker.config.get("num.partitions")
+    configs = {c.name: c.value for c in topic.configs}
+    try:
+        created = broker.cluster.create_topic(topic.name, partitions, configs, validate_only=validate_only)
+    except TopicError as e:
+        return _error(b, topic.name, ErrorCode(e.error_code), str(e))
+    entries = tuple(b("CreatableTopicConfigs", name=name, value=value, read_only=False, config_source=source,
+                      is_sensitive=False)
+                    for name, value, source, _ in topic_config_entries(broker, created.configs))
+    return b("CreatableTopicResult", name=topic.name, topic_id=created.topic_id, error_code=ErrorCode.none,
+             error_message=None, topic_config_error_code=0, num_partitions=partitions, replication_factor=1,
+             configs=entries)
+
+
+def _error(b: Builder, name: str, error: ErrorCode, message: str) -> Any:
+    import uuid
+
+    return b("CreatableTopicResult", name=name, topic_id=uuid.UUID(int=0), error_code=error, error_message=message,
+             topic_config_error_code=0, num_partitions=-1, replication_factor=-1, configs=())

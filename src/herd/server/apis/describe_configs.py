@@ -1,0 +1,117 @@
+"""DescribeConfigs (key 32), v1-v4.
+
+v1: config source and synonyms (Kafka 4.x's lowest, KIP-896). v3: config type and documentation. v4: flexible.
+
+Resources: TOPIC (2) lists the topic configs herd honours, each with its value in force and where it comes from
+(TOPIC_CONFIG when set on the topic, otherwise the broker setting it defaults to, or Kafka's default). BROKER (4)
+lists every broker setting herd understands (`herd.config.SETTINGS`), named as Kafka names them. Other resource
+types get INVALID_REQUEST.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator
+
+from kio.schema.errors import ErrorCode
+
+from herd.cluster.topics import TOPIC_CONFIGS
+from herd.config import SETTINGS
+from herd.log.api import LONG_MAX
+from herd.server.apis._build import Builder, ctx_builder
+from herd.server.broker import Broker, RequestContext
+
+API_KEY = 32
+MIN_VERSION = 1
+MAX_VERSION = 4
+
+TOPIC, BROKER = 2, 4
+# ConfigSource values
+TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+# ConfigType values
+_TYPES = {"bool": 1, "string": 2, "int": 3, "long": 5, "list": 7}
+
+# The broker setting each topic config defaults to (Kafka's synonyms), or a fixed Kafka default.
+_TOPIC_DEFAULTS: dict[str, str | tuple[str]] = {
+    "cleanup.policy": ("delete",),
+    "retention.ms": "log.retention.ms",
+    "retention.bytes": "log.retention.bytes",
+    "segment.bytes": "log.segment.bytes",
+    "flush.messages": "log.flush.interval.messages",
+    "flush.ms": "log.flush.interval.ms",
+    "index.interval.bytes": "log.index.interval.bytes",
+    "message.timestamp.type": "log.message.timestamp.type",
+    "max.message.bytes": "message.max.bytes",
+    "compression.type": ("producer",),
+    "min.insync.replicas": ("1",),
+    "delete.retention.ms": ("86400000",),
+}
+
+
+def _str(value: Any) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def topic_config_entries(broker: Broker, configs: dict[str, str]) -> Iterator[tuple[str, str | None, int, str]]:
+    """(name, value, source, kind) for every topic config, as in force for a topic with `configs` set."""
+    for name, key in TOPIC_CONFIGS.items():
+        if name in configs:
+            yield name, configs[name], TOPIC_CONFIG, key.kind
+            continue
+        default = _TOPIC_DEFAULTS[name]
+        if isinstance(default, tuple):
+            yield name, default[0], DEFAULT_CONFIG, key.kind
+            continue
+        value = broker.config.retention_ms if name == "retention.ms" else broker.config.get(default)
+        if name == "flush.ms" and value is None:
+            value = LONG_MAX
+        source = STATIC_BROKER_CONFIG if default in broker.config.explicit else DEFAULT_CONFIG
+        yield name, _str(value), source, key.kind
+
+
+def _broker_entries(broker: Broker) -> Iterator[tuple[str, str | None, int, str, str]]:
+    for setting in SETTINGS:
+        source = STATIC_BROKER_CONFIG if setting.name in broker.config.explicit else DEFAULT_CONFIG
+        yield setting.name, _str(broker.config.get(setting.name)), source, setting.kind, setting.doc
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = ctx_builder(ctx)
+    results = tuple(_describe(b, ctx, r, request) for r in request.resources)
+    return b.response(throttle_time=0, results=results)
+
+
+def _describe(b: Builder, ctx: RequestContext, resource: Any, request: Any) -> Any:
+    broker = ctx.broker
+    wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
+    if resource.resource_type == TOPIC:
+        topic = broker.cluster.get(resource.resource_name)
+        if topic is None:
+            return _result(b, resource, ErrorCode.unknown_topic_or_partition,
+                           "The topic does not exist on this broker.")
+        entries = [(n, v, s, k, "") for n, v, s, k in topic_config_entries(broker, topic.configs)]
+    elif resource.resource_type == BROKER:
+        if resource.resource_name not in ("", str(broker.node_id)):
+            return _result(b, resource, ErrorCode.invalid_request,
+                           f"Unexpected broker id, expected {broker.node_id} or empty string, "
+                           f"but received {resource.resource_name}")
+        entries = list(_broker_entries(broker))
+    else:
+        return _result(b, resource, ErrorCode.invalid_request,
+                       f"Resource type {resource.resource_type} is not supported by herd")
+    documented = getattr(request, "include_documentation", False)
+    configs = tuple(
+        b("DescribeConfigsResourceResult", name=name, value=value, read_only=resource.resource_type == BROKER,
+          config_source=source, is_sensitive=False, synonyms=(), config_type=_TYPES.get(kind, 0),
+          documentation=doc if documented else None)
+        for name, value, source, kind, doc in entries if wanted is None or name in wanted
+    )
+    return _result(b, resource, ErrorCode.none, None, configs)
+
+
+def _result(b: Builder, resource: Any, error: ErrorCode, message: str | None, configs: tuple = ()) -> Any:
+    return b("DescribeConfigsResult", error_code=error, error_message=message, resource_type=resource.resource_type,
+             resource_name=resource.resource_name, configs=configs)

@@ -1,0 +1,88 @@
+"""Metadata (key 3), v0-v13.
+
+v0: an empty topic list means every topic. v1: null means every topic, and an empty list none; controller id,
+is_internal, rack. v2: cluster id. v4: allow_auto_topic_creation. v5: offline replicas. v7: leader epoch.
+v8: authorized operations (herd reports -2147483648, "not requested"). v9: flexible. v10: topic ids, and
+topics may be asked for by id. v11: cluster authorized operations removed. v12: topic names nullable in the
+request. v13: top-level error code (Kafka 4.x's maximum).
+
+One node leads every partition. An unknown topic is created when both the request (v4+; always before v4) and
+`auto.create.topics.enable` allow it and its name is legal; otherwise UNKNOWN_TOPIC_OR_PARTITION (or
+INVALID_TOPIC_EXCEPTION for an illegal name, UNKNOWN_TOPIC_ID for an unknown id).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from herd.cluster.topics import Topic, TopicError, check_topic_name
+from herd.server.apis._build import Builder, ctx_builder
+from herd.server.broker import RequestContext
+
+API_KEY = 3
+MIN_VERSION = 0
+MAX_VERSION = 13
+
+log = logging.getLogger(__name__)
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = ctx_builder(ctx)
+    broker = ctx.broker
+    if request.topics is None or (ctx.api_version == 0 and not request.topics):
+        topics = [_describe(b, ctx, t) for t in broker.cluster.topics()]
+    else:
+        topics = [_lookup(b, ctx, request, entry) for entry in request.topics]
+    node = b("MetadataResponseBroker", node_id=broker.node_id, host=broker.endpoint.host,
+             port=broker.endpoint.port, rack=None)
+    return b.response(throttle_time=0, brokers=(node,), cluster_id=broker.cluster.cluster_id,
+                      controller_id=broker.node_id, topics=tuple(topics), error_code=ErrorCode.none)
+
+
+def _lookup(b: Builder, ctx: RequestContext, request: Any, entry: Any) -> Any:
+    cluster = ctx.broker.cluster
+    name = getattr(entry, "name", None)
+    topic_id = getattr(entry, "topic_id", None)
+    if name is None and topic_id is not None and topic_id.int != 0:
+        topic = cluster.by_id(topic_id)
+        if topic is None:
+            return _error(b, ErrorCode.unknown_topic_id, None, topic_id)
+        return _describe(b, ctx, topic)
+    assert name is not None
+    topic = cluster.get(name)
+    if topic is not None:
+        return _describe(b, ctx, topic)
+    try:
+        check_topic_name(name)
+    except TopicError:
+        return _error(b, ErrorCode.invalid_topic_exception, name)
+    allowed = getattr(request, "allow_auto_topic_creation", True)
+    if allowed and ctx.broker.config.get("auto.create.topics.enable") and not name.startswith("__"):
+        try:
+            topic = cluster.create_topic(name, ctx.broker.config.get("num.partitions"))
+        except TopicError as e:
+            return _error(b, ErrorCode(e.error_code), name)
+        log.info("auto-created topic %s for a Metadata request from %s", name, ctx.header.client_id)
+        return _describe(b, ctx, topic)
+    return _error(b, ErrorCode.unknown_topic_or_partition, name)
+
+
+def _describe(b: Builder, ctx: RequestContext, topic: Topic) -> Any:
+    node = ctx.broker.node_id
+    partitions = tuple(
+        b("MetadataResponsePartition", error_code=ErrorCode.none, partition_index=i, leader_id=node,
+          leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,), offline_replicas=())
+        for i in range(len(topic.partitions))
+    )
+    return b("MetadataResponseTopic", error_code=ErrorCode.none, name=topic.name, topic_id=topic.topic_id,
+             is_internal=topic.internal, partitions=partitions)
+
+
+def _error(b: Builder, code: ErrorCode, name: str | None, topic_id: Any = None) -> Any:
+    import uuid
+
+    return b("MetadataResponseTopic", error_code=code, name=name, topic_id=topic_id or uuid.UUID(int=0),
+             is_internal=False, partitions=())

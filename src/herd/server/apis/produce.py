@@ -1,0 +1,82 @@
+"""Produce (key 0), v3-v13.
+
+v3: record batch format v2 and transactional id (the lowest version Kafka 4.x accepts, KIP-896). v5: log start
+offset in the answer. v8: per-record errors and an error message. v9: flexible. v10-v11: current leader and node
+endpoints for KIP-951 (herd has one node, so they stay empty). v12: no body change (KIP-890). v13: topics by id.
+
+Each partition's `records` go to the log exactly as sent (compressed or not); the log checks framing, magic and
+CRC32C and assigns offsets. acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS otherwise); with acks=0 no answer is
+sent. On one node acks=-1 and acks=1 are the same: the write is in the log (and flushed as log.flush.* say)
+when the answer goes out. Idempotent producers are accepted and checked per partition (herd.server.producers);
+transactional produce is not supported (INVALID_REQUEST, see docs/compatibility.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from herd.log.api import LogError
+from herd.server.apis._build import Builder, ctx_builder
+from herd.server.apis._topics import resolve_topic, topic_ref
+from herd.server.broker import RequestContext
+
+API_KEY = 0
+MIN_VERSION = 3
+MAX_VERSION = 13
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = ctx_builder(ctx)
+    acks = request.acks
+    if acks not in (-1, 0, 1):
+        error = ErrorCode.invalid_required_acks
+    elif request.transactional_id is not None:
+        error = ErrorCode.invalid_request
+    else:
+        error = ErrorCode.none
+    topics = tuple(_produce_topic(b, ctx, entry, error) for entry in request.topic_data)
+    if acks == 0:
+        return None
+    return b.response(responses=topics, throttle_time=0, node_endpoints=())
+
+
+def _produce_topic(b: Builder, ctx: RequestContext, entry: Any, error: ErrorCode) -> Any:
+    topic, topic_error = resolve_topic(ctx.broker, entry)
+    if error is ErrorCode.none and topic is not None and topic.internal:
+        error = ErrorCode.invalid_topic_exception
+    results = []
+    for data in entry.partition_data:
+        if error is not ErrorCode.none:
+            results.append(_result(b, data.index, error))
+        elif topic is None or not 0 <= data.index < len(topic.partitions):
+            results.append(_result(b, data.index, topic_error if topic is None else
+                                   ErrorCode.unknown_topic_or_partition))
+        else:
+            results.append(_append(b, ctx, topic, data))
+    return b("TopicProduceResponse", **topic_ref(entry), partition_responses=tuple(results))
+
+
+def _append(b: Builder, ctx: RequestContext, topic: Any, data: Any) -> Any:
+    records = data.records
+    broker = ctx.broker
+    if not records:
+        return _result(b, data.index, ErrorCode.invalid_record, message="no records")
+    limit = int(topic.configs.get("max.message.bytes", broker.config.get("message.max.bytes")))
+    log = topic.partitions[data.index]
+    try:
+        result = broker.producers.append(log, records, broker.now_ms(), limit)
+    except LogError as e:
+        return _result(b, data.index, ErrorCode(e.error_code), message=str(e) or None,
+                       log_start_offset=log.log_start_offset)
+    broker.notify_append((topic.name, data.index))
+    return _result(b, data.index, ErrorCode.none, base_offset=result.base_offset,
+                   log_append_time=result.log_append_time, log_start_offset=result.log_start_offset)
+
+
+def _result(b: Builder, index: int, error: ErrorCode, *, base_offset: int = -1, log_append_time: int = -1,
+            log_start_offset: int = -1, message: str | None = None) -> Any:
+    return b("PartitionProduceResponse", index=index, error_code=error, base_offset=base_offset,
+             log_append_time=log_append_time, log_start_offset=log_start_offset, record_errors=(),
+             error_message=message)

@@ -1,0 +1,86 @@
+"""What every API handler can reach: the configuration, the cluster's topics and logs, and this node's address.
+
+`Broker` also carries the one piece of cross-request coordination the data path needs: Fetch requests that
+long-poll register a future per partition they wait on, and a Produce that appends to one of those partitions
+wakes them (`notify_append`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from herd.cluster.topics import Cluster
+from herd.config import BrokerConfig
+from herd.log.api import LogStore
+from herd.protocol.messages import RequestHeader
+from herd.server.producers import ProducerStates
+
+PartitionKey = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    host: str
+    port: int
+
+
+class Broker:
+    def __init__(self, config: BrokerConfig, store: LogStore) -> None:
+        self.config = config
+        self.node_id: int = config.get("node.id")
+        self.cluster = Cluster(Path(config.get("log.dirs")), store, config.log_config(), self.node_id)
+        self.endpoint = Endpoint("127.0.0.1", 9092)  # set by the server once it is listening
+        self.producers = ProducerStates()
+        self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}
+
+    def start(self) -> None:
+        self.cluster.load()
+
+    def close(self) -> None:
+        self.cluster.close()
+
+    @staticmethod
+    def now_ms() -> int:
+        return int(time.time() * 1000)
+
+    # -- long polling ------------------------------------------------------------------------------------------
+
+    def notify_append(self, key: PartitionKey) -> None:
+        waiters = self._waiters.pop(key, None)
+        if waiters:
+            for fut in waiters:
+                if not fut.done():
+                    fut.set_result(None)
+
+    async def wait_for_append(self, keys: Iterable[PartitionKey], timeout_s: float) -> None:
+        """Return when any of `keys` gets new data, or after `timeout_s`."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        keys = list(keys)
+        for key in keys:
+            self._waiters.setdefault(key, set()).add(fut)
+        try:
+            await asyncio.wait_for(asyncio.shield(fut), timeout_s)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            for key in keys:
+                waiters = self._waiters.get(key)
+                if waiters is not None:
+                    waiters.discard(fut)
+                    if not waiters:
+                        del self._waiters[key]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestContext:
+    broker: Broker
+    header: RequestHeader
+    client_host: str
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version

@@ -1,0 +1,198 @@
+"""One client connection: frames in, handlers called, responses out in request order.
+
+Clients pipeline requests (up to max.in.flight per connection) and Kafka answers them in the order they came.
+Each decoded request takes a slot at the tail of `_slots`; a handler either answers at once (most APIs) or
+returns a coroutine (Fetch long polls, parked JoinGroup/SyncGroup) that fills its slot later. Whenever the head
+slot is filled, responses are written from the head until an unfilled slot. A Produce with acks=0 gets a slot
+with no response, so later answers are not held back by it.
+
+Anything the peer gets wrong at the framing or header level (garbage, a frame over socket.request.max.bytes,
+an unknown API key, a version herd does not serve, a body kio cannot decode) closes this connection only, and
+is logged; Kafka does the same. The single exception is ApiVersions at a version that is too new, which Kafka
+answers with UNSUPPORTED_VERSION in a v0 response so the client can retry lower.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from typing import TYPE_CHECKING, Any
+
+from herd.protocol.framing import FrameDecoder, FramingError
+from herd.protocol.messages import MalformedRequest, decode_request, encode_response, peek_prefix
+from herd.server.broker import RequestContext
+
+if TYPE_CHECKING:
+    from herd.server.server import Server
+
+log = logging.getLogger(__name__)
+
+_NO_RESPONSE = object()  # a slot that sends nothing (acks=0)
+_PENDING = object()
+MAX_IN_FLIGHT = 64  # reading pauses beyond this many unanswered requests
+
+
+class _Slot:
+    __slots__ = ("correlation_id", "response")
+
+    def __init__(self, correlation_id: int) -> None:
+        self.correlation_id = correlation_id
+        self.response: Any = _PENDING
+
+
+class Connection(asyncio.Protocol):
+    def __init__(self, server: "Server") -> None:
+        self._server = server
+        self._broker = server.broker
+        self._decoder = FrameDecoder(server.broker.config.get("socket.request.max.bytes"))
+        self._slots: deque[_Slot] = deque()
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._transport: asyncio.Transport | None = None
+        self._peer = "?"
+        self._closing = False
+        self._reading_paused = False
+        self._writing_paused = False
+        self.drained = asyncio.Event()
+        self.drained.set()
+
+    # -- asyncio.Protocol --------------------------------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
+        peer = transport.get_extra_info("peername")
+        self._peer = f"{peer[0]}:{peer[1]}" if peer else "?"
+        self._server.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closing = True
+        self._server.connections.discard(self)
+        for task in list(self._tasks):
+            task.cancel()
+        self.drained.set()
+
+    def data_received(self, data: bytes) -> None:
+        if self._closing:
+            return
+        try:
+            frames = self._decoder.feed(data)
+        except FramingError as e:
+            self.abort(f"framing error: {e}")
+            return
+        for frame in frames:
+            if self._closing:
+                return
+            self._on_frame(frame)
+
+    def pause_writing(self) -> None:
+        self._writing_paused = True
+        self._update_reading()
+
+    def resume_writing(self) -> None:
+        self._writing_paused = False
+        self._update_reading()
+
+    # -- requests ----------------------------------------------------------------------------------------------
+
+    def _on_frame(self, frame: bytes) -> None:
+        try:
+            api_key, api_version, correlation_id = peek_prefix(frame)
+        except MalformedRequest as e:
+            self.abort(str(e))
+            return
+        spec = self._server.apis.get(api_key)
+        if spec is None:
+            self.abort(f"unknown API key {api_key}")
+            return
+        if not spec.supports(api_version):
+            if api_key == 18:  # ApiVersions: answer so the client can downgrade
+                self._push_ready(correlation_id, self._server.api_versions_unsupported())
+            else:
+                self.abort(f"{spec.name} v{api_version} is not supported (v{spec.min_version}-v{spec.max_version})")
+            return
+        try:
+            header, request = decode_request(api_key, api_version, frame)
+        except MalformedRequest as e:
+            self.abort(str(e))
+            return
+        ctx = RequestContext(self._broker, header, self._peer.rsplit(":", 1)[0])
+        try:
+            result = spec.handler(ctx, request)
+        except Exception:
+            log.exception("%s v%d from %s failed; closing the connection", spec.name, api_version, self._peer)
+            self.abort(None)
+            return
+        if asyncio.iscoroutine(result):
+            slot = _Slot(correlation_id)
+            self._slots.append(slot)
+            task = asyncio.get_running_loop().create_task(self._complete(slot, result, spec.name))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            self.drained.clear()
+            self._update_reading()
+        else:
+            self._push_ready(correlation_id, _NO_RESPONSE if result is None else result)
+
+    async def _complete(self, slot: _Slot, coro: Any, name: str) -> None:
+        try:
+            response = await coro
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s from %s failed; closing the connection", name, self._peer)
+            self.abort(None)
+            return
+        slot.response = _NO_RESPONSE if response is None else response
+        self._flush()
+
+    def _push_ready(self, correlation_id: int, response: Any) -> None:
+        if not self._slots:  # fast path: nothing ahead of it
+            if response is not _NO_RESPONSE:
+                self._write(correlation_id, response)
+            return
+        slot = _Slot(correlation_id)
+        slot.response = response
+        self._slots.append(slot)
+        self._flush()
+
+    def _flush(self) -> None:
+        slots = self._slots
+        while slots and slots[0].response is not _PENDING:
+            slot = slots.popleft()
+            if slot.response is not _NO_RESPONSE:
+                self._write(slot.correlation_id, slot.response)
+        if not slots:
+            self.drained.set()
+        self._update_reading()
+
+    def _write(self, correlation_id: int, response: Any) -> None:
+        if self._closing or self._transport is None:
+            return
+        self._transport.write(encode_response(correlation_id, response))
+
+    def _update_reading(self) -> None:
+        if self._transport is None or self._closing:
+            return
+        should_pause = self._writing_paused or len(self._slots) >= MAX_IN_FLIGHT
+        if should_pause and not self._reading_paused:
+            self._transport.pause_reading()
+            self._reading_paused = True
+        elif not should_pause and self._reading_paused:
+            self._transport.resume_reading()
+            self._reading_paused = False
+
+    # -- closing -----------------------------------------------------------------------------------------------
+
+    def abort(self, reason: str | None) -> None:
+        """Close this connection at once (the peer broke the protocol)."""
+        if reason:
+            log.warning("closing connection from %s: %s", self._peer, reason)
+        self._closing = True
+        if self._transport is not None:
+            self._transport.abort()
+
+    def close(self) -> None:
+        """Close after what is already written has been sent."""
+        self._closing = True
+        if self._transport is not None:
+            self._transport.close()

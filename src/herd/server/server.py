@@ -1,0 +1,136 @@
+"""The broker process: listeners, connections, background duties and a graceful shutdown.
+
+`Server.start()` opens the logs (recovering them), binds every listener and starts the periodic duties
+(retention, time-based flushing). `Server.shutdown()` stops accepting, gives open connections a bounded time to
+send the answers they owe, closes them, and flushes and closes every log. `run_server()` wires this to SIGINT
+and SIGTERM for `herd serve`: the first signal shuts down gracefully, a second one exits at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+from typing import Any
+
+from herd.config import BrokerConfig
+from herd.log.api import LogStore
+from herd.protocol.messages import ApiSpec
+from herd.server import apis
+from herd.server.broker import Broker, Endpoint
+from herd.server.connection import Connection
+
+log = logging.getLogger(__name__)
+
+SHUTDOWN_GRACE_S = 5.0
+
+
+class Server:
+    def __init__(self, config: BrokerConfig, store: LogStore | None = None) -> None:
+        if store is None:
+            from herd.log.segments import SegmentStore
+
+            store = SegmentStore(config.get("log.dirs"))
+        self.config = config
+        self.broker = Broker(config, store)
+        self.apis: dict[int, ApiSpec] = apis.table()
+        self.connections: set[Connection] = set()
+        self._servers: list[asyncio.base_events.Server] = []
+        self._duties: list[asyncio.Task[None]] = []
+        self._stopped = asyncio.Event()
+
+    @property
+    def port(self) -> int:
+        return self.broker.endpoint.port
+
+    def api_versions_unsupported(self) -> Any:
+        return apis.api_versions.unsupported_version_response()
+
+    async def start(self) -> None:
+        self.broker.start()
+        loop = asyncio.get_running_loop()
+        for listener in self.config.listeners:
+            srv = await loop.create_server(lambda: Connection(self), listener.host or "0.0.0.0", listener.port)
+            self._servers.append(srv)
+        host, port = self._servers[0].sockets[0].getsockname()[:2]
+        advertised = self.config.get("advertised.listeners")
+        if advertised:
+            first = self.config.__class__.from_properties({"listeners": advertised}).listeners[0]
+            self.broker.endpoint = Endpoint(first.host, first.port or port)
+        else:
+            self.broker.endpoint = Endpoint(host if host not in ("0.0.0.0", "::") else "127.0.0.1", port)
+        self._duties.append(loop.create_task(self._retention_loop()))
+        self._duties.append(loop.create_task(self._flush_loop()))
+        log.info("herd listening on %s:%d (node %d, data in %s)", self.broker.endpoint.host, port,
+                 self.broker.node_id, os.path.abspath(self.config.get("log.dirs")))
+
+    async def _retention_loop(self) -> None:
+        interval = self.config.get("log.retention.check.interval.ms") / 1000
+        while True:
+            await asyncio.sleep(interval)
+            now = self.broker.now_ms()
+            for topic in self.broker.cluster.topics():
+                for partition in topic.partitions:
+                    partition.apply_retention(now)
+
+    async def _flush_loop(self) -> None:
+        interval_ms = min(self.config.get("log.flush.scheduler.interval.ms"),
+                          self.config.get("log.flush.interval.ms") or 2**62, 1000)
+        while True:
+            await asyncio.sleep(interval_ms / 1000)
+            now = self.broker.now_ms()
+            for topic in self.broker.cluster.topics():
+                for partition in topic.partitions:
+                    partition.maybe_flush(now)
+
+    async def shutdown(self) -> None:
+        """Stop accepting, let connections send what they owe (bounded), then flush and close the logs."""
+        for srv in self._servers:
+            srv.close()
+        for task in self._duties:
+            task.cancel()
+        pending = [c.drained.wait() for c in list(self.connections)]
+        if pending:
+            await asyncio.wait([asyncio.ensure_future(p) for p in pending], timeout=SHUTDOWN_GRACE_S)
+        for conn in list(self.connections):
+            conn.close()
+        for srv in self._servers:
+            await srv.wait_closed()
+        self.broker.close()
+        self._stopped.set()
+        log.info("herd stopped")
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+
+
+async def _serve(config: BrokerConfig) -> None:
+    server = Server(config)
+    await server.start()
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    signals = 0
+
+    def on_signal() -> None:
+        nonlocal signals
+        signals += 1
+        if signals > 1:
+            log.warning("second signal: exiting now")
+            os._exit(1)
+        stop.set()
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, on_signal)
+    await stop.wait()
+    log.info("shutting down")
+    await server.shutdown()
+
+
+def run_server(config: BrokerConfig) -> None:
+    try:
+        import uvloop
+    except ImportError:  # pragma: no cover - uvloop is a dependency on every supported platform
+        asyncio.run(_serve(config))
+    else:
+        uvloop.run(_serve(config))
