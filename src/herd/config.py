@@ -236,6 +236,7 @@ class BrokerConfig:
             flush_interval_ms=LONG_MAX if flush_ms is None else flush_ms,
             index_interval_bytes=self.get("log.index.interval.bytes"),
             message_timestamp_type=self.get("log.message.timestamp.type"),
+            max_message_bytes=self.get("message.max.bytes"),
         )
 
     def effective(self) -> dict[str, Any]:

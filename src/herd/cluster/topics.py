@@ -71,7 +71,7 @@ TOPIC_CONFIGS: dict[str, TopicConfigKey] = {
         TopicConfigKey("index.interval.bytes", "int", _set("index_interval_bytes")),
         TopicConfigKey("message.timestamp.type", "string", _set("message_timestamp_type"),
                        ("CreateTime", "LogAppendTime")),
-        TopicConfigKey("max.message.bytes", "int", None),
+        TopicConfigKey("max.message.bytes", "int", _set("max_message_bytes")),
         TopicConfigKey("compression.type", "string", None,
                        ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
         TopicConfigKey("min.insync.replicas", "int", None),

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from herd.log.api import AppendResult, LogError, PartitionLog, RecordTooLargeError
+from herd.log.api import AppendResult, LogError, PartitionLog
 from herd.log.batch import BatchHeader, iter_headers
 
 INT32_MAX = 2**31 - 1
@@ -58,13 +58,10 @@ class ProducerStates:
     def __init__(self) -> None:
         self._entries: dict[tuple[str, int, int], _ProducerEntry] = {}  # (topic, partition, producer id)
 
-    def append(self, log: PartitionLog, records: bytes, now_ms: int, max_batch_bytes: int) -> AppendResult:
-        """Append `records` to `log` unless it is a retried duplicate; raises LogError subclasses."""
+    def append(self, log: PartitionLog, records: bytes, now_ms: int) -> AppendResult:
+        """Append `records` to `log` unless it is a retried duplicate; raises LogError subclasses (the log checks
+        framing, CRC and max.message.bytes)."""
         headers = list(iter_headers(records))
-        for header in headers:
-            if header.size > max_batch_bytes:
-                raise RecordTooLargeError(
-                    f"batch of {header.size} bytes exceeds max.message.bytes {max_batch_bytes}")
         idempotent = [h for h in headers if h.producer_id >= 0]
         if not idempotent:
             return log.append(records, now_ms)

@@ -63,10 +63,11 @@ def _append(b: Builder, ctx: RequestContext, topic: Any, data: Any) -> Any:
     broker = ctx.broker
     if not records:
         return _result(b, data.index, ErrorCode.invalid_record, message="no records")
-    limit = int(topic.configs.get("max.message.bytes", broker.config.get("message.max.bytes")))
     log = topic.partitions[data.index]
+    now = broker.now_ms()
     try:
-        result = broker.producers.append(log, records, broker.now_ms(), limit)
+        result = broker.producers.append(log, records, now)
+        log.maybe_flush(now)  # log.flush.interval.messages / .ms
     except LogError as e:
         return _result(b, data.index, ErrorCode(e.error_code), message=str(e) or None,
                        log_start_offset=log.log_start_offset)

@@ -1,0 +1,135 @@
+"""The broker against bad input and pipelining, over raw sockets: a broken connection never hurts another."""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+
+import pytest
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from kio.schema.errors import ErrorCode
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+
+from rawkafka import RawClient
+
+
+def _produce_and_count(bootstrap: str, topic: str, n: int) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "acks": "all"})
+    for i in range(n):
+        p.produce(topic, key=b"k%d" % i, value=b"v%d" % i)
+    assert p.flush(20) == 0
+
+
+def _read_all(bootstrap: str, topic: str) -> list[bytes]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, 0, 0)])
+    values = []
+    try:
+        for _ in range(200):
+            batch = c.consume(1000, timeout=0.5)
+            values += [m.value() for m in batch if m.error() is None]
+            low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)
+            if len(values) >= high:
+                break
+    finally:
+        c.close()
+    return values
+
+
+def _metadata_ok(port: int) -> None:
+    with RawClient(port) as client:
+        resp = client.request(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                                     include_topic_authorized_operations=False))
+        assert resp.brokers[0].port == port
+
+
+@pytest.fixture
+def small_frames(broker_factory):
+    return broker_factory({"socket.request.max.bytes": "4096", "num.partitions": "1"})
+
+
+BAD_INPUTS = {
+    "garbage": os.urandom(64) + b"\x00" * 8,
+    "negative size": struct.pack(">i", -5) + b"abc",
+    "oversized frame": struct.pack(">i", 10_000_000),
+    "unknown api key": struct.pack(">ihhi", 10, 999, 0, 1) + b"\x00\x00",
+    "unsupported version": struct.pack(">ihhi", 10, 3, 99, 1) + b"\x00\x00",
+    "garbage body": struct.pack(">ihhi", 14, 3, 12, 1) + b"\xff\xff\xff\xff\xff\xff",
+    "frame shorter than a header": struct.pack(">i", 3) + b"\x00\x03\x00",
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_INPUTS))
+def test_bad_input_closes_only_that_connection(small_frames, name):
+    broker = small_frames
+    _produce_and_count(broker.bootstrap, "keep", 100)
+    with RawClient(broker.port) as healthy:
+        with RawClient(broker.port) as bad:
+            bad.send_raw(BAD_INPUTS[name])
+            assert bad.is_closed_by_peer(), f"{name}: the broker kept the connection open"
+        # The healthy connection, opened before, still answers; new clients still work; nothing was lost.
+        resp = healthy.request(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                                      include_topic_authorized_operations=False))
+        assert [t.name for t in resp.topics] == ["keep"]
+    _produce_and_count(broker.bootstrap, "keep", 50)
+    assert _read_all(broker.bootstrap, "keep") == [b"v%d" % i for i in range(100)] + [b"v%d" % i for i in range(50)]
+    assert broker.proc.poll() is None
+    if name == "unknown api key":
+        assert "unknown API key 999" in broker.log()
+
+
+def test_truncated_frame_then_disconnect(small_frames):
+    broker = small_frames
+    sock = socket.create_connection(("127.0.0.1", broker.port))
+    sock.sendall(struct.pack(">i", 1000) + b"\x00" * 100)  # promises 1000 bytes, sends 100, hangs up
+    sock.close()
+    _metadata_ok(broker.port)
+
+
+def test_frame_at_the_limit_is_read_and_one_over_is_refused(small_frames):
+    broker = small_frames
+    with RawClient(broker.port) as client:
+        # A Metadata v12 request padded to exactly 4096 bytes is too big to be a valid request but must be read
+        # (it fails decoding, not framing): the log says so.
+        client.send_raw(struct.pack(">i", 4096) + struct.pack(">hhi", 3, 12, 1) + b"\x00" * (4096 - 8))
+        assert client.is_closed_by_peer()
+    assert "exceeds socket.request.max.bytes" not in small_frames.log()
+    with RawClient(broker.port) as client:
+        client.send_raw(struct.pack(">i", 4097))
+        assert client.is_closed_by_peer()
+    assert "exceeds socket.request.max.bytes=4096" in small_frames.log()
+
+
+def test_api_versions_too_new_is_answered_in_v0(broker):
+    with RawClient(broker.port) as client:
+        # ApiVersions v99: Kafka answers UNSUPPORTED_VERSION in a v0 response listing its own range.
+        client.send_raw(struct.pack(">ihhi", 10, 18, 99, 7) + b"\x00\x00")
+        resp = client.read_response(18, 0)
+        assert client.last_correlation_id == 7
+        assert resp.error_code == ErrorCode.unsupported_version
+        assert [(k.api_key, k.min_version, k.max_version) for k in resp.api_keys] == [(18, 0, 4)]
+        # The connection stays usable: the client retries at a version both know.
+        resp = client.request(18, 3, ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+        assert resp.error_code == ErrorCode.none
+        keys = {k.api_key: (k.min_version, k.max_version) for k in resp.api_keys}
+        assert keys[0] == (3, 13) and keys[1] == (4, 18) and keys[18] == (0, 4)
+
+
+def test_pipelined_requests_are_answered_in_order(broker):
+    with RawClient(broker.port) as client:
+        frames = b"".join(
+            client.encode(3, 12, MetadataRequest(topics=(MetadataRequestTopic(topic_id=None, name=f"p{i}"),),
+                                                 allow_auto_topic_creation=True,
+                                                 include_topic_authorized_operations=False))
+            for i in range(50)
+        )
+        client.send_raw(frames)
+        for i in range(50):
+            resp = client.read_response(3, 12)
+            assert client.last_correlation_id == i + 1
+            assert resp.topics[0].name == f"p{i}"
