@@ -1,0 +1,160 @@
+"""Produce and read back with each real Kafka client, the same way for all three."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+N_PARTITIONS = 3
+
+
+@dataclass(frozen=True)
+class Msg:
+    partition: int
+    offset: int
+    key: bytes
+    value: bytes
+    headers: tuple[tuple[str, bytes], ...]
+    timestamp: int
+
+
+def payload(i: int, size: int = 100) -> bytes:
+    base = b"value-%06d-" % i
+    return (base * (size // len(base) + 1))[:size]
+
+
+def headers_for(i: int) -> list[tuple[str, bytes]]:
+    return [("i", b"%d" % i), ("kind", b"test")]
+
+
+# -- confluent-kafka -------------------------------------------------------------------------------------------
+
+def confluent_produce(bootstrap: str, topic: str, n: int, codec: str, **extra: object) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, **extra})
+    for i in range(n):
+        while True:
+            try:
+                p.produce(topic, key=b"k%d" % i, value=payload(i), headers=headers_for(i))
+                break
+            except BufferError:
+                p.poll(0.1)
+        p.poll(0)
+    assert p.flush(60) == 0, "messages left undelivered"
+
+
+def confluent_read(bootstrap: str, topic: str, n: int, timeout_s: float = 60) -> list[Msg]:
+    import time
+
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False})
+    c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(N_PARTITIONS)])
+    out: list[Msg] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(out) < n and time.monotonic() < deadline:
+            for m in c.consume(5000, timeout=0.5):
+                if m.error() is None:
+                    out.append(Msg(m.partition(), m.offset(), m.key(), m.value(),
+                                   tuple((k, v) for k, v in (m.headers() or [])), m.timestamp()[1]))
+    finally:
+        c.close()
+    return out
+
+
+# -- kafka-python ----------------------------------------------------------------------------------------------
+
+def kafka_python_produce(bootstrap: str, topic: str, n: int, codec: str) -> None:
+    from kafka import KafkaProducer
+
+    p = KafkaProducer(bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec)
+    futures = [p.send(topic, key=b"k%d" % i, value=payload(i), headers=headers_for(i)) for i in range(n)]
+    p.flush(60)
+    for f in futures:
+        f.get(timeout=10)
+    p.close()
+
+
+def kafka_python_read(bootstrap: str, topic: str, n: int, timeout_s: float = 60) -> list[Msg]:
+    import time
+
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
+    parts = [TopicPartition(topic, p) for p in range(N_PARTITIONS)]
+    c.assign(parts)
+    c.seek_to_beginning(*parts)
+    out: list[Msg] = []
+    deadline = time.monotonic() + timeout_s
+    try:
+        while len(out) < n and time.monotonic() < deadline:
+            for tp, records in c.poll(timeout_ms=500, max_records=5000).items():
+                out += [Msg(tp.partition, r.offset, r.key, r.value, tuple(r.headers), r.timestamp) for r in records]
+    finally:
+        c.close()
+    return out
+
+
+# -- aiokafka --------------------------------------------------------------------------------------------------
+
+def aiokafka_produce(bootstrap: str, topic: str, n: int, codec: str) -> None:
+    async def run() -> None:
+        from aiokafka import AIOKafkaProducer
+
+        p = AIOKafkaProducer(bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec)
+        await p.start()
+        try:
+            futures = [await p.send(topic, key=b"k%d" % i, value=payload(i), headers=headers_for(i))
+                       for i in range(n)]
+            await asyncio.gather(*futures)
+        finally:
+            await p.stop()
+
+    asyncio.run(run())
+
+
+def aiokafka_read(bootstrap: str, topic: str, n: int, timeout_s: float = 60) -> list[Msg]:
+    async def run() -> list[Msg]:
+        from aiokafka import AIOKafkaConsumer, TopicPartition
+
+        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
+        await c.start()
+        out: list[Msg] = []
+        try:
+            parts = [TopicPartition(topic, p) for p in range(N_PARTITIONS)]
+            c.assign(parts)
+            await c.seek_to_beginning(*parts)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + timeout_s
+            while len(out) < n and loop.time() < deadline:
+                for tp, records in (await c.getmany(timeout_ms=500, max_records=5000)).items():
+                    out += [Msg(tp.partition, r.offset, r.key, r.value, tuple(r.headers), r.timestamp)
+                            for r in records]
+        finally:
+            await c.stop()
+        return out
+
+    return asyncio.run(run())
+
+
+PRODUCERS = {"confluent": confluent_produce, "kafka-python": kafka_python_produce, "aiokafka": aiokafka_produce}
+READERS = {"confluent": confluent_read, "kafka-python": kafka_python_read, "aiokafka": aiokafka_read}
+
+
+def check_exact(messages: list[Msg], n: int) -> None:
+    """Every message 0..n-1 exactly once, intact, and in production order within each partition."""
+    seen = sorted(int(dict(m.headers)["i"]) for m in messages)
+    assert seen == list(range(n)), f"got {len(seen)} messages, {len(set(seen))} distinct, expected {n}"
+    by_partition: dict[int, list[Msg]] = {}
+    for m in messages:
+        i = int(dict(m.headers)["i"])
+        assert m.key == b"k%d" % i and m.value == payload(i), f"message {i} altered"
+        assert list(m.headers) == [(k, v) for k, v in headers_for(i)]
+        by_partition.setdefault(m.partition, []).append(m)
+    for part in by_partition.values():
+        offsets = [m.offset for m in part]
+        assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+        order = [int(dict(m.headers)["i"]) for m in sorted(part, key=lambda m: m.offset)]
+        assert order == sorted(order), "production order not kept within a partition"
