@@ -76,7 +76,7 @@ def _writer(cls: type) -> Callable[[Any, Any], None]:
 
 
 def decode_request(api_key: int, api_version: int, frame: bytes) -> tuple[RequestHeader, Any]:
-    """Raises MalformedRequest when kio cannot read the header or body, or bytes are left over."""
+    """Raises MalformedRequest when kio cannot read the header or body."""
     cls = request_class(api_key, api_version)
     header_cls = cls.__header_schema__
     try:
@@ -84,8 +84,8 @@ def decode_request(api_key: int, api_version: int, frame: bytes) -> tuple[Reques
         body, size = _reader(cls)(frame, offset)
     except Exception as e:  # kio's native reader raises several kinds; all mean "not this message"
         raise MalformedRequest(f"cannot decode {cls.__name__} v{api_version}: {e}") from e
-    if offset + size != len(frame):
-        raise MalformedRequest(f"{len(frame) - offset - size} trailing bytes after {cls.__name__} v{api_version}")
+    # Bytes after the body are ignored, as Kafka's request parsing ignores them: librdkafka 2.16 sends three
+    # extra bytes after its Metadata v13 body, for one.
     return RequestHeader(api_key, api_version, header.correlation_id, header.client_id), body
 
 

@@ -113,6 +113,7 @@ class Connection(asyncio.Protocol):
         try:
             header, request = decode_request(api_key, api_version, frame)
         except MalformedRequest as e:
+            log.debug("undecodable frame from %s: %s", self._peer, frame[:512].hex())
             self.abort(str(e))
             return
         ctx = RequestContext(self._broker, header, self._peer.rsplit(":", 1)[0])

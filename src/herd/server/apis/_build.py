@@ -53,7 +53,10 @@ class Builder:
         self.module: ModuleType = sys.modules[self.response_cls.__module__]
 
     def __call__(self, class_name: str, /, **values: Any) -> Any:
-        return make(getattr(self.module, class_name), values)
+        """An instance of `class_name` in this version, or None when the version has no such class (then the
+        field that would hold it does not exist either, and `make` drops it)."""
+        cls = getattr(self.module, class_name, None)
+        return None if cls is None else make(cls, values)
 
     def response(self, **values: Any) -> Any:
         return make(self.response_cls, values)

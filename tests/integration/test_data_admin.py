@@ -1,0 +1,137 @@
+"""Topic administration and ListOffsets through each client's admin API, with Kafka's error codes."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+
+def _wait(futures: dict) -> dict:
+    out = {}
+    for key, fut in futures.items():
+        try:
+            out[key] = fut.result(10)
+        except Exception as e:  # noqa: BLE001 - the test inspects the error
+            out[key] = e
+    return out
+
+
+def test_confluent_topic_lifecycle(broker):
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    res = _wait(admin.create_topics([NewTopic("life", 2, 1, config={"retention.ms": "3600000"}),
+                                     NewTopic("bad name!", 1, 1), NewTopic("rf3", 1, 3),
+                                     NewTopic("badcfg", 1, 1, config={"no.such.config": "1"})]))
+    assert res["life"] is None
+    assert res["bad name!"].args[0].code() == KafkaError.TOPIC_EXCEPTION
+    assert res["rf3"].args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR
+    assert res["badcfg"].args[0].code() == KafkaError.INVALID_CONFIG
+    again = _wait(admin.create_topics([NewTopic("life", 2, 1)]))
+    assert again["life"].args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
+
+    assert len(admin.list_topics(timeout=10).topics["life"].partitions) == 2
+    grown = _wait(admin.create_partitions([NewPartitions("life", 5)]))
+    assert grown["life"] is None
+    assert len(admin.list_topics(timeout=10).topics["life"].partitions) == 5
+    shrink = _wait(admin.create_partitions([NewPartitions("life", 3)]))
+    assert shrink["life"].args[0].code() == KafkaError.INVALID_PARTITIONS
+    unknown = _wait(admin.create_partitions([NewPartitions("nope", 3)]))
+    assert unknown["nope"].args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+
+    configs = admin.describe_configs([ConfigResource("topic", "life")])
+    entries = list(configs.values())[0].result(10)
+    assert entries["retention.ms"].value == "3600000"
+    assert entries["cleanup.policy"].value == "delete"
+    broker_cfg = list(admin.describe_configs([ConfigResource("broker", "0")]).values())[0].result(10)
+    assert broker_cfg["offsets.topic.num.partitions"].value == "50"
+
+    deleted = _wait(admin.delete_topics(["life", "never-existed"]))
+    assert deleted["life"] is None
+    assert deleted["never-existed"].args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
+    assert "life" not in admin.list_topics(timeout=10).topics
+    assert not (broker.data_dir / "life-0").exists()
+
+
+def test_kafka_python_topic_lifecycle(broker):
+    from kafka import KafkaAdminClient
+    from kafka.admin import NewPartitions, NewTopic
+    from kafka.errors import InvalidPartitionsError, TopicAlreadyExistsError, UnknownTopicOrPartitionError
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    admin.create_topics([NewTopic("kp", 1, 1)])
+    with pytest.raises(TopicAlreadyExistsError):
+        admin.create_topics([NewTopic("kp", 1, 1)], raise_on_error=True) if _has_kw(admin.create_topics) \
+            else admin.create_topics([NewTopic("kp", 1, 1)])
+    admin.create_partitions({"kp": NewPartitions(total_count=4)})
+    assert len(admin.describe_topics(["kp"])[0]["partitions"]) == 4
+    with pytest.raises(InvalidPartitionsError):
+        admin.create_partitions({"kp": NewPartitions(total_count=2)})
+    admin.delete_topics(["kp"])
+    assert "kp" not in admin.list_topics()
+    with pytest.raises(UnknownTopicOrPartitionError):
+        admin.delete_topics(["kp"])
+    admin.close()
+
+
+def _has_kw(fn) -> bool:
+    import inspect
+
+    return "raise_on_error" in inspect.signature(fn).parameters
+
+
+def test_aiokafka_topic_lifecycle(broker):
+    async def run() -> None:
+        from aiokafka.admin import AIOKafkaAdminClient, NewPartitions, NewTopic
+
+        admin = AIOKafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        await admin.start()
+        try:
+            await admin.create_topics([NewTopic("ak", 2, 1)])
+            await admin.create_partitions({"ak": NewPartitions(total_count=3)})
+            described = await admin.describe_topics(["ak"])
+            assert len(described[0]["partitions"]) == 3
+            await admin.delete_topics(["ak"])
+            assert "ak" not in await admin.list_topics()
+        finally:
+            await admin.close()
+
+    asyncio.run(run())
+
+
+def _produce_timed(bootstrap: str, topic: str, base: int, n: int) -> None:
+    from confluent_kafka import Producer
+
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 50})
+    for i in range(n):
+        p.produce(topic, value=b"%d" % i, partition=0, timestamp=base + i * 1000)
+    assert p.flush(10) == 0
+
+
+def test_list_offsets_by_timestamp(broker_factory):
+    broker = broker_factory({"num.partitions": "1"})
+    base = int(time.time() * 1000) - 3_600_000
+    _produce_timed(broker.bootstrap, "times", base, 100)  # one batch: the lookups must find records within it
+
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "t"})
+    found = c.offsets_for_times([TopicPartition("times", 0, base + 50_500)], timeout=10)
+    assert found[0].offset == 51
+    assert c.offsets_for_times([TopicPartition("times", 0, base)], timeout=10)[0].offset == 0
+    assert c.offsets_for_times([TopicPartition("times", 0, base + 10**9)], timeout=10)[0].offset == -1
+    assert c.get_watermark_offsets(TopicPartition("times", 0), timeout=10) == (0, 100)
+    c.close()
+
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KTP
+
+    k = KafkaConsumer(bootstrap_servers=broker.bootstrap)
+    tp = KTP("times", 0)
+    result = k.offsets_for_times({tp: base + 99_000})[tp]
+    assert (result.offset, result.timestamp) == (99, base + 99_000)
+    assert k.beginning_offsets([tp])[tp] == 0 and k.end_offsets([tp])[tp] == 100
+    k.close()
