@@ -1,0 +1,70 @@
+"""Broker configuration: Kafka's property names, defaults, and one-line refusals."""
+
+from __future__ import annotations
+
+import pytest
+
+from herd.config import SETTINGS, BrokerConfig, ConfigError, parse_properties
+
+
+def test_defaults_are_kafkas():
+    c = BrokerConfig.from_properties({})
+    assert c.get("offsets.topic.num.partitions") == 50
+    assert c.get("group.initial.rebalance.delay.ms") == 3000
+    assert c.get("group.min.session.timeout.ms") == 6000
+    assert c.get("group.max.session.timeout.ms") == 1800000
+    assert c.get("socket.request.max.bytes") == 104857600
+    assert c.get("message.max.bytes") == 1048588
+    assert c.retention_ms == 168 * 3600 * 1000
+    assert [(l.host, l.port) for l in c.listeners] == [("127.0.0.1", 9092)]
+
+
+def test_every_setting_the_issue_names_is_known():
+    names = {s.name for s in SETTINGS}
+    for name in ("listeners advertised.listeners node.id log.dirs num.partitions auto.create.topics.enable "
+                 "log.segment.bytes log.retention.ms log.retention.bytes log.flush.interval.messages "
+                 "log.flush.interval.ms socket.request.max.bytes message.max.bytes offsets.topic.num.partitions "
+                 "group.initial.rebalance.delay.ms group.min.session.timeout.ms group.max.session.timeout.ms "
+                 "group.max.size offsets.retention.minutes offsets.retention.check.interval.ms "
+                 "offset.metadata.max.bytes").split():
+        assert name in names
+
+
+def test_properties_file_syntax():
+    text = "# comment\n! also\nnum.partitions=3\nlog.dirs : /tmp/x\nlisteners PLAINTEXT://h:1\n" \
+           "node.id=\\\n  7\n"
+    assert parse_properties(text) == {"num.partitions": "3", "log.dirs": "/tmp/x", "listeners": "PLAINTEXT://h:1",
+                                      "node.id": "7"}
+
+
+@pytest.mark.parametrize("props,message", [
+    ({"no.such.thing": "1"}, "unknown setting 'no.such.thing'"),
+    ({"num.partitions": "three"}, "num.partitions: 'three' is not a whole number"),
+    ({"num.partitions": "0"}, "num.partitions: 0 is out of range"),
+    ({"auto.create.topics.enable": "yes"}, "auto.create.topics.enable: 'yes' is not true or false"),
+    ({"listeners": "127.0.0.1:9092"}, "is not a listener of the form"),
+    ({"node.id": "99999999999"}, "out of range"),
+    ({"group.min.session.timeout.ms": "10", "group.max.session.timeout.ms": "5"}, "must not exceed"),
+])
+def test_bad_settings_are_refused_with_one_line(props, message):
+    with pytest.raises(ConfigError) as info:
+        BrokerConfig.from_properties(props)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_retention_precedence():
+    assert BrokerConfig.from_properties({"log.retention.minutes": "2"}).retention_ms == 120_000
+    assert BrokerConfig.from_properties({"log.retention.minutes": "2", "log.retention.ms": "5"}).retention_ms == 5
+    assert BrokerConfig.from_properties({"log.retention.hours": "-1"}).retention_ms == -1
+
+
+def test_load_merges_file_and_overrides(tmp_path):
+    path = tmp_path / "server.properties"
+    path.write_text("num.partitions=3\nnode.id=4\n")
+    c = BrokerConfig.load(str(path), ["num.partitions=5"])
+    assert c.get("num.partitions") == 5 and c.get("node.id") == 4
+    with pytest.raises(ConfigError, match="--override expects key=value"):
+        BrokerConfig.load(None, ["novalue"])
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        BrokerConfig.load(str(tmp_path / "missing"), [])
