@@ -47,3 +47,21 @@ def test_one_client_reads_what_another_wrote(shared_broker):
     PRODUCERS["kafka-python"](shared_broker.bootstrap, "mixed", 3000, "gzip")
     for reader in READERS.values():
         check_exact(reader(shared_broker.bootstrap, "mixed", 3000), 3000)
+
+
+def test_idempotent_producers(shared_broker):
+    from clients import confluent_produce
+
+    confluent_produce(shared_broker.bootstrap, "idem-confluent", 5000, "lz4", **{"enable.idempotence": True})
+    check_exact(READERS["confluent"](shared_broker.bootstrap, "idem-confluent", 5000), 5000)
+
+    from kafka import KafkaProducer
+
+    from clients import headers_for, payload
+
+    p = KafkaProducer(bootstrap_servers=shared_broker.bootstrap, enable_idempotence=True, acks="all")
+    futures = [p.send("idem-kp", key=b"k%d" % i, value=payload(i), headers=headers_for(i)) for i in range(2000)]
+    p.flush(30)
+    assert all(f.get(10) is not None for f in futures)
+    p.close()
+    check_exact(READERS["kafka-python"](shared_broker.bootstrap, "idem-kp", 2000), 2000)

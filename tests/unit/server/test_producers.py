@@ -1,0 +1,76 @@
+"""Idempotent producer checks (herd.server.producers) on a real segment log in the in-memory filesystem."""
+
+from __future__ import annotations
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from herd.log.api import LogConfig
+from herd.log.fs import MemoryFileSystem
+from herd.log.segments import SegmentStore
+from herd.server.producers import InvalidProducerEpochError, OutOfOrderSequenceError, ProducerStates
+
+
+def batch(pid: int, epoch: int, seq: int, count: int = 3) -> bytes:
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=pid,
+                                  producer_epoch=epoch, base_sequence=seq, batch_size=1 << 20)
+    for i in range(count):
+        b.append(i, timestamp=1000 + i, key=None, value=b"v%d" % i, headers=[])
+    return bytes(b.build())
+
+
+@pytest.fixture
+def log():
+    return SegmentStore("/data", MemoryFileSystem()).open_partition("t", 0, LogConfig())
+
+
+def test_sequences_in_order_are_appended(log):
+    states = ProducerStates()
+    assert states.append(log, batch(7, 0, 0), 0).base_offset == 0
+    assert states.append(log, batch(7, 0, 3), 0).base_offset == 3
+    assert log.log_end_offset == 6
+
+
+def test_a_retried_batch_is_not_appended_twice_and_gets_its_first_offsets(log):
+    states = ProducerStates()
+    states.append(log, batch(7, 0, 0), 0)
+    second = states.append(log, batch(7, 0, 3), 0)
+    retry = states.append(log, batch(7, 0, 3), 0)
+    assert (retry.base_offset, retry.last_offset) == (second.base_offset, second.last_offset) == (3, 5)
+    assert log.log_end_offset == 6
+    older = states.append(log, batch(7, 0, 0), 0)  # still among the last five
+    assert older.base_offset == 0 and log.log_end_offset == 6
+
+
+def test_a_gap_is_out_of_order(log):
+    states = ProducerStates()
+    states.append(log, batch(7, 0, 0), 0)
+    with pytest.raises(OutOfOrderSequenceError):
+        states.append(log, batch(7, 0, 10), 0)
+    assert log.log_end_offset == 3
+
+
+def test_fenced_epoch_and_new_epoch(log):
+    states = ProducerStates()
+    states.append(log, batch(7, 1, 0), 0)
+    with pytest.raises(InvalidProducerEpochError):
+        states.append(log, batch(7, 0, 3), 0)
+    with pytest.raises(OutOfOrderSequenceError):
+        states.append(log, batch(7, 2, 5), 0)
+    assert states.append(log, batch(7, 2, 0), 0).base_offset == 3
+
+
+def test_producers_and_partitions_are_independent(log):
+    other = SegmentStore("/d2", MemoryFileSystem()).open_partition("t", 1, LogConfig())
+    states = ProducerStates()
+    states.append(log, batch(7, 0, 0), 0)
+    states.append(log, batch(8, 0, 0), 0)
+    states.append(other, batch(7, 0, 0), 0)
+    assert log.log_end_offset == 6 and other.log_end_offset == 3
+
+
+def test_non_idempotent_batches_are_not_tracked(log):
+    states = ProducerStates()
+    states.append(log, batch(-1, -1, -1), 0)
+    states.append(log, batch(-1, -1, -1), 0)
+    assert log.log_end_offset == 6
