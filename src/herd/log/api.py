@@ -128,11 +128,13 @@ class PartitionLog(Protocol):
         ...
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
-        """The earliest offset whose batch max timestamp is >= `timestamp` (ListOffsets by time)."""
+        """The offset and timestamp of the first record, in offset order, whose timestamp is >= `timestamp`
+        (ListOffsets by time; Kafka's `searchForTimestamp` over the batches whose max timestamp is >= it)."""
         ...
 
     def max_timestamp(self) -> TimestampOffset | None:
-        """The offset and timestamp of the largest timestamp in the log (ListOffsets MAX_TIMESTAMP, -3)."""
+        """The offset of the first record holding the largest timestamp in the log, and that timestamp
+        (ListOffsets MAX_TIMESTAMP, -3). In a LogAppendTime batch every record has the batch's max timestamp."""
         ...
 
     def flush(self) -> None:

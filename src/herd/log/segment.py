@@ -10,7 +10,9 @@ A segment is opened in one of three ways:
   partition costs a few ints of memory per segment. If its index files look wrong it is recovered instead.
 
 Reads use the offset index to find a position at or before the wanted batch, then one `pread` of a window that
-usually covers both the few headers to skip and the batches to return.
+usually covers both the few headers to skip and the batches to return. Timestamp lookups go one step further:
+the time index and batch headers find the batch, and only that batch's records are decoded (`herd.log.records`)
+to answer with the exact record, as Kafka does.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ import posixpath
 import struct
 from collections.abc import Callable
 
-from herd.log.batch import LOG_OVERHEAD, BatchHeader, valid_prefix
+from herd.log.api import CorruptRecordError
+from herd.log.batch import LOG_OVERHEAD, BatchHeader, parse_header, valid_prefix
 from herd.log.fs import File, FileSystem
 from herd.log.index import TIME_ENTRY, OffsetIndex, TimeIndex
+from herd.log.records import first_record_at_or_after, offset_of_timestamp
 
 SCAN_CHUNK = 8 * 1024 * 1024
 # base offset, batch length, (epoch, magic, crc skipped), attributes, last offset delta, base ts, max ts
@@ -241,16 +245,38 @@ class Segment:
             end += size
         return window.slice(start, end)
 
-    def find_timestamp(self, timestamp: int, interval: int) -> tuple[int, int] | None:
-        """(base offset, max timestamp) of the first batch whose max timestamp is >= `timestamp`."""
+    def find_timestamp(self, timestamp: int, interval: int, min_offset: int = 0) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record, in offset order from `min_offset`, stamped >= `timestamp`.
+
+        The time index skips the batches that cannot hold one; then, as Kafka's `searchForTimestamp`, every batch
+        whose max timestamp is >= `timestamp` is searched record by record until one qualifies."""
         assert self.file is not None and self.index is not None
         rel = self.load_time_index().lookup(timestamp)
         window = _Window(self.file, self.size, interval + 64 * 1024)
-        position = self._find(window, self.index.lookup(rel), lambda h: h[5] >= timestamp)
+        wanted: Callable[[tuple[int, ...]], bool] = lambda h: h[5] >= timestamp and h[0] + h[3] >= min_offset
+        position = self.index.lookup(rel)
+        while (start := self._find(window, position, wanted)) is not None:
+            batch = window.batch(start)
+            found = _first_record_at_or_after(batch, timestamp, min_offset)
+            if found is not None:
+                return found
+            position = start + len(batch)
+        return None
+
+    def max_timestamp_record(self, interval: int) -> tuple[int, int] | None:
+        """(offset, timestamp) of the first record holding the segment's max timestamp (Kafka's
+        `offsetOfMaxTimestamp` on the first batch that reached it); None if the segment is empty."""
+        assert self.file is not None and self.index is not None
+        if self.max_timestamp < 0:
+            return None
+        base, stamp = self.max_timestamp_offset, self.max_timestamp
+        window = _Window(self.file, self.size, interval + 64 * 1024)
+        position = self._find(window, self.index.lookup(base - self.base_offset), lambda h: h[0] + h[3] >= base)
         if position is None:
             return None
-        header = window.header(position)
-        return header[0], header[5]
+        batch = window.batch(position)
+        offset = _offset_of_timestamp(batch, stamp)
+        return (base if offset is None else offset), stamp
 
     def _find(self, window: _Window, position: int, wanted: Callable[[tuple[int, ...]], bool]) -> int | None:
         while position < self.size:
@@ -280,6 +306,10 @@ class _Window:
         """(base offset, batch length, attributes, last offset delta, base timestamp, max timestamp)."""
         self._ensure(position, SCAN_SIZE)
         return _SCAN.unpack_from(self.data, position - self.start)
+
+    def batch(self, position: int) -> bytes:
+        """The whole batch starting at `position`."""
+        return self.slice(position, position + LOG_OVERHEAD + self.header(position)[1])
 
     def slice(self, start: int, end: int) -> bytes:
         self._ensure(start, end - start)
@@ -319,6 +349,25 @@ def _cut_batch_size(chunk: bytes, consumed: int) -> int | None:
         return LOG_OVERHEAD if consumed else None
     size = LOG_OVERHEAD + int.from_bytes(chunk[consumed + 8 : consumed + 12], "big", signed=True)
     return size if size > rest else None
+
+
+def _first_record_at_or_after(batch: bytes, timestamp: int, min_offset: int) -> tuple[int, int] | None:
+    """`records.first_record_at_or_after` on one whole batch. A batch whose records cannot be decoded (it passed
+    its CRC, but records are never checked on append: an unknown codec, a malformed record) answers for itself,
+    as before records were read: its first offset and its max timestamp."""
+    header = parse_header(batch)
+    try:
+        return first_record_at_or_after(batch, header, timestamp, min_offset)
+    except CorruptRecordError:
+        return max(header.base_offset, min_offset), header.max_timestamp
+
+
+def _offset_of_timestamp(batch: bytes, timestamp: int) -> int | None:
+    """`records.offset_of_timestamp` on one whole batch; None if its records cannot be decoded."""
+    try:
+        return offset_of_timestamp(batch, parse_header(batch), timestamp)
+    except CorruptRecordError:
+        return None
 
 
 def _read_all(fs: FileSystem, path: str) -> bytes:

@@ -20,6 +20,11 @@ dropped. So a torn tail is cut back to the last whole batch, and nothing `flush`
 A failed write is cut back and raised as KafkaStorageError; a failed fsync (or a failed cut-back) leaves the
 partition failed: every later call raises KafkaStorageError until it is reopened, which recovers it from disk.
 
+Timestamps (ListOffsets): each segment keeps its max timestamp and the base offset of the first batch that
+reached it. A lookup by time finds the first segment whose max reaches the target, the time index and batch
+headers find the batch, and that batch's records are decoded for the exact first record stamped >= the target
+(later batches only if none is). MAX_TIMESTAMP decodes the one batch holding the max, once per new max.
+
 Memory per partition: a few ints per segment; the active segment's indexes (8-12 bytes per
 `index.interval.bytes` of data); one sealed segment's offset index while it is being read.
 """
@@ -64,6 +69,8 @@ class SegmentLog:
         self._dir_dirty = False
         self._failed: str | None = None
         self._cold: Segment | None = None  # the one sealed segment whose index is loaded for reading
+        # (segment base, its max timestamp, offset of the batch holding it) -> offset of the record holding it
+        self._max_record: tuple[tuple[int, int, int], int] | None = None
 
     # -- opening -------------------------------------------------------------------------------------------------
 
@@ -142,19 +149,20 @@ class SegmentLog:
         for segment in self._segments:
             if segment.max_timestamp >= timestamp:
                 found = self._storage(lambda: self._readable(segment).find_timestamp(
-                    timestamp, self.config.index_interval_bytes), fatal=False)  # fmt: skip
+                    timestamp, self.config.index_interval_bytes, self._log_start), fatal=False)  # fmt: skip
                 if found is not None:
                     return TimestampOffset(offset=found[0], timestamp=found[1])
         return None
 
     def max_timestamp(self) -> TimestampOffset | None:
+        self._check_usable()
         best: Segment | None = None
         for segment in self._segments:
             if segment.max_timestamp >= 0 and (best is None or segment.max_timestamp > best.max_timestamp):
                 best = segment
         if best is None:
             return None
-        return TimestampOffset(offset=best.max_timestamp_offset, timestamp=best.max_timestamp)
+        return TimestampOffset(offset=self._max_record_offset(best), timestamp=best.max_timestamp)
 
     def flush(self) -> None:
         """fsync every segment holding unflushed data, then the directory if segments were created; raises
@@ -235,6 +243,15 @@ class SegmentLog:
         segment.load(self.config.index_interval_bytes)
         self._cold = segment
         return segment
+
+    def _max_record_offset(self, segment: Segment) -> int:
+        """Offset of the first record holding `segment`'s max timestamp, remembered until that max changes."""
+        key = (segment.base_offset, segment.max_timestamp, segment.max_timestamp_offset)
+        if self._max_record is None or self._max_record[0] != key:
+            found = self._storage(lambda: self._readable(segment).max_timestamp_record(
+                self.config.index_interval_bytes), fatal=False)  # fmt: skip
+            self._max_record = key, segment.max_timestamp_offset if found is None else found[0]
+        return self._max_record[1]
 
     def _expired_by_time(self, now_ms: int) -> int:
         if self.config.retention_ms < 0:

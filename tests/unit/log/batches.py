@@ -1,18 +1,29 @@
-"""Record batches for the log tests, written and read by kio's own codec (never by hand)."""
+"""Record batches for the log tests, written and read by real codecs (kio, kafka-python), never by hand.
+
+Compressed batches come from kafka-python's producer-side builder, as a real client sends them; the only
+batches patched here are those no client library writes (raw snappy, control, unknown codec), and those get a
+fresh CRC32C so the log accepts them.
+"""
 
 from __future__ import annotations
 
 import datetime
 import io
+import struct
+from collections.abc import Callable, Sequence
 
+import crc32c
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kio.records.readers import read_batch
 from kio.records.schema import NewRecordBatch, Record, RecordHeader
 from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
-from herd.log.batch import HEADER
+from herd.log.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER, HEADER_SIZE
 
 BASE_TS = 1_700_000_000_000
+EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+GZIP, SNAPPY, LZ4, ZSTD = 1, 2, 3, 4
 
 
 def make_batch(values: list[bytes], *, timestamp_ms: int = BASE_TS, key: bytes | None = b"k") -> bytes:
@@ -50,3 +61,60 @@ def records_of(data: bytes) -> list[tuple[int, bytes | None]]:
         out.extend((record.offset, record.value) for record in batch.records)
         pos += size
     return out
+
+
+def _stamp(timestamp_ms: int) -> TZAwareMicros:
+    """A kio timestamp that kio writes back as exactly `timestamp_ms`."""
+    stamp = TZAwareMicros.parse(EPOCH + datetime.timedelta(milliseconds=timestamp_ms))
+    assert int(stamp.timestamp() * 1000) == timestamp_ms, timestamp_ms  # kio's writer goes through a float
+    return stamp
+
+
+def kio_batch(stamps: Sequence[int], value: bytes = b"v") -> bytes:
+    """One uncompressed batch written by kio, record i stamped `stamps[i]` (milliseconds kept)."""
+    records = tuple(
+        Record(attributes=i8(0), timestamp=_stamp(stamp), offset=i64(i), key=b"k%d" % i, value=value * (i + 1),
+               headers=(RecordHeader(key=b"h", value=b"%d" % stamp),))
+        for i, stamp in enumerate(stamps)
+    )  # fmt: skip
+    batch = NewRecordBatch(
+        producer_id=i64(-1), producer_epoch=i16(-1), base_sequence=i32(-1), records=records, attributes=i16(0)
+    )
+    buffer = io.BytesIO()
+    write_new_batch(buffer, batch)
+    return buffer.getvalue()
+
+
+def client_batch(stamps: Sequence[int], codec: int = 0, offsets: Sequence[int] | None = None) -> bytes:
+    """One batch as kafka-python's producer builds it, compressed with `codec` (asserted to be applied)."""
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=codec, is_transactional=False, producer_id=-1, producer_epoch=-1,
+        base_sequence=-1, batch_size=1 << 24,
+    )  # fmt: skip
+    for i, stamp in enumerate(stamps):
+        offset = i if offsets is None else offsets[i]
+        builder.append(offset, timestamp=stamp, key=b"key-%d" % i, value=b"value " * 20, headers=[("h", b"x")])
+    data = bytes(builder.build())
+    assert HEADER.unpack_from(data)[5] & 0x07 == codec, "kafka-python sent it uncompressed"
+    return data
+
+
+def client_records(data: bytes) -> list[tuple[int, int]]:
+    """(offset, timestamp) of each record of one batch, decoded by kafka-python (the oracle)."""
+    return [(record.offset, record.timestamp) for record in DefaultRecordBatch(bytearray(data))]
+
+
+def recompress(batch: bytes, codec: int, compress: Callable[[bytes], bytes]) -> bytes:
+    """`batch` (uncompressed) with its records section replaced by `compress(section)`, marked `codec`."""
+    out = bytearray(batch[:HEADER_SIZE] + compress(batch[HEADER_SIZE:]))
+    struct.pack_into(">i", out, 8, len(out) - 12)
+    return with_attributes(bytes(out), codec)
+
+
+def with_attributes(batch: bytes, bits: int) -> bytes:
+    """`batch` with attribute `bits` set and its CRC32C recomputed."""
+    out = bytearray(batch)
+    (attributes,) = struct.unpack_from(">h", out, ATTRIBUTES_OFFSET)
+    struct.pack_into(">h", out, ATTRIBUTES_OFFSET, attributes | bits)
+    struct.pack_into(">I", out, CRC_OFFSET, crc32c.crc32c(bytes(out[ATTRIBUTES_OFFSET:])))
+    return bytes(out)

@@ -6,11 +6,24 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from batches import BASE_TS, make_batch, max_timestamp_of, records_of
+from batches import (
+    BASE_TS,
+    GZIP,
+    LZ4,
+    SNAPPY,
+    ZSTD,
+    client_batch,
+    kio_batch,
+    make_batch,
+    max_timestamp_of,
+    records_of,
+    with_attributes,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from herd.log.api import CorruptRecordError, LogConfig, OffsetOutOfRangeError, TimestampOffset
+from herd.log.batch import CONTROL_BIT
 from herd.log.fs import FileSystem, MemoryFileSystem, OsFileSystem
 from herd.log.segments import SegmentLog, SegmentStore
 
@@ -119,18 +132,115 @@ def test_out_of_range_reads() -> None:
         log.read(-1, 1000)
 
 
+def first_at_or_after(stamped: list[tuple[int, int]], target: int) -> TimestampOffset | None:
+    """Kafka's answer, record by record: the first record in offset order stamped >= `target`."""
+    return next((TimestampOffset(o, s) for o, s in stamped if s >= target), None)
+
+
+def first_max(stamped: list[tuple[int, int]]) -> TimestampOffset | None:
+    """Kafka's MAX_TIMESTAMP answer: the first record in offset order holding the largest timestamp."""
+    if not stamped:
+        return None
+    top = max(s for _, s in stamped)
+    return next(TimestampOffset(o, s) for o, s in stamped if s == top)
+
+
 def test_timestamps_lookup_and_max() -> None:
     log = open_log(MemoryFileSystem())
     assert log.max_timestamp() is None and log.offset_for_timestamp(0) is None
     stamps = [BASE_TS + 1000 * i for i in (1, 5, 3, 9, 9, 12)] * 5  # not monotonic, several segments
-    for stamp in stamps:
-        log.append(make_batch([b"v" * 40, b"w"], timestamp_ms=stamp), 0)
+    stamped: list[tuple[int, int]] = []
+    for stamp in stamps:  # each batch: a record 400 ms before its max, then the max
+        result = log.append(kio_batch([stamp - 400, stamp], value=b"v" * 40), 0)
+        stamped += [(result.base_offset, stamp - 400), (result.last_offset, stamp)]
     assert len(log._segments) > 1
-    for target in range(BASE_TS, BASE_TS + 13_000, 500):
-        found = log.offset_for_timestamp(target)
-        first = next((i for i, s in enumerate(stamps) if s >= target), None)
-        assert found == (None if first is None else TimestampOffset(2 * first, stamps[first]))
-    assert log.max_timestamp() == TimestampOffset(2 * 5, BASE_TS + 12_000)
+    for target in range(BASE_TS, BASE_TS + 13_000, 100):
+        assert log.offset_for_timestamp(target) == first_at_or_after(stamped, target), target
+    assert log.max_timestamp() == TimestampOffset(2 * 5 + 1, BASE_TS + 12_000)
+
+
+def test_timestamp_lookup_finds_the_record_not_the_batch() -> None:
+    log = open_log(MemoryFileSystem())
+    log.append(kio_batch([BASE_TS + 100, BASE_TS + 1, BASE_TS + 60, BASE_TS + 200, BASE_TS + 60]), 0)
+    log.append(kio_batch([BASE_TS + 50, BASE_TS + 300]), 0)
+    assert log.offset_for_timestamp(BASE_TS) == TimestampOffset(0, BASE_TS + 100)
+    assert log.offset_for_timestamp(BASE_TS + 101) == TimestampOffset(3, BASE_TS + 200)
+    assert log.offset_for_timestamp(BASE_TS + 201) == TimestampOffset(6, BASE_TS + 300)
+    assert log.offset_for_timestamp(BASE_TS + 301) is None
+    assert log.max_timestamp() == TimestampOffset(6, BASE_TS + 300)
+    log.append(kio_batch([BASE_TS + 10, BASE_TS + 300, BASE_TS + 300]), 0)  # ties the max: the first one wins
+    assert log.max_timestamp() == TimestampOffset(6, BASE_TS + 300)
+    log.append(kio_batch([BASE_TS + 10, BASE_TS + 999, BASE_TS + 999]), 0)
+    assert log.max_timestamp() == TimestampOffset(11, BASE_TS + 999)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    batches=st.lists(
+        st.tuples(st.lists(st.integers(0, 60), min_size=1, max_size=6), st.sampled_from([0, GZIP, SNAPPY, LZ4, ZSTD])),
+        min_size=1, max_size=25,
+    ),
+    interval=st.sampled_from([1, 200, 4096]),
+)  # fmt: skip
+def test_timestamp_lookups_match_kafka_record_by_record(batches: list[tuple[list[int], int]], interval: int) -> None:
+    """Any mix of codecs, out-of-order and repeated timestamps, segments and index densities, before and
+    after a reopen: the answers are Kafka's, record by record."""
+    fs = MemoryFileSystem()
+    config = LogConfig(segment_bytes=600, index_interval_bytes=interval)
+    store = SegmentStore("/data", fs)
+    log = store.open_partition("t", 0, config)
+    stamped: list[tuple[int, int]] = []
+    for deltas, codec in batches:
+        result = log.append(client_batch([BASE_TS + d for d in deltas], codec), 0)
+        stamped += [(result.base_offset + i, BASE_TS + d) for i, d in enumerate(deltas)]
+        assert log.max_timestamp() == first_max(stamped)
+    for _ in range(2):
+        for target in range(BASE_TS - 1, BASE_TS + 62):
+            assert log.offset_for_timestamp(target) == first_at_or_after(stamped, target), target
+        assert log.max_timestamp() == first_max(stamped)
+        store.close()
+        store = SegmentStore("/data", fs)
+        log = store.open_partition("t", 0, config)
+
+
+def test_timestamp_lookups_skip_segments_removed_by_retention() -> None:
+    log = open_log(MemoryFileSystem(), LogConfig(segment_bytes=600, retention_bytes=1200, retention_ms=-1))
+    for i in range(20):
+        log.append(client_batch([BASE_TS + 1000 * i + 5, BASE_TS + 1000 * i], LZ4), 0)
+    assert log.apply_retention(0) > 0
+    start = log.log_start_offset
+    assert log.offset_for_timestamp(0) == TimestampOffset(start, BASE_TS + 1000 * (start // 2) + 5)
+    assert log.max_timestamp() == TimestampOffset(38, BASE_TS + 19_005)
+
+
+def test_log_append_time_lookups_answer_with_each_batch_first_record() -> None:
+    log = open_log(MemoryFileSystem(), LogConfig(message_timestamp_type="LogAppendTime"))
+    log.append(client_batch([BASE_TS + 900, BASE_TS + 1], GZIP), now_ms=BASE_TS + 100)
+    log.append(client_batch([BASE_TS + 5, BASE_TS + 999, BASE_TS + 7]), now_ms=BASE_TS + 200)
+    log.append(client_batch([BASE_TS + 3, BASE_TS]), now_ms=BASE_TS + 200)
+    assert log.offset_for_timestamp(0) == TimestampOffset(0, BASE_TS + 100)
+    assert log.offset_for_timestamp(BASE_TS + 101) == TimestampOffset(2, BASE_TS + 200)
+    assert log.offset_for_timestamp(BASE_TS + 201) is None
+    assert log.max_timestamp() == TimestampOffset(2, BASE_TS + 200)
+
+
+def test_control_batches_take_part_in_timestamp_lookups() -> None:
+    """As in Kafka (FileRecords.searchForTimestamp, offsetOfMaxTimestamp), transaction markers are not skipped."""
+    log = open_log(MemoryFileSystem())
+    log.append(client_batch([BASE_TS]), 0)
+    log.append(with_attributes(kio_batch([BASE_TS + 50]), CONTROL_BIT), 0)
+    log.append(client_batch([BASE_TS + 20]), 0)
+    assert log.offset_for_timestamp(BASE_TS + 1) == TimestampOffset(1, BASE_TS + 50)
+    assert log.max_timestamp() == TimestampOffset(1, BASE_TS + 50)
+
+
+def test_a_batch_whose_records_cannot_be_read_answers_for_itself() -> None:
+    """Records are not checked on append; a lookup that meets unreadable ones falls back to the batch header."""
+    log = open_log(MemoryFileSystem())
+    log.append(client_batch([BASE_TS, BASE_TS + 1]), 0)
+    log.append(with_attributes(kio_batch([BASE_TS + 30, BASE_TS + 10]), 5), 0)  # codec 5 does not exist
+    assert log.offset_for_timestamp(BASE_TS + 2) == TimestampOffset(2, BASE_TS + 30)
+    assert log.max_timestamp() == TimestampOffset(2, BASE_TS + 30)
 
 
 def test_log_append_time_topics_stamp_batches() -> None:
