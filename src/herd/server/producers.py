@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from herd.log.api import AppendResult, LogError, PartitionLog
-from herd.log.batch import BatchHeader, iter_headers
+from herd.log.api import AppendResult, InvalidRecordError, LogError, PartitionLog
+from herd.log.batch import CONTROL_BIT, BatchHeader, iter_headers
 
 INT32_MAX = 2**31 - 1
 CACHED_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
@@ -62,6 +62,8 @@ class ProducerStates:
         """Append `records` to `log` unless it is a retried duplicate; raises LogError subclasses (the log checks
         framing, CRC and max.message.bytes)."""
         headers = list(iter_headers(records))
+        if any(h.attributes & CONTROL_BIT for h in headers):
+            raise InvalidRecordError("control batches are written by the broker, not by producers")
         idempotent = [h for h in headers if h.producer_id >= 0]
         if not idempotent:
             return log.append(records, now_ms)

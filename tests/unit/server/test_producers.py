@@ -74,3 +74,20 @@ def test_non_idempotent_batches_are_not_tracked(log):
     states.append(log, batch(-1, -1, -1), 0)
     states.append(log, batch(-1, -1, -1), 0)
     assert log.log_end_offset == 6
+
+
+def test_control_batches_from_producers_are_refused(log):
+    import struct
+
+    import crc32c
+
+    from herd.log.api import InvalidRecordError
+    from herd.log.batch import ATTRIBUTES_OFFSET, CONTROL_BIT, CRC_OFFSET, TRANSACTIONAL_BIT
+
+    data = bytearray(batch(1, 0, 0, count=1))
+    (attributes,) = struct.unpack_from(">h", data, ATTRIBUTES_OFFSET)
+    struct.pack_into(">h", data, ATTRIBUTES_OFFSET, attributes | CONTROL_BIT | TRANSACTIONAL_BIT)
+    struct.pack_into(">I", data, CRC_OFFSET, crc32c.crc32c(bytes(data[ATTRIBUTES_OFFSET:])))
+    with pytest.raises(InvalidRecordError):
+        ProducerStates().append(log, bytes(data), 0)
+    assert log.log_end_offset == 0

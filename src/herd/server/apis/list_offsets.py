@@ -16,7 +16,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.log.api import PartitionLog
+from herd.log.api import LogError, PartitionLog
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import resolve_topic
 from herd.server.broker import RequestContext
@@ -39,7 +39,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                 partitions.append(_answer(b, p.partition_index, error if topic is None
                                           else ErrorCode.unknown_topic_or_partition))
             else:
-                partitions.append(_lookup(b, p.partition_index, topic.partitions[p.partition_index], p.timestamp))
+                try:
+                    partitions.append(_lookup(b, p.partition_index, topic.partitions[p.partition_index],
+                                              p.timestamp))
+                except LogError as e:  # e.g. KAFKA_STORAGE_ERROR from a failed partition
+                    partitions.append(_answer(b, p.partition_index, ErrorCode(e.error_code)))
         topics.append(b("ListOffsetsTopicResponse", name=entry.name, partitions=tuple(partitions)))
     return b.response(throttle_time=0, topics=tuple(topics))
 
