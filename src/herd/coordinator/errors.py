@@ -45,6 +45,7 @@ class ErrorCode(IntEnum):
     GROUP_MAX_SIZE_REACHED = 81
     FENCED_INSTANCE_ID = 82
     UNSTABLE_OFFSET_COMMIT = 88
+    UNKNOWN_TOPIC_ID = 100
 
 
 class CoordinatorError(Exception):

@@ -11,13 +11,16 @@ import asyncio
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from herd.cluster.topics import Cluster
 from herd.config import BrokerConfig
 from herd.log.api import LogStore
 from herd.protocol.messages import RequestHeader
 from herd.server.producers import ProducerStates
+
+if TYPE_CHECKING:
+    from herd.runtime import CoordinatorRuntime
 
 PartitionKey = tuple[str, int]
 
@@ -35,6 +38,7 @@ class Broker:
         self.cluster = Cluster(Path(config.get("log.dirs")), store, config.log_config(), self.node_id)
         self.endpoint = Endpoint("127.0.0.1", 9092)  # set by the server once it is listening
         self.producers = ProducerStates()
+        self.coordinator: CoordinatorRuntime | None = None  # the group coordinator, set by the server at start
         self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}
 
     def start(self) -> None:

@@ -1,8 +1,11 @@
 """The broker process: listeners, connections, background duties and a graceful shutdown.
 
-`Server.start()` opens the logs (recovering them), binds every listener and starts the periodic duties
-(retention, time-based flushing). `Server.shutdown()` stops accepting, gives open connections a bounded time to
-send the answers they owe, closes them, and flushes and closes every log. `run_server()` wires this to SIGINT
+`Server.start()` opens the logs (recovering them), starts the group coordinator (which creates
+__consumer_offsets if needed and loads its partitions in the background), binds every listener and starts the
+periodic duties (retention, time-based flushing; the coordinator flushes its own partitions). `Server.shutdown()`
+stops accepting, unloads the coordinator (pending writes finish, parked joins are answered NOT_COORDINATOR,
+timers stop), gives open connections a bounded time to send the answers they owe, closes them, and flushes and
+closes every log. `run_server()` wires this to SIGINT
 and SIGTERM for `herd serve`: the first signal shuts down gracefully, a second one exits at once.
 """
 
@@ -17,6 +20,7 @@ from typing import Any
 from herd.config import BrokerConfig
 from herd.log.api import LogStore
 from herd.protocol.messages import ApiSpec
+from herd.runtime import CoordinatorRuntime
 from herd.server import apis
 from herd.server.broker import Broker, Endpoint
 from herd.server.connection import Connection
@@ -49,6 +53,8 @@ class Server:
 
     async def start(self) -> None:
         self.broker.start()
+        self.broker.coordinator = CoordinatorRuntime(self.broker.cluster, self.config)
+        self.broker.coordinator.start()
         loop = asyncio.get_running_loop()
         for listener in self.config.listeners:
             srv = await loop.create_server(lambda: Connection(self), listener.host or "0.0.0.0", listener.port)
@@ -71,6 +77,8 @@ class Server:
             await asyncio.sleep(interval)
             now = self.broker.now_ms()
             for topic in self.broker.cluster.topics():
+                if topic.internal:
+                    continue  # compacted, and written only by the coordinator runtime
                 for partition in topic.partitions:
                     partition.apply_retention(now)
 
@@ -81,6 +89,8 @@ class Server:
             await asyncio.sleep(interval_ms / 1000)
             now = self.broker.now_ms()
             for topic in self.broker.cluster.topics():
+                if topic.internal:
+                    continue  # the coordinator runtime fsyncs its partitions before every answer
                 for partition in topic.partitions:
                     partition.maybe_flush(now)
 
@@ -90,6 +100,8 @@ class Server:
             srv.close()
         for task in self._duties:
             task.cancel()
+        if self.broker.coordinator is not None:
+            await self.broker.coordinator.close()
         pending = [c.drained.wait() for c in list(self.connections)]
         if pending:
             await asyncio.wait([asyncio.ensure_future(p) for p in pending], timeout=SHUTDOWN_GRACE_S)

@@ -15,14 +15,23 @@ from herd.server.apis import (
     api_versions,
     create_partitions,
     create_topics,
+    delete_groups,
     delete_topics,
     describe_configs,
+    describe_groups,
     fetch,
     find_coordinator,
+    heartbeat,
     init_producer_id,
+    join_group,
+    leave_group,
+    list_groups,
     list_offsets,
     metadata,
+    offset_commit,
+    offset_fetch,
     produce,
+    sync_group,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -37,6 +46,15 @@ MODULES: tuple[ModuleType, ...] = (
     init_producer_id,
     describe_configs,
     create_partitions,
+    offset_commit,
+    offset_fetch,
+    join_group,
+    heartbeat,
+    leave_group,
+    sync_group,
+    describe_groups,
+    list_groups,
+    delete_groups,
 )
 
 

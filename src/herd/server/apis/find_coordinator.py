@@ -5,8 +5,10 @@ v1: key type (0 group, 1 transaction) and error message. v3: flexible. v4: a bat
 (INVALID_REQUEST).
 
 A group's coordinator is the leader of partition abs(Java hashCode(groupId)) % offsets.topic.num.partitions of
-__consumer_offsets; on a single node that is always this broker. Transactional ids are answered the same way so
-that clients can ask, though transactions themselves are not supported (see init_producer_id).
+__consumer_offsets: this broker when its coordinator runtime hosts that partition (on a single node it hosts
+them all), otherwise no broker is known and the answer is COORDINATOR_NOT_AVAILABLE, which clients retry.
+Transactional ids are answered with this broker so that clients can ask, though transactions themselves are not
+supported (see init_producer_id).
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
         return ErrorCode.invalid_request, f"key type {key_type} is not supported"
     if key_type == GROUP and not key:
         return ErrorCode.invalid_request, "group id must not be empty"
+    coordinator = ctx.broker.coordinator
+    if key_type == GROUP and coordinator is not None and not coordinator.hosts(key):
+        return ErrorCode.coordinator_not_available, "The coordinator is not available."
     return ErrorCode.none, None
 
 

@@ -1,0 +1,138 @@
+"""The group coordinator of this node: one `ShardRuntime` per `__consumer_offsets` partition it hosts.
+
+`start()` creates `__consumer_offsets` if it does not exist (internal, cleanup.policy=compact, segment.bytes
+from offsets.topic.segment.bytes, offsets.topic.num.partitions partitions; an existing topic keeps its
+partition count, which is what group placement then uses) and starts loading every hosted partition in
+the background. A single node hosts every partition; `load_partition` / `unload_partition` move one
+partition on or off this node (a coordinator move: unloading answers parked requests NOT_COORDINATOR,
+loading replays the partition from its log).
+
+Requests are routed by `coordinator_partition(group_id, partitions)`: a group whose partition this node
+does not host gets NOT_COORDINATOR, one whose partition is still loading COORDINATOR_LOAD_IN_PROGRESS
+(both raised as `CoordinatorError` by `call`, for the API module to put in its response).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from functools import lru_cache
+
+from herd.cluster.topics import OFFSETS_TOPIC, Cluster, Topic
+from herd.config import BrokerConfig
+from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, coordinator_partition
+from herd.runtime.shard import ShardRuntime, ShardState
+from herd.runtime.timer import WallClock
+
+log = logging.getLogger(__name__)
+
+
+def coordinator_config(config: BrokerConfig) -> CoordinatorConfig:
+    """The core's configuration from the broker's Kafka-named properties."""
+    return CoordinatorConfig(
+        group_initial_rebalance_delay_ms=config.get("group.initial.rebalance.delay.ms"),
+        group_min_session_timeout_ms=config.get("group.min.session.timeout.ms"),
+        group_max_session_timeout_ms=config.get("group.max.session.timeout.ms"),
+        group_max_size=config.get("group.max.size"),
+        offset_metadata_max_bytes=config.get("offset.metadata.max.bytes"),
+        offsets_retention_minutes=config.get("offsets.retention.minutes"),
+    )
+
+
+@lru_cache(maxsize=65536)
+def _partition_of(group_id: str, partitions: int) -> int:
+    return coordinator_partition(group_id, partitions)
+
+
+class CoordinatorRuntime:
+    def __init__(self, cluster: Cluster, config: BrokerConfig, clock: WallClock | None = None) -> None:
+        self._cluster = cluster
+        self._broker_config = config
+        self.config = coordinator_config(config)
+        self.clock = clock or WallClock()
+        self.shards: dict[int, ShardRuntime] = {}
+        self._loads: dict[int, asyncio.Task[None]] = {}
+        self.num_partitions = 0
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+
+    def start(self, partitions: Iterable[int] | None = None) -> None:
+        """Create the offsets topic if needed and start loading `partitions` (default: all of them).
+        Must be called on the running loop."""
+        topic = self._ensure_topic()
+        self.num_partitions = len(topic.partitions)
+        for partition in range(self.num_partitions) if partitions is None else partitions:
+            self.load_partition(partition)
+
+    def _ensure_topic(self) -> Topic:
+        topic = self._cluster.get(OFFSETS_TOPIC)
+        if topic is None:
+            configs = {"cleanup.policy": "compact", "compression.type": "producer",
+                       "segment.bytes": str(self._broker_config.get("offsets.topic.segment.bytes"))}
+            topic = self._cluster.create_topic(OFFSETS_TOPIC, self._broker_config.get("offsets.topic.num.partitions"),
+                                               configs)
+        return topic
+
+    def load_partition(self, partition: int) -> asyncio.Task[None]:
+        """Host `partition`: its groups get COORDINATOR_LOAD_IN_PROGRESS until its log is replayed."""
+        if partition in self.shards:
+            raise ValueError(f"__consumer_offsets-{partition} is already hosted")
+        topic = self._ensure_topic()
+        loop = asyncio.get_running_loop()
+        max_batch = self._cluster.log_config(topic.configs).max_message_bytes
+        shard = ShardRuntime(partition, topic.partitions[partition], config=self.config, clock=self.clock,
+                             loop=loop, max_batch_bytes=max_batch)
+        self.shards[partition] = shard
+        task = loop.create_task(shard.load())
+        self._loads[partition] = task
+        task.add_done_callback(lambda _: self._loads.pop(partition, None))
+        return task
+
+    async def unload_partition(self, partition: int) -> None:
+        """Stop hosting `partition` (its groups get NOT_COORDINATOR from now on)."""
+        shard = self.shards.get(partition)
+        if shard is None:
+            return
+        await shard.unload()
+        if self.shards.get(partition) is shard:
+            del self.shards[partition]
+
+    async def wait_loaded(self) -> None:
+        """Return once every partition that was loading has finished loading."""
+        while self._loads:
+            await asyncio.gather(*self._loads.values(), return_exceptions=True)
+
+    async def close(self) -> None:
+        """Unload every partition: pending writes are finished and acknowledged, parked requests answered."""
+        await asyncio.gather(*(self.unload_partition(p) for p in list(self.shards)))
+
+    # -- routing -----------------------------------------------------------------------------------------------
+
+    def partition_for(self, group_id: str) -> int:
+        return _partition_of(group_id, self.num_partitions)
+
+    def hosts(self, group_id: str) -> bool:
+        """True if this node is the coordinator of `group_id` (loaded or loading)."""
+        shard = self.shards.get(self.partition_for(group_id))
+        return shard is not None and shard.state in (ShardState.LOADING, ShardState.ACTIVE)
+
+    def shard_for(self, group_id: str) -> ShardRuntime:
+        """Raises CoordinatorError(NOT_COORDINATOR) if this node does not host the group's partition."""
+        shard = self.shards.get(self.partition_for(group_id))
+        if shard is None:
+            raise CoordinatorError(ErrorCode.NOT_COORDINATOR, f"group {group_id!r} is not coordinated here")
+        return shard
+
+    def call(self, group_id: str, method: str, request: object) -> object:
+        """`method` of the group's shard; its response, or a future of it. Raises CoordinatorError with
+        NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS."""
+        return self.shard_for(group_id).call(method, request)
+
+    def call_all(self, method: str, request: object) -> list[object]:
+        """`method` on every active shard (ListGroups). Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)
+        while any hosted partition is loading."""
+        shards = list(self.shards.values())
+        if any(s.state is ShardState.LOADING for s in shards):
+            raise CoordinatorError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "a coordinator partition is loading")
+        return [s.call(method, request) for s in shards if s.state is ShardState.ACTIVE]

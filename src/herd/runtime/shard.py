@@ -1,0 +1,243 @@
+"""One coordinator shard on the event loop: load, serve, write durably, unload.
+
+A `ShardRuntime` owns one `__consumer_offsets` partition's `GroupCoordinatorShard`, its log and its timer.
+Its life: LOADING (every record of the partition is replayed; requests get COORDINATOR_LOAD_IN_PROGRESS)
+-> ACTIVE -> UNLOADING (no new requests: NOT_COORDINATOR; pending writes finish) -> UNLOADED, or FAILED
+when the disk fails under the partition (everything pending is answered with the mapped error and the
+groups are unloaded; the partition stays unavailable until the broker restarts and reloads it).
+
+Every Result, whether from a request handler or a timer operation, goes through `apply`, on the loop
+thread, synchronously:
+- with records: they are encoded as one v2 batch, replayed into the shard at once (so the next request
+  sees them), and staged for the writer; the Result's replies wait for the write to be durable;
+- without records: its replies are delivered at once if nothing is pending, else they queue behind the
+  pending writes (a Result never overtakes an earlier write).
+
+The writer is group commit. While a write is in flight everything that arrives is staged; when it
+completes, the writer takes *all* staged batches, appends them to the log with one call, fsyncs once in
+a worker thread (`run_in_executor`, so the loop keeps serving), checks `flushed_offset` covers them and
+releases their replies in order. The log is never appended to while its fsync runs, so the log needs no
+locking. A batch over the partition's max message size is refused before it is replayed
+(`on_append_failed` with MESSAGE_TOO_LARGE), so a write can only fail for a disk error, which fails the
+shard: replaying first cannot leave acknowledged state that is not in the log.
+
+Replies are `ReplyHandle`s: a handle answered before its request's handler returned is returned as a
+plain response (heartbeats take this path: no task, no future); otherwise the caller gets a future.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass
+from enum import Enum
+
+from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, GroupCoordinatorShard, Record, Result
+from herd.coordinator.result import Reply
+from herd.log.api import KafkaStorageError, LogError, PartitionLog
+from herd.runtime.batches import decode_batches, encode_batch
+from herd.runtime.timer import AsyncioTimer, WallClock
+
+log = logging.getLogger(__name__)
+
+LOAD_CHUNK_BYTES = 1024 * 1024
+
+
+class ShardState(Enum):
+    LOADING = "loading"
+    ACTIVE = "active"
+    UNLOADING = "unloading"
+    UNLOADED = "unloaded"
+    FAILED = "failed"
+
+
+class ReplyHandle:
+    """What the core gets as `reply`: the runtime delivers one response to it, once."""
+
+    __slots__ = ("response", "future", "delivered")
+
+    def __init__(self) -> None:
+        self.response: object = None
+        self.future: asyncio.Future[object] | None = None
+        self.delivered = False
+
+    def deliver(self, response: object) -> None:
+        if self.delivered:
+            return
+        self.delivered = True
+        self.response = response
+        future = self.future
+        if future is not None and not future.done():
+            future.set_result(response)
+
+    def outcome(self, loop: asyncio.AbstractEventLoop) -> object:
+        """The response if it is already known, else a future of it."""
+        if self.delivered:
+            return self.response
+        self.future = loop.create_future()
+        return self.future
+
+
+def deliver(replies: tuple[Reply, ...]) -> None:
+    for reply in replies:
+        handle = reply.handle
+        if isinstance(handle, ReplyHandle):
+            handle.deliver(reply.response)
+
+
+@dataclass(slots=True)
+class _Pending:
+    result: Result
+    batch: bytes | None
+
+
+class ShardRuntime:
+    def __init__(self, partition: int, partition_log: PartitionLog, *, config: CoordinatorConfig,
+                 clock: WallClock, loop: asyncio.AbstractEventLoop, max_batch_bytes: int) -> None:
+        self.partition = partition
+        self.log = partition_log
+        self.state = ShardState.LOADING
+        self._loop = loop
+        self._clock = clock
+        self._max_batch_bytes = max_batch_bytes
+        self.timer = AsyncioTimer(loop, clock, self.apply)
+        self.shard = GroupCoordinatorShard(clock=clock, timer=self.timer, config=config)
+        self._staged: list[_Pending] = []
+        self._writer: asyncio.Task[None] | None = None
+        self.writes = 0  # batches made durable (for tests and benchmarks)
+        self.fsyncs = 0
+
+    # -- requests ----------------------------------------------------------------------------------------------
+
+    def unavailable_error(self) -> ErrorCode | None:
+        if self.state is ShardState.ACTIVE:
+            return None
+        if self.state is ShardState.LOADING:
+            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        return ErrorCode.NOT_COORDINATOR
+
+    def call(self, method: str, request: object) -> object:
+        """Run one request handler of the shard; returns its response or a future of it.
+
+        Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR) unless the shard is active.
+        """
+        error = self.unavailable_error()
+        if error is not None:
+            raise CoordinatorError(error, f"__consumer_offsets-{self.partition} is {self.state.value}")
+        handle = ReplyHandle()
+        self.apply(getattr(self.shard, method)(request, handle))
+        return handle.outcome(self._loop)
+
+    @property
+    def pending(self) -> bool:
+        return bool(self._staged) or self._writer is not None
+
+    # -- results -----------------------------------------------------------------------------------------------
+
+    def apply(self, result: Result) -> None:
+        """Append (staged), replay and answer one Result; see the module docstring."""
+        if self.state not in (ShardState.ACTIVE, ShardState.UNLOADING):
+            self._reject(result)
+        elif result.records:
+            batch = encode_batch(result.records, self._clock.now_ms())
+            if len(batch) > self._max_batch_bytes:
+                log.warning("__consumer_offsets-%d: refusing a %d-byte batch (max %d)", self.partition,
+                            len(batch), self._max_batch_bytes)
+                self.apply(self.shard.on_append_failed(result, ErrorCode.MESSAGE_TOO_LARGE))
+                return
+            for record in result.records:
+                self.shard.replay(record)
+            self._staged.append(_Pending(result, batch))
+            if self._writer is None:
+                self._writer = self._loop.create_task(self._write_loop())
+        elif self.pending:
+            self._staged.append(_Pending(result, None))
+        else:
+            deliver(result.replies)
+
+    def _reject(self, result: Result) -> None:
+        """A Result that can no longer be written: its requests get the mapped storage error."""
+        out = self.shard.on_append_failed(result, ErrorCode.KAFKA_STORAGE_ERROR)
+        deliver(out.replies)
+
+    async def _write_loop(self) -> None:
+        entries: list[_Pending] = []
+        try:
+            while self._staged:
+                entries, self._staged = self._staged, []
+                await self._write(entries)
+                for entry in entries:
+                    deliver(entry.result.replies)
+                entries = []
+        except Exception as error:  # a LogError or OSError from the disk; anything else is a bug, same remedy
+            self._fail(entries + self._staged, error)
+        finally:
+            self._writer = None
+
+    async def _write(self, entries: list[_Pending]) -> None:
+        data = b"".join(e.batch for e in entries if e.batch is not None)
+        if not data:
+            return
+        appended = self.log.append(data, self._clock.now_ms())
+        target = appended.last_offset + 1
+        await self._loop.run_in_executor(None, self.log.flush)
+        self.fsyncs += 1
+        if self.log.flushed_offset < target:
+            raise KafkaStorageError(f"flushed to {self.log.flushed_offset}, wanted {target}")
+        self.writes += sum(1 for e in entries if e.batch is not None)
+
+    def _fail(self, entries: list[_Pending], error: BaseException) -> None:
+        log.error("__consumer_offsets-%d failed (%s): answering %d pending results with errors and unloading "
+                  "its groups", self.partition, error, len(entries))
+        self.state = ShardState.FAILED
+        self._staged = []
+        for entry in entries:
+            self._reject(entry.result)
+        deliver(self.shard.on_unloaded().replies)
+        self.timer.cancel_all()
+
+    # -- loading and unloading ---------------------------------------------------------------------------------
+
+    async def load(self) -> None:
+        """Replay the whole partition, then go active (`on_loaded`). Yields to the loop between chunks."""
+        try:
+            offset = self.log.log_start_offset
+            while offset < self.log.log_end_offset and self.state is ShardState.LOADING:
+                data = self.log.read(offset, LOAD_CHUNK_BYTES)
+                for next_offset, records in decode_batches(data):
+                    for record in records:
+                        self._replay_loaded(record, next_offset)
+                    offset = next_offset
+                await asyncio.sleep(0)
+        except (LogError, ValueError) as error:
+            log.error("__consumer_offsets-%d cannot be loaded: %s", self.partition, error)
+            self.state = ShardState.FAILED
+            return
+        if self.state is not ShardState.LOADING:
+            return
+        self.state = ShardState.ACTIVE
+        log.info("__consumer_offsets-%d loaded (%d records up to offset %d)", self.partition,
+                 self.log.log_end_offset - self.log.log_start_offset, self.log.log_end_offset)
+        self.apply(self.shard.on_loaded())
+
+    def _replay_loaded(self, record: Record, offset: int) -> None:
+        try:
+            self.shard.replay(record)
+        except (ValueError, KeyError) as error:
+            log.warning("__consumer_offsets-%d: skipping an unreadable record before offset %d: %s",
+                        self.partition, offset, error)
+
+    async def unload(self) -> None:
+        """Stop serving: finish and acknowledge pending writes, answer parked requests NOT_COORDINATOR."""
+        if self.state in (ShardState.UNLOADED, ShardState.FAILED):
+            return
+        was_loading = self.state is ShardState.LOADING
+        self.state = ShardState.UNLOADING
+        self.timer.cancel_all()
+        while self._writer is not None:
+            await asyncio.shield(self._writer)
+        if self.state is ShardState.UNLOADING:
+            if not was_loading:
+                deliver(self.shard.on_unloaded().replies)
+            self.timer.cancel_all()
+            self.state = ShardState.UNLOADED

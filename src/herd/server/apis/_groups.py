@@ -1,0 +1,66 @@
+"""What the group API modules share: routing a core request to the coordinator runtime, and answering.
+
+An API module turns the kio request into a version-independent core request (herd.coordinator.requests),
+then `route` hands it to the runtime. The runtime answers with the core response at once (most requests),
+with a future (a parked JoinGroup/SyncGroup, or a reply waiting for a durable write), or refuses with a
+`CoordinatorError` (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS), which `route` turns into the core
+response the module's `on_error` builds. `respond` translates a core response into the kio response of
+the request's version; it runs when the answer is known, so waiting answers return a coroutine, which
+the connection awaits while keeping the order of responses.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from herd.coordinator import CoordinatorError
+from herd.server.broker import RequestContext
+
+Respond = Callable[[Any], Any]
+
+
+def client_id(ctx: RequestContext) -> str:
+    return ctx.header.client_id or ""
+
+
+def client_host(ctx: RequestContext) -> str:
+    """As Kafka shows it (Java's InetAddress.toString): "/127.0.0.1"."""
+    return "/" + ctx.client_host
+
+
+def call(ctx: RequestContext, group_id: str, method: str, request: object, on_error: Callable[[int], Any]) -> Any:
+    """The core response, a future of it, or `on_error(code)` when the coordinator refuses."""
+    try:
+        return ctx.broker.coordinator.call(group_id, method, request)
+    except CoordinatorError as e:
+        return on_error(e.code)
+
+
+def route(ctx: RequestContext, group_id: str, method: str, request: object, respond: Respond,
+          on_error: Callable[[int], Any]) -> Any:
+    return then(call(ctx, group_id, method, request, on_error), respond)
+
+
+def then(outcome: Any, respond: Respond) -> Any:
+    """`respond(outcome)` now, or a coroutine doing it once the future `outcome` is resolved."""
+    if isinstance(outcome, asyncio.Future):
+        return _later(outcome, respond)
+    return respond(outcome)
+
+
+async def _later(future: asyncio.Future[Any], respond: Respond) -> Any:
+    return respond(await future)
+
+
+def gather(outcomes: Sequence[Any], respond: Callable[[list[Any]], Any]) -> Any:
+    """`respond(list of responses)` once every outcome (response or future) is known."""
+    if not any(isinstance(o, asyncio.Future) for o in outcomes):
+        return respond(list(outcomes))
+    return _gather_later(outcomes, respond)
+
+
+async def _gather_later(outcomes: Sequence[Any], respond: Callable[[list[Any]], Any]) -> Any:
+    resolved = [await o if isinstance(o, asyncio.Future) else o for o in outcomes]
+    return respond(resolved)

@@ -1,0 +1,113 @@
+"""OffsetCommit (key 8), v2-v10.
+
+v2: retention time (v2-v4 only; -1 is the broker default). v3: throttle time. v4: no body change. v5:
+retention time removed. v6: committed leader epoch. v7: group instance id (KIP-345 fencing). v8: flexible.
+v9: an unknown group committed to with a generation gets GROUP_ID_NOT_FOUND instead of ILLEGAL_GENERATION
+(KIP-848). v10: topics by id (KAFKA-19186). Kafka 4.x serves v2-v10 (v0-v1 went with KIP-896).
+
+As in Kafka's KafkaApis, a topic or partition the cluster does not have gets UNKNOWN_TOPIC_OR_PARTITION
+(an unknown topic id UNKNOWN_TOPIC_ID) and is not committed; an empty group id gets INVALID_GROUP_ID. The
+rest goes to the group's coordinator shard, which fences by generation, member and instance id and writes
+one OffsetCommit record per partition; the answer is sent once they are durable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from herd.coordinator import ErrorCode
+from herd.coordinator.requests import CommitPartition, CommitTopic, OffsetCommit
+from herd.coordinator.responses import CommitPartitionResponse, CommitTopicResponse, OffsetCommitResponse
+from herd.server.apis._build import ctx_builder, ms
+from herd.server.apis._groups import client_host, client_id, route
+from herd.server.broker import RequestContext
+
+API_KEY = 8
+MIN_VERSION = 2
+MAX_VERSION = 10
+
+Errors = dict[tuple[int, int], int]  # (topic entry index, partition index) -> error code
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    names, local = _resolve(ctx, request)
+    topics = tuple(
+        CommitTopic(names[i], tuple(_partition(p) for p in entry.partitions if (i, p.partition_index) not in local))
+        for i, entry in enumerate(request.topics) if names[i] is not None
+    )
+    req = OffsetCommit(
+        group_id=request.group_id,
+        generation_id_or_member_epoch=request.generation_id_or_member_epoch,
+        member_id=request.member_id,
+        group_instance_id=getattr(request, "group_instance_id", None),
+        retention_time_ms=ms(getattr(request, "retention_time", -1)),
+        topics=tuple(t for t in topics if t.partitions),
+        api_version=ctx.api_version,
+        client_id=client_id(ctx),
+        client_host=client_host(ctx),
+    )
+
+    def respond(response: OffsetCommitResponse) -> Any:
+        return _response(ctx, request, names, local, response)
+
+    def on_error(code: int) -> OffsetCommitResponse:
+        return _all_failed(req, code)
+
+    if not req.group_id:
+        return respond(on_error(ErrorCode.INVALID_GROUP_ID))
+    if not req.topics:
+        return respond(OffsetCommitResponse())
+    return route(ctx, req.group_id, "offset_commit", req, respond, on_error)
+
+
+def _resolve(ctx: RequestContext, request: Any) -> tuple[list[str | None], Errors]:
+    """Each topic entry's name (None if unknown) and the errors of partitions that cannot be committed."""
+    cluster = ctx.broker.cluster
+    names: list[str | None] = []
+    local: Errors = {}
+    for i, entry in enumerate(request.topics):
+        if ctx.api_version >= 10:
+            topic = cluster.by_id(entry.topic_id)
+            missing = ErrorCode.UNKNOWN_TOPIC_ID
+        else:
+            topic = cluster.get(entry.name)
+            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        names.append(topic.name if topic is not None else None)
+        for p in entry.partitions:
+            if topic is None:
+                local[(i, p.partition_index)] = missing
+            elif not 0 <= p.partition_index < len(topic.partitions):
+                local[(i, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    return names, local
+
+
+def _partition(p: Any) -> CommitPartition:
+    return CommitPartition(
+        partition_index=p.partition_index,
+        committed_offset=p.committed_offset,
+        committed_leader_epoch=getattr(p, "committed_leader_epoch", -1),
+        committed_metadata=p.committed_metadata,
+    )
+
+
+def _all_failed(req: OffsetCommit, code: int) -> OffsetCommitResponse:
+    return OffsetCommitResponse(topics=tuple(
+        CommitTopicResponse(t.name, tuple(CommitPartitionResponse(p.partition_index, code) for p in t.partitions))
+        for t in req.topics
+    ))
+
+
+def _response(ctx: RequestContext, request: Any, names: list[str | None], local: Errors,
+              response: OffsetCommitResponse) -> Any:
+    b = ctx_builder(ctx)
+    decided = {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+    topics = []
+    for i, entry in enumerate(request.topics):
+        partitions = tuple(
+            b("OffsetCommitResponsePartition", partition_index=p.partition_index,
+              error_code=local.get((i, p.partition_index), decided.get((names[i], p.partition_index), 0)))
+            for p in entry.partitions
+        )
+        topics.append(b("OffsetCommitResponseTopic", name=getattr(entry, "name", None),
+                        topic_id=getattr(entry, "topic_id", None), partitions=partitions))
+    return b.response(throttle_time=0, topics=tuple(topics))

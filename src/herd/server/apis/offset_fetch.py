@@ -1,0 +1,104 @@
+"""OffsetFetch (key 9), v1-v10.
+
+v1: per-partition errors only. v2: a top-level error code, and a null topic list fetches every committed
+offset of the group. v3: throttle time. v4: no body change. v5: committed leader epoch. v6: flexible. v7:
+require stable (KIP-447; herd has no transactional offsets, so nothing is ever unstable). v8: many groups
+in one request (KIP-709). v9: member id and epoch (KIP-848; a classic group does not check them, as in
+Kafka). v10: topics by id. Kafka 4.x serves v1-v10.
+
+Each group is asked of its own coordinator shard. A partition without a committed offset answers offset -1
+with empty metadata and no error; on v10 an unknown topic id gets UNKNOWN_TOPIC_ID. A group-level error
+(NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, INVALID_GROUP_ID) is the group's error on v8+, the
+top-level error on v2-v7 and every partition's error on v1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from herd.coordinator import ErrorCode
+from herd.coordinator.requests import FetchGroup, FetchTopic, OffsetFetch
+from herd.coordinator.responses import FetchGroupResponse, FetchPartitionResponse, OffsetFetchResponse
+from herd.server.apis._build import Builder, ctx_builder
+from herd.server.apis._groups import call, client_host, client_id, gather
+from herd.server.broker import RequestContext
+
+API_KEY = 9
+MIN_VERSION = 1
+MAX_VERSION = 10
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    entries = request.groups if ctx.api_version >= 8 else (request,)
+    require_stable = getattr(request, "require_stable", False)
+    outcomes = [_fetch_group(ctx, entry, require_stable) for entry in entries]
+    return gather(outcomes, lambda responses: _response(ctx, request, entries, responses))
+
+
+def _fetch_group(ctx: RequestContext, entry: Any, require_stable: bool) -> Any:
+    group_id = entry.group_id
+    topics = None if entry.topics is None else tuple(_topic(ctx, t) for t in entry.topics)
+
+    def on_error(code: int) -> OffsetFetchResponse:
+        return OffsetFetchResponse(groups=(FetchGroupResponse(group_id, error_code=code),))
+
+    if not group_id:
+        return on_error(ErrorCode.INVALID_GROUP_ID)
+    req = OffsetFetch(
+        groups=(FetchGroup(group_id, None if topics is None else tuple(t for t in topics if t.name),
+                           getattr(entry, "member_id", None), getattr(entry, "member_epoch", -1)),),
+        require_stable=require_stable, api_version=ctx.api_version, client_id=client_id(ctx),
+        client_host=client_host(ctx))
+    return call(ctx, group_id, "offset_fetch", req, on_error)
+
+
+def _topic(ctx: RequestContext, entry: Any) -> FetchTopic:
+    """The topic by name; on v10 by id ("" when the id is unknown: answered UNKNOWN_TOPIC_ID locally)."""
+    if ctx.api_version >= 10:
+        topic = ctx.broker.cluster.by_id(entry.topic_id)
+        return FetchTopic(topic.name if topic is not None else "", tuple(entry.partition_indexes))
+    return FetchTopic(entry.name, tuple(entry.partition_indexes))
+
+
+def _response(ctx: RequestContext, request: Any, entries: Any, responses: list[OffsetFetchResponse]) -> Any:
+    b = ctx_builder(ctx)
+    answers = [(r.groups[0], _topics(ctx, b, entry, r.groups[0])) for entry, r in zip(entries, responses, strict=True)]
+    if ctx.api_version >= 8:
+        return b.response(throttle_time=0, groups=tuple(
+            b("OffsetFetchResponseGroup", group_id=group.group_id, topics=topics, error_code=group.error_code)
+            for group, topics in answers))
+    group, topics = answers[0]
+    return b.response(throttle_time=0, topics=topics, error_code=group.error_code)
+
+
+def _topics(ctx: RequestContext, b: Builder, entry: Any, group: FetchGroupResponse) -> tuple[Any, ...]:
+    """The group's answer as kio topics, in the request's order when it named topics."""
+    v = ctx.api_version
+    if group.error_code and v >= 2:
+        return ()
+    cluster = ctx.broker.cluster
+    if entry.topics is None:
+        known = [(t, cluster.get(t.name)) for t in group.topics]
+        return tuple(_kio_topic(b, v, t.name, topic.topic_id if topic else None, t.partitions)
+                     for t, topic in known if v < 10 or topic is not None)
+    answered = {t.name: t for t in group.topics}
+    out = []
+    for requested in entry.topics:
+        name = _topic(ctx, requested).name
+        if group.error_code or not name:
+            code = group.error_code or ErrorCode.UNKNOWN_TOPIC_ID
+            partitions = tuple(FetchPartitionResponse(p, error_code=code) for p in requested.partition_indexes)
+        else:
+            partitions = answered[name].partitions
+        out.append(_kio_topic(b, v, getattr(requested, "name", None), getattr(requested, "topic_id", None),
+                              partitions))
+    return tuple(out)
+
+
+def _kio_topic(b: Builder, version: int, name: str | None, topic_id: Any,
+               partitions: tuple[FetchPartitionResponse, ...]) -> Any:
+    suffix = "s" if version >= 8 else ""
+    return b("OffsetFetchResponseTopic" + suffix, name=name, topic_id=topic_id, partitions=tuple(
+        b("OffsetFetchResponsePartition" + suffix, partition_index=p.partition_index,
+          committed_offset=p.committed_offset, committed_leader_epoch=p.committed_leader_epoch,
+          metadata=p.metadata, error_code=p.error_code) for p in partitions))
