@@ -75,7 +75,7 @@ def test_bad_input_closes_only_that_connection(small_frames, name):
         # The healthy connection, opened before, still answers; new clients still work; nothing was lost.
         resp = healthy.request(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False,
                                                       include_topic_authorized_operations=False))
-        assert [t.name for t in resp.topics] == ["keep"]
+        assert "keep" in [t.name for t in resp.topics]
     _produce_and_count(broker.bootstrap, "keep", 50)
     assert _read_all(broker.bootstrap, "keep") == [b"v%d" % i for i in range(100)] + [b"v%d" % i for i in range(50)]
     assert broker.proc.poll() is None
@@ -94,11 +94,13 @@ def test_truncated_frame_then_disconnect(small_frames):
 def test_frame_at_the_limit_is_read_and_one_over_is_refused(small_frames):
     broker = small_frames
     with RawClient(broker.port) as client:
-        # A Metadata v12 request padded to exactly 4096 bytes is too big to be a valid request but must be read
-        # (it fails decoding, not framing): the log says so.
-        client.send_raw(struct.pack(">i", 4096) + struct.pack(">hhi", 3, 12, 1) + b"\x00" * (4096 - 8))
-        assert client.is_closed_by_peer()
-    assert "exceeds socket.request.max.bytes" not in small_frames.log()
+        # A Metadata v12 request padded to exactly the limit: read, decoded (trailing bytes are ignored, as in
+        # Kafka) and answered.
+        request = client.encode(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                                       include_topic_authorized_operations=False))
+        padded = request[4:] + b"\x00" * (4096 - len(request) + 4)
+        client.send_raw(struct.pack(">i", len(padded)) + padded)
+        assert client.read_response(3, 12).brokers[0].port == broker.port
     with RawClient(broker.port) as client:
         client.send_raw(struct.pack(">i", 4097))
         assert client.is_closed_by_peer()
