@@ -1,0 +1,468 @@
+"""The client's transport: asyncio connections to brokers, version negotiation and coordinator lookup.
+
+`BrokerConnection` is one TCP connection. `send` writes a request at once and returns when its answer
+arrives; many requests may be in flight (pipelined). Kafka answers each connection in request order, so
+the reader task matches every response frame to the oldest request waiting and checks its correlation id.
+A request that times out, a frame that does not match, or a broken socket closes the connection and fails
+every request on it with `ConnectionLost`, since nothing later on it can be matched any more (Java's
+NetworkClient does the same).
+
+On connect the connection asks ApiVersions (v3 first; a broker that does not know v3 answers in v0 with
+its own range, and the client asks again at a version it knows) and keeps, per API, the highest version
+both sides support (`wire.negotiate`).
+
+`KafkaClient` owns the connections: it bootstraps from a list of `host:port`, learns the brokers from
+Metadata, and keeps two connections per broker: one for data and admin requests and one for a group
+coordinator, so that a long-polling request never delays a heartbeat (Java keeps a separate coordinator
+connection for the same reason). `find_coordinator(group)` asks FindCoordinator and retries with
+exponential backoff (`Backoff`) on NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS
+and lost connections, until the request timeout; `coordinator_dead(group)` forgets the answer so the next
+call asks again. `call_coordinator` wraps a whole exchange in that rediscovery loop for admin requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import random
+import struct
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
+
+from kio.schema.errors import ErrorCode
+
+from herd import __version__
+from herd.client.errors import COORDINATOR_ERRORS, ConnectionLost, KafkaError, UnsupportedApi
+from herd.client.wire import (
+    API_NAMES,
+    RequestBuilder,
+    decode_response,
+    encode_request,
+    negotiate,
+    peek_correlation_id,
+    request_builder,
+)
+
+__all__ = [
+    "Backoff",
+    "BrokerConnection",
+    "ClusterMetadata",
+    "KafkaClient",
+    "Node",
+    "TopicMetadata",
+    "parse_bootstrap",
+]
+
+T = TypeVar("T")
+Build = Callable[[RequestBuilder], Any]
+
+API_VERSIONS: Final = 18
+METADATA: Final = 3
+FIND_COORDINATOR: Final = 10
+_SIZE: Final = struct.Struct(">i")
+
+
+def parse_bootstrap(servers: str | Sequence[str]) -> list[tuple[str, int]]:
+    """`"h1:9092,h2:9093"` or a list of `host:port` -> [(host, port)]; raises ValueError when malformed."""
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    out = []
+    for item in (i.strip() for i in items):
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"bootstrap server {item!r} is not HOST:PORT")
+        out.append((host.strip("[]"), int(port)))
+    if not out:
+        raise ValueError("no bootstrap server given")
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class Backoff:
+    """Exponential backoff with jitter, as Kafka's retry.backoff.ms / retry.backoff.max.ms (KIP-580)."""
+
+    initial_ms: float = 100.0
+    max_ms: float = 1000.0
+    jitter: float = 0.2
+
+    def delay_ms(self, attempt: int, rand: Callable[[], float] = random.random) -> float:
+        """The wait before retry number `attempt` (0-based)."""
+        base = min(self.max_ms, self.initial_ms * (2 ** min(attempt, 30)))
+        return base * (1 - self.jitter + 2 * self.jitter * rand())
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TopicMetadata:
+    name: str
+    error_code: int
+    partitions: Mapping[int, int]  # partition -> leader node id
+    replicas: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    isr: Mapping[int, tuple[int, ...]] = field(default_factory=dict)
+    topic_id: str | None = None
+    internal: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterMetadata:
+    brokers: Mapping[int, Node]
+    topics: Mapping[str, TopicMetadata]
+    controller_id: int = -1
+    cluster_id: str | None = None
+
+
+@dataclass(slots=True)
+class _Pending:
+    correlation_id: int
+    decode: Callable[[bytes], Any]
+    future: asyncio.Future[Any]
+
+
+class BrokerConnection:
+    """One TCP connection to one broker, with pipelined requests answered in order."""
+
+    def __init__(self, host: str, port: int, client_id: str, request_timeout_ms: int = 30000) -> None:
+        self.host, self.port = host, port
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.versions: dict[int, int] = {}
+        self.broker_versions: dict[int, tuple[int, int]] = {}
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._pending: collections.deque[_Pending] = collections.deque()
+        self._correlation = 0
+        self._read_task: asyncio.Task[None] | None = None
+        self._closed: str | None = None
+
+    @property
+    def closed(self) -> bool:
+        return self._closed is not None
+
+    async def connect(self, timeout_ms: int = 10000) -> None:
+        """Open the socket and negotiate versions; raises ConnectionLost."""
+        try:
+            self._reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), timeout_ms / 1000)
+        except (OSError, asyncio.TimeoutError) as exc:
+            self._closed = "not connected"
+            raise ConnectionLost(f"cannot connect to {self.host}:{self.port}: {exc or 'timed out'}") from None
+        self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
+        await self._negotiate()
+
+    async def _negotiate(self) -> None:
+        version = 3
+        for _ in range(2):
+            frame = await self._exchange(API_VERSIONS, version, self._api_versions_request(version), bytes)
+            body = self._decode_api_versions(frame, version)
+            if body.error_code == ErrorCode.unsupported_version:
+                ranges = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in body.api_keys}
+                version = min(version, ranges.get(API_VERSIONS, (0, 0))[1])
+                continue
+            if body.error_code:
+                raise KafkaError(body.error_code, "ApiVersions failed")
+            self.broker_versions = {int(k.api_key): (int(k.min_version), int(k.max_version))
+                                    for k in body.api_keys}
+            self.versions = negotiate(self.broker_versions)
+            return
+        raise KafkaError(ErrorCode.unsupported_version, "no ApiVersions version in common with the broker")
+
+    @staticmethod
+    def _api_versions_request(version: int) -> Any:
+        return request_builder(API_VERSIONS, version).request(
+            client_software_name="herd-client", client_software_version=__version__)
+
+    @staticmethod
+    def _decode_api_versions(frame: bytes, version: int) -> Any:
+        try:
+            body = decode_response(frame, API_VERSIONS, version)
+        except Exception:  # a broker that does not know `version` answers in v0 (KIP-511)
+            return decode_response(frame, API_VERSIONS, 0)
+        if body.error_code == ErrorCode.unsupported_version and version:
+            return decode_response(frame, API_VERSIONS, 0)
+        return body
+
+    def version(self, api_key: int) -> int:
+        """The negotiated version of an API; raises UnsupportedApi."""
+        try:
+            return self.versions[api_key]
+        except KeyError:
+            raise UnsupportedApi(API_NAMES.get(api_key, f"API {api_key}")) from None
+
+    async def send(self, api_key: int, build: Build, timeout_ms: int | None = None) -> tuple[int, Any]:
+        """Build the request at the negotiated version, send it, return (version, response body).
+
+        Raises UnsupportedApi, or ConnectionLost when the connection breaks or the request times out.
+        """
+        version = self.version(api_key)
+        request = build(request_builder(api_key, version))
+        body = await self._exchange(api_key, version, request,
+                                    lambda frame: decode_response(frame, api_key, version), timeout_ms)
+        return version, body
+
+    async def _exchange(self, api_key: int, version: int, request: Any, decode: Callable[[bytes], T],
+                        timeout_ms: int | None = None) -> T:
+        if self._closed is not None or self._writer is None:
+            raise ConnectionLost(f"connection to {self.host}:{self.port} is closed ({self._closed})")
+        self._correlation = (self._correlation + 1) & 0x7FFFFFFF
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending.append(_Pending(self._correlation, decode, future))
+        self._writer.write(encode_request(request, api_key, version, self._correlation, self.client_id))
+        timeout = (timeout_ms if timeout_ms is not None else self.request_timeout_ms) / 1000
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout)
+        except asyncio.TimeoutError:
+            self.close(f"{API_NAMES.get(api_key, api_key)} timed out after {timeout:g}s")
+            raise ConnectionLost(f"request to {self.host}:{self.port} timed out") from None
+
+    async def _read_loop(self) -> None:
+        assert self._reader is not None
+        try:
+            while True:
+                size = _SIZE.unpack(await self._reader.readexactly(4))[0]
+                self._deliver(await self._reader.readexactly(size))
+        except (asyncio.IncompleteReadError, OSError) as exc:
+            self.close(f"connection lost: {exc}")
+        except Exception as exc:  # a frame that does not match or cannot be decoded
+            self.close(f"bad response: {exc}")
+
+    def _deliver(self, frame: bytes) -> None:
+        if not self._pending:
+            raise ValueError("a response arrived with no request waiting")
+        pending = self._pending.popleft()
+        correlation_id = peek_correlation_id(frame)
+        if correlation_id != pending.correlation_id:
+            raise ValueError(f"correlation id {correlation_id}, expected {pending.correlation_id}")
+        if not pending.future.done():
+            try:
+                pending.future.set_result(pending.decode(frame))
+            except Exception as exc:
+                pending.future.set_exception(ConnectionLost(f"cannot decode response: {exc}"))
+
+    def close(self, reason: str = "closed") -> None:
+        """Close the socket and fail every request still waiting."""
+        if self._closed is not None:
+            return
+        self._closed = reason
+        while self._pending:
+            future = self._pending.popleft().future
+            if not future.done():
+                future.set_exception(ConnectionLost(f"{self.host}:{self.port}: {reason}"))
+        if self._writer is not None:
+            self._writer.close()
+        if self._read_task is not None and self._read_task is not asyncio.current_task():
+            self._read_task.cancel()
+
+
+class KafkaClient:
+    """Connections to a cluster, metadata, and group coordinator lookup with rediscovery."""
+
+    def __init__(self, bootstrap_servers: str | Sequence[str] = "127.0.0.1:9092", *, client_id: str = "herd",
+                 request_timeout_ms: int = 30000, connect_timeout_ms: int = 10000,
+                 backoff: Backoff = Backoff()) -> None:
+        self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.connect_timeout_ms = connect_timeout_ms
+        self.backoff = backoff
+        self.brokers: dict[int, Node] = {}
+        self._connections: dict[tuple[str, str, int], BrokerConnection] = {}
+        self._connecting: dict[tuple[str, str, int], asyncio.Future[BrokerConnection]] = {}
+        self._coordinators: dict[str, Node] = {}
+
+    async def __aenter__(self) -> KafkaClient:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Connect to a bootstrap server and learn the brokers; raises ConnectionLost if none answers."""
+        await self.metadata([])
+
+    async def close(self) -> None:
+        for connection in list(self._connections.values()):
+            connection.close("client closed")
+        self._connections.clear()
+
+    # -- connections -------------------------------------------------------------------------------------
+
+    async def connection(self, host: str, port: int, purpose: str = "data") -> BrokerConnection:
+        """The open connection for (purpose, host, port), connecting when there is none."""
+        key = (purpose, host, port)
+        existing = self._connections.get(key)
+        if existing is not None and not existing.closed:
+            return existing
+        if key in self._connecting:
+            return await asyncio.shield(self._connecting[key])
+        future: asyncio.Future[BrokerConnection] = asyncio.get_running_loop().create_future()
+        self._connecting[key] = future
+        try:
+            connection = BrokerConnection(host, port, self.client_id, self.request_timeout_ms)
+            await connection.connect(self.connect_timeout_ms)
+            self._connections[key] = connection
+            future.set_result(connection)
+            return connection
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: later waiters re-raise it
+            raise
+        finally:
+            del self._connecting[key]
+
+    async def any_connection(self) -> BrokerConnection:
+        """A connection to any known broker (bootstrap servers first); raises ConnectionLost."""
+        addresses = list(dict.fromkeys(self.bootstrap + [(n.host, n.port) for n in self.brokers.values()]))
+        last: ConnectionLost | None = None
+        for host, port in addresses:
+            try:
+                return await self.connection(host, port)
+            except ConnectionLost as exc:
+                last = exc
+        raise last or ConnectionLost("no broker to connect to")
+
+    async def node_connection(self, node_id: int, purpose: str = "data") -> BrokerConnection:
+        node = self.brokers.get(node_id)
+        if node is None:
+            await self.metadata([])
+            node = self.brokers.get(node_id)
+        if node is None:
+            raise ConnectionLost(f"broker {node_id} is not in the cluster metadata")
+        return await self.connection(node.host, node.port, purpose)
+
+    async def send(self, api_key: int, build: Build, *, node: int | None = None,
+                   timeout_ms: int | None = None) -> tuple[int, Any]:
+        """Send to broker `node` (any broker when None); returns (version, response body)."""
+        connection = await (self.any_connection() if node is None else self.node_connection(node))
+        return await connection.send(api_key, build, timeout_ms)
+
+    async def version(self, api_key: int) -> int:
+        """The version a request of this API would use; raises UnsupportedApi."""
+        return (await self.any_connection()).version(api_key)
+
+    # -- metadata ----------------------------------------------------------------------------------------
+
+    async def metadata(self, topics: Sequence[str] | None = None, *,
+                       allow_auto_topic_creation: bool = False) -> ClusterMetadata:
+        """Metadata for `topics` (every topic when None, none when empty); remembers the brokers."""
+        def build(b: RequestBuilder) -> Any:
+            requested = None if topics is None else tuple(
+                b("MetadataRequestTopic", name=t, topic_id=None) for t in topics)
+            if requested is None and b.version == 0:
+                requested = ()
+            return b.request(topics=requested, allow_auto_topic_creation=allow_auto_topic_creation,
+                             include_cluster_authorized_operations=False,
+                             include_topic_authorized_operations=False)
+
+        _, body = await self.send(METADATA, build)
+        result = _cluster_metadata(body)
+        if result.brokers:
+            self.brokers = dict(result.brokers)
+        return result
+
+    # -- group coordinators ------------------------------------------------------------------------------
+
+    def coordinator_dead(self, group_id: str) -> None:
+        """Forget the coordinator of `group_id`; the next lookup asks FindCoordinator again."""
+        self._coordinators.pop(group_id, None)
+
+    async def find_coordinator(self, group_id: str, *, timeout_ms: int | None = None) -> Node:
+        """The coordinator of `group_id`, looked up again after `coordinator_dead`.
+
+        Retries with backoff on coordinator errors and lost connections until `timeout_ms` (the request
+        timeout by default); then raises the last error. Other errors (INVALID_REQUEST, authorization)
+        raise KafkaError at once.
+        """
+        known = self._coordinators.get(group_id)
+        if known is not None:
+            return known
+        node = await self._retrying(lambda: self._lookup(group_id), timeout_ms)
+        self._coordinators[group_id] = node
+        return node
+
+    async def _lookup(self, group_id: str) -> Node:
+        def build(b: RequestBuilder) -> Any:
+            return b.request(key=group_id, key_type=0, coordinator_keys=(group_id,))
+
+        version, body = await self.send(FIND_COORDINATOR, build)
+        answer = body.coordinators[0] if version >= 4 else body
+        if answer.error_code:
+            raise KafkaError(answer.error_code, getattr(answer, "error_message", None))
+        return Node(int(answer.node_id), answer.host, int(answer.port))
+
+    async def coordinator_connection(self, group_id: str, timeout_ms: int | None = None) -> BrokerConnection:
+        """The coordinator connection of `group_id`; raises like find_coordinator."""
+        node = await self.find_coordinator(group_id, timeout_ms=timeout_ms)
+        try:
+            return await self.connection(node.host, node.port, "coordinator")
+        except ConnectionLost:
+            self.coordinator_dead(group_id)
+            raise
+
+    async def send_to_coordinator(self, group_id: str, api_key: int, build: Build,
+                                  timeout_ms: int | None = None) -> tuple[int, Any]:
+        """One request to the group's coordinator, no retry; a lost connection forgets the coordinator."""
+        connection = await self.coordinator_connection(group_id)
+        try:
+            return await connection.send(api_key, build, timeout_ms)
+        except ConnectionLost:
+            self.coordinator_dead(group_id)
+            raise
+
+    async def call_coordinator(self, group_id: str, api_key: int, build: Build,
+                               error_of: Callable[[int, Any], int], timeout_ms: int | None = None
+                               ) -> tuple[int, Any]:
+        """Send to the coordinator, finding it again and retrying (with backoff) while the answer's
+        error (`error_of(version, body)`) is a coordinator error or the connection is lost."""
+        async def attempt() -> tuple[int, Any]:
+            version, body = await self.send_to_coordinator(group_id, api_key, build)
+            code = error_of(version, body)
+            if code in COORDINATOR_ERRORS:
+                self.coordinator_dead(group_id)
+                raise KafkaError(code)
+            return version, body
+
+        return await self._retrying(attempt, timeout_ms)
+
+    async def _retrying(self, attempt: Callable[[], Awaitable[T]], timeout_ms: int | None) -> T:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + (timeout_ms if timeout_ms is not None else self.request_timeout_ms) / 1000
+        tries = 0
+        while True:
+            try:
+                return await attempt()
+            except KafkaError as exc:
+                if not _rediscoverable(exc):
+                    raise
+                delay = self.backoff.delay_ms(tries) / 1000
+                if loop.time() + delay > deadline:
+                    raise
+            tries += 1
+            await asyncio.sleep(delay)
+
+
+def _rediscoverable(exc: KafkaError) -> bool:
+    return isinstance(exc, ConnectionLost) or exc.code in COORDINATOR_ERRORS
+
+
+def _cluster_metadata(body: Any) -> ClusterMetadata:
+    brokers = {int(b.node_id): Node(int(b.node_id), b.host, int(b.port), getattr(b, "rack", None))
+               for b in body.brokers}
+    topics = {}
+    for t in body.topics:
+        parts = {int(p.partition_index): int(p.leader_id) for p in t.partitions}
+        replicas = {int(p.partition_index): tuple(int(r) for r in p.replica_nodes) for p in t.partitions}
+        isr = {int(p.partition_index): tuple(int(r) for r in p.isr_nodes) for p in t.partitions}
+        topic_id = getattr(t, "topic_id", None)
+        topics[t.name] = TopicMetadata(t.name, int(t.error_code), parts, replicas, isr,
+                                       str(topic_id) if topic_id is not None else None,
+                                       bool(getattr(t, "is_internal", False)))
+    return ClusterMetadata(brokers, topics, int(getattr(body, "controller_id", -1)),
+                           getattr(body, "cluster_id", None))

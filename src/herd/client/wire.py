@@ -1,0 +1,199 @@
+"""Client-side messages through kio: build a request of any version, frame it, read the response.
+
+Every version of a Kafka message is its own kio module. `RequestBuilder(api_key, version)` lets the caller
+describe a request once, with the field names of the newest version, and builds the classes of the
+negotiated version from it: fields the version lacks are dropped and plain Python values are turned into
+the types kio's writer expects (milliseconds into `timedelta`, ints into `ErrorCode`), as the server's
+response builder does in the other direction. `encode_request` writes the header and body with the size
+prefix; `decode_response` reads a response frame (the header's correlation id first).
+
+The versions the client can speak are in `CLIENT_VERSIONS`: for each API the range its code handles, cut
+to the versions kio has. `negotiate` picks, per API, the highest version both the client and the broker
+(as told by ApiVersions) support.
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import struct
+import sys
+from collections.abc import Mapping
+from dataclasses import fields
+from functools import lru_cache
+from types import ModuleType
+from typing import Any, Callable, Final
+
+from kio.index import load_request_schema, load_response_schema
+from kio.schema.errors import ErrorCode
+from kio.schema.index import api_key_map, schema_name_map
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i16, i32
+
+__all__ = [
+    "API_NAMES",
+    "CLIENT_VERSIONS",
+    "RequestBuilder",
+    "decode_response",
+    "encode_request",
+    "kio_versions",
+    "negotiate",
+    "request_builder",
+    "to_ms",
+]
+
+_EPOCH: Final = datetime.datetime.fromtimestamp(0, datetime.timezone.utc)
+
+# The versions whose shape the client's code handles, per API key (before cutting to kio's versions).
+_HANDLED: Final[dict[int, tuple[int, int]]] = {
+    1: (4, 12),  # Fetch (v13+ names topics by id)
+    2: (1, 9),  # ListOffsets
+    3: (1, 12),  # Metadata
+    8: (2, 9),  # OffsetCommit (v10 names topics by id)
+    9: (1, 9),  # OffsetFetch (v10 names topics by id)
+    10: (0, 6),  # FindCoordinator
+    11: (0, 9),  # JoinGroup
+    12: (0, 4),  # Heartbeat
+    13: (0, 5),  # LeaveGroup
+    14: (0, 5),  # SyncGroup
+    15: (0, 6),  # DescribeGroups
+    16: (0, 5),  # ListGroups
+    18: (0, 3),  # ApiVersions
+    19: (2, 7),  # CreateTopics
+    20: (1, 6),  # DeleteTopics
+    32: (1, 4),  # DescribeConfigs
+    37: (0, 3),  # CreatePartitions
+    42: (0, 2),  # DeleteGroups
+    47: (0, 0),  # OffsetDelete
+}
+
+API_NAMES: Final[dict[int, str]] = dict(api_key_map)
+
+
+def kio_versions(api_key: int) -> tuple[int, int]:
+    """The lowest and highest version of an API kio has schemas for."""
+    versions = schema_name_map[API_NAMES[api_key]]
+    return min(versions), max(versions)
+
+
+def _cut(api_key: int, handled: tuple[int, int]) -> tuple[int, int]:
+    low, high = kio_versions(api_key)
+    return max(low, handled[0]), min(high, handled[1])
+
+
+CLIENT_VERSIONS: Final[dict[int, tuple[int, int]]] = {key: _cut(key, r) for key, r in _HANDLED.items()}
+
+
+def negotiate(broker: Mapping[int, tuple[int, int]]) -> dict[int, int]:
+    """API key -> the highest version both sides support, for every API they share a version of."""
+    chosen = {}
+    for key, (low, high) in CLIENT_VERSIONS.items():
+        if key not in broker:
+            continue
+        b_low, b_high = broker[key]
+        version = min(high, b_high)
+        if version >= max(low, b_low):
+            chosen[key] = version
+    return chosen
+
+
+def to_ms(value: Any) -> int:
+    """A kio duration or timestamp (or plain int) in milliseconds."""
+    if isinstance(value, datetime.timedelta):
+        return round(value.total_seconds() * 1000)
+    if isinstance(value, datetime.datetime):
+        return round((value - _EPOCH).total_seconds() * 1000)
+    return int(value)
+
+
+@lru_cache(maxsize=None)
+def _field_types(cls: type) -> dict[str, str]:
+    return {f.name: f.metadata.get("kafka_type", "") for f in fields(cls)}
+
+
+def _coerce(kafka_type: str, value: Any) -> Any:
+    if kafka_type == "error_code" and not isinstance(value, ErrorCode):
+        return ErrorCode(value)
+    if kafka_type in ("timedelta_i32", "timedelta_i64") and isinstance(value, int):
+        return datetime.timedelta(milliseconds=value)
+    if kafka_type == "datetime_i64" and isinstance(value, int):
+        return _EPOCH + datetime.timedelta(milliseconds=value)
+    return value
+
+
+def _make(cls: type, values: Mapping[str, Any]) -> Any:
+    types = _field_types(cls)
+    return cls(**{k: _coerce(types[k], v) for k, v in values.items() if k in types})
+
+
+class RequestBuilder:
+    """`b("JoinGroupRequestProtocol", name=..., metadata=...)` builds that class of the request's version.
+
+    A class the version does not have is built as None; the field that would hold it is absent from that
+    version too, and `request` drops it.
+    """
+
+    __slots__ = ("api_key", "version", "request_cls", "module")
+
+    def __init__(self, api_key: int, version: int) -> None:
+        self.api_key = api_key
+        self.version = version
+        self.request_cls: type = load_request_schema(api_key, version)
+        self.module: ModuleType = sys.modules[self.request_cls.__module__]
+
+    def __call__(self, class_name: str, /, **values: Any) -> Any:
+        cls = getattr(self.module, class_name, None)
+        return None if cls is None else _make(cls, values)
+
+    def request(self, **values: Any) -> Any:
+        return _make(self.request_cls, values)
+
+    def has_field(self, name: str) -> bool:
+        return name in _field_types(self.request_cls)
+
+
+@lru_cache(maxsize=None)
+def request_builder(api_key: int, version: int) -> RequestBuilder:
+    return RequestBuilder(api_key, version)
+
+
+@lru_cache(maxsize=None)
+def _writer(cls: type) -> Callable[[Any, Any], None]:
+    return entity_writer(cls)
+
+
+@lru_cache(maxsize=None)
+def _reader(cls: type) -> Callable[[bytes, int], tuple[Any, int]]:
+    return entity_reader(cls)
+
+
+@lru_cache(maxsize=None)
+def _response_class(api_key: int, version: int) -> type:
+    return load_response_schema(api_key, version)
+
+
+def encode_request(request: Any, api_key: int, version: int, correlation_id: int, client_id: str) -> bytes:
+    """The request frame, size prefix included, with the header version the request's schema names."""
+    buf = io.BytesIO()
+    buf.write(b"\0\0\0\0")
+    header_cls = type(request).__header_schema__
+    header = _make(header_cls, {"request_api_key": i16(api_key), "request_api_version": i16(version),
+                                "correlation_id": i32(correlation_id), "client_id": client_id})
+    _writer(header_cls)(buf, header)
+    _writer(type(request))(buf, request)
+    data = buf.getbuffer()
+    struct.pack_into(">i", data, 0, len(data) - 4)
+    return bytes(data)
+
+
+def peek_correlation_id(frame: bytes) -> int:
+    """Every response header starts with the correlation id."""
+    return int(struct.unpack_from(">i", frame, 0)[0])
+
+
+def decode_response(frame: bytes, api_key: int, version: int) -> Any:
+    """The response body of a frame (without its size prefix); kio raises on malformed bytes."""
+    cls = _response_class(api_key, version)
+    _, offset = _reader(cls.__header_schema__)(frame, 0)
+    body, _ = _reader(cls)(frame, offset)
+    return body
