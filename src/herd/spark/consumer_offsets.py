@@ -1,0 +1,156 @@
+"""`__consumer_offsets` as typed rows: the group coordinator's history as data.
+
+The coordinator persists every offset commit and every completed generation as records of Kafka's own
+schemas (herd.coordinator.records decodes them). Two ways to get them as columns, decided so that the same
+code works on herd and on a real Kafka cluster:
+
+- the source option `decode=consumer_offsets` (with `subscribe=__consumer_offsets`): the source returns
+  the decoded columns below instead of key/value, in batch and streaming queries;
+- the function `decode_consumer_offsets(df)`: decodes any DataFrame with the Kafka source columns (key,
+  value, partition, offset, timestamp), e.g. one read with `format("kafka")` from a Kafka cluster.
+
+One row per record. `kind` is "offset_commit" (OffsetCommitKey: group, topic, partition; the value gives
+offset, leader_epoch, metadata, commit_timestamp, expire_timestamp) or "group_metadata" (GroupMetadataKey:
+group; the value gives protocol_type, generation, protocol, leader, state_timestamp and members, whose
+subscribed topics and assigned partitions are decoded when the protocol type is "consumer"), or
+"unknown" for record types herd does not write (KIP-848 groups, share groups). `tombstone` is true for a
+deletion (no value: an offset expired or deleted, or a group emptied and removed). `log_partition`,
+`log_offset` and `log_timestamp` say where the record sits in `__consumer_offsets`. Columns that do not
+apply to a row's kind are null.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable, Iterator
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.types import (
+    ArrayType,
+    BooleanType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+from herd.client.consumer_protocol import ConsumerProtocolError, decode_assignment, decode_subscription
+from herd.coordinator import records as coordinator_records
+from herd.spark.schema import arrow_schema
+
+_ASSIGNED = ArrayType(StructType([StructField("topic", StringType()), StructField("partition", IntegerType())]))
+MEMBER = StructType([
+    StructField("member_id", StringType()),
+    StructField("group_instance_id", StringType()),
+    StructField("client_id", StringType()),
+    StructField("client_host", StringType()),
+    StructField("rebalance_timeout_ms", IntegerType()),
+    StructField("session_timeout_ms", IntegerType()),
+    StructField("subscribed_topics", ArrayType(StringType())),
+    StructField("assignment", _ASSIGNED),
+])
+SCHEMA = StructType([
+    StructField("kind", StringType()),
+    StructField("group", StringType()),
+    StructField("topic", StringType()),
+    StructField("partition", IntegerType()),
+    StructField("offset", LongType()),
+    StructField("leader_epoch", IntegerType()),
+    StructField("metadata", StringType()),
+    StructField("commit_timestamp", TimestampType()),
+    StructField("expire_timestamp", TimestampType()),
+    StructField("protocol_type", StringType()),
+    StructField("generation", IntegerType()),
+    StructField("protocol", StringType()),
+    StructField("leader", StringType()),
+    StructField("state_timestamp", TimestampType()),
+    StructField("members", ArrayType(MEMBER)),
+    StructField("tombstone", BooleanType()),
+    StructField("log_partition", IntegerType()),
+    StructField("log_offset", LongType()),
+    StructField("log_timestamp", TimestampType()),
+])
+
+
+def _micros(ms: int) -> int | None:
+    return ms * 1000 if ms >= 0 else None
+
+
+def decode_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
+    """The typed columns of one record (without the log_* columns); malformed bytes raise ValueError."""
+    if key is None or len(key) < 2:
+        return {"kind": "unknown", "tombstone": value is None}
+    record_type = coordinator_records.record_type(key)
+    if record_type in coordinator_records.OFFSET_COMMIT_KEY_TYPES:
+        return _offset_commit(key, value)
+    if record_type == coordinator_records.GROUP_METADATA_KEY_TYPE:
+        return _group_metadata(key, value)
+    return {"kind": "unknown", "tombstone": value is None}
+
+
+def _offset_commit(key: bytes, value: bytes | None) -> dict[str, Any]:
+    k = coordinator_records.decode_offset_commit_key(key)
+    row: dict[str, Any] = {"kind": "offset_commit", "group": k.group, "topic": k.topic,
+                           "partition": int(k.partition), "tombstone": value is None}
+    if value is not None:
+        v = coordinator_records.decode_offset_commit_value(value)
+        row.update(offset=v.offset, leader_epoch=v.leader_epoch, metadata=v.metadata,
+                   commit_timestamp=_micros(v.commit_timestamp), expire_timestamp=_micros(v.expire_timestamp))
+    return row
+
+
+def _group_metadata(key: bytes, value: bytes | None) -> dict[str, Any]:
+    k = coordinator_records.decode_group_metadata_key(key)
+    row: dict[str, Any] = {"kind": "group_metadata", "group": k.group, "tombstone": value is None}
+    if value is not None:
+        v = coordinator_records.decode_group_metadata_value(value)
+        consumer = v.protocol_type == "consumer"
+        row.update(protocol_type=v.protocol_type, generation=int(v.generation), protocol=v.protocol,
+                   leader=v.leader, state_timestamp=_micros(v.current_state_timestamp),
+                   members=[_member(m, consumer) for m in v.members])
+    return row
+
+
+def _member(m: Any, consumer: bool) -> dict[str, Any]:
+    member = {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
+              "client_host": m.client_host, "rebalance_timeout_ms": int(m.rebalance_timeout),
+              "session_timeout_ms": int(m.session_timeout), "subscribed_topics": None, "assignment": None}
+    if consumer:
+        try:
+            member["subscribed_topics"] = list(decode_subscription(m.subscription).topics)
+            member["assignment"] = [{"topic": t, "partition": p}
+                                    for t, p in decode_assignment(m.assignment).partitions]
+        except ConsumerProtocolError:
+            pass  # a client wrote something else under "consumer": keep the member, without its topics
+    return member
+
+
+def decode_rows(rows: Iterable[tuple[bytes | None, bytes | None, int, int, int | None]]) -> list[dict[str, Any]]:
+    """(key, value, log partition, log offset, log timestamp in µs) to decoded rows."""
+    out = []
+    for key, value, partition, offset, timestamp in rows:
+        row = decode_record(key, value)
+        row.update(log_partition=partition, log_offset=offset, log_timestamp=timestamp)
+        out.append(row)
+    return out
+
+
+def to_record_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pylist(rows, schema=arrow_schema(SCHEMA))
+
+
+def _decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    for batch in batches:
+        stamps = batch.column("timestamp").cast(pa.int64()).to_pylist()
+        rows = zip(batch.column("key").to_pylist(), batch.column("value").to_pylist(),
+                   batch.column("partition").to_pylist(), batch.column("offset").to_pylist(), stamps)
+        yield to_record_batch(decode_rows(rows))
+
+
+def decode_consumer_offsets(df: DataFrame) -> DataFrame:
+    """Decode a DataFrame of `__consumer_offsets` records with the Kafka source's columns (from
+    `format("herd")` or `format("kafka")`, batch or streaming) into the typed columns of SCHEMA."""
+    raw = df.select("key", "value", "partition", "offset", "timestamp")
+    return raw.mapInArrow(_decode_batches, SCHEMA)
