@@ -13,7 +13,7 @@ allowed previous states (h11's _state.py): an illegal transition raises IllegalT
 nothing.
 
     UNJOINED --start--> JOINING --join ok, leader--> ASSIGNING --assignment--> SYNCING --ok--> STABLE
-                           ^  \--join ok, follower-----------------------------^             |
+                           ^  +--join ok, follower-----------------------------^             |
                            +--------- REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID, ... ---------+
     any --close--> LEAVING (dynamic member) --> CLOSED;  a fatal error --> FAILED
 
