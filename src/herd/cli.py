@@ -1,7 +1,9 @@
 """herd's command line: thin, it parses, calls the library and prints.
 
-`herd serve` runs the broker. Bad arguments and bad settings end with one line on stderr and exit code 2, never a
-traceback.
+`herd serve` runs the broker; `herd groups ...` and `herd topics ...` (herd.cli_groups, herd.cli_topics) are the
+admin tools, named as kafka-consumer-groups.sh and kafka-topics.sh name things. Bad arguments and bad settings
+end with one line on stderr and exit code 2, failed operations with one line and exit code 1, never a traceback:
+`main` runs click outside its standalone mode and prints every click error as `herd: error: <message>`.
 """
 
 from __future__ import annotations
@@ -43,8 +45,27 @@ def serve(config_path: str | None, overrides: tuple[str, ...], log_level: str) -
         sys.exit(1)
 
 
+def _register_admin_commands() -> None:
+    from herd.cli_groups import groups
+    from herd.cli_topics import topics
+
+    cli.add_command(groups)
+    cli.add_command(topics)
+
+
+_register_admin_commands()
+
+
 def main() -> None:
-    cli(prog_name="herd")
+    try:
+        code = cli.main(prog_name="herd", standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("herd: aborted", err=True)
+        sys.exit(1)
+    except click.ClickException as e:
+        click.echo(f"herd: error: {' '.join(e.format_message().split())}", err=True)
+        sys.exit(e.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

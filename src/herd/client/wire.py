@@ -67,12 +67,12 @@ _HANDLED: Final[dict[int, tuple[int, int]]] = {
     47: (0, 0),  # OffsetDelete
 }
 
-API_NAMES: Final[dict[int, str]] = dict(api_key_map)
+API_NAMES: Final[dict[int, str]] = {key: name.title().replace("_", "") for key, name in api_key_map.items()}
 
 
 def kio_versions(api_key: int) -> tuple[int, int]:
     """The lowest and highest version of an API kio has schemas for."""
-    versions = schema_name_map[API_NAMES[api_key]]
+    versions = schema_name_map[api_key_map[api_key]]
     return min(versions), max(versions)
 
 

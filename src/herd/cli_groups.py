@@ -1,0 +1,301 @@
+"""`herd groups ...`: consumer-group administration, as kafka-consumer-groups.sh does it.
+
+    herd groups list [--state STATE]... [--type TYPE]...
+    herd groups describe --group G [--members [--verbose] | --state]
+    herd groups delete --group G...
+    herd groups delete-offsets --group G --topic T[:P,P]...
+    herd groups reset-offsets --group G (--topic T[:P,P]... | --all-topics)
+                              (--to-earliest | --to-latest | --to-offset N | --to-datetime ISO | --shift-by N)
+                              [--dry-run | --execute]
+    herd groups remove-members --group G --instance-id ID...
+
+Each command parses, calls herd.client.admin and prints: Kafka's column names in aligned tables, or the
+same fields as JSON with --output json. Notices Kafka's tool writes to stderr ("has no active members",
+"is rebalancing") go to stderr here too, so JSON on stdout stays parseable. Failures are one line on
+stderr with exit code 1; bad arguments exit 2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from herd.cli_common import bootstrap_option, echo_json, echo_table, output_option, run_admin
+from herd.client.admin import Admin, GroupDescription, OffsetRow, ResetSpec, parse_datetime
+from herd.client.consumer_protocol import TopicPartition, group_by_topic
+from herd.client.errors import error_name
+
+__all__ = ["groups"]
+
+OFFSET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
+                  "HOST", "CLIENT-ID")
+MEMBER_COLUMNS = ("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
+STATE_COLUMNS = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
+RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
+
+
+def group_option(multiple: bool = False) -> Any:
+    return click.option("--group", "group", required=True, multiple=multiple, metavar="GROUP",
+                        help="The group id" + (" (repeatable)." if multiple else "."))
+
+
+def parse_topic_partitions(values: tuple[str, ...]) -> dict[str, list[int] | None]:
+    """`T` (every partition) or `T:0,1` -> {topic: partitions or None}; raises click.BadParameter."""
+    out: dict[str, list[int] | None] = {}
+    for value in values:
+        topic, sep, parts = value.partition(":")
+        if not topic:
+            raise click.BadParameter(f"{value!r} names no topic", param_hint="'--topic'")
+        if not sep:
+            out[topic] = None
+            continue
+        try:
+            numbers = [int(p) for p in parts.split(",")]
+        except ValueError:
+            raise click.BadParameter(f"{value!r} is not TOPIC:PARTITION,PARTITION", param_hint="'--topic'") from None
+        out[topic] = sorted(set((out.get(topic) or []) + numbers))
+    return out
+
+
+@click.group("groups")
+def groups() -> None:
+    """Consumer groups: list, describe, delete, reset offsets (kafka-consumer-groups.sh)."""
+
+
+# -- list -------------------------------------------------------------------------------------------------
+
+
+@groups.command("list")
+@bootstrap_option
+@click.option("--state", "states", multiple=True, metavar="STATE",
+              help="Only groups in this state (repeatable or comma-separated): Stable, Empty, ...")
+@click.option("--type", "types", multiple=True, metavar="TYPE", help="Only groups of this type (classic).")
+@output_option
+def list_groups(bootstrap: str, states: tuple[str, ...], types: tuple[str, ...], output: str) -> None:
+    """List the groups (names only, or GROUP and STATE when filtering by state or type)."""
+    states = tuple(s.strip() for v in states for s in v.split(",") if s.strip())
+    types = tuple(t.strip() for v in types for t in v.split(",") if t.strip())
+    listings = run_admin(bootstrap, lambda admin: admin.list_groups(states, types))
+    if output == "json":
+        echo_json([{"group": g.group_id, "protocol_type": g.protocol_type, "state": g.state, "type": g.group_type}
+                   for g in listings])
+    elif states or types:
+        echo_table(("GROUP", "TYPE", "STATE"), [(g.group_id, g.group_type, g.state) for g in listings])
+    else:
+        for g in listings:
+            click.echo(g.group_id)
+
+
+# -- describe ---------------------------------------------------------------------------------------------
+
+
+@groups.command("describe")
+@bootstrap_option
+@group_option(multiple=True)
+@click.option("--members", "view", flag_value="members", help="Show the members instead of the offsets.")
+@click.option("--state", "view", flag_value="state", help="Show the group's state instead of the offsets.")
+@click.option("--offsets", "view", flag_value="offsets", default=True, help="Show offsets and lag (default).")
+@click.option("--verbose", is_flag=True, help="With --members: each member's assigned partitions.")
+@output_option
+def describe(bootstrap: str, group: tuple[str, ...], view: str, verbose: bool, output: str) -> None:
+    """Describe groups: offsets with lag (default), --members, or --state."""
+    if view == "offsets":
+        results = run_admin(bootstrap, lambda admin: _gather(admin.describe_offsets, group))
+        _print_offsets(results, output)
+        return
+    descriptions = run_admin(bootstrap, lambda admin: _gather(admin.require_group, group))
+    if view == "members":
+        _print_members(descriptions, verbose, output)
+    else:
+        _print_states(descriptions, output)
+
+
+async def _gather(fn: Any, group_ids: tuple[str, ...]) -> list[Any]:
+    return [await fn(g) for g in group_ids]
+
+
+def _notices(group: GroupDescription) -> None:
+    if group.state == "Empty":
+        click.echo(f"Consumer group '{group.group_id}' has no active members.", err=True)
+    elif group.state in ("PreparingRebalance", "CompletingRebalance"):
+        click.echo(f"Warning: Consumer group '{group.group_id}' is rebalancing.", err=True)
+
+
+def _print_offsets(results: list[tuple[GroupDescription, list[OffsetRow]]], output: str) -> None:
+    rows = [row for _, group_rows in results for row in group_rows]
+    for group, _ in results:
+        _notices(group)
+    if output == "json":
+        echo_json([{"group": r.group, "topic": r.topic, "partition": r.partition,
+                    "current_offset": r.current_offset, "log_end_offset": r.log_end_offset, "lag": r.lag,
+                    "consumer_id": r.consumer_id, "host": r.host, "client_id": r.client_id} for r in rows])
+        return
+    echo_table(OFFSET_COLUMNS, [(r.group, r.topic, r.partition, r.current_offset, r.log_end_offset, r.lag,
+                                 r.consumer_id, r.host, r.client_id) for r in rows])
+
+
+def _assignment_text(partitions: tuple[TopicPartition, ...] | None) -> str:
+    if not partitions:
+        return "-"
+    return ",".join(f"{t}({','.join(map(str, ps))})" for t, ps in group_by_topic(partitions).items())
+
+
+def _print_members(groups_: list[GroupDescription], verbose: bool, output: str) -> None:
+    if output == "json":
+        echo_json([{"group": g.group_id, "consumer_id": m.member_id, "group_instance_id": m.group_instance_id,
+                    "host": m.host, "client_id": m.client_id,
+                    "partitions": None if m.assignment is None else len(m.assignment),
+                    "assignment": None if m.assignment is None else
+                    [{"topic": tp.topic, "partition": tp.partition} for tp in m.assignment]}
+                   for g in groups_ for m in g.members])
+        return
+    for g in groups_:
+        _notices(g)
+    headers = MEMBER_COLUMNS + (("ASSIGNMENT",) if verbose else ())
+    rows = []
+    for g in groups_:
+        for m in g.members:
+            count = None if m.assignment is None else len(m.assignment)
+            row = (g.group_id, m.member_id, m.group_instance_id, m.host, m.client_id, count)
+            rows.append(row + ((_assignment_text(m.assignment),) if verbose else ()))
+    echo_table(headers, rows)
+
+
+def _print_states(groups_: list[GroupDescription], output: str) -> None:
+    if output == "json":
+        echo_json([{"group": g.group_id, "coordinator": {"id": g.coordinator.node_id, "host": g.coordinator.host,
+                                                         "port": g.coordinator.port},
+                    "assignment_strategy": g.protocol, "state": g.state, "members": len(g.members)}
+                   for g in groups_])
+        return
+    echo_table(STATE_COLUMNS, [(g.group_id, f"{g.coordinator.host}:{g.coordinator.port} ({g.coordinator.node_id})",
+                                g.protocol, g.state, len(g.members)) for g in groups_])
+
+
+# -- delete, delete-offsets, remove-members -------------------------------------------------------------------
+
+
+@groups.command("delete")
+@bootstrap_option
+@group_option(multiple=True)
+def delete(bootstrap: str, group: tuple[str, ...]) -> None:
+    """Delete groups that have no members (and their committed offsets)."""
+    results = run_admin(bootstrap, lambda admin: admin.delete_groups(group))
+    failed = {g: code for g, code in results.items() if code}
+    if failed:
+        g, code = next(iter(failed.items()))
+        reason = "The group does not exist" if code == 69 else \
+            "The group is not empty" if code == 68 else error_name(code)
+        raise click.ClickException(f"Deletion of consumer group '{g}' failed: {reason}.")
+    names = ", ".join(f"'{g}'" for g in group)
+    click.echo(f"Deletion of requested consumer groups ({names}) was successful.")
+
+
+@groups.command("delete-offsets")
+@bootstrap_option
+@group_option()
+@click.option("--topic", "topics", required=True, multiple=True, metavar="TOPIC[:P,P]",
+              help="A topic, or some of its partitions (repeatable).")
+@output_option
+def delete_offsets(bootstrap: str, group: str, topics: tuple[str, ...], output: str) -> None:
+    """Delete the committed offsets of topics the group no longer consumes (OffsetDelete)."""
+    scope = parse_topic_partitions(topics)
+
+    async def call(admin: Admin) -> dict[TopicPartition, int]:
+        partitions = await _expand(admin, scope)
+        return await admin.delete_offsets(group, partitions)
+
+    results = run_admin(bootstrap, call)
+    if output == "json":
+        echo_json([{"topic": tp.topic, "partition": tp.partition, "error": error_name(code) if code else None}
+                   for tp, code in sorted(results.items())])
+    else:
+        echo_table(("TOPIC", "PARTITION", "STATUS"), [(tp.topic, tp.partition, error_name(code) if code
+                                                       else "Successful") for tp, code in sorted(results.items())])
+    if any(results.values()):
+        raise click.exceptions.Exit(1)
+
+
+async def _expand(admin: Admin, scope: dict[str, list[int] | None]) -> list[TopicPartition]:
+    topics = await admin.describe_topics(sorted(scope))
+    counts = {t.name: [p.partition for p in t.partitions] for t in topics}
+    return [TopicPartition(t, p) for t, ps in scope.items() for p in (counts[t] if ps is None else ps)]
+
+
+@groups.command("remove-members")
+@bootstrap_option
+@group_option()
+@click.option("--instance-id", "--group-instance-id", "instance_ids", required=True, multiple=True,
+              metavar="ID", help="The group.instance.id of a static member to remove (repeatable).")
+def remove_members(bootstrap: str, group: str, instance_ids: tuple[str, ...]) -> None:
+    """Remove static members by group.instance.id (KIP-345), in one rebalance."""
+    results = run_admin(bootstrap, lambda admin: admin.remove_members(group, instance_ids))
+    failed = {i: code for i, code in results.items() if code}
+    if failed:
+        i, code = next(iter(failed.items()))
+        raise click.ClickException(f"Removing member with group.instance.id '{i}' from group '{group}' "
+                                   f"failed: {error_name(code)}.")
+    ids = ", ".join(instance_ids)
+    click.echo(f"Removed members with group.instance.id {ids} from group '{group}'.")
+
+
+# -- reset-offsets ----------------------------------------------------------------------------------------
+
+
+def _reset_spec(to_earliest: bool, to_latest: bool, to_offset: int | None, to_datetime: str | None,
+                shift_by: int | None) -> ResetSpec:
+    chosen = [k for k, v in (("earliest", to_earliest), ("latest", to_latest), ("offset", to_offset is not None),
+                             ("datetime", to_datetime is not None), ("shift", shift_by is not None)) if v]
+    if len(chosen) != 1:
+        raise click.UsageError("reset-offsets takes exactly one of --to-earliest, --to-latest, --to-offset, "
+                               "--to-datetime, --shift-by.")
+    kind = chosen[0]
+    if kind == "datetime":
+        try:
+            return ResetSpec(kind, parse_datetime(to_datetime or ""))
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="'--to-datetime'") from None
+    value = to_offset if kind == "offset" else shift_by if kind == "shift" else 0
+    return ResetSpec(kind, value or 0)
+
+
+@groups.command("reset-offsets")
+@bootstrap_option
+@group_option()
+@click.option("--topic", "topics", multiple=True, metavar="TOPIC[:P,P]", help="Topic scope (repeatable).")
+@click.option("--all-topics", is_flag=True, help="Every topic the group has committed offsets for.")
+@click.option("--to-earliest", is_flag=True, help="Reset to the earliest offset.")
+@click.option("--to-latest", is_flag=True, help="Reset to the log end offset.")
+@click.option("--to-offset", type=int, metavar="N", help="Reset to offset N (kept within the log).")
+@click.option("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss", help="Reset to the first offset at or "
+              "after this time (UTC unless a zone is given).")
+@click.option("--shift-by", type=int, metavar="N", help="Move the committed offset by N (may be negative).")
+@click.option("--dry-run", is_flag=True, help="Only show the new offsets (the default).")
+@click.option("--execute", is_flag=True, help="Commit the new offsets.")
+@output_option
+def reset_offsets(bootstrap: str, group: str, topics: tuple[str, ...], all_topics: bool, to_earliest: bool,
+                  to_latest: bool, to_offset: int | None, to_datetime: str | None, shift_by: int | None,
+                  dry_run: bool, execute: bool, output: str) -> None:
+    """Reset a group's committed offsets (refused while the group has members)."""
+    if bool(topics) == all_topics:
+        raise click.UsageError("reset-offsets takes exactly one of --topic, --all-topics.")
+    if dry_run and execute:
+        raise click.UsageError("--dry-run and --execute are mutually exclusive.")
+    spec = _reset_spec(to_earliest, to_latest, to_offset, to_datetime, shift_by)
+    scope = None if all_topics else parse_topic_partitions(topics)
+
+    async def call(admin: Admin) -> dict[TopicPartition, int]:
+        planned = await admin.plan_reset(group, spec, scope)
+        if execute:
+            await admin.commit_reset(group, planned)
+        return planned
+
+    planned = run_admin(bootstrap, call)
+    if not dry_run and not execute:
+        click.echo("WARN: No action will be performed as the --execute option is missing.", err=True)
+    if output == "json":
+        echo_json([{"group": group, "topic": tp.topic, "partition": tp.partition, "new_offset": offset}
+                   for tp, offset in sorted(planned.items())])
+    else:
+        echo_table(RESET_COLUMNS, [(group, tp.topic, tp.partition, o) for tp, o in sorted(planned.items())])
