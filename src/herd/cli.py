@@ -8,6 +8,7 @@ end with one line on stderr and exit code 2, failed operations with one line and
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 
@@ -17,7 +18,23 @@ from herd import __version__
 from herd.config import BrokerConfig, ConfigError
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class HerdCli(click.Group):
+    """The top-level group; the admin command groups are imported only when used, so `herd serve` starts
+    without loading the client library."""
+
+    LAZY = {"groups": ("herd.cli_groups", "groups"), "topics": ("herd.cli_topics", "topics")}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.LAZY])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.LAZY:
+            module, attribute = self.LAZY[cmd_name]
+            return getattr(importlib.import_module(module), attribute)
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=HerdCli, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="herd")
 def cli() -> None:
     """herd: a Kafka-compatible broker built around a faithful consumer-group coordinator."""
@@ -43,17 +60,6 @@ def serve(config_path: str | None, overrides: tuple[str, ...], log_level: str) -
     except OSError as e:  # e.g. the port is taken
         click.echo(f"herd: error: {e.strerror or e}", err=True)
         sys.exit(1)
-
-
-def _register_admin_commands() -> None:
-    from herd.cli_groups import groups
-    from herd.cli_topics import topics
-
-    cli.add_command(groups)
-    cli.add_command(topics)
-
-
-_register_admin_commands()
 
 
 def main() -> None:
