@@ -135,6 +135,11 @@ class GroupMember:
         async with self._changed:
             await asyncio.wait_for(self._changed.wait_for(lambda: predicate(self)), timeout)
 
+    async def wait_done(self) -> None:
+        """Wait until the member has stopped: closed, or failed (see `error`)."""
+        if self._task is not None:
+            await asyncio.shield(self._task)
+
     def rejoin(self, reason: str = "rejoin requested") -> None:
         """Ask for a rebalance."""
         self._events.put_nowait(lambda: self.machine.rejoin(reason))
