@@ -1,0 +1,301 @@
+"""The group APIs byte for byte, at every version herd serves, through a raw kio client over a real socket;
+and the NOT_COORDINATOR path of a node that does not host a group's `__consumer_offsets` partition."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from typing import Any
+
+import pytest
+from conftest import BrokerProcess
+from kio.schema.errors import ErrorCode
+from rawkafka import RawClient
+
+from herd.config import BrokerConfig
+from herd.protocol.messages import request_class
+from herd.server.apis._build import make
+from herd.server.server import Server
+
+JOIN, SYNC, HEARTBEAT, LEAVE, DESCRIBE, LIST, DELETE, COMMIT, FETCH, FIND = 11, 14, 12, 13, 15, 16, 42, 8, 9, 10
+
+
+def req(api_key: int, version: int, /, **fields: Any) -> Any:
+    """The kio request of that version, from newest-version field names (fields it lacks are dropped)."""
+    return make(request_class(api_key, version), fields)
+
+
+def part(api_key: int, version: int, class_name: str, /, **fields: Any) -> Any:
+    """A nested class of that version's request, or None where the version has no such class."""
+    cls = getattr(sys.modules[request_class(api_key, version).__module__], class_name, None)
+    return None if cls is None else make(cls, fields)
+
+
+def join(c: RawClient, v: int, group: str, member_id: str = "", **kw: Any) -> Any:
+    fields = dict(group_id=group, session_timeout=10_000, rebalance_timeout=10_000, member_id=member_id,
+                  group_instance_id=None, protocol_type="consumer", reason="test",
+                  protocols=(part(JOIN, v, "JoinGroupRequestProtocol", name="range", metadata=b"meta"),))
+    fields.update(kw)
+    return c.request(JOIN, v, req(JOIN, v, **fields))
+
+
+def joined(c: RawClient, v: int, group: str) -> Any:
+    first = join(c, v, group)
+    if v < 4:
+        return first
+    assert first.error_code == ErrorCode.member_id_required and first.member_id.startswith("raw-")
+    return join(c, v, group, member_id=first.member_id)
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    b = BrokerProcess(tmp_path_factory.mktemp("groups-api") / "data", {"offsets.topic.num.partitions": "5"}).start()
+    yield b
+    b.stop()
+
+
+@pytest.fixture(scope="module")
+def topic_id(broker):
+    with RawClient(broker.port) as c:
+        response = c.request(19, 7, req(19, 7, timeout=10_000, validate_only=False, topics=(
+            part(19, 7, "CreatableTopic", name="data", num_partitions=3, replication_factor=1, assignments=(),
+                 configs=()),)))
+        return response.topics[0].topic_id
+
+
+@pytest.mark.parametrize("v", range(10))
+def test_join_sync_heartbeat_leave_describe_at_every_version(broker, v):
+    group = f"api-{v}"
+    sv, hv, lv, dv = min(v, 5), min(v, 4), min(v, 5), min(v, 6)
+    with RawClient(broker.port) as c:
+        r = joined(c, v, group)
+        assert r.error_code == ErrorCode.none and r.generation_id == 1 and r.leader == r.member_id
+        assert r.protocol_name == "range" and [(m.member_id, m.metadata) for m in r.members] == [(r.member_id, b"meta")]
+        if v >= 7:
+            assert r.protocol_type == "consumer"
+        me = r.member_id
+
+        assignment = (part(SYNC, sv, "SyncGroupRequestAssignment", member_id=me, assignment=b"mine"),)
+        s = c.request(SYNC, sv, req(SYNC, sv, group_id=group, generation_id=1, member_id=me, group_instance_id=None,
+                                    protocol_type="consumer", protocol_name="range", assignments=assignment))
+        assert s.error_code == ErrorCode.none and s.assignment == b"mine"
+        if sv >= 5:
+            assert (s.protocol_type, s.protocol_name) == ("consumer", "range")
+
+        def heartbeat(generation: int, member: str) -> ErrorCode:
+            return c.request(HEARTBEAT, hv, req(HEARTBEAT, hv, group_id=group, generation_id=generation,
+                                                member_id=member, group_instance_id=None)).error_code
+
+        assert heartbeat(1, me) == ErrorCode.none
+        assert heartbeat(2, me) == ErrorCode.illegal_generation
+        assert heartbeat(1, "nobody") == ErrorCode.unknown_member_id
+
+        d = c.request(DESCRIBE, dv, req(DESCRIBE, dv, groups=(group,), include_authorized_operations=False))
+        g = d.groups[0]
+        assert (g.error_code, g.group_state, g.protocol_type, g.protocol_data) == (0, "Stable", "consumer", "range")
+        assert [(m.member_id, m.client_id, m.client_host, m.member_metadata, m.member_assignment)
+                for m in g.members] == [(me, "raw", "/127.0.0.1", b"meta", b"mine")]
+
+        members = (part(LEAVE, lv, "MemberIdentity", member_id=me, group_instance_id=None, reason="done"),)
+        left = c.request(LEAVE, lv, req(LEAVE, lv, group_id=group, member_id=me, members=members))
+        assert left.error_code == ErrorCode.none
+        if lv >= 3:
+            assert [(m.member_id, m.error_code) for m in left.members] == [(me, ErrorCode.none)]
+        d = c.request(DESCRIBE, dv, req(DESCRIBE, dv, groups=(group,), include_authorized_operations=False))
+        assert (d.groups[0].group_state, d.groups[0].members) == ("Empty", ())
+
+
+@pytest.mark.parametrize("v", range(2, 11))
+def test_commit_and_fetch_offsets_at_every_version(broker, topic_id, v):
+    group = f"offsets-{v}"
+    fv = v if v > 1 else 1
+    with RawClient(broker.port) as c:
+        topic = part(COMMIT, v, "OffsetCommitRequestTopic", name="data", topic_id=topic_id, partitions=tuple(
+            part(COMMIT, v, "OffsetCommitRequestPartition", partition_index=p, committed_offset=100 + p,
+                 committed_leader_epoch=3, committed_metadata=f"m{p}") for p in range(3)))
+        r = c.request(COMMIT, v, req(COMMIT, v, group_id=group, generation_id_or_member_epoch=-1, member_id="",
+                                     group_instance_id=None, retention_time=-1, topics=(topic,)))
+        assert [(p.partition_index, p.error_code) for p in r.topics[0].partitions] == [(p, 0) for p in range(3)]
+        assert (r.topics[0].topic_id if v >= 10 else r.topics[0].name) == (topic_id if v >= 10 else "data")
+
+        got = _fetch(c, fv, group, topic_id, (0, 1, 2, 7))
+        assert got == {0: (100, "m0"), 1: (101, "m1"), 2: (102, "m2"), 7: (-1, "")}
+
+
+def _fetch(c: RawClient, v: int, group: str, topic_id: Any, partitions: tuple[int, ...]) -> dict[int, tuple]:
+    suffix = "s" if v >= 8 else ""
+    topic = part(FETCH, v, "OffsetFetchRequestTopic" + suffix, name="data", topic_id=topic_id,
+                 partition_indexes=partitions)
+    group_entry = part(FETCH, v, "OffsetFetchRequestGroup", group_id=group, topics=(topic,)) if v >= 8 else None
+    r = c.request(FETCH, v, req(FETCH, v, group_id=group, topics=(topic,), groups=(group_entry,),
+                                require_stable=False))
+    topics = r.groups[0].topics if v >= 8 else r.topics
+    return {p.partition_index: (p.committed_offset, p.metadata) for t in topics for p in t.partitions}
+
+
+@pytest.mark.parametrize("v", range(1, 11))
+def test_offset_fetch_reads_every_version_and_all_offsets_of_a_group(broker, topic_id, v):
+    with RawClient(broker.port) as c:
+        topic = part(COMMIT, 9, "OffsetCommitRequestTopic", name="data", partitions=(
+            part(COMMIT, 9, "OffsetCommitRequestPartition", partition_index=1, committed_offset=5,
+                 committed_leader_epoch=-1, committed_metadata=None),))
+        c.request(COMMIT, 9, req(COMMIT, 9, group_id=f"all-{v}", generation_id_or_member_epoch=-1, member_id="",
+                                 topics=(topic,)))
+        assert _fetch(c, v, f"all-{v}", topic_id, (1,)) == {1: (5, "")}
+        if v >= 2:  # a null topic list: every committed offset of the group
+            entry = part(FETCH, v, "OffsetFetchRequestGroup", group_id=f"all-{v}", topics=None) if v >= 8 else None
+            r = c.request(FETCH, v, req(FETCH, v, group_id=f"all-{v}", topics=None, groups=(entry,)))
+            topics = r.groups[0].topics if v >= 8 else r.topics
+            assert [(t.topic_id if v >= 10 else t.name, [(p.partition_index, p.committed_offset) for p in t.partitions])
+                    for t in topics] == [("data" if v < 10 else topic_id, [(1, 5)])]
+
+
+@pytest.mark.parametrize("v", range(6))
+def test_list_groups_with_filters_at_every_version(broker, v):
+    with RawClient(broker.port) as c:
+        joined(c, 9, f"listed-{v}")
+        r = c.request(LIST, v, req(LIST, v, states_filter=("completingrebalance",), types_filter=("classic",)))
+        assert r.error_code == ErrorCode.none
+        listed = {g.group_id: g for g in r.groups}
+        assert f"listed-{v}" in listed and listed[f"listed-{v}"].protocol_type == "consumer"
+        if v >= 4:
+            assert {g.group_state for g in r.groups} == {"CompletingRebalance"}
+        if v >= 5:
+            assert listed[f"listed-{v}"].group_type == "classic"
+            none = c.request(LIST, v, req(LIST, v, states_filter=(), types_filter=("consumer",)))
+            assert none.groups == ()
+
+
+@pytest.mark.parametrize("v", range(3))
+def test_delete_groups_at_every_version(broker, v):
+    with RawClient(broker.port) as c:
+        joined(c, 9, f"busy-{v}")
+        topic = part(COMMIT, 9, "OffsetCommitRequestTopic", name="data", partitions=(
+            part(COMMIT, 9, "OffsetCommitRequestPartition", partition_index=0, committed_offset=1,
+                 committed_leader_epoch=-1, committed_metadata=None),))
+        c.request(COMMIT, 9, req(COMMIT, 9, group_id=f"idle-{v}", generation_id_or_member_epoch=-1, member_id="",
+                                 topics=(topic,)))
+        r = c.request(DELETE, v, req(DELETE, v, groups_names=(f"idle-{v}", f"busy-{v}", "never", "")))
+        assert [(x.group_id, x.error_code) for x in r.results] == [
+            (f"idle-{v}", ErrorCode.none), (f"busy-{v}", ErrorCode.non_empty_group),
+            ("never", ErrorCode.group_id_not_found), ("", ErrorCode.invalid_group_id)]
+        assert _fetch(c, 9, f"idle-{v}", None, (0,)) == {0: (-1, "")}
+
+
+def test_invalid_requests_get_kafkas_error_codes(broker, topic_id):
+    with RawClient(broker.port) as c:
+        assert join(c, 9, "").error_code == ErrorCode.invalid_group_id
+        assert join(c, 9, "g", session_timeout=1).error_code == ErrorCode.invalid_session_timeout
+        assert join(c, 9, "g", session_timeout=1_800_001).error_code == ErrorCode.invalid_session_timeout
+        assert join(c, 5, "g", protocols=()).error_code == ErrorCode.inconsistent_group_protocol
+        assert join(c, 5, "g", protocol_type="").error_code == ErrorCode.inconsistent_group_protocol
+        assert join(c, 9, "no-such-group", member_id="someone").error_code == ErrorCode.unknown_member_id
+        s = c.request(SYNC, 5, req(SYNC, 5, group_id="", generation_id=1, member_id="m", assignments=()))
+        assert s.error_code == ErrorCode.invalid_group_id
+        s = c.request(SYNC, 5, req(SYNC, 5, group_id="nobody", generation_id=1, member_id="m", assignments=()))
+        assert s.error_code == ErrorCode.unknown_member_id
+
+        def commit(v: int, group: str, name: str, partition: int, topic: Any = None) -> ErrorCode:
+            t = part(COMMIT, v, "OffsetCommitRequestTopic", name=name, topic_id=topic, partitions=(
+                part(COMMIT, v, "OffsetCommitRequestPartition", partition_index=partition, committed_offset=1,
+                     committed_leader_epoch=-1, committed_metadata=None),))
+            r = c.request(COMMIT, v, req(COMMIT, v, group_id=group, generation_id_or_member_epoch=-1,
+                                         member_id="", topics=(t,)))
+            return r.topics[0].partitions[0].error_code
+
+        assert commit(9, "g", "data", 0) == ErrorCode.none
+        assert commit(9, "", "data", 0) == ErrorCode.invalid_group_id
+        assert commit(9, "g", "no-such-topic", 0) == ErrorCode.unknown_topic_or_partition
+        assert commit(9, "g", "data", 3) == ErrorCode.unknown_topic_or_partition
+        assert commit(10, "g", "", 0, topic=topic_id) == ErrorCode.none
+        import uuid
+        assert commit(10, "g", "", 0, topic=uuid.uuid4()) == ErrorCode.unknown_topic_id
+        # A commit with a generation to a group that does not exist: ILLEGAL_GENERATION before v9.
+        t = part(COMMIT, 8, "OffsetCommitRequestTopic", name="data", partitions=(
+            part(COMMIT, 8, "OffsetCommitRequestPartition", partition_index=0, committed_offset=1,
+                 committed_leader_epoch=-1, committed_metadata=None),))
+        for v, code in ((8, ErrorCode.illegal_generation), (9, ErrorCode.group_id_not_found)):
+            r = c.request(COMMIT, v, req(COMMIT, v, group_id="ghost", generation_id_or_member_epoch=4,
+                                         member_id="m", topics=(t,)))
+            assert r.topics[0].partitions[0].error_code == code
+
+        fetched = c.request(FETCH, 9, req(FETCH, 9, groups=(part(FETCH, 9, "OffsetFetchRequestGroup", group_id="",
+                                                                 topics=None),)))
+        assert fetched.groups[0].error_code == ErrorCode.invalid_group_id
+        for v, state, code in ((5, "Dead", ErrorCode.none), (6, "Dead", ErrorCode.group_id_not_found)):
+            d = c.request(DESCRIBE, v, req(DESCRIBE, v, groups=("ghost", ""), include_authorized_operations=True))
+            assert [(g.group_id, g.error_code) for g in d.groups] == [("ghost", code), ("", ErrorCode.invalid_group_id)]
+            assert d.groups[0].group_state == state
+
+
+def test_find_coordinator_answers_this_node_for_every_group(broker):
+    with RawClient(broker.port) as c:
+        r = c.request(FIND, 4, req(FIND, 4, key_type=0, coordinator_keys=("a", "b", "c")))
+        assert {(x.key, x.error_code, x.port) for x in r.coordinators} == {(k, 0, broker.port) for k in "abc"}
+
+
+# -- a node that hosts only some coordinator partitions -----------------------------------------------------------
+
+class ThreadedServer:
+    """herd's Server on its own event loop in a thread, so that a test can move partitions off and back on."""
+
+    def __init__(self, data_dir: Any) -> None:
+        config = BrokerConfig.from_properties({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(data_dir),
+                                               "offsets.topic.num.partitions": "3",
+                                               "group.initial.rebalance.delay.ms": "0"})
+        self.loop = asyncio.new_event_loop()
+        self.server = Server(config)
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.run(self.server.start())
+        self.run(self.server.broker.coordinator.wait_loaded())
+
+    def run(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    def stop(self) -> None:
+        self.run(self.server.shutdown())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+
+
+def test_groups_of_a_partition_this_node_does_not_host_get_not_coordinator(tmp_path):
+    node = ThreadedServer(tmp_path / "data")
+    runtime = node.server.broker.coordinator
+    group = next(g for g in (f"moved{i}" for i in range(100)) if runtime.partition_for(g) == 1)
+    try:
+        with RawClient(node.port) as c:
+            member = joined(c, 9, group).member_id
+            c.request(SYNC, 5, req(SYNC, 5, group_id=group, generation_id=1, member_id=member, assignments=()))
+            node.run(runtime.unload_partition(1))  # the partition moves away from this node
+
+            find = c.request(FIND, 4, req(FIND, 4, key_type=0, coordinator_keys=(group,)))
+            assert find.coordinators[0].error_code == ErrorCode.coordinator_not_available
+            assert join(c, 9, group).error_code == ErrorCode.not_coordinator
+            hb = c.request(HEARTBEAT, 4, req(HEARTBEAT, 4, group_id=group, generation_id=1, member_id=member))
+            assert hb.error_code == ErrorCode.not_coordinator
+            t = part(COMMIT, 9, "OffsetCommitRequestTopic", name="__consumer_offsets", partitions=(
+                part(COMMIT, 9, "OffsetCommitRequestPartition", partition_index=0, committed_offset=1,
+                     committed_leader_epoch=-1, committed_metadata=None),))
+            r = c.request(COMMIT, 9, req(COMMIT, 9, group_id=group, generation_id_or_member_epoch=1, member_id=member,
+                                         topics=(t,)))
+            assert r.topics[0].partitions[0].error_code == ErrorCode.not_coordinator
+            d = c.request(DESCRIBE, 5, req(DESCRIBE, 5, groups=(group,), include_authorized_operations=False))
+            assert d.groups[0].error_code == ErrorCode.not_coordinator
+            assert group not in {g.group_id for g in c.request(LIST, 4, req(LIST, 4)).groups}
+
+            async def move_back() -> None:
+                await runtime.load_partition(1)
+
+            node.run(move_back())  # and back: the group is replayed from the log
+            hb = c.request(HEARTBEAT, 4, req(HEARTBEAT, 4, group_id=group, generation_id=1, member_id=member))
+            assert hb.error_code == ErrorCode.none
+            d = c.request(DESCRIBE, 5, req(DESCRIBE, 5, groups=(group,), include_authorized_operations=False))
+            assert (d.groups[0].group_state, [m.member_id for m in d.groups[0].members]) == ("Stable", [member])
+    finally:
+        node.stop()
