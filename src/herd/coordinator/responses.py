@@ -1,7 +1,8 @@
 """Version-independent responses, with Kafka error codes as ints (`ErrorCode` values).
 
 `error_response(response, code)` builds the same response carrying an error everywhere, which is
-what a request gets when the append of its Result fails.
+what a request gets when the append of its Result fails, or when a read waited behind a write that
+failed (reads then answer the error instead of state that never became durable).
 """
 
 from __future__ import annotations
@@ -169,6 +170,14 @@ def error_response(response: object, code: int) -> object:
             return DeleteGroupsResponse(
                 results=tuple(replace(r, error_code=code) for r in response.results)
             )
+        case OffsetFetchResponse():
+            return OffsetFetchResponse(groups=tuple(FetchGroupResponse(g.group_id, error_code=code)
+                                                    for g in response.groups))
+        case DescribeGroupsResponse():
+            return DescribeGroupsResponse(groups=tuple(DescribedGroup(group_id=g.group_id, error_code=code)
+                                                       for g in response.groups))
+        case ListGroupsResponse():
+            return ListGroupsResponse(error_code=code)
     return response
 
 

@@ -186,3 +186,23 @@ def test_own_records_replayed_are_noops() -> None:
     c = Ctx()
     c.stable_group(2)
     assert all(r.applied for r in c.log)
+
+
+def test_reads_that_waited_behind_a_failed_write_answer_the_error_not_the_state():
+    """A read's Result has no records; when the write it queued behind fails, the runtime fails it too."""
+    c = Ctx()
+    c.join_dynamic()
+    c.sleep(0)
+    reads = {
+        "fetch": c.shard.offset_fetch(OffsetFetch(groups=(FetchGroup("g", (FetchTopic("t", (0,)),)),)), "f"),
+        "describe": c.shard.describe_groups(DescribeGroups(groups=("g", "x")), "d"),
+        "list": c.shard.list_groups(ListGroups(), "l"),
+    }
+    failed = {name: reply(c.shard.on_append_failed(r, ErrorCode.KAFKA_STORAGE_ERROR), h)
+              for (name, r), h in zip(reads.items(), ("f", "d", "l"), strict=True)}
+    assert [(g.group_id, g.error_code, g.topics) for g in failed["fetch"].groups] == [
+        ("g", ErrorCode.NOT_COORDINATOR, ())]
+    assert [(g.group_id, g.error_code, g.members) for g in failed["describe"].groups] == [
+        ("g", ErrorCode.NOT_COORDINATOR, ()), ("x", ErrorCode.NOT_COORDINATOR, ())]
+    assert (failed["list"].error_code, failed["list"].groups) == (ErrorCode.NOT_COORDINATOR, ())
+    assert c.shard.group("g").state is GroupState.COMPLETING_REBALANCE  # a failed read changes nothing
