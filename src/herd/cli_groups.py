@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 import click
+from kio.schema.errors import ErrorCode
 
 from herd.cli_common import bootstrap_option, echo_json, echo_table, output_option, run_admin
 from herd.client.admin import Admin, GroupDescription, OffsetRow, ResetSpec, parse_datetime
@@ -33,6 +34,8 @@ OFFSET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFS
 MEMBER_COLUMNS = ("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
 STATE_COLUMNS = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
 RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
+DELETE_REASONS = {ErrorCode.group_id_not_found: "The group does not exist",
+                  ErrorCode.non_empty_group: "The group is not empty"}
 
 
 def group_option(multiple: bool = False) -> Any:
@@ -185,8 +188,7 @@ def delete(bootstrap: str, group: tuple[str, ...]) -> None:
     failed = {g: code for g, code in results.items() if code}
     if failed:
         g, code = next(iter(failed.items()))
-        reason = "The group does not exist" if code == 69 else \
-            "The group is not empty" if code == 68 else error_name(code)
+        reason = DELETE_REASONS.get(code, error_name(code))
         raise click.ClickException(f"Deletion of consumer group '{g}' failed: {reason}.")
     names = ", ".join(f"'{g}'" for g in group)
     click.echo(f"Deletion of requested consumer groups ({names}) was successful.")

@@ -25,8 +25,13 @@ from kio.schema.errors import ErrorCode
 
 from herd.client.admin_topics import TopicAdmin
 from herd.client.connection import KafkaClient, Node
-from herd.client.consumer_protocol import ConsumerProtocolError, TopicPartition, decode_assignment, \
-    decode_subscription, group_by_topic
+from herd.client.consumer_protocol import (
+    ConsumerProtocolError,
+    TopicPartition,
+    decode_assignment,
+    decode_subscription,
+    group_by_topic,
+)
 from herd.client.errors import KafkaError, error_name
 from herd.client.offsets import EARLIEST, LATEST, commit_offsets, fetch_committed, list_offsets
 from herd.client.wire import RequestBuilder

@@ -44,8 +44,14 @@ from herd.client.membership import (
     Revoked,
     Send,
 )
-from herd.client.membership_messages import API_KEYS, JoinGroupRequest, MembershipRequest, SyncGroupRequest, \
-    from_kio, to_kio
+from herd.client.membership_messages import (
+    API_KEYS,
+    JoinGroupRequest,
+    MembershipRequest,
+    SyncGroupRequest,
+    from_kio,
+    to_kio,
+)
 
 __all__ = ["Callback", "GroupMember", "MemberState"]
 

@@ -437,8 +437,8 @@ class MembershipMachine:
         return self._fail_code(code, "SyncGroup")
 
     def _synced(self, response: SyncGroupResponse) -> Actions:
-        if response.protocol_type not in (None, self.protocol.protocol_type) or \
-                response.protocol_name not in (None, self.protocol_name):
+        same_type = response.protocol_type in (None, self.protocol.protocol_type)
+        if not same_type or response.protocol_name not in (None, self.protocol_name):
             return self._fail_code(ErrorCode.inconsistent_group_protocol, "SyncGroup")
         new = GroupAssignment(self.generation_id, self.member_id, self.leader_id, self.protocol_name or "",
                               response.assignment)
