@@ -46,6 +46,7 @@ from herd.client.membership import (
 )
 from herd.client.membership_messages import (
     API_KEYS,
+    HeartbeatRequest,
     JoinGroupRequest,
     MembershipRequest,
     SyncGroupRequest,
@@ -208,9 +209,7 @@ class GroupMember:
         task.add_done_callback(self._tasks.discard)
 
     async def _send(self, request: MembershipRequest) -> None:
-        timeout = None
-        if isinstance(request, (JoinGroupRequest, SyncGroupRequest)):
-            timeout = max(self.client.request_timeout_ms, self.config.rebalance_timeout_ms + 5000)
+        timeout = self._timeout_ms(request)
         try:
             _, body = await self.client.send_to_coordinator(
                 self.config.group_id, API_KEYS[type(request)], lambda b: to_kio(request, b), timeout)
@@ -223,6 +222,15 @@ class GroupMember:
             return
         response = from_kio(request, body)
         self._events.put_nowait(lambda: self.machine.receive(request, response))
+
+    def _timeout_ms(self, request: MembershipRequest) -> int:
+        """JoinGroup and SyncGroup may be parked for a whole rebalance (Java allows rebalance timeout + 5s);
+        a heartbeat unanswered for a session timeout is useless, so its connection is given up then."""
+        if isinstance(request, (JoinGroupRequest, SyncGroupRequest)):
+            return max(self.client.request_timeout_ms, self.config.rebalance_timeout_ms + 5000)
+        if isinstance(request, HeartbeatRequest):
+            return min(self.client.request_timeout_ms, self.config.session_timeout_ms)
+        return self.client.request_timeout_ms
 
     async def _assign(self, action: ComputeAssignment) -> None:
         try:
