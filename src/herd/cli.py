@@ -65,6 +65,9 @@ def serve(config_path: str | None, overrides: tuple[str, ...], log_level: str) -
 def main() -> None:
     try:
         code = cli.main(prog_name="herd", standalone_mode=False)
+    except click.exceptions.NoArgsIsHelpError as e:  # `herd` or `herd groups` alone: the help, as click shows it
+        e.show()
+        sys.exit(e.exit_code)
     except click.exceptions.Abort:
         click.echo("herd: aborted", err=True)
         sys.exit(1)
