@@ -21,7 +21,8 @@ apply to a row's kind are null.
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Iterator
+from datetime import datetime, timedelta, timezone
+from typing import Any, Iterable
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -51,7 +52,7 @@ MEMBER = StructType([
     StructField("subscribed_topics", ArrayType(StringType())),
     StructField("assignment", _ASSIGNED),
 ])
-SCHEMA = StructType([
+RECORD = StructType([
     StructField("kind", StringType()),
     StructField("group", StringType()),
     StructField("topic", StringType()),
@@ -68,14 +69,17 @@ SCHEMA = StructType([
     StructField("state_timestamp", TimestampType()),
     StructField("members", ArrayType(MEMBER)),
     StructField("tombstone", BooleanType()),
+])
+SCHEMA = StructType(RECORD.fields + [
     StructField("log_partition", IntegerType()),
     StructField("log_offset", LongType()),
     StructField("log_timestamp", TimestampType()),
 ])
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-def _micros(ms: int) -> int | None:
-    return ms * 1000 if ms >= 0 else None
+def _time(ms: int) -> datetime | None:
+    return _EPOCH + timedelta(milliseconds=ms) if ms >= 0 else None
 
 
 def decode_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
@@ -97,7 +101,7 @@ def _offset_commit(key: bytes, value: bytes | None) -> dict[str, Any]:
     if value is not None:
         v = coordinator_records.decode_offset_commit_value(value)
         row.update(offset=v.offset, leader_epoch=v.leader_epoch, metadata=v.metadata,
-                   commit_timestamp=_micros(v.commit_timestamp), expire_timestamp=_micros(v.expire_timestamp))
+                   commit_timestamp=_time(v.commit_timestamp), expire_timestamp=_time(v.expire_timestamp))
     return row
 
 
@@ -108,7 +112,7 @@ def _group_metadata(key: bytes, value: bytes | None) -> dict[str, Any]:
         v = coordinator_records.decode_group_metadata_value(value)
         consumer = v.protocol_type == "consumer"
         row.update(protocol_type=v.protocol_type, generation=int(v.generation), protocol=v.protocol,
-                   leader=v.leader, state_timestamp=_micros(v.current_state_timestamp),
+                   leader=v.leader, state_timestamp=_time(v.current_state_timestamp),
                    members=[_member(m, consumer) for m in v.members])
     return row
 
@@ -127,12 +131,17 @@ def _member(m: Any, consumer: bool) -> dict[str, Any]:
     return member
 
 
-def decode_rows(rows: Iterable[tuple[bytes | None, bytes | None, int, int, int | None]]) -> list[dict[str, Any]]:
-    """(key, value, log partition, log offset, log timestamp in µs) to decoded rows."""
+def _decode_untyped(key, value):  # type: ignore[no-untyped-def]
+    """decode_record for F.udf: without annotations, which Spark would try to read as pandas UDF hints."""
+    return decode_record(key, value)
+
+
+def decode_rows(rows: Iterable[tuple[bytes | None, bytes | None, int, int, int]]) -> list[dict[str, Any]]:
+    """(key, value, log partition, log offset, log timestamp in ms) to decoded rows."""
     out = []
     for key, value, partition, offset, timestamp in rows:
         row = decode_record(key, value)
-        row.update(log_partition=partition, log_offset=offset, log_timestamp=timestamp)
+        row.update(log_partition=partition, log_offset=offset, log_timestamp=_time(timestamp))
         out.append(row)
     return out
 
@@ -141,16 +150,14 @@ def to_record_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(rows, schema=arrow_schema(SCHEMA))
 
 
-def _decode_batches(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    for batch in batches:
-        stamps = batch.column("timestamp").cast(pa.int64()).to_pylist()
-        rows = zip(batch.column("key").to_pylist(), batch.column("value").to_pylist(),
-                   batch.column("partition").to_pylist(), batch.column("offset").to_pylist(), stamps)
-        yield to_record_batch(decode_rows(rows))
-
-
 def decode_consumer_offsets(df: DataFrame) -> DataFrame:
     """Decode a DataFrame of `__consumer_offsets` records with the Kafka source's columns (from
-    `format("herd")` or `format("kafka")`, batch or streaming) into the typed columns of SCHEMA."""
-    raw = df.select("key", "value", "partition", "offset", "timestamp")
-    return raw.mapInArrow(_decode_batches, SCHEMA)
+    `format("herd")` or `format("kafka")`, batch or streaming) into the columns of SCHEMA.
+
+    A plain Python UDF (no pandas needed) decodes key and value into a struct that is then flattened."""
+    from pyspark.sql import functions as F
+
+    decode = F.udf(_decode_untyped, RECORD, useArrow=False)
+    decoded = df.select(decode("key", "value").alias("record"), F.col("partition").alias("log_partition"),
+                        F.col("offset").alias("log_offset"), F.col("timestamp").alias("log_timestamp"))
+    return decoded.select("record.*", "log_partition", "log_offset", "log_timestamp")

@@ -105,7 +105,7 @@ class _RangeReading:
 
 def _decoded(settings: ReadSettings, rng: OffsetRange) -> Iterator[pa.RecordBatch]:
     for messages in read_messages(settings, rng):
-        rows = [(m.key(), m.value(), rng.partition, m.offset(), m.timestamp()[1] * 1000) for m in messages]
+        rows = [(m.key(), m.value(), rng.partition, m.offset(), m.timestamp()[1]) for m in messages]
         yield consumer_offsets.to_record_batch(consumer_offsets.decode_rows(rows))
 
 
@@ -227,6 +227,13 @@ class HerdStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAva
     def _publish(self, position: Position) -> None:
         if self._committer is not None:
             self._committer.commit(position)
+
+    def stop(self) -> None:
+        """Close the broker connections (Spark calls this only when a query fails or is killed)."""
+        if self._view is not None:
+            self._view.close()
+        if self._committer is not None:
+            self._committer.close()
 
 
 def _names(tps: list[TopicPartition]) -> str:
