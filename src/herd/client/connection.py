@@ -310,9 +310,12 @@ class KafkaClient:
             self._connections[key] = connection
             future.set_result(connection)
             return connection
-        except BaseException as exc:
+        except Exception as exc:
             future.set_exception(exc)
             future.exception()  # retrieved: later waiters re-raise it
+            raise
+        except BaseException:  # cancelled: whoever waits on the same connection is cancelled too
+            future.cancel()
             raise
         finally:
             del self._connecting[key]
