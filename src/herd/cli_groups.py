@@ -95,27 +95,33 @@ def list_groups(bootstrap: str, states: tuple[str, ...], types: tuple[str, ...],
 
 @groups.command("describe")
 @bootstrap_option
-@group_option(multiple=True)
+@click.option("--group", "group", multiple=True, metavar="GROUP", help="The group id (repeatable).")
+@click.option("--all-groups", is_flag=True, help="Describe every group.")
 @click.option("--members", "view", flag_value="members", help="Show the members instead of the offsets.")
 @click.option("--state", "view", flag_value="state", help="Show the group's state instead of the offsets.")
 @click.option("--offsets", "view", flag_value="offsets", default=True, help="Show offsets and lag (default).")
 @click.option("--verbose", is_flag=True, help="With --members: each member's assigned partitions.")
 @output_option
-def describe(bootstrap: str, group: tuple[str, ...], view: str, verbose: bool, output: str) -> None:
+def describe(bootstrap: str, group: tuple[str, ...], all_groups: bool, view: str, verbose: bool,
+             output: str) -> None:
     """Describe groups: offsets with lag (default), --members, or --state."""
+    if bool(group) == all_groups:
+        raise click.UsageError("describe takes --group (one or more) or --all-groups.")
     if view == "offsets":
-        results = run_admin(bootstrap, lambda admin: _gather(admin.describe_offsets, group))
+        results = run_admin(bootstrap, lambda admin: _each(admin, admin.describe_offsets, group, all_groups))
         _print_offsets(results, output)
         return
-    descriptions = run_admin(bootstrap, lambda admin: _gather(admin.require_group, group))
+    descriptions = run_admin(bootstrap, lambda admin: _each(admin, admin.require_group, group, all_groups))
     if view == "members":
         _print_members(descriptions, verbose, output)
     else:
         _print_states(descriptions, output)
 
 
-async def _gather(fn: Any, group_ids: tuple[str, ...]) -> list[Any]:
-    return [await fn(g) for g in group_ids]
+async def _each(admin: Admin, fn: Any, group_ids: tuple[str, ...], all_groups: bool) -> list[Any]:
+    """`fn(group)` for each group (every listed group with --all-groups)."""
+    ids = [g.group_id for g in await admin.list_groups()] if all_groups else list(group_ids)
+    return [await fn(g) for g in ids]
 
 
 def _notices(group: GroupDescription) -> None:

@@ -196,6 +196,9 @@ def test_describe_shows_lag_members_and_state_while_a_consumer_is_in_the_group(c
     assert (described["state"], described["members"], described["assignment_strategy"]) == ("Stable", 1, "range")
     assert described["coordinator"]["port"] == cli_broker.port
 
+    everything = json.loads(ok("groups", "describe", "--all-groups", "--state", "--output", "json", bootstrap=b))
+    assert group in [g["group"] for g in everything]
+
     listed = json.loads(ok("groups", "list", "--output", "json", bootstrap=b))
     assert {"group": group, "protocol_type": "consumer", "state": "Stable", "type": "classic"} in listed
     assert group in ok("groups", "list", bootstrap=b).split()
@@ -295,7 +298,8 @@ def test_delete_offsets_without_broker_support_is_one_line(cli_broker):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["groups", "describe"], "Missing option '--group'"),
+    (["groups", "describe"], "takes --group (one or more) or --all-groups"),
+    (["groups", "describe", "--group", "g", "--all-groups"], "takes --group (one or more) or --all-groups"),
     (["groups", "reset-offsets", "--group", "g", "--topic", "t"], "exactly one of --to-earliest"),
     (["groups", "reset-offsets", "--group", "g", "--to-earliest"], "exactly one of --topic, --all-topics"),
     (["groups", "reset-offsets", "--group", "g", "--all-topics", "--to-latest", "--to-earliest"], "exactly one of"),
