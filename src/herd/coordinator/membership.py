@@ -29,7 +29,7 @@ from herd.coordinator.responses import (
     LeaveMemberResponse,
     SyncGroupResponse,
 )
-from herd.coordinator.result import Effects, Result
+from herd.coordinator.result import Effects, Reply, Result
 from herd.coordinator.state import GroupState
 
 EMPTY_STATE = GroupState.EMPTY
@@ -314,10 +314,16 @@ def _undo_generation(
 # --- Heartbeat --------------------------------------------------------------------------------------
 
 
+_HEARTBEAT_RESPONSES: dict[int, HeartbeatResponse] = {}
+
+
 def heartbeat(ctx: ShardContext, req: Heartbeat, handle: object) -> Result:
-    fx = Effects()
-    fx.reply(handle, HeartbeatResponse(error_code=_heartbeat(ctx, req)))
-    return fx.result()
+    """The hot path: no records, one reply, responses shared per error code (they are immutable)."""
+    code = _heartbeat(ctx, req)
+    response = _HEARTBEAT_RESPONSES.get(code)
+    if response is None:
+        response = _HEARTBEAT_RESPONSES[code] = HeartbeatResponse(error_code=code)
+    return Result(replies=(Reply(handle, response),))
 
 
 def _heartbeat(ctx: ShardContext, req: Heartbeat) -> ErrorCode:

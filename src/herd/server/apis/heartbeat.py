@@ -17,7 +17,7 @@ from typing import Any
 from herd.coordinator import ErrorCode
 from herd.coordinator.requests import Heartbeat
 from herd.coordinator.responses import HeartbeatResponse
-from herd.server.apis._build import ctx_builder
+from herd.server.apis._build import builder
 from herd.server.apis._groups import client_host, client_id, route
 from herd.server.broker import RequestContext
 
@@ -38,7 +38,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     )
 
     def respond(response: HeartbeatResponse) -> Any:
-        return ctx_builder(ctx).response(throttle_time=0, error_code=response.error_code)
+        return _response(ctx.api_version, response.error_code)
 
     def on_error(code: int) -> HeartbeatResponse:
         if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
@@ -48,3 +48,15 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if not req.group_id:
         return respond(on_error(ErrorCode.INVALID_GROUP_ID))
     return route(ctx, req.group_id, "heartbeat", req, respond, on_error)
+
+
+_RESPONSES: dict[tuple[int, int], Any] = {}
+
+
+def _response(version: int, error_code: int) -> Any:
+    """kio responses are immutable, so the few a heartbeat can get are built once per version and error."""
+    key = (version, error_code)
+    response = _RESPONSES.get(key)
+    if response is None:
+        response = _RESPONSES[key] = builder(API_KEY, version).response(throttle_time=0, error_code=error_code)
+    return response

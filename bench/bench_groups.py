@@ -1,0 +1,406 @@
+"""Group coordinator benchmark against a real `herd serve`, driven by a lightweight raw-protocol client on kio.
+
+    .venv/bin/python bench/bench_groups.py [--sizes 10,100,1000] [--delays 0,300] [--heartbeat-ms 100]
+                                           [--hb-seconds 5] [--hb-rate 0]
+
+A Kafka client library is far too heavy for 1,000 members in one process, so each member here is a small
+asyncio task speaking JoinGroup v9 / SyncGroup v5 / Heartbeat v4 / LeaveGroup v5 over its own connection
+(as real consumers do: responses on a connection come back in order, so members that share one would wait
+behind each other's parked JoinGroup). Requests and responses are encoded and decoded with kio; heartbeats
+are encoded once per member and only the correlation id is patched, so the client can keep up.
+
+Measured:
+1. formation: time from the first JoinGroup to every one of N members holding its assignment in the
+   generation that contains all N (members learn of newer rebalances from heartbeats, every
+   --heartbeat-ms), for each initial rebalance delay in --delays;
+2. rebalance after a leave: one member of a stable group of N leaves; time until every remaining member
+   holds its new assignment, and the same measured from the moment the last member learned of the
+   rebalance (its heartbeat answered REBALANCE_IN_PROGRESS);
+3. heartbeats: 1,000 members of a stable group heartbeating over 10 shared connections, as fast as the
+   broker answers (closed loop, every member with one heartbeat in flight) or paced at --hb-rate per
+   second; throughput and latency percentiles;
+4. the broker's resident memory (VmRSS) and peak (VmHWM) with 1,000 members connected.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import os
+import re
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kio.serial import entity_reader, entity_writer
+from kio.static.primitive import i16, i32
+
+from herd.protocol.messages import request_class, response_class
+from herd.server.apis._build import make
+
+JOIN, SYNC, HEARTBEAT, LEAVE = 11, 14, 12, 13
+VERSIONS = {JOIN: 9, SYNC: 5, HEARTBEAT: 4, LEAVE: 5}
+MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS = 79, 27
+_LISTENING = re.compile(rb"herd listening on \S+:(\d+)")
+
+
+# -- wire ------------------------------------------------------------------------------------------------------
+
+def encode(api_key: int, request: Any, correlation_id: int = 0, client_id: str = "bench") -> bytes:
+    cls = request_class(api_key, VERSIONS[api_key])
+    header_cls = cls.__header_schema__
+    buf = io.BytesIO()
+    entity_writer(header_cls)(buf, header_cls(request_api_key=i16(api_key), request_api_version=i16(VERSIONS[api_key]),
+                                              correlation_id=i32(correlation_id), client_id=client_id))
+    entity_writer(cls)(buf, request)
+    body = buf.getvalue()
+    return struct.pack(">i", len(body)) + body
+
+
+def build(api_key: int, class_name: str | None = None, /, **fields: Any) -> Any:
+    """A kio request (or one of its nested classes) of the version the bench speaks."""
+    cls = request_class(api_key, VERSIONS[api_key])
+    if class_name is not None:
+        cls = getattr(sys.modules[cls.__module__], class_name)
+    return make(cls, fields)
+
+
+class Wire(asyncio.Protocol):
+    """One connection: pipelined requests, responses matched by correlation id. Requests sent in one loop
+    iteration leave in one write, and responses are parsed straight from the received bytes."""
+
+    def __init__(self) -> None:
+        self._next = 0
+        self._waiting: dict[int, tuple[asyncio.Future[Any], Callable[[bytes], Any]]] = {}
+        self._out: list[bytes] = []
+        self._in = bytearray()
+
+    async def connect(self, port: int) -> Wire:
+        loop = asyncio.get_running_loop()
+        self._loop = loop
+        self.transport, _ = await loop.create_connection(lambda: self, "127.0.0.1", port)
+        return self
+
+    def send(self, frame: bytes, decode: Callable[[bytes], Any]) -> asyncio.Future[Any]:
+        self._next += 1
+        frame = bytearray(frame)
+        struct.pack_into(">i", frame, 8, self._next)
+        future = self._loop.create_future()
+        self._waiting[self._next] = (future, decode)
+        if not self._out:
+            self._loop.call_soon(self._flush)
+        self._out.append(frame)
+        return future
+
+    def _flush(self) -> None:
+        self.transport.write(b"".join(self._out))
+        self._out.clear()
+
+    async def call(self, api_key: int, request: Any) -> Any:
+        cls = response_class(api_key, VERSIONS[api_key])
+        header_reader, body_reader = entity_reader(cls.__header_schema__), entity_reader(cls)
+
+        def decode(frame: bytes) -> Any:
+            _, offset = header_reader(frame, 0)
+            return body_reader(frame, offset)[0]
+
+        return await self.send(encode(api_key, request), decode)
+
+    def data_received(self, data: bytes) -> None:
+        buf = self._in
+        buf += data
+        position = 0
+        while len(buf) - position >= 4:
+            size = struct.unpack_from(">i", buf, position)[0]
+            if len(buf) - position - 4 < size:
+                break
+            frame = bytes(buf[position + 4:position + 4 + size])
+            position += 4 + size
+            future, decode = self._waiting.pop(struct.unpack_from(">i", frame)[0])
+            if not future.done():
+                future.set_result(decode(frame))
+        del buf[:position]
+
+    def close(self) -> None:
+        self.transport.close()
+
+
+def heartbeat_error(frame: bytes) -> int:
+    """Heartbeat v4 response: correlation id, empty tagged fields, throttle time, error code."""
+    return struct.unpack_from(">h", frame, 9)[0]
+
+
+# -- members ---------------------------------------------------------------------------------------------------
+
+@dataclass
+class Member:
+    index: int
+    wire: Wire
+    group: str
+    heartbeat_ms: int
+    member_id: str = ""
+    generation: int = -1
+    synced: asyncio.Event = field(default_factory=asyncio.Event)
+    learned_at: float = 0.0  # when a heartbeat last said REBALANCE_IN_PROGRESS
+    synced_at: float = 0.0
+    group_size: int = 0  # members in the generation this member synced (known to the leader only)
+    stopping: bool = False
+
+    async def run(self) -> None:
+        while not self.stopping:
+            if not await self._join_and_sync():
+                continue
+            await self._heartbeat_until_rebalance()
+
+    async def _join_and_sync(self) -> bool:
+        join = build(JOIN, group_id=self.group, session_timeout=30_000, rebalance_timeout=30_000,
+                     member_id=self.member_id, group_instance_id=None, protocol_type="consumer", reason=None,
+                     protocols=(build(JOIN, "JoinGroupRequestProtocol", name="range", metadata=b"m"),))
+        r = await self.wire.call(JOIN, join)
+        if r.error_code == MEMBER_ID_REQUIRED:
+            self.member_id = r.member_id
+            return False
+        if r.error_code:
+            self.member_id = "" if r.error_code == 25 else self.member_id
+            return False
+        assignments = ()
+        if r.leader == r.member_id:
+            assignments = tuple(build(SYNC, "SyncGroupRequestAssignment", member_id=m.member_id, assignment=b"a")
+                                for m in r.members)
+        s = await self.wire.call(SYNC, build(SYNC, group_id=self.group, generation_id=r.generation_id,
+                                             member_id=self.member_id, group_instance_id=None,
+                                             protocol_type="consumer", protocol_name="range",
+                                             assignments=assignments))
+        if s.error_code:
+            return False
+        self.generation, self.synced_at = r.generation_id, time.perf_counter()
+        self.group_size = len(r.members)
+        self.synced.set()
+        return True
+
+    async def _heartbeat_until_rebalance(self) -> None:
+        frame = encode(HEARTBEAT, build(HEARTBEAT, group_id=self.group, generation_id=self.generation,
+                                        member_id=self.member_id, group_instance_id=None))
+        while not self.stopping:
+            await asyncio.sleep(self.heartbeat_ms / 1000)
+            if self.stopping:
+                return
+            error = await self.wire.send(frame, heartbeat_error)
+            if error:
+                self.learned_at = time.perf_counter()
+                self.synced.clear()
+                return
+
+    async def leave(self) -> None:
+        self.stopping = True
+        await self.wire.call(LEAVE, build(LEAVE, group_id=self.group, members=(
+            build(LEAVE, "MemberIdentity", member_id=self.member_id, group_instance_id=None, reason="bench"),)))
+
+
+async def form_group(port: int, group: str, n: int, heartbeat_ms: int) -> tuple[list[Member], list[asyncio.Task],
+                                                                                 float]:
+    """Start n members; returns them, their tasks, and seconds until all held the n-member generation."""
+    wires = await asyncio.gather(*(Wire().connect(port) for _ in range(n)))
+    members = [Member(i, w, group, heartbeat_ms) for i, w in enumerate(wires)]
+    start = time.perf_counter()
+    tasks = [asyncio.get_running_loop().create_task(m.run()) for m in members]
+    for t in tasks:
+        t.add_done_callback(_crash_on_error)
+    await until_synced(members, n)
+    return members, tasks, time.perf_counter() - start
+
+
+def _crash_on_error(task: asyncio.Task) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        print(f"a member failed: {task.exception()!r}", file=sys.stderr)
+        os._exit(1)
+
+
+async def until_synced(members: list[Member], size: int) -> int:
+    """Wait until every member holds an assignment of one generation whose leader saw `size` members."""
+    while True:
+        await asyncio.gather(*(m.synced.wait() for m in members))
+        generations = {m.generation for m in members}
+        if len(generations) == 1 and max(m.group_size for m in members) == size:
+            return generations.pop()
+        await asyncio.sleep(0.001)
+
+
+async def stop_members(members: list[Member], tasks: list[asyncio.Task]) -> None:
+    for m in members:
+        m.stopping = True
+    for t in tasks:
+        t.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
+    for m in members:
+        m.wire.close()
+
+
+# -- scenarios -------------------------------------------------------------------------------------------------
+
+async def formation(port: int, n: int, heartbeat_ms: int, tag: str) -> float:
+    members, tasks, elapsed = await form_group(port, f"form-{tag}-{n}", n, heartbeat_ms)
+    await stop_members(members, tasks)
+    return elapsed
+
+
+async def leave_rebalance(port: int, n: int, heartbeat_ms: int) -> tuple[float, float]:
+    members, tasks, _ = await form_group(port, f"leave-{n}", n, heartbeat_ms)
+    leaver, rest = members[-1], members[:-1]
+    for m in rest:
+        m.learned_at = 0.0
+    start = time.perf_counter()
+    await leaver.leave()
+    tasks[-1].cancel()
+    await until_synced(rest, n - 1)
+    done = max(m.synced_at for m in rest)
+    last_learned = max(m.learned_at for m in rest)
+    await stop_members(members, tasks)
+    return done - start, done - last_learned
+
+
+async def heartbeats(port: int, n: int, connections: int, seconds: float, rate: int,
+                     memory: Callable[[], tuple[float, float]]) -> dict[str, float]:
+    members, tasks, _ = await form_group(port, "heartbeats", n, heartbeat_ms=10_000)
+    wires = await asyncio.gather(*(Wire().connect(port) for _ in range(connections)))
+    frames = [encode(HEARTBEAT, build(HEARTBEAT, group_id=m.group, generation_id=m.generation, member_id=m.member_id,
+                                      group_instance_id=None)) for m in members]
+    latencies: list[float] = []
+    errors = 0
+    deadline = time.perf_counter() + seconds
+
+    async def closed_loop(i: int) -> None:
+        nonlocal errors
+        wire = wires[i % connections]
+        while time.perf_counter() < deadline:
+            sent = time.perf_counter()
+            if await wire.send(frames[i], heartbeat_error):
+                errors += 1
+            latencies.append(time.perf_counter() - sent)
+
+    async def paced(c: int) -> None:
+        nonlocal errors
+        wire, mine = wires[c], frames[c::connections]
+        interval = connections / rate  # seconds between sends on this connection
+        pending: list[asyncio.Future] = []
+        k, next_at = 0, time.perf_counter()
+        while time.perf_counter() < deadline:
+            now = time.perf_counter()
+            while next_at <= now:
+                sent = next_at
+                f = wire.send(mine[k % len(mine)], heartbeat_error)
+                f.add_done_callback(lambda fut, s=sent: latencies.append(time.perf_counter() - s))
+                pending.append(f)
+                k, next_at = k + 1, next_at + interval
+            await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
+        errors += sum(1 for f in await asyncio.gather(*pending) if f)
+
+    start = time.perf_counter()
+    if rate:
+        await asyncio.gather(*(paced(c) for c in range(connections)))
+    else:
+        await asyncio.gather(*(closed_loop(i) for i in range(n)))
+    elapsed = time.perf_counter() - start
+    rss, hwm = memory()
+    for w in wires:
+        w.close()
+    await stop_members(members, tasks)
+    latencies.sort()
+    return {"count": len(latencies), "per_s": len(latencies) / elapsed, "errors": errors, "rss_mib": rss,
+            "hwm_mib": hwm,
+            "p50_ms": 1000 * latencies[len(latencies) // 2], "p99_ms": 1000 * latencies[int(len(latencies) * 0.99)],
+            "mean_ms": 1000 * statistics.fmean(latencies)}
+
+
+# -- broker ----------------------------------------------------------------------------------------------------
+
+class Broker:
+    """`herd serve` in a child process on a free port."""
+
+    def __init__(self, data_dir: str, delay_ms: int) -> None:
+        import threading
+
+        overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data_dir, "group.max.size": "100000",
+                     "group.initial.rebalance.delay.ms": str(delay_ms)}
+        args = [sys.executable, "-m", "herd.cli", "serve", "--log-level", "INFO"]
+        for key, value in overrides.items():
+            args += ["--override", f"{key}={value}"]
+        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            match = _LISTENING.search(line)
+            if match:
+                self.port = int(match.group(1))
+                break
+        else:
+            raise RuntimeError("the broker did not start")
+        threading.Thread(target=self.proc.stdout.read, daemon=True).start()  # keep its log from blocking it
+
+    def memory_mib(self) -> tuple[float, float]:
+        """(VmRSS, VmHWM) of the broker process in MiB."""
+        with open(f"/proc/{self.proc.pid}/status") as f:
+            status = f.read()
+        return tuple(int(re.search(rf"{k}:\s+(\d+)", status).group(1)) / 1024 for k in ("VmRSS", "VmHWM"))
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="10,100,1000")
+    parser.add_argument("--delays", default="0,300")
+    parser.add_argument("--heartbeat-ms", type=int, default=100)
+    parser.add_argument("--hb-members", type=int, default=1000)
+    parser.add_argument("--hb-connections", type=int, default=10)
+    parser.add_argument("--hb-seconds", type=float, default=5.0)
+    parser.add_argument("--hb-rate", type=int, default=0, help="paced heartbeats/s (0: as fast as answered)")
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    try:
+        import uvloop
+
+        runner = uvloop.run
+    except ImportError:  # pragma: no cover
+        runner = asyncio.run
+
+    print(f"{'scenario':<52} {'result':>30}")
+    for delay in (int(d) for d in args.delays.split(",")):
+        with tempfile.TemporaryDirectory() as data:
+            broker = Broker(data, delay)
+            try:
+                for n in sizes:
+                    elapsed = runner(formation(broker.port, n, args.heartbeat_ms, f"d{delay}"))
+                    print(f"{f'formation, {n} members, initial delay {delay} ms':<52} {elapsed * 1000:>27.0f} ms",
+                          flush=True)
+            finally:
+                broker.stop()
+    with tempfile.TemporaryDirectory() as data:
+        broker = Broker(data, 0)
+        try:
+            for n in sizes:
+                total, after_learning = runner(leave_rebalance(broker.port, n, args.heartbeat_ms))
+                print(f"{f'rebalance after a leave, {n} members (hb {args.heartbeat_ms} ms)':<52} "
+                      f"{total * 1000:>10.0f} ms ({after_learning * 1000:.0f} ms after the last learned)", flush=True)
+            hb = runner(heartbeats(broker.port, args.hb_members, args.hb_connections, args.hb_seconds, args.hb_rate,
+                                   broker.memory_mib))
+            mode = f"paced {args.hb_rate}/s" if args.hb_rate else "closed loop"
+            errors = f" ({hb['errors']} errors)" if hb["errors"] else ""
+            print(f"{f'heartbeats, {args.hb_members} members / {args.hb_connections} conns, {mode}':<52} "
+                  f"{hb['per_s']:>12,.0f}/s p50 {hb['p50_ms']:.2f} p99 {hb['p99_ms']:.2f} ms{errors}")
+            print(f"{f'broker memory, {args.hb_members} members connected (RSS / peak)':<52} "
+                  f"{hb['rss_mib']:>17.0f} / {hb['hwm_mib']:.0f} MiB")
+        finally:
+            broker.stop()
+
+
+if __name__ == "__main__":
+    main()
