@@ -9,38 +9,13 @@ values are turned into the types kio's writer expects (error codes into `ErrorCo
 
 from __future__ import annotations
 
-import datetime
 import sys
-from dataclasses import fields
 from functools import lru_cache
 from types import ModuleType
 from typing import Any
 
-from kio.schema.errors import ErrorCode
-
 from herd.protocol.messages import response_class
-
-_EPOCH = datetime.datetime.fromtimestamp(0, datetime.timezone.utc)
-
-
-@lru_cache(maxsize=None)
-def _field_types(cls: type) -> dict[str, str]:
-    return {f.name: f.metadata.get("kafka_type", "") for f in fields(cls)}
-
-
-def _coerce(kafka_type: str, value: Any) -> Any:
-    if kafka_type == "error_code" and not isinstance(value, ErrorCode):
-        return ErrorCode(value)
-    if kafka_type in ("timedelta_i32", "timedelta_i64") and isinstance(value, int):
-        return datetime.timedelta(milliseconds=value)
-    if kafka_type == "datetime_i64" and isinstance(value, int):
-        return _EPOCH + datetime.timedelta(milliseconds=value)
-    return value
-
-
-def make(cls: type, values: dict[str, Any]) -> Any:
-    types = _field_types(cls)
-    return cls(**{k: _coerce(types[k], v) for k, v in values.items() if k in types})
+from herd.protocol.values import make, ms
 
 
 class Builder:
@@ -68,15 +43,6 @@ class Builder:
 @lru_cache(maxsize=None)
 def builder(api_key: int, api_version: int) -> Builder:
     return Builder(api_key, api_version)
-
-
-def ms(value: Any) -> int:
-    """A kio duration or timestamp (or plain int) in milliseconds."""
-    if isinstance(value, datetime.timedelta):
-        return round(value.total_seconds() * 1000)
-    if isinstance(value, datetime.datetime):
-        return round((value - _EPOCH).total_seconds() * 1000)
-    return int(value)
 
 
 def ctx_builder(ctx: Any) -> Builder:
