@@ -1,6 +1,9 @@
 """Reading one offset range of one partition in a Spark worker, as Arrow record batches.
 
-A task assigns its partition to a librdkafka Consumer at the range's start offset and consumes until the
+Two fetchers (option `fetcher`): `native` (native.py, the default: Fetch requests on a plain socket and
+columnar decoding) and `librdkafka`, below, used when the connection needs TLS, SASL or read_committed.
+
+With librdkafka, a task assigns its partition to a librdkafka Consumer at the range's start offset and consumes until the
 range's end: `consume(n)` is asked for at most the number of offsets left, so it never hands back records
 past the end (librdkafka's prefetched surplus is dropped at `unassign`). The range is over when the record
 at end-1 has been read, or when librdkafka reports the end of the partition at or past the range's end
@@ -27,6 +30,7 @@ import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
+from herd.spark import native
 from herd.spark.broker import consumer_config
 from herd.spark.errors import HerdBrokerError, HerdDataLossError
 from herd.spark.offsets import OffsetRange
@@ -51,6 +55,7 @@ class ReadSettings:
     include_headers: bool
     poll_timeout_ms: int
     batch_rows: int
+    fetcher: str = "native"
 
     @classmethod
     def of(cls, opts: SourceOptions) -> "ReadSettings":
@@ -59,7 +64,7 @@ class ReadSettings:
                   "enable.partition.eof": True,
                   "auto.offset.reset": "error" if opts.fail_on_data_loss else "earliest"}
         return cls(tuple(sorted(config.items())), opts.fail_on_data_loss, opts.include_headers,
-                   opts.poll_timeout_ms, opts.batch_rows)
+                   opts.poll_timeout_ms, opts.batch_rows, opts.fetcher)
 
 
 def read_messages(settings: ReadSettings, rng: OffsetRange) -> Iterator[list[Message]]:
@@ -158,5 +163,13 @@ def to_record_batch(messages: list[Message], rng: OffsetRange, include_headers: 
 
 
 def read_range(settings: ReadSettings, rng: OffsetRange, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    """The records of `rng` as Arrow batches of `schema`, through the configured fetcher."""
+    if settings.fetcher == "native":
+        for columns in native.read_columns(native.NativeSettings.of(dict(settings.config)), rng,
+                                           fail_on_data_loss=settings.fail_on_data_loss,
+                                           with_headers=settings.include_headers,
+                                           poll_timeout_ms=settings.poll_timeout_ms):
+            yield from native.to_record_batches(columns, rng, schema, settings.batch_rows)
+        return
     for messages in read_messages(settings, rng):
         yield to_record_batch(messages, rng, settings.include_headers, schema)

@@ -87,6 +87,7 @@ class SourceOptions:
     poll_timeout_ms: int = 120_000
     decode: str | None = None
     batch_rows: int = 32_768
+    fetcher: str = "native"
 
     @property
     def bootstrap(self) -> str:
@@ -117,6 +118,7 @@ class SourceOptions:
             poll_timeout_ms=_positive(opts, "kafkaconsumer.polltimeoutms") or 120_000,
             decode=_decode(opts),
             batch_rows=_positive(opts, "arrowbatchrows") or 32_768,
+            fetcher=_fetcher(opts, client),
         )
 
 
@@ -235,6 +237,22 @@ def _decode(opts: Mapping[str, str]) -> str | None:
     if value.lower() not in DECODERS:
         raise HerdOptionError(f"herd source: 'decode'={value!r} is unknown (known: {', '.join(DECODERS)})")
     return value.lower()
+
+
+def _fetcher(opts: Mapping[str, str], client: Mapping[str, str]) -> str:
+    """`native` (Fetch on a plain socket, columnar decoding) unless the connection needs what only
+    librdkafka does here: TLS or SASL, or read_committed."""
+    value = opts.get("fetcher", "auto").lower()
+    if value not in ("auto", "native", "librdkafka"):
+        raise HerdOptionError(f"herd source: 'fetcher'={value!r} must be auto, native or librdkafka")
+    needs = []
+    if client.get("security.protocol", "plaintext").lower() != "plaintext":
+        needs.append(f"kafka.security.protocol={client['security.protocol']}")
+    if client.get("isolation.level", "read_uncommitted").lower() == "read_committed":
+        needs.append("kafka.isolation.level=read_committed")
+    if value == "native" and needs:
+        raise HerdOptionError(f"herd source: fetcher=native cannot do {', '.join(needs)}; use fetcher=librdkafka")
+    return "librdkafka" if value == "librdkafka" or needs else "native"
 
 
 def _bool(opts: Mapping[str, str], key: str, default: bool) -> bool:

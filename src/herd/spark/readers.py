@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import Any, Iterator, Sequence
 
 import pyarrow as pa
@@ -38,7 +39,7 @@ from pyspark.sql.types import StructType
 from herd.spark import consumer_offsets
 from herd.spark.broker import BrokerView, GroupCommitter
 from herd.spark.errors import HerdDataLossError, HerdOptionError
-from herd.spark.fetch import ReadSettings, read_messages, read_range
+from herd.spark.fetch import ReadSettings, read_range
 from herd.spark.offsets import (
     OffsetRange,
     Position,
@@ -50,7 +51,7 @@ from herd.spark.offsets import (
     to_json,
 )
 from herd.spark.options import SourceOptions
-from herd.spark.schema import arrow_schema
+from herd.spark.schema import arrow_schema, source_schema
 
 log = logging.getLogger(__name__)
 
@@ -104,8 +105,12 @@ class _RangeReading:
 
 
 def _decoded(settings: ReadSettings, rng: OffsetRange) -> Iterator[pa.RecordBatch]:
-    for messages in read_messages(settings, rng):
-        rows = [(m.key(), m.value(), rng.partition, m.offset(), m.timestamp()[1]) for m in messages]
+    """`__consumer_offsets` records decoded into consumer_offsets.SCHEMA."""
+    raw = replace(settings, include_headers=False)
+    for batch in read_range(raw, rng, arrow_schema(source_schema(False))):
+        ms = batch.column("timestamp").cast(pa.int64()).to_pylist()
+        rows = zip(batch.column("key").to_pylist(), batch.column("value").to_pylist(),
+                   [rng.partition] * batch.num_rows, batch.column("offset").to_pylist(), (t // 1000 for t in ms))
         yield consumer_offsets.to_record_batch(consumer_offsets.decode_rows(rows))
 
 

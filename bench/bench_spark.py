@@ -1,0 +1,174 @@
+"""Throughput of the Spark connector: rows/s read through the herd source, against the same records read
+directly with confluent-kafka, and records/s written through the herd sink.
+
+    .venv/bin/python bench/bench_spark.py                       # 2,000,000 records, 4 partitions, local[2]
+    .venv/bin/python bench/bench_spark.py --records 500000 --repeat 3 --cores 2
+
+It starts its own broker (`herd serve`, segment store in a temporary directory), fills a topic with
+`--records` records (key ~8 bytes, value `--value-size` bytes) and measures, each `--repeat` times (best
+run reported):
+
+  confluent-kafka   one process assigns every partition, consumes every message (no conversion);
+  fetch -> Arrow    herd.spark.fetch.read_range in one process, the worker code path without Spark;
+  source (batch)    spark.read.format("herd") ... .write.format("noop"): Spark plans one task per
+                    partition and every row crosses into the JVM as Arrow;
+  sink (batch)      spark.range(n) as key/value written with df.write.format("herd") (acks=all).
+
+Spark's start and the first action (Python worker start) are excluded by a warm-up read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+
+def start_broker(work: Path) -> tuple[subprocess.Popen[bytes], str]:
+    log_path = work / "broker.log"
+    args = [sys.executable, "-m", "herd.cli", "serve", "--log-level", "INFO",
+            "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={work / 'data'}"]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        match = re.search(r"herd listening on (\S+):(\d+)", log_path.read_text(errors="replace"))
+        if match:
+            return proc, f"127.0.0.1:{match.group(2)}"
+        time.sleep(0.05)
+    proc.kill()
+    raise RuntimeError(f"broker did not start:\n{log_path.read_text(errors='replace')}")
+
+
+def fill(bootstrap: str, topic: str, partitions: int, records: int, value_size: int) -> float:
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1_000_000,
+                         "queue.buffering.max.messages": 1_000_000})
+    value = b"v" * value_size
+    start = time.perf_counter()
+    for i in range(records):
+        while True:
+            try:
+                producer.produce(topic, value, b"key-%d" % i, i % partitions)
+                break
+            except BufferError:
+                producer.poll(0.05)
+    assert producer.flush(120) == 0
+    return time.perf_counter() - start
+
+
+def best(repeat: int, run: Callable[[], int]) -> tuple[float, int]:
+    """Fastest of `repeat` runs: (seconds, rows)."""
+    results = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        rows = run()
+        results.append((time.perf_counter() - start, rows))
+    return min(results)
+
+
+def read_confluent(bootstrap: str, topic: str, partitions: int, records: int) -> int:
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
+                         "max.partition.fetch.bytes": 8 * 1024 * 1024})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    n = 0
+    try:
+        while n < records:
+            n += sum(1 for m in consumer.consume(32_768, 1.0) if m.error() is None)
+    finally:
+        consumer.close()
+    return n
+
+
+def read_fetch(bootstrap: str, topic: str, partitions: int, records: int) -> int:
+    from herd.spark.fetch import ReadSettings, read_range
+    from herd.spark.offsets import OffsetRange
+    from herd.spark.options import SourceOptions
+    from herd.spark.schema import arrow_schema, source_schema
+
+    opts = SourceOptions.parse({"kafka.bootstrap.servers": bootstrap, "subscribe": topic}, streaming=False)
+    settings, schema = ReadSettings.of(opts), arrow_schema(source_schema(False))
+    per = records // partitions
+    return sum(b.num_rows for p in range(partitions)
+               for b in read_range(settings, OffsetRange(topic, p, 0, per), schema))
+
+
+def read_spark(spark: Any, bootstrap: str, topic: str, records: int) -> int:
+    df = spark.read.format("herd").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
+    df.write.format("noop").mode("overwrite").save()
+    return records
+
+
+def write_spark(spark: Any, bootstrap: str, topic: str, records: int, value_size: int, cores: int) -> int:
+    from pyspark.sql import functions as F
+
+    df = spark.range(0, records, 1, cores).select(
+        F.col("id").cast("string").cast("binary").alias("key"),
+        F.expr(f"repeat('v', {value_size})").cast("binary").alias("value"))
+    df.write.format("herd").mode("append").option("kafka.bootstrap.servers", bootstrap).option("topic", topic).save()
+    return records
+
+
+def report(name: str, seconds: float, rows: int, value_size: int) -> None:
+    print(f"  {name:<18} {rows / seconds:>12,.0f} rows/s  {rows * (value_size + 10) / seconds / 1e6:>7.1f} MB/s"
+          f"  ({rows:,} rows in {seconds:.2f} s)")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--records", type=int, default=2_000_000)
+    parser.add_argument("--partitions", type=int, default=4)
+    parser.add_argument("--value-size", type=int, default=100)
+    parser.add_argument("--cores", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--only", choices=["confluent", "fetch", "source", "sink"], action="append")
+    args = parser.parse_args()
+    only = set(args.only or ["confluent", "fetch", "source", "sink"])
+    work = Path(tempfile.mkdtemp(prefix="herd-bench-spark-"))
+    broker, bootstrap = start_broker(work)
+    try:
+        run(args, only, bootstrap)
+    finally:
+        broker.terminate()
+        broker.wait(30)
+
+
+def run(args: argparse.Namespace, only: set[str], bootstrap: str) -> None:
+    n, parts, size = args.records, args.partitions, args.value_size
+    seconds = fill(bootstrap, "bench", parts, n, size)
+    print(f"herd broker {bootstrap}; {n:,} records of {size} B in {parts} partitions "
+          f"(produced in {seconds:.1f} s); {os.cpu_count()} CPUs; best of {args.repeat}")
+    if "confluent" in only:
+        report("confluent-kafka", *best(args.repeat, lambda: read_confluent(bootstrap, "bench", parts, n)), size)
+    if "fetch" in only:
+        report("fetch -> Arrow", *best(args.repeat, lambda: read_fetch(bootstrap, "bench", parts, n)), size)
+    if not only & {"source", "sink"}:
+        return
+    from herd.spark.session import local_session
+
+    spark = local_session("herd-bench", cores=args.cores)
+    read_spark(spark, bootstrap, "bench", n)  # warm-up: Python workers, JIT, consumers
+    if "source" in only:
+        report(f"source local[{args.cores}]", *best(args.repeat, lambda: read_spark(spark, bootstrap, "bench", n)),
+               size)
+    if "sink" in only:
+        AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic("sunk", parts, 1)])
+        time.sleep(1)
+        report(f"sink local[{args.cores}]",
+               *best(args.repeat, lambda: write_spark(spark, bootstrap, "sunk", n, size, args.cores)), size)
+    spark.stop()
+
+
+if __name__ == "__main__":
+    main()
