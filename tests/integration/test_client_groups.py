@@ -113,7 +113,8 @@ class Member(threading.Thread):
                      "cooperative-sticky": CooperativeStickyAssignor}
         consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=self.group, client_id=self.client_id,
                                  session_timeout_ms=SESSION_MS, heartbeat_interval_ms=HEARTBEAT_MS,
-                                 partition_assignment_strategy=[assignors[self.assignor]], fetch_max_wait_ms=100)
+                                 partition_assignment_strategy=[assignors[self.assignor]], fetch_max_wait_ms=100,
+                                 metadata_max_age_ms=500)
         member = self
 
         class Listener(ConsumerRebalanceListener):
@@ -124,9 +125,14 @@ class Member(threading.Thread):
                 member._set("assigned", {tp.partition for tp in assigned},
                             {tp.partition for tp in consumer.assignment()})
 
+        # kafka-python 3.0.12 drops a finished join when poll() timed out while it was in flight and the
+        # leader's own assignment cleared the metadata change that made it rejoin (need_rejoin() turns False,
+        # the join's result is never awaited, the member stops heartbeating). Knowing the topic before joining
+        # avoids that metadata-driven rejoin, and a poll longer than a join keeps out of the window.
+        wait_for(lambda: consumer.partitions_for_topic(self.topic), what="kafka-python to see the topic")
         consumer.subscribe([self.topic], listener=Listener())
         while not self.stopping.is_set():
-            consumer.poll(timeout_ms=50)
+            consumer.poll(timeout_ms=1000)
         consumer.close()
 
     def _confluent(self) -> None:
