@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
+import uuid
 from typing import Any
 
 import pytest
@@ -209,7 +210,6 @@ def test_invalid_requests_get_kafkas_error_codes(broker, topic_id):
         assert commit(9, "g", "no-such-topic", 0) == ErrorCode.unknown_topic_or_partition
         assert commit(9, "g", "data", 3) == ErrorCode.unknown_topic_or_partition
         assert commit(10, "g", "", 0, topic=topic_id) == ErrorCode.none
-        import uuid
         assert commit(10, "g", "", 0, topic=uuid.uuid4()) == ErrorCode.unknown_topic_id
         # A commit with a generation to a group that does not exist: ILLEGAL_GENERATION before v9.
         t = part(COMMIT, 8, "OffsetCommitRequestTopic", name="data", partitions=(
@@ -223,6 +223,13 @@ def test_invalid_requests_get_kafkas_error_codes(broker, topic_id):
         fetched = c.request(FETCH, 9, req(FETCH, 9, groups=(part(FETCH, 9, "OffsetFetchRequestGroup", group_id="",
                                                                  topics=None),)))
         assert fetched.groups[0].error_code == ErrorCode.invalid_group_id
+        unknown = part(FETCH, 10, "OffsetFetchRequestTopics", topic_id=uuid.uuid4(), partition_indexes=(0,))
+        fetched = c.request(FETCH, 10, req(FETCH, 10, groups=(part(FETCH, 10, "OffsetFetchRequestGroup", group_id="g",
+                                                                   topics=(unknown,)),)))
+        assert fetched.groups[0].topics[0].partitions[0].error_code == ErrorCode.unknown_topic_id
+        nameless = part(FETCH, 5, "OffsetFetchRequestTopic", name="", partition_indexes=(0,))
+        fetched = c.request(FETCH, 5, req(FETCH, 5, group_id="g", topics=(nameless,)))
+        assert [(p.committed_offset, p.error_code) for p in fetched.topics[0].partitions] == [(-1, ErrorCode.none)]
         for v, state, code in ((5, "Dead", ErrorCode.none), (6, "Dead", ErrorCode.group_id_not_found)):
             d = c.request(DESCRIBE, v, req(DESCRIBE, v, groups=("ghost", ""), include_authorized_operations=True))
             assert [(g.group_id, g.error_code) for g in d.groups] == [("ghost", code), ("", ErrorCode.invalid_group_id)]

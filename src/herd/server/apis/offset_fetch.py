@@ -44,8 +44,10 @@ def _fetch_group(ctx: RequestContext, entry: Any, require_stable: bool) -> Any:
 
     if not group_id:
         return on_error(ErrorCode.INVALID_GROUP_ID)
+    if topics is not None and ctx.api_version >= 10:
+        topics = tuple(t for t in topics if t.name)  # unknown ids are answered here
     req = OffsetFetch(
-        groups=(FetchGroup(group_id, None if topics is None else tuple(t for t in topics if t.name),
+        groups=(FetchGroup(group_id, topics,
                            getattr(entry, "member_id", None), getattr(entry, "member_epoch", -1)),),
         require_stable=require_stable, api_version=ctx.api_version, client_id=client_id(ctx),
         client_host=client_host(ctx))
@@ -85,7 +87,7 @@ def _topics(ctx: RequestContext, b: Builder, entry: Any, group: FetchGroupRespon
     out = []
     for requested in entry.topics:
         name = _topic(ctx, requested).name
-        if group.error_code or not name:
+        if group.error_code or (v >= 10 and not name):
             code = group.error_code or ErrorCode.UNKNOWN_TOPIC_ID
             partitions = tuple(FetchPartitionResponse(p, error_code=code) for p in requested.partition_indexes)
         else:
