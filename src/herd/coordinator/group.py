@@ -200,12 +200,14 @@ class ClassicGroup:
     # --- protocols -----------------------------------------------------------------------------
 
     def _count_protocols(self, protocols: tuple[Protocol, ...], delta: int) -> None:
-        for p in protocols:
-            count = self.supported_protocols.get(p.name, 0) + delta
+        """Members supporting each protocol name. A name a member lists twice counts once: otherwise no
+        protocol would be supported by "every member" and the vote would have no candidate."""
+        for name in {p.name for p in protocols}:
+            count = self.supported_protocols.get(name, 0) + delta
             if count:
-                self.supported_protocols[p.name] = count
+                self.supported_protocols[name] = count
             else:
-                self.supported_protocols.pop(p.name, None)
+                self.supported_protocols.pop(name, None)
 
     def supports_protocols(self, protocol_type: str, protocols: tuple[Protocol, ...]) -> bool:
         if self.state is GroupState.EMPTY:

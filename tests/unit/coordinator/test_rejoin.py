@@ -57,3 +57,17 @@ def test_a_leader_that_heartbeats_but_never_rejoins_loses_the_lead_at_the_rebala
     assert [m.member_id for m in response.members] == [follower]
     assert c.shard.rebalance_history("g")[-1].late_members == [leader]
     assert c.heartbeat(leader, 1) == ErrorCode.UNKNOWN_MEMBER_ID
+
+
+def test_a_member_listing_a_protocol_twice_still_completes_the_join():
+    """Counted twice, the name would never be "supported by every member" and the vote would have no
+    candidate: the join-phase timer raised and the group stayed in PreparingRebalance."""
+    from herd.coordinator.member import Protocol
+
+    c = Ctx()
+    h, _ = c.join(protocols=(Protocol("range", b"first"), Protocol("range", b"second")), api_version=3)
+    response = replies(c.sleep(0))[h]
+    assert (response.error_code, response.protocol_name) == (ErrorCode.NONE, "range")
+    assert [m.metadata for m in response.members] == [b"first"]
+    h2, result = c.join(protocols=PROTOCOLS, api_version=3)  # a second member with the name once
+    assert c.shard.group("g").state is GroupState.PREPARING_REBALANCE
