@@ -16,10 +16,13 @@ from functools import lru_cache
 from typing import Any, Callable
 
 from kio.index import load_request_schema, load_response_schema
+from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
+from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 
 _PREFIX = struct.Struct(">hhi")
+_SIZE = struct.Struct(">i")
 
 
 class MalformedRequest(Exception):
@@ -89,16 +92,54 @@ def decode_request(api_key: int, api_version: int, frame: bytes) -> tuple[Reques
     return RequestHeader(api_key, api_version, header.correlation_id, header.client_id), body
 
 
+_HEADER_V0 = struct.Struct(">i")  # ResponseHeader v0: correlation id
+_HEADER_V1 = struct.Struct(">ib")  # ResponseHeader v1: correlation id, empty tagged fields
+_FAST_HEADERS = {ResponseHeaderV0: _HEADER_V0, ResponseHeaderV1: _HEADER_V1}
+
+# Bodies of small, frequent answers that repeat byte for byte (a heartbeat's is one of a handful of values per
+# version), encoded once. Measured on the 2-core machine: a Heartbeat answer took 16 us through kio, of which
+# 4.6 us the header and most of the rest the body; with both fast paths it is about 1 us.
+CACHED_BODY_APIS = frozenset({12})  # Heartbeat
+_BODY_CACHE: dict[Any, bytes] = {}
+_BODY_CACHE_MAX = 4096
+
+
+def _encode_body(response: Any) -> bytes:
+    buf = io.BytesIO()
+    _writer(type(response))(buf, response)
+    return buf.getvalue()
+
+
+def encode_body(response: Any) -> bytes:
+    """The response body (no header), cached for the APIs in CACHED_BODY_APIS."""
+    if type(response).__api_key__ not in CACHED_BODY_APIS:
+        return _encode_body(response)
+    body = _BODY_CACHE.get(response)
+    if body is None:
+        if len(_BODY_CACHE) >= _BODY_CACHE_MAX:
+            _BODY_CACHE.clear()
+        body = _BODY_CACHE[response] = _encode_body(response)
+    return body
+
+
+def encode_header(header_cls: type, correlation_id: int) -> bytes:
+    """The response header. v0 and v1 have a fixed layout (checked against kio's writer in the tests) and are
+    packed directly; any other version goes through kio."""
+    fast = _FAST_HEADERS.get(header_cls)
+    if fast is _HEADER_V0:
+        return fast.pack(correlation_id)
+    if fast is not None:
+        return fast.pack(correlation_id, 0)
+    buf = io.BytesIO()
+    _writer(header_cls)(buf, header_cls(correlation_id=i32(correlation_id)))
+    return buf.getvalue()
+
+
 def encode_response(correlation_id: int, response: Any) -> bytes:
     """The response frame (size prefix included) with the header version the response's schema names."""
-    buf = io.BytesIO()
-    buf.write(b"\0\0\0\0")
-    header_cls = type(response).__header_schema__
-    _writer(header_cls)(buf, header_cls(correlation_id=i32(correlation_id)))
-    _writer(type(response))(buf, response)
-    data = buf.getbuffer()
-    struct.pack_into(">i", data, 0, len(data) - 4)
-    return bytes(data)
+    header = encode_header(type(response).__header_schema__, correlation_id)
+    body = encode_body(response)
+    return _SIZE.pack(len(header) + len(body)) + header + body
 
 
 __all__ = [

@@ -47,6 +47,7 @@ class Connection(asyncio.Protocol):
         self._broker = server.broker
         self._decoder = FrameDecoder(server.broker.config.get("socket.request.max.bytes"))
         self._slots: deque[_Slot] = deque()
+        self._out: list[bytes] = []  # encoded responses not yet handed to the transport
         self._tasks: set[asyncio.Task[None]] = set()
         self._transport: asyncio.Transport | None = None
         self._peer = "?"
@@ -83,6 +84,7 @@ class Connection(asyncio.Protocol):
             if self._closing:
                 return
             self._on_frame(frame)
+        self._send_out()
 
     def pause_writing(self) -> None:
         self._writing_paused = True
@@ -145,6 +147,7 @@ class Connection(asyncio.Protocol):
             return
         slot.response = _NO_RESPONSE if response is None else response
         self._flush()
+        self._send_out()
 
     def _push_ready(self, correlation_id: int, response: Any) -> None:
         if not self._slots:  # fast path: nothing ahead of it
@@ -167,9 +170,18 @@ class Connection(asyncio.Protocol):
         self._update_reading()
 
     def _write(self, correlation_id: int, response: Any) -> None:
-        if self._closing or self._transport is None:
+        if not self._closing:
+            self._out.append(encode_response(correlation_id, response))
+
+    def _send_out(self) -> None:
+        """One write for every answer produced while handling one read from the socket (or one completion):
+        a pipelining client gets its answers in one send instead of one per request."""
+        out = self._out
+        if not out or self._closing or self._transport is None:
+            out.clear()
             return
-        self._transport.write(encode_response(correlation_id, response))
+        self._transport.write(out[0] if len(out) == 1 else b"".join(out))
+        out.clear()
 
     def _update_reading(self) -> None:
         if self._transport is None or self._closing:
