@@ -33,6 +33,8 @@ class ShardContext:
     history: RebalanceHistory
     groups: dict[str, ClassicGroup] = field(default_factory=dict)
     offsets: dict[str, dict[tuple[str, int], OffsetValue]] = field(default_factory=dict)
+    expected: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """Pre-registered static members per group id (KIP-469, preregistration.py); groups need not exist."""
 
     def now(self) -> int:
         return self.clock.now_ms()

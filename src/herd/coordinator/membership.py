@@ -16,6 +16,7 @@ until the write is durable, undoing it through the rollback hook if the write fa
 
 from __future__ import annotations
 
+from herd.coordinator import preregistration as prereg
 from herd.coordinator import rebalance as rb
 from herd.coordinator.context import ShardContext, empty_group_record, group_record
 from herd.coordinator.errors import CoordinatorError, ErrorCode, append_error_to_response_error
@@ -169,6 +170,7 @@ def add_member_then_rebalance(
     reason = (f"Adding new member {member_id} with group instance id {req.group_instance_id}; "
               f"client reason: {join_reason(req.reason)}")
     rb.maybe_prepare_rebalance_or_complete_join(ctx, group, "member-join", reason, fx)
+    rb.complete_on_expected_arrival(ctx, group, req.group_instance_id, fx)
 
 
 def _join_existing_member(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, handle: object, fx: Effects) -> None:
@@ -286,6 +288,7 @@ def _complete_generation(ctx: ShardContext, group: ClassicGroup, req: SyncGroup,
         assignments.setdefault(member.member_id, b"")
         member.assignment = assignments[member.member_id]
     fx.records.append(group_record(group, assignments))
+    prereg.fulfil(ctx, group, fx)
     group.transition_to(STABLE, ctx.now())
     ctx.history.finish(group.group_id, "stable", ctx.now())
     first = len(fx.replies)

@@ -11,6 +11,10 @@ Timers (all keyed; scheduling a key replaces it):
   the armed one. When it fires, the operation re-arms itself at the member's current deadline if that
   moved, and otherwise expires the member. So a heartbeat costs O(1) and never touches the timer.
 - `join-{group}`: the end of the join phase (rebalance timeout) or the KIP-134 initial delay.
+
+KIP-469 (preregistration.py): the join phase also waits for pre-registered instances that are missing
+(`all_joined`), bounded by the same join timer; the arrival of the last one ends it at once
+(`complete_on_expected_arrival`), and a phase ended by its timer releases those still missing.
 - `sync-{group}`: members that never send SyncGroup are removed after the rebalance timeout.
 
 Timer operations look their group up by id when they fire and return a `Result`; they do nothing if
@@ -21,6 +25,7 @@ from __future__ import annotations
 
 import logging
 
+from herd.coordinator import preregistration as prereg
 from herd.coordinator.context import ShardContext, group_record
 from herd.coordinator.errors import ErrorCode
 from herd.coordinator.group import ClassicGroup
@@ -126,7 +131,7 @@ def remove_member_and_update(
     group.remove(member.member_id)
     if group.is_in(GroupState.STABLE, CR):
         maybe_prepare_rebalance_or_complete_join(ctx, group, cause, reason, fx)
-    elif group.is_in(PR) and group.has_all_members_joined():
+    elif group.is_in(PR) and all_joined(ctx, group):
         complete_join(ctx, group, fx)
 
 
@@ -184,13 +189,16 @@ def try_complete_initial_rebalance(ctx: ShardContext, group_id: str, delay: int,
         _schedule_initial(ctx, group_id, min(ctx.config.group_initial_rebalance_delay_ms, remaining),
                           max(remaining - delay, 0))
         return EMPTY
+    if remaining != 0 and _held_by_expected(ctx, group):
+        _schedule_initial(ctx, group_id, remaining, 0)  # the rest of the rebalance timeout, at most
+        return EMPTY
     fx = Effects()
     complete_join(ctx, group, fx)
     return fx.result()
 
 
 def maybe_complete_join_else_schedule(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
-    if group.is_in(PR) and group.has_all_members_joined():
+    if group.is_in(PR) and all_joined(ctx, group):
         complete_join(ctx, group, fx)
     else:
         _schedule_join_timeout(ctx, group)
@@ -204,7 +212,32 @@ def _schedule_join_timeout(ctx: ShardContext, group: ClassicGroup) -> None:
 
 def maybe_complete_join_phase(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
     """Complete the join phase early once everyone has joined (not during the initial delay)."""
-    if group.is_in(PR) and group.has_all_members_joined() and group.previous_state is not GroupState.EMPTY:
+    if group.is_in(PR) and group.previous_state is not GroupState.EMPTY and all_joined(ctx, group):
+        complete_join(ctx, group, fx)
+
+
+def all_joined(ctx: ShardContext, group: ClassicGroup) -> bool:
+    """Every member has rejoined and, if the group has members, no pre-registered instance is missing."""
+    return group.has_all_members_joined() and not _held_by_expected(ctx, group)
+
+
+def _held_by_expected(ctx: ShardContext, group: ClassicGroup) -> bool:
+    """KIP-469: members are waiting for pre-registered instances (an empty group waits for nobody)."""
+    if not group.members:
+        return False
+    absent = prereg.missing(ctx, group)
+    if absent:
+        log.info("group %s: join phase waiting for pre-registered instances %s", group.group_id, absent)
+    return bool(absent)
+
+
+def complete_on_expected_arrival(ctx: ShardContext, group: ClassicGroup, instance_id: str | None,
+                                 fx: Effects) -> None:
+    """KIP-469: `instance_id` has just joined. If it was the last pre-registered instance missing and every
+    member has rejoined, the join phase ends now (even inside KIP-134's initial delay)."""
+    if group.is_in(PR) and prereg.is_expected(ctx, group.group_id, instance_id) and all_joined(ctx, group):
+        log.info("group %s: the last pre-registered instance (%s) joined; completing the join phase",
+                 group.group_id, instance_id)
         complete_join(ctx, group, fx)
 
 
@@ -234,12 +267,15 @@ def complete_join(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
         log.error("group %s could not complete rebalance because no members rejoined", group.group_id)
         _schedule_join_timeout(ctx, group)
         return
+    absent = prereg.missing(ctx, group) if group.members else []
     group.init_next_generation(ctx.now())
     ctx.history.join_completed(group.group_id, group.generation_id, tuple(group.members), ctx.now())
     if group.is_in(GroupState.EMPTY):
         log.info("group %s with generation %s is now empty", group.group_id, group.generation_id)
         fx.records.append(group_record(group, {}))
         return
+    if absent:
+        prereg.release(ctx, group, absent, fx)
     _answer_joins(ctx, group, fx)
 
 

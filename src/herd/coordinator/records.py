@@ -5,7 +5,11 @@ Framing (apache/kafka coordinator-common/.../CoordinatorRecordSerde.java):
     value = int16 value_version ‖ value struct, or None for a tombstone
 
 Record types: 0 and 1 are OffsetCommitKey {group, topic, partition} (writers use 1), 2 is
-GroupMetadataKey {group}. Writers emit GroupMetadataValue v3 and OffsetCommitValue v3, or v1 when the
+GroupMetadataKey {group}. herd adds one type of its own, 0x7E00 (32256), far above Kafka's (0-15 for
+offsets, classic, consumer and share groups; streams groups take the next few): ExpectedMembersKey
+{group} with ExpectedMembersValue v0 {instance_ids: [string]}, the group's pre-registered static
+members (KIP-469, see preregistration.py); a tombstone clears them. Kafka's loader skips record types it
+does not know (CoordinatorLoaderImpl), so a Kafka reading herd's partitions ignores these records. Writers emit GroupMetadataValue v3 and OffsetCommitValue v3, or v1 when the
 commit carries an explicit expire timestamp (OffsetCommit v2-4 RetentionTimeMs). Readers accept every
 version 0-4 of both values (v4 is the first flexible version, KIP-915).
 
@@ -31,6 +35,8 @@ from kio.static.primitive import i16, i32, i64
 OFFSET_COMMIT_KEY_TYPES = (0, 1)
 OFFSET_COMMIT_KEY_TYPE = 1
 GROUP_METADATA_KEY_TYPE = 2
+EXPECTED_MEMBERS_KEY_TYPE = 0x7E00
+"""herd's own record type: pre-registered static members of a group (KIP-469)."""
 
 # --- keys -------------------------------------------------------------------------------------------
 
@@ -409,3 +415,49 @@ def group_metadata_record(group: str, value: GroupMetadataValueV3, *, applied: b
 
 def group_tombstone(group: str) -> Record:
     return Record(encode_group_metadata_key(group), None)
+
+
+# --- herd's pre-registered static members (KIP-469) -------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectedMembersKey:
+    """Key of record type 0x7E00 (non-flexible, like every Kafka record key)."""
+
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(EXPECTED_MEMBERS_KEY_TYPE)
+    __flexible__: ClassVar[bool] = False
+    group: str = field(metadata={"kafka_type": "string"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ExpectedMembersValueV0:
+    """Flexible from v0 (as Kafka's newer record values are), so fields can be added as tagged fields."""
+
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    instance_ids: tuple[str, ...] = field(metadata={"kafka_type": "string"})
+
+
+def encode_expected_members_key(group: str) -> bytes:
+    return _encode(EXPECTED_MEMBERS_KEY_TYPE, ExpectedMembersKey(group=group))
+
+
+def decode_expected_members_key(key: bytes) -> ExpectedMembersKey:
+    return _decode(ExpectedMembersKey, key)
+
+
+def decode_expected_members_value(value: bytes) -> tuple[str, ...]:
+    version = value_version(value)
+    if version != 0:
+        raise ValueError(f"unknown ExpectedMembersValue version {version}")
+    return _decode(ExpectedMembersValueV0, value).instance_ids
+
+
+def expected_members_record(group: str, instance_ids: tuple[str, ...], *, applied: bool) -> Record:
+    """The group's pre-registered instance ids; no ids is a tombstone (compaction then drops the key)."""
+    key = encode_expected_members_key(group)
+    if not instance_ids:
+        return Record(key, None, applied)
+    return Record(key, _encode(0, ExpectedMembersValueV0(instance_ids=tuple(instance_ids))), applied)

@@ -155,3 +155,35 @@ class OffsetFetch:
     api_version: int = 9
     client_id: str = ""
     client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigOp:
+    """One entry of IncrementalAlterConfigs: `operation` is Kafka's OpType (0 SET, 1 DELETE, 2 APPEND,
+    3 SUBTRACT); the core validates it."""
+
+    name: str
+    operation: int
+    value: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterGroupConfigs:
+    """IncrementalAlterConfigs on one GROUP resource."""
+
+    group_id: str
+    ops: tuple[GroupConfigOp, ...]
+    validate_only: bool = False
+    api_version: int = 1
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeGroupConfigs:
+    """DescribeConfigs on one GROUP resource (every config; the API layer filters by name)."""
+
+    group_id: str
+    api_version: int = 4
+    client_id: str = ""
+    client_host: str = ""

@@ -152,6 +152,28 @@ class OffsetFetchResponse:
     groups: tuple[FetchGroupResponse, ...] = ()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AlterGroupConfigsResponse:
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConfigEntry:
+    name: str
+    value: str
+    is_set: bool
+    """True when set on the group (Kafka's GROUP_CONFIG source), False for the default."""
+    documentation: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribeGroupConfigsResponse:
+    error_code: int = ErrorCode.NONE
+    error_message: str | None = None
+    configs: tuple[GroupConfigEntry, ...] = ()
+
+
 def error_response(response: object, code: int) -> object:
     """`response` with `code` as its error (top level, per member, per partition as the API has it)."""
     match response:
@@ -178,6 +200,8 @@ def error_response(response: object, code: int) -> object:
                                                        for g in response.groups))
         case ListGroupsResponse():
             return ListGroupsResponse(error_code=code)
+        case AlterGroupConfigsResponse() | DescribeGroupConfigsResponse():
+            return type(response)(error_code=code)
     return response
 
 

@@ -2,7 +2,8 @@
 
 How the runtime drives it:
 - Requests: `join_group(req, reply)`, `sync_group`, `heartbeat`, `leave_group`, `describe_groups`,
-  `list_groups`, `delete_groups`, `offset_commit`, `offset_fetch`. `reply` is the runtime's opaque
+  `list_groups`, `delete_groups`, `offset_commit`, `offset_fetch`, `alter_group_configs`,
+  `describe_group_configs` (GROUP resources: KIP-469 pre-registration). `reply` is the runtime's opaque
   handle; every call returns a `Result` whose `replies` pair handles with responses. A parked
   JoinGroup/SyncGroup has no reply in its own Result; its reply shows up in a later Result (another
   member's request or a timer).
@@ -31,7 +32,7 @@ import logging
 import uuid
 from collections.abc import Callable
 
-from herd.coordinator import admin, membership, offsets
+from herd.coordinator import admin, group_configs, membership, offsets, preregistration
 from herd.coordinator import rebalance as rb
 from herd.coordinator.config import CoordinatorConfig
 from herd.coordinator.context import ShardContext
@@ -40,6 +41,7 @@ from herd.coordinator.group import ClassicGroup
 from herd.coordinator.history import Rebalance, RebalanceHistory
 from herd.coordinator.member import Member, Protocol
 from herd.coordinator.records import (
+    EXPECTED_MEMBERS_KEY_TYPE,
     GROUP_METADATA_KEY_TYPE,
     OFFSET_COMMIT_KEY_TYPES,
     Record,
@@ -50,7 +52,9 @@ from herd.coordinator.records import (
     record_type,
 )
 from herd.coordinator.requests import (
+    AlterGroupConfigs,
     DeleteGroups,
+    DescribeGroupConfigs,
     DescribeGroups,
     Heartbeat,
     JoinGroup,
@@ -119,6 +123,12 @@ class GroupCoordinatorShard:
     def offset_fetch(self, req: OffsetFetch, reply: object) -> Result:
         return offsets.fetch(self._ctx, req, reply)
 
+    def alter_group_configs(self, req: AlterGroupConfigs, reply: object) -> Result:
+        return group_configs.alter(self._ctx, req, reply)
+
+    def describe_group_configs(self, req: DescribeGroupConfigs, reply: object) -> Result:
+        return group_configs.describe(self._ctx, req, reply)
+
     # --- append failures -----------------------------------------------------------------------
 
     def on_append_failed(self, result: Result, error: ErrorCode) -> Result:
@@ -149,6 +159,8 @@ class GroupCoordinatorShard:
             self._replay_offset(record)
         elif kind == GROUP_METADATA_KEY_TYPE:
             self._replay_group(record)
+        elif kind == EXPECTED_MEMBERS_KEY_TYPE:
+            preregistration.replay(self._ctx, record)
         else:
             log.warning("skipping __consumer_offsets record of unknown type %d", kind)
 
@@ -236,6 +248,7 @@ class GroupCoordinatorShard:
             group.transition_to(GroupState.DEAD, self._ctx.now())
         self._ctx.groups.clear()
         self._ctx.offsets.clear()
+        self._ctx.expected.clear()
         return fx.result()
 
     # --- inspection ----------------------------------------------------------------------------
@@ -248,3 +261,7 @@ class GroupCoordinatorShard:
 
     def rebalance_history(self, group_id: str) -> tuple[Rebalance, ...]:
         return self._ctx.history.of(group_id)
+
+    def expected_members(self, group_id: str) -> tuple[str, ...]:
+        """The group's pre-registered instance ids (KIP-469), fulfilled or not."""
+        return preregistration.expected(self._ctx, group_id)

@@ -1,0 +1,115 @@
+"""Group configs: IncrementalAlterConfigs and DescribeConfigs on a GROUP resource, as Kafka 4.x serves them
+for its own group configs, with herd's one group config `herd.expected.instance.ids` (KIP-469,
+preregistration.py).
+
+Alter (Kafka's rules for one resource, all or nothing): an empty group id is INVALID_REQUEST ("Default
+group resources are not allowed."); a config named twice is INVALID_REQUEST; an unknown operation is
+INVALID_REQUEST; any other config name, Kafka's own group configs included (they configure KIP-848 groups,
+which herd does not have), is INVALID_CONFIG; an invalid id, a missing value or more than
+MAX_EXPECTED_INSTANCES ids is INVALID_CONFIG. SET replaces the list, APPEND adds the ids not present,
+SUBTRACT removes the ids present (absent ones are ignored), DELETE clears it. Ids that are already members
+of the group are dropped (they have arrived). A group that does not exist may be configured (Kafka 4.x
+stores configs of groups that do not exist; the registration applies when the group forms).
+`validate_only` checks and changes nothing. A change that leaves the set as it was writes nothing, so
+repeating a request is harmless. When a change withdraws the last missing id of a join phase that waits
+only for it, the phase ends at once.
+
+Describe: the config's value is the ids the group is still waiting for (expected and not members),
+comma-separated; `is_set` tells whether the group has a registration at all.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from herd.coordinator import preregistration as prereg
+from herd.coordinator import rebalance as rb
+from herd.coordinator.context import ShardContext
+from herd.coordinator.errors import CoordinatorError, ErrorCode
+from herd.coordinator.requests import AlterGroupConfigs, DescribeGroupConfigs, GroupConfigOp
+from herd.coordinator.responses import AlterGroupConfigsResponse, DescribeGroupConfigsResponse, GroupConfigEntry
+from herd.coordinator.result import Effects, Result
+from herd.coordinator.state import GroupState
+
+
+class OpType(IntEnum):
+    """Kafka's AlterConfigOp.OpType."""
+
+    SET = 0
+    DELETE = 1
+    APPEND = 2
+    SUBTRACT = 3
+
+
+def alter(ctx: ShardContext, req: AlterGroupConfigs, handle: object) -> Result:
+    fx = Effects()
+    try:
+        ids = _altered(ctx, req)
+    except CoordinatorError as e:
+        fx.reply(handle, AlterGroupConfigsResponse(error_code=e.code, error_message=_message(e)))
+        return fx.result()
+    if not req.validate_only and ids != prereg.expected(ctx, req.group_id):
+        _apply(ctx, req.group_id, ids, fx)
+    fx.reply(handle, AlterGroupConfigsResponse())
+    return fx.result()
+
+
+def _message(error: CoordinatorError) -> str:
+    return str(error).removeprefix(f"{error.code.name}: ")
+
+
+def _altered(ctx: ShardContext, req: AlterGroupConfigs) -> tuple[str, ...]:
+    """The expected ids after `req.ops`; raises CoordinatorError."""
+    if not req.group_id:
+        raise CoordinatorError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+    names = [op.name for op in req.ops]
+    if len(set(names)) != len(names):
+        raise CoordinatorError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+    ids = prereg.expected(ctx, req.group_id)
+    for op in req.ops:
+        ids = _apply_op(ids, op)
+    group = ctx.groups.get(req.group_id)
+    if group is not None:
+        ids = tuple(i for i in ids if i not in group.static_members)
+    if len(ids) > prereg.MAX_EXPECTED_INSTANCES:
+        raise prereg.too_many(len(ids))
+    return ids
+
+
+def _apply_op(ids: tuple[str, ...], op: GroupConfigOp) -> tuple[str, ...]:
+    if op.operation not in OpType.__members__.values():
+        raise CoordinatorError(ErrorCode.INVALID_REQUEST, f"Unknown operation type {op.operation} for {op.name}")
+    if op.name != prereg.CONFIG_NAME:
+        raise CoordinatorError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {op.name} (herd's only "
+                                                         f"group config is {prereg.CONFIG_NAME})")
+    kind = OpType(op.operation)
+    if kind is OpType.DELETE:
+        return ()
+    given = prereg.parse_ids(op.value)
+    if kind is OpType.SET:
+        return given
+    if kind is OpType.APPEND:
+        return tuple(dict.fromkeys(ids + given))
+    drop = set(given)
+    return tuple(i for i in ids if i not in drop)
+
+
+def _apply(ctx: ShardContext, group_id: str, ids: tuple[str, ...], fx: Effects) -> None:
+    """Store the new set; a join phase that was waiting only for withdrawn ids ends now."""
+    group = ctx.groups.get(group_id)
+    was_held = group is not None and group.is_in(GroupState.PREPARING_REBALANCE) and bool(prereg.missing(ctx, group))
+    prereg.change(ctx, group_id, ids, fx)
+    if group is not None and was_held and group.members and rb.all_joined(ctx, group):
+        rb.complete_join(ctx, group, fx)
+
+
+def describe(ctx: ShardContext, req: DescribeGroupConfigs, handle: object) -> Result:
+    fx = Effects()
+    if not req.group_id:
+        fx.reply(handle, DescribeGroupConfigsResponse(error_code=ErrorCode.INVALID_REQUEST,
+                                                      error_message="Default group resources are not allowed."))
+        return fx.result()
+    entry = GroupConfigEntry(prereg.CONFIG_NAME, ",".join(prereg.waiting_for(ctx, req.group_id)),
+                             bool(prereg.expected(ctx, req.group_id)), prereg.DOCUMENTATION)
+    fx.reply(handle, DescribeGroupConfigsResponse(configs=(entry,)))
+    return fx.result()
