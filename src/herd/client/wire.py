@@ -3,8 +3,8 @@
 Every version of a Kafka message is its own kio module. `RequestBuilder(api_key, version)` lets the caller
 describe a request once, with the field names of the newest version, and builds the classes of the
 negotiated version from it: fields the version lacks are dropped and plain Python values are turned into
-the types kio's writer expects (milliseconds into `timedelta`, ints into `ErrorCode`), as the server's
-response builder does in the other direction. `encode_request` writes the header and body with the size
+the types kio's writer expects (milliseconds into `timedelta`, ints into `ErrorCode`) with
+herd.protocol.values, which the server's response builder uses in the other direction. `encode_request` writes the header and body with the size
 prefix; `decode_response` reads a response frame (the header's correlation id first).
 
 The versions the client can speak are in `CLIENT_VERSIONS`: for each API the range its code handles, cut
@@ -14,21 +14,20 @@ to the versions kio has. `negotiate` picks, per API, the highest version both th
 
 from __future__ import annotations
 
-import datetime
 import io
 import struct
 import sys
 from collections.abc import Mapping
-from dataclasses import fields
 from functools import lru_cache
 from types import ModuleType
 from typing import Any, Callable, Final
 
 from kio.index import load_request_schema, load_response_schema
-from kio.schema.errors import ErrorCode
 from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
+
+from herd.protocol.values import field_types, make
 
 __all__ = [
     "API_NAMES",
@@ -39,10 +38,7 @@ __all__ = [
     "kio_versions",
     "negotiate",
     "request_builder",
-    "to_ms",
 ]
-
-_EPOCH: Final = datetime.datetime.fromtimestamp(0, datetime.timezone.utc)
 
 # The versions whose shape the client's code handles, per API key (before cutting to kio's versions).
 _HANDLED: Final[dict[int, tuple[int, int]]] = {
@@ -97,35 +93,6 @@ def negotiate(broker: Mapping[int, tuple[int, int]]) -> dict[int, int]:
     return chosen
 
 
-def to_ms(value: Any) -> int:
-    """A kio duration or timestamp (or plain int) in milliseconds."""
-    if isinstance(value, datetime.timedelta):
-        return round(value.total_seconds() * 1000)
-    if isinstance(value, datetime.datetime):
-        return round((value - _EPOCH).total_seconds() * 1000)
-    return int(value)
-
-
-@lru_cache(maxsize=None)
-def _field_types(cls: type) -> dict[str, str]:
-    return {f.name: f.metadata.get("kafka_type", "") for f in fields(cls)}
-
-
-def _coerce(kafka_type: str, value: Any) -> Any:
-    if kafka_type == "error_code" and not isinstance(value, ErrorCode):
-        return ErrorCode(value)
-    if kafka_type in ("timedelta_i32", "timedelta_i64") and isinstance(value, int):
-        return datetime.timedelta(milliseconds=value)
-    if kafka_type == "datetime_i64" and isinstance(value, int):
-        return _EPOCH + datetime.timedelta(milliseconds=value)
-    return value
-
-
-def _make(cls: type, values: Mapping[str, Any]) -> Any:
-    types = _field_types(cls)
-    return cls(**{k: _coerce(types[k], v) for k, v in values.items() if k in types})
-
-
 class RequestBuilder:
     """`b("JoinGroupRequestProtocol", name=..., metadata=...)` builds that class of the request's version.
 
@@ -143,13 +110,13 @@ class RequestBuilder:
 
     def __call__(self, class_name: str, /, **values: Any) -> Any:
         cls = getattr(self.module, class_name, None)
-        return None if cls is None else _make(cls, values)
+        return None if cls is None else make(cls, values)
 
     def request(self, **values: Any) -> Any:
-        return _make(self.request_cls, values)
+        return make(self.request_cls, values)
 
     def has_field(self, name: str) -> bool:
-        return name in _field_types(self.request_cls)
+        return name in field_types(self.request_cls)
 
 
 @lru_cache(maxsize=None)
@@ -177,7 +144,7 @@ def encode_request(request: Any, api_key: int, version: int, correlation_id: int
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
     header_cls = type(request).__header_schema__
-    header = _make(header_cls, {"request_api_key": i16(api_key), "request_api_version": i16(version),
+    header = make(header_cls, {"request_api_key": i16(api_key), "request_api_version": i16(version),
                                 "correlation_id": i32(correlation_id), "client_id": client_id})
     _writer(header_cls)(buf, header)
     _writer(type(request))(buf, request)
