@@ -22,6 +22,7 @@ from herd.server.apis import (
     fetch,
     find_coordinator,
     heartbeat,
+    incremental_alter_configs,
     init_producer_id,
     join_group,
     leave_group,
@@ -55,6 +56,7 @@ MODULES: tuple[ModuleType, ...] = (
     describe_groups,
     list_groups,
     delete_groups,
+    incremental_alter_configs,
 )
 
 

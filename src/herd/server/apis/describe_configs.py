@@ -4,8 +4,11 @@ v1: config source and synonyms (Kafka 4.x's lowest, KIP-896). v3: config type an
 
 Resources: TOPIC (2) lists the topic configs herd honours, each with its value in force and where it comes from
 (TOPIC_CONFIG when set on the topic, otherwise the broker setting it defaults to, or Kafka's default). BROKER (4)
-lists every broker setting herd understands (`herd.config.SETTINGS`), named as Kafka names them. Other resource
-types get INVALID_REQUEST.
+lists every broker setting herd understands (`herd.config.SETTINGS`), named as Kafka names them. GROUP (32, Kafka
+4.x's group configs) lists herd's one group config, `herd.expected.instance.ids` (KIP-469 pre-registration: the ids
+the group still waits for), with source GROUP_CONFIG when the group has a registration, DEFAULT_CONFIG (value "")
+otherwise; it is asked of the group's coordinator shard (NOT_COORDINATOR elsewhere) and answers for groups that do
+not exist too, as Kafka does. Other resource types get INVALID_REQUEST.
 """
 
 from __future__ import annotations
@@ -16,17 +19,20 @@ from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import TOPIC_CONFIGS
 from herd.config import SETTINGS
+from herd.coordinator.requests import DescribeGroupConfigs
+from herd.coordinator.responses import DescribeGroupConfigsResponse
 from herd.log.api import LONG_MAX
 from herd.server.apis._build import Builder, ctx_builder
+from herd.server.apis._groups import call, client_host, client_id, gather
 from herd.server.broker import Broker, RequestContext
 
 API_KEY = 32
 MIN_VERSION = 1
 MAX_VERSION = 4
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER, GROUP = 2, 4, 32
 # ConfigSource values
-TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 1, 4, 5
+TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, GROUP_CONFIG = 1, 4, 5, 8
 # ConfigType values
 _TYPES = {"bool": 1, "string": 2, "int": 3, "long": 5, "list": 7}
 
@@ -80,13 +86,40 @@ def _broker_entries(broker: Broker) -> Iterator[tuple[str, str | None, int, str,
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
-    results = tuple(_describe(b, ctx, r, request) for r in request.resources)
-    return b.response(throttle_time=0, results=results)
+    resources = list(request.resources)
+    outcomes = [_ask_group(ctx, r) if r.resource_type == GROUP else _describe(b, ctx, r, request) for r in resources]
+
+    def respond(answers: list[Any]) -> Any:
+        results = tuple(_group_result(b, r, a, request) if r.resource_type == GROUP else a
+                        for r, a in zip(resources, answers, strict=True))
+        return b.response(throttle_time=0, results=results)
+
+    return gather(outcomes, respond)
+
+
+def _ask_group(ctx: RequestContext, resource: Any) -> Any:
+    """The group shard's DescribeGroupConfigsResponse, or a future of it."""
+    def on_error(code: int) -> DescribeGroupConfigsResponse:
+        return DescribeGroupConfigsResponse(error_code=code)
+
+    if not resource.resource_name:
+        return DescribeGroupConfigsResponse(error_code=ErrorCode.invalid_request,
+                                            error_message="Default group resources are not allowed.")
+    req = DescribeGroupConfigs(group_id=resource.resource_name, api_version=ctx.api_version,
+                               client_id=client_id(ctx), client_host=client_host(ctx))
+    return call(ctx, resource.resource_name, "describe_group_configs", req, on_error)
+
+
+def _group_result(b: Builder, resource: Any, answer: DescribeGroupConfigsResponse, request: Any) -> Any:
+    if answer.error_code:
+        return _result(b, resource, ErrorCode(answer.error_code), answer.error_message)
+    entries = [(c.name, c.value, GROUP_CONFIG if c.is_set else DEFAULT_CONFIG, "list", c.documentation)
+               for c in answer.configs]
+    return _result(b, resource, ErrorCode.none, None, _configs(b, resource, entries, request))
 
 
 def _describe(b: Builder, ctx: RequestContext, resource: Any, request: Any) -> Any:
     broker = ctx.broker
-    wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
     if resource.resource_type == TOPIC:
         topic = broker.cluster.get(resource.resource_name)
         if topic is None:
@@ -102,14 +135,20 @@ def _describe(b: Builder, ctx: RequestContext, resource: Any, request: Any) -> A
     else:
         return _result(b, resource, ErrorCode.invalid_request,
                        f"Resource type {resource.resource_type} is not supported by herd")
+    return _result(b, resource, ErrorCode.none, None, _configs(b, resource, entries, request))
+
+
+def _configs(b: Builder, resource: Any, entries: list[tuple[str, str | None, int, str, str]], request: Any
+             ) -> tuple[Any, ...]:
+    """The result entries of `entries` (name, value, source, kind, doc) the resource asked for."""
+    wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
     documented = getattr(request, "include_documentation", False)
-    configs = tuple(
+    return tuple(
         b("DescribeConfigsResourceResult", name=name, value=value, read_only=resource.resource_type == BROKER,
           config_source=source, is_sensitive=False, synonyms=(), config_type=_TYPES.get(kind, 0),
           documentation=doc if documented else None)
         for name, value, source, kind, doc in entries if wanted is None or name in wanted
     )
-    return _result(b, resource, ErrorCode.none, None, configs)
 
 
 def _result(b: Builder, resource: Any, error: ErrorCode, message: str | None, configs: tuple = ()) -> Any:
