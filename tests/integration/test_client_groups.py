@@ -235,3 +235,54 @@ def test_cooperative_sticky_never_holds_a_partition_twice(group_broker):
                 owners[p] = who
             elif owners.get(p) == who:
                 del owners[p]
+
+
+CODECS = ("none", "gzip", "snappy", "lz4", "zstd")
+
+
+def produce(bootstrap: str, topic: str, n: int, partitions: int = PARTITIONS) -> None:
+    """`n` records round-robin over the partitions, in batches of every compression codec in turn."""
+    from confluent_kafka import Producer
+
+    chunk = -(-n // len(CODECS))
+    for c, codec in enumerate(CODECS):
+        producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "compression.type": codec})
+        for i in range(c * chunk, min(n, (c + 1) * chunk)):
+            producer.produce(topic, key=b"k%d" % i, value=b"v%d" % i, partition=i % partitions,
+                             headers=[("i", b"%d" % i)])
+        assert producer.flush(30) == 0
+
+
+def test_group_consumer_fetches_every_codec_commits_and_resumes_from_its_commits(group_broker):
+    bootstrap, group = group_broker.bootstrap, f"consume-{uuid.uuid4().hex[:8]}"
+    topic = create_topic(bootstrap)
+    produce(bootstrap, topic, 60)
+
+    async def consume(until: int, seen: list) -> None:
+        consumer = GroupConsumer(bootstrap, group, [topic], assignors=["range"], auto_offset_reset="earliest",
+                                 session_timeout_ms=SESSION_MS, heartbeat_interval_ms=HEARTBEAT_MS)
+        async with consumer:
+            await consumer.wait_for_assignment(20)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 20
+            while len(seen) < until and loop.time() < deadline:
+                for records in (await consumer.getmany(timeout_ms=200)).values():
+                    seen.extend(records)
+                await consumer.commit()
+
+    first: list = []
+    asyncio.run(consume(60, first))
+    assert sorted(int(dict(r.headers)["i"]) for r in first) == list(range(60))
+    assert all(r.key == b"k%d" % int(dict(r.headers)["i"]) and r.partition == int(r.value[1:]) % PARTITIONS
+               for r in first)
+
+    async def lag() -> list[int | None]:
+        async with Admin(bootstrap) as admin:
+            return [row.lag for row in (await admin.describe_offsets(group))[1]]
+
+    assert asyncio.run(lag()) == [0] * PARTITIONS
+    produce(bootstrap, topic, 12)
+    second: list = []
+    asyncio.run(consume(12, second))  # a new member of the group resumes from the commits: only the new records
+    assert sorted(r.value for r in second) == sorted(b"v%d" % i for i in range(12))
+    assert all(r.offset >= 10 for r in second)

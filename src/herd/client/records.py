@@ -67,22 +67,33 @@ def _decompress(codec: int, data: bytes) -> bytes:
     raise ValueError(f"unknown compression codec {codec}")
 
 
+def _varint(data: bytes, pos: int) -> tuple[int, int]:
+    """(value, position after it): kio's reader answers (value, size)."""
+    value, size = read_signed_varint(data, pos)
+    return int(value), pos + size
+
+
+def _varlong(data: bytes, pos: int) -> tuple[int, int]:
+    value, size = read_signed_varlong(data, pos)
+    return int(value), pos + size
+
+
 def _bytes(data: bytes, pos: int) -> tuple[bytes | None, int]:
-    length, pos = read_signed_varint(data, pos)
+    length, pos = _varint(data, pos)
     if length < 0:
         return None, pos
     return data[pos:pos + length], pos + length
 
 
 def _record(data: bytes, pos: int) -> tuple[tuple[int, int, bytes | None, bytes | None, tuple], int]:
-    length, pos = read_signed_varint(data, pos)
+    length, pos = _varint(data, pos)
     end = pos + length
     pos += 1  # attributes
-    timestamp_delta, pos = read_signed_varlong(data, pos)
-    offset_delta, pos = read_signed_varint(data, pos)
+    timestamp_delta, pos = _varlong(data, pos)
+    offset_delta, pos = _varint(data, pos)
     key, pos = _bytes(data, pos)
     value, pos = _bytes(data, pos)
-    count, pos = read_signed_varint(data, pos)
+    count, pos = _varint(data, pos)
     headers = []
     for _ in range(max(count, 0)):
         name, pos = _bytes(data, pos)
