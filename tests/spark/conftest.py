@@ -43,6 +43,9 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
                       {"offsets.topic.num.partitions": "4", "num.partitions": "3"})
     b.start()
     yield b
+    from herd.spark.fetch import close_cached_clients
+
+    close_cached_clients()  # before the broker goes, so librdkafka does not log reconnection attempts
     b.stop()
 
 

@@ -42,11 +42,12 @@ def test_batch_sink_round_trips_keys_values_headers(spark, broker, topic_name) -
      .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", topic).save())
     assert _as_written(read_all(broker.bootstrap, topic, 2, len(ROWS))) == _expected()
 
-    back = source(spark, broker.bootstrap, subscribe=topic, includeHeaders="true").collect()
-    got = sorted(((r.partition, r.key, r.value, [(h.key, h.value) for h in r.headers or []]) for r in back),
-                 key=repr)
-    assert got == _expected()
-    assert {r.timestampType for r in back} == {0}
+    for fetcher in ("native", "librdkafka"):
+        back = source(spark, broker.bootstrap, subscribe=topic, includeHeaders="true", fetcher=fetcher).collect()
+        got = sorted(((r.partition, r.key, r.value, [(h.key, h.value) for h in r.headers or []]) for r in back),
+                     key=repr)
+        assert got == _expected(), fetcher
+        assert {r.timestampType for r in back} == {0}
 
 
 def test_stream_sink_with_topic_column_and_string_values(spark, broker, topic_name, checkpoint) -> None:

@@ -6,8 +6,8 @@ column-wise by Arrow kernels, so Python touches each record once, to find where 
 
 How, for the batches of one Fetch answer:
 1. Batch headers are parsed (herd.log.batch); control batches are dropped; each batch's records section
-   is taken as it is, or decompressed (herd.log.records: gzip, snappy, lz4, zstd). The sections are joined
-   into one buffer, padded with zeros so that reading a varint never runs off its end.
+   is read where it is when no batch is compressed; otherwise the sections, decompressed (herd.log.records:
+   gzip, snappy, lz4, zstd), are joined into one buffer.
 2. A Python loop walks the records of each batch with kio's native varint reader: record i's body starts
    after its length varint, record i+1 starts `length` bytes later. This is the only per-record Python.
 3. Arrow kernels do the rest for all records at once: each varint field (timestamp delta, offset delta,
@@ -33,12 +33,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from kio._kio_native import read_signed_varint
 
-from herd.log.batch import HEADER_SIZE, BatchHeader, parse_header
+from herd.log.batch import COMPRESSION_MASK, HEADER_SIZE, BatchHeader, parse_header
 from herd.log.records import records_section
 
 CONTROL_BIT = 0x20
 LOG_APPEND_TIME_BIT = 0x08
-_PADDING = bytes(16)
 _I64 = pa.int64()
 _NULL_BINARY = pa.scalar(None, pa.binary())
 
@@ -76,12 +75,11 @@ def complete_batches(data: bytes | memoryview) -> tuple[list[BatchHeader], int]:
 def decode(data: bytes | memoryview, headers: Sequence[BatchHeader], with_headers: bool) -> Columns:
     """All records of the data batches among `headers` (parsed from `data`)."""
     batches = [h for h in headers if not h.attributes & CONTROL_BIT and h.record_count > 0]
-    sections = [records_section(data, h) for h in batches]
-    buf = b"".join([*sections, _PADDING])
-    starts = _record_starts(buf, sections, batches)
+    buf, bases = _records_buffer(data, batches)
+    starts = _record_starts(buf, bases, batches)
     n = len(starts)
     u8 = pa.Array.from_buffers(pa.uint8(), len(buf), [None, pa.py_buffer(buf)])
-    pos = pa.array(starts, _I64)
+    pos = pa.Array.from_buffers(_I64, n, [None, pa.py_buffer(starts)])  # zero-copy over the array('q')
     ts_delta, size = _varints(u8, pc.add(pos, 1))  # after int8 attributes
     pos = pc.add(pc.add(pos, 1), size)
     offset_delta, size = _varints(u8, pos)
@@ -94,32 +92,43 @@ def decode(data: bytes | memoryview, headers: Sequence[BatchHeader], with_header
     return Columns(keys, values, offsets, stamps, types, header_lists)
 
 
-def _record_starts(buf: bytes, sections: Sequence[bytes | memoryview],
-                   batches: Sequence[BatchHeader]) -> array.array:
+def _records_buffer(data: bytes | memoryview, batches: Sequence[BatchHeader]) -> tuple[bytes | memoryview, list[int]]:
+    """A buffer holding every batch's records and where each batch's records start in it: `data` itself
+    when nothing is compressed, else the records sections (decompressed) joined."""
+    if all(h.attributes & COMPRESSION_MASK == 0 for h in batches):
+        return data, [h.position + HEADER_SIZE for h in batches]
+    sections = [records_section(data, h) for h in batches]
+    bases, total = [], 0
+    for section in sections:
+        bases.append(total)
+        total += len(section)
+    return b"".join(sections), bases
+
+
+def _record_starts(buf: bytes | memoryview, bases: Sequence[int], batches: Sequence[BatchHeader]) -> array.array:
     """Where each record's body (its attributes byte) is in `buf`."""
     starts = array.array("q")
     append, read = starts.append, read_signed_varint
-    base = 0
-    for section, header in zip(sections, batches):
-        pos = base
+    for pos, header in zip(bases, batches):
         for _ in range(header.record_count):
             length, size = read(buf, pos)
             pos += size
             append(pos)
             pos += length
-        base += len(section)
     return starts
 
 
 def _varints(u8: pa.Array, pos: pa.Array) -> tuple[pa.Array, pa.Array]:
     """The zigzag varints (or varlongs) at `pos`: (values, sizes in bytes)."""
+    last = len(u8) - 1
     byte = pc.take(u8, pos).cast(_I64)
     value = pc.bit_wise_and(byte, 0x7F)
     size = pa.repeat(pa.scalar(1, _I64), len(pos))
     more = pc.greater_equal(byte, 0x80)
     shift = 7
     while shift < 70 and pc.any(more).as_py():
-        byte = pc.if_else(more, pc.take(u8, pc.add(pos, size)).cast(_I64), 0)
+        ahead = pc.min_element_wise(pc.add(pos, size), last)  # never past the buffer's end
+        byte = pc.if_else(more, pc.take(u8, ahead).cast(_I64), 0)
         value = pc.bit_wise_or(value, pc.shift_left(pc.bit_wise_and(byte, 0x7F), shift))
         size = pc.add(size, pc.cast(more, _I64))
         more = pc.and_(more, pc.greater_equal(byte, 0x80))
@@ -128,7 +137,7 @@ def _varints(u8: pa.Array, pos: pa.Array) -> tuple[pa.Array, pa.Array]:
     return zigzag, size
 
 
-def _bytes_field(buf: bytes, u8: pa.Array, pos: pa.Array, n: int) -> tuple[pa.Array, pa.Array]:
+def _bytes_field(buf: bytes | memoryview, u8: pa.Array, pos: pa.Array, n: int) -> tuple[pa.Array, pa.Array]:
     """A varint length then that many bytes (-1: null): (the binary column, the position after it)."""
     length, size = _varints(u8, pos)
     start = pc.add(pos, size)
@@ -161,7 +170,7 @@ class _Indexes:
         cls.size = size
 
 
-def _slices(buf: bytes, start: pa.Array, length: pa.Array, n: int) -> pa.Array:
+def _slices(buf: bytes | memoryview, start: pa.Array, length: pa.Array, n: int) -> pa.Array:
     """Binary array of buf[start[i] : start[i] + length[i]], cut by Arrow (see the module notes)."""
     if n == 0:
         return pa.array([], pa.binary())
@@ -191,7 +200,7 @@ def _timestamps(batches: Sequence[BatchHeader], delta: pa.Array) -> tuple[pa.Arr
     return pc.if_else(pc.equal(log_append, 1), _per_record(batches, "max_timestamp"), create), log_append
 
 
-def _headers(buf: bytes, u8: pa.Array, pos: pa.Array) -> list[list[tuple[str, bytes | None]] | None]:
+def _headers(buf: bytes | memoryview, u8: pa.Array, pos: pa.Array) -> list[list[tuple[str, bytes | None]] | None]:
     """Each record's headers (None when it has none), decoded in Python for the records that have some."""
     counts, size = _varints(u8, pos)
     out: list[list[tuple[str, bytes | None]] | None] = [None] * len(counts)
@@ -201,16 +210,16 @@ def _headers(buf: bytes, u8: pa.Array, pos: pa.Array) -> list[list[tuple[str, by
     return out
 
 
-def _read_headers(buf: bytes, pos: int, count: int) -> list[tuple[str, bytes | None]]:
+def _read_headers(buf: bytes | memoryview, pos: int, count: int) -> list[tuple[str, bytes | None]]:
     headers = []
     for _ in range(count):
         key_length, size = read_signed_varint(buf, pos)
         pos += size
-        key = buf[pos:pos + key_length].decode()
+        key = bytes(buf[pos:pos + key_length]).decode()
         pos += key_length
         value_length, size = read_signed_varint(buf, pos)
         pos += size
-        value = None if value_length < 0 else buf[pos:pos + value_length]
+        value = None if value_length < 0 else bytes(buf[pos:pos + value_length])
         pos += max(value_length, 0)
         headers.append((key, value))
     return headers

@@ -78,6 +78,13 @@ def read_messages(settings: ReadSettings, rng: OffsetRange) -> Iterator[list[Mes
         consumer.unassign()
 
 
+def close_cached_clients() -> None:
+    """Close this process's cached consumers and native connections (tests; workers just exit)."""
+    while _CONSUMERS:
+        _CONSUMERS.popitem()[1].close()
+    native.close_clusters()
+
+
 def _consumer(config: tuple[tuple[str, Any], ...]) -> Consumer:
     consumer = _CONSUMERS.get(config)
     if consumer is None:

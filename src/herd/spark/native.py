@@ -88,9 +88,9 @@ class Connection:
         self.sock.sendall(encode_request(request, api_key, version, self._correlation, self.client_id))
         return decode_response(self._frame(), api_key, version)
 
-    def _frame(self) -> bytes:
+    def _frame(self) -> memoryview:
         (size,) = _SIZE.unpack(self._exactly(4))
-        return bytes(self._exactly(size))
+        return memoryview(self._exactly(size)).toreadonly()  # kio reads read-only buffers; no copy
 
     def _exactly(self, size: int) -> bytearray:
         data = bytearray(size)
@@ -125,6 +125,11 @@ class Cluster:
         connection = self._connections.pop(address, None) if address else None
         if connection is not None:
             connection.close()
+
+    def close(self) -> None:
+        while self._connections:
+            self._connections.popitem()[1].close()
+        self._leaders.clear()
 
     def _connection(self, address: tuple[str, int]) -> Connection:
         connection = self._connections.get(address)
@@ -161,6 +166,11 @@ def _leader_address(answer: Any, topic: str, partition: int) -> tuple[str, int]:
 
 
 _CLUSTERS: dict[NativeSettings, Cluster] = {}
+
+
+def close_clusters() -> None:
+    while _CLUSTERS:
+        _CLUSTERS.popitem()[1].close()
 
 
 def _cluster(settings: NativeSettings) -> Cluster:
