@@ -8,11 +8,18 @@
                               (--to-earliest | --to-latest | --to-offset N | --to-datetime ISO | --shift-by N)
                               [--dry-run | --execute]
     herd groups remove-members --group G --instance-id ID...
+    herd groups add-members --group G --instance-ids ID[,ID...]           (KIP-469 pre-registration)
+    herd groups remove-expected-members --group G (--instance-ids ID[,ID...] | --all)
 
 Each command parses, calls herd.client.admin and prints: Kafka's column names in aligned tables, or the
 same fields as JSON with --output json. Notices Kafka's tool writes to stderr ("has no active members",
 "is rebalancing") go to stderr here too, so JSON on stdout stays parseable. Failures are one line on
 stderr with exit code 1; bad arguments exit 2.
+
+`add-members` pre-registers static members (the group config herd.expected.instance.ids): the next rebalance
+waits for all of them, up to the rebalance timeout, so a scale-up by K costs one rebalance;
+`remove-expected-members` withdraws registrations. `describe` lists pre-registered members that have not joined
+yet as members without a CONSUMER-ID (JSON: "joined": false) and says so on stderr.
 """
 
 from __future__ import annotations
@@ -125,6 +132,9 @@ async def _each(admin: Admin, fn: Any, group_ids: tuple[str, ...], all_groups: b
 
 
 def _notices(group: GroupDescription) -> None:
+    if group.expected_members:
+        click.echo(f"Consumer group '{group.group_id}' expects {len(group.expected_members)} pre-registered "
+                   f"members that have not joined yet: {', '.join(group.expected_members)}.", err=True)
     if group.state == "Empty":
         click.echo(f"Consumer group '{group.group_id}' has no active members.", err=True)
     elif group.state in ("PreparingRebalance", "CompletingRebalance"):
@@ -156,8 +166,11 @@ def _print_members(groups_: list[GroupDescription], verbose: bool, output: str) 
                     "host": m.host, "client_id": m.client_id,
                     "partitions": None if m.assignment is None else len(m.assignment),
                     "assignment": None if m.assignment is None else
-                    [{"topic": tp.topic, "partition": tp.partition} for tp in m.assignment]}
-                   for g in groups_ for m in g.members])
+                    [{"topic": tp.topic, "partition": tp.partition} for tp in m.assignment], "joined": True}
+                   for g in groups_ for m in g.members]
+                  + [{"group": g.group_id, "consumer_id": None, "group_instance_id": i, "host": None,
+                      "client_id": None, "partitions": None, "assignment": None, "joined": False}
+                     for g in groups_ for i in g.expected_members])
         return
     for g in groups_:
         _notices(g)
@@ -168,6 +181,8 @@ def _print_members(groups_: list[GroupDescription], verbose: bool, output: str) 
             count = None if m.assignment is None else len(m.assignment)
             row = (g.group_id, m.member_id, m.group_instance_id, m.host, m.client_id, count)
             rows.append(row + ((_assignment_text(m.assignment),) if verbose else ()))
+        for instance_id in g.expected_members:  # pre-registered, not joined yet: no consumer id
+            rows.append((g.group_id, None, instance_id, None, None, None) + ((None,) if verbose else ()))
     echo_table(headers, rows)
 
 
@@ -175,7 +190,8 @@ def _print_states(groups_: list[GroupDescription], output: str) -> None:
     if output == "json":
         echo_json([{"group": g.group_id, "coordinator": {"id": g.coordinator.node_id, "host": g.coordinator.host,
                                                          "port": g.coordinator.port},
-                    "assignment_strategy": g.protocol, "state": g.state, "members": len(g.members)}
+                    "assignment_strategy": g.protocol, "state": g.state, "members": len(g.members),
+                    "expected_members": list(g.expected_members)}
                    for g in groups_])
         return
     echo_table(STATE_COLUMNS, [(g.group_id, f"{g.coordinator.host}:{g.coordinator.port} ({g.coordinator.node_id})",
@@ -246,6 +262,67 @@ def remove_members(bootstrap: str, group: str, instance_ids: tuple[str, ...]) ->
                                    f"failed: {error_name(code)}.")
     ids = ", ".join(instance_ids)
     click.echo(f"Removed members with group.instance.id {ids} from group '{group}'.")
+
+
+# -- add-members, remove-expected-members (KIP-469 pre-registration) ----------------------------------------
+
+
+def instance_ids_option(required: bool) -> Any:
+    return click.option("--instance-ids", "--instance-id", "--group-instance-id", "instance_ids", required=required,
+                        multiple=True, metavar="ID[,ID...]",
+                        help="group.instance.ids, comma-separated or repeated.")
+
+
+def _instance_ids(values: tuple[str, ...]) -> list[str]:
+    ids = [i.strip() for value in values for i in value.split(",")]
+    if any(not i for i in ids):
+        raise click.BadParameter("an instance id cannot be empty", param_hint="'--instance-ids'")
+    return list(dict.fromkeys(ids))
+
+
+def _print_expected(group: str, waiting: tuple[str, ...], output: str, done: str, already: list[str]) -> None:
+    if output == "json":
+        echo_json({"group": group, "expected_members": list(waiting)})
+        return
+    click.echo(done)
+    if already:
+        click.echo(f"Already members of group '{group}' (nothing to wait for): {', '.join(already)}.")
+    if waiting:
+        click.echo(f"Group '{group}' waits for {len(waiting)} pre-registered members: {', '.join(waiting)}.")
+    else:
+        click.echo(f"Group '{group}' waits for no pre-registered member.")
+
+
+@groups.command("add-members")
+@bootstrap_option
+@group_option()
+@instance_ids_option(required=True)
+@output_option
+def add_members(bootstrap: str, group: str, instance_ids: tuple[str, ...], output: str) -> None:
+    """Pre-register static members (KIP-469): the next rebalance waits for all of them (up to the rebalance
+    timeout), so a scale-up by K instances costs one rebalance. The group need not exist yet."""
+    ids = _instance_ids(instance_ids)
+    waiting = run_admin(bootstrap, lambda admin: admin.add_expected_members(group, ids))
+    done = f"Pre-registered group.instance.id {', '.join(ids)} in group '{group}'."
+    _print_expected(group, waiting, output, done, [i for i in ids if i not in waiting])
+
+
+@groups.command("remove-expected-members")
+@bootstrap_option
+@group_option()
+@instance_ids_option(required=False)
+@click.option("--all", "all_ids", is_flag=True, help="Withdraw every pre-registration of the group.")
+@output_option
+def remove_expected_members(bootstrap: str, group: str, instance_ids: tuple[str, ...], all_ids: bool,
+                            output: str) -> None:
+    """Withdraw pre-registrations made with add-members (members that joined stay members)."""
+    if bool(instance_ids) == all_ids:
+        raise click.UsageError("remove-expected-members takes --instance-ids or --all.")
+    ids = None if all_ids else _instance_ids(instance_ids)
+    waiting = run_admin(bootstrap, lambda admin: admin.remove_expected_members(group, ids))
+    done = (f"Withdrew every pre-registration of group '{group}'." if ids is None else
+            f"Withdrew the pre-registration of group.instance.id {', '.join(ids)} in group '{group}'.")
+    _print_expected(group, waiting, output, done, [])
 
 
 # -- reset-offsets ----------------------------------------------------------------------------------------

@@ -9,7 +9,10 @@ exist.", "Assignments can only be reset if the group 'g' is inactive, but the cu
 Describing a group decodes each member's assignment with the consumer protocol codec when the group's
 protocol type is "consumer". Describing offsets joins three answers as Kafka's tool does: the members'
 assignments (DescribeGroups), the committed offsets (OffsetFetch) and the log end offsets (ListOffsets);
-LAG is LOG-END-OFFSET - CURRENT-OFFSET. Resetting offsets computes the new offsets with the pure
+LAG is LOG-END-OFFSET - CURRENT-OFFSET. Describing a group also reads its KIP-469 pre-registrations
+(herd.client.admin_preregistration): `GroupDescription.expected_members` are the pre-registered static members
+that have not joined yet, and a group that does not exist but has some is described (as Dead) rather than
+refused. Resetting offsets computes the new offsets with the pure
 `reset_target`, and commits them (OffsetCommit with generation -1 and no member id, an admin commit)
 only when asked to execute and only while the group has no members.
 """
@@ -23,6 +26,7 @@ from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
+from herd.client.admin_preregistration import PreregistrationAdmin
 from herd.client.admin_topics import TopicAdmin
 from herd.client.connection import KafkaClient, Node
 from herd.client.consumer_protocol import (
@@ -85,6 +89,8 @@ class GroupDescription:
     protocol: str
     members: tuple[MemberDescription, ...]
     coordinator: Node
+    expected_members: tuple[str, ...] = ()
+    """KIP-469: pre-registered group.instance.ids that have not joined yet."""
 
     @property
     def exists(self) -> bool:
@@ -157,7 +163,7 @@ def _group_error(group_id: str, code: int, message: str | None = None) -> AdminE
     return AdminError(code, f"group '{group_id}': {error_name(code)}" + (f" ({message})" if message else ""))
 
 
-class Admin(TopicAdmin):
+class Admin(TopicAdmin, PreregistrationAdmin):
     """Group and topic administration against one cluster."""
 
     error_type = AdminError
@@ -210,17 +216,20 @@ class Admin(TopicAdmin):
         _, body = await self.client.call_coordinator(group_id, DESCRIBE_GROUPS, build, error_of)
         node = await self.client.find_coordinator(group_id)
         g = body.groups[0]
-        if g.error_code == ErrorCode.group_id_not_found:
-            return GroupDescription(group_id, "Dead", "", "", (), node)
-        if g.error_code:
+        if g.error_code and g.error_code != ErrorCode.group_id_not_found:
             raise _group_error(group_id, g.error_code, getattr(g, "error_message", None))
+        waiting = await self.expected_members(group_id, strict=False)
+        if g.error_code:
+            return GroupDescription(group_id, "Dead", "", "", (), node, waiting)
         members = tuple(_member(g.protocol_type, m) for m in g.members)
-        return GroupDescription(group_id, g.group_state, g.protocol_type, g.protocol_data, members, node)
+        joined = {m.group_instance_id for m in members}
+        return GroupDescription(group_id, g.group_state, g.protocol_type, g.protocol_data, members, node,
+                                tuple(i for i in waiting if i not in joined))
 
     async def require_group(self, group_id: str) -> GroupDescription:
-        """describe_group, raising AdminError when the group does not exist."""
+        """describe_group, raising AdminError when the group does not exist (and expects nobody)."""
         group = await self.describe_group(group_id)
-        if not group.exists:
+        if not group.exists and not group.expected_members:
             raise _group_error(group_id, ErrorCode.group_id_not_found)
         return group
 

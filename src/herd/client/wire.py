@@ -60,6 +60,7 @@ _HANDLED: Final[dict[int, tuple[int, int]]] = {
     32: (1, 4),  # DescribeConfigs
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
+    44: (0, 1),  # IncrementalAlterConfigs
     47: (0, 0),  # OffsetDelete
 }
 
