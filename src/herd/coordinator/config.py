@@ -18,7 +18,9 @@ class CoordinatorConfig:
     offset_metadata_max_bytes: int = 4096
     """offset.metadata.max.bytes."""
     offsets_retention_minutes: int = 10080
-    """offsets.retention.minutes (used by the offsets issue; not enforced here yet)."""
+    """offsets.retention.minutes (KIP-211; retention.py)."""
+    offsets_retention_check_interval_ms: int = 600_000
+    """offsets.retention.check.interval.ms: how often expired offsets and empty groups are cleaned up."""
     new_member_join_timeout_ms: int = 300_000
     """Kafka's internal classicGroupNewMemberJoinTimeoutMs (KAFKA-7610), not a public property."""
     rebalance_history_size: int = 16

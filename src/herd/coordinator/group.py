@@ -19,6 +19,7 @@ from herd.coordinator.member import Member, Protocol
 from herd.coordinator.responses import JoinGroupMember, JoinGroupResponse, SyncGroupResponse
 from herd.coordinator.result import Effects
 from herd.coordinator.state import GroupState, check_transition
+from herd.coordinator.subscriptions import compute_subscribed_topics
 
 
 class ClassicGroup:
@@ -49,6 +50,8 @@ class ClassicGroup:
         self.supported_protocols: dict[str, int] = {}
         self.num_awaiting_join = 0
         self.new_member_added = False
+        self.subscribed_topics: frozenset[str] | None = None
+        """Topics of a "consumer" group as of its current generation (subscriptions.py); None if unknown."""
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -240,9 +243,11 @@ class ClassicGroup:
         self.generation_id += 1
         if self.members:
             self.protocol_name = self.select_protocol()
+            self.subscribed_topics = compute_subscribed_topics(self)
             self.transition_to(GroupState.COMPLETING_REBALANCE, now_ms)
         else:
             self.protocol_name = None
+            self.subscribed_topics = compute_subscribed_topics(self)
             self.transition_to(GroupState.EMPTY, now_ms)
         self.pending_sync_members.clear()
 

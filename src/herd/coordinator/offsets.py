@@ -1,86 +1,146 @@
-"""OffsetCommit and OffsetFetch for classic and simple groups (first correct version).
+"""OffsetCommit, OffsetFetch and OffsetDelete for classic and simple groups.
 
-Commit fencing follows apache/kafka group-coordinator/.../OffsetMetadataManager.java
-`validateOffsetCommit` and classic/ClassicGroup.java `validateOffsetCommit`, in this order:
-1. unknown group: generation < 0 is a "simple" commit (accepted; replaying the record creates an
-   Empty group, as Kafka's replay does); otherwise GROUP_ID_NOT_FOUND on v9+, ILLEGAL_GENERATION below;
+Ported from apache/kafka group-coordinator/.../OffsetMetadataManager.java (`validateOffsetCommit`,
+`commitOffset`, `fetchOffsets`, `fetchAllOffsets`, `deleteOffsets`) and classic/ClassicGroup.java
+(`validateOffsetCommit`, `validateOffsetDelete`).
+
+Commit fencing, in Kafka's order:
+1. unknown group: generation < 0 is a "simple" commit, accepted (replaying its record creates an Empty
+   group without a protocol type, as Kafka's replay does); otherwise GROUP_ID_NOT_FOUND on v9+ and
+   ILLEGAL_GENERATION below;
 2. Dead group: COORDINATOR_NOT_AVAILABLE;
 3. generation < 0 on an Empty group: accepted;
-4. with a generation, member id or instance id: UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID, then
-   ILLEGAL_GENERATION; without any of them a non-Empty group answers UNKNOWN_MEMBER_ID;
+4. with a generation, a member id or an instance id: UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID (the static
+   member check first), then ILLEGAL_GENERATION; with none of them, a non-Empty group answers
+   UNKNOWN_MEMBER_ID;
 5. CompletingRebalance: REBALANCE_IN_PROGRESS (commits during PreparingRebalance are allowed).
-Metadata longer than offset.metadata.max.bytes gets OFFSET_METADATA_TOO_LARGE per partition.
+A commit accepted while the group is Stable or PreparingRebalance keeps the member's session alive, as a
+heartbeat would. Metadata longer than offset.metadata.max.bytes (counted in UTF-16 units, as Java's
+String.length) gets OFFSET_METADATA_TOO_LARGE for that partition only. The empty string is a valid group id
+for commits and fetches (Kafka keeps it for backwards compatibility; only OffsetDelete refuses it).
 
-The commit handler does not touch state: it emits OffsetCommit records (v3, or v1 with an expire
-timestamp) and `replay` applies them, so the answer follows durability and load is the same code.
+The handlers do not touch offsets: a commit emits one OffsetCommit record per partition (value v3, or v1
+when OffsetCommit v2-v4 carried a retention time), a deletion emits tombstones, and `replay` applies them.
+So the answer follows durability, and loading a partition runs the same code.
+
+Fetch answers -1 with empty metadata for a partition without an offset, and every committed offset of the
+group when no topics are named. `require_stable` (v7+) waits for pending transactional offsets in Kafka;
+herd has none, so every committed offset is stable and reads already wait behind pending writes.
+
+OffsetDelete: an unknown or Dead group gets GROUP_ID_NOT_FOUND; a group with members gets NON_EMPTY_GROUP
+unless it is a "consumer" group, whose subscribed topics get GROUP_SUBSCRIBED_TO_TOPIC per partition; any
+other partition is answered NONE and gets a tombstone if it has an offset. The group itself stays, even
+with no offsets left (offset retention deletes it later if it is Empty).
 """
 
 from __future__ import annotations
 
+import logging
+import struct
+from collections.abc import Callable
+
+from herd.coordinator import rebalance as rb
 from herd.coordinator.context import ShardContext
 from herd.coordinator.errors import ErrorCode, append_error_to_commit_error
 from herd.coordinator.group import ClassicGroup
-from herd.coordinator.records import OffsetValue, offset_commit_record
-from herd.coordinator.requests import CommitPartition, FetchGroup, OffsetCommit, OffsetFetch
+from herd.coordinator.offset_codec import decode_key, decode_value, encode_key, encode_value
+from herd.coordinator.records import OffsetValue, Record
+from herd.coordinator.requests import CommitPartition, FetchGroup, OffsetCommit, OffsetDelete, OffsetFetch
 from herd.coordinator.responses import (
     CommitPartitionResponse,
     CommitTopicResponse,
+    DeletePartitionResponse,
+    DeleteTopicResponse,
     FetchGroupResponse,
     FetchPartitionResponse,
     FetchTopicResponse,
     OffsetCommitResponse,
+    OffsetDeleteResponse,
     OffsetFetchResponse,
     error_response,
 )
-from herd.coordinator.result import Effects, Result
+from herd.coordinator.result import Effects, Reply, Result
 from herd.coordinator.state import GroupState
+from herd.coordinator.subscriptions import is_subscribed, uses_consumer_protocol
+
+log = logging.getLogger(__name__)
+
+NO_EXPIRE_TIMESTAMP = -1
+DEFAULT_RETENTION_TIME = -1
+
+Offsets = dict[tuple[str, int], OffsetValue]
+
+
+def offset_record(group: str, topic: str, partition: int, value: OffsetValue) -> Record:
+    """Kafka's newOffsetCommitRecord (byte-identical to records.offset_commit_record, faster)."""
+    return Record(encode_key(group, topic, partition), encode_value(value))
+
+
+def offset_tombstone_record(group: str, topic: str, partition: int) -> Record:
+    return Record(encode_key(group, topic, partition), None)
+
+
+# --- OffsetCommit -----------------------------------------------------------------------------------
 
 
 def commit(ctx: ShardContext, req: OffsetCommit, handle: object) -> Result:
-    fx = Effects()
-    error = ErrorCode.INVALID_GROUP_ID if not req.group_id else _validate_commit(ctx, req)
-    topics = []
-    for topic in req.topics:
-        parts = tuple(_commit_partition(ctx, req, topic.name, p, error, fx) for p in topic.partitions)
-        topics.append(CommitTopicResponse(topic.name, parts))
-    response = OffsetCommitResponse(topics=tuple(topics))
-    fx.reply(handle, response)
-    if fx.records:
-        fx.on_failure(lambda err: _commit_failed(handle, response, err))
-    return fx.result()
+    error = _validate_commit(ctx, req)
+    if error is None:
+        _keep_session_alive(ctx, req)
+    records: list[Record] = []
+    now = ctx.now()
+    expire = _expire_timestamp(req, now)
+    topics = tuple(
+        CommitTopicResponse(topic.name, tuple(
+            _commit_partition(ctx, req.group_id, topic.name, p, error, now, expire, records) for p in topic.partitions))
+        for topic in req.topics
+    )
+    response = OffsetCommitResponse(topics=topics)
+    if not records:
+        return Result(replies=(Reply(handle, response),))
+    return Result(tuple(records), (Reply(handle, response),), lambda err: _commit_failed(handle, response, err))
 
 
 def _commit_failed(handle: object, response: OffsetCommitResponse, error: ErrorCode) -> Result:
-    fx = Effects()
-    fx.reply(handle, error_response(response, append_error_to_commit_error(error)))
-    return fx.result()
+    return Result(replies=(Reply(handle, error_response(response, append_error_to_commit_error(error))),))
 
 
 def _commit_partition(
-    ctx: ShardContext, req: OffsetCommit, topic: str, p: CommitPartition, error: ErrorCode | None, fx: Effects
+    ctx: ShardContext, group_id: str, topic: str, p: CommitPartition, error: ErrorCode | None, now: int,
+    expire: int, records: list[Record],
 ) -> CommitPartitionResponse:
     if error is not None:
         return CommitPartitionResponse(p.partition_index, error)
     metadata = p.committed_metadata or ""
-    if len(metadata.encode("utf-16-le")) // 2 > ctx.config.offset_metadata_max_bytes:
+    if _java_length(metadata) > ctx.config.offset_metadata_max_bytes:
         return CommitPartitionResponse(p.partition_index, ErrorCode.OFFSET_METADATA_TOO_LARGE)
-    now = ctx.now()
-    value = OffsetValue(
-        offset=p.committed_offset,
-        leader_epoch=p.committed_leader_epoch,
-        metadata=metadata,
-        commit_timestamp=p.commit_timestamp if p.commit_timestamp != -1 else now,
-        expire_timestamp=_expire_timestamp(req, now),
-    )
-    fx.records.append(offset_commit_record(req.group_id, topic, p.partition_index, value))
+    stamp = p.commit_timestamp if p.commit_timestamp != -1 else now
+    value = OffsetValue(p.committed_offset, p.committed_leader_epoch, metadata, stamp, expire)
+    records.append(offset_record(group_id, topic, p.partition_index, value))
     return CommitPartitionResponse(p.partition_index)
 
 
+def _java_length(text: str) -> int:
+    """Java's String.length(): UTF-16 code units."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le")) // 2
+
+
 def _expire_timestamp(req: OffsetCommit, now: int) -> int:
-    """RetentionTimeMs exists in OffsetCommit v2-4 only; -1 means the broker default."""
-    if 2 <= req.api_version <= 4 and req.retention_time_ms != -1:
+    """RetentionTimeMs exists in OffsetCommit v2-4 only; -1 means the broker default (no expire timestamp)."""
+    if 2 <= req.api_version <= 4 and req.retention_time_ms != DEFAULT_RETENTION_TIME:
         return now + req.retention_time_ms
-    return -1
+    return NO_EXPIRE_TIMESTAMP
+
+
+def _keep_session_alive(ctx: ShardContext, req: OffsetCommit) -> None:
+    """Kafka: a commit in Stable or PreparingRebalance reschedules the member's heartbeat."""
+    group = ctx.groups.get(req.group_id)
+    if group is not None and group.is_in(GroupState.STABLE, GroupState.PREPARING_REBALANCE):
+        member = group.members.get(req.member_id)
+        if member is not None:
+            rb.touch_session(ctx, group, member)
 
 
 def _validate_commit(ctx: ShardContext, req: OffsetCommit) -> ErrorCode | None:
@@ -96,19 +156,15 @@ def _validate_commit(ctx: ShardContext, req: OffsetCommit) -> ErrorCode | None:
 def validate_group_commit(
     group: ClassicGroup, member_id: str, instance_id: str | None, generation: int
 ) -> ErrorCode | None:
+    """ClassicGroup.validateOffsetCommit (non-transactional)."""
     if group.is_in(GroupState.DEAD):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if generation < 0 and group.is_in(GroupState.EMPTY):
         return None
     if generation >= 0 or member_id or instance_id is not None:
-        if instance_id is not None:
-            existing = group.static_member_id(instance_id)
-            if existing is None:
-                return ErrorCode.UNKNOWN_MEMBER_ID
-            if existing != member_id:
-                return ErrorCode.FENCED_INSTANCE_ID
-        elif not group.has_member(member_id):
-            return ErrorCode.UNKNOWN_MEMBER_ID
+        member_error = _validate_member(group, member_id, instance_id)
+        if member_error is not None:
+            return member_error
         if generation != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
     elif not group.is_in(GroupState.EMPTY):
@@ -118,19 +174,30 @@ def validate_group_commit(
     return None
 
 
+def _validate_member(group: ClassicGroup, member_id: str, instance_id: str | None) -> ErrorCode | None:
+    if instance_id is not None:
+        existing = group.static_member_id(instance_id)
+        if existing is None:
+            return ErrorCode.UNKNOWN_MEMBER_ID
+        if existing != member_id:
+            return ErrorCode.FENCED_INSTANCE_ID
+    elif not group.has_member(member_id):
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    return None
+
+
 # --- OffsetFetch ------------------------------------------------------------------------------------
 
 
 def fetch(ctx: ShardContext, req: OffsetFetch, handle: object) -> Result:
-    fx = Effects()
-    fx.reply(handle, OffsetFetchResponse(groups=tuple(_fetch_group(ctx, g) for g in req.groups)))
-    return fx.result()
+    response = OffsetFetchResponse(groups=tuple(_fetch_group(ctx, g) for g in req.groups))
+    return Result(replies=(Reply(handle, response),))
 
 
 def _fetch_group(ctx: ShardContext, req: FetchGroup) -> FetchGroupResponse:
-    if not req.group_id:
-        return FetchGroupResponse(req.group_id, error_code=ErrorCode.INVALID_GROUP_ID)
-    offsets = ctx.offsets.get(req.group_id, {})
+    group = ctx.groups.get(req.group_id)
+    dead = group is not None and group.is_in(GroupState.DEAD)  # Kafka: GROUP_ID_NOT_FOUND, answered as unknown
+    offsets = {} if dead else ctx.offsets.get(req.group_id, {})
     if req.topics is None:
         return FetchGroupResponse(req.group_id, _all_offsets(offsets))
     topics = tuple(
@@ -140,14 +207,14 @@ def _fetch_group(ctx: ShardContext, req: FetchGroup) -> FetchGroupResponse:
     return FetchGroupResponse(req.group_id, topics)
 
 
-def _partition(offsets: dict[tuple[str, int], OffsetValue], topic: str, partition: int) -> FetchPartitionResponse:
+def _partition(offsets: Offsets, topic: str, partition: int) -> FetchPartitionResponse:
     value = offsets.get((topic, partition))
     if value is None:
         return FetchPartitionResponse(partition)
     return FetchPartitionResponse(partition, value.offset, value.leader_epoch, value.metadata)
 
 
-def _all_offsets(offsets: dict[tuple[str, int], OffsetValue]) -> tuple[FetchTopicResponse, ...]:
+def _all_offsets(offsets: Offsets) -> tuple[FetchTopicResponse, ...]:
     by_topic: dict[str, list[int]] = {}
     for topic, partition in offsets:
         by_topic.setdefault(topic, []).append(partition)
@@ -155,3 +222,129 @@ def _all_offsets(offsets: dict[tuple[str, int], OffsetValue]) -> tuple[FetchTopi
         FetchTopicResponse(topic, tuple(_partition(offsets, topic, p) for p in sorted(parts)))
         for topic, parts in by_topic.items()
     )
+
+
+# --- OffsetDelete -----------------------------------------------------------------------------------
+
+
+def delete(ctx: ShardContext, req: OffsetDelete, handle: object) -> Result:
+    fx = Effects()
+    group = ctx.groups.get(req.group_id)
+    error = ErrorCode.INVALID_GROUP_ID if not req.group_id else _validate_delete(group)
+    if error is not None or group is None:
+        fx.reply(handle, OffsetDeleteResponse(error_code=error or ErrorCode.GROUP_ID_NOT_FOUND))
+        return fx.result()
+    offsets = ctx.offsets.get(req.group_id, {})
+    topics = []
+    for topic in req.topics:
+        subscribed = is_subscribed(group, topic.name)
+        partitions = tuple(_delete_partition(req.group_id, topic.name, p, subscribed, offsets, fx.records)
+                           for p in topic.partitions)
+        topics.append(DeleteTopicResponse(topic.name, partitions))
+    fx.reply(handle, OffsetDeleteResponse(topics=tuple(topics)))
+    return fx.result()
+
+
+def _validate_delete(group: ClassicGroup | None) -> ErrorCode | None:
+    """ClassicGroup.validateOffsetDelete."""
+    if group is None or group.is_in(GroupState.DEAD):
+        return ErrorCode.GROUP_ID_NOT_FOUND
+    if not group.is_in(GroupState.EMPTY) and not uses_consumer_protocol(group):
+        return ErrorCode.NON_EMPTY_GROUP
+    return None
+
+
+def _delete_partition(group_id: str, topic: str, partition: int, subscribed: bool, offsets: Offsets,
+                      records: list[Record]) -> DeletePartitionResponse:
+    if subscribed:
+        return DeletePartitionResponse(partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
+    if (topic, partition) in offsets:
+        records.append(offset_tombstone_record(group_id, topic, partition))
+    return DeletePartitionResponse(partition)
+
+
+# --- replay -----------------------------------------------------------------------------------------
+
+
+def replay_offset(ctx: ShardContext, key: bytes, value: bytes | None) -> None:
+    """Apply one OffsetCommit record (a tombstone deletes). A value for a group that does not exist creates
+    a simple group, as Kafka's replay does. Raises ValueError if the record does not decode."""
+    group_id, topic, partition = decode_key(key)
+    if value is None:
+        _remove(ctx, group_id, topic, partition)
+    else:
+        _store(ctx, group_id, topic, partition, decode_value(value))
+
+
+def _store(ctx: ShardContext, group_id: str, topic: str, partition: int, value: OffsetValue) -> None:
+    _offsets_of(ctx, group_id)[(topic, partition)] = value
+
+
+def _remove(ctx: ShardContext, group_id: str, topic: str, partition: int) -> None:
+    group_offsets = ctx.offsets.get(group_id)
+    if group_offsets is not None:
+        group_offsets.pop((topic, partition), None)
+        if not group_offsets:
+            del ctx.offsets[group_id]
+
+
+_V3_NO_METADATA = struct.Struct(">hqihq")  # version 3, offset, epoch, metadata length 0, commit timestamp
+_NO_METADATA_SIZE = _V3_NO_METADATA.size
+_PARTITION = struct.Struct(">i")
+
+
+def replay_loaded_batch(ctx: ShardContext, records: list[tuple[bytes, bytes | None]],
+                        other: Callable[[bytes, bytes | None], None]) -> int:
+    """Apply the records of one loaded batch, in order; returns how many could not be decoded (each is
+    skipped with a warning, as `replay` would raise for it alone).
+
+    The same as `replay_offset` for every OffsetCommit record and `other(key, value)` for anything else, with
+    the key decoded inline, the group's offsets looked up once per run of records of the same group, and the
+    commonest value (v3 without metadata, what consumers commit) unpacked in one call. Loading a million
+    offsets is mostly this loop, so it avoids the general path's per-record calls;
+    tests/unit/coordinator/test_offsets_replay.py checks both paths build the same state."""
+    unpack_value, unpack_partition, new_value = _V3_NO_METADATA.unpack, _PARTITION.unpack_from, tuple.__new__
+    skipped = 0
+    last_group: bytes | None = None
+    group_offsets: Offsets = {}
+    for key, value in records:
+        try:
+            if key[0] or key[1] > 1:  # not an OffsetCommitKey (types 0 and 1)
+                last_group = None
+                other(key, value)
+                continue
+            topic_at = 4 + ((key[2] << 8) | key[3])
+            partition_at = topic_at + 2 + ((key[topic_at] << 8) | key[topic_at + 1])
+            if partition_at + 4 != len(key) or key[2] & 0x80 or key[topic_at] & 0x80:
+                raise ValueError("malformed OffsetCommitKey")
+            topic = key[topic_at + 2:partition_at].decode()
+            (partition,) = unpack_partition(key, partition_at)
+            if value is None:
+                last_group = None
+                _remove(ctx, key[4:topic_at].decode(), topic, partition)
+                continue
+            if len(value) == _NO_METADATA_SIZE and value[1] == 3 and not value[0] and not value[14] | value[15]:
+                _, offset, epoch, _, stamp = unpack_value(value)
+                decoded = new_value(OffsetValue, (offset, epoch, "", stamp, -1))
+            else:
+                decoded = decode_value(value)
+            raw_group = key[4:topic_at]
+            if raw_group != last_group:
+                group_offsets = _offsets_of(ctx, raw_group.decode())
+                last_group = raw_group
+            group_offsets[(topic, partition)] = decoded
+        except (ValueError, IndexError, KeyError) as error:
+            skipped += 1
+            last_group = None
+            log.warning("skipping an unreadable __consumer_offsets record: %s", error)
+    return skipped
+
+
+def _offsets_of(ctx: ShardContext, group_id: str) -> Offsets:
+    """The group's offsets; a group that does not exist is created as a simple group (Kafka's replay)."""
+    if group_id not in ctx.groups:
+        ctx.groups[group_id] = ClassicGroup(group_id, GroupState.EMPTY, ctx.now())
+    group_offsets = ctx.offsets.get(group_id)
+    if group_offsets is None:
+        group_offsets = ctx.offsets[group_id] = {}
+    return group_offsets

@@ -26,7 +26,7 @@ newest non-flexible shape (missing fields take their schema defaults), or None f
 import io
 import struct
 from dataclasses import dataclass, field
-from typing import ClassVar, TypeVar
+from typing import ClassVar, NamedTuple, TypeVar
 
 from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
@@ -317,9 +317,9 @@ def encode_group_metadata_value(value: GroupMetadataValueV3) -> bytes:
 # --- normalised decoding ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class OffsetValue:
-    """An OffsetCommitValue of any version, normalised."""
+class OffsetValue(NamedTuple):
+    """An OffsetCommitValue of any version, normalised. A NamedTuple rather than a frozen dataclass: loading
+    a partition builds one per committed offset, and a tuple is built about five times faster."""
 
     offset: int
     leader_epoch: int = -1

@@ -158,6 +158,21 @@ class OffsetFetch:
 
 
 @dataclass(frozen=True, slots=True)
+class DeleteTopic:
+    name: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetDelete:
+    group_id: str
+    topics: tuple[DeleteTopic, ...] = ()
+    api_version: int = 0
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class GroupConfigOp:
     """One entry of IncrementalAlterConfigs: `operation` is Kafka's OpType (0 SET, 1 DELETE, 2 APPEND,
     3 SUBTRACT); the core validates it."""

@@ -152,6 +152,24 @@ class OffsetFetchResponse:
     groups: tuple[FetchGroupResponse, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class DeletePartitionResponse:
+    partition_index: int
+    error_code: int = ErrorCode.NONE
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteTopicResponse:
+    name: str
+    partitions: tuple[DeletePartitionResponse, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OffsetDeleteResponse:
+    error_code: int = ErrorCode.NONE
+    topics: tuple[DeleteTopicResponse, ...] = ()
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AlterGroupConfigsResponse:
     error_code: int = ErrorCode.NONE
@@ -200,6 +218,8 @@ def error_response(response: object, code: int) -> object:
                                                        for g in response.groups))
         case ListGroupsResponse():
             return ListGroupsResponse(error_code=code)
+        case OffsetDeleteResponse():
+            return OffsetDeleteResponse(error_code=code)
         case AlterGroupConfigsResponse() | DescribeGroupConfigsResponse():
             return type(response)(error_code=code)
     return response

@@ -32,7 +32,7 @@ import logging
 import uuid
 from collections.abc import Callable
 
-from herd.coordinator import admin, group_configs, membership, offsets, preregistration
+from herd.coordinator import admin, group_configs, membership, offsets, preregistration, retention
 from herd.coordinator import rebalance as rb
 from herd.coordinator.config import CoordinatorConfig
 from herd.coordinator.context import ShardContext
@@ -47,8 +47,6 @@ from herd.coordinator.records import (
     Record,
     decode_group_metadata_key,
     decode_group_metadata_value,
-    decode_offset_commit_key,
-    decode_offset_commit_value,
     record_type,
 )
 from herd.coordinator.requests import (
@@ -61,12 +59,14 @@ from herd.coordinator.requests import (
     LeaveGroup,
     ListGroups,
     OffsetCommit,
+    OffsetDelete,
     OffsetFetch,
     SyncGroup,
 )
 from herd.coordinator.responses import JoinGroupResponse, SyncGroupResponse, error_response
 from herd.coordinator.result import Effects, Reply, Result
 from herd.coordinator.state import GroupState
+from herd.coordinator.subscriptions import compute_subscribed_topics
 from herd.coordinator.timer import Clock, Timer
 
 log = logging.getLogger(__name__)
@@ -123,6 +123,9 @@ class GroupCoordinatorShard:
     def offset_fetch(self, req: OffsetFetch, reply: object) -> Result:
         return offsets.fetch(self._ctx, req, reply)
 
+    def offset_delete(self, req: OffsetDelete, reply: object) -> Result:
+        return offsets.delete(self._ctx, req, reply)
+
     def alter_group_configs(self, req: AlterGroupConfigs, reply: object) -> Result:
         return group_configs.alter(self._ctx, req, reply)
 
@@ -152,30 +155,28 @@ class GroupCoordinatorShard:
 
     def replay(self, record: Record) -> None:
         """Apply one record. Records live state already reflects (`applied`) are skipped."""
-        if record.applied:
-            return
-        kind = record_type(record.key)
+        if not record.applied:
+            self.replay_loaded(record.key, record.value)
+
+    def replay_loaded(self, key: bytes, value: bytes | None) -> None:
+        """Apply one record read back from the log (what `replay` does for a record that is not `applied`).
+        Raises ValueError for a record that cannot be decoded."""
+        if len(key) < 2:
+            raise ValueError(f"a {len(key)}-byte key has no record type")
+        kind = record_type(key)
         if kind in OFFSET_COMMIT_KEY_TYPES:
-            self._replay_offset(record)
+            offsets.replay_offset(self._ctx, key, value)
         elif kind == GROUP_METADATA_KEY_TYPE:
-            self._replay_group(record)
+            self._replay_group(Record(key, value))
         elif kind == EXPECTED_MEMBERS_KEY_TYPE:
-            preregistration.replay(self._ctx, record)
+            preregistration.replay(self._ctx, Record(key, value))
         else:
             log.warning("skipping __consumer_offsets record of unknown type %d", kind)
 
-    def _replay_offset(self, record: Record) -> None:
-        key = decode_offset_commit_key(record.key)
-        ctx = self._ctx
-        if record.value is None:
-            group_offsets = ctx.offsets.get(key.group, {})
-            group_offsets.pop((key.topic, key.partition), None)
-            if not group_offsets:
-                ctx.offsets.pop(key.group, None)
-            return
-        if key.group not in ctx.groups:
-            ctx.groups[key.group] = ClassicGroup(key.group, GroupState.EMPTY, ctx.now())
-        ctx.offsets.setdefault(key.group, {})[(key.topic, key.partition)] = decode_offset_commit_value(record.value)
+    def replay_loaded_batch(self, records: list[tuple[bytes, bytes | None]]) -> int:
+        """`replay_loaded` for each (key, value) of one batch read back from the log, faster; a record that
+        cannot be decoded is skipped with a warning. Returns how many were skipped."""
+        return offsets.replay_loaded_batch(self._ctx, records, self.replay_loaded)
 
     def _replay_group(self, record: Record) -> None:
         group_id = decode_group_metadata_key(record.key).group
@@ -212,6 +213,7 @@ class GroupCoordinatorShard:
                 protocols=(Protocol(value.protocol or "", m.subscription),),
                 assignment=m.assignment,
             ))
+        group.subscribed_topics = compute_subscribed_topics(group)
         return group
 
     def _forget_timers(self, group: ClassicGroup) -> None:
@@ -223,9 +225,11 @@ class GroupCoordinatorShard:
         self._ctx.timer.cancel(rb.sync_key(group.group_id))
 
     def on_loaded(self) -> Result:
-        """After replaying the partition: arm every member's session; rebalance over-capacity groups."""
+        """After replaying the partition: arm every member's session; rebalance over-capacity groups; start
+        the periodic offset-retention cleanup."""
         ctx = self._ctx
         fx = Effects()
+        retention.schedule(ctx)
         for group in ctx.groups.values():
             for member in group.members.values():
                 rb.arm_session(ctx, group, member)
@@ -246,6 +250,7 @@ class GroupCoordinatorShard:
                 group.complete_sync(member, SyncGroupResponse(error_code=error), fx)
             self._forget_timers(group)
             group.transition_to(GroupState.DEAD, self._ctx.now())
+        self._ctx.timer.cancel(retention.RETENTION_KEY)
         self._ctx.groups.clear()
         self._ctx.offsets.clear()
         self._ctx.expected.clear()

@@ -28,11 +28,14 @@ plain response (heartbeats take this path: no task, no future); otherwise the ca
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
 
-from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, GroupCoordinatorShard, Record, Result
+from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, GroupCoordinatorShard, Result
 from herd.coordinator.result import Reply
 from herd.log.api import KafkaStorageError, LogError, PartitionLog
 from herd.runtime.batches import decode_batches, encode_batch
@@ -41,6 +44,27 @@ from herd.runtime.timer import AsyncioTimer, WallClock
 log = logging.getLogger(__name__)
 
 LOAD_CHUNK_BYTES = 1024 * 1024
+
+
+class _GcPause:
+    """Counts the loads in progress; the collector is off while there is one (see `ShardRuntime.load`)."""
+
+    loads = 0
+    reenable = False
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    if _GcPause.loads == 0:
+        _GcPause.reenable = gc.isenabled()
+        gc.disable()
+    _GcPause.loads += 1
+    try:
+        yield
+    finally:
+        _GcPause.loads -= 1
+        if _GcPause.loads == 0 and _GcPause.reenable:
+            gc.enable()
 
 
 class ShardState(Enum):
@@ -199,16 +223,14 @@ class ShardRuntime:
     # -- loading and unloading ---------------------------------------------------------------------------------
 
     async def load(self) -> None:
-        """Replay the whole partition, then go active (`on_loaded`). Yields to the loop between chunks."""
+        """Replay the whole partition, then go active (`on_loaded`). Yields to the loop between chunks.
+
+        The cyclic garbage collector is paused while any partition loads: replay allocates a few objects per
+        offset and none of them form cycles, yet each collection would walk the whole growing state (with
+        it, a million offsets loaded in twice the time)."""
         try:
-            offset = self.log.log_start_offset
-            while offset < self.log.log_end_offset and self.state is ShardState.LOADING:
-                data = self.log.read(offset, LOAD_CHUNK_BYTES)
-                for next_offset, records in decode_batches(data):
-                    for record in records:
-                        self._replay_loaded(record, next_offset)
-                    offset = next_offset
-                await asyncio.sleep(0)
+            with _gc_paused():
+                await self._replay_log()
         except (LogError, ValueError) as error:
             log.error("__consumer_offsets-%d cannot be loaded: %s", self.partition, error)
             self.state = ShardState.FAILED
@@ -220,12 +242,17 @@ class ShardRuntime:
                  self.log.log_end_offset - self.log.log_start_offset, self.log.log_end_offset)
         self.apply(self.shard.on_loaded())
 
-    def _replay_loaded(self, record: Record, offset: int) -> None:
-        try:
-            self.shard.replay(record)
-        except (ValueError, KeyError) as error:
-            log.warning("__consumer_offsets-%d: skipping an unreadable record before offset %d: %s",
-                        self.partition, offset, error)
+    async def _replay_log(self) -> None:
+        offset = self.log.log_start_offset
+        while offset < self.log.log_end_offset and self.state is ShardState.LOADING:
+            data = self.log.read(offset, LOAD_CHUNK_BYTES)
+            start = offset
+            for next_offset, records in decode_batches(data):
+                self.shard.replay_loaded_batch(records)
+                offset = next_offset
+            if offset == start:
+                raise ValueError(f"no batch readable at offset {offset}")
+            await asyncio.sleep(0)
 
     async def unload(self) -> None:
         """Stop serving: finish and acknowledge pending writes, answer parked requests NOT_COORDINATOR."""
