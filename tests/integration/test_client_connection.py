@@ -266,7 +266,7 @@ def test_a_member_rides_out_a_broker_restart(conn_broker):
     group = f"restart-{uuid.uuid4().hex[:8]}"
 
     async def described() -> tuple[str, list[str]]:
-        async with Admin(conn_broker.bootstrap, request_timeout_ms=5000) as admin:
+        async with Admin(conn_broker.bootstrap, request_timeout_ms=30_000) as admin:  # waits out the loading
             g = await admin.describe_group(group)
             return g.state, [m.member_id for m in g.members]
 
@@ -279,6 +279,7 @@ def test_a_member_rides_out_a_broker_restart(conn_broker):
             await asyncio.to_thread(conn_broker.kill)
             await asyncio.to_thread(conn_broker.restart)
             await member.wait_for(lambda m: m.state is MemberState.STABLE, timeout=30)
+            await described()  # the restarted broker has loaded the group (heartbeats are answered NONE until then)
             loop = asyncio.get_running_loop()
             until = loop.time() + session_ms / 1000 + 0.5
             while loop.time() < until:  # heartbeats reach the restarted broker: the member is never expired
