@@ -1,0 +1,90 @@
+"""OffsetDelete in the core: which groups may lose offsets, per-partition answers and the exact tombstones
+(apache/kafka OffsetMetadataManagerTest#testDeleteOffsets* and ClassicGroup#validateOffsetDelete)."""
+
+from __future__ import annotations
+
+from herd.coordinator import ErrorCode, GroupState, Record
+from herd.coordinator.records import offset_tombstone
+from herd.coordinator.requests import CommitPartition, DeleteTopic, LeaveGroup, OffsetDelete
+
+from .context import Ctx, reply
+from .test_offsets_fencing import commit_req
+from .test_offsets_retention import consumer_protocols
+
+
+def commit(c: Ctx, topic: str, *partitions: int, group: str = "g", **kw) -> None:
+    c.run("offset_commit", commit_req(group=group, topic=topic, partitions=tuple(CommitPartition(p, 7) for p in partitions),
+                                      **kw))
+
+
+def delete(c: Ctx, *topics: tuple[str, tuple[int, ...]], group: str = "g") -> tuple[object, tuple[Record, ...]]:
+    handle, result = c.run("offset_delete", OffsetDelete(group_id=group, topics=tuple(DeleteTopic(n, p) for n, p in topics)))
+    return reply(result, handle), result.records
+
+
+def answers(response) -> dict[tuple[str, int], int]:
+    return {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+
+
+def test_an_unknown_group_and_an_empty_group_id() -> None:
+    c = Ctx()
+    response, records = delete(c, ("t", (0,)), group="nobody")
+    assert (response.error_code, response.topics, records) == (ErrorCode.GROUP_ID_NOT_FOUND, (), ())
+    response, _ = delete(c, ("t", (0,)), group="")
+    assert response.error_code == ErrorCode.INVALID_GROUP_ID
+
+
+def test_an_empty_group_loses_the_named_offsets_and_stays() -> None:
+    c = Ctx()
+    commit(c, "t", 0, 1)
+    commit(c, "u", 0)
+    response, records = delete(c, ("t", (0, 5)), ("v", (0,)))
+    assert response.error_code == 0
+    assert answers(response) == {("t", 0): 0, ("t", 5): 0, ("v", 0): 0}  # every named partition is answered
+    assert records == (offset_tombstone("g", "t", 0),)  # but only committed ones get a tombstone
+    assert c.shard.committed_offsets("g").keys() == {("t", 1), ("u", 0)}
+    delete(c, ("t", (1,)), ("u", (0,)))
+    assert c.shard.committed_offsets("g") == {} and c.shard.group("g").state is GroupState.EMPTY
+
+
+def test_a_live_consumer_group_keeps_the_offsets_of_topics_it_subscribes_to() -> None:
+    c = Ctx()
+    member, _ = c.stable_group(2, protocols=consumer_protocols("t"))
+    commit(c, "t", 0, gen=1, member=member)
+    commit(c, "old", 0, 1, gen=1, member=member)
+    response, records = delete(c, ("t", (0,)), ("old", (0, 1)))
+    assert answers(response) == {("t", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ("old", 0): 0, ("old", 1): 0}
+    assert records == (offset_tombstone("g", "old", 0), offset_tombstone("g", "old", 1))
+    # While it rebalances, the topics of its last generation still count.
+    c.join(member_id=member, protocols=consumer_protocols("other"))
+    assert c.shard.group("g").state is GroupState.PREPARING_REBALANCE
+    response, records = delete(c, ("t", (0,)))
+    assert answers(response) == {("t", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC} and records == ()
+
+
+def test_a_consumer_group_whose_subscriptions_cannot_be_read_counts_as_subscribed_to_everything() -> None:
+    c = Ctx()
+    (member,) = c.stable_group(1)  # the context's protocol metadata is not the consumer protocol
+    commit(c, "t", 0, gen=1, member=member)
+    response, records = delete(c, ("t", (0,)))
+    assert answers(response) == {("t", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC} and records == ()
+
+
+def test_a_live_group_of_another_protocol_type_is_non_empty() -> None:
+    c = Ctx()
+    (member,) = c.stable_group(1, protocol_type="connect")
+    commit(c, "t", 0, gen=1, member=member)
+    response, records = delete(c, ("t", (0,)))
+    assert (response.error_code, response.topics, records) == (ErrorCode.NON_EMPTY_GROUP, (), ())
+    c.run("leave_group", LeaveGroup(group_id="g", member_id=member, api_version=0))
+    response, records = delete(c, ("t", (0,)))
+    assert response.error_code == 0 and records == (offset_tombstone("g", "t", 0),)
+
+
+def test_a_failed_append_answers_the_mapped_error_at_the_top() -> None:
+    c = Ctx()
+    commit(c, "t", 0)
+    result = c.shard.offset_delete(OffsetDelete(group_id="g", topics=(DeleteTopic("t", (0,)),)), "h")
+    failed = reply(c.shard.on_append_failed(result, ErrorCode.NOT_LEADER_OR_FOLLOWER), "h")
+    assert (failed.error_code, failed.topics) == (ErrorCode.NOT_COORDINATOR, ())
+    assert c.shard.committed_offsets("g").keys() == {("t", 0)}
