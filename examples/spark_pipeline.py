@@ -11,7 +11,8 @@ then the pipeline's offset-commit history read back from `__consumer_offsets`.
    mode: a window is written once, when the watermark passes its end). One query writes the results to
    the herd topic `page-stats` (`writeStream.format("herd")`), the other to Parquet. Each commits its
    processed offsets to its own consumer group (`kafka.group.id`), so `herd groups describe` shows its lag.
-3. After the generator stops and the queries catch up, a batch job reads `__consumer_offsets` with
+3. After the generator stops and the queries catch up, `herd groups describe` shows both groups at lag 0,
+   and a batch job reads `__consumer_offsets` with
    `decode=consumer_offsets` and reports each pipeline group's commit history; the results in `page-stats`
    and in Parquet are summarised.
 Needs the herd[spark] extra and Java 17.
@@ -244,6 +245,9 @@ def run(bootstrap: str, seconds: float, rate: int, work: Path) -> None:
     wait_until_drained(bootstrap, jobs, produced[1], timeout=180)
     for job in jobs:
         job.stop()
+    print("\n== herd groups describe ==")
+    subprocess.run([sys.executable, "-m", "herd.cli", "groups", "describe", "--bootstrap-server", bootstrap,
+                    *(arg for g in GROUPS.values() for arg in ("--group", g))], check=False)
     report_commit_history(spark, bootstrap)
     report_results(spark, bootstrap, work, produced[0])
     spark.stop()

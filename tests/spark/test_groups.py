@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from typing import Any
 
@@ -28,8 +31,15 @@ def pipeline(spark, broker, tmp_path_factory) -> dict[str, Any]:
 
 def test_group_shows_the_processed_offsets(broker, pipeline) -> None:
     """Every record was processed, so the group's committed offsets are the ends of the partitions: the
-    last batch's end is committed when the AvailableNow run checks for more data, so lag is zero."""
+    last batch's end is committed when the AvailableNow run checks for more data, so lag is zero, and
+    `herd groups describe` says so."""
     assert committed(broker.bootstrap, pipeline["group"], pipeline["topic"], 3) == {0: 30, 1: 30, 2: 30}
+    described = subprocess.run([sys.executable, "-m", "herd.cli", "groups", "describe", "--bootstrap-server",
+                                broker.bootstrap, "--group", pipeline["group"], "--output", "json"],
+                               capture_output=True, text=True, timeout=60)
+    assert described.returncode == 0, described.stderr
+    rows = json.loads(described.stdout)
+    assert [(r["partition"], r["current_offset"], r["lag"]) for r in rows] == [(p, 30, 0) for p in range(3)]
 
 
 def test_decoder_returns_the_commits_of_the_run(spark, broker, pipeline) -> None:
