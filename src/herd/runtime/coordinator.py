@@ -37,6 +37,7 @@ def coordinator_config(config: BrokerConfig) -> CoordinatorConfig:
         group_max_size=config.get("group.max.size"),
         offset_metadata_max_bytes=config.get("offset.metadata.max.bytes"),
         offsets_retention_minutes=config.get("offsets.retention.minutes"),
+        offsets_retention_check_interval_ms=config.get("offsets.retention.check.interval.ms"),
     )
 
 

@@ -30,9 +30,11 @@ from herd.server.apis import (
     list_offsets,
     metadata,
     offset_commit,
+    offset_delete,
     offset_fetch,
     produce,
     sync_group,
+    txn_offset_commit,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -49,6 +51,8 @@ MODULES: tuple[ModuleType, ...] = (
     create_partitions,
     offset_commit,
     offset_fetch,
+    offset_delete,
+    txn_offset_commit,
     join_group,
     heartbeat,
     leave_group,

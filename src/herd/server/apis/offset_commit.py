@@ -6,9 +6,11 @@ v9: an unknown group committed to with a generation gets GROUP_ID_NOT_FOUND inst
 (KIP-848). v10: topics by id (KAFKA-19186). Kafka 4.x serves v2-v10 (v0-v1 went with KIP-896).
 
 As in Kafka's KafkaApis, a topic or partition the cluster does not have gets UNKNOWN_TOPIC_OR_PARTITION
-(an unknown topic id UNKNOWN_TOPIC_ID) and is not committed; an empty group id gets INVALID_GROUP_ID. The
-rest goes to the group's coordinator shard, which fences by generation, member and instance id and writes
-one OffsetCommit record per partition; the answer is sent once they are durable.
+(an unknown topic id UNKNOWN_TOPIC_ID) and is not committed; when nothing is left to commit the coordinator
+is not asked at all. The empty string is a valid group id here (Kafka keeps it for backwards compatibility;
+only a null one, which the schema cannot carry, is INVALID_GROUP_ID). The rest goes to the group's
+coordinator shard, which fences by generation, member and instance id and writes one OffsetCommit record per
+partition; the answer is sent once they are durable.
 """
 
 from __future__ import annotations
@@ -53,8 +55,6 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     def on_error(code: int) -> OffsetCommitResponse:
         return _all_failed(req, code)
 
-    if not req.group_id:
-        return respond(on_error(ErrorCode.INVALID_GROUP_ID))
     if not req.topics:
         return respond(OffsetCommitResponse())
     return route(ctx, req.group_id, "offset_commit", req, respond, on_error)

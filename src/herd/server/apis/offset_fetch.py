@@ -7,9 +7,10 @@ in one request (KIP-709). v9: member id and epoch (KIP-848; a classic group does
 Kafka). v10: topics by id. Kafka 4.x serves v1-v10.
 
 Each group is asked of its own coordinator shard. A partition without a committed offset answers offset -1
-with empty metadata and no error; on v10 an unknown topic id gets UNKNOWN_TOPIC_ID. A group-level error
-(NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, INVALID_GROUP_ID) is the group's error on v8+, the
-top-level error on v2-v7 and every partition's error on v1.
+with empty metadata and no error; on v10 an unknown topic id gets UNKNOWN_TOPIC_ID. The empty string is a
+valid group id (as in Kafka, for backwards compatibility). A group-level error (NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS) is the group's error on v8+, the top-level error on v2-v7 and every
+partition's error on v1.
 """
 
 from __future__ import annotations
@@ -42,8 +43,6 @@ def _fetch_group(ctx: RequestContext, entry: Any, require_stable: bool) -> Any:
     def on_error(code: int) -> OffsetFetchResponse:
         return OffsetFetchResponse(groups=(FetchGroupResponse(group_id, error_code=code),))
 
-    if not group_id:
-        return on_error(ErrorCode.INVALID_GROUP_ID)
     if topics is not None and ctx.api_version >= 10:
         topics = tuple(t for t in topics if t.name)  # unknown ids are answered here
     req = OffsetFetch(
