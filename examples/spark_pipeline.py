@@ -63,7 +63,7 @@ def start_broker(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
 
 
 def create_topics(bootstrap: str) -> None:
-    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
     existing = admin.list_topics(timeout=10).topics
     wanted = [NewTopic(t, 3, 1) for t in (EVENTS, STATS) if t not in existing]
     for future in (admin.create_topics(wanted).values() if wanted else []):
