@@ -140,7 +140,12 @@ def validate_batches(buf: bytes | bytearray | memoryview, max_batch_bytes: int |
 
 def valid_prefix(buf: bytes | bytearray | memoryview, first_offset: int | None = None) -> list[BatchHeader]:
     """The leading batches of `buf` that are whole, v2, CRC-correct and (if `first_offset` is given) numbered
-    contiguously from it. Recovery keeps exactly these and truncates the rest."""
+    upwards from it. Recovery keeps exactly these and truncates the rest.
+
+    A compacted segment (compaction.py) has gaps: batches whose records were all removed are gone, a batch
+    keeps its original offset range with fewer records, and an empty batch covers the offsets up to the next
+    segment. So a batch may start above the offset after the previous one and hold fewer records than its
+    offset range (even none), but never overlap the previous one or hold more records than its range."""
     headers: list[BatchHeader] = []
     expected = first_offset
     pos = 0
@@ -148,10 +153,11 @@ def valid_prefix(buf: bytes | bytearray | memoryview, first_offset: int | None =
         try:
             header = parse_header(buf, pos)
             check_crc(buf, header)
-            check_counts(header)
-        except (CorruptRecordError, UnsupportedMagicError, InvalidRecordError):
+        except (CorruptRecordError, UnsupportedMagicError):
             break
-        if expected is not None and header.base_offset != expected:
+        if not 0 <= header.record_count <= header.last_offset_delta + 1:
+            break
+        if expected is not None and header.base_offset < expected:
             break
         headers.append(header)
         expected = header.next_offset

@@ -43,6 +43,7 @@ from herd.log.api import (
     OffsetOutOfRangeError,
     TimestampOffset,
 )
+from herd.log import compaction
 from herd.log.batch import set_base_offset, set_log_append_time, validate_batches
 from herd.log.fs import FileSystem, OsFileSystem
 from herd.log.segment import Segment
@@ -71,6 +72,7 @@ class SegmentLog:
         self._cold: Segment | None = None  # the one sealed segment whose index is loaded for reading
         # (segment base, its max timestamp, offset of the batch holding it) -> offset of the record holding it
         self._max_record: tuple[tuple[int, int, int], int] | None = None
+        self.cleaner_offset = log_start_offset  # compaction: offsets below this were cleaned by the last pass
 
     # -- opening -------------------------------------------------------------------------------------------------
 
@@ -78,6 +80,7 @@ class SegmentLog:
     def open(cls, fs: FileSystem, directory: str, topic: str, partition: int, config: LogConfig) -> SegmentLog:
         """Open (recovering) or create the partition in `directory`."""
         fs.makedirs(directory)
+        compaction.recover(fs, directory)  # finish or undo a compaction swap a crash interrupted
         log_start, recovery_point = _read_checkpoint(fs, directory)
         bases = _segment_bases(fs, directory)
         segments = _recover_segments(fs, directory, bases, log_start, recovery_point, config.index_interval_bytes)
@@ -219,6 +222,52 @@ class SegmentLog:
             segment.close()
         self._cold = None
         self._failed = self._failed or "closed"
+
+    # -- compaction hooks (herd.log.compaction) --------------------------------------------------------------------
+
+    @property
+    def filesystem(self) -> FileSystem:
+        return self._fs
+
+    @property
+    def directory(self) -> str:
+        return self._dir
+
+    def cleanable_segments(self) -> list[tuple[int, int, int]]:
+        """(base, end, size) of the sealed segments wholly below the flushed offset; never the active one."""
+        self._check_usable()
+        out = []
+        for segment, end in zip(self._segments[:-1], self._bases[1:]):
+            if end > self._flushed:
+                break
+            out.append((segment.base_offset, end, segment.size))
+        return out
+
+    def holds_segments(self, bases: tuple[int, ...], end: int) -> bool:
+        """True if `bases` are consecutive segments of this log, sealed, the last one ending at `end`."""
+        if self._failed is not None or bases[0] not in self._bases:
+            return False
+        i = self._bases.index(bases[0])
+        following = self._bases[i + len(bases)] if i + len(bases) < len(self._bases) else None
+        return tuple(self._bases[i:i + len(bases)]) == bases and following == end
+
+    def replace_segments(self, bases: tuple[int, ...], end: int) -> None:
+        """Put the segment now stored at `bases[0]` (compacted, ending at `end`) in place of the segments
+        `bases`, whose files are gone. The caller makes sure no flush of this log runs meanwhile."""
+        i = self._bases.index(bases[0])
+        for old in self._segments[i:i + len(bases)]:
+            if old is self._cold:
+                self._cold = None
+            old.close()
+        segment = self._storage(lambda: Segment.open_sealed(self._fs, self._dir, bases[0], end,
+                                                            self.config.index_interval_bytes))  # fmt: skip
+        self._segments[i:i + len(bases)] = [segment]
+        self._bases[i:i + len(bases)] = [bases[0]]
+        self._max_record = None
+
+    def run_storage(self, operation: Callable[[], T]) -> T:
+        """Run a disk operation on this log's files; an OSError fails the log (KafkaStorageError)."""
+        return self._storage(operation)
 
     # -- internals -----------------------------------------------------------------------------------------------
 

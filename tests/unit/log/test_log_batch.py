@@ -115,11 +115,13 @@ def test_log_append_time_sets_the_bit_and_max_timestamp_with_a_fresh_crc() -> No
     assert header.max_timestamp == 1_800_000_000_000
 
 
-def test_valid_prefix_stops_at_a_gap_in_offsets() -> None:
-    first, second = bytearray(make_batch([b"a"])), bytearray(make_batch([b"b"]))
-    set_base_offset(second, parse_header(second), 5)
+def test_valid_prefix_allows_a_gap_compaction_left_but_stops_at_an_overlap() -> None:
+    first, second = bytearray(make_batch([b"a", b"b"])), bytearray(make_batch([b"c"]))
+    set_base_offset(second, parse_header(second), 5)  # offsets 2-4 were compacted away
+    assert len(valid_prefix(bytes(first + second), 0)) == 2
+    set_base_offset(second, parse_header(second), 1)  # overlaps offset 1
     assert len(valid_prefix(bytes(first + second), 0)) == 1
-    set_base_offset(second, parse_header(second), 1)
+    set_base_offset(second, parse_header(second), 2)
     assert len(valid_prefix(bytes(first + second), 0)) == 2
 
 

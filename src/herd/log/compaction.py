@@ -1,0 +1,437 @@
+"""Log compaction (cleanup.policy=compact) of segment logs: keep the latest record of every key.
+
+A pass, as Kafka's LogCleaner does it, simplified to cleaning every sealed segment each time:
+
+1. `plan(log, now_ms, delete_retention_ms)`, on the loop: the log's sealed segments that are wholly flushed
+   (never the active one), if the dirty ratio says so: the bytes written since the last pass are at least
+   `MIN_CLEANABLE_DIRTY_RATIO` (Kafka's min.cleanable.dirty.ratio default) of the cleanable bytes.
+2. `clean(plan)`, in a worker thread; it only reads sealed files and writes new ones, so the log keeps
+   serving:
+   - pass 1 reads every record of those segments and maps each key to the offset of its last record;
+   - pass 2 groups consecutive segments (input bytes <= segment.bytes, offsets within an int32) and writes
+     each group as one segment named after its first base offset, `<base>.log.cleaned` with its
+     `.index.cleaned` and `.timeindex.cleaned`. A record stays if it is the latest of its key and either has
+     a value or is a tombstone younger than delete.retention.ms. A batch keeps its base offset and offset
+     range with fewer records (new CRC; a compressed batch is rewritten uncompressed); a batch left without
+     records is dropped; control batches stay whole; keyless records go (Kafka drops them too). An empty
+     batch covers the offsets from the last kept batch to the end of the group, so every segment still ends
+     where the next one starts and recovery's contiguity checks hold. Every file is fsynced, then a
+     manifest `<base>.swap.cleaned` holding the group's end offset.
+3. `install(log, cleaned)`, on the loop, group by group in offset order, with a protocol a crash at any
+   step leaves recoverable:
+   a. the data files are renamed `.cleaned` -> `.swap`; directory fsync;
+   b. the manifest is renamed to `<base>.swap`; directory fsync: the commit point;
+   c. the group's old segment files are removed; directory fsync; the `.swap` files get their final names
+      (the log file last); directory fsync; the manifest is removed; directory fsync.
+   Then the log's segment list takes the new segment (`SegmentLog.replace_segments`). The caller must make
+   sure no flush of the same log runs meanwhile (the coordinator runtime installs between writes).
+4. `recover(fs, directory)`, called by `SegmentLog.open` before it lists the segments: `.cleaned` files are
+   removed (an unfinished pass); every manifest `<base>.swap` is finished as in (c), removing the old
+   segments in [base, end) unless `<base>.log.swap` is gone already (then they were removed before it was
+   renamed); `.swap` data files without a manifest are removed (a pass that never reached its commit point).
+
+Tombstones differ from Kafka in one detail: Kafka keeps a tombstone until delete.retention.ms after the
+pass that first cleaned it (KIP-534 stores that horizon in the batch); herd keeps it delete.retention.ms
+after the tombstone's own timestamp, which for `__consumer_offsets` is when it was written. Either way a
+reader of the log sees a deletion for at least delete.retention.ms. Offsets never move: compaction leaves
+gaps, as in Kafka.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import struct
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import crc32c
+from kio._kio_native import read_signed_varint, read_signed_varlong
+
+from herd.log.batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_MASK,
+    CONTROL_BIT,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    TIMESTAMP_TYPE_BIT,
+    BatchHeader,
+    parse_header,
+)
+from herd.log.fs import FileSystem
+from herd.log.index import OffsetIndex, TimeIndex
+from herd.log.records import records_section
+from herd.log.segment import segment_name
+
+if TYPE_CHECKING:
+    from herd.log.segments import SegmentLog
+
+DEFAULT_DELETE_RETENTION_MS = 86_400_000  # delete.retention.ms [log.cleaner.delete.retention.ms]
+MIN_CLEANABLE_DIRTY_RATIO = 0.5  # min.cleanable.dirty.ratio [log.cleaner.min.cleanable.ratio]
+INT32_MAX = 2**31 - 1
+READ_CHUNK = 8 * 1024 * 1024
+SUFFIXES = (".index", ".timeindex", ".log")  # the log file is renamed last
+CLEANED = ".cleaned"  # written by a pass, not committed: removed by recovery
+SWAP = ".swap"  # `<base>.log.swap` etc.: data of a pass, committed once its manifest is renamed
+MANIFEST = ".swap"  # `<base>.swap` (no other dot): a committed swap, holding the group's end offset
+_EMPTY_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
+
+
+class CompactionCancelled(Exception):
+    """The pass was cancelled (the partition is being closed); its files were removed."""
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentSpan:
+    base: int
+    end: int  # the next segment's base offset
+    size: int
+
+
+@dataclass(slots=True)
+class Plan:
+    fs: FileSystem
+    directory: str
+    segments: list[SegmentSpan]
+    now_ms: int
+    delete_retention_ms: int
+    segment_bytes: int
+    index_interval_bytes: int
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass(frozen=True, slots=True)
+class CleanedGroup:
+    base: int
+    end: int
+    replaced: tuple[int, ...]  # base offsets of the segments it replaces
+    size: int
+
+
+@dataclass(slots=True)
+class Stats:
+    records_read: int = 0
+    records_kept: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+
+
+@dataclass(slots=True)
+class Cleaned:
+    plan: Plan
+    groups: list[CleanedGroup]
+    stats: Stats
+
+
+# --- planning (on the loop) ------------------------------------------------------------------------------------
+
+
+def plan(log: SegmentLog, now_ms: int, delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS, *,
+         force: bool = False) -> Plan | None:  # fmt: skip
+    """What to clean now, or None: no sealed flushed segment, or (unless `force`) not dirty enough."""
+    spans = [SegmentSpan(base, end, size) for base, end, size in log.cleanable_segments()]
+    if not spans:
+        return None
+    dirty = sum(s.size for s in spans if s.end > log.cleaner_offset)
+    total = sum(s.size for s in spans)
+    if not force and (dirty == 0 or dirty < MIN_CLEANABLE_DIRTY_RATIO * total):
+        return None
+    return Plan(log.filesystem, log.directory, spans, now_ms, delete_retention_ms, log.config.segment_bytes,
+                log.config.index_interval_bytes)
+
+
+# --- cleaning (in a worker thread) ------------------------------------------------------------------------------
+
+
+def clean(p: Plan) -> Cleaned:
+    """Write the cleaned segments and their manifests; raises CompactionCancelled or OSError (after removing
+    what it wrote)."""
+    stats = Stats()
+    written: list[CleanedGroup] = []
+    try:
+        latest = _latest_offsets(p, stats)
+        for group in _groups(p):
+            written.append(_write_group(p, group, latest, stats))
+    except BaseException:
+        remove_leftovers(p.fs, p.directory, (CLEANED,))
+        raise
+    return Cleaned(p, written, stats)
+
+
+def _batches(p: Plan, span: SegmentSpan) -> Iterator[tuple[BatchHeader, memoryview]]:
+    """Every batch of a sealed segment: (header, the batch's bytes); the header's position is 0."""
+    f = p.fs.open(_path(p.directory, span.base, ".log"), "r")
+    try:
+        position = 0
+        while position < span.size:
+            if p.cancelled.is_set():
+                raise CompactionCancelled(f"compaction of {p.directory} cancelled")
+            chunk = memoryview(f.pread(position, min(READ_CHUNK, span.size - position)))
+            at = 0
+            while at + HEADER_SIZE <= len(chunk):
+                size = LOG_OVERHEAD + int.from_bytes(chunk[at + 8:at + 12], "big", signed=True)
+                if at + size > len(chunk):
+                    break
+                batch = chunk[at:at + size]
+                yield parse_header(batch), batch
+                at += size
+            if at == 0:  # one batch larger than the chunk
+                size = LOG_OVERHEAD + int.from_bytes(chunk[8:12], "big", signed=True)
+                batch = memoryview(f.pread(position, size))
+                yield parse_header(batch), batch
+                at = size
+            position += at
+    finally:
+        f.close()
+
+
+def _records(data: bytes | memoryview, header: BatchHeader) -> Iterator[tuple[int, int, int, int, bytes | None, bool]]:
+    """(start, end, offset, timestamp, key, has value) of each record of a batch's (decompressed) records
+    section `data`."""
+    append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_BIT else None
+    pos = 0
+    for _ in range(header.record_count):
+        length, n = read_signed_varint(data, pos)
+        start, body = pos, pos + n
+        timestamp_delta, n = read_signed_varlong(data, body + 1)
+        p = body + 1 + n
+        offset_delta, n = read_signed_varint(data, p)
+        p += n
+        key_len, n = read_signed_varint(data, p)
+        p += n
+        key = bytes(data[p:p + key_len]) if key_len >= 0 else None
+        p += max(key_len, 0)
+        value_len, _ = read_signed_varint(data, p)
+        pos = body + length
+        stamp = append_time if append_time is not None else header.base_timestamp + timestamp_delta
+        yield start, pos, header.base_offset + offset_delta, stamp, key, value_len >= 0
+
+
+def _latest_offsets(p: Plan, stats: Stats) -> dict[bytes, int]:
+    latest: dict[bytes, int] = {}
+    for span in p.segments:
+        for header, batch in _batches(p, span):
+            stats.bytes_read += len(batch)
+            if header.attributes & CONTROL_BIT:
+                continue
+            for _, _, offset, _, key, _ in _records(records_section(batch, header), header):
+                stats.records_read += 1
+                if key is not None:
+                    latest[key] = offset
+    return latest
+
+
+def _groups(p: Plan) -> Iterator[list[SegmentSpan]]:
+    """Consecutive segments whose input fits one segment (Kafka's groupSegmentsBySize)."""
+    group: list[SegmentSpan] = []
+    for span in p.segments:
+        if group and (sum(s.size for s in group) + span.size > p.segment_bytes
+                      or span.end - 1 - group[0].base > INT32_MAX):  # fmt: skip
+            yield group
+            group = []
+        group.append(span)
+    if group:
+        yield group
+
+
+class _SegmentWriter:
+    """Appends batches to a `.cleaned` segment and indexes them as `Segment` does."""
+
+    def __init__(self, p: Plan, base: int) -> None:
+        self.p, self.base = p, base
+        self.file = p.fs.open(_path(p.directory, base, ".log" + CLEANED), "w")
+        self.index, self.time_index = OffsetIndex(), TimeIndex()
+        self.size = self.bytes_since_index = 0
+        self.max_timestamp = self.max_timestamp_offset = -1
+        self.next_offset = base
+
+    def append(self, batch: bytes | memoryview, header: BatchHeader) -> None:
+        if header.max_timestamp > self.max_timestamp:
+            self.max_timestamp, self.max_timestamp_offset = header.max_timestamp, header.base_offset
+        if self.bytes_since_index > self.p.index_interval_bytes:
+            self.index.append(header.last_offset - self.base, self.size)
+            self.time_index.maybe_append(self.max_timestamp, self.max_timestamp_offset - self.base)
+            self.bytes_since_index = 0
+        self.file.append(batch)
+        self.size += len(batch)
+        self.bytes_since_index += len(batch)
+        self.next_offset = header.next_offset
+
+    def finish(self, end: int) -> int:
+        """Cover the offsets up to `end` with an empty batch if needed, write the indexes, fsync everything."""
+        if self.next_offset < end:
+            filler = _empty_batch(self.next_offset, end - 1)
+            self.append(filler, parse_header(filler))
+        if self.max_timestamp >= 0:
+            self.time_index.maybe_append(self.max_timestamp, self.max_timestamp_offset - self.base)
+        for suffix, data in ((".index", self.index.pending()), (".timeindex", self.time_index.pending())):
+            _write_file(self.p.fs, _path(self.p.directory, self.base, suffix + CLEANED), data)
+        self.file.fsync()
+        self.file.close()
+        return self.size
+
+
+def _write_group(p: Plan, group: list[SegmentSpan], latest: dict[bytes, int], stats: Stats) -> CleanedGroup:
+    base, end = group[0].base, group[-1].end
+    writer = _SegmentWriter(p, base)
+    try:
+        for span in group:
+            for header, batch in _batches(p, span):
+                kept = _filter(batch, header, latest, p, stats)
+                if kept is not None:
+                    writer.append(kept, parse_header(kept) if kept is not batch else header)
+        size = writer.finish(end)
+    except BaseException:
+        writer.file.close()
+        raise
+    stats.bytes_written += size
+    _write_file(p.fs, _path(p.directory, base, MANIFEST + CLEANED), f"{end}\n".encode())
+    return CleanedGroup(base, end, tuple(s.base for s in group), size)
+
+
+def _filter(batch: memoryview, header: BatchHeader, latest: dict[bytes, int], p: Plan,
+            stats: Stats) -> memoryview | bytes | None:  # fmt: skip
+    """The batch with only the records to keep, the batch itself if all stay, or None if none does."""
+    if header.attributes & CONTROL_BIT:
+        return batch
+    kept: list[memoryview] = []
+    max_timestamp = -1
+    section = records_section(batch, header)
+    for start, end, offset, stamp, key, has_value in _records(section, header):
+        if key is None or latest.get(key) != offset:
+            continue
+        if not has_value and p.now_ms - stamp >= p.delete_retention_ms:
+            continue
+        kept.append(memoryview(section)[start:end])
+        max_timestamp = max(max_timestamp, stamp)
+    stats.records_kept += len(kept)
+    if not kept:
+        return None
+    if len(kept) == header.record_count and not header.attributes & COMPRESSION_MASK:
+        return batch
+    if header.attributes & TIMESTAMP_TYPE_BIT:
+        max_timestamp = header.max_timestamp
+    return _rebuild(header, kept, max_timestamp)
+
+
+def _rebuild(header: BatchHeader, records: list[memoryview], max_timestamp: int) -> bytes:
+    """A batch with `records` (raw, their deltas relative to the header's base offset and timestamp), the
+    header's offset range, producer fields and attributes (uncompressed), and a new CRC."""
+    body = b"".join(records)
+    fields = HEADER.pack(header.base_offset, _EMPTY_BATCH_LENGTH + len(body), header.partition_leader_epoch, 2, 0,
+                         header.attributes & ~COMPRESSION_MASK, header.last_offset_delta, header.base_timestamp,
+                         max_timestamp, header.producer_id, header.producer_epoch, header.base_sequence,
+                         len(records))
+    return _with_crc(fields + body)
+
+
+def _empty_batch(first_offset: int, last_offset: int) -> bytes:
+    """A batch with no records covering [first_offset, last_offset], stamped -1 (no timestamp)."""
+    return _with_crc(HEADER.pack(first_offset, _EMPTY_BATCH_LENGTH, 0, 2, 0, 0, last_offset - first_offset, -1, -1,
+                                 -1, -1, -1, 0))
+
+
+def _with_crc(batch: bytes) -> bytes:
+    crc = crc32c.crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:])
+    return batch[:17] + struct.pack(">I", crc) + batch[21:]
+
+
+# --- installing (on the loop) ---------------------------------------------------------------------------------
+
+
+def install(log: SegmentLog, cleaned: Cleaned) -> int:
+    """Swap the cleaned groups into `log`, oldest first; returns how many were installed. A group whose
+    segments changed meanwhile is not installed (its files are removed). Raises KafkaStorageError, failing the
+    log, if the disk fails half-way (reopening it finishes or undoes the swap)."""
+    p = cleaned.plan
+    installed = 0
+    for group in cleaned.groups:
+        if not log.holds_segments(group.replaced, group.end):
+            break
+        log.run_storage(lambda g=group: _commit_and_swap(p.fs, p.directory, g))
+        log.replace_segments(group.replaced, group.end)
+        installed += 1
+    if installed == len(cleaned.groups) and installed:
+        log.cleaner_offset = max(log.cleaner_offset, cleaned.groups[-1].end)
+    else:
+        remove_leftovers(p.fs, p.directory, (CLEANED,))
+    return installed
+
+
+def _commit_and_swap(fs: FileSystem, directory: str, group: CleanedGroup) -> None:
+    for suffix in SUFFIXES:
+        fs.rename(_path(directory, group.base, suffix + CLEANED), _path(directory, group.base, suffix + SWAP))
+    fs.fsync_dir(directory)
+    fs.rename(_path(directory, group.base, MANIFEST + CLEANED), _path(directory, group.base, MANIFEST))
+    fs.fsync_dir(directory)  # committed: from here on a crash finishes the swap
+    _finish_swap(fs, directory, group.base, group.end, fs.listdir(directory))
+
+
+def _finish_swap(fs: FileSystem, directory: str, base: int, end: int, names: list[str]) -> None:
+    """Step (c) of the protocol; idempotent, so recovery can run it again after a crash inside it."""
+    new_log_pending = fs.exists(_path(directory, base, ".log" + SWAP))
+    for name in names:
+        stem, _, suffix = name.partition(".")
+        if suffix in ("log", "index", "timeindex") and len(stem) == 20 and stem.isdigit():
+            old = int(stem)
+            if base < old < end or (old == base and new_log_pending):
+                fs.remove(posixpath.join(directory, name))
+    fs.fsync_dir(directory)
+    for suffix in SUFFIXES:
+        swapped = _path(directory, base, suffix + SWAP)
+        if fs.exists(swapped):
+            fs.rename(swapped, _path(directory, base, suffix))
+    fs.fsync_dir(directory)
+    fs.remove(_path(directory, base, MANIFEST))
+    fs.fsync_dir(directory)
+
+
+# --- recovery (when the log is opened) ------------------------------------------------------------------------
+
+
+def recover(fs: FileSystem, directory: str) -> None:
+    """Finish every committed swap and remove what uncommitted passes left; see the module docstring."""
+    names = fs.listdir(directory)
+    remove_leftovers(fs, directory, (CLEANED,), names)
+    names = fs.listdir(directory)
+    for name in names:
+        stem, _, suffix = name.partition(".")
+        if suffix == MANIFEST[1:] and len(stem) == 20 and stem.isdigit():
+            end = _read_manifest(fs, posixpath.join(directory, name))
+            _finish_swap(fs, directory, int(stem), end, fs.listdir(directory))
+    remove_leftovers(fs, directory, (SWAP,))
+
+
+def remove_leftovers(fs: FileSystem, directory: str, endings: tuple[str, ...], names: list[str] | None = None) -> None:
+    """Remove the files ending with `endings` (other than manifests, which only `recover` finishes)."""
+    for name in names if names is not None else fs.listdir(directory):
+        stem, _, suffix = name.partition(".")
+        if suffix == MANIFEST[1:]:
+            continue
+        if name.endswith(endings) and fs.exists(posixpath.join(directory, name)):
+            fs.remove(posixpath.join(directory, name))
+
+
+def _read_manifest(fs: FileSystem, path: str) -> int:
+    f = fs.open(path, "r")
+    try:
+        return int(f.pread(0, 64).strip())
+    finally:
+        f.close()
+
+
+def _write_file(fs: FileSystem, path: str, data: bytes) -> None:
+    f = fs.open(path, "w")
+    try:
+        if data:
+            f.append(data)
+        f.fsync()
+    finally:
+        f.close()
+
+
+def _path(directory: str, base: int, suffix: str) -> str:
+    return posixpath.join(directory, segment_name(base) + suffix)
+
