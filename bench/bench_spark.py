@@ -26,8 +26,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -35,8 +36,18 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 def start_broker(work: Path) -> tuple[subprocess.Popen[bytes], str]:
     log_path = work / "broker.log"
-    args = [sys.executable, "-m", "herd.cli", "serve", "--log-level", "INFO",
-            "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={work / 'data'}"]
+    args = [
+        sys.executable,
+        "-m",
+        "herd.cli",
+        "serve",
+        "--log-level",
+        "INFO",
+        "--override",
+        "listeners=PLAINTEXT://127.0.0.1:0",
+        "--override",
+        f"log.dirs={work / 'data'}",
+    ]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
@@ -53,8 +64,14 @@ def fill(bootstrap: str, topic: str, partitions: int, records: int, value_size: 
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
         future.result(30)
-    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 20, "batch.size": 1_000_000,
-                         "queue.buffering.max.messages": 1_000_000})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 20,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
     value = b"v" * value_size
     start = time.perf_counter()
     for i in range(records):
@@ -79,8 +96,14 @@ def best(repeat: int, run: Callable[[], int]) -> tuple[float, int]:
 
 
 def read_confluent(bootstrap: str, topic: str, partitions: int, records: int) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-                         "max.partition.fetch.bytes": 8 * 1024 * 1024})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench",
+            "enable.auto.commit": False,
+            "max.partition.fetch.bytes": 8 * 1024 * 1024,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     n = 0
     try:
@@ -100,12 +123,20 @@ def read_fetch(bootstrap: str, topic: str, partitions: int, records: int) -> int
     opts = SourceOptions.parse({"kafka.bootstrap.servers": bootstrap, "subscribe": topic}, streaming=False)
     settings, schema = ReadSettings.of(opts), arrow_schema(source_schema(False))
     per = records // partitions
-    return sum(b.num_rows for p in range(partitions)
-               for b in read_range(settings, OffsetRange(topic, p, 0, per), schema))
+    return sum(
+        b.num_rows
+        for p in range(partitions)
+        for b in read_range(settings, OffsetRange(topic, p, 0, per), schema)
+    )
 
 
 def read_spark(spark: Any, bootstrap: str, topic: str, records: int) -> int:
-    df = spark.read.format("herd").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
+    df = (
+        spark.read.format("herd")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .load()
+    )
     df.write.format("noop").mode("overwrite").save()
     return records
 
@@ -115,14 +146,19 @@ def write_spark(spark: Any, bootstrap: str, topic: str, records: int, value_size
 
     df = spark.range(0, records, 1, cores).select(
         F.col("id").cast("string").cast("binary").alias("key"),
-        F.expr(f"repeat('v', {value_size})").cast("binary").alias("value"))
-    df.write.format("herd").mode("append").option("kafka.bootstrap.servers", bootstrap).option("topic", topic).save()
+        F.expr(f"repeat('v', {value_size})").cast("binary").alias("value"),
+    )
+    df.write.format("herd").mode("append").option("kafka.bootstrap.servers", bootstrap).option(
+        "topic", topic
+    ).save()
     return records
 
 
 def report(name: str, seconds: float, rows: int, value_size: int) -> None:
-    print(f"  {name:<18} {rows / seconds:>12,.0f} rows/s  {rows * (value_size + 10) / seconds / 1e6:>7.1f} MB/s"
-          f"  ({rows:,} rows in {seconds:.2f} s)")
+    print(
+        f"  {name:<18} {rows / seconds:>12,.0f} rows/s  {rows * (value_size + 10) / seconds / 1e6:>7.1f} MB/s"
+        f"  ({rows:,} rows in {seconds:.2f} s)"
+    )
 
 
 def main() -> None:
@@ -147,10 +183,14 @@ def main() -> None:
 def run(args: argparse.Namespace, only: set[str], bootstrap: str) -> None:
     n, parts, size = args.records, args.partitions, args.value_size
     seconds = fill(bootstrap, "bench", parts, n, size)
-    print(f"herd broker {bootstrap}; {n:,} records of {size} B in {parts} partitions "
-          f"(produced in {seconds:.1f} s); {os.cpu_count()} CPUs; best of {args.repeat}")
+    print(
+        f"herd broker {bootstrap}; {n:,} records of {size} B in {parts} partitions "
+        f"(produced in {seconds:.1f} s); {os.cpu_count()} CPUs; best of {args.repeat}"
+    )
     if "confluent" in only:
-        report("confluent-kafka", *best(args.repeat, lambda: read_confluent(bootstrap, "bench", parts, n)), size)
+        report(
+            "confluent-kafka", *best(args.repeat, lambda: read_confluent(bootstrap, "bench", parts, n)), size
+        )
     if "fetch" in only:
         report("fetch -> Arrow", *best(args.repeat, lambda: read_fetch(bootstrap, "bench", parts, n)), size)
     if not only & {"source", "sink"}:
@@ -160,13 +200,19 @@ def run(args: argparse.Namespace, only: set[str], bootstrap: str) -> None:
     spark = local_session("herd-bench", cores=args.cores)
     read_spark(spark, bootstrap, "bench", n)  # warm-up: Python workers, JIT, consumers
     if "source" in only:
-        report(f"source local[{args.cores}]", *best(args.repeat, lambda: read_spark(spark, bootstrap, "bench", n)),
-               size)
+        report(
+            f"source local[{args.cores}]",
+            *best(args.repeat, lambda: read_spark(spark, bootstrap, "bench", n)),
+            size,
+        )
     if "sink" in only:
         AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic("sunk", parts, 1)])
         time.sleep(1)
-        report(f"sink local[{args.cores}]",
-               *best(args.repeat, lambda: write_spark(spark, bootstrap, "sunk", n, size, args.cores)), size)
+        report(
+            f"sink local[{args.cores}]",
+            *best(args.repeat, lambda: write_spark(spark, bootstrap, "sunk", n, size, args.cores)),
+            size,
+        )
     spark.stop()
 
 

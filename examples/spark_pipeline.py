@@ -29,9 +29,10 @@ import sys
 import tempfile
 import threading
 import time
-from datetime import datetime, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -43,11 +44,22 @@ PAGES = ["/", "/pricing", "/docs", "/docs/spark", "/blog", "/signup"]
 
 # -- the broker --------------------------------------------------------------------------------------------
 
+
 def start_broker(data_dir: Path) -> tuple[subprocess.Popen[bytes], str]:
     """`herd serve` on a free port; returns the process and its bootstrap address."""
     log_path = data_dir / "broker.log"
-    args = [sys.executable, "-m", "herd.cli", "serve", "--override", "listeners=PLAINTEXT://127.0.0.1:0",
-            "--override", f"log.dirs={data_dir / 'data'}", "--override", "group.initial.rebalance.delay.ms=0"]
+    args = [
+        sys.executable,
+        "-m",
+        "herd.cli",
+        "serve",
+        "--override",
+        "listeners=PLAINTEXT://127.0.0.1:0",
+        "--override",
+        f"log.dirs={data_dir / 'data'}",
+        "--override",
+        "group.initial.rebalance.delay.ms=0",
+    ]
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 30
@@ -66,11 +78,12 @@ def create_topics(bootstrap: str) -> None:
     admin = AdminClient({"bootstrap.servers": bootstrap, "log_level": 4})
     existing = admin.list_topics(timeout=10).topics
     wanted = [NewTopic(t, 3, 1) for t in (EVENTS, STATS) if t not in existing]
-    for future in (admin.create_topics(wanted).values() if wanted else []):
+    for future in admin.create_topics(wanted).values() if wanted else []:
         future.result(30)
 
 
 # -- 1. the generator ---------------------------------------------------------------------------------------
+
 
 def page_views(seconds: float, rate: int) -> Iterator[dict[str, Any]]:
     """About `rate` views per second for `seconds`, stamped with event time, some of them late."""
@@ -80,8 +93,11 @@ def page_views(seconds: float, rate: int) -> Iterator[dict[str, Any]]:
         now_ms = int(time.time() * 1000)
         for _ in range(rate // 10):
             late = rng.random() < 0.1
-            yield {"user": f"u{rng.randint(1, 500)}", "page": rng.choice(PAGES),
-                   "ts": now_ms - (rng.randint(0, 3000) if late else 0)}
+            yield {
+                "user": f"u{rng.randint(1, 500)}",
+                "page": rng.choice(PAGES),
+                "ts": now_ms - (rng.randint(0, 3000) if late else 0),
+            }
         time.sleep(0.1)
 
 
@@ -104,40 +120,61 @@ def generate(bootstrap: str, seconds: float, rate: int, counter: list[int]) -> N
 
 # -- 2. the streaming jobs -----------------------------------------------------------------------------------
 
+
 def windowed_counts(spark: Any, bootstrap: str, group: str) -> Any:
     from pyspark.sql import functions as F
 
     schema = "user string, page string, ts long"
-    views = (spark.readStream.format("herd")
-             .option("kafka.bootstrap.servers", bootstrap)
-             .option("subscribe", EVENTS)
-             .option("startingOffsets", "earliest")
-             .option("maxOffsetsPerTrigger", 5_000)
-             .option("kafka.group.id", group)
-             .load()
-             .select(F.from_json(F.col("value").cast("string"), schema).alias("v"))
-             .select("v.user", "v.page", F.timestamp_millis("v.ts").alias("event_time")))
-    return (views.withWatermark("event_time", "5 seconds")
-            .groupBy(F.window("event_time", "5 seconds"), "page")
-            .agg(F.count("*").alias("views"), F.approx_count_distinct("user").alias("users"))
-            .select(F.col("window.start").alias("window_start"), F.col("window.end").alias("window_end"),
-                    "page", "views", "users"))
+    views = (
+        spark.readStream.format("herd")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", EVENTS)
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", 5_000)
+        .option("kafka.group.id", group)
+        .load()
+        .select(F.from_json(F.col("value").cast("string"), schema).alias("v"))
+        .select("v.user", "v.page", F.timestamp_millis("v.ts").alias("event_time"))
+    )
+    return (
+        views.withWatermark("event_time", "5 seconds")
+        .groupBy(F.window("event_time", "5 seconds"), "page")
+        .agg(F.count("*").alias("views"), F.approx_count_distinct("user").alias("users"))
+        .select(
+            F.col("window.start").alias("window_start"),
+            F.col("window.end").alias("window_end"),
+            "page",
+            "views",
+            "users",
+        )
+    )
 
 
 def start_jobs(spark: Any, bootstrap: str, work: Path) -> list[Any]:
     from pyspark.sql import functions as F
 
-    to_topic = (windowed_counts(spark, bootstrap, GROUPS["topic"])
-                .select(F.col("page").alias("key"), F.to_json(F.struct("*")).alias("value"))
-                .writeStream.format("herd").queryName("stats-to-topic")
-                .option("kafka.bootstrap.servers", bootstrap).option("topic", STATS)
-                .option("checkpointLocation", str(work / "checkpoints" / "topic"))
-                .outputMode("append").trigger(processingTime="1 second").start())
-    to_parquet = (windowed_counts(spark, bootstrap, GROUPS["parquet"])
-                  .writeStream.format("parquet").queryName("stats-to-parquet")
-                  .option("path", str(work / "stats.parquet"))
-                  .option("checkpointLocation", str(work / "checkpoints" / "parquet"))
-                  .outputMode("append").trigger(processingTime="1 second").start())
+    to_topic = (
+        windowed_counts(spark, bootstrap, GROUPS["topic"])
+        .select(F.col("page").alias("key"), F.to_json(F.struct("*")).alias("value"))
+        .writeStream.format("herd")
+        .queryName("stats-to-topic")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("topic", STATS)
+        .option("checkpointLocation", str(work / "checkpoints" / "topic"))
+        .outputMode("append")
+        .trigger(processingTime="1 second")
+        .start()
+    )
+    to_parquet = (
+        windowed_counts(spark, bootstrap, GROUPS["parquet"])
+        .writeStream.format("parquet")
+        .queryName("stats-to-parquet")
+        .option("path", str(work / "stats.parquet"))
+        .option("checkpointLocation", str(work / "checkpoints" / "parquet"))
+        .outputMode("append")
+        .trigger(processingTime="1 second")
+        .start()
+    )
     return [to_topic, to_parquet]
 
 
@@ -156,15 +193,17 @@ def lag(bootstrap: str, group: str) -> int:
 def wait_until_drained(bootstrap: str, jobs: list[Any], tick_ms: int, timeout: float) -> None:
     """Until both groups have no lag and both queries ran the batch that writes the windows the tick
     closed (a batch without input whose watermark is the tick's event time minus the delay)."""
-    closed = datetime.fromtimestamp((tick_ms - 5_000) / 1000, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    closed = datetime.fromtimestamp((tick_ms - 5_000) / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S")
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         for q in jobs:
             if q.exception() is not None:
                 raise RuntimeError(f"query {q.name} failed") from q.exception()
         progress = [q.lastProgress or {} for q in jobs]
-        evicted = all(p.get("numInputRows") == 0 and p.get("eventTime", {}).get("watermark", "") >= closed
-                      for p in progress)
+        evicted = all(
+            p.get("numInputRows") == 0 and p.get("eventTime", {}).get("watermark", "") >= closed
+            for p in progress
+        )
         if evicted and all(lag(bootstrap, g) == 0 for g in GROUPS.values()):
             return
         time.sleep(1)
@@ -173,40 +212,60 @@ def wait_until_drained(bootstrap: str, jobs: list[Any], tick_ms: int, timeout: f
 
 # -- 3. the reports -----------------------------------------------------------------------------------------
 
+
 def report_commit_history(spark: Any, bootstrap: str) -> None:
     from pyspark.sql import functions as F
 
-    history = (spark.read.format("herd")
-               .option("kafka.bootstrap.servers", bootstrap)
-               .option("subscribe", "__consumer_offsets")
-               .option("decode", "consumer_offsets")
-               .load()
-               .where(F.col("group").isin(list(GROUPS.values())) & (F.col("kind") == "offset_commit")))
+    history = (
+        spark.read.format("herd")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", "__consumer_offsets")
+        .option("decode", "consumer_offsets")
+        .load()
+        .where(F.col("group").isin(list(GROUPS.values())) & (F.col("kind") == "offset_commit"))
+    )
     print("\n== commit history of the pipeline's groups (from __consumer_offsets) ==")
-    (history.groupBy("group", "topic", "partition")
-     .agg(F.count("*").alias("commits"), F.min("offset").alias("first_offset"),
-          F.max("offset").alias("last_offset"), F.min("commit_timestamp").alias("first_commit"),
-          F.max("commit_timestamp").alias("last_commit"))
-     .orderBy("group", "partition").show(truncate=False))
+    (
+        history.groupBy("group", "topic", "partition")
+        .agg(
+            F.count("*").alias("commits"),
+            F.min("offset").alias("first_offset"),
+            F.max("offset").alias("last_offset"),
+            F.min("commit_timestamp").alias("first_commit"),
+            F.max("commit_timestamp").alias("last_commit"),
+        )
+        .orderBy("group", "partition")
+        .show(truncate=False)
+    )
     print("last commits:")
-    history.select("group", "partition", "offset", "commit_timestamp").orderBy(F.desc("commit_timestamp")) \
-        .show(6, truncate=False)
+    history.select("group", "partition", "offset", "commit_timestamp").orderBy(
+        F.desc("commit_timestamp")
+    ).show(6, truncate=False)
 
 
 def report_results(spark: Any, bootstrap: str, work: Path, produced: int) -> None:
     from pyspark.sql import functions as F
 
     schema = "window_start timestamp, window_end timestamp, page string, views long, users long"
-    topic = (spark.read.format("herd").option("kafka.bootstrap.servers", bootstrap).option("subscribe", STATS)
-             .load().select(F.from_json(F.col("value").cast("string"), schema).alias("s")).select("s.*"))
+    topic = (
+        spark.read.format("herd")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", STATS)
+        .load()
+        .select(F.from_json(F.col("value").cast("string"), schema).alias("s"))
+        .select("s.*")
+    )
     parquet = spark.read.parquet(str(work / "stats.parquet"))
     counted = parquet.agg(F.sum("views")).first()[0] or 0
-    print(f"== windows written: {topic.count()} to the topic {STATS!r}, {parquet.count()} to Parquet; they "
-          f"count {counted} of the {produced} page views (events later than the watermark are dropped) ==")
+    print(
+        f"== windows written: {topic.count()} to the topic {STATS!r}, {parquet.count()} to Parquet; they "
+        f"count {counted} of the {produced} page views (events later than the watermark are dropped) =="
+    )
     parquet.orderBy(F.desc("window_start"), F.desc("views")).show(8, truncate=False)
 
 
 # -- main ---------------------------------------------------------------------------------------------------
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -240,14 +299,27 @@ def run(bootstrap: str, seconds: float, rate: int, work: Path) -> None:
     generator.start()
     while generator.is_alive():
         generator.join(5)
-        print(f"produced {produced[0]} page views; lag: " +
-              ", ".join(f"{g} {lag(bootstrap, g)}" for g in GROUPS.values()))
+        print(
+            f"produced {produced[0]} page views; lag: "
+            + ", ".join(f"{g} {lag(bootstrap, g)}" for g in GROUPS.values())
+        )
     wait_until_drained(bootstrap, jobs, produced[1], timeout=180)
     for job in jobs:
         job.stop()
     print("\n== herd groups describe ==")
-    subprocess.run([sys.executable, "-m", "herd.cli", "groups", "describe", "--bootstrap-server", bootstrap,
-                    *(arg for g in GROUPS.values() for arg in ("--group", g))], check=False)
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "herd.cli",
+            "groups",
+            "describe",
+            "--bootstrap-server",
+            bootstrap,
+            *(arg for g in GROUPS.values() for arg in ("--group", g)),
+        ],
+        check=False,
+    )
     report_commit_history(spark, bootstrap)
     report_results(spark, bootstrap, work, produced[0])
     spark.stop()

@@ -11,8 +11,9 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -39,8 +40,10 @@ BrokerProcess = _root_conftest().BrokerProcess
 
 @pytest.fixture(scope="session")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    b = BrokerProcess(tmp_path_factory.mktemp("spark-broker") / "data",
-                      {"offsets.topic.num.partitions": "4", "num.partitions": "3"})
+    b = BrokerProcess(
+        tmp_path_factory.mktemp("spark-broker") / "data",
+        {"offsets.topic.num.partitions": "4", "num.partitions": "3"},
+    )
     b.start()
     yield b
     from herd.spark.fetch import close_cached_clients

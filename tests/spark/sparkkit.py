@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
@@ -22,8 +23,12 @@ def add_partitions(bootstrap: str, name: str, total: int) -> None:
         future.result(30)
 
 
-def produce(bootstrap: str, topic: str, records: Iterable[tuple[int, bytes | None, bytes | None]],
-            headers: bool = False) -> int:
+def produce(
+    bootstrap: str,
+    topic: str,
+    records: Iterable[tuple[int, bytes | None, bytes | None]],
+    headers: bool = False,
+) -> int:
     """(partition, key, value) records; with `headers`, each gets [("n", its index)]."""
     producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 2})
     n = 0
@@ -39,8 +44,9 @@ def numbered(topic_partitions: int, count: int, start: int = 0) -> list[tuple[in
 
 
 def read_all(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30) -> list[Any]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "sparkkit-reader",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "sparkkit-reader", "enable.auto.commit": False}
+    )
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     out: list[Any] = []
     deadline = time.monotonic() + timeout

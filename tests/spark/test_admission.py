@@ -9,17 +9,19 @@ from typing import Any
 import pytest
 from confluent_kafka.admin import AdminClient
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows, ReadMinRows
+from sparkkit import create_topic, produce
 
 from herd.spark.errors import HerdDataLossError
 from herd.spark.options import SourceOptions
 from herd.spark.readers import HerdStreamReader
 from herd.spark.schema import source_schema
-from sparkkit import create_topic, produce
 
 
 def _reader(bootstrap: str, topic: str, **options: str) -> HerdStreamReader:
-    opts = SourceOptions.parse({"kafka.bootstrap.servers": bootstrap, "subscribe": topic,
-                                "startingOffsets": "earliest", **options}, streaming=True)
+    opts = SourceOptions.parse(
+        {"kafka.bootstrap.servers": bootstrap, "subscribe": topic, "startingOffsets": "earliest", **options},
+        streaming=True,
+    )
     return HerdStreamReader(opts, source_schema(False))
 
 
@@ -62,7 +64,9 @@ def test_max_and_min_together_and_read_all_available(broker, topic_name) -> None
     assert reader.latestOffset(_at(topic, 3), ReadMaxRows(8)) == _at(topic, 3)  # 3 < min 5
     _fill(broker.bootstrap, topic, 20)
     assert reader.latestOffset(_at(topic, 3), ReadMaxRows(8)) == _at(topic, 11)  # capped at max 8
-    assert reader.latestOffset(_at(topic, 11), ReadAllAvailable()) == _at(topic, 26)  # the engine's limit wins
+    assert reader.latestOffset(_at(topic, 11), ReadAllAvailable()) == _at(
+        topic, 26
+    )  # the engine's limit wins
     reader.stop()
 
 

@@ -8,19 +8,20 @@ from typing import Any
 import pyarrow as pa
 import pytest
 from confluent_kafka import Producer
+from sparkkit import create_topic
 
 from herd.spark.fetch import ReadSettings, read_range
 from herd.spark.offsets import OffsetRange
 from herd.spark.options import SourceOptions
 from herd.spark.schema import arrow_schema, source_schema
-from sparkkit import create_topic
 
 N = 3000
 
 
 def _produce(bootstrap: str, topic: str, codec: str) -> None:
-    producer = Producer({"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 5,
-                         "batch.num.messages": 700})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "compression.type": codec, "linger.ms": 5, "batch.num.messages": 700}
+    )
     for i in range(N):
         key = None if i % 3 == 0 else b"k%d" % i
         value = None if i % 11 == 0 else (b"value-%d-" % i) * (i % 40)
@@ -30,9 +31,16 @@ def _produce(bootstrap: str, topic: str, codec: str) -> None:
 
 
 def _read(bootstrap: str, rng: OffsetRange, fetcher: str, headers: bool) -> list[dict[str, Any]]:
-    opts = SourceOptions.parse({"kafka.bootstrap.servers": bootstrap, "subscribe": rng.topic, "fetcher": fetcher,
-                                "includeHeaders": str(headers).lower(), "arrowBatchRows": "1000"},
-                               streaming=False)
+    opts = SourceOptions.parse(
+        {
+            "kafka.bootstrap.servers": bootstrap,
+            "subscribe": rng.topic,
+            "fetcher": fetcher,
+            "includeHeaders": str(headers).lower(),
+            "arrowBatchRows": "1000",
+        },
+        streaming=False,
+    )
     schema = arrow_schema(source_schema(headers))
     batches = list(read_range(ReadSettings.of(opts), rng, schema))
     assert all(b.schema.equals(schema) and b.num_rows <= 1000 for b in batches)
@@ -48,7 +56,10 @@ def test_native_fetcher_returns_what_librdkafka_returns(broker, topic_name, code
         assert native == _read(broker.bootstrap, rng, "librdkafka", headers=True)
         assert [r["offset"] for r in native] == list(range(rng.start, rng.end))
     row = native[2]  # offset 1236: no key, two headers
-    assert row["key"] is None and row["headers"] == [{"key": "h", "value": b"1236"}, {"key": "none", "value": None}]
+    assert row["key"] is None and row["headers"] == [
+        {"key": "h", "value": b"1236"},
+        {"key": "none", "value": None},
+    ]
 
 
 def test_without_headers_and_past_the_log_end(broker, topic_name) -> None:

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Consumer
+from sparkkit import committed, create_topic, numbered, produce, source
 
 from herd.spark import decode_consumer_offsets
-from sparkkit import committed, create_topic, numbered, produce, source
 
 
 @pytest.fixture(scope="module")
@@ -21,10 +21,21 @@ def pipeline(spark, broker, tmp_path_factory) -> dict[str, Any]:
     topic = create_topic(broker.bootstrap, f"lag-{time.monotonic_ns()}", 3)
     group = f"pipeline-{time.monotonic_ns()}"
     produce(broker.bootstrap, topic, numbered(3, 90))
-    df = source(spark, broker.bootstrap, stream=True, subscribe=topic, startingOffsets="earliest",
-                maxOffsetsPerTrigger=30, kafka_group_id=group)
-    query = (df.writeStream.format("noop").option("checkpointLocation", str(tmp_path_factory.mktemp("lag")))
-             .trigger(availableNow=True).start())
+    df = source(
+        spark,
+        broker.bootstrap,
+        stream=True,
+        subscribe=topic,
+        startingOffsets="earliest",
+        maxOffsetsPerTrigger=30,
+        kafka_group_id=group,
+    )
+    query = (
+        df.writeStream.format("noop")
+        .option("checkpointLocation", str(tmp_path_factory.mktemp("lag")))
+        .trigger(availableNow=True)
+        .start()
+    )
     assert query.awaitTermination(120) and query.exception() is None
     return {"topic": topic, "group": group}
 
@@ -34,9 +45,24 @@ def test_group_shows_the_processed_offsets(broker, pipeline) -> None:
     last batch's end is committed when the AvailableNow run checks for more data, so lag is zero, and
     `herd groups describe` says so."""
     assert committed(broker.bootstrap, pipeline["group"], pipeline["topic"], 3) == {0: 30, 1: 30, 2: 30}
-    described = subprocess.run([sys.executable, "-m", "herd.cli", "groups", "describe", "--bootstrap-server",
-                                broker.bootstrap, "--group", pipeline["group"], "--output", "json"],
-                               capture_output=True, text=True, timeout=60)
+    described = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "herd.cli",
+            "groups",
+            "describe",
+            "--bootstrap-server",
+            broker.bootstrap,
+            "--group",
+            pipeline["group"],
+            "--output",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert described.returncode == 0, described.stderr
     rows = json.loads(described.stdout)
     assert [(r["partition"], r["current_offset"], r["lag"]) for r in rows] == [(p, 30, 0) for p in range(3)]
@@ -44,8 +70,11 @@ def test_group_shows_the_processed_offsets(broker, pipeline) -> None:
 
 def test_decoder_returns_the_commits_of_the_run(spark, broker, pipeline) -> None:
     df = source(spark, broker.bootstrap, subscribe="__consumer_offsets", decode="consumer_offsets")
-    rows = (df.where((df.group == pipeline["group"]) & (df.kind == "offset_commit"))
-            .orderBy("log_partition", "log_offset").collect())
+    rows = (
+        df.where((df.group == pipeline["group"]) & (df.kind == "offset_commit"))
+        .orderBy("log_partition", "log_offset")
+        .collect()
+    )
     history: dict[int, list[int]] = {}
     for row in rows:
         assert row.topic == pipeline["topic"] and not row.tombstone and row.commit_timestamp is not None
@@ -59,15 +88,23 @@ def test_decoder_function_matches_the_option(spark, broker, pipeline) -> None:
     by_option = source(spark, broker.bootstrap, decode="consumer_offsets", **options)
     by_function = decode_consumer_offsets(source(spark, broker.bootstrap, **options))
     wanted = by_option.group == pipeline["group"]
-    assert sorted(by_function.where(by_function.group == pipeline["group"]).collect()) == \
-        sorted(by_option.where(wanted).collect())
+    assert sorted(by_function.where(by_function.group == pipeline["group"]).collect()) == sorted(
+        by_option.where(wanted).collect()
+    )
 
 
 def test_decoder_returns_group_generations_and_members(spark, broker, topic_name) -> None:
     topic = create_topic(broker.bootstrap, topic_name(), 2)
     group = topic_name("group")
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "client.id": "spark-test",
-                         "partition.assignment.strategy": "range", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": group,
+            "client.id": "spark-test",
+            "partition.assignment.strategy": "range",
+            "enable.auto.commit": False,
+        }
+    )
     try:
         consumer.subscribe([topic])
         deadline = time.monotonic() + 30

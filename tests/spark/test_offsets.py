@@ -23,9 +23,13 @@ def test_rate_limit_is_proportional_and_starves_nobody() -> None:
     assert rate_limit(start, latest, 100) == {("t", 0): 99, ("t", 1): 1, ("t", 2): 0}
 
 
-@given(st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 1000)), min_size=1, max_size=8),
-       st.integers(1, 5000))
-def test_rate_limit_never_passes_latest_and_always_progresses(sizes: list[tuple[int, int]], limit: int) -> None:
+@given(
+    st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 1000)), min_size=1, max_size=8),
+    st.integers(1, 5000),
+)
+def test_rate_limit_never_passes_latest_and_always_progresses(
+    sizes: list[tuple[int, int]], limit: int
+) -> None:
     start = {("t", i): s for i, (s, _) in enumerate(sizes)}
     latest = {("t", i): s + n for i, (s, n) in enumerate(sizes)}
     end = rate_limit(start, latest, limit)
@@ -40,8 +44,13 @@ def test_split_ranges_follows_min_partitions() -> None:
     assert split_ranges(ranges, None, None) == ranges[:2]
     parts = split_ranges(ranges, 5, None)
     # the small range stays whole; the big one takes the other four parts
-    assert parts == [OffsetRange("t", 0, 0, 250), OffsetRange("t", 0, 250, 500), OffsetRange("t", 0, 500, 750),
-                     OffsetRange("t", 0, 750, 1000), OffsetRange("t", 1, 0, 10)]
+    assert parts == [
+        OffsetRange("t", 0, 0, 250),
+        OffsetRange("t", 0, 250, 500),
+        OffsetRange("t", 0, 500, 750),
+        OffsetRange("t", 0, 750, 1000),
+        OffsetRange("t", 1, 0, 10),
+    ]
 
 
 def test_split_ranges_caps_records_per_partition() -> None:
@@ -49,7 +58,9 @@ def test_split_ranges_caps_records_per_partition() -> None:
     assert [(p.start, p.end) for p in parts] == [(0, 8), (8, 16), (16, 25)]
 
 
-@given(st.lists(st.integers(0, 500), min_size=1, max_size=6), st.integers(1, 20), st.none() | st.integers(1, 200))
+@given(
+    st.lists(st.integers(0, 500), min_size=1, max_size=6), st.integers(1, 20), st.none() | st.integers(1, 200)
+)
 def test_split_ranges_tile_the_input(sizes: list[int], min_partitions: int, max_records: int | None) -> None:
     ranges = [OffsetRange("t", i, 100, 100 + n) for i, n in enumerate(sizes)]
     parts = split_ranges(ranges, min_partitions, max_records)

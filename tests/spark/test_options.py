@@ -3,31 +3,46 @@
 from __future__ import annotations
 
 import pytest
+from sparkkit import create_topic, source
 
 from herd.spark.errors import HerdOptionError
 from herd.spark.options import SinkOptions, SourceOptions
-from sparkkit import create_topic, source
 
 BOOTSTRAP = {"kafka.bootstrap.servers": "127.0.0.1:9092"}
 
 
-@pytest.mark.parametrize(("options", "message"), [
-    ({}, "exactly one of the options 'subscribe', 'subscribePattern', 'assign' must be specified (none"),
-    ({"subscribe": "a", "assign": '{"a":[0]}'}, "exactly one of the options"),
-    ({"subscribe": " , "}, "no topics to subscribe to"),
-    ({"subscribePattern": "(unclosed"}, "is not a regular expression"),
-    ({"assign": "{not json"}, "'assign' is not valid JSON"),
-    ({"assign": '{"a":"0"}'}, "needs a list of partitions"),
-    ({"subscribe": "a", "startingOffsets": '{"a":{"0":12'}, "'startingOffsets' is neither 'earliest', 'latest' nor valid JSON"),
-    ({"subscribe": "a", "startingOffsets": '{"a":{"x":1}}'}, "partition 'x' is not a partition number"),
-    ({"subscribe": "a", "startingOffsets": '{"a":{"0":-7}}'}, "-7 is not an offset, -2 (earliest) or -1 (latest)"),
-    ({"subscribe": "a", "failOnDataLoss": "maybe"}, "'failondataloss' must be true or false"),
-    ({"subscribe": "a", "maxOffsetsPerTrigger": "0"}, "'maxoffsetspertrigger' must be positive"),
-    ({"subscribe": "a", "maxTriggerDelay": "soon"}, "is not a duration"),
-    ({"subscribe": "a", "kafka.auto.offset.reset": "earliest"}, "set the source option 'startingOffsets'"),
-    ({"subscribe": "a", "kafka.enable.auto.commit": "true"}, "'kafka.enable.auto.commit' is not supported"),
-    ({"subscribe": "a", "decode": "avro"}, "'decode'='avro' is unknown"),
-])
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({}, "exactly one of the options 'subscribe', 'subscribePattern', 'assign' must be specified (none"),
+        ({"subscribe": "a", "assign": '{"a":[0]}'}, "exactly one of the options"),
+        ({"subscribe": " , "}, "no topics to subscribe to"),
+        ({"subscribePattern": "(unclosed"}, "is not a regular expression"),
+        ({"assign": "{not json"}, "'assign' is not valid JSON"),
+        ({"assign": '{"a":"0"}'}, "needs a list of partitions"),
+        (
+            {"subscribe": "a", "startingOffsets": '{"a":{"0":12'},
+            "'startingOffsets' is neither 'earliest', 'latest' nor valid JSON",
+        ),
+        ({"subscribe": "a", "startingOffsets": '{"a":{"x":1}}'}, "partition 'x' is not a partition number"),
+        (
+            {"subscribe": "a", "startingOffsets": '{"a":{"0":-7}}'},
+            "-7 is not an offset, -2 (earliest) or -1 (latest)",
+        ),
+        ({"subscribe": "a", "failOnDataLoss": "maybe"}, "'failondataloss' must be true or false"),
+        ({"subscribe": "a", "maxOffsetsPerTrigger": "0"}, "'maxoffsetspertrigger' must be positive"),
+        ({"subscribe": "a", "maxTriggerDelay": "soon"}, "is not a duration"),
+        (
+            {"subscribe": "a", "kafka.auto.offset.reset": "earliest"},
+            "set the source option 'startingOffsets'",
+        ),
+        (
+            {"subscribe": "a", "kafka.enable.auto.commit": "true"},
+            "'kafka.enable.auto.commit' is not supported",
+        ),
+        ({"subscribe": "a", "decode": "avro"}, "'decode'='avro' is unknown"),
+    ],
+)
 def test_source_options_are_checked(options: dict[str, str], message: str) -> None:
     with pytest.raises(HerdOptionError) as caught:
         SourceOptions.parse({**BOOTSTRAP, **options}, streaming=None)
@@ -41,12 +56,15 @@ def test_bootstrap_servers_are_required() -> None:
         SinkOptions.parse({"topic": "a"})
 
 
-@pytest.mark.parametrize(("options", "streaming", "message"), [
-    ({"endingOffsets": "latest"}, True, "'endingOffsets' is only valid for batch queries"),
-    ({"startingOffsets": "latest"}, False, "'startingOffsets' cannot be latest (-1) for batch queries"),
-    ({"startingOffsets": '{"a":{"0":-1}}'}, False, "cannot be latest (-1)"),
-    ({"endingOffsets": "earliest"}, False, "'endingOffsets' cannot be earliest (-2)"),
-])
+@pytest.mark.parametrize(
+    ("options", "streaming", "message"),
+    [
+        ({"endingOffsets": "latest"}, True, "'endingOffsets' is only valid for batch queries"),
+        ({"startingOffsets": "latest"}, False, "'startingOffsets' cannot be latest (-1) for batch queries"),
+        ({"startingOffsets": '{"a":{"0":-1}}'}, False, "cannot be latest (-1)"),
+        ({"endingOffsets": "earliest"}, False, "'endingOffsets' cannot be earliest (-2)"),
+    ],
+)
 def test_batch_and_stream_rules(options: dict[str, str], streaming: bool, message: str) -> None:
     with pytest.raises(HerdOptionError) as caught:
         SourceOptions.parse({**BOOTSTRAP, "subscribe": "a", **options}, streaming=streaming)
@@ -56,14 +74,21 @@ def test_batch_and_stream_rules(options: dict[str, str], streaming: bool, messag
 def test_defaults_follow_spark() -> None:
     stream = SourceOptions.parse({**BOOTSTRAP, "subscribe": "b,a", "kafka.client.id": "x"}, streaming=True)
     batch = SourceOptions.parse({**BOOTSTRAP, "subscribe": "a"}, streaming=False)
-    assert (stream.starting.kind, stream.ending, batch.starting.kind, batch.ending.kind) == \
-        ("latest", None, "earliest", "latest")
-    assert stream.subscription.topics == ("a", "b") and stream.fail_on_data_loss and not stream.include_headers
+    assert (stream.starting.kind, stream.ending, batch.starting.kind, batch.ending.kind) == (
+        "latest",
+        None,
+        "earliest",
+        "latest",
+    )
+    assert (
+        stream.subscription.topics == ("a", "b") and stream.fail_on_data_loss and not stream.include_headers
+    )
     assert stream.client == {"bootstrap.servers": "127.0.0.1:9092", "client.id": "x"}
     assert stream.max_trigger_delay_ms == 15 * 60_000
 
 
 # -- through Spark: the error reaches the user at .load() or when the query starts ------------------------
+
 
 def _error_text(excinfo: pytest.ExceptionInfo) -> str:
     return str(excinfo.value)
@@ -72,8 +97,10 @@ def _error_text(excinfo: pytest.ExceptionInfo) -> str:
 def test_load_without_subscription_fails_clearly(spark, broker) -> None:
     with pytest.raises(Exception) as caught:
         source(spark, broker.bootstrap)
-    assert "exactly one of the options 'subscribe', 'subscribePattern', 'assign' must be specified" in \
-        _error_text(caught)
+    assert (
+        "exactly one of the options 'subscribe', 'subscribePattern', 'assign' must be specified"
+        in _error_text(caught)
+    )
 
 
 def test_load_of_unknown_topic_fails_with_fail_on_data_loss(spark, broker, topic_name) -> None:
@@ -109,6 +136,12 @@ def test_sink_without_topic_fails_at_start(spark, broker) -> None:
         df.write.format("herd").mode("append").option("kafka.bootstrap.servers", broker.bootstrap).save()
     assert "topic option required when no 'topic' attribute is present" in _error_text(caught)
     with pytest.raises(Exception) as caught:
-        (spark.createDataFrame([(1,)], "value int").write.format("herd").mode("append")
-         .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", "t").save())
+        (
+            spark.createDataFrame([(1,)], "value int")
+            .write.format("herd")
+            .mode("append")
+            .option("kafka.bootstrap.servers", broker.bootstrap)
+            .option("topic", "t")
+            .save()
+        )
     assert "value attribute type must be string or binary, not int" in _error_text(caught)

@@ -7,13 +7,12 @@ from pyspark.sql.types import (
     ArrayType,
     BinaryType,
     IntegerType,
-    StringType,
     StructField,
     StructType,
 )
+from sparkkit import create_topic, numbered, produce, read_all, source
 
 from herd.spark.schema import HEADER
-from sparkkit import create_topic, numbered, produce, read_all, source
 
 ROWS = [
     (b"k0", b"v0", 0, [("h", b"0"), ("h", b"again")]),
@@ -21,8 +20,14 @@ ROWS = [
     (b"k2", None, 1, []),
     (b"\x00\xff", b"\x00binary\xff", 0, [("empty", b""), ("null", None)]),
 ]
-SCHEMA = StructType([StructField("key", BinaryType()), StructField("value", BinaryType()),
-                     StructField("partition", IntegerType()), StructField("headers", ArrayType(HEADER))])
+SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("partition", IntegerType()),
+        StructField("headers", ArrayType(HEADER)),
+    ]
+)
 
 
 Written = list[tuple[int, bytes | None, bytes | None, list[tuple[str, bytes | None]]]]
@@ -38,14 +43,24 @@ def _as_written(messages: list) -> Written:
 
 def test_batch_sink_round_trips_keys_values_headers(spark, broker, topic_name) -> None:
     topic = create_topic(broker.bootstrap, topic_name(), 2)
-    (spark.createDataFrame(ROWS, SCHEMA).write.format("herd").mode("append")
-     .option("kafka.bootstrap.servers", broker.bootstrap).option("topic", topic).save())
+    (
+        spark.createDataFrame(ROWS, SCHEMA)
+        .write.format("herd")
+        .mode("append")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("topic", topic)
+        .save()
+    )
     assert _as_written(read_all(broker.bootstrap, topic, 2, len(ROWS))) == _expected()
 
     for fetcher in ("native", "librdkafka"):
-        back = source(spark, broker.bootstrap, subscribe=topic, includeHeaders="true", fetcher=fetcher).collect()
-        got = sorted(((r.partition, r.key, r.value, [(h.key, h.value) for h in r.headers or []]) for r in back),
-                     key=repr)
+        back = source(
+            spark, broker.bootstrap, subscribe=topic, includeHeaders="true", fetcher=fetcher
+        ).collect()
+        got = sorted(
+            ((r.partition, r.key, r.value, [(h.key, h.value) for h in r.headers or []]) for r in back),
+            key=repr,
+        )
         assert got == _expected(), fetcher
         assert {r.timestampType for r in back} == {0}
 
@@ -54,16 +69,22 @@ def test_stream_sink_with_topic_column_and_string_values(spark, broker, topic_na
     """Read a topic as a stream, transform, and write through the streaming sink, topic per row."""
     src, even, odd = (create_topic(broker.bootstrap, topic_name(s), 1) for s in ("src", "even", "odd"))
     produce(broker.bootstrap, src, [(0, b"%d" % i, b"value %d" % i) for i in range(50)], headers=True)
-    df = source(spark, broker.bootstrap, stream=True, subscribe=src, startingOffsets="earliest",
-                includeHeaders="true")
+    df = source(
+        spark, broker.bootstrap, stream=True, subscribe=src, startingOffsets="earliest", includeHeaders="true"
+    )
     out = df.select(
         F.col("key").cast("string").alias("key"),
         F.upper(F.col("value").cast("string")).alias("value"),
         F.when(F.col("offset") % 2 == 0, F.lit(even)).otherwise(F.lit(odd)).alias("topic"),
         F.col("headers"),
     )
-    query = (out.writeStream.format("herd").option("kafka.bootstrap.servers", broker.bootstrap)
-             .option("checkpointLocation", checkpoint()).trigger(availableNow=True).start())
+    query = (
+        out.writeStream.format("herd")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("checkpointLocation", checkpoint())
+        .trigger(availableNow=True)
+        .start()
+    )
     assert query.awaitTermination(120) and query.exception() is None
     evens = read_all(broker.bootstrap, even, 1, 25)
     odds = read_all(broker.bootstrap, odd, 1, 25)
@@ -77,10 +98,19 @@ def test_sink_partitions_keys_like_java_clients(spark, broker, topic_name) -> No
     puts it; the same keys produced by librdkafka with murmur2_random agree."""
     from confluent_kafka import Producer
 
-    ours, theirs = create_topic(broker.bootstrap, topic_name("ours"), 4), create_topic(broker.bootstrap, topic_name("java"), 4)
+    ours, theirs = (
+        create_topic(broker.bootstrap, topic_name("ours"), 4),
+        create_topic(broker.bootstrap, topic_name("java"), 4),
+    )
     keys = [b"user-%d" % i for i in range(40)]
-    (spark.createDataFrame([(k, b"x") for k in keys], "key binary, value binary").write.format("herd")
-     .mode("append").option("kafka.bootstrap.servers", broker.bootstrap).option("topic", ours).save())
+    (
+        spark.createDataFrame([(k, b"x") for k in keys], "key binary, value binary")
+        .write.format("herd")
+        .mode("append")
+        .option("kafka.bootstrap.servers", broker.bootstrap)
+        .option("topic", ours)
+        .save()
+    )
     p = Producer({"bootstrap.servers": broker.bootstrap, "partitioner": "murmur2_random"})
     for k in keys:
         p.produce(theirs, b"x", k)
@@ -93,13 +123,19 @@ def test_sink_partitions_keys_like_java_clients(spark, broker, topic_name) -> No
 def test_batch_read_between_offsets_with_min_partitions(spark, broker, topic_name) -> None:
     topic = create_topic(broker.bootstrap, topic_name(), 2)
     produce(broker.bootstrap, topic, numbered(2, 200))  # offsets 0..99 in each partition
-    df = source(spark, broker.bootstrap, subscribe=topic, minPartitions=6,
-                startingOffsets=f'{{"{topic}":{{"0":10,"1":-2}}}}',
-                endingOffsets=f'{{"{topic}":{{"0":-1,"1":50}}}}')
+    df = source(
+        spark,
+        broker.bootstrap,
+        subscribe=topic,
+        minPartitions=6,
+        startingOffsets=f'{{"{topic}":{{"0":10,"1":-2}}}}',
+        endingOffsets=f'{{"{topic}":{{"0":-1,"1":50}}}}',
+    )
     assert df.rdd.getNumPartitions() == 6
     rows = df.select("partition", "offset").collect()
-    assert sorted((r.partition, r.offset) for r in rows) == \
-        [(0, o) for o in range(10, 100)] + [(1, o) for o in range(0, 50)]
+    assert sorted((r.partition, r.offset) for r in rows) == [(0, o) for o in range(10, 100)] + [
+        (1, o) for o in range(50)
+    ]
 
 
 def test_batch_read_from_timestamp(spark, broker, topic_name) -> None:

@@ -12,11 +12,16 @@ from sparkkit import add_partitions, create_topic, numbered, produce, source
 
 def _run(spark: Any, df: Any, checkpoint: str, sink: list[tuple[int, list[tuple[int, int, bytes]]]]) -> Any:
     """One Trigger.AvailableNow run; every micro-batch's (partition, offset, value) rows go to `sink`."""
+
     def collect(batch: Any, batch_id: int) -> None:
         sink.append((batch_id, sorted(batch.select("partition", "offset", "value").collect())))
 
-    query = (df.writeStream.foreachBatch(collect).option("checkpointLocation", checkpoint)
-             .trigger(availableNow=True).start())
+    query = (
+        df.writeStream.foreachBatch(collect)
+        .option("checkpointLocation", checkpoint)
+        .trigger(availableNow=True)
+        .start()
+    )
     assert query.awaitTermination(120), "the AvailableNow run did not finish"
     assert query.exception() is None
     return query
@@ -66,15 +71,24 @@ def test_max_offsets_per_trigger_splits_backlog_in_proportion(spark, broker, top
     topic = create_topic(broker.bootstrap, topic_name(), 3)
     backlog = [(0, 60), (1, 30), (2, 10)]
     produce(broker.bootstrap, topic, [(p, None, b"x") for p, n in backlog for _ in range(n)])
-    df = source(spark, broker.bootstrap, stream=True, subscribe=topic, startingOffsets="earliest",
-                maxOffsetsPerTrigger=40)
+    df = source(
+        spark,
+        broker.bootstrap,
+        stream=True,
+        subscribe=topic,
+        startingOffsets="earliest",
+        maxOffsetsPerTrigger=40,
+    )
     query = _run(spark, df, checkpoint(), [])
     batches = [p for p in query.recentProgress if p["numInputRows"] > 0]
     assert [p["numInputRows"] for p in batches] == [40, 40, 20]
     ends = [json.loads(p["sources"][0]["endOffset"]) for p in batches]
     # floor(40 * backlog / total) per partition, Spark's rule; the last batch takes what is left
-    assert ends == [{topic: {"0": 24, "1": 12, "2": 4}}, {topic: {"0": 48, "1": 24, "2": 8}},
-                    {topic: {"0": 60, "1": 30, "2": 10}}]
+    assert ends == [
+        {topic: {"0": 24, "1": 12, "2": 4}},
+        {topic: {"0": 48, "1": 24, "2": 8}},
+        {topic: {"0": 60, "1": 30, "2": 10}},
+    ]
 
 
 def test_new_partitions_are_read_from_their_start(spark, broker, topic_name, checkpoint) -> None:
@@ -101,8 +115,9 @@ def test_stream_offsets_are_sorted_json(spark, broker, topic_name, checkpoint) -
         create_topic(broker.bootstrap, name, 11)
         produce(broker.bootstrap, name, numbered(11, 22))
     ck = checkpoint()
-    df = source(spark, broker.bootstrap, stream=True, subscribe=",".join(reversed(names)),
-                startingOffsets="earliest")
+    df = source(
+        spark, broker.bootstrap, stream=True, subscribe=",".join(reversed(names)), startingOffsets="earliest"
+    )
     query = _run(spark, df, ck, [])
     end = query.recentProgress[-1]["sources"][0]["endOffset"]
     assert list(json.loads(end)) == names

@@ -21,10 +21,16 @@ from herd.spark.source import HerdDataSource
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["HerdBrokerError", "HerdDataLossError", "HerdDataSource", "HerdOptionError",
-           "decode_consumer_offsets", "register"]
+__all__ = [
+    "HerdBrokerError",
+    "HerdDataLossError",
+    "HerdDataSource",
+    "HerdOptionError",
+    "decode_consumer_offsets",
+    "register",
+]
 
 
-def register(spark: "SparkSession") -> None:
+def register(spark: SparkSession) -> None:
     """Register the `herd` format in this session (Spark also finds pyspark_herd.DefaultSource itself)."""
     spark.dataSource.register(HerdDataSource)

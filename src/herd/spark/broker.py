@@ -15,7 +15,8 @@ without having subscribed.
 from __future__ import annotations
 
 import logging
-from typing import Any, Iterable, Mapping
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from confluent_kafka import Consumer, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
@@ -31,8 +32,13 @@ TIMEOUT_S = 30.0
 
 def consumer_config(client: Mapping[str, str], group_id: str) -> dict[str, Any]:
     """The user's client settings plus what the connector needs; the user may tune but not disable."""
-    return {"socket.connection.setup.timeout.ms": 10_000, **client, "group.id": group_id,
-            "enable.auto.commit": False, "enable.auto.offset.store": False}
+    return {
+        "socket.connection.setup.timeout.ms": 10_000,
+        **client,
+        "group.id": group_id,
+        "enable.auto.commit": False,
+        "enable.auto.offset.store": False,
+    }
 
 
 class BrokerView:
@@ -64,8 +70,10 @@ class BrokerView:
         try:
             metadata = self.consumer.list_topics(timeout=TIMEOUT_S)
         except KafkaException as e:
-            raise HerdBrokerError(f"herd: cannot read metadata from {self._config['bootstrap.servers']}: "
-                                  f"{e.args[0] if e.args else e}") from e
+            raise HerdBrokerError(
+                f"herd: cannot read metadata from {self._config['bootstrap.servers']}: "
+                f"{e.args[0] if e.args else e}"
+            ) from e
         return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
 
     def partitions(self, subscription: Subscription) -> tuple[list[TopicPartition], list[str]]:
@@ -119,24 +127,31 @@ class BrokerView:
         latest = self.latest(tp for tp, o in offsets.items() if o == LATEST)
         return {tp: earliest.get(tp, latest.get(tp, o)) if o < 0 else o for tp, o in offsets.items()}
 
-    def _by_timestamps(self, stamps: Mapping[TopicPartition, int | None], strategy: str, option: str) -> Position:
+    def _by_timestamps(
+        self, stamps: Mapping[TopicPartition, int | None], strategy: str, option: str
+    ) -> Position:
         out: Position = {}
         for ts in sorted({s for s in stamps.values() if s is not None}):
             out.update(self.offsets([tp for tp, s in stamps.items() if s == ts], ts))
         unmatched = sorted(tp for tp, o in out.items() if o < 0)
         if unmatched and strategy == "error":
-            raise HerdOptionError(f"herd source: no record at or after the timestamp in {option!r} for "
-                                  f"{_names(unmatched)}; set startingOffsetsByTimestampStrategy=latest to "
-                                  "start those partitions at their latest offset")
+            raise HerdOptionError(
+                f"herd source: no record at or after the timestamp in {option!r} for "
+                f"{_names(unmatched)}; set startingOffsetsByTimestampStrategy=latest to "
+                "start those partitions at their latest offset"
+            )
         out.update(self.latest(unmatched))
         return out
 
 
-def _check_same_partitions(given: Mapping[TopicPartition, Any], tps: list[TopicPartition], option: str) -> None:
+def _check_same_partitions(
+    given: Mapping[TopicPartition, Any], tps: list[TopicPartition], option: str
+) -> None:
     if set(given) != set(tps):
         raise HerdOptionError(
             f"herd source: {option!r} names {_names(sorted(given))} but the query reads {_names(tps)}; "
-            "when offsets are given explicitly, name every partition (-2 = earliest, -1 = latest)")
+            "when offsets are given explicitly, name every partition (-2 = earliest, -1 = latest)"
+        )
 
 
 def _names(tps: Iterable[TopicPartition]) -> str:

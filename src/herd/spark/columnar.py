@@ -26,8 +26,8 @@ Headers are rare and ragged: only records with a header count above zero are dec
 from __future__ import annotations
 
 import array
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -92,7 +92,9 @@ def decode(data: bytes | memoryview, headers: Sequence[BatchHeader], with_header
     return Columns(keys, values, offsets, stamps, types, header_lists)
 
 
-def _records_buffer(data: bytes | memoryview, batches: Sequence[BatchHeader]) -> tuple[bytes | memoryview, list[int]]:
+def _records_buffer(
+    data: bytes | memoryview, batches: Sequence[BatchHeader]
+) -> tuple[bytes | memoryview, list[int]]:
     """A buffer holding every batch's records and where each batch's records start in it: `data` itself
     when nothing is compressed, else the records sections (decompressed) joined."""
     if all(h.attributes & COMPRESSION_MASK == 0 for h in batches):
@@ -105,7 +107,9 @@ def _records_buffer(data: bytes | memoryview, batches: Sequence[BatchHeader]) ->
     return b"".join(sections), bases
 
 
-def _record_starts(buf: bytes | memoryview, bases: Sequence[int], batches: Sequence[BatchHeader]) -> array.array:
+def _record_starts(
+    buf: bytes | memoryview, bases: Sequence[int], batches: Sequence[BatchHeader]
+) -> array.array:
     """Where each record's body (its attributes byte) is in `buf`."""
     starts = array.array("q")
     append, read = starts.append, read_signed_varint
@@ -178,8 +182,9 @@ def _slices(buf: bytes | memoryview, start: pa.Array, length: pa.Array, n: int) 
     bounds = pa.concat_arrays([start, pc.add(start, length)])
     order = pc.add(_Indexes.pair.slice(0, 2 * n), pc.multiply(_Indexes.parity.slice(0, 2 * n), n))
     edges = pa.concat_arrays([pa.array([0], _I64), pc.take(bounds, order), pa.array([len(buf)], _I64)])
-    whole = pa.BinaryArray.from_buffers(pa.binary(), 2 * n + 1, [None, edges.cast(pa.int32()).buffers()[1],
-                                                                 pa.py_buffer(buf)])
+    whole = pa.BinaryArray.from_buffers(
+        pa.binary(), 2 * n + 1, [None, edges.cast(pa.int32()).buffers()[1], pa.py_buffer(buf)]
+    )
     return pc.take(whole, _Indexes.odd.slice(0, n))
 
 
@@ -195,12 +200,15 @@ def _timestamps(batches: Sequence[BatchHeader], delta: pa.Array) -> tuple[pa.Arr
     types = [1 if h.attributes & LOG_APPEND_TIME_BIT else 0 for h in batches]
     if not any(types):
         return create, pa.repeat(pa.scalar(0, pa.int32()), len(delta))
-    log_append = pa.concat_arrays([pa.repeat(pa.scalar(t, pa.int32()), h.record_count)
-                                   for t, h in zip(types, batches)])
+    log_append = pa.concat_arrays(
+        [pa.repeat(pa.scalar(t, pa.int32()), h.record_count) for t, h in zip(types, batches)]
+    )
     return pc.if_else(pc.equal(log_append, 1), _per_record(batches, "max_timestamp"), create), log_append
 
 
-def _headers(buf: bytes | memoryview, u8: pa.Array, pos: pa.Array) -> list[list[tuple[str, bytes | None]] | None]:
+def _headers(
+    buf: bytes | memoryview, u8: pa.Array, pos: pa.Array
+) -> list[list[tuple[str, bytes | None]] | None]:
     """Each record's headers (None when it has none), decoded in Python for the records that have some."""
     counts, size = _varints(u8, pos)
     out: list[list[tuple[str, bytes | None]] | None] = [None] * len(counts)
@@ -215,11 +223,11 @@ def _read_headers(buf: bytes | memoryview, pos: int, count: int) -> list[tuple[s
     for _ in range(count):
         key_length, size = read_signed_varint(buf, pos)
         pos += size
-        key = bytes(buf[pos:pos + key_length]).decode()
+        key = bytes(buf[pos : pos + key_length]).decode()
         pos += key_length
         value_length, size = read_signed_varint(buf, pos)
         pos += size
-        value = None if value_length < 0 else bytes(buf[pos:pos + value_length])
+        value = None if value_length < 0 else bytes(buf[pos : pos + value_length])
         pos += max(value_length, 0)
         headers.append((key, value))
     return headers

@@ -21,8 +21,9 @@ apply to a row's kind are null.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
-from typing import Any, Iterable
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -41,41 +42,50 @@ from herd.client.consumer_protocol import ConsumerProtocolError, decode_assignme
 from herd.coordinator import records as coordinator_records
 from herd.spark.schema import arrow_schema
 
-_ASSIGNED = ArrayType(StructType([StructField("topic", StringType()), StructField("partition", IntegerType())]))
-MEMBER = StructType([
-    StructField("member_id", StringType()),
-    StructField("group_instance_id", StringType()),
-    StructField("client_id", StringType()),
-    StructField("client_host", StringType()),
-    StructField("rebalance_timeout_ms", IntegerType()),
-    StructField("session_timeout_ms", IntegerType()),
-    StructField("subscribed_topics", ArrayType(StringType())),
-    StructField("assignment", _ASSIGNED),
-])
-RECORD = StructType([
-    StructField("kind", StringType()),
-    StructField("group", StringType()),
-    StructField("topic", StringType()),
-    StructField("partition", IntegerType()),
-    StructField("offset", LongType()),
-    StructField("leader_epoch", IntegerType()),
-    StructField("metadata", StringType()),
-    StructField("commit_timestamp", TimestampType()),
-    StructField("expire_timestamp", TimestampType()),
-    StructField("protocol_type", StringType()),
-    StructField("generation", IntegerType()),
-    StructField("protocol", StringType()),
-    StructField("leader", StringType()),
-    StructField("state_timestamp", TimestampType()),
-    StructField("members", ArrayType(MEMBER)),
-    StructField("tombstone", BooleanType()),
-])
-SCHEMA = StructType(RECORD.fields + [
-    StructField("log_partition", IntegerType()),
-    StructField("log_offset", LongType()),
-    StructField("log_timestamp", TimestampType()),
-])
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_ASSIGNED = ArrayType(
+    StructType([StructField("topic", StringType()), StructField("partition", IntegerType())])
+)
+MEMBER = StructType(
+    [
+        StructField("member_id", StringType()),
+        StructField("group_instance_id", StringType()),
+        StructField("client_id", StringType()),
+        StructField("client_host", StringType()),
+        StructField("rebalance_timeout_ms", IntegerType()),
+        StructField("session_timeout_ms", IntegerType()),
+        StructField("subscribed_topics", ArrayType(StringType())),
+        StructField("assignment", _ASSIGNED),
+    ]
+)
+RECORD = StructType(
+    [
+        StructField("kind", StringType()),
+        StructField("group", StringType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("leader_epoch", IntegerType()),
+        StructField("metadata", StringType()),
+        StructField("commit_timestamp", TimestampType()),
+        StructField("expire_timestamp", TimestampType()),
+        StructField("protocol_type", StringType()),
+        StructField("generation", IntegerType()),
+        StructField("protocol", StringType()),
+        StructField("leader", StringType()),
+        StructField("state_timestamp", TimestampType()),
+        StructField("members", ArrayType(MEMBER)),
+        StructField("tombstone", BooleanType()),
+    ]
+)
+SCHEMA = StructType(
+    RECORD.fields
+    + [
+        StructField("log_partition", IntegerType()),
+        StructField("log_offset", LongType()),
+        StructField("log_timestamp", TimestampType()),
+    ]
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 def _time(ms: int) -> datetime | None:
@@ -96,12 +106,22 @@ def decode_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
 
 def _offset_commit(key: bytes, value: bytes | None) -> dict[str, Any]:
     k = coordinator_records.decode_offset_commit_key(key)
-    row: dict[str, Any] = {"kind": "offset_commit", "group": k.group, "topic": k.topic,
-                           "partition": int(k.partition), "tombstone": value is None}
+    row: dict[str, Any] = {
+        "kind": "offset_commit",
+        "group": k.group,
+        "topic": k.topic,
+        "partition": int(k.partition),
+        "tombstone": value is None,
+    }
     if value is not None:
         v = coordinator_records.decode_offset_commit_value(value)
-        row.update(offset=v.offset, leader_epoch=v.leader_epoch, metadata=v.metadata,
-                   commit_timestamp=_time(v.commit_timestamp), expire_timestamp=_time(v.expire_timestamp))
+        row.update(
+            offset=v.offset,
+            leader_epoch=v.leader_epoch,
+            metadata=v.metadata,
+            commit_timestamp=_time(v.commit_timestamp),
+            expire_timestamp=_time(v.expire_timestamp),
+        )
     return row
 
 
@@ -111,21 +131,34 @@ def _group_metadata(key: bytes, value: bytes | None) -> dict[str, Any]:
     if value is not None:
         v = coordinator_records.decode_group_metadata_value(value)
         consumer = v.protocol_type == "consumer"
-        row.update(protocol_type=v.protocol_type, generation=int(v.generation), protocol=v.protocol,
-                   leader=v.leader, state_timestamp=_time(v.current_state_timestamp),
-                   members=[_member(m, consumer) for m in v.members])
+        row.update(
+            protocol_type=v.protocol_type,
+            generation=int(v.generation),
+            protocol=v.protocol,
+            leader=v.leader,
+            state_timestamp=_time(v.current_state_timestamp),
+            members=[_member(m, consumer) for m in v.members],
+        )
     return row
 
 
 def _member(m: Any, consumer: bool) -> dict[str, Any]:
-    member = {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "client_id": m.client_id,
-              "client_host": m.client_host, "rebalance_timeout_ms": int(m.rebalance_timeout),
-              "session_timeout_ms": int(m.session_timeout), "subscribed_topics": None, "assignment": None}
+    member = {
+        "member_id": m.member_id,
+        "group_instance_id": m.group_instance_id,
+        "client_id": m.client_id,
+        "client_host": m.client_host,
+        "rebalance_timeout_ms": int(m.rebalance_timeout),
+        "session_timeout_ms": int(m.session_timeout),
+        "subscribed_topics": None,
+        "assignment": None,
+    }
     if consumer:
         try:
             member["subscribed_topics"] = list(decode_subscription(m.subscription).topics)
-            member["assignment"] = [{"topic": t, "partition": p}
-                                    for t, p in decode_assignment(m.assignment).partitions]
+            member["assignment"] = [
+                {"topic": t, "partition": p} for t, p in decode_assignment(m.assignment).partitions
+            ]
         except ConsumerProtocolError:
             pass  # a client wrote something else under "consumer": keep the member, without its topics
     return member
@@ -158,6 +191,10 @@ def decode_consumer_offsets(df: DataFrame) -> DataFrame:
     from pyspark.sql import functions as F
 
     decode = F.udf(_decode_untyped, RECORD, useArrow=False)
-    decoded = df.select(decode("key", "value").alias("record"), F.col("partition").alias("log_partition"),
-                        F.col("offset").alias("log_offset"), F.col("timestamp").alias("log_timestamp"))
+    decoded = df.select(
+        decode("key", "value").alias("record"),
+        F.col("partition").alias("log_partition"),
+        F.col("offset").alias("log_offset"),
+        F.col("timestamp").alias("log_timestamp"),
+    )
     return decoded.select("record.*", "log_partition", "log_offset", "log_timestamp")

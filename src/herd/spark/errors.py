@@ -17,10 +17,12 @@ class HerdDataLossError(RuntimeError):
     """Offsets a query must read are no longer available (failOnDataLoss=true)."""
 
     def __init__(self, what: str) -> None:
-        super().__init__(f"herd source: {what}. Some data may have been lost because it is no longer "
-                         "available in the broker (deleted by retention, or the topic was deleted or "
-                         "recreated). If you want the query to carry on in that case, set the source "
-                         "option 'failOnDataLoss' to 'false'.")
+        super().__init__(
+            f"herd source: {what}. Some data may have been lost because it is no longer "
+            "available in the broker (deleted by retention, or the topic was deleted or "
+            "recreated). If you want the query to carry on in that case, set the source "
+            "option 'failOnDataLoss' to 'false'."
+        )
 
 
 class HerdBrokerError(RuntimeError):

@@ -3,11 +3,11 @@
 Two fetchers (option `fetcher`): `native` (native.py, the default: Fetch requests on a plain socket and
 columnar decoding) and `librdkafka`, below, used when the connection needs TLS, SASL or read_committed.
 
-With librdkafka, a task assigns its partition to a librdkafka Consumer at the range's start offset and consumes until the
-range's end: `consume(n)` is asked for at most the number of offsets left, so it never hands back records
-past the end (librdkafka's prefetched surplus is dropped at `unassign`). The range is over when the record
-at end-1 has been read, or when librdkafka reports the end of the partition at or past the range's end
-(the last offsets of a range may hold no record: compacted away, or transaction markers).
+With librdkafka, a task assigns its partition to a Consumer at the range's start offset and consumes
+until the range's end: `consume(n)` is asked for at most the number of offsets left, so it never hands back
+records past the end (librdkafka's prefetched surplus is dropped at `unassign`). The range is over when the
+record at end-1 has been read, or when librdkafka reports the end of the partition at or past the range's
+end (the last offsets of a range may hold no record: compacted away, or transaction markers).
 
 Each chunk of messages becomes one `pyarrow.RecordBatch` in exactly the schema Spark expects (see
 schema.py): columns are filled with C-level `map` over confluent-kafka's Message methods, constant
@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, Message
@@ -42,8 +43,13 @@ _US = pa.timestamp("us", tz="UTC")
 _MS = pa.timestamp("ms", tz="UTC")
 _CONSUMERS: dict[tuple[tuple[str, Any], ...], Consumer] = {}
 # Errors after which waiting cannot help; librdkafka retries the others (transport, leader moves) itself.
-_FATAL = {KafkaError.UNKNOWN_TOPIC_OR_PART, KafkaError._UNKNOWN_PARTITION, KafkaError._UNKNOWN_TOPIC,
-          KafkaError.TOPIC_AUTHORIZATION_FAILED, KafkaError.OFFSET_OUT_OF_RANGE}
+_FATAL = {
+    KafkaError.UNKNOWN_TOPIC_OR_PART,
+    KafkaError._UNKNOWN_PARTITION,
+    KafkaError._UNKNOWN_TOPIC,
+    KafkaError.TOPIC_AUTHORIZATION_FAILED,
+    KafkaError.OFFSET_OUT_OF_RANGE,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +64,22 @@ class ReadSettings:
     fetcher: str = "native"
 
     @classmethod
-    def of(cls, opts: SourceOptions) -> "ReadSettings":
+    def of(cls, opts: SourceOptions) -> ReadSettings:
         tuning = {"max.partition.fetch.bytes": 8 * 1024 * 1024, "fetch.wait.max.ms": 100}
-        config = {**tuning, **consumer_config(opts.client, f"{opts.group_id_prefix}-reader"),
-                  "enable.partition.eof": True,
-                  "auto.offset.reset": "error" if opts.fail_on_data_loss else "earliest"}
-        return cls(tuple(sorted(config.items())), opts.fail_on_data_loss, opts.include_headers,
-                   opts.poll_timeout_ms, opts.batch_rows, opts.fetcher)
+        config = {
+            **tuning,
+            **consumer_config(opts.client, f"{opts.group_id_prefix}-reader"),
+            "enable.partition.eof": True,
+            "auto.offset.reset": "error" if opts.fail_on_data_loss else "earliest",
+        }
+        return cls(
+            tuple(sorted(config.items())),
+            opts.fail_on_data_loss,
+            opts.include_headers,
+            opts.poll_timeout_ms,
+            opts.batch_rows,
+            opts.fetcher,
+        )
 
 
 def read_messages(settings: ReadSettings, rng: OffsetRange) -> Iterator[list[Message]]:
@@ -109,12 +124,15 @@ def _consume(consumer: Consumer, settings: ReadSettings, rng: OffsetRange) -> It
             deadline = time.monotonic() + patience
             yield messages
         elif position < rng.end and time.monotonic() > deadline:
-            raise TimeoutError(f"herd source: no record of {_name(rng)} after offset {position} within "
-                               f"kafkaConsumer.pollTimeoutMs={settings.poll_timeout_ms}")
+            raise TimeoutError(
+                f"herd source: no record of {_name(rng)} after offset {position} within "
+                f"kafkaConsumer.pollTimeoutMs={settings.poll_timeout_ms}"
+            )
 
 
-def _without_errors(messages: list[Message], settings: ReadSettings, rng: OffsetRange,
-                    position: int) -> tuple[list[Message], int]:
+def _without_errors(
+    messages: list[Message], settings: ReadSettings, rng: OffsetRange, position: int
+) -> tuple[list[Message], int]:
     """The messages that are records; an end-of-partition event at or past the end closes the range."""
     records = []
     for m in messages:
@@ -124,7 +142,9 @@ def _without_errors(messages: list[Message], settings: ReadSettings, rng: Offset
         elif error.code() == KafkaError._PARTITION_EOF:
             position = _at_partition_end(m.offset(), settings, rng, position)
         elif error.code() == KafkaError._AUTO_OFFSET_RESET:
-            raise HerdDataLossError(f"offset {rng.start} of {_name(rng)} is no longer available ({error.str()})")
+            raise HerdDataLossError(
+                f"offset {rng.start} of {_name(rng)} is no longer available ({error.str()})"
+            )
         elif error.fatal() or error.code() in _FATAL:
             raise HerdBrokerError(f"herd source: reading {_name(rng)} failed: {error.str()}")
         else:
@@ -137,10 +157,16 @@ def _at_partition_end(high_watermark: int, settings: ReadSettings, rng: OffsetRa
     if high_watermark >= rng.end:
         return rng.end
     if settings.fail_on_data_loss:
-        raise HerdDataLossError(f"{_name(rng)} ends at offset {high_watermark}, before the end {rng.end} of "
-                                "the range this batch must read")
-    log.warning("herd source: %s ends at %d before %d; skipping the missing offsets", _name(rng),
-                high_watermark, rng.end)
+        raise HerdDataLossError(
+            f"{_name(rng)} ends at offset {high_watermark}, before the end {rng.end} of "
+            "the range this batch must read"
+        )
+    log.warning(
+        "herd source: %s ends at %d before %d; skipping the missing offsets",
+        _name(rng),
+        high_watermark,
+        rng.end,
+    )
     return rng.end
 
 
@@ -148,8 +174,9 @@ def _name(rng: OffsetRange) -> str:
     return f"{rng.topic}-{rng.partition} [{rng.start}, {rng.end})"
 
 
-def to_record_batch(messages: list[Message], rng: OffsetRange, include_headers: bool,
-                    schema: pa.Schema) -> pa.RecordBatch:
+def to_record_batch(
+    messages: list[Message], rng: OffsetRange, include_headers: bool, schema: pa.Schema
+) -> pa.RecordBatch:
     """One Arrow batch in Spark's Kafka source schema."""
     n = len(messages)
     stamps = list(map(Message.timestamp, messages))
@@ -161,7 +188,8 @@ def to_record_batch(messages: list[Message], rng: OffsetRange, include_headers: 
         pa.repeat(pa.scalar(rng.partition, pa.int32()), n),
         pa.array(list(map(Message.offset, messages)), pa.int64()),
         pa.array([s[1] for s in stamps], _MS).cast(_US),
-        pa.repeat(pa.scalar(types.pop() - 1, pa.int32()), n) if len(types) == 1
+        pa.repeat(pa.scalar(types.pop() - 1, pa.int32()), n)
+        if len(types) == 1
         else pa.array([s[0] - 1 for s in stamps], pa.int32()),
     ]
     if include_headers:
@@ -172,10 +200,13 @@ def to_record_batch(messages: list[Message], rng: OffsetRange, include_headers: 
 def read_range(settings: ReadSettings, rng: OffsetRange, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """The records of `rng` as Arrow batches of `schema`, through the configured fetcher."""
     if settings.fetcher == "native":
-        for columns in native.read_columns(native.NativeSettings.of(dict(settings.config)), rng,
-                                           fail_on_data_loss=settings.fail_on_data_loss,
-                                           with_headers=settings.include_headers,
-                                           poll_timeout_ms=settings.poll_timeout_ms):
+        for columns in native.read_columns(
+            native.NativeSettings.of(dict(settings.config)),
+            rng,
+            fail_on_data_loss=settings.fail_on_data_loss,
+            with_headers=settings.include_headers,
+            poll_timeout_ms=settings.poll_timeout_ms,
+        ):
             yield from native.to_record_batches(columns, rng, schema, settings.batch_rows)
         return
     for messages in read_messages(settings, rng):

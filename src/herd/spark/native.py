@@ -22,8 +22,9 @@ import logging
 import socket
 import struct
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -58,11 +59,14 @@ class NativeSettings:
     timeout_s: float
 
     @classmethod
-    def of(cls, config: dict[str, Any]) -> "NativeSettings":
-        return cls(_addresses(str(config["bootstrap.servers"])), str(config.get("client.id", "herd-spark")),
-                   int(config.get("max.partition.fetch.bytes", 8 * 1024 * 1024)),
-                   int(config.get("fetch.wait.max.ms", 100)),
-                   int(config.get("socket.timeout.ms", 60_000)) / 1000)
+    def of(cls, config: dict[str, Any]) -> NativeSettings:
+        return cls(
+            _addresses(str(config["bootstrap.servers"])),
+            str(config.get("client.id", "herd-spark")),
+            int(config.get("max.partition.fetch.bytes", 8 * 1024 * 1024)),
+            int(config.get("fetch.wait.max.ms", 100)),
+            int(config.get("socket.timeout.ms", 60_000)) / 1000,
+        )
 
 
 def _addresses(servers: str) -> tuple[tuple[str, int], ...]:
@@ -140,8 +144,12 @@ class Cluster:
 
     def _lookup(self, topic: str, partition: int) -> tuple[str, int]:
         b = request_builder(METADATA, METADATA_VERSION)
-        request = b.request(topics=(b("MetadataRequestTopic", name=topic),), allow_auto_topic_creation=False,
-                            include_cluster_authorized_operations=False, include_topic_authorized_operations=False)
+        request = b.request(
+            topics=(b("MetadataRequestTopic", name=topic),),
+            allow_auto_topic_creation=False,
+            include_cluster_authorized_operations=False,
+            include_topic_authorized_operations=False,
+        )
         failures = []
         for address in self.settings.bootstrap:
             try:
@@ -192,12 +200,26 @@ def fetch(cluster: Cluster, topic: str, partition: int, offset: int) -> Answer:
     """One Fetch of one partition from `offset`; raises RetryableError."""
     s = cluster.settings
     b = request_builder(FETCH, FETCH_VERSION)
-    wanted = b("FetchPartition", partition=partition, current_leader_epoch=-1, fetch_offset=offset,
-               log_start_offset=-1, partition_max_bytes=s.partition_max_bytes)
-    request = b.request(replica_id=-1, max_wait=s.max_wait_ms, min_bytes=1, max_bytes=s.partition_max_bytes,
-                        isolation_level=0, session_id=0, session_epoch=-1,
-                        topics=(b("FetchTopic", topic=topic, partitions=(wanted,)),), forgotten_topics_data=(),
-                        rack_id="")
+    wanted = b(
+        "FetchPartition",
+        partition=partition,
+        current_leader_epoch=-1,
+        fetch_offset=offset,
+        log_start_offset=-1,
+        partition_max_bytes=s.partition_max_bytes,
+    )
+    request = b.request(
+        replica_id=-1,
+        max_wait=s.max_wait_ms,
+        min_bytes=1,
+        max_bytes=s.partition_max_bytes,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        topics=(b("FetchTopic", topic=topic, partitions=(wanted,)),),
+        forgotten_topics_data=(),
+        rack_id="",
+    )
     try:
         response = cluster.leader(topic, partition).request(FETCH, FETCH_VERSION, request)
     except OSError as e:
@@ -211,8 +233,14 @@ def fetch(cluster: Cluster, topic: str, partition: int, offset: int) -> Answer:
     return Answer(error, data.high_watermark, data.log_start_offset, data.records or b"")
 
 
-def read_columns(settings: NativeSettings, rng: OffsetRange, *, fail_on_data_loss: bool, with_headers: bool,
-                 poll_timeout_ms: int) -> Iterator[Columns]:
+def read_columns(
+    settings: NativeSettings,
+    rng: OffsetRange,
+    *,
+    fail_on_data_loss: bool,
+    with_headers: bool,
+    poll_timeout_ms: int,
+) -> Iterator[Columns]:
     """The records of `rng`, answer by answer; raises HerdDataLossError, HerdBrokerError or TimeoutError."""
     cluster = _cluster(settings)
     position = rng.start
@@ -227,8 +255,9 @@ def read_columns(settings: NativeSettings, rng: OffsetRange, *, fail_on_data_los
             position = _out_of_range(answer, rng, position, fail_on_data_loss)
             continue
         if answer.error != NONE:
-            raise HerdBrokerError(f"herd source: fetching {_name(rng)} at {position} failed with error "
-                                  f"{answer.error}")
+            raise HerdBrokerError(
+                f"herd source: fetching {_name(rng)} at {position} failed with error {answer.error}"
+            )
         headers, after = complete_batches(answer.records)
         if not headers:
             position = _nothing_fetched(answer, rng, position, deadline, fail_on_data_loss, poll_timeout_ms)
@@ -239,32 +268,41 @@ def read_columns(settings: NativeSettings, rng: OffsetRange, *, fail_on_data_los
         yield columns
 
 
-def _wait_or_give_up(deadline: float, rng: OffsetRange, position: int, why: str, poll_timeout_ms: int) -> None:
+def _wait_or_give_up(
+    deadline: float, rng: OffsetRange, position: int, why: str, poll_timeout_ms: int
+) -> None:
     if time.monotonic() > deadline:
-        raise TimeoutError(f"herd source: reading {_name(rng)} at {position} made no progress within "
-                           f"kafkaConsumer.pollTimeoutMs={poll_timeout_ms}: {why}")
+        raise TimeoutError(
+            f"herd source: reading {_name(rng)} at {position} made no progress within "
+            f"kafkaConsumer.pollTimeoutMs={poll_timeout_ms}: {why}"
+        )
     log.info("herd source: %s; retrying", why)
     time.sleep(0.1)
 
 
 def _out_of_range(answer: Answer, rng: OffsetRange, position: int, fail: bool) -> int:
-    what = (f"offset {position} of {rng.topic}-{rng.partition} is out of range [{answer.log_start}, "
-            f"{answer.high_watermark})")
+    what = (
+        f"offset {position} of {rng.topic}-{rng.partition} is out of range [{answer.log_start}, "
+        f"{answer.high_watermark})"
+    )
     if fail:
         raise HerdDataLossError(what)
     log.warning("herd source: %s; failOnDataLoss=false: carrying on", what)
     return answer.log_start if 0 <= answer.log_start and position < answer.log_start else rng.end
 
 
-def _nothing_fetched(answer: Answer, rng: OffsetRange, position: int, deadline: float, fail: bool,
-                     poll_timeout_ms: int) -> int:
+def _nothing_fetched(
+    answer: Answer, rng: OffsetRange, position: int, deadline: float, fail: bool, poll_timeout_ms: int
+) -> int:
     """No whole batch: the range ends in a hole at the end of the log, or the log ends before it."""
     if answer.high_watermark >= rng.end and position >= answer.high_watermark:
         return rng.end
     if answer.high_watermark <= position:
         if fail:
-            raise HerdDataLossError(f"{_name(rng)} ends at offset {answer.high_watermark}, before the end "
-                                    f"{rng.end} of the range this batch must read")
+            raise HerdDataLossError(
+                f"{_name(rng)} ends at offset {answer.high_watermark}, before the end "
+                f"{rng.end} of the range this batch must read"
+            )
         return rng.end
     _wait_or_give_up(deadline, rng, position, "an empty answer below the high watermark", poll_timeout_ms)
     return position
@@ -274,14 +312,21 @@ def _name(rng: OffsetRange) -> str:
     return f"{rng.topic}-{rng.partition} [{rng.start}, {rng.end})"
 
 
-def to_record_batches(columns: Columns, rng: OffsetRange, schema: pa.Schema,
-                      max_rows: int) -> Iterator[pa.RecordBatch]:
+def to_record_batches(
+    columns: Columns, rng: OffsetRange, schema: pa.Schema, max_rows: int
+) -> Iterator[pa.RecordBatch]:
     """Spark's Kafka source schema, keeping only offsets in [rng.start, rng.end)."""
     keep = pc.and_(pc.greater_equal(columns.offsets, rng.start), pc.less(columns.offsets, rng.end))
     n = len(columns)
-    arrays = [columns.keys, columns.values, pa.repeat(pa.scalar(rng.topic, pa.string()), n),
-              pa.repeat(pa.scalar(rng.partition, pa.int32()), n), columns.offsets,
-              columns.timestamps_ms.cast(_MS).cast(_US), columns.timestamp_types]
+    arrays = [
+        columns.keys,
+        columns.values,
+        pa.repeat(pa.scalar(rng.topic, pa.string()), n),
+        pa.repeat(pa.scalar(rng.partition, pa.int32()), n),
+        columns.offsets,
+        columns.timestamps_ms.cast(_MS).cast(_US),
+        columns.timestamp_types,
+    ]
     if columns.headers is not None:
         arrays.append(pa.array(columns.headers, schema.field("headers").type))
     batch = pa.RecordBatch.from_arrays(arrays, schema=schema)

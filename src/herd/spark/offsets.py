@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping
+from typing import Any
 
 from herd.spark.errors import HerdOptionError
 
@@ -59,8 +60,10 @@ def parse_offsets_json(text: str, option: str, *, allow_negative: bool) -> Posit
     try:
         parsed = json.loads(text)
     except json.JSONDecodeError as e:
-        raise HerdOptionError(f"herd source: {option!r} is neither 'earliest', 'latest' nor valid JSON "
-                              f"({e.msg} at character {e.pos}): {text!r}") from e
+        raise HerdOptionError(
+            f"herd source: {option!r} is neither 'earliest', 'latest' nor valid JSON "
+            f"({e.msg} at character {e.pos}): {text!r}"
+        ) from e
     if not isinstance(parsed, dict) or not parsed:
         raise HerdOptionError(f"herd source: {example}, got {text!r}")
     position: Position = {}
@@ -103,7 +106,9 @@ def from_json(offsets: Mapping[str, Mapping[str, Any]] | None) -> Position:
     return {(topic, int(p)): int(o) for topic, parts in (offsets or {}).items() for p, o in parts.items()}
 
 
-def rate_limit(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int], limit: int) -> Position:
+def rate_limit(
+    start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int], limit: int
+) -> Position:
     """At most about `limit` offsets past `start`, shared in proportion to each partition's backlog.
 
     Spark's rule: a partition's share is floor(limit * backlog / total) but at least 1 when it has a
@@ -129,8 +134,9 @@ def backlog(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition,
     return sum(max(0, end - start.get(tp, 0)) for tp, end in latest.items())
 
 
-def split_ranges(ranges: Iterable[OffsetRange], min_partitions: int | None,
-                 max_records: int | None) -> list[OffsetRange]:
+def split_ranges(
+    ranges: Iterable[OffsetRange], min_partitions: int | None, max_records: int | None
+) -> list[OffsetRange]:
     """Empty ranges dropped; ranges above `max_records` cut in equal parts; then, if there are fewer
     ranges than `min_partitions`, the big ones split in proportion to their size (Spark's rule)."""
     nonempty = [r for r in sorted(ranges) if r.size > 0]

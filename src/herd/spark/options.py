@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from herd.spark.errors import HerdOptionError
 from herd.spark.offsets import OffsetSpec, TopicPartition, parse_offsets_json
@@ -37,8 +37,16 @@ _SINK_FORBIDDEN = {
     "value.serializer": "write the 'value' column as string or binary",
 }
 _DURATION = re.compile(r"^\s*(\d+)\s*(us|ms|s|m|min|h|d)?\s*$")
-_DURATION_MS = {"us": 0.001, "ms": 1, None: 1, "s": 1000, "m": 60_000, "min": 60_000, "h": 3_600_000,
-                "d": 86_400_000}
+_DURATION_MS = {
+    "us": 0.001,
+    "ms": 1,
+    None: 1,
+    "s": 1000,
+    "m": 60_000,
+    "min": 60_000,
+    "h": 3_600_000,
+    "d": 86_400_000,
+}
 DECODERS = ("consumer_offsets",)
 # A pattern never matches these (Kafka's exclude.internal.topics); name them in 'subscribe' to read them.
 KAFKA_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
@@ -94,7 +102,7 @@ class SourceOptions:
         return self.client["bootstrap.servers"]
 
     @classmethod
-    def parse(cls, options: Mapping[str, str], *, streaming: bool | None) -> "SourceOptions":
+    def parse(cls, options: Mapping[str, str], *, streaming: bool | None) -> SourceOptions:
         """Raises HerdOptionError for a missing, malformed or contradictory option; streaming=None
         (the query kind is not known yet) skips the rules that depend on it."""
         opts = {k.lower(): str(v) for k, v in options.items()}
@@ -128,7 +136,7 @@ class SinkOptions:
     topic: str | None = None
 
     @classmethod
-    def parse(cls, options: Mapping[str, str]) -> "SinkOptions":
+    def parse(cls, options: Mapping[str, str]) -> SinkOptions:
         """Raises HerdOptionError for a missing or refused option."""
         opts = {k.lower(): str(v) for k, v in options.items()}
         client = client_config(opts, _SINK_FORBIDDEN, "sink")
@@ -140,10 +148,12 @@ class SinkOptions:
 
 def client_config(opts: Mapping[str, str], forbidden: Mapping[str, str], role: str) -> dict[str, str]:
     """`kafka.*` options without the prefix; raises HerdOptionError without kafka.bootstrap.servers."""
-    client = {k[len(KAFKA_PREFIX):]: v for k, v in opts.items() if k.startswith(KAFKA_PREFIX)}
+    client = {k[len(KAFKA_PREFIX) :]: v for k, v in opts.items() if k.startswith(KAFKA_PREFIX)}
     if not client.get("bootstrap.servers", "").strip():
-        raise HerdOptionError(f"herd {role}: option 'kafka.bootstrap.servers' must be specified "
-                              "(host:port of the herd broker, as for format('kafka'))")
+        raise HerdOptionError(
+            f"herd {role}: option 'kafka.bootstrap.servers' must be specified "
+            "(host:port of the herd broker, as for format('kafka'))"
+        )
     for key, why in forbidden.items():
         if key in client:
             raise HerdOptionError(f"herd {role}: Kafka option 'kafka.{key}' is not supported: {why}")
@@ -154,8 +164,10 @@ def _subscription(opts: Mapping[str, str]) -> Subscription:
     given = [k for k in ("subscribe", "subscribepattern", "assign") if k in opts]
     if len(given) != 1:
         what = "none was given" if not given else f"got {', '.join(given)}"
-        raise HerdOptionError("herd source: exactly one of the options 'subscribe', 'subscribePattern', "
-                              f"'assign' must be specified ({what})")
+        raise HerdOptionError(
+            "herd source: exactly one of the options 'subscribe', 'subscribePattern', "
+            f"'assign' must be specified ({what})"
+        )
     kind, value = given[0], opts[given[0]]
     if kind == "subscribe":
         topics = tuple(t.strip() for t in value.split(",") if t.strip())
@@ -173,7 +185,9 @@ def _pattern(value: str) -> str:
     try:
         re.compile(value)
     except re.error as e:
-        raise HerdOptionError(f"herd source: 'subscribePattern'={value!r} is not a regular expression: {e}") from e
+        raise HerdOptionError(
+            f"herd source: 'subscribePattern'={value!r} is not a regular expression: {e}"
+        ) from e
     return value
 
 
@@ -188,7 +202,9 @@ def _assigned(value: str) -> tuple[TopicPartition, ...]:
     tps = set()
     for topic, parts in parsed.items():
         if not isinstance(parts, list) or not all(isinstance(p, int) and p >= 0 for p in parts):
-            raise HerdOptionError(f"herd source: 'assign' topic {topic!r} needs a list of partitions; {example}")
+            raise HerdOptionError(
+                f"herd source: 'assign' topic {topic!r} needs a list of partitions; {example}"
+            )
         tps.update((topic, p) for p in parts)
     return tuple(sorted(tps))
 
@@ -198,8 +214,9 @@ def _offset_specs(opts: Mapping[str, str], streaming: bool | None) -> tuple[Offs
     starting = _spec(opts, "starting", "latest" if streaming else "earliest")
     ending_given = any(k in opts for k in ("endingoffsets", "endingoffsetsbytimestamp", "endingtimestamp"))
     if streaming and ending_given:
-        raise HerdOptionError("herd source: 'endingOffsets' is only valid for batch queries "
-                              "(spark.read), not for streams")
+        raise HerdOptionError(
+            "herd source: 'endingOffsets' is only valid for batch queries (spark.read), not for streams"
+        )
     if streaming is None:
         return starting, _spec(opts, "ending", "latest") if ending_given else None
     if streaming:
@@ -222,7 +239,9 @@ def _spec(opts: Mapping[str, str], which: str, default: str) -> OffsetSpec:
         ts = _int(opts, f"{which}timestamp")
         return OffsetSpec("timestamp", timestamp=ts, strategy=strategy)
     if f"{which}offsetsbytimestamp" in opts:
-        stamps = parse_offsets_json(opts[f"{which}offsetsbytimestamp"], f"{name}ByTimestamp", allow_negative=False)
+        stamps = parse_offsets_json(
+            opts[f"{which}offsetsbytimestamp"], f"{name}ByTimestamp", allow_negative=False
+        )
         return OffsetSpec("timestamps", offsets=stamps, strategy=strategy)
     value = opts.get(f"{which}offsets", default).strip()
     if value.lower() in ("earliest", "latest"):
@@ -251,7 +270,9 @@ def _fetcher(opts: Mapping[str, str], client: Mapping[str, str]) -> str:
     if client.get("isolation.level", "read_uncommitted").lower() == "read_committed":
         needs.append("kafka.isolation.level=read_committed")
     if value == "native" and needs:
-        raise HerdOptionError(f"herd source: fetcher=native cannot do {', '.join(needs)}; use fetcher=librdkafka")
+        raise HerdOptionError(
+            f"herd source: fetcher=native cannot do {', '.join(needs)}; use fetcher=librdkafka"
+        )
     return "librdkafka" if value == "librdkafka" or needs else "native"
 
 
@@ -285,5 +306,7 @@ def _duration_ms(opts: Mapping[str, str], key: str, default: str) -> int:
     value = opts.get(key, default)
     match = _DURATION.match(value.lower())
     if match is None:
-        raise HerdOptionError(f"herd source: option '{key}'={value!r} is not a duration such as '30s' or '15m'")
+        raise HerdOptionError(
+            f"herd source: option '{key}'={value!r} is not a duration such as '30s' or '15m'"
+        )
     return int(int(match.group(1)) * _DURATION_MS[match.group(2)])

@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, DataSourceStreamReader, InputPartition
@@ -82,8 +83,10 @@ class _RangeReading:
         """The partitions the subscription matches now; missing named topics are data loss."""
         tps, missing = self.view.partitions(self.opts.subscription)
         if missing:
-            self.data_loss(f"{', '.join(missing)} not found on {self.opts.bootstrap} "
-                           f"({self.opts.subscription.describe()})")
+            self.data_loss(
+                f"{', '.join(missing)} not found on {self.opts.bootstrap} "
+                f"({self.opts.subscription.describe()})"
+            )
         return tps
 
     def data_loss(self, what: str) -> None:
@@ -109,8 +112,13 @@ def _decoded(settings: ReadSettings, rng: OffsetRange) -> Iterator[pa.RecordBatc
     raw = replace(settings, include_headers=False)
     for batch in read_range(raw, rng, arrow_schema(source_schema(False))):
         ms = batch.column("timestamp").cast(pa.int64()).to_pylist()
-        rows = zip(batch.column("key").to_pylist(), batch.column("value").to_pylist(),
-                   [rng.partition] * batch.num_rows, batch.column("offset").to_pylist(), (t // 1000 for t in ms))
+        rows = zip(
+            batch.column("key").to_pylist(),
+            batch.column("value").to_pylist(),
+            [rng.partition] * batch.num_rows,
+            batch.column("offset").to_pylist(),
+            (t // 1000 for t in ms),
+        )
         yield consumer_offsets.to_record_batch(consumer_offsets.decode_rows(rows))
 
 
@@ -128,8 +136,10 @@ class HerdBatchReader(_RangeReading, DataSourceReader):
         backwards = sorted(tp for tp in tps if start[tp] > end[tp])
         if backwards:
             t, p = backwards[0]
-            raise HerdOptionError(f"herd source: startingOffsets {start[(t, p)]} of {t}-{p} is after its "
-                                  f"endingOffsets {end[(t, p)]}")
+            raise HerdOptionError(
+                f"herd source: startingOffsets {start[(t, p)]} of {t}-{p} is after its "
+                f"endingOffsets {end[(t, p)]}"
+            )
         return self.plan(start, end)
 
 
@@ -186,7 +196,9 @@ class HerdStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAva
         shrunk = sorted(tp for tp, o in current.items() if tp in begin and o < begin[tp])
         if shrunk:
             t, p = shrunk[0]
-            self.data_loss(f"the latest offset of {t}-{p} went back from {begin[(t, p)]} to {current[(t, p)]}")
+            self.data_loss(
+                f"the latest offset of {t}-{p} went back from {begin[(t, p)]} to {current[(t, p)]}"
+            )
         if self._target is None:
             return current
         return {tp: min(o, self._target[tp]) for tp, o in current.items() if tp in self._target}
@@ -201,7 +213,10 @@ class HerdStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAva
         if min_rows is None or self._target is not None:
             return False
         now = time.time() * 1000
-        if now - self._last_trigger_ms >= self.opts.max_trigger_delay_ms or backlog(begin, latest) >= min_rows:
+        if (
+            now - self._last_trigger_ms >= self.opts.max_trigger_delay_ms
+            or backlog(begin, latest) >= min_rows
+        ):
             self._last_trigger_ms = now
             return False
         return True

@@ -35,7 +35,7 @@ def _log4j_file() -> str:
     return path
 
 
-def local_session(app_name: str = "herd", cores: int = 2, conf: dict[str, str] | None = None) -> "SparkSession":
+def local_session(app_name: str = "herd", cores: int = 2, conf: dict[str, str] | None = None) -> SparkSession:
     """local[cores] session tuned for small machines; `conf` adds or overrides Spark settings."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -43,15 +43,18 @@ def local_session(app_name: str = "herd", cores: int = 2, conf: dict[str, str] |
     from pyspark.sql import SparkSession
 
     java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
-    builder = (SparkSession.builder.master(f"local[{cores}]").appName(app_name)
-               .config("spark.ui.enabled", "false")
-               .config("spark.ui.showConsoleProgress", "false")
-               .config("spark.sql.shuffle.partitions", str(cores))
-               .config("spark.driver.host", "127.0.0.1")
-               .config("spark.driver.bindAddress", "127.0.0.1")
-               .config("spark.driver.memory", "1g")
-               .config("spark.driver.extraJavaOptions", java_opts)
-               .config("spark.sql.session.timeZone", "UTC"))
+    builder = (
+        SparkSession.builder.master(f"local[{cores}]")
+        .appName(app_name)
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", str(cores))
+        .config("spark.driver.host", "127.0.0.1")
+        .config("spark.driver.bindAddress", "127.0.0.1")
+        .config("spark.driver.memory", "1g")
+        .config("spark.driver.extraJavaOptions", java_opts)
+        .config("spark.sql.session.timeZone", "UTC")
+    )
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

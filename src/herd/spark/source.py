@@ -11,8 +11,13 @@ columns. Classes are pickled by reference, so Spark's Python workers must be abl
 
 from __future__ import annotations
 
-from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, DataSourceWriter
-from pyspark.sql.datasource import DataSourceStreamWriter
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceStreamReader,
+    DataSourceStreamWriter,
+    DataSourceWriter,
+)
 from pyspark.sql.types import StructType
 
 from herd.spark import consumer_offsets
@@ -63,8 +68,9 @@ def _check_against_broker(opts: SourceOptions) -> None:
     try:
         tps, missing = view.partitions(opts.subscription)
         if missing:
-            raise HerdDataLossError(f"{', '.join(missing)} not found on {opts.bootstrap} "
-                                    f"({opts.subscription.describe()})")
+            raise HerdDataLossError(
+                f"{', '.join(missing)} not found on {opts.bootstrap} ({opts.subscription.describe()})"
+            )
         for spec, option in ((opts.starting, "startingOffsets"), (opts.ending, "endingOffsets")):
             if spec is not None and spec.kind in ("json", "timestamps") and set(spec.offsets) != set(tps):
                 view.resolve(spec, tps, option)  # raises HerdOptionError naming both sets

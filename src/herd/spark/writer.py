@@ -17,8 +17,9 @@ otherwise. Writers are Arrow writers (rows arrive as record batches).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import pyarrow as pa
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -54,32 +55,52 @@ class SinkPlan:
     columns: tuple[str, ...]
 
     @classmethod
-    def of(cls, opts: SinkOptions, schema: StructType) -> "SinkPlan":
+    def of(cls, opts: SinkOptions, schema: StructType) -> SinkPlan:
         """Raises HerdOptionError when the DataFrame cannot be written (Spark's Kafka sink rules)."""
         types = {f.name: f.dataType for f in schema.fields}
         if "value" not in types:
-            raise HerdOptionError("herd sink: required attribute 'value' not found in the DataFrame "
-                                  f"(columns: {', '.join(types)})")
+            raise HerdOptionError(
+                "herd sink: required attribute 'value' not found in the DataFrame "
+                f"(columns: {', '.join(types)})"
+            )
         if opts.topic is None and "topic" not in types:
-            raise HerdOptionError("herd sink: topic option required when no 'topic' attribute is present; "
-                                  "set .option('topic', ...) or add a 'topic' column")
+            raise HerdOptionError(
+                "herd sink: topic option required when no 'topic' attribute is present; "
+                "set .option('topic', ...) or add a 'topic' column"
+            )
         for name, allowed in SINK_COLUMNS.items():
             if name in types and not isinstance(types[name], allowed):
-                raise HerdOptionError(f"herd sink: {name} attribute type must be "
-                                      f"{' or '.join(t.typeName() for t in allowed)}, not {types[name].simpleString()}")
-        if "headers" in types and types["headers"] != ArrayType(HEADER, True) \
-                and types["headers"] != ArrayType(HEADER, False):
-            raise HerdOptionError("herd sink: headers attribute type must be array<struct<key:string,value:binary>>, "
-                                  f"not {types['headers'].simpleString()}")
-        config = {"partitioner": "murmur2_random", "enable.idempotence": True, "linger.ms": 5,
-                  "queue.buffering.max.messages": 500_000, **opts.client}
+                raise HerdOptionError(
+                    f"herd sink: {name} attribute type must be "
+                    f"{' or '.join(t.typeName() for t in allowed)}, not {types[name].simpleString()}"
+                )
+        if (
+            "headers" in types
+            and types["headers"] != ArrayType(HEADER, True)
+            and types["headers"] != ArrayType(HEADER, False)
+        ):
+            raise HerdOptionError(
+                "herd sink: headers attribute type must be array<struct<key:string,value:binary>>, "
+                f"not {types['headers'].simpleString()}"
+            )
+        config = {
+            "partitioner": "murmur2_random",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+            "queue.buffering.max.messages": 500_000,
+            **opts.client,
+        }
         return cls(tuple(sorted(config.items())), opts.topic, tuple(n for n in SINK_COLUMNS if n in types))
 
     def producer(self) -> Producer:
         producer = _PRODUCERS.get(self.config)
         if producer is None:
-            config = {**dict(self.config), "on_delivery": _on_delivery, "error_cb": _on_client_error,
-                      "delivery.report.only.error": True}
+            config = {
+                **dict(self.config),
+                "on_delivery": _on_delivery,
+                "error_cb": _on_client_error,
+                "delivery.report.only.error": True,
+            }
             producer = _PRODUCERS[self.config] = Producer(config)
         return producer
 
@@ -124,8 +145,9 @@ def _produce(producer: Producer, plan: SinkPlan, batch: pa.RecordBatch) -> int:
     produce = producer.produce
     for value, key, topic, partition, header in zip(values, keys, topics, partitions, headers):
         if topic is None:
-            raise HerdOptionError("herd sink: null topic present in the data; use the topic option to set "
-                                  "a default topic")
+            raise HerdOptionError(
+                "herd sink: null topic present in the data; use the topic option to set a default topic"
+            )
         args = (topic, value, key, -1 if partition is None else partition)
         try:
             produce(*args, headers=header)
@@ -146,8 +168,10 @@ def _produce_when_room(producer: Producer, args: tuple[Any, ...], header: Any) -
 
 
 def _headers(batch: pa.RecordBatch) -> list[list[tuple[str, bytes | None]] | None]:
-    return [None if hs is None else [(h["key"], h["value"]) for h in hs]
-            for hs in batch.column("headers").to_pylist()]
+    return [
+        None if hs is None else [(h["key"], h["value"]) for h in hs]
+        for hs in batch.column("headers").to_pylist()
+    ]
 
 
 class HerdBatchWriter(DataSourceArrowWriter):
@@ -174,7 +198,9 @@ class HerdStreamWriter(DataSourceStreamArrowWriter):
         log.debug("herd sink: micro-batch %d wrote %d records", batchId, written)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        log.warning("herd sink: micro-batch %d aborted; records already delivered stay (at-least-once)", batchId)
+        log.warning(
+            "herd sink: micro-batch %d aborted; records already delivered stay (at-least-once)", batchId
+        )
 
 
 _CHECKED: set[tuple[tuple[str, Any], ...]] = set()
