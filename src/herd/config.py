@@ -74,6 +74,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("log.retention.hours", "int", 168, "Retention in hours (if ms and minutes unset).", minimum=-1),
     Setting("log.retention.bytes", "long", -1, "Size-based retention per partition; -1 is unlimited.", minimum=-1),
     Setting("log.retention.check.interval.ms", "long", 300000, "How often retention runs.", minimum=1),
+    Setting("log.cleaner.delete.retention.ms", "long", 86400000,
+            "How long compaction keeps tombstones (delete.retention.ms of compacted topics).", minimum=0),
     Setting("log.flush.interval.messages", "long", LONG_MAX, "fsync after this many messages.", minimum=1),
     Setting("log.flush.interval.ms", "long", None, "fsync when data is this old; unset: OS decides.",
             nullable=True, minimum=0),

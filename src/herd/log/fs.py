@@ -14,7 +14,8 @@ file and renaming it), so a handle needs only `append`, `pread`, `fsync`, `trunc
 durable content, plus, chosen by the caller, a prefix of each file's unsynced tail (a torn write). `fail("write",
 n)` makes the n-th next write (or fsync, ...) raise `OSError(EIO)`, so tests can inject exactly one fault; a
 failed write first writes half of its bytes, as a short write followed by an error would. Directories are not
-modelled as durable or not: `makedirs`, `rmtree` and directory renames take effect at once.
+modelled as durable or not: `makedirs`, `rmtree` and directory renames take effect at once. The runtime uses it
+from worker threads (fsync, compaction), so whole-namespace walks iterate over a snapshot of it.
 """
 
 from __future__ import annotations
@@ -247,7 +248,7 @@ class MemoryFileSystem:
         survivor = MemoryFileSystem()
         survivor.dirs = set(self.dirs)
         entries = self.files if keep_unsynced_entries else self.durable_files
-        for path, inode in entries.items():
+        for path, inode in list(entries.items()):
             content = inode.durable
             tail = inode.unsynced_tail()
             if tail and keep_torn is not None:
@@ -309,23 +310,23 @@ class MemoryFileSystem:
             return dst + path[len(src) :] if path == src or path.startswith(src + "/") else path
 
         self.dirs = {moved(d) for d in self.dirs}
-        self.files = {moved(p): i for p, i in self.files.items()}
-        self.durable_files = {moved(p): i for p, i in self.durable_files.items()}
+        self.files = {moved(p): i for p, i in list(self.files.items())}
+        self.durable_files = {moved(p): i for p, i in list(self.durable_files.items())}
 
     def rmtree(self, path: str) -> None:
         path = _norm(path)
         self._require_dir(path)
         for table in (self.files, self.durable_files):
-            for p in [p for p in table if p.startswith(path + "/")]:
+            for p in [p for p in list(table) if p.startswith(path + "/")]:
                 del table[p]
         self.dirs = {d for d in self.dirs if d != path and not d.startswith(path + "/")}
 
     def fsync_dir(self, path: str) -> None:
         path = _norm(path)
         self.faults.check("fsync", path)
-        for p in [p for p in self.durable_files if posixpath.dirname(p) == path]:
+        for p in [p for p in list(self.durable_files) if posixpath.dirname(p) == path]:
             del self.durable_files[p]
-        self.durable_files.update({p: i for p, i in self.files.items() if posixpath.dirname(p) == path})
+        self.durable_files.update({p: i for p, i in list(self.files.items()) if posixpath.dirname(p) == path})
 
     def _inode(self, path: str) -> _Inode:
         inode = self.files.get(_norm(path))

@@ -3,9 +3,10 @@
 `start()` creates `__consumer_offsets` if it does not exist (internal, cleanup.policy=compact, segment.bytes
 from offsets.topic.segment.bytes, offsets.topic.num.partitions partitions; an existing topic keeps its
 partition count, which is what group placement then uses) and starts loading every hosted partition in
-the background. A single node hosts every partition; `load_partition` / `unload_partition` move one
-partition on or off this node (a coordinator move: unloading answers parked requests NOT_COORDINATOR,
-loading replays the partition from its log).
+the background. Each shard compacts its partition in the background, keeping tombstones for the topic's
+delete.retention.ms (by default log.cleaner.delete.retention.ms). A single node hosts every partition;
+`load_partition` / `unload_partition` move one partition on or off this node (a coordinator move: unloading
+answers parked requests NOT_COORDINATOR, loading replays the partition from its log).
 
 Requests are routed by `coordinator_partition(group_id, partitions)`: a group whose partition this node
 does not host gets NOT_COORDINATOR, one whose partition is still loading COORDINATOR_LOAD_IN_PROGRESS
@@ -83,12 +84,20 @@ class CoordinatorRuntime:
         loop = asyncio.get_running_loop()
         max_batch = self._cluster.log_config(topic.configs).max_message_bytes
         shard = ShardRuntime(partition, topic.partitions[partition], config=self.config, clock=self.clock,
-                             loop=loop, max_batch_bytes=max_batch)
+                             loop=loop, max_batch_bytes=max_batch,
+                             delete_retention_ms=self._delete_retention_ms(topic))
         self.shards[partition] = shard
         task = loop.create_task(shard.load())
         self._loads[partition] = task
         task.add_done_callback(lambda _: self._loads.pop(partition, None))
         return task
+
+    def _delete_retention_ms(self, topic: Topic) -> int:
+        """How long compaction keeps tombstones: the topic's delete.retention.ms, else the broker default."""
+        configured = topic.configs.get("delete.retention.ms")
+        if configured is not None:
+            return int(configured)
+        return self._broker_config.get("log.cleaner.delete.retention.ms")
 
     async def unload_partition(self, partition: int) -> None:
         """Stop hosting `partition` (its groups get NOT_COORDINATOR from now on)."""

@@ -13,6 +13,10 @@ thread, synchronously:
 - without records: its replies are delivered at once if nothing is pending, else they queue behind the
   pending writes (a Result never overtakes an earlier write).
 
+Compaction (`compactor.Compactor`) runs in the background: after loading and after each durable write it may
+start a pass in a worker thread, and a finished pass is installed only between two writes, never while the
+writer's fsync runs in its thread.
+
 The writer is group commit. While a write is in flight everything that arrives is staged; when it
 completes, the writer takes *all* staged batches, appends them to the log with one call, fsyncs once in
 a worker thread (`run_in_executor`, so the loop keeps serving), checks `flushed_offset` covers them and
@@ -38,7 +42,9 @@ from enum import Enum
 from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, GroupCoordinatorShard, Result
 from herd.coordinator.result import Reply
 from herd.log.api import KafkaStorageError, LogError, PartitionLog
+from herd.log.compaction import DEFAULT_DELETE_RETENTION_MS
 from herd.runtime.batches import decode_batches, encode_batch
+from herd.runtime.compactor import Compactor
 from herd.runtime.timer import AsyncioTimer, WallClock
 
 log = logging.getLogger(__name__)
@@ -117,7 +123,8 @@ class _Pending:
 
 class ShardRuntime:
     def __init__(self, partition: int, partition_log: PartitionLog, *, config: CoordinatorConfig,
-                 clock: WallClock, loop: asyncio.AbstractEventLoop, max_batch_bytes: int) -> None:
+                 clock: WallClock, loop: asyncio.AbstractEventLoop, max_batch_bytes: int,
+                 delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS) -> None:  # fmt: skip
         self.partition = partition
         self.log = partition_log
         self.state = ShardState.LOADING
@@ -130,6 +137,8 @@ class ShardRuntime:
         self._writer: asyncio.Task[None] | None = None
         self.writes = 0  # batches made durable (for tests and benchmarks)
         self.fsyncs = 0
+        self.compactor = Compactor(partition_log, loop=loop, clock=clock, delete_retention_ms=delete_retention_ms,
+                                   idle=lambda: self._writer is None, on_failure=self._compaction_failed)
 
     # -- requests ----------------------------------------------------------------------------------------------
 
@@ -188,15 +197,22 @@ class ShardRuntime:
         entries: list[_Pending] = []
         try:
             while self._staged:
+                self.compactor.install_ready()  # between two fsyncs: the only time the log may change under it
                 entries, self._staged = self._staged, []
                 await self._write(entries)
                 for entry in entries:
                     deliver(entry.result.replies)
                 entries = []
+                self.compactor.poll()
         except Exception as error:  # a LogError or OSError from the disk; anything else is a bug, same remedy
             self._fail(entries + self._staged, error)
         finally:
             self._writer = None
+            self.compactor.install_ready()
+
+    def _compaction_failed(self, error: BaseException) -> None:
+        """Installing a compacted segment failed on the disk: the log refuses work; so does the shard."""
+        self._fail(self._staged, error)
 
     async def _write(self, entries: list[_Pending]) -> None:
         data = b"".join(e.batch for e in entries if e.batch is not None)
@@ -215,6 +231,7 @@ class ShardRuntime:
                   "its groups", self.partition, error, len(entries))
         self.state = ShardState.FAILED
         self._staged = []
+        self.compactor.stop()
         for entry in entries:
             self._reject(entry.result)
         deliver(self.shard.on_unloaded().replies)
@@ -241,6 +258,7 @@ class ShardRuntime:
         log.info("__consumer_offsets-%d loaded (%d records up to offset %d)", self.partition,
                  self.log.log_end_offset - self.log.log_start_offset, self.log.log_end_offset)
         self.apply(self.shard.on_loaded())
+        self.compactor.poll()
 
     async def _replay_log(self) -> None:
         offset = self.log.log_start_offset
@@ -263,6 +281,7 @@ class ShardRuntime:
         self.timer.cancel_all()
         while self._writer is not None:
             await asyncio.shield(self._writer)
+        await self.compactor.close()
         if self.state is ShardState.UNLOADING:
             if not was_loading:
                 deliver(self.shard.on_unloaded().replies)
