@@ -35,6 +35,8 @@ class ShardContext:
     offsets: dict[str, dict[tuple[str, int], OffsetValue]] = field(default_factory=dict)
     expected: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Pre-registered static members per group id (KIP-469, preregistration.py); groups need not exist."""
+    expected_holds: dict[str, int] = field(default_factory=dict)
+    """Groups holding arrived pre-registered members without a rebalance, and when the hold ends."""
 
     def now(self) -> int:
         return self.clock.now_ms()

@@ -7,12 +7,13 @@ group resources are not allowed."); a config named twice is INVALID_REQUEST; an 
 INVALID_REQUEST; any other config name, Kafka's own group configs included (they configure KIP-848 groups,
 which herd does not have), is INVALID_CONFIG; an invalid id, a missing value or more than
 MAX_EXPECTED_INSTANCES ids is INVALID_CONFIG. SET replaces the list, APPEND adds the ids not present,
-SUBTRACT removes the ids present (absent ones are ignored), DELETE clears it. Ids that are already members
-of the group are dropped (they have arrived). A group that does not exist may be configured (Kafka 4.x
+SUBTRACT removes the ids present (absent ones are ignored), DELETE clears it. New ids that are already
+members of the group are dropped (they have arrived). A group that does not exist may be configured (Kafka 4.x
 stores configs of groups that do not exist; the registration applies when the group forms).
 `validate_only` checks and changes nothing. A change that leaves the set as it was writes nothing, so
 repeating a request is harmless. When a change withdraws the last missing id of a join phase that waits
-only for it, the phase ends at once.
+only for it, the phase ends at once; when it withdraws the last missing id of a hold, the held members are
+rebalanced in at once.
 
 Describe: the config's value is the ids the group is still waiting for (expected and not members),
 comma-separated; `is_set` tells whether the group has a registration at all.
@@ -24,6 +25,7 @@ from enum import IntEnum
 
 from herd.coordinator import preregistration as prereg
 from herd.coordinator import rebalance as rb
+from herd.coordinator import static
 from herd.coordinator.context import ShardContext
 from herd.coordinator.errors import CoordinatorError, ErrorCode
 from herd.coordinator.requests import AlterGroupConfigs, DescribeGroupConfigs, GroupConfigOp
@@ -65,12 +67,12 @@ def _altered(ctx: ShardContext, req: AlterGroupConfigs) -> tuple[str, ...]:
     names = [op.name for op in req.ops]
     if len(set(names)) != len(names):
         raise CoordinatorError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
-    ids = prereg.expected(ctx, req.group_id)
+    before = ids = prereg.expected(ctx, req.group_id)
     for op in req.ops:
         ids = _apply_op(ids, op)
     group = ctx.groups.get(req.group_id)
-    if group is not None:
-        ids = tuple(i for i in ids if i not in group.static_members)
+    if group is not None:  # new ids that are members have arrived already; arrived ones stay until fulfilled
+        ids = tuple(i for i in ids if i in before or i not in group.static_members)
     if len(ids) > prereg.MAX_EXPECTED_INSTANCES:
         raise prereg.too_many(len(ids))
     return ids
@@ -99,8 +101,11 @@ def _apply(ctx: ShardContext, group_id: str, ids: tuple[str, ...], fx: Effects) 
     group = ctx.groups.get(group_id)
     was_held = group is not None and group.is_in(GroupState.PREPARING_REBALANCE) and bool(prereg.missing(ctx, group))
     prereg.change(ctx, group_id, ids, fx)
-    if group is not None and was_held and group.members and rb.all_joined(ctx, group):
+    if group is None:
+        return
+    if was_held and group.members and rb.all_joined(ctx, group):
         rb.complete_join(ctx, group, fx)
+    static.end_hold_now(ctx, group, fx)
 
 
 def describe(ctx: ShardContext, req: DescribeGroupConfigs, handle: object) -> Result:

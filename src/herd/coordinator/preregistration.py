@@ -4,8 +4,18 @@ An operator who scales a fleet of static members up by K instances names their `
 advance (the group config `herd.expected.instance.ids`, see group_configs.py). Every group has an
 *expected set* in `ShardContext.expected` (group id -> ids in registration order); it may exist for a
 group that does not exist yet, as a Kafka group config may. An id is *missing* while it is expected and
-no member of the group holds it. What it changes (rebalance.py applies it):
+no member of the group holds it, and has *arrived* while it is expected and a member holds it. What it
+changes (static.py and rebalance.py apply it):
 
+- The hold (static.py): an expected instance that joins a Stable "consumer" group while other expected
+  ids are still missing is admitted without a rebalance: it gets the current generation and an empty
+  assignment (the consumer protocol's, encoded by the coordinator), the new membership is persisted as
+  a static replacement is, and the existing members keep consuming their partitions. The rebalance
+  starts when the last missing id joins (the normal new-member path), when the operator withdraws the
+  missing ids, or at the end of the hold, the rebalance timeout after the first arrival, which releases
+  the ids still missing. So K arrivals cost one rebalance and the partitions stay owned while the new
+  instances boot. (Other protocol types, whose assignment format the coordinator cannot write, and
+  groups that are not Stable take the join-phase path below.)
 - While a rebalance's join phase has members and some expected id is missing, the phase does not end
   early: it waits for the missing ids as it waits for members that have not rejoined, and like them it
   is bounded by the join timer (the rebalance timeout; for a group that was Empty, KIP-134's initial
@@ -43,6 +53,9 @@ from herd.coordinator.records import (
 from herd.coordinator.result import EMPTY, Effects, Result
 
 log = logging.getLogger(__name__)
+
+EMPTY_CONSUMER_ASSIGNMENT = b"\x00\x00" + b"\x00\x00\x00\x00" + b"\xff\xff\xff\xff"
+"""ConsumerProtocolAssignment v0 with no partitions and null user data: what a held member is given."""
 
 CONFIG_NAME = "herd.expected.instance.ids"
 MAX_EXPECTED_INSTANCES = 1000
@@ -110,6 +123,21 @@ def missing(ctx: ShardContext, group: ClassicGroup) -> list[str]:
     if not ids:
         return []
     return [i for i in ids if i not in group.static_members]
+
+
+def arrived(ctx: ShardContext, group: ClassicGroup) -> list[str]:
+    """Expected ids that members hold (they joined; no persisted generation includes them yet)."""
+    return [i for i in ctx.expected.get(group.group_id, ()) if i in group.static_members]
+
+
+def hold_key(group_id: str) -> str:
+    return f"expected-members-{group_id}"
+
+
+def end_hold(ctx: ShardContext, group_id: str) -> None:
+    """A rebalance starts (or the hold timed out): arrivals are no longer held."""
+    if ctx.expected_holds.pop(group_id, None) is not None:
+        ctx.timer.cancel(hold_key(group_id))
 
 
 def waiting_for(ctx: ShardContext, group_id: str) -> tuple[str, ...]:

@@ -156,6 +156,7 @@ def maybe_prepare_rebalance_or_complete_join(
 
 
 def prepare_rebalance(ctx: ShardContext, group: ClassicGroup, cause: str, reason: str, fx: Effects) -> None:
+    prereg.end_hold(ctx, group.group_id)
     if group.is_in(CR):
         reset_and_propagate_with_error(ctx, group, ErrorCode.REBALANCE_IN_PROGRESS, fx)
     ctx.timer.cancel(sync_key(group.group_id))

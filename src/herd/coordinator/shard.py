@@ -32,7 +32,7 @@ import logging
 import uuid
 from collections.abc import Callable
 
-from herd.coordinator import admin, group_configs, membership, offsets, preregistration, retention
+from herd.coordinator import admin, group_configs, membership, offsets, preregistration, retention, static
 from herd.coordinator import rebalance as rb
 from herd.coordinator.config import CoordinatorConfig
 from herd.coordinator.context import ShardContext
@@ -223,16 +223,20 @@ class GroupCoordinatorShard:
             self._ctx.timer.cancel(rb.heartbeat_key(group.group_id, pending))
         self._ctx.timer.cancel(rb.join_key(group.group_id))
         self._ctx.timer.cancel(rb.sync_key(group.group_id))
+        preregistration.end_hold(self._ctx, group.group_id)
 
     def on_loaded(self) -> Result:
         """After replaying the partition: arm every member's session; rebalance over-capacity groups; start
-        the periodic offset-retention cleanup."""
+        the periodic offset-retention cleanup; resume the hold of groups holding pre-registered members while
+        others are missing (KIP-469)."""
         ctx = self._ctx
         fx = Effects()
         retention.schedule(ctx)
         for group in ctx.groups.values():
             for member in group.members.values():
                 rb.arm_session(ctx, group, member)
+            if preregistration.arrived(ctx, group) and preregistration.missing(ctx, group):
+                static.start_hold(ctx, group)
             if len(group.members) > ctx.config.group_max_size:
                 reason = (f"Freshly-loaded group {group.group_id} (size {len(group.members)}) is over capacity "
                           f"{ctx.config.group_max_size}. Rebalancing in order to give a chance for consumers "
@@ -254,6 +258,7 @@ class GroupCoordinatorShard:
         self._ctx.groups.clear()
         self._ctx.offsets.clear()
         self._ctx.expected.clear()
+        self._ctx.expected_holds.clear()
         return fx.result()
 
     # --- inspection ----------------------------------------------------------------------------

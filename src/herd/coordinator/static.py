@@ -11,12 +11,19 @@ SyncGroup is answered FENCED_INSTANCE_ID now, its later requests get FENCED_INST
 - CompletingRebalance: a rebalance is forced (KAFKA-9801: the leader may be assigning the old id).
 - PreparingRebalance: the new id simply takes part in the join phase.
 
+KIP-469's hold (preregistration.py) also lives here: a pre-registered instance joining a Stable consumer
+group while other pre-registered ones are missing is admitted without a rebalance (`_admit_and_hold`);
+the hold ends with a rebalance when the last one joins, or at the rebalance timeout (`_end_hold`).
+
 Ported from apache/kafka group-coordinator/.../GroupMetadataManager.java
 `classicGroupJoinNewStaticMember` and `updateStaticMemberThenRebalanceOrCompleteJoin`.
 """
 
 from __future__ import annotations
 
+import logging
+
+from herd.coordinator import preregistration as prereg
 from herd.coordinator import rebalance as rb
 from herd.coordinator.context import ShardContext, group_record
 from herd.coordinator.errors import ErrorCode, append_error_to_response_error
@@ -24,8 +31,10 @@ from herd.coordinator.group import ClassicGroup
 from herd.coordinator.member import Member, Protocol
 from herd.coordinator.requests import JoinGroup
 from herd.coordinator.responses import JoinGroupResponse
-from herd.coordinator.result import Effects, Reply, Result
+from herd.coordinator.result import EMPTY, Effects, Reply, Result
 from herd.coordinator.state import GroupState
+
+log = logging.getLogger(__name__)
 
 
 def join_new_static_member(
@@ -35,7 +44,9 @@ def join_new_static_member(
 
     assert req.group_instance_id is not None
     old_id = group.static_member_id(req.group_instance_id)
-    if old_id is None:
+    if old_id is None and _can_hold(ctx, req, group):
+        _admit_and_hold(ctx, req, group, new_id, handle, fx)
+    elif old_id is None:
         add_member_then_rebalance(ctx, req, group, new_id, handle, fx)
     else:
         _replace(ctx, req, group, old_id, new_id, handle, fx)
@@ -125,3 +136,87 @@ def _undo_replacement(
         leader=current_leader or "",
     ))
     return fx.result()
+
+
+# --- KIP-469: holding pre-registered arrivals -----------------------------------------------------------
+
+
+def _can_hold(ctx: ShardContext, req: JoinGroup, group: ClassicGroup) -> bool:
+    """A pre-registered instance joins a Stable consumer group (speaking its protocol) while others are missing."""
+    instance_id = req.group_instance_id
+    return (group.is_in(GroupState.STABLE) and req.protocol_type == "consumer" == group.protocol_type
+            and prereg.is_expected(ctx, group.group_id, instance_id)
+            and any(i != instance_id for i in prereg.missing(ctx, group))
+            and any(p.name == group.protocol_name for p in req.protocols))
+
+
+def _admit_and_hold(
+    ctx: ShardContext, req: JoinGroup, group: ClassicGroup, new_id: str, handle: object, fx: Effects
+) -> None:
+    """Admit the member into the current generation with no partitions; persist it; no rebalance yet."""
+    from herd.coordinator.membership import current_generation_response, rebalance_timeout
+
+    member = Member(
+        member_id=new_id,
+        group_instance_id=req.group_instance_id,
+        client_id=req.client_id,
+        client_host=req.client_host,
+        rebalance_timeout_ms=rebalance_timeout(req),
+        session_timeout_ms=req.session_timeout_ms,
+        protocol_type=req.protocol_type,
+        protocols=req.protocols,
+        assignment=prereg.EMPTY_CONSUMER_ASSIGNMENT,
+        joined_at_ms=ctx.now(),
+    )
+    group.add(member)
+    rb.arm_session(ctx, group, member)
+    fx.records.append(group_record(group, group.assignments()))
+    fx.reply(handle, current_generation_response(group, new_id, with_members=False))
+    start_hold(ctx, group)
+    log.info("group %s: pre-registered instance %s joined; held without a rebalance until %s join",
+             group.group_id, req.group_instance_id, prereg.missing(ctx, group))
+    fx.on_failure(lambda err: _undo_admission(ctx, group, member, handle, err))
+
+
+def _undo_admission(ctx: ShardContext, group: ClassicGroup, member: Member, handle: object,
+                    error: ErrorCode) -> Result:
+    """The membership record failed: the member was never admitted."""
+    if ctx.groups.get(group.group_id) is group and group.members.get(member.member_id) is member:
+        rb.cancel_session(ctx, group.group_id, member)
+        group.remove(member.member_id)
+    fx = Effects()
+    fx.reply(handle, JoinGroupResponse(error_code=append_error_to_response_error(error), member_id=""))
+    return fx.result()
+
+
+def start_hold(ctx: ShardContext, group: ClassicGroup) -> None:
+    """Arm the end of the hold, the rebalance timeout after the first held arrival (once per hold)."""
+    group_id = group.group_id
+    if group_id in ctx.expected_holds:
+        return
+    deadline = ctx.now() + group.rebalance_timeout_ms()
+    ctx.expected_holds[group_id] = deadline
+    ctx.timer.schedule(prereg.hold_key(group_id), deadline, lambda: _end_hold(ctx, group_id))
+
+
+def _end_hold(ctx: ShardContext, group_id: str) -> Result:
+    """Timer operation: release the instances still missing and rebalance the held ones in."""
+    ctx.expected_holds.pop(group_id, None)
+    group = ctx.groups.get(group_id)
+    if group is None or not group.is_in(GroupState.STABLE):  # a rebalance started since: nothing is held
+        return EMPTY
+    fx = Effects()
+    absent = prereg.missing(ctx, group)
+    if absent:
+        prereg.release(ctx, group, absent, fx)
+    reason = (f"pre-registered instances {prereg.arrived(ctx, group)} joined; the rebalance timeout passed "
+              f"without {absent}")
+    rb.prepare_rebalance(ctx, group, "expected-members-timeout", reason, fx)
+    return fx.result()
+
+
+def end_hold_now(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
+    """Nothing is missing any more (the operator withdrew it): rebalance the held members in."""
+    if group.group_id in ctx.expected_holds and group.is_in(GroupState.STABLE) and not prereg.missing(ctx, group):
+        reason = f"pre-registered instances {prereg.arrived(ctx, group)} joined; no other is expected"
+        rb.prepare_rebalance(ctx, group, "expected-members-complete", reason, fx)

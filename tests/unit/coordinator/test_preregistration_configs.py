@@ -166,19 +166,43 @@ def test_replay_after_restart_keeps_the_expected_set_and_applies_tombstones():
     assert restarted(c.log).shard.expected_members("g") == ()
 
 
-def test_a_restarted_coordinator_still_waits_for_the_expected_instances():
-    c = Ctx()
-    static_group(c, n=2)
-    alter(c, SET, "e0")
+def restarted(c: Ctx) -> Ctx:
+    """A new coordinator loading the partition c wrote."""
     fresh = Ctx()
     for record in c.log:
-        fresh.shard.replay(Record(record.key, record.value))
+        fresh.shard.replay(Record(record.key, record.value))  # as read back from the log
     fresh.apply(fresh.shard.on_loaded())
-    fresh.join(group_instance_id="e0")
+    return fresh
+
+
+def test_a_restarted_coordinator_resumes_holding_and_rebalances_at_the_last_arrival():
+    c = Ctx()
+    before = static_group(c, n=2)
+    alter(c, SET, "e0,e1")
+    c.join(group_instance_id="e0")  # held: persisted in the group's record, no rebalance
+    fresh = restarted(c)
     g = fresh.shard.group("g")
+    assert g.state is GroupState.STABLE and g.generation_id == before and "e0" in g.static_members
+    assert fresh.timer.deadline("expected-members-g") == fresh.clock.now_ms() + 20000
+    fresh.join(group_instance_id="e1")
     react(fresh)
     react(fresh)
-    assert g.generation_id == 2 and fresh.shard.expected_members("g") == ()
+    assert g.generation_id == before + 1 and len(g.members) == 4 and fresh.shard.expected_members("g") == ()
+
+
+def test_a_restarted_coordinator_ends_the_hold_at_the_rebalance_timeout():
+    c = Ctx()
+    before = static_group(c, n=2)
+    alter(c, SET, "e0,e1")
+    c.join(group_instance_id="e0")
+    fresh = restarted(c)
+    for _ in range(20):
+        react(fresh)
+        fresh.sleep(1000)
+    g = fresh.shard.group("g")
+    assert g.state is GroupState.PREPARING_REBALANCE and fresh.shard.expected_members("g") == ("e0",)
+    react(fresh)
+    assert g.state is GroupState.STABLE and g.generation_id == before + 1 and len(g.members) == 3
 
 
 def test_an_unknown_value_version_is_unreadable_and_unload_forgets_the_sets():
