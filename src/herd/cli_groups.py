@@ -237,8 +237,9 @@ def delete_offsets(bootstrap: str, group: str, topics: tuple[str, ...], output: 
     else:
         echo_table(("TOPIC", "PARTITION", "STATUS"), [(tp.topic, tp.partition, error_name(code) if code
                                                        else "Successful") for tp, code in sorted(results.items())])
-    if any(results.values()):
-        raise click.exceptions.Exit(1)
+    failed = sorted({error_name(code) for code in results.values() if code})
+    if failed:
+        raise click.ClickException(f"Offsets of group '{group}' could not all be deleted: {', '.join(failed)}.")
 
 
 async def _expand(admin: Admin, scope: dict[str, list[int] | None]) -> list[TopicPartition]:
