@@ -36,7 +36,8 @@ def test_rate_limit_never_passes_latest_and_always_progresses(
     assert all(start[tp] <= end[tp] <= latest[tp] for tp in latest)
     if latest != start:
         assert end != start
-    assert sum(end[tp] - start[tp] for tp in end) <= max(limit, len(sizes))
+    # a share below one rounds up (no partition starves), so the total may pass the limit by that much
+    assert sum(end[tp] - start[tp] for tp in end) <= limit + len(sizes)
 
 
 def test_split_ranges_follows_min_partitions() -> None:

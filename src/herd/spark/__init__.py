@@ -12,14 +12,15 @@ confluent-kafka) and Java 17.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from herd.spark.consumer_offsets import decode_consumer_offsets
-from herd.spark.errors import HerdBrokerError, HerdDataLossError, HerdOptionError
-from herd.spark.source import HerdDataSource
+import importlib
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+
+    from herd.spark.consumer_offsets import decode_consumer_offsets
+    from herd.spark.errors import HerdBrokerError, HerdDataLossError, HerdOptionError
+    from herd.spark.source import HerdDataSource
 
 __all__ = [
     "HerdBrokerError",
@@ -30,7 +31,24 @@ __all__ = [
     "register",
 ]
 
+# Loaded on first use: Spark starts a Python process for every planning step, and each imports this package.
+_EXPORTS = {
+    "HerdBrokerError": "herd.spark.errors",
+    "HerdDataLossError": "herd.spark.errors",
+    "HerdOptionError": "herd.spark.errors",
+    "HerdDataSource": "herd.spark.source",
+    "decode_consumer_offsets": "herd.spark.consumer_offsets",
+}
 
-def register(spark: SparkSession) -> None:
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'herd.spark' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+
+
+def register(spark: "SparkSession") -> None:
     """Register the `herd` format in this session (Spark also finds pyspark_herd.DefaultSource itself)."""
+    from herd.spark.source import HerdDataSource
+
     spark.dataSource.register(HerdDataSource)

@@ -23,68 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pyspark.sql import DataFrame
-from pyspark.sql.types import (
-    ArrayType,
-    BooleanType,
-    IntegerType,
-    LongType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
 
-from herd.client.consumer_protocol import ConsumerProtocolError, decode_assignment, decode_subscription
-from herd.coordinator import records as coordinator_records
-from herd.spark.schema import arrow_schema
+from herd.spark.schema import CONSUMER_OFFSETS, RECORD, arrow_schema
 
-_ASSIGNED = ArrayType(
-    StructType([StructField("topic", StringType()), StructField("partition", IntegerType())])
-)
-MEMBER = StructType(
-    [
-        StructField("member_id", StringType()),
-        StructField("group_instance_id", StringType()),
-        StructField("client_id", StringType()),
-        StructField("client_host", StringType()),
-        StructField("rebalance_timeout_ms", IntegerType()),
-        StructField("session_timeout_ms", IntegerType()),
-        StructField("subscribed_topics", ArrayType(StringType())),
-        StructField("assignment", _ASSIGNED),
-    ]
-)
-RECORD = StructType(
-    [
-        StructField("kind", StringType()),
-        StructField("group", StringType()),
-        StructField("topic", StringType()),
-        StructField("partition", IntegerType()),
-        StructField("offset", LongType()),
-        StructField("leader_epoch", IntegerType()),
-        StructField("metadata", StringType()),
-        StructField("commit_timestamp", TimestampType()),
-        StructField("expire_timestamp", TimestampType()),
-        StructField("protocol_type", StringType()),
-        StructField("generation", IntegerType()),
-        StructField("protocol", StringType()),
-        StructField("leader", StringType()),
-        StructField("state_timestamp", TimestampType()),
-        StructField("members", ArrayType(MEMBER)),
-        StructField("tombstone", BooleanType()),
-    ]
-)
-SCHEMA = StructType(
-    RECORD.fields
-    + [
-        StructField("log_partition", IntegerType()),
-        StructField("log_offset", LongType()),
-        StructField("log_timestamp", TimestampType()),
-    ]
-)
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+SCHEMA = CONSUMER_OFFSETS
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -93,7 +42,12 @@ def _time(ms: int) -> datetime | None:
 
 
 def decode_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
-    """The typed columns of one record (without the log_* columns); malformed bytes raise ValueError."""
+    """The typed columns of one record (without the log_* columns); malformed bytes raise ValueError.
+
+    The codecs (herd.coordinator, kio) are imported here, on first use: a Spark planner process that only
+    needs the schema does not pay for them."""
+    from herd.coordinator import records as coordinator_records
+
     if key is None or len(key) < 2:
         return {"kind": "unknown", "tombstone": value is None}
     record_type = coordinator_records.record_type(key)
@@ -105,6 +59,8 @@ def decode_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
 
 
 def _offset_commit(key: bytes, value: bytes | None) -> dict[str, Any]:
+    from herd.coordinator import records as coordinator_records
+
     k = coordinator_records.decode_offset_commit_key(key)
     row: dict[str, Any] = {
         "kind": "offset_commit",
@@ -126,6 +82,8 @@ def _offset_commit(key: bytes, value: bytes | None) -> dict[str, Any]:
 
 
 def _group_metadata(key: bytes, value: bytes | None) -> dict[str, Any]:
+    from herd.coordinator import records as coordinator_records
+
     k = coordinator_records.decode_group_metadata_key(key)
     row: dict[str, Any] = {"kind": "group_metadata", "group": k.group, "tombstone": value is None}
     if value is not None:
@@ -143,6 +101,8 @@ def _group_metadata(key: bytes, value: bytes | None) -> dict[str, Any]:
 
 
 def _member(m: Any, consumer: bool) -> dict[str, Any]:
+    from herd.client.consumer_protocol import ConsumerProtocolError, decode_assignment, decode_subscription
+
     member = {
         "member_id": m.member_id,
         "group_instance_id": m.group_instance_id,
@@ -180,12 +140,12 @@ def decode_rows(rows: Iterable[tuple[bytes | None, bytes | None, int, int, int]]
 
 
 def to_record_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist(rows, schema=arrow_schema(SCHEMA))
+    return pa.RecordBatch.from_pylist(rows, schema=arrow_schema(CONSUMER_OFFSETS))
 
 
-def decode_consumer_offsets(df: DataFrame) -> DataFrame:
+def decode_consumer_offsets(df: "DataFrame") -> "DataFrame":
     """Decode a DataFrame of `__consumer_offsets` records with the Kafka source's columns (from
-    `format("herd")` or `format("kafka")`, batch or streaming) into the columns of SCHEMA.
+    `format("herd")` or `format("kafka")`, batch or streaming) into the columns of CONSUMER_OFFSETS.
 
     A plain Python UDF (no pandas needed) decodes key and value into a struct that is then flattened."""
     from pyspark.sql import functions as F

@@ -22,6 +22,7 @@ HerdDataLossError; with false the consumer resets to the earliest offset and rea
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -31,7 +32,6 @@ import pyarrow as pa
 from confluent_kafka import Consumer, KafkaError, Message
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
-from herd.spark import native
 from herd.spark.broker import consumer_config
 from herd.spark.errors import HerdBrokerError, HerdDataLossError
 from herd.spark.offsets import OffsetRange
@@ -97,7 +97,8 @@ def close_cached_clients() -> None:
     """Close this process's cached consumers and native connections (tests; workers just exit)."""
     while _CONSUMERS:
         _CONSUMERS.popitem()[1].close()
-    native.close_clusters()
+    if "herd.spark.native" in sys.modules:
+        sys.modules["herd.spark.native"].close_clusters()
 
 
 def _consumer(config: tuple[tuple[str, Any], ...]) -> Consumer:
@@ -200,6 +201,8 @@ def to_record_batch(
 def read_range(settings: ReadSettings, rng: OffsetRange, schema: pa.Schema) -> Iterator[pa.RecordBatch]:
     """The records of `rng` as Arrow batches of `schema`, through the configured fetcher."""
     if settings.fetcher == "native":
+        from herd.spark import native  # kio and the log's codecs: loaded in the worker that reads
+
         for columns in native.read_columns(
             native.NativeSettings.of(dict(settings.config)),
             rng,

@@ -37,7 +37,6 @@ from pyspark.sql.streaming.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from herd.spark import consumer_offsets
 from herd.spark.broker import BrokerView, GroupCommitter
 from herd.spark.errors import HerdDataLossError, HerdOptionError
 from herd.spark.fetch import ReadSettings, read_range
@@ -108,7 +107,9 @@ class _RangeReading:
 
 
 def _decoded(settings: ReadSettings, rng: OffsetRange) -> Iterator[pa.RecordBatch]:
-    """`__consumer_offsets` records decoded into consumer_offsets.SCHEMA."""
+    """`__consumer_offsets` records decoded into schema.CONSUMER_OFFSETS."""
+    from herd.spark import consumer_offsets
+
     raw = replace(settings, include_headers=False)
     for batch in read_range(raw, rng, arrow_schema(source_schema(False))):
         ms = batch.column("timestamp").cast(pa.int64()).to_pylist()

@@ -14,6 +14,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
+    BooleanType,
     DataType,
     IntegerType,
     LongType,
@@ -48,6 +49,52 @@ def source_schema(include_headers: bool) -> StructType:
 @lru_cache(maxsize=8)
 def arrow_schema(spark_schema: StructType) -> pa.Schema:
     return to_arrow_schema(spark_schema, timezone="UTC")
+
+
+# `decode=consumer_offsets` (consumer_offsets.py): one row per `__consumer_offsets` record.
+_ASSIGNED = ArrayType(
+    StructType([StructField("topic", StringType()), StructField("partition", IntegerType())])
+)
+MEMBER = StructType(
+    [
+        StructField("member_id", StringType()),
+        StructField("group_instance_id", StringType()),
+        StructField("client_id", StringType()),
+        StructField("client_host", StringType()),
+        StructField("rebalance_timeout_ms", IntegerType()),
+        StructField("session_timeout_ms", IntegerType()),
+        StructField("subscribed_topics", ArrayType(StringType())),
+        StructField("assignment", _ASSIGNED),
+    ]
+)
+RECORD = StructType(
+    [
+        StructField("kind", StringType()),
+        StructField("group", StringType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("leader_epoch", IntegerType()),
+        StructField("metadata", StringType()),
+        StructField("commit_timestamp", TimestampType()),
+        StructField("expire_timestamp", TimestampType()),
+        StructField("protocol_type", StringType()),
+        StructField("generation", IntegerType()),
+        StructField("protocol", StringType()),
+        StructField("leader", StringType()),
+        StructField("state_timestamp", TimestampType()),
+        StructField("members", ArrayType(MEMBER)),
+        StructField("tombstone", BooleanType()),
+    ]
+)
+CONSUMER_OFFSETS = StructType(
+    RECORD.fields
+    + [
+        StructField("log_partition", IntegerType()),
+        StructField("log_offset", LongType()),
+        StructField("log_timestamp", TimestampType()),
+    ]
+)
 
 
 # The sink: which columns it reads, and the Spark types each may have (Spark's Kafka sink rules).

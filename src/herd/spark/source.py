@@ -20,12 +20,11 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
-from herd.spark import consumer_offsets
 from herd.spark.broker import BrokerView
 from herd.spark.errors import HerdDataLossError, HerdOptionError
 from herd.spark.options import SinkOptions, SourceOptions
 from herd.spark.readers import HerdBatchReader, HerdStreamReader
-from herd.spark.schema import source_schema
+from herd.spark.schema import CONSUMER_OFFSETS, source_schema
 from herd.spark.writer import HerdBatchWriter, HerdStreamWriter, SinkPlan, check_client_config
 
 
@@ -56,7 +55,7 @@ class HerdDataSource(DataSource):
 
 def _schema_of(opts: SourceOptions) -> StructType:
     if opts.decode == "consumer_offsets":
-        return consumer_offsets.SCHEMA
+        return CONSUMER_OFFSETS
     return source_schema(opts.include_headers)
 
 
