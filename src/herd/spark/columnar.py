@@ -26,6 +26,7 @@ Headers are rare and ragged: only records with a header count above zero are dec
 from __future__ import annotations
 
 import array
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -82,7 +83,7 @@ def decode(data: bytes | memoryview, headers: Sequence[BatchHeader], with_header
     pos = pa.Array.from_buffers(_I64, n, [None, pa.py_buffer(starts)])  # zero-copy over the array('q')
     ts_delta, size = _varints(u8, pc.add(pos, 1))  # after int8 attributes
     pos = pc.add(pc.add(pos, 1), size)
-    offset_delta, size = _varints(u8, pos)
+    offset_delta, size = _offset_deltas(u8, pos, batches, n)
     pos = pc.add(pos, size)
     keys, pos = _bytes_field(buf, u8, pos, n)
     values, pos = _bytes_field(buf, u8, pos, n)
@@ -141,6 +142,25 @@ def _varints(u8: pa.Array, pos: pa.Array) -> tuple[pa.Array, pa.Array]:
     return zigzag, size
 
 
+def _offset_deltas(
+    u8: pa.Array, pos: pa.Array, batches: Sequence[BatchHeader], n: int
+) -> tuple[pa.Array, pa.Array]:
+    """Offset deltas and their varint sizes. When every batch is whole (record count = last offset delta + 1;
+    brokers keep deltas 0, 1, 2, ... until compaction removes records) they are known without reading:
+    each batch counts from 0, and a zigzag varint of d takes one byte per 7 bits of 2d."""
+    if any(h.record_count != h.last_offset_delta + 1 for h in batches):
+        return _varints(u8, pos)
+    _Indexes.ensure(n)
+    firsts = itertools.accumulate((h.record_count for h in batches[:-1]), initial=0)
+    first = _repeated(list(firsts), batches)
+    delta = pc.subtract(_Indexes.count.slice(0, n), first)
+    zigzag = pc.multiply(delta, 2)
+    size = pa.repeat(pa.scalar(1, _I64), n)
+    for bound in (1 << 7, 1 << 14, 1 << 21, 1 << 28):
+        size = pc.add(size, pc.cast(pc.greater_equal(zigzag, bound), _I64))
+    return delta, size
+
+
 def _bytes_field(buf: bytes | memoryview, u8: pa.Array, pos: pa.Array, n: int) -> tuple[pa.Array, pa.Array]:
     """A varint length then that many bytes (-1: null): (the binary column, the position after it)."""
     length, size = _varints(u8, pos)
@@ -156,12 +176,13 @@ def _bytes_field(buf: bytes | memoryview, u8: pa.Array, pos: pa.Array, n: int) -
 
 
 class _Indexes:
-    """Index vectors reused across calls: interleave [0, n, 1, n+1, ...] and the odd numbers."""
+    """Index vectors reused across calls: interleave [0, n, 1, n+1, ...], odd numbers, 0..n-1."""
 
     size = 0
     pair: pa.Array
     parity: pa.Array
     odd: pa.Array
+    count: pa.Array
 
     @classmethod
     def ensure(cls, n: int) -> None:
@@ -171,6 +192,7 @@ class _Indexes:
         cls.pair = pa.array([i // 2 for i in range(2 * size)], _I64)
         cls.parity = pa.array([i % 2 for i in range(2 * size)], _I64)
         cls.odd = pa.array(range(1, 2 * size, 2), _I64)
+        cls.count = pa.array(range(size), _I64)
         cls.size = size
 
 
@@ -189,9 +211,14 @@ def _slices(buf: bytes | memoryview, start: pa.Array, length: pa.Array, n: int) 
 
 
 def _per_record(batches: Sequence[BatchHeader], attr: str) -> pa.Array:
+    return _repeated([getattr(h, attr) for h in batches], batches)
+
+
+def _repeated(values: Sequence[int], batches: Sequence[BatchHeader]) -> pa.Array:
+    """values[i] repeated over the records of batches[i]."""
     if not batches:
         return pa.array([], _I64)
-    return pa.concat_arrays([pa.repeat(pa.scalar(getattr(h, attr), _I64), h.record_count) for h in batches])
+    return pa.concat_arrays([pa.repeat(pa.scalar(v, _I64), h.record_count) for v, h in zip(values, batches)])
 
 
 def _timestamps(batches: Sequence[BatchHeader], delta: pa.Array) -> tuple[pa.Array, pa.Array]:
