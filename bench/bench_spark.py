@@ -85,14 +85,52 @@ def fill(bootstrap: str, topic: str, partitions: int, records: int, value_size: 
     return time.perf_counter() - start
 
 
-def best(repeat: int, run: Callable[[], int]) -> tuple[float, int]:
-    """Fastest of `repeat` runs: (seconds, rows)."""
+def tree_cpu() -> dict[str, float]:
+    """CPU seconds used so far by this process and its descendants (broker, JVM, Python workers), by role."""
+    parents, roles, used = {}, {}, {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        pid = int(entry)
+        parents[pid] = int(fields[1])
+        used[pid] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        roles[pid] = (
+            "broker"
+            if "herd.cli serve" in cmd
+            else "jvm"
+            if "java" in cmd
+            else "python workers"
+            if "pyspark" in cmd
+            else "this process"
+        )
+    me, totals = os.getpid(), {}
+    for pid, seconds in used.items():
+        p = pid
+        while p not in (0, 1, me):
+            p = parents.get(p, 0)
+        if p == me:
+            totals[roles[pid]] = totals.get(roles[pid], 0.0) + seconds
+    return totals
+
+
+def best(repeat: int, run: Callable[[], int]) -> tuple[float, int, dict[str, float]]:
+    """Fastest of `repeat` runs: (seconds, rows, CPU seconds by role during that run)."""
     results = []
     for _ in range(repeat):
+        before = tree_cpu()
         start = time.perf_counter()
         rows = run()
-        results.append((time.perf_counter() - start, rows))
-    return min(results)
+        elapsed = time.perf_counter() - start
+        after = tree_cpu()
+        results.append((elapsed, rows, {k: v - before.get(k, 0.0) for k, v in after.items()}))
+    return min(results, key=lambda r: r[0])
 
 
 def read_confluent(bootstrap: str, topic: str, partitions: int, records: int) -> int:
@@ -154,10 +192,16 @@ def write_spark(spark: Any, bootstrap: str, topic: str, records: int, value_size
     return records
 
 
-def report(name: str, seconds: float, rows: int, value_size: int) -> None:
+def report(name: str, seconds: float, rows: int, cpu: dict[str, float], value_size: int) -> None:
+    """Wall-clock rate, then the CPU every process of the run spent per row (what a busy machine distorts
+    much less) and the rate that cost would allow if two cores did nothing else and were always busy."""
+    per_row = {role: t / rows * 1e9 for role, t in sorted(cpu.items()) if t > 0.005}
+    total = sum(per_row.values())
+    split = ", ".join(f"{role} {ns:,.0f}" for role, ns in per_row.items())
     print(
-        f"  {name:<18} {rows / seconds:>12,.0f} rows/s  {rows * (value_size + 10) / seconds / 1e6:>7.1f} MB/s"
-        f"  ({rows:,} rows in {seconds:.2f} s)"
+        f"  {name:<18} {rows / seconds:>10,.0f} rows/s {rows * (value_size + 10) / seconds / 1e6:>6.1f} MB/s"
+        f"  ({rows:,} rows in {seconds:.2f} s)\n"
+        f"  {'':<18} CPU {total:,.0f} ns/row ({split}); CPU-bound limit on 2 cores {2e9 / total:,.0f} rows/s"
     )
 
 
@@ -185,7 +229,8 @@ def run(args: argparse.Namespace, only: set[str], bootstrap: str) -> None:
     seconds = fill(bootstrap, "bench", parts, n, size)
     print(
         f"herd broker {bootstrap}; {n:,} records of {size} B in {parts} partitions "
-        f"(produced in {seconds:.1f} s); {os.cpu_count()} CPUs; best of {args.repeat}"
+        f"(produced in {seconds:.1f} s); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
+        f"best of {args.repeat}"
     )
     if "confluent" in only:
         report(
