@@ -10,11 +10,14 @@ run reported):
 
   confluent-kafka   one process assigns every partition, consumes every message (no conversion);
   fetch -> Arrow    herd.spark.fetch.read_range in one process, the worker code path without Spark;
-  source (batch)    spark.read.format("herd") ... .write.format("noop"): Spark plans one task per
-                    partition and every row crosses into the JVM as Arrow;
+  source            spark.read.format("herd") ... .write.format("noop") on local[--cores]: one task
+                    per partition, every row crosses into the JVM as Arrow; with the native fetcher
+                    (the default) and with fetcher=librdkafka;
   sink (batch)      spark.range(n) as key/value written with df.write.format("herd") (acks=all).
 
-Spark's start and the first action (Python worker start) are excluded by a warm-up read.
+Spark's start and the first action (Python worker start) are excluded by a warm-up read. Each figure
+comes with the CPU time every process of the run (broker, JVM, Python workers, this script) spent per
+row, read from /proc: on a shared machine it moves much less than the wall clock.
 """
 
 from __future__ import annotations
@@ -245,11 +248,12 @@ def run(args: argparse.Namespace, only: set[str], bootstrap: str) -> None:
     spark = local_session("herd-bench", cores=args.cores)
     read_spark(spark, bootstrap, "bench", n)  # warm-up: Python workers, JIT, consumers
     if "source" in only:
-        report(
-            f"source local[{args.cores}]",
-            *best(args.repeat, lambda: read_spark(spark, bootstrap, "bench", n)),
-            size,
-        )
+        for fetcher in ("native", "librdkafka"):
+            report(
+                f"source {fetcher}",
+                *best(args.repeat, lambda: read_spark(spark, bootstrap, "bench", n, fetcher)),  # noqa: B023
+                size,
+            )
     if "sink" in only:
         AdminClient({"bootstrap.servers": bootstrap}).create_topics([NewTopic("sunk", parts, 1)])
         time.sleep(1)
