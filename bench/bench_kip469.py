@@ -6,8 +6,9 @@ by one, with and without pre-registering their group.instance.ids, against a rea
 
 Each consumer runs in its own thread (eager "range" assignment, librdkafka's default), polls (20 ms, then
 --processing-ms of simulated work without polling: librdkafka serves rebalance callbacks from the poll, so a
-rebalance waits for every member's next poll) and logs every assignment and revocation with its time. From the union of those logs, for the window from the
-first new instance starting to the last assignment of the scale-up:
+rebalance waits for every member's next poll) and logs every assignment and revocation with its time. From
+the union of those logs, for the window from the first new instance starting to the last assignment of the
+scale-up:
 - unowned partition-seconds: the sum over partitions of the time no consumer owned the partition (the work
   the group could not do), and the wall time during which at least one partition was unowned;
 - rebalances: how far the generation advanced (read on the wire: DescribeGroups names a member, a Heartbeat

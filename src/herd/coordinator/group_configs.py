@@ -99,7 +99,8 @@ def _apply_op(ids: tuple[str, ...], op: GroupConfigOp) -> tuple[str, ...]:
 def _apply(ctx: ShardContext, group_id: str, ids: tuple[str, ...], fx: Effects) -> None:
     """Store the new set; a join phase that was waiting only for withdrawn ids ends now."""
     group = ctx.groups.get(group_id)
-    was_held = group is not None and group.is_in(GroupState.PREPARING_REBALANCE) and bool(prereg.missing(ctx, group))
+    waiting = group is not None and group.is_in(GroupState.PREPARING_REBALANCE)
+    was_held = waiting and bool(prereg.missing(ctx, group))
     prereg.change(ctx, group_id, ids, fx)
     if group is None:
         return

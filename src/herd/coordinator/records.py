@@ -9,8 +9,9 @@ GroupMetadataKey {group}. herd adds one type of its own, 0x7E00 (32256), far abo
 offsets, classic, consumer and share groups; streams groups take the next few): ExpectedMembersKey
 {group} with ExpectedMembersValue v0 {instance_ids: [string]}, the group's pre-registered static
 members (KIP-469, see preregistration.py); a tombstone clears them. Kafka's loader skips record types it
-does not know (CoordinatorLoaderImpl), so a Kafka reading herd's partitions ignores these records. Writers emit GroupMetadataValue v3 and OffsetCommitValue v3, or v1 when the
-commit carries an explicit expire timestamp (OffsetCommit v2-4 RetentionTimeMs). Readers accept every
+does not know (CoordinatorLoaderImpl), so a Kafka reading herd's partitions ignores these records.
+Writers emit GroupMetadataValue v3 and OffsetCommitValue v3, or v1 when the commit carries an explicit
+expire timestamp (OffsetCommit v2-4 RetentionTimeMs). Readers accept every
 version 0-4 of both values (v4 is the first flexible version, KIP-915).
 
 The schemas are declared as kio-style frozen dataclasses (kio has no classes for these internal
