@@ -23,6 +23,7 @@ from functools import lru_cache
 from herd.cluster.topics import OFFSETS_TOPIC, Cluster, Topic
 from herd.config import BrokerConfig
 from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, coordinator_partition
+from herd.runtime.flusher import Flusher
 from herd.runtime.shard import ShardRuntime, ShardState
 from herd.runtime.timer import WallClock
 
@@ -55,6 +56,7 @@ class CoordinatorRuntime:
         self.clock = clock or WallClock()
         self.shards: dict[int, ShardRuntime] = {}
         self._loads: dict[int, asyncio.Task[None]] = {}
+        self._flusher: Flusher | None = None  # shared by the shards: one fsync round for all (flusher.py)
         self.num_partitions = 0
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
@@ -83,9 +85,11 @@ class CoordinatorRuntime:
         topic = self._ensure_topic()
         loop = asyncio.get_running_loop()
         max_batch = self._cluster.log_config(topic.configs).max_message_bytes
+        if self._flusher is None:
+            self._flusher = Flusher(loop)
         shard = ShardRuntime(partition, topic.partitions[partition], config=self.config, clock=self.clock,
                              loop=loop, max_batch_bytes=max_batch,
-                             delete_retention_ms=self._delete_retention_ms(topic))
+                             delete_retention_ms=self._delete_retention_ms(topic), flusher=self._flusher)
         self.shards[partition] = shard
         task = loop.create_task(shard.load())
         self._loads[partition] = task
@@ -116,6 +120,9 @@ class CoordinatorRuntime:
     async def close(self) -> None:
         """Unload every partition: pending writes are finished and acknowledged, parked requests answered."""
         await asyncio.gather(*(self.unload_partition(p) for p in list(self.shards)))
+        flusher, self._flusher = self._flusher, None
+        if flusher is not None:
+            await asyncio.get_running_loop().run_in_executor(None, flusher.close)
 
     # -- routing -----------------------------------------------------------------------------------------------
 

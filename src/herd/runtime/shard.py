@@ -18,10 +18,11 @@ start a pass in a worker thread, and a finished pass is installed only between t
 writer's fsync runs in its thread.
 
 The writer is group commit. While a write is in flight everything that arrives is staged; when it
-completes, the writer takes *all* staged batches, appends them to the log with one call, fsyncs once in
-a worker thread (`run_in_executor`, so the loop keeps serving), checks `flushed_offset` covers them and
-releases their replies in order. The log is never appended to while its fsync runs, so the log needs no
-locking. A batch over the partition's max message size is refused before it is replayed
+completes, the writer takes *all* staged batches and has them appended with one call and fsynced once in
+another thread (the broker-wide `flusher.Flusher`, which writes every waiting partition in one round; or, for
+a shard on its own, an append on the loop and an fsync through `run_in_executor`), so the loop keeps serving,
+checks `flushed_offset` covers them and releases their replies in order. One write at a time: the log is
+never appended to while its fsync runs, so it needs no locking. A batch over the partition's max message size is refused before it is replayed
 (`on_append_failed` with MESSAGE_TOO_LARGE), so a write can only fail for a disk error, which fails the
 shard: replaying first cannot leave acknowledged state that is not in the log.
 
@@ -45,6 +46,7 @@ from herd.log.api import KafkaStorageError, LogError, PartitionLog
 from herd.log.compaction import DEFAULT_DELETE_RETENTION_MS
 from herd.runtime.batches import decode_batches, encode_batch
 from herd.runtime.compactor import Compactor
+from herd.runtime.flusher import Flusher
 from herd.runtime.timer import AsyncioTimer, WallClock
 
 log = logging.getLogger(__name__)
@@ -124,13 +126,14 @@ class _Pending:
 class ShardRuntime:
     def __init__(self, partition: int, partition_log: PartitionLog, *, config: CoordinatorConfig,
                  clock: WallClock, loop: asyncio.AbstractEventLoop, max_batch_bytes: int,
-                 delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS) -> None:  # fmt: skip
+                 delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS, flusher: Flusher | None = None) -> None:
         self.partition = partition
         self.log = partition_log
         self.state = ShardState.LOADING
         self._loop = loop
         self._clock = clock
         self._max_batch_bytes = max_batch_bytes
+        self._flusher = flusher
         self.timer = AsyncioTimer(loop, clock, self.apply)
         self.shard = GroupCoordinatorShard(clock=clock, timer=self.timer, config=config)
         self._staged: list[_Pending] = []
@@ -218,9 +221,12 @@ class ShardRuntime:
         data = b"".join(e.batch for e in entries if e.batch is not None)
         if not data:
             return
-        appended = self.log.append(data, self._clock.now_ms())
+        if self._flusher is not None:
+            appended = await self._flusher.write(self.log, data, self._clock.now_ms())
+        else:
+            appended = self.log.append(data, self._clock.now_ms())
+            await self._loop.run_in_executor(None, self.log.flush)
         target = appended.last_offset + 1
-        await self._loop.run_in_executor(None, self.log.flush)
         self.fsyncs += 1
         if self.log.flushed_offset < target:
             raise KafkaStorageError(f"flushed to {self.log.flushed_offset}, wanted {target}")
