@@ -1,0 +1,69 @@
+"""The broker-wide flusher on real logs: writes of many partitions share rounds, each gets its own outcome,
+a failing disk fails only the write that hit it, and closing finishes what is queued."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from herd.coordinator import Record
+from herd.log.api import KafkaStorageError, LogConfig
+from herd.log.fs import MemoryFileSystem
+from herd.log.segments import SegmentStore
+from herd.runtime.batches import encode_batch
+from herd.runtime.flusher import Flusher
+
+BATCH = encode_batch([Record(b"key", b"value")], 1_700_000_000_000)
+
+
+def logs(fs: MemoryFileSystem, n: int) -> list:
+    store = SegmentStore("/data", fs)
+    return [store.open_partition("__consumer_offsets", p, LogConfig()) for p in range(n)]
+
+
+def test_writes_queued_together_share_a_round_and_are_durable() -> None:
+    async def main() -> None:
+        fs = MemoryFileSystem()
+        partitions = logs(fs, 8)
+        flusher = Flusher(asyncio.get_running_loop(), threads=4)
+        futures = [flusher.write(log, BATCH, 0) for log in partitions]
+        results = await asyncio.gather(*futures)
+        assert [r.base_offset for r in results] == [0] * 8
+        assert all(log.flushed_offset == 1 for log in partitions)
+        assert flusher.rounds <= 2  # the first round may start before the others are queued
+        again = await asyncio.gather(*(flusher.write(log, BATCH, 0) for log in partitions))
+        assert [r.base_offset for r in again] == [1] * 8
+        await asyncio.get_running_loop().run_in_executor(None, flusher.close)
+        crashed = fs.crash()
+        assert [log.log_end_offset for log in logs(crashed, 8)] == [2] * 8
+
+    asyncio.run(main())
+
+
+def test_a_disk_error_fails_the_write_that_hit_it() -> None:
+    async def main() -> None:
+        fs = MemoryFileSystem()
+        first, second = logs(fs, 2)
+        flusher = Flusher(asyncio.get_running_loop(), threads=1)
+        fs.fail("fsync")
+        outcomes = await asyncio.gather(flusher.write(first, BATCH, 0), flusher.write(second, BATCH, 0),
+                                        return_exceptions=True)
+        errors = [o for o in outcomes if isinstance(o, BaseException)]
+        assert len(errors) == 1 and isinstance(errors[0], KafkaStorageError)
+        await asyncio.get_running_loop().run_in_executor(None, flusher.close)
+
+    asyncio.run(main())
+
+
+def test_closing_finishes_the_queue_and_refuses_more() -> None:
+    async def main() -> None:
+        (log,) = logs(MemoryFileSystem(), 1)
+        flusher = Flusher(asyncio.get_running_loop())
+        pending = flusher.write(log, BATCH, 0)
+        await asyncio.get_running_loop().run_in_executor(None, flusher.close)
+        assert (await pending).base_offset == 0
+        with pytest.raises(RuntimeError):
+            flusher.write(log, BATCH, 0)
+
+    asyncio.run(main())
