@@ -171,11 +171,12 @@ def read_fetch(bootstrap: str, topic: str, partitions: int, records: int) -> int
     )
 
 
-def read_spark(spark: Any, bootstrap: str, topic: str, records: int) -> int:
+def read_spark(spark: Any, bootstrap: str, topic: str, records: int, fetcher: str = "native") -> int:
     df = (
         spark.read.format("herd")
         .option("kafka.bootstrap.servers", bootstrap)
         .option("subscribe", topic)
+        .option("fetcher", fetcher)
         .load()
     )
     df.write.format("noop").mode("overwrite").save()
