@@ -15,7 +15,9 @@ changes (static.py and rebalance.py apply it):
   missing ids, or at the end of the hold, the rebalance timeout after the first arrival, which releases
   the ids still missing. So K arrivals cost one rebalance and the partitions stay owned while the new
   instances boot. (Other protocol types, whose assignment format the coordinator cannot write, and
-  groups that are not Stable take the join-phase path below.)
+  groups that are not Stable take the join-phase path below.) A held member that restarts is replaced
+  like any static member (KIP-345, no rebalance); one that leaves or times out starts a rebalance, as in
+  Kafka, whose join phase then waits for it like any missing id.
 - While a rebalance's join phase has members and some expected id is missing, the phase does not end
   early: it waits for the missing ids as it waits for members that have not rejoined, and like them it
   is bounded by the join timer (the rebalance timeout; for a group that was Empty, KIP-134's initial

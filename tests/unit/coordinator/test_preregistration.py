@@ -376,3 +376,18 @@ def test_a_held_arrival_whose_record_fails_is_not_admitted():
     assert reply(failed, "hx").error_code == ErrorCode.NOT_COORDINATOR
     g = c.shard.group("g")
     assert "e0" not in g.static_members and len(g.members) == 2 and g.state is GroupState.STABLE
+
+
+def test_a_held_member_that_restarts_is_replaced_without_a_rebalance_and_stays_held():
+    c = Ctx()
+    before = static_group(c, n=2)
+    alter(c, SET, "e0,e1")
+    c.join(group_instance_id="e0")
+    h, restarted = c.join(group_instance_id="e0")  # the instance restarts: unknown member id, known instance
+    g = c.shard.group("g")
+    assert reply(restarted, h).error_code == 0 and g.state is GroupState.STABLE and g.generation_id == before
+    assert g.member(g.static_members["e0"]).assignment == EMPTY_CONSUMER_ASSIGNMENT
+    c.join(group_instance_id="e1")
+    react(c)
+    react(c)
+    assert g.generation_id == before + 1 and len(g.members) == 4
