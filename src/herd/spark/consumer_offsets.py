@@ -13,10 +13,10 @@ One row per record. `kind` is "offset_commit" (OffsetCommitKey: group, topic, pa
 offset, leader_epoch, metadata, commit_timestamp, expire_timestamp) or "group_metadata" (GroupMetadataKey:
 group; the value gives protocol_type, generation, protocol, leader, state_timestamp and members, whose
 subscribed topics and assigned partitions are decoded when the protocol type is "consumer"), or
-"unknown" for record types herd does not write (KIP-848 groups, share groups). `tombstone` is true for a
-deletion (no value: an offset expired or deleted, or a group emptied and removed). `log_partition`,
-`log_offset` and `log_timestamp` say where the record sits in `__consumer_offsets`. Columns that do not
-apply to a row's kind are null.
+"unknown" for record types herd does not write (KIP-848 groups, share groups) or cannot read.
+`tombstone` is true for a deletion (no value: an offset expired or deleted, or a group emptied and
+removed). `log_partition`, `log_offset` and `log_timestamp` say where the record sits in
+`__consumer_offsets`. Columns that do not apply to a row's kind are null.
 """
 
 from __future__ import annotations
@@ -42,20 +42,25 @@ def _time(ms: int) -> datetime | None:
 
 
 def decode_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
-    """The typed columns of one record (without the log_* columns); malformed bytes raise ValueError.
+    """The typed columns of one record (without the log_* columns). A record of a type or version herd
+    cannot read, or with malformed bytes, is kind "unknown": one odd record does not fail a history job.
 
     The codecs (herd.coordinator, kio) are imported here, on first use: a Spark planner process that only
     needs the schema does not pay for them."""
     from herd.coordinator import records as coordinator_records
 
+    unknown = {"kind": "unknown", "tombstone": value is None}
     if key is None or len(key) < 2:
-        return {"kind": "unknown", "tombstone": value is None}
+        return unknown
     record_type = coordinator_records.record_type(key)
-    if record_type in coordinator_records.OFFSET_COMMIT_KEY_TYPES:
-        return _offset_commit(key, value)
-    if record_type == coordinator_records.GROUP_METADATA_KEY_TYPE:
-        return _group_metadata(key, value)
-    return {"kind": "unknown", "tombstone": value is None}
+    try:
+        if record_type in coordinator_records.OFFSET_COMMIT_KEY_TYPES:
+            return _offset_commit(key, value)
+        if record_type == coordinator_records.GROUP_METADATA_KEY_TYPE:
+            return _group_metadata(key, value)
+    except Exception:  # kio raises its own decode errors as well as ValueError
+        return unknown
+    return unknown
 
 
 def _offset_commit(key: bytes, value: bytes | None) -> dict[str, Any]:
