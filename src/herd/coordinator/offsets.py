@@ -291,6 +291,10 @@ def _remove(ctx: ShardContext, group_id: str, topic: str, partition: int) -> Non
 _V3_NO_METADATA = struct.Struct(">hqihq")  # version 3, offset, epoch, metadata length 0, commit timestamp
 _NO_METADATA_SIZE = _V3_NO_METADATA.size
 _PARTITION = struct.Struct(">i")
+# Topic names as decoded: a loaded partition holds the same few topics for thousands of groups, so each name
+# is decoded once and every offset key shares one string (faster, and ~56 bytes less per offset in memory).
+_TOPIC_NAMES: dict[bytes, str] = {}
+_TOPIC_NAMES_MAX = 100_000
 
 
 def replay_loaded_batch(ctx: ShardContext, records: list[tuple[bytes, bytes | None]],
@@ -299,11 +303,14 @@ def replay_loaded_batch(ctx: ShardContext, records: list[tuple[bytes, bytes | No
     skipped with a warning, as `replay` would raise for it alone).
 
     The same as `replay_offset` for every OffsetCommit record and `other(key, value)` for anything else, with
-    the key decoded inline, the group's offsets looked up once per run of records of the same group, and the
-    commonest value (v3 without metadata, what consumers commit) unpacked in one call. Loading a million
+    the key decoded inline, topic names decoded once, the group's offsets looked up once per run of records of
+    the same group, and the commonest value (v3 without metadata, what consumers commit) unpacked in one call. Loading a million
     offsets is mostly this loop, so it avoids the general path's per-record calls;
     tests/unit/coordinator/test_offsets_replay.py checks both paths build the same state."""
     unpack_value, unpack_partition, new_value = _V3_NO_METADATA.unpack, _PARTITION.unpack_from, tuple.__new__
+    if len(_TOPIC_NAMES) > _TOPIC_NAMES_MAX:
+        _TOPIC_NAMES.clear()
+    topic_names = _TOPIC_NAMES
     skipped = 0
     last_group: bytes | None = None
     group_offsets: Offsets = {}
@@ -317,7 +324,10 @@ def replay_loaded_batch(ctx: ShardContext, records: list[tuple[bytes, bytes | No
             partition_at = topic_at + 2 + ((key[topic_at] << 8) | key[topic_at + 1])
             if partition_at + 4 != len(key) or key[2] & 0x80 or key[topic_at] & 0x80:
                 raise ValueError("malformed OffsetCommitKey")
-            topic = key[topic_at + 2:partition_at].decode()
+            raw_topic = key[topic_at + 2:partition_at]
+            topic = topic_names.get(raw_topic)
+            if topic is None:
+                topic = topic_names[raw_topic] = raw_topic.decode()
             (partition,) = unpack_partition(key, partition_at)
             if value is None:
                 last_group = None
