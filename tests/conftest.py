@@ -12,6 +12,13 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests: no per-example deadline (the machines are shared and noisy), and in CI a fixed derandomized
+# search so that a run is reproducible; locally every run explores new examples.
+settings.register_profile("herd", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("ci", parent=settings.get_profile("herd"), derandomize=True, print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else "herd")
 
 _LISTENING = re.compile(r"herd listening on (\S+):(\d+)")
 
