@@ -269,6 +269,25 @@ def test_sticky_general_case_balances_what_it_can() -> None:
     assert all(tp.topic == "t0" for tp in result["a"]) and all(tp.topic == "t1" for tp in result["c"])
 
 
+def test_sticky_general_case_balances_along_chains() -> None:
+    # m 8 / new 7 / n 6 allows no single move that helps; m -> new -> n does
+    subs = {"m": sub("t0", owned="t0:0,1,2,3,4,5,6,7,8", generation=1),
+            "n": sub("t1", owned="t1:0,1,2,3,4,5,6,7,8,9,10,11", generation=1), "new": sub("t0", "t1")}
+    result = run(StickyAssignor(), {"t0": 9, "t1": 12}, subs)
+    assert result == expect({"m": "t0:2,3,4,5,6,7,8", "n": "t1:5,6,7,8,9,10,11",
+                             "new": "t0:0,1 t1:0,1,2,3,4"})
+
+
+def test_sticky_general_case_revisits_a_member_that_gave_partitions_away() -> None:
+    # y takes x's two owned t0 partitions, which leaves x with 2 partitions to n's 4: x must then take
+    # one from n (balancing once started n, at 4, before x, down to 2 but still queued at 4, and n's
+    # search reached x and settled it with two fewer)
+    subs = {"n": sub("t1", generation=1), "x": sub("t0", "t1", owned="t0:0,1", generation=1),
+            "y": sub("t0", generation=1)}
+    result = run(StickyAssignor(), {"t0": 2, "t1": 6}, subs)
+    assert result == expect({"n": "t1:1,2,4", "x": "t1:0,3,5", "y": "t0:0,1"})
+
+
 def test_sticky_user_data_matches_kafka_python() -> None:
     user_data = pytest.importorskip("kafka.coordinator.assignors.sticky.user_data")
     ours = encode_sticky_user_data(parts("t:0,3 u:1"), 4)
@@ -313,3 +332,23 @@ def test_cooperative_sticky_protocols_and_metadata() -> None:
     assert StickyAssignor.supported_protocols == (RebalanceProtocol.EAGER,)
     assignor.on_assignment(Assignment(tuple(parts("t:1"))), generation=6)
     assert assignor.metadata(["t"]) == Subscription(("t",), (6).to_bytes(4, "big"), tuple(parts("t:1")), 6, "r")
+
+
+def test_cooperative_sticky_general_case_completes_a_join_in_two_rounds() -> None:
+    # The falsifying example of test_cooperative_converges_to_the_sticky_result_in_two_rounds. Balancing
+    # by single moves stopped round one at m 8, n 6, new 7; round two, with new owning nothing, reached
+    # 7/7/7 the other way round and took t0-1 from m, who still owned it, so cooperative-sticky withheld
+    # it and nobody was assigned it. Balanced along chains, round one is 7/7/7 already.
+    counts = {"t0": 9, "t1": 12}
+    first = run(CooperativeStickyAssignor(), counts, {"m": sub("t0"), "n": sub("t1")})
+    assert first == expect({"m": "t0:0,1,2,3,4,5,6,7,8", "n": "t1:0,1,2,3,4,5,6,7,8,9,10,11"})
+    joined = {"m": sub("t0", owned="t0:0,1,2,3,4,5,6,7,8", generation=1),
+              "n": sub("t1", owned="t1:0,1,2,3,4,5,6,7,8,9,10,11", generation=1), "new": sub("t0", "t1")}
+    round_one = run(CooperativeStickyAssignor(), counts, joined)
+    # new's partitions are all still owned by m or n: withheld
+    assert round_one == expect({"m": "t0:2,3,4,5,6,7,8", "n": "t1:5,6,7,8,9,10,11", "new": ""})
+    again = {"m": sub("t0", owned="t0:2,3,4,5,6,7,8", generation=2),
+             "n": sub("t1", owned="t1:5,6,7,8,9,10,11", generation=2), "new": sub("t0", "t1", generation=2)}
+    round_two = run(CooperativeStickyAssignor(), counts, again)
+    assert round_two == expect({"m": "t0:2,3,4,5,6,7,8", "n": "t1:5,6,7,8,9,10,11",
+                                "new": "t0:0,1 t1:0,1,2,3,4"})

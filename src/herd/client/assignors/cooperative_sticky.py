@@ -5,9 +5,12 @@ It computes the sticky assignment (herd.client.assignors.sticky) from the owned 
 in their subscriptions, then withholds every partition that would move from a member that still claims it
 to another member: in this generation the new owner does not get it and the old owner, seeing it missing
 from its assignment, revokes it and rejoins; the next rebalance hands it over. So no partition is ever
-assigned to one member while another still owns it. Java derives the moving partitions the same way
-(computePartitionsTransferringOwnership) when it cannot take them from the algorithm; herd always
-derives them from the claims, which also covers claims from stale generations.
+assigned to one member while another still owns it. If membership and subscriptions stay the same, that
+next rebalance completes the handover: what members then own is part of a balanced sticky result, which
+the sticky algorithm completes without moving anything else (the sticky module docstring says why;
+otherwise it would withhold again, leaving partitions unassigned meanwhile). Java derives the moving
+partitions the same way (computePartitionsTransferringOwnership) when it cannot take them from the
+algorithm; herd always derives them from the claims, which also covers claims from stale generations.
 
 Generation: a v2+ subscription carries it; older ones carry it as the user data this assignor writes (an
 int32, Java's COOPERATIVE_STICKY_ASSIGNOR_USER_DATA_V0), which unreadable user data turns into -1.

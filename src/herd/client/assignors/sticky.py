@@ -20,16 +20,37 @@ each to members at the minimum until the extra slots are used. With racks, a fir
 each member only partitions with a replica on its rack; a second deals whatever is left.
 
 Other subscriptions (in place of Java's generalAssign, whose exact choices herd does not reproduce):
-owned partitions are kept; each remaining partition, fewest eligible members first, goes to the eligible
-member with the fewest partitions (rack-local first among equals); then while some member A holds a
-partition that an eligible member B could take with |A| > |B| + 1, it moves (partitions A did not own
-before move first). That is the balance Java's isBalanced checks. It costs O(partitions x members) per
-pass, so it is seconds, not milliseconds, at 1,000 members x 10,000 partitions; identical subscriptions
-(the common case, and the benchmarked one) take the constrained path.
+owned partitions are kept; each remaining partition goes to the least loaded eligible member (rack-local
+first among equals), partitions of topics with the fewest eligible members first, topics with equally
+many taking turns partition by partition. Then the assignment is balanced: no member may be able to pass
+a partition, directly or along a chain (A gives B a partition of a topic B subscribes to, B gives C one
+of a topic C subscribes to, ...), to a member holding two or more fewer. Single moves are not enough:
+with m on t0 (9 partitions), n on t1 (12) and new on both, m 8 / new 7 / n 6 allows no single move
+that helps, but m -> new -> n gives 7/7/7. (Java's isBalanced fails whenever a member could take a
+partition from one holding more, but performReassignments only makes single moves, from A to B when
+|A| > |B| + 1, and stops when there are none.) Balancing first moves only partitions whose holder did not
+own them, and owned ones only while that is not enough; a chain is a shortest one, and the most loaded
+member at that distance gives.
+
+Why chains matter: without an improving chain an assignment is optimal (Harvey, Ladner, Lovasz and
+Tamir, "Semi-matchings for bipartite graphs and load balancing", 2003: no cost-reducing path means
+optimal), and all optimal assignments have the same sorted counts. So if some balanced assignment keeps
+every owned partition, balancing with unowned partitions alone finds one, and nothing owned moves. That
+is what cooperative-sticky's second round relies on: the owned partitions are the first round's balanced
+result less what it withheld, so the second round hands the withheld partitions over and moves nothing
+else. With single moves only, the first round could stop short of balance and the second, starting
+elsewhere, take an owned partition and withhold it: a partition nobody was assigned.
+
+Cost: heaps per topic pick the least loaded member when placing and the most loaded holder for a direct
+move; a chain needs a breadth-first search over members and topics, and a search that finds nothing
+is not repeated. 1,000 members with differing subscriptions over 10,000 partitions take tens of
+milliseconds (bench/bench_assignors.py); when most members are new and every move takes an owned
+partition, up to about a second.
 """
 
 from __future__ import annotations
 
+import heapq
 import io
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping
@@ -233,37 +254,225 @@ def constrained_assign(
     return result
 
 
-class _Balancer:
-    """Counts and eligibility for the general case."""
+class _LeastLoaded:
+    """The eligible members of one topic by (count, rank), to place that topic's unowned partitions.
+
+    Heap entries go stale as counts grow (they only grow while a topic is placed); a stale top is pushed
+    back with the current count. With racks, a heap per member rack finds a rack-local member among
+    the least loaded.
+    """
+
+    def __init__(self, members: list[str], general: _General) -> None:
+        self.count = general.count
+        self.rank = general.rank
+        self.racks = general.racks
+        self.heap = [(self.count[m], self.rank[m], m) for m in members]
+        heapq.heapify(self.heap)
+        self.by_rack: dict[str, list[tuple[int, int, str]]] = {}
+        if self.racks.enabled:
+            for entry in self.heap:
+                rack = self.racks.member_rack[entry[2]]
+                if rack is not None:
+                    self.by_rack.setdefault(rack, []).append(entry)
+            for heap in self.by_rack.values():
+                heapq.heapify(heap)
+
+    def _top(self, heap: list[tuple[int, int, str]]) -> tuple[int, int, str]:
+        while heap[0][0] != self.count[heap[0][2]]:
+            _, rank, member_id = heapq.heappop(heap)
+            heapq.heappush(heap, (self.count[member_id], rank, member_id))
+        return heap[0]
+
+    def pick(self, tp: TopicPartition) -> str:
+        best = self._top(self.heap)
+        if self.by_rack:
+            local = [
+                self._top(self.by_rack[rack])
+                for rack in self.racks.partition_racks.get(tp, ())
+                if rack in self.by_rack
+            ]
+            local = [entry for entry in local if entry[0] == best[0]]
+            if local:
+                best = min(local)
+        return best[2]
+
+
+class _General:
+    """The general case: who holds what, per member and topic, and which of it the member owned before.
+
+    `sticky[m][t]` are the partitions of topic t that member m holds and owned before; `free[m][t]` the
+    rest of what it holds (insertion-ordered dicts, so every choice is deterministic).
+    """
 
     def __init__(
         self, members: Mapping[str, Member], owned: Mapping[str, list[TopicPartition]], racks: _Racks
     ) -> None:
-        self.rank = {m: i for i, m in enumerate(sorted(members))}
+        order = sorted(members)
+        self.order = order
+        self.rank = {m: i for i, m in enumerate(order)}
+        self.topics = {m: sorted(members[m].topics) for m in order}
         self.eligible: defaultdict[str, list[str]] = defaultdict(list)
-        for member_id in sorted(members):
-            for topic in members[member_id].topics:
+        for member_id in order:
+            for topic in self.topics[member_id]:
                 self.eligible[topic].append(member_id)
-        self.result: dict[str, dict[TopicPartition, None]] = {m: dict.fromkeys(owned[m]) for m in members}
-        self.owned = {m: set(owned[m]) for m in members}
         self.racks = racks
+        self.owner = {tp: m for m, kept in owned.items() for tp in kept}
+        self.count = {m: len(owned[m]) for m in order}
+        self.sticky: dict[str, dict[str, dict[TopicPartition, None]]] = {m: {} for m in order}
+        self.free: dict[str, dict[str, dict[TopicPartition, None]]] = {m: {} for m in order}
+        for member_id in order:
+            for tp in owned[member_id]:
+                self.sticky[member_id].setdefault(tp.topic, {})[tp] = None
 
-    def best(self, tp: TopicPartition) -> str:
+    def _add(self, member_id: str, tp: TopicPartition) -> None:
+        held = self.sticky if self.owner.get(tp) == member_id else self.free
+        held[member_id].setdefault(tp.topic, {})[tp] = None
+        self.count[member_id] += 1
+
+    def _move(self, tp: TopicPartition, giver: str, taker: str) -> None:
+        held = self.sticky if self.owner.get(tp) == giver else self.free
+        del held[giver][tp.topic][tp]
+        self.count[giver] -= 1
+        self._add(taker, tp)
+
+    def place(self, unassigned: Iterable[TopicPartition]) -> None:
+        """Each partition to the least loaded eligible member: fewest eligible members first, and
+        topics with as many taking turns partition by partition."""
+        heaps: dict[str, _LeastLoaded] = {}
+        for tp in sorted(unassigned, key=lambda tp: (len(self.eligible[tp.topic]), tp.partition, tp.topic)):
+            if tp.topic not in heaps:
+                heaps[tp.topic] = _LeastLoaded(self.eligible[tp.topic], self)
+            self._add(heaps[tp.topic].pick(tp), tp)
+
+    def _movable(self, member_id: str, topic: str, owned_too: bool) -> bool:
+        """Whether the member holds a partition of the topic that balancing may move."""
+        return bool(self.free[member_id].get(topic) or (owned_too and self.sticky[member_id].get(topic)))
+
+    def _choose(self, giver: str, taker: str, topic: str) -> TopicPartition:
+        """The partition of `topic` that `giver` hands to `taker`: not owned before, rack-local to the
+        taker, not rack-local to the giver, lowest."""
+        candidates = self.free[giver].get(topic) or self.sticky[giver][topic]
+        if not self.racks.enabled:
+            return min(candidates)
         return min(
-            self.eligible[tp.topic],
-            key=lambda m: (len(self.result[m]), not self.racks.matches(m, tp), self.rank[m]),
+            candidates, key=lambda tp: (not self.racks.matches(taker, tp), self.racks.matches(giver, tp), tp)
         )
 
-    def rebalance_once(self) -> bool:
-        moved = False
-        for giver in sorted(self.result, key=lambda m: (-len(self.result[m]), self.rank[m])):
-            for tp in sorted(self.result[giver], key=lambda tp: (tp in self.owned[giver], tp)):
-                taker = self.best(tp)
-                if len(self.result[giver]) > len(self.result[taker]) + 1:
-                    del self.result[giver][tp]
-                    self.result[taker][tp] = None
-                    moved = True
-        return moved
+    def _movable_topics(self, member_id: str, owned_too: bool) -> list[str]:
+        topics = [t for t, parts in self.free[member_id].items() if parts]
+        if owned_too:
+            topics += [t for t, parts in self.sticky[member_id].items() if parts]
+        return topics
+
+    def balance(self, owned_too: bool) -> None:
+        """Move partitions until no member can pass one, directly or along a chain, to a member holding
+        two or more fewer. Only partitions their holders did not own before move unless `owned_too`.
+
+        Members start by (count, rank). A start with L partitions first takes one from the most loaded
+        member holding a movable partition of a topic it subscribes to, if that one holds L + 2 or more
+        (a max-heap of holders per topic). Otherwise a breadth-first search goes backwards (who holds a
+        movable partition of a topic the start subscribes to; who holds one of a topic that one
+        subscribes to; ...), and the first layer with a member holding L + 2 or more has the most loaded
+        of them (then by rank) give one along the search path. A search that moves is undone and its
+        members start again. A search that finds nobody stays: everything it reached holds at most
+        L + 1, and nothing later lets a member outside it pass a partition in, since a chain only gives
+        out topics its own search expanded and a direct move only topics no search has (a reached holder
+        holds too few to give). Every member is started or reached in order of its count, so in the end
+        no member can pass a partition to one holding two fewer.
+        """
+        holders: dict[str, list[tuple[int, int, str]]] = {}  # per topic: (-count, rank, member), lazily
+
+        def note(member_id: str) -> None:
+            entry = (-self.count[member_id], self.rank[member_id], member_id)
+            for topic in self._movable_topics(member_id, owned_too):
+                heapq.heappush(holders.setdefault(topic, []), entry)
+
+        def most_loaded(start: str) -> tuple[str, str] | None:
+            best: tuple[tuple[int, int, str], str] | None = None
+            for topic in self.topics[start]:
+                heap = holders.get(topic, [])
+                while heap and not (
+                    -heap[0][0] == self.count[heap[0][2]] and self._movable(heap[0][2], topic, owned_too)
+                ):
+                    heapq.heappop(heap)
+                if heap and heap[0][2] != start and (best is None or heap[0] < best[0]):
+                    best = (heap[0], topic)
+            if best is None or -best[0][0] < self.count[start] + 2:
+                return None
+            return best[0][2], best[1]
+
+        for member_id in self.order:
+            note(member_id)
+        free, sticky = self.free, self.sticky
+        reached: set[str] = set()
+        expanded: set[str] = set()
+        queue = [(self.count[m], self.rank[m], m) for m in self.order]
+        heapq.heapify(queue)
+        pending = set(self.order)  # members with an entry in the queue that matches their count
+
+        def requeue(member_id: str) -> None:
+            heapq.heappush(queue, (self.count[member_id], self.rank[member_id], member_id))
+            pending.add(member_id)
+
+        while queue:
+            count, rank, start = heapq.heappop(queue)
+            if count != self.count[start]:
+                continue  # the count changed, and a new entry went in then
+            pending.discard(start)
+            if start in reached:
+                continue
+            direct = most_loaded(start)
+            if direct is not None:
+                giver, topic = direct
+                self._move(self._choose(giver, start, topic), giver, start)
+                for member_id in (giver, start):
+                    note(member_id)
+                    requeue(member_id)
+                continue
+            reached.add(start)
+            members, topics = [start], []
+            parent: dict[str, tuple[str, str]] = {}
+            layer, found = [start], None
+            while layer and found is None:
+                next_layer = []
+                for member_id in layer:
+                    for topic in self.topics[member_id]:
+                        if topic in expanded:
+                            continue
+                        expanded.add(topic)
+                        topics.append(topic)
+                        for other in self.eligible[topic]:
+                            if other not in reached and (
+                                free[other].get(topic) or (owned_too and sticky[other].get(topic))
+                            ):
+                                reached.add(other)
+                                parent[other] = (topic, member_id)
+                                next_layer.append(other)
+                                members.append(other)
+                givers = [m for m in next_layer if self.count[m] >= count + 2]
+                if givers:
+                    found = min(givers, key=lambda m: (-self.count[m], self.rank[m]))
+                layer = next_layer
+            if found is None:
+                continue
+            giver = found
+            while giver in parent:
+                topic, taker = parent[giver]
+                self._move(self._choose(giver, taker, topic), giver, taker)
+                note(giver)
+                giver = taker
+            note(start)
+            reached.difference_update(members)
+            expanded.difference_update(topics)
+            for member_id in members:
+                if member_id in (found, start) or member_id not in pending:
+                    requeue(member_id)
+
+    def result(self) -> RawAssignment:
+        return {
+            m: [tp for held in (self.sticky[m], self.free[m]) for parts in held.values() for tp in parts]
+            for m in self.order
+        }
 
 
 def general_assign(
@@ -272,17 +481,13 @@ def general_assign(
     owned: Mapping[str, list[TopicPartition]],
     racks: _Racks,
 ) -> RawAssignment:
-    """Different subscriptions: keep owned, place the rest on the least loaded, then even out."""
-    balancer = _Balancer(members, owned, racks)
-    assigned = {tp for kept in owned.values() for tp in kept}
-    unassigned = sorted(
-        (tp for tp in partitions if tp not in assigned), key=lambda tp: (len(balancer.eligible[tp.topic]), tp)
-    )
-    for tp in unassigned:
-        balancer.result[balancer.best(tp)][tp] = None
-    while balancer.rebalance_once():
-        pass
-    return {m: list(parts) for m, parts in balancer.result.items()}
+    """Different subscriptions: keep owned, place the rest on the least loaded, then balance, moving
+    partitions their holders did not own first and owned ones only where that is not enough."""
+    general = _General(members, owned, racks)
+    general.place(tp for tp in partitions if tp not in general.owner)
+    general.balance(owned_too=False)
+    general.balance(owned_too=True)
+    return general.result()
 
 
 class AbstractStickyAssignor(PartitionAssignor):
