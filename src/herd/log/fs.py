@@ -103,6 +103,18 @@ class OsFile:
             self._size += written
             view = view[written:]
 
+    def append_parts(self, parts: list[Bytes]) -> None:
+        """Append the concatenation of `parts` with writev (no joined copy)."""
+        views = [memoryview(p) for p in parts]
+        while views:
+            written = os.writev(self._fd, views)
+            self._size += written
+            while views and written >= len(views[0]):
+                written -= len(views[0])
+                views.pop(0)
+            if views and written:
+                views[0] = views[0][written:]
+
     def pread(self, offset: int, size: int) -> bytes:
         return os.pread(self._fd, size, offset)
 

@@ -141,7 +141,14 @@ class Segment:
         assert self.file is not None and self.index is not None
         position = self.size
         try:
-            self.file.append(buf)
+            if isinstance(buf, list):
+                append_parts = getattr(self.file, "append_parts", None)
+                if append_parts is not None:
+                    append_parts(buf)
+                else:
+                    self.file.append(b"".join(buf))
+            else:
+                self.file.append(buf)
         except OSError:
             self.file.truncate(position)
             raise
@@ -312,10 +319,11 @@ class _Window:
         return self.slice(position, position + LOG_OVERHEAD + self.header(position)[1])
 
     def slice(self, start: int, end: int) -> bytes:
+        """The bytes from `start` to `end`: a view into the window (no copy) unless it is the whole window."""
         self._ensure(start, end - start)
         if start == self.start and end == self.start + len(self.data):
             return self.data
-        return self.data[start - self.start : end - self.start]
+        return memoryview(self.data)[start - self.start : end - self.start]  # type: ignore[return-value]
 
 
 def scan_batches(file: File, file_size: int, first_offset: int,

@@ -32,6 +32,8 @@ Memory per partition: a few ints per segment; the active segment's indexes (8-12
 from __future__ import annotations
 
 import posixpath
+import struct
+from typing import Any
 from bisect import bisect_right
 from collections.abc import Callable
 from typing import TypeVar
@@ -45,6 +47,21 @@ from herd.log.api import (
 )
 from herd.log import compaction
 from herd.log.batch import set_base_offset, set_log_append_time, validate_batches
+
+_INT64 = struct.Struct(">q")
+
+
+class _Parts(list):  # type: ignore[type-arg]
+    """Buffers to append in order (a batch's new base offset, then the rest of it as a view of the request)."""
+
+    nbytes = 0
+
+    def add(self, part: Any) -> None:
+        self.append(part)
+        self.nbytes += len(part)
+
+    def __len__(self) -> int:  # the byte length, like the bytearray it replaces
+        return self.nbytes
 from herd.log.fs import FileSystem, OsFileSystem
 from herd.log.segment import Segment
 
@@ -114,14 +131,21 @@ class SegmentLog:
     def append(self, records: bytes, now_ms: int) -> AppendResult:
         self._check_usable()
         headers = validate_batches(records, self.config.max_message_bytes)
-        buf = bytearray(records)
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         first = offset = self.log_end_offset
-        for header in headers:
-            set_base_offset(buf, header, offset)
-            if log_append:
+        if log_append:
+            buf: Any = bytearray(records)
+            for header in headers:
+                set_base_offset(buf, header, offset)
                 set_log_append_time(buf, header, now_ms)
-            offset += header.record_count
+                offset += header.record_count
+        else:  # only the 8-byte base offsets change: write them and views of the rest, no copy of the batches
+            view = memoryview(records)
+            buf = _Parts()
+            for header in headers:
+                buf.add(_INT64.pack(offset))
+                buf.add(view[header.position + 8 : header.end])
+                offset += header.record_count
         append_time = now_ms if log_append else -1
         segment = self._storage(lambda: self._segment_with_room(len(buf), offset - 1))
         try:

@@ -135,6 +135,47 @@ def encode_header(header_cls: type, correlation_id: int) -> bytes:
     return buf.getvalue()
 
 
+class _Parts:
+    """A kio `Writable` that keeps large values (record data) by reference instead of copying them into one
+    buffer; small writes are gathered in a bytearray."""
+
+    __slots__ = ("parts", "small", "size")
+    LARGE = 16 * 1024
+
+    def __init__(self) -> None:
+        self.parts: list[Any] = []
+        self.small = bytearray()
+        self.size = 0
+
+    def write(self, data: Any) -> int:
+        n = len(data)
+        if n >= self.LARGE:
+            if self.small:
+                self.parts.append(self.small)
+                self.small = bytearray()
+            self.parts.append(data)
+        else:
+            self.small += data
+        self.size += n
+        return n
+
+
+def encode_response_parts(correlation_id: int, response: Any) -> list[Any]:
+    """The response frame as buffers for `transport.writelines`; record data in it is not copied."""
+    header = encode_header(type(response).__header_schema__, correlation_id)
+    if type(response).__api_key__ in CACHED_BODY_APIS:
+        body = encode_body(response)
+        return [_SIZE.pack(len(header) + len(body)) + header + body]
+    out = _Parts()
+    _writer(type(response))(out, response)
+    prefix = _SIZE.pack(len(header) + out.size) + header
+    if not out.parts:
+        return [prefix + out.small]
+    if out.small:
+        out.parts.append(out.small)
+    return [prefix, *out.parts]
+
+
 def encode_response(correlation_id: int, response: Any) -> bytes:
     """The response frame (size prefix included) with the header version the response's schema names."""
     header = encode_header(type(response).__header_schema__, correlation_id)
@@ -148,6 +189,7 @@ __all__ = [
     "RequestHeader",
     "decode_request",
     "encode_response",
+    "encode_response_parts",
     "peek_prefix",
     "request_class",
     "response_class",

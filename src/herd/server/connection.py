@@ -20,7 +20,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any
 
 from herd.protocol.framing import FrameDecoder, FramingError
-from herd.protocol.messages import MalformedRequest, decode_request, encode_response, peek_prefix
+from herd.protocol.messages import MalformedRequest, decode_request, encode_response_parts, peek_prefix
 from herd.server.broker import RequestContext
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ log = logging.getLogger(__name__)
 _NO_RESPONSE = object()  # a slot that sends nothing (acks=0)
 _PENDING = object()
 MAX_IN_FLIGHT = 64  # reading pauses beyond this many unanswered requests
+_JOIN_MAX = 64 * 1024  # answers up to this size in all are joined into one write
 
 
 class _Slot:
@@ -171,7 +172,7 @@ class Connection(asyncio.Protocol):
 
     def _write(self, correlation_id: int, response: Any) -> None:
         if not self._closing:
-            self._out.append(encode_response(correlation_id, response))
+            self._out.extend(encode_response_parts(correlation_id, response))
 
     def _send_out(self) -> None:
         """One write for every answer produced while handling one read from the socket (or one completion):
@@ -180,8 +181,13 @@ class Connection(asyncio.Protocol):
         if not out or self._closing or self._transport is None:
             out.clear()
             return
-        self._transport.write(out[0] if len(out) == 1 else b"".join(out))
-        out.clear()
+        if len(out) == 1:
+            self._transport.write(out[0])
+        elif sum(map(len, out)) <= _JOIN_MAX:
+            self._transport.write(b"".join(out))
+        else:  # record data: hand the buffers over as they are (one writev), no joined copy
+            self._transport.writelines(out)
+        self._out = []
 
     def _update_reading(self) -> None:
         if self._transport is None or self._closing:

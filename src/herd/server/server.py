@@ -139,7 +139,25 @@ async def _serve(config: BrokerConfig) -> None:
     await server.shutdown()
 
 
+def tune_malloc() -> None:
+    """Keep glibc from returning (and re-faulting) the memory of every large buffer: with its defaults each
+    allocation above the dynamic mmap threshold is a fresh mmap or heap trim, so every copy of a ~1 MB request
+    or response pays for page faults and zeroing (copies run at ~0.8 GB/s instead of ~15 GB/s)."""
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc
+        return
+    M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3
+    mallopt(M_MMAP_THRESHOLD, 64 * 1024 * 1024)
+    mallopt(M_TRIM_THRESHOLD, 128 * 1024 * 1024)
+
+
 def run_server(config: BrokerConfig) -> None:
+    tune_malloc()
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency on every supported platform
