@@ -104,45 +104,42 @@ def decode_batches(data: bytes) -> Iterator[tuple[int, list[KeyValue]]]:
 def _records(data: bytes, pos: int, count: int, end: int) -> list[KeyValue]:
     """The keyed (key, value) pairs of one batch's records section, which runs from `pos` to `end`.
 
-    One-byte varints (almost every length here) are decoded inline; longer ones by kio's native reader."""
+    One-byte varints (almost every length here) are decoded inline; longer ones by kio's native reader. This
+    loop is a third of the time it takes to load a partition, hence its shape."""
     out: list[KeyValue] = []
-    varint, varlong = read_signed_varint, read_signed_varlong
+    append, varint, varlong = out.append, read_signed_varint, read_signed_varlong
     for _ in range(count):
         b = data[pos]
         if b < 0x80:
-            length, pos = (b >> 1) ^ -(b & 1), pos + 1
+            record_end = pos + 1 + ((b >> 1) ^ -(b & 1))
+            p = pos + 2  # past the length and the attributes
         else:
             length, n = varint(data, pos)
-            pos += n
-        record_end = pos + length
-        p = pos + 1  # skip the attributes
-        if data[p] < 0x80:  # timestamp delta
-            p += 1
-        else:
-            p += varlong(data, p)[1]
-        if data[p] < 0x80:  # offset delta
-            p += 1
-        else:
-            p += varint(data, p)[1]
+            record_end = pos + n + length
+            p = pos + n + 1
+        p += 1 if data[p] < 0x80 else varlong(data, p)[1]  # timestamp delta
+        p += 1 if data[p] < 0x80 else varint(data, p)[1]  # offset delta
         b = data[p]
         if b < 0x80:
             key_len, p = (b >> 1) ^ -(b & 1), p + 1
         else:
             key_len, n = varint(data, p)
             p += n
-        key = data[p:p + key_len] if key_len >= 0 else None
-        if key_len > 0:
+        if key_len >= 0:
+            key: bytes | None = data[p:p + key_len]
             p += key_len
+        else:
+            key = None
         b = data[p]
         if b < 0x80:
             value_len, p = (b >> 1) ^ -(b & 1), p + 1
         else:
             value_len, n = varint(data, p)
             p += n
-        if record_end > end or (value_len > 0 and p + value_len > record_end):
+        if p + value_len > record_end:
             raise ValueError("a record overruns its batch")
         if key is not None:
-            out.append((key, data[p:p + value_len] if value_len >= 0 else None))
+            append((key, data[p:p + value_len] if value_len >= 0 else None))
         pos = record_end
     if pos != end:
         raise ValueError(f"{end - pos} bytes left after the records of a batch")
