@@ -22,7 +22,7 @@ from conftest import BrokerProcess
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
 from rawkafka import RawClient
-from test_groups_common import BROKER_OVERRIDES, create_topic, settled, start_members, stop_all, wait_for
+from test_groups_common import BROKER_OVERRIDES, CLIENTS, create_topic, settled, start_members, stop_all, wait_for
 
 CONFIG = "herd.expected.instance.ids"
 PARTITIONS = 8
@@ -113,10 +113,12 @@ def error_of(call) -> str:  # noqa: ANN001
 # -- a scale-up by four in one rebalance -----------------------------------------------------------------------
 
 
-def test_a_stable_static_group_scaled_up_by_four_pre_registered_members_rebalances_once(kip469_broker, members):
+@pytest.mark.parametrize("client", CLIENTS)
+def test_a_stable_static_group_scaled_up_by_four_pre_registered_members_rebalances_once(kip469_broker, members,
+                                                                                        client):
     b, topic, group = kip469_broker.bootstrap, unique("fleet"), unique("fleet")
     create_topic(b, topic, PARTITIONS)
-    old = [m for i in range(4) for m in start_members("confluent", b, topic, group, n=1, prefix=f"old{i}-",
+    old = [m for i in range(4) for m in start_members(client, b, topic, group, n=1, prefix=f"old{i}-",
                                                        instance_id=f"old-{i}")]
     members += old
     settled(members, PARTITIONS)
@@ -127,8 +129,7 @@ def test_a_stable_static_group_scaled_up_by_four_pre_registered_members_rebalanc
     alter(b, group, ",".join(new_ids))
     assert described(b, group) == (",".join(new_ids), 8)  # source GROUP_CONFIG
     for instance_id in new_ids[:3]:  # the new instances come up one by one
-        members += start_members("confluent", b, topic, group, n=1, prefix=f"{instance_id}-",
-                                 instance_id=instance_id)
+        members += start_members(client, b, topic, group, n=1, prefix=f"{instance_id}-", instance_id=instance_id)
         time.sleep(0.5)
     wait_for(lambda: len(assignments(b, group)) == 7, what="three new members held in the group")
     time.sleep(1.0)  # several heartbeat intervals: the old members keep consuming while the new ones are held
@@ -137,7 +138,7 @@ def test_a_stable_static_group_scaled_up_by_four_pre_registered_members_rebalanc
     held = assignments(b, group)
     assert all(held[i] == [] for i in new_ids[:3]) and sorted(p for i in held for p in held[i]) == \
         list(range(PARTITIONS))
-    members += start_members("confluent", b, topic, group, n=1, prefix="new-3-", instance_id=new_ids[3])
+    members += start_members(client, b, topic, group, n=1, prefix="new-3-", instance_id=new_ids[3])
     settled(members, PARTITIONS)
 
     assert generation(kip469_broker.port, group) == before + 1
