@@ -184,6 +184,8 @@ def _undo_admission(ctx: ShardContext, group: ClassicGroup, member: Member, hand
     if ctx.groups.get(group.group_id) is group and group.members.get(member.member_id) is member:
         rb.cancel_session(ctx, group.group_id, member)
         group.remove(member.member_id)
+        if not prereg.arrived(ctx, group):  # it was the only one held: no hold to end with a rebalance
+            prereg.end_hold(ctx, group.group_id)
     fx = Effects()
     fx.reply(handle, JoinGroupResponse(error_code=append_error_to_response_error(error), member_id=""))
     return fx.result()

@@ -376,6 +376,7 @@ def test_a_held_arrival_whose_record_fails_is_not_admitted():
     assert reply(failed, "hx").error_code == ErrorCode.NOT_COORDINATOR
     g = c.shard.group("g")
     assert "e0" not in g.static_members and len(g.members) == 2 and g.state is GroupState.STABLE
+    assert "expected-members-g" not in c.timer.keys()  # nothing held: no rebalance at the hold's deadline
 
 
 def test_a_held_member_that_restarts_is_replaced_without_a_rebalance_and_stays_held():
