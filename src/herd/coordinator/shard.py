@@ -2,7 +2,7 @@
 
 How the runtime drives it:
 - Requests: `join_group(req, reply)`, `sync_group`, `heartbeat`, `leave_group`, `describe_groups`,
-  `list_groups`, `delete_groups`, `offset_commit`, `offset_fetch`, `alter_group_configs`,
+  `list_groups`, `delete_groups`, `offset_commit`, `offset_fetch`, `offset_delete`, `alter_group_configs`,
   `describe_group_configs` (GROUP resources: KIP-469 pre-registration). `reply` is the runtime's opaque
   handle; every call returns a `Result` whose `replies` pair handles with responses. A parked
   JoinGroup/SyncGroup has no reply in its own Result; its reply shows up in a later Result (another
@@ -12,7 +12,9 @@ How the runtime drives it:
   handle `on_append_failed(result, error_code)` instead.
 - Timers: the shard schedules keyed operations on the injected `Timer`; when one comes due the
   runtime calls it and treats its `Result` exactly like a handler's.
-- Load: `replay(Record(key, value))` for every record of the partition, then `on_loaded()`.
+- Load: `replay_loaded_batch([(key, value), ...])` for every batch of the partition (the same as
+  `replay(Record(key, value))` for each record, faster, skipping undecodable records with a warning),
+  then `on_loaded()`, which also starts the periodic offset-retention cleanup (retention.py).
   Unload: `on_unloaded()`.
 
 Replay and live state. Offsets and group deletion are event-sourced: handlers only emit records and
