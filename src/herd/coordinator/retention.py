@@ -20,7 +20,8 @@ GroupMetadataManager.cleanupGroupMetadata / maybeDeleteGroup):
    tombstone follows in the same batch: the group is deleted.
 
 herd has no transactional offsets, so Kafka's "pending transactional offsets never expire" has nothing to
-hold back. The pass walks every offset of the partition: about 0.1 us each, once per interval.
+hold back. The pass walks every offset of the partition, on the coordinator's loop as in Kafka: 0.28 s of
+CPU for 1,000,000 offsets of which none expires (measured), once per interval.
 """
 
 from __future__ import annotations
