@@ -78,9 +78,12 @@ def encode_batch(records: Sequence[Record], now_ms: int) -> bytes:
     return _PREFIX.pack(0, len(after_crc) + 9, 0, 2) + _CRC.pack(crc) + after_crc
 
 
-def decode_batches(data: bytes) -> Iterator[tuple[int, list[KeyValue]]]:
+def decode_batches(data: bytes | memoryview) -> Iterator[tuple[int, list[KeyValue]]]:
     """(next offset, [(key, value), ...]) for every whole batch in `data`; raises ValueError on a corrupt
-    batch. Loading replays each pair (`GroupCoordinatorShard.replay_loaded`)."""
+    batch. Loading replays each pair (`GroupCoordinatorShard.replay_loaded`). The log may hand out a view of
+    its read buffer: it is copied once here, so keys and values are `bytes`."""
+    if not isinstance(data, bytes):
+        data = bytes(data)
     position = 0
     while position < len(data):
         try:

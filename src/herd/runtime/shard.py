@@ -258,6 +258,10 @@ class ShardRuntime:
             log.error("__consumer_offsets-%d cannot be loaded: %s", self.partition, error)
             self.state = ShardState.FAILED
             return
+        except Exception:  # a bug; the partition must not stay "loading" for ever
+            log.exception("__consumer_offsets-%d cannot be loaded", self.partition)
+            self.state = ShardState.FAILED
+            return
         if self.state is not ShardState.LOADING:
             return
         self.state = ShardState.ACTIVE

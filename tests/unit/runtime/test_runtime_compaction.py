@@ -12,6 +12,7 @@ import pytest
 from herd.coordinator.requests import CommitPartition, CommitTopic, OffsetCommit
 from herd.log.fs import MemoryFileSystem
 from herd.runtime.batches import decode_batches
+from herd.runtime.shard import LOAD_CHUNK_BYTES
 
 from .helpers import fetch, group_on, make_runtime, offsets_of, resolve, started, until
 
@@ -49,6 +50,27 @@ def test_commits_are_compacted_in_the_background_and_a_reload_replays_only_live_
 
         again = await started(make_runtime(tmp_path, **SMALL_SEGMENTS))
         assert offsets_of(await resolve(again.call(group, "offset_fetch", fetch(group, (0, 1))))) == {0: 399, 1: 798}
+        await again.close()
+
+    asyncio.run(main())
+
+
+def test_a_partition_larger_than_a_load_chunk_reloads_whole(tmp_path):
+    """The loader reads 1 MiB at a time; the log answers reads inside a segment with views of its buffer."""
+    async def main() -> None:
+        runtime = await started(make_runtime(tmp_path), partitions=[2])
+        group = group_on(runtime, 2)
+        calls = [runtime.call(group, "offset_commit", commit_req(group, {p: 1000 * i + p for p in range(50)}))
+                 for i in range(1000)]
+        for call in calls:
+            await resolve(call)
+        assert runtime.shards[2].log.size_in_bytes > 2 * LOAD_CHUNK_BYTES
+        await runtime.close()
+        runtime._cluster.close()
+
+        again = await started(make_runtime(tmp_path), partitions=[2])
+        fetched = await resolve(again.call(group, "offset_fetch", fetch(group, tuple(range(50)))))
+        assert offsets_of(fetched) == {p: 999_000 + p for p in range(50)}
         await again.close()
 
     asyncio.run(main())
