@@ -182,14 +182,14 @@ def test_kafka_python_consumer_that_missed_a_rebalance_is_rejected_and_rejoins(s
 
     group = "missed-kafka-python"
     c = KafkaConsumer(TOPIC, bootstrap_servers=shared.bootstrap, group_id=group, enable_auto_commit=False,
-                      session_timeout_ms=30_000, heartbeat_interval_ms=10_000, max_poll_interval_ms=2_000,
+                      session_timeout_ms=60_000, heartbeat_interval_ms=50_000, max_poll_interval_ms=2_000,
                       auto_offset_reset="earliest")
     try:
         wait_for(lambda: c.poll(timeout_ms=100) is not None and c.assignment(), what="the first assignment")
         c.commit()
         intruder = Intruder(shared.port, group)
         intruder.start()
-        while intruder.is_alive():  # keep polling (no heartbeat is due for 10 s): the rebalance goes on without us
+        while intruder.is_alive():  # keep polling (no heartbeat is due for 50 s): the rebalance goes on without us
             c.poll(timeout_ms=50)
         assert member_ids(shared.port, group) == [intruder.member_id]  # we missed it and are out
         with pytest.raises(CommitFailedError):
@@ -210,7 +210,7 @@ def test_aiokafka_consumer_that_missed_a_rebalance_is_rejected_and_rejoins(share
         # aiokafka heartbeats at least every max.poll.interval.ms; its join phase is bounded by its own
         # rebalance timeout, so a 1 s rebalance ends long before its next heartbeat.
         c = AIOKafkaConsumer(TOPIC, bootstrap_servers=shared.bootstrap, group_id=group, enable_auto_commit=False,
-                             session_timeout_ms=30_000, heartbeat_interval_ms=10_000, max_poll_interval_ms=8_000,
+                             session_timeout_ms=60_000, heartbeat_interval_ms=50_000, max_poll_interval_ms=30_000,
                              rebalance_timeout_ms=1_000, auto_offset_reset="earliest")
         await c.start()
         try:
@@ -248,7 +248,7 @@ def test_confluent_consumer_removed_from_its_group_is_rejected_and_rejoins(share
 
     group = "missed-confluent"
     c = Consumer({"bootstrap.servers": shared.bootstrap, "group.id": group, "enable.auto.commit": False,
-                  "session.timeout.ms": 30_000, "heartbeat.interval.ms": 10_000, "auto.offset.reset": "earliest"})
+                  "session.timeout.ms": 60_000, "heartbeat.interval.ms": 50_000, "auto.offset.reset": "earliest"})
     try:
         c.subscribe([TOPIC])
         wait_for(lambda: c.poll(0.1) is None and c.assignment(), what="the first assignment")
