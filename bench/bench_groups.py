@@ -31,10 +31,8 @@ import argparse
 import asyncio
 import io
 import os
-import re
 import statistics
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,11 +45,11 @@ from kio.static.primitive import i16, i32
 
 from herd.protocol.messages import request_class, response_class
 from herd.server.apis._build import make
+from _broker import BenchBroker
 
 JOIN, SYNC, HEARTBEAT, LEAVE = 11, 14, 12, 13
 VERSIONS = {JOIN: 9, SYNC: 5, HEARTBEAT: 4, LEAVE: 5}
 MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS = 79, 27
-_LISTENING = re.compile(rb"herd listening on \S+:(\d+)")
 
 
 # -- wire ------------------------------------------------------------------------------------------------------
@@ -328,37 +326,11 @@ async def heartbeats(port: int, n: int, connections: int, seconds: float, rate: 
 
 # -- broker ----------------------------------------------------------------------------------------------------
 
-class Broker:
+class Broker(BenchBroker):
     """`herd serve` in a child process on a free port."""
 
     def __init__(self, data_dir: str, delay_ms: int) -> None:
-        import threading
-
-        overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data_dir, "group.max.size": "100000",
-                     "group.initial.rebalance.delay.ms": str(delay_ms)}
-        args = [sys.executable, "-m", "herd.cli", "serve", "--log-level", "INFO"]
-        for key, value in overrides.items():
-            args += ["--override", f"{key}={value}"]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            match = _LISTENING.search(line)
-            if match:
-                self.port = int(match.group(1))
-                break
-        else:
-            raise RuntimeError("the broker did not start")
-        threading.Thread(target=self.proc.stdout.read, daemon=True).start()  # keep its log from blocking it
-
-    def memory_mib(self) -> tuple[float, float]:
-        """(VmRSS, VmHWM) of the broker process in MiB."""
-        with open(f"/proc/{self.proc.pid}/status") as f:
-            status = f.read()
-        return tuple(int(re.search(rf"{k}:\s+(\d+)", status).group(1)) / 1024 for k in ("VmRSS", "VmHWM"))
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(30)
+        super().__init__(data_dir, **{"group.max.size": "100000", "group.initial.rebalance.delay.ms": str(delay_ms)})
 
 
 def main() -> None:

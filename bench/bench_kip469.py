@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import argparse
 import io
-import re
 import socket
 import statistics
 import struct
-import subprocess
 import sys
 import tempfile
 import threading
@@ -40,37 +38,19 @@ from kio.static.primitive import i16, i32
 
 from herd.protocol.messages import request_class, response_class
 from herd.server.apis._build import make
+from _broker import BenchBroker
 
-_LISTENING = re.compile(rb"herd listening on \S+:(\d+)")
 CONFIG = "herd.expected.instance.ids"
 
 
 # -- broker ----------------------------------------------------------------------------------------------------
 
-class Broker:
+class Broker(BenchBroker):
     """`herd serve` in a child process on a free port."""
 
     def __init__(self, data_dir: str) -> None:
-        overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data_dir, "num.partitions": "1",
-                     "group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000"}
-        args = [sys.executable, "-m", "herd.cli", "serve", "--log-level", "INFO"]
-        for key, value in overrides.items():
-            args += ["--override", f"{key}={value}"]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            match = _LISTENING.search(line)
-            if match:
-                self.port = int(match.group(1))
-                break
-        else:
-            raise RuntimeError("the broker did not start")
-        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
-        self.bootstrap = f"127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(30)
+        super().__init__(data_dir, **{"num.partitions": "1", "group.initial.rebalance.delay.ms": "0",
+                                      "group.min.session.timeout.ms": "1000"})
 
 
 def raw_call(port: int, api_key: int, version: int, **fields: Any) -> Any:

@@ -31,7 +31,6 @@ import struct
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -41,38 +40,19 @@ from kio.static.primitive import i16, i32
 
 from herd.protocol.messages import request_class, response_class
 from herd.server.apis._build import make
+from _broker import BenchBroker
 
 COMMIT, CREATE_TOPICS = 8, 19
 COMMIT_VERSION = 9
 SENTINEL = 0x0123456789ABCDEF
 TOPIC = "bench"
 TOPIC_PARTITIONS = 64
-_LISTENING = re.compile(rb"herd listening on \S+:(\d+)")
 ROOT = Path(__file__).resolve().parent.parent
 
 
 # -- the broker ------------------------------------------------------------------------------------------------
 
-class Broker:
-    def __init__(self, data_dir: str, **overrides: str) -> None:
-        args = [sys.executable, "-m", "herd.cli", "serve", "--log-level", "INFO",
-                "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={data_dir}"]
-        for key, value in overrides.items():
-            args += ["--override", f"{key}={value}"]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            match = _LISTENING.search(line)
-            if match:
-                self.port = int(match.group(1))
-                break
-        else:
-            raise RuntimeError("the broker did not start")
-        threading.Thread(target=self.proc.stdout.read, daemon=True).start()
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(60)
+Broker = BenchBroker
 
 
 # -- wire ------------------------------------------------------------------------------------------------------
