@@ -36,6 +36,7 @@ import struct
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -271,57 +272,123 @@ async def leave_rebalance(port: int, n: int, heartbeat_ms: int) -> tuple[float, 
     return done - start, done - last_learned
 
 
-async def heartbeats(port: int, n: int, connections: int, seconds: float, rate: int,
+class HeartbeatLoad(asyncio.Protocol):
+    """One shared connection carrying the heartbeats of many members, as lean as the client can be so that it
+    is not the bottleneck: every member's request is encoded once (its correlation id is its index, never
+    patched), requests go out in one write per batch, and answers are matched to send times by order (Kafka
+    answers a connection's requests in the order they came), reading only each frame's size and error code."""
+
+    def __init__(self, frames: list[bytes], latencies: list[float], closed_loop: bool) -> None:
+        self.frames = frames
+        self.latencies = latencies
+        self.closed_loop = closed_loop
+        self.sent_at: deque[float] = deque()
+        self.errors = 0
+        self.stopped = False
+        self.sent = 0
+        self._next = 0
+        self._in = bytearray()
+
+    async def connect(self, port: int) -> HeartbeatLoad:
+        self.transport, _ = await asyncio.get_running_loop().create_connection(lambda: self, "127.0.0.1", port)
+        return self
+
+    def send(self, count: int, at: float | None = None) -> None:
+        """`count` heartbeats in one write, the next members in turn; latency counted from `at` (the time they
+        were due) or from now."""
+        frames, n, k = self.frames, len(self.frames), self._next
+        batch = [frames[(k + i) % n] for i in range(count)]
+        self._next = (k + count) % n
+        self.sent_at.extend([time.perf_counter() if at is None else at] * count)
+        self.sent += count
+        self.transport.write(b"".join(batch))
+
+    def data_received(self, data: bytes) -> None:
+        buf = self._in
+        buf += data
+        position, answered, now = 0, 0, time.perf_counter()
+        sent_at, latencies = self.sent_at, self.latencies
+        while len(buf) - position >= 4:
+            size = struct.unpack_from(">i", buf, position)[0]
+            if len(buf) - position - 4 < size:
+                break
+            error = struct.unpack_from(">h", buf, position + 13)[0]  # size, correlation id, tags, throttle, error
+            if error:
+                self.errors += 1
+                self.last_error = error
+            latencies.append(now - sent_at.popleft())
+            position += 4 + size
+            answered += 1
+        del buf[:position]
+        if self.closed_loop and answered and not self.stopped:
+            self.send(answered)
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (from /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def heartbeats(port: int, n: int, connections: int, seconds: float, rate: int, broker_pid: int,
                      memory: Callable[[], tuple[float, float]]) -> dict[str, float]:
-    members, tasks, _ = await form_group(port, "heartbeats", n, heartbeat_ms=10_000)
-    wires = await asyncio.gather(*(Wire().connect(port) for _ in range(connections)))
+    """Heartbeats of n members of one stable group over `connections` shared connections: closed loop (every
+    member always has one heartbeat in flight) when rate is 0, else paced at `rate` per second in all, sent
+    in 1 ms ticks and timed from when each was due (so a slow answer also delays the count, no coordinated
+    omission). Measured after a one-second warm-up."""
+    members, tasks, _ = await form_group(port, "heartbeats", n, heartbeat_ms=100)
+    for m in members:  # from now on the load below heartbeats for them (the members' own every 20 s)
+        m.heartbeat_ms = 20_000
+    await asyncio.sleep(0.2)
     frames = [encode(HEARTBEAT, build(HEARTBEAT, group_id=m.group, generation_id=m.generation, member_id=m.member_id,
-                                      group_instance_id=None)) for m in members]
+                                      group_instance_id=None), correlation_id=m.index) for m in members]
     latencies: list[float] = []
-    errors = 0
-    deadline = time.perf_counter() + seconds
+    loads = [await HeartbeatLoad(frames[c::connections], latencies, closed_loop=not rate).connect(port)
+             for c in range(connections)]
 
-    async def closed_loop(i: int) -> None:
-        nonlocal errors
-        wire = wires[i % connections]
-        while time.perf_counter() < deadline:
-            sent = time.perf_counter()
-            if await wire.send(frames[i], heartbeat_error):
-                errors += 1
-            latencies.append(time.perf_counter() - sent)
+    async def run(duration: float) -> float:
+        start = time.perf_counter()
+        if not rate:
+            for load in loads:
+                load.stopped = False
+                load.send(len(load.frames))
+            await asyncio.sleep(duration)
+            for load in loads:
+                load.stopped = True
+        else:
+            per_connection = rate / connections
+            due = [0] * connections
+            while (now := time.perf_counter()) < start + duration:
+                for c, load in enumerate(loads):
+                    target = int((now - start) * per_connection)
+                    if target > due[c]:
+                        load.send(target - due[c], at=start + target / per_connection)
+                        due[c] = target
+                await asyncio.sleep(0.001)
+        while any(load.sent_at for load in loads):  # let the last answers arrive
+            await asyncio.sleep(0.001)
+        return time.perf_counter() - start
 
-    async def paced(c: int) -> None:
-        nonlocal errors
-        wire, mine = wires[c], frames[c::connections]
-        interval = connections / rate  # seconds between sends on this connection
-        pending: list[asyncio.Future] = []
-        k, next_at = 0, time.perf_counter()
-        while time.perf_counter() < deadline:
-            now = time.perf_counter()
-            while next_at <= now:
-                sent = next_at
-                f = wire.send(mine[k % len(mine)], heartbeat_error)
-                f.add_done_callback(lambda fut, s=sent: latencies.append(time.perf_counter() - s))
-                pending.append(f)
-                k, next_at = k + 1, next_at + interval
-            await asyncio.sleep(max(0.0, next_at - time.perf_counter()))
-        errors += sum(1 for f in await asyncio.gather(*pending) if f)
-
-    start = time.perf_counter()
-    if rate:
-        await asyncio.gather(*(paced(c) for c in range(connections)))
-    else:
-        await asyncio.gather(*(closed_loop(i) for i in range(n)))
-    elapsed = time.perf_counter() - start
+    await run(1.0)  # warm-up
+    latencies.clear()
+    errors_before = sum(load.errors for load in loads)
+    cpu_broker, cpu_client = _cpu_seconds(broker_pid), time.process_time()
+    elapsed = await run(seconds)
+    cpu_broker, cpu_client = _cpu_seconds(broker_pid) - cpu_broker, time.process_time() - cpu_client
     rss, hwm = memory()
-    for w in wires:
-        w.close()
+    print({getattr(load, "last_error", 0) for load in loads})
+    for load in loads:
+        load.transport.close()
     await stop_members(members, tasks)
     latencies.sort()
-    return {"count": len(latencies), "per_s": len(latencies) / elapsed, "errors": errors, "rss_mib": rss,
-            "hwm_mib": hwm,
-            "p50_ms": 1000 * latencies[len(latencies) // 2], "p99_ms": 1000 * latencies[int(len(latencies) * 0.99)],
-            "mean_ms": 1000 * statistics.fmean(latencies)}
+    count = len(latencies)
+    return {"count": count, "per_s": count / elapsed, "errors": sum(load.errors for load in loads) - errors_before,
+            "rss_mib": rss, "hwm_mib": hwm,
+            "broker_us": 1e6 * cpu_broker / count, "client_us": 1e6 * cpu_client / count,
+            "broker_cpu": cpu_broker / elapsed,
+            "p50_ms": 1000 * latencies[count // 2], "p99_ms": 1000 * latencies[int(count * 0.99)],
+            "p999_ms": 1000 * latencies[int(count * 0.999)], "mean_ms": 1000 * statistics.fmean(latencies)}
 
 
 # -- broker ----------------------------------------------------------------------------------------------------
@@ -370,11 +437,13 @@ def main() -> None:
                 print(f"{f'rebalance after a leave, {n} members (hb {args.heartbeat_ms} ms)':<52} "
                       f"{total * 1000:>10.0f} ms ({after_learning * 1000:.0f} ms after the last learned)", flush=True)
             hb = runner(heartbeats(broker.port, args.hb_members, args.hb_connections, args.hb_seconds, args.hb_rate,
-                                   broker.memory_mib))
+                                   broker.proc.pid, broker.memory_mib))
             mode = f"paced {args.hb_rate}/s" if args.hb_rate else "closed loop"
             errors = f" ({hb['errors']} errors)" if hb["errors"] else ""
             print(f"{f'heartbeats, {args.hb_members} members / {args.hb_connections} conns, {mode}':<52} "
-                  f"{hb['per_s']:>12,.0f}/s p50 {hb['p50_ms']:.2f} p99 {hb['p99_ms']:.2f} ms{errors}")
+                  f"{hb['per_s']:>12,.0f}/s p50 {hb['p50_ms']:.2f} p99 {hb['p99_ms']:.2f} p99.9 {hb['p999_ms']:.2f} ms; "
+                  f"broker {hb['broker_us']:.1f} us/hb ({100 * hb['broker_cpu']:.0f} % of a core), "
+                  f"client {hb['client_us']:.1f} us/hb{errors}")
             print(f"{f'broker memory, {args.hb_members} members connected (RSS / peak)':<52} "
                   f"{hb['rss_mib']:>17.0f} / {hb['hwm_mib']:.0f} MiB")
         finally:

@@ -321,31 +321,35 @@ _HEARTBEAT_RESPONSES: dict[int, HeartbeatResponse] = {}
 
 
 def heartbeat(ctx: ShardContext, req: Heartbeat, handle: object) -> Result:
-    """The hot path: no records, one reply, responses shared per error code (they are immutable)."""
-    code = _heartbeat(ctx, req)
+    """No records, one reply, responses shared per error code (they are immutable)."""
+    code = heartbeat_error(ctx, req.group_id, req.generation_id, req.member_id, req.group_instance_id)
     response = _HEARTBEAT_RESPONSES.get(code)
     if response is None:
         response = _HEARTBEAT_RESPONSES[code] = HeartbeatResponse(error_code=code)
     return Result(replies=(Reply(handle, response),))
 
 
-def _heartbeat(ctx: ShardContext, req: Heartbeat) -> ErrorCode:
-    if not req.group_id:
+def heartbeat_error(ctx: ShardContext, group_id: str, generation_id: int, member_id: str,
+                    instance_id: str | None) -> ErrorCode:
+    """A heartbeat's whole effect (the session deadline moves) and its answer's error code. The hot path: the
+    runtime calls it directly when nothing is waiting to be written (a heartbeat never writes), skipping the
+    request and Result objects of `heartbeat`."""
+    if not group_id:
         return ErrorCode.INVALID_GROUP_ID
-    group = ctx.groups.get(req.group_id)
+    group = ctx.groups.get(group_id)
     if group is None:
         return ErrorCode.UNKNOWN_MEMBER_ID
     if group.is_in(DEAD):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     try:
-        group.validate_member(req.member_id, req.group_instance_id)
+        group.validate_member(member_id, instance_id)
     except CoordinatorError as e:
         return e.code
-    if req.generation_id != group.generation_id:
+    if generation_id != group.generation_id:
         return ErrorCode.ILLEGAL_GENERATION
     if group.is_in(EMPTY_STATE):
         return ErrorCode.UNKNOWN_MEMBER_ID
-    rb.touch_session(ctx, group, group.member(req.member_id))
+    rb.touch_session(ctx, group, group.member(member_id))
     return ErrorCode.REBALANCE_IN_PROGRESS if group.is_in(PR) else ErrorCode.NONE
 
 

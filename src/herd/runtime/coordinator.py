@@ -146,6 +146,10 @@ class CoordinatorRuntime:
         NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS."""
         return self.shard_for(group_id).call(method, request)
 
+    def heartbeat(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None) -> ErrorCode | None:
+        """`ShardRuntime.heartbeat` of the group's shard: the answer's error code, or None to go through `call`."""
+        return self.shard_for(group_id).heartbeat(group_id, generation_id, member_id, instance_id)
+
     def call_all(self, method: str, request: object) -> list[object]:
         """`method` on every active shard (ListGroups). Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)
         while any hosted partition is loading."""

@@ -27,7 +27,10 @@ never appended to while its fsync runs, so it needs no locking. A batch over the
 shard: replaying first cannot leave acknowledged state that is not in the log.
 
 Replies are `ReplyHandle`s: a handle answered before its request's handler returned is returned as a
-plain response (heartbeats take this path: no task, no future); otherwise the caller gets a future.
+plain response (no task, no future); otherwise the caller gets a future. Heartbeats, the most frequent
+request by far, have a path of their own (`heartbeat`): with nothing waiting to be written the core's
+`heartbeat_error` is called directly and its code returned, without the request, Result and handle objects;
+behind a pending write they take the general path, so their answer still waits for it, as in Kafka.
 """
 
 from __future__ import annotations
@@ -163,6 +166,17 @@ class ShardRuntime:
         handle = ReplyHandle()
         self.apply(getattr(self.shard, method)(request, handle))
         return handle.outcome(self._loop)
+
+    def heartbeat(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None) -> ErrorCode | None:
+        """The heartbeat fast path: the answer's error code, or None when writes are pending (the caller then
+        goes through `call`, whose answer waits for them: Kafka completes a write operation that produced no
+        records at once only if nothing is pending, CoordinatorRuntime.CoordinatorWriteEvent). Raises
+        CoordinatorError like `call`."""
+        if self.state is not ShardState.ACTIVE:
+            raise CoordinatorError(self.unavailable_error(), f"__consumer_offsets-{self.partition} is {self.state.value}")
+        if self._staged or self._writer is not None:
+            return None
+        return self.shard.heartbeat_error(group_id, generation_id, member_id, instance_id)
 
     @property
     def pending(self) -> bool:

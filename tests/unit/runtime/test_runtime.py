@@ -115,6 +115,40 @@ def test_an_answer_without_records_waits_behind_earlier_writes(tmp_path):
     asyncio.run(main())
 
 
+def test_the_heartbeat_fast_path_answers_as_the_general_path_and_yields_to_pending_writes(tmp_path):
+    async def main() -> None:
+        runtime = await started(make_runtime(tmp_path))
+        group = group_on(runtime, 0)
+        members = await stable_group(runtime, group, 2)
+        cases = [(1, members[1], None), (2, members[1], None), (1, "nobody", None), (1, members[1], "nobody")]
+        for generation, member, instance in cases:
+            hb = Heartbeat(group_id=group, generation_id=generation, member_id=member, group_instance_id=instance)
+            general = runtime.call(group, "heartbeat", hb)
+            assert runtime.heartbeat(group, generation, member, instance) == general.error_code
+        assert runtime.heartbeat(group, 1, members[1], None) == ErrorCode.NONE
+        # The fast path moved the session deadline, as a heartbeat must.
+        member = runtime.shards[0].shard.group(group).member(members[1])
+        before = member.session_deadline_ms
+        await asyncio.sleep(0.01)
+        runtime.heartbeat(group, 1, members[1], None)
+        assert member.session_deadline_ms > before
+        # Behind a pending write there is no fast answer: the caller goes through `call`, whose answer waits.
+        committed = runtime.call(group, "offset_commit", commit(group, {0: 1}, generation_id_or_member_epoch=1,
+                                                                   member_id=members[1]))
+        assert runtime.heartbeat(group, 1, members[1], None) is None
+        waiting = runtime.call(group, "heartbeat", Heartbeat(group_id=group, generation_id=1, member_id=members[1]))
+        assert isinstance(waiting, asyncio.Future)
+        await resolve(committed)
+        assert (await resolve(waiting)).error_code == ErrorCode.NONE
+        await runtime.unload_partition(1)
+        with pytest.raises(CoordinatorError) as e:
+            runtime.heartbeat(group_on(runtime, 1), 1, "m", None)
+        assert e.value.code == ErrorCode.NOT_COORDINATOR
+        await runtime.close()
+
+    asyncio.run(main())
+
+
 def test_acknowledged_commits_and_groups_survive_a_crash(tmp_path):
     async def main() -> tuple[MemoryFileSystem, str, list[str]]:
         fs = MemoryFileSystem()

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from herd.coordinator import CoordinatorError, ErrorCode
 from herd.coordinator.requests import Heartbeat
 from herd.coordinator.responses import HeartbeatResponse
 from herd.server.apis._build import builder
@@ -27,27 +27,33 @@ MAX_VERSION = 4
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    group_id = request.group_id
+    if not group_id:
+        return _response(ctx.api_version, ErrorCode.INVALID_GROUP_ID)
+    instance_id = getattr(request, "group_instance_id", None)
+    try:  # the fast path: an error code at once unless a write is pending on the group's partition
+        code = ctx.broker.coordinator.heartbeat(group_id, request.generation_id, request.member_id, instance_id)
+    except CoordinatorError as e:
+        code = _unavailable(e.code)
+    if code is not None:
+        return _response(ctx.api_version, code)
     req = Heartbeat(
-        group_id=request.group_id,
+        group_id=group_id,
         generation_id=request.generation_id,
         member_id=request.member_id,
-        group_instance_id=getattr(request, "group_instance_id", None),
+        group_instance_id=instance_id,
         api_version=ctx.api_version,
         client_id=client_id(ctx),
         client_host=client_host(ctx),
     )
+    return route(ctx, group_id, "heartbeat", req, lambda response: _response(ctx.api_version, response.error_code),
+                 lambda code: HeartbeatResponse(error_code=_unavailable(code)))
 
-    def respond(response: HeartbeatResponse) -> Any:
-        return _response(ctx.api_version, response.error_code)
 
-    def on_error(code: int) -> HeartbeatResponse:
-        if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-            code = ErrorCode.NONE
-        return HeartbeatResponse(error_code=code)
-
-    if not req.group_id:
-        return respond(on_error(ErrorCode.INVALID_GROUP_ID))
-    return route(ctx, req.group_id, "heartbeat", req, respond, on_error)
+def _unavailable(code: int) -> int:
+    """The answer when the coordinator cannot take the heartbeat: NOT_COORDINATOR as it is, and NONE while
+    the partition loads."""
+    return ErrorCode.NONE if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else code
 
 
 _RESPONSES: dict[tuple[int, int], Any] = {}
