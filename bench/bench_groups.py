@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import io
 import os
 import statistics
@@ -134,6 +135,13 @@ class Wire(asyncio.Protocol):
         self.transport.close()
 
 
+@functools.cache
+def _sync_decoder() -> Callable[[bytes], Any]:
+    cls = response_class(SYNC, VERSIONS[SYNC])
+    header_reader, body_reader = entity_reader(cls.__header_schema__), entity_reader(cls)
+    return lambda frame: body_reader(frame, header_reader(frame, 0)[1])[0]
+
+
 def heartbeat_error(frame: bytes) -> int:
     """Heartbeat v4 response: correlation id, empty tagged fields, throttle time, error code."""
     return struct.unpack_from(">h", frame, 9)[0]
@@ -155,6 +163,8 @@ class Member:
     joined_at: float = 0.0  # when the JoinGroup of the generation it holds was answered
     group_size: int = 0  # members in the generation this member synced (known to the leader only)
     stopping: bool = False
+    id_join_sent: float = 0.0  # when its first JoinGroup with a member id was sent (it entered the group)
+    _sync_template: tuple[str, bytes, int] | None = None
 
     async def run(self) -> None:
         while not self.stopping:
@@ -166,6 +176,8 @@ class Member:
         join = build(JOIN, group_id=self.group, session_timeout=30_000, rebalance_timeout=30_000,
                      member_id=self.member_id, group_instance_id=None, protocol_type="consumer", reason=None,
                      protocols=(build(JOIN, "JoinGroupRequestProtocol", name="range", metadata=b"m"),))
+        if self.member_id and not self.id_join_sent:
+            self.id_join_sent = time.perf_counter()
         r = await self.wire.call(JOIN, join)
         if r.error_code == MEMBER_ID_REQUIRED:
             self.member_id = r.member_id
@@ -178,16 +190,37 @@ class Member:
         if r.leader == r.member_id:
             assignments = tuple(build(SYNC, "SyncGroupRequestAssignment", member_id=m.member_id, assignment=b"a")
                                 for m in r.members)
-        s = await self.wire.call(SYNC, build(SYNC, group_id=self.group, generation_id=r.generation_id,
-                                             member_id=self.member_id, group_instance_id=None,
-                                             protocol_type="consumer", protocol_name="range",
-                                             assignments=assignments))
+        if assignments:
+            s = await self.wire.call(SYNC, build(SYNC, group_id=self.group, generation_id=r.generation_id,
+                                                 member_id=self.member_id, group_instance_id=None,
+                                                 protocol_type="consumer", protocol_name="range",
+                                                 assignments=assignments))
+        else:
+            s = await self.wire.send(self._follower_sync(r.generation_id), _sync_decoder())
         if s.error_code:
             return False
         self.generation, self.synced_at, self.joined_at = r.generation_id, time.perf_counter(), joined_at
         self.group_size = len(r.members)
         self.synced.set()
         return True
+
+    def _follower_sync(self, generation: int) -> bytearray:
+        """A follower's SyncGroup, encoded with kio once per member id and then only its generation patched:
+        kio's encoder takes ~27 us a request, which for 1,000 followers is on the critical path of every
+        rebalance this one-process client measures."""
+        if self._sync_template is None or self._sync_template[0] != self.member_id:
+            frame = encode(SYNC, build(SYNC, group_id=self.group, generation_id=0, member_id=self.member_id,
+                                       group_instance_id=None, protocol_type="consumer", protocol_name="range",
+                                       assignments=()))
+            member = self.member_id.encode()
+            assert len(member) < 127  # its compact-string length is one varint byte
+            # SyncGroup v5: ... group id, generation id (int32), member id (compact string), ...
+            at = frame.index(struct.pack(">ib", 0, len(member) + 1) + member)
+            self._sync_template = (self.member_id, frame, at)
+        _, frame, at = self._sync_template
+        patched = bytearray(frame)
+        struct.pack_into(">i", patched, at, generation)
+        return patched
 
     async def _heartbeat_until_rebalance(self) -> None:
         frame = encode(HEARTBEAT, build(HEARTBEAT, group_id=self.group, generation_id=self.generation,
@@ -249,12 +282,21 @@ async def stop_members(members: list[Member], tasks: list[asyncio.Task]) -> None
 
 # -- scenarios -------------------------------------------------------------------------------------------------
 
-async def formation(port: int, n: int, heartbeat_ms: int, tag: str) -> tuple[float, float]:
-    """(first JoinGroup -> all hold the n-member generation, end of its join phase -> all hold it)."""
+async def formation(port: int, n: int, heartbeat_ms: int, tag: str, broker_pid: int) -> dict[str, float]:
+    """Seconds from the first JoinGroup to: every member having entered the group (its JoinGroup with a
+    member id sent), the end of the join phase of the generation that has all n (its first JoinGroup answer),
+    and every member holding its assignment in it."""
+    cpu_broker, cpu_client = _cpu_seconds(broker_pid), time.process_time()
     members, tasks, elapsed = await form_group(port, f"form-{tag}-{n}", n, heartbeat_ms)
-    after_join = max(m.synced_at for m in members) - min(m.joined_at for m in members)
+    start = time.perf_counter() - elapsed  # form_group's start, after its connections were made
+    times = {"total": elapsed,
+             "cpu_broker": _cpu_seconds(broker_pid) - cpu_broker, "cpu_client": time.process_time() - cpu_client,
+             "first_in": min(m.id_join_sent for m in members) - start,
+             "all_in": max(m.id_join_sent for m in members) - start,
+             "join_end": min(m.joined_at for m in members) - start,
+             "after_join": max(m.synced_at for m in members) - min(m.joined_at for m in members)}
     await stop_members(members, tasks)
-    return elapsed, after_join
+    return times
 
 
 async def leave_rebalance(port: int, n: int, heartbeat_ms: int) -> tuple[float, float]:
@@ -424,9 +466,13 @@ def main() -> None:
             broker = Broker(data, delay)
             try:
                 for n in sizes:
-                    elapsed, after_join = runner(formation(broker.port, n, args.heartbeat_ms, f"d{delay}"))
-                    print(f"{f'formation, {n} members, initial delay {delay} ms':<52} {elapsed * 1000:>10.0f} ms "
-                          f"({after_join * 1000:.0f} ms after the join phase)", flush=True)
+                    t = {k: 1000 * v for k, v in runner(formation(broker.port, n, args.heartbeat_ms,
+                                                                    f"d{delay}", broker.proc.pid)).items()}
+                    print(f"{f'formation, {n} members, initial delay {delay} ms':<52} {t['total']:>10.0f} ms "
+                          f"({t['after_join']:.0f} ms after the join phase; first in the group at "
+                          f"{t['first_in']:.0f}, all in at {t['all_in']:.0f}, join phase ended at {t['join_end']:.0f}; CPU "
+                          f"broker {t['cpu_broker']:.0f}, client {t['cpu_client']:.0f})",
+                          flush=True)
             finally:
                 broker.stop()
     with tempfile.TemporaryDirectory() as data:
