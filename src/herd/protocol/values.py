@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime
 from dataclasses import fields
 from functools import lru_cache
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from kio.schema.errors import ErrorCode
 
@@ -23,20 +23,48 @@ def field_types(cls: type) -> dict[str, str]:
     return {f.name: f.metadata.get("kafka_type", "") for f in fields(cls)}
 
 
+def _error_code(value: Any) -> Any:
+    return value if isinstance(value, ErrorCode) else ErrorCode(value)
+
+
+def _duration(value: Any) -> Any:
+    return datetime.timedelta(milliseconds=value) if isinstance(value, int) else value
+
+
+def _timestamp(value: Any) -> Any:
+    return EPOCH + datetime.timedelta(milliseconds=value) if isinstance(value, int) else value
+
+
+_CONVERTERS: dict[str, Callable[[Any], Any]] = {
+    "error_code": _error_code,
+    "timedelta_i32": _duration,
+    "timedelta_i64": _duration,
+    "datetime_i64": _timestamp,
+}
+
+
 def coerce(kafka_type: str, value: Any) -> Any:
-    if kafka_type == "error_code" and not isinstance(value, ErrorCode):
-        return ErrorCode(value)
-    if kafka_type in ("timedelta_i32", "timedelta_i64") and isinstance(value, int):
-        return datetime.timedelta(milliseconds=value)
-    if kafka_type == "datetime_i64" and isinstance(value, int):
-        return EPOCH + datetime.timedelta(milliseconds=value)
-    return value
+    convert = _CONVERTERS.get(kafka_type)
+    return value if convert is None else convert(value)
+
+
+@lru_cache(maxsize=None)
+def _converters(cls: type) -> dict[str, Callable[[Any], Any] | None]:
+    """Field name -> the conversion its Kafka type needs (None: the value goes in as it is)."""
+    return {name: _CONVERTERS.get(kafka_type) for name, kafka_type in field_types(cls).items()}
 
 
 def make(cls: type, values: Mapping[str, Any]) -> Any:
-    """An instance of kio class `cls` from `values`; names the class does not have are dropped."""
-    types = field_types(cls)
-    return cls(**{k: coerce(types[k], v) for k, v in values.items() if k in types})
+    """An instance of kio class `cls` from `values`; names the class does not have are dropped. Called for
+    every response (and every member of a JoinGroup leader's answer), so the per-field work is a dict lookup
+    and, for the few typed fields, one call."""
+    converters = _converters(cls)
+    kwargs = {}
+    for name, value in values.items():
+        if name in converters:
+            convert = converters[name]
+            kwargs[name] = value if convert is None else convert(value)
+    return cls(**kwargs)
 
 
 def ms(value: Any) -> int:
