@@ -11,7 +11,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from herd.cluster.topics import Cluster
 from herd.config import BrokerConfig
@@ -90,3 +90,18 @@ class RequestContext:
         self.header = header
         self.client_host = client_host
         self.api_version = header.api_version
+
+
+class Deferred:
+    """An answer that is not known yet: `respond(future.result())` once `future` is done. A handler returns one
+    instead of a coroutine when all it waits for is a single future (a parked JoinGroup or SyncGroup, a commit
+    waiting to be durable); the connection then adds a done callback instead of running a task, which costs
+    about 2.5 us per parked request instead of 10 (uvloop, the 2-core machine), and a rebalance of 1,000
+    members parks 2,000 of them on its critical path."""
+
+    __slots__ = ("future", "respond")
+
+    def __init__(self, future: asyncio.Future[Any], respond: Callable[[Any], Any]) -> None:
+        self.future = future
+        self.respond = respond
+

@@ -2,7 +2,9 @@
 
 Clients pipeline requests (up to max.in.flight per connection) and Kafka answers them in the order they came.
 Each decoded request takes a slot at the tail of `_slots`; a handler either answers at once (most APIs) or
-returns a coroutine (Fetch long polls, parked JoinGroup/SyncGroup) that fills its slot later. Whenever the head
+fills its slot later: it returns a `Deferred` (one future and how to answer from its result: a parked
+JoinGroup/SyncGroup, a commit waiting to be durable), completed by a done callback, or a coroutine (Fetch long
+polls, anything awaiting more than one thing), run as a task. Whenever the head
 slot is filled, responses are written from the head until an unfilled slot. A Produce with acks=0 gets a slot
 with no response, so later answers are not held back by it.
 
@@ -17,12 +19,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import deque
+from collections.abc import Callable
+from functools import partial
 from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 from herd.protocol.framing import FrameDecoder, FramingError
 from herd.protocol.messages import MalformedRequest, decode_request, encode_response_parts, peek_prefix
-from herd.server.broker import RequestContext
+from herd.server.broker import Deferred, RequestContext
 
 if TYPE_CHECKING:
     from herd.server.server import Server
@@ -129,7 +133,13 @@ class Connection(asyncio.Protocol):
             log.exception("%s v%d from %s failed; closing the connection", spec.name, api_version, self._peer)
             self.abort(None)
             return
-        if type(result) is CoroutineType:  # handlers are `async def` when they answer later; asyncio.iscoroutine
+        if type(result) is Deferred:
+            slot = _Slot(correlation_id)
+            self._slots.append(slot)
+            result.future.add_done_callback(partial(self._deferred_done, slot, result.respond, spec.name))
+            self.drained.clear()
+            self._update_reading()
+        elif type(result) is CoroutineType:  # handlers are `async def` when they answer later; asyncio.iscoroutine
             # goes through an ABC check that cost half a microsecond per request
             slot = _Slot(correlation_id)
             self._slots.append(slot)
@@ -146,6 +156,19 @@ class Connection(asyncio.Protocol):
             response = await coro
         except asyncio.CancelledError:
             raise
+        except Exception:
+            log.exception("%s from %s failed; closing the connection", name, self._peer)
+            self.abort(None)
+            return
+        slot.response = _NO_RESPONSE if response is None else response
+        self._flush()
+        self._send_out()
+
+    def _deferred_done(self, slot: _Slot, respond: Callable[[Any], Any], name: str, future: asyncio.Future[Any]) -> None:
+        if self._closing or future.cancelled():
+            return
+        try:
+            response = respond(future.result())
         except Exception:
             log.exception("%s from %s failed; closing the connection", name, self._peer)
             self.abort(None)

@@ -5,8 +5,8 @@ then `route` hands it to the runtime. The runtime answers with the core response
 with a future (a parked JoinGroup/SyncGroup, or a reply waiting for a durable write), or refuses with a
 `CoordinatorError` (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS), which `route` turns into the core
 response the module's `on_error` builds. `respond` translates a core response into the kio response of
-the request's version; it runs when the answer is known, so waiting answers return a coroutine, which
-the connection awaits while keeping the order of responses.
+the request's version; it runs when the answer is known, so a waiting answer is returned as a `Deferred`
+(one future) or a coroutine (several), which the connection completes while keeping the order of responses.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from herd.coordinator import CoordinatorError
-from herd.server.broker import RequestContext
+from herd.server.broker import Deferred, RequestContext
 
 Respond = Callable[[Any], Any]
 
@@ -44,14 +44,10 @@ def route(ctx: RequestContext, group_id: str, method: str, request: object, resp
 
 
 def then(outcome: Any, respond: Respond) -> Any:
-    """`respond(outcome)` now, or a coroutine doing it once the future `outcome` is resolved."""
+    """`respond(outcome)` now, or a `Deferred` doing it once the future `outcome` is resolved."""
     if isinstance(outcome, asyncio.Future):
-        return _later(outcome, respond)
+        return Deferred(outcome, respond)
     return respond(outcome)
-
-
-async def _later(future: asyncio.Future[Any], respond: Respond) -> Any:
-    return respond(await future)
 
 
 def gather(outcomes: Sequence[Any], respond: Callable[[list[Any]], Any]) -> Any:
