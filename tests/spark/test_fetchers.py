@@ -71,3 +71,44 @@ def test_without_headers_and_past_the_log_end(broker, topic_name) -> None:
 
     with pytest.raises(HerdDataLossError, match="out of range"):
         _read(broker.bootstrap, OffsetRange(topic, 0, N + 5, N + 10), "native", headers=False)
+
+
+FIXED = 20_000
+
+
+def _produce_fixed_size(bootstrap: str, topic: str, codec: str) -> None:
+    """Records of one size in batches of up to 9,000 (offset deltas of 1, 2 and 3 bytes), except: no key
+    for the first 1,000 and a longer key for offsets 5,000 to 5,004 (the first batch's sizes change)."""
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "compression.type": codec,
+            "linger.ms": 200,
+            "batch.size": 1_000_000,
+            "batch.num.messages": 9_000,
+        }
+    )
+    for i in range(FIXED):
+        key = None if i < 1000 else b"k%05d" % i if 5000 <= i < 5005 else b"%05d" % i
+        producer.produce(topic, b"value-%05d" % i, key, 0, timestamp=1_600_000_000_000)
+    assert producer.flush(30) == 0
+
+
+@pytest.mark.parametrize("codec", ["none", "lz4"])
+def test_fixed_size_records_are_found_without_walking_them(
+    broker, topic_name, codec: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from herd.spark import columnar
+
+    topic = create_topic(broker.bootstrap, topic_name(), 1)
+    _produce_fixed_size(broker.bootstrap, topic, codec)
+    walked = []
+    walk = columnar._walk
+    monkeypatch.setattr(columnar, "_walk", lambda buf, pos, n, out: (walked.append(n), walk(buf, pos, n, out)))
+    for rng in (OffsetRange(topic, 0, 0, FIXED), OffsetRange(topic, 0, 4321, 17_654)):
+        walked.clear()
+        native = _read(broker.bootstrap, rng, "native", headers=False)
+        assert 0 < sum(walked) < rng.end - rng.start  # the batch around offsets 1,000 and 5,000 only
+        assert native == _read(broker.bootstrap, rng, "librdkafka", headers=False)
+        assert [r["offset"] for r in native] == list(range(rng.start, rng.end))
+    assert native[5000 - 4321]["key"] == b"k05000" and native[0]["value"] == b"value-04321"

@@ -316,7 +316,8 @@ def to_record_batches(
     columns: Columns, rng: OffsetRange, schema: pa.Schema, max_rows: int
 ) -> Iterator[pa.RecordBatch]:
     """Spark's Kafka source schema, keeping only offsets in [rng.start, rng.end)."""
-    keep = pc.and_(pc.greater_equal(columns.offsets, rng.start), pc.less(columns.offsets, rng.end))
+    start, end = pa.scalar(rng.start, pa.int64()), pa.scalar(rng.end, pa.int64())  # typed: see columnar._i64
+    keep = pc.and_(pc.greater_equal(columns.offsets, start), pc.less(columns.offsets, end))
     n = len(columns)
     arrays = [
         columns.keys,
