@@ -2,11 +2,13 @@
 directly with confluent-kafka, and records/s written through the herd sink.
 
     .venv/bin/python bench/bench_spark.py                       # 2,000,000 records, 4 partitions, local[2]
-    .venv/bin/python bench/bench_spark.py --records 500000 --repeat 3 --cores 2
+    .venv/bin/python bench/bench_spark.py --only source --fetcher native --repeat 9
+    .venv/bin/python bench/bench_spark.py --only source --varied-values   # values of 50 to 150 bytes
 
 It starts its own broker (`herd serve`, segment store in a temporary directory), fills a topic with
-`--records` records (key ~8 bytes, value `--value-size` bytes) and measures, each `--repeat` times (best
-run reported):
+`--records` records (key ~8 bytes, value `--value-size` bytes, or sizes spread evenly from half to one
+and a half times that with --varied-values) and measures each path `--repeat` times; the run with the
+median time is reported, with the slowest and fastest rates:
 
   confluent-kafka   one process assigns every partition, consumes every message (no conversion);
   fetch -> Arrow    herd.spark.fetch.read_range in one process, the worker code path without Spark;
@@ -15,9 +17,11 @@ run reported):
                     (the default) and with fetcher=librdkafka;
   sink (batch)      spark.range(n) as key/value written with df.write.format("herd") (acks=all).
 
-Spark's start and the first action (Python worker start) are excluded by a warm-up read. Each figure
-comes with the CPU time every process of the run (broker, JVM, Python workers, this script) spent per
-row, read from /proc: on a shared machine it moves much less than the wall clock.
+Spark's start, the first action (Python worker start) and the JVM's warm-up are excluded by `--warmup`
+reads of the whole topic before the timed ones (the JIT keeps compiling Spark's code for the first
+dozen queries of a session, costing up to 0.4 us a row in compiler threads). Each figure comes with
+the CPU time every process of the run (broker, JVM, Python workers, this script) spent per row, read
+from /proc: on a shared machine it moves much less than the wall clock.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ def start_broker(work: Path) -> tuple[subprocess.Popen[bytes], str]:
     raise RuntimeError(f"broker did not start:\n{log_path.read_text(errors='replace')}")
 
 
-def fill(bootstrap: str, topic: str, partitions: int, records: int, value_size: int) -> float:
+def fill(bootstrap: str, topic: str, partitions: int, records: int, value_size: int, varied: bool) -> float:
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics([NewTopic(topic, partitions, 1)]).values():
         future.result(30)
@@ -75,12 +79,13 @@ def fill(bootstrap: str, topic: str, partitions: int, records: int, value_size: 
             "queue.buffering.max.messages": 1_000_000,
         }
     )
-    value = b"v" * value_size
+    sizes = [value_size // 2 + i for i in range(value_size + 1)] if varied else [value_size]
+    values = [b"v" * size for size in sizes]
     start = time.perf_counter()
     for i in range(records):
         while True:
             try:
-                producer.produce(topic, value, b"key-%d" % i, i % partitions)
+                producer.produce(topic, values[i * 7919 % len(values)], b"key-%d" % i, i % partitions)
                 break
             except BufferError:
                 producer.poll(0.05)
@@ -123,8 +128,9 @@ def tree_cpu() -> dict[str, float]:
     return totals
 
 
-def best(repeat: int, run: Callable[[], int]) -> tuple[float, int, dict[str, float]]:
-    """Fastest of `repeat` runs: (seconds, rows, CPU seconds by role during that run)."""
+def median(repeat: int, run: Callable[[], int]) -> tuple[float, int, dict[str, float], str]:
+    """The median of `repeat` runs: (seconds, rows, CPU seconds by role during that run, the range of
+    rates over all runs)."""
     results = []
     for _ in range(repeat):
         before = tree_cpu()
@@ -133,7 +139,10 @@ def best(repeat: int, run: Callable[[], int]) -> tuple[float, int, dict[str, flo
         elapsed = time.perf_counter() - start
         after = tree_cpu()
         results.append((elapsed, rows, {k: v - before.get(k, 0.0) for k, v in after.items()}))
-    return min(results, key=lambda r: r[0])
+    results.sort(key=lambda r: r[0])
+    seconds, rows, cpu = results[len(results) // 2]
+    spread = f"{rows / results[-1][0]:,.0f} to {rows / results[0][0]:,.0f}"
+    return seconds, rows, cpu, spread
 
 
 def read_confluent(bootstrap: str, topic: str, partitions: int, records: int) -> int:
@@ -196,7 +205,7 @@ def write_spark(spark: Any, bootstrap: str, topic: str, records: int, value_size
     return records
 
 
-def report(name: str, seconds: float, rows: int, cpu: dict[str, float], value_size: int) -> None:
+def report(name: str, seconds: float, rows: int, cpu: dict[str, float], spread: str, value_size: int) -> None:
     """Wall-clock rate, then the CPU every process of the run spent per row (what a busy machine distorts
     much less) and the rate that cost would allow if two cores did nothing else and were always busy."""
     per_row = {role: t / rows * 1e9 for role, t in sorted(cpu.items()) if t > 0.005}
@@ -204,7 +213,7 @@ def report(name: str, seconds: float, rows: int, cpu: dict[str, float], value_si
     split = ", ".join(f"{role} {ns:,.0f}" for role, ns in per_row.items())
     print(
         f"  {name:<18} {rows / seconds:>10,.0f} rows/s {rows * (value_size + 10) / seconds / 1e6:>6.1f} MB/s"
-        f"  ({rows:,} rows in {seconds:.2f} s)\n"
+        f"  ({rows:,} rows in {seconds:.2f} s; all runs {spread} rows/s)\n"
         f"  {'':<18} CPU {total:,.0f} ns/row ({split}); CPU-bound limit on 2 cores {2e9 / total:,.0f} rows/s"
     )
 
@@ -215,7 +224,10 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--value-size", type=int, default=100)
     parser.add_argument("--cores", type=int, default=2)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=12, help="untimed source reads before the timed ones")
+    parser.add_argument("--fetcher", choices=["native", "librdkafka"], action="append")
+    parser.add_argument("--varied-values", action="store_true")
     parser.add_argument("--only", choices=["confluent", "fetch", "source", "sink"], action="append")
     args = parser.parse_args()
     only = set(args.only or ["confluent", "fetch", "source", "sink"])
@@ -230,29 +242,37 @@ def main() -> None:
 
 def run(args: argparse.Namespace, only: set[str], bootstrap: str) -> None:
     n, parts, size = args.records, args.partitions, args.value_size
-    seconds = fill(bootstrap, "bench", parts, n, size)
+    seconds = fill(bootstrap, "bench", parts, n, size, args.varied_values)
+    sizes = f"{size // 2} to {size + size // 2}" if args.varied_values else f"{size}"
     print(
-        f"herd broker {bootstrap}; {n:,} records of {size} B in {parts} partitions "
+        f"herd broker {bootstrap}; {n:,} records of {sizes} B in {parts} partitions "
         f"(produced in {seconds:.1f} s); {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}; "
-        f"best of {args.repeat}"
+        f"median of {args.repeat}"
     )
     if "confluent" in only:
         report(
-            "confluent-kafka", *best(args.repeat, lambda: read_confluent(bootstrap, "bench", parts, n)), size
+            "confluent-kafka",
+            *median(args.repeat, lambda: read_confluent(bootstrap, "bench", parts, n)),
+            size,
         )
     if "fetch" in only:
-        report("fetch -> Arrow", *best(args.repeat, lambda: read_fetch(bootstrap, "bench", parts, n)), size)
+        report("fetch -> Arrow", *median(args.repeat, lambda: read_fetch(bootstrap, "bench", parts, n)), size)
     if not only & {"source", "sink"}:
         return
     from herd.spark.session import local_session
 
     spark = local_session("herd-bench", cores=args.cores)
-    read_spark(spark, bootstrap, "bench", n)  # warm-up: Python workers, JIT, consumers
+    warm = []
+    for _ in range(max(1, args.warmup)):  # Python workers, consumers, and the JVM's JIT
+        start = time.perf_counter()
+        read_spark(spark, bootstrap, "bench", n)
+        warm.append(f"{n / (time.perf_counter() - start) / 1e6:.2f}")
+    print(f"  warm-up reads (M rows/s): {' '.join(warm)}")
     if "source" in only:
-        for fetcher in ("native", "librdkafka"):
+        for fetcher in args.fetcher or ["native", "librdkafka"]:
             report(
                 f"source {fetcher}",
-                *best(args.repeat, lambda: read_spark(spark, bootstrap, "bench", n, fetcher)),  # noqa: B023
+                *median(args.repeat, lambda: read_spark(spark, bootstrap, "bench", n, fetcher)),  # noqa: B023
                 size,
             )
     if "sink" in only:
@@ -260,7 +280,7 @@ def run(args: argparse.Namespace, only: set[str], bootstrap: str) -> None:
         time.sleep(1)
         report(
             f"sink local[{args.cores}]",
-            *best(args.repeat, lambda: write_spark(spark, bootstrap, "sunk", n, size, args.cores)),
+            *median(args.repeat, lambda: write_spark(spark, bootstrap, "sunk", n, size, args.cores)),
             size,
         )
     spark.stop()
