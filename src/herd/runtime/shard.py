@@ -19,7 +19,8 @@ writer's fsync runs in its thread.
 
 The writer is group commit. While a write is in flight everything that arrives is staged; when it
 completes, the writer takes *all* staged batches and has them appended with one call and fsynced once in
-another thread (the broker-wide `flusher.Flusher`, which writes every waiting partition in one round; or, for
+another thread (the broker-wide `flusher.Flusher`, which writes every waiting partition in one round and gives
+each writer its turn just before a round starts, so the batch holds everything staged until then; or, for
 a shard on its own, an append on the loop and an fsync through `run_in_executor`), so the loop keeps serving,
 checks `flushed_offset` covers them and releases their replies in order. One write at a time: the log is
 never appended to while its fsync runs, so it needs no locking. A batch over the partition's max message size is refused before it is replayed
@@ -215,6 +216,8 @@ class ShardRuntime:
         try:
             while self._staged:
                 self.compactor.install_ready()  # between two fsyncs: the only time the log may change under it
+                if self._flusher is not None:
+                    await self._flusher.turn()  # all that is staged when the next round starts goes into it
                 entries, self._staged = self._staged, []
                 await self._write(entries)
                 for entry in entries:

@@ -82,3 +82,45 @@ def test_a_round_with_more_batches_than_writev_takes_buffers(tmp_path) -> None:
         assert reopened.log_end_offset == 3000
 
     asyncio.run(main())
+
+
+def test_writers_that_take_a_turn_while_a_round_runs_share_the_next_round() -> None:
+    """What writers queue when their turn comes goes into one round, sealed only after all of them queued."""
+    async def main() -> None:
+        fs = MemoryFileSystem()
+        partitions = logs(fs, 6)
+        flusher = Flusher(asyncio.get_running_loop(), threads=2)
+        first = flusher.write(partitions[0], BATCH, 0)
+
+        async def writer(log) -> object:
+            await flusher.turn()
+            return await flusher.write(log, BATCH * 2, 0)
+
+        others = [asyncio.ensure_future(writer(log)) for log in partitions[1:]]
+        assert (await first).base_offset == 0
+        results = await asyncio.gather(*others)
+        assert [(r.base_offset, r.last_offset) for r in results] == [(0, 1)] * 5
+        assert flusher.rounds == 2
+        assert [log.flushed_offset for log in partitions] == [1, 2, 2, 2, 2, 2]
+        await asyncio.get_running_loop().run_in_executor(None, flusher.close)
+        assert [log.log_end_offset for log in logs(fs.crash(), 6)] == [1, 2, 2, 2, 2, 2]
+
+    asyncio.run(main())
+
+
+def test_a_failed_fsync_fails_only_the_writes_of_its_log_in_a_shared_round() -> None:
+    async def main() -> None:
+        fs = MemoryFileSystem()
+        partitions = logs(fs, 4)
+        flusher = Flusher(asyncio.get_running_loop(), threads=4)
+        await flusher.turn()  # the writes below are queued before the round is sealed
+        fs.fail("fsync")
+        outcomes = await asyncio.gather(*(flusher.write(log, BATCH, 0) for log in partitions),
+                                        return_exceptions=True)
+        failed = [o for o in outcomes if isinstance(o, BaseException)]
+        assert len(failed) == 1 and isinstance(failed[0], KafkaStorageError)
+        assert flusher.rounds == 1
+        assert sum(log.flushed_offset for log in partitions) == 3
+        await asyncio.get_running_loop().run_in_executor(None, flusher.close)
+
+    asyncio.run(main())
