@@ -338,3 +338,37 @@ def test_kafka_python_admin_alters_lists_deletes_offsets_and_groups(shared):
 def test_aiokafka_admin_lists_group_offsets(shared):
     kafka_python_commit(shared.bootstrap, "admin-aiokafka", {0: (3, "x"), 1: (4, "")})
     assert aiokafka_fetch(shared.bootstrap, "admin-aiokafka") == {0: (3, "x"), 1: (4, "")}
+
+
+# -- deleting a topic ------------------------------------------------------------------------------------------
+
+
+def test_deleting_a_topic_deletes_the_offsets_committed_on_it_and_they_stay_deleted(broker_factory):
+    # Kafka's onPartitionsDeleted: the offsets go with the topic (tombstones in __consumer_offsets), so a topic
+    # created again under the same name does not resume from the old topic's positions, even after a restart.
+    from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    broker = broker_factory(OVERRIDES)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    for name in (TOPIC, "kept"):
+        admin.create_topics([NewTopic(name, PARTITIONS, 1)])[name].result(timeout=20)
+    confluent_commit(broker.bootstrap, "reader", {0: (41, "a"), 2: (9, "")})
+    kafka_python_commit(broker.bootstrap, "other-reader", {1: (5, "")})
+    kept = ConsumerGroupTopicPartitions("reader", [TopicPartition("kept", 0, 77)])
+    admin.alter_consumer_group_offsets([kept])["reader"].result(timeout=20)
+
+    admin.delete_topics([TOPIC])[TOPIC].result(timeout=20)
+    assert wait_for(lambda: confluent_fetch(broker.bootstrap, "reader") == {} or None, what="the offsets to go")
+    assert confluent_fetch(broker.bootstrap, "other-reader") == {}
+
+    def listed(group: str) -> dict[tuple[str, int], int]:
+        result = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group)])[group].result(timeout=20)
+        return {(tp.topic, tp.partition): tp.offset for tp in result.topic_partitions}
+
+    assert listed("reader") == {("kept", 0): 77}  # the other topic's offset stays
+    admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(timeout=20)
+    broker.kill()
+    broker.restart()
+    assert wait_for(lambda: confluent_fetch(broker.bootstrap, "reader") == {} or None, what="a fetch after restart")
+    assert listed("reader") == {("kept", 0): 77} and listed("other-reader") == {}

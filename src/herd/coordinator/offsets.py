@@ -263,6 +263,19 @@ def _delete_partition(group_id: str, topic: str, partition: int, subscribed: boo
     return DeletePartitionResponse(partition)
 
 
+# --- deleted topics ---------------------------------------------------------------------------------
+
+
+def on_topics_deleted(ctx: ShardContext, topics: frozenset[str]) -> Result:
+    """Kafka's OffsetMetadataManager.onPartitionsDeleted: a tombstone for every committed offset of the deleted
+    topics, in every group of this shard. The groups stay; an Empty group left without offsets is deleted by
+    the next retention check, as in Kafka (retention.py)."""
+    records = tuple(offset_tombstone_record(group_id, topic, partition)
+                    for group_id, group_offsets in ctx.offsets.items()
+                    for topic, partition in group_offsets if topic in topics)
+    return Result(records=records)
+
+
 # --- replay -----------------------------------------------------------------------------------------
 
 

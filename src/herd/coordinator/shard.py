@@ -133,6 +133,10 @@ class GroupCoordinatorShard:
     def offset_delete(self, req: OffsetDelete, reply: object) -> Result:
         return offsets.delete(self._ctx, req, reply)
 
+    def on_topics_deleted(self, topics: frozenset[str]) -> Result:
+        """Topics were deleted: tombstones for the offsets committed on them (no reply; the runtime appends)."""
+        return offsets.on_topics_deleted(self._ctx, topics)
+
     def alter_group_configs(self, req: AlterGroupConfigs, reply: object) -> Result:
         return group_configs.alter(self._ctx, req, reply)
 

@@ -150,6 +150,19 @@ class CoordinatorRuntime:
         """`ShardRuntime.heartbeat` of the group's shard: the answer's error code, or None to go through `call`."""
         return self.shard_for(group_id).heartbeat(group_id, generation_id, member_id, instance_id)
 
+    def on_topics_deleted(self, topics: Iterable[str]) -> None:
+        """Kafka's GroupCoordinatorService.onPartitionsDeleted: every active shard writes tombstones for the
+        offsets its groups committed on `topics`, in the background (DeleteTopics does not wait for them, as in
+        Kafka, where the metadata publisher calls this after the deletion). A partition still loading keeps
+        those offsets, as Kafka's write-to-all-shards fails for it; they expire with offset retention."""
+        deleted = frozenset(topics)
+        for shard in self.shards.values():
+            if shard.state is ShardState.ACTIVE:
+                shard.apply(shard.shard.on_topics_deleted(deleted))
+            else:
+                log.info("__consumer_offsets-%d is %s: offsets of deleted topics %s stay until they expire",
+                         shard.partition, shard.state.value, sorted(deleted))
+
     def call_all(self, method: str, request: object) -> list[object]:
         """`method` on every active shard (ListGroups). Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)
         while any hosted partition is loading."""

@@ -88,3 +88,21 @@ def test_a_failed_append_answers_the_mapped_error_at_the_top() -> None:
     failed = reply(c.shard.on_append_failed(result, ErrorCode.NOT_LEADER_OR_FOLLOWER), "h")
     assert (failed.error_code, failed.topics) == (ErrorCode.NOT_COORDINATOR, ())
     assert c.shard.committed_offsets("g").keys() == {("t", 0)}
+
+
+def test_deleting_a_topic_tombstones_its_offsets_in_every_group_and_nothing_else() -> None:
+    # OffsetMetadataManager#onPartitionsDeleted: every group's offsets on the deleted topics get a tombstone;
+    # the groups themselves, their members and other topics' offsets are untouched.
+    c = Ctx()
+    member, _ = c.stable_group(2, protocols=consumer_protocols("gone"))
+    commit(c, "gone", 0, 1, gen=1, member=member)
+    commit(c, "kept", 0, gen=1, member=member)
+    commit(c, "gone", 2, group="simple")
+    records = c.apply(c.shard.on_topics_deleted(frozenset({"gone", "never-committed"}))).records
+    assert sorted(records, key=lambda r: r.key) == sorted(
+        (offset_tombstone("g", "gone", 0), offset_tombstone("g", "gone", 1), offset_tombstone("simple", "gone", 2)),
+        key=lambda r: r.key)
+    assert c.shard.committed_offsets("g").keys() == {("kept", 0)}
+    assert c.shard.committed_offsets("simple") == {}
+    assert c.shard.group("g").state is GroupState.STABLE and len(c.shard.group("g").members) == 2
+    assert c.shard.on_topics_deleted(frozenset({"gone"})).records == ()  # nothing left to delete

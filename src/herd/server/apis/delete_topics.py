@@ -3,7 +3,8 @@
 v1: throttle time (Kafka 4.x's lowest, KIP-896). v4: flexible. v5: error message. v6: topics by name or id.
 
 Internal topics cannot be deleted (INVALID_TOPIC_EXCEPTION); with delete.topic.enable=false every deletion
-gets TOPIC_DELETION_DISABLED. A deleted topic's data is removed at once.
+gets TOPIC_DELETION_DISABLED. A deleted topic's data is removed at once, and the group coordinator writes
+tombstones for the offsets committed on it (Kafka's onPartitionsDeleted).
 """
 
 from __future__ import annotations
@@ -54,4 +55,6 @@ def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -
     except TopicError as e:
         return ErrorCode(e.error_code), str(e), topic.name, topic.topic_id
     ctx.broker.producers.forget(topic.name)
+    if ctx.broker.coordinator is not None:
+        ctx.broker.coordinator.on_topics_deleted((topic.name,))
     return ErrorCode.none, None, topic.name, topic.topic_id
