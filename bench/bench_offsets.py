@@ -1,14 +1,19 @@
 """Offset benchmark: durable commits against a real `herd serve`, and loading 1,000,000 committed offsets.
 
-    .venv/bin/python bench/bench_offsets.py [--committers 1,64] [--seconds 10] [--groups 10000]
-                                            [--partitions 100] [--history 3] [--skip-commits] [--skip-load]
+    .venv/bin/python bench/bench_offsets.py [--committers 1,64] [--commit-groups 8] [--seconds 10] [--runs 1]
+                                            [--groups 10000] [--partitions 100] [--history 3]
+                                            [--skip-commits] [--skip-load]
 
 1. commits: N committers, each on its own connection with one OffsetCommit v9 in flight (a simple commit,
-   generation -1, of one partition; committer i commits group bench-i, so the groups spread over the 50
-   `__consumer_offsets` partitions as real groups do). An answer means the commit is durable (fsynced,
-   group-committed with whatever else was pending on that partition). Throughput and latency percentiles
-   for each N in --committers. Requests are encoded once with kio and only the offset is patched; a
-   response is checked against the bytes of a successful answer (decoded with kio when it differs).
+   generation -1, of one partition of a 64-partition topic: committer i commits partition i). Committers are
+   spread over --commit-groups groups as the consumers of a deployment are (committer i commits for group
+   bench-(i mod G); the default 8 groups of 8 committers land on 8 `__consumer_offsets` partitions; 0 gives
+   every committer a group of its own, 64 groups on 46 partitions). An answer means the commit is durable
+   (fsynced, group-committed with whatever else was pending). Throughput, latency percentiles and the CPU
+   time of the broker and of this client per commit, for each N in --committers, after a one-second warm-up
+   with the same committers, --runs times. Requests are encoded once with kio and only the offset is
+   patched; a response is checked against the bytes of a successful answer (decoded with kio when it
+   differs).
 2. load: --groups groups of --partitions committed offsets (1,000,000 by default), written as consumers
    commit them (one batch per group commit, all of a group's partitions), --history times each, into a
    fresh data directory with 256 KiB `__consumer_offsets` segments (the active segment is never compacted). A fresh process then starts the
@@ -115,9 +120,10 @@ def create_topic(port: int) -> None:
 
 # -- 1. commits ------------------------------------------------------------------------------------------------
 
-async def committer(port: int, index: int, stop_at: float, latencies: list[float], errors: list[int]) -> None:
+async def committer(port: int, index: int, groups: int, stop_at: float, latencies: list[float],
+                    errors: list[int]) -> None:
     partition = index % TOPIC_PARTITIONS
-    template, at = commit_template(f"bench-{index}", partition)
+    template, at = commit_template(f"bench-{index % groups if groups else index}", partition)
     expected = ok_response(partition)
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     request = bytearray(template)
@@ -138,21 +144,45 @@ async def committer(port: int, index: int, stop_at: float, latencies: list[float
     writer.close()
 
 
-def bench_commits(port: int, n: int, seconds: float) -> dict[str, Any]:
+def bench_commits(port: int, n: int, seconds: float, groups: int = 0, broker_pid: int | None = None,
+                  warmup: float = 0.0) -> dict[str, Any]:
     latencies: list[float] = []
     errors: list[int] = []
+    marks: dict[str, float] = {}
 
     async def run() -> float:
         started = time.monotonic()
-        await asyncio.gather(*(committer(port, i, started + seconds, latencies, errors) for i in range(n)))
-        return time.monotonic() - started
+        end = started + warmup + seconds
+
+        async def measure() -> None:  # the counters and the clock start after the warm-up
+            await asyncio.sleep(warmup)
+            latencies.clear()
+            marks["started"], marks["client"] = time.monotonic(), time.process_time()
+            marks["broker"] = _cpu_seconds(broker_pid) if broker_pid else 0.0
+
+        await asyncio.gather(measure(), *(committer(port, i, groups, end, latencies, errors) for i in range(n)))
+        marks["client"] = time.process_time() - marks["client"]
+        marks["broker"] = (_cpu_seconds(broker_pid) if broker_pid else 0.0) - marks["broker"]
+        return time.monotonic() - marks["started"]
 
     elapsed = _run(run())
     latencies.sort()
     q = statistics.quantiles(latencies, n=100)
-    return {"committers": n, "commits": len(latencies), "per_second": round(len(latencies) / elapsed),
-            "p50_ms": round(q[49] * 1000, 2), "p99_ms": round(q[98] * 1000, 2),
-            "max_ms": round(latencies[-1] * 1000, 2), "errors": len(errors)}
+    count = len(latencies)
+    result = {"committers": n, "groups": groups or n, "commits": count, "per_second": round(count / elapsed),
+              "p50_ms": round(q[49] * 1000, 2), "p99_ms": round(q[98] * 1000, 2),
+              "max_ms": round(latencies[-1] * 1000, 2), "errors": len(errors),
+              "client_us": round(1e6 * marks["client"] / count, 1)}
+    if broker_pid:
+        result["broker_us"] = round(1e6 * marks["broker"] / count, 1)
+    return result
+
+
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process (all its threads) has used so far (from /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _run(coroutine: Any) -> Any:
@@ -286,7 +316,10 @@ def bench_load(groups: int, partitions: int, history: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--committers", default="1,64")
+    parser.add_argument("--commit-groups", type=int, default=8, help="groups the committers are spread over "
+                        "(0: one each)")
     parser.add_argument("--seconds", type=float, default=10)
+    parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--groups", type=int, default=10_000)
     parser.add_argument("--partitions", type=int, default=100)
     parser.add_argument("--history", type=int, default=3)
@@ -307,9 +340,10 @@ def main() -> None:
             broker = Broker(data_dir)
             try:
                 create_topic(broker.port)
-                bench_commits(broker.port, 4, 1.0)  # warm up: connections, groups created
                 for n in (int(x) for x in args.committers.split(",")):
-                    print(json.dumps({"commits": bench_commits(broker.port, n, args.seconds)}), flush=True)
+                    for _ in range(args.runs):
+                        print(json.dumps({"commits": bench_commits(broker.port, n, args.seconds, args.commit_groups,
+                                                                   broker.proc.pid, warmup=1.0)}), flush=True)
             finally:
                 broker.stop()
     if not args.skip_load:
