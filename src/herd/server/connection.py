@@ -134,20 +134,14 @@ class Connection(asyncio.Protocol):
             self.abort(None)
             return
         if type(result) is Deferred:
-            slot = _Slot(correlation_id)
-            self._slots.append(slot)
+            slot = self._park(correlation_id)
             result.future.add_done_callback(partial(self._deferred_done, slot, result.respond, spec.name))
-            self.drained.clear()
-            self._update_reading()
         elif type(result) is CoroutineType:  # handlers are `async def` when they answer later; asyncio.iscoroutine
             # goes through an ABC check that cost half a microsecond per request
-            slot = _Slot(correlation_id)
-            self._slots.append(slot)
+            slot = self._park(correlation_id)
             task = asyncio.get_running_loop().create_task(self._complete(slot, result, spec.name))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-            self.drained.clear()
-            self._update_reading()
         else:
             self._push_ready(correlation_id, _NO_RESPONSE if result is None else result)
 
@@ -160,9 +154,7 @@ class Connection(asyncio.Protocol):
             log.exception("%s from %s failed; closing the connection", name, self._peer)
             self.abort(None)
             return
-        slot.response = _NO_RESPONSE if response is None else response
-        self._flush()
-        self._send_out()
+        self._fill(slot, response)
 
     def _deferred_done(self, slot: _Slot, respond: Callable[[Any], Any], name: str, future: asyncio.Future[Any]) -> None:
         if self._closing or future.cancelled():
@@ -173,9 +165,21 @@ class Connection(asyncio.Protocol):
             log.exception("%s from %s failed; closing the connection", name, self._peer)
             self.abort(None)
             return
+        self._fill(slot, response)
+
+    def _fill(self, slot: _Slot, response: Any) -> None:
+        """A parked request's answer is known: send it and whatever was waiting behind it."""
         slot.response = _NO_RESPONSE if response is None else response
         self._flush()
         self._send_out()
+
+    def _park(self, correlation_id: int) -> _Slot:
+        """A slot for an answer that comes later; reading pauses once too many are unanswered."""
+        slot = _Slot(correlation_id)
+        self._slots.append(slot)
+        self.drained.clear()
+        self._update_reading()
+        return slot
 
     def _push_ready(self, correlation_id: int, response: Any) -> None:
         if not self._slots:  # fast path: nothing ahead of it
