@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -238,6 +239,7 @@ def main() -> None:
     finally:
         broker.terminate()
         broker.wait(30)
+        shutil.rmtree(work, ignore_errors=True)  # the topic's segments: 230 MB at the defaults
 
 
 def run(args: argparse.Namespace, only: set[str], bootstrap: str) -> None:
