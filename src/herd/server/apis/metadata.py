@@ -4,7 +4,8 @@ v0: an empty topic list means every topic. v1: null means every topic, and an em
 is_internal, rack. v2: cluster id. v4: allow_auto_topic_creation. v5: offline replicas. v7: leader epoch.
 v8: authorized operations (herd reports -2147483648, "not requested"). v9: flexible. v10: topic ids, and
 topics may be asked for by id. v11: cluster authorized operations removed. v12: topic names nullable in the
-request. v13: top-level error code (Kafka 4.x's maximum).
+request. v13: top-level error code (Kafka 4.x's maximum). A topic without a name before v12, by id before v12,
+or with neither name nor id gets INVALID_REQUEST, as Kafka's InvalidRequestException answers.
 
 One node leads every partition. An unknown topic is created when both the request (v4+; always before v4) and
 `auto.create.topics.enable` allow it and its name is legal; otherwise UNKNOWN_TOPIC_OR_PARTITION (or
@@ -14,6 +15,7 @@ INVALID_TOPIC_EXCEPTION for an illegal name, UNKNOWN_TOPIC_ID for an unknown id)
 from __future__ import annotations
 
 import logging
+import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -34,6 +36,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
         topics = [_describe(b, ctx, t) for t in broker.cluster.topics()]
+    elif _invalid(ctx.api_version, request.topics):
+        # Kafka's InvalidRequestException, answered as MetadataRequest.getErrorResponse does: every topic asked
+        # for gets INVALID_REQUEST (a null name as "").
+        topics = [_error(b, ErrorCode.invalid_request, getattr(t, "name", None) or "", getattr(t, "topic_id", None))
+                  for t in request.topics]
     else:
         topics = [_lookup(b, ctx, request, entry) for entry in request.topics]
     node = b("MetadataResponseBroker", node_id=broker.node_id, host=broker.endpoint.host,
@@ -42,16 +49,27 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                       controller_id=broker.node_id, topics=tuple(topics), error_code=ErrorCode.none)
 
 
+def _has_id(entry: Any) -> bool:
+    topic_id = getattr(entry, "topic_id", None)
+    return topic_id is not None and topic_id.int != 0
+
+
+def _invalid(version: int, entries: Any) -> bool:
+    """KafkaApis.handleTopicMetadataRequest: before v12 a topic needs a name and cannot be asked for by id; from
+    v12 a topic with neither a name nor an id is as invalid (Kafka fails it on the null name)."""
+    if version < 12:
+        return any(getattr(t, "name", None) is None or _has_id(t) for t in entries)
+    return any(t.name is None and not _has_id(t) for t in entries)
+
+
 def _lookup(b: Builder, ctx: RequestContext, request: Any, entry: Any) -> Any:
     cluster = ctx.broker.cluster
     name = getattr(entry, "name", None)
-    topic_id = getattr(entry, "topic_id", None)
-    if name is None and topic_id is not None and topic_id.int != 0:
-        topic = cluster.by_id(topic_id)
+    if name is None:  # v12+, by id (`_invalid` refused the rest)
+        topic = cluster.by_id(entry.topic_id)
         if topic is None:
-            return _error(b, ErrorCode.unknown_topic_id, None, topic_id)
+            return _error(b, ErrorCode.unknown_topic_id, None, entry.topic_id)
         return _describe(b, ctx, topic)
-    assert name is not None
     topic = cluster.get(name)
     if topic is not None:
         return _describe(b, ctx, topic)
@@ -82,7 +100,5 @@ def _describe(b: Builder, ctx: RequestContext, topic: Topic) -> Any:
 
 
 def _error(b: Builder, code: ErrorCode, name: str | None, topic_id: Any = None) -> Any:
-    import uuid
-
     return b("MetadataResponseTopic", error_code=code, name=name, topic_id=topic_id or uuid.UUID(int=0),
              is_internal=False, partitions=())
