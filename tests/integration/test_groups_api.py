@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -306,3 +307,42 @@ def test_groups_of_a_partition_this_node_does_not_host_get_not_coordinator(tmp_p
             assert (d.groups[0].group_state, [m.member_id for m in d.groups[0].members]) == ("Stable", [member])
     finally:
         node.stop()
+
+
+def test_a_join_parked_on_a_connection_that_closes_is_answered_into_the_void_and_the_group_goes_on(broker):
+    # A parked JoinGroup's answer is a done callback on the coordinator's future (a `Deferred`); the connection
+    # is gone when it comes, so nothing is written, and the rest of the group completes the rebalance as usual
+    # (the silent member is dropped when it never sends SyncGroup, as in Kafka).
+    group = f"parked-{uuid.uuid4()}"
+    with RawClient(broker.port) as a:
+        first = join(a, 9, group, member_id=join(a, 9, group, rebalance_timeout=1_000).member_id,
+                     rebalance_timeout=1_000)
+        assert first.error_code == ErrorCode.none and first.generation_id == 1
+        assert a.request(SYNC, 5, req(SYNC, 5, group_id=group, generation_id=1, member_id=first.member_id,
+                                      group_instance_id=None, protocol_type="consumer", protocol_name="range",
+                                      assignments=())).error_code == ErrorCode.none
+        b = RawClient(broker.port)
+        b_first = join(b, 9, group, rebalance_timeout=1_000)
+        b.send_raw(b.encode(JOIN, 9, req(JOIN, 9, group_id=group, session_timeout=10_000, rebalance_timeout=1_000,
+                                         member_id=b_first.member_id, group_instance_id=None,
+                                         protocol_type="consumer", reason="test", protocols=(
+                                             part(JOIN, 9, "JoinGroupRequestProtocol", name="range",
+                                                  metadata=b"meta"),))))
+        hb = req(HEARTBEAT, 4, group_id=group, generation_id=1, member_id=first.member_id, group_instance_id=None)
+        assert a.request(HEARTBEAT, 4, hb).error_code == ErrorCode.rebalance_in_progress  # b's join is parked
+        b.close()
+        second = join(a, 9, group, member_id=first.member_id, rebalance_timeout=1_000)  # completes the join phase
+        assert second.error_code == ErrorCode.none and second.generation_id == 2
+        assert sorted(m.member_id for m in second.members) == sorted([first.member_id, b_first.member_id])
+        synced = a.request(SYNC, 5, req(SYNC, 5, group_id=group, generation_id=2, member_id=first.member_id,
+                                        group_instance_id=None, protocol_type="consumer", protocol_name="range",
+                                        assignments=()))
+        assert synced.error_code == ErrorCode.none
+        # b never syncs: after the rebalance timeout (1 s) it is removed and a rebalances alone.
+        deadline = time.monotonic() + 10
+        while a.request(HEARTBEAT, 4, req(HEARTBEAT, 4, group_id=group, generation_id=2, member_id=first.member_id,
+                                          group_instance_id=None)).error_code != ErrorCode.rebalance_in_progress:
+            assert time.monotonic() < deadline, "b was never removed"
+        third = join(a, 9, group, member_id=first.member_id, rebalance_timeout=1_000)
+        assert third.error_code == ErrorCode.none and [m.member_id for m in third.members] == [first.member_id]
+    assert "Traceback" not in broker.log()
