@@ -135,3 +135,29 @@ def test_pipelined_requests_are_answered_in_order(broker):
             resp = client.read_response(3, 12)
             assert client.last_correlation_id == i + 1
             assert resp.topics[0].name == f"p{i}"
+
+
+def test_metadata_refuses_topics_it_cannot_look_up_with_invalid_request(broker):
+    # KafkaApis.handleTopicMetadataRequest: before v12 a topic needs a name and may not be asked for by id;
+    # from v12 a topic with neither is as invalid. MetadataRequest.getErrorResponse answers every topic asked
+    # for with INVALID_REQUEST (a null name as ""); a well-formed request in the same connection still works.
+    import uuid
+
+    from kio.schema.metadata.v11.request import MetadataRequest as MetadataRequestV11
+    from kio.schema.metadata.v11.request import MetadataRequestTopic as TopicV11
+
+    some_id = uuid.uuid4()
+    with RawClient(broker.port) as client:
+        for topics in ((TopicV11(topic_id=None, name=None),), (TopicV11(topic_id=some_id, name="t"),)):
+            resp = client.request(3, 11, MetadataRequestV11(topics=topics, allow_auto_topic_creation=False,
+                                                            include_topic_authorized_operations=False))
+            assert [(t.name, t.error_code) for t in resp.topics] == [(topics[0].name or "", ErrorCode.invalid_request)]
+        resp = client.request(3, 12, MetadataRequest(topics=(MetadataRequestTopic(topic_id=None, name=None),),
+                                                     allow_auto_topic_creation=False,
+                                                     include_topic_authorized_operations=False))
+        assert [t.error_code for t in resp.topics] == [ErrorCode.invalid_request]
+        resp = client.request(3, 12, MetadataRequest(topics=(MetadataRequestTopic(topic_id=some_id, name=None),),
+                                                     allow_auto_topic_creation=False,
+                                                     include_topic_authorized_operations=False))
+        assert [(t.topic_id, t.error_code) for t in resp.topics] == [(some_id, ErrorCode.unknown_topic_id)]
+    _metadata_ok(broker.port)

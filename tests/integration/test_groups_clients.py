@@ -12,7 +12,7 @@ from collections import Counter
 
 import pytest
 from conftest import BrokerProcess
-from test_groups_common import (
+from test_groups_common import (  # noqa: F401  (members: a fixture)
     BROKER_OVERRIDES,
     CLIENTS,
     ChildMember,
@@ -22,10 +22,10 @@ from test_groups_common import (
     committed_offsets,
     consumed_values,
     create_topic,
+    members,
     produce,
     settled,
     start_members,
-    stop_all,
     wait_for,
 )
 
@@ -44,13 +44,6 @@ def topic(shared_broker, request):
     name = f"t{next(_names)}-{request.node.name.split('[')[-1].rstrip(']')}"
     create_topic(shared_broker.bootstrap, name, 6)
     return name
-
-
-@pytest.fixture
-def members():
-    started = []
-    yield started
-    stop_all(started)
 
 
 def _exactly_once(values: list[bytes], expected: list[bytes]) -> None:

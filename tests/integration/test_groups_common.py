@@ -21,8 +21,10 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
+
+import pytest
 
 CLIENTS = ("kafka-python", "confluent", "aiokafka")
 SESSION_MS = 6000
@@ -334,6 +336,14 @@ def start_members(client: str | Iterable[str], bootstrap: str, topic: str, group
     for m in members:
         m.start()
     return members
+
+
+@pytest.fixture
+def members() -> Iterator[list[Member]]:
+    """The members a test starts (it appends them); stopped afterwards. Test modules import this fixture."""
+    started: list[Member] = []
+    yield started
+    stop_all(started)
 
 
 def stop_all(members: Iterable[Member]) -> None:

@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 from conftest import BrokerProcess
-from test_groups_common import (
+from test_groups_common import (  # noqa: F401  (members: a fixture)
     BROKER_OVERRIDES,
     CLIENTS,
     admin_groups,
@@ -17,6 +17,7 @@ from test_groups_common import (
     committed_offsets,
     consumed_values,
     create_topic,
+    members,
     produce,
     settled,
     start_members,
@@ -32,13 +33,6 @@ def shared_broker(tmp_path_factory):
     broker = BrokerProcess(tmp_path_factory.mktemp("groups-mixed") / "data", BROKER_OVERRIDES).start()
     yield broker
     broker.stop()
-
-
-@pytest.fixture
-def members():
-    started = []
-    yield started
-    stop_all(started)
 
 
 def _topic(broker: BrokerProcess, partitions: int = 6) -> str:

@@ -22,7 +22,8 @@ from conftest import BrokerProcess
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
 from rawkafka import RawClient
-from test_groups_common import BROKER_OVERRIDES, CLIENTS, create_topic, settled, start_members, stop_all, wait_for
+from test_groups_common import (  # noqa: F401  (members: a fixture)
+    BROKER_OVERRIDES, CLIENTS, create_topic, members, settled, start_members, wait_for)
 
 CONFIG = "herd.expected.instance.ids"
 PARTITIONS = 8
@@ -34,13 +35,6 @@ def kip469_broker(tmp_path_factory):
     broker = BrokerProcess(tmp_path_factory.mktemp("kip469") / "data", BROKER_OVERRIDES).start()
     yield broker
     broker.stop()
-
-
-@pytest.fixture
-def members():
-    started = []
-    yield started
-    stop_all(started)
 
 
 def unique(prefix: str) -> str:

@@ -147,10 +147,9 @@ def _join_new_member(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, han
             add_member_then_rebalance(ctx, req, group, new_id, handle, fx)
 
 
-def add_member_then_rebalance(
-    ctx: ShardContext, req: JoinGroup, group: ClassicGroup, member_id: str, handle: object, fx: Effects
-) -> None:
-    member = Member(
+def member_from_join(ctx: ShardContext, req: JoinGroup, member_id: str, **state: object) -> Member:
+    """The member a JoinGroup describes, joining now; `state` sets the rest (is_new, assignment)."""
+    return Member(
         member_id=member_id,
         group_instance_id=req.group_instance_id,
         client_id=req.client_id,
@@ -159,9 +158,15 @@ def add_member_then_rebalance(
         session_timeout_ms=req.session_timeout_ms,
         protocol_type=req.protocol_type,
         protocols=req.protocols,
-        is_new=True,
         joined_at_ms=ctx.now(),
+        **state,  # type: ignore[arg-type]
     )
+
+
+def add_member_then_rebalance(
+    ctx: ShardContext, req: JoinGroup, group: ClassicGroup, member_id: str, handle: object, fx: Effects
+) -> None:
+    member = member_from_join(ctx, req, member_id, is_new=True)
     if group.is_in(PR) and group.previous_state is EMPTY_STATE:
         group.new_member_added = True
     group.add(member, handle)

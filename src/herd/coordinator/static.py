@@ -154,20 +154,9 @@ def _admit_and_hold(
     ctx: ShardContext, req: JoinGroup, group: ClassicGroup, new_id: str, handle: object, fx: Effects
 ) -> None:
     """Admit the member into the current generation with no partitions; persist it; no rebalance yet."""
-    from herd.coordinator.membership import current_generation_response, rebalance_timeout
+    from herd.coordinator.membership import current_generation_response, member_from_join
 
-    member = Member(
-        member_id=new_id,
-        group_instance_id=req.group_instance_id,
-        client_id=req.client_id,
-        client_host=req.client_host,
-        rebalance_timeout_ms=rebalance_timeout(req),
-        session_timeout_ms=req.session_timeout_ms,
-        protocol_type=req.protocol_type,
-        protocols=req.protocols,
-        assignment=prereg.EMPTY_CONSUMER_ASSIGNMENT,
-        joined_at_ms=ctx.now(),
-    )
+    member = member_from_join(ctx, req, new_id, assignment=prereg.EMPTY_CONSUMER_ASSIGNMENT)
     group.add(member)
     rb.arm_session(ctx, group, member)
     fx.records.append(group_record(group, group.assignments()))

@@ -43,11 +43,6 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-def coerce(kafka_type: str, value: Any) -> Any:
-    convert = _CONVERTERS.get(kafka_type)
-    return value if convert is None else convert(value)
-
-
 @lru_cache(maxsize=None)
 def _converters(cls: type) -> dict[str, Callable[[Any], Any] | None]:
     """Field name -> the conversion its Kafka type needs (None: the value goes in as it is)."""

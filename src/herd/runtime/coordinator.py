@@ -157,9 +157,7 @@ class CoordinatorRuntime:
         those offsets, as Kafka's write-to-all-shards fails for it; they expire with offset retention."""
         deleted = frozenset(topics)
         for shard in self.shards.values():
-            if shard.state is ShardState.ACTIVE:
-                shard.apply(shard.shard.on_topics_deleted(deleted))
-            else:
+            if not shard.on_topics_deleted(deleted):
                 log.info("__consumer_offsets-%d is %s: offsets of deleted topics %s stay until they expire",
                          shard.partition, shard.state.value, sorted(deleted))
 

@@ -161,9 +161,7 @@ class ShardRuntime:
 
         Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR) unless the shard is active.
         """
-        error = self.unavailable_error()
-        if error is not None:
-            raise CoordinatorError(error, f"__consumer_offsets-{self.partition} is {self.state.value}")
+        self._check_available()
         handle = ReplyHandle()
         self.apply(getattr(self.shard, method)(request, handle))
         return handle.outcome(self._loop)
@@ -173,11 +171,24 @@ class ShardRuntime:
         goes through `call`, whose answer waits for them: Kafka completes a write operation that produced no
         records at once only if nothing is pending, CoordinatorRuntime.CoordinatorWriteEvent). Raises
         CoordinatorError like `call`."""
-        if self.state is not ShardState.ACTIVE:
-            raise CoordinatorError(self.unavailable_error(), f"__consumer_offsets-{self.partition} is {self.state.value}")
-        if self._staged or self._writer is not None:
+        self._check_available()
+        if self.pending:
             return None
         return self.shard.heartbeat_error(group_id, generation_id, member_id, instance_id)
+
+    def on_topics_deleted(self, topics: frozenset[str]) -> bool:
+        """Tombstones for the offsets committed on `topics`, written in the background; False (nothing done)
+        unless the shard is active."""
+        if self.state is not ShardState.ACTIVE:
+            return False
+        self.apply(self.shard.on_topics_deleted(topics))
+        return True
+
+    def _check_available(self) -> None:
+        """Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR) unless the shard is active."""
+        error = self.unavailable_error()
+        if error is not None:
+            raise CoordinatorError(error, f"__consumer_offsets-{self.partition} is {self.state.value}")
 
     @property
     def pending(self) -> bool:

@@ -83,13 +83,16 @@ class RequestContext:
     """What a handler gets besides its request. Made once per request, so a plain slotted class (a frozen
     dataclass costs three times as much to construct); handlers treat it as read-only."""
 
-    __slots__ = ("broker", "header", "client_host", "api_version")
+    __slots__ = ("broker", "header", "client_host")
 
     def __init__(self, broker: Broker, header: RequestHeader, client_host: str) -> None:
         self.broker = broker
         self.header = header
         self.client_host = client_host
-        self.api_version = header.api_version
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
 
 
 class Deferred:
@@ -104,4 +107,3 @@ class Deferred:
     def __init__(self, future: asyncio.Future[Any], respond: Callable[[Any], Any]) -> None:
         self.future = future
         self.respond = respond
-
