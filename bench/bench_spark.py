@@ -28,9 +28,7 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -41,31 +39,7 @@ from typing import Any
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-
-def start_broker(work: Path) -> tuple[subprocess.Popen[bytes], str]:
-    log_path = work / "broker.log"
-    args = [
-        sys.executable,
-        "-m",
-        "herd.cli",
-        "serve",
-        "--log-level",
-        "INFO",
-        "--override",
-        "listeners=PLAINTEXT://127.0.0.1:0",
-        "--override",
-        f"log.dirs={work / 'data'}",
-    ]
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        match = re.search(r"herd listening on (\S+):(\d+)", log_path.read_text(errors="replace"))
-        if match:
-            return proc, f"127.0.0.1:{match.group(2)}"
-        time.sleep(0.05)
-    proc.kill()
-    raise RuntimeError(f"broker did not start:\n{log_path.read_text(errors='replace')}")
+from _broker import BenchBroker
 
 
 def fill(bootstrap: str, topic: str, partitions: int, records: int, value_size: int, varied: bool) -> float:
@@ -233,12 +207,12 @@ def main() -> None:
     args = parser.parse_args()
     only = set(args.only or ["confluent", "fetch", "source", "sink"])
     work = Path(tempfile.mkdtemp(prefix="herd-bench-spark-"))
-    broker, bootstrap = start_broker(work)
+    broker = BenchBroker(str(work / "data"))
+    bootstrap = broker.bootstrap
     try:
         run(args, only, bootstrap)
     finally:
-        broker.terminate()
-        broker.wait(30)
+        broker.stop(30)
         shutil.rmtree(work, ignore_errors=True)  # the topic's segments: 230 MB at the defaults
 
 
