@@ -41,12 +41,29 @@ class Setting:
 
 def _listeners_check(value: str) -> str | None:
     for item in _split_list(value):
-        if not _LISTENER.fullmatch(item):
+        match = _LISTENER.fullmatch(item)
+        if not match:
             return f"'{item}' is not a listener of the form PLAINTEXT://HOST:PORT"
+        if int(match.group("port")) > 65535:
+            return f"'{item}': port {match.group('port')} is out of range [0, 65535]"
     return None
 
 
 _LISTENER = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[0-9a-fA-F:.]*\]|[^:/\s]*):(?P<port>\d{1,5})")
+
+
+def _log_dirs_check(value: str) -> str | None:
+    """A path that cannot become a directory is refused before start, naming it (mkdir would only say
+    "File exists" or "Not a directory")."""
+    path = Path(value)
+    if not str(value).strip():
+        return "must name a directory"
+    for ancestor in (path, *path.parents):
+        if ancestor.exists():
+            if not ancestor.is_dir():
+                return f"'{ancestor}' is a file, not a directory"
+            return None
+    return None
 
 
 def _split_list(value: str) -> list[str]:
@@ -64,7 +81,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted.", minimum=1),
     Setting("message.max.bytes", "int", 1048588, "Largest record batch accepted (MESSAGE_TOO_LARGE).", minimum=0),
     # Logs
-    Setting("log.dirs", "string", "./herd-data", "Directory holding all partition logs."),
+    Setting("log.dirs", "string", "./herd-data", "Directory holding all partition logs.", check=_log_dirs_check),
     Setting("num.partitions", "int", 1, "Partitions of an auto-created topic.", minimum=1),
     Setting("auto.create.topics.enable", "bool", True, "Create unknown topics on Metadata requests."),
     Setting("log.segment.bytes", "int", 1073741824, "Size at which a segment rolls.", minimum=14),

@@ -25,6 +25,8 @@ def _serve(*args: str) -> subprocess.CompletedProcess[str]:
     (["--override", "novalue"], "--override expects key=value"),
     (["--config", "/nonexistent/server.properties"], "cannot read config file"),
     (["--no-such-flag"], "No such option"),
+    (["--override", "listeners=PLAINTEXT://127.0.0.1:99999"],
+     "listeners: 'PLAINTEXT://127.0.0.1:99999': port 99999 is out of range [0, 65535]"),
 ])
 def test_bad_arguments_get_one_line_and_exit_2(args, message):
     result = _serve(*args)
@@ -38,6 +40,24 @@ def test_port_in_use_is_one_line(broker, tmp_path):
                     "--override", f"log.dirs={tmp_path / 'other'}")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr and "error" in result.stderr.lower()
+
+
+def test_log_dirs_naming_a_file_is_one_line_with_the_path(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("not a directory")
+    result = _serve("--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={afile}")
+    assert result.returncode == 2
+    assert result.stderr.strip() == f"herd: error: log.dirs: '{afile}' is a file, not a directory"
+    assert afile.read_text() == "not a directory"
+
+
+def test_unresolvable_listener_host_is_one_line_naming_the_host(tmp_path):
+    result = _serve("--override", "listeners=PLAINTEXT://no-such-host.invalid:0",
+                    "--override", f"log.dirs={tmp_path / 'data'}")
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("herd: error: cannot listen on no-such-host.invalid:0: "), result.stderr
+    assert "Traceback" not in result.stderr
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])

@@ -43,6 +43,8 @@ def test_properties_file_syntax():
     ({"num.partitions": "0"}, "num.partitions: 0 is out of range"),
     ({"auto.create.topics.enable": "yes"}, "auto.create.topics.enable: 'yes' is not true or false"),
     ({"listeners": "127.0.0.1:9092"}, "is not a listener of the form"),
+    ({"listeners": "PLAINTEXT://127.0.0.1:99999"}, "port 99999 is out of range [0, 65535]"),
+    ({"advertised.listeners": "PLAINTEXT://h:65536"}, "port 65536 is out of range"),
     ({"node.id": "99999999999"}, "out of range"),
     ({"group.min.session.timeout.ms": "10", "group.max.session.timeout.ms": "5"}, "must not exceed"),
 ])
@@ -51,6 +53,15 @@ def test_bad_settings_are_refused_with_one_line(props, message):
         BrokerConfig.from_properties(props)
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_log_dirs_naming_a_file_is_refused_with_the_path(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for path in (afile, afile / "below"):
+        with pytest.raises(ConfigError, match=f"log.dirs: '{afile}' is a file, not a directory"):
+            BrokerConfig.from_properties({"log.dirs": str(path)})
+    assert BrokerConfig.from_properties({"log.dirs": str(tmp_path / "new" / "dir")})
 
 
 def test_retention_precedence():

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 from typing import Any
 
 from herd.config import BrokerConfig
@@ -57,7 +58,12 @@ class Server:
         self.broker.coordinator.start()
         loop = asyncio.get_running_loop()
         for listener in self.config.listeners:
-            srv = await loop.create_server(lambda: Connection(self), listener.host or "0.0.0.0", listener.port)
+            host = listener.host or "0.0.0.0"
+            try:
+                srv = await loop.create_server(lambda: Connection(self), host, listener.port)
+            except OSError as e:  # the port is taken, the host does not resolve or is not this machine's
+                reason = e.strerror if isinstance(e, socket.gaierror) or not e.errno else os.strerror(e.errno)
+                raise OSError(e.errno, f"cannot listen on {host}:{listener.port}: {reason}") from e
             self._servers.append(srv)
         host, port = self._servers[0].sockets[0].getsockname()[:2]
         advertised = self.config.get("advertised.listeners")
