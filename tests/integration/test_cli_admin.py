@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import datetime
 import json
+import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterable
@@ -331,6 +333,32 @@ def test_bad_arguments_are_one_line_and_exit_2(args, message):
 def test_an_unreachable_broker_is_one_line_and_exit_1():
     line = fails("groups", "list", "--bootstrap-server", "127.0.0.1:1")
     assert "cannot connect to 127.0.0.1:1" in line
+
+
+@pytest.mark.parametrize("answer", [
+    b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/html\r\n\r\n<!DOCTYPE html><html>...</html>\n",
+    b"\x00\x00\x00\x08\x7f\xff\xff\xffjunk",  # a plausible size, but not the id the request carried
+])
+def test_a_port_that_does_not_speak_kafka_is_one_line_and_exit_1(answer):
+    """An HTTP server (or anything else) answers the client's ApiVersions with bytes that are no Kafka answer:
+    one line saying so, at once, not "400 bytes read on a total of 1008813135 expected bytes"."""
+    with socket.create_server(("127.0.0.1", 0)) as listener:
+        port = listener.getsockname()[1]
+
+        def answer_once() -> None:
+            conn, _ = listener.accept()
+            with conn:
+                conn.recv(4096)
+                conn.sendall(answer)
+                time.sleep(5)  # keep the socket open: the client must not wait for the rest of a "frame"
+
+        server = threading.Thread(target=answer_once, daemon=True)
+        server.start()
+        started = time.monotonic()
+        line = fails("topics", "list", "--bootstrap-server", f"127.0.0.1:{port}")
+        assert time.monotonic() - started < 4.5
+    assert line.startswith(f"herd: error: 127.0.0.1:{port}: ")
+    assert "not a Kafka broker" in line or "correlation id" in line
 
 
 def test_unknown_group_is_one_line(cli_broker):
