@@ -56,6 +56,27 @@ def test_confluent_topic_lifecycle(broker):
     assert not (broker.data_dir / "life-0").exists()
 
 
+@pytest.mark.parametrize("name,value,complaint", [
+    ("max.message.bytes", "-5", "Value must be at least 0"),
+    ("retention.ms", "-99", "Value must be at least -1"),
+    ("segment.bytes", "1", "Value must be at least 1048576"),
+    ("segment.bytes", "99999999999", "Not a number of type INT"),
+    ("flush.messages", "0", "Value must be at least 1"),
+    ("cleanup.policy", "sometimes", "String must be one of"),
+])
+def test_out_of_range_topic_configs_are_refused_as_kafka_does(broker, name, value, complaint):
+    from confluent_kafka import KafkaError
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    topic = f"cfg-{name.replace('.', '-')}-{value.lstrip('-')}"
+    error = _wait(admin.create_topics([NewTopic(topic, 1, 1, config={name: value})]))[topic].args[0]
+    assert error.code() == KafkaError.INVALID_CONFIG
+    assert error.str().startswith(f"Invalid value {value} for configuration {name}: {complaint}")
+    assert topic not in admin.list_topics(timeout=10).topics
+    assert not (broker.data_dir / f"{topic}-0").exists()
+
+
 def test_kafka_python_topic_lifecycle(broker):
     from kafka import KafkaAdminClient
     from kafka.admin import NewPartitions, NewTopic

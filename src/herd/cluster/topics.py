@@ -51,31 +51,54 @@ class TopicConfigKey:
     kind: str  # "long", "int", "string"
     apply: Callable[[LogConfig, Any], LogConfig] | None  # how it changes the partition's LogConfig
     choices: tuple[str, ...] = ()
+    minimum: int | None = None  # Kafka's atLeast(...) validator
+
+    def complaint(self, value: str) -> str | None:
+        """Why `value` is refused, in the words of Kafka's ConfigDef, or None."""
+        if self.kind in ("int", "long"):
+            try:
+                number = int(value)
+            except ValueError:
+                return f"Not a number of type {self.kind.upper()}"
+            bits = 31 if self.kind == "int" else 63
+            if not -(2**bits) <= number < 2**bits:
+                return f"Not a number of type {self.kind.upper()}"
+            if self.minimum is not None and number < self.minimum:
+                return f"Value must be at least {self.minimum}"
+        elif self.choices and value not in self.choices:
+            return f"String must be one of: {', '.join(self.choices)}"
+        return None
 
 
 def _set(attr: str) -> Callable[[LogConfig, Any], LogConfig]:
     return lambda cfg, value: replace(cfg, **{attr: value})
 
 
-# Topic-level configs herd honours; the rest of Kafka's topic configs are refused with INVALID_CONFIG.
+# Kafka 4.x's smallest segment.bytes for a topic a client creates (KIP-1030); herd's own internal topics take
+# theirs from broker settings (offsets.topic.segment.bytes), which have their own bounds.
+MIN_SEGMENT_BYTES = 1024 * 1024
+
+# Topic-level configs herd honours, with the bounds Kafka's LogConfig gives them (apache/kafka
+# storage/src/main/java/org/apache/kafka/storage/internals/log/LogConfig.java); the rest of Kafka's topic
+# configs are refused with INVALID_CONFIG.
 TOPIC_CONFIGS: dict[str, TopicConfigKey] = {
     k.name: k
     for k in (
         TopicConfigKey("cleanup.policy", "string", _set("cleanup_policy"),
                        ("delete", "compact", "compact,delete", "delete,compact")),
-        TopicConfigKey("retention.ms", "long", _set("retention_ms")),
-        TopicConfigKey("retention.bytes", "long", _set("retention_bytes")),
-        TopicConfigKey("segment.bytes", "int", _set("segment_bytes")),
-        TopicConfigKey("flush.messages", "long", _set("flush_interval_messages")),
-        TopicConfigKey("flush.ms", "long", _set("flush_interval_ms")),
-        TopicConfigKey("index.interval.bytes", "int", _set("index_interval_bytes")),
+        TopicConfigKey("retention.ms", "long", _set("retention_ms"), minimum=-1),
+        TopicConfigKey("retention.bytes", "long", _set("retention_bytes")),  # any negative: no limit, as in Kafka
+        TopicConfigKey("segment.bytes", "int", _set("segment_bytes"), minimum=MIN_SEGMENT_BYTES),
+        TopicConfigKey("flush.messages", "long", _set("flush_interval_messages"), minimum=1),
+        TopicConfigKey("flush.ms", "long", _set("flush_interval_ms"), minimum=0),
+        TopicConfigKey("index.interval.bytes", "int", _set("index_interval_bytes"), minimum=0),
         TopicConfigKey("message.timestamp.type", "string", _set("message_timestamp_type"),
                        ("CreateTime", "LogAppendTime")),
-        TopicConfigKey("max.message.bytes", "int", _set("max_message_bytes")),
+        TopicConfigKey("max.message.bytes", "int", _set("max_message_bytes"), minimum=0),
         TopicConfigKey("compression.type", "string", None,
                        ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
-        TopicConfigKey("min.insync.replicas", "int", None),
-        TopicConfigKey("delete.retention.ms", "long", None),
+        TopicConfigKey("min.insync.replicas", "int", None, minimum=1),
+        TopicConfigKey("delete.retention.ms", "long", None, minimum=0),
     )
 }
 
@@ -91,8 +114,10 @@ def check_topic_name(name: str) -> None:
                          f"Topic name '{name}' is illegal: only ASCII alphanumerics, '.', '_' and '-' are allowed")
 
 
-def check_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:
-    """Returns the configs with null values dropped; raises TopicError(INVALID_CONFIG)."""
+def check_topic_configs(configs: dict[str, str | None], *, internal: bool = False) -> dict[str, str]:
+    """Returns the configs with null values dropped; raises TopicError(INVALID_CONFIG) with Kafka's message
+    ("Invalid value -5 for configuration max.message.bytes: Value must be at least 0"). `internal` topics
+    (made by herd from its own settings) skip the lower bound of segment.bytes."""
     checked: dict[str, str] = {}
     for name, value in configs.items():
         key = TOPIC_CONFIGS.get(name)
@@ -100,13 +125,11 @@ def check_topic_configs(configs: dict[str, str | None]) -> dict[str, str]:
             raise TopicError(INVALID_CONFIG, f"Unknown topic config name: {name}")
         if value is None:
             continue
-        if key.kind in ("int", "long"):
-            try:
-                int(value)
-            except ValueError:
-                raise TopicError(INVALID_CONFIG, f"Invalid value {value} for configuration {name}") from None
-        elif key.choices and value not in key.choices:
-            raise TopicError(INVALID_CONFIG, f"Invalid value {value} for configuration {name}")
+        if internal and key.name == "segment.bytes":
+            key = replace(key, minimum=1)
+        complaint = key.complaint(value)
+        if complaint is not None:
+            raise TopicError(INVALID_CONFIG, f"Invalid value {value} for configuration {name}: {complaint}")
         checked[name] = value
     return checked
 
@@ -199,7 +222,7 @@ class Cluster:
                                  f"Topic '{name}' collides with existing topic: {other}")
         if partitions < 1:
             raise TopicError(INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
-        checked = check_topic_configs(dict(configs or {}))
+        checked = check_topic_configs(dict(configs or {}), internal=name in INTERNAL_TOPICS)
         topic = Topic(name, uuid.uuid4(), checked)
         if validate_only:
             return topic
