@@ -52,6 +52,19 @@ def _listeners_check(value: str) -> str | None:
 _LISTENER = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[0-9a-fA-F:.]*\]|[^:/\s]*):(?P<port>\d{1,5})")
 
 
+def _advertised_check(value: str) -> str | None:
+    """As Kafka: clients cannot connect to the wildcard address (KafkaConfig's "advertised.listeners cannot
+    use the nonroutable meta-address 0.0.0.0")."""
+    complaint = _listeners_check(value)
+    if complaint is None:
+        for item in _split_list(value):
+            match = _LISTENER.fullmatch(item)
+            assert match is not None
+            if match.group("host").strip("[]") in ("0.0.0.0", "::"):
+                return f"'{item}': clients cannot connect to the wildcard address; name this host"
+    return complaint
+
+
 def _log_dirs_check(value: str) -> str | None:
     """A path that cannot become a directory is refused before start, naming it (mkdir would only say
     "File exists" or "Not a directory")."""
@@ -76,7 +89,7 @@ SETTINGS: tuple[Setting, ...] = (
             "Comma-separated listeners, NAME://HOST:PORT; port 0 picks a free port.", check=_listeners_check),
     Setting("advertised.listeners", "string", None,
             "Listeners given to clients in Metadata; defaults to the bound listeners.", nullable=True,
-            check=lambda v: None if v is None else _listeners_check(v)),
+            check=lambda v: None if v is None else _advertised_check(v)),
     Setting("node.id", "int", 0, "This broker's id.", minimum=0),
     Setting("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted.", minimum=1),
     Setting("message.max.bytes", "int", 1048588, "Largest record batch accepted (MESSAGE_TOO_LARGE).", minimum=0),
@@ -207,9 +220,12 @@ class BrokerConfig:
         props: dict[str, str] = {}
         if path is not None:
             try:
-                text = Path(path).read_text()
+                text = Path(path).read_bytes().decode()
             except OSError as e:
                 raise ConfigError(f"cannot read config file '{path}': {e.strerror}") from None
+            except UnicodeDecodeError as e:
+                raise ConfigError(f"cannot read config file '{path}': not UTF-8 text "
+                                  f"(byte 0x{e.object[e.start]:02x} at position {e.start})") from None
             props.update(parse_properties(text, path))
         for item in overrides:
             key, sep, value = item.partition("=")

@@ -45,6 +45,7 @@ def test_properties_file_syntax():
     ({"listeners": "127.0.0.1:9092"}, "is not a listener of the form"),
     ({"listeners": "PLAINTEXT://127.0.0.1:99999"}, "port 99999 is out of range [0, 65535]"),
     ({"advertised.listeners": "PLAINTEXT://h:65536"}, "port 65536 is out of range"),
+    ({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}, "clients cannot connect to the wildcard address"),
     ({"node.id": "99999999999"}, "out of range"),
     ({"group.min.session.timeout.ms": "10", "group.max.session.timeout.ms": "5"}, "must not exceed"),
 ])
@@ -79,3 +80,7 @@ def test_load_merges_file_and_overrides(tmp_path):
         BrokerConfig.load(None, ["novalue"])
     with pytest.raises(ConfigError, match="cannot read config file"):
         BrokerConfig.load(str(tmp_path / "missing"), [])
+    binary = tmp_path / "binary.properties"
+    binary.write_bytes(b"num.partitions=\xff\xfe\n")
+    with pytest.raises(ConfigError, match=r"binary.properties': not UTF-8 text \(byte 0xff at position 15\)"):
+        BrokerConfig.load(str(binary), [])

@@ -69,13 +69,18 @@ class Server:
         advertised = self.config.get("advertised.listeners")
         if advertised:
             first = self.config.__class__.from_properties({"listeners": advertised}).listeners[0]
-            self.broker.endpoint = Endpoint(first.host, first.port or port)
+            self.broker.endpoint = Endpoint(first.host or self._bound_host(host), first.port or port)
         else:
-            self.broker.endpoint = Endpoint(host if host not in ("0.0.0.0", "::") else "127.0.0.1", port)
+            self.broker.endpoint = Endpoint(self._bound_host(host), port)
         self._duties.append(loop.create_task(self._retention_loop()))
         self._duties.append(loop.create_task(self._flush_loop()))
         log.info("herd listening on %s:%d (node %d, data in %s)", self.broker.endpoint.host, port,
                  self.broker.node_id, os.path.abspath(self.config.get("log.dirs")))
+
+    @staticmethod
+    def _bound_host(host: str) -> str:
+        """The address clients are given for a listener bound to `host` (the wildcard gives loopback)."""
+        return host if host not in ("0.0.0.0", "::", "") else "127.0.0.1"
 
     async def _retention_loop(self) -> None:
         interval = self.config.get("log.retention.check.interval.ms") / 1000
