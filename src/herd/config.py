@@ -115,6 +115,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("log.message.timestamp.type", "string", "CreateTime", "CreateTime or LogAppendTime.",
             check=lambda v: None if v in ("CreateTime", "LogAppendTime") else "must be CreateTime or LogAppendTime"),
     Setting("delete.topic.enable", "bool", True, "Allow DeleteTopics."),
+    # Idempotent producers
+    Setting("producer.id.expiration.ms", "int", 86400000,
+            "How long the state of an idempotent producer that stopped appending is kept.", minimum=1),
+    Setting("herd.producer.state.max.entries", "int", 100000,
+            "Most (partition, producer id) states kept; beyond it the least recently used are forgotten.",
+            minimum=1),
     # Group coordinator
     Setting("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", minimum=1),
     Setting("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets.", minimum=1),

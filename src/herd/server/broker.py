@@ -37,7 +37,8 @@ class Broker:
         self.node_id: int = config.get("node.id")
         self.cluster = Cluster(Path(config.get("log.dirs")), store, config.log_config(), self.node_id)
         self.endpoint = Endpoint("127.0.0.1", 9092)  # set by the server once it is listening
-        self.producers = ProducerStates()
+        self.producers = ProducerStates(config.get("producer.id.expiration.ms"),
+                                        config.get("herd.producer.state.max.entries"))
         self.coordinator: CoordinatorRuntime | None = None  # the group coordinator, set by the server at start
         self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}
 

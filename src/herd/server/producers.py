@@ -6,6 +6,13 @@ that matches one of them is not appended again, and the answer carries the offse
 (Kafka answers a duplicate with NONE and the original base offset). A batch from an older epoch gets
 INVALID_PRODUCER_EPOCH; a gap in the sequence gets OUT_OF_ORDER_SEQUENCE_NUMBER.
 
+The state is bounded, since every producer id a client invents costs an entry (about 1.5 KB): an entry not
+appended to for `producer.id.expiration.ms` (Kafka's setting, one day by default) is forgotten, as Kafka's
+ProducerStateManager.removeExpiredProducers does, and beyond `herd.producer.state.max.entries` the least recently
+used entry is forgotten (Kafka has no such cap; it throttles InitProducerId instead, KIP-936). Entries are kept
+in order of last use, so both cost O(1) per append. A forgotten producer is treated as a new one: its next batch
+is accepted with whatever sequence it has, so only a retry of a batch older than that is not recognised.
+
 What Kafka does and herd does not yet: the state is not snapshotted to disk, so after a restart a producer's
 first batch is accepted with whatever sequence it has (where Kafka would still detect a duplicate of a batch
 written before the restart). docs/compatibility.md says so.
@@ -13,14 +20,20 @@ written before the restart). docs/compatibility.md says so.
 
 from __future__ import annotations
 
-from collections import deque
+import logging
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
 from herd.log.api import AppendResult, InvalidRecordError, LogError, PartitionLog
 from herd.log.batch import CONTROL_BIT, BatchHeader, iter_headers
 
+log = logging.getLogger(__name__)
+
 INT32_MAX = 2**31 - 1
 CACHED_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+DEFAULT_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
+DEFAULT_MAX_ENTRIES = 100_000  # herd.producer.state.max.entries
+_WARN_EVERY_MS = 60_000
 
 
 class OutOfOrderSequenceError(LogError):
@@ -41,6 +54,7 @@ class _BatchMeta:
 @dataclass(slots=True)
 class _ProducerEntry:
     epoch: int
+    last_append_ms: int = 0
     batches: deque[_BatchMeta] = field(default_factory=lambda: deque(maxlen=CACHED_BATCHES))
 
     @property
@@ -55,12 +69,21 @@ def _last_seq(header: BatchHeader) -> int:
 class ProducerStates:
     """The producer state of every partition this broker leads."""
 
-    def __init__(self) -> None:
-        self._entries: dict[tuple[str, int, int], _ProducerEntry] = {}  # (topic, partition, producer id)
+    def __init__(self, expiration_ms: int = DEFAULT_EXPIRATION_MS, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+        # (topic, partition, producer id) -> entry, least recently appended first
+        self._entries: OrderedDict[tuple[str, int, int], _ProducerEntry] = OrderedDict()
+        self.expiration_ms = expiration_ms
+        self.max_entries = max_entries
+        self.evicted = 0  # entries forgotten because of max_entries
+        self._warned_ms: int | None = None
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def append(self, log: PartitionLog, records: bytes, now_ms: int) -> AppendResult:
         """Append `records` to `log` unless it is a retried duplicate; raises LogError subclasses (the log checks
         framing, CRC and max.message.bytes)."""
+        self._expire(now_ms)
         headers = list(iter_headers(records))
         if any(h.attributes & CONTROL_BIT for h in headers):
             raise InvalidRecordError("control batches are written by the broker, not by producers")
@@ -75,7 +98,7 @@ class ProducerStates:
             for header in idempotent:
                 self._check(log, header)
         result = log.append(records, now_ms)
-        self._record(log, headers, result)
+        self._record(log, headers, result, now_ms)
         return result
 
     def _check(self, log: PartitionLog, header: BatchHeader) -> AppendResult | None:
@@ -100,7 +123,7 @@ class ProducerStates:
                 f"producer {header.producer_id}: sequence {header.base_sequence}, expected {expected}")
         return None
 
-    def _record(self, log: PartitionLog, headers: list[BatchHeader], result: AppendResult) -> None:
+    def _record(self, log: PartitionLog, headers: list[BatchHeader], result: AppendResult, now_ms: int) -> None:
         offset = result.base_offset
         for header in headers:
             count = header.last_offset_delta + 1
@@ -109,10 +132,34 @@ class ProducerStates:
                 entry = self._entries.get(key)
                 if entry is None or entry.epoch != header.producer_epoch:
                     entry = self._entries[key] = _ProducerEntry(header.producer_epoch)
+                    self._bound(now_ms)
+                entry.last_append_ms = now_ms
+                self._entries.move_to_end(key)
                 meta_result = AppendResult(offset, offset + count - 1, result.log_append_time,
                                            result.log_start_offset, header.record_count)
                 entry.batches.append(_BatchMeta(header.base_sequence, _last_seq(header), meta_result))
             offset += count
+
+    def _expire(self, now_ms: int) -> None:
+        """Forget the producers not appended to for expiration_ms (the oldest are first in line)."""
+        entries = self._entries
+        while entries:
+            key, entry = next(iter(entries.items()))
+            if now_ms - entry.last_append_ms < self.expiration_ms:
+                return
+            del entries[key]
+
+    def _bound(self, now_ms: int) -> None:
+        """Forget the least recently used producers beyond max_entries; warn at most once a minute."""
+        excess = len(self._entries) - self.max_entries
+        for _ in range(excess):
+            self._entries.popitem(last=False)
+            self.evicted += 1
+        if excess > 0 and (self._warned_ms is None or now_ms - self._warned_ms >= _WARN_EVERY_MS):
+            self._warned_ms = now_ms
+            log.warning("idempotent producer state is full (herd.producer.state.max.entries=%d): forgetting the "
+                        "least recently used producers (%d so far); a forgotten producer's retries of older "
+                        "batches are no longer recognised as duplicates", self.max_entries, self.evicted)
 
     def forget(self, topic: str) -> None:
         """Drop the state of a topic that is deleted."""

@@ -91,3 +91,29 @@ def test_control_batches_from_producers_are_refused(log):
     with pytest.raises(InvalidRecordError):
         ProducerStates().append(log, bytes(data), 0)
     assert log.log_end_offset == 0
+
+
+def test_a_producer_that_stopped_appending_is_forgotten_after_the_expiration(log):
+    states = ProducerStates(expiration_ms=1000)
+    states.append(log, batch(7, 0, 0), 0)
+    states.append(log, batch(8, 0, 0), 600)
+    states.append(log, batch(8, 0, 3), 1200)  # 7 idle for 1200 ms: gone; 8 was used at 1200
+    assert len(states) == 1
+    assert states.append(log, batch(7, 0, 0), 1300).base_offset == 9  # new to the broker: appended again
+    with pytest.raises(OutOfOrderSequenceError):
+        states.append(log, batch(8, 0, 9), 1300)  # 8 is still known
+
+
+def test_invented_producer_ids_cannot_grow_the_state_beyond_its_bound(log, caplog):
+    states = ProducerStates(max_entries=100)
+    busy = 10**6  # one producer stays in use throughout
+    for pid in range(1000):
+        states.append(log, batch(pid, 0, 0, count=1), pid)
+        if pid % 10 == 0:
+            last = states.append(log, batch(busy, 0, pid // 10, count=1), pid)
+    assert len(states) == 100 and states.evicted == 901
+    end = log.log_end_offset
+    retry = states.append(log, batch(busy, 0, 99, count=1), 1000)  # its last batch is still recognised
+    assert retry.base_offset == last.base_offset and log.log_end_offset == end
+    warnings = [r for r in caplog.records if "producer state is full" in r.getMessage()]
+    assert len(warnings) == 1  # at most one a minute, not one per eviction
