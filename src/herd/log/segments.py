@@ -99,6 +99,7 @@ class SegmentLog:
         self._dir_dirty = False
         self._failed: str | None = None
         self._write_error: str | None = None  # the last (logged) non-fatal error, until an append succeeds
+        self.report_errors = True  # False when the owner logs them (the coordinator runtime, for its partitions)
         self._cold: Segment | None = None  # the one sealed segment whose index is loaded for reading
         # (segment base, its max timestamp, offset of the batch holding it) -> offset of the record holding it
         self._max_record: tuple[tuple[int, int, int], int] | None = None
@@ -277,8 +278,9 @@ class SegmentLog:
             raise KafkaStorageError(f"{self.topic}-{self.partition}: {_describe(error)}") from error
         finally:
             _recovering.reset(token)
-        cleaner_offset = self.cleaner_offset
+        cleaner_offset, report_errors = self.cleaner_offset, self.report_errors
         vars(self).update(vars(fresh))
+        self.report_errors = report_errors
         self.cleaner_offset = max(cleaner_offset, self._log_start)
         log.warning("%s-%d recovered from %s: offsets %d to %d", self.topic, self.partition, self._dir,
                     self._log_start, self.log_end_offset)
@@ -440,7 +442,7 @@ class SegmentLog:
         """The KafkaStorageError for `error`; logged (ERROR) if it is the first since the last success."""
         what = _describe(error)
         name = f"{self.topic}-{self.partition}"
-        quiet = _recovering.get()  # recover() reports a failed attempt itself
+        quiet = _recovering.get() or not self.report_errors  # recover() reports a failed attempt itself
         if fatal and self._failed is None and not quiet:
             log.error("%s is offline after a disk error: %s; it answers KAFKA_STORAGE_ERROR until it is recovered "
                       "from disk (retried automatically)", name, what)

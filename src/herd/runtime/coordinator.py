@@ -99,7 +99,10 @@ class CoordinatorRuntime:
         max_batch = self._cluster.log_config(topic.configs).max_message_bytes
         if self._flusher is None:
             self._flusher = Flusher(loop)
-        shard = ShardRuntime(partition, topic.partitions[partition], config=self.config, clock=self.clock,
+        partition_log = topic.partitions[partition]
+        if hasattr(partition_log, "report_errors"):
+            partition_log.report_errors = False  # `_shard_failed` reports them, with what the groups see
+        shard = ShardRuntime(partition, partition_log, config=self.config, clock=self.clock,
                              loop=loop, max_batch_bytes=max_batch,
                              delete_retention_ms=self._delete_retention_ms(topic), flusher=self._flusher,
                              on_failed=self._shard_failed,
