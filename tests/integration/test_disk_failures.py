@@ -158,8 +158,8 @@ def test_a_data_partition_whose_roll_fails_stays_readable_and_takes_writes_again
         with pytest.raises(KafkaStorageError):
             producer.send("data", value, key=b"%d" % i, partition=0).get(10)
         errors += 1
-    assert log.failure is None and len(fs.listdir("/data/data-0")) == segments
     assert read_all(broker.bootstrap) == acked  # what was acknowledged is still readable
+    assert log.failure is None and len(fs.listdir("/data/data-0")) == segments
     assert len([r for r in caplog.records if r.levelno >= logging.ERROR and "data-0" in r.getMessage()]) == 1
 
     fs.set_full(False)
