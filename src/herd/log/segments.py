@@ -21,7 +21,10 @@ Disk failures (Kafka's KafkaStorageException; each is logged once, at ERROR, wit
 - a failed write is cut back and raised as KafkaStorageError; the partition stays readable and the next append
   tries again. So does a failed roll: the new segment is created only after the old one's indexes are written,
   and a new segment that could not be created is removed again, so the old segment simply stays the active one;
-- a failed fsync, a failed cut-back or a failed checkpoint leaves the partition *failed* (`failure` says why):
+- so does a failed index write or checkpoint of a flush (indexes and the recovery point are rebuilt or rescanned
+  from the log if need be);
+- a failed fsync, a failed cut-back, or a failed checkpoint of retention (whose segment deletions depend on it)
+  leaves the partition *failed* (`failure` says why):
   every call raises KafkaStorageError, reads included (what the page cache holds is no longer known to match the
   disk), until `recover()` reopens it from disk with the same recovery as at start. The broker retries that
   with a backoff (herd.runtime.recovery).
