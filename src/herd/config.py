@@ -121,6 +121,14 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("herd.producer.state.max.entries", "int", 100000,
             "Most (partition, producer id) states kept; beyond it the least recently used are forgotten.",
             minimum=1),
+    # Disk failures and file handles (herd's own: Kafka has neither)
+    Setting("herd.log.recovery.backoff.ms", "long", 1000,
+            "First retry of a partition that failed on a disk error (doubling while it keeps failing).", minimum=1),
+    Setting("herd.log.recovery.backoff.max.ms", "long", 60000, "Longest wait between two such retries.",
+            minimum=1),
+    Setting("herd.log.max.open.files", "int", 0,
+            "Most segment files kept open at once (least recently used closed); 0: half of RLIMIT_NOFILE.",
+            minimum=0),
     # Group coordinator
     Setting("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", minimum=1),
     Setting("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets.", minimum=1),

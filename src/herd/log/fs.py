@@ -12,8 +12,11 @@ file and renaming it), so a handle needs only `append`, `pread`, `fsync`, `trunc
 
 `crash()` returns a fresh `MemoryFileSystem` holding what survives: the durable directory entries with their
 durable content, plus, chosen by the caller, a prefix of each file's unsynced tail (a torn write). `fail("write",
-n)` makes the n-th next write (or fsync, ...) raise `OSError(EIO)`, so tests can inject exactly one fault; a
-failed write first writes half of its bytes, as a short write followed by an error would. Directories are not
+n)` makes the n-th next write (or fsync, open, ...) raise `OSError(EIO)` (or the errno given, e.g. ENOSPC), so
+tests can inject exactly one fault; a failed write first writes half of its bytes, as a short write followed by an
+error would. `set_full(True, under)` is a disk that is full until told otherwise: every write to a file under
+`under` raises ENOSPC and writes nothing (creating, renaming, removing and fsyncing still work, as on a real full
+disk), until `set_full(False)`. Directories are not
 modelled as durable or not: `makedirs`, `rmtree` and directory renames take effect at once. The runtime uses it
 from worker threads (fsync, compaction), so whole-namespace walks iterate over a snapshot of it.
 """
@@ -194,6 +197,13 @@ class _Inode:
 @dataclass(slots=True)
 class _Faults:
     countdown: dict[str, int] = field(default_factory=dict)  # operation -> calls left before it fails
+    codes: dict[str, int] = field(default_factory=dict)  # operation -> the errno it fails with
+    full_under: str | None = None  # writes to files under this directory raise ENOSPC
+
+    def check_space(self, path: str) -> None:
+        under = self.full_under
+        if under is not None and (under == "/" or path == under or path.startswith(under + "/")):
+            raise OSError(errno.ENOSPC, "No space left on device (injected)", path)
 
     def check(self, op: str, path: str) -> None:
         left = self.countdown.get(op)
@@ -203,7 +213,8 @@ class _Faults:
             self.countdown[op] = left - 1
             return
         del self.countdown[op]
-        raise OSError(errno.EIO, f"injected {op} failure", path)
+        code = self.codes.pop(op, errno.EIO)
+        raise OSError(code, f"injected {op} failure ({errno.errorcode.get(code, code)})", path)
 
 
 class MemoryFile:
@@ -220,6 +231,7 @@ class MemoryFile:
         self._fs.faults.check(op, self._path)
 
     def append(self, data: Bytes) -> None:
+        self._fs.faults.check_space(self._path)  # a full disk: nothing written
         try:
             self._check("write", write=True)
         except OSError:
@@ -258,9 +270,15 @@ class MemoryFileSystem:
         self.dirs: set[str] = {"/", "."}
         self.faults = _Faults()
 
-    def fail(self, op: str, nth: int = 1) -> None:
-        """Make the `nth` next call of `op` ("write", "fsync", "read", "truncate", "rename", "remove") raise."""
+    def fail(self, op: str, nth: int = 1, code: int = errno.EIO) -> None:
+        """Make the `nth` next call of `op` ("write", "fsync", "read", "truncate", "rename", "remove", "open")
+        raise OSError(`code`)."""
         self.faults.countdown[op] = nth
+        self.faults.codes[op] = code
+
+    def set_full(self, full: bool = True, under: str = "/") -> None:
+        """While `full`, every write to a file under `under` raises ENOSPC and writes nothing."""
+        self.faults.full_under = _norm(under) if full else None
 
     def crash(self, keep_torn: KeepTorn | None = None, *, keep_unsynced_entries: bool = False) -> MemoryFileSystem:
         """What a power cut leaves: durable entries and content, plus `keep_torn(path, tail)` bytes of each
@@ -280,6 +298,7 @@ class MemoryFileSystem:
 
     def open(self, path: str, mode: str) -> File:
         path = _norm(path)
+        self.faults.check("open", path)
         inode = self.files.get(path)
         if inode is None:
             if mode == "r":

@@ -33,6 +33,10 @@ _SCAN = struct.Struct(">qi9xhiqq")
 SCAN_SIZE = _SCAN.size  # 43
 
 
+class CutBackFailed(OSError):
+    """A write failed and could not be undone: the file holds part of it (the log must be recovered from disk)."""
+
+
 def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
 
@@ -60,10 +64,27 @@ class Segment:
 
     @classmethod
     def create(cls, fs: FileSystem, directory: str, base_offset: int) -> Segment:
+        """A new, empty segment. If a file cannot be created, those that were are removed again and the OSError
+        is raised (CutBackFailed if they cannot be: then an empty segment file may be left behind)."""
         segment = cls(fs, directory, base_offset)
-        segment.file = fs.open(segment.path + ".log", "w")
-        for suffix in (".index", ".timeindex"):
-            fs.open(segment.path + suffix, "w").close()
+        created: list[str] = []
+        try:
+            for suffix in (".index", ".timeindex", ".log"):
+                f = fs.open(segment.path + suffix, "w")
+                created.append(segment.path + suffix)
+                if suffix == ".log":
+                    segment.file = f
+                else:
+                    f.close()
+        except OSError:
+            segment.close()
+            try:
+                for path in created:
+                    fs.remove(path)
+            except OSError as error:
+                raise CutBackFailed(error.errno, f"cannot remove a half-created segment: {error.strerror}",
+                                    error.filename) from error
+            raise
         segment.index, segment.time_index = OffsetIndex(), TimeIndex()
         return segment
 
@@ -125,7 +146,8 @@ class Segment:
         """Drop what `load` brought in (sealed segments only)."""
         if self.file is not None:
             self.file.close()
-        self.file, self.index = None, None
+        self.file, self.index, self.time_index = None, None, None
+        self.bytes_since_index = 0
 
     def load_time_index(self) -> TimeIndex:
         if self.time_index is not None:
@@ -186,7 +208,7 @@ class Segment:
                 continue
             f = self.fs.open(self.path + suffix, "a")
             try:
-                f.append(index.pending())
+                _append_or_cut_back(f, index.pending())
             finally:
                 f.close()
             index.mark_written()
@@ -210,8 +232,9 @@ class Segment:
             f.close()
 
     def seal(self) -> None:
-        """Called when a newer segment takes over: final time-index entry, indexes written and fsynced, memory
-        released. The log file itself is fsynced by the next flush."""
+        """Called before a newer segment takes over: final time-index entry, indexes written and fsynced (then
+        `unload` releases the memory). The log file itself is fsynced by the next flush. If it raises, the index
+        files were cut back to what they held (else CutBackFailed) and the segment can stay the active one."""
         if self.time_index is not None and self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.max_timestamp_offset - self.base_offset)
         self.write_indexes()
@@ -221,8 +244,6 @@ class Segment:
                 f.fsync()
             finally:
                 f.close()
-        self.time_index = None
-        self.bytes_since_index = 0
 
     def close(self) -> None:
         if self.file is not None:
@@ -376,6 +397,19 @@ def _offset_of_timestamp(batch: bytes, timestamp: int) -> int | None:
         return offset_of_timestamp(batch, parse_header(batch), timestamp)
     except CorruptRecordError:
         return None
+
+
+def _append_or_cut_back(f: File, data: bytes) -> None:
+    """Append `data`; if that fails, cut the file back to its previous size (CutBackFailed if that fails too)."""
+    position = f.size()
+    try:
+        f.append(data)
+    except OSError:
+        try:
+            f.truncate(position)
+        except OSError as error:
+            raise CutBackFailed(error.errno, f"cannot undo a failed write: {error.strerror}", error.filename) from error
+        raise
 
 
 def _read_all(fs: FileSystem, path: str) -> bytes:

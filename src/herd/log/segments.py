@@ -17,8 +17,18 @@ trusted (indexes checked lazily); every later segment, and always the last one, 
 truncated after its last whole, CRC-correct batch with contiguous offsets; segments after a truncation are
 dropped. So a torn tail is cut back to the last whole batch, and nothing `flush` reported durable is lost.
 
-A failed write is cut back and raised as KafkaStorageError; a failed fsync (or a failed cut-back) leaves the
-partition failed: every later call raises KafkaStorageError until it is reopened, which recovers it from disk.
+Disk failures (Kafka's KafkaStorageException; each is logged once, at ERROR, with the path and the OS error):
+- a failed write is cut back and raised as KafkaStorageError; the partition stays readable and the next append
+  tries again. So does a failed roll: the new segment is created only after the old one's indexes are written,
+  and a new segment that could not be created is removed again, so the old segment simply stays the active one;
+- so does a failed index write or checkpoint of a flush (indexes and the recovery point are rebuilt or rescanned
+  from the log if need be);
+- a failed fsync, a failed cut-back, or a failed checkpoint of retention (whose segment deletions depend on it)
+  leaves the partition *failed* (`failure` says why):
+  every call raises KafkaStorageError, reads included (what the page cache holds is no longer known to match the
+  disk), until `recover()` reopens it from disk with the same recovery as at start. The broker retries that
+  with a backoff (herd.runtime.recovery).
+The first error after a success is logged; the next success after an error is logged too (WARNING).
 
 Timestamps (ListOffsets): each segment keeps its max timestamp and the base offset of the first batch that
 reached it. A lookup by time finds the first segment whose max reaches the target, the time index and batch
@@ -31,8 +41,11 @@ Memory per partition: a few ints per segment; the active segment's indexes (8-12
 
 from __future__ import annotations
 
+import errno
+import logging
 import posixpath
 import struct
+from contextvars import ContextVar
 from typing import Any
 from bisect import bisect_right
 from collections.abc import Callable
@@ -49,6 +62,8 @@ from herd.log import compaction
 from herd.log.batch import set_base_offset, set_log_append_time, validate_batches
 
 _INT64 = struct.Struct(">q")
+log = logging.getLogger(__name__)
+_recovering: ContextVar[bool] = ContextVar("_recovering", default=False)
 
 
 class _Parts(list):  # type: ignore[type-arg]
@@ -63,7 +78,7 @@ class _Parts(list):  # type: ignore[type-arg]
     def __len__(self) -> int:  # the byte length, like the bytearray it replaces
         return self.nbytes
 from herd.log.fs import FileSystem, OsFileSystem
-from herd.log.segment import Segment
+from herd.log.segment import CutBackFailed, Segment
 
 CHECKPOINT = "partition.checkpoint"
 INT32_MAX = 2**31 - 1
@@ -86,6 +101,8 @@ class SegmentLog:
         self._first_unflushed_ms = -1
         self._dir_dirty = False
         self._failed: str | None = None
+        self._write_error: str | None = None  # the last (logged) non-fatal error, until an append succeeds
+        self.report_errors = True  # False when the owner logs them (the coordinator runtime, for its partitions)
         self._cold: Segment | None = None  # the one sealed segment whose index is loaded for reading
         # (segment base, its max timestamp, offset of the batch holding it) -> offset of the record holding it
         self._max_record: tuple[tuple[int, int, int], int] | None = None
@@ -147,12 +164,15 @@ class SegmentLog:
                 buf.add(view[header.position + 8 : header.end])
                 offset += header.record_count
         append_time = now_ms if log_append else -1
-        segment = self._storage(lambda: self._segment_with_room(len(buf), offset - 1))
+        segment = self._segment_with_room(len(buf), offset - 1)
         try:
             segment.append(buf, headers, first, append_time, self.config.index_interval_bytes)
         except OSError as error:
             cut_back = segment.file is not None and segment.file.size() == segment.size
             raise self._storage_error(error, fatal=not cut_back) from error
+        if self._write_error is not None:
+            self._write_error = None
+            log.warning("%s-%d: writes succeed again", self.topic, self.partition)
         self._unflushed_messages += offset - first
         if self._first_unflushed_ms < 0:
             self._first_unflushed_ms = now_ms
@@ -197,7 +217,7 @@ class SegmentLog:
         self._check_usable()
         end = self.log_end_offset
         for segment in self._segments[self._segment_index(self._flushed) :]:
-            self._storage(segment.write_indexes)
+            self._storage_undone(segment.write_indexes)
             self._storage(segment.fsync)
         if self._dir_dirty:
             self._storage(lambda: self._fs.fsync_dir(self._dir))
@@ -205,7 +225,7 @@ class SegmentLog:
         self._flushed = end
         self._unflushed_messages, self._first_unflushed_ms = 0, -1
         if self._bases[self._segment_index(end)] != self._checkpointed_segment:
-            self._write_checkpoint()
+            self._write_checkpoint(fatal=False)  # the old one is still right, only more of the log is rescanned
 
     def maybe_flush(self, now_ms: int) -> None:
         if self._unflushed_messages == 0:
@@ -239,6 +259,34 @@ class SegmentLog:
                 self._write_checkpoint()
         finally:
             self.close_without_flush()
+
+    @property
+    def failure(self) -> str | None:
+        """Why the partition refuses all work (a disk error, or "closed"); None while it is usable."""
+        return self._failed
+
+    def recover(self) -> None:
+        """Reopen a failed partition from disk, recovering it as at start (the torn tail after the last whole
+        batch is cut, everything before it kept). Raises KafkaStorageError (the partition stays failed) if the
+        disk still fails; a no-op unless the partition failed on a disk error."""
+        if self._failed is None or self._failed == "closed":
+            return
+        for segment in self._segments:
+            segment.close()
+        self._cold = None
+        token = _recovering.set(True)  # the caller logs a failed attempt, once
+        try:
+            fresh = SegmentLog.open(self._fs, self._dir, self.topic, self.partition, self.config)
+        except OSError as error:
+            raise KafkaStorageError(f"{self.topic}-{self.partition}: {_describe(error)}") from error
+        finally:
+            _recovering.reset(token)
+        cleaner_offset, report_errors = self.cleaner_offset, self.report_errors
+        vars(self).update(vars(fresh))
+        self.report_errors = report_errors
+        self.cleaner_offset = max(cleaner_offset, self._log_start)
+        log.warning("%s-%d recovered from %s: offsets %d to %d", self.topic, self.partition, self._dir,
+                    self._log_start, self.log_end_offset)
 
     def close_without_flush(self) -> None:
         """Close the files; what was not flushed is recovered (or lost) on the next open."""
@@ -299,13 +347,23 @@ class SegmentLog:
         active = self._segments[-1]
         too_big = active.size > 0 and active.size + size > self.config.segment_bytes
         if too_big or last_offset - active.base_offset > INT32_MAX:
-            active.seal()
-            active.unload()  # a sealed segment keeps no file or index open until it is read
-            active = Segment.create(self._fs, self._dir, self.log_end_offset)
-            self._segments.append(active)
-            self._bases.append(active.base_offset)
-            self._dir_dirty = True
+            active = self._roll(active)
         return active
+
+    def _roll(self, active: Segment) -> Segment:
+        """Seal `active` and start a new segment. Nothing of the log changes until both succeeded: if either
+        raises, `active` stays the active segment (its index files cut back, a half-created new segment removed)
+        and the error is not fatal, so the partition stays readable and the next append rolls again."""
+        try:
+            active.seal()
+            new = Segment.create(self._fs, self._dir, self.log_end_offset)
+        except OSError as error:
+            raise self._storage_error(error, fatal=isinstance(error, CutBackFailed)) from error
+        active.unload()  # a sealed segment keeps no file or index open until it is read
+        self._segments.append(new)
+        self._bases.append(new.base_offset)
+        self._dir_dirty = True
+        return new
 
     def _readable(self, segment: Segment) -> Segment:
         """`segment` with its file open and offset index loaded (only one sealed segment is kept loaded)."""
@@ -348,7 +406,7 @@ class SegmentLog:
             count += 1
         return count
 
-    def _write_checkpoint(self) -> None:
+    def _write_checkpoint(self, *, fatal: bool = True) -> None:
         text = f"0 {self._log_start} {self._flushed}\n".encode()
         path = posixpath.join(self._dir, CHECKPOINT)
 
@@ -362,7 +420,7 @@ class SegmentLog:
             self._fs.rename(path + ".tmp", path)
             self._fs.fsync_dir(self._dir)
 
-        self._storage(write)
+        self._storage(write, fatal=fatal)
         self._checkpointed_segment = self._bases[self._segment_index(self._flushed)]
 
     def _check_usable(self) -> None:
@@ -376,14 +434,40 @@ class SegmentLog:
         except OSError as error:
             raise self._storage_error(error, fatal=fatal) from error
 
+    def _storage_undone(self, operation: Callable[[], T]) -> T:
+        """`_storage` for an operation that undoes a failed write itself: fatal only if that failed too."""
+        try:
+            return operation()
+        except OSError as error:
+            raise self._storage_error(error, fatal=isinstance(error, CutBackFailed)) from error
+
     def _storage_error(self, error: OSError, *, fatal: bool) -> KafkaStorageError:
+        """The KafkaStorageError for `error`; logged (ERROR) if it is the first since the last success."""
+        what = _describe(error)
+        name = f"{self.topic}-{self.partition}"
+        quiet = _recovering.get() or not self.report_errors  # recover() reports a failed attempt itself
+        if fatal and self._failed is None and not quiet:
+            log.error("%s is offline after a disk error: %s; it answers KAFKA_STORAGE_ERROR until it is recovered "
+                      "from disk (retried automatically)", name, what)
+        elif not fatal and self._failed is None and self._write_error is None and not quiet:
+            log.error("%s: a disk operation failed and was undone: %s; the partition stays readable, writes answer "
+                      "KAFKA_STORAGE_ERROR while this lasts", name, what)
         if fatal:
-            self._failed = f"disk error: {error}"
-        return KafkaStorageError(f"{self.topic}-{self.partition}: {error}")
+            self._failed = self._failed or f"disk error: {what}"
+        else:
+            self._write_error = what
+        return KafkaStorageError(f"{name}: {what}")
 
     def _segment_index(self, offset: int) -> int:
         """Index of the segment holding `offset` (the first one for offsets below the log)."""
         return max(bisect_right(self._bases, offset) - 1, 0)
+
+
+def _describe(error: OSError) -> str:
+    """"No space left on device (ENOSPC) on /data/t-0/00000000000000000000.log": the OS error and the path."""
+    code = errno.errorcode.get(error.errno or 0)
+    text = error.strerror or str(error)
+    return f"{text}{f' ({code})' if code else ''}" + (f" on {error.filename}" if error.filename else "")
 
 
 def _read_checkpoint(fs: FileSystem, directory: str) -> tuple[int, int]:

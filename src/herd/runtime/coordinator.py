@@ -8,6 +8,12 @@ delete.retention.ms (by default log.cleaner.delete.retention.ms). A single node 
 `load_partition` / `unload_partition` move one partition on or off this node (a coordinator move: unloading
 answers parked requests NOT_COORDINATOR, loading replays the partition from its log).
 
+A shard whose disk fails (`ShardState.FAILED`) is reloaded the same way, by `_reload`: after a backoff
+(herd.log.recovery.backoff.ms, doubling up to herd.log.recovery.backoff.max.ms while it keeps failing) the
+failed shard is dropped, its log reopened from disk if the log itself failed (`SegmentLog.recover`), and the
+partition loaded again. The failure is logged once (ERROR) when a streak starts, and once (WARNING) when a
+write succeeds again; a load that fails, or a reloaded shard whose next write fails, waits longer.
+
 Requests are routed by `coordinator_partition(group_id, partitions)`: a group whose partition this node
 does not host gets NOT_COORDINATOR, one whose partition is still loading COORDINATOR_LOAD_IN_PROGRESS
 (both raised as `CoordinatorError` by `call`, for the API module to put in its response).
@@ -23,7 +29,9 @@ from functools import lru_cache
 from herd.cluster.topics import OFFSETS_TOPIC, Cluster, Topic
 from herd.config import BrokerConfig
 from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, coordinator_partition
+from herd.log.api import LogError
 from herd.runtime.flusher import Flusher
+from herd.runtime.recovery import Backoff
 from herd.runtime.shard import ShardRuntime, ShardState
 from herd.runtime.timer import WallClock
 
@@ -58,6 +66,10 @@ class CoordinatorRuntime:
         self._loads: dict[int, asyncio.Task[None]] = {}
         self._flusher: Flusher | None = None  # shared by the shards: one fsync round for all (flusher.py)
         self.num_partitions = 0
+        self._backoff = Backoff(config.get("herd.log.recovery.backoff.ms"),
+                                config.get("herd.log.recovery.backoff.max.ms"))
+        self._reloads: dict[int, asyncio.Task[None]] = {}
+        self._closing = False
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -87,9 +99,14 @@ class CoordinatorRuntime:
         max_batch = self._cluster.log_config(topic.configs).max_message_bytes
         if self._flusher is None:
             self._flusher = Flusher(loop)
-        shard = ShardRuntime(partition, topic.partitions[partition], config=self.config, clock=self.clock,
+        partition_log = topic.partitions[partition]
+        if hasattr(partition_log, "report_errors"):
+            partition_log.report_errors = False  # `_shard_failed` reports them, with what the groups see
+        shard = ShardRuntime(partition, partition_log, config=self.config, clock=self.clock,
                              loop=loop, max_batch_bytes=max_batch,
-                             delete_retention_ms=self._delete_retention_ms(topic), flusher=self._flusher)
+                             delete_retention_ms=self._delete_retention_ms(topic), flusher=self._flusher,
+                             on_failed=self._shard_failed,
+                             on_written=self._shard_written if self._backoff.failing(partition) else None)
         self.shards[partition] = shard
         task = loop.create_task(shard.load())
         self._loads[partition] = task
@@ -102,6 +119,46 @@ class CoordinatorRuntime:
         if configured is not None:
             return int(configured)
         return self._broker_config.get("log.cleaner.delete.retention.ms")
+
+    # -- disk failures -----------------------------------------------------------------------------------------
+
+    def _shard_failed(self, shard: ShardRuntime, error: BaseException, answered: int) -> None:
+        """A shard failed on its disk: log it (once per streak of failures) and reload it after the backoff."""
+        partition = shard.partition
+        now = self.clock.now_ms()
+        if self._backoff.failed(partition, now):
+            log.error("__consumer_offsets-%d failed: %s; %d pending requests answered NOT_COORDINATOR, its groups "
+                      "get NOT_COORDINATOR (FindCoordinator: COORDINATOR_NOT_AVAILABLE) until it is reloaded from "
+                      "disk, retried every %d ms or more", partition, error, answered, self._backoff.initial_ms)
+        if self._closing or partition in self._reloads:
+            return
+        task = asyncio.get_running_loop().create_task(self._reload(shard))
+        self._reloads[partition] = task
+        task.add_done_callback(lambda _: self._reloads.pop(partition, None))
+
+    def _shard_written(self, shard: ShardRuntime) -> None:
+        if self._backoff.succeeded(shard.partition):
+            log.warning("__consumer_offsets-%d writes succeed again: its groups are served", shard.partition)
+
+    async def _reload(self, shard: ShardRuntime) -> None:
+        """Drop the failed `shard`, recover its log from disk if the log failed, and load the partition again;
+        retried after the backoff for as long as the log cannot be recovered."""
+        partition = shard.partition
+        while True:
+            await asyncio.sleep(self._backoff.delay_ms(partition, self.clock.now_ms()) / 1000)
+            if self._closing or self.shards.get(partition) is not shard:
+                return  # closed, or unloaded meanwhile
+            recover = getattr(shard.log, "recover", None)
+            try:
+                if recover is not None:
+                    recover()  # a no-op unless the log itself failed
+            except LogError as error:
+                if self._backoff.failed(partition, self.clock.now_ms()):
+                    log.error("__consumer_offsets-%d cannot be recovered from disk yet: %s", partition, error)
+                continue
+            del self.shards[partition]
+            self.load_partition(partition)
+            return
 
     async def unload_partition(self, partition: int) -> None:
         """Stop hosting `partition` (its groups get NOT_COORDINATOR from now on)."""
@@ -119,6 +176,9 @@ class CoordinatorRuntime:
 
     async def close(self) -> None:
         """Unload every partition: pending writes are finished and acknowledged, parked requests answered."""
+        self._closing = True
+        for task in list(self._reloads.values()):
+            task.cancel()
         await asyncio.gather(*(self.unload_partition(p) for p in list(self.shards)))
         flusher, self._flusher = self._flusher, None
         if flusher is not None:

@@ -3,8 +3,12 @@
 A `ShardRuntime` owns one `__consumer_offsets` partition's `GroupCoordinatorShard`, its log and its timer.
 Its life: LOADING (every record of the partition is replayed; requests get COORDINATOR_LOAD_IN_PROGRESS)
 -> ACTIVE -> UNLOADING (no new requests: NOT_COORDINATOR; pending writes finish) -> UNLOADED, or FAILED
-when the disk fails under the partition (everything pending is answered with the mapped error and the
-groups are unloaded; the partition stays unavailable until the broker restarts and reloads it).
+when the disk fails under the partition: everything pending is answered with the mapped error (a storage
+error becomes NOT_COORDINATOR, as in Kafka's GroupCoordinatorService), the groups are unloaded, new requests
+get NOT_COORDINATOR and FindCoordinator COORDINATOR_NOT_AVAILABLE, and `on_failed` tells the coordinator
+runtime, which reloads the partition from its log after a backoff (herd.runtime.recovery). Kafka reverts a
+shard's state to the last written offset when an append fails (CoordinatorRuntime, revertLastWrittenOffset);
+herd replays before it writes, so replaying the log again is its way back to the durable state.
 
 Every Result, whether from a request handler or a timer operation, goes through `apply`, on the loop
 thread, synchronously:
@@ -39,7 +43,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
@@ -130,7 +134,9 @@ class _Pending:
 class ShardRuntime:
     def __init__(self, partition: int, partition_log: PartitionLog, *, config: CoordinatorConfig,
                  clock: WallClock, loop: asyncio.AbstractEventLoop, max_batch_bytes: int,
-                 delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS, flusher: Flusher | None = None) -> None:
+                 delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS, flusher: Flusher | None = None,
+                 on_failed: Callable[[ShardRuntime, BaseException, int], None] | None = None,
+                 on_written: Callable[[ShardRuntime], None] | None = None) -> None:
         self.partition = partition
         self.log = partition_log
         self.state = ShardState.LOADING
@@ -138,6 +144,8 @@ class ShardRuntime:
         self._clock = clock
         self._max_batch_bytes = max_batch_bytes
         self._flusher = flusher
+        self._on_failed = on_failed  # (shard, error, requests answered with errors): the runtime reloads it
+        self._on_written = on_written  # called after the first durable write, then cleared (recovery)
         self.timer = AsyncioTimer(loop, clock, self.apply)
         self.shard = GroupCoordinatorShard(clock=clock, timer=self.timer, config=config)
         self._staged: list[_Pending] = []
@@ -234,6 +242,9 @@ class ShardRuntime:
                 for entry in entries:
                     deliver(entry.result.replies)
                 entries = []
+                if self._on_written is not None:
+                    on_written, self._on_written = self._on_written, None
+                    on_written(self)
                 self.compactor.poll()
         except Exception as error:  # a LogError or OSError from the disk; anything else is a bug, same remedy
             self._fail(entries + self._staged, error)
@@ -261,8 +272,8 @@ class ShardRuntime:
         self.writes += sum(1 for e in entries if e.batch is not None)
 
     def _fail(self, entries: list[_Pending], error: BaseException) -> None:
-        log.error("__consumer_offsets-%d failed (%s): answering %d pending results with errors and unloading "
-                  "its groups", self.partition, error, len(entries))
+        if self.state is ShardState.FAILED:
+            return
         self.state = ShardState.FAILED
         self._staged = []
         self.compactor.stop()
@@ -270,6 +281,14 @@ class ShardRuntime:
             self._reject(entry.result)
         deliver(self.shard.on_unloaded().replies)
         self.timer.cancel_all()
+        self._failed(error, len(entries))
+
+    def _failed(self, error: BaseException, answered: int) -> None:
+        if self._on_failed is not None:
+            self._on_failed(self, error, answered)  # the runtime logs it (once) and reloads the partition
+        else:
+            log.error("__consumer_offsets-%d failed (%s): %d pending requests answered with errors, its groups "
+                      "unloaded", self.partition, error, answered)
 
     # -- loading and unloading ---------------------------------------------------------------------------------
 
@@ -282,7 +301,11 @@ class ShardRuntime:
         try:
             with _gc_paused():
                 await self._replay_log()
-        except (LogError, ValueError) as error:
+        except LogError as error:  # the disk: the runtime retries
+            self.state = ShardState.FAILED
+            self._failed(error, 0)
+            return
+        except ValueError as error:  # a corrupt record: reloading would not help
             log.error("__consumer_offsets-%d cannot be loaded: %s", self.partition, error)
             self.state = ShardState.FAILED
             return

@@ -2,7 +2,8 @@
 
 `Server.start()` opens the logs (recovering them), starts the group coordinator (which creates
 __consumer_offsets if needed and loads its partitions in the background), binds every listener and starts the
-periodic duties (retention, time-based flushing; the coordinator flushes its own partitions). `Server.shutdown()`
+periodic duties (retention, time-based flushing, and reopening data partitions that failed on a disk error,
+herd.runtime.recovery; the coordinator flushes and reloads its own partitions). `Server.shutdown()`
 stops accepting, unloads the coordinator (pending writes finish, parked joins are answered NOT_COORDINATOR,
 timers stop), gives open connections a bounded time to send the answers they owe, closes them, and flushes and
 closes every log. `run_server()` wires this to SIGINT
@@ -19,9 +20,10 @@ import socket
 from typing import Any
 
 from herd.config import BrokerConfig
-from herd.log.api import LogStore
+from herd.log.api import LogError, LogStore
 from herd.protocol.messages import ApiSpec
 from herd.runtime import CoordinatorRuntime
+from herd.runtime.recovery import Backoff
 from herd.server import apis
 from herd.server.broker import Broker, Endpoint
 from herd.server.connection import Connection
@@ -34,9 +36,12 @@ SHUTDOWN_GRACE_S = 5.0
 class Server:
     def __init__(self, config: BrokerConfig, store: LogStore | None = None) -> None:
         if store is None:
+            from herd.log.fs import OsFileSystem
+            from herd.log.handles import BoundedFileSystem, max_open_files
             from herd.log.segments import SegmentStore
 
-            store = SegmentStore(config.get("log.dirs"))
+            fs = BoundedFileSystem(OsFileSystem(), max_open_files(config.get("herd.log.max.open.files")))
+            store = SegmentStore(config.get("log.dirs"), fs)
         self.config = config
         self.broker = Broker(config, store)
         self.apis: dict[int, ApiSpec] = apis.table()
@@ -74,6 +79,7 @@ class Server:
             self.broker.endpoint = Endpoint(self._bound_host(host), port)
         self._duties.append(loop.create_task(self._retention_loop()))
         self._duties.append(loop.create_task(self._flush_loop()))
+        self._duties.append(loop.create_task(self._recovery_loop()))
         log.info("herd listening on %s:%d (node %d, data in %s)", self.broker.endpoint.host, port,
                  self.broker.node_id, os.path.abspath(self.config.get("log.dirs")))
 
@@ -104,6 +110,30 @@ class Server:
                     continue  # the coordinator runtime fsyncs its partitions before every answer
                 for partition in topic.partitions:
                     partition.maybe_flush(now)
+
+    async def _recovery_loop(self) -> None:
+        """Reopen data partitions that failed on a disk error (`recover`), each after its backoff; a failed
+        attempt is logged when a streak of them starts (the partition logged its failure itself)."""
+        backoff = Backoff(self.config.get("herd.log.recovery.backoff.ms"),
+                          self.config.get("herd.log.recovery.backoff.max.ms"))
+        while True:
+            await asyncio.sleep(backoff.initial_ms / 1000)
+            now = self.broker.now_ms()
+            for topic in self.broker.cluster.topics():
+                if topic.internal:
+                    continue  # the coordinator runtime reloads its partitions (CoordinatorRuntime._reload)
+                for index, partition in enumerate(topic.partitions):
+                    failure = getattr(partition, "failure", None)
+                    key = (topic.name, index)
+                    if failure is None or failure == "closed" or not backoff.due(key, now):
+                        continue
+                    try:
+                        partition.recover()  # logs its success
+                        backoff.succeeded(key)
+                    except LogError as error:
+                        if backoff.failed(key, now):
+                            log.error("%s-%d cannot be recovered from disk yet (retrying, up to every %d ms): %s",
+                                      topic.name, index, backoff.max_ms, error)
 
     async def shutdown(self) -> None:
         """Stop accepting, let connections send what they owe (bounded), then flush and close the logs."""
