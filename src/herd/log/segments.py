@@ -31,6 +31,7 @@ Memory per partition: a few ints per segment; the active segment's indexes (8-12
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import struct
 from typing import Any
@@ -65,6 +66,7 @@ class _Parts(list):  # type: ignore[type-arg]
 from herd.log.fs import FileSystem, OsFileSystem
 from herd.log.segment import Segment
 
+logger = logging.getLogger(__name__)
 CHECKPOINT = "partition.checkpoint"
 INT32_MAX = 2**31 - 1
 T = TypeVar("T")
@@ -104,6 +106,9 @@ class SegmentLog:
         if not segments:
             segments = [Segment.create(fs, directory, log_start)]
         log = cls(fs, directory, topic, partition, config, segments, max(log_start, segments[0].base_offset))
+        if recovery_point > log.log_end_offset:
+            logger.warning("%s: the checkpoint's recovery point %d is beyond the log's end %d; using the end",
+                           directory, recovery_point, log.log_end_offset)  # fmt: skip
         log._flushed = min(recovery_point, log.log_end_offset)
         log._checkpointed_segment = log._bases[log._segment_index(log._flushed)]
         log._dir_dirty = True
@@ -387,16 +392,21 @@ class SegmentLog:
 
 
 def _read_checkpoint(fs: FileSystem, directory: str) -> tuple[int, int]:
-    """(log start offset, recovery point); (0, 0) when missing or unreadable, which makes recovery scan all."""
+    """(log start offset, recovery point); (0, 0) when missing or unreadable, which makes recovery scan all
+    (logged: a partition directory with segments but no readable checkpoint was not written by a clean herd)."""
     path = posixpath.join(directory, CHECKPOINT)
     if not fs.exists(path):
+        if any(name.endswith(".log") for name in fs.listdir(directory)):
+            logger.warning("%s is missing; scanning every segment of %s", path, directory)
         return 0, 0
     f = fs.open(path, "r")
     try:
-        fields = f.pread(0, 256).split()
+        raw = f.pread(0, 256)
     finally:
         f.close()
+    fields = raw.split()
     if len(fields) != 3 or fields[0] != b"0" or not all(x.isdigit() for x in fields[1:]):
+        logger.warning("%s is unreadable (%r); scanning every segment, keeping every offset", path, raw[:64])
         return 0, 0
     return int(fields[1]), int(fields[2])
 
@@ -424,12 +434,21 @@ def _recover_segments(fs: FileSystem, directory: str, bases: list[int], log_star
             Segment(fs, directory, base).delete()  # retention removed it from the log; finish deleting it
             continue
         if segments and segments[-1].next_offset != base:
-            Segment(fs, directory, base).delete()
-            continue
+            if base > recovery_point:  # after a torn tail was cut: never flushed, dropped as Kafka's LogLoader does
+                logger.warning("%s: dropping segment %d, unflushed data after the incomplete batch cut at offset %d",
+                               directory, base, segments[-1].next_offset)  # fmt: skip
+                Segment(fs, directory, base).delete()
+                continue
+            logger.error("%s: offsets %d-%d are missing (no segment file holds them); the segments after them are "
+                         "kept", directory, segments[-1].next_offset, base - 1)  # fmt: skip
         if next_base is not None and next_base <= recovery_point:
             segments.append(Segment.open_sealed(fs, directory, base, next_base, interval))
+            end = segments[-1].end_on_disk()
+            if end is not None and end < next_base:  # the next segment file was deleted (or renamed)
+                logger.error("%s: offsets %d-%d are missing (no segment file holds them); the segments after "
+                             "them are kept", directory, end, next_base - 1)  # fmt: skip
         else:
-            segments.append(Segment.recover(fs, directory, base, interval))
+            segments.append(Segment.recover(fs, directory, base, interval, recovery_point))
     for segment in segments[:-1]:
         if segment.file is not None:  # scanned: seal it like a roll would have
             segment.seal()
