@@ -17,15 +17,18 @@ to answer with the exact record, as Kafka does.
 
 from __future__ import annotations
 
+import logging
 import posixpath
 import struct
 from collections.abc import Callable
 
-from herd.log.api import CorruptRecordError
-from herd.log.batch import LOG_OVERHEAD, BatchHeader, parse_header, valid_prefix
+from herd.log.api import CorruptRecordError, UnsupportedMagicError
+from herd.log.batch import LOG_OVERHEAD, MAGIC_OFFSET, BatchHeader, check_crc, parse_header, valid_prefix
 from herd.log.fs import File, FileSystem
-from herd.log.index import TIME_ENTRY, OffsetIndex, TimeIndex
+from herd.log.index import OFFSET_ENTRY, TIME_ENTRY, OffsetIndex, TimeIndex
 from herd.log.records import first_record_at_or_after, offset_of_timestamp
+
+logger = logging.getLogger(__name__)
 
 SCAN_CHUNK = 8 * 1024 * 1024
 # base offset, batch length, (epoch, magic, crc skipped), attributes, last offset delta, base ts, max ts
@@ -44,7 +47,7 @@ def segment_name(base_offset: int) -> str:
 class Segment:
     __slots__ = (
         "fs", "path", "base_offset", "next_offset", "size", "max_timestamp", "max_timestamp_offset",
-        "file", "index", "time_index", "bytes_since_index",
+        "file", "index", "time_index", "bytes_since_index", "damaged",
     )  # fmt: skip
 
     def __init__(self, fs: FileSystem, directory: str, base_offset: int) -> None:
@@ -59,6 +62,8 @@ class Segment:
         self.index: OffsetIndex | None = None
         self.time_index: TimeIndex | None = None
         self.bytes_since_index = 0
+        # damaged byte ranges kept in the file: start position -> (end position, first offset, next offset)
+        self.damaged: dict[int, tuple[int, int, int]] = {}
 
     # -- opening -------------------------------------------------------------------------------------------------
 
@@ -89,26 +94,67 @@ class Segment:
         return segment
 
     @classmethod
-    def recover(cls, fs: FileSystem, directory: str, base_offset: int, interval: int) -> Segment:
-        """Scan the log, truncate it after the last whole batch, rebuild and rewrite both indexes."""
+    def recover(cls, fs: FileSystem, directory: str, base_offset: int, interval: int,
+                recovery_point: int = 0) -> Segment:  # fmt: skip
+        """Scan the log and rebuild and rewrite both indexes. A batch that fails its checks is a torn tail, cut
+        off, only when it holds offsets at or above `recovery_point` (never fsynced) and no valid batch follows
+        it; otherwise (damage to data that was durable, or valid batches after it) its bytes are kept in place,
+        skipped, remembered in `damaged` (reads of its offsets raise CorruptRecordError) and logged as an error.
+        See docs/compatibility.md, "Damaged segment files"."""
         segment = cls(fs, directory, base_offset)
         segment.file = fs.open(segment.path + ".log", "a")
         segment.index, segment.time_index = OffsetIndex(), TimeIndex()
         file_size = segment.file.size()
-        valid_end = scan_batches(segment.file, file_size, base_offset, segment._indexer(interval))
-        if valid_end < file_size:
-            segment.file.truncate(valid_end)
-        segment.size = valid_end
+        indexer = segment._indexer(interval)
+        position, expected = 0, base_offset
+        while True:
+            position = scan_batches(segment.file, file_size, expected, indexer, start=position)
+            expected = segment.next_offset
+            if position >= file_size:
+                break
+            resume = _next_valid_batch(segment.file, position, file_size, expected)
+            if resume is None and expected >= recovery_point:
+                segment._cut_torn_tail(position, file_size, expected, recovery_point)
+                file_size = position
+                break
+            position, expected = segment._keep_damaged(position, resume, file_size, expected, recovery_point)
+        segment.size = file_size
         segment.rewrite_indexes()
         return segment
+
+    def _cut_torn_tail(self, position: int, file_size: int, expected: int, recovery_point: int) -> None:
+        assert self.file is not None
+        logger.warning("%s.log: cut %d bytes of an incomplete or invalid batch at byte %d (offset %d onwards, "
+                       "not yet flushed: recovery point %d), as after a crash", self.path, file_size - position,
+                       position, expected, recovery_point)  # fmt: skip
+        self.file.truncate(position)
+
+    def _keep_damaged(self, position: int, resume: tuple[int, int] | None, file_size: int, expected: int,
+                      recovery_point: int) -> tuple[int, int]:  # fmt: skip
+        """Remember the damaged bytes from `position` up to the next valid batch (`resume`: its position and base
+        offset) or the end of the file, log them, and return where the scan goes on."""
+        assert self.file is not None
+        if resume is not None:
+            end, next_offset = resume
+        else:
+            end, next_offset = file_size, _damaged_tail_end(self.file, position, file_size, expected, recovery_point)
+        self.damaged[position] = (end, expected, next_offset)
+        self.next_offset = max(self.next_offset, next_offset)
+        what = "valid batches follow it" if resume is not None else "it ends the file"
+        logger.error("%s.log: damaged batch at bytes %d-%d (offsets %d-%d): kept as it is, %s; fetches of these "
+                     "offsets answer CORRUPT_MESSAGE (see docs/operations.md, Damaged segment files)", self.path,
+                     position, end, expected, next_offset - 1, what)  # fmt: skip
+        return end, next_offset
 
     @classmethod
     def open_sealed(cls, fs: FileSystem, directory: str, base_offset: int, next_offset: int,
                     interval: int) -> Segment:  # fmt: skip
-        """A durable segment ending just before `next_offset` (the next segment's base)."""
+        """A durable segment ending just before `next_offset` (the next segment's base). It is not scanned: as in
+        Kafka, damage below the recovery point shows when the damaged batch is read (the client's CRC check)."""
         segment = cls(fs, directory, base_offset)
         if not segment._read_sealed_metadata():
-            return cls.recover(fs, directory, base_offset, interval)
+            logger.warning("%s: index files missing or malformed; rebuilding them from the log", segment.path)
+            return cls.recover(fs, directory, base_offset, interval, recovery_point=next_offset)
         segment.next_offset = next_offset
         return segment
 
@@ -130,6 +176,28 @@ class Segment:
                 f.close()
             self.max_timestamp, self.max_timestamp_offset = timestamp, self.base_offset + rel
         return True
+
+    def end_on_disk(self) -> int | None:
+        """The offset after the last batch of a sealed segment's file, found from its last offset-index entry
+        (a few headers read); None if the file's framing does not say."""
+        index = self.fs.open(self.path + ".index", "r")
+        try:
+            size = index.size()
+            entry = index.pread(size - OFFSET_ENTRY.size, OFFSET_ENTRY.size) if size else b""
+        finally:
+            index.close()
+        position = OFFSET_ENTRY.unpack(entry)[1] if entry else 0
+        f = self.fs.open(self.path + ".log", "r")
+        try:
+            window, end = _Window(f, self.size, 64 * 1024), None
+            while position + SCAN_SIZE <= self.size:
+                header = window.header(position)
+                if header[1] <= 0:
+                    return None
+                end, position = header[0] + header[3] + 1, position + LOG_OVERHEAD + header[1]
+        finally:
+            f.close()
+        return end if position == self.size else None
 
     def load(self, interval: int) -> None:
         """Open the log and load the offset index of a sealed segment (rebuilt from the log if inconsistent)."""
@@ -262,11 +330,15 @@ class Segment:
         """Whole batches from the one holding `offset`, at most `max_bytes` (but one batch with `min_one`)."""
         assert self.file is not None and self.index is not None
         window = _Window(self.file, self.size, 2 * interval + max_bytes + SCAN_SIZE)
-        start = self._find(window, self.index.lookup(offset - self.base_offset), lambda h: h[0] + h[3] >= offset)
+        start = self._find(window, self.index.lookup(offset - self.base_offset), lambda h: h[0] + h[3] >= offset,
+                           offset)  # fmt: skip
         if start is None:
+            if offset < self.next_offset:
+                raise CorruptRecordError(f"offset {offset} is missing from {self.path}.log, which should hold "
+                                         f"offsets {self.base_offset}-{self.next_offset - 1}")  # fmt: skip
             return b""
         end = start
-        while end < self.size:
+        while end < self.size and end not in self.damaged:  # a read stops before a damaged batch
             size = LOG_OVERHEAD + window.header(end)[1]
             if end + size - start > max_bytes and not (min_one and end == start):
                 break
@@ -306,8 +378,19 @@ class Segment:
         offset = _offset_of_timestamp(batch, stamp)
         return (base if offset is None else offset), stamp
 
-    def _find(self, window: _Window, position: int, wanted: Callable[[tuple[int, ...]], bool]) -> int | None:
+    def _find(self, window: _Window, position: int, wanted: Callable[[tuple[int, ...]], bool],
+              offset: int | None = None) -> int | None:  # fmt: skip
+        """Position of the first batch from `position` that is `wanted`, skipping damaged ones, unless `offset`
+        is in one of them: then CorruptRecordError (a fetch answers CORRUPT_MESSAGE)."""
         while position < self.size:
+            damage = self.damaged.get(position)
+            if damage is not None:
+                end, first, next_offset = damage
+                if offset is not None and offset < next_offset:
+                    raise CorruptRecordError(f"offsets {first}-{next_offset - 1} are in a damaged batch at bytes "
+                                             f"{position}-{end} of {self.path}.log")  # fmt: skip
+                position = end
+                continue
             header = window.header(position)
             if wanted(header):
                 return position
@@ -348,11 +431,11 @@ class _Window:
 
 
 def scan_batches(file: File, file_size: int, first_offset: int,
-                 record: Callable[[int, int, int, int, int], None]) -> int:  # fmt: skip
-    """Walk the valid batches of a segment file (see `batch.valid_prefix`), calling
+                 record: Callable[[int, int, int, int, int], None], start: int = 0) -> int:  # fmt: skip
+    """Walk the valid batches of a segment file from `start` (see `batch.valid_prefix`), calling
     `record(position, base offset, last offset delta, size, max timestamp)` for each; returns where the valid
     batches end."""
-    position, expected, want = 0, first_offset, SCAN_CHUNK
+    position, expected, want = start, first_offset, SCAN_CHUNK
     while position < file_size:
         chunk = file.pread(position, min(want, file_size - position))
         headers = valid_prefix(chunk, expected)
@@ -367,6 +450,46 @@ def scan_batches(file: File, file_size: int, first_offset: int,
             break  # a broken or torn batch: the valid part ends here
         want = max(SCAN_CHUNK, needed)
     return position
+
+
+def _next_valid_batch(file: File, position: int, file_size: int, expected: int) -> tuple[int, int] | None:
+    """(position, base offset) of the first valid batch after the invalid one at `position`, numbered from
+    `expected` on; None if there is none. The invalid batch's own length is tried first (a damaged payload);
+    if that length is damaged too, every later byte that could start a batch (magic 2 at the right place) is."""
+    data = file.pread(position, file_size - position)
+    if len(data) >= LOG_OVERHEAD:
+        length = int.from_bytes(data[8:12], "big", signed=True)
+        if 0 < length and LOG_OVERHEAD + length < len(data) and _batch_at(data, LOG_OVERHEAD + length, expected):
+            return position + LOG_OVERHEAD + length, int.from_bytes(data[LOG_OVERHEAD + length :][:8], "big")
+    candidate = data.find(b"\x02", MAGIC_OFFSET + 1)
+    while candidate >= 0:
+        at = candidate - MAGIC_OFFSET
+        if _batch_at(data, at, expected):
+            return position + at, int.from_bytes(data[at : at + 8], "big")
+        candidate = data.find(b"\x02", candidate + 1)
+    return None
+
+
+def _batch_at(data: bytes, at: int, expected: int) -> bool:
+    """True if a whole, CRC-correct batch numbered from `expected` on (and not absurdly far) starts at `at`."""
+    try:
+        header = parse_header(data, at)
+        check_crc(data, header)
+    except (CorruptRecordError, UnsupportedMagicError):
+        return False
+    return 0 <= header.base_offset - expected < 2**31 and 0 <= header.record_count <= header.last_offset_delta + 1
+
+
+def _damaged_tail_end(file: File, position: int, file_size: int, expected: int, recovery_point: int) -> int:
+    """The offset after a damaged batch that ends the file: its own header's, when its header is intact and it
+    fills the rest of the file exactly; else the recovery point (everything below it was durable)."""
+    try:
+        header = parse_header(file.pread(position, file_size - position))
+    except (CorruptRecordError, UnsupportedMagicError):
+        return max(recovery_point, expected + 1)
+    if header.base_offset == expected and header.end == file_size - position and header.last_offset_delta >= 0:
+        return header.next_offset
+    return max(recovery_point, expected + 1)
 
 
 def _cut_batch_size(chunk: bytes, consumed: int) -> int | None:

@@ -45,12 +45,12 @@ import errno
 import logging
 import posixpath
 import struct
-from contextvars import ContextVar
-from typing import Any
 from bisect import bisect_right
 from collections.abc import Callable
-from typing import TypeVar
+from contextvars import ContextVar
+from typing import Any, TypeVar
 
+from herd.log import compaction
 from herd.log.api import (
     AppendResult,
     KafkaStorageError,
@@ -58,11 +58,12 @@ from herd.log.api import (
     OffsetOutOfRangeError,
     TimestampOffset,
 )
-from herd.log import compaction
 from herd.log.batch import set_base_offset, set_log_append_time, validate_batches
+from herd.log.fs import FileSystem, OsFileSystem
+from herd.log.segment import CutBackFailed, Segment
 
-_INT64 = struct.Struct(">q")
 log = logging.getLogger(__name__)
+_INT64 = struct.Struct(">q")
 _recovering: ContextVar[bool] = ContextVar("_recovering", default=False)
 
 
@@ -77,8 +78,7 @@ class _Parts(list):  # type: ignore[type-arg]
 
     def __len__(self) -> int:  # the byte length, like the bytearray it replaces
         return self.nbytes
-from herd.log.fs import FileSystem, OsFileSystem
-from herd.log.segment import CutBackFailed, Segment
+
 
 CHECKPOINT = "partition.checkpoint"
 INT32_MAX = 2**31 - 1
@@ -120,12 +120,15 @@ class SegmentLog:
         segments = _recover_segments(fs, directory, bases, log_start, recovery_point, config.index_interval_bytes)
         if not segments:
             segments = [Segment.create(fs, directory, log_start)]
-        log = cls(fs, directory, topic, partition, config, segments, max(log_start, segments[0].base_offset))
-        log._flushed = min(recovery_point, log.log_end_offset)
-        log._checkpointed_segment = log._bases[log._segment_index(log._flushed)]
-        log._dir_dirty = True
-        log.flush()  # makes the recovered state (truncations, rebuilt indexes) durable, writes the checkpoint
-        return log
+        opened = cls(fs, directory, topic, partition, config, segments, max(log_start, segments[0].base_offset))
+        if recovery_point > opened.log_end_offset:
+            log.warning("%s: the checkpoint's recovery point %d is beyond the log's end %d; using the end",
+                           directory, recovery_point, opened.log_end_offset)  # fmt: skip
+        opened._flushed = min(recovery_point, opened.log_end_offset)
+        opened._checkpointed_segment = opened._bases[opened._segment_index(opened._flushed)]
+        opened._dir_dirty = True
+        opened.flush()  # makes the recovered state (truncations, rebuilt indexes) durable, writes the checkpoint
+        return opened
 
     # -- the PartitionLog contract -------------------------------------------------------------------------------
 
@@ -471,16 +474,21 @@ def _describe(error: OSError) -> str:
 
 
 def _read_checkpoint(fs: FileSystem, directory: str) -> tuple[int, int]:
-    """(log start offset, recovery point); (0, 0) when missing or unreadable, which makes recovery scan all."""
+    """(log start offset, recovery point); (0, 0) when missing or unreadable, which makes recovery scan all
+    (logged: a partition directory with segments but no readable checkpoint was not written by a clean herd)."""
     path = posixpath.join(directory, CHECKPOINT)
     if not fs.exists(path):
+        if any(name.endswith(".log") for name in fs.listdir(directory)):
+            log.warning("%s is missing; scanning every segment of %s", path, directory)
         return 0, 0
     f = fs.open(path, "r")
     try:
-        fields = f.pread(0, 256).split()
+        raw = f.pread(0, 256)
     finally:
         f.close()
+    fields = raw.split()
     if len(fields) != 3 or fields[0] != b"0" or not all(x.isdigit() for x in fields[1:]):
+        log.warning("%s is unreadable (%r); scanning every segment, keeping every offset", path, raw[:64])
         return 0, 0
     return int(fields[1]), int(fields[2])
 
@@ -508,12 +516,21 @@ def _recover_segments(fs: FileSystem, directory: str, bases: list[int], log_star
             Segment(fs, directory, base).delete()  # retention removed it from the log; finish deleting it
             continue
         if segments and segments[-1].next_offset != base:
-            Segment(fs, directory, base).delete()
-            continue
+            if base > recovery_point:  # after a torn tail was cut: never flushed, dropped as Kafka's LogLoader does
+                log.warning("%s: dropping segment %d, unflushed data after the incomplete batch cut at offset %d",
+                               directory, base, segments[-1].next_offset)  # fmt: skip
+                Segment(fs, directory, base).delete()
+                continue
+            log.error("%s: offsets %d-%d are missing (no segment file holds them); the segments after them are "
+                         "kept", directory, segments[-1].next_offset, base - 1)  # fmt: skip
         if next_base is not None and next_base <= recovery_point:
             segments.append(Segment.open_sealed(fs, directory, base, next_base, interval))
+            end = segments[-1].end_on_disk()
+            if end is not None and end < next_base:  # the next segment file was deleted (or renamed)
+                log.error("%s: offsets %d-%d are missing (no segment file holds them); the segments after "
+                             "them are kept", directory, end, next_base - 1)  # fmt: skip
         else:
-            segments.append(Segment.recover(fs, directory, base, interval))
+            segments.append(Segment.recover(fs, directory, base, interval, recovery_point))
     for segment in segments[:-1]:
         if segment.file is not None:  # scanned: seal it like a roll would have
             segment.seal()

@@ -4,8 +4,10 @@ v3: record batch format v2 and transactional id (the lowest version Kafka 4.x ac
 offset in the answer. v8: per-record errors and an error message. v9: flexible. v10-v11: current leader and node
 endpoints for KIP-951 (herd has one node, so they stay empty). v12: no body change (KIP-890). v13: topics by id.
 
-Each partition's `records` go to the log exactly as sent (compressed or not); the log checks framing, magic and
-CRC32C and assigns offsets. acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS otherwise); with acks=0 no answer is
+Each partition's `records` go to the log exactly as sent (compressed or not), once their records are checked as
+Kafka's LogValidator checks them (`herd.log.records.check_records`: every batch decompresses, its records are
+well framed and as many as it declares; CORRUPT_MESSAGE or INVALID_RECORD with a message otherwise); the log
+checks framing, magic and CRC32C and assigns offsets. acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS otherwise); with acks=0 no answer is
 sent. On one node acks=-1 and acks=1 are the same: the write is in the log (and flushed as log.flush.* say)
 when the answer goes out. Idempotent producers are accepted and checked per partition (herd.server.producers);
 transactional produce is not supported (INVALID_REQUEST, see docs/compatibility.md).
@@ -18,6 +20,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.log.api import LogError
+from herd.log.records import check_records
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import resolve_topic, topic_ref
 from herd.server.broker import RequestContext
@@ -66,6 +69,7 @@ def _append(b: Builder, ctx: RequestContext, topic: Any, data: Any) -> Any:
     log = topic.partitions[data.index]
     now = broker.now_ms()
     try:
+        check_records(records)
         result = broker.producers.append(log, records, now)
         log.maybe_flush(now)  # log.flush.interval.messages / .ms
     except LogError as e:
