@@ -53,10 +53,15 @@ def serve(config_path: str | None, overrides: tuple[str, ...], log_level: str) -
     except ConfigError as e:
         raise click.UsageError(str(e)) from None
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from herd.cluster.topics import MetadataError, TopicError
+    from herd.log.fs import DirectoryLockedError
     from herd.server.server import run_server
 
     try:
         run_server(config)
+    except (DirectoryLockedError, MetadataError, TopicError) as e:  # log.dirs in use, unusable metadata, or
+        click.echo(f"herd: error: {e}", err=True)  # __consumer_offsets that cannot be created
+        sys.exit(1)
     except OSError as e:  # e.g. the port is taken
         click.echo(f"herd: error: {e.strerror or e}", err=True)
         sys.exit(1)

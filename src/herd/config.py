@@ -85,6 +85,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("log.message.timestamp.type", "string", "CreateTime", "CreateTime or LogAppendTime.",
             check=lambda v: None if v in ("CreateTime", "LogAppendTime") else "must be CreateTime or LogAppendTime"),
     Setting("delete.topic.enable", "bool", True, "Allow DeleteTopics."),
+    Setting("max.broker.partitions", "int", 10000,
+            "Most partitions this broker hosts, __consumer_offsets included (KIP-578's name); creating more gets "
+            "POLICY_VIOLATION.", minimum=1),
     # Group coordinator
     Setting("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", minimum=1),
     Setting("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets.", minimum=1),

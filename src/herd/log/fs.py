@@ -16,14 +16,22 @@ n)` makes the n-th next write (or fsync, ...) raise `OSError(EIO)`, so tests can
 failed write first writes half of its bytes, as a short write followed by an error would. Directories are not
 modelled as durable or not: `makedirs`, `rmtree` and directory renames take effect at once. The runtime uses it
 from worker threads (fsync, compaction), so whole-namespace walks iterate over a snapshot of it.
+
+`lock(path)` takes an exclusive lock on a file, as Kafka locks each log directory with its `.lock` file
+(apache/kafka core/src/main/scala/kafka/log/LogManager.scala, lockLogDirs; FileLock): on real files an OS lock
+(`flock`) the kernel releases when the process dies, with the holder's pid and host written into the file so a
+refused process can name it; in memory only a record of the held paths (one process owns a MemoryFileSystem).
+`write_atomically` / `read_whole` are the small-file helpers (metadata, checkpoints) over either filesystem.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import posixpath
 import shutil
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -47,6 +55,21 @@ class File(Protocol):
     def size(self) -> int: ...
 
     def close(self) -> None: ...
+
+
+class Lock(Protocol):
+    def release(self) -> None: ...
+
+
+class DirectoryLockedError(Exception):
+    """The lock file of a data directory is held by another process (or another store in this one)."""
+
+    def __init__(self, path: str, holder: str) -> None:
+        directory = posixpath.dirname(path) or "."
+        super().__init__(f"{directory} is in use by another herd broker ({holder}; lock file {path}): stop it, "
+                         f"or give this broker another log.dirs")
+        self.path = path
+        self.holder = holder
 
 
 class FileSystem(Protocol):
@@ -75,6 +98,42 @@ class FileSystem(Protocol):
     def fsync_dir(self, path: str) -> None:
         """Make the entries of directory `path` (creations, removals, renames) durable."""
         ...
+
+    def lock(self, path: str) -> Lock:
+        """Take the exclusive lock of file `path` (created if missing); raises DirectoryLockedError if it is
+        held, naming the holder."""
+        ...
+
+
+def write_atomically(fs: FileSystem, path: str, data: bytes) -> None:
+    """Replace `path` with `data` durably: a temporary file written and fsynced, renamed over `path`, and the
+    directory fsynced. A failure leaves the old content (the temporary file is removed when possible)."""
+    tmp = path + ".tmp"
+    try:
+        f = fs.open(tmp, "w")
+        try:
+            f.append(data)
+            f.fsync()
+        finally:
+            f.close()
+        fs.rename(tmp, path)
+    except OSError:
+        try:
+            if fs.exists(tmp):
+                fs.remove(tmp)
+        except OSError:
+            pass
+        raise
+    fs.fsync_dir(posixpath.dirname(path) or ".")
+
+
+def read_whole(fs: FileSystem, path: str) -> bytes:
+    """The content of a small file; raises FileNotFoundError (an OSError) if it is missing."""
+    f = fs.open(path, "r")
+    try:
+        return f.pread(0, f.size())
+    finally:
+        f.close()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -142,7 +201,34 @@ _OS_FLAGS = {
 }
 
 
+class _OsLock:
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = -1
+
+
 class OsFileSystem:
+    def lock(self, path: str) -> Lock:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "pid unknown"
+            os.close(fd)
+            raise DirectoryLockedError(path, holder) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid={os.getpid()} host={socket.gethostname()}\n".encode(), 0)
+        return _OsLock(fd)
+
     def open(self, path: str, mode: str) -> File:
         return OsFile(os.open(path, _OS_FLAGS[mode] | getattr(os, "O_CLOEXEC", 0), 0o644))
 
@@ -257,6 +343,15 @@ class MemoryFileSystem:
         self.durable_files: dict[str, _Inode] = {}  # the namespace as of the last fsync of each directory
         self.dirs: set[str] = {"/", "."}
         self.faults = _Faults()
+        self.locks: set[str] = set()  # paths locked by `lock` and not released (none survive a crash)
+
+    def lock(self, path: str) -> Lock:
+        """Never refused: the filesystem lives in one process, and a test that opens a store again on it
+        without closing the first plays a restart (the first owner is gone). `locks` shows what is held."""
+        path = _norm(path)
+        self._require_dir(posixpath.dirname(path))
+        self.locks.add(path)
+        return _MemoryLock(self, path)
 
     def fail(self, op: str, nth: int = 1) -> None:
         """Make the `nth` next call of `op` ("write", "fsync", "read", "truncate", "rename", "remove") raise."""
@@ -358,6 +453,16 @@ class MemoryFileSystem:
     def _require_dir(self, path: str) -> None:
         if path not in self.dirs:
             raise FileNotFoundError(errno.ENOENT, "no such directory", path)
+
+
+class _MemoryLock:
+    __slots__ = ("_fs", "_path")
+
+    def __init__(self, fs: MemoryFileSystem, path: str) -> None:
+        self._fs, self._path = fs, path
+
+    def release(self) -> None:
+        self._fs.locks.discard(self._path)
 
 
 def _norm(path: str) -> str:
