@@ -280,10 +280,11 @@ class _Inode:
 @dataclass(slots=True)
 class _Faults:
     countdown: dict[str, int] = field(default_factory=dict)  # operation -> calls left before it fails
+    only: dict[str, str] = field(default_factory=dict)  # operation -> the path ending the calls counted have
 
     def check(self, op: str, path: str) -> None:
         left = self.countdown.get(op)
-        if left is None:
+        if left is None or not str(path).endswith(self.only.get(op, "")):
             return
         if left > 1:
             self.countdown[op] = left - 1
@@ -353,9 +354,11 @@ class MemoryFileSystem:
         self.locks.add(path)
         return _MemoryLock(self, path)
 
-    def fail(self, op: str, nth: int = 1) -> None:
-        """Make the `nth` next call of `op` ("write", "fsync", "read", "truncate", "rename", "remove") raise."""
+    def fail(self, op: str, nth: int = 1, *, path_endswith: str = "") -> None:
+        """Make the `nth` next call of `op` ("write", "fsync", "read", "truncate", "rename", "remove") raise;
+        with `path_endswith`, only calls on such paths count (a rename counts its source)."""
         self.faults.countdown[op] = nth
+        self.faults.only[op] = path_endswith
 
     def crash(self, keep_torn: KeepTorn | None = None, *, keep_unsynced_entries: bool = False) -> MemoryFileSystem:
         """What a power cut leaves: durable entries and content, plus `keep_torn(path, tail)` bytes of each

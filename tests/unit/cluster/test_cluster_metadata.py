@@ -134,12 +134,12 @@ def test_a_create_the_disk_refuses_leaves_nothing_in_memory_or_on_disk(op: str, 
     assert len(cluster.get("t").partitions) == 2
 
 
-def test_the_failed_write_is_topics_json_itself() -> None:
-    """fail("rename", 2) of a one-partition create is the rename of topics.json (the first is partition.metadata):
-    the in-memory filesystem covers topics.json."""
+@pytest.mark.parametrize("op", ["write", "fsync", "rename"])
+def test_a_create_whose_topics_json_write_fails_leaves_nothing(op: str) -> None:
+    """topics.json is written through the store's filesystem, so the in-memory one fails exactly its write."""
     fs = MemoryFileSystem()
     cluster = open_cluster(fs)
-    fs.fail("rename", 2)
+    fs.fail(op, path_endswith="topics.json.tmp")
     with pytest.raises(TopicError, match="topics.json"):
         cluster.create_topic("t", 1)
     assert dirs(fs) == set()
@@ -151,7 +151,7 @@ def test_a_grow_the_disk_refuses_keeps_the_old_count() -> None:
     fs = MemoryFileSystem()
     cluster = open_cluster(fs)
     cluster.create_topic("t", 2)
-    fs.fail("rename", 3)  # two partition.metadata files, then topics.json
+    fs.fail("rename", path_endswith="topics.json.tmp")
     with pytest.raises(TopicError, match="topics.json") as failed:
         cluster.add_partitions("t", 4)
     assert failed.value.error_code == KAFKA_STORAGE_ERROR
@@ -166,7 +166,7 @@ def test_a_delete_the_disk_refuses_keeps_the_topic_and_its_data() -> None:
     cluster.create_topic("t", 2)
     cluster.partition("t", 0).append(batch(3), 0)
     cluster.partition("t", 0).flush()
-    fs.fail("rename", 3)  # two partitions marked, then topics.json
+    fs.fail("fsync", path_endswith="topics.json.tmp")
     with pytest.raises(TopicError, match="topics.json") as failed:
         cluster.delete_topic("t")
     assert failed.value.error_code == KAFKA_STORAGE_ERROR
