@@ -156,6 +156,28 @@ def test_a_damaged_topics_json_stops_the_start_with_one_line_and_deletes_nothing
     assert len(consume(broker.bootstrap, "orders", 5)) == 5
 
 
+def test_an_unnamed_partition_directory_survives_restarts_and_is_reported(broker_factory):
+    broker = broker_factory({"offsets.topic.num.partitions": "1"})
+    assert broker.stop() == 0
+    stray = broker.data_dir / "copied-in-0"
+    stray.mkdir()
+    (stray / "00000000000000000000.log").write_bytes(b"someone's data")
+    broker.restart()
+    assert "kept partition directories of copied-in" in broker.log()
+    client = admin(broker)
+    assert "copied-in" not in client.list_topics(timeout=10).topics
+    assert broker.stop() == 0
+    broker.restart()
+    assert (stray / "00000000000000000000.log").read_bytes() == b"someone's data"
+
+
+def test_an_offsets_topic_the_broker_cannot_hold_stops_the_start_with_one_line(broker_factory):
+    with pytest.raises(RuntimeError) as refused:
+        broker_factory({"offsets.topic.num.partitions": "3", "max.broker.partitions": "2"})
+    (line,) = [line for line in str(refused.value).splitlines() if line.startswith("herd: error:")]
+    assert "__consumer_offsets" in line and "max.broker.partitions=2" in line
+
+
 # -- item 6: the longest topic names -----------------------------------------------------------------------------
 
 def test_deleting_a_topic_with_a_249_character_name_works_and_the_broker_restarts(broker_factory):

@@ -35,8 +35,9 @@ class Broker:
     def __init__(self, config: BrokerConfig, store: LogStore) -> None:
         self.config = config
         self.node_id: int = config.get("node.id")
-        self.cluster = Cluster(Path(config.get("log.dirs")), store, config.log_config(), self.node_id,  # type: ignore[arg-type]
-                               max_partitions=config.get("max.broker.partitions"))
+        # The store is a SegmentStore, which also keeps the metadata files (Cluster's TopicStore).
+        self.cluster = Cluster(Path(config.get("log.dirs")), store, config.log_config(),  # type: ignore[arg-type]
+                               self.node_id, max_partitions=config.get("max.broker.partitions"))
         self.endpoint = Endpoint("127.0.0.1", 9092)  # set by the server once it is listening
         self.producers = ProducerStates()
         self.coordinator: CoordinatorRuntime | None = None  # the group coordinator, set by the server at start
