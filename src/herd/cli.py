@@ -53,10 +53,18 @@ def serve(config_path: str | None, overrides: tuple[str, ...], log_level: str) -
     except ConfigError as e:
         raise click.UsageError(str(e)) from None
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from herd.cluster.topics import OFFSETS_TOPIC, MetadataError, TopicError
+    from herd.log.fs import DirectoryLockedError
     from herd.server.server import run_server
 
     try:
         run_server(config)
+    except (DirectoryLockedError, MetadataError) as e:  # log.dirs in use, or its metadata unusable
+        click.echo(f"herd: error: {e}", err=True)
+        sys.exit(1)
+    except TopicError as e:  # at start only the group coordinator creates a topic
+        click.echo(f"herd: error: cannot create {OFFSETS_TOPIC}: {e}", err=True)
+        sys.exit(1)
     except OSError as e:  # e.g. the port is taken
         click.echo(f"herd: error: {e.strerror or e}", err=True)
         sys.exit(1)

@@ -129,6 +129,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("herd.log.max.open.files", "int", 0,
             "Most segment files kept open at once (least recently used closed); 0: half of RLIMIT_NOFILE.",
             minimum=0),
+    Setting("max.broker.partitions", "int", 10000,
+            "Most partitions this broker hosts, __consumer_offsets included (KIP-578's name); creating more gets "
+            "POLICY_VIOLATION.", minimum=1),
     # Group coordinator
     Setting("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", minimum=1),
     Setting("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets.", minimum=1),

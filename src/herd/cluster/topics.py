@@ -1,29 +1,53 @@
 """Topics, their ids, partitions and per-topic configs: the broker's metadata.
 
 A single node leads every partition. The metadata (topic name, id, partition count and the configs the user
-set) is kept in `<log.dirs>/topics.json`, rewritten atomically (temp file, fsync, rename, directory fsync) on
-every change, and the partitions' data lives in the `LogStore`. At start the file is read and every partition
-opened, which recovers its log. A partition directory the file does not name (left by a crash between the two
-steps of a delete) is removed.
+set) is kept in `<log.dirs>/topics.json`, written through the store's `FileSystem` atomically (temp file,
+fsync, rename, directory fsync), and each partition directory keeps its topic's id and configs in
+`partition.metadata` (Kafka keeps the topic id there), so both can be rebuilt from the partition directories.
+
+Every change is durable before it takes effect: create and grow first make the new partitions (with their
+`partition.metadata`), then write topics.json, and only then change the in-memory state; a failure at any step
+removes the partitions it made and raises TopicError(KAFKA_STORAGE_ERROR), leaving memory as it was. Delete
+first renames every partition directory to its deletion name (the durable record that the deletion was
+decided), then writes topics.json, then forgets the topic and removes the directories; a failure before
+topics.json is written renames them back.
+
+At start (`load`), after the store locked the directory: deletions recorded by a rename are finished (a topic
+that topics.json still names while some of its directories are marked is deleted) and their leftovers removed;
+every topic of topics.json is opened (recovered). A partition directory topics.json does not name is adopted
+when its `partition.metadata` says which topic it belongs to (a crash between making partitions and writing
+topics.json), else kept, reported and not served; data is never deleted because metadata is missing. A missing
+topics.json is rebuilt from the directories; an unreadable one stops the start with MetadataError.
+
+Limits (Kafka's KRaft controller, apache/kafka metadata/src/main/java/org/apache/kafka/controller/
+ReplicationControlManager.java): one request creates at most MAX_PARTITIONS_PER_REQUEST partitions
+(POLICY_VIOLATION "Excessively large number of partitions per request."), and the broker hosts at most
+`max.broker.partitions` (herd's bound, KIP-578's name); both are refused before anything is created.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import posixpath
 import re
 import uuid
+from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, Protocol
 
-from herd.log.api import LogConfig, LogStore, PartitionLog
+from herd.log.api import LogConfig, LogError, LogStore, PartitionLog
+from herd.log.fs import FileSystem, read_whole, write_atomically
 
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})
 MAX_TOPIC_NAME = 249
+# ReplicationControlManager.MAX_PARTITIONS_PER_BATCH (and QuorumController.MAX_RECORDS_PER_USER_OP).
+MAX_PARTITIONS_PER_REQUEST = 10_000
+TOPICS_FILE = "topics.json"
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 
@@ -35,6 +59,10 @@ class TopicError(Exception):
         self.error_code = error_code
 
 
+class MetadataError(Exception):
+    """The metadata in the data directory cannot be read or written at start; the broker must not start."""
+
+
 # Kafka error codes used here.
 UNKNOWN_TOPIC_OR_PARTITION = 3
 INVALID_TOPIC_EXCEPTION = 17
@@ -42,7 +70,33 @@ TOPIC_ALREADY_EXISTS = 36
 INVALID_PARTITIONS = 37
 INVALID_REPLICATION_FACTOR = 38
 INVALID_CONFIG = 40
+POLICY_VIOLATION = 44
+KAFKA_STORAGE_ERROR = 56
 TOPIC_DELETION_DISABLED = 73
+
+
+class TopicStore(LogStore, Protocol):
+    """What `Cluster` needs of its store besides `LogStore` (SegmentStore provides it): the filesystem
+    topics.json is written through, the partition metadata files, and the two-step delete."""
+
+    fs: FileSystem
+
+    def write_partition_metadata(self, topic: str, partition: int, topic_id: uuid.UUID,
+                                 configs: dict[str, str]) -> None: ...
+
+    def read_partition_metadata(self, topic: str, partition: int) -> tuple[uuid.UUID, dict[str, str] | None] | None: ...
+
+    def mark_deleted(self, topic: str, partition: int, unique_id: str) -> str | None: ...
+
+    def unmark(self, topic: str, partition: int, marker: str) -> None: ...
+
+    def sync(self) -> None: ...
+
+    def forget(self, topic: str, partition: int) -> None: ...
+
+    def marked_for_deletion(self) -> list[tuple[str, str | None]]: ...
+
+    def purge(self, name: str) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,8 +107,9 @@ class TopicConfigKey:
     choices: tuple[str, ...] = ()
     minimum: int | None = None  # Kafka's atLeast(...) validator
 
-    def complaint(self, value: str) -> str | None:
-        """Why `value` is refused, in the words of Kafka's ConfigDef, or None."""
+    def complaint(self, value: str, *, bounds: bool = True) -> str | None:
+        """Why `value` is refused, in the words of Kafka's ConfigDef, or None; without `bounds` only its type
+        is checked."""
         if self.kind in ("int", "long"):
             try:
                 number = int(value)
@@ -63,7 +118,7 @@ class TopicConfigKey:
             bits = 31 if self.kind == "int" else 63
             if not -(2**bits) <= number < 2**bits:
                 return f"Not a number of type {self.kind.upper()}"
-            if self.minimum is not None and number < self.minimum:
+            if bounds and self.minimum is not None and number < self.minimum:
                 return f"Value must be at least {self.minimum}"
         elif self.choices and value not in self.choices:
             return f"String must be one of: {', '.join(self.choices)}"
@@ -114,10 +169,13 @@ def check_topic_name(name: str) -> None:
                          f"Topic name '{name}' is illegal: only ASCII alphanumerics, '.', '_' and '-' are allowed")
 
 
-def check_topic_configs(configs: dict[str, str | None], *, internal: bool = False) -> dict[str, str]:
+def check_topic_configs(configs: dict[str, str | None], *, internal: bool = False,
+                        stored: bool = False) -> dict[str, str]:  # fmt: skip
     """Returns the configs with null values dropped; raises TopicError(INVALID_CONFIG) with Kafka's message
     ("Invalid value -5 for configuration max.message.bytes: Value must be at least 0"). `internal` topics
-    (made by herd from its own settings) skip the lower bound of segment.bytes."""
+    (made by herd from its own settings) skip the lower bound of segment.bytes; `stored` configs (read back
+    from topics.json or a partition's metadata) are checked for names and types only, since they were accepted
+    when their topic was made, possibly by a herd with looser bounds."""
     checked: dict[str, str] = {}
     for name, value in configs.items():
         key = TOPIC_CONFIGS.get(name)
@@ -127,7 +185,7 @@ def check_topic_configs(configs: dict[str, str | None], *, internal: bool = Fals
             continue
         if internal and key.name == "segment.bytes":
             key = replace(key, minimum=1)
-        complaint = key.complaint(value)
+        complaint = key.complaint(value, bounds=not stored)
         if complaint is not None:
             raise TopicError(INVALID_CONFIG, f"Invalid value {value} for configuration {name}: {complaint}")
         checked[name] = value
@@ -146,40 +204,66 @@ class Topic:
         return self.name in INTERNAL_TOPICS
 
 
+
+@dataclass(slots=True)
+class _Entry:
+    """One topic as topics.json records it."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    configs: dict[str, str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "id": str(self.topic_id), "partitions": self.partitions, "configs": self.configs}
+
+
 class Cluster:
     """The topics of this (single-node) cluster and their partition logs."""
 
-    def __init__(self, data_dir: Path, store: LogStore, defaults: LogConfig, node_id: int) -> None:
+    def __init__(self, data_dir: Path, store: TopicStore, defaults: LogConfig, node_id: int,
+                 max_partitions: int = 10_000) -> None:
         self._dir = data_dir
         self._store = store
         self._defaults = defaults
         self.node_id = node_id
+        self.max_partitions = max_partitions
         self.cluster_id = ""
         self._topics: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
+        self._strays: set[tuple[str, int]] = set()  # partition directories kept but not served
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
     def load(self) -> None:
-        """Read the metadata and open (recover) every partition."""
-        self._dir.mkdir(parents=True, exist_ok=True)
+        """Read the metadata, finish interrupted deletions, adopt or report unnamed partition directories and
+        open (recover) every partition. Raises MetadataError if topics.json cannot be read or written."""
         state = self._read_state()
-        self.cluster_id = state.get("cluster_id") or _new_cluster_id()
-        for entry in state.get("topics", []):
-            topic = Topic(entry["name"], uuid.UUID(entry["id"]), dict(entry.get("configs", {})))
-            for p in range(entry["partitions"]):
-                topic.partitions.append(self._store.open_partition(topic.name, p, self.log_config(topic.configs)))
-            self._index(topic)
-        known = {(t.name, p) for t in self._topics.values() for p in range(len(t.partitions))}
-        for name, p in self._store.existing_partitions():
-            if (name, p) not in known:
-                log.warning("removing partition %s-%d, which no topic owns", name, p)
-                self._store.delete_partition(name, p)
-        if not state:
-            self._write_state()
+        self.cluster_id = (state or {}).get("cluster_id") or _new_cluster_id()
+        entries = self._parse_state(state) if state is not None else []
+        on_disk = self._store.existing_partitions()
+        if state is None and on_disk:
+            log.warning("%s is missing: rebuilding the topics from the %d partition directories in %s",
+                        self._state_path, len(on_disk), self._dir)
+        try:
+            changed = self._finish_deletions(entries)
+        except OSError as e:
+            raise MetadataError(f"cannot finish an interrupted topic deletion in {self._dir}: {e}") from None
+        on_disk = self._store.existing_partitions()
+        known = {(e.name, p) for e in entries for p in range(e.partitions)}
+        changed |= self._adopt(entries, [k for k in on_disk if k not in known], rebuild=state is None)
+        present = set(on_disk)
+        for entry in entries:
+            self._open_entry(entry, present)
+        if state is None or changed:
+            try:
+                self._persist(entries)
+            except OSError as e:
+                raise MetadataError(f"cannot write {self._state_path}: {e.strerror or e}") from None
+        self._purge_deleted()
 
     def close(self) -> None:
-        self._store.close()  # flushes and closes every partition
+        self._store.close()  # flushes and closes every partition, and releases the directory's lock
 
     # -- queries -----------------------------------------------------------------------------------------------
 
@@ -198,6 +282,9 @@ class Cluster:
     def topics(self) -> Iterator[Topic]:
         return iter(list(self._topics.values()))
 
+    def hosted_partitions(self) -> int:
+        return sum(len(t.partitions) for t in self._topics.values())
+
     def log_config(self, configs: dict[str, str]) -> LogConfig:
         cfg = self._defaults
         for name, value in configs.items():
@@ -210,8 +297,9 @@ class Cluster:
 
     def create_topic(self, name: str, partitions: int, configs: dict[str, str | None] | None = None,
                      *, validate_only: bool = False) -> Topic:
-        """Raises TopicError with TOPIC_ALREADY_EXISTS, INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS or
-        INVALID_CONFIG."""
+        """Create the topic with all its partitions, or nothing. Raises TopicError with TOPIC_ALREADY_EXISTS,
+        INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, INVALID_CONFIG, POLICY_VIOLATION (a limit) or
+        KAFKA_STORAGE_ERROR (the disk failed; nothing was created)."""
         check_topic_name(name)
         if name in self._topics:
             raise TopicError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
@@ -223,39 +311,93 @@ class Cluster:
         if partitions < 1:
             raise TopicError(INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
         checked = check_topic_configs(dict(configs or {}), internal=name in INTERNAL_TOPICS)
+        self.check_room(partitions)
+        self._check_no_strays(name, 0, partitions)
         topic = Topic(name, uuid.uuid4(), checked)
         if validate_only:
             return topic
-        cfg = self.log_config(checked)
-        topic.partitions = [self._store.open_partition(name, p, cfg) for p in range(partitions)]
+        topic.partitions = self._make_partitions(topic, 0, partitions)
+        self._commit([*self._entries(), _Entry(name, topic.topic_id, partitions, checked)], f"create topic {name}",
+                     undo=lambda: self._remove_partitions(name, range(partitions)))
         self._index(topic)
-        self._write_state()
         log.info("created topic %s with %d partitions", name, partitions)
         return topic
 
     def add_partitions(self, name: str, total: int, *, validate_only: bool = False) -> None:
-        """Grow a topic to `total` partitions; raises TopicError."""
+        """Grow a topic to `total` partitions, all of the new ones or none; raises TopicError."""
         topic = self._require(name)
         current = len(topic.partitions)
         if total <= current:
             raise TopicError(INVALID_PARTITIONS,
                              f"Topic currently has {current} partitions, {total} would not be an increase.")
+        self.check_room(total - current)
+        self._check_no_strays(name, current, total)
         if validate_only:
             return
-        cfg = self.log_config(topic.configs)
-        topic.partitions.extend(self._store.open_partition(name, p, cfg) for p in range(current, total))
-        self._write_state()
+        added = self._make_partitions(topic, current, total)
+        entries = [replace(e, partitions=total) if e.name == name else e for e in self._entries()]
+        self._commit(entries, f"grow topic {name} to {total} partitions",
+                     undo=lambda: self._remove_partitions(name, range(current, total)))
+        topic.partitions.extend(added)
         log.info("topic %s grown to %d partitions", name, total)
 
     def delete_topic(self, name: str) -> Topic:
+        """Delete the topic and its data; raises TopicError (KAFKA_STORAGE_ERROR: nothing changed)."""
         topic = self._require(name)
+        marked: list[tuple[int, str]] = []
+
+        def undo() -> None:
+            for index, marker in reversed(marked):
+                try:
+                    self._store.unmark(name, index, marker)
+                except OSError as e:
+                    log.error("could not rename %s back after a failed delete of topic %s (%s): the next start "
+                              "finishes deleting the topic", marker, name, e)
+            self._sync_quietly()
+
+        try:
+            for index in range(len(topic.partitions)):
+                marker = self._store.mark_deleted(name, index, topic.topic_id.hex)
+                if marker is not None:
+                    marked.append((index, marker))
+            self._store.sync()
+        except OSError as e:
+            undo()
+            raise self._storage_error(f"delete topic {name}", e) from None
+        self._commit([e for e in self._entries() if e.name != name], f"delete topic {name}", undo=undo)
         del self._topics[name]
         del self._by_id[topic.topic_id]
-        self._write_state()  # first forget it, then remove its data: a crash in between leaves only orphans
         for index in range(len(topic.partitions)):
-            self._store.delete_partition(name, index)
+            self._store.forget(name, index)
+        for _, marker in marked:
+            try:
+                self._store.purge(posixpath.basename(marker))
+            except OSError as e:
+                log.warning("could not remove %s of deleted topic %s (%s): removed at the next start", marker, name, e)
         log.info("deleted topic %s", name)
         return topic
+
+    def check_room(self, new_partitions: int) -> None:
+        """Raises TopicError(POLICY_VIOLATION) if one request may not create `new_partitions` partitions or the
+        broker would host more than max.broker.partitions."""
+        if new_partitions > MAX_PARTITIONS_PER_REQUEST:
+            log.warning("refused to create %d partitions in one request (at most %d)", new_partitions,
+                        MAX_PARTITIONS_PER_REQUEST)
+            raise TopicError(POLICY_VIOLATION, "Excessively large number of partitions per request.")
+        hosted = self.hosted_partitions()
+        if hosted + new_partitions > self.max_partitions:
+            log.warning("refused to create %d partitions: this broker hosts %d, max.broker.partitions is %d",
+                        new_partitions, hosted, self.max_partitions)
+            raise TopicError(POLICY_VIOLATION,
+                             f"Creating {new_partitions} partitions would take this broker to "
+                             f"{hosted + new_partitions}, over max.broker.partitions={self.max_partitions}.")
+
+    def _check_no_strays(self, name: str, start: int, end: int) -> None:
+        kept = sorted(p for t, p in self._strays if t == name and start <= p < end)
+        if kept:
+            raise TopicError(TOPIC_ALREADY_EXISTS,
+                             f"Partition directories of topic '{name}' that topics.json does not name are kept in "
+                             f"{self._dir} (partitions {kept}); remove them or rebuild the metadata first.")
 
     def _require(self, name: str) -> Topic:
         topic = self._topics.get(name)
@@ -267,29 +409,212 @@ class Cluster:
         self._topics[topic.name] = topic
         self._by_id[topic.topic_id] = topic
 
+    # -- making and removing partitions ------------------------------------------------------------------------
+
+    def _make_partitions(self, topic: Topic, start: int, end: int) -> list[PartitionLog]:
+        """Open partitions start..end-1 with their partition.metadata, durably; on failure remove every one made
+        and raise TopicError(KAFKA_STORAGE_ERROR)."""
+        cfg = self.log_config(topic.configs)
+        made: list[PartitionLog] = []
+        try:
+            for index in range(start, end):
+                made.append(self._store.open_partition(topic.name, index, cfg))
+                self._store.write_partition_metadata(topic.name, index, topic.topic_id, topic.configs)
+            self._store.sync()
+        except (OSError, LogError) as e:
+            self._remove_partitions(topic.name, range(start, start + len(made) + 1))
+            raise self._storage_error(f"create partition {topic.name}-{start + len(made)}", e) from None
+        return made
+
+    def _remove_partitions(self, name: str, indices: range) -> None:
+        """Roll back partitions just made (closed, renamed to their deletion name, removed); a failure is logged:
+        what stays is adopted or reported at the next start, never served before."""
+        for index in indices:
+            try:
+                self._store.forget(name, index)
+                marker = self._store.mark_deleted(name, index, uuid.uuid4().hex)
+                if marker is not None:
+                    self._store.purge(posixpath.basename(marker))
+            except (OSError, LogError) as e:
+                log.error("could not remove partition %s-%d after a failed change (%s): it stays in %s", name, index,
+                          e, self._dir)
+        self._sync_quietly()
+
+    def _commit(self, entries: list[_Entry], what: str, undo: Callable[[], None]) -> None:
+        """Write topics.json as `entries`; on failure run `undo` and raise TopicError(KAFKA_STORAGE_ERROR)."""
+        try:
+            self._persist(entries)
+        except OSError as e:
+            undo()
+            raise self._storage_error(what, e) from None
+
+    def _storage_error(self, what: str, error: Exception) -> TopicError:
+        log.error("could not %s: %s (nothing was changed)", what, error)
+        return TopicError(KAFKA_STORAGE_ERROR, f"Could not {what}: {error}")
+
+    def _sync_quietly(self) -> None:
+        try:
+            self._store.sync()
+        except OSError as e:
+            log.error("could not fsync %s: %s", self._dir, e)
+
+    # -- loading -----------------------------------------------------------------------------------------------
+
+    def _parse_state(self, state: dict[str, Any]) -> list[_Entry]:
+        try:
+            entries = [_Entry(t["name"], uuid.UUID(t["id"]), int(t["partitions"]),
+                              {str(k): str(v) for k, v in dict(t.get("configs", {})).items()})
+                       for t in state["topics"]]
+            for entry in entries:
+                check_topic_name(entry.name)
+                check_topic_configs(dict(entry.configs), stored=True)
+                if entry.partitions < 1:
+                    raise ValueError(f"topic {entry.name} has {entry.partitions} partitions")
+        except (KeyError, TypeError, ValueError, AttributeError, TopicError) as e:
+            raise MetadataError(self._unreadable(f"its content is not herd's topic metadata ({e!r})")) from None
+        return entries
+
+    def _finish_deletions(self, entries: list[_Entry]) -> bool:
+        """Drop from `entries` every topic some of whose directories are marked as being deleted (the rename
+        came first, then topics.json: a crash in between), marking its other partitions too."""
+        being_deleted = {unique for _, unique in self._store.marked_for_deletion() if unique}
+        finished = [e for e in entries if e.topic_id.hex in being_deleted]
+        for entry in finished:
+            log.warning("finishing the deletion of topic %s, interrupted before it was recorded in %s", entry.name,
+                        self._state_path)
+            for index in range(entry.partitions):
+                self._store.mark_deleted(entry.name, index, entry.topic_id.hex)
+            entries.remove(entry)
+        if finished:
+            self._store.sync()
+        return bool(finished)
+
+    def _adopt(self, entries: list[_Entry], unnamed: list[tuple[str, int]], *, rebuild: bool) -> bool:
+        """Adopt the partition directories topics.json does not name when their partition.metadata tells their
+        topic (or, rebuilding a missing topics.json, always); keep and report the rest. True if any adopted."""
+        by_topic: dict[str, list[int]] = defaultdict(list)
+        for name, index in unnamed:
+            by_topic[name].append(index)
+        by_name = {e.name: e for e in entries}
+        adopted = False
+        for name, indices in sorted(by_topic.items()):
+            metadata = {i: self._partition_metadata(name, i) for i in indices}
+            ids = {m[0] for m in metadata.values() if m is not None}
+            entry = by_name.get(name)
+            if entry is not None:  # a crash while growing the topic: partitions of the same id beyond its count
+                grown = [i for i in indices if metadata[i] is not None and metadata[i][0] == entry.topic_id]
+                if grown:
+                    self._warn_adopted(name, grown, "grown")
+                    entry.partitions = max(grown) + 1
+                    adopted = True
+                self._keep(name, [i for i in indices if i not in grown])
+                continue
+            try:
+                check_topic_name(name)
+            except TopicError:
+                self._keep(name, indices)
+                continue
+            if len(ids) > 1 or (not ids and not rebuild):
+                self._keep(name, indices)
+                continue
+            configs_found = [m[1] for _, m in sorted(metadata.items()) if m is not None and m[1] is not None]
+            configs = configs_found[0] if configs_found else self._lost_configs(name)
+            entry = _Entry(name, ids.pop() if ids else uuid.uuid4(), max(indices) + 1, configs)
+            entries.append(entry)
+            by_name[name] = entry
+            self._warn_adopted(name, indices, "adopted")
+            adopted = True
+        return adopted
+
+    def _partition_metadata(self, name: str, index: int) -> tuple[uuid.UUID, dict[str, str] | None] | None:
+        try:
+            return self._store.read_partition_metadata(name, index)
+        except (OSError, ValueError) as e:
+            log.warning("cannot read the partition metadata of %s-%d: %s", name, index, e)
+            return None
+
+    def _lost_configs(self, name: str) -> dict[str, str]:
+        if name == OFFSETS_TOPIC:
+            return {"cleanup.policy": "compact", "compression.type": "producer"}
+        log.error("topic %s rebuilt without its configs (no partition.metadata keeps them): it now has the broker "
+                  "defaults; set its configs again if it had any", name)
+        return {}
+
+    def _warn_adopted(self, name: str, indices: list[int], how: str) -> None:
+        log.warning("topic %s %s from partition directories that %s does not name (partitions %s)", name, how,
+                    self._state_path, sorted(indices))
+
+    def _keep(self, name: str, indices: list[int]) -> None:
+        if not indices:
+            return
+        self._strays.update((name, i) for i in indices)
+        log.warning("kept partition directories of %s (partitions %s) that %s does not name and whose topic their "
+                    "partition.metadata does not tell: not served and not deleted; remove them, or stop herd and "
+                    "move %s away to rebuild the topics from the directories", name, sorted(indices),
+                    self._state_path, TOPICS_FILE)
+
+    def _open_entry(self, entry: _Entry, present: set[tuple[str, int]]) -> None:
+        topic = Topic(entry.name, entry.topic_id, entry.configs)
+        cfg = self.log_config(entry.configs)
+        for index in range(entry.partitions):
+            if (entry.name, index) not in present:
+                log.warning("partition directory %s-%d is missing from %s: created empty", entry.name, index,
+                            self._dir)
+            topic.partitions.append(self._store.open_partition(entry.name, index, cfg))
+            found = self._partition_metadata(entry.name, index)
+            if found is None:
+                self._write_partition_metadata(topic, index)
+            elif found[0] != entry.topic_id:
+                log.error("%s-%d/partition.metadata names topic id %s, topics.json %s: serving it as %s", entry.name,
+                          index, found[0], entry.topic_id, entry.topic_id)
+        self._index(topic)
+
+    def _write_partition_metadata(self, topic: Topic, index: int) -> None:
+        try:
+            self._store.write_partition_metadata(topic.name, index, topic.topic_id, topic.configs)
+        except OSError as e:
+            log.warning("could not write the partition metadata of %s-%d: %s", topic.name, index, e)
+
+    def _purge_deleted(self) -> None:
+        for name, _ in self._store.marked_for_deletion():
+            try:
+                self._store.purge(name)
+                log.info("removed %s, a deleted partition", name)
+            except OSError as e:
+                log.error("could not remove %s (a deleted partition) from %s: %s", name, self._dir, e)
+
     # -- persistence -------------------------------------------------------------------------------------------
 
     @property
-    def _state_path(self) -> Path:
-        return self._dir / "topics.json"
+    def _state_path(self) -> str:
+        return str(self._dir / TOPICS_FILE)
 
-    def _read_state(self) -> dict[str, Any]:
+    def _unreadable(self, why: str) -> str:
+        return (f"{self._state_path} cannot be used: {why}. Restore it from a backup, or move it away to rebuild "
+                f"the topics from the partition directories (each keeps its topic's id and configs)")
+
+    def _read_state(self) -> dict[str, Any] | None:
+        """topics.json, or None if there is none; raises MetadataError if it cannot be read or parsed."""
         try:
-            return json.loads(self._state_path.read_text())
+            state = json.loads(read_whole(self._store.fs, self._state_path))
         except FileNotFoundError:
-            return {}
+            return None
+        except OSError as e:
+            raise MetadataError(self._unreadable(e.strerror or str(e))) from None
+        except ValueError as e:  # bad JSON or UTF-8
+            raise MetadataError(self._unreadable(f"not valid JSON ({e})")) from None
+        if not isinstance(state, dict) or not isinstance(state.get("topics"), list):
+            raise MetadataError(self._unreadable("its content is not herd's topic metadata"))
+        return state
 
-    def _write_state(self) -> None:
-        state = {
-            "version": 1,
-            "cluster_id": self.cluster_id,
-            "node_id": self.node_id,
-            "topics": [
-                {"name": t.name, "id": str(t.topic_id), "partitions": len(t.partitions), "configs": t.configs}
-                for t in self._topics.values()
-            ],
-        }
-        _atomic_write(self._state_path, json.dumps(state, indent=1).encode())
+    def _entries(self) -> list[_Entry]:
+        return [_Entry(t.name, t.topic_id, len(t.partitions), t.configs) for t in self._topics.values()]
+
+    def _persist(self, entries: list[_Entry]) -> None:
+        """Write topics.json durably; raises OSError."""
+        state = {"version": 1, "cluster_id": self.cluster_id, "node_id": self.node_id,
+                 "topics": [e.to_json() for e in entries]}
+        write_atomically(self._store.fs, self._state_path, json.dumps(state, indent=1).encode())
 
 
 def _collision_name(name: str) -> str:
@@ -300,19 +625,3 @@ def _new_cluster_id() -> str:
     import base64
 
     return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    import os
-
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "wb") as f:
-        f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

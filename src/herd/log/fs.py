@@ -19,14 +19,22 @@ error would. `set_full(True, under)` is a disk that is full until told otherwise
 disk), until `set_full(False)`. Directories are not
 modelled as durable or not: `makedirs`, `rmtree` and directory renames take effect at once. The runtime uses it
 from worker threads (fsync, compaction), so whole-namespace walks iterate over a snapshot of it.
+
+`lock(path)` takes an exclusive lock on a file, as Kafka locks each log directory with its `.lock` file
+(apache/kafka core/src/main/scala/kafka/log/LogManager.scala, lockLogDirs; FileLock): on real files an OS lock
+(`flock`) the kernel releases when the process dies, with the holder's pid and host written into the file so a
+refused process can name it; in memory only a record of the held paths (one process owns a MemoryFileSystem).
+`write_atomically` / `read_whole` are the small-file helpers (metadata, checkpoints) over either filesystem.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import posixpath
 import shutil
+import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -50,6 +58,21 @@ class File(Protocol):
     def size(self) -> int: ...
 
     def close(self) -> None: ...
+
+
+class Lock(Protocol):
+    def release(self) -> None: ...
+
+
+class DirectoryLockedError(Exception):
+    """The lock file of a data directory is held by another process (or another store in this one)."""
+
+    def __init__(self, path: str, holder: str) -> None:
+        directory = posixpath.dirname(path) or "."
+        super().__init__(f"{directory} is in use by another herd broker ({holder}; lock file {path}): stop it, "
+                         f"or give this broker another log.dirs")
+        self.path = path
+        self.holder = holder
 
 
 class FileSystem(Protocol):
@@ -78,6 +101,42 @@ class FileSystem(Protocol):
     def fsync_dir(self, path: str) -> None:
         """Make the entries of directory `path` (creations, removals, renames) durable."""
         ...
+
+    def lock(self, path: str) -> Lock:
+        """Take the exclusive lock of file `path` (created if missing); raises DirectoryLockedError if it is
+        held, naming the holder."""
+        ...
+
+
+def write_atomically(fs: FileSystem, path: str, data: bytes) -> None:
+    """Replace `path` with `data` durably: a temporary file written and fsynced, renamed over `path`, and the
+    directory fsynced. A failure leaves the old content (the temporary file is removed when possible)."""
+    tmp = path + ".tmp"
+    try:
+        f = fs.open(tmp, "w")
+        try:
+            f.append(data)
+            f.fsync()
+        finally:
+            f.close()
+        fs.rename(tmp, path)
+    except OSError:
+        try:
+            if fs.exists(tmp):
+                fs.remove(tmp)
+        except OSError:
+            pass
+        raise
+    fs.fsync_dir(posixpath.dirname(path) or ".")
+
+
+def read_whole(fs: FileSystem, path: str) -> bytes:
+    """The content of a small file; raises FileNotFoundError (an OSError) if it is missing."""
+    f = fs.open(path, "r")
+    try:
+        return f.pread(0, f.size())
+    finally:
+        f.close()
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -145,7 +204,34 @@ _OS_FLAGS = {
 }
 
 
+class _OsLock:
+    __slots__ = ("_fd",)
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)  # closing the descriptor drops the flock
+            self._fd = -1
+
+
 class OsFileSystem:
+    def lock(self, path: str) -> Lock:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 200, 0).decode(errors="replace").strip() or "pid unknown"
+            os.close(fd)
+            raise DirectoryLockedError(path, holder) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"pid={os.getpid()} host={socket.gethostname()}\n".encode(), 0)
+        return _OsLock(fd)
+
     def open(self, path: str, mode: str) -> File:
         return OsFile(os.open(path, _OS_FLAGS[mode] | getattr(os, "O_CLOEXEC", 0), 0o644))
 
@@ -198,6 +284,7 @@ class _Inode:
 class _Faults:
     countdown: dict[str, int] = field(default_factory=dict)  # operation -> calls left before it fails
     codes: dict[str, int] = field(default_factory=dict)  # operation -> the errno it fails with
+    only: dict[str, str] = field(default_factory=dict)  # operation -> the path ending the calls counted have
     full_under: str | None = None  # writes to files under this directory raise ENOSPC
 
     def check_space(self, path: str) -> None:
@@ -207,7 +294,7 @@ class _Faults:
 
     def check(self, op: str, path: str) -> None:
         left = self.countdown.get(op)
-        if left is None:
+        if left is None or not str(path).endswith(self.only.get(op, "")):
             return
         if left > 1:
             self.countdown[op] = left - 1
@@ -269,16 +356,27 @@ class MemoryFileSystem:
         self.durable_files: dict[str, _Inode] = {}  # the namespace as of the last fsync of each directory
         self.dirs: set[str] = {"/", "."}
         self.faults = _Faults()
+        self.locks: set[str] = set()  # paths locked by `lock` and not released (none survive a crash)
 
-    def fail(self, op: str, nth: int = 1, code: int = errno.EIO) -> None:
+    def fail(self, op: str, nth: int = 1, code: int = errno.EIO, *, path_endswith: str = "") -> None:
         """Make the `nth` next call of `op` ("write", "fsync", "read", "truncate", "rename", "remove", "open")
-        raise OSError(`code`)."""
+        raise OSError(`code`); with `path_endswith`, only calls on such paths count (a rename counts its
+        source)."""
         self.faults.countdown[op] = nth
         self.faults.codes[op] = code
+        self.faults.only[op] = path_endswith
 
     def set_full(self, full: bool = True, under: str = "/") -> None:
         """While `full`, every write to a file under `under` raises ENOSPC and writes nothing."""
         self.faults.full_under = _norm(under) if full else None
+
+    def lock(self, path: str) -> Lock:
+        """Never refused: the filesystem lives in one process, and a test that opens a store again on it
+        without closing the first plays a restart (the first owner is gone). `locks` shows what is held."""
+        path = _norm(path)
+        self._require_dir(posixpath.dirname(path))
+        self.locks.add(path)
+        return _MemoryLock(self, path)
 
     def crash(self, keep_torn: KeepTorn | None = None, *, keep_unsynced_entries: bool = False) -> MemoryFileSystem:
         """What a power cut leaves: durable entries and content, plus `keep_torn(path, tail)` bytes of each
@@ -377,6 +475,16 @@ class MemoryFileSystem:
     def _require_dir(self, path: str) -> None:
         if path not in self.dirs:
             raise FileNotFoundError(errno.ENOENT, "no such directory", path)
+
+
+class _MemoryLock:
+    __slots__ = ("_fs", "_path")
+
+    def __init__(self, fs: MemoryFileSystem, path: str) -> None:
+        self._fs, self._path = fs, path
+
+    def release(self) -> None:
+        self._fs.locks.discard(self._path)
 
 
 def _norm(path: str) -> str:

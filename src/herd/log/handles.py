@@ -29,7 +29,7 @@ import resource
 import threading
 from collections import OrderedDict
 
-from herd.log.fs import Bytes, File, FileSystem
+from herd.log.fs import Bytes, File, FileSystem, Lock
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +53,7 @@ class BoundedFileSystem:
     def __init__(self, inner: FileSystem, max_open: int) -> None:
         self.inner = inner
         self.max_open = max(1, max_open)
-        self.lock = threading.Lock()
+        self.mutex = threading.Lock()
         self.lru: OrderedDict[LazyFile, None] = OrderedDict()  # handles holding a descriptor, oldest first
         self.closed_for_room = 0  # descriptors closed to stay under the bound (for tests and operators)
         self._bound_logged = False
@@ -62,7 +62,7 @@ class BoundedFileSystem:
 
     def open(self, path: str, mode: str) -> File:
         handle = LazyFile(self, path, mode)
-        with self.lock:
+        with self.mutex:
             handle.file = self._open(path, mode)
             handle.size_known = handle.file.size()
             self.lru[handle] = None
@@ -92,6 +92,10 @@ class BoundedFileSystem:
 
     def fsync_dir(self, path: str) -> None:
         self._retry_emfile(lambda: self.inner.fsync_dir(path))
+
+    def lock(self, path: str) -> Lock:
+        """The data directory's lock: one descriptor for the life of the store, outside the bound."""
+        return self._retry_emfile(lambda: self.inner.lock(path))
 
     # -- descriptors (called with the lock held) ---------------------------------------------------------------
 
@@ -150,7 +154,7 @@ class LazyFile:
 
     def _pin(self) -> File:
         fs = self.fs
-        with fs.lock:
+        with fs.mutex:
             f = self.file
             if f is None:
                 if self.closed:
@@ -164,7 +168,7 @@ class LazyFile:
         return f
 
     def _unpin(self, f: File) -> None:
-        with self.fs.lock:
+        with self.fs.mutex:
             self.pins -= 1
 
     def release(self) -> None:
@@ -219,6 +223,6 @@ class LazyFile:
         return f.size() if f is not None else self.size_known
 
     def close(self) -> None:
-        with self.fs.lock:
+        with self.fs.mutex:
             self.closed = True
             self.release()

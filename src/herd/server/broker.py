@@ -35,7 +35,9 @@ class Broker:
     def __init__(self, config: BrokerConfig, store: LogStore) -> None:
         self.config = config
         self.node_id: int = config.get("node.id")
-        self.cluster = Cluster(Path(config.get("log.dirs")), store, config.log_config(), self.node_id)
+        # The store is a SegmentStore, which also keeps the metadata files (Cluster's TopicStore).
+        self.cluster = Cluster(Path(config.get("log.dirs")), store, config.log_config(),  # type: ignore[arg-type]
+                               self.node_id, max_partitions=config.get("max.broker.partitions"))
         self.endpoint = Endpoint("127.0.0.1", 9092)  # set by the server once it is listening
         self.producers = ProducerStates(config.get("producer.id.expiration.ms"),
                                         config.get("herd.producer.state.max.entries"))
@@ -43,6 +45,8 @@ class Broker:
         self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}
 
     def start(self) -> None:
+        """Load the topics (the store locked log.dirs when it was opened); raises MetadataError if the data
+        directory's metadata cannot be used."""
         self.cluster.load()
 
     def close(self) -> None:

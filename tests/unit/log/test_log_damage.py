@@ -20,8 +20,18 @@ SMALL = LogConfig(segment_bytes=1500, index_interval_bytes=100)
 FIRST = "00000000000000000000.log"
 
 
+_stores: dict[tuple[int, str], SegmentStore] = {}
+
+
 def open_log(fs: FileSystem, root: str, config: LogConfig = BIG) -> SegmentLog:
-    return SegmentStore(root, fs).open_partition("t", 0, config)
+    """The partition, opened as a broker (re)starting on `root` would: the store a previous call opened there
+    is closed first, which releases the directory's lock (its logs were closed, or abandoned as in a crash,
+    by the test)."""
+    previous = _stores.pop((id(fs), root), None)
+    if previous is not None:
+        previous.close()
+    store = _stores[(id(fs), root)] = SegmentStore(root, fs)
+    return store.open_partition("t", 0, config)
 
 
 def fill(log: SegmentLog, batches: int = 100, per_batch: int = 10) -> None:

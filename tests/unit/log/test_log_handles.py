@@ -79,7 +79,7 @@ CHILD = textwrap.dedent("""
     hog_all(hog)  # every descriptor taken by something else (connections, say)
     logs[0].append(make_batch([b"again"]), 0)  # its file was closed: idle ones are closed to reopen it
     print("appended with", fs.open_count, "open")
-    with fs.lock:
+    with fs.mutex:
         fs._close_idle(fs.open_count)
     hog_all(hog)  # now nothing idle is left to close
     try:

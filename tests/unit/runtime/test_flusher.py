@@ -72,12 +72,13 @@ def test_closing_finishes_the_queue_and_refuses_more() -> None:
 def test_a_round_with_more_batches_than_writev_takes_buffers(tmp_path) -> None:
     """A group commit of thousands of small batches is appended in several writev calls (IOV_MAX)."""
     async def main() -> None:
-        (log,) = [SegmentStore(str(tmp_path)).open_partition("__consumer_offsets", 0, LogConfig())]
+        store = SegmentStore(str(tmp_path))
+        log = store.open_partition("__consumer_offsets", 0, LogConfig())
         flusher = Flusher(asyncio.get_running_loop())
         appended = await flusher.write(log, BATCH * 3000, 0)
         assert (appended.base_offset, appended.last_offset, log.flushed_offset) == (0, 2999, 3000)
         await asyncio.get_running_loop().run_in_executor(None, flusher.close)
-        log.close()
+        store.close()  # and releases log.dirs' lock, as the broker process would by exiting
         reopened = SegmentStore(str(tmp_path)).open_partition("__consumer_offsets", 0, LogConfig())
         assert reopened.log_end_offset == 3000
 

@@ -6,16 +6,24 @@ partition count, replication factor and configs of each topic. v6: no body chang
 A single node can hold one replica: a replication factor other than -1 or 1 gets INVALID_REPLICATION_FACTOR,
 and a manual assignment naming another broker INVALID_REPLICA_ASSIGNMENT. Partition count -1 means
 num.partitions. Names appearing twice in one request get INVALID_REQUEST, as in Kafka.
+
+Limits, as Kafka's KRaft controller (apache/kafka metadata/src/main/java/org/apache/kafka/controller/
+ReplicationControlManager.java, validateTotalNumberOfPartitions): a request asking for more than 10,000
+partitions in all gets POLICY_VIOLATION "Excessively large number of partitions per request." for every topic,
+before anything is created; a topic that would take the broker over `max.broker.partitions` gets
+POLICY_VIOLATION. A topic is created with all its partitions or not at all; a disk failure gets
+KAFKA_STORAGE_ERROR with nothing left behind.
 """
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.cluster.topics import TopicError
+from herd.cluster.topics import MAX_PARTITIONS_PER_REQUEST, TopicError
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis.describe_configs import topic_config_entries
 from herd.server.broker import RequestContext
@@ -24,17 +32,39 @@ API_KEY = 19
 MIN_VERSION = 2
 MAX_VERSION = 7
 
+log = logging.getLogger(__name__)
+
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     counts = Counter(t.name for t in request.topics)
     results = []
+    requested = _total_partitions(request.topics, ctx.broker.config.get("num.partitions"))
+    if requested > MAX_PARTITIONS_PER_REQUEST:
+        log.warning("refused a CreateTopics request for %d partitions from %s (at most %d per request)", requested,
+                    ctx.header.client_id, MAX_PARTITIONS_PER_REQUEST)
+        results = [_error(b, t.name, ErrorCode.policy_violation, "Excessively large number of partitions per request.")
+                   for t in request.topics]
+        return b.response(throttle_time=0, topics=tuple(results))
     for topic in request.topics:
         if counts[topic.name] > 1:
             results.append(_error(b, topic.name, ErrorCode.invalid_request, "Duplicate topic name."))
         else:
             results.append(_create(b, ctx, topic, request.validate_only))
     return b.response(throttle_time=0, topics=tuple(results))
+
+
+def _total_partitions(topics: Any, default: int) -> int:
+    """ReplicationControlManager.validateTotalNumberOfPartitions: the partitions the whole request asks for."""
+    total = 0
+    for topic in topics:
+        if topic.assignments:
+            total += len(topic.assignments)
+        elif topic.num_partitions == -1:
+            total += default
+        elif topic.num_partitions > 0:
+            total += topic.num_partitions
+    return total
 
 
 def _create(b: Builder, ctx: RequestContext, topic: Any, validate_only: bool) -> Any:

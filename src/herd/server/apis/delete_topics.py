@@ -4,7 +4,8 @@ v1: throttle time (Kafka 4.x's lowest, KIP-896). v4: flexible. v5: error message
 
 Internal topics cannot be deleted (INVALID_TOPIC_EXCEPTION); with delete.topic.enable=false every deletion
 gets TOPIC_DELETION_DISABLED. A deleted topic's data is removed at once, and the group coordinator writes
-tombstones for the offsets committed on it (Kafka's onPartitionsDeleted).
+tombstones for the offsets committed on it (Kafka's onPartitionsDeleted). A deletion the disk refuses gets
+KAFKA_STORAGE_ERROR and changes nothing (the topic stays, with its data).
 """
 
 from __future__ import annotations

@@ -9,7 +9,9 @@ or with neither name nor id gets INVALID_REQUEST, as Kafka's InvalidRequestExcep
 
 One node leads every partition. An unknown topic is created when both the request (v4+; always before v4) and
 `auto.create.topics.enable` allow it and its name is legal; otherwise UNKNOWN_TOPIC_OR_PARTITION (or
-INVALID_TOPIC_EXCEPTION for an illegal name, UNKNOWN_TOPIC_ID for an unknown id).
+INVALID_TOPIC_EXCEPTION for an illegal name, UNKNOWN_TOPIC_ID for an unknown id). An auto-creation that cannot
+be done is that topic's error and nothing else changes: KAFKA_STORAGE_ERROR when the disk failed (retriable for
+clients; nothing of the topic is left), POLICY_VIOLATION past `max.broker.partitions`.
 """
 
 from __future__ import annotations
