@@ -93,6 +93,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("node.id", "int", 0, "This broker's id.", minimum=0),
     Setting("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted.", minimum=1),
     Setting("message.max.bytes", "int", 1048588, "Largest record batch accepted (MESSAGE_TOO_LARGE).", minimum=0),
+    Setting("herd.message.max.decompressed.bytes", "int", 64 * 1024 * 1024,
+            "Largest records section of one compressed batch once decompressed (MESSAGE_TOO_LARGE beyond it).",
+            minimum=1024),
     # Logs
     Setting("log.dirs", "string", "./herd-data", "Directory holding all partition logs.", check=_log_dirs_check),
     Setting("num.partitions", "int", 1, "Partitions of an auto-created topic.", minimum=1),

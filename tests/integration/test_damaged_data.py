@@ -125,3 +125,34 @@ def test_a_corrupt_compressed_batch_is_refused_and_the_partition_stays_readable(
     values = [m.value for m in consumer]
     consumer.close()
     assert values[0] == b"before" and values[-1] == b"after" and len(values) == 3
+
+
+def _peak_rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError("no VmHWM")
+
+
+def test_a_decompression_bomb_is_refused_without_taking_the_brokers_memory(broker_factory):
+    """1 MB of gzip inflating to 1 GiB: MESSAGE_TOO_LARGE, and the broker's peak memory stays far from 1 GiB (it
+    held the whole output before); the partition takes normal batches afterwards."""
+    import zlib
+
+    broker = broker_factory({"num.partitions": "1"})
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks="all")
+    producer.send("t", value=b"before", partition=0).get(10)  # creates the topic
+    producer.close()
+    deflate = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = bytes(1 << 20)
+    bomb = b"".join(deflate.compress(chunk) for _ in range(1024)) + deflate.flush()
+    plain = bytearray(client_batch([1_700_000_000_000]))
+    batch = bytearray(plain[:HEADER_SIZE] + bomb)
+    struct.pack_into(">i", batch, 8, len(batch) - 12)
+    struct.pack_into(">h", batch, ATTRIBUTES_OFFSET, GZIP)
+    struct.pack_into(">I", batch, CRC_OFFSET, crc32c.crc32c(bytes(batch[ATTRIBUTES_OFFSET:])))
+    error, message = produce_raw(broker.port, "t", bytes(batch))
+    assert error == ErrorCode.message_too_large, (error, message)
+    assert "decompresses to more than 67108864 bytes" in (message or "")
+    assert _peak_rss_mb(broker.proc.pid) < 500
+    assert produce_raw(broker.port, "t", client_batch([1_700_000_000_001], GZIP))[0] == ErrorCode.none

@@ -17,13 +17,14 @@ Kafka's timestamp lookups do not skip them.
 from __future__ import annotations
 
 import struct
+import threading
 from collections.abc import Callable, Iterator
 
 import cramjam
 from kio._kio_native import read_signed_varint, read_signed_varlong
 from kio.serial.errors import DecodeError
 
-from herd.log.api import CorruptRecordError, InvalidRecordError
+from herd.log.api import CorruptRecordError, InvalidRecordError, RecordTooLargeError
 from herd.log.batch import COMPRESSION_MASK, HEADER_SIZE, TIMESTAMP_TYPE_BIT, BatchHeader, check_crc, iter_headers
 
 Buffer = bytes | bytearray | memoryview
@@ -56,6 +57,85 @@ _DECOMPRESSORS: dict[int, Callable[[Buffer], Buffer]] = {
     3: cramjam.lz4.decompress,
     4: cramjam.zstd.decompress,
 }
+
+# -- bounded decompression (produce) ---------------------------------------------------------------------------
+#
+# A batch of 1 MB can decompress to 1 GB (gzip) or far more (zstd), and cramjam's one-shot `decompress` would
+# hold all of it: one produce request could take the broker's memory. Kafka's LogValidator streams the records
+# (a buffer per record), so its memory stays small whatever the ratio; herd checks records on a whole section,
+# so it decompresses into a scratch buffer of its own (`decompress_into`, which fails once the buffer is full),
+# grown by doubling up to a limit, and refuses a batch whose records need more with MESSAGE_TOO_LARGE.
+
+MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024  # herd.message.max.decompressed.bytes
+_INITIAL_SCRATCH = 1024 * 1024
+_RETAINED_SCRATCH = 16 * 1024 * 1024  # a larger scratch buffer is dropped after use
+_OUTPUT_FULL = ("failed to write whole buffer", "is smaller than required")  # cramjam 2.14's words for it
+_INTO: dict[int, Callable[[Buffer, memoryview], int]] = {
+    1: cramjam.gzip.decompress_into,
+    3: cramjam.lz4.decompress_into,
+    4: cramjam.zstd.decompress_into,
+}
+
+
+class _OutputFull(Exception):
+    pass
+
+
+def _snappy_into(data: Buffer, out: memoryview) -> int:
+    """`_snappy` into `out`; the length of the output. Raises _OutputFull, CorruptRecordError or
+    cramjam.DecompressionError."""
+    view = memoryview(data)
+    if bytes(view[: len(XERIAL_MAGIC)]) != XERIAL_MAGIC:
+        return int(cramjam.snappy.decompress_raw_into(view, out))
+    written, pos = 0, XERIAL_HEADER_SIZE
+    while pos < len(view):
+        if pos + _INT32.size > len(view):
+            raise CorruptRecordError("truncated xerial snappy block length")
+        (length,) = _INT32.unpack_from(view, pos)
+        pos += _INT32.size
+        if length < 0 or pos + length > len(view):
+            raise CorruptRecordError(f"xerial snappy block of {length} bytes overruns the records")
+        if written == len(out):
+            raise _OutputFull
+        written += int(cramjam.snappy.decompress_raw_into(view[pos : pos + length], out[written:]))
+        pos += length
+    return written
+
+
+class _Scratch(threading.local):
+    buffer = bytearray()
+
+
+_scratch = _Scratch()
+
+
+def decompress_bounded(raw: Buffer, codec: int, base_offset: int, limit: int) -> tuple[bytearray, int]:
+    """The records section `raw`, compressed with `codec`, decompressed into this thread's scratch buffer:
+    (buffer, length of the records in it). The buffer is reused by the next call on this thread.
+
+    Raises CorruptRecordError (an unknown codec, bytes that do not decompress) or RecordTooLargeError (the
+    records would take more than `limit` bytes)."""
+    into = _INTO.get(codec) if codec != 2 else _snappy_into
+    if into is None:
+        raise CorruptRecordError(f"batch at offset {base_offset} uses unknown compression codec {codec}")
+    buffer = _scratch.buffer
+    if not buffer:
+        buffer = bytearray(min(limit, max(_INITIAL_SCRATCH, 4 * len(raw))))
+    while True:
+        room = min(len(buffer), limit)  # a buffer kept from a call with a higher limit is used only this far
+        try:
+            length = into(raw, memoryview(buffer)[:room])
+        except (cramjam.DecompressionError, _OutputFull) as error:
+            if not isinstance(error, _OutputFull) and not any(words in str(error) for words in _OUTPUT_FULL):
+                raise CorruptRecordError(f"batch at offset {base_offset} does not decompress: {error}") from error
+            if room >= limit:
+                _scratch.buffer = bytearray()
+                raise RecordTooLargeError(f"batch at offset {base_offset} decompresses to more than {limit} bytes "
+                                          "(herd.message.max.decompressed.bytes)") from None
+            buffer = bytearray(min(limit, 2 * len(buffer)))
+            continue
+        _scratch.buffer = buffer if len(buffer) <= _RETAINED_SCRATCH else bytearray()
+        return buffer, length
 
 
 def records_section(batch: Buffer, header: BatchHeader) -> Buffer:
@@ -119,7 +199,7 @@ def offset_of_timestamp(batch: Buffer, header: BatchHeader, timestamp: int) -> i
 # -- validating the records of a produced batch ----------------------------------------------------------------------
 
 
-def check_records(buf: Buffer) -> None:
+def check_records(buf: Buffer, max_decompressed_bytes: int = MAX_DECOMPRESSED_BYTES) -> None:
     """Check the records of every batch in `buf` as Kafka's LogValidator does before it appends them
     (apache/kafka storage/src/main/java/org/apache/kafka/storage/internals/log/LogValidator.java and
     clients/.../record/DefaultRecordBatch.java): each batch decompresses, holds exactly `recordCount` records, and
@@ -128,21 +208,26 @@ def check_records(buf: Buffer) -> None:
     Framing and CRC of the batches are the log's (`batch.validate_batches`); when records fail here the batch's
     CRC is checked first, so a batch damaged in transit is still reported as such.
 
-    Raises CorruptRecordError (CRC mismatch, a section that does not decompress: CORRUPT_MESSAGE) or
-    InvalidRecordError (records that do not match their framing or count: INVALID_RECORD), with the batch's
-    position and the first bad record in the message."""
+    Compressed sections are decompressed with a bound (`decompress_bounded`): a batch whose records would take
+    more than `max_decompressed_bytes` is refused.
+
+    Raises CorruptRecordError (CRC mismatch, a section that does not decompress: CORRUPT_MESSAGE),
+    InvalidRecordError (records that do not match their framing or count: INVALID_RECORD) or RecordTooLargeError
+    (MESSAGE_TOO_LARGE), with the batch's position and the first bad record in the message."""
     data = buf if isinstance(buf, (bytes, bytearray)) else bytes(buf)  # strided slices of a memoryview are slow
     for header in iter_headers(data):
         if header.record_count < 1:
             continue  # the log refuses it (`check_counts`) with its own message
         try:
-            if header.attributes & COMPRESSION_MASK:
-                section = records_section(data, header)
-                section = section if isinstance(section, bytes) else bytes(section)
-                check_framing(section, 0, len(section), header.record_count, sequential=True)
+            codec = header.attributes & COMPRESSION_MASK
+            if codec:
+                raw = memoryview(data)[header.position + HEADER_SIZE : header.end]
+                scratch, length = decompress_bounded(raw, codec, header.base_offset, max_decompressed_bytes)
+                section = bytes(memoryview(scratch)[:length])  # kio's varint readers take read-only buffers
+                check_framing(section, 0, length, header.record_count, sequential=True)
             else:
                 check_framing(data, header.position + HEADER_SIZE, header.end, header.record_count)
-        except (CorruptRecordError, InvalidRecordError) as error:
+        except (CorruptRecordError, InvalidRecordError, RecordTooLargeError) as error:
             check_crc(data, header)
             raise type(error)(f"batch at byte {header.position}: {error}") from error
 

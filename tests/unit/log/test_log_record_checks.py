@@ -178,3 +178,44 @@ def test_runs_agree_with_the_record_by_record_walk(sizes, uniform, damage, seque
         assert expected, "the run check accepted records the walk refuses"
     except InvalidRecordError:
         assert not expected, "the run check refused records the walk accepts"
+
+
+# -- decompression is bounded ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
+def test_records_larger_than_the_first_scratch_buffer_pass(codec):
+    """Eight records of 1 MiB each: the scratch buffer (1 MiB at first) grows until they fit."""
+    check_records(build([bytes(1 << 20)] * 8, codec=codec), max_decompressed_bytes=64 << 20)
+
+
+@pytest.mark.parametrize("codec", [GZIP, SNAPPY, LZ4, ZSTD])
+def test_records_beyond_the_decompressed_limit_are_too_large(codec):
+    from herd.log.api import RecordTooLargeError
+
+    batch = build([bytes(1 << 20)] * 8, codec=codec)
+    with pytest.raises(RecordTooLargeError, match="decompresses to more than 4194304 bytes"):
+        check_records(batch, max_decompressed_bytes=4 << 20)
+
+
+def test_a_decompression_bomb_is_refused_without_decompressing_it_whole():
+    """1 MB of gzip that inflates to 1 GiB of zeros: refused once 64 MiB are out, not after taking 1 GiB (the
+    one-shot decompress this replaced held the whole output)."""
+    import tracemalloc
+    import zlib
+
+    from herd.log.api import RecordTooLargeError
+
+    deflate = zlib.compressobj(9, zlib.DEFLATED, 31)
+    chunk = bytes(1 << 20)
+    bomb = b"".join(deflate.compress(chunk) for _ in range(1024)) + deflate.flush()
+    batch = recompress(build([b"v"]), GZIP, lambda _section: bomb)
+    assert len(batch) < 1_100_000
+    tracemalloc.start()
+    try:
+        with pytest.raises(RecordTooLargeError):
+            check_records(batch)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 160 << 20  # the scratch buffers (64 MiB and the 32 MiB before it), not 1 GiB

@@ -69,7 +69,7 @@ def _append(b: Builder, ctx: RequestContext, topic: Any, data: Any) -> Any:
     log = topic.partitions[data.index]
     now = broker.now_ms()
     try:
-        check_records(records)
+        check_records(records, broker.config.get("herd.message.max.decompressed.bytes"))
         result = broker.producers.append(log, records, now)
         log.maybe_flush(now)  # log.flush.interval.messages / .ms
     except LogError as e:
