@@ -23,7 +23,7 @@ from herd.protocol.messages import ApiSpec
 from herd.runtime import CoordinatorRuntime
 from herd.server import apis
 from herd.server.broker import Broker, Endpoint
-from herd.server.connection import Connection
+from herd.server.connection import Budgets, Connection
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,7 @@ class Server:
         self.broker = Broker(config, store)
         self.apis: dict[int, ApiSpec] = apis.table()
         self.connections: set[Connection] = set()
+        self.budgets = Budgets(config.get("queued.max.requests"), config.get("queued.max.request.bytes"))
         self._servers: list[asyncio.base_events.Server] = []
         self._duties: list[asyncio.Task[None]] = []
         self._stopped = asyncio.Event()
@@ -68,6 +69,7 @@ class Server:
             self.broker.endpoint = Endpoint(host if host not in ("0.0.0.0", "::") else "127.0.0.1", port)
         self._duties.append(loop.create_task(self._retention_loop()))
         self._duties.append(loop.create_task(self._flush_loop()))
+        self._duties.append(loop.create_task(self._idle_loop()))
         log.info("herd listening on %s:%d (node %d, data in %s)", self.broker.endpoint.host, port,
                  self.broker.node_id, os.path.abspath(self.config.get("log.dirs")))
 
@@ -93,6 +95,17 @@ class Server:
                     continue  # the coordinator runtime fsyncs its partitions before every answer
                 for partition in topic.partitions:
                     partition.maybe_flush(now)
+
+    async def _idle_loop(self) -> None:
+        """Close connections idle for connections.max.idle.ms (checked every tenth of it, at most every second)."""
+        idle_s = self.config.get("connections.max.idle.ms") / 1000
+        interval = min(max(idle_s / 10, 0.01), 1.0)
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(interval)
+            now = loop.time()
+            for conn in list(self.connections):
+                conn.sweep(now, idle_s)
 
     async def shutdown(self) -> None:
         """Stop accepting, let connections send what they owe (bounded), then flush and close the logs."""
