@@ -189,6 +189,7 @@ class Connection(asyncio.Protocol):
         self._processing = True
         try:
             while not self._closing:
+                # one test on the fast path; the reasons are looked at only when one of them may apply
                 if self._writing_paused or self._slots or budgets.request_bytes >= budgets.max_request_bytes:
                     reason = self._pause_reason()
                     if reason is not None:
@@ -200,9 +201,6 @@ class Connection(asyncio.Protocol):
                     self.abort(f"framing error: {e}")
                     return
                 if frame is None:
-                    if decoder.partial_size > 0 and not self._reserved:  # reserve the whole frame now (Kafka's pool)
-                        self._reserved = decoder.partial_size
-                        budgets.request_bytes += self._reserved
                     break
                 self._on_frame(frame)
                 if self._reserved:
@@ -213,6 +211,16 @@ class Connection(asyncio.Protocol):
                     self._send_out()  # may call pause_writing, which the next turn sees
         finally:
             self._processing = False
+        if self._closing:
+            return
+        if decoder.partial_size > 0 and not self._reserved:  # a frame is arriving: reserve all of it (Kafka's pool)
+            self._reserved = decoder.partial_size
+            budgets.request_bytes += self._reserved
+        if self._writing_paused or self._slots:  # stop reading now rather than after one more read
+            reason = self._pause_reason()
+            if reason is not None:
+                self._pause(reason)
+                return
         if self._paused is not None:
             self._unpause()
 
