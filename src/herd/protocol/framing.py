@@ -15,6 +15,7 @@ from __future__ import annotations
 import struct
 
 _SIZE = struct.Struct(">i")
+_unpack_from = _SIZE.unpack_from
 
 
 class FramingError(Exception):
@@ -47,6 +48,8 @@ class FrameDecoder:
 
     def push(self, data: bytes) -> None:
         """Adds bytes from the socket; nothing is decoded until `next_frame`."""
+        if self._broken:
+            return
         if self._pos < len(self._data):  # the reader stopped with frames left: rare (it pauses the socket)
             self._data = self._data[self._pos:] + data
         else:
@@ -58,9 +61,18 @@ class FrameDecoder:
 
         Raises FrameTooLarge or MalformedFrame when the next frame's size is unacceptable.
         """
+        data, pos = self._data, self._pos
+        if self._size < 0 and not self._head and len(data) - pos >= 4:  # fast path: a whole frame in `data`
+            size = _unpack_from(data, pos)[0]
+            if 0 <= size <= self._max and len(data) - pos - 4 >= size:
+                pos += 4
+                self._pos = pos + size
+                return data[pos:pos + size]
+        return self._next_frame(data, pos)
+
+    def _next_frame(self, data: bytes, pos: int) -> bytes | memoryview | None:
         if self._broken:
             raise MalformedFrame("decoder already failed")
-        data, pos = self._data, self._pos
         end = len(data)
         if self._size < 0:
             if self._head or end - pos < 4:
@@ -102,6 +114,8 @@ class FrameDecoder:
         return frames
 
     def _check(self, size: int) -> None:
+        if size < 0 or size > self._max:
+            self._data, self._pos = b"", 0  # keeps the fast path of next_frame out: it raises from here on
         if size < 0:
             self._broken = True
             raise MalformedFrame(f"negative frame size {size}")

@@ -394,7 +394,7 @@ class Connection(asyncio.Protocol):
     def _write(self, parts: list[Any]) -> None:
         if not self._closing:
             self._out.extend(parts)
-            self._out_bytes += sum(map(len, parts))
+            self._out_bytes += len(parts[0]) if len(parts) == 1 else sum(map(len, parts))
 
     def _send_out(self) -> None:
         """One write for every answer produced while handling one read from the socket (or one completion):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from herd.protocol.framing import FrameDecoder, FrameTooLarge, frame
+from herd.protocol.framing import FrameDecoder, FrameTooLarge, FramingError, frame
 
 
 def test_frames_are_pulled_one_at_a_time_and_the_rest_waits():
@@ -47,4 +47,14 @@ def test_an_oversized_frame_is_refused_when_pulled():
     d.push(frame(b"ok") + frame(b"x" * 11))
     assert bytes(d.next_frame()) == b"ok"
     with pytest.raises(FrameTooLarge):
+        d.next_frame()
+
+
+def test_after_a_refused_frame_nothing_more_is_decoded():
+    d = FrameDecoder(10)
+    d.push(frame(b"x" * 11))
+    with pytest.raises(FrameTooLarge):
+        d.next_frame()
+    d.push(frame(b"ok"))
+    with pytest.raises(FramingError):
         d.next_frame()
