@@ -130,3 +130,22 @@ def test_a_frame_beyond_queued_max_request_bytes_waits_for_memory(broker_factory
     other.sock.settimeout(5)
     assert other.read_response(18, 3).error_code == 0  # resumed once the big frame's memory was released
     assert "queued.max.request.bytes reached" in broker.log()
+
+
+def test_answers_held_behind_a_long_poll_are_bounded_and_sent_in_order(broker_factory):
+    broker = broker_factory({"num.partitions": "1"})
+    _produce(broker.bootstrap, "big", 20, 100_000)
+    with RawClient(broker.port) as client:
+        client.request(3, 12, MetadataRequest(topics=(MetadataRequestTopic(topic_id=None, name="quiet"),),
+                                              allow_auto_topic_creation=True,
+                                              include_topic_authorized_operations=False))
+        first = client._correlation + 1
+        # A long poll at the head, then 12 Fetches answered at once (~1 MiB each) that must wait behind it: the
+        # broker stops taking them after 4 MiB and takes the rest when the head is answered.
+        client.send_raw(client.encode(1, 12, _fetch("quiet", max_wait_ms=1000))
+                        + b"".join(client.encode(1, 12, _fetch("big")) for _ in range(12)))
+        assert client.read_response(1, 12).responses[0].topic == "quiet"
+        assert client.last_correlation_id == first
+        for i in range(1, 13):
+            assert len(client.read_response(1, 12).responses[0].partitions[0].records) > 900_000
+            assert client.last_correlation_id == first + i
