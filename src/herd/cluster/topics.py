@@ -80,6 +80,7 @@ class TopicStore(LogStore, Protocol):
     topics.json is written through, the partition metadata files, and the two-step delete."""
 
     fs: FileSystem
+    root_dir: str  # where topics.json lives, beside the partition directories
 
     def write_partition_metadata(self, topic: str, partition: int, topic_id: uuid.UUID,
                                  configs: dict[str, str]) -> None: ...

@@ -13,9 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from herd.cluster.topics import Cluster
+from herd.cluster.topics import Cluster, TopicStore
 from herd.config import BrokerConfig
-from herd.log.api import LogStore
 from herd.protocol.messages import RequestHeader
 from herd.server.producers import ProducerStates
 
@@ -32,12 +31,13 @@ class Endpoint:
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, store: LogStore) -> None:
+    def __init__(self, config: BrokerConfig, store: TopicStore) -> None:
         self.config = config
         self.node_id: int = config.get("node.id")
-        # The store is a SegmentStore, which also keeps the metadata files (Cluster's TopicStore).
-        self.cluster = Cluster(Path(config.get("log.dirs")), store, config.log_config(),  # type: ignore[arg-type]
-                               self.node_id, max_partitions=config.get("max.broker.partitions"))
+        # topics.json lives in the store's directory, written through its filesystem (log.dirs, unless a test
+        # hands in a store of its own, e.g. on the in-memory filesystem)
+        self.cluster = Cluster(Path(store.root_dir), store, config.log_config(), self.node_id,
+                               max_partitions=config.get("max.broker.partitions"))
         self.endpoint = Endpoint("127.0.0.1", 9092)  # set by the server once it is listening
         self.producers = ProducerStates(config.get("producer.id.expiration.ms"),
                                         config.get("herd.producer.state.max.entries"))

@@ -1,12 +1,29 @@
-"""One client connection: frames in, handlers called, responses out in request order.
+"""One client connection: frames in, handlers called, responses out in request order, with back-pressure.
 
 Clients pipeline requests (up to max.in.flight per connection) and Kafka answers them in the order they came.
 Each decoded request takes a slot at the tail of `_slots`; a handler either answers at once (most APIs) or
 fills its slot later: it returns a `Deferred` (one future and how to answer from its result: a parked
 JoinGroup/SyncGroup, a commit waiting to be durable), completed by a done callback, or a coroutine (Fetch long
-polls, anything awaiting more than one thing), run as a task. Whenever the head
-slot is filled, responses are written from the head until an unfilled slot. A Produce with acks=0 gets a slot
-with no response, so later answers are not held back by it.
+polls, anything awaiting more than one thing), run as a task. An answer is encoded as soon as it is known; whenever
+the head slot is filled, answers are written from the head until an unfilled slot. A Produce with acks=0 gets a
+slot with no response, so later answers are not held back by it.
+
+Back-pressure (Kafka mutes a connection while its answer is outstanding and bounds what the broker queues:
+apache/kafka core/src/main/scala/kafka/network/SocketServer.scala, clients/src/main/java/org/apache/kafka/common/
+network/Selector.java, clients/src/main/java/org/apache/kafka/common/memory/SimpleMemoryPool.java). Frames are
+handled one at a time, and before each one the connection checks whether it must pause: its transport holds more
+unsent bytes than its high-water mark (the peer is not reading its answers), it has MAX_IN_FLIGHT requests
+unanswered, the answers waiting behind an unanswered one exceed MAX_HELD_BYTES, or a broker-wide budget
+(`Budgets`: queued.max.requests, queued.max.request.bytes) is spent. Pausing stops reading the socket; the bytes
+already read stay undecoded in the FrameDecoder (at most one socket read, plus the frame being received, whose
+declared size was reserved from queued.max.request.bytes up front, as Kafka's memory pool does), and handling
+resumes where it stopped once the condition clears. A connection with nothing outstanding may always take one
+request whatever the broker-wide request count says (Kafka's one request in flight per connection), so a
+rebalance with more members than queued.max.requests cannot stall on its own JoinGroups.
+
+`Server` sweeps the connections for connections.max.idle.ms: a connection that has received no bytes, sent none
+and is owed no answer for that long is closed (a frame half sent and then stalled counts as idle), as Kafka's
+Selector expires channels without socket activity; the sweep also logs a connection paused for long, once.
 
 Anything the peer gets wrong at the framing or header level (garbage, a frame over socket.request.max.bytes,
 an unknown API key, a version herd does not serve, a body kio cannot decode) closes this connection only, and
@@ -33,34 +50,93 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-_NO_RESPONSE = object()  # a slot that sends nothing (acks=0)
-_PENDING = object()
-MAX_IN_FLIGHT = 64  # reading pauses beyond this many unanswered requests
-_JOIN_MAX = 64 * 1024  # answers up to this size in all are joined into one write
+_NO_RESPONSE: list[Any] = []  # the parts of a slot that sends nothing (acks=0)
+MAX_IN_FLIGHT = 64  # handling pauses at this many unanswered requests on one connection
+MAX_HELD_BYTES = 4 * 1024 * 1024  # ... or when this many bytes of answers wait behind an unanswered request
+_JOIN_MAX = 64 * 1024  # answers up to this size in all are joined into one write; beyond it they go out at once
+LONG_PAUSE_S = 30.0  # a connection paused this long is logged (once per pause)
+
+
+class Budgets:
+    """The broker-wide limits every connection draws on (one per Server).
+
+    `requests` counts the requests read and not yet answered on the wire (every connection's slots; one answered
+    at once never takes a slot); `request_bytes` is Kafka's memory pool: bytes reserved for frames being
+    received. Each may overshoot its limit by one request or frame (Kafka's pool is not strict: a frame is
+    admitted while any memory is left). Connections that paused on them wait in `waiting` and are resumed together
+    when both are below their limits, as Kafka's Selector unmutes every channel when the pool has memory again.
+    """
+
+    __slots__ = ("max_requests", "max_request_bytes", "requests", "request_bytes", "waiting", "_wake_scheduled",
+                 "_logged_at")
+
+    def __init__(self, max_requests: int, max_request_bytes: int) -> None:
+        self.max_requests = max_requests
+        self.max_request_bytes = max_request_bytes if max_request_bytes > 0 else 2**63
+        self.requests = 0
+        self.request_bytes = 0
+        self.waiting: dict[Connection, None] = {}  # insertion-ordered: resumed first come, first served
+        self._wake_scheduled = False
+        self._logged_at = -1e18
+
+    def wait(self, conn: "Connection", reason: str) -> None:
+        if not self.waiting:
+            now = asyncio.get_running_loop().time()
+            if now - self._logged_at >= 60:  # at most one line a minute, however often the limit is touched
+                self._logged_at = now
+                log.warning("%s reached: pausing reads from connections until queued requests are answered "
+                            "(%d requests, %d request bytes queued)", reason, self.requests, self.request_bytes)
+        self.waiting[conn] = None
+
+    def released(self) -> None:
+        """A request was answered or a frame's memory returned: resume waiting connections if there is room."""
+        if self.waiting and not self._wake_scheduled and self.request_bytes < self.max_request_bytes \
+                and self.requests < self.max_requests:
+            self._wake_scheduled = True
+            asyncio.get_running_loop().call_soon(self._wake)
+
+    def _wake(self) -> None:
+        self._wake_scheduled = False
+        waiting, self.waiting = self.waiting, {}
+        for conn in waiting:
+            conn.resume()
 
 
 class _Slot:
-    __slots__ = ("correlation_id", "response")
+    __slots__ = ("correlation_id", "parts", "size")
 
     def __init__(self, correlation_id: int) -> None:
         self.correlation_id = correlation_id
-        self.response: Any = _PENDING
+        self.parts: list[Any] | None = None  # the encoded answer; None while it is not known
+        self.size = 0
 
 
 class Connection(asyncio.Protocol):
     def __init__(self, server: "Server") -> None:
         self._server = server
         self._broker = server.broker
+        self._budgets = server.budgets
         self._decoder = FrameDecoder(server.broker.config.get("socket.request.max.bytes"))
         self._slots: deque[_Slot] = deque()
+        self._working = 0  # slots whose answer the broker is still working on
+        self._held = 0  # bytes of encoded answers waiting in slots behind an unanswered one
         self._out: list[bytes] = []  # encoded responses not yet handed to the transport
+        self._out_bytes = 0
+        self._reserved = 0  # request bytes reserved for the frame being received
         self._tasks: set[asyncio.Task[None]] = set()
         self._transport: asyncio.Transport | None = None
         self._peer = "?"
         self._host = "?"
         self._closing = False
-        self._reading_paused = False
+        self._processing = False
         self._writing_paused = False
+        self._paused: str | None = None  # why handling (and reading) stopped, while it is stopped
+        self._paused_at = 0.0
+        self._pause_logged = False
+        self._reads = 0  # data_received calls, for the idle sweep
+        self._seen_reads = 0
+        self._seen_unsent = 0
+        self._active_at = 0.0
         self.drained = asyncio.Event()
         self.drained.set()
 
@@ -71,6 +147,7 @@ class Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self._peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self._host = peer[0] if peer else "?"
+        self._active_at = asyncio.get_running_loop().time()
         self._server.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -78,29 +155,122 @@ class Connection(asyncio.Protocol):
         self._server.connections.discard(self)
         for task in list(self._tasks):
             task.cancel()
+        budgets = self._budgets
+        budgets.requests -= len(self._slots)
+        budgets.request_bytes -= self._reserved
+        self._slots.clear()
+        self._reserved = self._held = 0
+        budgets.waiting.pop(self, None)
+        budgets.released()
         self.drained.set()
 
     def data_received(self, data: bytes) -> None:
         if self._closing:
             return
-        try:
-            frames = self._decoder.feed(data)
-        except FramingError as e:
-            self.abort(f"framing error: {e}")
-            return
-        for frame in frames:
-            if self._closing:
-                return
-            self._on_frame(frame)
+        self._reads += 1
+        self._decoder.push(data)
+        self._process()
         self._send_out()
 
     def pause_writing(self) -> None:
         self._writing_paused = True
-        self._update_reading()
+        if not self._processing:
+            self._pause("its answers are not being read")
 
     def resume_writing(self) -> None:
         self._writing_paused = False
-        self._update_reading()
+        self.resume()
+
+    # -- handling frames, one at a time --------------------------------------------------------------------------
+
+    def _process(self) -> None:
+        """Handle buffered frames until none is complete or the connection must pause."""
+        decoder, budgets = self._decoder, self._budgets
+        self._processing = True
+        try:
+            while not self._closing:
+                # one test on the fast path; the reasons are looked at only when one of them may apply
+                if self._writing_paused or self._slots or budgets.request_bytes >= budgets.max_request_bytes:
+                    reason = self._pause_reason()
+                    if reason is not None:
+                        self._pause(reason)
+                        return
+                try:
+                    frame = decoder.next_frame()
+                except FramingError as e:
+                    self.abort(f"framing error: {e}")
+                    return
+                if frame is None:
+                    break
+                self._on_frame(frame)
+                if self._reserved:
+                    budgets.request_bytes -= self._reserved
+                    self._reserved = 0
+                    budgets.released()
+                if self._out_bytes >= _JOIN_MAX:
+                    self._send_out()  # may call pause_writing, which the next turn sees
+        finally:
+            self._processing = False
+        if self._closing:
+            return
+        if decoder.partial_size > 0 and not self._reserved:  # a frame is arriving: reserve all of it (Kafka's pool)
+            self._reserved = decoder.partial_size
+            budgets.request_bytes += self._reserved
+        if self._writing_paused or self._slots:  # stop reading now rather than after one more read
+            reason = self._pause_reason()
+            if reason is not None:
+                self._pause(reason)
+                return
+        if self._paused is not None:
+            self._unpause()
+
+    def _pause_reason(self) -> str | None:
+        if self._writing_paused:
+            return "its answers are not being read"
+        budgets = self._budgets
+        if not self._reserved and budgets.request_bytes >= budgets.max_request_bytes:
+            return "queued.max.request.bytes"
+        slots = len(self._slots)
+        if not slots:
+            return None  # nothing outstanding: one more is always allowed
+        if slots >= MAX_IN_FLIGHT:
+            return f"{slots} requests unanswered"
+        if self._held >= MAX_HELD_BYTES:
+            return f"{self._held} bytes of answers waiting behind an unanswered request"
+        if budgets.requests >= budgets.max_requests:
+            return "queued.max.requests"
+        return None
+
+    def _pause(self, reason: str) -> None:
+        if self._closing or self._transport is None:
+            return
+        if self._paused is None:
+            self._transport.pause_reading()
+            self._paused_at = asyncio.get_running_loop().time()
+            self._pause_logged = False
+        self._paused = reason
+        if reason.startswith("queued."):
+            self._budgets.wait(self, reason)
+
+    def _unpause(self) -> None:
+        if self._closing or self._transport is None:
+            return
+        if self._pause_logged:
+            log.info("connection from %s is read again after %.0f s", self._peer,
+                     asyncio.get_running_loop().time() - self._paused_at)
+        self._paused = None
+        self._transport.resume_reading()
+
+    def resume(self) -> None:
+        """A reason to pause may have cleared: handle the frames already buffered and read again if possible."""
+        if self._paused is None or self._processing or self._closing:
+            return
+        reason = self._pause_reason()
+        if reason is not None:
+            self._pause(reason)
+            return
+        self._process()
+        self._send_out()
 
     # -- requests ----------------------------------------------------------------------------------------------
 
@@ -123,7 +293,7 @@ class Connection(asyncio.Protocol):
         try:
             header, request = decode_request(api_key, api_version, frame)
         except MalformedRequest as e:
-            log.debug("undecodable frame from %s: %s", self._peer, frame[:512].hex())
+            log.debug("undecodable frame from %s: %s", self._peer, bytes(frame[:512]).hex())
             self.abort(str(e))
             return
         ctx = RequestContext(self._broker, header, self._host)
@@ -143,7 +313,7 @@ class Connection(asyncio.Protocol):
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         else:
-            self._push_ready(correlation_id, _NO_RESPONSE if result is None else result)
+            self._push_ready(correlation_id, result)
 
     async def _complete(self, slot: _Slot, coro: Any, name: str) -> None:
         try:
@@ -169,41 +339,62 @@ class Connection(asyncio.Protocol):
 
     def _fill(self, slot: _Slot, response: Any) -> None:
         """A parked request's answer is known: send it and whatever was waiting behind it."""
-        slot.response = _NO_RESPONSE if response is None else response
+        if self._closing:
+            return
+        self._working -= 1
+        self._set(slot, response)
         self._flush()
         self._send_out()
 
     def _park(self, correlation_id: int) -> _Slot:
-        """A slot for an answer that comes later; reading pauses once too many are unanswered."""
+        """A slot for an answer that comes later."""
         slot = _Slot(correlation_id)
         self._slots.append(slot)
+        self._working += 1
+        self._budgets.requests += 1
         self.drained.clear()
-        self._update_reading()
         return slot
+
+    def _set(self, slot: _Slot, response: Any) -> None:
+        if response is None:
+            slot.parts = _NO_RESPONSE
+            return
+        parts = slot.parts = encode_response_parts(slot.correlation_id, response)
+        slot.size = size = sum(map(len, parts))
+        self._held += size
 
     def _push_ready(self, correlation_id: int, response: Any) -> None:
         if not self._slots:  # fast path: nothing ahead of it
-            if response is not _NO_RESPONSE:
-                self._write(correlation_id, response)
+            if response is not None:
+                self._write(encode_response_parts(correlation_id, response))
             return
         slot = _Slot(correlation_id)
-        slot.response = response
+        self._set(slot, response)
         self._slots.append(slot)
+        self._budgets.requests += 1
         self._flush()
 
     def _flush(self) -> None:
         slots = self._slots
-        while slots and slots[0].response is not _PENDING:
+        if not slots or slots[0].parts is None:
+            return
+        budgets = self._budgets
+        while slots and slots[0].parts is not None:
             slot = slots.popleft()
-            if slot.response is not _NO_RESPONSE:
-                self._write(slot.correlation_id, slot.response)
+            budgets.requests -= 1
+            if slot.parts:
+                self._held -= slot.size
+                self._write(slot.parts)
         if not slots:
             self.drained.set()
-        self._update_reading()
+        budgets.released()
+        if self._paused is not None and not self._processing:
+            asyncio.get_running_loop().call_soon(self.resume)  # after this answer has been handed to the transport
 
-    def _write(self, correlation_id: int, response: Any) -> None:
+    def _write(self, parts: list[Any]) -> None:
         if not self._closing:
-            self._out.extend(encode_response_parts(correlation_id, response))
+            self._out.extend(parts)
+            self._out_bytes += len(parts[0]) if len(parts) == 1 else sum(map(len, parts))
 
     def _send_out(self) -> None:
         """One write for every answer produced while handling one read from the socket (or one completion):
@@ -211,25 +402,47 @@ class Connection(asyncio.Protocol):
         out = self._out
         if not out or self._closing or self._transport is None:
             out.clear()
+            self._out_bytes = 0
             return
+        self._out = []
         if len(out) == 1:
             self._transport.write(out[0])
-        elif sum(map(len, out)) <= _JOIN_MAX:
+        elif self._out_bytes <= _JOIN_MAX:
             self._transport.write(b"".join(out))
         else:  # record data: hand the buffers over as they are (one writev), no joined copy
             self._transport.writelines(out)
-        self._out = []
+        self._out_bytes = 0
 
-    def _update_reading(self) -> None:
-        if self._transport is None or self._closing:
+    # -- idle and paused connections (called by the Server's sweep) ------------------------------------------------
+
+    def sweep(self, now: float, idle_s: float) -> None:
+        """Close this connection if it has been idle for `idle_s` seconds; log it once if paused for long."""
+        if self._closing or self._transport is None:
             return
-        should_pause = self._writing_paused or len(self._slots) >= MAX_IN_FLIGHT
-        if should_pause and not self._reading_paused:
-            self._transport.pause_reading()
-            self._reading_paused = True
-        elif not should_pause and self._reading_paused:
-            self._transport.resume_reading()
-            self._reading_paused = False
+        unsent = self._transport.get_write_buffer_size()
+        owed = self._working or (self._paused is not None and self._paused.startswith("queued."))
+        if self._reads != self._seen_reads or unsent != self._seen_unsent or owed:
+            self._seen_reads, self._seen_unsent, self._active_at = self._reads, unsent, now
+        elif now - self._active_at >= idle_s:
+            self._close_idle(now, unsent)
+            return
+        if self._paused is not None and not self._pause_logged and now - self._paused_at >= LONG_PAUSE_S:
+            self._pause_logged = True
+            log.info("connection from %s has not been read for %.0f s: %s (%d bytes of answers unsent, %d "
+                     "requests unanswered)", self._peer, now - self._paused_at, self._paused, unsent,
+                     len(self._slots))
+
+    def _close_idle(self, now: float, unsent: int) -> None:
+        what = []
+        if self._decoder.partial_size >= 0:
+            what.append(f"{self._decoder.buffered} of the {self._decoder.partial_size} bytes of a request")
+        elif self._decoder.buffered:
+            what.append(f"{self._decoder.buffered} bytes of requests unread")
+        if unsent:
+            what.append(f"{unsent} bytes of answers unsent")
+        log.info("closing connection from %s: idle for %.0f ms (connections.max.idle.ms)%s", self._peer,
+                 (now - self._active_at) * 1000, f", with {' and '.join(what)}" if what else "")
+        self.abort(None)
 
     # -- closing -----------------------------------------------------------------------------------------------
 

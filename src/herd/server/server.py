@@ -20,13 +20,14 @@ import socket
 from typing import Any
 
 from herd.config import BrokerConfig
-from herd.log.api import LogError, LogStore
+from herd.cluster.topics import TopicStore
+from herd.log.api import LogError
 from herd.protocol.messages import ApiSpec
 from herd.runtime import CoordinatorRuntime
 from herd.runtime.recovery import Backoff
 from herd.server import apis
 from herd.server.broker import Broker, Endpoint
-from herd.server.connection import Connection
+from herd.server.connection import Budgets, Connection
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,7 @@ SHUTDOWN_GRACE_S = 5.0
 
 
 class Server:
-    def __init__(self, config: BrokerConfig, store: LogStore | None = None) -> None:
+    def __init__(self, config: BrokerConfig, store: TopicStore | None = None) -> None:
         if store is None:
             from herd.log.fs import OsFileSystem
             from herd.log.handles import BoundedFileSystem, max_open_files
@@ -46,6 +47,7 @@ class Server:
         self.broker = Broker(config, store)
         self.apis: dict[int, ApiSpec] = apis.table()
         self.connections: set[Connection] = set()
+        self.budgets = Budgets(config.get("queued.max.requests"), config.get("queued.max.request.bytes"))
         self._servers: list[asyncio.base_events.Server] = []
         self._duties: list[asyncio.Task[None]] = []
         self._stopped = asyncio.Event()
@@ -80,6 +82,7 @@ class Server:
         self._duties.append(loop.create_task(self._retention_loop()))
         self._duties.append(loop.create_task(self._flush_loop()))
         self._duties.append(loop.create_task(self._recovery_loop()))
+        self._duties.append(loop.create_task(self._idle_loop()))
         log.info("herd listening on %s:%d (node %d, data in %s)", self.broker.endpoint.host, port,
                  self.broker.node_id, os.path.abspath(self.config.get("log.dirs")))
 
@@ -134,6 +137,17 @@ class Server:
                         if backoff.failed(key, now):
                             log.error("%s-%d cannot be recovered from disk yet (retrying, up to every %d ms): %s",
                                       topic.name, index, backoff.max_ms, error)
+
+    async def _idle_loop(self) -> None:
+        """Close connections idle for connections.max.idle.ms (checked every tenth of it, at most every second)."""
+        idle_s = self.config.get("connections.max.idle.ms") / 1000
+        interval = min(max(idle_s / 10, 0.01), 1.0)
+        loop = asyncio.get_running_loop()
+        while True:
+            await asyncio.sleep(interval)
+            now = loop.time()
+            for conn in list(self.connections):
+                conn.sweep(now, idle_s)
 
     async def shutdown(self) -> None:
         """Stop accepting, let connections send what they owe (bounded), then flush and close the logs."""

@@ -6,7 +6,8 @@ diverging epoch. v13: topics by id. v15: replica state. v16-v17: KIP-951 leader 
 v18: high watermark in the request (used by replicas). Kafka 4.x accepts v4 and up (KIP-896).
 
 Long polling: when fewer than min_bytes are ready and max_wait is positive, the answer waits until an append to
-one of the fetched partitions brings enough bytes, or max_wait passes. The response never exceeds max_bytes or a
+one of the fetched partitions brings enough bytes, or max_wait passes. The response never exceeds max_bytes (capped
+by the broker's fetch.max.bytes, as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala caps it) or a
 partition's partition_max_bytes, except that the first batch of the first partition with data is always sent
 whole (KIP-74), so a batch larger than the limits cannot stall a consumer.
 
@@ -59,7 +60,7 @@ async def _long_poll(ctx: RequestContext, request: Any, wait_ms: int, keys: list
 def _read(ctx: RequestContext, request: Any) -> tuple[Any, int, list[tuple[str, int]]]:
     """The response as of now, its size in record bytes, and the partitions that could still get data."""
     b = ctx_builder(ctx)
-    budget = getattr(request, "max_bytes", INT32_MAX)
+    budget = min(getattr(request, "max_bytes", INT32_MAX), ctx.broker.config.get("fetch.max.bytes"))
     total = 0
     keys: list[tuple[str, int]] = []
     topics = []
