@@ -4,20 +4,17 @@ counts no broker can hold, and a metadata write the disk refuses (on the in-memo
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from typing import Any
 
 import pytest
 from conftest import BrokerProcess
+from inprocess import InProcessBroker
 from rawkafka import RawClient
 
-from herd.config import BrokerConfig
 from herd.log.fs import MemoryFileSystem
 from herd.log.segments import SegmentStore
 from herd.protocol.messages import request_class
 from herd.protocol.values import make
-from herd.server.server import Server
 
 
 def admin(broker: Any) -> Any:
@@ -244,32 +241,9 @@ def test_max_broker_partitions_refuses_what_would_pass_it(broker_factory):
 
 # -- item 4: a metadata write the disk refuses -------------------------------------------------------------------
 
-class MemoryBroker:
-    """herd's Server on its own event loop in a thread, its data on a MemoryFileSystem that can fail a write."""
-
-    def __init__(self, fs: MemoryFileSystem, port: int = 0) -> None:
-        config = BrokerConfig.from_properties({"listeners": f"PLAINTEXT://127.0.0.1:{port}", "log.dirs": "/data",
-                                               "offsets.topic.num.partitions": "1",
-                                               "group.initial.rebalance.delay.ms": "0"})
-        self.fs = fs
-        self.loop = asyncio.new_event_loop()
-        self.server = Server(config, SegmentStore("/data", fs))
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.run(self.server.start())
-        self.run(self.server.broker.coordinator.wait_loaded())
-
-    def run(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.server.port}"
-
-    def stop(self) -> None:
-        self.run(self.server.shutdown())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
+def memory_broker(fs: MemoryFileSystem) -> InProcessBroker:
+    """herd's Server in this process, its data on a MemoryFileSystem that can fail a write."""
+    return InProcessBroker({"log.dirs": "/data", "offsets.topic.num.partitions": "1"}, SegmentStore("/data", fs))
 
 
 def metadata(client: RawClient, topic: str) -> Any:
@@ -282,7 +256,7 @@ def metadata(client: RawClient, topic: str) -> Any:
 
 def test_an_auto_create_whose_topics_json_write_fails_is_answered_and_leaves_nothing(caplog):
     fs = MemoryFileSystem()
-    broker = MemoryBroker(fs)
+    broker = memory_broker(fs)
     try:
         fs.fail("rename", path_endswith="topics.json.tmp")
         with RawClient(broker.server.port) as c:
@@ -295,7 +269,7 @@ def test_an_auto_create_whose_topics_json_write_fails_is_answered_and_leaves_not
         produce(broker.bootstrap, "events", [b"kept"])
     finally:
         broker.stop()
-    broker = MemoryBroker(fs.crash())
+    broker = memory_broker(fs.crash())
     try:
         assert consume(broker.bootstrap, "events", 1) == [b"kept"]
     finally:

@@ -5,53 +5,22 @@ has room again."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from kio.schema.errors import ErrorCode
+from inprocess import InProcessBroker
 from rawkafka import RawClient
 from test_groups_api import part, req
 
-from herd.config import BrokerConfig
 from herd.log.fs import MemoryFileSystem
 from herd.log.segments import SegmentStore
 from herd.runtime import ShardState
-from herd.server.server import Server
 
 COMMIT, FETCH = 8, 9
-
-
-class InProcessBroker:
-    """herd's Server on its own loop in a thread, its logs on `fs`."""
-
-    def __init__(self, data_dir: Path, fs: MemoryFileSystem, **props: str) -> None:
-        config = BrokerConfig.from_properties({
-            "listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(data_dir), "offsets.topic.num.partitions": "2",
-            "group.initial.rebalance.delay.ms": "0", "herd.log.recovery.backoff.ms": "100",
-            "herd.log.recovery.backoff.max.ms": "400", **props})
-        self.loop = asyncio.new_event_loop()
-        self.server = Server(config, SegmentStore("/data", fs))
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.run(self.server.start())
-        self.run(self.server.broker.coordinator.wait_loaded())
-
-    def run(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(20)
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.server.port}"
-
-    def stop(self) -> None:
-        self.run(self.server.shutdown())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
 
 
 @pytest.fixture
@@ -61,7 +30,10 @@ def fs() -> MemoryFileSystem:
 
 @pytest.fixture
 def broker(tmp_path: Path, fs: MemoryFileSystem) -> Any:
-    node = InProcessBroker(tmp_path / "data", fs, **{"log.segment.bytes": "4000", "log.index.interval.bytes": "100"})
+    node = InProcessBroker({"log.dirs": "/data", "offsets.topic.num.partitions": "2",
+                            "herd.log.recovery.backoff.ms": "100", "herd.log.recovery.backoff.max.ms": "400",
+                            "log.segment.bytes": "4000", "log.index.interval.bytes": "100"},
+                           SegmentStore("/data", fs), timeout=20)
     yield node
     node.stop()
 

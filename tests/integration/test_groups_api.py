@@ -3,22 +3,19 @@ and the NOT_COORDINATOR path of a node that does not host a group's `__consumer_
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import threading
 import time
 import uuid
 from typing import Any
 
 import pytest
 from conftest import BrokerProcess
+from inprocess import InProcessBroker
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient
 
-from herd.config import BrokerConfig
 from herd.protocol.messages import request_class
 from herd.server.apis._build import make
-from herd.server.server import Server
 
 JOIN, SYNC, HEARTBEAT, LEAVE, DESCRIBE, LIST, DELETE, COMMIT, FETCH, FIND = 11, 14, 12, 13, 15, 16, 42, 8, 9, 10
 
@@ -245,35 +242,8 @@ def test_find_coordinator_answers_this_node_for_every_group(broker):
 
 # -- a node that hosts only some coordinator partitions -----------------------------------------------------------
 
-class ThreadedServer:
-    """herd's Server on its own event loop in a thread, so that a test can move partitions off and back on."""
-
-    def __init__(self, data_dir: Any) -> None:
-        config = BrokerConfig.from_properties({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(data_dir),
-                                               "offsets.topic.num.partitions": "3",
-                                               "group.initial.rebalance.delay.ms": "0"})
-        self.loop = asyncio.new_event_loop()
-        self.server = Server(config)
-        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
-        self.thread.start()
-        self.run(self.server.start())
-        self.run(self.server.broker.coordinator.wait_loaded())
-
-    def run(self, coro: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(10)
-
-    @property
-    def port(self) -> int:
-        return self.server.port
-
-    def stop(self) -> None:
-        self.run(self.server.shutdown())
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self.thread.join(10)
-
-
 def test_groups_of_a_partition_this_node_does_not_host_get_not_coordinator(tmp_path):
-    node = ThreadedServer(tmp_path / "data")
+    node = InProcessBroker({"log.dirs": str(tmp_path / "data"), "offsets.topic.num.partitions": "3"})
     runtime = node.server.broker.coordinator
     group = next(g for g in (f"moved{i}" for i in range(100)) if runtime.partition_for(g) == 1)
     try:
