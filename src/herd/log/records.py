@@ -33,12 +33,14 @@ XERIAL_HEADER_SIZE = len(XERIAL_MAGIC) + 8  # magic, int32 version, int32 compat
 _INT32 = struct.Struct(">i")
 
 
-def _snappy(data: Buffer) -> bytes:
-    """Xerial-framed snappy when the magic is there, else one raw snappy block."""
+def _snappy_blocks(data: Buffer) -> Iterator[memoryview]:
+    """The raw snappy blocks of a section: its xerial blocks when the magic is there, else the whole of it.
+    Raises CorruptRecordError when the xerial framing is broken."""
     view = memoryview(data)
     if bytes(view[: len(XERIAL_MAGIC)]) != XERIAL_MAGIC:
-        return bytes(cramjam.snappy.decompress_raw(view))
-    chunks, pos = [], XERIAL_HEADER_SIZE
+        yield view
+        return
+    pos = XERIAL_HEADER_SIZE
     while pos < len(view):
         if pos + _INT32.size > len(view):
             raise CorruptRecordError("truncated xerial snappy block length")
@@ -46,9 +48,13 @@ def _snappy(data: Buffer) -> bytes:
         pos += _INT32.size
         if length < 0 or pos + length > len(view):
             raise CorruptRecordError(f"xerial snappy block of {length} bytes overruns the records")
-        chunks.append(bytes(cramjam.snappy.decompress_raw(view[pos : pos + length])))
+        yield view[pos : pos + length]
         pos += length
-    return b"".join(chunks)
+
+
+def _snappy(data: Buffer) -> bytes:
+    """Xerial-framed snappy when the magic is there, else one raw snappy block."""
+    return b"".join(bytes(cramjam.snappy.decompress_raw(block)) for block in _snappy_blocks(data))
 
 
 _DECOMPRESSORS: dict[int, Callable[[Buffer], Buffer]] = {
@@ -84,21 +90,11 @@ class _OutputFull(Exception):
 def _snappy_into(data: Buffer, out: memoryview) -> int:
     """`_snappy` into `out`; the length of the output. Raises _OutputFull, CorruptRecordError or
     cramjam.DecompressionError."""
-    view = memoryview(data)
-    if bytes(view[: len(XERIAL_MAGIC)]) != XERIAL_MAGIC:
-        return int(cramjam.snappy.decompress_raw_into(view, out))
-    written, pos = 0, XERIAL_HEADER_SIZE
-    while pos < len(view):
-        if pos + _INT32.size > len(view):
-            raise CorruptRecordError("truncated xerial snappy block length")
-        (length,) = _INT32.unpack_from(view, pos)
-        pos += _INT32.size
-        if length < 0 or pos + length > len(view):
-            raise CorruptRecordError(f"xerial snappy block of {length} bytes overruns the records")
+    written = 0
+    for block in _snappy_blocks(data):
         if written == len(out):
             raise _OutputFull
-        written += int(cramjam.snappy.decompress_raw_into(view[pos : pos + length], out[written:]))
-        pos += length
+        written += int(cramjam.snappy.decompress_raw_into(block, out[written:]))
     return written
 
 
