@@ -14,8 +14,10 @@ from herd.protocol.messages import request_class, response_class
 
 
 class RawClient:
-    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 10.0) -> None:
-        self.sock = socket.create_connection((host, port), timeout=timeout)
+    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 10.0, *,
+                 sock: socket.socket | None = None) -> None:  # fmt: skip
+        """Connects to host:port, or speaks over `sock` when given (a socket opened some other way)."""
+        self.sock = sock if sock is not None else socket.create_connection((host, port), timeout=timeout)
         self._correlation = 0
         self.last_correlation_id = -1
 

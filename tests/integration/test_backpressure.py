@@ -149,3 +149,48 @@ def test_answers_held_behind_a_long_poll_are_bounded_and_sent_in_order(broker_fa
         for i in range(1, 13):
             assert len(client.read_response(1, 12).responses[0].partitions[0].records) > 900_000
             assert client.last_correlation_id == first + i
+
+
+def _connect(port: int, source: str = "127.0.0.1") -> socket.socket:
+    return socket.create_connection(("127.0.0.1", port), timeout=5, source_address=(source, 0))
+
+
+def _answers(sock: socket.socket) -> bool:
+    """True if the broker answers an ApiVersions on `sock`; False if it closed the connection."""
+    try:
+        RawClient(0, sock=sock).request(18, 3, _api_versions())
+        return True
+    except (ConnectionError, OSError, struct.error, EOFError):
+        return False
+
+
+def test_connections_over_max_connections_are_closed_and_the_admitted_ones_keep_working(broker_factory):
+    broker = broker_factory({"max.connections": "4"})
+    admitted = [_connect(broker.port) for _ in range(4)]
+    assert all(_answers(s) for s in admitted)
+    extra = _connect(broker.port)  # accepted by the kernel, closed by the broker at once
+    assert not _answers(extra)
+    admitted.pop().close()
+    deadline = time.monotonic() + 5
+    while True:  # the broker sees the close a moment later
+        again = _connect(broker.port)
+        if _answers(again) or time.monotonic() > deadline:
+            break
+    assert _answers(again) and all(_answers(s) for s in admitted)
+    assert "refusing new connections: the broker has max.connections=4 connections" in broker.log()
+    for s in (*admitted, extra, again):
+        s.close()
+
+
+def test_one_address_cannot_take_every_connection(broker_factory):
+    """max.connections.per.ip: a client that opens connections without end (a leak) is refused beyond its
+    share, and a client on another address still gets in."""
+    broker = broker_factory({"max.connections.per.ip": "3"})
+    mine = [_connect(broker.port) for _ in range(3)]
+    assert all(_answers(s) for s in mine)
+    assert not _answers(_connect(broker.port))
+    other = _connect(broker.port, source="127.0.0.2")
+    assert _answers(other)
+    assert "127.0.0.1 has max.connections.per.ip=3 connections" in broker.log()
+    for s in (*mine, other):
+        s.close()

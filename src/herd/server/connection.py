@@ -102,6 +102,53 @@ class Budgets:
             conn.resume()
 
 
+class ConnectionQuotas:
+    """How many connections the broker takes, in all and from one address (Kafka's ConnectionQuotas,
+    apache/kafka core/src/main/scala/kafka/network/SocketServer.scala: max.connections, max.connections.per.ip).
+
+    A connection over either limit is closed as soon as it is accepted, and that is logged at most once a minute.
+    (Kafka closes one over the per-address limit the same way; over max.connections it stops accepting until a
+    connection closes, leaving the new ones in the listen backlog.) Bounding the connections bounds their file
+    descriptors and what each may hold (MAX_HELD_BYTES of answers, one socket read of requests)."""
+
+    __slots__ = ("max_connections", "max_per_ip", "total", "by_host", "refused", "_logged_at")
+
+    def __init__(self, max_connections: int, max_per_ip: int) -> None:
+        self.max_connections = max_connections
+        self.max_per_ip = max_per_ip
+        self.total = 0
+        self.by_host: dict[str, int] = {}
+        self.refused = 0
+        self._logged_at = -1e18
+
+    def admit(self, host: str, now: float) -> bool:
+        """Count a new connection from `host`; False (and not counted) if it is over a limit."""
+        count = self.by_host.get(host, 0)
+        if self.total >= self.max_connections:
+            self._refuse(now, f"the broker has max.connections={self.max_connections} connections")
+            return False
+        if count >= self.max_per_ip:
+            self._refuse(now, f"{host} has max.connections.per.ip={self.max_per_ip} connections")
+            return False
+        self.total += 1
+        self.by_host[host] = count + 1
+        return True
+
+    def release(self, host: str) -> None:
+        self.total -= 1
+        left = self.by_host[host] - 1
+        if left:
+            self.by_host[host] = left
+        else:
+            del self.by_host[host]
+
+    def _refuse(self, now: float, why: str) -> None:
+        self.refused += 1
+        if now - self._logged_at >= 60:
+            self._logged_at = now
+            log.warning("refusing new connections: %s (%d refused so far)", why, self.refused)
+
+
 class _Slot:
     __slots__ = ("correlation_id", "parts", "size")
 
@@ -128,6 +175,7 @@ class Connection(asyncio.Protocol):
         self._peer = "?"
         self._host = "?"
         self._closing = False
+        self._counted = False  # admitted by the server's ConnectionQuotas
         self._processing = False
         self._writing_paused = False
         self._paused: str | None = None  # why handling (and reading) stopped, while it is stopped
@@ -148,10 +196,18 @@ class Connection(asyncio.Protocol):
         self._peer = f"{peer[0]}:{peer[1]}" if peer else "?"
         self._host = peer[0] if peer else "?"
         self._active_at = asyncio.get_running_loop().time()
+        if not self._server.quotas.admit(self._host, self._active_at):
+            self._closing = True
+            transport.abort()
+            return
+        self._counted = True
         self._server.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._closing = True
+        if self._counted:
+            self._counted = False
+            self._server.quotas.release(self._host)
         self._server.connections.discard(self)
         for task in list(self._tasks):
             task.cancel()

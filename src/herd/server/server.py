@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import resource
 import signal
 import socket
 from typing import Any
@@ -27,11 +28,23 @@ from herd.runtime import CoordinatorRuntime
 from herd.runtime.recovery import Backoff
 from herd.server import apis
 from herd.server.broker import Broker, Endpoint
-from herd.server.connection import Budgets, Connection
+from herd.server.connection import Budgets, Connection, ConnectionQuotas
 
 log = logging.getLogger(__name__)
 
 SHUTDOWN_GRACE_S = 5.0
+
+
+def max_connections(configured: int) -> int:
+    """`configured` (max.connections), or when it is 0 half of the process's RLIMIT_NOFILE soft limit less a few
+    descriptors for listeners and short-lived files: the log's segment files keep the other half
+    (herd.log.max.open.files), so connections alone can never take every descriptor."""
+    if configured > 0:
+        return configured
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft <= 0:
+        soft = 1 << 20
+    return max(16, soft // 2 - 32)
 
 
 class Server:
@@ -48,6 +61,8 @@ class Server:
         self.apis: dict[int, ApiSpec] = apis.table()
         self.connections: set[Connection] = set()
         self.budgets = Budgets(config.get("queued.max.requests"), config.get("queued.max.request.bytes"))
+        self.quotas = ConnectionQuotas(max_connections(config.get("max.connections")),
+                                       config.get("max.connections.per.ip"))
         self._servers: list[asyncio.base_events.Server] = []
         self._duties: list[asyncio.Task[None]] = []
         self._stopped = asyncio.Event()
