@@ -19,7 +19,7 @@ from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from herd.log.api import LogConfig
-from herd.log.segments import SegmentStore
+from herd.log.store import SegmentStore
 
 
 def make_batch(value_bytes: int, count: int) -> bytes:

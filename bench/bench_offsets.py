@@ -202,7 +202,7 @@ def write_history(data_dir: str, groups: int, partitions: int, history: int) -> 
     from herd.coordinator.partition import coordinator_partition
     from herd.coordinator.records import OffsetValue, Record
     from herd.coordinator.offsets import offset_record
-    from herd.log.segments import SegmentStore
+    from herd.log.store import SegmentStore
     from herd.runtime import CoordinatorRuntime
     from herd.runtime.batches import encode_batch
 
@@ -237,7 +237,7 @@ def measure_load(data_dir: str) -> dict[str, Any]:
     """In this (fresh) process: start the coordinator runtime on `data_dir`; time and memory of the load."""
     from herd.cluster.topics import Cluster
     from herd.config import BrokerConfig
-    from herd.log.segments import SegmentStore
+    from herd.log.store import SegmentStore
     from herd.runtime import CoordinatorRuntime
 
     config = BrokerConfig.from_properties(_load_props(data_dir))
@@ -268,7 +268,7 @@ def measure_load(data_dir: str) -> dict[str, Any]:
 def compact_all(data_dir: str) -> None:
     from herd.cluster.topics import Cluster
     from herd.config import BrokerConfig
-    from herd.log.segments import SegmentStore
+    from herd.log.store import SegmentStore
     from herd.runtime import CoordinatorRuntime
 
     config = BrokerConfig.from_properties(_load_props(data_dir))

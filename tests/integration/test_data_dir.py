@@ -12,7 +12,7 @@ from inprocess import InProcessBroker
 from rawkafka import RawClient
 
 from herd.log.fs import MemoryFileSystem
-from herd.log.segments import SegmentStore
+from herd.log.store import SegmentStore
 from herd.protocol.messages import request_class
 from herd.protocol.values import make
 

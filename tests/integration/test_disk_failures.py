@@ -17,7 +17,7 @@ from rawkafka import RawClient
 from test_groups_api import part, req
 
 from herd.log.fs import MemoryFileSystem
-from herd.log.segments import SegmentStore
+from herd.log.store import SegmentStore
 from herd.runtime import ShardState
 
 COMMIT, FETCH = 8, 9

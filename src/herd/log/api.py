@@ -6,8 +6,8 @@ each batch, gives it broker-assigned offsets by rewriting the batch's base offse
 base offset, so the client's CRC stays valid), and stores the bytes. `read` returns whole batches as stored, so a
 fetching client receives the producer's bytes unchanged.
 
-Backends implement `PartitionLog` and `LogStore`: `herd.log.segments` (local segment files, the embedded
-default) now, a PostgreSQL backend later. Files are reached only through `herd.log.fs.FileSystem`, so the
+Backends implement `PartitionLog` and `LogStore`: `herd.log.segments` and `herd.log.store` (local segment files
+in partition directories, the embedded default) now, a PostgreSQL backend later. Files are reached only through `herd.log.fs.FileSystem`, so the
 crash tests can run the real code on an in-memory, fault-injecting filesystem.
 """
 

@@ -52,7 +52,7 @@ class Server:
         if store is None:
             from herd.log.fs import OsFileSystem
             from herd.log.handles import BoundedFileSystem, max_open_files
-            from herd.log.segments import SegmentStore
+            from herd.log.store import SegmentStore
 
             fs = BoundedFileSystem(OsFileSystem(), max_open_files(config.get("herd.log.max.open.files")))
             store = SegmentStore(config.get("log.dirs"), fs)

@@ -20,7 +20,7 @@ from herd.cluster.topics import (
 )
 from herd.log.api import LogConfig
 from herd.log.fs import MemoryFileSystem, read_whole, write_atomically
-from herd.log.segments import SegmentStore, delete_dir_name
+from herd.log.store import SegmentStore, delete_dir_name
 
 ROOT = "/data"
 

@@ -20,7 +20,8 @@ from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 from herd.log import compaction
 from herd.log.api import KafkaStorageError, LogConfig
 from herd.log.fs import MemoryFileSystem
-from herd.log.segments import SegmentLog, SegmentStore
+from herd.log.segments import SegmentLog
+from herd.log.store import SegmentStore
 
 T0 = 1_700_000_000_000
 DAY = 86_400_000

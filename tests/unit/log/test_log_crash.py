@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from herd.log.api import KafkaStorageError, LogConfig
 from herd.log.fs import MemoryFileSystem
-from herd.log.segments import SegmentLog, SegmentStore
+from herd.log.segments import SegmentLog
+from herd.log.store import SegmentStore
 
 CONFIG = LogConfig(segment_bytes=1500, index_interval_bytes=100)
 

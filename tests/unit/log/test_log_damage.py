@@ -13,7 +13,8 @@ from batches import make_batch, records_of
 from herd.log.api import CorruptRecordError, LogConfig
 from herd.log.batch import HEADER_SIZE, iter_headers
 from herd.log.fs import FileSystem, MemoryFileSystem, OsFileSystem
-from herd.log.segments import SegmentLog, SegmentStore
+from herd.log.segments import SegmentLog
+from herd.log.store import SegmentStore
 
 BIG = LogConfig(index_interval_bytes=100)  # one segment: the last one, which recovery always looks at
 SMALL = LogConfig(segment_bytes=1500, index_interval_bytes=100)

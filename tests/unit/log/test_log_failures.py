@@ -10,7 +10,7 @@ from batches import make_batch, records_of
 
 from herd.log.api import KafkaStorageError, LogConfig
 from herd.log.fs import MemoryFileSystem
-from herd.log.segments import SegmentStore
+from herd.log.store import SegmentStore
 
 SMALL = LogConfig(segment_bytes=600, index_interval_bytes=100)
 

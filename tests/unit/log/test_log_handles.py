@@ -15,7 +15,7 @@ from batches import make_batch, records_of
 from herd.log.api import LogConfig
 from herd.log.fs import OsFileSystem
 from herd.log.handles import BoundedFileSystem
-from herd.log.segments import SegmentStore
+from herd.log.store import SegmentStore
 
 SMALL = LogConfig(segment_bytes=1500, index_interval_bytes=200)
 
@@ -59,7 +59,7 @@ CHILD = textwrap.dedent("""
     from herd.log.api import KafkaStorageError, LogConfig
     from herd.log.fs import OsFileSystem
     from herd.log.handles import BoundedFileSystem, max_open_files
-    from herd.log.segments import SegmentStore
+    from herd.log.store import SegmentStore
 
     def hog_all(fds):
         try:

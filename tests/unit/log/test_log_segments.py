@@ -25,7 +25,8 @@ from hypothesis import strategies as st
 from herd.log.api import CorruptRecordError, LogConfig, OffsetOutOfRangeError, TimestampOffset
 from herd.log.batch import CONTROL_BIT
 from herd.log.fs import FileSystem, MemoryFileSystem, OsFileSystem
-from herd.log.segments import SegmentLog, SegmentStore
+from herd.log.segments import SegmentLog
+from herd.log.store import SegmentStore
 
 SMALL = LogConfig(segment_bytes=2000, index_interval_bytes=200)
 

@@ -14,7 +14,7 @@ from herd.coordinator.member import Protocol
 from herd.coordinator.requests import CommitPartition, CommitTopic, FetchGroup, FetchTopic, JoinGroup, OffsetCommit, \
     OffsetFetch, SyncAssignment, SyncGroup
 from herd.log.fs import FileSystem
-from herd.log.segments import SegmentStore
+from herd.log.store import SegmentStore
 from herd.runtime import CoordinatorRuntime
 
 PROTOCOLS = (Protocol("range", b"sub"),)

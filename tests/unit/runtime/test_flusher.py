@@ -10,7 +10,7 @@ import pytest
 from herd.coordinator import Record
 from herd.log.api import KafkaStorageError, LogConfig
 from herd.log.fs import MemoryFileSystem
-from herd.log.segments import SegmentStore
+from herd.log.store import SegmentStore
 from herd.runtime.batches import encode_batch
 from herd.runtime.flusher import Flusher
 

@@ -7,7 +7,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from herd.log.api import LogConfig
 from herd.log.fs import MemoryFileSystem
-from herd.log.segments import SegmentStore
+from herd.log.store import SegmentStore
 from herd.server.producers import InvalidProducerEpochError, OutOfOrderSequenceError, ProducerStates
 
 
