@@ -273,5 +273,23 @@ class ClassicGroup:
             for m in self.members.values()
         )
 
+    def join_response(
+        self, member_id: str, *, with_members: bool = True, leader: str | None = None,
+        skip_assignment: bool = False, error_code: int = ErrorCode.NONE,
+    ) -> JoinGroupResponse:
+        """The current generation as a JoinGroup answer to `member_id`. The member list goes to the leader
+        only, and only `with_members`. `leader` replaces the group's leader id in the answer (a static leader
+        replaced on JoinGroup v8 or older is told the previous leader, so that it does not assign again)."""
+        return JoinGroupResponse(
+            error_code=error_code,
+            generation_id=self.generation_id,
+            protocol_type=self.protocol_type,
+            protocol_name=self.protocol_name,
+            leader=(self.leader_id or "") if leader is None else leader,
+            skip_assignment=skip_assignment,
+            member_id=member_id,
+            members=self.join_members() if with_members and self.is_leader(member_id) else (),
+        )
+
     def assignments(self) -> dict[str, bytes]:
         return {m.member_id: m.assignment for m in self.members.values()}

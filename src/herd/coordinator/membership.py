@@ -211,23 +211,9 @@ def _rejoin(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, member: Memb
         _update_then_rebalance(ctx, req, group, member, handle, "member-metadata",
                                f"Updating metadata for member {member.member_id} {during}", fx)
     elif group.is_in(CR, STABLE):
-        fx.reply(handle, current_generation_response(group, member.member_id,
-                                                     with_members=group.is_in(CR)))
+        fx.reply(handle, group.join_response(member.member_id, with_members=group.is_in(CR)))
     else:
         fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID, member_id=member.member_id))
-
-
-def current_generation_response(group: ClassicGroup, member_id: str, *, with_members: bool) -> JoinGroupResponse:
-    """The current generation, for a member whose join changes nothing."""
-    leader = group.is_leader(member_id)
-    return JoinGroupResponse(
-        members=group.join_members() if with_members and leader else (),
-        member_id=member_id,
-        generation_id=group.generation_id,
-        protocol_name=group.protocol_name,
-        protocol_type=group.protocol_type,
-        leader=group.leader_id or "",
-    )
 
 
 def _update_then_rebalance(

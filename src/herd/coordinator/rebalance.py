@@ -282,15 +282,7 @@ def complete_join(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
 
 def _answer_joins(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
     for member in list(group.members.values()):
-        response = JoinGroupResponse(
-            members=group.join_members() if group.is_leader(member.member_id) else (),
-            member_id=member.member_id,
-            generation_id=group.generation_id,
-            protocol_name=group.protocol_name,
-            protocol_type=group.protocol_type,
-            leader=group.leader_id or "",
-        )
-        group.complete_join(member, response, fx)
+        group.complete_join(member, group.join_response(member.member_id), fx)
         arm_session(ctx, group, member)
         member.is_new = False
         group.pending_sync_members.add(member.member_id)

@@ -88,25 +88,10 @@ def _replace_without_rebalance(
     current_leader: str | None, previous: tuple[tuple[Protocol, ...], int, int], fences: list[Reply], fx: Effects,
 ) -> None:
     fx.records.append(group_record(group, group.assignments()))
-    if req.api_version >= 9:
-        is_leader = group.is_leader(new.member_id)
-        response = JoinGroupResponse(
-            members=group.join_members() if is_leader else (),
-            member_id=new.member_id,
-            generation_id=group.generation_id,
-            protocol_name=group.protocol_name,
-            protocol_type=group.protocol_type,
-            leader=group.leader_id or "",
-            skip_assignment=is_leader,
-        )
+    if req.api_version >= 9:  # KIP-814: a replaced leader gets the members but is told to skip assigning
+        response = group.join_response(new.member_id, skip_assignment=group.is_leader(new.member_id))
     else:
-        response = JoinGroupResponse(
-            member_id=new.member_id,
-            generation_id=group.generation_id,
-            protocol_name=group.protocol_name,
-            protocol_type=group.protocol_type,
-            leader=current_leader or "",
-        )
+        response = group.join_response(new.member_id, with_members=False, leader=current_leader or "")
     group.complete_join(new, response, fx)
     handle = fx.replies[-1].handle
     fx.on_failure(lambda err: _undo_replacement(ctx, group, new, old_id, current_leader, previous, fences, handle, err))
@@ -127,14 +112,7 @@ def _undo_replacement(
         rb.cancel_session(ctx, group.group_id, new)
         old = group.replace_static_member(instance_id, new.member_id, old_id, fx)
         rb.arm_session(ctx, group, old)
-    fx.reply(handle, JoinGroupResponse(
-        error_code=mapped,
-        member_id="",
-        generation_id=group.generation_id,
-        protocol_name=group.protocol_name,
-        protocol_type=group.protocol_type,
-        leader=current_leader or "",
-    ))
+    fx.reply(handle, group.join_response("", with_members=False, leader=current_leader or "", error_code=mapped))
     return fx.result()
 
 
@@ -154,13 +132,13 @@ def _admit_and_hold(
     ctx: ShardContext, req: JoinGroup, group: ClassicGroup, new_id: str, handle: object, fx: Effects
 ) -> None:
     """Admit the member into the current generation with no partitions; persist it; no rebalance yet."""
-    from herd.coordinator.membership import current_generation_response, member_from_join
+    from herd.coordinator.membership import member_from_join
 
     member = member_from_join(ctx, req, new_id, assignment=prereg.EMPTY_CONSUMER_ASSIGNMENT)
     group.add(member)
     rb.arm_session(ctx, group, member)
     fx.records.append(group_record(group, group.assignments()))
-    fx.reply(handle, current_generation_response(group, new_id, with_members=False))
+    fx.reply(handle, group.join_response(new_id, with_members=False))
     start_hold(ctx, group)
     log.info("group %s: pre-registered instance %s joined; held without a rebalance until %s join",
              group.group_id, req.group_instance_id, prereg.missing(ctx, group))
