@@ -1,9 +1,9 @@
 """JoinGroup, SyncGroup, Heartbeat and LeaveGroup for classic groups (dynamic members; static
-replacement lives in static.py).
+replacement lives in static.py, what a join of either kind needs in joining.py).
 
 Ported from apache/kafka group-coordinator/.../GroupMetadataManager.java (classic half:
 `classicGroupJoinToClassicGroup`, `classicGroupJoinNewMember`, `classicGroupJoinExistingMember`,
-`addMemberThenRebalanceOrCompleteJoin`, `classicGroupSyncToClassicGroup`, `validateSyncGroup`,
+`classicGroupSyncToClassicGroup`, `validateSyncGroup`,
 `classicGroupHeartbeatToClassicGroup`, `classicGroupLeaveToClassicGroup`) and the request checks of
 GroupCoordinatorService.java (empty group id, session-timeout bounds).
 
@@ -18,9 +18,11 @@ from __future__ import annotations
 
 from herd.coordinator import preregistration as prereg
 from herd.coordinator import rebalance as rb
+from herd.coordinator import static
 from herd.coordinator.context import ShardContext, empty_group_record, group_record
 from herd.coordinator.errors import CoordinatorError, ErrorCode, append_error_to_response_error
 from herd.coordinator.group import ClassicGroup
+from herd.coordinator.joining import add_member_then_rebalance, join_reason, rebalance_timeout
 from herd.coordinator.member import Member
 from herd.coordinator.requests import UNKNOWN_MEMBER_ID, Heartbeat, JoinGroup, LeaveGroup, MemberIdentity, SyncGroup
 from herd.coordinator.responses import (
@@ -38,17 +40,6 @@ PR = GroupState.PREPARING_REBALANCE
 CR = GroupState.COMPLETING_REBALANCE
 STABLE = GroupState.STABLE
 DEAD = GroupState.DEAD
-
-
-def join_reason(reason: str | None) -> str:
-    return reason if reason else "not provided"
-
-
-def rebalance_timeout(req: JoinGroup) -> int:
-    """JoinGroup v0 has no rebalance timeout: Kafka uses the session timeout."""
-    if req.api_version == 0 or req.rebalance_timeout_ms < 0:
-        return req.session_timeout_ms
-    return req.rebalance_timeout_ms
 
 
 # --- JoinGroup --------------------------------------------------------------------------------------
@@ -135,9 +126,7 @@ def _join_new_member(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, han
     else:
         new_id = ctx.generate_member_id(req.client_id, req.group_instance_id)
         if req.group_instance_id is not None:
-            from herd.coordinator.static import join_new_static_member
-
-            join_new_static_member(ctx, req, group, new_id, handle, fx)
+            static.join_new_static_member(ctx, req, group, new_id, handle, fx)
         elif req.api_version >= 4:
             # KIP-394: hand out the id and wait for the member to come back with it.
             group.pending_members.add(new_id)
@@ -145,37 +134,6 @@ def _join_new_member(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, han
             fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.MEMBER_ID_REQUIRED, member_id=new_id))
         else:
             add_member_then_rebalance(ctx, req, group, new_id, handle, fx)
-
-
-def member_from_join(ctx: ShardContext, req: JoinGroup, member_id: str, **state: object) -> Member:
-    """The member a JoinGroup describes, joining now; `state` sets the rest (is_new, assignment)."""
-    return Member(
-        member_id=member_id,
-        group_instance_id=req.group_instance_id,
-        client_id=req.client_id,
-        client_host=req.client_host,
-        rebalance_timeout_ms=rebalance_timeout(req),
-        session_timeout_ms=req.session_timeout_ms,
-        protocol_type=req.protocol_type,
-        protocols=req.protocols,
-        joined_at_ms=ctx.now(),
-        **state,  # type: ignore[arg-type]
-    )
-
-
-def add_member_then_rebalance(
-    ctx: ShardContext, req: JoinGroup, group: ClassicGroup, member_id: str, handle: object, fx: Effects
-) -> None:
-    member = member_from_join(ctx, req, member_id, is_new=True)
-    if group.is_in(PR) and group.previous_state is EMPTY_STATE:
-        group.new_member_added = True
-    group.add(member, handle)
-    # KAFKA-7610: a parked join of a new member times out after the new-member join timeout.
-    rb.arm_session(ctx, group, member, ctx.config.new_member_join_timeout_ms)
-    reason = (f"Adding new member {member_id} with group instance id {req.group_instance_id}; "
-              f"client reason: {join_reason(req.reason)}")
-    rb.maybe_prepare_rebalance_or_complete_join(ctx, group, "member-join", reason, fx)
-    rb.complete_on_expected_arrival(ctx, group, req.group_instance_id, fx)
 
 
 def _join_existing_member(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, handle: object, fx: Effects) -> None:

@@ -28,6 +28,7 @@ from herd.coordinator import rebalance as rb
 from herd.coordinator.context import ShardContext, group_record
 from herd.coordinator.errors import ErrorCode, append_error_to_response_error
 from herd.coordinator.group import ClassicGroup
+from herd.coordinator.joining import add_member_then_rebalance, join_reason, member_from_join, rebalance_timeout
 from herd.coordinator.member import Member, Protocol
 from herd.coordinator.requests import JoinGroup
 from herd.coordinator.responses import JoinGroupResponse
@@ -40,8 +41,6 @@ log = logging.getLogger(__name__)
 def join_new_static_member(
     ctx: ShardContext, req: JoinGroup, group: ClassicGroup, new_id: str, handle: object, fx: Effects
 ) -> None:
-    from herd.coordinator.membership import add_member_then_rebalance
-
     assert req.group_instance_id is not None
     old_id = group.static_member_id(req.group_instance_id)
     if old_id is None and _can_hold(ctx, req, group):
@@ -55,8 +54,6 @@ def join_new_static_member(
 def _replace(
     ctx: ShardContext, req: JoinGroup, group: ClassicGroup, old_id: str, new_id: str, handle: object, fx: Effects
 ) -> None:
-    from herd.coordinator.membership import join_reason, rebalance_timeout
-
     instance_id = req.group_instance_id
     assert instance_id is not None
     current_leader = group.leader_id
@@ -132,8 +129,6 @@ def _admit_and_hold(
     ctx: ShardContext, req: JoinGroup, group: ClassicGroup, new_id: str, handle: object, fx: Effects
 ) -> None:
     """Admit the member into the current generation with no partitions; persist it; no rebalance yet."""
-    from herd.coordinator.membership import member_from_join
-
     member = member_from_join(ctx, req, new_id, assignment=prereg.EMPTY_CONSUMER_ASSIGNMENT)
     group.add(member)
     rb.arm_session(ctx, group, member)
