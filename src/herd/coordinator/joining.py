@@ -1,6 +1,6 @@
-"""What a JoinGroup needs whether its member is dynamic (membership.py) or static (static.py): the client's
-reason as Kafka logs it, the member's rebalance timeout, the member a request describes, and adding a new
-member then rebalancing (Kafka's `addMemberThenRebalanceOrCompleteJoin`).
+"""What a JoinGroup needs whether its member is dynamic (membership.py) or static (static.py): the request's
+stateless checks, the client's reason as Kafka logs it, the member's rebalance timeout, the member a request
+describes, and adding a new member then rebalancing (Kafka's `addMemberThenRebalanceOrCompleteJoin`).
 
 membership.py imports static.py for a static member's first join; both import this module, which imports
 neither.
@@ -9,12 +9,27 @@ neither.
 from __future__ import annotations
 
 from herd.coordinator import rebalance as rb
+from herd.coordinator.config import CoordinatorConfig
 from herd.coordinator.context import ShardContext
+from herd.coordinator.errors import ErrorCode
 from herd.coordinator.group import ClassicGroup
 from herd.coordinator.member import Member
 from herd.coordinator.requests import JoinGroup
 from herd.coordinator.result import Effects
 from herd.coordinator.state import GroupState
+
+
+def validate_join(config: CoordinatorConfig, req: JoinGroup) -> ErrorCode | None:
+    """The stateless checks of Kafka's GroupCoordinatorService: INVALID_GROUP_ID for an empty group id,
+    INVALID_SESSION_TIMEOUT outside [group.min.session.timeout.ms, group.max.session.timeout.ms]; None if
+    the request passes. The JoinGroup API runs them before routing (so the answer does not depend on
+    whether the group's partition is loaded, as in Kafka), and the handler runs them again (the core rejects
+    invalid input on its own)."""
+    if not req.group_id:
+        return ErrorCode.INVALID_GROUP_ID
+    if not config.group_min_session_timeout_ms <= req.session_timeout_ms <= config.group_max_session_timeout_ms:
+        return ErrorCode.INVALID_SESSION_TIMEOUT
+    return None
 
 
 def join_reason(reason: str | None) -> str:

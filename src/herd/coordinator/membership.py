@@ -22,7 +22,7 @@ from herd.coordinator import static
 from herd.coordinator.context import ShardContext, empty_group_record, group_record
 from herd.coordinator.errors import CoordinatorError, ErrorCode, append_error_to_response_error
 from herd.coordinator.group import ClassicGroup
-from herd.coordinator.joining import add_member_then_rebalance, join_reason, rebalance_timeout
+from herd.coordinator.joining import add_member_then_rebalance, join_reason, rebalance_timeout, validate_join
 from herd.coordinator.member import Member
 from herd.coordinator.requests import UNKNOWN_MEMBER_ID, Heartbeat, JoinGroup, LeaveGroup, MemberIdentity, SyncGroup
 from herd.coordinator.responses import (
@@ -47,7 +47,7 @@ DEAD = GroupState.DEAD
 
 def join(ctx: ShardContext, req: JoinGroup, handle: object) -> Result:
     fx = Effects()
-    error = _validate_join(ctx, req)
+    error = validate_join(ctx.config, req)
     if error is not None:
         fx.reply(handle, JoinGroupResponse(error_code=error, member_id=req.member_id))
         return fx.result()
@@ -71,15 +71,6 @@ def join(ctx: ShardContext, req: JoinGroup, handle: object) -> Result:
         fx.records.append(empty_group_record(group))
         fx.on_failure(lambda err: _undo_new_group(ctx, group, handle, err))
     return fx.result()
-
-
-def _validate_join(ctx: ShardContext, req: JoinGroup) -> ErrorCode | None:
-    cfg = ctx.config
-    if not req.group_id:
-        return ErrorCode.INVALID_GROUP_ID
-    if not cfg.group_min_session_timeout_ms <= req.session_timeout_ms <= cfg.group_max_session_timeout_ms:
-        return ErrorCode.INVALID_SESSION_TIMEOUT
-    return None
 
 
 def _accept_joining_member(ctx: ShardContext, group: ClassicGroup, member_id: str) -> bool:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from herd.coordinator.joining import validate_join
 from herd.coordinator.member import Protocol
 from herd.coordinator.requests import JoinGroup
 from herd.coordinator.responses import JoinGroupResponse
@@ -50,19 +50,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     def on_error(code: int) -> JoinGroupResponse:
         return JoinGroupResponse(error_code=code, member_id=req.member_id)
 
-    error = _check(ctx, req)
+    error = validate_join(ctx.broker.coordinator.config, req)
     if error is not None:
         return respond(on_error(error))
     return route(ctx, req.group_id, "join_group", req, respond, on_error)
-
-
-def _check(ctx: RequestContext, req: JoinGroup) -> ErrorCode | None:
-    config = ctx.broker.coordinator.config
-    if not req.group_id:
-        return ErrorCode.INVALID_GROUP_ID
-    if not config.group_min_session_timeout_ms <= req.session_timeout_ms <= config.group_max_session_timeout_ms:
-        return ErrorCode.INVALID_SESSION_TIMEOUT
-    return None
 
 
 def _response(ctx: RequestContext, r: JoinGroupResponse) -> Any:
