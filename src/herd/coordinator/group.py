@@ -19,7 +19,6 @@ from herd.coordinator.member import Member, Protocol
 from herd.coordinator.responses import JoinGroupMember, JoinGroupResponse, SyncGroupResponse
 from herd.coordinator.result import Effects
 from herd.coordinator.state import GroupState, check_transition
-from herd.coordinator.subscriptions import compute_subscribed_topics
 
 
 class ClassicGroup:
@@ -51,7 +50,8 @@ class ClassicGroup:
         self.num_awaiting_join = 0
         self.new_member_added = False
         self.subscribed_topics: frozenset[str] | None = None
-        """Topics of a "consumer" group as of its current generation (subscriptions.py); None if unknown."""
+        """Topics of a "consumer" group as of its current generation; None if unknown. Set by
+        subscriptions.compute_subscribed_topics when a generation starts and when the group is loaded."""
 
     # --- state ---------------------------------------------------------------------------------
 
@@ -243,11 +243,9 @@ class ClassicGroup:
         self.generation_id += 1
         if self.members:
             self.protocol_name = self.select_protocol()
-            self.subscribed_topics = compute_subscribed_topics(self)
             self.transition_to(GroupState.COMPLETING_REBALANCE, now_ms)
         else:
             self.protocol_name = None
-            self.subscribed_topics = compute_subscribed_topics(self)
             self.transition_to(GroupState.EMPTY, now_ms)
         self.pending_sync_members.clear()
 

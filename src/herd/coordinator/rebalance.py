@@ -33,6 +33,7 @@ from herd.coordinator.member import Member
 from herd.coordinator.responses import JoinGroupResponse, SyncGroupResponse
 from herd.coordinator.result import EMPTY, Effects, Result
 from herd.coordinator.state import GroupState, can_rebalance
+from herd.coordinator.subscriptions import compute_subscribed_topics
 
 log = logging.getLogger(__name__)
 
@@ -270,6 +271,7 @@ def complete_join(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
         return
     absent = prereg.missing(ctx, group) if group.members else []
     group.init_next_generation(ctx.now())
+    group.subscribed_topics = compute_subscribed_topics(group)  # as Kafka's initNextGeneration does
     ctx.history.join_completed(group.group_id, group.generation_id, tuple(group.members), ctx.now())
     if group.is_in(GroupState.EMPTY):
         log.info("group %s with generation %s is now empty", group.group_id, group.generation_id)

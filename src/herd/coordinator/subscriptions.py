@@ -3,7 +3,9 @@
 Offset retention (retention.py) and OffsetDelete ask whether a group still consumes a topic. Kafka answers
 from `ClassicGroup.subscribedTopics`, computed when a generation starts (`initNextGeneration`) and when a
 group is loaded from its GroupMetadata record, never in between (apache/kafka group-coordinator/.../classic/
-ClassicGroup.java `computeSubscribedTopics`, `isSubscribedToTopic`):
+ClassicGroup.java `computeSubscribedTopics`, `isSubscribedToTopic`). herd stores it in
+`ClassicGroup.subscribed_topics` at the same two points: `rebalance.complete_join` after the new generation
+starts, and the shard when it loads the group. The rules:
 
 - a group whose protocol type is not "consumer" (or a simple group, which has none) has no known topics;
 - a "consumer" group without members is subscribed to nothing;
@@ -20,14 +22,11 @@ from __future__ import annotations
 
 import logging
 import struct
-from typing import TYPE_CHECKING
 
+from herd.coordinator.group import ClassicGroup
 from kio.schema.consumer_protocol_subscription.v0.data import ConsumerProtocolSubscription
 from kio.serial import entity_reader
 from kio.serial.errors import SerialError
-
-if TYPE_CHECKING:
-    from herd.coordinator.group import ClassicGroup
 
 log = logging.getLogger(__name__)
 
