@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
+from herd.coordinator.errors import ErrorCode
 from herd.coordinator.records import Record
 
-if TYPE_CHECKING:
-    from herd.coordinator.errors import ErrorCode
+Rollback = Callable[[ErrorCode], "Result"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +32,7 @@ class Reply:
 class Result:
     records: tuple[Record, ...] = ()
     replies: tuple[Reply, ...] = ()
-    rollback: Callable[["ErrorCode"], "Result"] | None = field(default=None, compare=False, repr=False)
+    rollback: Rollback | None = field(default=None, compare=False, repr=False)
 
     def __add__(self, other: Result) -> Result:
         return merge(self, other)
@@ -43,19 +42,24 @@ EMPTY = Result()
 
 
 def merge(first: Result, second: Result) -> Result:
-    rollbacks = [r for r in (first.rollback, second.rollback) if r is not None]
-
-    def rollback_both(error: "ErrorCode") -> Result:
-        out = EMPTY
-        for hook in reversed(rollbacks):
-            out = merge(out, hook(error))
-        return out
-
+    rollbacks = tuple(r for r in (first.rollback, second.rollback) if r is not None)
     return Result(
         first.records + second.records,
         first.replies + second.replies,
-        rollback_both if rollbacks else None,
+        _undo_all(rollbacks) if rollbacks else None,
     )
+
+
+def _undo_all(hooks: tuple[Rollback, ...]) -> Rollback:
+    """One rollback running `hooks` last first (changes are undone in reverse order), their Results merged."""
+
+    def rollback(error: ErrorCode) -> Result:
+        out = EMPTY
+        for hook in reversed(hooks):
+            out = merge(out, hook(error))
+        return out
+
+    return rollback
 
 
 class Effects:
@@ -66,23 +70,14 @@ class Effects:
     def __init__(self) -> None:
         self.records: list[Record] = []
         self.replies: list[Reply] = []
-        self.rollbacks: list[Callable[[ErrorCode], Result]] = []
+        self.rollbacks: list[Rollback] = []
 
     def reply(self, handle: object, response: object) -> None:
         self.replies.append(Reply(handle, response))
 
-    def on_failure(self, hook: Callable[["ErrorCode"], Result]) -> None:
+    def on_failure(self, hook: Rollback) -> None:
         self.rollbacks.append(hook)
 
     def result(self) -> Result:
-        hooks = list(self.rollbacks)
-        rollback = None
-        if hooks:
-
-            def rollback(error: "ErrorCode") -> Result:
-                out = EMPTY
-                for hook in reversed(hooks):
-                    out = merge(out, hook(error))
-                return out
-
-        return Result(tuple(self.records), tuple(self.replies), rollback)
+        rollbacks = self.rollbacks
+        return Result(tuple(self.records), tuple(self.replies), _undo_all(tuple(rollbacks)) if rollbacks else None)
