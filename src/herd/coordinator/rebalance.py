@@ -11,14 +11,14 @@ Timers (all keyed; scheduling a key replaces it):
   the armed one. When it fires, the operation re-arms itself at the member's current deadline if that
   moved, and otherwise expires the member. So a heartbeat costs O(1) and never touches the timer.
 - `join-{group}`: the end of the join phase (rebalance timeout) or the KIP-134 initial delay.
-
-KIP-469 (preregistration.py): the join phase also waits for pre-registered instances that are missing
-(`all_joined`), bounded by the same join timer; the arrival of the last one ends it at once
-(`complete_on_expected_arrival`), and a phase ended by its timer releases those still missing.
 - `sync-{group}`: members that never send SyncGroup are removed after the rebalance timeout.
 
 Timer operations look their group up by id when they fire and return a `Result`; they do nothing if
 the group or member is gone.
+
+KIP-469 (preregistration.py): the join phase also waits for pre-registered instances that are missing
+(`all_joined`), bounded by the same join timer; the arrival of the last one ends it at once
+(`complete_on_expected_arrival`), and a phase ended by its timer releases those still missing.
 """
 
 from __future__ import annotations

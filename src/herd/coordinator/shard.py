@@ -24,8 +24,9 @@ parked joins, awaiting syncs exist only there) and persist GroupMetadata at Kafk
 generation completion, becoming Empty, static replacement in Stable). Those records are emitted with
 `Record.applied=True` and `replay` skips them, so replaying our own records onto live state is a no-op;
 records read back from the log (applied=False) rebuild the group: Stable at the recorded generation
-with its members (Empty without), timers re-armed by `on_loaded` (reference 2.3). A coordinator move
-during a rebalance therefore loses the in-flight join state, as in Kafka.
+with its members (Empty without), every member's session timer re-armed by `on_loaded`, as Kafka's
+GroupMetadataManager does when it loads a classic group. A coordinator move during a rebalance therefore
+loses the in-flight join state, as in Kafka.
 """
 
 from __future__ import annotations
