@@ -32,7 +32,7 @@ from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, coo
 from herd.log.api import LogError
 from herd.runtime.flusher import Flusher
 from herd.runtime.recovery import Backoff
-from herd.runtime.shard import ShardRuntime, ShardState
+from herd.runtime.shard import Handler, Request, ShardRuntime, ShardState
 from herd.runtime.timer import WallClock
 
 log = logging.getLogger(__name__)
@@ -201,10 +201,10 @@ class CoordinatorRuntime:
             raise CoordinatorError(ErrorCode.NOT_COORDINATOR, f"group {group_id!r} is not coordinated here")
         return shard
 
-    def call(self, group_id: str, method: str, request: object) -> object:
-        """`method` of the group's shard; its response, or a future of it. Raises CoordinatorError with
-        NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS."""
-        return self.shard_for(group_id).call(method, request)
+    def call(self, group_id: str, handler: Handler[Request], request: Request) -> object:
+        """`handler` (a request handler of `GroupCoordinatorShard`) on the group's shard; its response, or a
+        future of it. Raises CoordinatorError with NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS."""
+        return self.shard_for(group_id).call(handler, request)
 
     def heartbeat(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None) -> ErrorCode | None:
         """`ShardRuntime.heartbeat` of the group's shard: the answer's error code, or None to go through `call`."""
@@ -221,10 +221,10 @@ class CoordinatorRuntime:
                 log.info("__consumer_offsets-%d is %s: offsets of deleted topics %s stay until they expire",
                          shard.partition, shard.state.value, sorted(deleted))
 
-    def call_all(self, method: str, request: object) -> list[object]:
-        """`method` on every active shard (ListGroups). Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)
+    def call_all(self, handler: Handler[Request], request: Request) -> list[object]:
+        """`handler` on every active shard (ListGroups). Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)
         while any hosted partition is loading."""
         shards = list(self.shards.values())
         if any(s.state is ShardState.LOADING for s in shards):
             raise CoordinatorError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "a coordinator partition is loading")
-        return [s.call(method, request) for s in shards if s.state is ShardState.ACTIVE]
+        return [s.call(handler, request) for s in shards if s.state is ShardState.ACTIVE]

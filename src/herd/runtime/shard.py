@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypeVar
 
 from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, GroupCoordinatorShard, Result
 from herd.coordinator.result import Reply
@@ -60,6 +61,11 @@ from herd.runtime.timer import AsyncioTimer, WallClock
 log = logging.getLogger(__name__)
 
 LOAD_CHUNK_BYTES = 1024 * 1024
+
+Request = TypeVar("Request")
+# A request handler of the core, named by the class's own function (`GroupCoordinatorShard.join_group`):
+# called with the shard, the request and the reply handle.
+Handler = Callable[[GroupCoordinatorShard, Request, object], Result]
 
 
 class _GcPause:
@@ -164,14 +170,15 @@ class ShardRuntime:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return ErrorCode.NOT_COORDINATOR
 
-    def call(self, method: str, request: object) -> object:
-        """Run one request handler of the shard; returns its response or a future of it.
+    def call(self, handler: Handler[Request], request: Request) -> object:
+        """Run one request handler of the shard (`handler(self.shard, request, reply)`, e.g.
+        `GroupCoordinatorShard.join_group`); returns its response or a future of it.
 
         Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR) unless the shard is active.
         """
         self._check_available()
         handle = ReplyHandle()
-        self.apply(getattr(self.shard, method)(request, handle))
+        self.apply(handler(self.shard, request, handle))
         return handle.outcome(self._loop)
 
     def heartbeat(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None) -> ErrorCode | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from herd.coordinator import ErrorCode, GroupCoordinatorShard
 from herd.coordinator.requests import DeleteGroups
 from herd.coordinator.responses import DeletableGroupResult, DeleteGroupsResponse
 from herd.server.apis._build import ctx_builder
@@ -44,4 +44,4 @@ def _delete_one(ctx: RequestContext, group_id: str) -> Any:
         return on_error(ErrorCode.INVALID_GROUP_ID)
     req = DeleteGroups(groups_names=(group_id,), api_version=ctx.api_version, client_id=client_id(ctx),
                        client_host=client_host(ctx))
-    return call(ctx, group_id, "delete_groups", req, on_error)
+    return call(ctx, group_id, GroupCoordinatorShard.delete_groups, req, on_error)

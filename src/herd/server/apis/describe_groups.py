@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from herd.coordinator import ErrorCode, GroupCoordinatorShard
 from herd.coordinator.requests import DescribeGroups
 from herd.coordinator.responses import DescribedGroup, DescribeGroupsResponse
 from herd.server.apis._build import ctx_builder
@@ -50,7 +50,7 @@ def _describe_one(ctx: RequestContext, group_id: str, include_ops: bool) -> Any:
 
     if not group_id:  # Kafka's isGroupIdNotEmpty check, before any shard is asked
         return on_error(ErrorCode.INVALID_GROUP_ID)
-    return call(ctx, group_id, "describe_groups", req, on_error)
+    return call(ctx, group_id, GroupCoordinatorShard.describe_groups, req, on_error)
 
 
 def _response(ctx: RequestContext, groups: list[DescribedGroup], include_ops: bool) -> Any:

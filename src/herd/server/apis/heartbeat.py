@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import CoordinatorError, ErrorCode
+from herd.coordinator import CoordinatorError, ErrorCode, GroupCoordinatorShard
 from herd.coordinator.requests import Heartbeat
 from herd.coordinator.responses import HeartbeatResponse
 from herd.server.apis._build import builder
@@ -46,7 +46,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         client_id=client_id(ctx),
         client_host=client_host(ctx),
     )
-    return route(ctx, group_id, "heartbeat", req, lambda response: _response(ctx.api_version, response.error_code),
+    return route(ctx, group_id, GroupCoordinatorShard.heartbeat, req,
+                 lambda response: _response(ctx.api_version, response.error_code),
                  lambda code: HeartbeatResponse(error_code=_unavailable(code)))
 
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from herd.coordinator import ErrorCode, GroupCoordinatorShard
 from herd.coordinator.requests import AlterGroupConfigs, GroupConfigOp
 from herd.coordinator.responses import AlterGroupConfigsResponse
 from herd.server.apis._build import ctx_builder
@@ -61,7 +61,7 @@ def _alter_one(ctx: RequestContext, resource: Any, validate_only: bool, duplicat
     ops = tuple(GroupConfigOp(c.name, int(c.config_operation), c.value) for c in resource.configs)
     req = AlterGroupConfigs(group_id=group_id, ops=ops, validate_only=validate_only, api_version=ctx.api_version,
                             client_id=client_id(ctx), client_host=client_host(ctx))
-    return call(ctx, group_id, "alter_group_configs", req, lambda code: _error(code, None))
+    return call(ctx, group_id, GroupCoordinatorShard.alter_group_configs, req, lambda code: _error(code, None))
 
 
 def _error(code: int, message: str | None) -> AlterGroupConfigsResponse:

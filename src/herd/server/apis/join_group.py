@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from herd.coordinator import ErrorCode, GroupCoordinatorShard
 from herd.coordinator.member import Protocol
 from herd.coordinator.requests import JoinGroup
 from herd.coordinator.responses import JoinGroupResponse
@@ -53,7 +53,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     error = _check(ctx, req)
     if error is not None:
         return respond(on_error(error))
-    return route(ctx, req.group_id, "join_group", req, respond, on_error)
+    return route(ctx, req.group_id, GroupCoordinatorShard.join_group, req, respond, on_error)
 
 
 def _check(ctx: RequestContext, req: JoinGroup) -> ErrorCode | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from herd.coordinator import ErrorCode, GroupCoordinatorShard
 from herd.coordinator.requests import LeaveGroup, MemberIdentity
 from herd.coordinator.responses import LeaveGroupResponse
 from herd.server.apis._build import ctx_builder
@@ -46,4 +46,4 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
     if not req.group_id:
         return respond(on_error(ErrorCode.INVALID_GROUP_ID))
-    return route(ctx, req.group_id, "leave_group", req, respond, on_error)
+    return route(ctx, req.group_id, GroupCoordinatorShard.leave_group, req, respond, on_error)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from herd.coordinator import ErrorCode, GroupCoordinatorShard
 from herd.coordinator.requests import CommitPartition, CommitTopic, OffsetCommit
 from herd.coordinator.responses import CommitPartitionResponse, CommitTopicResponse, OffsetCommitResponse
 from herd.server.apis._build import ctx_builder, ms
@@ -57,7 +57,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
     if not req.topics:
         return respond(OffsetCommitResponse())
-    return route(ctx, req.group_id, "offset_commit", req, respond, on_error)
+    return route(ctx, req.group_id, GroupCoordinatorShard.offset_commit, req, respond, on_error)
 
 
 def _resolve(ctx: RequestContext, request: Any) -> tuple[list[str | None], Errors]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from herd.coordinator import ErrorCode, GroupCoordinatorShard
 from herd.coordinator.requests import DeleteTopic, OffsetDelete
 from herd.coordinator.responses import OffsetDeleteResponse
 from herd.server.apis._build import ctx_builder
@@ -42,7 +42,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
     if not req.group_id:
         return respond(on_error(ErrorCode.INVALID_GROUP_ID))
-    return route(ctx, req.group_id, "offset_delete", req, respond, on_error)
+    return route(ctx, req.group_id, GroupCoordinatorShard.offset_delete, req, respond, on_error)
 
 
 def _known(ctx: RequestContext, entry: Any, local: Local) -> DeleteTopic:
