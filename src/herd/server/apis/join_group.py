@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode, GroupCoordinatorShard
+from kio.schema.errors import ErrorCode
+
+from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.member import Protocol
 from herd.coordinator.requests import JoinGroup
 from herd.coordinator.responses import JoinGroupResponse
@@ -59,9 +61,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 def _check(ctx: RequestContext, req: JoinGroup) -> ErrorCode | None:
     config = ctx.broker.coordinator.config
     if not req.group_id:
-        return ErrorCode.INVALID_GROUP_ID
+        return ErrorCode.invalid_group_id
     if not config.group_min_session_timeout_ms <= req.session_timeout_ms <= config.group_max_session_timeout_ms:
-        return ErrorCode.INVALID_SESSION_TIMEOUT
+        return ErrorCode.invalid_session_timeout
     return None
 
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode, GroupCoordinatorShard
+from kio.schema.errors import ErrorCode
+
+from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import FetchGroup, FetchTopic, OffsetFetch
 from herd.coordinator.responses import FetchGroupResponse, FetchPartitionResponse, OffsetFetchResponse
 from herd.server.apis._build import Builder, ctx_builder
@@ -87,7 +89,7 @@ def _topics(ctx: RequestContext, b: Builder, entry: Any, group: FetchGroupRespon
     for requested in entry.topics:
         name = _topic(ctx, requested).name
         if group.error_code or (v >= 10 and not name):
-            code = group.error_code or ErrorCode.UNKNOWN_TOPIC_ID
+            code = group.error_code or ErrorCode.unknown_topic_id
             partitions = tuple(FetchPartitionResponse(p, error_code=code) for p in requested.partition_indexes)
         else:
             partitions = answered[name].partitions
