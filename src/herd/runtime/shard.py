@@ -24,12 +24,12 @@ writer's fsync runs in its thread.
 The writer is group commit. While a write is in flight everything that arrives is staged; when it
 completes, the writer takes *all* staged batches and has them appended with one call and fsynced once in
 another thread (the broker-wide `flusher.Flusher`, which writes every waiting partition in one round and gives
-each writer its turn just before a round starts, so the batch holds everything staged until then; or, for
-a shard on its own, an append on the loop and an fsync through `run_in_executor`), so the loop keeps serving,
-checks `flushed_offset` covers them and releases their replies in order. One write at a time: the log is
-never appended to while its fsync runs, so it needs no locking. A batch over the partition's max message size is refused before it is replayed
-(`on_append_failed` with MESSAGE_TOO_LARGE), so a write can only fail for a disk error, which fails the
-shard: replaying first cannot leave acknowledged state that is not in the log.
+each writer its turn just before a round starts, so the batch holds everything staged until then), so the
+loop keeps serving, checks `flushed_offset` covers them and releases their replies in order. One write at a
+time: the log is never appended to while its fsync runs, so it needs no locking. A batch over the partition's
+max message size is refused before it is replayed (`on_append_failed` with MESSAGE_TOO_LARGE), so a write can
+only fail for a disk error, which fails the shard: replaying first cannot leave acknowledged state that is
+not in the log.
 
 Replies are `ReplyHandle`s: a handle answered before its request's handler returned is returned as a
 plain response (no task, no future); otherwise the caller gets a future. Heartbeats, the most frequent
@@ -139,8 +139,8 @@ class _Pending:
 
 class ShardRuntime:
     def __init__(self, partition: int, partition_log: PartitionLog, *, config: CoordinatorConfig,
-                 clock: WallClock, loop: asyncio.AbstractEventLoop, max_batch_bytes: int,
-                 delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS, flusher: Flusher | None = None,
+                 clock: WallClock, loop: asyncio.AbstractEventLoop, max_batch_bytes: int, flusher: Flusher,
+                 delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS,
                  on_failed: Callable[[ShardRuntime, BaseException, int], None] | None = None,
                  on_written: Callable[[ShardRuntime], None] | None = None) -> None:
         self.partition = partition
@@ -242,8 +242,7 @@ class ShardRuntime:
         try:
             while self._staged:
                 self.compactor.install_ready()  # between two fsyncs: the only time the log may change under it
-                if self._flusher is not None:
-                    await self._flusher.turn()  # all that is staged when the next round starts goes into it
+                await self._flusher.turn()  # all that is staged when the next round starts goes into it
                 entries, self._staged = self._staged, []
                 await self._write(entries)
                 for entry in entries:
@@ -267,11 +266,7 @@ class ShardRuntime:
         data = b"".join(e.batch for e in entries if e.batch is not None)
         if not data:
             return
-        if self._flusher is not None:
-            appended = await self._flusher.write(self.log, data, self._clock.now_ms())
-        else:
-            appended = self.log.append(data, self._clock.now_ms())
-            await self._loop.run_in_executor(None, self.log.flush)
+        appended = await self._flusher.write(self.log, data, self._clock.now_ms())
         target = appended.last_offset + 1
         self.fsyncs += 1
         if self.log.flushed_offset < target:
