@@ -3,7 +3,7 @@
 `start()` creates `__consumer_offsets` if it does not exist (internal, cleanup.policy=compact, segment.bytes
 from offsets.topic.segment.bytes, offsets.topic.num.partitions partitions; an existing topic keeps its
 partition count, which is what group placement then uses) and starts loading every hosted partition in
-the background. Each shard compacts its partition in the background, keeping tombstones for the topic's
+the background; once all are loaded it logs one line with what they hold (each partition's own at DEBUG). Each shard compacts its partition in the background, keeping tombstones for the topic's
 delete.retention.ms (by default log.cleaner.delete.retention.ms). A single node hosts every partition;
 `load_partition` / `unload_partition` move one partition on or off this node (a coordinator move: unloading
 answers parked requests NOT_COORDINATOR, loading replays the partition from its log).
@@ -78,8 +78,30 @@ class CoordinatorRuntime:
         Must be called on the running loop."""
         topic = self._ensure_topic()
         self.num_partitions = len(topic.partitions)
-        for partition in range(self.num_partitions) if partitions is None else partitions:
-            self.load_partition(partition)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        hosted = list(range(self.num_partitions) if partitions is None else partitions)
+        loads = [self.load_partition(partition) for partition in hosted]
+        remaining = len(loads)
+
+        def loaded(_: asyncio.Task[None]) -> None:
+            nonlocal remaining
+            remaining -= 1
+            if remaining == 0:
+                self._log_loaded(hosted, loop.time() - started)
+
+        for task in loads:
+            task.add_done_callback(loaded)
+
+    def _log_loaded(self, partitions: list[int], seconds: float) -> None:
+        """The start-up summary: what the loaded partitions hold (a partition that failed logged why)."""
+        shards = [self.shards[p] for p in partitions if p in self.shards]
+        active = [s for s in shards if s.state is ShardState.ACTIVE]
+        sizes = [s.shard.size() for s in active]
+        failed = len(partitions) - len(active)
+        log.info("__consumer_offsets: %d partitions loaded in %.2f s (%d groups, %d committed offsets, %d records)%s",
+                 len(active), seconds, sum(g for g, _ in sizes), sum(o for _, o in sizes),
+                 sum(s.records for s in active), f"; {failed} not loaded" if failed else "")
 
     def _ensure_topic(self) -> Topic:
         topic = self._cluster.get(OFFSETS_TOPIC)

@@ -209,6 +209,11 @@ class ShardRuntime:
     def pending(self) -> bool:
         return bool(self._staged) or self._writer is not None
 
+    @property
+    def records(self) -> int:
+        """How many records the partition's log holds (compaction's tombstones and duplicates included)."""
+        return self.log.log_end_offset - self.log.log_start_offset
+
     # -- results -----------------------------------------------------------------------------------------------
 
     def apply(self, result: Result) -> None:
@@ -318,8 +323,8 @@ class ShardRuntime:
         if self.state is not ShardState.LOADING:
             return
         self.state = ShardState.ACTIVE
-        log.info("__consumer_offsets-%d loaded (%d records up to offset %d)", self.partition,
-                 self.log.log_end_offset - self.log.log_start_offset, self.log.log_end_offset)
+        log.debug("__consumer_offsets-%d loaded (%d records up to offset %d)", self.partition,
+                  self.records, self.log.log_end_offset)
         self.apply(self.shard.on_loaded())
         self.compactor.poll()
 
