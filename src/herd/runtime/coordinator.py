@@ -3,7 +3,8 @@
 `start()` creates `__consumer_offsets` if it does not exist (internal, cleanup.policy=compact, segment.bytes
 from offsets.topic.segment.bytes, offsets.topic.num.partitions partitions; an existing topic keeps its
 partition count, which is what group placement then uses) and starts loading every hosted partition in
-the background; once all are loaded it logs one line with what they hold (each partition's own at DEBUG). Each shard compacts its partition in the background, keeping tombstones for the topic's
+the background; once all are loaded it logs one line with what they hold (each partition's own line is at
+DEBUG). Each shard compacts its partition in the background, keeping tombstones for the topic's
 delete.retention.ms (by default log.cleaner.delete.retention.ms). A single node hosts every partition;
 `load_partition` / `unload_partition` move one partition on or off this node (a coordinator move: unloading
 answers parked requests NOT_COORDINATOR, loading replays the partition from its log).
