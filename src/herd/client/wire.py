@@ -16,10 +16,8 @@ from __future__ import annotations
 
 import io
 import struct
-import sys
 from collections.abc import Mapping
 from functools import lru_cache
-from types import ModuleType
 from typing import Any, Callable, Final
 
 from kio.index import load_request_schema, load_response_schema
@@ -27,7 +25,7 @@ from kio.schema.index import api_key_map, schema_name_map
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
-from herd.protocol.values import field_types, make
+from herd.protocol.values import MessageBuilder, field_types, make
 
 __all__ = [
     "API_NAMES",
@@ -94,24 +92,17 @@ def negotiate(broker: Mapping[int, tuple[int, int]]) -> dict[int, int]:
     return chosen
 
 
-class RequestBuilder:
-    """`b("JoinGroupRequestProtocol", name=..., metadata=...)` builds that class of the request's version.
+class RequestBuilder(MessageBuilder):
+    """`b("JoinGroupRequestProtocol", name=..., metadata=...)` builds that class of the request's version (None
+    when the version has no such class), `b.request(...)` the request itself."""
 
-    A class the version does not have is built as None; the field that would hold it is absent from that
-    version too, and `request` drops it.
-    """
-
-    __slots__ = ("api_key", "version", "request_cls", "module")
+    __slots__ = ("api_key", "version", "request_cls")
 
     def __init__(self, api_key: int, version: int) -> None:
         self.api_key = api_key
         self.version = version
         self.request_cls: type = load_request_schema(api_key, version)
-        self.module: ModuleType = sys.modules[self.request_cls.__module__]
-
-    def __call__(self, class_name: str, /, **values: Any) -> Any:
-        cls = getattr(self.module, class_name, None)
-        return None if cls is None else make(cls, values)
+        super().__init__(self.request_cls)
 
     def request(self, **values: Any) -> Any:
         return make(self.request_cls, values)

@@ -281,6 +281,11 @@ class GroupCoordinatorShard:
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], object]:
         return dict(self._ctx.offsets.get(group_id, {}))
 
+    def size(self) -> tuple[int, int]:
+        """(groups, committed offsets) the shard holds; a group known only by its committed offsets counts."""
+        ctx = self._ctx
+        return len(ctx.groups.keys() | ctx.offsets.keys()), sum(len(o) for o in ctx.offsets.values())
+
     def rebalance_history(self, group_id: str) -> tuple[Rebalance, ...]:
         return self._ctx.history.of(group_id)
 

@@ -3,13 +3,17 @@
 kio's generated classes want `ErrorCode` members for error codes, `timedelta` for durations and aware
 `datetime` for timestamps. Code on both sides thinks in ints and milliseconds: `make(cls, values)` builds a kio
 object from ints (dropping fields the class's version does not have) and `ms()` reads one back.
+`MessageBuilder` builds the nested classes of one version of a message (the server's response builder and the
+client's request builder are both one).
 """
 
 from __future__ import annotations
 
 import datetime
+import sys
 from dataclasses import fields
 from functools import lru_cache
+from types import ModuleType
 from typing import Any, Callable, Mapping
 
 from kio.schema.errors import ErrorCode
@@ -60,6 +64,24 @@ def make(cls: type, values: Mapping[str, Any]) -> Any:
             convert = converters[name]
             kwargs[name] = value if convert is None else convert(value)
     return cls(**kwargs)
+
+
+class MessageBuilder:
+    """`b("JoinGroupRequestProtocol", name=..., metadata=...)` builds that class of one version of a message.
+
+    kio makes each version of a message its own module, whose classes lack the fields that version lacks.
+    A class the version does not have is built as None; the field that would hold it is absent from that
+    version too, and `make` drops it.
+    """
+
+    __slots__ = ("module",)
+
+    def __init__(self, message_cls: type) -> None:
+        self.module: ModuleType = sys.modules[message_cls.__module__]
+
+    def __call__(self, class_name: str, /, **values: Any) -> Any:
+        cls = getattr(self.module, class_name, None)
+        return None if cls is None else make(cls, values)
 
 
 def ms(value: Any) -> int:

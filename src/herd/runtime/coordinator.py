@@ -3,7 +3,8 @@
 `start()` creates `__consumer_offsets` if it does not exist (internal, cleanup.policy=compact, segment.bytes
 from offsets.topic.segment.bytes, offsets.topic.num.partitions partitions; an existing topic keeps its
 partition count, which is what group placement then uses) and starts loading every hosted partition in
-the background. Each shard compacts its partition in the background, keeping tombstones for the topic's
+the background; once all are loaded it logs one line with what they hold (each partition's own line is at
+DEBUG). Each shard compacts its partition in the background, keeping tombstones for the topic's
 delete.retention.ms (by default log.cleaner.delete.retention.ms). A single node hosts every partition;
 `load_partition` / `unload_partition` move one partition on or off this node (a coordinator move: unloading
 answers parked requests NOT_COORDINATOR, loading replays the partition from its log).
@@ -32,7 +33,7 @@ from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, coo
 from herd.log.api import LogError
 from herd.runtime.flusher import Flusher
 from herd.runtime.recovery import Backoff
-from herd.runtime.shard import ShardRuntime, ShardState
+from herd.runtime.shard import Handler, Request, ShardRuntime, ShardState
 from herd.runtime.timer import WallClock
 
 log = logging.getLogger(__name__)
@@ -78,8 +79,30 @@ class CoordinatorRuntime:
         Must be called on the running loop."""
         topic = self._ensure_topic()
         self.num_partitions = len(topic.partitions)
-        for partition in range(self.num_partitions) if partitions is None else partitions:
-            self.load_partition(partition)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        hosted = list(range(self.num_partitions) if partitions is None else partitions)
+        loads = [self.load_partition(partition) for partition in hosted]
+        remaining = len(loads)
+
+        def loaded(_: asyncio.Task[None]) -> None:
+            nonlocal remaining
+            remaining -= 1
+            if remaining == 0:
+                self._log_loaded(hosted, loop.time() - started)
+
+        for task in loads:
+            task.add_done_callback(loaded)
+
+    def _log_loaded(self, partitions: list[int], seconds: float) -> None:
+        """The start-up summary: what the loaded partitions hold (a partition that failed logged why)."""
+        shards = [self.shards[p] for p in partitions if p in self.shards]
+        active = [s for s in shards if s.state is ShardState.ACTIVE]
+        sizes = [s.shard.size() for s in active]
+        failed = len(partitions) - len(active)
+        log.info("__consumer_offsets: %d partitions loaded in %.2f s (%d groups, %d committed offsets, %d records)%s",
+                 len(active), seconds, sum(g for g, _ in sizes), sum(o for _, o in sizes),
+                 sum(s.records for s in active), f"; {failed} not loaded" if failed else "")
 
     def _ensure_topic(self) -> Topic:
         topic = self._cluster.get(OFFSETS_TOPIC)
@@ -201,10 +224,10 @@ class CoordinatorRuntime:
             raise CoordinatorError(ErrorCode.NOT_COORDINATOR, f"group {group_id!r} is not coordinated here")
         return shard
 
-    def call(self, group_id: str, method: str, request: object) -> object:
-        """`method` of the group's shard; its response, or a future of it. Raises CoordinatorError with
-        NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS."""
-        return self.shard_for(group_id).call(method, request)
+    def call(self, group_id: str, handler: Handler[Request], request: Request) -> object:
+        """`handler` (a request handler of `GroupCoordinatorShard`) on the group's shard; its response, or a
+        future of it. Raises CoordinatorError with NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS."""
+        return self.shard_for(group_id).call(handler, request)
 
     def heartbeat(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None) -> ErrorCode | None:
         """`ShardRuntime.heartbeat` of the group's shard: the answer's error code, or None to go through `call`."""
@@ -221,10 +244,10 @@ class CoordinatorRuntime:
                 log.info("__consumer_offsets-%d is %s: offsets of deleted topics %s stay until they expire",
                          shard.partition, shard.state.value, sorted(deleted))
 
-    def call_all(self, method: str, request: object) -> list[object]:
-        """`method` on every active shard (ListGroups). Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)
+    def call_all(self, handler: Handler[Request], request: Request) -> list[object]:
+        """`handler` on every active shard (ListGroups). Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)
         while any hosted partition is loading."""
         shards = list(self.shards.values())
         if any(s.state is ShardState.LOADING for s in shards):
             raise CoordinatorError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "a coordinator partition is loading")
-        return [s.call(method, request) for s in shards if s.state is ShardState.ACTIVE]
+        return [s.call(handler, request) for s in shards if s.state is ShardState.ACTIVE]

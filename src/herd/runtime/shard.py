@@ -24,12 +24,12 @@ writer's fsync runs in its thread.
 The writer is group commit. While a write is in flight everything that arrives is staged; when it
 completes, the writer takes *all* staged batches and has them appended with one call and fsynced once in
 another thread (the broker-wide `flusher.Flusher`, which writes every waiting partition in one round and gives
-each writer its turn just before a round starts, so the batch holds everything staged until then; or, for
-a shard on its own, an append on the loop and an fsync through `run_in_executor`), so the loop keeps serving,
-checks `flushed_offset` covers them and releases their replies in order. One write at a time: the log is
-never appended to while its fsync runs, so it needs no locking. A batch over the partition's max message size is refused before it is replayed
-(`on_append_failed` with MESSAGE_TOO_LARGE), so a write can only fail for a disk error, which fails the
-shard: replaying first cannot leave acknowledged state that is not in the log.
+each writer its turn just before a round starts, so the batch holds everything staged until then), so the
+loop keeps serving, checks `flushed_offset` covers them and releases their replies in order. One write at a
+time: the log is never appended to while its fsync runs, so it needs no locking. A batch over the partition's
+max message size is refused before it is replayed (`on_append_failed` with MESSAGE_TOO_LARGE), so a write can
+only fail for a disk error, which fails the shard: replaying first cannot leave acknowledged state that is
+not in the log.
 
 Replies are `ReplyHandle`s: a handle answered before its request's handler returned is returned as a
 plain response (no task, no future); otherwise the caller gets a future. Heartbeats, the most frequent
@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from enum import Enum
+from typing import TypeVar
 
 from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, GroupCoordinatorShard, Result
 from herd.coordinator.result import Reply
@@ -60,6 +61,11 @@ from herd.runtime.timer import AsyncioTimer, WallClock
 log = logging.getLogger(__name__)
 
 LOAD_CHUNK_BYTES = 1024 * 1024
+
+Request = TypeVar("Request")
+# A request handler of the core, named by the class's own function (`GroupCoordinatorShard.join_group`):
+# called with the shard, the request and the reply handle.
+Handler = Callable[[GroupCoordinatorShard, Request, object], Result]
 
 
 class _GcPause:
@@ -133,8 +139,8 @@ class _Pending:
 
 class ShardRuntime:
     def __init__(self, partition: int, partition_log: PartitionLog, *, config: CoordinatorConfig,
-                 clock: WallClock, loop: asyncio.AbstractEventLoop, max_batch_bytes: int,
-                 delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS, flusher: Flusher | None = None,
+                 clock: WallClock, loop: asyncio.AbstractEventLoop, max_batch_bytes: int, flusher: Flusher,
+                 delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS,
                  on_failed: Callable[[ShardRuntime, BaseException, int], None] | None = None,
                  on_written: Callable[[ShardRuntime], None] | None = None) -> None:
         self.partition = partition
@@ -164,14 +170,15 @@ class ShardRuntime:
             return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
         return ErrorCode.NOT_COORDINATOR
 
-    def call(self, method: str, request: object) -> object:
-        """Run one request handler of the shard; returns its response or a future of it.
+    def call(self, handler: Handler[Request], request: Request) -> object:
+        """Run one request handler of the shard (`handler(self.shard, request, reply)`, e.g.
+        `GroupCoordinatorShard.join_group`); returns its response or a future of it.
 
         Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR) unless the shard is active.
         """
         self._check_available()
         handle = ReplyHandle()
-        self.apply(getattr(self.shard, method)(request, handle))
+        self.apply(handler(self.shard, request, handle))
         return handle.outcome(self._loop)
 
     def heartbeat(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None) -> ErrorCode | None:
@@ -201,6 +208,11 @@ class ShardRuntime:
     @property
     def pending(self) -> bool:
         return bool(self._staged) or self._writer is not None
+
+    @property
+    def records(self) -> int:
+        """How many records the partition's log holds (compaction's tombstones and duplicates included)."""
+        return self.log.log_end_offset - self.log.log_start_offset
 
     # -- results -----------------------------------------------------------------------------------------------
 
@@ -235,8 +247,7 @@ class ShardRuntime:
         try:
             while self._staged:
                 self.compactor.install_ready()  # between two fsyncs: the only time the log may change under it
-                if self._flusher is not None:
-                    await self._flusher.turn()  # all that is staged when the next round starts goes into it
+                await self._flusher.turn()  # all that is staged when the next round starts goes into it
                 entries, self._staged = self._staged, []
                 await self._write(entries)
                 for entry in entries:
@@ -260,11 +271,7 @@ class ShardRuntime:
         data = b"".join(e.batch for e in entries if e.batch is not None)
         if not data:
             return
-        if self._flusher is not None:
-            appended = await self._flusher.write(self.log, data, self._clock.now_ms())
-        else:
-            appended = self.log.append(data, self._clock.now_ms())
-            await self._loop.run_in_executor(None, self.log.flush)
+        appended = await self._flusher.write(self.log, data, self._clock.now_ms())
         target = appended.last_offset + 1
         self.fsyncs += 1
         if self.log.flushed_offset < target:
@@ -316,8 +323,8 @@ class ShardRuntime:
         if self.state is not ShardState.LOADING:
             return
         self.state = ShardState.ACTIVE
-        log.info("__consumer_offsets-%d loaded (%d records up to offset %d)", self.partition,
-                 self.log.log_end_offset - self.log.log_start_offset, self.log.log_end_offset)
+        log.debug("__consumer_offsets-%d loaded (%d records up to offset %d)", self.partition,
+                  self.records, self.log.log_end_offset)
         self.apply(self.shard.on_loaded())
         self.compactor.poll()
 

@@ -1,4 +1,5 @@
-"""What every API handler can reach: the configuration, the cluster's topics and logs, and this node's address.
+"""What every API handler can reach: the configuration, the cluster's topics and logs, this node's address, the
+group coordinator and the table of the APIs it serves (for ApiVersions).
 
 `Broker` also carries the one piece of cross-request coordination the data path needs: Fetch requests that
 long-poll register a future per partition they wait on, and a Produce that appends to one of those partitions
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from herd.cluster.topics import Cluster, TopicStore
 from herd.config import BrokerConfig
-from herd.protocol.messages import RequestHeader
+from herd.protocol.messages import ApiSpec, RequestHeader
 from herd.server.producers import ProducerStates
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ class Broker:
         self.producers = ProducerStates(config.get("producer.id.expiration.ms"),
                                         config.get("herd.producer.state.max.entries"))
         self.coordinator: CoordinatorRuntime | None = None  # the group coordinator, set by the server at start
+        self.apis: dict[int, ApiSpec] = {}  # API key -> what serves it (herd.server.apis), set by the server
         self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}
 
     def start(self) -> None:

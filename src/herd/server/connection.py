@@ -39,14 +39,12 @@ from collections import deque
 from collections.abc import Callable
 from functools import partial
 from types import CoroutineType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from herd.protocol.framing import FrameDecoder, FramingError
 from herd.protocol.messages import MalformedRequest, decode_request, encode_response_parts, peek_prefix
-from herd.server.broker import Deferred, RequestContext
-
-if TYPE_CHECKING:
-    from herd.server.server import Server
+from herd.server.apis.api_versions import unsupported_version_response
+from herd.server.broker import Broker, Deferred, RequestContext
 
 log = logging.getLogger(__name__)
 
@@ -158,8 +156,18 @@ class _Slot:
         self.size = 0
 
 
+class ConnectionOwner(Protocol):
+    """What a `Connection` uses of the server that accepted it (herd.server.server.Server): the broker, the
+    broker-wide budgets and quotas, and the set of open connections, which a connection joins and leaves."""
+
+    broker: Broker
+    budgets: Budgets
+    quotas: ConnectionQuotas
+    connections: set[Connection]
+
+
 class Connection(asyncio.Protocol):
-    def __init__(self, server: "Server") -> None:
+    def __init__(self, server: ConnectionOwner) -> None:
         self._server = server
         self._broker = server.broker
         self._budgets = server.budgets
@@ -336,13 +344,13 @@ class Connection(asyncio.Protocol):
         except MalformedRequest as e:
             self.abort(str(e))
             return
-        spec = self._server.apis.get(api_key)
+        spec = self._broker.apis.get(api_key)
         if spec is None:
             self.abort(f"unknown API key {api_key}")
             return
         if not spec.supports(api_version):
             if api_key == 18:  # ApiVersions: answer so the client can downgrade
-                self._push_ready(correlation_id, self._server.api_versions_unsupported())
+                self._push_ready(correlation_id, unsupported_version_response())
             else:
                 self.abort(f"{spec.name} v{api_version} is not supported (v{spec.min_version}-v{spec.max_version})")
             return

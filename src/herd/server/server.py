@@ -18,12 +18,10 @@ import os
 import resource
 import signal
 import socket
-from typing import Any
 
 from herd.config import BrokerConfig
 from herd.cluster.topics import TopicStore
 from herd.log.api import LogError
-from herd.protocol.messages import ApiSpec
 from herd.runtime import CoordinatorRuntime
 from herd.runtime.recovery import Backoff
 from herd.server import apis
@@ -58,7 +56,7 @@ class Server:
             store = SegmentStore(config.get("log.dirs"), fs)
         self.config = config
         self.broker = Broker(config, store)
-        self.apis: dict[int, ApiSpec] = apis.table()
+        self.broker.apis = apis.table()
         self.connections: set[Connection] = set()
         self.budgets = Budgets(config.get("queued.max.requests"), config.get("queued.max.request.bytes"))
         self.quotas = ConnectionQuotas(max_connections(config.get("max.connections")),
@@ -70,9 +68,6 @@ class Server:
     @property
     def port(self) -> int:
         return self.broker.endpoint.port
-
-    def api_versions_unsupported(self) -> Any:
-        return apis.api_versions.unsupported_version_response()
 
     async def start(self) -> None:
         self.broker.start()

@@ -10,6 +10,7 @@ from typing import Any
 
 from herd.cluster.topics import Cluster
 from herd.config import BrokerConfig
+from herd.coordinator import GroupCoordinatorShard as Shard
 from herd.coordinator.member import Protocol
 from herd.coordinator.requests import CommitPartition, CommitTopic, FetchGroup, FetchTopic, JoinGroup, OffsetCommit, \
     OffsetFetch, SyncAssignment, SyncGroup
@@ -67,12 +68,12 @@ async def stable_group(runtime: CoordinatorRuntime, group: str, n: int, **join: 
             "client_id": "c", "client_host": "/127.0.0.1", **join}
     ids = []
     for _ in range(n):
-        first = await resolve(runtime.call(group, "join_group", JoinGroup(**args)))
+        first = await resolve(runtime.call(group, Shard.join_group, JoinGroup(**args)))
         ids.append(first.member_id)
-    joins = [runtime.call(group, "join_group", JoinGroup(member_id=m, **args)) for m in ids]
+    joins = [runtime.call(group, Shard.join_group, JoinGroup(member_id=m, **args)) for m in ids]
     answers = [await resolve(j) for j in joins]
     generation, leader = answers[0].generation_id, answers[0].leader
-    syncs = [runtime.call(group, "sync_group", SyncGroup(
+    syncs = [runtime.call(group, Shard.sync_group, SyncGroup(
         group_id=group, generation_id=generation, member_id=m,
         assignments=tuple(SyncAssignment(x, x.encode()) for x in ids) if m == leader else ()))
         for m in ids]

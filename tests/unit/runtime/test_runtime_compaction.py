@@ -9,6 +9,7 @@ import random
 
 import pytest
 
+from herd.coordinator import GroupCoordinatorShard as Shard
 from herd.coordinator.requests import CommitPartition, CommitTopic, OffsetCommit
 from herd.log.fs import MemoryFileSystem
 from herd.runtime.batches import decode_batches
@@ -38,18 +39,18 @@ def test_commits_are_compacted_in_the_background_and_a_reload_replays_only_live_
         group = group_on(runtime, 0)
         shard = runtime.shards[0]
         for i in range(400):
-            response = await resolve(runtime.call(group, "offset_commit", commit_req(group, {0: i, 1: 2 * i})))
+            response = await resolve(runtime.call(group, Shard.offset_commit, commit_req(group, {0: i, 1: 2 * i})))
             assert response.topics[0].partitions[0].error_code == 0
         await until(lambda: shard.compactor.passes >= 1 and not shard.compactor.running, timeout=20)
         await shard.compactor.run_now()
         written, kept = 400, records_in(shard.log)
         assert kept < written / 4, (kept, written)
-        assert offsets_of(await resolve(runtime.call(group, "offset_fetch", fetch(group, (0, 1))))) == {0: 399, 1: 798}
+        assert offsets_of(await resolve(runtime.call(group, Shard.offset_fetch, fetch(group, (0, 1))))) == {0: 399, 1: 798}
         await runtime.close()
         runtime._cluster.close()
 
         again = await started(make_runtime(tmp_path, **SMALL_SEGMENTS))
-        assert offsets_of(await resolve(again.call(group, "offset_fetch", fetch(group, (0, 1))))) == {0: 399, 1: 798}
+        assert offsets_of(await resolve(again.call(group, Shard.offset_fetch, fetch(group, (0, 1))))) == {0: 399, 1: 798}
         await again.close()
 
     asyncio.run(main())
@@ -60,7 +61,7 @@ def test_a_partition_larger_than_a_load_chunk_reloads_whole(tmp_path):
     async def main() -> None:
         runtime = await started(make_runtime(tmp_path), partitions=[2])
         group = group_on(runtime, 2)
-        calls = [runtime.call(group, "offset_commit", commit_req(group, {p: 1000 * i + p for p in range(50)}))
+        calls = [runtime.call(group, Shard.offset_commit, commit_req(group, {p: 1000 * i + p for p in range(50)}))
                  for i in range(1000)]
         for call in calls:
             await resolve(call)
@@ -69,7 +70,7 @@ def test_a_partition_larger_than_a_load_chunk_reloads_whole(tmp_path):
         runtime._cluster.close()
 
         again = await started(make_runtime(tmp_path), partitions=[2])
-        fetched = await resolve(again.call(group, "offset_fetch", fetch(group, tuple(range(50)))))
+        fetched = await resolve(again.call(group, Shard.offset_fetch, fetch(group, tuple(range(50)))))
         assert offsets_of(fetched) == {p: 999_000 + p for p in range(50)}
         await again.close()
 
@@ -82,16 +83,16 @@ def test_commits_go_on_while_a_pass_runs_and_all_of_them_count(tmp_path):
         group = group_on(runtime, 1)
         shard = runtime.shards[1]
         for i in range(200):
-            await resolve(runtime.call(group, "offset_commit", commit_req(group, {i % 7: i})))
+            await resolve(runtime.call(group, Shard.offset_commit, commit_req(group, {i % 7: i})))
         task = shard.compactor.poll(force=True)
         assert task is not None and shard.compactor.running
-        during = [runtime.call(group, "offset_commit", commit_req(group, {i % 7: 1000 + i})) for i in range(50)]
+        during = [runtime.call(group, Shard.offset_commit, commit_req(group, {i % 7: 1000 + i})) for i in range(50)]
         answers = [await resolve(r) for r in during]
         assert all(a.topics[0].partitions[0].error_code == 0 for a in answers)
         await task
         await until(lambda: shard.compactor.passes >= 1)
         expected = {p: max(1000 + i for i in range(50) if i % 7 == p) for p in range(7)}
-        assert offsets_of(await resolve(runtime.call(group, "offset_fetch", fetch(group, tuple(range(7)))))) == expected
+        assert offsets_of(await resolve(runtime.call(group, Shard.offset_fetch, fetch(group, tuple(range(7)))))) == expected
         await runtime.close()
 
     asyncio.run(main())
@@ -116,13 +117,13 @@ def test_acknowledged_commits_survive_crashes_with_torn_writes_and_compaction(tm
     async def round_(fs: MemoryFileSystem) -> MemoryFileSystem:
         runtime = await started(make_runtime(tmp_path, fs=fs, **SMALL_SEGMENTS), partitions=[0])
         group = group_on(runtime, 0)
-        check(offsets_of(await resolve(runtime.call(group, "offset_fetch", fetch(group, (0, 1, 2, 3))))))
+        check(offsets_of(await resolve(runtime.call(group, Shard.offset_fetch, fetch(group, (0, 1, 2, 3))))))
         pending: list[tuple[asyncio.Future | object, int, int]] = []
         for _ in range(rng.randrange(20, 120)):
             p = rng.randrange(4)
             value = sent[p][-1] + 1 if sent[p] else 0
             sent[p].append(value)
-            pending.append((runtime.call(group, "offset_commit", commit_req(group, {p: value})), p, value))
+            pending.append((runtime.call(group, Shard.offset_commit, commit_req(group, {p: value})), p, value))
             if rng.random() < 0.3:
                 await asyncio.sleep(0)
             if rng.random() < 0.1 and isinstance(pending[0][0], asyncio.Future):
@@ -150,6 +151,6 @@ def test_acknowledged_commits_survive_crashes_with_torn_writes_and_compaction(tm
 async def _read(tmp_path, fs: MemoryFileSystem) -> dict[int, int]:  # noqa: ANN001
     runtime = await started(make_runtime(tmp_path, fs=fs, **SMALL_SEGMENTS), partitions=[0])
     group = group_on(runtime, 0)
-    found = offsets_of(await resolve(runtime.call(group, "offset_fetch", fetch(group, (0, 1, 2, 3)))))
+    found = offsets_of(await resolve(runtime.call(group, Shard.offset_fetch, fetch(group, (0, 1, 2, 3)))))
     await runtime.close()
     return found

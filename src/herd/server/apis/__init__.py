@@ -3,6 +3,10 @@
 Each module in this package opens with its version notes and defines API_KEY, MIN_VERSION, MAX_VERSION and
 `handle(ctx, request)`, which returns the response (or None when no response is sent, as for acks=0) or a
 coroutine for answers that wait. ApiVersions is generated from this table, never written by hand.
+
+The modules name error codes with kio's `ErrorCode`, the wire library's complete list, which is what responses
+carry. The core answers with herd.coordinator's `ErrorCode`, the subset it needs under the same numbers (so the
+core does not depend on kio); the two compare equal, and `_build` turns either into kio's.
 """
 
 from __future__ import annotations

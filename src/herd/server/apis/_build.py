@@ -4,34 +4,28 @@ Each version of a Kafka message is its own kio module with its own classes, and 
 newer ones have. Handlers describe an answer once, with the fields of the newest version, and `Builder` makes
 the classes of the requested version from it: fields that version does not have are dropped, and plain Python
 values are turned into the types kio's writer expects (error codes into `ErrorCode`, millisecond durations into
-`timedelta`, millisecond timestamps into aware `datetime`).
+`timedelta`, millisecond timestamps into aware `datetime`). `Builder` is herd.protocol.values' `MessageBuilder`
+(which the client's request builder is too) plus the response itself.
 """
 
 from __future__ import annotations
 
-import sys
 from functools import lru_cache
-from types import ModuleType
 from typing import Any
 
 from herd.protocol.messages import response_class
-from herd.protocol.values import make, ms
+from herd.protocol.values import MessageBuilder, make, ms
 
 
-class Builder:
-    """`b("MetadataResponseTopic", name=..., ...)` builds that class of the response's version."""
+class Builder(MessageBuilder):
+    """`b("MetadataResponseTopic", name=..., ...)` builds that class of the response's version (None when the
+    version has no such class), `b.response(...)` the response itself."""
 
-    __slots__ = ("module", "response_cls")
+    __slots__ = ("response_cls",)
 
     def __init__(self, api_key: int, api_version: int) -> None:
         self.response_cls = response_class(api_key, api_version)
-        self.module: ModuleType = sys.modules[self.response_cls.__module__]
-
-    def __call__(self, class_name: str, /, **values: Any) -> Any:
-        """An instance of `class_name` in this version, or None when the version has no such class (then the
-        field that would hold it does not exist either, and `make` drops it)."""
-        cls = getattr(self.module, class_name, None)
-        return None if cls is None else make(cls, values)
+        super().__init__(self.response_cls)
 
     def response(self, **values: Any) -> Any:
         return make(self.response_cls, values)

@@ -1,12 +1,13 @@
 """What the group API modules share: routing a core request to the coordinator runtime, and answering.
 
 An API module turns the kio request into a version-independent core request (herd.coordinator.requests),
-then `route` hands it to the runtime. The runtime answers with the core response at once (most requests),
-with a future (a parked JoinGroup/SyncGroup, or a reply waiting for a durable write), or refuses with a
-`CoordinatorError` (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS), which `route` turns into the core
-response the module's `on_error` builds. `respond` translates a core response into the kio response of
-the request's version; it runs when the answer is known, so a waiting answer is returned as a `Deferred`
-(one future) or a coroutine (several), which the connection completes while keeping the order of responses.
+then `route` hands it to the runtime with the core's handler for it (`GroupCoordinatorShard.join_group`,
+...). The runtime answers with the core response at once (most requests), with a future (a parked
+JoinGroup/SyncGroup, or a reply waiting for a durable write), or refuses with a `CoordinatorError`
+(NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS), which `route` turns into the core response the module's
+`on_error` builds. `respond` translates a core response into the kio response of the request's version; it
+runs when the answer is known, so a waiting answer is returned as a `Deferred` (one future) or a coroutine
+(several), which the connection completes while keeping the order of responses.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from herd.coordinator import CoordinatorError
+from herd.runtime.shard import Handler, Request
 from herd.server.broker import Deferred, RequestContext
 
 Respond = Callable[[Any], Any]
@@ -30,17 +32,18 @@ def client_host(ctx: RequestContext) -> str:
     return "/" + ctx.client_host
 
 
-def call(ctx: RequestContext, group_id: str, method: str, request: object, on_error: Callable[[int], Any]) -> Any:
-    """The core response, a future of it, or `on_error(code)` when the coordinator refuses."""
+def call(ctx: RequestContext, group_id: str, handler: Handler[Request], request: Request,
+         on_error: Callable[[int], Any]) -> Any:
+    """`handler`'s core response, a future of it, or `on_error(code)` when the coordinator refuses."""
     try:
-        return ctx.broker.coordinator.call(group_id, method, request)
+        return ctx.broker.coordinator.call(group_id, handler, request)
     except CoordinatorError as e:
         return on_error(e.code)
 
 
-def route(ctx: RequestContext, group_id: str, method: str, request: object, respond: Respond,
+def route(ctx: RequestContext, group_id: str, handler: Handler[Request], request: Request, respond: Respond,
           on_error: Callable[[int], Any]) -> Any:
-    return then(call(ctx, group_id, method, request, on_error), respond)
+    return then(call(ctx, group_id, handler, request, on_error), respond)
 
 
 def then(outcome: Any, respond: Respond) -> Any:

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from kio.schema.errors import ErrorCode
+
+from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import DeleteGroups
 from herd.coordinator.responses import DeletableGroupResult, DeleteGroupsResponse
 from herd.server.apis._build import ctx_builder
@@ -41,7 +43,7 @@ def _delete_one(ctx: RequestContext, group_id: str) -> Any:
         return DeleteGroupsResponse(results=(DeletableGroupResult(group_id, code),))
 
     if not group_id:
-        return on_error(ErrorCode.INVALID_GROUP_ID)
+        return on_error(ErrorCode.invalid_group_id)
     req = DeleteGroups(groups_names=(group_id,), api_version=ctx.api_version, client_id=client_id(ctx),
                        client_host=client_host(ctx))
-    return call(ctx, group_id, "delete_groups", req, on_error)
+    return call(ctx, group_id, GroupCoordinatorShard.delete_groups, req, on_error)

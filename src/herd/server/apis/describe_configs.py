@@ -17,6 +17,7 @@ from typing import Any, Iterator
 
 from kio.schema.errors import ErrorCode
 
+from herd.coordinator import GroupCoordinatorShard
 from herd.cluster.topics import TOPIC_CONFIGS
 from herd.config import SETTINGS
 from herd.coordinator.requests import DescribeGroupConfigs
@@ -107,7 +108,7 @@ def _ask_group(ctx: RequestContext, resource: Any) -> Any:
                                             error_message="Default group resources are not allowed.")
     req = DescribeGroupConfigs(group_id=resource.resource_name, api_version=ctx.api_version,
                                client_id=client_id(ctx), client_host=client_host(ctx))
-    return call(ctx, resource.resource_name, "describe_group_configs", req, on_error)
+    return call(ctx, resource.resource_name, GroupCoordinatorShard.describe_group_configs, req, on_error)
 
 
 def _group_result(b: Builder, resource: Any, answer: DescribeGroupConfigsResponse, request: Any) -> Any:

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from kio.schema.errors import ErrorCode
+
+from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import DescribeGroups
 from herd.coordinator.responses import DescribedGroup, DescribeGroupsResponse
 from herd.server.apis._build import ctx_builder
@@ -49,8 +51,8 @@ def _describe_one(ctx: RequestContext, group_id: str, include_ops: bool) -> Any:
         return DescribeGroupsResponse(groups=(DescribedGroup(group_id=group_id, error_code=code),))
 
     if not group_id:  # Kafka's isGroupIdNotEmpty check, before any shard is asked
-        return on_error(ErrorCode.INVALID_GROUP_ID)
-    return call(ctx, group_id, "describe_groups", req, on_error)
+        return on_error(ErrorCode.invalid_group_id)
+    return call(ctx, group_id, GroupCoordinatorShard.describe_groups, req, on_error)
 
 
 def _response(ctx: RequestContext, groups: list[DescribedGroup], include_ops: bool) -> Any:
@@ -59,7 +61,7 @@ def _response(ctx: RequestContext, groups: list[DescribedGroup], include_ops: bo
     for g in groups:
         error, message = g.error_code, None
         if ctx.api_version >= 6 and error == 0 and g.group_state == "Dead" and not g.members:
-            error, message = ErrorCode.GROUP_ID_NOT_FOUND, f"Group {g.group_id} not found."
+            error, message = ErrorCode.group_id_not_found, f"Group {g.group_id} not found."
         members = tuple(b("DescribedGroupMember", member_id=m.member_id, group_instance_id=m.group_instance_id,
                           client_id=m.client_id, client_host=m.client_host, member_metadata=m.member_metadata,
                           member_assignment=m.member_assignment) for m in g.members)

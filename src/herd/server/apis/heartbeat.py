@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import CoordinatorError, ErrorCode
+from kio.schema.errors import ErrorCode
+
+from herd.coordinator import CoordinatorError, GroupCoordinatorShard
 from herd.coordinator.requests import Heartbeat
 from herd.coordinator.responses import HeartbeatResponse
 from herd.server.apis._build import builder
@@ -29,7 +31,7 @@ MAX_VERSION = 4
 def handle(ctx: RequestContext, request: Any) -> Any:
     group_id = request.group_id
     if not group_id:
-        return _response(ctx.api_version, ErrorCode.INVALID_GROUP_ID)
+        return _response(ctx.api_version, ErrorCode.invalid_group_id)
     instance_id = getattr(request, "group_instance_id", None)
     try:  # the fast path: an error code at once unless a write is pending on the group's partition
         code = ctx.broker.coordinator.heartbeat(group_id, request.generation_id, request.member_id, instance_id)
@@ -46,14 +48,15 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         client_id=client_id(ctx),
         client_host=client_host(ctx),
     )
-    return route(ctx, group_id, "heartbeat", req, lambda response: _response(ctx.api_version, response.error_code),
+    return route(ctx, group_id, GroupCoordinatorShard.heartbeat, req,
+                 lambda response: _response(ctx.api_version, response.error_code),
                  lambda code: HeartbeatResponse(error_code=_unavailable(code)))
 
 
 def _unavailable(code: int) -> int:
     """The answer when the coordinator cannot take the heartbeat: NOT_COORDINATOR as it is, and NONE while
     the partition loads."""
-    return ErrorCode.NONE if code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS else code
+    return ErrorCode.none if code == ErrorCode.coordinator_load_in_progress else code
 
 
 _RESPONSES: dict[tuple[int, int], Any] = {}

@@ -18,7 +18,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from kio.schema.errors import ErrorCode
+
+from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import AlterGroupConfigs, GroupConfigOp
 from herd.coordinator.responses import AlterGroupConfigsResponse
 from herd.server.apis._build import ctx_builder
@@ -51,17 +53,17 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 def _alter_one(ctx: RequestContext, resource: Any, validate_only: bool, duplicated: bool) -> Any:
     if duplicated:
-        return _error(ErrorCode.INVALID_REQUEST, "Duplicate resource.")
+        return _error(ErrorCode.invalid_request, "Duplicate resource.")
     if resource.resource_type != GROUP:
-        return _error(ErrorCode.INVALID_REQUEST, f"herd alters only GROUP resources (type {GROUP}), not type "
+        return _error(ErrorCode.invalid_request, f"herd alters only GROUP resources (type {GROUP}), not type "
                                                  f"{resource.resource_type}")
     group_id = resource.resource_name
     if not group_id:
-        return _error(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+        return _error(ErrorCode.invalid_request, "Default group resources are not allowed.")
     ops = tuple(GroupConfigOp(c.name, int(c.config_operation), c.value) for c in resource.configs)
     req = AlterGroupConfigs(group_id=group_id, ops=ops, validate_only=validate_only, api_version=ctx.api_version,
                             client_id=client_id(ctx), client_host=client_host(ctx))
-    return call(ctx, group_id, "alter_group_configs", req, lambda code: _error(code, None))
+    return call(ctx, group_id, GroupCoordinatorShard.alter_group_configs, req, lambda code: _error(code, None))
 
 
 def _error(code: int, message: str | None) -> AlterGroupConfigsResponse:

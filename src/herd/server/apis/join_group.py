@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.joining import validate_join
 from herd.coordinator.member import Protocol
 from herd.coordinator.requests import JoinGroup
@@ -53,7 +54,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     error = validate_join(ctx.broker.coordinator.config, req)
     if error is not None:
         return respond(on_error(error))
-    return route(ctx, req.group_id, "join_group", req, respond, on_error)
+    return route(ctx, req.group_id, GroupCoordinatorShard.join_group, req, respond, on_error)
 
 
 def _response(ctx: RequestContext, r: JoinGroupResponse) -> Any:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import CoordinatorError
+from herd.coordinator import CoordinatorError, GroupCoordinatorShard
 from herd.coordinator.requests import ListGroups
 from herd.coordinator.responses import ListGroupsResponse
 from herd.server.apis._build import ctx_builder
@@ -29,7 +29,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                      types_filter=tuple(getattr(request, "types_filter", ())), api_version=ctx.api_version,
                      client_id=client_id(ctx), client_host=client_host(ctx))
     try:
-        outcomes = ctx.broker.coordinator.call_all("list_groups", req)
+        outcomes = ctx.broker.coordinator.call_all(GroupCoordinatorShard.list_groups, req)
     except CoordinatorError as e:
         return _response(ctx, [ListGroupsResponse(error_code=e.code)])
     return gather(outcomes, lambda responses: _response(ctx, responses))

@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from kio.schema.errors import ErrorCode
+
+from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import CommitPartition, CommitTopic, OffsetCommit
 from herd.coordinator.responses import CommitPartitionResponse, CommitTopicResponse, OffsetCommitResponse
 from herd.server.apis._build import ctx_builder, ms
@@ -57,7 +59,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
     if not req.topics:
         return respond(OffsetCommitResponse())
-    return route(ctx, req.group_id, "offset_commit", req, respond, on_error)
+    return route(ctx, req.group_id, GroupCoordinatorShard.offset_commit, req, respond, on_error)
 
 
 def _resolve(ctx: RequestContext, request: Any) -> tuple[list[str | None], Errors]:
@@ -68,16 +70,16 @@ def _resolve(ctx: RequestContext, request: Any) -> tuple[list[str | None], Error
     for i, entry in enumerate(request.topics):
         if ctx.api_version >= 10:
             topic = cluster.by_id(entry.topic_id)
-            missing = ErrorCode.UNKNOWN_TOPIC_ID
+            missing = ErrorCode.unknown_topic_id
         else:
             topic = cluster.get(entry.name)
-            missing = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            missing = ErrorCode.unknown_topic_or_partition
         names.append(topic.name if topic is not None else None)
         for p in entry.partitions:
             if topic is None:
                 local[(i, p.partition_index)] = missing
             elif not 0 <= p.partition_index < len(topic.partitions):
-                local[(i, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                local[(i, p.partition_index)] = ErrorCode.unknown_topic_or_partition
     return names, local
 
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from kio.schema.errors import ErrorCode
+
+from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import DeleteTopic, OffsetDelete
 from herd.coordinator.responses import OffsetDeleteResponse
 from herd.server.apis._build import ctx_builder
@@ -41,8 +43,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return OffsetDeleteResponse(error_code=code)
 
     if not req.group_id:
-        return respond(on_error(ErrorCode.INVALID_GROUP_ID))
-    return route(ctx, req.group_id, "offset_delete", req, respond, on_error)
+        return respond(on_error(ErrorCode.invalid_group_id))
+    return route(ctx, req.group_id, GroupCoordinatorShard.offset_delete, req, respond, on_error)
 
 
 def _known(ctx: RequestContext, entry: Any, local: Local) -> DeleteTopic:
@@ -53,7 +55,7 @@ def _known(ctx: RequestContext, entry: Any, local: Local) -> DeleteTopic:
         if topic is not None and 0 <= p.partition_index < len(topic.partitions):
             known.append(p.partition_index)
         else:
-            local[(entry.name, p.partition_index)] = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            local[(entry.name, p.partition_index)] = ErrorCode.unknown_topic_or_partition
     return DeleteTopic(entry.name, tuple(known))
 
 
@@ -66,8 +68,8 @@ def _response(ctx: RequestContext, request: Any, local: Local, response: OffsetD
         b("OffsetDeleteResponseTopic", name=entry.name, partitions=tuple(
             b("OffsetDeleteResponsePartition", partition_index=p.partition_index,
               error_code=local.get((entry.name, p.partition_index),
-                                   decided.get((entry.name, p.partition_index), ErrorCode.NONE)))
+                                   decided.get((entry.name, p.partition_index), ErrorCode.none)))
             for p in entry.partitions))
         for entry in request.topics
     )
-    return b.response(error_code=ErrorCode.NONE, throttle_time=0, topics=topics)
+    return b.response(error_code=ErrorCode.none, throttle_time=0, topics=topics)

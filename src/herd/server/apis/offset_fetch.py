@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from kio.schema.errors import ErrorCode
+
+from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import FetchGroup, FetchTopic, OffsetFetch
 from herd.coordinator.responses import FetchGroupResponse, FetchPartitionResponse, OffsetFetchResponse
 from herd.server.apis._build import Builder, ctx_builder
@@ -50,7 +52,7 @@ def _fetch_group(ctx: RequestContext, entry: Any, require_stable: bool) -> Any:
                            getattr(entry, "member_id", None), getattr(entry, "member_epoch", -1)),),
         require_stable=require_stable, api_version=ctx.api_version, client_id=client_id(ctx),
         client_host=client_host(ctx))
-    return call(ctx, group_id, "offset_fetch", req, on_error)
+    return call(ctx, group_id, GroupCoordinatorShard.offset_fetch, req, on_error)
 
 
 def _topic(ctx: RequestContext, entry: Any) -> FetchTopic:
@@ -87,7 +89,7 @@ def _topics(ctx: RequestContext, b: Builder, entry: Any, group: FetchGroupRespon
     for requested in entry.topics:
         name = _topic(ctx, requested).name
         if group.error_code or (v >= 10 and not name):
-            code = group.error_code or ErrorCode.UNKNOWN_TOPIC_ID
+            code = group.error_code or ErrorCode.unknown_topic_id
             partitions = tuple(FetchPartitionResponse(p, error_code=code) for p in requested.partition_indexes)
         else:
             partitions = answered[name].partitions

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from kio.schema.errors import ErrorCode
+
+from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import SyncAssignment, SyncGroup
 from herd.coordinator.responses import SyncGroupResponse
 from herd.server.apis._build import ctx_builder
@@ -48,5 +50,5 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return SyncGroupResponse(error_code=code)
 
     if not req.group_id:
-        return respond(on_error(ErrorCode.INVALID_GROUP_ID))
-    return route(ctx, req.group_id, "sync_group", req, respond, on_error)
+        return respond(on_error(ErrorCode.invalid_group_id))
+    return route(ctx, req.group_id, GroupCoordinatorShard.sync_group, req, respond, on_error)

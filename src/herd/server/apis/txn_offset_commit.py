@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.coordinator import ErrorCode
+from kio.schema.errors import ErrorCode
+
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 
@@ -24,7 +25,7 @@ API_KEY = 28
 MIN_VERSION = 0
 MAX_VERSION = 5
 
-UNSUPPORTED = ErrorCode.UNSUPPORTED_VERSION
+UNSUPPORTED = ErrorCode.unsupported_version
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
