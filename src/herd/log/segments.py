@@ -50,7 +50,7 @@ from collections.abc import Callable
 from contextvars import ContextVar
 from typing import TypeVar
 
-from herd.log import compaction
+from herd.log import swap
 from herd.log.api import (
     AppendResult,
     KafkaStorageError,
@@ -101,7 +101,7 @@ class SegmentLog:
     def open(cls, fs: FileSystem, directory: str, topic: str, partition: int, config: LogConfig) -> SegmentLog:
         """Open (recovering) or create the partition in `directory`."""
         fs.makedirs(directory)
-        compaction.recover(fs, directory)  # finish or undo a compaction swap a crash interrupted
+        swap.recover(fs, directory)  # finish or undo a compaction swap a crash interrupted
         log_start, recovery_point = _read_checkpoint(fs, directory)
         bases = _segment_bases(fs, directory)
         segments = _recover_segments(fs, directory, bases, log_start, recovery_point, config.index_interval_bytes)
