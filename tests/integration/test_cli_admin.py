@@ -20,7 +20,7 @@ import pytest
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.sync_group.v3.request import SyncGroupRequest
 
-from conftest import BrokerProcess
+from brokers import BrokerProcess
 from rawkafka import RawClient
 
 OVERRIDES = {"group.min.session.timeout.ms": "500", "offsets.topic.num.partitions": "5",

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from conftest import BrokerProcess
+from brokers import BrokerProcess
 from herd.client.admin import Admin
 from herd.client.connection import Backoff, BrokerConnection, KafkaClient
 from herd.client.errors import ConnectionLost, KafkaError

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BrokerProcess
+from brokers import BrokerProcess
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SESSION_MS = 1500

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import pytest
 
-from conftest import BrokerProcess
+from brokers import BrokerProcess
 from herd.client.admin import Admin
 from herd.client.consumer import GroupConsumer
 

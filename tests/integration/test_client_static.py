@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 
 import pytest
 
-from conftest import BrokerProcess
+from brokers import BrokerProcess
 from herd.client.errors import ErrorCode
 from herd.client.group import GroupMember
 from herd.client.group_protocol import JoinedMember, SimpleProtocol

@@ -14,7 +14,7 @@ N = 10_000
 
 @pytest.fixture(scope="module")
 def shared_broker(tmp_path_factory):
-    from conftest import BrokerProcess
+    from brokers import BrokerProcess
 
     b = BrokerProcess(tmp_path_factory.mktemp("shared") / "data", {"num.partitions": str(N_PARTITIONS)})
     b.start()

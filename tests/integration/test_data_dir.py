@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from conftest import BrokerProcess
+from brokers import BrokerProcess
 from inprocess import InProcessBroker
 from rawkafka import RawClient
 

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from kio.serial import entity_reader
 from kio.static.primitive import Records
 
-from conftest import BrokerProcess
+from brokers import BrokerProcess
 from herd.coordinator import Record
 from herd.protocol.messages import request_class, response_class
 from herd.runtime.batches import encode_batch

@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 import pytest
-from conftest import BrokerProcess
+from brokers import BrokerProcess
 from inprocess import InProcessBroker
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient

@@ -2,7 +2,7 @@
 
 One broker serves the whole module (each test has its own topic and group); the initial rebalance delay is 0
 and session timeouts are a few seconds, so groups form and fail over quickly. Members run in threads (see
-test_groups_common); the one killed without leaving runs in a child process.
+groupmembers); the one killed without leaving runs in a child process.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ import itertools
 from collections import Counter
 
 import pytest
-from conftest import BrokerProcess
-from test_groups_common import (  # noqa: F401  (members: a fixture)
+from brokers import BrokerProcess
+from groupmembers import (
     BROKER_OVERRIDES,
     CLIENTS,
     ChildMember,
@@ -22,7 +22,6 @@ from test_groups_common import (  # noqa: F401  (members: a fixture)
     committed_offsets,
     consumed_values,
     create_topic,
-    members,
     produce,
     settled,
     start_members,

@@ -8,8 +8,8 @@ import itertools
 from collections import Counter
 
 import pytest
-from conftest import BrokerProcess
-from test_groups_common import (  # noqa: F401  (members: a fixture)
+from brokers import BrokerProcess
+from groupmembers import (
     BROKER_OVERRIDES,
     CLIENTS,
     admin_groups,
@@ -17,7 +17,6 @@ from test_groups_common import (  # noqa: F401  (members: a fixture)
     committed_offsets,
     consumed_values,
     create_topic,
-    members,
     produce,
     settled,
     start_members,

@@ -18,12 +18,11 @@ import time
 import uuid
 
 import pytest
-from conftest import BrokerProcess
+from brokers import BrokerProcess
+from groupmembers import BROKER_OVERRIDES, CLIENTS, create_topic, settled, start_members, wait_for
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
 from rawkafka import RawClient
-from test_groups_common import (  # noqa: F401  (members: a fixture)
-    BROKER_OVERRIDES, CLIENTS, create_topic, members, settled, start_members, wait_for)
 
 CONFIG = "herd.expected.instance.ids"
 PARTITIONS = 8

@@ -10,11 +10,11 @@ import time
 from typing import Any
 
 import pytest
-from conftest import BrokerProcess
+from brokers import BrokerProcess
+from groupmembers import wait_for
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient
 from test_groups_api import part, req
-from test_groups_common import wait_for
 
 from herd.client.consumer_protocol import Subscription, encode_subscription
 

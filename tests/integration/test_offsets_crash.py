@@ -18,7 +18,7 @@ from collections import deque
 from typing import Any
 
 import pytest
-from conftest import BrokerProcess
+from brokers import BrokerProcess
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient
 from test_groups_api import part, req

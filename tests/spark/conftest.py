@@ -8,7 +8,6 @@ pyspark_herd.DefaultSource, which the tests thereby cover.
 
 from __future__ import annotations
 
-import importlib.util
 import itertools
 import os
 from collections.abc import Callable, Iterator
@@ -16,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from brokers import BrokerProcess
 
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
@@ -23,19 +23,6 @@ pytest.importorskip("pyarrow")
 _SRC = str(Path(__file__).resolve().parents[2] / "src")
 if _SRC not in os.environ.get("PYTHONPATH", "").split(os.pathsep):  # workers must import herd
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (_SRC, os.environ.get("PYTHONPATH")) if p)
-
-
-def _root_conftest() -> Any:
-    """tests/conftest.py under its own name (the bare name 'conftest' is this file while collecting)."""
-    path = Path(__file__).resolve().parents[1] / "conftest.py"
-    spec = importlib.util.spec_from_file_location("herd_tests_root_conftest", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-BrokerProcess = _root_conftest().BrokerProcess
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,7 @@
 
 `Admin` wraps a KafkaClient. Group operations go to each group's coordinator (found and found again
 through `KafkaClient.call_coordinator`); topic operations to any broker. Results are frozen dataclasses
-with the fields the CLI prints (herd.cli_groups, herd.cli_topics); failures raise `AdminError`, a
+with the fields the CLI prints (herd.cli.groups, herd.cli.topics); failures raise `AdminError`, a
 KafkaError whose message is the one line Kafka's tools print for it (e.g. "Consumer group 'g' does not
 exist.", "Assignments can only be reset if the group 'g' is inactive, but the current state is Stable.").
 

@@ -35,7 +35,7 @@ class LogConfig:
     flush_interval_messages: int = LONG_MAX  # fsync after this many appended records
     flush_interval_ms: int = LONG_MAX  # fsync when the oldest unflushed append is this old
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
-    cleanup_policy: str = "delete"  # "delete" or "compact" (compaction is the offsets issue's)
+    cleanup_policy: str = "delete"  # "delete" or "compact" (only __consumer_offsets is compacted)
     message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # largest batch accepted (RecordTooLargeError)
 

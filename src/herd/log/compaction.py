@@ -25,26 +25,28 @@ A pass, as Kafka's LogCleaner does it, simplified to cleaning every sealed segme
       (the log file last); directory fsync; the manifest is removed; directory fsync.
    Then the log's segment list takes the new segment (`SegmentLog.replace_segments`). The caller must make
    sure no flush of the same log runs meanwhile (the coordinator runtime installs between writes).
-4. `recover(fs, directory)`, called by `SegmentLog.open` before it lists the segments: `.cleaned` files are
-   removed (an unfinished pass); every manifest `<base>.swap` is finished as in (c), removing the old
-   segments in [base, end) unless `<base>.log.swap` is gone already (then they were removed before it was
-   renamed); `.swap` data files without a manifest are removed (a pass that never reached its commit point).
+4. `herd.log.swap.recover(fs, directory)`, called by `SegmentLog.open` before it lists the segments:
+   `.cleaned` files are removed (an unfinished pass); every manifest `<base>.swap` is finished as in (c),
+   removing the old segments in [base, end) unless `<base>.log.swap` is gone already (then they were removed
+   before it was renamed); `.swap` data files without a manifest are removed (a pass that never reached its
+   commit point).
 
 Tombstones differ from Kafka in one detail: Kafka keeps a tombstone until delete.retention.ms after the
 pass that first cleaned it (KIP-534 stores that horizon in the batch); herd keeps it delete.retention.ms
 after the tombstone's own timestamp, which for `__consumer_offsets` is when it was written. Either way a
 reader of the log sees a deletion for at least delete.retention.ms. Offsets never move: compaction leaves
 gaps, as in Kafka.
+
+The file names and steps 3a-c and 4 are in herd.log.swap, which the log imports for its recovery; this module
+imports the log, never the other way round.
 """
 
 from __future__ import annotations
 
-import posixpath
 import struct
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 import crc32c
 from kio._kio_native import read_signed_varint, read_signed_varlong
@@ -63,19 +65,14 @@ from herd.log.batch import (
 from herd.log.fs import FileSystem
 from herd.log.index import OffsetIndex, TimeIndex
 from herd.log.records import records_section
-from herd.log.segment import segment_name
+from herd.log.segments import SegmentLog
+from herd.log.swap import CLEANED, MANIFEST, commit_swap, remove_leftovers, segment_file
 
-if TYPE_CHECKING:
-    from herd.log.segments import SegmentLog
 
 DEFAULT_DELETE_RETENTION_MS = 86_400_000  # delete.retention.ms [log.cleaner.delete.retention.ms]
 MIN_CLEANABLE_DIRTY_RATIO = 0.5  # min.cleanable.dirty.ratio [log.cleaner.min.cleanable.ratio]
 INT32_MAX = 2**31 - 1
 READ_CHUNK = 8 * 1024 * 1024
-SUFFIXES = (".index", ".timeindex", ".log")  # the log file is renamed last
-CLEANED = ".cleaned"  # written by a pass, not committed: removed by recovery
-SWAP = ".swap"  # `<base>.log.swap` etc.: data of a pass, committed once its manifest is renamed
-MANIFEST = ".swap"  # `<base>.swap` (no other dot): a committed swap, holding the group's end offset
 _EMPTY_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 
 
@@ -162,7 +159,7 @@ def clean(p: Plan) -> Cleaned:
 
 def _batches(p: Plan, span: SegmentSpan) -> Iterator[tuple[BatchHeader, memoryview]]:
     """Every batch of a sealed segment: (header, the batch's bytes); the header's position is 0."""
-    f = p.fs.open(_path(p.directory, span.base, ".log"), "r")
+    f = p.fs.open(segment_file(p.directory, span.base, ".log"), "r")
     try:
         position = 0
         while position < span.size:
@@ -241,7 +238,7 @@ class _SegmentWriter:
 
     def __init__(self, p: Plan, base: int) -> None:
         self.p, self.base = p, base
-        self.file = p.fs.open(_path(p.directory, base, ".log" + CLEANED), "w")
+        self.file = p.fs.open(segment_file(p.directory, base, ".log" + CLEANED), "w")
         self.index, self.time_index = OffsetIndex(), TimeIndex()
         self.size = self.bytes_since_index = 0
         self.max_timestamp = self.max_timestamp_offset = -1
@@ -267,7 +264,7 @@ class _SegmentWriter:
         if self.max_timestamp >= 0:
             self.time_index.maybe_append(self.max_timestamp, self.max_timestamp_offset - self.base)
         for suffix, data in ((".index", self.index.pending()), (".timeindex", self.time_index.pending())):
-            _write_file(self.p.fs, _path(self.p.directory, self.base, suffix + CLEANED), data)
+            _write_file(self.p.fs, segment_file(self.p.directory, self.base, suffix + CLEANED), data)
         self.file.fsync()
         self.file.close()
         return self.size
@@ -287,7 +284,7 @@ def _write_group(p: Plan, group: list[SegmentSpan], latest: dict[bytes, int], st
         writer.file.close()
         raise
     stats.bytes_written += size
-    _write_file(p.fs, _path(p.directory, base, MANIFEST + CLEANED), f"{end}\n".encode())
+    _write_file(p.fs, segment_file(p.directory, base, MANIFEST + CLEANED), f"{end}\n".encode())
     return CleanedGroup(base, end, tuple(s.base for s in group), size)
 
 
@@ -350,7 +347,7 @@ def install(log: SegmentLog, cleaned: Cleaned) -> int:
     for group in cleaned.groups:
         if not log.holds_segments(group.replaced, group.end):
             break
-        log.run_storage(lambda g=group: _commit_and_swap(p.fs, p.directory, g))
+        log.run_storage(lambda g=group: commit_swap(p.fs, p.directory, g.base, g.end))
         log.replace_segments(group.replaced, group.end)
         installed += 1
     if installed == len(cleaned.groups) and installed:
@@ -358,68 +355,6 @@ def install(log: SegmentLog, cleaned: Cleaned) -> int:
     else:
         remove_leftovers(p.fs, p.directory, (CLEANED,))
     return installed
-
-
-def _commit_and_swap(fs: FileSystem, directory: str, group: CleanedGroup) -> None:
-    for suffix in SUFFIXES:
-        fs.rename(_path(directory, group.base, suffix + CLEANED), _path(directory, group.base, suffix + SWAP))
-    fs.fsync_dir(directory)
-    fs.rename(_path(directory, group.base, MANIFEST + CLEANED), _path(directory, group.base, MANIFEST))
-    fs.fsync_dir(directory)  # committed: from here on a crash finishes the swap
-    _finish_swap(fs, directory, group.base, group.end, fs.listdir(directory))
-
-
-def _finish_swap(fs: FileSystem, directory: str, base: int, end: int, names: list[str]) -> None:
-    """Step (c) of the protocol; idempotent, so recovery can run it again after a crash inside it."""
-    new_log_pending = fs.exists(_path(directory, base, ".log" + SWAP))
-    for name in names:
-        stem, _, suffix = name.partition(".")
-        if suffix in ("log", "index", "timeindex") and len(stem) == 20 and stem.isdigit():
-            old = int(stem)
-            if base < old < end or (old == base and new_log_pending):
-                fs.remove(posixpath.join(directory, name))
-    fs.fsync_dir(directory)
-    for suffix in SUFFIXES:
-        swapped = _path(directory, base, suffix + SWAP)
-        if fs.exists(swapped):
-            fs.rename(swapped, _path(directory, base, suffix))
-    fs.fsync_dir(directory)
-    fs.remove(_path(directory, base, MANIFEST))
-    fs.fsync_dir(directory)
-
-
-# --- recovery (when the log is opened) ------------------------------------------------------------------------
-
-
-def recover(fs: FileSystem, directory: str) -> None:
-    """Finish every committed swap and remove what uncommitted passes left; see the module docstring."""
-    names = fs.listdir(directory)
-    remove_leftovers(fs, directory, (CLEANED,), names)
-    names = fs.listdir(directory)
-    for name in names:
-        stem, _, suffix = name.partition(".")
-        if suffix == MANIFEST[1:] and len(stem) == 20 and stem.isdigit():
-            end = _read_manifest(fs, posixpath.join(directory, name))
-            _finish_swap(fs, directory, int(stem), end, fs.listdir(directory))
-    remove_leftovers(fs, directory, (SWAP,))
-
-
-def remove_leftovers(fs: FileSystem, directory: str, endings: tuple[str, ...], names: list[str] | None = None) -> None:
-    """Remove the files ending with `endings` (other than manifests, which only `recover` finishes)."""
-    for name in names if names is not None else fs.listdir(directory):
-        stem, _, suffix = name.partition(".")
-        if suffix == MANIFEST[1:]:
-            continue
-        if name.endswith(endings) and fs.exists(posixpath.join(directory, name)):
-            fs.remove(posixpath.join(directory, name))
-
-
-def _read_manifest(fs: FileSystem, path: str) -> int:
-    f = fs.open(path, "r")
-    try:
-        return int(f.pread(0, 64).strip())
-    finally:
-        f.close()
 
 
 def _write_file(fs: FileSystem, path: str, data: bytes) -> None:
@@ -431,7 +366,4 @@ def _write_file(fs: FileSystem, path: str, data: bytes) -> None:
     finally:
         f.close()
 
-
-def _path(directory: str, base: int, suffix: str) -> str:
-    return posixpath.join(directory, segment_name(base) + suffix)
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from herd.log.api import CorruptRecordError, UnsupportedMagicError
 from herd.log.batch import LOG_OVERHEAD, MAGIC_OFFSET, BatchHeader, check_crc, parse_header, valid_prefix
-from herd.log.fs import File, FileSystem
+from herd.log.fs import Bytes, File, FileSystem
 from herd.log.index import OFFSET_ENTRY, TIME_ENTRY, OffsetIndex, TimeIndex
 from herd.log.records import first_record_at_or_after, offset_of_timestamp
 
@@ -42,6 +42,21 @@ class CutBackFailed(OSError):
 
 def segment_name(base_offset: int) -> str:
     return f"{base_offset:020d}"
+
+
+class Parts:
+    """Buffers to write one after the other without joining them (a batch's new base offset, then the rest of the
+    batch as a view of the request); `nbytes` is their total length."""
+
+    __slots__ = ("buffers", "nbytes")
+
+    def __init__(self) -> None:
+        self.buffers: list[Bytes] = []
+        self.nbytes = 0
+
+    def add(self, buffer: Bytes) -> None:
+        self.buffers.append(buffer)
+        self.nbytes += len(buffer)
 
 
 class Segment:
@@ -224,25 +239,27 @@ class Segment:
 
     # -- appending -----------------------------------------------------------------------------------------------
 
-    def append(self, buf: bytearray, headers: list[BatchHeader], first_offset: int, append_time: int,
+    def append(self, buf: bytearray | Parts, headers: list[BatchHeader], first_offset: int, append_time: int,
                interval: int) -> None:  # fmt: skip
         """Write `buf` (batches already given offsets from `first_offset`) and index it. On OSError the file is
         cut back to its previous size (if that fails too, the error propagates from the truncate)."""
         assert self.file is not None and self.index is not None
         position = self.size
         try:
-            if isinstance(buf, list):
+            if isinstance(buf, Parts):
+                nbytes = buf.nbytes
                 append_parts = getattr(self.file, "append_parts", None)
                 if append_parts is not None:
-                    append_parts(buf)
+                    append_parts(buf.buffers)
                 else:
-                    self.file.append(b"".join(buf))
+                    self.file.append(b"".join(buf.buffers))
             else:
+                nbytes = len(buf)
                 self.file.append(buf)
         except OSError:
             self.file.truncate(position)
             raise
-        self.size += len(buf)
+        self.size += nbytes
         record = self._indexer(interval)
         offset = first_offset
         for header in headers:

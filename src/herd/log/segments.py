@@ -48,9 +48,9 @@ import struct
 from bisect import bisect_right
 from collections.abc import Callable
 from contextvars import ContextVar
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from herd.log import compaction
+from herd.log import swap
 from herd.log.api import (
     AppendResult,
     KafkaStorageError,
@@ -60,24 +60,11 @@ from herd.log.api import (
 )
 from herd.log.batch import set_base_offset, set_log_append_time, validate_batches
 from herd.log.fs import FileSystem
-from herd.log.segment import CutBackFailed, Segment
+from herd.log.segment import CutBackFailed, Parts, Segment
 
 log = logging.getLogger(__name__)
 _INT64 = struct.Struct(">q")
 _recovering: ContextVar[bool] = ContextVar("_recovering", default=False)
-
-
-class _Parts(list):  # type: ignore[type-arg]
-    """Buffers to append in order (a batch's new base offset, then the rest of it as a view of the request)."""
-
-    nbytes = 0
-
-    def add(self, part: Any) -> None:
-        self.append(part)
-        self.nbytes += len(part)
-
-    def __len__(self) -> int:  # the byte length, like the bytearray it replaces
-        return self.nbytes
 
 
 CHECKPOINT = "partition.checkpoint"
@@ -114,7 +101,7 @@ class SegmentLog:
     def open(cls, fs: FileSystem, directory: str, topic: str, partition: int, config: LogConfig) -> SegmentLog:
         """Open (recovering) or create the partition in `directory`."""
         fs.makedirs(directory)
-        compaction.recover(fs, directory)  # finish or undo a compaction swap a crash interrupted
+        swap.recover(fs, directory)  # finish or undo a compaction swap a crash interrupted
         log_start, recovery_point = _read_checkpoint(fs, directory)
         bases = _segment_bases(fs, directory)
         segments = _recover_segments(fs, directory, bases, log_start, recovery_point, config.index_interval_bytes)
@@ -153,21 +140,24 @@ class SegmentLog:
         headers = validate_batches(records, self.config.max_message_bytes)
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         first = offset = self.log_end_offset
+        buf: bytearray | Parts
         if log_append:
-            buf: Any = bytearray(records)
+            buf = bytearray(records)
             for header in headers:
                 set_base_offset(buf, header, offset)
                 set_log_append_time(buf, header, now_ms)
                 offset += header.record_count
+            nbytes = len(buf)
         else:  # only the 8-byte base offsets change: write them and views of the rest, no copy of the batches
             view = memoryview(records)
-            buf = _Parts()
+            buf = Parts()
             for header in headers:
                 buf.add(_INT64.pack(offset))
                 buf.add(view[header.position + 8 : header.end])
                 offset += header.record_count
+            nbytes = buf.nbytes
         append_time = now_ms if log_append else -1
-        segment = self._segment_with_room(len(buf), offset - 1)
+        segment = self._segment_with_room(nbytes, offset - 1)
         try:
             segment.append(buf, headers, first, append_time, self.config.index_interval_bytes)
         except OSError as error:

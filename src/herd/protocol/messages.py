@@ -1,10 +1,13 @@
 """Request headers and message bodies, through kio.
 
-`decode_request(spec, frame)` turns one frame into (header, request) using kio's generated classes for the
-API's version, and `encode_response(header_cls, correlation_id, response)` does the reverse for the answer.
-Readers and writers are built once per class and cached. Nothing here is written by hand but the first
-eight bytes of a frame (api key, api version, correlation id), which are read before the header's schema
-is known.
+`peek_prefix(frame)` reads a frame's first eight bytes (api key, api version, correlation id), the only bytes
+read by hand, before the header's schema is known. `decode_request(api_key, api_version, frame)` turns the
+frame into (RequestHeader, request) with kio's generated classes for that API version.
+`encode_response_parts(correlation_id, response)` and `encode_response(correlation_id, response)` do the
+reverse for the answer, with the header version the response's schema names; the first gives buffers for
+`transport.writelines` that keep record data by reference. Readers and writers are built once per class and
+cached; so are the bodies of Heartbeat and OffsetCommit answers, which repeat byte for byte. `ApiSpec` is one
+row of the API table.
 """
 
 from __future__ import annotations

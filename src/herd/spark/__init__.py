@@ -1,4 +1,4 @@
-"""PySpark connector for herd topics: the `herd` data source (issue 7) and the `__consumer_offsets` decoder.
+"""PySpark connector for herd topics: the `herd` data source and the `__consumer_offsets` decoder.
 
     from herd.spark import register
     register(spark)                      # or rely on Spark auto-registering pyspark_herd.DefaultSource

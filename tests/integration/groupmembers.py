@@ -1,5 +1,5 @@
-"""The machinery of the group tests (no tests here): consumer-group members of three real clients, admin
-calls, a producer, and polling helpers.
+"""Consumer-group members of three real clients, admin calls, a producer and polling helpers, for the group
+tests (the `members` fixture that stops a test's members is in tests/integration/conftest.py).
 
 A `Member` is one consumer of kafka-python, confluent-kafka or aiokafka running in its own thread (aiokafka
 on its own event loop there). It subscribes to one topic, polls, records every message it is given, commits
@@ -21,10 +21,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
-
-import pytest
 
 CLIENTS = ("kafka-python", "confluent", "aiokafka")
 SESSION_MS = 6000
@@ -336,14 +334,6 @@ def start_members(client: str | Iterable[str], bootstrap: str, topic: str, group
     for m in members:
         m.start()
     return members
-
-
-@pytest.fixture
-def members() -> Iterator[list[Member]]:
-    """The members a test starts (it appends them); stopped afterwards. Test modules import this fixture."""
-    started: list[Member] = []
-    yield started
-    stop_all(started)
 
 
 def stop_all(members: Iterable[Member]) -> None:

@@ -29,7 +29,7 @@ from typing import Any
 import click
 from kio.schema.errors import ErrorCode
 
-from herd.cli_common import bootstrap_option, echo_json, echo_table, output_option, run_admin
+from herd.cli.common import bootstrap_option, echo_json, echo_table, output_option, run_admin
 from herd.client.admin import Admin, GroupDescription, OffsetRow, ResetSpec, parse_datetime
 from herd.client.consumer_protocol import TopicPartition, group_by_topic
 from herd.client.errors import error_name

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import click
 
-from herd.cli_common import bootstrap_option, echo_json, output_option, run_admin
+from herd.cli.common import bootstrap_option, echo_json, output_option, run_admin
 from herd.client.admin import Admin
 from herd.client.admin_topics import TopicDescription
 

@@ -1,0 +1,5 @@
+"""`python -m herd.cli`: the same as the `herd` command."""
+
+from herd.cli import main
+
+main()
