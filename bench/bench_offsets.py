@@ -200,8 +200,7 @@ def write_history(data_dir: str, groups: int, partitions: int, history: int) -> 
     from herd.cluster.topics import Cluster
     from herd.config import BrokerConfig
     from herd.coordinator.partition import coordinator_partition
-    from herd.coordinator.records import OffsetValue, Record
-    from herd.coordinator.offsets import offset_record
+    from herd.coordinator.records import OffsetValue, Record, offset_commit_record
     from herd.log.store import SegmentStore
     from herd.runtime import CoordinatorRuntime
     from herd.runtime.batches import encode_batch
@@ -217,8 +216,9 @@ def write_history(data_dir: str, groups: int, partitions: int, history: int) -> 
     for round_ in range(history):
         for g in range(groups):
             group = f"group-{g:05d}"
-            records = [offset_record(group, f"topic-{p // 10}", p % 10,
-                                     OffsetValue(1000 * round_ + p, -1, "", now + round_)) for p in range(partitions)]
+            records = [offset_commit_record(group, f"topic-{p // 10}", p % 10,
+                                            OffsetValue(1000 * round_ + p, -1, "", now + round_))
+                       for p in range(partitions)]
             log = logs[coordinator_partition(group, len(logs))]
             log.append(encode_batch(records, now + round_), now)
             written += len(records)

@@ -35,16 +35,22 @@ with no offsets left (offset retention deletes it later if it is Empty).
 
 from __future__ import annotations
 
-import logging
-import struct
 from collections.abc import Callable
+from functools import partial
 
 from herd.coordinator import rebalance as rb
 from herd.coordinator.context import ShardContext
 from herd.coordinator.errors import ErrorCode, append_error_to_commit_error
 from herd.coordinator.group import ClassicGroup
-from herd.coordinator.offset_codec import decode_key, decode_value, encode_key, encode_value
-from herd.coordinator.records import OffsetValue, Record
+from herd.coordinator.records import (
+    GroupOffsets,
+    OffsetValue,
+    Record,
+    decode_offset_commit,
+    load_offset_commits,
+    offset_commit_record,
+    offset_tombstone,
+)
 from herd.coordinator.requests import CommitPartition, FetchGroup, OffsetCommit, OffsetDelete, OffsetFetch
 from herd.coordinator.responses import (
     CommitPartitionResponse,
@@ -63,21 +69,8 @@ from herd.coordinator.result import Effects, Reply, Result
 from herd.coordinator.state import GroupState
 from herd.coordinator.subscriptions import is_subscribed, uses_consumer_protocol
 
-log = logging.getLogger(__name__)
-
 NO_EXPIRE_TIMESTAMP = -1
 DEFAULT_RETENTION_TIME = -1
-
-Offsets = dict[tuple[str, int], OffsetValue]
-
-
-def offset_record(group: str, topic: str, partition: int, value: OffsetValue) -> Record:
-    """Kafka's newOffsetCommitRecord (byte-identical to records.offset_commit_record, faster)."""
-    return Record(encode_key(group, topic, partition), encode_value(value))
-
-
-def offset_tombstone_record(group: str, topic: str, partition: int) -> Record:
-    return Record(encode_key(group, topic, partition), None)
 
 
 # --- OffsetCommit -----------------------------------------------------------------------------------
@@ -116,7 +109,7 @@ def _commit_partition(
         return CommitPartitionResponse(p.partition_index, ErrorCode.OFFSET_METADATA_TOO_LARGE)
     stamp = p.commit_timestamp if p.commit_timestamp != -1 else now
     value = OffsetValue(p.committed_offset, p.committed_leader_epoch, metadata, stamp, expire)
-    records.append(offset_record(group_id, topic, p.partition_index, value))
+    records.append(offset_commit_record(group_id, topic, p.partition_index, value))
     return CommitPartitionResponse(p.partition_index)
 
 
@@ -207,14 +200,14 @@ def _fetch_group(ctx: ShardContext, req: FetchGroup) -> FetchGroupResponse:
     return FetchGroupResponse(req.group_id, topics)
 
 
-def _partition(offsets: Offsets, topic: str, partition: int) -> FetchPartitionResponse:
+def _partition(offsets: GroupOffsets, topic: str, partition: int) -> FetchPartitionResponse:
     value = offsets.get((topic, partition))
     if value is None:
         return FetchPartitionResponse(partition)
     return FetchPartitionResponse(partition, value.offset, value.leader_epoch, value.metadata)
 
 
-def _all_offsets(offsets: Offsets) -> tuple[FetchTopicResponse, ...]:
+def _all_offsets(offsets: GroupOffsets) -> tuple[FetchTopicResponse, ...]:
     by_topic: dict[str, list[int]] = {}
     for topic, partition in offsets:
         by_topic.setdefault(topic, []).append(partition)
@@ -254,12 +247,12 @@ def _validate_delete(group: ClassicGroup | None) -> ErrorCode | None:
     return None
 
 
-def _delete_partition(group_id: str, topic: str, partition: int, subscribed: bool, offsets: Offsets,
+def _delete_partition(group_id: str, topic: str, partition: int, subscribed: bool, offsets: GroupOffsets,
                       records: list[Record]) -> DeletePartitionResponse:
     if subscribed:
         return DeletePartitionResponse(partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
     if (topic, partition) in offsets:
-        records.append(offset_tombstone_record(group_id, topic, partition))
+        records.append(offset_tombstone(group_id, topic, partition))
     return DeletePartitionResponse(partition)
 
 
@@ -270,7 +263,7 @@ def on_topics_deleted(ctx: ShardContext, topics: frozenset[str]) -> Result:
     """Kafka's OffsetMetadataManager.onPartitionsDeleted: a tombstone for every committed offset of the deleted
     topics, in every group of this shard. The groups stay; an Empty group left without offsets is deleted by
     the next retention check, as in Kafka (retention.py)."""
-    records = tuple(offset_tombstone_record(group_id, topic, partition)
+    records = tuple(offset_tombstone(group_id, topic, partition)
                     for group_id, group_offsets in ctx.offsets.items()
                     for topic, partition in group_offsets if topic in topics)
     return Result(records=records)
@@ -282,15 +275,19 @@ def on_topics_deleted(ctx: ShardContext, topics: frozenset[str]) -> Result:
 def replay_offset(ctx: ShardContext, key: bytes, value: bytes | None) -> None:
     """Apply one OffsetCommit record (a tombstone deletes). A value for a group that does not exist creates
     a simple group, as Kafka's replay does. Raises ValueError if the record does not decode."""
-    group_id, topic, partition = decode_key(key)
-    if value is None:
+    group_id, topic, partition, offset = decode_offset_commit(key, value)
+    if offset is None:
         _remove(ctx, group_id, topic, partition)
     else:
-        _store(ctx, group_id, topic, partition, decode_value(value))
+        _offsets_of(ctx, group_id)[(topic, partition)] = offset
 
 
-def _store(ctx: ShardContext, group_id: str, topic: str, partition: int, value: OffsetValue) -> None:
-    _offsets_of(ctx, group_id)[(topic, partition)] = value
+def replay_loaded_batch(ctx: ShardContext, records: list[tuple[bytes, bytes | None]],
+                        other: Callable[[bytes, bytes | None], None]) -> int:
+    """`replay_offset` for every OffsetCommit record of one loaded batch and `other(key, value)` for anything
+    else, in order, faster (`records.load_offset_commits`); returns how many records could not be decoded
+    (each is skipped with a warning, as `replay` would raise for it alone)."""
+    return load_offset_commits(records, partial(_offsets_of, ctx), partial(_remove, ctx), other)
 
 
 def _remove(ctx: ShardContext, group_id: str, topic: str, partition: int) -> None:
@@ -301,69 +298,7 @@ def _remove(ctx: ShardContext, group_id: str, topic: str, partition: int) -> Non
             del ctx.offsets[group_id]
 
 
-_V3_NO_METADATA = struct.Struct(">hqihq")  # version 3, offset, epoch, metadata length 0, commit timestamp
-_NO_METADATA_SIZE = _V3_NO_METADATA.size
-_PARTITION = struct.Struct(">i")
-# Topic names as decoded: a loaded partition holds the same few topics for thousands of groups, so each name
-# is decoded once and every offset key shares one string (faster, and ~56 bytes less per offset in memory).
-_TOPIC_NAMES: dict[bytes, str] = {}
-_TOPIC_NAMES_MAX = 100_000
-
-
-def replay_loaded_batch(ctx: ShardContext, records: list[tuple[bytes, bytes | None]],
-                        other: Callable[[bytes, bytes | None], None]) -> int:
-    """Apply the records of one loaded batch, in order; returns how many could not be decoded (each is
-    skipped with a warning, as `replay` would raise for it alone).
-
-    The same as `replay_offset` for every OffsetCommit record and `other(key, value)` for anything else, with
-    the key decoded inline, topic names decoded once, the group's offsets looked up once per run of records of
-    the same group, and the commonest value (v3 without metadata, what consumers commit) unpacked in one call. Loading a million
-    offsets is mostly this loop, so it avoids the general path's per-record calls;
-    tests/unit/coordinator/test_offsets_replay.py checks both paths build the same state."""
-    unpack_value, unpack_partition, new_value = _V3_NO_METADATA.unpack, _PARTITION.unpack_from, tuple.__new__
-    if len(_TOPIC_NAMES) > _TOPIC_NAMES_MAX:
-        _TOPIC_NAMES.clear()
-    topic_names = _TOPIC_NAMES
-    skipped = 0
-    last_group: bytes | None = None
-    group_offsets: Offsets = {}
-    for key, value in records:
-        try:
-            if key[0] or key[1] > 1:  # not an OffsetCommitKey (types 0 and 1)
-                last_group = None
-                other(key, value)
-                continue
-            topic_at = 4 + ((key[2] << 8) | key[3])
-            partition_at = topic_at + 2 + ((key[topic_at] << 8) | key[topic_at + 1])
-            if partition_at + 4 != len(key) or key[2] & 0x80 or key[topic_at] & 0x80:
-                raise ValueError("malformed OffsetCommitKey")
-            raw_topic = key[topic_at + 2:partition_at]
-            topic = topic_names.get(raw_topic)
-            if topic is None:
-                topic = topic_names[raw_topic] = raw_topic.decode()
-            (partition,) = unpack_partition(key, partition_at)
-            if value is None:
-                last_group = None
-                _remove(ctx, key[4:topic_at].decode(), topic, partition)
-                continue
-            if len(value) == _NO_METADATA_SIZE and value[1] == 3 and not value[0] and not value[14] | value[15]:
-                _, offset, epoch, _, stamp = unpack_value(value)
-                decoded = new_value(OffsetValue, (offset, epoch, "", stamp, -1))
-            else:
-                decoded = decode_value(value)
-            raw_group = key[4:topic_at]
-            if raw_group != last_group:
-                group_offsets = _offsets_of(ctx, raw_group.decode())
-                last_group = raw_group
-            group_offsets[(topic, partition)] = decoded
-        except (ValueError, IndexError, KeyError) as error:
-            skipped += 1
-            last_group = None
-            log.warning("skipping an unreadable __consumer_offsets record: %s", error)
-    return skipped
-
-
-def _offsets_of(ctx: ShardContext, group_id: str) -> Offsets:
+def _offsets_of(ctx: ShardContext, group_id: str) -> GroupOffsets:
     """The group's offsets; a group that does not exist is created as a simple group (Kafka's replay)."""
     if group_id not in ctx.groups:
         ctx.groups[group_id] = ClassicGroup(group_id, GroupState.EMPTY, ctx.now())
