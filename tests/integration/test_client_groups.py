@@ -13,31 +13,20 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from brokers import BrokerProcess
+from groupmembers import wait_for
 from herd.client.admin import Admin
 from herd.client.consumer import GroupConsumer
 
-T = TypeVar("T")
 PARTITIONS = 6
 SESSION_MS, HEARTBEAT_MS = 4000, 250
 OVERRIDES = {"group.min.session.timeout.ms": "500", "offsets.topic.num.partitions": "5",
              "group.initial.rebalance.delay.ms": "0"}
 KINDS = ("herd", "kafka-python", "confluent")
-
-
-def wait_for(condition: Callable[[], T], timeout: float = 30.0, what: str = "condition") -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = condition()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(0.05)
 
 
 @pytest.fixture(scope="module")
