@@ -39,6 +39,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 from herd.log.api import LogConfig, LogError, LogStore, PartitionLog
 from herd.log.fs import FileSystem, read_whole, write_atomically
+from herd.log.store import kafka_uuid
 
 log = logging.getLogger(__name__)
 
@@ -222,9 +223,8 @@ class _Entry:
 class Cluster:
     """The topics of this (single-node) cluster and their partition logs."""
 
-    def __init__(self, data_dir: Path, store: TopicStore, defaults: LogConfig, node_id: int,
-                 max_partitions: int = 10_000) -> None:
-        self._dir = data_dir
+    def __init__(self, store: TopicStore, defaults: LogConfig, node_id: int, max_partitions: int = 10_000) -> None:
+        self._dir = Path(store.root_dir)  # topics.json lives beside the partition directories
         self._store = store
         self._defaults = defaults
         self.node_id = node_id
@@ -623,6 +623,4 @@ def _collision_name(name: str) -> str:
 
 
 def _new_cluster_id() -> str:
-    import base64
-
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    return kafka_uuid(uuid.uuid4())  # Kafka's cluster ids are Uuids in the same base64 form

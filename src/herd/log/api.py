@@ -101,6 +101,7 @@ class KafkaStorageError(LogError):
 class PartitionLog(Protocol):
     topic: str
     partition: int
+    report_errors: bool  # False when the owner logs the partition's disk errors itself
 
     @property
     def log_start_offset(self) -> int: ...
@@ -148,6 +149,16 @@ class PartitionLog(Protocol):
     def apply_retention(self, now_ms: int) -> int:
         """Delete whole segments beyond retention.ms / retention.bytes (never the active one); returns how
         many were deleted."""
+        ...
+
+    @property
+    def failure(self) -> str | None:
+        """Why the partition is offline after a disk error (None while it works; "closed" once closed)."""
+        ...
+
+    def recover(self) -> None:
+        """Reopen an offline partition from disk, with the recovery of a start; raises KafkaStorageError if the
+        disk still fails. A no-op unless the partition is offline."""
         ...
 
     def close(self) -> None: ...

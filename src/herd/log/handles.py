@@ -36,15 +36,16 @@ log = logging.getLogger(__name__)
 MIN_OPEN = 16
 
 
+def descriptor_limit() -> int:
+    """The process's RLIMIT_NOFILE soft limit (2**20 when unlimited)."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft if 0 < soft != resource.RLIM_INFINITY else 1 << 20
+
+
 def max_open_files(configured: int) -> int:
     """`configured` (herd.log.max.open.files), or half of the process's RLIMIT_NOFILE soft limit when it is 0,
     leaving the other half to connections and short-lived opens."""
-    if configured > 0:
-        return configured
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY or soft <= 0:
-        soft = 1 << 20
-    return max(MIN_OPEN, soft // 2)
+    return configured if configured > 0 else max(MIN_OPEN, descriptor_limit() // 2)
 
 
 class BoundedFileSystem:
@@ -64,7 +65,6 @@ class BoundedFileSystem:
         handle = LazyFile(self, path, mode)
         with self.mutex:
             handle.file = self._open(path, mode)
-            handle.size_known = handle.file.size()
             self.lru[handle] = None
             self._make_room()
         return handle
@@ -91,11 +91,11 @@ class BoundedFileSystem:
         self.inner.rmtree(path)
 
     def fsync_dir(self, path: str) -> None:
-        self._retry_emfile(lambda: self.inner.fsync_dir(path))
+        self._retry_emfile(lambda: self.inner.fsync_dir(path), locked=False)  # also from the flusher's threads
 
     def lock(self, path: str) -> Lock:
         """The data directory's lock: one descriptor for the life of the store, outside the bound."""
-        return self._retry_emfile(lambda: self.inner.lock(path))
+        return self._retry_emfile(lambda: self.inner.lock(path), locked=False)
 
     # -- descriptors (called with the lock held) ---------------------------------------------------------------
 
@@ -104,15 +104,21 @@ class BoundedFileSystem:
         return len(self.lru)
 
     def _open(self, path: str, mode: str) -> File:
-        return self._retry_emfile(lambda: self.inner.open(path, mode))
+        return self._retry_emfile(lambda: self.inner.open(path, mode), locked=True)
 
-    def _retry_emfile(self, operation):  # type: ignore[no-untyped-def]
+    def _retry_emfile(self, operation, *, locked: bool):  # type: ignore[no-untyped-def]
+        """`operation()`, tried once more after closing idle handles if descriptors ran out; `locked` says
+        whether the caller holds `mutex` (closing handles needs it)."""
         try:
             return operation()
         except OSError as error:
             if error.errno not in (errno.EMFILE, errno.ENFILE):
                 raise
-            freed = self._close_idle(max(1, len(self.lru) // 2))
+            if locked:
+                freed = self._close_idle(max(1, len(self.lru) // 2))
+            else:
+                with self.mutex:
+                    freed = self._close_idle(max(1, len(self.lru) // 2))
             log.error("too many open files (%s) opening %s: closed %d idle segment files and retrying; lower "
                       "herd.log.max.open.files (%d) or raise the open-files limit (ulimit -n)",
                       error.strerror, error.filename, freed, self.max_open)
@@ -167,16 +173,18 @@ class LazyFile:
             self.pins += 1
         return f
 
-    def _unpin(self, f: File) -> None:
+    def _unpin(self) -> None:
         with self.fs.mutex:
             self.pins -= 1
 
     def release(self) -> None:
         """Close the descriptor (with the lock held; the handle stays usable)."""
-        f, self.file = self.file, None
+        f = self.file
+        if f is not None:
+            self.size_known = f.size()  # before `file` is cleared: `size()` reads one or the other without the lock
+        self.file = None
         self.fs.lru.pop(self, None)
         if f is not None:
-            self.size_known = f.size()
             f.close()
 
     def append(self, data: Bytes) -> None:
@@ -184,7 +192,7 @@ class LazyFile:
         try:
             f.append(data)
         finally:
-            self._unpin(f)
+            self._unpin()
 
     def append_parts(self, parts: list[Bytes]) -> None:
         f = self._pin()
@@ -195,28 +203,28 @@ class LazyFile:
             else:
                 f.append(b"".join(parts))
         finally:
-            self._unpin(f)
+            self._unpin()
 
     def pread(self, offset: int, size: int) -> bytes:
         f = self._pin()
         try:
             return f.pread(offset, size)
         finally:
-            self._unpin(f)
+            self._unpin()
 
     def fsync(self) -> None:
         f = self._pin()
         try:
             f.fsync()
         finally:
-            self._unpin(f)
+            self._unpin()
 
     def truncate(self, size: int) -> None:
         f = self._pin()
         try:
             f.truncate(size)
         finally:
-            self._unpin(f)
+            self._unpin()
 
     def size(self) -> int:
         f = self.file

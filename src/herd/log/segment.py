@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from herd.log.api import CorruptRecordError, UnsupportedMagicError
 from herd.log.batch import LOG_OVERHEAD, MAGIC_OFFSET, BatchHeader, check_crc, parse_header, valid_prefix
-from herd.log.fs import Bytes, File, FileSystem
+from herd.log.fs import Bytes, File, FileSystem, read_whole
 from herd.log.index import OFFSET_ENTRY, TIME_ENTRY, OffsetIndex, TimeIndex
 from herd.log.records import first_record_at_or_after, offset_of_timestamp
 
@@ -553,10 +553,4 @@ def _append_or_cut_back(f: File, data: bytes) -> None:
 
 
 def _read_all(fs: FileSystem, path: str) -> bytes:
-    if not fs.exists(path):
-        return b""
-    f = fs.open(path, "r")
-    try:
-        return f.pread(0, f.size())
-    finally:
-        f.close()
+    return read_whole(fs, path) if fs.exists(path) else b""

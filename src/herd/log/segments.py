@@ -47,7 +47,6 @@ import posixpath
 import struct
 from bisect import bisect_right
 from collections.abc import Callable
-from contextvars import ContextVar
 from typing import TypeVar
 
 from herd.log import swap
@@ -59,12 +58,11 @@ from herd.log.api import (
     TimestampOffset,
 )
 from herd.log.batch import set_base_offset, set_log_append_time, validate_batches
-from herd.log.fs import FileSystem
+from herd.log.fs import FileSystem, write_atomically
 from herd.log.segment import CutBackFailed, Parts, Segment
 
 log = logging.getLogger(__name__)
 _INT64 = struct.Struct(">q")
-_recovering: ContextVar[bool] = ContextVar("_recovering", default=False)
 
 
 CHECKPOINT = "partition.checkpoint"
@@ -98,7 +96,8 @@ class SegmentLog:
     # -- opening -------------------------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, fs: FileSystem, directory: str, topic: str, partition: int, config: LogConfig) -> SegmentLog:
+    def open(cls, fs: FileSystem, directory: str, topic: str, partition: int, config: LogConfig, *,
+             report_errors: bool = True) -> SegmentLog:
         """Open (recovering) or create the partition in `directory`."""
         fs.makedirs(directory)
         swap.recover(fs, directory)  # finish or undo a compaction swap a crash interrupted
@@ -114,6 +113,7 @@ class SegmentLog:
         opened._flushed = min(recovery_point, opened.log_end_offset)
         opened._checkpointed_segment = opened._bases[opened._segment_index(opened._flushed)]
         opened._dir_dirty = True
+        opened.report_errors = report_errors
         opened.flush()  # makes the recovered state (truncations, rebuilt indexes) durable, writes the checkpoint
         return opened
 
@@ -267,13 +267,11 @@ class SegmentLog:
         for segment in self._segments:
             segment.close()
         self._cold = None
-        token = _recovering.set(True)  # the caller logs a failed attempt, once
-        try:
-            fresh = SegmentLog.open(self._fs, self._dir, self.topic, self.partition, self.config)
+        try:  # the caller logs a failed attempt, once: the fresh log stays quiet
+            fresh = SegmentLog.open(self._fs, self._dir, self.topic, self.partition, self.config,
+                                    report_errors=False)
         except OSError as error:
             raise KafkaStorageError(f"{self.topic}-{self.partition}: {_describe(error)}") from error
-        finally:
-            _recovering.reset(token)
         cleaner_offset, report_errors = self.cleaner_offset, self.report_errors
         vars(self).update(vars(fresh))
         self.report_errors = report_errors
@@ -402,18 +400,7 @@ class SegmentLog:
     def _write_checkpoint(self, *, fatal: bool = True) -> None:
         text = f"0 {self._log_start} {self._flushed}\n".encode()
         path = posixpath.join(self._dir, CHECKPOINT)
-
-        def write() -> None:
-            f = self._fs.open(path + ".tmp", "w")
-            try:
-                f.append(text)
-                f.fsync()
-            finally:
-                f.close()
-            self._fs.rename(path + ".tmp", path)
-            self._fs.fsync_dir(self._dir)
-
-        self._storage(write, fatal=fatal)
+        self._storage(lambda: write_atomically(self._fs, path, text), fatal=fatal)
         self._checkpointed_segment = self._bases[self._segment_index(self._flushed)]
 
     def _check_usable(self) -> None:
@@ -438,7 +425,7 @@ class SegmentLog:
         """The KafkaStorageError for `error`; logged (ERROR) if it is the first since the last success."""
         what = _describe(error)
         name = f"{self.topic}-{self.partition}"
-        quiet = _recovering.get() or not self.report_errors  # recover() reports a failed attempt itself
+        quiet = not self.report_errors
         if fatal and self._failed is None and not quiet:
             log.error("%s is offline after a disk error: %s; it answers KAFKA_STORAGE_ERROR until it is recovered "
                       "from disk (retried automatically)", name, what)

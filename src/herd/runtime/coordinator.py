@@ -123,8 +123,7 @@ class CoordinatorRuntime:
         if self._flusher is None:
             self._flusher = Flusher(loop)
         partition_log = topic.partitions[partition]
-        if hasattr(partition_log, "report_errors"):
-            partition_log.report_errors = False  # `_shard_failed` reports them, with what the groups see
+        partition_log.report_errors = False  # `_shard_failed` reports them, with what the groups see
         shard = ShardRuntime(partition, partition_log, config=self.config, clock=self.clock,
                              loop=loop, max_batch_bytes=max_batch,
                              delete_retention_ms=self._delete_retention_ms(topic), flusher=self._flusher,
@@ -171,10 +170,8 @@ class CoordinatorRuntime:
             await asyncio.sleep(self._backoff.delay_ms(partition, self.clock.now_ms()) / 1000)
             if self._closing or self.shards.get(partition) is not shard:
                 return  # closed, or unloaded meanwhile
-            recover = getattr(shard.log, "recover", None)
             try:
-                if recover is not None:
-                    recover()  # a no-op unless the log itself failed
+                shard.log.recover()  # a no-op unless the log itself failed
             except LogError as error:
                 if self._backoff.failed(partition, self.clock.now_ms()):
                     log.error("__consumer_offsets-%d cannot be recovered from disk yet: %s", partition, error)

@@ -37,7 +37,7 @@ class Broker:
         self.node_id: int = config.get("node.id")
         # topics.json lives in the store's directory, written through its filesystem (log.dirs, unless a test
         # hands in a store of its own, e.g. on the in-memory filesystem)
-        self.cluster = Cluster(Path(store.root_dir), store, config.log_config(), self.node_id,
+        self.cluster = Cluster(store, config.log_config(), self.node_id,
                                max_partitions=config.get("max.broker.partitions"))
         self.endpoint = Endpoint("127.0.0.1", 9092)  # set by the server once it is listening
         self.producers = ProducerStates(config.get("producer.id.expiration.ms"),

@@ -15,13 +15,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import resource
 import signal
 import socket
 
 from herd.config import BrokerConfig
 from herd.cluster.topics import TopicStore
 from herd.log.api import LogError
+from herd.log.fs import OsFileSystem
+from herd.log.handles import BoundedFileSystem, descriptor_limit, max_open_files
+from herd.log.store import SegmentStore
 from herd.runtime import CoordinatorRuntime
 from herd.runtime.recovery import Backoff
 from herd.server import apis
@@ -37,21 +39,12 @@ def max_connections(configured: int) -> int:
     """`configured` (max.connections), or when it is 0 half of the process's RLIMIT_NOFILE soft limit less a few
     descriptors for listeners and short-lived files: the log's segment files keep the other half
     (herd.log.max.open.files), so connections alone can never take every descriptor."""
-    if configured > 0:
-        return configured
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if soft == resource.RLIM_INFINITY or soft <= 0:
-        soft = 1 << 20
-    return max(16, soft // 2 - 32)
+    return configured if configured > 0 else max(16, descriptor_limit() // 2 - 32)
 
 
 class Server:
     def __init__(self, config: BrokerConfig, store: TopicStore | None = None) -> None:
         if store is None:
-            from herd.log.fs import OsFileSystem
-            from herd.log.handles import BoundedFileSystem, max_open_files
-            from herd.log.store import SegmentStore
-
             fs = BoundedFileSystem(OsFileSystem(), max_open_files(config.get("herd.log.max.open.files")))
             store = SegmentStore(config.get("log.dirs"), fs)
         self.config = config
@@ -136,7 +129,7 @@ class Server:
                 if topic.internal:
                     continue  # the coordinator runtime reloads its partitions (CoordinatorRuntime._reload)
                 for index, partition in enumerate(topic.partitions):
-                    failure = getattr(partition, "failure", None)
+                    failure = partition.failure
                     key = (topic.name, index)
                     if failure is None or failure == "closed" or not backoff.due(key, now):
                         continue

@@ -33,7 +33,7 @@ def batch(n: int) -> bytes:
 
 
 def open_cluster(fs: MemoryFileSystem, max_partitions: int = 10_000) -> Cluster:
-    cluster = Cluster(Path(ROOT), SegmentStore(ROOT, fs), LogConfig(), 0, max_partitions=max_partitions)
+    cluster = Cluster(SegmentStore(ROOT, fs), LogConfig(), 0, max_partitions=max_partitions)
     cluster.load()
     return cluster
 

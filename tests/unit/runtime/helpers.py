@@ -26,7 +26,7 @@ def make_runtime(data_dir: Path, fs: FileSystem | None = None, **props: str) -> 
                 "group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "10", **props}
     config = BrokerConfig.from_properties(settings)
     store = SegmentStore(str(data_dir), fs)
-    cluster = Cluster(data_dir, store, config.log_config(), 0)
+    cluster = Cluster(store, config.log_config(), 0)
     cluster.load()
     return CoordinatorRuntime(cluster, config)
 
