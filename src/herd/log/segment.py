@@ -242,7 +242,7 @@ class Segment:
     def append(self, buf: bytearray | Parts, headers: list[BatchHeader], first_offset: int, append_time: int,
                interval: int) -> None:  # fmt: skip
         """Write `buf` (batches already given offsets from `first_offset`) and index it. On OSError the file is
-        cut back to its previous size (if that fails too, the error propagates from the truncate)."""
+        cut back to its previous size and the error raised; CutBackFailed if the cut-back fails too."""
         assert self.file is not None and self.index is not None
         position = self.size
         try:
@@ -257,7 +257,7 @@ class Segment:
                 nbytes = len(buf)
                 self.file.append(buf)
         except OSError:
-            self.file.truncate(position)
+            _cut_back(self.file, position)
             raise
         self.size += nbytes
         record = self._indexer(interval)
@@ -545,11 +545,18 @@ def _append_or_cut_back(f: File, data: bytes) -> None:
     try:
         f.append(data)
     except OSError:
-        try:
-            f.truncate(position)
-        except OSError as error:
-            raise CutBackFailed(error.errno, f"cannot undo a failed write: {error.strerror}", error.filename) from error
+        _cut_back(f, position)
         raise
+
+
+def _cut_back(f: File, position: int) -> None:
+    """Truncate `f` back to `position` after a failed write (nothing to do if the write never reached the file,
+    e.g. no descriptor could be had); raises CutBackFailed if that fails too."""
+    try:
+        if f.size() != position:
+            f.truncate(position)
+    except OSError as error:
+        raise CutBackFailed(error.errno, f"cannot undo a failed write: {error.strerror}", error.filename) from error
 
 
 def _read_all(fs: FileSystem, path: str) -> bytes:

@@ -160,9 +160,8 @@ class SegmentLog:
         segment = self._segment_with_room(nbytes, offset - 1)
         try:
             segment.append(buf, headers, first, append_time, self.config.index_interval_bytes)
-        except OSError as error:
-            cut_back = segment.file is not None and segment.file.size() == segment.size
-            raise self._storage_error(error, fatal=not cut_back) from error
+        except OSError as error:  # cut back, so the partition stays usable, unless the cut-back failed too
+            raise self._storage_error(error, fatal=isinstance(error, CutBackFailed)) from error
         if self._write_error is not None:
             self._write_error = None
             log.warning("%s-%d: writes succeed again", self.topic, self.partition)
