@@ -224,6 +224,7 @@ def test_an_excessive_partition_count_is_refused_at_once_and_the_broker_keeps_wo
         client.close()
     assert partition_dirs(broker) == before | {"small-0"}
     assert "refused a CreateTopics request for" in broker.log()
+    assert "refused a CreatePartitions request" in broker.log()
     works(broker, "still-fine")
 
 

@@ -62,14 +62,11 @@ def serve(config_path: str | None, overrides: tuple[str, ...], log_level: str) -
     try:
         run_server(config)
     except (DirectoryLockedError, MetadataError) as e:  # log.dirs in use, or its metadata unusable
-        click.echo(f"herd: error: {e}", err=True)
-        sys.exit(1)
+        raise click.ClickException(str(e)) from None
     except TopicError as e:  # at start only the group coordinator creates a topic
-        click.echo(f"herd: error: cannot create {OFFSETS_TOPIC}: {e}", err=True)
-        sys.exit(1)
+        raise click.ClickException(f"cannot create {OFFSETS_TOPIC}: {e}") from None
     except OSError as e:  # e.g. the port is taken
-        click.echo(f"herd: error: {e.strerror or e}", err=True)
-        sys.exit(1)
+        raise click.ClickException(e.strerror or str(e)) from None
 
 
 def main() -> None:

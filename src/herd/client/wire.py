@@ -145,11 +145,6 @@ def encode_request(request: Any, api_key: int, version: int, correlation_id: int
     return bytes(data)
 
 
-def peek_correlation_id(frame: bytes) -> int:
-    """Every response header starts with the correlation id."""
-    return int(struct.unpack_from(">i", frame, 0)[0])
-
-
 def decode_response(frame: bytes, api_key: int, version: int) -> Any:
     """The response body of a frame (without its size prefix); kio raises on malformed bytes."""
     cls = _response_class(api_key, version)

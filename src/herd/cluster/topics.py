@@ -44,10 +44,12 @@ from herd.log.store import kafka_uuid
 log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
+OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer"}  # and its segment.bytes
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})
 MAX_TOPIC_NAME = 249
 # ReplicationControlManager.MAX_PARTITIONS_PER_BATCH (and QuorumController.MAX_RECORDS_PER_USER_OP).
 MAX_PARTITIONS_PER_REQUEST = 10_000
+TOO_MANY_PER_REQUEST = "Excessively large number of partitions per request."  # Kafka's words
 TOPICS_FILE = "topics.json"
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
@@ -384,7 +386,7 @@ class Cluster:
         if new_partitions > MAX_PARTITIONS_PER_REQUEST:
             log.warning("refused to create %d partitions in one request (at most %d)", new_partitions,
                         MAX_PARTITIONS_PER_REQUEST)
-            raise TopicError(POLICY_VIOLATION, "Excessively large number of partitions per request.")
+            raise TopicError(POLICY_VIOLATION, TOO_MANY_PER_REQUEST)
         hosted = self.hosted_partitions()
         if hosted + new_partitions > self.max_partitions:
             log.warning("refused to create %d partitions: this broker hosts %d, max.broker.partitions is %d",
@@ -536,7 +538,7 @@ class Cluster:
 
     def _lost_configs(self, name: str) -> dict[str, str]:
         if name == OFFSETS_TOPIC:
-            return {"cleanup.policy": "compact", "compression.type": "producer"}
+            return dict(OFFSETS_TOPIC_CONFIGS)
         log.error("topic %s rebuilt without its configs (no partition.metadata keeps them): it now has the broker "
                   "defaults; set its configs again if it had any", name)
         return {}

@@ -356,7 +356,6 @@ class MemoryFileSystem:
         self.durable_files: dict[str, _Inode] = {}  # the namespace as of the last fsync of each directory
         self.dirs: set[str] = {"/", "."}
         self.faults = _Faults()
-        self.locks: set[str] = set()  # paths locked by `lock` and not released (none survive a crash)
 
     def fail(self, op: str, nth: int = 1, code: int = errno.EIO, *, path_endswith: str = "") -> None:
         """Make the `nth` next call of `op` ("write", "fsync", "read", "truncate", "rename", "remove", "open")
@@ -372,11 +371,9 @@ class MemoryFileSystem:
 
     def lock(self, path: str) -> Lock:
         """Never refused: the filesystem lives in one process, and a test that opens a store again on it
-        without closing the first plays a restart (the first owner is gone). `locks` shows what is held."""
-        path = _norm(path)
-        self._require_dir(posixpath.dirname(path))
-        self.locks.add(path)
-        return _MemoryLock(self, path)
+        without closing the first plays a restart (the first owner is gone)."""
+        self._require_dir(posixpath.dirname(_norm(path)))
+        return _MemoryLock()
 
     def crash(self, keep_torn: KeepTorn | None = None, *, keep_unsynced_entries: bool = False) -> MemoryFileSystem:
         """What a power cut leaves: durable entries and content, plus `keep_torn(path, tail)` bytes of each
@@ -478,13 +475,10 @@ class MemoryFileSystem:
 
 
 class _MemoryLock:
-    __slots__ = ("_fs", "_path")
-
-    def __init__(self, fs: MemoryFileSystem, path: str) -> None:
-        self._fs, self._path = fs, path
+    """Nothing to release: see `MemoryFileSystem.lock`."""
 
     def release(self) -> None:
-        self._fs.locks.discard(self._path)
+        pass
 
 
 def _norm(path: str) -> str:

@@ -141,15 +141,6 @@ class SegmentStore:
             raise ValueError(f"{path}: herd.configs is not an object")
         return parse_kafka_uuid(fields["topic_id"]), configs
 
-    def maybe_flush_all(self, now_ms: int) -> None:
-        """`maybe_flush` on every open partition (call it from the broker's flush timer)."""
-        for log in self._open.values():
-            log.maybe_flush(now_ms)
-
-    def apply_retention_all(self, now_ms: int) -> int:
-        """`apply_retention` on every open partition; returns the number of segments deleted."""
-        return sum(log.apply_retention(now_ms) for log in self._open.values())
-
     def close(self) -> None:
         """Flush and close every open partition; the first storage error is raised after all were tried."""
         errors = []

@@ -105,14 +105,6 @@ class FrameDecoder:
         self._body, self._size = bytearray(), -1
         return frame
 
-    def feed(self, data: bytes) -> list[bytes | memoryview]:
-        """`push(data)` and every frame it completes."""
-        self.push(data)
-        frames = []
-        while (frame := self.next_frame()) is not None:
-            frames.append(frame)
-        return frames
-
     def _check(self, size: int) -> None:
         if size < 0 or size > self._max:
             self._data, self._pos = b"", 0  # keeps the fast path of next_frame out: it raises from here on

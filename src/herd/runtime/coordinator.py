@@ -27,7 +27,7 @@ import logging
 from collections.abc import Iterable
 from functools import lru_cache
 
-from herd.cluster.topics import OFFSETS_TOPIC, Cluster, Topic
+from herd.cluster.topics import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, Cluster, Topic
 from herd.config import BrokerConfig
 from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, coordinator_partition
 from herd.log.api import LogError
@@ -107,7 +107,7 @@ class CoordinatorRuntime:
     def _ensure_topic(self) -> Topic:
         topic = self._cluster.get(OFFSETS_TOPIC)
         if topic is None:
-            configs = {"cleanup.policy": "compact", "compression.type": "producer",
+            configs = {**OFFSETS_TOPIC_CONFIGS,
                        "segment.bytes": str(self._broker_config.get("offsets.topic.segment.bytes"))}
             topic = self._cluster.create_topic(OFFSETS_TOPIC, self._broker_config.get("offsets.topic.num.partitions"),
                                                configs)

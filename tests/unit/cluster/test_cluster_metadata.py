@@ -200,6 +200,7 @@ def test_start_removes_unparseable_deletion_leftovers_and_does_not_crash() -> No
     fs.makedirs(f"{ROOT}/x-1.nothex-delete")
     cluster = open_cluster(fs)
     assert dirs(fs) == set() and list(cluster.topics()) == []
+    assert not fs.exists(f"{ROOT}/weird.deleting")  # a file: removed too (dirs() sees only '-' names)
 
 
 def test_deletion_names_of_the_longest_topic_names_fit_in_255_bytes() -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.cluster.topics import MAX_PARTITIONS_PER_REQUEST, TopicError
+from herd.cluster.topics import MAX_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST, TopicError
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis.describe_configs import topic_config_entries
 from herd.server.broker import RequestContext
@@ -43,7 +43,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if requested > MAX_PARTITIONS_PER_REQUEST:
         log.warning("refused a CreateTopics request for %d partitions from %s (at most %d per request)", requested,
                     ctx.header.client_id, MAX_PARTITIONS_PER_REQUEST)
-        results = [_error(b, t.name, ErrorCode.policy_violation, "Excessively large number of partitions per request.")
+        results = [_error(b, t.name, ErrorCode.policy_violation, TOO_MANY_PER_REQUEST)
                    for t in request.topics]
         return b.response(throttle_time=0, topics=tuple(results))
     for topic in request.topics:
@@ -56,15 +56,14 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 def _total_partitions(topics: Any, default: int) -> int:
     """ReplicationControlManager.validateTotalNumberOfPartitions: the partitions the whole request asks for."""
-    total = 0
-    for topic in topics:
-        if topic.assignments:
-            total += len(topic.assignments)
-        elif topic.num_partitions == -1:
-            total += default
-        elif topic.num_partitions > 0:
-            total += topic.num_partitions
-    return total
+    return sum(max(_partition_count(topic, default), 0) for topic in topics)
+
+
+def _partition_count(topic: Any, default: int) -> int:
+    """The partitions one topic of the request asks for: its assignments, else num_partitions (-1: the default)."""
+    if topic.assignments:
+        return len(topic.assignments)
+    return default if topic.num_partitions == -1 else topic.num_partitions
 
 
 def _create(b: Builder, ctx: RequestContext, topic: Any, validate_only: bool) -> Any:
@@ -72,7 +71,6 @@ def _create(b: Builder, ctx: RequestContext, topic: Any, validate_only: bool) ->
     if topic.replication_factor not in (-1, 1) and not topic.assignments:
         return _error(b, topic.name, ErrorCode.invalid_replication_factor,
                       f"Replication factor {topic.replication_factor} is larger than the 1 available broker.")
-    partitions = topic.num_partitions
     if topic.assignments:
         if topic.num_partitions != -1 or topic.replication_factor != -1:
             return _error(b, topic.name, ErrorCode.invalid_request,
@@ -80,9 +78,7 @@ def _create(b: Builder, ctx: RequestContext, topic: Any, validate_only: bool) ->
         if any(list(a.broker_ids) != [broker.node_id] for a in topic.assignments):
             return _error(b, topic.name, ErrorCode.invalid_replica_assignment,
                           f"Every replica must be on broker {broker.node_id}.")
-        partitions = len(topic.assignments)
-    elif partitions == -1:
-        partitions = broker.config.get("num.partitions")
+    partitions = _partition_count(topic, broker.config.get("num.partitions"))
     configs = {c.name: c.value for c in topic.configs}
     try:
         created = broker.cluster.create_topic(topic.name, partitions, configs, validate_only=validate_only)
