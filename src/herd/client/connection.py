@@ -59,7 +59,7 @@ Build = Callable[[RequestBuilder], Any]
 API_VERSIONS: Final = 18
 METADATA: Final = 3
 FIND_COORDINATOR: Final = 10
-_HEAD: Final = struct.Struct(">ii")  # a response's size and correlation id
+_INT32: Final = struct.Struct(">i")  # a response's size, then its correlation id
 # Larger than any answer a broker sends (Fetch answers stay under fetch.max.bytes, 50 MiB by default; Kafka's
 # own limit on a frame is socket.request.max.bytes, 100 MiB, on the broker's side); a larger size means the
 # peer does not speak Kafka's protocol.
@@ -232,13 +232,14 @@ class BrokerConnection:
         assert self._reader is not None
         try:
             while True:
-                # The size and the correlation id are checked before the body is read: a peer that is not a
-                # Kafka broker (an HTTP server, say) answers with text whose first bytes make an absurd size,
-                # and waiting for that many bytes would only end in a confusing "connection lost".
-                head = await self._reader.readexactly(_HEAD.size)
-                size, correlation_id = _HEAD.unpack(head)
-                self._check_head(head, size, correlation_id)
-                self._deliver(head[4:] + await self._reader.readexactly(size - 4))
+                # The size is checked before the body is read: a peer that is not a Kafka broker (an HTTP
+                # server, say) answers with text whose first bytes make an absurd size, and waiting for that
+                # many bytes would only end in a confusing "connection lost".
+                head = await self._reader.readexactly(4)
+                (size,) = _INT32.unpack(head)
+                if size < 4 or size > MAX_RESPONSE_BYTES or not self._pending:
+                    raise _NotKafka(f"this is not a Kafka broker: its answer starts with {head!r}")
+                self._deliver(await self._reader.readexactly(size))
         except asyncio.IncompleteReadError as exc:
             self.close("connection lost" + (f" after {len(exc.partial)} bytes of an answer" if exc.partial else ""))
         except OSError as exc:
@@ -248,17 +249,11 @@ class BrokerConnection:
         except Exception as exc:  # a frame that does not match or cannot be decoded
             self.close(f"bad response: {exc}")
 
-    def _check_head(self, head: bytes, size: int, correlation_id: int) -> None:
-        """Raises _NotKafka or ValueError unless `head` starts the answer to the oldest request waiting."""
-        expected = self._pending[0].correlation_id if self._pending else None
-        if expected is not None and correlation_id == expected and 4 <= size <= MAX_RESPONSE_BYTES:
-            return
-        if size < 4 or size > MAX_RESPONSE_BYTES or expected is None:
-            raise _NotKafka(f"this is not a Kafka broker: its answer starts with {head!r}")
-        raise ValueError(f"correlation id {correlation_id}, expected {expected}")
-
     def _deliver(self, frame: bytes) -> None:
-        pending = self._pending.popleft()  # _check_head made sure it is the one this frame answers
+        (correlation_id,) = _INT32.unpack_from(frame)
+        if correlation_id != self._pending[0].correlation_id:  # left waiting: `close` fails it
+            raise ValueError(f"correlation id {correlation_id}, expected {self._pending[0].correlation_id}")
+        pending = self._pending.popleft()
         if not pending.future.done():
             try:
                 pending.future.set_result(pending.decode(frame))

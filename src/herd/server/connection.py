@@ -173,7 +173,6 @@ class Connection(asyncio.Protocol):
         self._budgets = server.budgets
         self._decoder = FrameDecoder(server.broker.config.get("socket.request.max.bytes"))
         self._slots: deque[_Slot] = deque()
-        self._working = 0  # slots whose answer the broker is still working on
         self._held = 0  # bytes of encoded answers waiting in slots behind an unanswered one
         self._out: list[bytes] = []  # encoded responses not yet handed to the transport
         self._out_bytes = 0
@@ -405,7 +404,6 @@ class Connection(asyncio.Protocol):
         """A parked request's answer is known: send it and whatever was waiting behind it."""
         if self._closing:
             return
-        self._working -= 1
         self._set(slot, response)
         self._flush()
         self._send_out()
@@ -414,7 +412,6 @@ class Connection(asyncio.Protocol):
         """A slot for an answer that comes later."""
         slot = _Slot(correlation_id)
         self._slots.append(slot)
-        self._working += 1
         self._budgets.requests += 1
         self.drained.clear()
         return slot
@@ -430,7 +427,8 @@ class Connection(asyncio.Protocol):
     def _push_ready(self, correlation_id: int, response: Any) -> None:
         if not self._slots:  # fast path: nothing ahead of it
             if response is not None:
-                self._write(encode_response_parts(correlation_id, response))
+                parts = encode_response_parts(correlation_id, response)
+                self._write(parts, len(parts[0]) if len(parts) == 1 else sum(map(len, parts)))
             return
         slot = _Slot(correlation_id)
         self._set(slot, response)
@@ -448,17 +446,17 @@ class Connection(asyncio.Protocol):
             budgets.requests -= 1
             if slot.parts:
                 self._held -= slot.size
-                self._write(slot.parts)
+                self._write(slot.parts, slot.size)
         if not slots:
             self.drained.set()
         budgets.released()
         if self._paused is not None and not self._processing:
             asyncio.get_running_loop().call_soon(self.resume)  # after this answer has been handed to the transport
 
-    def _write(self, parts: list[Any]) -> None:
+    def _write(self, parts: list[Any], size: int) -> None:
         if not self._closing:
             self._out.extend(parts)
-            self._out_bytes += len(parts[0]) if len(parts) == 1 else sum(map(len, parts))
+            self._out_bytes += size
 
     def _send_out(self) -> None:
         """One write for every answer produced while handling one read from the socket (or one completion):
@@ -484,7 +482,7 @@ class Connection(asyncio.Protocol):
         if self._closing or self._transport is None:
             return
         unsent = self._transport.get_write_buffer_size()
-        owed = self._working or (self._paused is not None and self._paused.startswith("queued."))
+        owed = self._slots or (self._paused is not None and self._paused.startswith("queued."))
         if self._reads != self._seen_reads or unsent != self._seen_unsent or owed:
             self._seen_reads, self._seen_unsent, self._active_at = self._reads, unsent, now
         elif now - self._active_at >= idle_s:
