@@ -39,30 +39,22 @@ class Setting:
         return self.name.replace(".", "_")
 
 
-def _listeners_check(value: str) -> str | None:
+def _listeners_check(value: str, *, routable: bool = False) -> str | None:
+    """Why `value` is not a list of NAME://HOST:PORT listeners, or None. With `routable` (advertised.listeners),
+    the wildcard address is refused too, as Kafka does: clients cannot connect to it (KafkaConfig's
+    "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0")."""
     for item in _split_list(value):
         match = _LISTENER.fullmatch(item)
         if not match:
             return f"'{item}' is not a listener of the form PLAINTEXT://HOST:PORT"
         if int(match.group("port")) > 65535:
             return f"'{item}': port {match.group('port')} is out of range [0, 65535]"
+        if routable and match.group("host").strip("[]") in ("0.0.0.0", "::"):
+            return f"'{item}': clients cannot connect to the wildcard address; name this host"
     return None
 
 
 _LISTENER = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[0-9a-fA-F:.]*\]|[^:/\s]*):(?P<port>\d{1,5})")
-
-
-def _advertised_check(value: str) -> str | None:
-    """As Kafka: clients cannot connect to the wildcard address (KafkaConfig's "advertised.listeners cannot
-    use the nonroutable meta-address 0.0.0.0")."""
-    complaint = _listeners_check(value)
-    if complaint is None:
-        for item in _split_list(value):
-            match = _LISTENER.fullmatch(item)
-            assert match is not None
-            if match.group("host").strip("[]") in ("0.0.0.0", "::"):
-                return f"'{item}': clients cannot connect to the wildcard address; name this host"
-    return complaint
 
 
 def _log_dirs_check(value: str) -> str | None:
@@ -89,7 +81,7 @@ SETTINGS: tuple[Setting, ...] = (
             "Comma-separated listeners, NAME://HOST:PORT; port 0 picks a free port.", check=_listeners_check),
     Setting("advertised.listeners", "string", None,
             "Listeners given to clients in Metadata; defaults to the bound listeners.", nullable=True,
-            check=lambda v: None if v is None else _advertised_check(v)),
+            check=lambda v: None if v is None else _listeners_check(v, routable=True)),
     Setting("node.id", "int", 0, "This broker's id.", minimum=0),
     Setting("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted.", minimum=1),
     Setting("message.max.bytes", "int", 1048588, "Largest record batch accepted (MESSAGE_TOO_LARGE).", minimum=0),

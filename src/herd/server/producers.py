@@ -24,6 +24,7 @@ import logging
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 
+from herd.config import SETTINGS_BY_NAME
 from herd.log.api import AppendResult, InvalidRecordError, LogError, PartitionLog
 from herd.log.batch import CONTROL_BIT, BatchHeader, iter_headers
 
@@ -31,8 +32,8 @@ log = logging.getLogger(__name__)
 
 INT32_MAX = 2**31 - 1
 CACHED_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
-DEFAULT_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms
-DEFAULT_MAX_ENTRIES = 100_000  # herd.producer.state.max.entries
+DEFAULT_EXPIRATION_MS: int = SETTINGS_BY_NAME["producer.id.expiration.ms"].default
+DEFAULT_MAX_ENTRIES: int = SETTINGS_BY_NAME["herd.producer.state.max.entries"].default
 _WARN_EVERY_MS = 60_000
 
 
