@@ -194,3 +194,19 @@ def test_one_address_cannot_take_every_connection(broker_factory):
     assert "127.0.0.1 has max.connections.per.ip=3 connections" in broker.log()
     for s in (*mine, other):
         s.close()
+
+
+def test_fetch_max_bytes_caps_an_answer_whatever_the_request_asks(broker_factory):
+    """The broker's fetch.max.bytes bounds one Fetch answer (Kafka's KafkaApis takes the smaller of it and the
+    request's max_bytes); the first batch still goes whole (KIP-74)."""
+    broker = broker_factory({"num.partitions": "1", "fetch.max.bytes": "1024"})
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 0, "batch.num.messages": 1})
+    for i in range(10):
+        producer.produce("capped", value=bytes([i]) * 600)
+        producer.flush(10)  # one batch each
+    with RawClient(broker.port) as client:
+        answer = client.request(1, 12, _fetch("capped", max_bytes=MiB))
+    records = answer.responses[0].partitions[0].records
+    assert 600 < len(records) < 2 * 600  # one whole batch of the ten, not 1 MiB's worth
