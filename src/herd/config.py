@@ -139,6 +139,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max.broker.partitions", "int", 10000,
             "Most partitions this broker hosts, __consumer_offsets included (KIP-578's name); creating more gets "
             "POLICY_VIOLATION.", minimum=1),
+    # Cluster mode (nodes sharing their state in PostgreSQL); without a database URL the node is on its own
+    Setting("herd.cluster.database.url", "string", None,
+            "PostgreSQL URL (postgresql://user:password@host:port/db) of a cluster's shared state; unset: this node "
+            "is a cluster of its own, with its data in log.dirs.", nullable=True),
+    Setting("broker.session.timeout.ms", "int", 9000,
+            "A node that has not renewed its lease for this long loses its partitions to the live nodes.",
+            minimum=1),
+    Setting("broker.heartbeat.interval.ms", "int", 2000, "How often a node renews its lease.", minimum=1),
+    Setting("controlled.shutdown.enable", "bool", True,
+            "On SIGTERM, hand this node's partitions to the other nodes before exiting."),
     # Group coordinator
     Setting("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", minimum=1),
     Setting("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets.", minimum=1),
@@ -261,6 +271,8 @@ class BrokerConfig:
     def _check_relations(self) -> None:
         if self.get("group.min.session.timeout.ms") > self.get("group.max.session.timeout.ms"):
             raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
+        if self.get("broker.heartbeat.interval.ms") >= self.get("broker.session.timeout.ms"):
+            raise ConfigError("broker.heartbeat.interval.ms must be less than broker.session.timeout.ms")
 
     def get(self, name: str) -> Any:
         return self.values[name]

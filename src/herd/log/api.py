@@ -7,8 +7,11 @@ base offset, so the client's CRC stays valid), and stores the bytes. `read` retu
 fetching client receives the producer's bytes unchanged.
 
 Backends implement `PartitionLog` and `LogStore`: `herd.log.segments` and `herd.log.store` (local segment files
-in partition directories, the embedded default) now, a PostgreSQL backend later. Files are reached only through `herd.log.fs.FileSystem`, so the
-crash tests can run the real code on an in-memory, fault-injecting filesystem.
+in partition directories, the embedded default; files are reached only through `herd.log.fs.FileSystem`, so the
+crash tests can run the real code on an in-memory, fault-injecting filesystem), and `herd.log.postgres` (cluster
+mode: the leader of a partition keeps its tail in memory and commits batches to PostgreSQL, fenced by its leader
+epoch). A log whose `remote` is True is a `RemotePartitionLog`: its appends are acknowledged only once
+`wait_durable` returns, and reads that may need the database have `*_async` forms, which the server awaits.
 """
 
 from __future__ import annotations
@@ -98,10 +101,18 @@ class KafkaStorageError(LogError):
     error_code = 56
 
 
+class NotLeaderError(LogError):
+    """This node no longer leads the partition: a newer leader epoch was found where the write was to be stored
+    (NOT_LEADER_OR_FOLLOWER; the client refreshes its metadata and goes to the new leader)."""
+
+    error_code = 6
+
+
 class PartitionLog(Protocol):
     topic: str
     partition: int
     report_errors: bool  # False when the owner logs the partition's disk errors itself
+    remote: bool  # False: every method answers from this process (segment files); True: see RemotePartitionLog
 
     @property
     def log_start_offset(self) -> int: ...
@@ -162,6 +173,28 @@ class PartitionLog(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class RemotePartitionLog(PartitionLog, Protocol):
+    """A partition whose data lives in a shared database (cluster mode). `append` is synchronous and in memory
+    (offsets are assigned by this node, which leads the partition at `leader_epoch`); the batches are stored by
+    a commit that checks the epoch in the same transaction. `flushed_offset` is what has been committed."""
+
+    leader_epoch: int
+
+    async def wait_durable(self, end_offset: int) -> None:
+        """Return once every offset below `end_offset` is committed; raises NotLeaderError if the partition was
+        taken over (the write is not stored and never will be), KafkaStorageError if the database failed (the
+        write may or may not be stored: the client retries, and an idempotent producer's retry is recognised)."""
+        ...
+
+    async def read_async(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
+        """`read`, from memory when the range is there, else from the database."""
+        ...
+
+    async def offset_for_timestamp_async(self, timestamp: int) -> TimestampOffset | None: ...
+
+    async def max_timestamp_async(self) -> TimestampOffset | None: ...
 
 
 class LogStore(Protocol):

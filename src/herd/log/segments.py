@@ -73,6 +73,8 @@ T = TypeVar("T")
 class SegmentLog:
     """A `PartitionLog` on local segment files. Open it with `SegmentLog.open` (or `herd.log.store.SegmentStore`)."""
 
+    remote = False  # every read and write is answered here, synchronously
+
     def __init__(self, fs: FileSystem, directory: str, topic: str, partition: int, config: LogConfig,
                  segments: list[Segment], log_start_offset: int) -> None:  # fmt: skip
         self.topic, self.partition, self.config = topic, partition, config

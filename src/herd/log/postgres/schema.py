@@ -1,0 +1,131 @@
+"""The versioned schema every node of a cluster shares, created and migrated by herd itself.
+
+`migrate` runs at every node's start, in one transaction under an advisory lock (so two nodes starting together
+do not both create it): it reads `herd_meta.schema_version`, applies the migrations after it in order, and
+records the new version. A database at a newer version than this node knows is refused (`SchemaError`): an
+older node must not write rows whose meaning it does not know.
+
+Version 1, what lives where:
+- `herd_meta`: key/value; `schema_version`, `cluster_id` (the cluster id every node answers in Metadata).
+- `herd_nodes`: one row per node id: its advertised endpoint, the incarnation (a random id per process, so a
+  second process with the same node.id is told apart), its lease (`lease_until`, in the database's clock, so
+  the nodes' clocks do not matter) and its state (alive, shutting_down while a controlled shutdown hands its
+  partitions over, stopped).
+- `herd_topics`: id, name, partition count and the configs the user set (Kafka names, string values).
+- `herd_partitions`: one row per partition, with a surrogate `pid` the batches are keyed by: its leader and
+  leader epoch, the log start offset and the log end offset. Every write to a partition checks, in the same
+  transaction, that this row still names the writer's epoch (the fence).
+- `herd_batches`: the record batches, as the producer sent them (base offset and partition leader epoch set),
+  keyed by (pid, base_offset), with what reads need without opening the bytes: last offset, max timestamp, the
+  producer's id, epoch and sequences (to rebuild idempotent producer state when leadership moves). `data` is
+  stored EXTERNAL: out of line, never compressed again by PostgreSQL (the client compressed it or chose not
+  to).
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import psycopg
+
+log = logging.getLogger(__name__)
+
+SCHEMA_VERSION = 1
+MIGRATION_LOCK = 0x68657264  # 'herd': pg_advisory_xact_lock key serialising migrations
+METADATA_CHANNEL = "herd_metadata"  # NOTIFY channel: nodes, topics or leaders changed
+
+_V1 = """
+CREATE TABLE herd_meta (
+    key text PRIMARY KEY,
+    value text NOT NULL
+);
+CREATE TABLE herd_nodes (
+    node_id integer PRIMARY KEY,
+    host text NOT NULL,
+    port integer NOT NULL,
+    rack text,
+    incarnation uuid NOT NULL,
+    lease_until timestamptz NOT NULL,
+    state text NOT NULL DEFAULT 'alive' CHECK (state IN ('alive', 'shutting_down', 'stopped')),
+    registered_at timestamptz NOT NULL DEFAULT clock_timestamp()
+);
+CREATE TABLE herd_topics (
+    topic_id uuid PRIMARY KEY,
+    name text NOT NULL UNIQUE,
+    partitions integer NOT NULL CHECK (partitions > 0),
+    configs jsonb NOT NULL DEFAULT '{}'::jsonb
+);
+CREATE TABLE herd_partitions (
+    pid bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    topic_id uuid NOT NULL REFERENCES herd_topics (topic_id) ON DELETE CASCADE,
+    partition integer NOT NULL,
+    leader integer,
+    leader_epoch integer NOT NULL DEFAULT 0,
+    log_start_offset bigint NOT NULL DEFAULT 0,
+    log_end_offset bigint NOT NULL DEFAULT 0,
+    UNIQUE (topic_id, partition)
+);
+CREATE TABLE herd_batches (
+    pid bigint NOT NULL,
+    base_offset bigint NOT NULL,
+    last_offset bigint NOT NULL,
+    max_timestamp bigint NOT NULL,
+    leader_epoch integer NOT NULL,
+    producer_id bigint NOT NULL DEFAULT -1,
+    producer_epoch smallint NOT NULL DEFAULT -1,
+    base_sequence integer NOT NULL DEFAULT -1,
+    record_count integer NOT NULL,
+    size integer NOT NULL,
+    data bytea NOT NULL,
+    PRIMARY KEY (pid, base_offset)
+);
+ALTER TABLE herd_batches ALTER COLUMN data SET STORAGE EXTERNAL;
+"""
+
+# version -> the SQL that takes the schema from version - 1 to it
+MIGRATIONS: dict[int, str] = {1: _V1}
+
+
+class SchemaError(Exception):
+    """The database's schema cannot be used by this node; one line for the operator."""
+
+
+async def migrate(conn: psycopg.AsyncConnection, where: str) -> str:
+    """Bring the schema to SCHEMA_VERSION and return the cluster id; raises SchemaError for a newer schema.
+    `where` names the database in messages (a redacted URL)."""
+    async with conn.transaction():
+        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        version = await _version(conn)
+        if version > SCHEMA_VERSION:
+            raise SchemaError(f"the database at {where} has herd schema version {version}, newer than the "
+                              f"{SCHEMA_VERSION} this herd knows: upgrade herd on this node")
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            await conn.execute(MIGRATIONS[target])
+            log.info("herd schema in %s migrated to version %d", where, target)
+        if version < SCHEMA_VERSION:
+            await conn.execute(
+                "INSERT INTO herd_meta (key, value) VALUES ('schema_version', %s) "
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))
+        await conn.execute("INSERT INTO herd_meta (key, value) VALUES ('cluster_id', %s) ON CONFLICT DO NOTHING",
+                           (_new_cluster_id(),))
+        cursor = await conn.execute("SELECT value FROM herd_meta WHERE key = 'cluster_id'")
+        row = await cursor.fetchone()
+        assert row is not None
+        return str(row[0])
+
+
+async def _version(conn: psycopg.AsyncConnection) -> int:
+    cursor = await conn.execute("SELECT to_regclass('herd_meta') IS NOT NULL")
+    row = await cursor.fetchone()
+    if not row or not row[0]:
+        return 0
+    cursor = await conn.execute("SELECT value FROM herd_meta WHERE key = 'schema_version'")
+    row = await cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+def _new_cluster_id() -> str:
+    from herd.log.store import kafka_uuid  # the same base64 form as an embedded node's cluster id
+
+    return kafka_uuid(uuid.uuid4())
