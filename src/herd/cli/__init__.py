@@ -57,11 +57,14 @@ def serve(config_path: str | None, overrides: tuple[str, ...], log_level: str) -
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from herd.cluster.topics import OFFSETS_TOPIC, MetadataError, TopicError
     from herd.log.fs import DirectoryLockedError
+    from herd.log.postgres.errors import DatabaseError
     from herd.server.server import run_server
 
     try:
         run_server(config)
     except (DirectoryLockedError, MetadataError) as e:  # log.dirs in use, or its metadata unusable
+        raise click.ClickException(str(e)) from None
+    except DatabaseError as e:  # cluster mode: the database cannot be used (or this node.id is taken)
         raise click.ClickException(str(e)) from None
     except TopicError as e:  # at start only the group coordinator creates a topic
         raise click.ClickException(f"cannot create {OFFSETS_TOPIC}: {e}") from None

@@ -196,12 +196,23 @@ def check_topic_configs(configs: dict[str, str | None], *, internal: bool = Fals
     return checked
 
 
+@dataclass(frozen=True, slots=True)
+class Node:
+    """A node of the cluster as clients are told of it (Metadata, FindCoordinator, DescribeCluster)."""
+
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+
+
 @dataclass(slots=True)
 class Topic:
     name: str
     topic_id: uuid.UUID
     configs: dict[str, str]
-    partitions: list[PartitionLog] = field(default_factory=list)
+    # one per partition: its log where this node leads it, None where another node does (cluster mode only)
+    partitions: list[PartitionLog | None] = field(default_factory=list)
 
     @property
     def internal(self) -> bool:
@@ -224,6 +235,8 @@ class _Entry:
 
 class Cluster:
     """The topics of this (single-node) cluster and their partition logs."""
+
+    shared = False  # herd.cluster.shared.SharedCluster is the cluster-mode twin, with its state in PostgreSQL
 
     def __init__(self, store: TopicStore, defaults: LogConfig, node_id: int, max_partitions: int = 10_000) -> None:
         self._dir = Path(store.root_dir)  # topics.json lives beside the partition directories
@@ -284,6 +297,10 @@ class Cluster:
 
     def topics(self) -> Iterator[Topic]:
         return iter(list(self._topics.values()))
+
+    def leader(self, name: str, index: int) -> tuple[int, int]:
+        """The node leading a partition and its leader epoch: this node, epoch 0, on a single node."""
+        return self.node_id, 0
 
     def hosted_partitions(self) -> int:
         return sum(len(t.partitions) for t in self._topics.values())

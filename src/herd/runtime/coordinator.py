@@ -30,7 +30,8 @@ from functools import lru_cache
 from herd.cluster.topics import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, Cluster, Topic
 from herd.config import BrokerConfig
 from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, coordinator_partition
-from herd.log.api import LogError
+from herd.log.api import LogError, NotLeaderError
+from herd.runtime.commits import RemoteWriter, Writer
 from herd.runtime.flusher import Flusher
 from herd.runtime.recovery import Backoff
 from herd.runtime.shard import Handler, Request, ShardRuntime, ShardState
@@ -66,6 +67,7 @@ class CoordinatorRuntime:
         self.shards: dict[int, ShardRuntime] = {}
         self._loads: dict[int, asyncio.Task[None]] = {}
         self._flusher: Flusher | None = None  # shared by the shards: one fsync round for all (flusher.py)
+        self._remote_writer: RemoteWriter | None = None  # for partitions stored in PostgreSQL (cluster mode)
         self.num_partitions = 0
         self._backoff = Backoff(config.get("herd.log.recovery.backoff.ms"),
                                 config.get("herd.log.recovery.backoff.max.ms"))
@@ -120,13 +122,18 @@ class CoordinatorRuntime:
         topic = self._ensure_topic()
         loop = asyncio.get_running_loop()
         max_batch = self._cluster.log_config(topic.configs).max_message_bytes
-        if self._flusher is None:
-            self._flusher = Flusher(loop)
         partition_log = topic.partitions[partition]
+        if partition_log is None:
+            raise ValueError(f"__consumer_offsets-{partition} is led by another node")
+        writer: Writer
+        if partition_log.remote:
+            writer = self._remote_writer = self._remote_writer or RemoteWriter(loop)
+        else:
+            writer = self._flusher = self._flusher or Flusher(loop)
         partition_log.report_errors = False  # `_shard_failed` reports them, with what the groups see
         shard = ShardRuntime(partition, partition_log, config=self.config, clock=self.clock,
                              loop=loop, max_batch_bytes=max_batch,
-                             delete_retention_ms=self._delete_retention_ms(topic), flusher=self._flusher,
+                             delete_retention_ms=self._delete_retention_ms(topic), flusher=writer,
                              on_failed=self._shard_failed,
                              on_written=self._shard_written if self._backoff.failing(partition) else None)
         self.shards[partition] = shard
@@ -171,7 +178,12 @@ class CoordinatorRuntime:
             if self._closing or self.shards.get(partition) is not shard:
                 return  # closed, or unloaded meanwhile
             try:
-                shard.log.recover()  # a no-op unless the log itself failed
+                if shard.log.remote:  # PostgreSQL: read the partition's state again (fenced if taken over)
+                    await shard.log.reload()  # type: ignore[attr-defined]
+                else:
+                    shard.log.recover()  # a no-op unless the log itself failed
+            except NotLeaderError:
+                return  # another node leads it now; the cluster's view unloads it here
             except LogError as error:
                 if self._backoff.failed(partition, self.clock.now_ms()):
                     log.error("__consumer_offsets-%d cannot be recovered from disk yet: %s", partition, error)

@@ -55,7 +55,7 @@ from herd.log.api import KafkaStorageError, LogError, PartitionLog
 from herd.log.compaction import DEFAULT_DELETE_RETENTION_MS
 from herd.runtime.batches import decode_batches, encode_batch
 from herd.runtime.compactor import Compactor
-from herd.runtime.flusher import Flusher
+from herd.runtime.commits import Writer
 from herd.runtime.timer import AsyncioTimer, WallClock
 
 log = logging.getLogger(__name__)
@@ -139,7 +139,7 @@ class _Pending:
 
 class ShardRuntime:
     def __init__(self, partition: int, partition_log: PartitionLog, *, config: CoordinatorConfig,
-                 clock: WallClock, loop: asyncio.AbstractEventLoop, max_batch_bytes: int, flusher: Flusher,
+                 clock: WallClock, loop: asyncio.AbstractEventLoop, max_batch_bytes: int, flusher: Writer,
                  delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS,
                  on_failed: Callable[[ShardRuntime, BaseException, int], None] | None = None,
                  on_written: Callable[[ShardRuntime], None] | None = None) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from herd.cluster.topics import Cluster, TopicStore
+from herd.cluster.topics import Cluster, Node, TopicStore
 from herd.config import BrokerConfig
 from herd.protocol.messages import ApiSpec, RequestHeader
 from herd.server.producers import ProducerStates
@@ -32,13 +32,17 @@ class Endpoint:
 
 
 class Broker:
-    def __init__(self, config: BrokerConfig, store: TopicStore) -> None:
+    def __init__(self, config: BrokerConfig, store: TopicStore | None, cluster: Any = None) -> None:
+        """`store`: the embedded node's segment store (topics.json lives in its directory, written through its
+        filesystem: log.dirs, unless a test hands in a store of its own, e.g. on the in-memory filesystem). In
+        cluster mode `store` is None and `cluster` is the started `herd.cluster.shared.SharedCluster`."""
         self.config = config
         self.node_id: int = config.get("node.id")
-        # topics.json lives in the store's directory, written through its filesystem (log.dirs, unless a test
-        # hands in a store of its own, e.g. on the in-memory filesystem)
-        self.cluster = Cluster(store, config.log_config(), self.node_id,
-                               max_partitions=config.get("max.broker.partitions"))
+        if cluster is None:
+            assert store is not None
+            cluster = Cluster(store, config.log_config(), self.node_id,
+                              max_partitions=config.get("max.broker.partitions"))
+        self.cluster: Cluster = cluster
         self.endpoint = Endpoint("127.0.0.1", 9092)  # set by the server once it is listening
         self.producers = ProducerStates(config.get("producer.id.expiration.ms"),
                                         config.get("herd.producer.state.max.entries"))
@@ -48,11 +52,24 @@ class Broker:
 
     def start(self) -> None:
         """Load the topics (the store locked log.dirs when it was opened); raises MetadataError if the data
-        directory's metadata cannot be used."""
-        self.cluster.load()
+        directory's metadata cannot be used. A shared cluster was started by the server."""
+        if not self.cluster.shared:
+            self.cluster.load()
+
+    def nodes(self) -> list[Node]:
+        """The live nodes clients are told of, by id."""
+        if self.cluster.shared:
+            return self.cluster.nodes()
+        return [Node(self.node_id, self.endpoint.host, self.endpoint.port)]
+
+    def node(self, node_id: int) -> Node | None:
+        if self.cluster.shared:
+            return self.cluster.node(node_id)
+        return Node(self.node_id, self.endpoint.host, self.endpoint.port) if node_id == self.node_id else None
 
     def close(self) -> None:
-        self.cluster.close()
+        if not self.cluster.shared:
+            self.cluster.close()
 
     @staticmethod
     def now_ms() -> int:

@@ -17,6 +17,7 @@ import logging
 import os
 import signal
 import socket
+from typing import TYPE_CHECKING
 
 from herd.config import BrokerConfig
 from herd.cluster.topics import TopicStore
@@ -28,6 +29,9 @@ from herd.runtime import CoordinatorRuntime
 from herd.runtime.recovery import Backoff
 from herd.server import apis
 from herd.server.broker import Broker, Endpoint
+
+if TYPE_CHECKING:
+    from herd.server.node import ClusterNode
 from herd.server.connection import Budgets, Connection, ConnectionQuotas
 
 log = logging.getLogger(__name__)
@@ -44,11 +48,13 @@ def max_connections(configured: int) -> int:
 
 class Server:
     def __init__(self, config: BrokerConfig, store: TopicStore | None = None) -> None:
-        if store is None:
+        self.database_url: str | None = config.get("herd.cluster.database.url")
+        if store is None and self.database_url is None:
             fs = BoundedFileSystem(OsFileSystem(), max_open_files(config.get("herd.log.max.open.files")))
             store = SegmentStore(config.get("log.dirs"), fs)
         self.config = config
-        self.broker = Broker(config, store)
+        self.broker = Broker(config, store)  # in cluster mode its cluster is set by `start`
+        self.node: ClusterNode | None = None  # cluster mode: this node's database, store and shared cluster
         self.broker.apis = apis.table()
         self.connections: set[Connection] = set()
         self.budgets = Budgets(config.get("queued.max.requests"), config.get("queued.max.request.bytes"))
@@ -63,16 +69,47 @@ class Server:
         return self.broker.endpoint.port
 
     async def start(self) -> None:
-        self.broker.start()
-        self.broker.coordinator = CoordinatorRuntime(self.broker.cluster, self.config)
-        self.broker.coordinator.start()
+        """Open the data (the segment store, or in cluster mode the database), start the group coordinator,
+        then serve. Listeners are bound first (a node's registration names its port) but accept only once
+        everything is ready. Raises DatabaseError/SchemaError/ClusterError in cluster mode, MetadataError or
+        OSError."""
+        loop = asyncio.get_running_loop()
+        await self._bind()
+        try:
+            if self.database_url is None:
+                self.broker.start()
+                self.broker.coordinator = CoordinatorRuntime(self.broker.cluster, self.config)
+                self.broker.coordinator.start()
+                where = f"data in {os.path.abspath(self.config.get('log.dirs'))}"
+            else:  # cluster mode; psycopg is imported only here, so an embedded node never loads it
+                from herd.log.postgres.db import redact
+                from herd.server.node import ClusterNode
+
+                self.node = await ClusterNode.start(self.config, self.broker)
+                where = f"cluster {self.broker.cluster.cluster_id}, state in {redact(self.database_url)}"
+        except BaseException:
+            for srv in self._servers:
+                srv.close()
+            raise
+        for srv in self._servers:
+            await srv.start_serving()
+        self._duties.append(loop.create_task(self._retention_loop()))
+        self._duties.append(loop.create_task(self._flush_loop()))
+        self._duties.append(loop.create_task(self._recovery_loop()))
+        self._duties.append(loop.create_task(self._idle_loop()))
+        log.info("herd listening on %s:%d (node %d, %s)", self.broker.endpoint.host, self.port,
+                 self.broker.node_id, where)
+
+    async def _bind(self) -> None:
         loop = asyncio.get_running_loop()
         for listener in self.config.listeners:
             host = listener.host or "0.0.0.0"
             try:
-                srv = await loop.create_server(lambda: Connection(self), host, listener.port)
+                srv = await loop.create_server(lambda: Connection(self), host, listener.port, start_serving=False)
             except OSError as e:  # the port is taken, the host does not resolve or is not this machine's
                 reason = e.strerror if isinstance(e, socket.gaierror) or not e.errno else os.strerror(e.errno)
+                for bound in self._servers:
+                    bound.close()
                 raise OSError(e.errno, f"cannot listen on {host}:{listener.port}: {reason}") from e
             self._servers.append(srv)
         host, port = self._servers[0].sockets[0].getsockname()[:2]
@@ -82,12 +119,6 @@ class Server:
             self.broker.endpoint = Endpoint(first.host or self._bound_host(host), first.port or port)
         else:
             self.broker.endpoint = Endpoint(self._bound_host(host), port)
-        self._duties.append(loop.create_task(self._retention_loop()))
-        self._duties.append(loop.create_task(self._flush_loop()))
-        self._duties.append(loop.create_task(self._recovery_loop()))
-        self._duties.append(loop.create_task(self._idle_loop()))
-        log.info("herd listening on %s:%d (node %d, data in %s)", self.broker.endpoint.host, port,
-                 self.broker.node_id, os.path.abspath(self.config.get("log.dirs")))
 
     @staticmethod
     def _bound_host(host: str) -> str:
@@ -103,7 +134,15 @@ class Server:
                 if topic.internal:
                     continue  # compacted, and written only by the coordinator runtime
                 for partition in topic.partitions:
-                    partition.apply_retention(now)
+                    if partition is None:  # led by another node
+                        continue
+                    try:
+                        if partition.remote:
+                            await partition.apply_retention_async(now)  # type: ignore[attr-defined]
+                        else:
+                            partition.apply_retention(now)
+                    except LogError as e:  # a remote log taken over or the database gone: next time
+                        log.debug("retention of %s-%d skipped: %s", topic.name, partition.partition, e)
 
     async def _flush_loop(self) -> None:
         interval_ms = min(self.config.get("log.flush.scheduler.interval.ms"),
@@ -115,7 +154,8 @@ class Server:
                 if topic.internal:
                     continue  # the coordinator runtime fsyncs its partitions before every answer
                 for partition in topic.partitions:
-                    partition.maybe_flush(now)
+                    if partition is not None and not partition.remote:  # a remote log commits every append
+                        partition.maybe_flush(now)
 
     async def _recovery_loop(self) -> None:
         """Reopen data partitions that failed on a disk error (`recover`), each after its backoff; a failed
@@ -129,12 +169,17 @@ class Server:
                 if topic.internal:
                     continue  # the coordinator runtime reloads its partitions (CoordinatorRuntime._reload)
                 for index, partition in enumerate(topic.partitions):
+                    if partition is None:  # led by another node
+                        continue
                     failure = partition.failure
                     key = (topic.name, index)
                     if failure is None or failure == "closed" or not backoff.due(key, now):
                         continue
                     try:
-                        partition.recover()  # logs its success
+                        if partition.remote:  # the database failed under it: read its state again
+                            await partition.reload()  # type: ignore[attr-defined]
+                        else:
+                            partition.recover()  # logs its success
                         backoff.succeeded(key)
                     except LogError as error:
                         if backoff.failed(key, now):
@@ -153,13 +198,20 @@ class Server:
                 conn.sweep(now, idle_s)
 
     async def shutdown(self) -> None:
-        """Stop accepting, let connections send what they owe (bounded), then flush and close the logs."""
+        """Stop accepting, let connections send what they owe (bounded), then flush and close the logs. In
+        cluster mode with controlled.shutdown.enable, this node's partitions are handed to the other nodes
+        first, while its connections still answer (clients then move on NOT_LEADER_OR_FOLLOWER and
+        NOT_COORDINATOR, both retriable)."""
         for srv in self._servers:
             srv.close()
         for task in self._duties:
             task.cancel()
+        if self.node is not None:
+            await self.node.hand_over()
         if self.broker.coordinator is not None:
             await self.broker.coordinator.close()
+        if self.node is not None:
+            await self.node.close()
         pending = [c.drained.wait() for c in list(self.connections)]
         if pending:
             await asyncio.wait([asyncio.ensure_future(p) for p in pending], timeout=SHUTDOWN_GRACE_S)

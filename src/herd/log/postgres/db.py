@@ -16,13 +16,13 @@ import psycopg
 from psycopg import errors as pgerrors
 from psycopg_pool import AsyncConnectionPool
 
+from herd.log.postgres.errors import DatabaseError
+
+__all__ = ["DatabaseError", "check_connect", "describe", "open_pool", "redact"]
+
 log = logging.getLogger(__name__)
 
 CONNECT_TIMEOUT_S = 5
-
-
-class DatabaseError(Exception):
-    """The database cannot be used; the message is one line for the operator."""
 
 
 def redact(url: str) -> str:

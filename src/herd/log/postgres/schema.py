@@ -29,6 +29,8 @@ import uuid
 
 import psycopg
 
+from herd.log.postgres.errors import DatabaseError
+
 log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
@@ -87,7 +89,7 @@ ALTER TABLE herd_batches ALTER COLUMN data SET STORAGE EXTERNAL;
 MIGRATIONS: dict[int, str] = {1: _V1}
 
 
-class SchemaError(Exception):
+class SchemaError(DatabaseError):
     """The database's schema cannot be used by this node; one line for the operator."""
 
 

@@ -21,6 +21,7 @@ from herd.server.apis import (
     create_topics,
     delete_groups,
     delete_topics,
+    describe_cluster,
     describe_configs,
     describe_groups,
     fetch,
@@ -65,6 +66,7 @@ MODULES: tuple[ModuleType, ...] = (
     list_groups,
     delete_groups,
     incremental_alter_configs,
+    describe_cluster,
 )
 
 

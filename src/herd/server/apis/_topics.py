@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+from typing import Any, TypeVar
 
 from kio.schema.errors import ErrorCode
 
@@ -21,6 +22,15 @@ def resolve_topic(broker: Broker, entry: Any) -> tuple[Topic | None, ErrorCode]:
         topic = broker.cluster.by_id(topic_id)
         return topic, (ErrorCode.none if topic else ErrorCode.unknown_topic_id)
     return None, ErrorCode.unknown_topic_or_partition
+
+
+T = TypeVar("T")
+
+
+async def settled(value: T | Any) -> T:
+    """`value`, awaited if it is awaitable: the embedded cluster changes topics synchronously, the shared one
+    (cluster mode) with a database round trip, and the admin APIs serve both."""
+    return await value if inspect.isawaitable(value) else value
 
 
 def topic_ref(entry: Any) -> dict[str, Any]:

@@ -23,6 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import MAX_PARTITIONS_PER_REQUEST, TopicError
 from herd.server.apis._build import ctx_builder
+from herd.server.apis._topics import settled
 from herd.server.broker import RequestContext
 
 API_KEY = 37
@@ -32,7 +33,7 @@ MAX_VERSION = 3
 log = logging.getLogger(__name__)
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     counts = Counter(t.name for t in request.topics)
     results = []
@@ -44,7 +45,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                      error_message="Unable to perform excessively large batch operation.") for t in request.topics]
         return b.response(throttle_time=0, results=tuple(results))
     for topic in request.topics:
-        error, message = _grow(ctx, topic, request.validate_only, counts[topic.name] > 1)
+        error, message = await _grow(ctx, topic, request.validate_only, counts[topic.name] > 1)
         results.append(b("CreatePartitionsTopicResult", name=topic.name, error_code=error, error_message=message))
     return b.response(throttle_time=0, results=tuple(results))
 
@@ -58,17 +59,19 @@ def _new_partitions(ctx: RequestContext, topics: Any) -> int:
     return total
 
 
-def _grow(ctx: RequestContext, topic: Any, validate_only: bool, duplicate: bool) -> tuple[ErrorCode, str | None]:
+async def _grow(ctx: RequestContext, topic: Any, validate_only: bool, duplicate: bool) -> tuple[ErrorCode, str | None]:
     node = ctx.broker.node_id
     if duplicate:
         return ErrorCode.invalid_request, "Duplicate topic in request."
+    if topic.assignments and ctx.broker.cluster.shared:
+        return ErrorCode.invalid_replica_assignment, "In cluster mode herd places partitions itself."
     if topic.assignments and any(list(a.broker_ids) != [node] for a in topic.assignments):
         return ErrorCode.invalid_replica_assignment, f"Every replica must be on broker {node}."
     existing = ctx.broker.cluster.get(topic.name)
     if existing is not None and existing.internal:
         return ErrorCode.invalid_request, f"Cannot add partitions to internal topic {topic.name}"
     try:
-        ctx.broker.cluster.add_partitions(topic.name, topic.count, validate_only=validate_only)
+        await settled(ctx.broker.cluster.add_partitions(topic.name, topic.count, validate_only=validate_only))
     except TopicError as e:
         return ErrorCode(e.error_code), str(e)
     return ErrorCode.none, None

@@ -25,6 +25,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import MAX_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST, TopicError
 from herd.server.apis._build import Builder, ctx_builder
+from herd.server.apis._topics import settled
 from herd.server.apis.describe_configs import topic_config_entries
 from herd.server.broker import RequestContext
 
@@ -35,7 +36,7 @@ MAX_VERSION = 7
 log = logging.getLogger(__name__)
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     counts = Counter(t.name for t in request.topics)
     results = []
@@ -50,7 +51,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         if counts[topic.name] > 1:
             results.append(_error(b, topic.name, ErrorCode.invalid_request, "Duplicate topic name."))
         else:
-            results.append(_create(b, ctx, topic, request.validate_only))
+            results.append(await _create(b, ctx, topic, request.validate_only))
     return b.response(throttle_time=0, topics=tuple(results))
 
 
@@ -66,11 +67,19 @@ def _partition_count(topic: Any, default: int) -> int:
     return default if topic.num_partitions == -1 else topic.num_partitions
 
 
-def _create(b: Builder, ctx: RequestContext, topic: Any, validate_only: bool) -> Any:
+async def _create(b: Builder, ctx: RequestContext, topic: Any, validate_only: bool) -> Any:
     broker = ctx.broker
-    if topic.replication_factor not in (-1, 1) and not topic.assignments:
+    # In cluster mode PostgreSQL keeps the one copy of each partition (replicate PostgreSQL itself for more): a
+    # replication factor up to the number of live nodes is accepted, so tools that ask for 3 work unchanged.
+    available = len(broker.nodes())
+    if topic.replication_factor not in (-1, 1) and not topic.assignments and \
+            not (broker.cluster.shared and 0 < topic.replication_factor <= available):
         return _error(b, topic.name, ErrorCode.invalid_replication_factor,
-                      f"Replication factor {topic.replication_factor} is larger than the 1 available broker.")
+                      f"Replication factor {topic.replication_factor} is larger than the {available} available "
+                      f"broker{'s' if available != 1 else ''}.")
+    if topic.assignments and broker.cluster.shared:
+        return _error(b, topic.name, ErrorCode.invalid_replica_assignment,
+                      "In cluster mode herd places partitions itself.")
     if topic.assignments:
         if topic.num_partitions != -1 or topic.replication_factor != -1:
             return _error(b, topic.name, ErrorCode.invalid_request,
@@ -81,7 +90,8 @@ def _create(b: Builder, ctx: RequestContext, topic: Any, validate_only: bool) ->
     partitions = _partition_count(topic, broker.config.get("num.partitions"))
     configs = {c.name: c.value for c in topic.configs}
     try:
-        created = broker.cluster.create_topic(topic.name, partitions, configs, validate_only=validate_only)
+        created = await settled(broker.cluster.create_topic(topic.name, partitions, configs,
+                                                            validate_only=validate_only))
     except TopicError as e:
         return _error(b, topic.name, ErrorCode(e.error_code), str(e))
     entries = tuple(b("CreatableTopicConfigs", name=name, value=value, read_only=False, config_source=source,

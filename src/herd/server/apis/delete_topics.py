@@ -17,6 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import TopicError
 from herd.server.apis._build import ctx_builder
+from herd.server.apis._topics import settled
 from herd.server.broker import RequestContext
 
 API_KEY = 20
@@ -26,7 +27,7 @@ MAX_VERSION = 6
 _ZERO = uuid.UUID(int=0)
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     if ctx.api_version >= 6:
         wanted = [(t.name, t.topic_id) for t in request.topics]
@@ -34,13 +35,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         wanted = [(name, None) for name in request.topic_names]
     results = []
     for name, topic_id in wanted:
-        error, message, name, topic_id = _delete(ctx, name, topic_id)
+        error, message, name, topic_id = await _delete(ctx, name, topic_id)
         results.append(b("DeletableTopicResult", name=name, topic_id=topic_id or _ZERO, error_code=error,
                          error_message=message))
     return b.response(throttle_time=0, responses=tuple(results))
 
 
-def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -> tuple[ErrorCode, str | None, Any, Any]:
+async def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -> tuple[ErrorCode, str | None, Any, Any]:
     cluster = ctx.broker.cluster
     topic = cluster.get(name) if name else (cluster.by_id(topic_id) if topic_id else None)
     if topic is None:
@@ -52,7 +53,7 @@ def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -
         return ErrorCode.invalid_topic_exception, f"Cannot delete internal topic {topic.name}", topic.name, \
             topic.topic_id
     try:
-        cluster.delete_topic(topic.name)
+        await settled(cluster.delete_topic(topic.name))
     except TopicError as e:
         return ErrorCode(e.error_code), str(e), topic.name, topic.topic_id
     ctx.broker.producers.forget(topic.name)

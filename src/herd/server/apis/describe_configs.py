@@ -145,11 +145,16 @@ def _configs(b: Builder, resource: Any, entries: list[tuple[str, str | None, int
     wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
     documented = getattr(request, "include_documentation", False)
     return tuple(
-        b("DescribeConfigsResourceResult", name=name, value=value, read_only=resource.resource_type == BROKER,
-          config_source=source, is_sensitive=False, synonyms=(), config_type=_TYPES.get(kind, 0),
-          documentation=doc if documented else None)
+        b("DescribeConfigsResourceResult", name=name, value=None if name in SENSITIVE else value,
+          read_only=resource.resource_type == BROKER, config_source=source, is_sensitive=name in SENSITIVE,
+          synonyms=(), config_type=_TYPES.get(kind, 0), documentation=doc if documented else None)
         for name, value, source, kind, doc in entries if wanted is None or name in wanted
     )
+
+
+# Settings whose value is never sent to a client, as Kafka answers PASSWORD configs: null, is_sensitive=true (the
+# database URL may hold a password).
+SENSITIVE = frozenset({"herd.cluster.database.url"})
 
 
 def _result(b: Builder, resource: Any, error: ErrorCode, message: str | None, configs: tuple = ()) -> Any:

@@ -36,6 +36,8 @@ INT32_MAX = 2**31 - 1
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if ctx.broker.cluster.shared:
+        return _fetch_remote(ctx, request)
     response, size, keys = _read(ctx, request)
     wait_ms = ms(request.max_wait)
     if size >= request.min_bytes or wait_ms <= 0 or not keys:
@@ -57,37 +59,91 @@ async def _long_poll(ctx: RequestContext, request: Any, wait_ms: int, keys: list
     return _read(ctx, request)[0]
 
 
+async def _fetch_remote(ctx: RequestContext, request: Any) -> Any:
+    """Cluster mode: the same as `handle` and `_long_poll`, reading with `read_async` (the log's memory when it
+    holds the range, else PostgreSQL)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + ms(request.max_wait) / 1000
+    while True:
+        reads = _Reads(ctx, request)
+        for pending in reads.pending():
+            log, offset, limit, min_one = pending
+            try:
+                reads.done(await log.read_async(offset, limit, min_one=min_one))
+            except LogError as e:
+                reads.failed(e)
+        remaining = deadline - loop.time()
+        if reads.total >= request.min_bytes or remaining <= 0 or not reads.keys:
+            return reads.response()
+        await ctx.broker.wait_for_append(reads.keys, remaining)
+
+
 def _read(ctx: RequestContext, request: Any) -> tuple[Any, int, list[tuple[str, int]]]:
     """The response as of now, its size in record bytes, and the partitions that could still get data."""
-    b = ctx_builder(ctx)
-    budget = min(getattr(request, "max_bytes", INT32_MAX), ctx.broker.config.get("fetch.max.bytes"))
-    total = 0
-    keys: list[tuple[str, int]] = []
-    topics = []
-    for entry in request.topics:
-        topic, topic_error = resolve_topic(ctx.broker, entry)
-        partitions = []
-        for p in entry.partitions:
-            if topic is None or not 0 <= p.partition < len(topic.partitions):
-                error = topic_error if topic is None else ErrorCode.unknown_topic_or_partition
-                partitions.append(_partition(b, p.partition, error))
-                continue
-            log = topic.partitions[p.partition]
-            limit = min(p.partition_max_bytes, budget - total)
-            try:
-                data = log.read(p.fetch_offset, max(limit, 0), min_one=total == 0) if limit > 0 or total == 0 \
-                    else b""
-            except LogError as e:
-                partitions.append(_partition(b, p.partition, ErrorCode(e.error_code), log))
-                continue
-            total += len(data)
-            keys.append((topic.name, p.partition))
-            partitions.append(_partition(b, p.partition, ErrorCode.none, log, data))
-        topics.append(b("FetchableTopicResponse", topic=getattr(entry, "topic", None),
-                        topic_id=getattr(entry, "topic_id", None), partitions=tuple(partitions)))
-    response = b.response(throttle_time=0, error_code=ErrorCode.none, session_id=0, responses=tuple(topics),
-                          node_endpoints=())
-    return response, total, keys
+    reads = _Reads(ctx, request)
+    for log, offset, limit, min_one in reads.pending():
+        try:
+            reads.done(log.read(offset, limit, min_one=min_one))
+        except LogError as e:
+            reads.failed(e)
+    return reads.response(), reads.total, reads.keys
+
+
+class _Reads:
+    """One pass over a Fetch request: `pending()` yields each partition's read (log, offset, byte limit,
+    min_one) in order, and the caller reports its outcome with `done(data)` or `failed(error)` before taking
+    the next, so that each read's limit knows what the ones before it returned."""
+
+    def __init__(self, ctx: RequestContext, request: Any) -> None:
+        self.ctx = ctx
+        self.request = request
+        self.b = ctx_builder(ctx)
+        self.budget = min(getattr(request, "max_bytes", INT32_MAX), ctx.broker.config.get("fetch.max.bytes"))
+        self.total = 0
+        self.keys: list[tuple[str, int]] = []
+        self.topics: list[Any] = []
+        self._outcome: tuple[Any, bytes | LogError] | None = None
+
+    def done(self, data: bytes) -> None:
+        self._outcome = (None, data)
+
+    def failed(self, error: LogError) -> None:
+        self._outcome = (None, error)
+
+    def pending(self) -> Any:
+        b = self.b
+        for entry in self.request.topics:
+            topic, topic_error = resolve_topic(self.ctx.broker, entry)
+            partitions = []
+            for p in entry.partitions:
+                if topic is None or not 0 <= p.partition < len(topic.partitions):
+                    error = topic_error if topic is None else ErrorCode.unknown_topic_or_partition
+                    partitions.append(_partition(b, p.partition, error))
+                    continue
+                log = topic.partitions[p.partition]
+                if log is None:  # another node leads it (cluster mode)
+                    partitions.append(_partition(b, p.partition, ErrorCode.not_leader_or_follower))
+                    continue
+                limit = min(p.partition_max_bytes, self.budget - self.total)
+                if limit <= 0 and self.total > 0:
+                    data: bytes | LogError = b""
+                else:
+                    self._outcome = None
+                    yield log, p.fetch_offset, max(limit, 0), self.total == 0
+                    assert self._outcome is not None, "each read's outcome is reported before the next"
+                    data = self._outcome[1]
+                if isinstance(data, LogError):
+                    partitions.append(_partition(b, p.partition, ErrorCode(data.error_code), log))
+                    continue
+                self.total += len(data)
+                self.keys.append((topic.name, p.partition))
+                partitions.append(_partition(b, p.partition, ErrorCode.none, log, data))
+            self.topics.append(b("FetchableTopicResponse", topic=getattr(entry, "topic", None),
+                                 topic_id=getattr(entry, "topic_id", None), partitions=tuple(partitions)))
+
+    def response(self) -> Any:
+        return self.b.response(throttle_time=0, error_code=ErrorCode.none, session_id=0,
+                               responses=tuple(self.topics), node_endpoints=())
 
 
 def _partition(b: Builder, index: int, error: ErrorCode, log: Any = None, records: bytes = b"") -> Any:

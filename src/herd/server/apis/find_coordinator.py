@@ -5,9 +5,11 @@ v1: key type (0 group, 1 transaction) and error message. v3: flexible. v4: a bat
 (INVALID_REQUEST).
 
 A group's coordinator is the leader of partition abs(Java hashCode(groupId)) % offsets.topic.num.partitions of
-__consumer_offsets: this broker when its coordinator runtime hosts that partition (on a single node it hosts
-them all), otherwise no broker is known and the answer is COORDINATOR_NOT_AVAILABLE, which clients retry.
-Transactional ids are answered with this broker so that clients can ask, though transactions themselves are not
+__consumer_offsets. On a single node that is this node while its coordinator runtime hosts the partition. In
+cluster mode it is whichever live node leads the partition (any node answers, from its view of the leaders);
+the node named may still be loading the partition, and answers COORDINATOR_LOAD_IN_PROGRESS until it is done,
+as in Kafka. With no coordinator known the answer is COORDINATOR_NOT_AVAILABLE, which clients retry.
+Transactional ids are answered with this node so that clients can ask, though transactions themselves are not
 supported (see init_producer_id).
 """
 
@@ -17,6 +19,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from herd.cluster.topics import OFFSETS_TOPIC, Node
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 
@@ -27,31 +30,38 @@ MAX_VERSION = 6
 GROUP, TRANSACTION, SHARE = 0, 1, 2
 
 
-def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, str | None]:
+def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, str | None, Node | None]:
     if key_type not in (GROUP, TRANSACTION):
-        return ErrorCode.invalid_request, f"key type {key_type} is not supported"
+        return ErrorCode.invalid_request, f"key type {key_type} is not supported", None
     if key_type == GROUP and not key:
-        return ErrorCode.invalid_request, "group id must not be empty"
-    coordinator = ctx.broker.coordinator
-    if key_type == GROUP and coordinator is not None and not coordinator.hosts(key):
-        return ErrorCode.coordinator_not_available, "The coordinator is not available."
-    return ErrorCode.none, None
+        return ErrorCode.invalid_request, "group id must not be empty", None
+    broker = ctx.broker
+    coordinator = broker.coordinator
+    here = broker.node(broker.node_id)
+    if key_type == GROUP and coordinator is not None:
+        if broker.cluster.shared:
+            leader, _ = broker.cluster.leader(OFFSETS_TOPIC, coordinator.partition_for(key))
+            node = broker.node(leader) if leader != broker.node_id or coordinator.hosts(key) else None
+            if node is not None:
+                return ErrorCode.none, None, node
+        elif coordinator.hosts(key):
+            return ErrorCode.none, None, here
+        return ErrorCode.coordinator_not_available, "The coordinator is not available.", None
+    return ErrorCode.none, None, here
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
-    broker = ctx.broker
-    node, host, port = broker.node_id, broker.endpoint.host, broker.endpoint.port
     key_type = getattr(request, "key_type", GROUP)
     if ctx.api_version >= 4:
         coordinators = []
         for key in request.coordinator_keys:
-            error, message = _lookup(ctx, key, key_type)
-            ok = error is ErrorCode.none
-            coordinators.append(b("Coordinator", key=key, node_id=node if ok else -1, host=host if ok else "",
-                                  port=port if ok else -1, error_code=error, error_message=message))
+            error, message, node = _lookup(ctx, key, key_type)
+            coordinators.append(b("Coordinator", key=key, node_id=node.node_id if node else -1,
+                                  host=node.host if node else "", port=node.port if node else -1,
+                                  error_code=error, error_message=message))
         return b.response(throttle_time=0, coordinators=tuple(coordinators))
-    error, message = _lookup(ctx, request.key, key_type)
-    ok = error is ErrorCode.none
-    return b.response(throttle_time=0, error_code=error, error_message=message, node_id=node if ok else -1,
-                      host=host if ok else "", port=port if ok else -1)
+    error, message, node = _lookup(ctx, request.key, key_type)
+    return b.response(throttle_time=0, error_code=error, error_message=message,
+                      node_id=node.node_id if node else -1, host=node.host if node else "",
+                      port=node.port if node else -1)

@@ -7,7 +7,8 @@ EARLIEST_PENDING_UPLOAD (-6).
 Special timestamps: -1 latest (the log end offset), -2 earliest (the log start offset), -3 the record with the
 largest timestamp, -4 earliest local (herd keeps everything locally, so the log start), -5 latest tiered and -6
 earliest pending upload (herd has no tiered storage: offset -1). A non-negative timestamp finds the first offset
-whose timestamp is at least that (offset -1 when there is none).
+whose timestamp is at least that (offset -1 when there is none). In cluster mode a partition another node
+leads gets NOT_LEADER_OR_FOLLOWER, and searches by timestamp in PostgreSQL are awaited.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.log.api import LogError, PartitionLog
+from herd.log.api import LogError, PartitionLog, TimestampOffset
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import resolve_topic
 from herd.server.broker import RequestContext
@@ -31,41 +32,76 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     topics = []
+    searches: list[tuple[list[Any], int, Any]] = []  # cluster mode: (answers, position, coroutine of the answer)
     for entry in request.topics:
         topic, error = resolve_topic(ctx.broker, entry)
-        partitions = []
+        partitions: list[Any] = []
         for p in entry.partitions:
-            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
-                partitions.append(_answer(b, p.partition_index, error if topic is None
-                                          else ErrorCode.unknown_topic_or_partition))
+            index = p.partition_index
+            if topic is None or not 0 <= index < len(topic.partitions):
+                partitions.append(_answer(b, index, error if topic is None else ErrorCode.unknown_topic_or_partition))
+                continue
+            log = topic.partitions[index]
+            if log is None:  # another node leads it (cluster mode)
+                partitions.append(_answer(b, index, ErrorCode.not_leader_or_follower))
+            elif log.remote and (p.timestamp == MAX_TIMESTAMP or p.timestamp >= 0):
+                searches.append((partitions, len(partitions), _search_remote(b, index, log, p.timestamp)))
+                partitions.append(None)
             else:
-                try:
-                    partitions.append(_lookup(b, p.partition_index, topic.partitions[p.partition_index],
-                                              p.timestamp))
-                except LogError as e:  # e.g. KAFKA_STORAGE_ERROR from a failed partition
-                    partitions.append(_answer(b, p.partition_index, ErrorCode(e.error_code)))
-        topics.append(b("ListOffsetsTopicResponse", name=entry.name, partitions=tuple(partitions)))
-    return b.response(throttle_time=0, topics=tuple(topics))
+                partitions.append(_lookup(b, index, log, p.timestamp))
+        topics.append(b("ListOffsetsTopicResponse", name=entry.name, partitions=partitions))
+    response = b.response(throttle_time=0, topics=tuple(topics))
+    if searches:
+        return _after_searches(response, searches)
+    return response
+
+
+async def _after_searches(response: Any, searches: list[tuple[list[Any], int, Any]]) -> Any:
+    for answers, position, search in searches:
+        answers[position] = await search
+    return response
 
 
 def _lookup(b: Builder, index: int, log: PartitionLog, timestamp: int) -> Any:
-    if timestamp == LATEST:
-        return _answer(b, index, ErrorCode.none, -1, log.log_end_offset)
-    if timestamp in (EARLIEST, EARLIEST_LOCAL):
-        return _answer(b, index, ErrorCode.none, -1, log.log_start_offset)
-    if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
-        return _answer(b, index, ErrorCode.none, -1, -1)
-    if timestamp == MAX_TIMESTAMP:
-        found = log.max_timestamp()
-    elif timestamp >= 0:
-        found = log.offset_for_timestamp(timestamp)
-    else:
-        return _answer(b, index, ErrorCode.invalid_request)
+    try:
+        if timestamp == LATEST:
+            return _answer(b, index, ErrorCode.none, -1, log.log_end_offset, log)
+        if timestamp in (EARLIEST, EARLIEST_LOCAL):
+            return _answer(b, index, ErrorCode.none, -1, log.log_start_offset, log)
+        if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
+            return _answer(b, index, ErrorCode.none, -1, -1, log)
+        if timestamp == MAX_TIMESTAMP:
+            found = log.max_timestamp()
+        elif timestamp >= 0:
+            found = log.offset_for_timestamp(timestamp)
+        else:
+            return _answer(b, index, ErrorCode.invalid_request)
+    except LogError as e:  # e.g. KAFKA_STORAGE_ERROR from a failed partition
+        return _answer(b, index, ErrorCode(e.error_code))
+    return _found(b, index, found, log)
+
+
+async def _search_remote(b: Builder, index: int, log: Any, timestamp: int) -> Any:
+    """A search by timestamp in a partition stored in PostgreSQL."""
+    try:
+        if timestamp == MAX_TIMESTAMP:
+            found = await log.max_timestamp_async()
+        else:
+            found = await log.offset_for_timestamp_async(timestamp)
+    except LogError as e:
+        return _answer(b, index, ErrorCode(e.error_code))
+    return _found(b, index, found, log)
+
+
+def _found(b: Builder, index: int, found: TimestampOffset | None, log: PartitionLog) -> Any:
     if found is None:
-        return _answer(b, index, ErrorCode.none, -1, -1)
-    return _answer(b, index, ErrorCode.none, found.timestamp, found.offset)
+        return _answer(b, index, ErrorCode.none, -1, -1, log)
+    return _answer(b, index, ErrorCode.none, found.timestamp, found.offset, log)
 
 
-def _answer(b: Builder, index: int, error: ErrorCode, timestamp: int = -1, offset: int = -1) -> Any:
+def _answer(b: Builder, index: int, error: ErrorCode, timestamp: int = -1, offset: int = -1,
+            log: PartitionLog | None = None) -> Any:  # fmt: skip
+    """One partition's answer; with its log, the leader epoch it is led at (0 on a single node)."""
+    epoch = getattr(log, "leader_epoch", 0) if error is ErrorCode.none else -1
     return b("ListOffsetsPartitionResponse", partition_index=index, error_code=error, timestamp=timestamp,
-             offset=offset, leader_epoch=0 if error is ErrorCode.none else -1)
+             offset=offset, leader_epoch=epoch)

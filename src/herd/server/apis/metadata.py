@@ -7,7 +7,10 @@ topics may be asked for by id. v11: cluster authorized operations removed. v12: 
 request. v13: top-level error code (Kafka 4.x's maximum). A topic without a name before v12, by id before v12,
 or with neither name nor id gets INVALID_REQUEST, as Kafka's InvalidRequestException answers.
 
-One node leads every partition. An unknown topic is created when both the request (v4+; always before v4) and
+Brokers are the live nodes (one on an embedded node); each partition names its leader and leader epoch
+(LEADER_NOT_AVAILABLE while no live node leads it, as when its leader just died and no other has taken it over
+yet). Every node answers for the whole cluster; the controller id is the answering node, which serves admin
+requests itself. An unknown topic is created when both the request (v4+; always before v4) and
 `auto.create.topics.enable` allow it and its name is legal; otherwise UNKNOWN_TOPIC_OR_PARTITION (or
 INVALID_TOPIC_EXCEPTION for an illegal name, UNKNOWN_TOPIC_ID for an unknown id). An auto-creation that cannot
 be done is that topic's error and nothing else changes: KAFKA_STORAGE_ERROR when the disk failed (retriable for
@@ -22,7 +25,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.cluster.topics import Topic, TopicError, check_topic_name
+from herd.cluster.topics import TOPIC_ALREADY_EXISTS, Topic, TopicError, check_topic_name
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
 
@@ -45,10 +48,44 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                   for t in request.topics]
     else:
         topics = [_lookup(b, ctx, request, entry) for entry in request.topics]
-    node = b("MetadataResponseBroker", node_id=broker.node_id, host=broker.endpoint.host,
-             port=broker.endpoint.port, rack=None)
-    return b.response(throttle_time=0, brokers=(node,), cluster_id=broker.cluster.cluster_id,
+        if any(isinstance(t, _Create) for t in topics):
+            return _created_then_answer(b, ctx, topics)
+    return _response(b, ctx, topics)
+
+
+def _response(b: Builder, ctx: RequestContext, topics: list[Any]) -> Any:
+    broker = ctx.broker
+    nodes = tuple(b("MetadataResponseBroker", node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
+                  for n in broker.nodes())
+    return b.response(throttle_time=0, brokers=nodes, cluster_id=broker.cluster.cluster_id,
                       controller_id=broker.node_id, topics=tuple(topics), error_code=ErrorCode.none)
+
+
+class _Create:
+    """A topic to auto-create in cluster mode, where creating takes a database round trip."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+async def _created_then_answer(b: Builder, ctx: RequestContext, topics: list[Any]) -> Any:
+    answered = []
+    for entry in topics:
+        if isinstance(entry, _Create):
+            try:
+                topic = await ctx.broker.cluster.create_topic(entry.name, ctx.broker.config.get("num.partitions"))
+            except TopicError as e:
+                topic = ctx.broker.cluster.get(entry.name) if e.error_code == TOPIC_ALREADY_EXISTS else None
+                if topic is None:
+                    answered.append(_error(b, ErrorCode(e.error_code), entry.name))
+                    continue
+            else:
+                log.info("auto-created topic %s for a Metadata request from %s", entry.name, ctx.header.client_id)
+            entry = _describe(b, ctx, topic)
+        answered.append(entry)
+    return _response(b, ctx, answered)
 
 
 def _has_id(entry: Any) -> bool:
@@ -81,6 +118,8 @@ def _lookup(b: Builder, ctx: RequestContext, request: Any, entry: Any) -> Any:
         return _error(b, ErrorCode.invalid_topic_exception, name)
     allowed = getattr(request, "allow_auto_topic_creation", True)
     if allowed and ctx.broker.config.get("auto.create.topics.enable") and not name.startswith("__"):
+        if cluster.shared:
+            return _Create(name)
         try:
             topic = cluster.create_topic(name, ctx.broker.config.get("num.partitions"))
         except TopicError as e:
@@ -91,14 +130,17 @@ def _lookup(b: Builder, ctx: RequestContext, request: Any, entry: Any) -> Any:
 
 
 def _describe(b: Builder, ctx: RequestContext, topic: Topic) -> Any:
-    node = ctx.broker.node_id
-    partitions = tuple(
-        b("MetadataResponsePartition", error_code=ErrorCode.none, partition_index=i, leader_id=node,
-          leader_epoch=0, replica_nodes=(node,), isr_nodes=(node,), offline_replicas=())
-        for i in range(len(topic.partitions))
-    )
+    cluster = ctx.broker.cluster
+    partitions = []
+    for i in range(len(topic.partitions)):
+        node, epoch = cluster.leader(topic.name, i)
+        replicas = (node,) if node >= 0 else ()
+        partitions.append(b("MetadataResponsePartition",
+                            error_code=ErrorCode.none if node >= 0 else ErrorCode.leader_not_available,
+                            partition_index=i, leader_id=node, leader_epoch=epoch, replica_nodes=replicas,
+                            isr_nodes=replicas, offline_replicas=()))
     return b("MetadataResponseTopic", error_code=ErrorCode.none, name=topic.name, topic_id=topic.topic_id,
-             is_internal=topic.internal, partitions=partitions)
+             is_internal=topic.internal, partitions=tuple(partitions))
 
 
 def _error(b: Builder, code: ErrorCode, name: str | None, topic_id: Any = None) -> Any:

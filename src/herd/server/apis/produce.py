@@ -9,12 +9,15 @@ Kafka's LogValidator checks them (`herd.log.records.check_records`: every batch 
 well framed and as many as it declares; CORRUPT_MESSAGE or INVALID_RECORD with a message otherwise); the log
 checks framing, magic and CRC32C and assigns offsets. acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS otherwise); with acks=0 no answer is
 sent. On one node acks=-1 and acks=1 are the same: the write is in the log (and flushed as log.flush.* say)
-when the answer goes out. Idempotent producers are accepted and checked per partition (herd.server.producers);
+when the answer goes out. In cluster mode a partition another node leads gets NOT_LEADER_OR_FOLLOWER, and the
+answer waits until the appended batches are committed to PostgreSQL (acks=1 and acks=-1 alike). Idempotent producers are accepted and checked per partition (herd.server.producers);
 transactional produce is not supported (INVALID_REQUEST, see docs/compatibility.md).
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -24,6 +27,8 @@ from herd.log.records import check_records
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import resolve_topic, topic_ref
 from herd.server.broker import RequestContext
+
+log = logging.getLogger(__name__)
 
 API_KEY = 0
 MIN_VERSION = 3
@@ -39,29 +44,35 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         error = ErrorCode.invalid_request
     else:
         error = ErrorCode.none
-    topics = tuple(_produce_topic(b, ctx, entry, error) for entry in request.topic_data)
+    commits: list[_Commit] = []
+    topics = tuple(_produce_topic(b, ctx, entry, error, commits) for entry in request.topic_data)
+    if commits:
+        return _after_commits(b, ctx, topics, commits, acks)
     if acks == 0:
         return None
     return b.response(responses=topics, throttle_time=0, node_endpoints=())
 
 
-def _produce_topic(b: Builder, ctx: RequestContext, entry: Any, error: ErrorCode) -> Any:
+def _produce_topic(b: Builder, ctx: RequestContext, entry: Any, error: ErrorCode, commits: list[_Commit]) -> Any:
     topic, topic_error = resolve_topic(ctx.broker, entry)
     if error is ErrorCode.none and topic is not None and topic.internal:
         error = ErrorCode.invalid_topic_exception
-    results = []
+    results: list[Any] = []
     for data in entry.partition_data:
         if error is not ErrorCode.none:
             results.append(_result(b, data.index, error))
         elif topic is None or not 0 <= data.index < len(topic.partitions):
             results.append(_result(b, data.index, topic_error if topic is None else
                                    ErrorCode.unknown_topic_or_partition))
+        elif topic.partitions[data.index] is None:  # another node leads it (cluster mode)
+            results.append(_result(b, data.index, ErrorCode.not_leader_or_follower))
         else:
-            results.append(_append(b, ctx, topic, data))
-    return b("TopicProduceResponse", **topic_ref(entry), partition_responses=tuple(results))
+            results.append(_append(b, ctx, topic, data, commits, results))
+    return b("TopicProduceResponse", **topic_ref(entry), partition_responses=results)
 
 
-def _append(b: Builder, ctx: RequestContext, topic: Any, data: Any) -> Any:
+def _append(b: Builder, ctx: RequestContext, topic: Any, data: Any, commits: list[_Commit],
+            results: list[Any]) -> Any:  # fmt: skip
     records = data.records
     broker = ctx.broker
     if not records:
@@ -75,9 +86,42 @@ def _append(b: Builder, ctx: RequestContext, topic: Any, data: Any) -> Any:
     except LogError as e:
         return _result(b, data.index, ErrorCode(e.error_code), message=str(e) or None,
                        log_start_offset=log.log_start_offset)
-    broker.notify_append((topic.name, data.index))
-    return _result(b, data.index, ErrorCode.none, base_offset=result.base_offset,
-                   log_append_time=result.log_append_time, log_start_offset=result.log_start_offset)
+    answer = _result(b, data.index, ErrorCode.none, base_offset=result.base_offset,
+                     log_append_time=result.log_append_time, log_start_offset=result.log_start_offset)
+    if log.remote:  # acknowledged once its transaction has committed
+        commits.append(_Commit(log, result.last_offset + 1, (topic.name, data.index), results, len(results)))
+    else:
+        broker.notify_append((topic.name, data.index))
+    return answer
+
+
+class _Commit:
+    """An append to a remote log whose answer waits for its commit: where the answer sits in `results`."""
+
+    __slots__ = ("log", "end", "key", "results", "position")
+
+    def __init__(self, log: Any, end: int, key: tuple[str, int], results: list[Any], position: int) -> None:
+        self.log, self.end, self.key, self.results, self.position = log, end, key, results, position
+
+
+async def _after_commits(b: Builder, ctx: RequestContext, topics: tuple[Any, ...], commits: list[_Commit],
+                         acks: int) -> Any:  # fmt: skip
+    """Cluster mode: answer once every append of the request has committed (or failed, that partition getting
+    the error: NOT_LEADER_OR_FOLLOWER if it was taken over, KAFKA_STORAGE_ERROR if the database failed; both are
+    retriable, and neither is ever answered for a write that was acknowledged)."""
+    outcomes = await asyncio.gather(*(c.log.wait_durable(c.end) for c in commits), return_exceptions=True)
+    for commit, outcome in zip(commits, outcomes, strict=True):
+        if isinstance(outcome, BaseException):
+            error = ErrorCode(outcome.error_code) if isinstance(outcome, LogError) else ErrorCode.unknown_server_error
+            if not isinstance(outcome, LogError):
+                log.error("commit of %s-%d failed: %r", *commit.key, outcome)
+            index = commit.results[commit.position].index
+            commit.results[commit.position] = _result(b, index, error, message=str(outcome) or None)
+        else:
+            ctx.broker.notify_append(commit.key)
+    if acks == 0:
+        return None
+    return b.response(responses=topics, throttle_time=0, node_endpoints=())
 
 
 def _result(b: Builder, index: int, error: ErrorCode, *, base_offset: int = -1, log_append_time: int = -1,

@@ -1,0 +1,47 @@
+"""The coordinator's writer for partitions stored in PostgreSQL (cluster mode).
+
+A shard's writer (`ShardRuntime._write_loop`) asks its writer for a `turn()` and then `write(log, data, now_ms)`,
+and awaits the AppendResult once the batch is durable. On local segment files that is `flusher.Flusher` (append
+and fsync in a thread, shared across partitions). A remote log appends in memory on the loop and commits in its
+own background transaction, which already takes everything appended while the previous one ran (group commit),
+and is fenced by the leader epoch: so here `write` appends at once and waits for that commit, and `turn` has
+nothing to wait for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from herd.log.api import AppendResult, PartitionLog, RemotePartitionLog
+
+
+class Writer(Protocol):
+    """What a shard needs of its writer (`flusher.Flusher` or `RemoteWriter`)."""
+
+    def turn(self) -> asyncio.Future[None]: ...
+
+    def write(self, log: PartitionLog, data: bytes, now_ms: int) -> asyncio.Future[AppendResult]: ...
+
+
+class RemoteWriter:
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    def turn(self) -> asyncio.Future[None]:
+        future: asyncio.Future[None] = self._loop.create_future()
+        future.set_result(None)
+        return future
+
+    def write(self, log: PartitionLog, data: bytes, now_ms: int) -> asyncio.Future[AppendResult]:
+        """Append `data` to the remote `log`; the future holds the AppendResult once it is committed, or the
+        LogError of the append or the commit (NotLeaderError when another node took the partition over)."""
+        return self._loop.create_task(self._write(log, data, now_ms))
+
+    @staticmethod
+    async def _write(log: PartitionLog, data: bytes, now_ms: int) -> AppendResult:
+        assert log.remote, "RemoteWriter writes remote logs only"
+        remote: RemotePartitionLog = log  # type: ignore[assignment]
+        result = remote.append(data, now_ms)
+        await remote.wait_durable(result.last_offset + 1)
+        return result

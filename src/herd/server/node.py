@@ -1,0 +1,149 @@
+"""A node of a cluster (cluster mode): the database, the shared cluster and what follows leadership.
+
+`ClusterNode.start` opens the connection pool (one line and a non-zero exit if PostgreSQL cannot be reached,
+refuses the password or lacks a privilege), brings the schema to this version (refusing a newer one), starts the
+shared cluster (registration, lease, leadership) and the group coordinator, which hosts the `__consumer_offsets`
+partitions this node leads. From then on leadership moves are followed as they happen (`_on_leadership`):
+- a `__consumer_offsets` partition gained is loaded (its groups answer COORDINATOR_LOAD_IN_PROGRESS until the
+  replay is done), one lost is unloaded (its groups answer NOT_COORDINATOR and clients look the coordinator up
+  again); a partition's moves are handled one after the other, in the order they happened;
+- a data partition gained has its idempotent producers' state rebuilt from the stored batches, one lost forgets
+  it.
+
+`hand_over` (SIGTERM with controlled.shutdown.enable) gives this node's partitions to the live nodes before it
+exits; `close` stops the cluster's background work and closes the store and the pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from herd.cluster.shared import SharedCluster
+from herd.cluster.topics import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, TOPIC_ALREADY_EXISTS, TopicError
+from herd.config import BrokerConfig
+from herd.log.api import PartitionLog
+from herd.log.postgres.db import open_pool, redact
+from herd.log.postgres.schema import migrate
+from herd.log.postgres.store import PgLogStore
+from herd.runtime import CoordinatorRuntime
+
+if TYPE_CHECKING:
+    from psycopg_pool import AsyncConnectionPool
+
+    from herd.server.broker import Broker
+
+log = logging.getLogger(__name__)
+
+POOL_MAX_SIZE = 16
+
+
+class ClusterNode:
+    def __init__(self, config: BrokerConfig, broker: Broker, pool: AsyncConnectionPool, store: PgLogStore,
+                 cluster: SharedCluster) -> None:  # fmt: skip
+        self.config = config
+        self.broker = broker
+        self.pool = pool
+        self.store = store
+        self.cluster = cluster
+        self._moves: dict[tuple[str, int], asyncio.Task[None]] = {}  # the last move of each partition
+
+    @classmethod
+    async def start(cls, config: BrokerConfig, broker: Broker) -> ClusterNode:
+        url: str = config.get("herd.cluster.database.url")
+        pool = await open_pool(url, max_size=POOL_MAX_SIZE, name=f"herd-node-{broker.node_id}")
+        try:
+            async with pool.connection() as conn:
+                cluster_id = await migrate(conn, redact(url))
+            store = PgLogStore(pool, broker.node_id)
+            cluster = SharedCluster(
+                pool, store, config.log_config(), node_id=broker.node_id,
+                endpoint=(broker.endpoint.host, broker.endpoint.port),
+                session_timeout_ms=config.get("broker.session.timeout.ms"),
+                heartbeat_interval_ms=config.get("broker.heartbeat.interval.ms"),
+                max_partitions=config.get("max.broker.partitions"), cluster_id=cluster_id)
+            broker.cluster = cluster  # type: ignore[assignment]
+            await cluster.start()
+        except BaseException:
+            await pool.close()
+            raise
+        node = cls(config, broker, pool, store, cluster)
+        await node._start_coordinator()
+        return node
+
+    async def _start_coordinator(self) -> None:
+        """Create __consumer_offsets if no node has yet, start the coordinator with the partitions this node
+        leads, and follow leadership from now on."""
+        if self.cluster.get(OFFSETS_TOPIC) is None:
+            configs = {**OFFSETS_TOPIC_CONFIGS, "segment.bytes": str(self.config.get("offsets.topic.segment.bytes"))}
+            try:
+                await self.cluster.create_topic(OFFSETS_TOPIC, self.config.get("offsets.topic.num.partitions"),
+                                                configs)
+            except TopicError as e:
+                if e.error_code != TOPIC_ALREADY_EXISTS:  # another node made it meanwhile: fine
+                    raise
+        coordinator = CoordinatorRuntime(self.broker.cluster, self.config)
+        self.broker.coordinator = coordinator
+        topic = self.cluster.get(OFFSETS_TOPIC)
+        assert topic is not None
+        led = [i for i, partition in enumerate(topic.partitions) if partition is not None]
+        coordinator.start(led)
+        self.cluster.on_leadership = self._on_leadership
+
+    # -- leadership ----------------------------------------------------------------------------------------------
+
+    def _on_leadership(self, topic: str, index: int, partition: PartitionLog | None) -> None:
+        """This node gained (`partition` is its log) or lost (None) a partition; called on the loop."""
+        key = (topic, index)
+        previous = self._moves.get(key)
+        task = asyncio.get_running_loop().create_task(self._follow(topic, index, partition, previous))
+        self._moves[key] = task
+        task.add_done_callback(lambda t: self._moves.pop(key, None) if self._moves.get(key) is t else None)
+
+    async def _follow(self, topic: str, index: int, partition: PartitionLog | None,
+                      previous: asyncio.Task[None] | None) -> None:  # fmt: skip
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        try:
+            if topic == OFFSETS_TOPIC:
+                await self._follow_coordinator(index, partition)
+            elif partition is None:
+                self.broker.producers.forget_partition(topic, index)
+            else:
+                rows = await partition.producer_state()  # type: ignore[attr-defined]
+                self.broker.producers.restore(topic, index, rows)
+        except Exception:
+            log.exception("could not follow the leadership move of %s-%d", topic, index)
+
+    async def _follow_coordinator(self, index: int, partition: PartitionLog | None) -> None:
+        coordinator = self.broker.coordinator
+        if coordinator is None:
+            return
+        await coordinator.unload_partition(index)  # a no-op unless it is hosted
+        if partition is not None:
+            await coordinator.load_partition(index)
+
+    # -- stopping ------------------------------------------------------------------------------------------------
+
+    async def hand_over(self) -> None:
+        """Controlled shutdown: give this node's partitions to the live nodes (their pending writes committed
+        first), unless controlled.shutdown.enable is false."""
+        if not self.config.get("controlled.shutdown.enable"):
+            return
+        try:
+            await self.cluster.shutdown(controlled=True)
+        except Exception as e:  # e.g. the database is gone: the partitions move when the lease runs out
+            log.warning("controlled shutdown could not hand the partitions over (%s): they move to other nodes "
+                        "when this node's lease runs out", e)
+        moves = list(self._moves.values())
+        if moves:
+            await asyncio.gather(*moves, return_exceptions=True)
+
+    async def close(self) -> None:
+        try:
+            await self.cluster.shutdown(controlled=False)
+        except Exception as e:
+            log.warning("could not stop the cluster's background work cleanly: %s", e)
+        await self.store.close()
+        await self.pool.close()
