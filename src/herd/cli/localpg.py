@@ -215,6 +215,7 @@ class LocalPostgres:
         run_as.check_reachable(self.data_dir, "data directory")
         self._init(bin_dir, run_as)
         self.password = self._read_password()
+        self._wait_for_reaping()
         for port in self._ports():
             self.port = port
             if not port_is_free(port):
@@ -225,6 +226,17 @@ class LocalPostgres:
             except _PortTaken:
                 continue
         raise LocalPostgresError(f"cannot start PostgreSQL: port {self.port} on 127.0.0.1 is in use")
+
+    def _wait_for_reaping(self, timeout: float = 10.0) -> None:
+        """A server whose launcher was killed stops by itself but stays a zombie until its new parent reaps it,
+        and PostgreSQL takes a zombie named in postmaster.pid for a running server: wait for it to be gone."""
+        try:
+            pid = int((self.data_dir / "postmaster.pid").read_text().split("\n", 1)[0])
+        except (OSError, ValueError):
+            return
+        deadline = time.monotonic() + timeout
+        while _is_zombie(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
 
     def _ports(self) -> list[int]:
         """The ports to try: the one asked for; with 0, the one of the previous start (so that a restarted
@@ -438,6 +450,14 @@ class LocalPostgres:
     def _log_tail(self, offset: int, lines: int = 3) -> str:
         text = [line.strip() for line in self._log_text(offset).splitlines() if line.strip()]
         return " | ".join(text[-lines:]) or "(no output)"
+
+
+def _is_zombie(pid: int) -> bool:
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat_line.rpartition(")")[2].split()[0] == "Z"
 
 
 class _PortTaken(Exception):
