@@ -6,6 +6,7 @@ Fixtures (registered in tests/conftest.py):
     pg_url           module:  the URL of a fresh database named after the test module
     pg_test_url      function: the URL of a fresh database named after the test
     herd_cluster     function: a HerdCluster on pg_test_url, not started yet; closed after the test
+    open_tmp_path    function: a temporary directory PostgreSQL's unprivileged user can reach (see below)
 
 The server's data lives under <tmp>/herd-tests-pg/<pid>-*, not under pytest's own temporary directory: that
 one is private to its user (0700), and when the tests run as root PostgreSQL runs as `nobody`, which must
@@ -26,6 +27,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 from typing import Iterator
 
@@ -62,6 +64,14 @@ def remove_leftovers(root: Path) -> None:
         pid = entry.name.split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
+
+
+def _state(pid: int) -> str:
+    """The process's state letter from /proc (R, S, T stopped, Z zombie...); '' when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return ""
 
 
 def _alive(pid: int) -> bool:
@@ -139,10 +149,24 @@ class HerdCluster:
         self.nodes[i].kill()
 
     def pause(self, i: int) -> None:
+        """SIGSTOP, returning once the node is stopped."""
         self._signal(i, signal.SIGSTOP)
+        self._wait_state(i, stopped=True)
 
     def resume(self, i: int) -> None:
+        """SIGCONT, returning once the node runs again."""
         self._signal(i, signal.SIGCONT)
+        self._wait_state(i, stopped=False)
+
+    def paused(self, i: int) -> bool:
+        proc = self.nodes[i].proc
+        return proc is not None and _state(proc.pid) == "T"
+
+    def _wait_state(self, i: int, *, stopped: bool, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.paused(i) != stopped:
+            assert time.monotonic() < deadline, f"node {i} did not {'stop' if stopped else 'continue'}"
+            time.sleep(0.005)
 
     def terminate(self, i: int, timeout: float = 30.0) -> int:
         """SIGTERM (a paused node is resumed first, or it could not act on it) and wait; its exit code."""
@@ -220,6 +244,15 @@ def herd_cluster(pg_test_url: str, tmp_path: Path) -> Iterator[HerdCluster]:
         yield cluster
     finally:
         cluster.close()
+
+
+@pytest.fixture
+def open_tmp_path() -> Iterator[Path]:
+    """A directory for a LocalPostgres of a test's own (pytest's tmp_path is private to its user)."""
+    path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=shared_tmp_root()))
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _module_id(request: pytest.FixtureRequest) -> str:

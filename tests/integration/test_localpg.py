@@ -1,35 +1,22 @@
-"""LocalPostgres, the real PostgreSQL server herd runs for `herd cluster up` and the tests: it starts, keeps its
-data across restarts, runs unprivileged when started by root, and every way it can fail is one clear line."""
+"""LocalPostgres, the real PostgreSQL server herd runs for `herd cluster up` and the tests: it starts, keeps
+its data across restarts, runs unprivileged when started by root, and every way it can fail is one line."""
 
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import textwrap
 import time
 from pathlib import Path
-from typing import Iterator
 
 import psycopg
 import pytest
-from pgcluster import shared_tmp_root
 
 from herd.cli import localpg
 from herd.cli.localpg import LocalPostgres, LocalPostgresError
-
-
-@pytest.fixture
-def open_dir() -> Iterator[Path]:
-    """A directory PostgreSQL's unprivileged user can reach (pytest's own tmp_path is private to root)."""
-    path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=shared_tmp_root()))
-    os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def _gone(pid: int, timeout: float = 15.0) -> bool:
@@ -45,8 +32,8 @@ def _gone(pid: int, timeout: float = 15.0) -> bool:
     return False
 
 
-def test_starts_keeps_data_across_restarts_and_stops(open_dir):
-    pg = LocalPostgres(open_dir / "data")
+def test_starts_keeps_data_across_restarts_and_stops(open_tmp_path):
+    pg = LocalPostgres(open_tmp_path / "data")
     with pg:
         port, pid = pg.port, pg.pid
         assert port > 0
@@ -69,8 +56,8 @@ def test_starts_keeps_data_across_restarts_and_stops(open_dir):
             assert conn.execute("SELECT v FROM t").fetchall() == [("survives",)]
 
 
-def test_a_password_is_required_over_tcp(open_dir):
-    with LocalPostgres(open_dir / "data") as pg:
+def test_a_password_is_required_over_tcp(open_tmp_path):
+    with LocalPostgres(open_tmp_path / "data") as pg:
         assert pg.password and pg.password not in pg.display_url("x")
         assert pg.password_file.stat().st_mode & 0o077 == 0
         with pytest.raises(psycopg.OperationalError, match="password"):
@@ -79,8 +66,8 @@ def test_a_password_is_required_over_tcp(open_dir):
             psycopg.connect(f"postgresql://postgres:wrong@127.0.0.1:{pg.port}/postgres", connect_timeout=5)
 
 
-def test_create_database_replace_starts_empty(open_dir):
-    with LocalPostgres(open_dir / "data") as pg:
+def test_create_database_replace_starts_empty(open_tmp_path):
+    with LocalPostgres(open_tmp_path / "data") as pg:
         url = pg.create_database("fresh")
         with psycopg.connect(url) as conn:
             conn.execute("CREATE TABLE t (v int)")
@@ -90,24 +77,25 @@ def test_create_database_replace_starts_empty(open_dir):
             assert conn.execute("SELECT to_regclass('t')").fetchone() == (None,)
 
 
-def test_a_taken_port_is_one_line(open_dir):
+def test_a_taken_port_is_one_line(open_tmp_path):
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        with pytest.raises(LocalPostgresError, match=f"^cannot start PostgreSQL: port {port} on 127.0.0.1 is in use$"):
-            LocalPostgres(open_dir / "data", port=port).start()
+        expected = f"^cannot start PostgreSQL: port {port} on 127.0.0.1 is in use$"
+        with pytest.raises(LocalPostgresError, match=expected):
+            LocalPostgres(open_tmp_path / "data", port=port).start()
 
 
-def test_no_binaries_is_one_line(monkeypatch, open_dir):
-    monkeypatch.setenv("HERD_PG_BIN", str(open_dir / "nothing"))
+def test_no_binaries_is_one_line(monkeypatch, open_tmp_path):
+    monkeypatch.setenv("HERD_PG_BIN", str(open_tmp_path / "nothing"))
     with pytest.raises(LocalPostgresError, match="HERD_PG_BIN=.*holds no initdb and postgres"):
-        LocalPostgres(open_dir / "data").start()
+        LocalPostgres(open_tmp_path / "data").start()
     monkeypatch.delenv("HERD_PG_BIN")
     monkeypatch.setattr(localpg, "_pgserver_bin", lambda: [])
     monkeypatch.setattr(localpg, "_machine_bins", lambda: [])
     with pytest.raises(LocalPostgresError) as e:
-        LocalPostgres(open_dir / "data").start()
+        LocalPostgres(open_tmp_path / "data").start()
     assert "no PostgreSQL server binaries found: pip install herd[cluster]" in str(e.value)
     assert "install PostgreSQL" in str(e.value) and "\n" not in str(e.value)
 
@@ -115,25 +103,27 @@ def test_no_binaries_is_one_line(monkeypatch, open_dir):
 def test_binaries_found_without_importing_pgserver():
     code = ("import sys; from herd.cli.localpg import find_binaries; print(find_binaries()); "
             "print('pgserver' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    out = result.stdout.split()
     assert out[0].endswith("pgserver/pginstall/bin")
     assert out[1] == "False"
 
 
-def test_initdb_failure_shows_the_end_of_its_log(monkeypatch, open_dir):
-    fake = open_dir / "bin"
+def test_initdb_failure_shows_the_end_of_its_log(monkeypatch, open_tmp_path):
+    fake = open_tmp_path / "bin"
     fake.mkdir()
-    (fake / "initdb").write_text("#!/bin/sh\necho 'starting'\necho 'initdb: error: something broke' >&2\nexit 1\n")
+    (fake / "initdb").write_text("#!/bin/sh\necho starting\n"
+                                 "echo 'initdb: error: something broke' >&2\nexit 1\n")
     (fake / "postgres").write_text("#!/bin/sh\nexit 1\n")
     for name in ("initdb", "postgres"):
         os.chmod(fake / name, 0o755)
     monkeypatch.setenv("HERD_PG_BIN", str(fake))
     with pytest.raises(LocalPostgresError) as e:
-        LocalPostgres(open_dir / "data").start()
+        LocalPostgres(open_tmp_path / "data").start()
     message = str(e.value)
     assert message.startswith("initdb failed (exit 1; log ") and "\n" not in message
     assert message.endswith("starting | initdb: error: something broke")
-    assert not any((open_dir / "data").iterdir())  # emptied, so that the next start can try again
+    assert not any((open_tmp_path / "data").iterdir())  # emptied, so that the next start can try again
 
 
 def test_a_directory_root_cannot_hand_over_is_one_line(tmp_path):
@@ -148,29 +138,29 @@ def test_a_directory_root_cannot_hand_over_is_one_line(tmp_path):
     assert "is not searchable by nobody" in message and "\n" not in message
 
 
-def test_a_directory_that_is_something_else_is_refused(open_dir):
-    (open_dir / "data").mkdir()
-    (open_dir / "data" / "mine.txt").write_text("not PostgreSQL's")
+def test_a_directory_that_is_something_else_is_refused(open_tmp_path):
+    (open_tmp_path / "data").mkdir()
+    (open_tmp_path / "data" / "mine.txt").write_text("not PostgreSQL's")
     with pytest.raises(LocalPostgresError, match="is neither empty nor a PostgreSQL data directory"):
-        LocalPostgres(open_dir / "data").start()
+        LocalPostgres(open_tmp_path / "data").start()
 
 
-def test_a_second_server_on_the_same_directory_is_one_line(open_dir):
-    with LocalPostgres(open_dir / "data") as first:
+def test_a_second_server_on_the_same_directory_is_one_line(open_tmp_path):
+    with LocalPostgres(open_tmp_path / "data") as first:
         with pytest.raises(LocalPostgresError) as e:
-            LocalPostgres(open_dir / "data").start()
-        assert str(e.value) == (f"a PostgreSQL server (pid {first.pid}) already runs on {open_dir / 'data'}; "
-                                f"stop it first (kill -INT {first.pid})")
+            LocalPostgres(open_tmp_path / "data").start()
+        assert str(e.value) == (f"a PostgreSQL server (pid {first.pid}) already runs on "
+                                f"{open_tmp_path / 'data'}; stop it first (kill -INT {first.pid})")
         assert first.running
 
 
-def test_a_killed_launcher_leaves_no_server_and_the_next_start_works(open_dir):
+def test_a_killed_launcher_leaves_no_server_and_the_next_start_works(open_tmp_path):
     """The launcher dies with SIGKILL (no cleanup): the server stops by itself, and its stale postmaster.pid
     does not stop the next start on the same directory."""
     script = textwrap.dedent(f"""
         import sys, time
         from herd.cli.localpg import LocalPostgres
-        pg = LocalPostgres({str(open_dir / 'data')!r}).start()
+        pg = LocalPostgres({str(open_tmp_path / 'data')!r}).start()
         print(pg.pid, flush=True)
         time.sleep(600)
     """)
@@ -184,9 +174,9 @@ def test_a_killed_launcher_leaves_no_server_and_the_next_start_works(open_dir):
     finally:
         launcher.kill()
         launcher.wait()
-    pid_file = open_dir / "data" / "postmaster.pid"
+    pid_file = open_tmp_path / "data" / "postmaster.pid"
     if not pid_file.exists():  # a fast shutdown removes it; leave one behind as a crash would
-        pid_file.write_text(f"{pid}\n{open_dir / 'data'}\n0\n5432\n\n127.0.0.1\n0 0\nready\n")
-    with LocalPostgres(open_dir / "data") as pg:
+        pid_file.write_text(f"{pid}\n{open_tmp_path / 'data'}\n0\n5432\n\n127.0.0.1\n0 0\nready\n")
+    with LocalPostgres(open_tmp_path / "data") as pg:
         with psycopg.connect(pg.url()) as conn:
             assert conn.execute("SELECT 1").fetchone() == (1,)
