@@ -238,3 +238,13 @@ def test_three_nodes_serve_one_cluster_to_confluent_kafka_and_ctrl_c_stops_it(la
     assert launcher.stop(signal.SIGINT) == 0
     launcher.expect("herd cluster: stopped")
     assert _wait_gone(open_tmp_path / "cluster") == []
+
+
+def test_a_data_dir_postgres_cannot_use_is_one_line_and_exit_1(tmp_path):
+    """pytest's tmp_path is private to root: started as root, PostgreSQL (run as nobody) cannot reach it."""
+    if os.geteuid() != 0:
+        pytest.skip("only root hands PostgreSQL to another user")
+    result = _up("--data-dir", str(tmp_path / "c"), "--base-port", str(_free_ports(1)), "--nodes", "1")
+    assert result.returncode == 1
+    assert result.stderr.startswith("herd: error: PostgreSQL runs as nobody (it refuses root) and cannot reach")
+    assert result.stderr.count("\n") == 1

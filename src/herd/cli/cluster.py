@@ -142,7 +142,7 @@ def cluster() -> None:
               help="The nodes' log level.")
 def up(count: int, data_dir: Path, base_port: int, pg_port: int, overrides: tuple[str, ...],
        log_level: str) -> None:
-    """Start PostgreSQL and COUNT herd nodes; Ctrl-C stops them all."""
+    """Start PostgreSQL and the nodes, print the bootstrap servers; Ctrl-C stops them all."""
     if base_port + count - 1 > 65535:
         raise click.UsageError(f"--base-port {base_port} leaves no room for {count} nodes below port 65536")
     data_dir = data_dir.absolute()
