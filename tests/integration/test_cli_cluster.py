@@ -188,6 +188,17 @@ def test_a_node_that_dies_is_reported_and_the_others_keep_running(launchers, ope
     assert _wait_gone(open_tmp_path / "cluster") == []
 
 
+def test_a_killed_launcher_leaves_nothing_running(launchers, open_tmp_path):
+    """SIGKILL gives `herd cluster up` no chance to clean up: its nodes and PostgreSQL are asked to stop by
+    the kernel when it dies."""
+    launcher = launchers(2)
+    launcher.expect("Ctrl-C stops the cluster.")
+    assert _processes_under(open_tmp_path / "cluster")
+    launcher.proc.kill()
+    launcher.proc.wait()
+    assert _wait_gone(open_tmp_path / "cluster", timeout=30) == []
+
+
 def test_three_nodes_serve_one_cluster_to_confluent_kafka_and_ctrl_c_stops_it(launchers, open_tmp_path):
     """The whole story: three nodes over one PostgreSQL; a topic created through node 0 is served by all of
     them, records produced through node 0 are consumed through node 2, and Ctrl-C leaves nothing running."""
@@ -206,7 +217,7 @@ def test_three_nodes_serve_one_cluster_to_confluent_kafka_and_ctrl_c_stops_it(la
         if all(v.error is None and len(v.partitions) == 6 for v in views) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    leaders = {p.leader for p in views[2].partitions.values()}
+    leaders = {p.leader for p in views[-1].partitions.values()}
     assert len(leaders) == 3, leaders  # spread over the nodes
 
     producer = Producer({"bootstrap.servers": servers[0], "acks": "all", "enable.idempotence": True})
