@@ -11,14 +11,22 @@ import sys
 import time
 from pathlib import Path
 
+from herd.cli.localpg import die_with_parent
+
 _LISTENING = re.compile(r"herd listening on (\S+):(\d+)")
 
 
 class BrokerProcess:
-    """`herd serve` in a child process; `kill()` is SIGKILL, `stop()` is a graceful SIGTERM."""
+    """`herd serve` in a child process; `kill()` is SIGKILL, `stop()` is a graceful SIGTERM. `config`: a
+    properties file given to --config (settings that must not show on a command line, such as a password);
+    `die_with_parent`: the process is killed when the test process dies, so that an interrupted run leaves
+    no node behind."""
 
-    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None) -> None:
+    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None, *, config: Path | None = None,
+                 die_with_parent: bool = False) -> None:
         self.data_dir = data_dir
+        self.config = config
+        self.die_with_parent = die_with_parent
         self.overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(data_dir),
                           "group.initial.rebalance.delay.ms": "0", **(overrides or {})}
         self.proc: subprocess.Popen[bytes] | None = None
@@ -31,13 +39,24 @@ class BrokerProcess:
         return f"127.0.0.1:{self.port}"
 
     def start(self, timeout: float = 30.0) -> "BrokerProcess":
+        self.spawn()
+        return self.wait_listening(timeout)
+
+    def spawn(self) -> None:
+        """Start the process without waiting for it to listen (several brokers start in parallel)."""
         args = [sys.executable, "-m", "herd.cli", "serve", "--log-level", "INFO"]
+        if self.config is not None:
+            args += ["--config", str(self.config)]
         for key, value in self.overrides.items():
             args += ["--override", f"{key}={value}"]
         log = open(self.log_path, "ab")
         self._log_offset = log.tell()
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT)
+        preexec = die_with_parent(signal.SIGKILL) if self.die_with_parent else None
+        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, preexec_fn=preexec)
         log.close()
+
+    def wait_listening(self, timeout: float = 30.0) -> "BrokerProcess":
+        assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             text = self.log_path.read_bytes()[self._log_offset:].decode(errors="replace")

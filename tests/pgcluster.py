@@ -1,0 +1,265 @@
+"""PostgreSQL and herd clusters for the tests: one real PostgreSQL server per test session, a fresh database
+per module (or per test), and `HerdCluster`, N `herd serve` processes sharing one database.
+
+Fixtures (registered in tests/conftest.py):
+    postgres_server  session: a started LocalPostgres (herd.cli.localpg); set up only when a test asks for it
+    pg_url           module:  the URL of a fresh database named after the test module
+    pg_test_url      function: the URL of a fresh database named after the test
+    herd_cluster     function: a HerdCluster on pg_test_url, not started yet; closed after the test
+    open_tmp_path    function: a temporary directory PostgreSQL's unprivileged user can reach (see below)
+
+The server's data lives under <tmp>/herd-tests-pg/<pid>-*, not under pytest's own temporary directory: that
+one is private to its user (0700), and when the tests run as root PostgreSQL runs as `nobody`, which must
+reach its data directory. A directory left by a session that was killed (its pid gone) is removed by the next
+session; its server was stopped when that session died (LocalPostgres asks for that), and PostgreSQL would
+stop by itself once its data directory is gone.
+
+The module is not called pgserver: tests/ is on sys.path, and a module of that name would hide the pgserver
+package whose binaries LocalPostgres runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from brokers import BrokerProcess
+
+from herd.cli.localpg import LocalPostgres
+
+_NAME_MAX = 63  # PostgreSQL's identifier length
+
+
+def database_name(text: str) -> str:
+    """A valid, readable database name for `text` (a module path or a test id); a long one keeps its end and a
+    hash of the whole, so distinct texts give distinct names."""
+    name = re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_") or "db"
+    if len(name) > _NAME_MAX:
+        digest = hashlib.sha1(text.encode()).hexdigest()[:10]
+        name = f"{name[-(_NAME_MAX - 11):]}_{digest}".lstrip("_")
+    return name
+
+
+def shared_tmp_root() -> Path:
+    """<tmp>/herd-tests-pg, open to every user as /tmp is (PostgreSQL's `nobody` must reach into it)."""
+    root = Path(tempfile.gettempdir()) / "herd-tests-pg"
+    root.mkdir(exist_ok=True)
+    if root.stat().st_uid == os.geteuid():
+        os.chmod(root, 0o1777)
+    return root
+
+
+def remove_leftovers(root: Path) -> None:
+    """Remove the directories of sessions whose process is gone."""
+    for entry in root.iterdir():
+        pid = entry.name.split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _state(pid: int) -> str:
+    """The process's state letter from /proc (R, S, T stopped, Z zombie...); '' when it is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class HerdCluster:
+    """N `herd serve` processes against one database, each on port 0 with its own directory under `base_dir`.
+
+    Node i has node.id i. `start(n)` starts n nodes in parallel and waits until each listens; `add_node()`
+    starts one more. `kill(i)` is SIGKILL, `pause(i)`/`resume(i)` SIGSTOP/SIGCONT, `terminate(i)` SIGTERM
+    and a wait (a controlled shutdown), `restart(i)` starts a stopped node again on its port. `close()` stops
+    whatever still runs (SIGTERM, then SIGKILL) and never leaves a process behind; the nodes also die with the
+    test process. The database URL reaches the nodes in a properties file, not on their command line."""
+
+    def __init__(self, base_dir: Path, database_url: str, overrides: dict[str, str] | None = None) -> None:
+        self.base_dir = base_dir
+        self.database_url = database_url
+        self.overrides = dict(overrides or {})
+        self.nodes: list[BrokerProcess] = []
+        base_dir.mkdir(parents=True, exist_ok=True)
+
+    def start(self, n: int, timeout: float = 60.0) -> "HerdCluster":
+        new = [self._make_node() for _ in range(n)]
+        for node in new:
+            node.spawn()
+        for node in new:
+            node.wait_listening(timeout)
+        return self
+
+    def add_node(self, overrides: dict[str, str] | None = None, timeout: float = 60.0) -> int:
+        node = self._make_node(overrides)
+        node.start(timeout)
+        return len(self.nodes) - 1
+
+    def _make_node(self, overrides: dict[str, str] | None = None) -> BrokerProcess:
+        index = len(self.nodes)
+        config = self.base_dir / f"node-{index}.properties"
+        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"herd.cluster.database.url={self.database_url}\n")
+        node = BrokerProcess(self.base_dir / f"node-{index}",
+                             {"node.id": str(index), **self.overrides, **(overrides or {})},
+                             config=config, die_with_parent=True)
+        self.nodes.append(node)
+        return node
+
+    # -- addresses -------------------------------------------------------------------------------------------
+
+    def address(self, i: int) -> str:
+        return self.nodes[i].bootstrap
+
+    @property
+    def addresses(self) -> list[str]:
+        """host:port of every node that runs (paused ones included)."""
+        return [n.bootstrap for n in self.nodes if n.proc is not None and n.proc.poll() is None]
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(self.addresses)
+
+    def running(self, i: int) -> bool:
+        proc = self.nodes[i].proc
+        return proc is not None and proc.poll() is None
+
+    # -- faults ----------------------------------------------------------------------------------------------
+
+    def kill(self, i: int) -> None:
+        self.nodes[i].kill()
+
+    def pause(self, i: int) -> None:
+        """SIGSTOP, returning once the node is stopped."""
+        self._signal(i, signal.SIGSTOP)
+        self._wait_state(i, stopped=True)
+
+    def resume(self, i: int) -> None:
+        """SIGCONT, returning once the node runs again."""
+        self._signal(i, signal.SIGCONT)
+        self._wait_state(i, stopped=False)
+
+    def paused(self, i: int) -> bool:
+        proc = self.nodes[i].proc
+        return proc is not None and _state(proc.pid) == "T"
+
+    def _wait_state(self, i: int, *, stopped: bool, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.paused(i) != stopped:
+            assert time.monotonic() < deadline, f"node {i} did not {'stop' if stopped else 'continue'}"
+            time.sleep(0.005)
+
+    def terminate(self, i: int, timeout: float = 30.0) -> int:
+        """SIGTERM (a paused node is resumed first, or it could not act on it) and wait; its exit code."""
+        if self.running(i):
+            self.resume(i)
+        return self.nodes[i].stop(timeout)
+
+    def restart(self, i: int) -> None:
+        """Start a node that was killed or terminated again, on the same port and directory."""
+        assert not self.running(i), f"node {i} still runs"
+        self.nodes[i].restart()
+
+    def _signal(self, i: int, sig: signal.Signals) -> None:
+        proc = self.nodes[i].proc
+        assert proc is not None and proc.poll() is None, f"node {i} does not run"
+        proc.send_signal(sig)
+
+    def log(self, i: int) -> str:
+        return self.nodes[i].log()
+
+    # -- the end ---------------------------------------------------------------------------------------------
+
+    def close(self, timeout: float = 20.0) -> None:
+        live = [n.proc for n in self.nodes if n.proc is not None and n.proc.poll() is None]
+        for proc in live:
+            proc.send_signal(signal.SIGCONT)
+            proc.send_signal(signal.SIGTERM)
+        for proc in live:
+            try:
+                proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            timeout = 1.0  # the others had the same time already
+
+    def __enter__(self) -> "HerdCluster":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# -- fixtures ------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[LocalPostgres]:
+    root = shared_tmp_root()
+    remove_leftovers(root)
+    session_dir = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=root))
+    os.chmod(session_dir, 0o755)
+    server = LocalPostgres(session_dir / "data")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        shutil.rmtree(session_dir, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def pg_url(postgres_server: LocalPostgres, request: pytest.FixtureRequest) -> str:
+    return postgres_server.create_database(database_name(_module_id(request)), replace=True)
+
+
+@pytest.fixture
+def pg_test_url(postgres_server: LocalPostgres, request: pytest.FixtureRequest) -> str:
+    return postgres_server.create_database(database_name(f"{_module_id(request)}__{request.node.name}"),
+                                           replace=True)
+
+
+@pytest.fixture
+def herd_cluster(pg_test_url: str, tmp_path: Path) -> Iterator[HerdCluster]:
+    cluster = HerdCluster(tmp_path / "cluster", pg_test_url)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+@pytest.fixture
+def open_tmp_path() -> Iterator[Path]:
+    """A directory for a LocalPostgres of a test's own (pytest's tmp_path is private to its user)."""
+    path = Path(tempfile.mkdtemp(prefix=f"{os.getpid()}-", dir=shared_tmp_root()))
+    os.chmod(path, 0o755)
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _module_id(request: pytest.FixtureRequest) -> str:
+    """The module's path below tests/ (two test modules of the same name in different directories differ)."""
+    path = Path(request.module.__file__)
+    tests_dir = Path(__file__).parent
+    try:
+        return str(path.relative_to(tests_dir).with_suffix(""))
+    except ValueError:
+        return path.stem
