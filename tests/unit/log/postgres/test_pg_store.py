@@ -503,3 +503,41 @@ def test_a_new_leader_recognises_the_retry_of_a_batch_the_old_leader_committed(p
             assert result.base_offset == 12
 
     run(main)
+
+
+# -- the coordinator's load ----------------------------------------------------------------------------------------
+
+
+def test_a_coordinator_shard_loads_its_offsets_from_the_database_through_read_async(pg_url):
+    from herd.coordinator import CoordinatorConfig
+    from herd.coordinator.records import OffsetValue, offset_commit_record
+    from herd.runtime.flusher import Flusher
+    from herd.runtime.shard import ShardRuntime, ShardState
+    from herd.runtime.timer import WallClock
+
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid, LogConfig(cleanup_policy="compact"))
+            for round_ in range(3):
+                for g in range(20):
+                    records = [offset_commit_record(f"g{g}", "t", p, OffsetValue(100 * round_ + p, -1, "", NOW))
+                               for p in range(50)]
+                    log.append(encode_batch(records, NOW), NOW)
+            await log.wait_durable(log.next_offset)
+            await log.compact(3_600_000, NOW, force=True)  # leaves gaps in the offsets
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            loop = asyncio.get_running_loop()
+            flusher = Flusher(loop)
+            shard = ShardRuntime(0, log, config=CoordinatorConfig(), clock=WallClock(), loop=loop,
+                                 max_batch_bytes=1 << 20, flusher=flusher)
+            await shard.load()
+            flusher.close()
+            assert shard.state is ShardState.ACTIVE
+            offsets = shard.shard._ctx.offsets
+            assert sum(len(o) for o in offsets.values()) == 20 * 50
+            assert {v.offset for o in offsets.values() for v in o.values()} == {200 + p for p in range(50)}
+
+    run(main)
