@@ -61,6 +61,7 @@ from herd.log.api import (
 )
 from herd.log.batch import parse_header, set_log_append_time, validate_batches
 from herd.log.postgres import compact as compaction
+from herd.log.postgres import sql
 from herd.log.postgres.rows import ProducerBatch
 from herd.log.postgres.tail import TailCache
 from herd.log.records import first_record_at_or_after, offset_of_timestamp
@@ -80,105 +81,6 @@ _INT32 = struct.Struct(">i")
 _DB_ERRORS = (psycopg.Error, PoolTimeout, OSError)
 NOT_LEADER = "not leader"
 CLOSED = "closed"
-
-_COMMIT = """
-WITH fence AS (
-    UPDATE herd_partitions SET log_end_offset = %(new_end)s
-    WHERE pid = %(pid)s AND leader = %(node)s AND leader_epoch = %(epoch)s AND log_end_offset = %(end)s
-    RETURNING pid)
-INSERT INTO herd_batches (pid, base_offset, last_offset, max_timestamp, leader_epoch, producer_id, producer_epoch,
-                          base_sequence, record_count, size, data)
-SELECT fence.pid, b.base, b.last, b.ts, %(epoch)s, b.producer, b.producer_epoch, b.seq, b.count, b.size, b.data
-FROM fence, unnest(%(base)b::int8[], %(last)b::int8[], %(ts)b::int8[], %(producer)b::int8[],
-                   %(producer_epoch)b::int2[], %(seq)b::int4[], %(count)b::int4[], %(size)b::int4[],
-                   %(data)b::bytea[]) AS b(base, last, ts, producer, producer_epoch, seq, count, size, data)
-"""
-
-# whole batches from the one holding %(offset)s (or the first after it, past a compaction gap), cut where their
-# running size passes %(max_bytes)s, except the first with %(min_one)s (KIP-74)
-_READ = """
-WITH w AS (
-    SELECT base_offset, sum(size) OVER (ORDER BY base_offset) AS upto FROM herd_batches
-    WHERE pid = %(pid)s AND base_offset < %(end)s AND last_offset >= %(offset)s
-      AND base_offset >= coalesce((SELECT max(base_offset) FROM herd_batches
-                                   WHERE pid = %(pid)s AND base_offset <= %(offset)s), -1)
-    ORDER BY base_offset LIMIT %(rows)s)
-SELECT b.data FROM w JOIN herd_batches b ON b.pid = %(pid)s AND b.base_offset = w.base_offset
-WHERE w.upto <= %(max_bytes)s OR (%(min_one)s AND w.base_offset = (SELECT min(base_offset) FROM w))
-ORDER BY w.base_offset
-"""
-
-_BY_TIMESTAMP = """
-SELECT data FROM herd_batches
-WHERE pid = %(pid)s AND base_offset > %(after)s AND base_offset < %(end)s AND last_offset >= %(start)s
-  AND max_timestamp >= %(timestamp)s
-ORDER BY base_offset LIMIT 1
-"""
-
-_MAX_TIMESTAMP = """
-SELECT data FROM herd_batches
-WHERE pid = %(pid)s AND base_offset < %(end)s AND last_offset >= %(start)s AND max_timestamp >= 0
-ORDER BY max_timestamp DESC, base_offset LIMIT 1
-"""
-
-_PARTITION = "SELECT leader, leader_epoch, log_start_offset, log_end_offset FROM herd_partitions WHERE pid = %s"
-
-_SIZES = """
-SELECT p.cleaner_offset, coalesce(sum(b.size), 0), coalesce(sum(b.size) FILTER (WHERE b.last_offset >= p.cleaner_offset), 0)
-FROM herd_partitions p LEFT JOIN herd_batches b ON b.pid = p.pid AND b.base_offset < %(end)s AND b.last_offset >= %(start)s
-WHERE p.pid = %(pid)s GROUP BY p.cleaner_offset
-"""
-
-_RETAIN_BY_TIME = """
-SELECT min(base_offset) FROM herd_batches
-WHERE pid = %(pid)s AND base_offset < %(end)s AND last_offset >= %(start)s AND max_timestamp >= %(oldest)s
-"""
-
-_RETAIN_BY_BYTES = """
-SELECT max(last_offset) + 1 FROM (
-    SELECT last_offset, sum(size) OVER (ORDER BY base_offset) AS upto FROM herd_batches
-    WHERE pid = %(pid)s AND base_offset < %(end)s AND last_offset >= %(start)s ORDER BY base_offset) w
-WHERE upto <= %(excess)s
-"""
-
-_MOVE_START = """
-WITH fence AS (
-    UPDATE herd_partitions SET log_start_offset = greatest(log_start_offset, %(start)s)
-    WHERE pid = %(pid)s AND leader = %(node)s AND leader_epoch = %(epoch)s RETURNING pid),
-gone AS (
-    DELETE FROM herd_batches b USING fence
-    WHERE b.pid = fence.pid AND b.base_offset < %(start)s AND b.last_offset < %(start)s RETURNING b.size)
-SELECT (SELECT count(*) FROM fence), (SELECT count(*) FROM gone), (SELECT coalesce(sum(size), 0) FROM gone)
-"""
-
-_LAST_BASE = "SELECT max(base_offset) FROM herd_batches WHERE pid = %(pid)s AND base_offset < %(end)s"
-
-_COMPACT = """
-WITH fence AS (
-    UPDATE herd_partitions SET cleaner_offset = greatest(cleaner_offset, %(cleaned)s)
-    WHERE pid = %(pid)s AND leader = %(node)s AND leader_epoch = %(epoch)s RETURNING pid),
-gone AS (
-    DELETE FROM herd_batches b USING fence
-    WHERE b.pid = fence.pid AND b.base_offset = ANY(%(deleted)b::int8[]) RETURNING b.size),
-changed AS (
-    UPDATE herd_batches b SET data = v.data, size = length(v.data), record_count = v.count, max_timestamp = v.ts
-    FROM fence, unnest(%(bases)b::int8[], %(datas)b::bytea[], %(counts)b::int4[], %(tss)b::int8[])
-         AS v(base, data, count, ts)
-    WHERE b.pid = fence.pid AND b.base_offset = v.base RETURNING length(v.data))
-SELECT (SELECT count(*) FROM fence), (SELECT coalesce(sum(size), 0) FROM gone),
-       (SELECT count(*) FROM changed)
-"""
-
-_PRODUCERS = """
-SELECT producer_id, producer_epoch, base_sequence, record_count, base_offset, last_offset, max_timestamp FROM (
-    SELECT *, row_number() OVER (PARTITION BY producer_id ORDER BY base_offset DESC) AS n FROM (
-        SELECT producer_id, producer_epoch, base_sequence, record_count, base_offset, last_offset, max_timestamp
-        FROM herd_batches WHERE pid = %(pid)s AND base_offset < %(end)s AND last_offset >= %(start)s
-        ORDER BY base_offset DESC LIMIT %(scan)s) recent
-    WHERE producer_id >= 0) numbered
-WHERE n <= %(keep)s ORDER BY base_offset
-"""
-
 
 class NotInMemoryError(LogError):
     """`read` (sync) of offsets the tail cache does not hold: the caller must use `read_async`. The server
@@ -361,6 +263,10 @@ class PgPartitionLog:
                 except _DB_ERRORS as error:
                     self._fail_storage(error)
                     return
+                except Exception as error:  # a bug: the waiters must not wait for ever, and reload() resets
+                    log.exception("%s: a commit failed", self._name)
+                    self._fail_storage(error)
+                    return
                 if not stored:
                     self._fail_not_leader()
                     return
@@ -387,7 +293,7 @@ class PgPartitionLog:
         for name in ("base", "last", "ts", "producer", "producer_epoch", "seq", "count", "data"):
             params[name] = list(params[name])
         async with self._store.connection() as conn:
-            cursor = await conn.execute(_COMMIT, params)
+            cursor = await conn.execute(sql.COMMIT, params)
             return cursor.rowcount == len(batches)
 
     def _committed_batches(self, batches: list[_Batch]) -> None:
@@ -447,7 +353,7 @@ class PgPartitionLog:
             await asyncio.gather(self._commit_task, return_exceptions=True)
         try:
             async with self._store.connection() as conn:
-                row = await (await conn.execute(_PARTITION, (self.pid,))).fetchone()
+                row = await (await conn.execute(sql.PARTITION, (self.pid,))).fetchone()
         except _DB_ERRORS as error:
             raise KafkaStorageError(f"{self._name}: {_describe(error)}") from error
         if row is None or row[0] != self._store.node_id or row[1] != self.leader_epoch:
@@ -529,7 +435,7 @@ class PgPartitionLog:
             return b""
         if self._cache.covers(offset):
             return self._cache.read(offset, max_bytes, min_one)
-        rows = await self._query(_READ, {"pid": self.pid, "end": end, "offset": offset, "rows": READ_ROWS,
+        rows = await self._query(sql.READ, {"pid": self.pid, "end": end, "offset": offset, "rows": READ_ROWS,
                                          "max_bytes": max_bytes, "min_one": min_one})
         return rows[0][0] if len(rows) == 1 else b"".join(row[0] for row in rows)
 
@@ -557,7 +463,7 @@ class PgPartitionLog:
         self._check_leading()
         start, end, after = self._log_start, self._committed, -1
         while True:
-            rows = await self._query(_BY_TIMESTAMP, {"pid": self.pid, "after": after, "end": end, "start": start,
+            rows = await self._query(sql.BY_TIMESTAMP, {"pid": self.pid, "after": after, "end": end, "start": start,
                                                      "timestamp": timestamp})
             if not rows:
                 return None
@@ -574,7 +480,7 @@ class PgPartitionLog:
     async def max_timestamp_async(self) -> TimestampOffset | None:
         """The first record holding the largest timestamp (ListOffsets MAX_TIMESTAMP)."""
         self._check_leading()
-        rows = await self._query(_MAX_TIMESTAMP, {"pid": self.pid, "end": self._committed, "start": self._log_start})
+        rows = await self._query(sql.MAX_TIMESTAMP, {"pid": self.pid, "end": self._committed, "start": self._log_start})
         if not rows:
             return None
         batch = rows[0][0]
@@ -611,14 +517,14 @@ class PgPartitionLog:
             end, start = self._committed, self._log_start
             new_start = start
             if self.config.retention_ms >= 0:
-                rows = await self._query(_RETAIN_BY_TIME, {"pid": self.pid, "end": end, "start": start,
+                rows = await self._query(sql.RETAIN_BY_TIME, {"pid": self.pid, "end": end, "start": start,
                                                            "oldest": now_ms - self.config.retention_ms})
                 new_start = max(new_start, end if rows[0][0] is None else rows[0][0])
             if self.config.retention_bytes >= 0:
                 stored = (await self._load_sizes())[0]
                 excess = stored - self.config.retention_bytes
                 if excess > 0:
-                    rows = await self._query(_RETAIN_BY_BYTES, {"pid": self.pid, "end": end, "start": start,
+                    rows = await self._query(sql.RETAIN_BY_BYTES, {"pid": self.pid, "end": end, "start": start,
                                                                 "excess": excess})
                     new_start = max(new_start, rows[0][0] or start)
             if new_start <= start:
@@ -626,7 +532,7 @@ class PgPartitionLog:
             return await self._move_start(new_start)
 
     async def _move_start(self, new_start: int) -> int:
-        rows = await self._write(_MOVE_START, {"pid": self.pid, "node": self._store.node_id,
+        rows = await self._write(sql.MOVE_START, {"pid": self.pid, "node": self._store.node_id,
                                                "epoch": self.leader_epoch, "start": new_start})
         fence, deleted, freed = rows[0]
         if not fence:
@@ -647,7 +553,7 @@ class PgPartitionLog:
             stored, dirty = await self._load_sizes()
             if not force and (dirty == 0 or dirty < compaction.MIN_CLEANABLE_DIRTY_RATIO * stored):
                 return None
-            end = (await self._query(_LAST_BASE, {"pid": self.pid, "end": self._committed}))[0][0]
+            end = (await self._query(sql.LAST_BASE, {"pid": self.pid, "end": self._committed}))[0][0]
             cleaner = await self._cleaner_offset()
             if end is None or end <= self._log_start:
                 return None
@@ -674,7 +580,7 @@ class PgPartitionLog:
     async def _apply_changes(self, changes: compaction.Changes, *, cleaned: int) -> None:
         """Delete and rewrite rows, and move the cleaner offset up to `cleaned` (fenced)."""
         rewritten = changes.rewritten
-        rows = await self._write(_COMPACT, {
+        rows = await self._write(sql.COMPACT, {
             "pid": self.pid, "node": self._store.node_id, "epoch": self.leader_epoch, "cleaned": cleaned,
             "deleted": changes.deleted, "bases": [r[0] for r in rewritten], "datas": [r[1] for r in rewritten],
             "counts": [r[2] for r in rewritten], "tss": [r[3] for r in rewritten]})
@@ -686,7 +592,7 @@ class PgPartitionLog:
         """The batches with base offsets in [start, end), in chunks of about SCAN_BYTES (whole batches)."""
         offset = start
         while offset < end:
-            rows = await self._query(_READ, {"pid": self.pid, "end": end, "offset": offset, "rows": READ_ROWS,
+            rows = await self._query(sql.READ, {"pid": self.pid, "end": end, "offset": offset, "rows": READ_ROWS,
                                              "max_bytes": SCAN_BYTES, "min_one": True})
             if not rows:
                 return
@@ -698,12 +604,12 @@ class PgPartitionLog:
     async def _load_sizes(self) -> tuple[int, int]:
         """(bytes stored, bytes at or above the cleaner offset) of the committed batches."""
         if self._sizes is None:
-            rows = await self._query(_SIZES, {"pid": self.pid, "end": self._committed, "start": self._log_start})
+            rows = await self._query(sql.SIZES, {"pid": self.pid, "end": self._committed, "start": self._log_start})
             self._sizes = (int(rows[0][1]), int(rows[0][2])) if rows else (0, 0)
         return self._sizes
 
     async def _cleaner_offset(self) -> int:
-        rows = await self._query(_SIZES, {"pid": self.pid, "end": self._committed, "start": self._log_start})
+        rows = await self._query(sql.SIZES, {"pid": self.pid, "end": self._committed, "start": self._log_start})
         return int(rows[0][0]) if rows else 0
 
     async def _write(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
@@ -722,7 +628,7 @@ class PgPartitionLog:
         from when this node takes the partition over. Raises KafkaStorageError or NotLeaderError."""
         self._check_leading()
         start, end = self._log_start, self._committed
-        rows = await self._query(_PRODUCERS, {"pid": self.pid, "end": end, "start": start,
+        rows = await self._query(sql.PRODUCERS, {"pid": self.pid, "end": end, "start": start,
                                               "scan": PRODUCER_SCAN_BATCHES, "keep": PRODUCER_BATCHES})
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         out = []
