@@ -128,7 +128,8 @@ async def commits(url: str, seconds: float) -> dict[str, Any]:
     await store.close()
     await pool.close()
     return {"committers": 64, "partitions": 8, "commits_per_s": round(done / elapsed),
-            "transactions_per_s": round(transactions / elapsed), "commits_per_transaction": round(done / transactions, 1),
+            "transactions_per_s": round(transactions / elapsed),
+            "commits_per_transaction": round(done / transactions, 1),
             "p50_ms": round(1000 * latencies[len(latencies) // 2], 2),
             "p99_ms": round(1000 * latencies[int(len(latencies) * 0.99)], 2),
             "cpu_us_per_commit": round(1e6 * cpu / done, 1)}

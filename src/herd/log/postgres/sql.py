@@ -49,8 +49,10 @@ ORDER BY max_timestamp DESC, base_offset LIMIT 1
 PARTITION = "SELECT leader, leader_epoch, log_start_offset, log_end_offset FROM herd_partitions WHERE pid = %s"
 
 SIZES = """
-SELECT p.cleaner_offset, coalesce(sum(b.size), 0), coalesce(sum(b.size) FILTER (WHERE b.last_offset >= p.cleaner_offset), 0)
-FROM herd_partitions p LEFT JOIN herd_batches b ON b.pid = p.pid AND b.base_offset < %(end)s AND b.last_offset >= %(start)s
+SELECT p.cleaner_offset, coalesce(sum(b.size), 0),
+       coalesce(sum(b.size) FILTER (WHERE b.last_offset >= p.cleaner_offset), 0)
+FROM herd_partitions p LEFT JOIN herd_batches b
+     ON b.pid = p.pid AND b.base_offset < %(end)s AND b.last_offset >= %(start)s
 WHERE p.pid = %(pid)s GROUP BY p.cleaner_offset
 """
 
