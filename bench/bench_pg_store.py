@@ -11,7 +11,7 @@
 2. commits: 64 committers over 8 partitions, each appending one coordinator-sized batch (one offset commit
    record, ~100 bytes) and waiting for it to be durable, as the coordinator runtime writes OffsetCommits.
 3. fetch: the data of (1) read back with `read_async` in 1 MiB chunks by a new leader (empty tail cache, every
-   byte from the database), one reader per partition, then the same reads answered by the tail cache.
+   byte from the database), one reader per partition.
 
 PostgreSQL and this process share the machine.
 """

@@ -179,6 +179,7 @@ class PgPartitionLog:
         self._accepting = True  # False once closing started
         self._maintenance = asyncio.Lock()  # one retention or compaction pass at a time
         self._sizes: tuple[int, int] | None = None  # (bytes stored, bytes not yet compacted), once known
+        self._average_batch = 1024  # bytes, as the last read from the database found (sizes its next query)
         self.commits = 0  # transactions committed (for tests and benchmarks)
 
     # -- offsets -----------------------------------------------------------------------------------------------
@@ -435,9 +436,18 @@ class PgPartitionLog:
             return b""
         if self._cache.covers(offset):
             return self._cache.read(offset, max_bytes, min_one)
-        rows = await self._query(sql.READ, {"pid": self.pid, "end": end, "offset": offset, "rows": READ_ROWS,
-                                         "max_bytes": max_bytes, "min_one": min_one})
-        return rows[0][0] if len(rows) == 1 else b"".join(row[0] for row in rows)
+        return b"".join(await self._read_rows(offset, end, max_bytes, min_one))
+
+    async def _read_rows(self, offset: int, end: int, max_bytes: int, min_one: bool) -> list[bytes]:
+        """The batches of a read from the database. The query stops after a number of rows (its window sum
+        cannot stop the scan at max_bytes): twice what max_bytes holds at the partition's average batch size."""
+        rows = min(READ_ROWS, max(16, 2 * max_bytes // max(self._average_batch, 1) + 1))
+        found = await self._query(sql.READ, {"pid": self.pid, "end": end, "offset": offset, "rows": rows,
+                                             "max_bytes": max_bytes, "min_one": min_one})
+        batches = [row[0] for row in found]
+        if batches:
+            self._average_batch = sum(len(b) for b in batches) // len(batches)
+        return batches
 
     def _check_range(self, offset: int) -> int:
         """The committed end; raises NotLeaderError, or OffsetOutOfRangeError outside [start, end]."""
@@ -592,11 +602,9 @@ class PgPartitionLog:
         """The batches with base offsets in [start, end), in chunks of about SCAN_BYTES (whole batches)."""
         offset = start
         while offset < end:
-            rows = await self._query(sql.READ, {"pid": self.pid, "end": end, "offset": offset, "rows": READ_ROWS,
-                                             "max_bytes": SCAN_BYTES, "min_one": True})
-            if not rows:
+            chunk = await self._read_rows(offset, end, SCAN_BYTES, True)
+            if not chunk:
                 return
-            chunk = [row[0] for row in rows]
             yield chunk
             last = parse_header(chunk[-1])
             offset = last.last_offset + 1
