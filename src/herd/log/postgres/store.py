@@ -75,6 +75,7 @@ SCAN_BYTES = 4 * 1024 * 1024  # what compaction reads per query
 PRODUCER_SCAN_BATCHES = 100_000  # producer state is rebuilt from the most recent batches only
 PRODUCER_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 CLOSE_WAIT_S = 5.0  # how long closing waits for a commit in flight
+ACQUIRE_TIMEOUT_S = 10.0  # how long a commit or read waits for a pooled connection
 INT32_MAX = 2**31 - 1
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
@@ -142,8 +143,10 @@ class PgLogStore:
 
     @asynccontextmanager
     async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-        """A pooled connection in autocommit mode (each statement its own transaction), put back as it was."""
-        async with self.pool.connection() as conn:
+        """A pooled connection in autocommit mode (each statement its own transaction), put back as it was.
+        Raises PoolTimeout when none is to be had within ACQUIRE_TIMEOUT_S (the database is gone: the pool
+        keeps trying to reconnect, but a write waiting for it should be answered with a retriable error)."""
+        async with self.pool.connection(timeout=ACQUIRE_TIMEOUT_S) as conn:
             if conn.autocommit:
                 yield conn
                 return

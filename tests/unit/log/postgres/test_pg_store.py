@@ -306,6 +306,31 @@ def test_a_commit_whose_connection_is_killed_fails_retriably_and_reload_goes_on_
     run(main)
 
 
+def test_after_every_connection_was_cut_a_commit_fails_retriably_and_reloading_until_it_works_recovers(pg_url):
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            await append(log, batch([b"a"]))
+            sql(pg_url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            result = log.append(batch([b"b"]), NOW)
+            with pytest.raises(KafkaStorageError):
+                await log.wait_durable(result.last_offset + 1)
+            for _ in range(10):  # as the runtime does, with a backoff: the pool replaces its dead connections
+                try:
+                    await log.reload()
+                    break
+                except KafkaStorageError:
+                    await asyncio.sleep(0.1)
+            assert log.failure is None
+            assert await append(log, batch([b"c"])) == 1
+        assert [r[0] for r in stored_rows(pg_url, pid)] == [0, 1]
+
+    run(main)
+
+
 def test_closing_with_flush_commits_what_is_pending_and_without_it_drops_it(pg_url):
     pid = new_partition(pg_url)
 
