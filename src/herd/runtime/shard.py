@@ -51,7 +51,8 @@ from typing import TypeVar
 
 from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, GroupCoordinatorShard, Result
 from herd.coordinator.result import Reply
-from herd.log.api import KafkaStorageError, LogError, PartitionLog
+from herd.log.api import KafkaStorageError, LogError, PartitionLog, RemotePartitionLog
+from herd.log.batch import LOG_OVERHEAD, parse_header, peek_prefix
 from herd.log.compaction import DEFAULT_DELETE_RETENTION_MS
 from herd.runtime.batches import decode_batches, encode_batch
 from herd.runtime.compactor import Compactor
@@ -61,6 +62,7 @@ from herd.runtime.timer import AsyncioTimer, WallClock
 log = logging.getLogger(__name__)
 
 LOAD_CHUNK_BYTES = 1024 * 1024
+REMOTE_LOAD_CHUNK_BYTES = 4 * 1024 * 1024  # a query per chunk: fewer, larger ones
 
 Request = TypeVar("Request")
 # A request handler of the core, named by the class's own function (`GroupCoordinatorShard.join_group`):
@@ -329,6 +331,9 @@ class ShardRuntime:
         self.compactor.poll()
 
     async def _replay_log(self) -> None:
+        if self.log.remote:
+            await self._replay_remote_log()
+            return
         offset = self.log.log_start_offset
         while offset < self.log.log_end_offset and self.state is ShardState.LOADING:
             data = self.log.read(offset, LOAD_CHUNK_BYTES)
@@ -339,6 +344,31 @@ class ShardRuntime:
             if offset == start:
                 raise ValueError(f"no batch readable at offset {offset}")
             await asyncio.sleep(0)
+
+    async def _replay_remote_log(self) -> None:
+        """A log in the database (cluster mode) is read with `read_async`, in larger chunks, and the next chunk
+        is already on its way while one is replayed, so the database's work and the replay overlap. A
+        compacted log may end in a gap (its last batches emptied): the reads then come back empty."""
+        partition_log: RemotePartitionLog = self.log  # type: ignore[assignment]
+        end = partition_log.log_end_offset
+        offset = partition_log.log_start_offset
+        reading = self._loop.create_task(partition_log.read_async(offset, REMOTE_LOAD_CHUNK_BYTES)) \
+            if offset < end else None
+        try:
+            while reading is not None and self.state is ShardState.LOADING:
+                data = await reading
+                reading = None
+                if not data:
+                    return
+                offset = _end_of_batches(data)
+                if offset < end:
+                    reading = self._loop.create_task(partition_log.read_async(offset, REMOTE_LOAD_CHUNK_BYTES))
+                for _, records in decode_batches(data):
+                    self.shard.replay_loaded_batch(records)
+                await asyncio.sleep(0)
+        finally:
+            if reading is not None:
+                reading.cancel()
 
     async def unload(self) -> None:
         """Stop serving: finish and acknowledge pending writes, answer parked requests NOT_COORDINATOR."""
@@ -355,3 +385,20 @@ class ShardRuntime:
                 deliver(self.shard.on_unloaded().replies)
             self.timer.cancel_all()
             self.state = ShardState.UNLOADED
+
+
+def _end_of_batches(data: bytes) -> int:
+    """The offset after the last whole batch of `data` (only the batches' 12-byte prefixes are read on the way);
+    raises ValueError if `data` does not start with a whole batch."""
+    position = last = 0
+    while position + LOG_OVERHEAD <= len(data):
+        _, size = peek_prefix(data, position)
+        if size <= LOG_OVERHEAD or position + size > len(data):
+            break
+        last, position = position, position + size
+    if position == 0:
+        raise ValueError("no whole batch in what the log returned")
+    try:
+        return parse_header(data, last).next_offset
+    except LogError as error:
+        raise ValueError(str(error)) from error

@@ -15,18 +15,21 @@ is accepted with whatever sequence it has, so only a retry of a batch older than
 
 What Kafka does and herd does not yet: the state is not snapshotted to disk, so after a restart a producer's
 first batch is accepted with whatever sequence it has (where Kafka would still detect a duplicate of a batch
-written before the restart). docs/compatibility.md says so.
+written before the restart). docs/compatibility.md says so. In cluster mode the batches in PostgreSQL carry the
+producer fields, so a node taking a partition over rebuilds its state from them (`restore`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections import OrderedDict, deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from herd.config import SETTINGS_BY_NAME
 from herd.log.api import AppendResult, InvalidRecordError, LogError, PartitionLog
 from herd.log.batch import CONTROL_BIT, BatchHeader, iter_headers
+from herd.log.postgres.rows import ProducerBatch
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +164,31 @@ class ProducerStates:
             log.warning("idempotent producer state is full (herd.producer.state.max.entries=%d): forgetting the "
                         "least recently used producers (%d so far); a forgotten producer's retries of older "
                         "batches are no longer recognised as duplicates", self.max_entries, self.evicted)
+
+    def restore(self, topic: str, partition: int, batches: Iterable[ProducerBatch], *, now_ms: int) -> None:
+        """Replace the state of one partition with what its stored batches say (`PgPartitionLog.producer_state`:
+        each idempotent producer's last batches, in offset order), as a new leader of the partition, or a
+        leader that reloaded it, must before it appends: a retry of a batch the previous leader stored is then
+        answered as a duplicate with its original offsets, and the next sequence is checked. A producer is
+        restored with the epoch of its last batch and that epoch's batches (at most the last five); one whose
+        last batch is older than expiration_ms (by the batch's max timestamp, as Kafka expires producers) is
+        left out. Restored entries count as appended `now_ms`."""
+        for key in [k for k in self._entries if k[0] == topic and k[1] == partition]:
+            del self._entries[key]
+        by_producer: dict[int, list[ProducerBatch]] = {}
+        for batch in batches:
+            by_producer.setdefault(batch.producer_id, []).append(batch)
+        for producer_id, stored in by_producer.items():
+            last = stored[-1]
+            if now_ms - last.max_timestamp >= self.expiration_ms:
+                continue
+            entry = self._entries[(topic, partition, producer_id)] = _ProducerEntry(last.producer_epoch, now_ms)
+            for b in stored:
+                if b.producer_epoch == last.producer_epoch:
+                    result = AppendResult(b.base_offset, b.last_offset, b.log_append_time, b.log_start_offset,
+                                          b.record_count)
+                    entry.batches.append(_BatchMeta(b.base_sequence, b.last_sequence, result))
+        self._bound(now_ms)
 
     def forget(self, topic: str) -> None:
         """Drop the state of a topic that is deleted."""

@@ -7,6 +7,7 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 
 from herd.log.api import LogConfig
 from herd.log.fs import MemoryFileSystem
+from herd.log.postgres.rows import ProducerBatch
 from herd.log.store import SegmentStore
 from herd.server.producers import InvalidProducerEpochError, OutOfOrderSequenceError, ProducerStates
 
@@ -117,3 +118,41 @@ def test_invented_producer_ids_cannot_grow_the_state_beyond_its_bound(log, caplo
     assert retry.base_offset == last.base_offset and log.log_end_offset == end
     warnings = [r for r in caplog.records if "producer state is full" in r.getMessage()]
     assert len(warnings) == 1  # at most one a minute, not one per eviction
+
+
+def stored(pid: int, epoch: int, seq: int, offset: int, count: int = 3, timestamp: int = 1000) -> ProducerBatch:
+    """A batch as a partition's stored rows describe it (`PgPartitionLog.producer_state`)."""
+    return ProducerBatch(pid, epoch, seq, seq + count - 1, offset, offset + count - 1, count, timestamp, -1, 0)
+
+
+def test_restored_state_recognises_a_retry_of_a_stored_batch_and_checks_the_next_sequence(log):
+    states = ProducerStates()
+    states.restore("t", 0, [stored(7, 0, 0, 0), stored(7, 0, 3, 3)], now_ms=2000)
+    assert len(states) == 1
+    retry = states.append(log, batch(7, 0, 3), 2000)
+    assert (retry.base_offset, retry.last_offset) == (3, 5)
+    assert log.log_end_offset == 0  # recognised, not appended
+    with pytest.raises(OutOfOrderSequenceError):
+        states.append(log, batch(7, 0, 9), 2000)
+    assert states.append(log, batch(7, 0, 6), 2000).base_offset == 0
+
+
+def test_restore_keeps_the_last_epoch_of_each_producer_and_leaves_expired_producers_out(log):
+    states = ProducerStates(expiration_ms=10_000)
+    states.restore("t", 0, [stored(7, 0, 0, 0, timestamp=5000), stored(7, 1, 0, 3, timestamp=5000),
+                            stored(8, 0, 0, 6, timestamp=1000)], now_ms=11_000)
+    assert len(states) == 1  # producer 8's last batch is older than expiration_ms
+    with pytest.raises(InvalidProducerEpochError):
+        states.append(log, batch(7, 0, 3), 11_000)  # epoch 0 was superseded by epoch 1
+    retry = states.append(log, batch(7, 1, 0), 11_000)
+    assert retry.base_offset == 3
+
+
+def test_restore_replaces_what_this_node_knew_of_the_partition_only(log):
+    other = SegmentStore("/other", MemoryFileSystem()).open_partition("u", 0, LogConfig())
+    states = ProducerStates()
+    states.append(log, batch(5, 0, 0), 0)
+    states.append(other, batch(5, 0, 0), 0)
+    states.restore("t", 0, [], now_ms=0)
+    assert len(states) == 1
+    assert states.append(other, batch(5, 0, 0), 0).base_offset == 0  # still a duplicate on the other partition

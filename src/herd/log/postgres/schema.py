@@ -13,8 +13,9 @@ Version 1, what lives where:
   partitions over, stopped).
 - `herd_topics`: id, name, partition count and the configs the user set (Kafka names, string values).
 - `herd_partitions`: one row per partition, with a surrogate `pid` the batches are keyed by: its leader and
-  leader epoch, the log start offset and the log end offset. Every write to a partition checks, in the same
-  transaction, that this row still names the writer's epoch (the fence).
+  leader epoch, the log start offset, the log end offset (the end of what is committed) and, for compacted
+  partitions, the cleaner offset (everything below it was compacted by the last pass). Every write to a
+  partition checks, in the same transaction, that this row still names the writer's epoch (the fence).
 - `herd_batches`: the record batches, as the producer sent them (base offset and partition leader epoch set),
   keyed by (pid, base_offset), with what reads need without opening the bytes: last offset, max timestamp, the
   producer's id, epoch and sequences (to rebuild idempotent producer state when leadership moves). `data` is
@@ -66,6 +67,7 @@ CREATE TABLE herd_partitions (
     leader_epoch integer NOT NULL DEFAULT 0,
     log_start_offset bigint NOT NULL DEFAULT 0,
     log_end_offset bigint NOT NULL DEFAULT 0,
+    cleaner_offset bigint NOT NULL DEFAULT 0,
     UNIQUE (topic_id, partition)
 );
 CREATE TABLE herd_batches (

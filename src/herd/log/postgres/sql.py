@@ -1,0 +1,107 @@
+"""The statements of the PostgreSQL partition log (`herd.log.postgres.store`), each one round trip.
+
+Every write carries its fence: a condition on the partition's herd_partitions row (this node leads it at this
+epoch) in the same statement, which takes the row's lock, so a write and a leadership change of the partition
+are ordered by PostgreSQL and a fenced write changes nothing. Reads are bounded by the committed end the
+caller passes (`%(end)s`), so rows of a commit whose outcome this node does not know are never returned.
+"""
+
+COMMIT = """
+WITH fence AS (
+    UPDATE herd_partitions SET log_end_offset = %(new_end)s
+    WHERE pid = %(pid)s AND leader = %(node)s AND leader_epoch = %(epoch)s AND log_end_offset = %(end)s
+    RETURNING pid)
+INSERT INTO herd_batches (pid, base_offset, last_offset, max_timestamp, leader_epoch, producer_id, producer_epoch,
+                          base_sequence, record_count, size, data)
+SELECT fence.pid, b.base, b.last, b.ts, %(epoch)s, b.producer, b.producer_epoch, b.seq, b.count, b.size, b.data
+FROM fence, unnest(%(base)b::int8[], %(last)b::int8[], %(ts)b::int8[], %(producer)b::int8[],
+                   %(producer_epoch)b::int2[], %(seq)b::int4[], %(count)b::int4[], %(size)b::int4[],
+                   %(data)b::bytea[]) AS b(base, last, ts, producer, producer_epoch, seq, count, size, data)
+"""
+
+# whole batches from the one holding %(offset)s (or the first after it, past a compaction gap), cut where their
+# running size passes %(max_bytes)s, except the first with %(min_one)s (KIP-74)
+READ = """
+WITH w AS (
+    SELECT base_offset, sum(size) OVER (ORDER BY base_offset) AS upto FROM herd_batches
+    WHERE pid = %(pid)s AND base_offset < %(end)s AND last_offset >= %(offset)s
+      AND base_offset >= coalesce((SELECT max(base_offset) FROM herd_batches
+                                   WHERE pid = %(pid)s AND base_offset <= %(offset)s), -1)
+    ORDER BY base_offset LIMIT %(rows)s)
+SELECT b.data FROM w JOIN herd_batches b ON b.pid = %(pid)s AND b.base_offset = w.base_offset
+WHERE w.upto <= %(max_bytes)s OR (%(min_one)s AND w.base_offset = (SELECT min(base_offset) FROM w))
+ORDER BY w.base_offset
+"""
+
+BY_TIMESTAMP = """
+SELECT data FROM herd_batches
+WHERE pid = %(pid)s AND base_offset > %(after)s AND base_offset < %(end)s AND last_offset >= %(start)s
+  AND max_timestamp >= %(timestamp)s
+ORDER BY base_offset LIMIT 1
+"""
+
+MAX_TIMESTAMP = """
+SELECT data FROM herd_batches
+WHERE pid = %(pid)s AND base_offset < %(end)s AND last_offset >= %(start)s AND max_timestamp >= 0
+ORDER BY max_timestamp DESC, base_offset LIMIT 1
+"""
+
+PARTITION = "SELECT leader, leader_epoch, log_start_offset, log_end_offset FROM herd_partitions WHERE pid = %s"
+
+SIZES = """
+SELECT p.cleaner_offset, coalesce(sum(b.size), 0),
+       coalesce(sum(b.size) FILTER (WHERE b.last_offset >= p.cleaner_offset), 0)
+FROM herd_partitions p LEFT JOIN herd_batches b
+     ON b.pid = p.pid AND b.base_offset < %(end)s AND b.last_offset >= %(start)s
+WHERE p.pid = %(pid)s GROUP BY p.cleaner_offset
+"""
+
+RETAIN_BY_TIME = """
+SELECT min(base_offset) FROM herd_batches
+WHERE pid = %(pid)s AND base_offset < %(end)s AND last_offset >= %(start)s AND max_timestamp >= %(oldest)s
+"""
+
+RETAIN_BY_BYTES = """
+SELECT max(last_offset) + 1 FROM (
+    SELECT last_offset, sum(size) OVER (ORDER BY base_offset) AS upto FROM herd_batches
+    WHERE pid = %(pid)s AND base_offset < %(end)s AND last_offset >= %(start)s ORDER BY base_offset) w
+WHERE upto <= %(excess)s
+"""
+
+MOVE_START = """
+WITH fence AS (
+    UPDATE herd_partitions SET log_start_offset = greatest(log_start_offset, %(start)s)
+    WHERE pid = %(pid)s AND leader = %(node)s AND leader_epoch = %(epoch)s RETURNING pid),
+gone AS (
+    DELETE FROM herd_batches b USING fence
+    WHERE b.pid = fence.pid AND b.base_offset < %(start)s AND b.last_offset < %(start)s RETURNING b.size)
+SELECT (SELECT count(*) FROM fence), (SELECT count(*) FROM gone), (SELECT coalesce(sum(size), 0) FROM gone)
+"""
+
+LAST_BASE = "SELECT max(base_offset) FROM herd_batches WHERE pid = %(pid)s AND base_offset < %(end)s"
+
+COMPACT = """
+WITH fence AS (
+    UPDATE herd_partitions SET cleaner_offset = greatest(cleaner_offset, %(cleaned)s)
+    WHERE pid = %(pid)s AND leader = %(node)s AND leader_epoch = %(epoch)s RETURNING pid),
+gone AS (
+    DELETE FROM herd_batches b USING fence
+    WHERE b.pid = fence.pid AND b.base_offset = ANY(%(deleted)b::int8[]) RETURNING b.size),
+changed AS (
+    UPDATE herd_batches b SET data = v.data, size = length(v.data), record_count = v.count, max_timestamp = v.ts
+    FROM fence, unnest(%(bases)b::int8[], %(datas)b::bytea[], %(counts)b::int4[], %(tss)b::int8[])
+         AS v(base, data, count, ts)
+    WHERE b.pid = fence.pid AND b.base_offset = v.base RETURNING length(v.data))
+SELECT (SELECT count(*) FROM fence), (SELECT coalesce(sum(size), 0) FROM gone),
+       (SELECT count(*) FROM changed)
+"""
+
+PRODUCERS = """
+SELECT producer_id, producer_epoch, base_sequence, record_count, base_offset, last_offset, max_timestamp FROM (
+    SELECT *, row_number() OVER (PARTITION BY producer_id ORDER BY base_offset DESC) AS n FROM (
+        SELECT producer_id, producer_epoch, base_sequence, record_count, base_offset, last_offset, max_timestamp
+        FROM herd_batches WHERE pid = %(pid)s AND base_offset < %(end)s AND last_offset >= %(start)s
+        ORDER BY base_offset DESC LIMIT %(scan)s) recent
+    WHERE producer_id >= 0) numbered
+WHERE n <= %(keep)s ORDER BY base_offset
+"""

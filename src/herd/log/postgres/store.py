@@ -1,0 +1,659 @@
+"""Partition logs stored in PostgreSQL (cluster mode): the leader keeps the tail in memory and commits batches,
+fenced by its leader epoch.
+
+Appending is synchronous and in memory, as on a single node: `append` checks the batches as `SegmentLog`
+does (framing, CRC32C, counts, max.message.bytes; LogAppendTime), gives them offsets from the next offset to
+assign, stamps each with the partition leader epoch (bytes 12-16, outside the CRC) and queues it. Each
+partition has one commit task, with one transaction in flight at a time: everything queued when it starts
+goes into that transaction (group commit), so a partition under load commits many batches per round trip.
+A commit is one statement, run in autocommit (so the reply to it is the COMMIT's):
+
+    WITH fence AS (UPDATE herd_partitions SET log_end_offset = <new end> WHERE pid = .. AND leader = <this
+                   node> AND leader_epoch = <this epoch> AND log_end_offset = <committed end> RETURNING pid)
+    INSERT INTO herd_batches SELECT .. FROM fence, unnest(<columns as binary arrays>)
+
+The UPDATE takes the partition's row lock, and under READ COMMITTED re-checks its condition on the newest
+version of the row, so a node whose epoch was bumped by the controller inserts nothing, whenever it wakes
+up. `flushed_offset`, `log_end_offset` and `high_watermark` are the committed end: readers never see a
+batch before the transaction that stored it returned. `wait_durable(end)` returns once the committed end
+passed `end`.
+
+Failures:
+- fenced (the UPDATE found no row): every pending and later append gets NotLeaderError, for good;
+- the database failed (connection lost, server gone, a commit whose outcome is unknown): the waiters get
+  KafkaStorageError (retriable; the write may or may not be stored), the log refuses appends until
+  `reload()` re-read the partition's row: same leader and epoch, it goes on from the stored end (an
+  idempotent producer's retry of a batch that was stored after all is recognised once the caller rebuilt
+  the producer state from `producer_state()`); another leader or epoch, NotLeaderError for good.
+
+Reads: a bounded `TailCache` of committed batches answers consumers at the tail; `read_async` queries
+whatever it does not hold (binary results, whole batches in offset order, cut at max_bytes in the query;
+KIP-74's first batch). `read` (sync) answers from the cache only and raises `NotInMemoryError` otherwise.
+ListOffsets by time and MAX_TIMESTAMP find the batch with SQL and the record in it with the segment code's
+record-level helpers. Retention by time (a batch's max timestamp, as Kafka uses a segment's) and by bytes
+moves the log start and deletes the rows below it; `compact` compacts `__consumer_offsets` (see
+`herd.log.postgres.compact`). All writes check the epoch in their own statement.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+import struct
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+import psycopg
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from herd.log.api import (
+    AppendResult,
+    KafkaStorageError,
+    LogConfig,
+    LogError,
+    NotLeaderError,
+    OffsetOutOfRangeError,
+    TimestampOffset,
+)
+from herd.log.batch import parse_header, set_log_append_time, validate_batches
+from herd.log.postgres import compact as compaction
+from herd.log.postgres import sql
+from herd.log.postgres.rows import ProducerBatch
+from herd.log.postgres.tail import TailCache
+from herd.log.records import first_record_at_or_after, offset_of_timestamp
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CACHE_BYTES = 4 * 1024 * 1024  # per partition
+MAX_COMMIT_BYTES = 16 * 1024 * 1024  # one transaction carries at most this much (but at least one batch)
+READ_ROWS = 10_000  # batches one read query returns at most
+SCAN_BYTES = 4 * 1024 * 1024  # what compaction reads per query
+PRODUCER_SCAN_BATCHES = 100_000  # producer state is rebuilt from the most recent batches only
+PRODUCER_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+CLOSE_WAIT_S = 5.0  # how long closing waits for a commit in flight
+ACQUIRE_TIMEOUT_S = 10.0  # how long a commit or read waits for a pooled connection
+INT32_MAX = 2**31 - 1
+_INT64 = struct.Struct(">q")
+_INT32 = struct.Struct(">i")
+_DB_ERRORS = (psycopg.Error, PoolTimeout, OSError)
+NOT_LEADER = "not leader"
+CLOSED = "closed"
+
+class NotInMemoryError(LogError):
+    """`read` (sync) of offsets the tail cache does not hold: the caller must use `read_async`. The server
+    reads remote logs with `read_async`, so no client ever sees this (UNKNOWN_SERVER_ERROR if one did)."""
+
+
+class _Batch(NamedTuple):
+    """A batch appended and waiting for its commit: the values of its herd_batches row."""
+
+    base_offset: int
+    last_offset: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    record_count: int
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStats:
+    records_read: int
+    records_kept: int
+    batches_deleted: int
+    batches_rewritten: int
+    bytes_before: int
+    bytes_after: int
+
+
+class PgLogStore:
+    """The partition logs this node leads, over one connection pool. Create it on the running loop."""
+
+    def __init__(self, pool: AsyncConnectionPool, node_id: int, *, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+        self.pool = pool
+        self.node_id = node_id
+        self.cache_bytes = cache_bytes
+        self._logs: set[PgPartitionLog] = set()
+
+    def open_partition(self, topic: str, partition: int, config: LogConfig, *, pid: int, leader_epoch: int,
+                       log_start_offset: int, log_end_offset: int) -> PgPartitionLog:  # fmt: skip
+        """The log of a partition this node leads at `leader_epoch`, as the caller's read of its herd_partitions
+        row said (the same snapshot that named this node leader)."""
+        opened = PgPartitionLog(self, topic, partition, config, pid=pid, leader_epoch=leader_epoch,
+                                log_start_offset=log_start_offset, log_end_offset=log_end_offset)
+        self._logs.add(opened)
+        return opened
+
+    async def close_partition(self, partition_log: PgPartitionLog, *, flush: bool) -> None:
+        """Stop leading the partition here. With `flush` (a controlled handoff) what is pending is committed
+        first; otherwise it is dropped (its waiters get NotLeaderError). Either way a commit in flight is
+        waited for (at most CLOSE_WAIT_S, then its waiters get KafkaStorageError: its outcome is unknown)."""
+        self._logs.discard(partition_log)
+        await partition_log.close_async(flush=flush)
+
+    async def close(self) -> None:
+        """Close every partition without committing what is pending (the pool is the caller's)."""
+        for partition_log in list(self._logs):
+            await self.close_partition(partition_log, flush=False)
+
+    @asynccontextmanager
+    async def connection(self) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+        """A pooled connection in autocommit mode (each statement its own transaction), put back as it was.
+        Raises PoolTimeout when none is to be had within ACQUIRE_TIMEOUT_S (the database is gone: the pool
+        keeps trying to reconnect, but a write waiting for it should be answered with a retriable error)."""
+        async with self.pool.connection(timeout=ACQUIRE_TIMEOUT_S) as conn:
+            if conn.autocommit:
+                yield conn
+                return
+            await conn.set_autocommit(True)
+            try:
+                yield conn
+            finally:
+                if not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE:
+                    await conn.set_autocommit(False)
+
+
+class PgPartitionLog:
+    """A `RemotePartitionLog` over PostgreSQL; see the module docstring. Open it with `PgLogStore.open_partition`."""
+
+    remote = True
+
+    def __init__(self, store: PgLogStore, topic: str, partition: int, config: LogConfig, *, pid: int,
+                 leader_epoch: int, log_start_offset: int, log_end_offset: int) -> None:  # fmt: skip
+        self.topic, self.partition, self.config = topic, partition, config
+        self.pid, self.leader_epoch = pid, leader_epoch
+        self.report_errors = True
+        self._store = store
+        self._log_start = log_start_offset
+        self._committed = log_end_offset  # everything below is stored (the high watermark)
+        self._next_offset = log_end_offset  # the offset the next appended record gets
+        self._pending: list[_Batch] = []  # appended, not yet in a transaction
+        self._in_flight_end = log_end_offset  # the end the transaction in flight will commit
+        self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []  # heap of (end offset, seq, future)
+        self._seq = itertools.count()
+        self._cache = TailCache(store.cache_bytes)
+        self._commit_task: asyncio.Task[None] | None = None
+        self._failed: str | None = None
+        self._accepting = True  # False once closing started
+        self._maintenance = asyncio.Lock()  # one retention or compaction pass at a time
+        self._sizes: tuple[int, int] | None = None  # (bytes stored, bytes not yet compacted), once known
+        self._average_batch = 1024  # bytes, as the last read from the database found (sizes its next query)
+        self.commits = 0  # transactions committed (for tests and benchmarks)
+
+    # -- offsets -----------------------------------------------------------------------------------------------
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start
+
+    @property
+    def log_end_offset(self) -> int:
+        """The committed end (what readers may see: the high watermark), not the next offset to assign."""
+        return self._committed
+
+    @property
+    def high_watermark(self) -> int:
+        return self._committed
+
+    @property
+    def flushed_offset(self) -> int:
+        return self._committed
+
+    @property
+    def next_offset(self) -> int:
+        """The offset the next appended record gets (appended batches above the committed end wait for their
+        commit)."""
+        return self._next_offset
+
+    @property
+    def failure(self) -> str | None:
+        """Why the log refuses appends: a database error (until `reload`), "not leader", or "closed"."""
+        return self._failed
+
+    # -- appending ---------------------------------------------------------------------------------------------
+
+    def append(self, records: bytes, now_ms: int) -> AppendResult:
+        self._check_writable()
+        headers = validate_batches(records, self.config.max_message_bytes)
+        log_append = self.config.message_timestamp_type == "LogAppendTime"
+        buf = bytearray(records)
+        first = offset = self._next_offset
+        batches = []
+        for header in headers:
+            if log_append:
+                set_log_append_time(buf, header, now_ms)
+            _INT64.pack_into(buf, header.position, offset)
+            _INT32.pack_into(buf, header.position + 12, self.leader_epoch)
+            batches.append(_Batch(offset, offset + header.last_offset_delta,
+                                  now_ms if log_append else header.max_timestamp, header.producer_id,
+                                  header.producer_epoch, header.base_sequence, header.record_count,
+                                  bytes(buf) if len(headers) == 1 else bytes(buf[header.position:header.end])))
+            offset += header.record_count
+        self._pending.extend(batches)
+        self._next_offset = offset
+        if self._commit_task is None:
+            self._commit_task = asyncio.get_running_loop().create_task(self._commit_loop())
+        return AppendResult(first, offset - 1, now_ms if log_append else -1, self._log_start, offset - first)
+
+    async def wait_durable(self, end_offset: int) -> None:
+        if self._committed >= end_offset:
+            return
+        if self._failed is not None or end_offset > self._next_offset:
+            self._check_writable()
+            raise KafkaStorageError(f"{self._name}: offset {end_offset - 1} was never appended")
+        future = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiters, (end_offset, next(self._seq), future))
+        await future
+
+    def _check_writable(self) -> None:
+        if self._failed is None and self._accepting:
+            return
+        if self._failed in (NOT_LEADER, CLOSED) or not self._accepting:
+            raise NotLeaderError(f"{self._name} is no longer led here at epoch {self.leader_epoch}")
+        raise KafkaStorageError(f"{self._name} is unusable until reloaded: {self._failed}")
+
+    async def _commit_loop(self) -> None:
+        try:
+            while self._pending and self._failed is None:
+                batches = self._take_pending()
+                self._in_flight_end = batches[-1].last_offset + 1
+                try:
+                    stored = await self._store_batches(batches)
+                except _DB_ERRORS as error:
+                    self._fail_storage(error)
+                    return
+                except Exception as error:  # a bug: the waiters must not wait for ever, and reload() resets
+                    log.exception("%s: a commit failed", self._name)
+                    self._fail_storage(error)
+                    return
+                if not stored:
+                    self._fail_not_leader()
+                    return
+                self._committed_batches(batches)
+        finally:
+            self._commit_task = None
+
+    def _take_pending(self) -> list[_Batch]:
+        total, n = 0, 0
+        for batch in self._pending:
+            if n and total + len(batch.data) > MAX_COMMIT_BYTES:
+                break
+            total += len(batch.data)
+            n += 1
+        taken, self._pending = self._pending[:n], self._pending[n:]
+        return taken
+
+    async def _store_batches(self, batches: list[_Batch]) -> bool:
+        columns = list(zip(*batches))
+        params = {"pid": self.pid, "node": self._store.node_id, "epoch": self.leader_epoch,
+                  "end": self._committed, "new_end": batches[-1].last_offset + 1, "base": columns[0],
+                  "last": columns[1], "ts": columns[2], "producer": columns[3], "producer_epoch": columns[4],
+                  "seq": columns[5], "count": columns[6], "size": [len(d) for d in columns[7]], "data": columns[7]}
+        for name in ("base", "last", "ts", "producer", "producer_epoch", "seq", "count", "data"):
+            params[name] = list(params[name])
+        async with self._store.connection() as conn:
+            cursor = await conn.execute(sql.COMMIT, params)
+            return cursor.rowcount == len(batches)
+
+    def _committed_batches(self, batches: list[_Batch]) -> None:
+        self._committed = batches[-1].last_offset + 1
+        self.commits += 1
+        added = 0
+        for batch in batches:
+            self._cache.add(batch.base_offset, batch.last_offset, batch.data)
+            added += len(batch.data)
+        if self._sizes is not None:
+            self._sizes = (self._sizes[0] + added, self._sizes[1] + added)
+        waiters = self._waiters
+        while waiters and waiters[0][0] <= self._committed:
+            future = heapq.heappop(waiters)[2]
+            if not future.done():
+                future.set_result(None)
+
+    def _fail_storage(self, error: BaseException) -> None:
+        what = _describe(error)
+        if self._failed is None and self.report_errors:
+            log.error("%s: the database failed under a commit (%s); produce answers KAFKA_STORAGE_ERROR until "
+                      "the partition is reloaded", self._name, what)
+        self._failed = self._failed or f"database error: {what}"
+        self._fail_waiters(KafkaStorageError(f"{self._name}: {what}"))
+
+    def _fail_not_leader(self) -> None:
+        log.warning("%s: leader epoch %d is no longer current (fenced); nothing more is written here", self._name,
+                    self.leader_epoch)
+        self._failed = NOT_LEADER
+        self._fail_waiters(NotLeaderError(f"{self._name}: fenced, epoch {self.leader_epoch} is not current"))
+
+    def _fail_waiters(self, error: LogError, below: int | None = None) -> None:
+        """Fail the waiters (those for ends <= `below` only, if given) and drop what is pending."""
+        keep = []
+        for end, seq, future in self._waiters:
+            if below is not None and end > below:
+                keep.append((end, seq, future))
+            elif not future.done():
+                future.set_exception(type(error)(str(error)))
+                future.exception()  # a waiter that went away must not leave an unretrieved exception
+        heapq.heapify(keep)
+        self._waiters = keep
+        if below is None:
+            self._pending = []
+
+    # -- recovering and closing ----------------------------------------------------------------------------------
+
+    async def reload(self) -> None:
+        """After a database error: re-read the partition's row and go on from its stored end (what was pending
+        is dropped; the caller rebuilds the producer state of this partition). Raises KafkaStorageError if the
+        database still fails (the log stays failed), NotLeaderError (for good) if another leader or epoch is
+        there. A no-op unless the log failed on a database error."""
+        if self._failed is None:
+            return
+        self._check_leading()
+        if self._commit_task is not None:
+            await asyncio.gather(self._commit_task, return_exceptions=True)
+        try:
+            async with self._store.connection() as conn:
+                row = await (await conn.execute(sql.PARTITION, (self.pid,))).fetchone()
+        except _DB_ERRORS as error:
+            raise KafkaStorageError(f"{self._name}: {_describe(error)}") from error
+        if row is None or row[0] != self._store.node_id or row[1] != self.leader_epoch:
+            self._failed = NOT_LEADER
+            raise NotLeaderError(f"{self._name}: led by node {row[0] if row else None} at epoch "
+                                 f"{row[1] if row else None} now")
+        self._log_start, self._committed = row[2], row[3]
+        self._next_offset = self._in_flight_end = self._committed
+        self._pending, self._sizes = [], None
+        self._cache.clear()
+        self._fail_waiters(KafkaStorageError(f"{self._name}: reloaded"))
+        self._failed = None
+        log.warning("%s: reloaded from the database, offsets %d to %d", self._name, self._log_start, self._committed)
+
+    def recover(self) -> None:
+        """The sync form of recovery has nothing to reopen: raises KafkaStorageError while the log is failed
+        (the runtime awaits `reload()`)."""
+        if self._failed is not None and self._failed not in (NOT_LEADER, CLOSED):
+            raise KafkaStorageError(f"{self._name}: reload() it: {self._failed}")
+
+    async def close_async(self, *, flush: bool) -> None:
+        self._accepting = False
+        if not flush:
+            self._drop_unsent()
+        task = self._commit_task
+        if task is not None:
+            done, _ = await asyncio.wait([task], timeout=CLOSE_WAIT_S * (3 if flush else 1))
+            if not done:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                self._fail_waiters(KafkaStorageError(f"{self._name}: closed with a commit in flight"),
+                                   below=self._in_flight_end)
+        self._failed = self._failed if self._failed == NOT_LEADER else CLOSED
+        self._fail_waiters(NotLeaderError(f"{self._name} is no longer led here"))
+        self._cache.clear()
+
+    def _drop_unsent(self) -> None:
+        """Closing without flush: what is pending is never sent; its waiters learn it now."""
+        self._pending = []
+        sent_end = self._in_flight_end if self._commit_task is not None else self._committed
+        keep = []
+        for end, seq, future in self._waiters:
+            if end <= sent_end:
+                keep.append((end, seq, future))
+            elif not future.done():
+                future.set_exception(NotLeaderError(f"{self._name} is no longer led here"))
+                future.exception()
+        heapq.heapify(keep)
+        self._waiters = keep
+
+    def close(self) -> None:
+        """Close at once, without waiting for anything (`PgLogStore.close_partition` is the orderly way)."""
+        self._accepting = False
+        if self._commit_task is not None:
+            self._commit_task.cancel()
+        self._fail_waiters(KafkaStorageError(f"{self._name}: closed"))
+        self._failed = CLOSED
+
+    def flush(self) -> None:
+        """Nothing to do: the commit task stores appended batches as soon as it can (`wait_durable`)."""
+
+    def maybe_flush(self, now_ms: int) -> None:
+        """Nothing to do (see `flush`)."""
+
+    # -- reading -----------------------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
+        """From the tail cache; raises NotInMemoryError when it does not hold `offset` (use `read_async`)."""
+        end = self._check_range(offset)
+        if offset == end:
+            return b""
+        if self._cache.covers(offset):
+            return self._cache.read(offset, max_bytes, min_one)
+        raise NotInMemoryError(f"{self._name}: offset {offset} is not in memory")
+
+    async def read_async(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
+        end = self._check_range(offset)
+        if offset == end:
+            return b""
+        if self._cache.covers(offset):
+            return self._cache.read(offset, max_bytes, min_one)
+        return b"".join(await self._read_rows(offset, end, max_bytes, min_one))
+
+    async def _read_rows(self, offset: int, end: int, max_bytes: int, min_one: bool) -> list[bytes]:
+        """The batches of a read from the database. The query stops after a number of rows (its window sum
+        cannot stop the scan at max_bytes): twice what max_bytes holds at the partition's average batch size."""
+        rows = min(READ_ROWS, max(16, 2 * max_bytes // max(self._average_batch, 1) + 1))
+        found = await self._query(sql.READ, {"pid": self.pid, "end": end, "offset": offset, "rows": rows,
+                                             "max_bytes": max_bytes, "min_one": min_one})
+        batches = [row[0] for row in found]
+        if batches:
+            self._average_batch = sum(len(b) for b in batches) // len(batches)
+        return batches
+
+    def _check_range(self, offset: int) -> int:
+        """The committed end; raises NotLeaderError, or OffsetOutOfRangeError outside [start, end]."""
+        self._check_leading()
+        end = self._committed
+        if offset < self._log_start or offset > end:
+            raise OffsetOutOfRangeError(f"offset {offset} outside [{self._log_start}, {end}] of {self._name}")
+        return end
+
+    def _check_leading(self) -> None:
+        if self._failed in (NOT_LEADER, CLOSED):
+            raise NotLeaderError(f"{self._name} is no longer led here at epoch {self.leader_epoch}")
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        raise NotInMemoryError(f"{self._name}: timestamps are looked up in the database")
+
+    def max_timestamp(self) -> TimestampOffset | None:
+        raise NotInMemoryError(f"{self._name}: timestamps are looked up in the database")
+
+    async def offset_for_timestamp_async(self, timestamp: int) -> TimestampOffset | None:
+        """The first record, in offset order, stamped >= `timestamp` (Kafka's searchForTimestamp over the
+        batches whose max timestamp reaches it)."""
+        self._check_leading()
+        start, end, after = self._log_start, self._committed, -1
+        while True:
+            rows = await self._query(sql.BY_TIMESTAMP, {"pid": self.pid, "after": after, "end": end, "start": start,
+                                                     "timestamp": timestamp})
+            if not rows:
+                return None
+            batch = rows[0][0]
+            header = parse_header(batch)
+            try:
+                found = first_record_at_or_after(batch, header, timestamp, start)
+            except LogError:  # records that cannot be decoded: the batch answers for itself, as on segments
+                found = max(header.base_offset, start), header.max_timestamp
+            if found is not None:
+                return TimestampOffset(offset=found[0], timestamp=found[1])
+            after = header.base_offset
+
+    async def max_timestamp_async(self) -> TimestampOffset | None:
+        """The first record holding the largest timestamp (ListOffsets MAX_TIMESTAMP)."""
+        self._check_leading()
+        rows = await self._query(sql.MAX_TIMESTAMP, {"pid": self.pid, "end": self._committed, "start": self._log_start})
+        if not rows:
+            return None
+        batch = rows[0][0]
+        header = parse_header(batch)
+        try:
+            offset = offset_of_timestamp(batch, header, header.max_timestamp)
+        except LogError:
+            offset = None
+        return TimestampOffset(offset=header.base_offset if offset is None else offset,
+                               timestamp=header.max_timestamp)
+
+    async def _query(self, sql: str, params: dict[str, Any] | Sequence[Any]) -> list[tuple[Any, ...]]:
+        """Run a read in binary (bytea arrives as bytes, undecoded); raises KafkaStorageError."""
+        try:
+            async with self._store.connection() as conn:
+                cursor = conn.cursor(binary=True)
+                await cursor.execute(sql, params)
+                return await cursor.fetchall()
+        except _DB_ERRORS as error:
+            raise KafkaStorageError(f"{self._name}: {_describe(error)}") from error
+
+    # -- retention and compaction ------------------------------------------------------------------------------
+
+    def apply_retention(self, now_ms: int) -> int:
+        """Nothing happens synchronously here: the runtime awaits `apply_retention_async`."""
+        return 0
+
+    async def apply_retention_async(self, now_ms: int) -> int:
+        """Delete the batches beyond retention.ms (by their max timestamp) and retention.bytes from the start of
+        the log and move the log start past them (fenced); returns how many batches were deleted. Raises
+        NotLeaderError or KafkaStorageError."""
+        self._check_leading()
+        async with self._maintenance:
+            end, start = self._committed, self._log_start
+            new_start = start
+            if self.config.retention_ms >= 0:
+                rows = await self._query(sql.RETAIN_BY_TIME, {"pid": self.pid, "end": end, "start": start,
+                                                           "oldest": now_ms - self.config.retention_ms})
+                new_start = max(new_start, end if rows[0][0] is None else rows[0][0])
+            if self.config.retention_bytes >= 0:
+                stored = (await self._load_sizes())[0]
+                excess = stored - self.config.retention_bytes
+                if excess > 0:
+                    rows = await self._query(sql.RETAIN_BY_BYTES, {"pid": self.pid, "end": end, "start": start,
+                                                                "excess": excess})
+                    new_start = max(new_start, rows[0][0] or start)
+            if new_start <= start:
+                return 0
+            return await self._move_start(new_start)
+
+    async def _move_start(self, new_start: int) -> int:
+        rows = await self._write(sql.MOVE_START, {"pid": self.pid, "node": self._store.node_id,
+                                               "epoch": self.leader_epoch, "start": new_start})
+        fence, deleted, freed = rows[0]
+        if not fence:
+            self._fail_not_leader()
+            raise NotLeaderError(f"{self._name}: fenced, epoch {self.leader_epoch} is not current")
+        self._log_start = max(self._log_start, new_start)
+        self._cache.drop_below(self._log_start)
+        if self._sizes is not None:
+            self._sizes = (self._sizes[0] - freed, max(0, self._sizes[1] - freed))
+        return int(deleted)
+
+    async def compact(self, delete_retention_ms: int, now_ms: int, *, force: bool = False) -> CompactionStats | None:
+        """One compaction pass (cleanup.policy=compact) over every batch but the last one, if at least half the
+        bytes were written since the last pass (or `force`); None when there was nothing to do. Fenced; raises
+        NotLeaderError or KafkaStorageError (what was written before stays: every step leaves a valid log)."""
+        self._check_leading()
+        async with self._maintenance:
+            stored, dirty = await self._load_sizes()
+            if not force and (dirty == 0 or dirty < compaction.MIN_CLEANABLE_DIRTY_RATIO * stored):
+                return None
+            end = (await self._query(sql.LAST_BASE, {"pid": self.pid, "end": self._committed}))[0][0]
+            cleaner = await self._cleaner_offset()
+            if end is None or end <= self._log_start:
+                return None
+            loop = asyncio.get_running_loop()
+            latest: dict[bytes, int] = {}
+            async for chunk in self._scan(max(cleaner, self._log_start), end):
+                await loop.run_in_executor(None, compaction.map_latest, chunk, latest)
+            totals = [0, 0, 0, 0]  # records read, kept, batches deleted, rewritten
+            async for chunk in self._scan(self._log_start, end):
+                changes = await loop.run_in_executor(None, compaction.filter_batches, chunk, latest, now_ms,
+                                                     delete_retention_ms)
+                totals[0] += changes.records_read
+                totals[1] += changes.records_kept
+                if changes:
+                    await self._apply_changes(changes, cleaned=0)
+                    totals[2] += len(changes.deleted)
+                    totals[3] += len(changes.rewritten)
+            await self._apply_changes(compaction.Changes(), cleaned=end)
+            self._cache.drop_below(end)
+            self._sizes = None  # rewritten batches shrank too: counted again, from the new cleaner offset
+            after = (await self._load_sizes())[0]
+            return CompactionStats(totals[0], totals[1], totals[2], totals[3], stored, after)
+
+    async def _apply_changes(self, changes: compaction.Changes, *, cleaned: int) -> None:
+        """Delete and rewrite rows, and move the cleaner offset up to `cleaned` (fenced)."""
+        rewritten = changes.rewritten
+        rows = await self._write(sql.COMPACT, {
+            "pid": self.pid, "node": self._store.node_id, "epoch": self.leader_epoch, "cleaned": cleaned,
+            "deleted": changes.deleted, "bases": [r[0] for r in rewritten], "datas": [r[1] for r in rewritten],
+            "counts": [r[2] for r in rewritten], "tss": [r[3] for r in rewritten]})
+        if not rows[0][0]:
+            self._fail_not_leader()
+            raise NotLeaderError(f"{self._name}: fenced, epoch {self.leader_epoch} is not current")
+
+    async def _scan(self, start: int, end: int) -> AsyncIterator[list[bytes]]:
+        """The batches with base offsets in [start, end), in chunks of about SCAN_BYTES (whole batches)."""
+        offset = start
+        while offset < end:
+            chunk = await self._read_rows(offset, end, SCAN_BYTES, True)
+            if not chunk:
+                return
+            yield chunk
+            last = parse_header(chunk[-1])
+            offset = last.last_offset + 1
+
+    async def _load_sizes(self) -> tuple[int, int]:
+        """(bytes stored, bytes at or above the cleaner offset) of the committed batches."""
+        if self._sizes is None:
+            rows = await self._query(sql.SIZES, {"pid": self.pid, "end": self._committed, "start": self._log_start})
+            self._sizes = (int(rows[0][1]), int(rows[0][2])) if rows else (0, 0)
+        return self._sizes
+
+    async def _cleaner_offset(self) -> int:
+        rows = await self._query(sql.SIZES, {"pid": self.pid, "end": self._committed, "start": self._log_start})
+        return int(rows[0][0]) if rows else 0
+
+    async def _write(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        try:
+            async with self._store.connection() as conn:
+                cursor = await conn.execute(sql, params)
+                return await cursor.fetchall()
+        except _DB_ERRORS as error:
+            raise KafkaStorageError(f"{self._name}: {_describe(error)}") from error
+
+    # -- producer state ------------------------------------------------------------------------------------------
+
+    async def producer_state(self) -> list[ProducerBatch]:
+        """The last batches (up to five) of every idempotent producer among the most recent
+        PRODUCER_SCAN_BATCHES batches, in offset order: what `ProducerStates.restore` rebuilds the dedupe state
+        from when this node takes the partition over. Raises KafkaStorageError or NotLeaderError."""
+        self._check_leading()
+        start, end = self._log_start, self._committed
+        rows = await self._query(sql.PRODUCERS, {"pid": self.pid, "end": end, "start": start,
+                                              "scan": PRODUCER_SCAN_BATCHES, "keep": PRODUCER_BATCHES})
+        log_append = self.config.message_timestamp_type == "LogAppendTime"
+        out = []
+        for producer_id, epoch, sequence, count, base, last, max_ts in rows:
+            last_sequence = (sequence + last - base) % (INT32_MAX + 1)
+            out.append(ProducerBatch(producer_id, epoch, sequence, last_sequence, base, last, count, max_ts,
+                                     max_ts if log_append else -1, start))
+        return out
+
+    @property
+    def _name(self) -> str:
+        return f"{self.topic}-{self.partition}"
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else ''}".rstrip(": ")

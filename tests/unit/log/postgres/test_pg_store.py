@@ -1,0 +1,568 @@
+"""The PostgreSQL partition log against a real PostgreSQL server: commits fenced by the leader epoch, reads that
+never see uncommitted data, database failures and reloads, ListOffsets, retention, compaction, large values and
+the producer state a new leader rebuilds. Each test runs its own loop (`asyncio.run`).
+
+`pg_url` gives a fresh, migrated database for the module on the server named by HERD_TEST_PG_URL."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import asynccontextmanager
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
+
+from herd.coordinator.records import Record
+from herd.log.api import KafkaStorageError, LogConfig, NotLeaderError, OffsetOutOfRangeError
+from herd.log.batch import iter_headers
+from herd.log.fs import MemoryFileSystem
+from herd.log.postgres import schema
+from herd.log.postgres.db import open_pool
+from herd.log.postgres.store import NotInMemoryError, PgLogStore, PgPartitionLog
+from herd.log.segments import SegmentLog
+from herd.runtime.batches import decode_batches, encode_batch
+from herd.server.producers import ProducerStates
+
+SERVER_URL = os.environ.get("HERD_TEST_PG_URL", "postgresql://postgres@127.0.0.1:55432/postgres")
+NODE = 1
+NOW = 1_700_000_000_000
+
+
+@pytest.fixture(scope="module")
+def pg_url() -> Iterator[str]:
+    """A fresh database with herd's schema, dropped after the module."""
+    name = f"a_test_{uuid.uuid4().hex[:12]}"
+    try:
+        admin = psycopg.connect(SERVER_URL, autocommit=True, connect_timeout=5)
+    except psycopg.OperationalError as error:
+        pytest.skip(f"no PostgreSQL at {SERVER_URL}: {error}")
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(SERVER_URL)
+    url = urlunsplit(parts._replace(path=f"/{name}"))
+
+    async def migrate() -> None:
+        async with await psycopg.AsyncConnection.connect(url) as conn:
+            await schema.migrate(conn, name)
+
+    asyncio.run(migrate())
+    yield url
+    with psycopg.connect(SERVER_URL, autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+# -- helpers -----------------------------------------------------------------------------------------------------
+
+
+def run(main: Callable[[], Awaitable[None]]) -> None:
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def sql(url: str, query: str, params: tuple = ()) -> list[tuple]:
+    with psycopg.connect(url, autocommit=True) as conn:
+        cursor = conn.execute(query, params)
+        return cursor.fetchall() if cursor.description else []
+
+
+def new_partition(url: str, *, leader: int = NODE, epoch: int = 0) -> int:
+    """A topic of one partition led by `leader` at `epoch`; its pid."""
+    topic_id = uuid.uuid4()
+    sql(url, "INSERT INTO herd_topics (topic_id, name, partitions) VALUES (%s, %s, 1)", (topic_id, f"t-{topic_id}"))
+    return sql(url, "INSERT INTO herd_partitions (topic_id, partition, leader, leader_epoch) VALUES (%s, 0, %s, %s) "
+                    "RETURNING pid", (topic_id, leader, epoch))[0][0]
+
+
+@asynccontextmanager
+async def store_on(url: str, **kw) -> AsyncIterator[PgLogStore]:
+    pool = await open_pool(url, min_size=1, max_size=4)
+    store = PgLogStore(pool, NODE, **kw)
+    try:
+        yield store
+    finally:
+        await store.close()
+        await pool.close()
+
+
+def open_log(store: PgLogStore, url: str, pid: int, config: LogConfig | None = None) -> PgPartitionLog:
+    """Open the partition as a node that just read its row (as the cluster does on taking it over)."""
+    leader, epoch, start, end = sql(url, "SELECT leader, leader_epoch, log_start_offset, log_end_offset "
+                                         "FROM herd_partitions WHERE pid = %s", (pid,))[0]
+    assert leader == NODE
+    return store.open_partition("t", 0, config or LogConfig(), pid=pid, leader_epoch=epoch, log_start_offset=start,
+                                log_end_offset=end)
+
+
+def batch(values: list[bytes], *, timestamps: list[int] | None = None, producer: tuple[int, int, int] = (-1, -1, -1),
+          key: bytes | None = b"k", codec: int = 0) -> bytes:
+    """One batch as kafka-python's producer builds it; `producer` is (id, epoch, base sequence)."""
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False,
+                                        producer_id=producer[0], producer_epoch=producer[1],
+                                        base_sequence=producer[2], batch_size=1 << 26)
+    for i, value in enumerate(values):
+        builder.append(i, timestamp=NOW + i if timestamps is None else timestamps[i], key=key, value=value,
+                       headers=[])
+    return bytes(builder.build())
+
+
+def decoded(data: bytes) -> list[tuple[int, int, bytes | None]]:
+    """(offset, timestamp, value) of every record, each batch's CRC checked by kafka-python."""
+    out = []
+    for header in iter_headers(data):
+        one = DefaultRecordBatch(bytearray(data[header.position:header.end]))
+        assert one.validate_crc()
+        out.extend((r.offset, r.timestamp, r.value) for r in one)
+    return out
+
+
+def stored_rows(url: str, pid: int) -> list[tuple[int, int, int]]:
+    return sql(url, "SELECT base_offset, last_offset, leader_epoch FROM herd_batches WHERE pid = %s "
+                    "ORDER BY base_offset", (pid,))
+
+
+async def append(partition_log: PgPartitionLog, data: bytes, now_ms: int = NOW) -> int:
+    result = partition_log.append(data, now_ms)
+    await partition_log.wait_durable(result.last_offset + 1)
+    return result.base_offset
+
+
+@asynccontextmanager
+async def row_locked(url: str, pid: int) -> AsyncIterator[psycopg.AsyncConnection]:
+    """Another session holding the partition's row lock: commits to it wait until the block ends."""
+    async with await psycopg.AsyncConnection.connect(url) as conn:
+        await conn.execute("SELECT 1 FROM herd_partitions WHERE pid = %s FOR UPDATE", (pid,))
+        yield conn
+        await conn.commit()
+
+
+async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
+
+# -- appending, committing, reading ------------------------------------------------------------------------------
+
+
+def test_batches_round_trip_with_offsets_and_the_leader_epoch_stamped_and_their_crc_intact(pg_url):
+    pid = new_partition(pg_url, epoch=7)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            first = log.append(batch([b"a", b"b"]), NOW)
+            second = log.append(batch([b"c"]) + batch([b"d", b"e", b"f"], codec=1), NOW)  # two batches, one gzip
+            assert (first.base_offset, first.last_offset, second.base_offset, second.last_offset) == (0, 1, 2, 5)
+            assert log.next_offset == 6
+            await log.wait_durable(6)
+            assert log.log_end_offset == log.high_watermark == log.flushed_offset == 6
+            from_cache = log.read(0, 1 << 20)
+        assert stored_rows(pg_url, pid) == [(0, 1, 7), (2, 2, 7), (3, 5, 7)]
+        assert sql(pg_url, "SELECT log_end_offset FROM herd_partitions WHERE pid = %s", (pid,)) == [(6,)]
+        async with store_on(pg_url) as store:  # a new leader's empty cache: everything comes from the database
+            log = open_log(store, pg_url, pid)
+            with pytest.raises(NotInMemoryError):
+                log.read(0, 1 << 20)
+            from_db = await log.read_async(0, 1 << 20)
+            assert from_db == from_cache
+            assert [v for _, _, v in decoded(from_db)] == [b"a", b"b", b"c", b"d", b"e", b"f"]
+            assert [o for o, _, _ in decoded(from_db)] == list(range(6))
+            assert all(h.partition_leader_epoch == 7 for h in iter_headers(from_db))
+            # the batch holding an offset, KIP-74's first batch, max_bytes cuts whole batches
+            assert [o for o, _, _ in decoded(await log.read_async(4, 1 << 20))] == [3, 4, 5]
+            assert [o for o, _, _ in decoded(await log.read_async(0, 1))] == [0, 1]
+            assert await log.read_async(0, 1, min_one=False) == b""
+            sizes = [h.size for h in iter_headers(from_db)]
+            assert [o for o, _, _ in decoded(await log.read_async(0, sizes[0] + sizes[1]))] == [0, 1, 2]
+            assert await log.read_async(6, 1 << 20) == b""
+            with pytest.raises(OffsetOutOfRangeError):
+                await log.read_async(7, 1 << 20)
+            assert await append(log, batch([b"g"])) == 6  # offsets go on from the stored end
+            assert [v for _, _, v in decoded(log.read(6, 100))] == [b"g"]
+
+    run(main)
+
+
+def test_a_read_never_sees_a_batch_whose_transaction_has_not_returned(pg_url):
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            await append(log, batch([b"committed"]))
+            async with row_locked(pg_url, pid):
+                result = log.append(batch([b"pending"]), NOW)
+                durable = asyncio.ensure_future(log.wait_durable(result.last_offset + 1))
+                await asyncio.sleep(0.3)  # the commit is sent and waits for the lock
+                assert not durable.done()
+                assert log.log_end_offset == 1 and log.next_offset == 2
+                assert [v for _, _, v in decoded(await log.read_async(0, 1 << 20))] == [b"committed"]
+                assert await log.read_async(1, 1 << 20) == b""
+                with pytest.raises(OffsetOutOfRangeError):
+                    await log.read_async(2, 1 << 20)
+                assert sql(pg_url, "SELECT count(*) FROM herd_batches WHERE pid = %s", (pid,)) == [(1,)]
+            await durable
+            assert [v for _, _, v in decoded(log.read(0, 1 << 20))] == [b"committed", b"pending"]
+
+    run(main)
+
+
+def test_commits_group_everything_pending_into_one_transaction(pg_url):
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            async with row_locked(pg_url, pid):
+                first = log.append(batch([b"0"]), NOW)
+                await asyncio.sleep(0.2)  # the first commit is in flight, waiting for the lock
+                ends = [log.append(batch([b"%d" % i]), NOW).last_offset + 1 for i in range(1, 50)]
+            await asyncio.gather(log.wait_durable(first.last_offset + 1), *(log.wait_durable(e) for e in ends))
+            assert log.commits == 2
+            assert len(stored_rows(pg_url, pid)) == 50
+
+    run(main)
+
+
+# -- fencing and failures ----------------------------------------------------------------------------------------
+
+
+def test_a_bumped_leader_epoch_fences_the_next_commit_and_nothing_more_is_stored(pg_url):
+    pid = new_partition(pg_url, epoch=3)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            await append(log, batch([b"a"]))
+            sql(pg_url, "UPDATE herd_partitions SET leader_epoch = leader_epoch + 1 WHERE pid = %s", (pid,))
+            result = log.append(batch([b"b"]), NOW)
+            with pytest.raises(NotLeaderError):
+                await log.wait_durable(result.last_offset + 1)
+            assert log.failure == "not leader"
+            with pytest.raises(NotLeaderError):
+                log.append(batch([b"c"]), NOW)
+            with pytest.raises(NotLeaderError):
+                await log.read_async(0, 100)
+            with pytest.raises(NotLeaderError):
+                await log.reload()
+        assert stored_rows(pg_url, pid) == [(0, 0, 3)]
+        assert sql(pg_url, "SELECT log_end_offset FROM herd_partitions WHERE pid = %s", (pid,)) == [(1,)]
+
+    run(main)
+
+
+def test_an_epoch_bumped_while_a_commit_waits_for_the_row_fences_that_commit(pg_url):
+    pid = new_partition(pg_url, epoch=3)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            await append(log, batch([b"a"]))
+            async with row_locked(pg_url, pid) as controller:  # the controller's transaction moves the leader
+                result = log.append(batch([b"b"]), NOW)
+                durable = asyncio.ensure_future(log.wait_durable(result.last_offset + 1))
+                await asyncio.sleep(0.3)
+                await controller.execute("UPDATE herd_partitions SET leader = 2, leader_epoch = 4 WHERE pid = %s",
+                                         (pid,))
+            with pytest.raises(NotLeaderError):
+                await durable
+        assert stored_rows(pg_url, pid) == [(0, 0, 3)]
+
+    run(main)
+
+
+def test_a_commit_whose_connection_is_killed_fails_retriably_and_reload_goes_on_without_duplicate_offsets(pg_url):
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            await append(log, batch([b"a", b"b"]))
+            async with row_locked(pg_url, pid) as locker:
+                result = log.append(batch([b"lost"]), NOW)
+                durable = asyncio.ensure_future(log.wait_durable(result.last_offset + 1))
+                await asyncio.sleep(0.3)
+                killed = await (await locker.execute(
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                    "AND query LIKE '%%INSERT INTO herd_batches%%' AND pid <> pg_backend_pid()")).fetchall()
+                assert killed == [(True,)]
+                with pytest.raises(KafkaStorageError):
+                    await durable
+            assert log.failure is not None and log.failure.startswith("database error")
+            with pytest.raises(KafkaStorageError):
+                log.append(batch([b"refused"]), NOW)
+            assert [v for _, _, v in decoded(log.read(0, 1 << 20))] == [b"a", b"b"]  # committed data stays readable
+            await log.reload()
+            assert log.failure is None and log.log_end_offset == log.next_offset == 2
+            assert await append(log, batch([b"c"])) == 2
+            assert [v for _, _, v in decoded(await log.read_async(0, 1 << 20))] == [b"a", b"b", b"c"]
+        assert stored_rows(pg_url, pid) == [(0, 1, 0), (2, 2, 0)]
+
+    run(main)
+
+
+def test_after_every_connection_was_cut_a_commit_fails_retriably_and_reloading_until_it_works_recovers(pg_url):
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            await append(log, batch([b"a"]))
+            sql(pg_url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                        "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+            result = log.append(batch([b"b"]), NOW)
+            with pytest.raises(KafkaStorageError):
+                await log.wait_durable(result.last_offset + 1)
+            for _ in range(10):  # as the runtime does, with a backoff: the pool replaces its dead connections
+                try:
+                    await log.reload()
+                    break
+                except KafkaStorageError:
+                    await asyncio.sleep(0.1)
+            assert log.failure is None
+            assert await append(log, batch([b"c"])) == 1
+        assert [r[0] for r in stored_rows(pg_url, pid)] == [0, 1]
+
+    run(main)
+
+
+def test_closing_with_flush_commits_what_is_pending_and_without_it_drops_it(pg_url):
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            result = log.append(batch([b"handed over"]), NOW)
+            await store.close_partition(log, flush=True)
+            await log.wait_durable(result.last_offset + 1)
+            with pytest.raises(NotLeaderError):
+                log.append(batch([b"late"]), NOW)
+            log = open_log(store, pg_url, pid)
+            async with row_locked(pg_url, pid):
+                sent = log.append(batch([b"in flight"]), NOW)
+                await asyncio.sleep(0.2)
+                unsent = log.append(batch([b"never sent"]), NOW)
+                waits = [asyncio.ensure_future(log.wait_durable(r.last_offset + 1)) for r in (sent, unsent)]
+                closing = asyncio.ensure_future(store.close_partition(log, flush=False))
+                await asyncio.sleep(0.1)
+                with pytest.raises(NotLeaderError):
+                    await waits[1]
+            await closing
+            await waits[0]  # the transaction in flight finished and committed
+        assert [r[:2] for r in stored_rows(pg_url, pid)] == [(0, 0), (1, 1)]
+
+    run(main)
+
+
+# -- ListOffsets ---------------------------------------------------------------------------------------------------
+
+
+def test_offsets_by_timestamp_and_the_max_timestamp_are_exact_to_the_record_as_on_segment_files(pg_url):
+    pid = new_partition(pg_url)
+    requests = [batch([b"x"] * 3, timestamps=[NOW + 10, NOW + 5, NOW + 30]),
+                batch([b"y"] * 2, timestamps=[NOW + 20, NOW + 50], codec=1),
+                batch([b"z"] * 4, timestamps=[NOW + 50, NOW + 40, NOW + 60, NOW + 60]),
+                batch([b"w"] * 2, timestamps=[NOW + 1, NOW + 60])]
+    segments = SegmentLog.open(MemoryFileSystem(), "/p", "t", 0, LogConfig())
+    for data in requests:
+        segments.append(data, NOW)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            for data in requests:
+                await append(log, data)
+            for target in (NOW - 1, NOW + 5, NOW + 6, NOW + 25, NOW + 45, NOW + 50, NOW + 55, NOW + 60, NOW + 61):
+                assert await log.offset_for_timestamp_async(target) == segments.offset_for_timestamp(target), target
+            found = await log.max_timestamp_async()
+            assert found == segments.max_timestamp()
+            assert (found.offset, found.timestamp) == (7, NOW + 60)
+
+    run(main)
+
+
+# -- retention and compaction --------------------------------------------------------------------------------------
+
+
+def test_retention_by_time_moves_the_log_start_past_expired_batches_and_deletes_their_rows(pg_url):
+    pid = new_partition(pg_url)
+    day = 86_400_000
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid, LogConfig(retention_ms=day))
+            await append(log, batch([b"old"], timestamps=[NOW - 3 * day]))
+            await append(log, batch([b"old", b"old"], timestamps=[NOW - 2 * day, NOW - 2 * day]))
+            await append(log, batch([b"new"], timestamps=[NOW - 1000]))
+            await append(log, batch([b"older again"], timestamps=[NOW - 5 * day]))  # after a live one: kept
+            assert await log.apply_retention_async(NOW) == 2
+            assert log.log_start_offset == 3
+            with pytest.raises(OffsetOutOfRangeError):
+                await log.read_async(0, 100)
+            assert [v for _, _, v in decoded(await log.read_async(3, 1 << 20))] == [b"new", b"older again"]
+            assert await log.apply_retention_async(NOW) == 0
+        assert [r[0] for r in stored_rows(pg_url, pid)] == [3, 4]
+        assert sql(pg_url, "SELECT log_start_offset FROM herd_partitions WHERE pid = %s", (pid,)) == [(3,)]
+
+    run(main)
+
+
+def test_retention_by_bytes_deletes_the_oldest_batches_while_what_stays_reaches_the_limit(pg_url):
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            data = batch([b"v" * 1000])
+            log = open_log(store, pg_url, pid, LogConfig(retention_bytes=3 * len(data) + 10, retention_ms=-1))
+            for _ in range(5):
+                await append(log, data)
+            # as Kafka: a batch goes only if what stays is still at least retention.bytes
+            assert await log.apply_retention_async(NOW) == 1
+            log.config = LogConfig(retention_bytes=3 * len(data), retention_ms=-1)
+            assert await log.apply_retention_async(NOW) == 1
+            assert log.log_start_offset == 2
+        assert [r[0] for r in stored_rows(pg_url, pid)] == [2, 3, 4]
+        assert sql(pg_url, "SELECT log_start_offset FROM herd_partitions WHERE pid = %s", (pid,)) == [(2,)]
+
+    run(main)
+
+
+def test_compaction_keeps_the_last_record_of_every_key_at_its_offset_and_drops_old_tombstones(pg_url):
+    pid = new_partition(pg_url)
+    hour = 3_600_000
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid, LogConfig(cleanup_policy="compact"))
+            await append(log, encode_batch([Record(b"a", b"a1"), Record(b"b", b"b1")], NOW - 2 * hour))  # 0, 1
+            await append(log, encode_batch([Record(b"a", b"a2"), Record(b"c", b"c1")], NOW - 2 * hour))  # 2, 3
+            await append(log, encode_batch([Record(b"c", None)], NOW - 2 * hour))  # 4: an old tombstone
+            await append(log, encode_batch([Record(b"b", None)], NOW))  # 5: a recent tombstone
+            await append(log, encode_batch([Record(b"d", b"d1")], NOW))  # 6: the last batch, never compacted
+            stats = await log.compact(hour, NOW, force=True)
+            assert stats is not None and stats.batches_deleted == 2 and stats.records_kept == 2
+            assert await records(log) == [(2, b"a", b"a2"), (5, b"b", None), (6, b"d", b"d1")]
+            # an incremental pass: only what was written since is mapped, older survivors are kept
+            await append(log, encode_batch([Record(b"a", b"a3"), Record(b"e", b"e1")], NOW))  # 7, 8
+            await append(log, encode_batch([Record(b"f", b"f1")], NOW))  # 9
+            assert await log.compact(hour, NOW) is not None
+            assert await records(log) == [(5, b"b", None), (6, b"d", b"d1"), (7, b"a", b"a3"), (8, b"e", b"e1"),
+                                          (9, b"f", b"f1")]
+            assert await log.compact(hour, NOW) is None  # not dirty enough
+        async with store_on(pg_url) as store:  # a new leader reads the same from the database
+            assert await records(open_log(store, pg_url, pid)) == [(5, b"b", None), (6, b"d", b"d1"),
+                                                                   (7, b"a", b"a3"), (8, b"e", b"e1"),
+                                                                   (9, b"f", b"f1")]
+        assert sql(pg_url, "SELECT cleaner_offset FROM herd_partitions WHERE pid = %s", (pid,)) == [(9,)]
+
+    async def records(log: PgPartitionLog) -> list[tuple[int, bytes, bytes | None]]:
+        data = await log.read_async(log.log_start_offset, 1 << 20)
+        out = []
+        for header in iter_headers(data):
+            one = DefaultRecordBatch(bytearray(data[header.position:header.end]))
+            assert one.validate_crc()
+            out.extend((r.offset, r.key, r.value) for r in one)
+        assert sum(len(r) for _, r in decode_batches(data)) == len(out)
+        return out
+
+    run(main)
+
+
+# -- large values --------------------------------------------------------------------------------------------------
+
+
+def test_a_large_incompressible_value_round_trips_stored_out_of_line_and_uncompressed(pg_url):
+    pid = new_partition(pg_url)
+    value = os.urandom(5 * 1024 * 1024)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid, LogConfig(max_message_bytes=8 * 1024 * 1024))
+            sent = batch([value])
+            await append(log, sent)
+        async with store_on(pg_url) as store:
+            data = await open_log(store, pg_url, pid).read_async(0, 1)
+            assert decoded(data) == [(0, NOW, value)]
+            assert data[16:] == sent[16:]  # everything after the base offset, length and epoch as the client sent it
+        assert sql(pg_url, "SELECT attstorage FROM pg_attribute WHERE attrelid = 'herd_batches'::regclass "
+                           "AND attname = 'data'") == [("e",)]
+        assert sql(pg_url, "SELECT pg_column_compression(data), pg_column_size(data) >= %s FROM herd_batches "
+                           "WHERE pid = %s", (len(sent), pid)) == [(None, True)]
+
+    run(main)
+
+
+# -- producer state --------------------------------------------------------------------------------------------
+
+
+def test_a_new_leader_recognises_the_retry_of_a_batch_the_old_leader_committed(pg_url):
+    pid = new_partition(pg_url)
+    producer_id = 4242
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            old = open_log(store, pg_url, pid)
+            states = ProducerStates()
+            for seq in range(0, 12, 2):
+                result = states.append(old, batch([b"x", b"y"], producer=(producer_id, 0, seq)), NOW)
+                await old.wait_durable(result.last_offset + 1)
+            retried = batch([b"x", b"y"], producer=(producer_id, 0, 10))
+        sql(pg_url, "UPDATE herd_partitions SET leader_epoch = leader_epoch + 1 WHERE pid = %s", (pid,))
+        async with store_on(pg_url) as store:  # the new leader, with no producer state of its own
+            new = open_log(store, pg_url, pid)
+            rows = await new.producer_state()
+            assert [(r.base_sequence, r.last_sequence, r.base_offset) for r in rows] == [
+                (2, 3, 2), (4, 5, 4), (6, 7, 6), (8, 9, 8), (10, 11, 10)]
+            states = ProducerStates()
+            states.restore(new.topic, new.partition, rows, now_ms=NOW)
+            duplicate = states.append(new, retried, NOW)
+            assert (duplicate.base_offset, duplicate.last_offset) == (10, 11)
+            assert new.next_offset == 12  # not appended again
+            result = states.append(new, batch([b"z"], producer=(producer_id, 0, 12)), NOW)
+            await new.wait_durable(result.last_offset + 1)
+            assert result.base_offset == 12
+
+    run(main)
+
+
+# -- the coordinator's load ----------------------------------------------------------------------------------------
+
+
+def test_a_coordinator_shard_loads_its_offsets_from_the_database_through_read_async(pg_url):
+    from herd.coordinator import CoordinatorConfig
+    from herd.coordinator.records import OffsetValue, offset_commit_record
+    from herd.runtime.flusher import Flusher
+    from herd.runtime.shard import ShardRuntime, ShardState
+    from herd.runtime.timer import WallClock
+
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid, LogConfig(cleanup_policy="compact"))
+            for round_ in range(3):
+                for g in range(20):
+                    records = [offset_commit_record(f"g{g}", "t", p, OffsetValue(100 * round_ + p, -1, "", NOW))
+                               for p in range(50)]
+                    log.append(encode_batch(records, NOW), NOW)
+            await log.wait_durable(log.next_offset)
+            await log.compact(3_600_000, NOW, force=True)  # leaves gaps in the offsets
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            loop = asyncio.get_running_loop()
+            flusher = Flusher(loop)
+            shard = ShardRuntime(0, log, config=CoordinatorConfig(), clock=WallClock(), loop=loop,
+                                 max_batch_bytes=1 << 20, flusher=flusher)
+            await shard.load()
+            flusher.close()
+            assert shard.state is ShardState.ACTIVE
+            offsets = shard.shard._ctx.offsets
+            assert sum(len(o) for o in offsets.values()) == 20 * 50
+            assert {v.offset for o in offsets.values() for v in o.values()} == {200 + p for p in range(50)}
+
+    run(main)
