@@ -25,6 +25,8 @@ from herd.runtime.timer import WallClock
 
 log = logging.getLogger(__name__)
 
+REMOTE_INTERVAL_MS = 30_000  # how often a partition stored in PostgreSQL is checked for compaction
+
 
 class Compactor:
     def __init__(self, partition_log: object, *, loop: asyncio.AbstractEventLoop, clock: WallClock,
@@ -40,11 +42,18 @@ class Compactor:
         self._plan: compaction.Plan | None = None
         self._ready: compaction.Cleaned | None = None
         self._closed = False
+        self._remote_checked_ms = -REMOTE_INTERVAL_MS
         self.passes = 0  # passes installed (for tests and benchmarks)
 
     @property
     def supported(self) -> bool:
-        return hasattr(self.log, "cleanable_segments")
+        return hasattr(self.log, "cleanable_segments") or self.remote
+
+    @property
+    def remote(self) -> bool:
+        """A partition stored in PostgreSQL, which compacts itself (`PgPartitionLog.compact`, fenced like every
+        write): this only decides when, at most every REMOTE_INTERVAL_MS, since deciding reads its rows."""
+        return bool(getattr(self.log, "remote", False))
 
     @property
     def running(self) -> bool:
@@ -53,6 +62,13 @@ class Compactor:
     def poll(self, *, force: bool = False) -> asyncio.Task[None] | None:
         """Start a pass if none is running and the log is dirty enough (or `force`); returns its task."""
         if self._closed or not self.supported or self._task is not None or self._ready is not None:
+            return self._task
+        if self.remote:
+            now = self._clock.now_ms()
+            if not force and now - self._remote_checked_ms < REMOTE_INTERVAL_MS:
+                return None
+            self._remote_checked_ms = now
+            self._task = self._loop.create_task(self._run_remote(force))
             return self._task
         p = compaction.plan(self.log, self._clock.now_ms(), self._delete_retention_ms, force=force)
         if p is None:
@@ -70,6 +86,22 @@ class Compactor:
             await asyncio.shield(task)
         while self._ready is not None and not self._closed:
             await asyncio.sleep(0.001)
+
+    async def _run_remote(self, force: bool) -> None:
+        started = time.monotonic()
+        try:
+            stats = await self.log.compact(self._delete_retention_ms, self._clock.now_ms(),  # type: ignore[attr-defined]
+                                           force=force)
+        except Exception as error:  # taken over, or the database failed: the log is valid as it is
+            log.warning("compaction of %s-%d stopped, the log stays valid as it is: %s",
+                        getattr(self.log, "topic", "?"), getattr(self.log, "partition", -1), error)
+            return
+        finally:
+            self._task = None
+        if stats is not None:
+            self.passes += 1
+            log.info("compacted %s-%d: %s, in %.2f s", getattr(self.log, "topic", "?"),
+                     getattr(self.log, "partition", -1), stats, time.monotonic() - started)
 
     async def _run(self, p: compaction.Plan) -> None:
         started = time.monotonic()

@@ -96,6 +96,8 @@ class ClusterNode:
     def _on_leadership(self, topic: str, index: int, partition: PartitionLog | None) -> None:
         """This node gained (`partition` is its log) or lost (None) a partition; called on the loop."""
         key = (topic, index)
+        if topic != OFFSETS_TOPIC and partition is not None:
+            self.broker.producers.restoring.add(key)  # from this moment until `_restore_producers` is done
         previous = self._moves.get(key)
         task = asyncio.get_running_loop().create_task(self._follow(topic, index, partition, previous))
         self._moves[key] = task
@@ -109,12 +111,22 @@ class ClusterNode:
             if topic == OFFSETS_TOPIC:
                 await self._follow_coordinator(index, partition)
             elif partition is None:
-                self.broker.producers.forget_partition(topic, index)
+                self.broker.producers.restore(topic, index, [], now_ms=self.broker.now_ms())  # forget it
             else:
-                rows = await partition.producer_state()  # type: ignore[attr-defined]
-                self.broker.producers.restore(topic, index, rows)
+                await self._restore_producers(topic, index, partition)
         except Exception:
             log.exception("could not follow the leadership move of %s-%d", topic, index)
+
+    async def _restore_producers(self, topic: str, index: int, partition: PartitionLog) -> None:
+        """Rebuild the partition's idempotent producers from its stored batches before it takes an append: until
+        then Produce answers NOT_LEADER_OR_FOLLOWER (retriable), so a retry of a batch the previous leader stored
+        is recognised as a duplicate rather than appended again."""
+        producers = self.broker.producers
+        try:
+            rows = await partition.producer_state()  # type: ignore[attr-defined]
+            producers.restore(topic, index, rows, now_ms=self.broker.now_ms())
+        finally:
+            producers.restoring.discard((topic, index))
 
     async def _follow_coordinator(self, index: int, partition: PartitionLog | None) -> None:
         coordinator = self.broker.coordinator

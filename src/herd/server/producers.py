@@ -80,6 +80,8 @@ class ProducerStates:
         self.max_entries = max_entries
         self.evicted = 0  # entries forgotten because of max_entries
         self._warned_ms: int | None = None
+        # cluster mode: partitions just taken over whose state is being rebuilt (`restore`); they take no append
+        self.restoring: set[tuple[str, int]] = set()
 
     def __len__(self) -> int:
         return len(self._entries)

@@ -78,6 +78,9 @@ def _append(b: Builder, ctx: RequestContext, topic: Any, data: Any, commits: lis
     if not records:
         return _result(b, data.index, ErrorCode.invalid_record, message="no records")
     log = topic.partitions[data.index]
+    if log.remote and (topic.name, data.index) in broker.producers.restoring:  # just taken over (cluster mode)
+        return _result(b, data.index, ErrorCode.not_leader_or_follower,
+                       message="the partition's producer state is being loaded")
     now = broker.now_ms()
     try:
         check_records(records, broker.config.get("herd.message.max.decompressed.bytes"))

@@ -2,7 +2,7 @@
 never see uncommitted data, database failures and reloads, ListOffsets, retention, compaction, large values and
 the producer state a new leader rebuilds. Each test runs its own loop (`asyncio.run`).
 
-`pg_url` gives a fresh, migrated database for the module on the server named by HERD_TEST_PG_URL."""
+`pg_url` gives a fresh, migrated database for the module, on the PostgreSQL the test session started."""
 
 from __future__ import annotations
 
@@ -28,32 +28,21 @@ from herd.log.segments import SegmentLog
 from herd.runtime.batches import decode_batches, encode_batch
 from herd.server.producers import ProducerStates
 
-SERVER_URL = os.environ.get("HERD_TEST_PG_URL", "postgresql://postgres@127.0.0.1:55432/postgres")
 NODE = 1
 NOW = 1_700_000_000_000
 
 
 @pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    """A fresh database with herd's schema, dropped after the module."""
-    name = f"a_test_{uuid.uuid4().hex[:12]}"
-    try:
-        admin = psycopg.connect(SERVER_URL, autocommit=True, connect_timeout=5)
-    except psycopg.OperationalError as error:
-        pytest.skip(f"no PostgreSQL at {SERVER_URL}: {error}")
-    with admin:
-        admin.execute(f'CREATE DATABASE "{name}"')
-    parts = urlsplit(SERVER_URL)
-    url = urlunsplit(parts._replace(path=f"/{name}"))
+def pg_url(pg_url: str) -> str:
+    """The module's fresh database (tests/pgcluster.py's `pg_url`, on the PostgreSQL the test session started),
+    with herd's schema."""
 
     async def migrate() -> None:
-        async with await psycopg.AsyncConnection.connect(url) as conn:
-            await schema.migrate(conn, name)
+        async with await psycopg.AsyncConnection.connect(pg_url) as conn:
+            await schema.migrate(conn, "the test database")
 
     asyncio.run(migrate())
-    yield url
-    with psycopg.connect(SERVER_URL, autocommit=True) as admin:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    return pg_url
 
 
 # -- helpers -----------------------------------------------------------------------------------------------------
