@@ -271,11 +271,21 @@ def node_process(url: str, node_id: int, session_ms: int, heartbeat_ms: int) -> 
     return proc
 
 
+async def renewed(url: str, node_id: int) -> None:
+    """Returns as soon as `node_id` renewed its lease."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        query = "SELECT lease_until FROM herd_nodes WHERE node_id = %s"
+        first = await (await conn.execute(query, (node_id,))).fetchone()
+        while await (await conn.execute(query, (node_id,))).fetchone() == first:
+            await asyncio.sleep(0.002)
+
+
 @pytest.mark.parametrize("heartbeat_ms", [1000, 2000])
 def test_the_partitions_of_a_killed_node_move_within_the_session_timeout(db: str, heartbeat_ms: int) -> None:
-    """kill -9 of a node: another node leads each of its partitions at the next epoch. The figure printed is
-    the time from the kill until the last of them was opened on its new leader (broker.session.timeout.ms
-    3000); the issue asks for at most session timeout + 1 s. Not asserted: the machines are shared."""
+    """kill -9 of a node right after it renewed its lease: another node leads each of its partitions at the next
+    epoch. The figure printed is the time from the kill until the last of them was opened on its new leader
+    (broker.session.timeout.ms 3000); the issue asks for at most session timeout + 1 s. Not asserted: the
+    machines are shared."""
     async def test(nodes: Nodes) -> None:
         a = await nodes.start(1, session_ms=3000, heartbeat_ms=heartbeat_ms)
         await a.cluster.create_topic(OFFSETS_TOPIC, 12)
@@ -285,7 +295,7 @@ def test_the_partitions_of_a_killed_node_move_within_the_session_timeout(db: str
             await eventually(lambda: len(a.led()) == 9, what="the new node took its share")
             theirs = {k for k, (leader, _) in leaders(a).items() if leader == 2}
             epochs = {k: a.cluster.leader(*k)[1] for k in theirs}
-            await asyncio.sleep(heartbeat_ms / 1000 * 0.5)  # somewhere between two renewals
+            await renewed(db, 2)  # the worst moment: the lease was just renewed, it runs a whole session timeout
             victim.send_signal(signal.SIGKILL)
             killed = time.monotonic()
             took = await eventually(lambda: theirs <= a.led(), timeout=15, what="the killed node's partitions")

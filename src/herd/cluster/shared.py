@@ -633,10 +633,10 @@ class SharedCluster:
             async with self._pool.connection(timeout=self._session_s) as conn, conn.transaction():
                 await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
                 snapshot = await _read_snapshot(conn)
-            self._apply(snapshot)
+            await self._apply(snapshot)
             self._schedule_check(snapshot.nodes)
 
-    def _apply(self, snapshot: _Snapshot) -> None:
+    async def _apply(self, snapshot: _Snapshot) -> None:
         self._nodes = {n: node for n, (node, left) in snapshot.nodes.items() if left > 0}
         if not self._holding_lease():
             self._nodes.pop(self.node_id, None)
@@ -651,8 +651,11 @@ class SharedCluster:
         leading = self._state is NodeState.ALIVE and self._holding_lease()
         wanted = {key: row for key, row in snapshot.rows.items()
                   if leading and row.leader == self.node_id and key[0] in topics}
-        self._let_go([k for k, led in self._led.items() if k not in wanted or wanted[k].epoch != led.epoch],
-                     flush=False)
+        closing = self._let_go([k for k, led in self._led.items() if k not in wanted or wanted[k].epoch != led.epoch],
+                               flush=False)
+        reopened = [task for key, task in closing.items() if key in wanted]
+        if reopened:  # the same partition at a new epoch: its old log is closed before the new one opens
+            await asyncio.gather(*reopened, return_exceptions=True)
         for key, row in wanted.items():
             if key not in self._led:
                 self._take(topics[key[0]], key[1], row)
@@ -670,8 +673,10 @@ class SharedCluster:
         log.info("node %d leads %s-%d at epoch %d", self.node_id, topic.name, index, row.epoch)
         self._tell(topic.name, index, opened)
 
-    def _let_go(self, keys: list[tuple[str, int]], *, flush: bool) -> None:
-        """Stop leading `keys` now (the view, then the owner told), and close their logs in the background."""
+    def _let_go(self, keys: list[tuple[str, int]], *, flush: bool) -> dict[tuple[str, int], asyncio.Task[None]]:
+        """Stop leading `keys` now (the view, then the owner told), and close their logs in the background;
+        returns the closing tasks."""
+        tasks = {}
         for key in keys:
             led = self._led.pop(key)
             if led.topic.partitions[key[1]] is led.log:
@@ -681,6 +686,8 @@ class SharedCluster:
             task = asyncio.get_running_loop().create_task(self._close(key, led.log, flush=flush))
             self._closing.add(task)
             task.add_done_callback(self._closing.discard)
+            tasks[key] = task
+        return tasks
 
     async def _close(self, key: tuple[str, int], partition_log: PartitionLog, *, flush: bool) -> None:
         try:
