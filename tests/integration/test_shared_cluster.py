@@ -543,3 +543,25 @@ def test_the_background_work_survives_the_database_going_away(db: str, caplog: p
             assert any("works again" in r.getMessage() for r in caplog.records)
 
     run(db, test)
+
+
+def test_a_topic_made_again_under_its_name_gets_new_logs_everywhere(db: str) -> None:
+    """The other node hears of the delete and the new create at once (its connections held up meanwhile):
+    the same leaders and epochs as before, only the partitions' ids differ."""
+    async def test(nodes: Nodes) -> None:
+        async with Proxy(db) as proxy:
+            a, b = await nodes.start(1, url=proxy.url), await nodes.start(2)
+            first = await a.cluster.create_topic("t", 2)
+            await eventually(lambda: agreed([a, b]))
+            old = {k: log.pid for m in (a, b) for k, log in m.store.open.items()}
+            proxy.mode = "blackhole"
+            await b.cluster.delete_topic("t")
+            again = await b.cluster.create_topic("t", 2)
+            await asyncio.sleep(0.3)
+            proxy.mode = "carry"
+            assert again.topic_id != first.topic_id
+            await eventually(lambda: agreed([a, b]) and a.cluster.get("t").topic_id == again.topic_id)
+            new = {k: log.pid for m in (a, b) for k, log in m.store.open.items()}
+            assert set(new) == set(old) and not set(new.values()) & set(old.values())
+
+    run(db, test)

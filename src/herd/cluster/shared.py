@@ -108,6 +108,7 @@ class _Row:
 @dataclass(frozen=True, slots=True)
 class _Led:
     topic: Topic
+    pid: int  # a topic deleted and made again under its name has new pids
     epoch: int
     log: PartitionLog
 
@@ -161,6 +162,7 @@ class SharedCluster:
         self._incarnation: uuid.UUID | None = None  # None: not registered (never, or the lease was lost)
         self._lease_deadline = 0.0  # loop time until which this node may act as a leader
         self._lease_timer: asyncio.TimerHandle | None = None
+        self._lease_conn: psycopg.AsyncConnection | None = None  # the renewals' own
         self._topics: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
         self._rows: dict[tuple[str, int], _Row] = {}
@@ -186,6 +188,7 @@ class SharedCluster:
             await self._controller_step()
             await self._refresh()
         except DB_ERRORS as e:
+            self._forget_lease()
             raise ClusterError(describe(e, self._where)) from None
         loop = asyncio.get_running_loop()
         for work in (self._renew_forever(), self._metadata_forever(), self._listen_forever(), self._purge_forever()):
@@ -218,9 +221,10 @@ class SharedCluster:
             await asyncio.gather(renewal, return_exceptions=True)
             self._tasks.clear()
             self._state = NodeState.STOPPED
-            self._incarnation = None
-            if self._lease_timer is not None:
-                self._lease_timer.cancel()
+            self._forget_lease()
+            if self._lease_conn is not None:
+                await self._lease_conn.close()
+                self._lease_conn = None
             await asyncio.gather(*self._closing, return_exceptions=True)
         log.info("node %d left the cluster (%s)", self.node_id, "controlled" if controlled else "not controlled")
 
@@ -435,6 +439,12 @@ class SharedCluster:
             self._lease_timer.cancel()
         self._lease_timer = asyncio.get_running_loop().call_at(self._lease_deadline, self._lease_lost)
 
+    def _forget_lease(self) -> None:
+        self._incarnation = None
+        if self._lease_timer is not None:
+            self._lease_timer.cancel()
+            self._lease_timer = None
+
     def _holding_lease(self) -> bool:
         return self._incarnation is not None and asyncio.get_running_loop().time() < self._lease_deadline
 
@@ -484,8 +494,6 @@ class SharedCluster:
         log.warning("node %d lost its lease (it ran out, or another process took node.id %d)", self.node_id,
                     self.node_id)
         self._lease_lost()
-
-    _lease_conn: psycopg.AsyncConnection | None = None
 
     async def _lease_connection(self) -> psycopg.AsyncConnection:
         """The renewals' own connection (not the pool's: a pool busy with writes must not delay them)."""
@@ -651,7 +659,8 @@ class SharedCluster:
         leading = self._state is NodeState.ALIVE and self._holding_lease()
         wanted = {key: row for key, row in snapshot.rows.items()
                   if leading and row.leader == self.node_id and key[0] in topics}
-        closing = self._let_go([k for k, led in self._led.items() if k not in wanted or wanted[k].epoch != led.epoch],
+        closing = self._let_go([k for k, led in self._led.items()
+                                if k not in wanted or (wanted[k].pid, wanted[k].epoch) != (led.pid, led.epoch)],
                                flush=False)
         reopened = [task for key, task in closing.items() if key in wanted]
         if reopened:  # the same partition at a new epoch: its old log is closed before the new one opens
@@ -668,7 +677,7 @@ class SharedCluster:
         except Exception:
             log.exception("could not open %s-%d, which node %d now leads", topic.name, index, self.node_id)
             return
-        self._led[topic.name, index] = _Led(topic, row.epoch, opened)
+        self._led[topic.name, index] = _Led(topic, row.pid, row.epoch, opened)
         topic.partitions[index] = opened
         log.info("node %d leads %s-%d at epoch %d", self.node_id, topic.name, index, row.epoch)
         self._tell(topic.name, index, opened)
