@@ -565,3 +565,28 @@ def test_a_topic_made_again_under_its_name_gets_new_logs_everywhere(db: str) -> 
             assert set(new) == set(old) and not set(new.values()) & set(old.values())
 
     run(db, test)
+
+
+def test_a_node_stopped_past_its_lease_loses_its_partitions_and_rejoins_when_resumed(db: str) -> None:
+    """SIGSTOP of a node process: its partitions move at the next epoch; after SIGCONT it registers again
+    (a new incarnation) and takes its share back, at yet another epoch."""
+    async def test(nodes: Nodes) -> None:
+        a = await nodes.start(1, session_ms=2000, heartbeat_ms=300)
+        await a.cluster.create_topic("events", 4)
+        paused = await asyncio.to_thread(node_process, db, 2, 2000, 300)
+        try:
+            await eventually(lambda: len(a.led()) == 2, what="the new node took its share")
+            theirs = {k for k, (leader, _) in leaders(a).items() if leader == 2}
+            epochs = {k: a.cluster.leader(*k)[1] for k in theirs}
+            paused.send_signal(signal.SIGSTOP)
+            await eventually(lambda: len(a.led()) == 4, what="the stopped node's partitions")
+            assert all(a.cluster.leader(*k) == (1, epochs[k] + 1) for k in theirs)
+            paused.send_signal(signal.SIGCONT)
+            await eventually(lambda: len(a.led()) == 2 and {n.node_id for n in a.cluster.nodes()} == {1, 2},
+                             what="the resumed node is back with its share")
+            assert all(a.cluster.leader(*k)[1] == epochs[k] + 2 for k in theirs if a.cluster.leader(*k)[0] == 2)
+        finally:
+            paused.kill()
+            paused.wait()
+
+    run(db, test)
