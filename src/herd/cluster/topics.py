@@ -35,7 +35,7 @@ import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterator, Protocol
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 from herd.log.api import LogConfig, LogError, LogStore, PartitionLog
 from herd.log.fs import FileSystem, read_whole, write_atomically
@@ -206,6 +206,50 @@ class Node:
     rack: str | None = None
 
 
+def check_new_topic(name: str, partitions: int, configs: dict[str, str | None] | None,
+                    existing: Iterable[str]) -> dict[str, str]:
+    """The checks of a topic to create, in Kafka's order, against the names of the `existing` topics; returns
+    its configs checked (check_topic_configs). Raises TopicError with INVALID_TOPIC_EXCEPTION,
+    TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS or INVALID_CONFIG."""
+    check_topic_name(name)
+    names = set(existing)
+    if name in names:
+        raise TopicError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
+    collision = _collision_name(name)
+    for other in sorted(names):
+        if _collision_name(other) == collision:
+            raise TopicError(INVALID_TOPIC_EXCEPTION, f"Topic '{name}' collides with existing topic: {other}")
+    if partitions < 1:
+        raise TopicError(INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
+    return check_topic_configs(dict(configs or {}), internal=name in INTERNAL_TOPICS)
+
+
+def check_growth(current: int, total: int) -> None:
+    """Raises TopicError(INVALID_PARTITIONS) unless `total` partitions would grow a topic of `current`."""
+    if total <= current:
+        raise TopicError(INVALID_PARTITIONS, f"Topic currently has {current} partitions, {total} would not be an "
+                                             "increase.")
+
+
+def check_room(new_partitions: int, hosted: int, max_partitions: int) -> None:
+    """Raises TopicError(POLICY_VIOLATION) if one request may not create `new_partitions` partitions or a
+    broker hosting `hosted` would host more than `max_partitions` (max.broker.partitions)."""
+    if new_partitions > MAX_PARTITIONS_PER_REQUEST:
+        log.warning("refused to create %d partitions in one request (at most %d)", new_partitions,
+                    MAX_PARTITIONS_PER_REQUEST)
+        raise TopicError(POLICY_VIOLATION, TOO_MANY_PER_REQUEST)
+    if hosted + new_partitions > max_partitions:
+        log.warning("refused to create %d partitions: this broker hosts %d, max.broker.partitions is %d",
+                    new_partitions, hosted, max_partitions)
+        raise TopicError(POLICY_VIOLATION,
+                         f"Creating {new_partitions} partitions would take this broker to "
+                         f"{hosted + new_partitions}, over max.broker.partitions={max_partitions}.")
+
+
+def unknown_topic() -> TopicError:
+    return TopicError(UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+
+
 @dataclass(slots=True)
 class Topic:
     name: str
@@ -320,17 +364,7 @@ class Cluster:
         """Create the topic with all its partitions, or nothing. Raises TopicError with TOPIC_ALREADY_EXISTS,
         INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, INVALID_CONFIG, POLICY_VIOLATION (a limit) or
         KAFKA_STORAGE_ERROR (the disk failed; nothing was created)."""
-        check_topic_name(name)
-        if name in self._topics:
-            raise TopicError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.")
-        collision = _collision_name(name)
-        for other in self._topics:
-            if _collision_name(other) == collision:
-                raise TopicError(INVALID_TOPIC_EXCEPTION,
-                                 f"Topic '{name}' collides with existing topic: {other}")
-        if partitions < 1:
-            raise TopicError(INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
-        checked = check_topic_configs(dict(configs or {}), internal=name in INTERNAL_TOPICS)
+        checked = check_new_topic(name, partitions, configs, self._topics)
         self.check_room(partitions)
         self._check_no_strays(name, 0, partitions)
         topic = Topic(name, uuid.uuid4(), checked)
@@ -347,9 +381,7 @@ class Cluster:
         """Grow a topic to `total` partitions, all of the new ones or none; raises TopicError."""
         topic = self._require(name)
         current = len(topic.partitions)
-        if total <= current:
-            raise TopicError(INVALID_PARTITIONS,
-                             f"Topic currently has {current} partitions, {total} would not be an increase.")
+        check_growth(current, total)
         self.check_room(total - current)
         self._check_no_strays(name, current, total)
         if validate_only:
@@ -400,17 +432,7 @@ class Cluster:
     def check_room(self, new_partitions: int) -> None:
         """Raises TopicError(POLICY_VIOLATION) if one request may not create `new_partitions` partitions or the
         broker would host more than max.broker.partitions."""
-        if new_partitions > MAX_PARTITIONS_PER_REQUEST:
-            log.warning("refused to create %d partitions in one request (at most %d)", new_partitions,
-                        MAX_PARTITIONS_PER_REQUEST)
-            raise TopicError(POLICY_VIOLATION, TOO_MANY_PER_REQUEST)
-        hosted = self.hosted_partitions()
-        if hosted + new_partitions > self.max_partitions:
-            log.warning("refused to create %d partitions: this broker hosts %d, max.broker.partitions is %d",
-                        new_partitions, hosted, self.max_partitions)
-            raise TopicError(POLICY_VIOLATION,
-                             f"Creating {new_partitions} partitions would take this broker to "
-                             f"{hosted + new_partitions}, over max.broker.partitions={self.max_partitions}.")
+        check_room(new_partitions, self.hosted_partitions(), self.max_partitions)
 
     def _check_no_strays(self, name: str, start: int, end: int) -> None:
         kept = sorted(p for t, p in self._strays if t == name and start <= p < end)
@@ -422,7 +444,7 @@ class Cluster:
     def _require(self, name: str) -> Topic:
         topic = self._topics.get(name)
         if topic is None:
-            raise TopicError(UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+            raise unknown_topic()
         return topic
 
     def _index(self, topic: Topic) -> None:

@@ -16,6 +16,8 @@ Version 1, what lives where:
   leader epoch, the log start offset, the log end offset (the end of what is committed) and, for compacted
   partitions, the cleaner offset (everything below it was compacted by the last pass). Every write to a
   partition checks, in the same transaction, that this row still names the writer's epoch (the fence).
+  Deleting a topic leaves its partition rows without a topic (and without a leader) until their batches are
+  removed in the background, so that a node that stops in between leaves the work findable.
 - `herd_batches`: the record batches, as the producer sent them (base offset and partition leader epoch set),
   keyed by (pid, base_offset), with what reads need without opening the bytes: last offset, max timestamp, the
   producer's id, epoch and sequences (to rebuild idempotent producer state when leadership moves). `data` is
@@ -61,7 +63,7 @@ CREATE TABLE herd_topics (
 );
 CREATE TABLE herd_partitions (
     pid bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-    topic_id uuid NOT NULL REFERENCES herd_topics (topic_id) ON DELETE CASCADE,
+    topic_id uuid REFERENCES herd_topics (topic_id) ON DELETE SET NULL,  -- NULL: its topic was deleted
     partition integer NOT NULL,
     leader integer,
     leader_epoch integer NOT NULL DEFAULT 0,

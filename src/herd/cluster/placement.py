@@ -1,0 +1,122 @@
+"""Which node leads which partition: the balancing rules of cluster mode, as pure functions.
+
+The controller step (`herd.cluster.shared`) reads the partitions and the live nodes inside one transaction and
+asks `plan` which partitions must change leader; `assign_new` places the partitions a topic is created or grown
+with. Nothing here touches the database or the clock, so the rules are tested on their own (property tests).
+
+Partitions are balanced per group: the `__consumer_offsets` partitions (each one a group coordinator's home)
+and the data partitions are each spread evenly over the eligible nodes, so that neither the coordinator load
+nor the produce load piles up on one node. Within a group, ties go to the node with the fewest partitions of
+the same topic (a topic's partitions land on different nodes), then the fewest partitions overall, then the
+lowest node id (the same input always gives the same answer, whichever node computes it).
+
+A move costs clients a retry and the new leader a load, so `plan` moves as little as it can: a partition moves
+when its leader is gone (not live, or handing its partitions over in a controlled shutdown), and then only as
+many partitions as it takes to bring every group within one partition between its most and least loaded
+eligible node, always from a most loaded node to a least loaded one.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from herd.cluster.topics import OFFSETS_TOPIC
+
+
+@dataclass(frozen=True, slots=True)
+class Slot:
+    """One partition as placement sees it."""
+
+    key: int  # the partition's surrogate id (herd_partitions.pid)
+    topic: str
+    leader: int | None  # None: no leader
+
+
+def group_of(topic: str) -> str:
+    """The balancing group of a topic's partitions."""
+    return "offsets" if topic == OFFSETS_TOPIC else "data"
+
+
+class _Loads:
+    """Partition counts per (group, node), (topic, node) and node, kept as partitions are placed."""
+
+    def __init__(self, slots: Iterable[Slot], nodes: Sequence[int]) -> None:
+        self.nodes = sorted(nodes)
+        self.group: Counter[tuple[str, int]] = Counter()
+        self.topic: Counter[tuple[str, int]] = Counter()
+        self.total: Counter[int] = Counter()
+        members = set(self.nodes)
+        for slot in slots:
+            if slot.leader in members:
+                self.add(slot.topic, slot.leader)
+
+    def add(self, topic: str, node: int, count: int = 1) -> None:
+        self.group[group_of(topic), node] += count
+        self.topic[topic, node] += count
+        self.total[node] += count
+
+    def least(self, topic: str) -> int:
+        group = group_of(topic)
+        return min(self.nodes, key=lambda n: (self.group[group, n], self.topic[topic, n], self.total[n], n))
+
+
+def plan(slots: Sequence[Slot], eligible: Iterable[int], *, keep: Iterable[int] = ()) -> dict[int, int]:
+    """The new leader of every partition that must move, by key. `eligible` nodes may be given partitions;
+    the partitions of `keep` nodes (live, but taking no new partitions: a node in a controlled shutdown whose
+    own step has not handed them over yet) stay where they are and count for no one. Every other partition
+    whose leader is not eligible is given to an eligible node; then each group is balanced. With no eligible
+    node nothing moves."""
+    nodes = sorted(set(eligible))
+    if not nodes:
+        return {}
+    members, kept = set(nodes), set(keep) - set(nodes)
+    loads = _Loads(slots, nodes)
+    moves: dict[int, int] = {}
+    orphans = sorted((s for s in slots if s.leader not in members and s.leader not in kept),
+                     key=lambda s: (s.topic, s.key))
+    for slot in orphans:
+        node = loads.least(slot.topic)
+        loads.add(slot.topic, node)
+        moves[slot.key] = node
+    placed = [Slot(s.key, s.topic, moves.get(s.key, s.leader)) for s in slots if s.leader not in kept or s.key in moves]
+    for group in sorted({group_of(s.topic) for s in placed}):
+        _balance(group, [s for s in placed if group_of(s.topic) == group and s.leader in members], loads, moves)
+    return moves
+
+
+def _balance(group: str, slots: list[Slot], loads: _Loads, moves: dict[int, int]) -> None:
+    """Move partitions of `group` from a most loaded node to a least loaded one until they differ by at most
+    one; the partition moved is one of the topic the source holds most more of than the destination."""
+    on: dict[int, list[Slot]] = {n: [] for n in loads.nodes}
+    for slot in slots:
+        assert slot.leader is not None
+        on[slot.leader].append(slot)
+    while True:
+        count = {n: len(on[n]) for n in loads.nodes}
+        source = max(loads.nodes, key=lambda n: (count[n], loads.total[n], -n))
+        target = min(loads.nodes, key=lambda n: (count[n], loads.total[n], n))
+        if count[source] - count[target] <= 1:
+            return
+        slot = max(on[source], key=lambda s: (loads.topic[s.topic, source] - loads.topic[s.topic, target], -s.key))
+        on[source].remove(slot)
+        on[target].append(slot)
+        loads.add(slot.topic, source, -1)
+        loads.add(slot.topic, target)
+        moves[slot.key] = target
+
+
+def assign_new(topic: str, count: int, slots: Sequence[Slot], eligible: Iterable[int]) -> list[int | None]:
+    """Leaders for `count` new partitions of `topic`, in order, given the partitions that exist (`slots`);
+    None for each when no node is eligible."""
+    nodes = sorted(set(eligible))
+    if not nodes:
+        return [None] * count
+    loads = _Loads(slots, nodes)
+    leaders: list[int | None] = []
+    for _ in range(count):
+        node = loads.least(topic)
+        loads.add(topic, node)
+        leaders.append(node)
+    return leaders

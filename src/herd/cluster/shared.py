@@ -1,0 +1,798 @@
+"""Cluster mode's metadata and partition leadership, shared by every node through PostgreSQL.
+
+`SharedCluster` is the cluster-mode twin of `herd.cluster.topics.Cluster`: the same queries (`get`, `topics`,
+`partition`, ...) answered from a local view of the database, and the same admin operations, which change the
+database and then the view. Every node keeps its view by reading the nodes, topics and partitions whenever the
+database says something changed (LISTEN/NOTIFY on `herd_metadata`) and, in case a notification was lost with
+its connection, every session timeout. `partition()` gives a log only where this node leads the partition.
+
+Nodes hold leases in `herd_nodes`, renewed every heartbeat interval on a connection of their own (a busy pool
+must not cost a node its lease). A lease is judged in the database's clock only (`clock_timestamp()`), so the
+machines' clocks never matter; a node that could not renew within the session timeout by its own monotonic
+clock gives up every partition at once, without waiting to hear from the database, and registers again as a
+new incarnation when it can (which gives each partition it still leads a new leader epoch, so nothing the old
+incarnation had in flight can be stored).
+
+Leadership is decided by the controller step, which any node runs, one at a time under an advisory lock, in
+one transaction: nodes whose lease ran out are marked stopped, `placement.plan` says which partitions move
+(those of stopped nodes, then as few as balance the groups), and every moved partition's leader epoch grows by
+one, which fences the old leader's writes (the log store checks leader and epoch in every write's
+transaction). A node runs the step when it starts, when nodes come or go (NOTIFY), right after the earliest
+lease of another node runs out (so the partitions of a killed node move within the session timeout plus the
+time of one step), and every session timeout as a fallback.
+
+A controlled shutdown first marks the node shutting_down (others stop giving it partitions, and leave it those
+it has), commits what its logs hold (`close_partition(flush=True)`), and only then hands its partitions over in
+its own step and marks itself stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import uuid
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Iterator, Protocol
+
+import psycopg
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+
+from herd.cluster.placement import Slot, assign_new, plan
+from herd.cluster.topics import (
+    KAFKA_STORAGE_ERROR,
+    TOPIC_ALREADY_EXISTS,
+    TOPIC_CONFIGS,
+    Topic,
+    TopicError,
+    check_growth,
+    check_new_topic,
+    check_room,
+    unknown_topic,
+)
+from herd.log.api import LogConfig, PartitionLog
+from herd.log.postgres.errors import DatabaseError
+from herd.log.postgres.db import describe, redact
+from herd.log.postgres.schema import METADATA_CHANNEL
+
+log = logging.getLogger(__name__)
+
+METADATA_LOCK = 0x6865726D  # 'herm': pg_advisory_xact_lock key serialising registrations, steps and admin changes
+STEP_MARGIN_S = 0.02  # a step scheduled at a lease's end runs this much after it
+PURGE_CHUNK = 2000  # batches deleted per statement when a deleted topic's data is removed
+DB_ERRORS = (psycopg.Error, PoolTimeout, OSError)
+
+LeadershipCallback = Callable[[str, int, PartitionLog | None], None]
+
+
+class ClusterError(DatabaseError):
+    """This node cannot join the cluster (its node.id is taken by a live process); one line for the operator."""
+
+
+class NodeState(enum.StrEnum):
+    ALIVE = "alive"
+    SHUTTING_DOWN = "shutting_down"  # handing its partitions over; given no new ones
+    STOPPED = "stopped"
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    node_id: int
+    host: str
+    port: int
+    rack: str | None = None
+    state: NodeState = NodeState.ALIVE
+
+
+class LeaderStore(Protocol):
+    """What SharedCluster needs of the log store (PgLogStore): to open the log of a partition this node leads,
+    from the row that said so, and to close it when it no longer does."""
+
+    def open_partition(self, topic: str, partition: int, config: LogConfig, *, pid: int, leader_epoch: int,
+                       log_start_offset: int, log_end_offset: int) -> PartitionLog: ...
+
+    async def close_partition(self, log: PartitionLog, *, flush: bool) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    """A partition as the last read of herd_partitions showed it."""
+
+    pid: int
+    leader: int | None
+    epoch: int
+    log_start_offset: int
+    log_end_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Led:
+    topic: Topic
+    pid: int  # a topic deleted and made again under its name has new pids
+    epoch: int
+    log: PartitionLog
+
+
+@dataclass(slots=True)
+class _Snapshot:
+    nodes: dict[int, tuple[Node, float]]  # non-stopped nodes and the seconds their leases have left (<= 0: ran out)
+    topics: list[tuple[uuid.UUID, str, int, dict[str, str]]]
+    rows: dict[tuple[str, int], _Row]
+
+
+class _Trouble:
+    """Logs the first failure of a background activity and its recovery, not every retry."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.failing = False
+
+    def failed(self, error: BaseException, where: str) -> None:
+        if not self.failing:
+            self.failing = True
+            log.warning("%s failed (retrying): %s", self.what, describe(error, where))
+
+    def ok(self) -> None:
+        if self.failing:
+            self.failing = False
+            log.info("%s works again", self.what)
+
+
+class SharedCluster:
+    """The topics and partition leaders of a cluster whose metadata lives in PostgreSQL."""
+
+    shared = True
+
+    def __init__(self, pool: AsyncConnectionPool, store: LeaderStore, defaults: LogConfig, *, node_id: int,
+                 endpoint: tuple[str, int], rack: str | None = None, session_timeout_ms: int = 9000,
+                 heartbeat_interval_ms: int = 2000, max_partitions: int = 10_000, cluster_id: str = "") -> None:
+        self._pool = pool
+        self._store = store
+        self._defaults = defaults
+        self.node_id = node_id
+        self.endpoint = endpoint
+        self.rack = rack
+        self.cluster_id = cluster_id
+        self.max_partitions = max_partitions
+        self._session_s = session_timeout_ms / 1000
+        self._heartbeat_s = heartbeat_interval_ms / 1000
+        self._where = redact(str(pool.conninfo))
+        self.on_leadership: LeadershipCallback | None = None
+        self._state = NodeState.STOPPED
+        self._incarnation: uuid.UUID | None = None  # None: not registered (never, or the lease was lost)
+        self._lease_deadline = 0.0  # loop time until which this node may act as a leader
+        self._lease_timer: asyncio.TimerHandle | None = None
+        self._lease_conn: psycopg.AsyncConnection | None = None  # the renewals' own
+        self._topics: dict[str, Topic] = {}
+        self._by_id: dict[uuid.UUID, Topic] = {}
+        self._rows: dict[tuple[str, int], _Row] = {}
+        self._nodes: dict[int, Node] = {}
+        self._led: dict[tuple[str, int], _Led] = {}
+        self._view_lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._step_due = False
+        self._check_due = False
+        self._step_timer: asyncio.TimerHandle | None = None
+        self._purge_wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self._closing: set[asyncio.Task[None]] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Register this node, run a controller step, read the view (opening the logs of the partitions this
+        node leads) and start the background work. Raises ClusterError (one line) if another live process is
+        registered with this node.id or the database cannot be used."""
+        try:
+            await self._register()
+            await self._controller_step()
+            await self._refresh()
+        except DB_ERRORS as e:
+            self._forget_lease()
+            raise ClusterError(describe(e, self._where)) from None
+        loop = asyncio.get_running_loop()
+        for work in (self._renew_forever(), self._metadata_forever(), self._listen_forever(), self._purge_forever()):
+            self._tasks.append(loop.create_task(work))
+        self._purge_wake.set()  # leftovers of deletions interrupted by a stop
+
+    async def shutdown(self, controlled: bool) -> None:
+        """Leave the cluster. Controlled: mark this node shutting_down, commit what its logs hold, hand its
+        partitions to the other nodes (new leader epochs) and mark it stopped. Not controlled: commit and close
+        the logs and mark the node stopped; the others take its partitions over when they hear of it. Each
+        part is bounded by the session timeout; a database that cannot be reached leaves the lease to run out."""
+        if not self._tasks:
+            return
+        renewal, others = self._tasks[0], self._tasks[1:]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
+        if self._step_timer is not None:
+            self._step_timer.cancel()
+        registered = self._incarnation is not None
+        self._state = NodeState.SHUTTING_DOWN
+        try:
+            if controlled and registered:
+                await self._bounded(self._set_state(NodeState.SHUTTING_DOWN), "mark this node shutting down")
+            await self._bounded(self._drop_all(flush=True), "commit and close the logs this node leads")
+            if registered:
+                await self._bounded(self._leave(handover=controlled), "hand this node's partitions over")
+        finally:
+            renewal.cancel()
+            await asyncio.gather(renewal, return_exceptions=True)
+            self._tasks.clear()
+            self._state = NodeState.STOPPED
+            self._forget_lease()
+            if self._lease_conn is not None:
+                await self._lease_conn.close()
+                self._lease_conn = None
+            await asyncio.gather(*self._closing, return_exceptions=True)
+        log.info("node %d left the cluster (%s)", self.node_id, "controlled" if controlled else "not controlled")
+
+    async def _bounded(self, work: Awaitable[Any], what: str) -> None:
+        try:
+            async with asyncio.timeout(self._session_s):
+                await work
+        except TimeoutError:
+            log.warning("could not %s within %.1f s: leaving anyway", what, self._session_s)
+        except DB_ERRORS as e:
+            log.warning("could not %s: %s", what, describe(e, self._where))
+
+    # -- queries -----------------------------------------------------------------------------------------------
+
+    def get(self, name: str) -> Topic | None:
+        return self._topics.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def topics(self) -> Iterator[Topic]:
+        return iter(list(self._topics.values()))
+
+    def partition(self, name: str, index: int) -> PartitionLog | None:
+        """The log of the partition if this node leads it, else None (NOT_LEADER_OR_FOLLOWER)."""
+        led = self._led.get((name, index))
+        return led.log if led is not None else None
+
+    def leader(self, name: str, index: int) -> tuple[int, int]:
+        """(leader node id, leader epoch) as this node last read them; the id is -1 when the partition has no
+        live leader (or is unknown: then the epoch is -1 too)."""
+        row = self._rows.get((name, index))
+        if row is None:
+            return -1, -1
+        live = row.leader is not None and row.leader in self._nodes
+        return (row.leader if live and row.leader is not None else -1), row.epoch
+
+    def nodes(self) -> list[Node]:
+        """The live nodes, by id (this one only while it holds its lease)."""
+        return [self._nodes[n] for n in sorted(self._nodes)]
+
+    def node(self, node_id: int) -> Node | None:
+        return self._nodes.get(node_id)
+
+    def hosted_partitions(self) -> int:
+        """Every partition of the cluster: after failures any one node may have to host them all, so
+        max.broker.partitions bounds the cluster's total."""
+        return sum(len(t.partitions) for t in self._topics.values())
+
+    def check_room(self, new_partitions: int) -> None:
+        check_room(new_partitions, self.hosted_partitions(), self.max_partitions)
+
+    def log_config(self, configs: dict[str, str]) -> LogConfig:
+        cfg = self._defaults
+        for name, value in configs.items():
+            key = TOPIC_CONFIGS[name]
+            if key.apply is not None:
+                cfg = key.apply(cfg, int(value) if key.kind in ("int", "long") else value)
+        return cfg
+
+    # -- admin changes -----------------------------------------------------------------------------------------
+
+    async def create_topic(self, name: str, partitions: int, configs: dict[str, str | None] | None = None,
+                           *, validate_only: bool = False) -> Topic:
+        """Create the topic and its partitions, each with a leader, in one transaction (so it can be produced to
+        at once), or nothing. Raises TopicError with Cluster's codes and messages; KAFKA_STORAGE_ERROR when the
+        database failed (nothing was created, unless the commit's answer was lost)."""
+        checked = check_new_topic(name, partitions, configs, self._topics)
+        self.check_room(partitions)
+        topic = Topic(name, uuid.uuid4(), checked, [None] * partitions)  # type: ignore[list-item]
+
+        async def change(conn: psycopg.AsyncConnection) -> None:
+            cursor = await conn.execute("SELECT name FROM herd_topics")
+            check_new_topic(name, partitions, configs, [r[0] for r in await cursor.fetchall()])
+            check_room(partitions, await _count_partitions(conn), self.max_partitions)
+            if validate_only:
+                return
+            await conn.execute("INSERT INTO herd_topics (topic_id, name, partitions, configs) VALUES (%s, %s, %s, %s)",
+                               (topic.topic_id, name, partitions, Jsonb(checked)))
+            await self._insert_partitions(conn, topic.topic_id, name, 0, partitions)
+            await _notify(conn, "topics", self.node_id)
+
+        try:
+            await self._change(change, f"create topic {name}")
+        except psycopg.errors.UniqueViolation:  # made by a node that did not take the lock
+            await self._refresh_quietly()
+            raise TopicError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
+        except TopicError as e:
+            if e.error_code == TOPIC_ALREADY_EXISTS:
+                await self._refresh_quietly()  # another node made it: show it here too
+            raise
+        if validate_only:
+            return topic
+        log.info("created topic %s with %d partitions", name, partitions)
+        await self._refresh_quietly()
+        return self._topics.get(name, topic)
+
+    async def add_partitions(self, name: str, total: int, *, validate_only: bool = False) -> None:
+        """Grow a topic to `total` partitions, each with a leader, all or none; raises TopicError."""
+        topic = self._topics.get(name)
+        if topic is None:
+            raise unknown_topic()
+        check_growth(len(topic.partitions), total)
+        self.check_room(total - len(topic.partitions))
+
+        async def change(conn: psycopg.AsyncConnection) -> None:
+            cursor = await conn.execute("SELECT topic_id, partitions FROM herd_topics WHERE name = %s", (name,))
+            row = await cursor.fetchone()
+            if row is None:
+                raise unknown_topic()
+            topic_id, current = row
+            check_growth(current, total)
+            check_room(total - current, await _count_partitions(conn), self.max_partitions)
+            if validate_only:
+                return
+            await conn.execute("UPDATE herd_topics SET partitions = %s WHERE topic_id = %s", (total, topic_id))
+            await self._insert_partitions(conn, topic_id, name, current, total)
+            await _notify(conn, "topics", self.node_id)
+
+        await self._change(change, f"grow topic {name} to {total} partitions")
+        if not validate_only:
+            log.info("topic %s grown to %d partitions", name, total)
+            await self._refresh_quietly()
+
+    async def delete_topic(self, name: str) -> Topic:
+        """Delete the topic: its partitions lose their leaders (new epochs: no write of theirs can be stored
+        any more) and their batches are removed in the background. Raises TopicError."""
+        found: list[Topic] = []
+
+        async def change(conn: psycopg.AsyncConnection) -> None:
+            cursor = await conn.execute("SELECT topic_id, partitions, configs FROM herd_topics WHERE name = %s",
+                                        (name,))
+            row = await cursor.fetchone()
+            if row is None:
+                raise unknown_topic()
+            found.append(Topic(name, row[0], dict(row[2]), [None] * row[1]))  # type: ignore[list-item]
+            await conn.execute("UPDATE herd_partitions SET leader = NULL, leader_epoch = leader_epoch + 1 "
+                               "WHERE topic_id = %s", (row[0],))
+            await conn.execute("DELETE FROM herd_topics WHERE topic_id = %s", (row[0],))
+            await _notify(conn, "topics", self.node_id)
+
+        topic = self._topics.get(name)
+        await self._change(change, f"delete topic {name}")
+        log.info("deleted topic %s", name)
+        await self._refresh_quietly()
+        self._purge_wake.set()
+        return topic if topic is not None and topic.topic_id == found[0].topic_id else found[0]
+
+    async def _change(self, change: Callable[[psycopg.AsyncConnection], Awaitable[None]], what: str) -> None:
+        """Run `change` in one transaction under the metadata lock; a database failure becomes
+        TopicError(KAFKA_STORAGE_ERROR)."""
+        try:
+            async with self._pool.connection(timeout=self._session_s) as conn, conn.transaction():
+                await conn.execute("SELECT pg_advisory_xact_lock(%s)", (METADATA_LOCK,))
+                await change(conn)
+        except psycopg.errors.UniqueViolation:
+            raise
+        except DB_ERRORS as e:
+            log.error("could not %s: %s", what, describe(e, self._where))
+            raise TopicError(KAFKA_STORAGE_ERROR, f"Could not {what}: {describe(e, self._where)}") from None
+
+    async def _insert_partitions(self, conn: psycopg.AsyncConnection, topic_id: uuid.UUID, name: str,
+                                 start: int, end: int) -> None:
+        nodes = await _read_nodes(conn)
+        eligible = [n for n, (node, left) in nodes.items() if node.state is NodeState.ALIVE and left > 0]
+        leaders = assign_new(name, end - start, await _read_slots(conn), eligible)
+        await conn.execute(
+            "INSERT INTO herd_partitions (topic_id, partition, leader) "
+            "SELECT %s, p, l FROM unnest(%s::integer[], %s::integer[]) AS m(p, l)",
+            (topic_id, list(range(start, end)), leaders))
+
+    # -- registration and the lease ----------------------------------------------------------------------------
+
+    async def _register(self) -> None:
+        """Take this node's row as a new incarnation, refusing if another live process holds it; every
+        partition still led under this node id gets a new epoch (fencing whatever an earlier incarnation of it
+        has in flight). Raises ClusterError or a database error."""
+        incarnation = uuid.uuid4()
+        loop = asyncio.get_running_loop()
+        sent = loop.time()
+        async with self._pool.connection(timeout=self._session_s) as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (METADATA_LOCK,))
+            cursor = await conn.execute(
+                "SELECT host, port, EXTRACT(EPOCH FROM lease_until - clock_timestamp())::float8 FROM herd_nodes "
+                "WHERE node_id = %s AND state <> 'stopped' AND lease_until > clock_timestamp()", (self.node_id,))
+            holder = await cursor.fetchone()
+            if holder is not None:
+                raise ClusterError(
+                    f"node.id {self.node_id} is already registered in {self._where} by a live process at "
+                    f"{holder[0]}:{holder[1]} (its lease runs for {holder[2]:.1f} s more): stop it, wait for its "
+                    f"lease to run out, or give this node another node.id")
+            await conn.execute(
+                "INSERT INTO herd_nodes (node_id, host, port, rack, incarnation, lease_until, state) "
+                "VALUES (%s, %s, %s, %s, %s, clock_timestamp() + %s * interval '1 millisecond', 'alive') "
+                "ON CONFLICT (node_id) DO UPDATE SET host = excluded.host, port = excluded.port, rack = excluded.rack, "
+                "incarnation = excluded.incarnation, lease_until = excluded.lease_until, state = 'alive', "
+                "registered_at = clock_timestamp()",
+                (self.node_id, self.endpoint[0], self.endpoint[1], self.rack, incarnation, self._session_s * 1000))
+            await conn.execute("UPDATE herd_partitions SET leader_epoch = leader_epoch + 1 WHERE leader = %s",
+                               (self.node_id,))
+            await _notify(conn, "nodes", self.node_id)
+        self._incarnation = incarnation
+        self._state = NodeState.ALIVE
+        self._leased(sent)
+        log.info("node %d registered at %s:%d in %s", self.node_id, *self.endpoint, self._where)
+
+    def _leased(self, sent: float) -> None:
+        """The lease was renewed by a statement sent at loop time `sent`: this node may lead until a session
+        timeout after it (the database's lease began later, so it runs out later than this)."""
+        self._lease_deadline = sent + self._session_s
+        if self._lease_timer is not None:
+            self._lease_timer.cancel()
+        self._lease_timer = asyncio.get_running_loop().call_at(self._lease_deadline, self._lease_lost)
+
+    def _forget_lease(self) -> None:
+        self._incarnation = None
+        if self._lease_timer is not None:
+            self._lease_timer.cancel()
+            self._lease_timer = None
+
+    def _holding_lease(self) -> bool:
+        return self._incarnation is not None and asyncio.get_running_loop().time() < self._lease_deadline
+
+    def _lease_lost(self) -> None:
+        """No renewal within the session timeout (by this node's clock): lead nothing from now on."""
+        if self._incarnation is None:
+            return
+        log.warning("node %d could not renew its lease within %.1f s: giving up the %d partitions it leads and "
+                    "registering again when the database answers", self.node_id, self._session_s, len(self._led))
+        self._incarnation = None
+        self._nodes.pop(self.node_id, None)
+        self._let_go(list(self._led), flush=False)
+
+    async def _renew_forever(self) -> None:
+        trouble = _Trouble(f"renewing the lease of node {self.node_id}")
+        loop = asyncio.get_running_loop()
+        while True:
+            sent = loop.time()
+            try:
+                if self._incarnation is None:
+                    if self._state is NodeState.ALIVE:  # not while leaving
+                        await self._register_again()
+                else:
+                    async with asyncio.timeout(max(self._lease_deadline - sent, self._heartbeat_s)):
+                        await self._renew(sent)
+                trouble.ok()
+            except ClusterError as e:
+                trouble.failed(e, self._where)
+            except (*DB_ERRORS, TimeoutError) as e:
+                trouble.failed(e, self._where)
+            await asyncio.sleep(max(0.0, sent + self._heartbeat_s - loop.time()))
+
+    async def _renew(self, sent: float) -> None:
+        conn = await self._lease_connection()
+        try:
+            cursor = await conn.execute(
+                "UPDATE herd_nodes SET lease_until = clock_timestamp() + %s * interval '1 millisecond' "
+                "WHERE node_id = %s AND incarnation = %s AND state <> 'stopped' AND lease_until > clock_timestamp()",
+                (self._session_s * 1000, self.node_id, self._incarnation))
+        except BaseException:
+            self._lease_conn = None
+            await conn.close()
+            raise
+        if cursor.rowcount == 1:
+            self._leased(sent)
+            return
+        log.warning("node %d lost its lease (it ran out, or another process took node.id %d)", self.node_id,
+                    self.node_id)
+        self._lease_lost()
+
+    async def _lease_connection(self) -> psycopg.AsyncConnection:
+        """The renewals' own connection (not the pool's: a pool busy with writes must not delay them)."""
+        if self._lease_conn is None or self._lease_conn.closed or self._lease_conn.broken:
+            self._lease_conn = await psycopg.AsyncConnection.connect(str(self._pool.conninfo), autocommit=True,
+                                                                     **(self._pool.kwargs or {}))
+        return self._lease_conn
+
+    async def _register_again(self) -> None:
+        await self._register()
+        self._step_due = True
+        self._wake.set()
+
+    async def _set_state(self, state: NodeState) -> None:
+        async with self._pool.connection(timeout=self._session_s) as conn, conn.transaction():
+            await conn.execute("UPDATE herd_nodes SET state = %s WHERE node_id = %s AND incarnation = %s",
+                               (state.value, self.node_id, self._incarnation))
+            await _notify(conn, "nodes", self.node_id)
+
+    async def _leave(self, *, handover: bool) -> None:
+        """Hand the partitions over (controlled) and mark this node stopped with its lease ended, in one
+        transaction."""
+        async with self._pool.connection(timeout=self._session_s) as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (METADATA_LOCK,))
+            if handover:
+                moved = await self._place(conn, handing_over=True)
+                log.info("node %d handed %d partitions over", self.node_id, moved)
+            await conn.execute("UPDATE herd_nodes SET state = 'stopped', lease_until = clock_timestamp() "
+                               "WHERE node_id = %s AND incarnation = %s", (self.node_id, self._incarnation))
+            await _notify(conn, "nodes", self.node_id)
+
+    # -- the controller step -----------------------------------------------------------------------------------
+
+    async def _controller_step(self) -> None:
+        """Expire the nodes whose lease ran out and move the partitions that must move, in one transaction."""
+        async with self._pool.connection(timeout=self._session_s) as conn, conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(%s)", (METADATA_LOCK,))
+            cursor = await conn.execute(
+                "UPDATE herd_nodes SET state = 'stopped' WHERE state <> 'stopped' AND lease_until <= clock_timestamp() "
+                "RETURNING node_id")
+            expired = sorted(r[0] for r in await cursor.fetchall())
+            if expired:
+                log.warning("the leases of nodes %s ran out: their partitions move to live nodes", expired)
+            moved = await self._place(conn, handing_over=False)
+            if expired or moved:
+                await _notify(conn, "leaders", self.node_id)
+
+    async def _place(self, conn: psycopg.AsyncConnection, *, handing_over: bool) -> int:
+        """Run `placement.plan` over the partitions and the live nodes and store its moves, each with the next
+        leader epoch; returns how many moved. `handing_over`: this node's own partitions go too."""
+        nodes = await _read_nodes(conn)
+        live = {n: node for n, (node, left) in nodes.items() if left > 0}
+        eligible = [n for n, node in live.items() if node.state is NodeState.ALIVE and not (
+            handing_over and n == self.node_id)]
+        keep = [n for n, node in live.items() if node.state is NodeState.SHUTTING_DOWN and not (
+            handing_over and n == self.node_id)]
+        moves = plan(await _read_slots(conn), eligible, keep=keep)
+        if moves:
+            await conn.execute(
+                "UPDATE herd_partitions AS p SET leader = m.leader, leader_epoch = p.leader_epoch + 1 "
+                "FROM unnest(%s::bigint[], %s::integer[]) AS m(pid, leader) WHERE p.pid = m.pid",
+                (list(moves), list(moves.values())))
+            log.info("moved the leadership of %d partitions (nodes %s eligible)", len(moves), sorted(eligible))
+        return len(moves)
+
+    async def _check_leases(self) -> None:
+        """At the time another node's lease should run out: run a step if one did, else learn its new end."""
+        async with self._pool.connection(timeout=self._session_s) as conn:
+            nodes = await _read_nodes(conn)
+        if any(left <= 0 for n, (_, left) in nodes.items() if n != self.node_id):
+            await self._controller_step()
+        self._schedule_check(nodes)
+
+    def _schedule_check(self, nodes: dict[int, tuple[Node, float]]) -> None:
+        others = [left for n, (_, left) in nodes.items() if n != self.node_id]
+        if self._step_timer is not None:
+            self._step_timer.cancel()
+            self._step_timer = None
+        if others:
+            self._step_timer = asyncio.get_running_loop().call_later(max(0.0, min(others)) + STEP_MARGIN_S,
+                                                                    self._lease_check_due)
+
+    def _lease_check_due(self) -> None:
+        self._check_due = True
+        self._wake.set()
+
+    # -- the view ----------------------------------------------------------------------------------------------
+
+    async def _metadata_forever(self) -> None:
+        """Keep the view: a step and a read whenever something changed or was scheduled, and every session
+        timeout anyway."""
+        trouble = _Trouble(f"reading the cluster metadata on node {self.node_id}")
+        while True:
+            if not await _wait(self._wake, self._session_s):
+                self._step_due = True
+            self._wake.clear()
+            step, check = self._step_due, self._check_due
+            self._step_due = self._check_due = False
+            try:
+                if step:
+                    await self._controller_step()
+                elif check:
+                    await self._check_leases()
+                await self._refresh()
+                trouble.ok()
+            except DB_ERRORS as e:
+                trouble.failed(e, self._where)
+                self._step_due, self._check_due = step, check
+                await asyncio.sleep(min(self._heartbeat_s, 1.0))
+                self._wake.set()
+
+    async def _listen_forever(self) -> None:
+        """LISTEN on the metadata channel: a node coming or going starts a step, any other change a read; a
+        new connection also reads (notifications may have been missed)."""
+        trouble = _Trouble(f"listening for metadata changes on node {self.node_id}")
+        while True:
+            try:
+                conn = await psycopg.AsyncConnection.connect(str(self._pool.conninfo), autocommit=True,
+                                                             **(self._pool.kwargs or {}))
+                async with conn:
+                    await conn.execute(f"LISTEN {METADATA_CHANNEL}")
+                    trouble.ok()
+                    self._wake.set()
+                    async for notice in conn.notifies():
+                        kind, _, sender = notice.payload.partition(" ")
+                        if sender != str(self.node_id):
+                            self._step_due |= kind == "nodes"
+                            self._wake.set()
+            except DB_ERRORS as e:
+                trouble.failed(e, self._where)
+            await asyncio.sleep(min(self._heartbeat_s, 1.0))
+
+    async def _refresh_quietly(self) -> None:
+        try:
+            await self._refresh()
+        except DB_ERRORS as e:
+            log.warning("could not read the cluster metadata after a change (read again later): %s",
+                        describe(e, self._where))
+            self._wake.set()
+
+    async def _refresh(self) -> None:
+        """Read the nodes, topics and partitions in one snapshot and make the view, and the logs this node
+        opens, match it."""
+        async with self._view_lock:
+            async with self._pool.connection(timeout=self._session_s) as conn, conn.transaction():
+                await conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                snapshot = await _read_snapshot(conn)
+            await self._apply(snapshot)
+            self._schedule_check(snapshot.nodes)
+
+    async def _apply(self, snapshot: _Snapshot) -> None:
+        self._nodes = {n: node for n, (node, left) in snapshot.nodes.items() if left > 0}
+        if not self._holding_lease():
+            self._nodes.pop(self.node_id, None)
+        topics: dict[str, Topic] = {}
+        for topic_id, name, count, configs in snapshot.topics:
+            topic = self._by_id.get(topic_id) or Topic(name, topic_id, configs, [])
+            topic.partitions.extend([None] * (count - len(topic.partitions)))  # type: ignore[list-item]
+            topics[name] = topic
+        self._topics = topics
+        self._by_id = {t.topic_id: t for t in topics.values()}
+        self._rows = snapshot.rows
+        leading = self._state is NodeState.ALIVE and self._holding_lease()
+        wanted = {key: row for key, row in snapshot.rows.items()
+                  if leading and row.leader == self.node_id and key[0] in topics}
+        closing = self._let_go([k for k, led in self._led.items()
+                                if k not in wanted or (wanted[k].pid, wanted[k].epoch) != (led.pid, led.epoch)],
+                               flush=False)
+        reopened = [task for key, task in closing.items() if key in wanted]
+        if reopened:  # the same partition at a new epoch: its old log is closed before the new one opens
+            await asyncio.gather(*reopened, return_exceptions=True)
+        for key, row in wanted.items():
+            if key not in self._led:
+                self._take(topics[key[0]], key[1], row)
+
+    def _take(self, topic: Topic, index: int, row: _Row) -> None:
+        try:
+            opened = self._store.open_partition(topic.name, index, self.log_config(topic.configs), pid=row.pid,
+                                                leader_epoch=row.epoch, log_start_offset=row.log_start_offset,
+                                                log_end_offset=row.log_end_offset)
+        except Exception:
+            log.exception("could not open %s-%d, which node %d now leads", topic.name, index, self.node_id)
+            return
+        self._led[topic.name, index] = _Led(topic, row.pid, row.epoch, opened)
+        topic.partitions[index] = opened
+        log.info("node %d leads %s-%d at epoch %d", self.node_id, topic.name, index, row.epoch)
+        self._tell(topic.name, index, opened)
+
+    def _let_go(self, keys: list[tuple[str, int]], *, flush: bool) -> dict[tuple[str, int], asyncio.Task[None]]:
+        """Stop leading `keys` now (the view, then the owner told), and close their logs in the background;
+        returns the closing tasks."""
+        tasks = {}
+        for key in keys:
+            led = self._led.pop(key)
+            if led.topic.partitions[key[1]] is led.log:
+                led.topic.partitions[key[1]] = None  # type: ignore[call-overload]
+            log.info("node %d no longer leads %s-%d (epoch %d)", self.node_id, key[0], key[1], led.epoch)
+            self._tell(key[0], key[1], None)
+            task = asyncio.get_running_loop().create_task(self._close(key, led.log, flush=flush))
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
+            tasks[key] = task
+        return tasks
+
+    async def _close(self, key: tuple[str, int], partition_log: PartitionLog, *, flush: bool) -> None:
+        try:
+            await self._store.close_partition(partition_log, flush=flush)
+        except Exception as e:
+            log.warning("closing %s-%d failed: %s", key[0], key[1], e)
+
+    async def _drop_all(self, *, flush: bool) -> None:
+        self._let_go(list(self._led), flush=flush)
+        await asyncio.gather(*self._closing, return_exceptions=True)
+
+    def _tell(self, name: str, index: int, partition_log: PartitionLog | None) -> None:
+        if self.on_leadership is None:
+            return
+        try:
+            self.on_leadership(name, index, partition_log)
+        except Exception:
+            log.exception("the leadership change of %s-%d was not taken up", name, index)
+
+    # -- removing deleted topics' data -------------------------------------------------------------------------
+
+    async def _purge_forever(self) -> None:
+        """Remove the batches of deleted topics' partitions (rows without a topic), in chunks, then the rows."""
+        trouble = _Trouble(f"removing deleted topics' data on node {self.node_id}")
+        while True:
+            await _wait(self._purge_wake, self._session_s * 10)
+            self._purge_wake.clear()
+            try:
+                await self._purge()
+                trouble.ok()
+            except DB_ERRORS as e:
+                trouble.failed(e, self._where)
+
+    async def _purge(self) -> None:
+        async with self._pool.connection(timeout=self._session_s) as conn:
+            cursor = await conn.execute("SELECT pid FROM herd_partitions WHERE topic_id IS NULL")
+            pids = [r[0] for r in await cursor.fetchall()]
+            await conn.commit()
+            for pid in pids:
+                while True:
+                    cursor = await conn.execute(
+                        "DELETE FROM herd_batches WHERE pid = %s AND base_offset IN (SELECT base_offset FROM "
+                        "herd_batches WHERE pid = %s ORDER BY base_offset LIMIT %s)", (pid, pid, PURGE_CHUNK))
+                    await conn.commit()
+                    if cursor.rowcount < PURGE_CHUNK:
+                        break
+                await conn.execute("DELETE FROM herd_partitions WHERE pid = %s AND topic_id IS NULL", (pid,))
+                await conn.commit()
+        if pids:
+            log.info("removed the data of %d partitions of deleted topics", len(pids))
+
+
+async def _wait(event: asyncio.Event, seconds: float) -> bool:
+    """Whether `event` was set within `seconds`. (Not asyncio.wait_for: on Python 3.11 it can swallow a
+    cancellation that arrives as the event is set, and the task then never ends.)"""
+    try:
+        async with asyncio.timeout(seconds):
+            await event.wait()
+    except TimeoutError:
+        return False
+    return True
+
+
+async def _notify(conn: psycopg.AsyncConnection, kind: str, sender: int) -> None:
+    """Tell every node (at commit) that `kind` changed; `sender` does not need to hear it."""
+    await conn.execute("SELECT pg_notify(%s, %s)", (METADATA_CHANNEL, f"{kind} {sender}"))
+
+
+async def _count_partitions(conn: psycopg.AsyncConnection) -> int:
+    cursor = await conn.execute("SELECT count(*) FROM herd_partitions WHERE topic_id IS NOT NULL")
+    row = await cursor.fetchone()
+    return int(row[0]) if row else 0
+
+
+async def _read_nodes(conn: psycopg.AsyncConnection) -> dict[int, tuple[Node, float]]:
+    cursor = await conn.execute(
+        "SELECT node_id, host, port, rack, state, EXTRACT(EPOCH FROM lease_until - clock_timestamp())::float8 "
+        "FROM herd_nodes WHERE state <> 'stopped'")
+    return {r[0]: (Node(r[0], r[1], r[2], r[3], NodeState(r[4])), float(r[5])) for r in await cursor.fetchall()}
+
+
+async def _read_slots(conn: psycopg.AsyncConnection) -> list[Slot]:
+    cursor = await conn.execute("SELECT p.pid, t.name, p.leader FROM herd_partitions p JOIN herd_topics t "
+                                "ON t.topic_id = p.topic_id")
+    return [Slot(r[0], r[1], r[2]) for r in await cursor.fetchall()]
+
+
+async def _read_snapshot(conn: psycopg.AsyncConnection) -> _Snapshot:
+    nodes = await _read_nodes(conn)
+    cursor = await conn.execute("SELECT topic_id, name, partitions, configs FROM herd_topics")
+    topics = [(r[0], r[1], r[2], {str(k): str(v) for k, v in dict(r[3]).items()}) for r in await cursor.fetchall()]
+    names = {t[0]: t[1] for t in topics}
+    cursor = await conn.execute("SELECT topic_id, partition, pid, leader, leader_epoch, log_start_offset, "
+                                "log_end_offset FROM herd_partitions WHERE topic_id IS NOT NULL")
+    rows = {(names[r[0]], r[1]): _Row(r[2], r[3], r[4], r[5], r[6]) for r in await cursor.fetchall()
+            if r[0] in names}
+    return _Snapshot(nodes, topics, rows)
+
