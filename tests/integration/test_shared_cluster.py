@@ -39,25 +39,11 @@ from herd.log.api import LogConfig
 from herd.log.postgres.db import open_pool
 from herd.log.postgres.schema import migrate
 
-DEV_SERVER = "postgresql://postgres@127.0.0.1:55432/postgres"
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 _sequence = itertools.count()
 
 
 # -- the database ----------------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def pg_url() -> Iterator[str]:
-    """A fresh database for this module on the server HERD_TEST_PG_URL names, dropped afterwards."""
-    server = os.environ.get("HERD_TEST_PG_URL", DEV_SERVER)
-    name = f"b_shared_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    parts = urlsplit(server)
-    yield urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f"DROP DATABASE {name} WITH (FORCE)")
-
 
 @pytest.fixture
 def db(pg_url: str) -> str:
@@ -328,7 +314,7 @@ class Proxy:
         assert self.server is not None
         parts = urlsplit(self.target)
         port = self.server.sockets[0].getsockname()[1]
-        user = f"{parts.username}@" if parts.username else ""
+        user = parts.netloc.rpartition("@")[0] + "@" if "@" in parts.netloc else ""  # user and password
         return urlunsplit((parts.scheme, f"{user}127.0.0.1:{port}", parts.path, parts.query, ""))
 
     async def __aenter__(self) -> Proxy:
