@@ -38,11 +38,10 @@ class Broker:
         cluster mode `store` is None and `cluster` is the started `herd.cluster.shared.SharedCluster`."""
         self.config = config
         self.node_id: int = config.get("node.id")
-        if cluster is None:
-            assert store is not None
+        if cluster is None and store is not None:
             cluster = Cluster(store, config.log_config(), self.node_id,
                               max_partitions=config.get("max.broker.partitions"))
-        self.cluster: Cluster = cluster
+        self.cluster: Cluster = cluster  # None only until the server has started a shared cluster
         self.endpoint = Endpoint("127.0.0.1", 9092)  # set by the server once it is listening
         self.producers = ProducerStates(config.get("producer.id.expiration.ms"),
                                         config.get("herd.producer.state.max.entries"))
