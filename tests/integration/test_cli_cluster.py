@@ -166,7 +166,8 @@ def test_sigterm_stops_nodes_then_postgres_and_a_second_run_reuses_the_data(laun
         launcher.expect("herd cluster: stopped")
         assert _wait_gone(data_dir) == []
         for node in range(2):
-            assert (data_dir / f"node-{node}.log").read_text().rstrip().endswith("herd stopped")  # graceful
+            text = (data_dir / f"node-{node}.log").read_text().rstrip()
+            assert text.endswith("herd stopped"), text[-2000:]  # graceful
     assert (data_dir / "postgres" / "PG_VERSION").exists()
 
 
