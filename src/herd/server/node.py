@@ -20,11 +20,13 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+import psycopg
+
 from herd.cluster.shared import SharedCluster
 from herd.cluster.topics import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, TOPIC_ALREADY_EXISTS, TopicError
 from herd.config import BrokerConfig
 from herd.log.api import PartitionLog
-from herd.log.postgres.db import open_pool, redact
+from herd.log.postgres.db import DatabaseError, describe, open_pool, redact
 from herd.log.postgres.schema import migrate
 from herd.log.postgres.store import PgLogStore
 from herd.runtime import CoordinatorRuntime
@@ -54,8 +56,11 @@ class ClusterNode:
         url: str = config.get("herd.cluster.database.url")
         pool = await open_pool(url, max_size=POOL_MAX_SIZE, name=f"herd-node-{broker.node_id}")
         try:
-            async with pool.connection() as conn:
-                cluster_id = await migrate(conn, redact(url))
+            try:
+                async with pool.connection() as conn:
+                    cluster_id = await migrate(conn, redact(url))
+            except psycopg.Error as e:  # e.g. no privilege to create herd's tables
+                raise DatabaseError(describe(e, url)) from None
             store = PgLogStore(pool, broker.node_id)
             cluster = SharedCluster(
                 pool, store, config.log_config(), node_id=broker.node_id,
