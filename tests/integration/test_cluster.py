@@ -15,6 +15,7 @@ import psycopg
 import pytest
 from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer, KafkaError, Producer
+from confluent_kafka import TopicPartition as TopicPartition_
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
@@ -296,3 +297,32 @@ def test_a_joining_node_takes_its_share_while_clients_produce(herd_cluster: Herd
     assert not [e for e in producing.failed if not e.retriable()], producing.failed
     read = _consume_all(cluster.address(2), "growing", sum(len(v) for v in producing.acked.values()))
     _check_exactly_once_in_order(producing.acked, read)
+
+
+def test_a_topic_deleted_through_one_node_loses_its_committed_offsets_on_every_coordinator(
+        herd_cluster: HerdCluster) -> None:
+    """Groups coordinated by all three nodes commit offsets on a topic; deleting it through node 0 makes every
+    coordinator drop them (Kafka's onPartitionsDeleted), and every node stops listing it."""
+    cluster = _start(herd_cluster)
+    _create(cluster, "doomed", 2)
+    groups = [f"doomed-group-{i}" for i in range(12)]  # spread over the 6 offsets partitions, so the 3 nodes
+    for group in groups:
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+        consumer.commit(offsets=[TopicPartition_("doomed", 0, 42)], asynchronous=False)
+        consumer.close()
+    admin = AdminClient({"bootstrap.servers": cluster.address(0)})
+    admin.delete_topics(["doomed"])["doomed"].result(20)
+    for address in cluster.addresses:
+        _wait_for(lambda address=address: "doomed" not in _metadata(address).topics, f"{address} forgot it", 10)
+
+    def offsets_gone() -> bool:
+        for group in groups:
+            consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
+            try:
+                if consumer.committed([TopicPartition_("doomed", 0)], timeout=10)[0].offset >= 0:
+                    return False
+            finally:
+                consumer.close()
+        return True
+
+    _wait_for(offsets_gone, "every group's offsets on the deleted topic gone", 30)

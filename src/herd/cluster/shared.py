@@ -159,6 +159,8 @@ class SharedCluster:
         self._heartbeat_s = heartbeat_interval_ms / 1000
         self._where = redact(str(pool.conninfo))
         self.on_leadership: LeadershipCallback | None = None
+        # called on the loop with the names of topics deleted (by any node) since the last view
+        self.on_topics_deleted: Callable[[list[str]], None] | None = None
         self._state = NodeState.STOPPED
         self._incarnation: uuid.UUID | None = None  # None: not registered (never, or the lease was lost)
         self._lease_deadline = 0.0  # loop time until which this node may act as a leader
@@ -654,9 +656,15 @@ class SharedCluster:
             topic = self._by_id.get(topic_id) or Topic(name, topic_id, configs, [])
             topic.partitions.extend([None] * (count - len(topic.partitions)))  # type: ignore[list-item]
             topics[name] = topic
+        deleted = [t.name for t in self._topics.values() if t.topic_id not in {x.topic_id for x in topics.values()}]
         self._topics = topics
         self._by_id = {t.topic_id: t for t in topics.values()}
         self._rows = snapshot.rows
+        if deleted and self.on_topics_deleted is not None:
+            try:
+                self.on_topics_deleted(deleted)
+            except Exception:  # the cluster's view must not stop following the database for it
+                log.exception("could not act on the deletion of topics %s", deleted)
         leading = self._state is NodeState.ALIVE and self._holding_lease()
         wanted = {key: row for key, row in snapshot.rows.items()
                   if leading and row.leader == self.node_id and key[0] in topics}

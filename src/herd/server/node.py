@@ -95,6 +95,15 @@ class ClusterNode:
         led = [i for i, partition in enumerate(topic.partitions) if partition is not None]
         coordinator.start(led)
         self.cluster.on_leadership = self._on_leadership
+        self.cluster.on_topics_deleted = self._on_topics_deleted
+
+    def _on_topics_deleted(self, names: list[str]) -> None:
+        """Topics deleted by any node: their producers are forgotten here, and this node's coordinator shards
+        write tombstones for the offsets their groups committed on them (Kafka's onPartitionsDeleted)."""
+        for name in names:
+            self.broker.producers.forget(name)
+        if self.broker.coordinator is not None:
+            self.broker.coordinator.on_topics_deleted(names)
 
     # -- leadership ----------------------------------------------------------------------------------------------
 

@@ -56,7 +56,8 @@ async def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | N
         await settled(cluster.delete_topic(topic.name))
     except TopicError as e:
         return ErrorCode(e.error_code), str(e), topic.name, topic.topic_id
-    ctx.broker.producers.forget(topic.name)
-    if ctx.broker.coordinator is not None:
-        ctx.broker.coordinator.on_topics_deleted((topic.name,))
+    if not cluster.shared:  # a shared cluster tells every node, this one included (herd.server.node)
+        ctx.broker.producers.forget(topic.name)
+        if ctx.broker.coordinator is not None:
+            ctx.broker.coordinator.on_topics_deleted((topic.name,))
     return ErrorCode.none, None, topic.name, topic.topic_id
