@@ -161,3 +161,30 @@ def test_metadata_refuses_topics_it_cannot_look_up_with_invalid_request(broker):
                                                      include_topic_authorized_operations=False))
         assert [(t.topic_id, t.error_code) for t in resp.topics] == [(some_id, ErrorCode.unknown_topic_id)]
     _metadata_ok(broker.port)
+
+
+def test_fetch_checks_the_clients_current_leader_epoch_as_kafka_does(broker):
+    """A single node leads at epoch 0: a client that names an older epoch would be fenced, a newer one is unknown
+    (Kafka's FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); -1 (not given) and 0 read."""
+    from datetime import timedelta
+
+    from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
+
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    producer.produce("epochs", b"x")
+    producer.flush(10)
+
+    def fetch(epoch: int) -> ErrorCode:
+        request = FetchRequest(max_wait=timedelta(0), min_bytes=1, max_bytes=1 << 20, isolation_level=0,
+                               session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=(),
+                               topics=(FetchTopic(topic="epochs", partitions=(FetchPartition(
+                                   partition=0, fetch_offset=0, partition_max_bytes=1 << 20,
+                                   current_leader_epoch=epoch),)),))
+        with RawClient(broker.port) as client:
+            return client.request(1, 12, request).responses[0].partitions[0].error_code
+
+    assert fetch(-1) == ErrorCode.none
+    assert fetch(0) == ErrorCode.none
+    assert fetch(1) == ErrorCode.unknown_leader_epoch

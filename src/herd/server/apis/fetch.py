@@ -124,6 +124,10 @@ class _Reads:
                 if log is None:  # another node leads it (cluster mode)
                     partitions.append(_partition(b, p.partition, ErrorCode.not_leader_or_follower))
                     continue
+                epoch_error = _epoch_error(getattr(p, "current_leader_epoch", -1), log)
+                if epoch_error is not None:
+                    partitions.append(_partition(b, p.partition, epoch_error))
+                    continue
                 limit = min(p.partition_max_bytes, self.budget - self.total)
                 if limit <= 0 and self.total > 0:
                     data: bytes | LogError = b""
@@ -144,6 +148,20 @@ class _Reads:
     def response(self) -> Any:
         return self.b.response(throttle_time=0, error_code=ErrorCode.none, session_id=0,
                                responses=tuple(self.topics), node_endpoints=())
+
+
+def _epoch_error(requested: int, log: Any) -> ErrorCode | None:
+    """Kafka's check of the client's current leader epoch (v9+; -1: not given) against the leader's:
+    FENCED_LEADER_EPOCH when the client's is older (it refreshes its metadata), UNKNOWN_LEADER_EPOCH when newer
+    (this node has not yet seen the change; the client retries). A single node leads at epoch 0."""
+    if requested < 0:
+        return None
+    epoch = getattr(log, "leader_epoch", 0)
+    if requested < epoch:
+        return ErrorCode.fenced_leader_epoch
+    if requested > epoch:
+        return ErrorCode.unknown_leader_epoch
+    return None
 
 
 def _partition(b: Builder, index: int, error: ErrorCode, log: Any = None, records: bytes = b"") -> Any:
