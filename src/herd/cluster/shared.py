@@ -43,17 +43,18 @@ from herd.cluster.placement import Slot, assign_new, plan
 from herd.cluster.topics import (
     KAFKA_STORAGE_ERROR,
     TOPIC_ALREADY_EXISTS,
-    TOPIC_CONFIGS,
     Topic,
     TopicError,
     check_growth,
     check_new_topic,
     check_room,
+    log_config,
     unknown_topic,
 )
+from herd.cluster.topics import Node as BaseNode
 from herd.log.api import LogConfig, PartitionLog
-from herd.log.postgres.errors import DatabaseError
 from herd.log.postgres.db import describe, redact
+from herd.log.postgres.errors import DatabaseError
 from herd.log.postgres.schema import METADATA_CHANNEL
 
 log = logging.getLogger(__name__)
@@ -77,11 +78,9 @@ class NodeState(enum.StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Node:
-    node_id: int
-    host: str
-    port: int
-    rack: str | None = None
+class Node(BaseNode):
+    """A node as herd_nodes records it: where clients reach it, and its state."""
+
     state: NodeState = NodeState.ALIVE
 
 
@@ -281,12 +280,7 @@ class SharedCluster:
         check_room(new_partitions, self.hosted_partitions(), self.max_partitions)
 
     def log_config(self, configs: dict[str, str]) -> LogConfig:
-        cfg = self._defaults
-        for name, value in configs.items():
-            key = TOPIC_CONFIGS[name]
-            if key.apply is not None:
-                cfg = key.apply(cfg, int(value) if key.kind in ("int", "long") else value)
-        return cfg
+        return log_config(self._defaults, configs)
 
     # -- admin changes -----------------------------------------------------------------------------------------
 

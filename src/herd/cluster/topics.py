@@ -196,6 +196,16 @@ def check_topic_configs(configs: dict[str, str | None], *, internal: bool = Fals
     return checked
 
 
+def log_config(defaults: LogConfig, configs: dict[str, str]) -> LogConfig:
+    """A partition's LogConfig: the broker's `defaults` with the topic's (checked) `configs` applied."""
+    cfg = defaults
+    for name, value in configs.items():
+        key = TOPIC_CONFIGS[name]
+        if key.apply is not None:
+            cfg = key.apply(cfg, int(value) if key.kind in ("int", "long") else value)
+    return cfg
+
+
 @dataclass(frozen=True, slots=True)
 class Node:
     """A node of the cluster as clients are told of it (Metadata, FindCoordinator, DescribeCluster)."""
@@ -350,12 +360,7 @@ class Cluster:
         return sum(len(t.partitions) for t in self._topics.values())
 
     def log_config(self, configs: dict[str, str]) -> LogConfig:
-        cfg = self._defaults
-        for name, value in configs.items():
-            key = TOPIC_CONFIGS[name]
-            if key.apply is not None:
-                cfg = key.apply(cfg, int(value) if key.kind in ("int", "long") else value)
-        return cfg
+        return log_config(self._defaults, configs)
 
     # -- changes -----------------------------------------------------------------------------------------------
 
