@@ -226,7 +226,8 @@ def run_commits(side: Side, meter: Meter, args: argparse.Namespace) -> Row:
     ports = coordinators(side, groups) if len(side.ports) > 1 else None
     bench_commits(side.ports[0], COMMITTERS, 1.0, COMMIT_GROUPS, coordinators=ports)  # groups loaded, warm
     quiet(side, args)
-    with meter.measure(side.pids) as usage:
+    with profiled(args.py_spy if side.name == "cluster" else None, side, f"commits-{time.time():.0f}"), \
+            meter.measure(side.pids) as usage:
         result = bench_commits(side.ports[0], COMMITTERS, args.commit_seconds, COMMIT_GROUPS, coordinators=ports)
     usage.seconds = args.commit_seconds  # the committers' own clock; the rest of the window is connecting
     row = Row(side.name, "commits", result["per_second"], usage,
@@ -406,7 +407,7 @@ def main() -> None:
     parser.add_argument("--wait-quiet-timeout", type=float, default=120, metavar="SECONDS")
     parser.add_argument("--sides", default="embedded,cluster", help="which to measure (profiling: one only)")
     parser.add_argument("--py-spy", metavar="DIR", help="record every cluster node with py-spy during the "
-                        "cluster's produce and fetch phases (the figures are then not the benchmark's)")
+                        "cluster's phases (the figures are then not the benchmark's)")
     parser.add_argument("--keep-logs", action="store_true", help="keep the nodes' logs (their directory is printed)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
