@@ -1,7 +1,8 @@
 """Cluster mode against the embedded single node, side by side in one run on the same machine.
 
     .venv/bin/python bench/bench_cluster.py [--mb 200] [--repeat 3] [--partitions 3] [--nodes 3]
-                                            [--commit-seconds 5] [--failovers 5] [--json]
+                                            [--commit-seconds 5] [--committers 64,1] [--failovers 5]
+                                            [--wait-quiet CORES] [--json]
 
 The script starts a PostgreSQL server of its own (`herd.cli.localpg.LocalPostgres`, data in a temporary
 directory under /tmp, fsync and synchronous_commit on), one embedded `herd serve` (segment files) and a cluster
@@ -13,9 +14,9 @@ broker.session.timeout.ms=3000), and measures each of them with the same clients
    cluster's producer bootstraps with every node and sends each partition's batches to its leader; placement
    spreads the partitions over the nodes.
 2. fetch: the same values read back by one Consumer assigned every partition (`bench_produce_fetch.fetch`).
-3. commits: 64 committers in 8 groups, one OffsetCommit in flight each (`bench_offsets.bench_commits`); in
-   the cluster each committer connects to its group's coordinator (FindCoordinator), which writes the commit
-   to PostgreSQL before it answers.
+3. commits: 64 committers in 8 groups (--committers: other counts too), one OffsetCommit in flight each
+   (`bench_offsets.bench_commits`); in the cluster each committer connects to its group's coordinator
+   (FindCoordinator), which writes the commit to PostgreSQL before it answers.
 4. failover (cluster only): the leader of a partition is killed with SIGKILL; a probe asks a live node for
    Metadata every 10 ms and, once a live node leads the partition, produces one batch to it (acks=all). The
    figure is the time from the kill to the first successful produce. The node is then restarted and the next
@@ -23,8 +24,9 @@ broker.session.timeout.ms=3000), and measures each of them with the same clients
 
 Each of 1-3 runs --repeat times per side, alternating embedded and cluster; the medians are reported, with
 the CPU of the herd processes, of PostgreSQL (the postmaster and all its children), of this client and of
-everything else on the machine, the hypervisor's steal, and PostgreSQL's WAL bytes, WAL syncs and
-transactions per phase (pg_stat_wal, pg_stat_database).
+everything else on the machine, the hypervisor's steal, and PostgreSQL's WAL bytes (the insert position),
+WAL syncs and transactions per phase (pg_stat_wal, pg_stat_database: backends report these at most once a
+second, so over a short phase they are approximate).
 """
 
 from __future__ import annotations
@@ -119,8 +121,8 @@ class Meter:
 
     def _pg_counters(self) -> tuple[int, int, int]:
         row = self.conn.execute(
-            "SELECT w.wal_bytes, w.wal_sync, d.xact_commit FROM pg_stat_wal w, pg_stat_database d "
-            "WHERE d.datname = %s", (self.dbname,)).fetchone()
+            "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0'), w.wal_sync, d.xact_commit "
+            "FROM pg_stat_wal w, pg_stat_database d WHERE d.datname = %s", (self.dbname,)).fetchone()
         assert row is not None
         return int(row[0]), int(row[1]), int(row[2])
 
@@ -139,7 +141,7 @@ class Meter:
         usage.seconds = time.perf_counter() - started
         machine1, client1, nodes1 = machine_cpu(), self_cpu(), [process_cpu(p) for p in herd_pids]
         pg1 = self._pg_cpu()
-        time.sleep(0.6)  # PostgreSQL's statistics reach the views within half a second (stats_fetch_consistency)
+        time.sleep(1.2)  # backends report their statistics at most once a second (the WAL position is exact)
         self.conn.execute("SELECT pg_stat_clear_snapshot()")
         counters1 = self._pg_counters()
         usage.per_node_cpu = [b - a for a, b in zip(nodes0, nodes1)]
@@ -221,16 +223,17 @@ def coordinators(side: Side, groups: list[str]) -> dict[str, int]:
     return found
 
 
-def run_commits(side: Side, meter: Meter, args: argparse.Namespace) -> Row:
-    groups = sorted({group_of(i, COMMIT_GROUPS) for i in range(COMMITTERS)})
+def run_commits(side: Side, meter: Meter, args: argparse.Namespace, committers: int) -> Row:
+    groups = sorted({group_of(i, COMMIT_GROUPS) for i in range(committers)})
     ports = coordinators(side, groups) if len(side.ports) > 1 else None
-    bench_commits(side.ports[0], COMMITTERS, 1.0, COMMIT_GROUPS, coordinators=ports)  # groups loaded, warm
+    bench_commits(side.ports[0], committers, 1.0, COMMIT_GROUPS, coordinators=ports)  # groups loaded, warm
     quiet(side, args)
     with profiled(args.py_spy if side.name == "cluster" else None, side, f"commits-{time.time():.0f}"), \
             meter.measure(side.pids) as usage:
-        result = bench_commits(side.ports[0], COMMITTERS, args.commit_seconds, COMMIT_GROUPS, coordinators=ports)
+        result = bench_commits(side.ports[0], committers, args.commit_seconds, COMMIT_GROUPS, coordinators=ports)
     usage.seconds = args.commit_seconds  # the committers' own clock; the rest of the window is connecting
-    row = Row(side.name, "commits", result["per_second"], usage,
+    phase = "commits" if committers == COMMITTERS else f"commits-{committers}"
+    row = Row(side.name, phase, result["per_second"], usage,
               {k: result[k] for k in ("commits", "p50_ms", "p99_ms", "errors")})
     report(row)
     return row
@@ -238,7 +241,7 @@ def run_commits(side: Side, meter: Meter, args: argparse.Namespace) -> Row:
 
 def report(row: Row) -> None:
     u = row.usage
-    unit = "commits/s" if row.phase == "commits" else "MB/s"
+    unit = "commits/s" if row.phase.startswith("commits") else "MB/s"
     print(f"# {row.side:8s} {row.phase:8s} {row.rate:10,.1f} {unit:9s} herd {u.herd_cpu / u.seconds:4.0%} "
           f"pg {u.pg_cpu / u.seconds:4.0%} client {u.client_cpu / u.seconds:4.0%} "
           f"others {u.others_cpu / u.seconds:4.0%} steal {u.steal:4.0%}  WAL {u.wal_bytes / 1e6:7.1f} MB "
@@ -361,7 +364,7 @@ def cluster_side(cluster: HerdCluster) -> Side:
 
 def summarise(rows: list[Row]) -> list[dict[str, Any]]:
     out = []
-    for phase in ("produce", "fetch", "commits"):
+    for phase in dict.fromkeys(r.phase for r in rows):
         for side in ("embedded", "cluster"):
             runs = [r for r in rows if r.side == side and r.phase == phase]
             if not runs:
@@ -390,7 +393,8 @@ def summarise(rows: list[Row]) -> list[dict[str, Any]]:
 def ratios(summary: list[dict[str, Any]]) -> dict[str, float]:
     med = {(s["side"], s["phase"]): s["median"] for s in summary}
     return {phase: round(med[("cluster", phase)] / med[("embedded", phase)], 3)
-            for phase in ("produce", "fetch", "commits") if ("cluster", phase) in med and ("embedded", phase) in med}
+            for phase in dict.fromkeys(s["phase"] for s in summary)
+            if ("cluster", phase) in med and ("embedded", phase) in med}
 
 
 def main() -> None:
@@ -400,6 +404,9 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=3, help="partitions of the produce/fetch topic")
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--commit-seconds", type=float, default=5.0)
+    parser.add_argument("--committers", default=str(COMMITTERS),
+                        help=f"committer counts for the commit phase, e.g. {COMMITTERS},1 (always {COMMIT_GROUPS} "
+                        "groups at most)")
     parser.add_argument("--failovers", type=int, default=5)
     parser.add_argument("--skip", action="append", default=[], choices=("data", "commits", "failover"))
     parser.add_argument("--wait-quiet", type=float, metavar="CORES",
@@ -436,9 +443,10 @@ def main() -> None:
         if "commits" not in args.skip:
             create_commit_topic(embedded.port)
             create_commit_topic(cluster.nodes[0].port)
-            for _ in range(args.repeat):
-                for side in sides:
-                    rows.append(run_commits(side, meter, args))
+            for committers in (int(n) for n in args.committers.split(",")):
+                for _ in range(args.repeat):
+                    for side in sides:
+                        rows.append(run_commits(side, meter, args, committers))
         if "failover" not in args.skip:
             failovers = run_failovers(cluster, args)
     finally:
@@ -479,8 +487,8 @@ def print_table(result: dict[str, Any]) -> None:
               f"{s['pg_cpu_pct']:>4d}% {s['client_cpu_pct']:>5d}% {s['others_cpu_pct']:>5d}% {s['steal_pct']:>4d}% "
               f"{s['herd_cpu_us_per_unit']:>9,.0f} {s['pg_cpu_us_per_unit']:>8,.0f} {s['wal_bytes_per_unit']:>8,d} "
               f"{s['wal_syncs_per_s']:>7,d} {s['xacts_per_s']:>7,d}")
-    print("(produce/fetch: MB/s of 1 KB values, per unit = per MB; commits: commits/s, per unit = per commit; "
-          "CPU as a share of one core)")
+    print("(produce/fetch: MB/s of 1 KB values, per unit = per MB; commits(-N: N committers): commits/s, per unit "
+          "= per commit; CPU as a share of one core)")
     print("ratios cluster/embedded:", result["ratios"])
     print("failover (s):", result["failover_s"])
     m = result["meta"]
