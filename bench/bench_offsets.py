@@ -37,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -120,11 +121,19 @@ def create_topic(port: int) -> None:
 
 # -- 1. commits ------------------------------------------------------------------------------------------------
 
+def group_of(index: int, groups: int) -> str:
+    """The group committer `index` commits for."""
+    return f"bench-{index % groups if groups else index}"
+
+
 async def committer(port: int, index: int, groups: int, stop_at: float, latencies: list[float],
-                    errors: list[int]) -> None:
+                    errors: list[int], coordinators: Mapping[str, int] | None = None) -> None:
     partition = index % TOPIC_PARTITIONS
-    template, at = commit_template(f"bench-{index % groups if groups else index}", partition)
+    group = group_of(index, groups)
+    template, at = commit_template(group, partition)
     expected = ok_response(partition)
+    if coordinators is not None:  # several nodes: each group's commits go to its coordinator
+        port = coordinators[group]
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     request = bytearray(template)
     offset = 0
@@ -145,7 +154,8 @@ async def committer(port: int, index: int, groups: int, stop_at: float, latencie
 
 
 def bench_commits(port: int, n: int, seconds: float, groups: int = 0, broker_pid: int | None = None,
-                  warmup: float = 0.0) -> dict[str, Any]:
+                  warmup: float = 0.0, coordinators: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """`coordinators`: the port of each group's coordinator, when it is not `port` (a cluster)."""
     latencies: list[float] = []
     errors: list[int] = []
     marks: dict[str, float] = {}
@@ -160,7 +170,8 @@ def bench_commits(port: int, n: int, seconds: float, groups: int = 0, broker_pid
             marks["started"], marks["client"] = time.monotonic(), time.process_time()
             marks["broker"] = _cpu_seconds(broker_pid) if broker_pid else 0.0
 
-        await asyncio.gather(measure(), *(committer(port, i, groups, end, latencies, errors) for i in range(n)))
+        await asyncio.gather(measure(), *(committer(port, i, groups, end, latencies, errors, coordinators)
+                                               for i in range(n)))
         marks["client"] = time.process_time() - marks["client"]
         marks["broker"] = (_cpu_seconds(broker_pid) if broker_pid else 0.0) - marks["broker"]
         return time.monotonic() - marks["started"]

@@ -210,11 +210,12 @@ class Profiler:
 # -- the client ------------------------------------------------------------------------------------------
 
 
-def create_topic(bootstrap: str, topic: str) -> None:
-    """CreateTopics with one partition; if the broker refuses it, auto-creation on Metadata (the broker runs
-    with num.partitions=1 and auto.create.topics.enable=true)."""
+def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
+    """CreateTopics with `partitions` partitions; if the broker refuses it, auto-creation on Metadata (the
+    broker runs with num.partitions=1 and auto.create.topics.enable=true). Returns once every partition has a
+    leader."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    new = NewTopic(topic, num_partitions=1, replication_factor=1)
+    new = NewTopic(topic, num_partitions=partitions, replication_factor=1)
     futures = admin.create_topics([new], operation_timeout=10)
     try:
         futures[topic].result(timeout=30)
@@ -226,13 +227,16 @@ def create_topic(bootstrap: str, topic: str) -> None:
     while time.monotonic() < deadline:  # wait until Metadata shows a leader
         md = admin.list_topics(topic, timeout=10)
         t = md.topics.get(topic)
-        if t is not None and t.error is None and 0 in t.partitions and t.partitions[0].leader >= 0:
+        if t is not None and t.error is None and len(t.partitions) == max(partitions, 1) and all(
+                p.leader >= 0 for p in t.partitions.values()):
             return
         time.sleep(0.05)
     raise RuntimeError(f"topic {topic} did not appear")
 
 
-def produce(bootstrap: str, topic: str, messages: int, value_size: int, extra: dict[str, str]) -> Result:
+def produce(bootstrap: str, topic: str, messages: int, value_size: int, extra: dict[str, str],
+            partitions: int = 1) -> Result:
+    """Message i goes to partition i mod `partitions`."""
     errors: list[KafkaError] = []
 
     def on_delivery(err: KafkaError | None, _msg: object) -> None:
@@ -257,11 +261,12 @@ def produce(bootstrap: str, topic: str, messages: int, value_size: int, extra: d
     produce_ = producer.produce
     start = time.perf_counter()
     for i in range(messages):
+        partition = i % partitions
         try:
-            produce_(topic, value, partition=0)
+            produce_(topic, value, partition=partition)
         except BufferError:
             producer.poll(0.001)
-            produce_(topic, value, partition=0)
+            produce_(topic, value, partition=partition)
         if i & 0x3FFF == 0:
             producer.poll(0)
     remaining = producer.flush(120)
@@ -271,7 +276,9 @@ def produce(bootstrap: str, topic: str, messages: int, value_size: int, extra: d
     return Result("produce", value_size, messages, elapsed)
 
 
-def fetch(bootstrap: str, topic: str, messages: int, value_size: int, extra: dict[str, str]) -> Result:
+def fetch(bootstrap: str, topic: str, messages: int, value_size: int, extra: dict[str, str],
+          partitions: int = 1) -> Result:
+    """Reads `messages` from the topic's first `partitions` partitions (from offset 0)."""
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
         "group.id": "herd-bench-unused",  # required by the client; assign() never joins or commits
@@ -292,7 +299,8 @@ def fetch(bootstrap: str, topic: str, messages: int, value_size: int, extra: dic
     consumer.list_topics(topic, timeout=10)
     count = 0
     start = time.perf_counter()
-    consumer.assign([TopicPartition(topic, 0, 0)])
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    expected = [0] * partitions  # the next offset of each partition
     try:
         while count < messages:
             # consume() returns when it has num_messages or the timeout passes: never ask for more than remain
@@ -300,9 +308,15 @@ def fetch(bootstrap: str, topic: str, messages: int, value_size: int, extra: dic
             for msg in batch:
                 if msg.error() is not None:
                     raise KafkaException(msg.error())
+                if partitions > 1:  # offsets dense from 0 in each partition
+                    p = msg.partition()
+                    if msg.offset() != expected[p]:
+                        raise RuntimeError(f"partition {p}: offset {msg.offset()}, expected {expected[p]}")
+                    expected[p] += 1
             if batch:  # spot check: offsets are dense from 0 and values arrive whole
                 last = batch[-1]
-                if last.offset() != count + len(batch) - 1 or len(last.value()) != value_size:
+                dense = partitions > 1 or last.offset() == count + len(batch) - 1
+                if not dense or len(last.value()) != value_size:
                     raise RuntimeError(f"unexpected message at offset {last.offset()} (expected "
                                        f"{count + len(batch) - 1}, {len(last.value())} bytes)")  # fmt: skip
             count += len(batch)

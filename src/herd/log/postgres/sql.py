@@ -6,6 +6,8 @@ are ordered by PostgreSQL and a fenced write changes nothing. Reads are bounded 
 caller passes (`%(end)s`), so rows of a commit whose outcome this node does not know are never returned.
 """
 
+# %(rows)s: one row per batch (base, last, max timestamp, producer id, producer epoch, base sequence, record
+# count, size, position in %(blob)s), a two-dimensional int8[]; %(blob)s: the batches end to end
 COMMIT = """
 WITH fence AS (
     UPDATE herd_partitions SET log_end_offset = %(new_end)s
@@ -13,10 +15,9 @@ WITH fence AS (
     RETURNING pid)
 INSERT INTO herd_batches (pid, base_offset, last_offset, max_timestamp, leader_epoch, producer_id, producer_epoch,
                           base_sequence, record_count, size, data)
-SELECT fence.pid, b.base, b.last, b.ts, %(epoch)s, b.producer, b.producer_epoch, b.seq, b.count, b.size, b.data
-FROM fence, unnest(%(base)b::int8[], %(last)b::int8[], %(ts)b::int8[], %(producer)b::int8[],
-                   %(producer_epoch)b::int2[], %(seq)b::int4[], %(count)b::int4[], %(size)b::int4[],
-                   %(data)b::bytea[]) AS b(base, last, ts, producer, producer_epoch, seq, count, size, data)
+SELECT fence.pid, r[i][1], r[i][2], r[i][3], %(epoch)s, r[i][4], r[i][5], r[i][6], r[i][7], r[i][8],
+       substring(%(blob)b::bytea FROM r[i][9]::int4 + 1 FOR r[i][8]::int4)
+FROM fence, (SELECT %(rows)b::int8[] AS r) AS p, generate_subscripts(p.r, 1) AS i
 """
 
 # whole batches from the one holding %(offset)s (or the first after it, past a compaction gap), cut where their

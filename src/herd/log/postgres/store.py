@@ -10,7 +10,8 @@ A commit is one statement, run in autocommit (so the reply to it is the COMMIT's
 
     WITH fence AS (UPDATE herd_partitions SET log_end_offset = <new end> WHERE pid = .. AND leader = <this
                    node> AND leader_epoch = <this epoch> AND log_end_offset = <committed end> RETURNING pid)
-    INSERT INTO herd_batches SELECT .. FROM fence, unnest(<columns as binary arrays>)
+    INSERT INTO herd_batches SELECT .., substring(<the batches end to end> ..) FROM fence,
+                             unnest(<the other columns as binary arrays>)
 
 The UPDATE takes the partition's row lock, and under READ COMMITTED re-checks its condition on the newest
 version of the row, so a node whose epoch was bumped by the controller inserts nothing, whenever it wakes
@@ -42,12 +43,14 @@ import heapq
 import itertools
 import logging
 import struct
+import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import psycopg
+import psycopg.adapt
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from herd.log.api import (
@@ -77,6 +80,7 @@ PRODUCER_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 CLOSE_WAIT_S = 5.0  # how long closing waits for a commit in flight
 ACQUIRE_TIMEOUT_S = 10.0  # how long a commit or read waits for a pooled connection
 INT32_MAX = 2**31 - 1
+INT8_OID, INT8_ARRAY_OID = 20, 1016
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
 _DB_ERRORS = (psycopg.Error, PoolTimeout, OSError)
@@ -101,6 +105,28 @@ class _Batch(NamedTuple):
     data: bytes
 
 
+class Int8Rows:
+    """Rows of `columns` int64s each, sent as a binary two-dimensional int8[] encoded in one `struct.pack`
+    (psycopg's list dumper spends ~10 us of Python per array; a commit sends one of these instead of nine). A
+    connection must know its dumper: `PgLogStore.connection` registers it."""
+
+    __slots__ = ("data",)
+    _HEAD = struct.Struct(">iiiiiii")  # ndim 2, no nulls, element oid, (rows, lower bound), (columns, lower bound)
+
+    def __init__(self, rows: Sequence[Sequence[int]], columns: int) -> None:
+        values = [v for row in rows for item in row for v in (8, item)]  # each element: its length, its value
+        self.data = self._HEAD.pack(2, 0, INT8_OID, len(rows), 1, columns, 1) + struct.pack(
+            ">" + "iq" * (len(rows) * columns), *values)
+
+
+class _Int8RowsDumper(psycopg.adapt.Dumper):
+    format = psycopg.pq.Format.BINARY
+    oid = INT8_ARRAY_OID
+
+    def dump(self, obj: Int8Rows) -> bytes:
+        return obj.data
+
+
 @dataclass(frozen=True, slots=True)
 class CompactionStats:
     records_read: int
@@ -119,6 +145,7 @@ class PgLogStore:
         self.node_id = node_id
         self.cache_bytes = cache_bytes
         self._logs: set[PgPartitionLog] = set()
+        self._adapted: weakref.WeakSet[psycopg.AsyncConnection[Any]] = weakref.WeakSet()  # know Int8Rows
 
     def open_partition(self, topic: str, partition: int, config: LogConfig, *, pid: int, leader_epoch: int,
                        log_start_offset: int, log_end_offset: int) -> PgPartitionLog:  # fmt: skip
@@ -147,6 +174,9 @@ class PgLogStore:
         Raises PoolTimeout when none is to be had within ACQUIRE_TIMEOUT_S (the database is gone: the pool
         keeps trying to reconnect, but a write waiting for it should be answered with a retriable error)."""
         async with self.pool.connection(timeout=ACQUIRE_TIMEOUT_S) as conn:
+            if conn not in self._adapted:
+                conn.adapters.register_dumper(Int8Rows, _Int8RowsDumper)
+                self._adapted.add(conn)
             if conn.autocommit:
                 yield conn
                 return
@@ -221,18 +251,22 @@ class PgPartitionLog:
         self._check_writable()
         headers = validate_batches(records, self.config.max_message_bytes)
         log_append = self.config.message_timestamp_type == "LogAppendTime"
-        buf = bytearray(records)
+        if log_append:
+            buf = bytearray(records)
+            for header in headers:
+                set_log_append_time(buf, header, now_ms)
+            records = buf
+        view = memoryview(records)
         first = offset = self._next_offset
+        epoch = _INT32.pack(self.leader_epoch)
         batches = []
         for header in headers:
-            if log_append:
-                set_log_append_time(buf, header, now_ms)
-            _INT64.pack_into(buf, header.position, offset)
-            _INT32.pack_into(buf, header.position + 12, self.leader_epoch)
+            at = header.position
+            # the batch with its base offset and partition leader epoch set, in one copy
+            data = b"".join((_INT64.pack(offset), view[at + 8:at + 12], epoch, view[at + 16:header.end]))
             batches.append(_Batch(offset, offset + header.last_offset_delta,
                                   now_ms if log_append else header.max_timestamp, header.producer_id,
-                                  header.producer_epoch, header.base_sequence, header.record_count,
-                                  bytes(buf) if len(headers) == 1 else bytes(buf[header.position:header.end])))
+                                  header.producer_epoch, header.base_sequence, header.record_count, data))
             offset += header.record_count
         self._pending.extend(batches)
         self._next_offset = offset
@@ -289,13 +323,19 @@ class PgPartitionLog:
         return taken
 
     async def _store_batches(self, batches: list[_Batch]) -> bool:
-        columns = list(zip(*batches))
+        at = 0
+        rows = []
+        for b in batches:
+            size = len(b.data)
+            rows.append((b.base_offset, b.last_offset, b.max_timestamp, b.producer_id, b.producer_epoch,
+                         b.base_sequence, b.record_count, size, at))
+            at += size
         params = {"pid": self.pid, "node": self._store.node_id, "epoch": self.leader_epoch,
-                  "end": self._committed, "new_end": batches[-1].last_offset + 1, "base": columns[0],
-                  "last": columns[1], "ts": columns[2], "producer": columns[3], "producer_epoch": columns[4],
-                  "seq": columns[5], "count": columns[6], "size": [len(d) for d in columns[7]], "data": columns[7]}
-        for name in ("base", "last", "ts", "producer", "producer_epoch", "seq", "count", "data"):
-            params[name] = list(params[name])
+                  "end": self._committed, "new_end": batches[-1].last_offset + 1, "rows": Int8Rows(rows, 9),
+                  # one bytea holding the batches end to end (sent as it is when there is one): a bytea[] costs a
+                  # copy on both sides and fresh memory for it (measured: 1 MB batches, 2.5 -> 1.0 ms of this
+                  # process's CPU per MB and 7.3 -> 4.5 ms of the PostgreSQL backend's)
+                  "blob": batches[0].data if len(batches) == 1 else b"".join(b.data for b in batches)}
         async with self._store.connection() as conn:
             cursor = await conn.execute(sql.COMMIT, params)
             return cursor.rowcount == len(batches)

@@ -177,6 +177,24 @@ def test_batches_round_trip_with_offsets_and_the_leader_epoch_stamped_and_their_
     run(main)
 
 
+def test_log_append_time_stamps_every_batch_of_a_request_with_offsets_epoch_and_crc_intact(pg_url):
+    pid = new_partition(pg_url, epoch=3)
+    later = NOW + 5_000
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid, LogConfig(message_timestamp_type="LogAppendTime"))
+            result = log.append(batch([b"a", b"b"]) + batch([b"c"], codec=1), later)
+            assert (result.base_offset, result.last_offset, result.log_append_time) == (0, 2, later)
+            await log.wait_durable(3)
+        async with store_on(pg_url) as store:
+            data = await open_log(store, pg_url, pid).read_async(0, 1 << 20)
+        assert decoded(data) == [(0, later, b"a"), (1, later, b"b"), (2, later, b"c")]
+        assert [h.partition_leader_epoch for h in iter_headers(data)] == [3, 3]
+
+    run(main)
+
+
 def test_a_read_never_sees_a_batch_whose_transaction_has_not_returned(pg_url):
     pid = new_partition(pg_url)
 
