@@ -20,7 +20,7 @@ directory, which only its owner can enter, so connections over it are trusted. `
 password; print `display_url` instead.
 
 Settings suit a development and test server: 127.0.0.1 only, max_connections 200 (several herd nodes, each
-with a pool, plus the tests), shared_buffers 128MB, and fsync and synchronous_commit ON: what herd's cluster
+with a pool, plus the tests), shared_buffers 512MB, and fsync and synchronous_commit ON: what herd's cluster
 tests check is that an acknowledged write survives, which needs a server that really syncs.
 
 A server left behind must not break the next start: the server is asked to stop when its launcher dies
@@ -57,7 +57,7 @@ STOP_TIMEOUT_S = 60.0
 SETTINGS = {
     "listen_addresses": "127.0.0.1",
     "max_connections": "200",
-    "shared_buffers": "128MB",
+    "shared_buffers": "512MB",
     "fsync": "on",
     "synchronous_commit": "on",
     "full_page_writes": "on",
