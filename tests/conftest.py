@@ -1,6 +1,6 @@
 """Shared fixtures: real broker processes (tests/brokers.py) on port 0 with real data directories, PostgreSQL
 and herd clusters (tests/pgcluster.py: postgres_server, pg_url, pg_test_url, herd_cluster, open_tmp_path),
-and the Hypothesis profiles."""
+the `backend` an embedded-only test names (tests/backends.py), and the Hypothesis profiles."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
+from backends import backend  # noqa: F401 (fixture)
 from brokers import BrokerProcess
 from hypothesis import HealthCheck, settings
 from pgcluster import (  # noqa: F401 (fixtures)

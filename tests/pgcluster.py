@@ -228,12 +228,12 @@ def postgres_server() -> Iterator[LocalPostgres]:
 
 @pytest.fixture(scope="module")
 def pg_url(postgres_server: LocalPostgres, request: pytest.FixtureRequest) -> str:
-    return postgres_server.create_database(database_name(_module_id(request)), replace=True)
+    return postgres_server.create_database(database_name(module_id(request)), replace=True)
 
 
 @pytest.fixture
 def pg_test_url(postgres_server: LocalPostgres, request: pytest.FixtureRequest) -> str:
-    return postgres_server.create_database(database_name(f"{_module_id(request)}__{request.node.name}"),
+    return postgres_server.create_database(database_name(f"{module_id(request)}__{request.node.name}"),
                                            replace=True)
 
 
@@ -255,7 +255,7 @@ def open_tmp_path() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def _module_id(request: pytest.FixtureRequest) -> str:
+def module_id(request: pytest.FixtureRequest) -> str:
     """The module's path below tests/ (two test modules of the same name in different directories differ)."""
     path = Path(request.module.__file__)
     tests_dir = Path(__file__).parent

@@ -1,4 +1,9 @@
-"""Topic administration and ListOffsets through each client's admin API, with Kafka's error codes."""
+"""Topic administration and ListOffsets through each client's admin API, with Kafka's error codes, on both
+backends (tests/backends.py). One broker serves the module; each test has topics of its own.
+
+A cluster's nodes learn of a topic change shortly after the node that made it answered, as Kafka's brokers do
+(its admin client: "it may take several seconds ... for all the brokers to become aware"), so a check of
+metadata right after a change polls for it (`_soon`); on the embedded node the first look sees it."""
 
 from __future__ import annotations
 
@@ -6,6 +11,28 @@ import asyncio
 import time
 
 import pytest
+from backends import BACKENDS, start_broker
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def broker(request, tmp_path_factory):
+    with start_broker(request, tmp_path_factory, "admin", {"num.partitions": "1"}) as b:
+        yield b
+
+
+def _soon(check, what: str, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    """Poll `check` until it holds; fail naming `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
+
+
+async def _soon_async(check, what: str, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not await check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
 
 
 def _wait(futures: dict) -> dict:
@@ -24,19 +51,23 @@ def test_confluent_topic_lifecycle(broker):
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     res = _wait(admin.create_topics([NewTopic("life", 2, 1, config={"retention.ms": "3600000"}),
-                                     NewTopic("bad name!", 1, 1), NewTopic("rf3", 1, 3),
+                                     NewTopic("bad name!", 1, 1), NewTopic("rf4", 1, 4),
                                      NewTopic("badcfg", 1, 1, config={"no.such.config": "1"})]))
     assert res["life"] is None
     assert res["bad name!"].args[0].code() == KafkaError.TOPIC_EXCEPTION
-    assert res["rf3"].args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR
+    assert res["rf4"].args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR  # more replicas than nodes
     assert res["badcfg"].args[0].code() == KafkaError.INVALID_CONFIG
     again = _wait(admin.create_topics([NewTopic("life", 2, 1)]))
     assert again["life"].args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS
 
-    assert len(admin.list_topics(timeout=10).topics["life"].partitions) == 2
+    def partitions(topic: str) -> int:
+        found = admin.list_topics(timeout=10).topics.get(topic)
+        return -1 if found is None else len(found.partitions)
+
+    _soon(lambda: partitions("life") == 2, "life listed with 2 partitions")
     grown = _wait(admin.create_partitions([NewPartitions("life", 5)]))
     assert grown["life"] is None
-    assert len(admin.list_topics(timeout=10).topics["life"].partitions) == 5
+    _soon(lambda: partitions("life") == 5, "life listed with 5 partitions")
     shrink = _wait(admin.create_partitions([NewPartitions("life", 3)]))
     assert shrink["life"].args[0].code() == KafkaError.INVALID_PARTITIONS
     unknown = _wait(admin.create_partitions([NewPartitions("nope", 3)]))
@@ -52,8 +83,8 @@ def test_confluent_topic_lifecycle(broker):
     deleted = _wait(admin.delete_topics(["life", "never-existed"]))
     assert deleted["life"] is None
     assert deleted["never-existed"].args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART
-    assert "life" not in admin.list_topics(timeout=10).topics
-    assert not (broker.data_dir / "life-0").exists()
+    _soon(lambda: partitions("life") == -1, "life no longer listed")
+    assert broker.stored_partitions("life") == []
 
 
 @pytest.mark.parametrize("name,value,complaint", [
@@ -74,7 +105,7 @@ def test_out_of_range_topic_configs_are_refused_as_kafka_does(broker, name, valu
     assert error.code() == KafkaError.INVALID_CONFIG
     assert error.str().startswith(f"Invalid value {value} for configuration {name}: {complaint}")
     assert topic not in admin.list_topics(timeout=10).topics
-    assert not (broker.data_dir / f"{topic}-0").exists()
+    assert broker.stored_partitions(topic) == []
 
 
 def test_kafka_python_topic_lifecycle(broker):
@@ -88,11 +119,11 @@ def test_kafka_python_topic_lifecycle(broker):
         admin.create_topics([NewTopic("kp", 1, 1)], raise_on_error=True) if _has_kw(admin.create_topics) \
             else admin.create_topics([NewTopic("kp", 1, 1)])
     admin.create_partitions({"kp": NewPartitions(total_count=4)})
-    assert len(admin.describe_topics(["kp"])[0]["partitions"]) == 4
+    _soon(lambda: len(admin.describe_topics(["kp"])[0]["partitions"]) == 4, "kp described with 4 partitions")
     with pytest.raises(InvalidPartitionsError):
         admin.create_partitions({"kp": NewPartitions(total_count=2)})
     admin.delete_topics(["kp"])
-    assert "kp" not in admin.list_topics()
+    _soon(lambda: "kp" not in admin.list_topics(), "kp no longer listed")
     with pytest.raises(UnknownTopicOrPartitionError):
         admin.delete_topics(["kp"])
     admin.close()
@@ -113,10 +144,17 @@ def test_aiokafka_topic_lifecycle(broker):
         try:
             await admin.create_topics([NewTopic("ak", 2, 1)])
             await admin.create_partitions({"ak": NewPartitions(total_count=3)})
-            described = await admin.describe_topics(["ak"])
-            assert len(described[0]["partitions"]) == 3
+
+            async def grown() -> bool:
+                return len((await admin.describe_topics(["ak"]))[0]["partitions"]) == 3
+
+            await _soon_async(grown, "ak described with 3 partitions")
             await admin.delete_topics(["ak"])
-            assert "ak" not in await admin.list_topics()
+
+            async def gone() -> bool:
+                return "ak" not in await admin.list_topics()
+
+            await _soon_async(gone, "ak no longer listed")
         finally:
             await admin.close()
 
@@ -132,8 +170,7 @@ def _produce_timed(bootstrap: str, topic: str, base: int, n: int) -> None:
     assert p.flush(10) == 0
 
 
-def test_list_offsets_by_timestamp(broker_factory):
-    broker = broker_factory({"num.partitions": "1"})
+def test_list_offsets_by_timestamp(broker):
     base = int(time.time() * 1000) - 3_600_000
     _produce_timed(broker.bootstrap, "times", base, 100)  # one batch: the lookups must find records within it
 

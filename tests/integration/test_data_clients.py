@@ -1,9 +1,10 @@
 """Real clients (kafka-python, confluent-kafka, aiokafka) produce and read back through herd, with every codec,
-and across a SIGKILL of the broker."""
+on both backends (tests/backends.py), and across a SIGKILL of the embedded broker."""
 
 from __future__ import annotations
 
 import pytest
+from backends import BACKENDS, embedded_only, start_broker
 
 from clients import N_PARTITIONS, PRODUCERS, READERS, check_exact
 
@@ -12,14 +13,11 @@ CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 N = 10_000
 
 
-@pytest.fixture(scope="module")
-def shared_broker(tmp_path_factory):
-    from brokers import BrokerProcess
-
-    b = BrokerProcess(tmp_path_factory.mktemp("shared") / "data", {"num.partitions": str(N_PARTITIONS)})
-    b.start()
-    yield b
-    assert b.stop() == 0
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared_broker(request, tmp_path_factory):
+    with start_broker(request, tmp_path_factory, "shared", {"num.partitions": str(N_PARTITIONS)}) as b:
+        yield b
+        assert b.stop() == 0
 
 
 @pytest.mark.parametrize("codec", CODECS)
@@ -30,6 +28,7 @@ def test_roundtrip_every_codec(shared_broker, client, codec):
     check_exact(READERS[client](shared_broker.bootstrap, topic, N), N)
 
 
+@embedded_only("a kill -9 and restart of the one broker on its data directory (test_cluster kills a node)")
 @pytest.mark.parametrize("client,codec", [("confluent", "zstd"), ("kafka-python", "lz4"), ("aiokafka", "snappy")])
 def test_everything_acknowledged_survives_sigkill(broker_factory, client, codec):
     broker = broker_factory({"num.partitions": str(N_PARTITIONS)})

@@ -1,4 +1,8 @@
-"""The broker against bad input and pipelining, over raw sockets: a broken connection never hurts another."""
+"""The broker against bad input and pipelining, over raw sockets: a broken connection never hurts another.
+
+ApiVersions, pipelining and Metadata's refusals run on both backends (tests/backends.py), against one node of a
+cluster. The bad-input tests run on the embedded node only: a connection's framing is the same code on both
+backends, and they check one broker process (still running, its log) with a frame limit of its own."""
 
 from __future__ import annotations
 
@@ -7,6 +11,7 @@ import socket
 import struct
 
 import pytest
+from backends import BACKENDS, embedded_only, start_broker
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
@@ -45,7 +50,14 @@ def _metadata_ok(port: int) -> None:
     with RawClient(port) as client:
         resp = client.request(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False,
                                                      include_topic_authorized_operations=False))
-        assert resp.brokers[0].port == port
+        assert port in [b.port for b in resp.brokers]
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def broker(request, tmp_path_factory):
+    # Any node of a cluster would do for these requests; a single coordinator gives the tests one `port`.
+    with start_broker(request, tmp_path_factory, "protocol", single_coordinator=True) as b:
+        yield b
 
 
 @pytest.fixture
@@ -64,6 +76,10 @@ BAD_INPUTS = {
 }
 
 
+BAD_INPUT_ONLY = "bad input and the frame limit of one broker process (the same connection code on both backends)"
+
+
+@embedded_only(BAD_INPUT_ONLY)
 @pytest.mark.parametrize("name", list(BAD_INPUTS))
 def test_bad_input_closes_only_that_connection(small_frames, name):
     broker = small_frames
@@ -83,6 +99,7 @@ def test_bad_input_closes_only_that_connection(small_frames, name):
         assert "unknown API key 999" in broker.log()
 
 
+@embedded_only(BAD_INPUT_ONLY)
 def test_truncated_frame_then_disconnect(small_frames):
     broker = small_frames
     sock = socket.create_connection(("127.0.0.1", broker.port))
@@ -91,6 +108,7 @@ def test_truncated_frame_then_disconnect(small_frames):
     _metadata_ok(broker.port)
 
 
+@embedded_only(BAD_INPUT_ONLY)
 def test_frame_at_the_limit_is_read_and_one_over_is_refused(small_frames):
     broker = small_frames
     with RawClient(broker.port) as client:

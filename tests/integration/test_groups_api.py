@@ -1,5 +1,9 @@
 """The group APIs byte for byte, at every version herd serves, through a raw kio client over a real socket;
-and the NOT_COORDINATOR path of a node that does not host a group's `__consumer_offsets` partition."""
+and the NOT_COORDINATOR path of a node that does not host a group's `__consumer_offsets` partition.
+
+The module's broker runs on both backends (tests/backends.py). The raw client talks to one node: on a cluster
+that is the coordinator of every group (the cluster runs a single `__consumer_offsets` partition), which is
+where a client that found the coordinator sends these requests."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ import uuid
 from typing import Any
 
 import pytest
-from brokers import BrokerProcess
+from backends import BACKENDS, embedded_only, start_broker
 from inprocess import InProcessBroker
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient
@@ -47,11 +51,11 @@ def joined(c: RawClient, v: int, group: str) -> Any:
     return join(c, v, group, member_id=first.member_id)
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("groups-api") / "data", {"offsets.topic.num.partitions": "5"}).start()
-    yield b
-    b.stop()
+@pytest.fixture(scope="module", params=BACKENDS)
+def broker(request, tmp_path_factory):
+    with start_broker(request, tmp_path_factory, "groups-api", {"offsets.topic.num.partitions": "5"},
+                      single_coordinator=True) as b:
+        yield b
 
 
 @pytest.fixture(scope="module")
@@ -242,6 +246,8 @@ def test_find_coordinator_answers_this_node_for_every_group(broker):
 
 # -- a node that hosts only some coordinator partitions -----------------------------------------------------------
 
+@embedded_only("moves a coordinator partition away and back inside one in-process node; a cluster moves them "
+               "between nodes (test_cluster)")
 def test_groups_of_a_partition_this_node_does_not_host_get_not_coordinator(tmp_path):
     node = InProcessBroker({"log.dirs": str(tmp_path / "data"), "offsets.topic.num.partitions": "3"})
     runtime = node.server.broker.coordinator

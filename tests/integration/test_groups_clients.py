@@ -1,8 +1,9 @@
 """Consumer groups through each real client (kafka-python, confluent-kafka, aiokafka), over real sockets.
 
-One broker serves the whole module (each test has its own topic and group); the initial rebalance delay is 0
-and session timeouts are a few seconds, so groups form and fail over quickly. Members run in threads (see
-groupmembers); the one killed without leaving runs in a child process.
+One broker serves the whole module (each test has its own topic and group), on each backend
+(tests/backends.py); the initial rebalance delay is 0 and session timeouts are a few seconds, so groups form
+and fail over quickly. Members run in threads (see groupmembers); the one killed without leaving runs in a
+child process.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import itertools
 from collections import Counter
 
 import pytest
-from brokers import BrokerProcess
+from backends import BACKENDS, start_broker
 from groupmembers import (
     BROKER_OVERRIDES,
     CLIENTS,
@@ -31,11 +32,10 @@ from groupmembers import (
 _names = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def shared_broker(tmp_path_factory):
-    broker = BrokerProcess(tmp_path_factory.mktemp("groups") / "data", BROKER_OVERRIDES).start()
-    yield broker
-    broker.stop()
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared_broker(request, tmp_path_factory):
+    with start_broker(request, tmp_path_factory, "groups", BROKER_OVERRIDES) as broker:
+        yield broker
 
 
 @pytest.fixture

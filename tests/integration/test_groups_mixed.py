@@ -1,6 +1,7 @@
 """Consumer groups across clients and across broker restarts: cooperative-sticky incremental rebalancing
 (confluent-kafka, kafka-python), one group mixing all three clients, and committed offsets that survive a
-SIGKILL of the broker."""
+SIGKILL of the broker. The module's broker runs on both backends (tests/backends.py); the SIGKILL is the
+embedded node's."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import itertools
 from collections import Counter
 
 import pytest
-from brokers import BrokerProcess
+from backends import BACKENDS, Broker, embedded_only, start_broker
 from groupmembers import (
     BROKER_OVERRIDES,
     CLIENTS,
@@ -27,14 +28,13 @@ from groupmembers import (
 _names = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def shared_broker(tmp_path_factory):
-    broker = BrokerProcess(tmp_path_factory.mktemp("groups-mixed") / "data", BROKER_OVERRIDES).start()
-    yield broker
-    broker.stop()
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared_broker(request, tmp_path_factory):
+    with start_broker(request, tmp_path_factory, "groups-mixed", BROKER_OVERRIDES) as broker:
+        yield broker
 
 
-def _topic(broker: BrokerProcess, partitions: int = 6) -> str:
+def _topic(broker: Broker, partitions: int = 6) -> str:
     name = f"mixed{next(_names)}"
     create_topic(broker.bootstrap, name, partitions)
     return name
@@ -80,6 +80,7 @@ def test_one_group_of_kafka_python_confluent_and_aiokafka_members(shared_broker,
     assert sorted(consumed) == sorted(values + more)
 
 
+@embedded_only("a kill -9 and restart of the one broker on its data directory (test_cluster kills a node)")
 def test_commits_survive_a_broker_sigkill(broker_factory):
     broker = broker_factory(BROKER_OVERRIDES)
     bootstrap, topic = broker.bootstrap, _topic(broker)

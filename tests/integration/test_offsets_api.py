@@ -1,6 +1,9 @@
 """The offset APIs over a real socket with a raw kio client: OffsetCommit fencing at every version,
 OffsetDelete, TxnOffsetCommit's refusal, per-commit retention (v2-v4) expiring through the broker's
-retention timer, and the version ranges ApiVersions advertises."""
+retention timer, and the version ranges ApiVersions advertises.
+
+Both brokers run on both backends (tests/backends.py). The raw client talks to one node: on a cluster that is
+the coordinator of every group (the cluster runs a single `__consumer_offsets` partition)."""
 
 from __future__ import annotations
 
@@ -8,7 +11,7 @@ import time
 from typing import Any
 
 import pytest
-from brokers import BrokerProcess
+from backends import BACKENDS, Broker, start_broker
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient
 from test_groups_api import part, req
@@ -18,7 +21,7 @@ from herd.client.consumer_protocol import Subscription, encode_subscription
 JOIN, SYNC, COMMIT, FETCH, DESCRIBE, TXN_COMMIT, OFFSET_DELETE, API_VERSIONS = 11, 14, 8, 9, 15, 28, 47, 18
 
 
-def create_topics(b: BrokerProcess) -> BrokerProcess:
+def create_topics(b: Broker) -> Broker:
     with RawClient(b.port) as c:
         for name in ("data", "other"):
             c.request(19, 7, req(19, 7, timeout=10_000, validate_only=False, topics=(
@@ -27,24 +30,22 @@ def create_topics(b: BrokerProcess) -> BrokerProcess:
     return b
 
 
-@pytest.fixture(scope="module")
-def broker(tmp_path_factory):
-    b = create_topics(BrokerProcess(tmp_path_factory.mktemp("offsets-api") / "data",
-                                    {"offsets.topic.num.partitions": "3"}).start())
-    yield b
-    b.stop()
+@pytest.fixture(scope="module", params=BACKENDS)
+def broker(request, tmp_path_factory):
+    with start_broker(request, tmp_path_factory, "offsets-api", {"offsets.topic.num.partitions": "3"},
+                      single_coordinator=True) as b:
+        yield create_topics(b)
 
 
-@pytest.fixture(scope="module")
-def expiring(tmp_path_factory):
+@pytest.fixture(scope="module", params=BACKENDS)
+def expiring(request, tmp_path_factory):
     """A broker that looks for expired offsets every 100 ms (Kafka's default is 10 minutes). Its cleanup also
     deletes Empty groups without offsets, which can catch a group between the two steps of a JoinGroup, as in
     Kafka: such a joiner gets UNKNOWN_MEMBER_ID and joins again. So the membership tests use `broker`."""
-    b = create_topics(BrokerProcess(tmp_path_factory.mktemp("offsets-expiry") / "data",
-                                    {"offsets.topic.num.partitions": "3",
-                                     "offsets.retention.check.interval.ms": "100"}).start())
-    yield b
-    b.stop()
+    with start_broker(request, tmp_path_factory, "offsets-expiry", {
+            "offsets.topic.num.partitions": "3", "offsets.retention.check.interval.ms": "100"},
+            single_coordinator=True) as b:
+        yield create_topics(b)
 
 
 def commit(c: RawClient, v: int, group: str, *, gen: int = -1, member: str = "", instance: str | None = None,

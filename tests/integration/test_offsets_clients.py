@@ -1,6 +1,10 @@
 """Offsets through the three real clients: commits (with metadata) survive a kill -9 of the broker; a
 consumer that missed a rebalance has its commit rejected by the broker and rejoins; the admin clients
-list, alter and delete group offsets and delete groups."""
+list, alter and delete group offsets and delete groups.
+
+The module's broker runs on both backends (tests/backends.py). The raw requests (the intruder, DescribeGroups,
+an admin LeaveGroup) go to one node: on a cluster that is the coordinator of every group (the cluster runs a
+single `__consumer_offsets` partition); the clients bootstrap with every node."""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ import time
 from typing import Any
 
 import pytest
-from brokers import BrokerProcess
+from backends import BACKENDS, embedded_only, start_broker
 from groupmembers import wait_for
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient
@@ -32,12 +36,11 @@ def create_topic(port: int, name: str = TOPIC) -> None:
                  assignments=(), configs=()),)))
 
 
-@pytest.fixture(scope="module")
-def shared(tmp_path_factory):
-    b = BrokerProcess(tmp_path_factory.mktemp("offsets-clients") / "data", OVERRIDES).start()
-    create_topic(b.port)
-    yield b
-    b.stop()
+@pytest.fixture(scope="module", params=BACKENDS)
+def shared(request, tmp_path_factory):
+    with start_broker(request, tmp_path_factory, "offsets-clients", OVERRIDES, single_coordinator=True) as b:
+        create_topic(b.port)
+        yield b
 
 
 # -- commit, kill -9, fetch ------------------------------------------------------------------------------------
@@ -124,6 +127,7 @@ COMMITTERS = {"confluent": (confluent_commit, confluent_fetch), "kafka-python": 
               "aiokafka": (aiokafka_commit, aiokafka_fetch)}
 
 
+@embedded_only("a kill -9 and restart of the one broker on its data directory (test_cluster kills a node)")
 @pytest.mark.parametrize("client", list(COMMITTERS))
 def test_commits_survive_a_kill_9_of_the_broker(broker_factory, client):
     broker = broker_factory(OVERRIDES)
@@ -343,6 +347,7 @@ def test_aiokafka_admin_lists_group_offsets(shared):
 # -- deleting a topic ------------------------------------------------------------------------------------------
 
 
+@embedded_only("ends with a kill -9 and restart of the one broker on its data directory")
 def test_deleting_a_topic_deletes_the_offsets_committed_on_it_and_they_stay_deleted(broker_factory):
     # Kafka's onPartitionsDeleted: the offsets go with the topic (tombstones in __consumer_offsets), so a topic
     # created again under the same name does not resume from the old topic's positions, even after a restart.
