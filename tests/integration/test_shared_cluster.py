@@ -112,11 +112,12 @@ class Nodes:
         async with pool.connection() as conn:
             cluster_id = await migrate(conn, "test")
         store = RecordingStore()
+        changes: list[tuple[str, int, Any]] = []
         cluster = SharedCluster(pool, store, LogConfig(), node_id=node_id, endpoint=("127.0.0.1", 9000 + node_id),
                                 session_timeout_ms=session_ms, heartbeat_interval_ms=heartbeat_ms,
-                                max_partitions=max_partitions, cluster_id=cluster_id)
-        member = Member(cluster, store)
-        cluster.on_leadership = lambda t, i, p: member.changes.append((t, i, p))
+                                max_partitions=max_partitions, cluster_id=cluster_id,
+                                on_leadership=lambda t, i, p: changes.append((t, i, p)))
+        member = Member(cluster, store, changes)
         try:
             await cluster.start()
         except BaseException:

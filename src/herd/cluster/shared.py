@@ -33,7 +33,7 @@ import enum
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterator, Protocol
+from typing import Any, Awaitable, Callable, Iterator, Protocol, TypeVar
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -60,11 +60,13 @@ from herd.log.postgres.schema import METADATA_CHANNEL
 log = logging.getLogger(__name__)
 
 METADATA_LOCK = 0x6865726D  # 'herm': pg_advisory_xact_lock key serialising registrations, steps and admin changes
+PURGE_LOCK = 0x68657270  # 'herp': pg_try_advisory_lock key of the node removing deleted topics' data
 STEP_MARGIN_S = 0.02  # a step scheduled at a lease's end runs this much after it
 PURGE_CHUNK = 2000  # batches deleted per statement when a deleted topic's data is removed
 DB_ERRORS = (psycopg.Error, PoolTimeout, OSError)
 
 LeadershipCallback = Callable[[str, int, PartitionLog | None], None]
+T = TypeVar("T")
 
 
 class ClusterError(DatabaseError):
@@ -145,7 +147,13 @@ class SharedCluster:
 
     def __init__(self, pool: AsyncConnectionPool, store: LeaderStore, defaults: LogConfig, *, node_id: int,
                  endpoint: tuple[str, int], rack: str | None = None, session_timeout_ms: int = 9000,
-                 heartbeat_interval_ms: int = 2000, max_partitions: int = 10_000, cluster_id: str = "") -> None:
+                 heartbeat_interval_ms: int = 2000, max_partitions: int = 10_000, cluster_id: str = "",
+                 on_leadership: LeadershipCallback | None = None,
+                 on_topics_deleted: Callable[[list[str]], None] | None = None) -> None:
+        """`on_leadership(topic, partition, log | None)` is called on the loop when this node gains (the opened
+        log) or loses (None) a partition, from the first view `start` reads on; `on_topics_deleted(names)` with
+        the topics deleted (by any node) since the last view. Both are given here, not set later, so that no
+        partition taken during `start` goes unannounced."""
         self._pool = pool
         self._store = store
         self._defaults = defaults
@@ -157,9 +165,8 @@ class SharedCluster:
         self._session_s = session_timeout_ms / 1000
         self._heartbeat_s = heartbeat_interval_ms / 1000
         self._where = redact(str(pool.conninfo))
-        self.on_leadership: LeadershipCallback | None = None
-        # called on the loop with the names of topics deleted (by any node) since the last view
-        self.on_topics_deleted: Callable[[list[str]], None] | None = None
+        self._on_leadership = on_leadership
+        self._on_topics_deleted = on_topics_deleted
         self._state = NodeState.STOPPED
         self._incarnation: uuid.UUID | None = None  # None: not registered (never, or the lease was lost)
         self._lease_deadline = 0.0  # loop time until which this node may act as a leader
@@ -204,7 +211,7 @@ class SharedCluster:
         part is bounded by the session timeout; a database that cannot be reached leaves the lease to run out."""
         if not self._tasks:
             return
-        renewal, others = self._tasks[0], self._tasks[1:]
+        renewal, others = self._tasks[0], self._tasks[1:]  # `start` creates the renewal first
         for task in others:
             task.cancel()
         await asyncio.gather(*others, return_exceptions=True)
@@ -261,8 +268,7 @@ class SharedCluster:
         row = self._rows.get((name, index))
         if row is None:
             return -1, -1
-        live = row.leader is not None and row.leader in self._nodes
-        return (row.leader if live and row.leader is not None else -1), row.epoch
+        return (row.leader if row.leader in self._nodes else -1), row.epoch
 
     def nodes(self) -> list[Node]:
         """The live nodes, by id (this one only while it holds its lease)."""
@@ -306,9 +312,6 @@ class SharedCluster:
 
         try:
             await self._change(change, f"create topic {name}")
-        except psycopg.errors.UniqueViolation:  # made by a node that did not take the lock
-            await self._refresh_quietly()
-            raise TopicError(TOPIC_ALREADY_EXISTS, f"Topic '{name}' already exists.") from None
         except TopicError as e:
             if e.error_code == TOPIC_ALREADY_EXISTS:
                 await self._refresh_quietly()  # another node made it: show it here too
@@ -349,36 +352,32 @@ class SharedCluster:
     async def delete_topic(self, name: str) -> Topic:
         """Delete the topic: its partitions lose their leaders (new epochs: no write of theirs can be stored
         any more) and their batches are removed in the background. Raises TopicError."""
-        found: list[Topic] = []
-
-        async def change(conn: psycopg.AsyncConnection) -> None:
+        async def change(conn: psycopg.AsyncConnection) -> Topic:
             cursor = await conn.execute("SELECT topic_id, partitions, configs FROM herd_topics WHERE name = %s",
                                         (name,))
             row = await cursor.fetchone()
             if row is None:
                 raise unknown_topic()
-            found.append(Topic(name, row[0], dict(row[2]), [None] * row[1]))  # type: ignore[list-item]
             await conn.execute("UPDATE herd_partitions SET leader = NULL, leader_epoch = leader_epoch + 1 "
                                "WHERE topic_id = %s", (row[0],))
             await conn.execute("DELETE FROM herd_topics WHERE topic_id = %s", (row[0],))
             await _notify(conn, "topics", self.node_id)
+            return Topic(name, row[0], dict(row[2]), [None] * row[1])  # type: ignore[list-item]
 
         topic = self._topics.get(name)
-        await self._change(change, f"delete topic {name}")
+        deleted = await self._change(change, f"delete topic {name}")
         log.info("deleted topic %s", name)
         await self._refresh_quietly()
         self._purge_wake.set()
-        return topic if topic is not None and topic.topic_id == found[0].topic_id else found[0]
+        return topic if topic is not None and topic.topic_id == deleted.topic_id else deleted
 
-    async def _change(self, change: Callable[[psycopg.AsyncConnection], Awaitable[None]], what: str) -> None:
+    async def _change(self, change: Callable[[psycopg.AsyncConnection], Awaitable[T]], what: str) -> T:
         """Run `change` in one transaction under the metadata lock; a database failure becomes
         TopicError(KAFKA_STORAGE_ERROR)."""
         try:
             async with self._pool.connection(timeout=self._session_s) as conn, conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock(%s)", (METADATA_LOCK,))
-                await change(conn)
-        except psycopg.errors.UniqueViolation:
-            raise
+                return await change(conn)
         except DB_ERRORS as e:
             log.error("could not %s: %s", what, describe(e, self._where))
             raise TopicError(KAFKA_STORAGE_ERROR, f"Could not {what}: {describe(e, self._where)}") from None
@@ -468,9 +467,7 @@ class SharedCluster:
                     async with asyncio.timeout(max(self._lease_deadline - sent, self._heartbeat_s)):
                         await self._renew(sent)
                 trouble.ok()
-            except ClusterError as e:
-                trouble.failed(e, self._where)
-            except (*DB_ERRORS, TimeoutError) as e:
+            except (ClusterError, *DB_ERRORS, TimeoutError) as e:
                 trouble.failed(e, self._where)
             await asyncio.sleep(max(0.0, sent + self._heartbeat_s - loop.time()))
 
@@ -495,9 +492,13 @@ class SharedCluster:
     async def _lease_connection(self) -> psycopg.AsyncConnection:
         """The renewals' own connection (not the pool's: a pool busy with writes must not delay them)."""
         if self._lease_conn is None or self._lease_conn.closed or self._lease_conn.broken:
-            self._lease_conn = await psycopg.AsyncConnection.connect(str(self._pool.conninfo), autocommit=True,
-                                                                     **(self._pool.kwargs or {}))
+            self._lease_conn = await self._connect()
         return self._lease_conn
+
+    async def _connect(self) -> psycopg.AsyncConnection:
+        """A connection of its own (autocommit), outside the pool, to the pool's database."""
+        return await psycopg.AsyncConnection.connect(str(self._pool.conninfo), autocommit=True,
+                                                     **(self._pool.kwargs or {}))
 
     async def _register_again(self) -> None:
         await self._register()
@@ -557,12 +558,12 @@ class SharedCluster:
         return len(moves)
 
     async def _check_leases(self) -> None:
-        """At the time another node's lease should run out: run a step if one did, else learn its new end."""
+        """At the time another node's lease should run out: run a step if one did."""
         async with self._pool.connection(timeout=self._session_s) as conn:
             nodes = await _read_nodes(conn)
         if any(left <= 0 for n, (_, left) in nodes.items() if n != self.node_id):
             await self._controller_step()
-        self._schedule_check(nodes)
+        # the refresh that follows every check schedules the next one, from what it reads
 
     def _schedule_check(self, nodes: dict[int, tuple[Node, float]]) -> None:
         others = [left for n, (_, left) in nodes.items() if n != self.node_id]
@@ -608,8 +609,7 @@ class SharedCluster:
         trouble = _Trouble(f"listening for metadata changes on node {self.node_id}")
         while True:
             try:
-                conn = await psycopg.AsyncConnection.connect(str(self._pool.conninfo), autocommit=True,
-                                                             **(self._pool.kwargs or {}))
+                conn = await self._connect()
                 async with conn:
                     await conn.execute(f"LISTEN {METADATA_CHANNEL}")
                     trouble.ok()
@@ -650,13 +650,14 @@ class SharedCluster:
             topic = self._by_id.get(topic_id) or Topic(name, topic_id, configs, [])
             topic.partitions.extend([None] * (count - len(topic.partitions)))  # type: ignore[list-item]
             topics[name] = topic
-        deleted = [t.name for t in self._topics.values() if t.topic_id not in {x.topic_id for x in topics.values()}]
+        by_id = {t.topic_id: t for t in topics.values()}
+        deleted = [self._by_id[i].name for i in self._by_id.keys() - by_id.keys()]
         self._topics = topics
-        self._by_id = {t.topic_id: t for t in topics.values()}
+        self._by_id = by_id
         self._rows = snapshot.rows
-        if deleted and self.on_topics_deleted is not None:
+        if deleted and self._on_topics_deleted is not None:
             try:
-                self.on_topics_deleted(deleted)
+                self._on_topics_deleted(deleted)
             except Exception:  # the cluster's view must not stop following the database for it
                 log.exception("could not act on the deletion of topics %s", deleted)
         leading = self._state is NodeState.ALIVE and self._holding_lease()
@@ -668,6 +669,8 @@ class SharedCluster:
         reopened = [task for key, task in closing.items() if key in wanted]
         if reopened:  # the same partition at a new epoch: its old log is closed before the new one opens
             await asyncio.gather(*reopened, return_exceptions=True)
+            if not (self._state is NodeState.ALIVE and self._holding_lease()):
+                return  # the lease was lost or the node began to leave meanwhile: lead nothing
         for key, row in wanted.items():
             if key not in self._led:
                 self._take(topics[key[0]], key[1], row)
@@ -712,10 +715,10 @@ class SharedCluster:
         await asyncio.gather(*self._closing, return_exceptions=True)
 
     def _tell(self, name: str, index: int, partition_log: PartitionLog | None) -> None:
-        if self.on_leadership is None:
+        if self._on_leadership is None:
             return
         try:
-            self.on_leadership(name, index, partition_log)
+            self._on_leadership(name, index, partition_log)
         except Exception:
             log.exception("the leadership change of %s-%d was not taken up", name, index)
 
@@ -734,20 +737,34 @@ class SharedCluster:
                 trouble.failed(e, self._where)
 
     async def _purge(self) -> None:
+        """One node at a time (a session advisory lock; the others skip this round): every node wakes to purge at
+        start and after deletions, and they would otherwise all delete the same rows."""
         async with self._pool.connection(timeout=self._session_s) as conn:
-            cursor = await conn.execute("SELECT pid FROM herd_partitions WHERE topic_id IS NULL")
-            pids = [r[0] for r in await cursor.fetchall()]
+            cursor = await conn.execute("SELECT pg_try_advisory_lock(%s)", (PURGE_LOCK,))
+            row = await cursor.fetchone()
             await conn.commit()
-            for pid in pids:
-                while True:
-                    cursor = await conn.execute(
-                        "DELETE FROM herd_batches WHERE pid = %s AND base_offset IN (SELECT base_offset FROM "
-                        "herd_batches WHERE pid = %s ORDER BY base_offset LIMIT %s)", (pid, pid, PURGE_CHUNK))
-                    await conn.commit()
-                    if cursor.rowcount < PURGE_CHUNK:
-                        break
-                await conn.execute("DELETE FROM herd_partitions WHERE pid = %s AND topic_id IS NULL", (pid,))
+            if not row or not row[0]:
+                return
+            try:
+                await self._purge_with(conn)
+            finally:
+                await conn.execute("SELECT pg_advisory_unlock(%s)", (PURGE_LOCK,))
                 await conn.commit()
+
+    async def _purge_with(self, conn: psycopg.AsyncConnection) -> None:
+        cursor = await conn.execute("SELECT pid FROM herd_partitions WHERE topic_id IS NULL")
+        pids = [r[0] for r in await cursor.fetchall()]
+        await conn.commit()
+        for pid in pids:
+            while True:
+                cursor = await conn.execute(
+                    "DELETE FROM herd_batches WHERE pid = %s AND base_offset IN (SELECT base_offset FROM "
+                    "herd_batches WHERE pid = %s ORDER BY base_offset LIMIT %s)", (pid, pid, PURGE_CHUNK))
+                await conn.commit()
+                if cursor.rowcount < PURGE_CHUNK:
+                    break
+            await conn.execute("DELETE FROM herd_partitions WHERE pid = %s AND topic_id IS NULL", (pid,))
+            await conn.commit()
         if pids:
             log.info("removed the data of %d partitions of deleted topics", len(pids))
 

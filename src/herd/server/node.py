@@ -42,44 +42,43 @@ POOL_MAX_SIZE = 16
 
 
 class ClusterNode:
-    def __init__(self, config: BrokerConfig, broker: Broker, pool: AsyncConnectionPool, store: PgLogStore,
-                 cluster: SharedCluster) -> None:  # fmt: skip
+    def __init__(self, config: BrokerConfig, broker: Broker, pool: AsyncConnectionPool) -> None:
         self.config = config
         self.broker = broker
         self.pool = pool
-        self.store = store
-        self.cluster = cluster
+        self.store = PgLogStore(pool, broker.node_id)
+        self.cluster: SharedCluster  # set by `start`, which hands it this node's leadership callbacks
         self._moves: dict[tuple[str, int], asyncio.Task[None]] = {}  # the last move of each partition
 
     @classmethod
     async def start(cls, config: BrokerConfig, broker: Broker) -> ClusterNode:
         url: str = config.get("herd.cluster.database.url")
         pool = await open_pool(url, max_size=POOL_MAX_SIZE, name=f"herd-node-{broker.node_id}")
+        node = cls(config, broker, pool)
         try:
             try:
                 async with pool.connection() as conn:
                     cluster_id = await migrate(conn, redact(url))
             except psycopg.Error as e:  # e.g. no privilege to create herd's tables
                 raise DatabaseError(describe(e, url)) from None
-            store = PgLogStore(pool, broker.node_id)
-            cluster = SharedCluster(
-                pool, store, config.log_config(), node_id=broker.node_id,
+            node.cluster = SharedCluster(
+                pool, node.store, config.log_config(), node_id=broker.node_id,
                 endpoint=(broker.endpoint.host, broker.endpoint.port),
                 session_timeout_ms=config.get("broker.session.timeout.ms"),
                 heartbeat_interval_ms=config.get("broker.heartbeat.interval.ms"),
-                max_partitions=config.get("max.broker.partitions"), cluster_id=cluster_id)
-            broker.cluster = cluster  # type: ignore[assignment]
-            await cluster.start()
+                max_partitions=config.get("max.broker.partitions"), cluster_id=cluster_id,
+                on_leadership=node._on_leadership, on_topics_deleted=node._on_topics_deleted)
+            broker.cluster = node.cluster  # type: ignore[assignment]
+            await node.cluster.start()
         except BaseException:
             await pool.close()
             raise
-        node = cls(config, broker, pool, store, cluster)
         await node._start_coordinator()
         return node
 
     async def _start_coordinator(self) -> None:
-        """Create __consumer_offsets if no node has yet, start the coordinator with the partitions this node
-        leads, and follow leadership from now on."""
+        """Create __consumer_offsets if no node has yet and start the coordinator with the partitions this node
+        leads by then (moves until then are not followed for it: `_on_leadership` leaves them to this)."""
         if self.cluster.get(OFFSETS_TOPIC) is None:
             configs = {**OFFSETS_TOPIC_CONFIGS, "segment.bytes": str(self.config.get("offsets.topic.segment.bytes"))}
             try:
@@ -88,14 +87,11 @@ class ClusterNode:
             except TopicError as e:
                 if e.error_code != TOPIC_ALREADY_EXISTS:  # another node made it meanwhile: fine
                     raise
-        coordinator = CoordinatorRuntime(self.broker.cluster, self.config)
-        self.broker.coordinator = coordinator
         topic = self.cluster.get(OFFSETS_TOPIC)
         assert topic is not None
-        led = [i for i, partition in enumerate(topic.partitions) if partition is not None]
-        coordinator.start(led)
-        self.cluster.on_leadership = self._on_leadership
-        self.cluster.on_topics_deleted = self._on_topics_deleted
+        coordinator = CoordinatorRuntime(self.broker.cluster, self.config)
+        coordinator.start([i for i, partition in enumerate(topic.partitions) if partition is not None])
+        self.broker.coordinator = coordinator
 
     def _on_topics_deleted(self, names: list[str]) -> None:
         """Topics deleted by any node: their producers are forgotten here, and this node's coordinator shards
@@ -110,8 +106,10 @@ class ClusterNode:
     def _on_leadership(self, topic: str, index: int, partition: PartitionLog | None) -> None:
         """This node gained (`partition` is its log) or lost (None) a partition; called on the loop."""
         key = (topic, index)
+        if topic == OFFSETS_TOPIC and self.broker.coordinator is None:
+            return  # still starting: the coordinator starts with the partitions led by then
         if topic != OFFSETS_TOPIC and partition is not None:
-            self.broker.producers.restoring.add(key)  # from this moment until `_restore_producers` is done
+            self.broker.producers.restoring.add(key)  # from this moment until its `rebuild` is done
         previous = self._moves.get(key)
         task = asyncio.get_running_loop().create_task(self._follow(topic, index, partition, previous))
         self._moves[key] = task
@@ -127,25 +125,13 @@ class ClusterNode:
             elif partition is None:
                 self.broker.producers.restore(topic, index, [], now_ms=self.broker.now_ms())  # forget it
             else:
-                await self._restore_producers(topic, index, partition)
+                await self.broker.producers.rebuild(partition, self.broker.now_ms)
         except Exception:
             log.exception("could not follow the leadership move of %s-%d", topic, index)
 
-    async def _restore_producers(self, topic: str, index: int, partition: PartitionLog) -> None:
-        """Rebuild the partition's idempotent producers from its stored batches before it takes an append: until
-        then Produce answers NOT_LEADER_OR_FOLLOWER (retriable), so a retry of a batch the previous leader stored
-        is recognised as a duplicate rather than appended again."""
-        producers = self.broker.producers
-        try:
-            rows = await partition.producer_state()  # type: ignore[attr-defined]
-            producers.restore(topic, index, rows, now_ms=self.broker.now_ms())
-        finally:
-            producers.restoring.discard((topic, index))
-
     async def _follow_coordinator(self, index: int, partition: PartitionLog | None) -> None:
         coordinator = self.broker.coordinator
-        if coordinator is None:
-            return
+        assert coordinator is not None, "moves of __consumer_offsets are followed once the coordinator runs"
         await coordinator.unload_partition(index)  # a no-op unless it is hosted
         if partition is not None:
             await coordinator.load_partition(index)

@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict, deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from herd.config import SETTINGS_BY_NAME
-from herd.log.api import AppendResult, InvalidRecordError, LogError, PartitionLog
+from herd.log.api import AppendResult, InvalidRecordError, LogError, NotLeaderError, PartitionLog
 from herd.log.batch import CONTROL_BIT, BatchHeader, iter_headers
 from herd.log.postgres.rows import ProducerBatch
 
@@ -88,7 +88,9 @@ class ProducerStates:
 
     def append(self, log: PartitionLog, records: bytes, now_ms: int) -> AppendResult:
         """Append `records` to `log` unless it is a retried duplicate; raises LogError subclasses (the log checks
-        framing, CRC and max.message.bytes)."""
+        framing, CRC and max.message.bytes), NotLeaderError while the partition's state is being rebuilt."""
+        if self.restoring and (log.topic, log.partition) in self.restoring:
+            raise NotLeaderError("the partition's producer state is being loaded")
         self._expire(now_ms)
         headers = list(iter_headers(records))
         if any(h.attributes & CONTROL_BIT for h in headers):
@@ -191,6 +193,19 @@ class ProducerStates:
                                           b.record_count)
                     entry.batches.append(_BatchMeta(b.base_sequence, b.last_sequence, result))
         self._bound(now_ms)
+
+    async def rebuild(self, log: PartitionLog, now_ms: Callable[[], int]) -> None:
+        """Rebuild one partition's state from its stored batches (a partition stored in PostgreSQL, just taken
+        over or reloaded after a database error: what the previous leader or a failed commit stored is only
+        known there). Until it is done the partition takes no append (`append` raises NotLeaderError, which is
+        retriable), so a retry of a batch already stored is recognised as a duplicate, not appended again."""
+        key = (log.topic, log.partition)
+        self.restoring.add(key)
+        try:
+            rows = await log.producer_state()  # type: ignore[attr-defined]
+            self.restore(log.topic, log.partition, rows, now_ms=now_ms())
+        finally:
+            self.restoring.discard(key)
 
     def forget(self, topic: str) -> None:
         """Drop the state of a topic that is deleted."""

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from herd.config import BrokerConfig
 from herd.cluster.topics import TopicStore
-from herd.log.api import LogError, PartitionLog
+from herd.log.api import LogError
 from herd.log.fs import OsFileSystem
 from herd.log.handles import BoundedFileSystem, descriptor_limit, max_open_files
 from herd.log.store import SegmentStore
@@ -29,10 +29,10 @@ from herd.runtime import CoordinatorRuntime
 from herd.runtime.recovery import Backoff
 from herd.server import apis
 from herd.server.broker import Broker, Endpoint
+from herd.server.connection import Budgets, Connection, ConnectionQuotas
 
 if TYPE_CHECKING:
     from herd.server.node import ClusterNode
-from herd.server.connection import Budgets, Connection, ConnectionQuotas
 
 log = logging.getLogger(__name__)
 
@@ -176,8 +176,10 @@ class Server:
                     if failure is None or failure == "closed" or not backoff.due(key, now):
                         continue
                     try:
-                        if partition.remote:  # the database failed under it: read its state again
-                            await self._reload_remote(topic.name, index, partition)
+                        if partition.remote:  # the database failed under it: read its state again, and
+                            # its producers' (what the failed commit stored, if anything, is only known there)
+                            await partition.reload()  # type: ignore[attr-defined]
+                            await self.broker.producers.rebuild(partition, self.broker.now_ms)
                         else:
                             partition.recover()  # logs its success
                         backoff.succeeded(key)
@@ -185,19 +187,6 @@ class Server:
                         if backoff.failed(key, now):
                             log.error("%s-%d cannot be recovered from disk yet (retrying, up to every %d ms): %s",
                                       topic.name, index, backoff.max_ms, error)
-
-    async def _reload_remote(self, topic: str, index: int, partition: PartitionLog) -> None:
-        """Reload a partition stored in PostgreSQL after a database error, and its idempotent producers with it
-        (what was pending when the commit failed may or may not be stored: the stored batches say which). Until
-        both are done Produce answers NOT_LEADER_OR_FOLLOWER (retriable)."""
-        producers = self.broker.producers
-        producers.restoring.add((topic, index))
-        try:
-            await partition.reload()  # type: ignore[attr-defined]
-            rows = await partition.producer_state()  # type: ignore[attr-defined]
-            producers.restore(topic, index, rows, now_ms=self.broker.now_ms())
-        finally:
-            producers.restoring.discard((topic, index))
 
     async def _idle_loop(self) -> None:
         """Close connections idle for connections.max.idle.ms (checked every tenth of it, at most every second)."""

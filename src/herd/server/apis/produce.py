@@ -67,20 +67,20 @@ def _produce_topic(b: Builder, ctx: RequestContext, entry: Any, error: ErrorCode
         elif topic.partitions[data.index] is None:  # another node leads it (cluster mode)
             results.append(_result(b, data.index, ErrorCode.not_leader_or_follower))
         else:
-            results.append(_append(b, ctx, topic, data, commits, results))
+            answer, committing = _append(b, ctx, topic, data)
+            if committing is not None:  # the answer waits for the commit (cluster mode)
+                commits.append(_Commit(committing, (topic.name, data.index), results, len(results)))
+            results.append(answer)
     return b("TopicProduceResponse", **topic_ref(entry), partition_responses=results)
 
 
-def _append(b: Builder, ctx: RequestContext, topic: Any, data: Any, commits: list[_Commit],
-            results: list[Any]) -> Any:  # fmt: skip
+def _append(b: Builder, ctx: RequestContext, topic: Any, data: Any) -> tuple[Any, tuple[Any, int] | None]:
+    """The partition's answer, and for a remote log the (log, end offset) its acknowledgement waits for."""
     records = data.records
     broker = ctx.broker
     if not records:
-        return _result(b, data.index, ErrorCode.invalid_record, message="no records")
+        return _result(b, data.index, ErrorCode.invalid_record, message="no records"), None
     log = topic.partitions[data.index]
-    if log.remote and (topic.name, data.index) in broker.producers.restoring:  # just taken over (cluster mode)
-        return _result(b, data.index, ErrorCode.not_leader_or_follower,
-                       message="the partition's producer state is being loaded")
     now = broker.now_ms()
     try:
         check_records(records, broker.config.get("herd.message.max.decompressed.bytes"))
@@ -88,23 +88,23 @@ def _append(b: Builder, ctx: RequestContext, topic: Any, data: Any, commits: lis
         log.maybe_flush(now)  # log.flush.interval.messages / .ms
     except LogError as e:
         return _result(b, data.index, ErrorCode(e.error_code), message=str(e) or None,
-                       log_start_offset=log.log_start_offset)
+                       log_start_offset=log.log_start_offset), None
     answer = _result(b, data.index, ErrorCode.none, base_offset=result.base_offset,
                      log_append_time=result.log_append_time, log_start_offset=result.log_start_offset)
     if log.remote:  # acknowledged once its transaction has committed
-        commits.append(_Commit(log, result.last_offset + 1, (topic.name, data.index), results, len(results)))
-    else:
-        broker.notify_append((topic.name, data.index))
-    return answer
+        return answer, (log, result.last_offset + 1)
+    broker.notify_append((topic.name, data.index))
+    return answer, None
 
 
 class _Commit:
-    """An append to a remote log whose answer waits for its commit: where the answer sits in `results`."""
+    """An append to a remote log whose answer waits for its commit: what it waits for, and where the answer sits
+    in `results`."""
 
     __slots__ = ("log", "end", "key", "results", "position")
 
-    def __init__(self, log: Any, end: int, key: tuple[str, int], results: list[Any], position: int) -> None:
-        self.log, self.end, self.key, self.results, self.position = log, end, key, results, position
+    def __init__(self, committing: tuple[Any, int], key: tuple[str, int], results: list[Any], position: int) -> None:
+        (self.log, self.end), self.key, self.results, self.position = committing, key, results, position
 
 
 async def _after_commits(b: Builder, ctx: RequestContext, topics: tuple[Any, ...], commits: list[_Commit],
