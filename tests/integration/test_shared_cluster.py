@@ -16,17 +16,16 @@ import subprocess
 import sys
 import textwrap
 import time
-import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, AsyncIterator, Awaitable, Callable, Iterator
+from typing import Any, Awaitable, Callable
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
 
-from herd.cluster.shared import ClusterError, NodeState, SharedCluster
+from herd.cluster.shared import ClusterError, SharedCluster
 from herd.cluster.topics import (
     INVALID_PARTITIONS,
     OFFSETS_TOPIC,
@@ -67,8 +66,6 @@ class FakeLog:
     partition: int
     pid: int
     leader_epoch: int
-    remote: bool = True
-    report_errors: bool = True
 
 
 @dataclass
@@ -300,7 +297,7 @@ def test_the_partitions_of_a_killed_node_move_within_the_session_timeout(db: str
 class Proxy:
     """A TCP relay to the database that a test can cut: `blackhole` keeps the connections open but carries
     nothing (a network partition, or a node stopped in its tracks); `refuse` closes them and refuses new ones
-    (the database gone); `heal` carries again."""
+    (the database gone); `mode = "carry"` carries again."""
 
     def __init__(self, target: str) -> None:
         parts = urlsplit(target)

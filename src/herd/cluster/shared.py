@@ -33,7 +33,7 @@ import enum
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterator, Protocol, TypeVar
+from typing import Any, Awaitable, Callable, Protocol, TypeVar
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -45,10 +45,10 @@ from herd.cluster.topics import (
     TOPIC_ALREADY_EXISTS,
     Topic,
     TopicError,
+    TopicIndex,
     check_growth,
     check_new_topic,
     check_room,
-    log_config,
     unknown_topic,
 )
 from herd.cluster.topics import Node as BaseNode
@@ -140,7 +140,7 @@ class _Trouble:
             log.info("%s works again", self.what)
 
 
-class SharedCluster:
+class SharedCluster(TopicIndex):
     """The topics and partition leaders of a cluster whose metadata lives in PostgreSQL."""
 
     shared = True
@@ -154,14 +154,12 @@ class SharedCluster:
         log) or loses (None) a partition, from the first view `start` reads on; `on_topics_deleted(names)` with
         the topics deleted (by any node) since the last view. Both are given here, not set later, so that no
         partition taken during `start` goes unannounced."""
+        super().__init__(defaults, node_id, max_partitions)
+        self.cluster_id = cluster_id
         self._pool = pool
         self._store = store
-        self._defaults = defaults
-        self.node_id = node_id
         self.endpoint = endpoint
         self.rack = rack
-        self.cluster_id = cluster_id
-        self.max_partitions = max_partitions
         self._session_s = session_timeout_ms / 1000
         self._heartbeat_s = heartbeat_interval_ms / 1000
         self._where = redact(str(pool.conninfo))
@@ -172,8 +170,6 @@ class SharedCluster:
         self._lease_deadline = 0.0  # loop time until which this node may act as a leader
         self._lease_timer: asyncio.TimerHandle | None = None
         self._lease_conn: psycopg.AsyncConnection | None = None  # the renewals' own
-        self._topics: dict[str, Topic] = {}
-        self._by_id: dict[uuid.UUID, Topic] = {}
         self._rows: dict[tuple[str, int], _Row] = {}
         self._nodes: dict[int, Node] = {}
         self._led: dict[tuple[str, int], _Led] = {}
@@ -248,20 +244,6 @@ class SharedCluster:
 
     # -- queries -----------------------------------------------------------------------------------------------
 
-    def get(self, name: str) -> Topic | None:
-        return self._topics.get(name)
-
-    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
-        return self._by_id.get(topic_id)
-
-    def topics(self) -> Iterator[Topic]:
-        return iter(list(self._topics.values()))
-
-    def partition(self, name: str, index: int) -> PartitionLog | None:
-        """The log of the partition if this node leads it, else None (NOT_LEADER_OR_FOLLOWER)."""
-        led = self._led.get((name, index))
-        return led.log if led is not None else None
-
     def leader(self, name: str, index: int) -> tuple[int, int]:
         """(leader node id, leader epoch) as this node last read them; the id is -1 when the partition has no
         live leader (or is unknown: then the epoch is -1 too)."""
@@ -276,17 +258,6 @@ class SharedCluster:
 
     def node(self, node_id: int) -> Node | None:
         return self._nodes.get(node_id)
-
-    def hosted_partitions(self) -> int:
-        """Every partition of the cluster: after failures any one node may have to host them all, so
-        max.broker.partitions bounds the cluster's total."""
-        return sum(len(t.partitions) for t in self._topics.values())
-
-    def check_room(self, new_partitions: int) -> None:
-        check_room(new_partitions, self.hosted_partitions(), self.max_partitions)
-
-    def log_config(self, configs: dict[str, str]) -> LogConfig:
-        return log_config(self._defaults, configs)
 
     # -- admin changes -----------------------------------------------------------------------------------------
 

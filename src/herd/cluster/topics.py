@@ -287,20 +287,58 @@ class _Entry:
         return {"name": self.name, "id": str(self.topic_id), "partitions": self.partitions, "configs": self.configs}
 
 
-class Cluster:
-    """The topics of this (single-node) cluster and their partition logs."""
+class TopicIndex:
+    """What both clusters answer from the topics they hold in memory (`Cluster` on a single node,
+    `herd.cluster.shared.SharedCluster` in cluster mode): lookups by name and id, the partition logs this node
+    leads, the room left under max.broker.partitions, and a partition's LogConfig."""
 
-    shared = False  # herd.cluster.shared.SharedCluster is the cluster-mode twin, with its state in PostgreSQL
-
-    def __init__(self, store: TopicStore, defaults: LogConfig, node_id: int, max_partitions: int = 10_000) -> None:
-        self._dir = Path(store.root_dir)  # topics.json lives beside the partition directories
-        self._store = store
+    def __init__(self, defaults: LogConfig, node_id: int, max_partitions: int) -> None:
         self._defaults = defaults
         self.node_id = node_id
         self.max_partitions = max_partitions
         self.cluster_id = ""
         self._topics: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
+
+    def get(self, name: str) -> Topic | None:
+        return self._topics.get(name)
+
+    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
+        return self._by_id.get(topic_id)
+
+    def partition(self, name: str, index: int) -> PartitionLog | None:
+        """The partition's log if this node leads it, else None (unknown, or led by another node)."""
+        topic = self._topics.get(name)
+        if topic is None or not 0 <= index < len(topic.partitions):
+            return None
+        return topic.partitions[index]
+
+    def topics(self) -> Iterator[Topic]:
+        return iter(list(self._topics.values()))
+
+    def hosted_partitions(self) -> int:
+        """The partitions max.broker.partitions bounds: every partition of every topic (in cluster mode any one
+        node may have to host them all after failures, so the bound is the cluster's)."""
+        return sum(len(t.partitions) for t in self._topics.values())
+
+    def check_room(self, new_partitions: int) -> None:
+        """Raises TopicError(POLICY_VIOLATION) if one request may not create `new_partitions` partitions or the
+        broker would host more than max.broker.partitions."""
+        check_room(new_partitions, self.hosted_partitions(), self.max_partitions)
+
+    def log_config(self, configs: dict[str, str]) -> LogConfig:
+        return log_config(self._defaults, configs)
+
+
+class Cluster(TopicIndex):
+    """The topics of this (single-node) cluster and their partition logs."""
+
+    shared = False  # herd.cluster.shared.SharedCluster is the cluster-mode twin, with its state in PostgreSQL
+
+    def __init__(self, store: TopicStore, defaults: LogConfig, node_id: int, max_partitions: int = 10_000) -> None:
+        super().__init__(defaults, node_id, max_partitions)
+        self._dir = Path(store.root_dir)  # topics.json lives beside the partition directories
+        self._store = store
         self._strays: set[tuple[str, int]] = set()  # partition directories kept but not served
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
@@ -337,30 +375,9 @@ class Cluster:
 
     # -- queries -----------------------------------------------------------------------------------------------
 
-    def get(self, name: str) -> Topic | None:
-        return self._topics.get(name)
-
-    def by_id(self, topic_id: uuid.UUID) -> Topic | None:
-        return self._by_id.get(topic_id)
-
-    def partition(self, name: str, index: int) -> PartitionLog | None:
-        topic = self._topics.get(name)
-        if topic is None or not 0 <= index < len(topic.partitions):
-            return None
-        return topic.partitions[index]
-
-    def topics(self) -> Iterator[Topic]:
-        return iter(list(self._topics.values()))
-
     def leader(self, name: str, index: int) -> tuple[int, int]:
         """The node leading a partition and its leader epoch: this node, epoch 0, on a single node."""
         return self.node_id, 0
-
-    def hosted_partitions(self) -> int:
-        return sum(len(t.partitions) for t in self._topics.values())
-
-    def log_config(self, configs: dict[str, str]) -> LogConfig:
-        return log_config(self._defaults, configs)
 
     # -- changes -----------------------------------------------------------------------------------------------
 
@@ -433,11 +450,6 @@ class Cluster:
                 log.warning("could not remove %s of deleted topic %s (%s): removed at the next start", marker, name, e)
         log.info("deleted topic %s", name)
         return topic
-
-    def check_room(self, new_partitions: int) -> None:
-        """Raises TopicError(POLICY_VIOLATION) if one request may not create `new_partitions` partitions or the
-        broker would host more than max.broker.partitions."""
-        check_room(new_partitions, self.hosted_partitions(), self.max_partitions)
 
     def _check_no_strays(self, name: str, start: int, end: int) -> None:
         kept = sorted(p for t, p in self._strays if t == name and start <= p < end)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from herd.cluster.topics import Cluster, Node, TopicStore
