@@ -214,7 +214,8 @@ class GroupMember:
             _, body = await self.client.send_to_coordinator(
                 self.config.group_id, API_KEYS[type(request)], lambda b: to_kio(request, b), timeout)
         except UnsupportedApi as exc:
-            self._events.put_nowait(lambda: self.machine.fail(exc))
+            error = exc  # `exc` is unbound when the except block ends, before the event runs
+            self._events.put_nowait(lambda: self.machine.fail(error))
             return
         except KafkaError as exc:
             reason = str(exc)
