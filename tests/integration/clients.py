@@ -64,6 +64,37 @@ def confluent_read(bootstrap: str, topic: str, n: int, timeout_s: float = 60) ->
     return out
 
 
+def confluent_read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 60) -> dict[int, list[bytes]]:
+    """Every value of `topic` by partition, in offset order (a subscribed consumer of a new group, from the
+    earliest offsets): `expected` of them, then whatever more arrives within half a second, so that a duplicate
+    beyond `expected` shows up too."""
+    import time
+    from collections import defaultdict
+
+    from confluent_kafka import Consumer
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-all-{time.monotonic_ns()}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    values: dict[int, list[bytes]] = defaultdict(list)
+    count = 0
+    deadline = time.monotonic() + timeout_s
+    try:
+        while count < expected and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is None or message.error():
+                continue
+            values[message.partition()].append(message.value())
+            count += 1
+        time.sleep(0.5)
+        while (message := consumer.poll(0.5)) is not None:
+            if not message.error():
+                values[message.partition()].append(message.value())
+    finally:
+        consumer.close()
+    return values
+
+
 # -- kafka-python ----------------------------------------------------------------------------------------------
 
 def kafka_python_produce(bootstrap: str, topic: str, n: int, codec: str) -> None:

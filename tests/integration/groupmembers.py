@@ -36,11 +36,15 @@ T = TypeVar("T")
 
 
 def wait_for(condition: Callable[[], T], timeout: float = 30.0, what: str = "condition",
-             interval: float = 0.02) -> T:
-    """Poll `condition` until it returns something truthy; fail with `what` after `timeout` seconds."""
+             interval: float = 0.02, ignore: tuple[type[BaseException], ...] = ()) -> T:
+    """Poll `condition` until it returns something truthy; fail with `what` after `timeout` seconds. An
+    exception of `ignore` counts as not yet (e.g. a client's error while a node is not ready)."""
     deadline = time.monotonic() + timeout
     while True:
-        value = condition()
+        try:
+            value = condition()
+        except ignore:
+            value = None
         if value:
             return value
         if time.monotonic() > deadline:

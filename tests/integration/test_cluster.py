@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-import uuid
 from collections import defaultdict
 
 import psycopg
@@ -16,9 +15,11 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as TopicPartition_
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
+from clients import confluent_read_all
+from groupmembers import wait_for
 from pgcluster import HerdCluster
 
 FAST = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
@@ -35,15 +36,7 @@ def _start(cluster: HerdCluster, n: int = 3) -> HerdCluster:
 
 
 def _wait_for(condition, what: str, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if condition():
-                return
-        except Exception:  # a node not ready yet
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for: {what}")
+    wait_for(condition, timeout, what, interval=0.1, ignore=(Exception,))  # a client's error: a node not ready yet
 
 
 def _metadata(bootstrap: str, topic: str | None = None):  # type: ignore[no-untyped-def]
@@ -75,30 +68,6 @@ def _stored(pg_url: str, topic: str) -> dict[int, list[tuple[int, int, int]]]:
     for partition, base, last, epoch in rows:
         stored[partition].append((base, last, epoch))
     return stored
-
-
-def _consume_all(bootstrap: str, topic: str, expected: int, timeout: float = 60.0) -> dict[int, list[bytes]]:
-    """Every value of `topic` by partition, in offset order, read by a confluent-kafka consumer (no group)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4()}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.subscribe([topic])
-    values: dict[int, list[bytes]] = defaultdict(list)
-    count = 0
-    deadline = time.monotonic() + timeout
-    try:
-        while count < expected and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None or message.error():
-                continue
-            values[message.partition()].append(message.value())
-            count += 1
-        time.sleep(0.5)  # anything beyond `expected` (a duplicate) shows up too
-        while (message := consumer.poll(0.5)) is not None:
-            if not message.error():
-                values[message.partition()].append(message.value())
-    finally:
-        consumer.close()
-    return values
 
 
 class _Producing:
@@ -166,6 +135,13 @@ def test_every_node_answers_for_the_cluster_with_three_clients(herd_cluster: Her
     for address in cluster.addresses:
         assert sorted(b.id for b in _metadata(address).brokers.values()) == [0, 1, 2]
     assert sorted(set(_leaders(cluster.address(1), "spread").values())) == [0, 1, 2]
+    admin = AdminClient({"bootstrap.servers": cluster.address(1)})
+    described = admin.describe_cluster(request_timeout=10).result()  # DescribeCluster, from any node
+    assert sorted(n.id for n in described.nodes) == [0, 1, 2]
+    assert described.controller.id in (0, 1, 2) and described.cluster_id == _metadata(cluster.address(2)).cluster_id
+    node0 = ConfigResource(ResourceType.BROKER, "0")
+    url = admin.describe_configs([node0])[node0].result(10)["herd.cluster.database.url"]
+    assert url.is_sensitive and url.value is None  # it holds the database password
 
     producer = KafkaProducer(bootstrap_servers=cluster.address(0), acks="all")
     for i in range(300):
@@ -173,7 +149,7 @@ def test_every_node_answers_for_the_cluster_with_three_clients(herd_cluster: Her
     producer.flush(30)
     producer.close()
 
-    read = _consume_all(cluster.address(1), "spread", 300)
+    read = confluent_read_all(cluster.address(1), "spread", 300)
     assert sorted(v for values in read.values() for v in values) == [b"%08d" % i for i in range(300)]
 
     async def aio() -> list[bytes]:
@@ -215,7 +191,7 @@ def test_kill_9_during_acks_all_produce_loses_nothing_and_duplicates_nothing(her
         _wait_for(lambda: producing.sent > killed_at + 2000, "producing goes on")
         producing.wait_acked(killed_at + 1000)
     assert not [e for e in producing.failed if not e.retriable()], producing.failed
-    read = _consume_all(cluster.address(0), "orders", sum(len(v) for v in producing.acked.values()))
+    read = confluent_read_all(cluster.address(0), "orders", sum(len(v) for v in producing.acked.values()))
     _check_exactly_once_in_order(producing.acked, read)
     # the stored log is one sequence per partition: batches contiguous, epochs never going back
     for partition, batches in _stored(pg_test_url, "orders").items():
@@ -278,7 +254,7 @@ def test_sigterm_hands_leadership_over_with_only_retriable_errors(herd_cluster: 
         _wait_for(lambda: producing.sent > sent + 1000, "producing goes on")
     assert not [e for e in producing.failed if not e.retriable()], producing.failed
     assert not producing.failed or all(e.retriable() for e in producing.failed)
-    read = _consume_all(cluster.address(0), "graceful", sum(len(v) for v in producing.acked.values()))
+    read = confluent_read_all(cluster.address(0), "graceful", sum(len(v) for v in producing.acked.values()))
     _check_exactly_once_in_order(producing.acked, read)
     assert stopped_in < 15
 
@@ -295,7 +271,7 @@ def test_a_joining_node_takes_its_share_while_clients_produce(herd_cluster: Herd
         sent = producing.sent
         _wait_for(lambda: producing.sent > sent + 1000, "producing goes on")
     assert not [e for e in producing.failed if not e.retriable()], producing.failed
-    read = _consume_all(cluster.address(2), "growing", sum(len(v) for v in producing.acked.values()))
+    read = confluent_read_all(cluster.address(2), "growing", sum(len(v) for v in producing.acked.values()))
     _check_exactly_once_in_order(producing.acked, read)
 
 

@@ -19,6 +19,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from herd.cli.localpg import LocalPostgres, free_port
+from clients import confluent_read_all
+from groupmembers import wait_for
 from pgcluster import HerdCluster
 
 pytestmark = pytest.mark.timeout(240)
@@ -144,15 +146,16 @@ def test_the_database_gone_while_running_costs_only_retriable_errors_and_the_nod
             thread.join(150)
             _eventually(lambda: consumer.poll(0.2) is None and bool(commits), timeout=60)
             commit_errors = [e for e, _ in commits if e is not None]
-            if not commit_errors:  # acknowledged once the database was back: it is stored
-                assert _committed(consumer, 0) == 7
+            if not commit_errors:  # acknowledged once the database was back: it is stored (read it once the
+                # group's coordinator answers: right after the outage it may still be moving, NOT_COORDINATOR)
+                _eventually(lambda: _committed(consumer, 0) == 7)
             _eventually(lambda: _commit(consumer, 11), timeout=60)
             consumer.close()
 
             assert not [e for e in failed if not e.retriable()], failed
             assert acked_while_down == 0, "acknowledged while the database was down"
             assert all(e.retriable() or e.code() in _COORDINATOR_ERRORS for e in commit_errors), commit_errors
-            read = _read_all(cluster.bootstrap, "outage", sum(map(len, acked.values())))
+            read = confluent_read_all(cluster.bootstrap, "outage", sum(map(len, acked.values())))
             for partition, values in acked.items():
                 got = read.get(partition, [])
                 assert len(got) == len(set(got)), f"partition {partition}: duplicates"
@@ -181,31 +184,4 @@ def _committed(consumer: Consumer, partition: int) -> int:
 
 
 def _eventually(condition, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if condition():
-                return
-        except Exception:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("timed out")
-
-
-def _read_all(bootstrap: str, topic: str, expected: int) -> dict[int, list[bytes]]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "outage-check", "auto.offset.reset": "earliest",
-                         "enable.auto.commit": False})
-    consumer.subscribe([topic])
-    values: dict[int, list[bytes]] = defaultdict(list)
-    count = 0
-    deadline = time.monotonic() + 60
-    try:
-        while count < expected and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None or message.error():
-                continue
-            values[message.partition()].append(message.value())
-            count += 1
-    finally:
-        consumer.close()
-    return values
+    wait_for(condition, timeout, "the cluster to answer", interval=0.2, ignore=(Exception,))
