@@ -63,6 +63,7 @@ from herd.log.api import (
     TimestampOffset,
 )
 from herd.log.batch import parse_header, set_log_append_time, validate_batches
+from herd.log.compaction import dirty_enough
 from herd.log.postgres import compact as compaction
 from herd.log.postgres import sql
 from herd.log.postgres.rows import ProducerBatch
@@ -604,7 +605,7 @@ class PgPartitionLog:
         self._check_leading()
         async with self._maintenance:
             stored, dirty = await self._load_sizes()
-            if not force and (dirty == 0 or dirty < compaction.MIN_CLEANABLE_DIRTY_RATIO * stored):
+            if not dirty_enough(dirty, stored, force=force):
                 return None
             end = (await self._query(sql.LAST_BASE, {"pid": self.pid, "end": self._committed}))[0][0]
             cleaner = await self._cleaner_offset()
@@ -632,11 +633,11 @@ class PgPartitionLog:
 
     async def _apply_changes(self, changes: compaction.Changes, *, cleaned: int) -> None:
         """Delete and rewrite rows, and move the cleaner offset up to `cleaned` (fenced)."""
-        rewritten = changes.rewritten
+        headers = [parse_header(data) for data in changes.rewritten]
         rows = await self._write(sql.COMPACT, {
             "pid": self.pid, "node": self._store.node_id, "epoch": self.leader_epoch, "cleaned": cleaned,
-            "deleted": changes.deleted, "bases": [r[0] for r in rewritten], "datas": [r[1] for r in rewritten],
-            "counts": [r[2] for r in rewritten], "tss": [r[3] for r in rewritten]})
+            "deleted": changes.deleted, "bases": [h.base_offset for h in headers], "datas": changes.rewritten,
+            "counts": [h.record_count for h in headers], "tss": [h.max_timestamp for h in headers]})
         if not rows[0][0]:
             self._fail_not_leader()
             raise NotLeaderError(f"{self._name}: fenced, epoch {self.leader_epoch} is not current")
