@@ -218,6 +218,27 @@ def offset_of_timestamp(batch: Buffer, header: BatchHeader, timestamp: int) -> i
     return next((offset for offset, stamp in iter_record_timestamps(batch, header) if stamp == timestamp), None)
 
 
+def search_timestamp(batch: Buffer, header: BatchHeader, timestamp: int,
+                     min_offset: int = 0) -> tuple[int, int] | None:  # fmt: skip
+    """`first_record_at_or_after`, for ListOffsets by time on a stored batch. A batch whose records cannot be
+    decoded (it passed its CRC, but records are not checked on every path to the log: an unknown codec, a
+    malformed record) answers for itself, as before records were read: its first offset from `min_offset` and
+    its max timestamp."""
+    try:
+        return first_record_at_or_after(batch, header, timestamp, min_offset)
+    except CorruptRecordError:
+        return max(header.base_offset, min_offset), header.max_timestamp
+
+
+def find_offset_of_timestamp(batch: Buffer, header: BatchHeader, timestamp: int) -> int | None:
+    """`offset_of_timestamp`, for ListOffsets MAX_TIMESTAMP on a stored batch: None also when its records
+    cannot be decoded (the caller answers with the batch's base offset)."""
+    try:
+        return offset_of_timestamp(batch, header, timestamp)
+    except CorruptRecordError:
+        return None
+
+
 # -- validating the records of a produced batch ----------------------------------------------------------------------
 
 

@@ -68,7 +68,7 @@ from herd.log.postgres import compact as compaction
 from herd.log.postgres import sql
 from herd.log.postgres.rows import ProducerBatch
 from herd.log.postgres.tail import TailCache
-from herd.log.records import first_record_at_or_after, offset_of_timestamp
+from herd.log.records import find_offset_of_timestamp, search_timestamp
 
 log = logging.getLogger(__name__)
 
@@ -523,10 +523,7 @@ class PgPartitionLog:
                 return None
             batch = rows[0][0]
             header = parse_header(batch)
-            try:
-                found = first_record_at_or_after(batch, header, timestamp, start)
-            except LogError:  # records that cannot be decoded: the batch answers for itself, as on segments
-                found = max(header.base_offset, start), header.max_timestamp
+            found = search_timestamp(batch, header, timestamp, start)
             if found is not None:
                 return TimestampOffset(offset=found[0], timestamp=found[1])
             after = header.base_offset
@@ -539,10 +536,7 @@ class PgPartitionLog:
             return None
         batch = rows[0][0]
         header = parse_header(batch)
-        try:
-            offset = offset_of_timestamp(batch, header, header.max_timestamp)
-        except LogError:
-            offset = None
+        offset = find_offset_of_timestamp(batch, header, header.max_timestamp)
         return TimestampOffset(offset=header.base_offset if offset is None else offset,
                                timestamp=header.max_timestamp)
 
