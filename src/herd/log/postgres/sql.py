@@ -81,20 +81,21 @@ SELECT (SELECT count(*) FROM fence), (SELECT count(*) FROM gone), (SELECT coales
 
 LAST_BASE = "SELECT max(base_offset) FROM herd_batches WHERE pid = %(pid)s AND base_offset < %(end)s"
 
+# the DELETE and the UPDATE run although the SELECT does not read them (PostgreSQL runs every data-modifying
+# statement in WITH exactly once); the caller knows the bytes they free from the batches it sent
 COMPACT = """
 WITH fence AS (
     UPDATE herd_partitions SET cleaner_offset = greatest(cleaner_offset, %(cleaned)s)
     WHERE pid = %(pid)s AND leader = %(node)s AND leader_epoch = %(epoch)s RETURNING pid),
 gone AS (
     DELETE FROM herd_batches b USING fence
-    WHERE b.pid = fence.pid AND b.base_offset = ANY(%(deleted)b::int8[]) RETURNING b.size),
+    WHERE b.pid = fence.pid AND b.base_offset = ANY(%(deleted)b::int8[])),
 changed AS (
     UPDATE herd_batches b SET data = v.data, size = length(v.data), record_count = v.count, max_timestamp = v.ts
     FROM fence, unnest(%(bases)b::int8[], %(datas)b::bytea[], %(counts)b::int4[], %(tss)b::int8[])
          AS v(base, data, count, ts)
-    WHERE b.pid = fence.pid AND b.base_offset = v.base RETURNING length(v.data))
-SELECT (SELECT count(*) FROM fence), (SELECT coalesce(sum(size), 0) FROM gone),
-       (SELECT count(*) FROM changed)
+    WHERE b.pid = fence.pid AND b.base_offset = v.base)
+SELECT count(*) FROM fence
 """
 
 PRODUCERS = """

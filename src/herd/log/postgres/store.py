@@ -213,6 +213,7 @@ class PgPartitionLog:
         self._accepting = True  # False once closing started
         self._maintenance = asyncio.Lock()  # one retention or compaction pass at a time
         self._sizes: tuple[int, int] | None = None  # (bytes stored, bytes not yet compacted), once known
+        self._cleaner_offset = 0  # where the last compaction pass ended (read with `_sizes`)
         self._average_batch = 1024  # bytes, as the last read from the database found (sizes its next query)
         self.commits = 0  # transactions committed (for tests and benchmarks)
 
@@ -602,28 +603,41 @@ class PgPartitionLog:
             if not dirty_enough(dirty, stored, force=force):
                 return None
             end = (await self._query(sql.LAST_BASE, {"pid": self.pid, "end": self._committed}))[0][0]
-            cleaner = await self._cleaner_offset()
             if end is None or end <= self._log_start:
                 return None
-            loop = asyncio.get_running_loop()
-            latest: dict[bytes, int] = {}
-            async for chunk in self._scan(max(cleaner, self._log_start), end):
-                await loop.run_in_executor(None, compaction.map_latest, chunk, latest)
-            totals = [0, 0, 0, 0]  # records read, kept, batches deleted, rewritten
-            async for chunk in self._scan(self._log_start, end):
-                changes = await loop.run_in_executor(None, compaction.filter_batches, chunk, latest, now_ms,
-                                                     delete_retention_ms)
-                totals[0] += changes.records_read
-                totals[1] += changes.records_kept
-                if changes:
-                    await self._apply_changes(changes, cleaned=0)
-                    totals[2] += len(changes.deleted)
-                    totals[3] += len(changes.rewritten)
-            await self._apply_changes(compaction.Changes(), cleaned=end)
-            self._cache.drop_below(end)
-            self._sizes = None  # rewritten batches shrank too: counted again, from the new cleaner offset
-            after = (await self._load_sizes())[0]
-            return CompactionStats(totals[0], totals[1], totals[2], totals[3], stored, after)
+            try:
+                stats = await self._compact_below(end, delete_retention_ms, now_ms)
+            except BaseException:
+                self._sizes = None  # rows changed before the failure: counted again by the next pass
+                raise
+            return CompactionStats(*stats, stored, (await self._load_sizes())[0])
+
+    async def _compact_below(self, end: int, delete_retention_ms: int, now_ms: int) -> tuple[int, int, int, int]:
+        """Compact the batches below `end` (a base offset); (records read, kept, batches deleted, rewritten)."""
+        loop = asyncio.get_running_loop()
+        latest: dict[bytes, int] = {}
+        mapped = 0  # the dirty bytes this pass cleans
+        async for chunk in self._scan(max(self._cleaner_offset, self._log_start), end):
+            await loop.run_in_executor(None, compaction.map_latest, chunk, latest)
+            mapped += sum(len(data) for data in chunk)
+        totals = [0, 0, 0, 0]
+        freed = 0
+        async for chunk in self._scan(self._log_start, end):
+            changes = await loop.run_in_executor(None, compaction.filter_batches, chunk, latest, now_ms,
+                                                 delete_retention_ms)
+            totals[0] += changes.records_read
+            totals[1] += changes.records_kept
+            if changes:
+                await self._apply_changes(changes, cleaned=0)
+                totals[2] += len(changes.deleted)
+                totals[3] += len(changes.rewritten)
+                freed += changes.bytes_freed
+        await self._apply_changes(compaction.Changes(), cleaned=end)
+        self._cache.drop_below(end)
+        self._cleaner_offset = max(self._cleaner_offset, end)
+        if self._sizes is not None:
+            self._sizes = (self._sizes[0] - freed, max(0, self._sizes[1] - mapped))
+        return totals[0], totals[1], totals[2], totals[3]
 
     async def _apply_changes(self, changes: compaction.Changes, *, cleaned: int) -> None:
         """Delete and rewrite rows, and move the cleaner offset up to `cleaned` (fenced)."""
@@ -648,15 +662,13 @@ class PgPartitionLog:
             offset = last.last_offset + 1
 
     async def _load_sizes(self) -> tuple[int, int]:
-        """(bytes stored, bytes at or above the cleaner offset) of the committed batches."""
+        """(bytes stored, bytes at or above the cleaner offset) of the committed batches, read with the cleaner
+        offset the first time (or after a reload) and kept up to date in memory from then on."""
         if self._sizes is None:
             rows = await self._query(sql.SIZES, {"pid": self.pid, "end": self._committed, "start": self._log_start})
+            self._cleaner_offset = int(rows[0][0]) if rows else 0
             self._sizes = (int(rows[0][1]), int(rows[0][2])) if rows else (0, 0)
         return self._sizes
-
-    async def _cleaner_offset(self) -> int:
-        rows = await self._query(sql.SIZES, {"pid": self.pid, "end": self._committed, "start": self._log_start})
-        return int(rows[0][0]) if rows else 0
 
     async def _write(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         try:

@@ -108,6 +108,13 @@ def decoded(data: bytes) -> list[tuple[int, int, bytes | None]]:
     return out
 
 
+def sizes_in_db(url: str, pid: int) -> tuple[int, int]:
+    """(bytes stored, bytes at or above the cleaner offset), as the log keeps them in memory."""
+    return sql(url, "SELECT coalesce(sum(b.size), 0), coalesce(sum(b.size) FILTER (WHERE b.last_offset >= "
+                    "p.cleaner_offset), 0) FROM herd_partitions p LEFT JOIN herd_batches b ON b.pid = p.pid "
+                    "WHERE p.pid = %s GROUP BY p.cleaner_offset", (pid,))[0]
+
+
 def stored_rows(url: str, pid: int) -> list[tuple[int, int, int]]:
     return sql(url, "SELECT base_offset, last_offset, leader_epoch FROM herd_batches WHERE pid = %s "
                     "ORDER BY base_offset", (pid,))
@@ -453,13 +460,16 @@ def test_compaction_keeps_the_last_record_of_every_key_at_its_offset_and_drops_o
             await append(log, encode_batch([Record(b"d", b"d1")], NOW))  # 6: the last batch, never compacted
             stats = await log.compact(hour, NOW, force=True)
             assert stats is not None and stats.batches_deleted == 2 and stats.records_kept == 2
+            assert sizes_in_db(pg_url, pid) == log._sizes == (stats.bytes_after, len(await log.read_async(6, 1 << 20)))
             assert await records(log) == [(2, b"a", b"a2"), (5, b"b", None), (6, b"d", b"d1")]
             # an incremental pass: only what was written since is mapped, older survivors are kept
             await append(log, encode_batch([Record(b"a", b"a3"), Record(b"e", b"e1")], NOW))  # 7, 8
             await append(log, encode_batch([Record(b"f", b"f1")], NOW))  # 9
-            assert await log.compact(hour, NOW) is not None
+            stats = await log.compact(hour, NOW)
+            assert stats is not None and stats.bytes_after < stats.bytes_before
             assert await records(log) == [(5, b"b", None), (6, b"d", b"d1"), (7, b"a", b"a3"), (8, b"e", b"e1"),
                                           (9, b"f", b"f1")]
+            assert sizes_in_db(pg_url, pid) == log._sizes  # kept in memory, never counted again
             assert await log.compact(hour, NOW) is None  # not dirty enough
         async with store_on(pg_url) as store:  # a new leader reads the same from the database
             assert await records(open_log(store, pg_url, pid)) == [(5, b"b", None), (6, b"d", b"d1"),
