@@ -27,9 +27,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from herd.config import SETTINGS_BY_NAME
-from herd.log.api import AppendResult, InvalidRecordError, LogError, PartitionLog
+from herd.log.api import AppendResult, InvalidRecordError, LogError, PartitionLog, ProducerBatch
 from herd.log.batch import CONTROL_BIT, BatchHeader, iter_headers
-from herd.log.postgres.rows import ProducerBatch
 
 log = logging.getLogger(__name__)
 

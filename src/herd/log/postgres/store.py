@@ -46,7 +46,6 @@ import struct
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import psycopg
@@ -54,19 +53,21 @@ import psycopg.adapt
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from herd.log.api import (
+    RETAINED_PRODUCER_BATCHES,
     AppendResult,
+    CompactionStats,
     KafkaStorageError,
     LogConfig,
     LogError,
     NotLeaderError,
     OffsetOutOfRangeError,
+    ProducerBatch,
     TimestampOffset,
 )
-from herd.log.batch import parse_header, set_log_append_time, validate_batches
+from herd.log.batch import INT32_MAX, parse_header, set_log_append_time, validate_batches
 from herd.log.compaction import dirty_enough
 from herd.log.postgres import compact as compaction
 from herd.log.postgres import sql
-from herd.log.postgres.rows import ProducerBatch
 from herd.log.postgres.tail import TailCache
 from herd.log.records import find_offset_of_timestamp, search_timestamp
 
@@ -77,10 +78,8 @@ MAX_COMMIT_BYTES = 16 * 1024 * 1024  # one transaction carries at most this much
 READ_ROWS = 10_000  # batches one read query returns at most
 SCAN_BYTES = 4 * 1024 * 1024  # what compaction reads per query
 PRODUCER_SCAN_BATCHES = 100_000  # producer state is rebuilt from the most recent batches only
-PRODUCER_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 CLOSE_WAIT_S = 5.0  # how long closing waits for a commit in flight
 ACQUIRE_TIMEOUT_S = 10.0  # how long a commit or read waits for a pooled connection
-INT32_MAX = 2**31 - 1
 INT8_OID, INT8_ARRAY_OID = 20, 1016
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
@@ -126,16 +125,6 @@ class _Int8RowsDumper(psycopg.adapt.Dumper):
 
     def dump(self, obj: Int8Rows) -> bytes:
         return obj.data
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionStats:
-    records_read: int
-    records_kept: int
-    batches_deleted: int
-    batches_rewritten: int
-    bytes_before: int
-    bytes_after: int
 
 
 class PgLogStore:
@@ -687,7 +676,7 @@ class PgPartitionLog:
         self._check_leading()
         start, end = self._log_start, self._committed
         rows = await self._query(sql.PRODUCERS, {"pid": self.pid, "end": end, "start": start,
-                                              "scan": PRODUCER_SCAN_BATCHES, "keep": PRODUCER_BATCHES})
+                                              "scan": PRODUCER_SCAN_BATCHES, "keep": RETAINED_PRODUCER_BATCHES})
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         out = []
         for producer_id, epoch, sequence, count, base, last, max_ts in rows:

@@ -18,7 +18,7 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from herd.coordinator.records import Record
-from herd.log.api import KafkaStorageError, LogConfig, NotLeaderError, OffsetOutOfRangeError
+from herd.log.api import KafkaStorageError, LogConfig, NotLeaderError, OffsetOutOfRangeError, RemotePartitionLog
 from herd.log.batch import iter_headers
 from herd.log.fs import MemoryFileSystem
 from herd.log.postgres import schema
@@ -140,6 +140,11 @@ async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
     while not condition():
         assert asyncio.get_running_loop().time() < deadline, "timed out"
         await asyncio.sleep(0.01)
+
+
+def test_the_postgresql_log_has_every_method_of_the_remote_partition_log_protocol():
+    wanted = {name for name in dir(RemotePartitionLog) if not name.startswith("_")}
+    assert wanted <= set(dir(PgPartitionLog))
 
 
 # -- appending, committing, reading ------------------------------------------------------------------------------
