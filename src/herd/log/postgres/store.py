@@ -44,7 +44,7 @@ import itertools
 import logging
 import struct
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, NamedTuple
 
@@ -218,10 +218,6 @@ class PgPartitionLog:
         return self._committed
 
     @property
-    def high_watermark(self) -> int:
-        return self._committed
-
-    @property
     def flushed_offset(self) -> int:
         return self._committed
 
@@ -278,8 +274,9 @@ class PgPartitionLog:
     def _check_writable(self) -> None:
         if self._failed is None and self._accepting:
             return
-        if self._failed in (NOT_LEADER, CLOSED) or not self._accepting:
-            raise NotLeaderError(f"{self._name} is no longer led here at epoch {self.leader_epoch}")
+        self._check_leading()
+        if not self._accepting:
+            raise self._not_leader()
         raise KafkaStorageError(f"{self._name} is unusable until reloaded: {self._failed}")
 
     async def _commit_loop(self) -> None:
@@ -289,12 +286,10 @@ class PgPartitionLog:
                 self._in_flight_end = batches[-1].last_offset + 1
                 try:
                     stored = await self._store_batches(batches)
-                except _DB_ERRORS as error:
-                    self._fail_storage(error)
-                    return
-                except Exception as error:  # a bug: the waiters must not wait for ever, and reload() resets
-                    log.exception("%s: a commit failed", self._name)
-                    self._fail_storage(error)
+                except Exception as error:  # not only the database's: after a bug too, reload() resets
+                    if not isinstance(error, _DB_ERRORS):
+                        log.exception("%s: a commit failed", self._name)
+                    self._fail_storage(error)  # the waiters must not wait for ever
                     return
                 if not stored:
                     self._fail_not_leader()
@@ -360,18 +355,19 @@ class PgPartitionLog:
         self._failed = NOT_LEADER
         self._fail_waiters(NotLeaderError(f"{self._name}: fenced, epoch {self.leader_epoch} is not current"))
 
-    def _fail_waiters(self, error: LogError, below: int | None = None) -> None:
-        """Fail the waiters (those for ends <= `below` only, if given) and drop what is pending."""
-        keep = []
+    def _fail_waiters(self, error: LogError, keep: Callable[[int], bool] | None = None) -> None:
+        """Fail the waiters, but those for the end offsets `keep` accepts; without `keep`, also drop what is
+        pending (nothing will commit it)."""
+        kept = []
         for end, seq, future in self._waiters:
-            if below is not None and end > below:
-                keep.append((end, seq, future))
+            if keep is not None and keep(end):
+                kept.append((end, seq, future))
             elif not future.done():
                 future.set_exception(type(error)(str(error)))
                 future.exception()  # a waiter that went away must not leave an unretrieved exception
-        heapq.heapify(keep)
-        self._waiters = keep
-        if below is None:
+        heapq.heapify(kept)
+        self._waiters = kept
+        if keep is None:
             self._pending = []
 
     # -- recovering and closing ----------------------------------------------------------------------------------
@@ -386,11 +382,8 @@ class PgPartitionLog:
         self._check_leading()
         if self._commit_task is not None:
             await asyncio.gather(self._commit_task, return_exceptions=True)
-        try:
-            async with self._store.connection() as conn:
-                row = await (await conn.execute(sql.PARTITION, (self.pid,))).fetchone()
-        except _DB_ERRORS as error:
-            raise KafkaStorageError(f"{self._name}: {_describe(error)}") from error
+        rows = await self._run(sql.PARTITION, (self.pid,), binary=False)
+        row = rows[0] if rows else None
         if row is None or row[0] != self._store.node_id or row[1] != self.leader_epoch:
             self._failed = NOT_LEADER
             raise NotLeaderError(f"{self._name}: led by node {row[0] if row else None} at epoch "
@@ -419,8 +412,9 @@ class PgPartitionLog:
             if not done:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+                in_flight_end = self._in_flight_end
                 self._fail_waiters(KafkaStorageError(f"{self._name}: closed with a commit in flight"),
-                                   below=self._in_flight_end)
+                                   keep=lambda end: end > in_flight_end)
         self._failed = self._failed if self._failed == NOT_LEADER else CLOSED
         self._fail_waiters(NotLeaderError(f"{self._name} is no longer led here"))
         self._cache.clear()
@@ -429,15 +423,7 @@ class PgPartitionLog:
         """Closing without flush: what is pending is never sent; its waiters learn it now."""
         self._pending = []
         sent_end = self._in_flight_end if self._commit_task is not None else self._committed
-        keep = []
-        for end, seq, future in self._waiters:
-            if end <= sent_end:
-                keep.append((end, seq, future))
-            elif not future.done():
-                future.set_exception(NotLeaderError(f"{self._name} is no longer led here"))
-                future.exception()
-        heapq.heapify(keep)
-        self._waiters = keep
+        self._fail_waiters(NotLeaderError(f"{self._name} is no longer led here"), keep=lambda end: end <= sent_end)
 
     def close(self) -> None:
         """Close at once, without waiting for anything (`PgLogStore.close_partition` is the orderly way)."""
@@ -457,27 +443,33 @@ class PgPartitionLog:
 
     def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
         """From the tail cache; raises NotInMemoryError when it does not hold `offset` (use `read_async`)."""
-        end = self._check_range(offset)
-        if offset == end:
-            return b""
-        if self._cache.covers(offset):
-            return self._cache.read(offset, max_bytes, min_one)
-        raise NotInMemoryError(f"{self._name}: offset {offset} is not in memory")
+        found = self._cached(offset, max_bytes, min_one)
+        if found is None:
+            raise NotInMemoryError(f"{self._name}: offset {offset} is not in memory")
+        return found
 
     async def read_async(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
+        found = self._cached(offset, max_bytes, min_one)
+        if found is None:
+            return b"".join(await self._read_rows(offset, self._committed, max_bytes, min_one))
+        return found
+
+    def _cached(self, offset: int, max_bytes: int, min_one: bool) -> bytes | None:
+        """What a read gets without the database (b"" at the committed end), None if the cache does not hold
+        `offset`; raises NotLeaderError, or OffsetOutOfRangeError outside [start, end]."""
         end = self._check_range(offset)
         if offset == end:
             return b""
         if self._cache.covers(offset):
             return self._cache.read(offset, max_bytes, min_one)
-        return b"".join(await self._read_rows(offset, end, max_bytes, min_one))
+        return None
 
     async def _read_rows(self, offset: int, end: int, max_bytes: int, min_one: bool) -> list[bytes]:
         """The batches of a read from the database. The query stops after a number of rows (its window sum
         cannot stop the scan at max_bytes): twice what max_bytes holds at the partition's average batch size."""
         rows = min(READ_ROWS, max(16, 2 * max_bytes // max(self._average_batch, 1) + 1))
-        found = await self._query(sql.READ, {"pid": self.pid, "end": end, "offset": offset, "rows": rows,
-                                             "max_bytes": max_bytes, "min_one": min_one})
+        found = await self._run(sql.READ, {"pid": self.pid, "end": end, "offset": offset, "rows": rows,
+                                           "max_bytes": max_bytes, "min_one": min_one})
         batches = [row[0] for row in found]
         if batches:
             self._average_batch = sum(len(b) for b in batches) // len(batches)
@@ -493,7 +485,10 @@ class PgPartitionLog:
 
     def _check_leading(self) -> None:
         if self._failed in (NOT_LEADER, CLOSED):
-            raise NotLeaderError(f"{self._name} is no longer led here at epoch {self.leader_epoch}")
+            raise self._not_leader()
+
+    def _not_leader(self) -> NotLeaderError:
+        return NotLeaderError(f"{self._name} is no longer led here at epoch {self.leader_epoch}")
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
         raise NotInMemoryError(f"{self._name}: timestamps are looked up in the database")
@@ -507,8 +502,8 @@ class PgPartitionLog:
         self._check_leading()
         start, end, after = self._log_start, self._committed, -1
         while True:
-            rows = await self._query(sql.BY_TIMESTAMP, {"pid": self.pid, "after": after, "end": end, "start": start,
-                                                     "timestamp": timestamp})
+            rows = await self._run(sql.BY_TIMESTAMP, {"pid": self.pid, "after": after, "end": end, "start": start,
+                                                   "timestamp": timestamp})
             if not rows:
                 return None
             batch = rows[0][0]
@@ -521,7 +516,7 @@ class PgPartitionLog:
     async def max_timestamp_async(self) -> TimestampOffset | None:
         """The first record holding the largest timestamp (ListOffsets MAX_TIMESTAMP)."""
         self._check_leading()
-        rows = await self._query(sql.MAX_TIMESTAMP, {"pid": self.pid, "end": self._committed, "start": self._log_start})
+        rows = await self._run(sql.MAX_TIMESTAMP, {"pid": self.pid, "end": self._committed, "start": self._log_start})
         if not rows:
             return None
         batch = rows[0][0]
@@ -530,15 +525,27 @@ class PgPartitionLog:
         return TimestampOffset(offset=header.base_offset if offset is None else offset,
                                timestamp=header.max_timestamp)
 
-    async def _query(self, sql: str, params: dict[str, Any] | Sequence[Any]) -> list[tuple[Any, ...]]:
-        """Run a read in binary (bytea arrives as bytes, undecoded); raises KafkaStorageError."""
+    async def _run(self, statement: str, params: dict[str, Any] | Sequence[Any], *,
+                   binary: bool = True) -> list[tuple[Any, ...]]:  # fmt: skip
+        """Run one statement and return its rows, in binary unless told otherwise (bytea arrives as bytes,
+        undecoded); raises KafkaStorageError."""
         try:
             async with self._store.connection() as conn:
-                cursor = conn.cursor(binary=True)
-                await cursor.execute(sql, params)
+                cursor = conn.cursor(binary=binary)
+                await cursor.execute(statement, params)
                 return await cursor.fetchall()
         except _DB_ERRORS as error:
             raise KafkaStorageError(f"{self._name}: {_describe(error)}") from error
+
+    async def _fenced(self, statement: str, params: dict[str, Any]) -> tuple[Any, ...]:
+        """Run a write whose first column counts the partition rows its fence matched (this node leads the
+        partition at this epoch), and return its row; raises NotLeaderError, for good, when it matched none."""
+        row = (await self._run(statement, {"pid": self.pid, "node": self._store.node_id, "epoch": self.leader_epoch,
+                                           **params}, binary=False))[0]
+        if not row[0]:
+            self._fail_not_leader()
+            raise NotLeaderError(f"{self._name}: fenced, epoch {self.leader_epoch} is not current")
+        return row
 
     # -- retention and compaction ------------------------------------------------------------------------------
 
@@ -555,27 +562,22 @@ class PgPartitionLog:
             end, start = self._committed, self._log_start
             new_start = start
             if self.config.retention_ms >= 0:
-                rows = await self._query(sql.RETAIN_BY_TIME, {"pid": self.pid, "end": end, "start": start,
-                                                           "oldest": now_ms - self.config.retention_ms})
+                rows = await self._run(sql.RETAIN_BY_TIME, {"pid": self.pid, "end": end, "start": start,
+                                                         "oldest": now_ms - self.config.retention_ms})
                 new_start = max(new_start, end if rows[0][0] is None else rows[0][0])
             if self.config.retention_bytes >= 0:
                 stored = (await self._load_sizes())[0]
                 excess = stored - self.config.retention_bytes
                 if excess > 0:
-                    rows = await self._query(sql.RETAIN_BY_BYTES, {"pid": self.pid, "end": end, "start": start,
-                                                                "excess": excess})
+                    rows = await self._run(sql.RETAIN_BY_BYTES, {"pid": self.pid, "end": end, "start": start,
+                                                              "excess": excess})
                     new_start = max(new_start, rows[0][0] or start)
             if new_start <= start:
                 return 0
             return await self._move_start(new_start)
 
     async def _move_start(self, new_start: int) -> int:
-        rows = await self._write(sql.MOVE_START, {"pid": self.pid, "node": self._store.node_id,
-                                               "epoch": self.leader_epoch, "start": new_start})
-        fence, deleted, freed = rows[0]
-        if not fence:
-            self._fail_not_leader()
-            raise NotLeaderError(f"{self._name}: fenced, epoch {self.leader_epoch} is not current")
+        _, deleted, freed = await self._fenced(sql.MOVE_START, {"start": new_start})
         self._log_start = max(self._log_start, new_start)
         self._cache.drop_below(self._log_start)
         if self._sizes is not None:
@@ -591,7 +593,7 @@ class PgPartitionLog:
             stored, dirty = await self._load_sizes()
             if not dirty_enough(dirty, stored, force=force):
                 return None
-            end = (await self._query(sql.LAST_BASE, {"pid": self.pid, "end": self._committed}))[0][0]
+            end = (await self._run(sql.LAST_BASE, {"pid": self.pid, "end": self._committed}))[0][0]
             if end is None or end <= self._log_start:
                 return None
             try:
@@ -631,13 +633,10 @@ class PgPartitionLog:
     async def _apply_changes(self, changes: compaction.Changes, *, cleaned: int) -> None:
         """Delete and rewrite rows, and move the cleaner offset up to `cleaned` (fenced)."""
         headers = [parse_header(data) for data in changes.rewritten]
-        rows = await self._write(sql.COMPACT, {
-            "pid": self.pid, "node": self._store.node_id, "epoch": self.leader_epoch, "cleaned": cleaned,
-            "deleted": changes.deleted, "bases": [h.base_offset for h in headers], "datas": changes.rewritten,
-            "counts": [h.record_count for h in headers], "tss": [h.max_timestamp for h in headers]})
-        if not rows[0][0]:
-            self._fail_not_leader()
-            raise NotLeaderError(f"{self._name}: fenced, epoch {self.leader_epoch} is not current")
+        await self._fenced(sql.COMPACT, {
+            "cleaned": cleaned, "deleted": changes.deleted, "bases": [h.base_offset for h in headers],
+            "datas": changes.rewritten, "counts": [h.record_count for h in headers],
+            "tss": [h.max_timestamp for h in headers]})
 
     async def _scan(self, start: int, end: int) -> AsyncIterator[list[bytes]]:
         """The batches with base offsets in [start, end), in chunks of about SCAN_BYTES (whole batches)."""
@@ -654,18 +653,10 @@ class PgPartitionLog:
         """(bytes stored, bytes at or above the cleaner offset) of the committed batches, read with the cleaner
         offset the first time (or after a reload) and kept up to date in memory from then on."""
         if self._sizes is None:
-            rows = await self._query(sql.SIZES, {"pid": self.pid, "end": self._committed, "start": self._log_start})
+            rows = await self._run(sql.SIZES, {"pid": self.pid, "end": self._committed, "start": self._log_start})
             self._cleaner_offset = int(rows[0][0]) if rows else 0
             self._sizes = (int(rows[0][1]), int(rows[0][2])) if rows else (0, 0)
         return self._sizes
-
-    async def _write(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        try:
-            async with self._store.connection() as conn:
-                cursor = await conn.execute(sql, params)
-                return await cursor.fetchall()
-        except _DB_ERRORS as error:
-            raise KafkaStorageError(f"{self._name}: {_describe(error)}") from error
 
     # -- producer state ------------------------------------------------------------------------------------------
 
@@ -675,8 +666,8 @@ class PgPartitionLog:
         from when this node takes the partition over. Raises KafkaStorageError or NotLeaderError."""
         self._check_leading()
         start, end = self._log_start, self._committed
-        rows = await self._query(sql.PRODUCERS, {"pid": self.pid, "end": end, "start": start,
-                                              "scan": PRODUCER_SCAN_BATCHES, "keep": RETAINED_PRODUCER_BATCHES})
+        rows = await self._run(sql.PRODUCERS, {"pid": self.pid, "end": end, "start": start,
+                                            "scan": PRODUCER_SCAN_BATCHES, "keep": RETAINED_PRODUCER_BATCHES})
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         out = []
         for producer_id, epoch, sequence, count, base, last, max_ts in rows:
