@@ -43,7 +43,6 @@ import heapq
 import itertools
 import logging
 import struct
-import weakref
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, NamedTuple
@@ -107,8 +106,9 @@ class _Batch(NamedTuple):
 
 class Int8Rows:
     """Rows of `columns` int64s each, sent as a binary two-dimensional int8[] encoded in one `struct.pack`
-    (psycopg's list dumper spends ~10 us of Python per array; a commit sends one of these instead of nine). A
-    connection must know its dumper: `PgLogStore.connection` registers it."""
+    (psycopg's list dumper spends ~10 us of Python per array; a commit sends one of these instead of nine). Its
+    dumper is registered with psycopg's global adapters below, which every connection copies when it is made:
+    so this module is imported before the pool is opened (anyone opening a pool for a PgLogStore imports it)."""
 
     __slots__ = ("data",)
     _HEAD = struct.Struct(">iiiiiii")  # ndim 2, no nulls, element oid, (rows, lower bound), (columns, lower bound)
@@ -127,6 +127,9 @@ class _Int8RowsDumper(psycopg.adapt.Dumper):
         return obj.data
 
 
+psycopg.adapters.register_dumper(Int8Rows, _Int8RowsDumper)
+
+
 class PgLogStore:
     """The partition logs this node leads, over one connection pool. Create it on the running loop."""
 
@@ -135,7 +138,6 @@ class PgLogStore:
         self.node_id = node_id
         self.cache_bytes = cache_bytes
         self._logs: set[PgPartitionLog] = set()
-        self._adapted: weakref.WeakSet[psycopg.AsyncConnection[Any]] = weakref.WeakSet()  # know Int8Rows
 
     def open_partition(self, topic: str, partition: int, config: LogConfig, *, pid: int, leader_epoch: int,
                        log_start_offset: int, log_end_offset: int) -> PgPartitionLog:  # fmt: skip
@@ -164,9 +166,6 @@ class PgLogStore:
         Raises PoolTimeout when none is to be had within ACQUIRE_TIMEOUT_S (the database is gone: the pool
         keeps trying to reconnect, but a write waiting for it should be answered with a retriable error)."""
         async with self.pool.connection(timeout=ACQUIRE_TIMEOUT_S) as conn:
-            if conn not in self._adapted:
-                conn.adapters.register_dumper(Int8Rows, _Int8RowsDumper)
-                self._adapted.add(conn)
             if conn.autocommit:
                 yield conn
                 return
