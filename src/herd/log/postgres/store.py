@@ -10,12 +10,13 @@ A commit is one statement, run in autocommit (so the reply to it is the COMMIT's
 
     WITH fence AS (UPDATE herd_partitions SET log_end_offset = <new end> WHERE pid = .. AND leader = <this
                    node> AND leader_epoch = <this epoch> AND log_end_offset = <committed end> RETURNING pid)
-    INSERT INTO herd_batches SELECT .., substring(<the batches end to end> ..) FROM fence,
-                             unnest(<the other columns as binary arrays>)
+    INSERT INTO herd_batches SELECT .., r[i][1..8], substring(<the batches end to end> FROM r[i][9] ..)
+                             FROM fence, <one row per batch: a binary two-dimensional int8[] r>,
+                                  generate_subscripts(r, 1) AS i
 
 The UPDATE takes the partition's row lock, and under READ COMMITTED re-checks its condition on the newest
 version of the row, so a node whose epoch was bumped by the controller inserts nothing, whenever it wakes
-up. `flushed_offset`, `log_end_offset` and `high_watermark` are the committed end: readers never see a
+up. `flushed_offset` and `log_end_offset` are the committed end (the high watermark): readers never see a
 batch before the transaction that stored it returned. `wait_durable(end)` returns once the committed end
 passed `end`.
 
@@ -30,8 +31,8 @@ Failures:
 Reads: a bounded `TailCache` of committed batches answers consumers at the tail; `read_async` queries
 whatever it does not hold (binary results, whole batches in offset order, cut at max_bytes in the query;
 KIP-74's first batch). `read` (sync) answers from the cache only and raises `NotInMemoryError` otherwise.
-ListOffsets by time and MAX_TIMESTAMP find the batch with SQL and the record in it with the segment code's
-record-level helpers. Retention by time (a batch's max timestamp, as Kafka uses a segment's) and by bytes
+ListOffsets by time and MAX_TIMESTAMP find the batch with SQL and the record in it as segments do
+(`herd.log.records.search_timestamp`, `find_offset_of_timestamp`). Retention by time (a batch's max timestamp, as Kafka uses a segment's) and by bytes
 moves the log start and deletes the rows below it; `compact` compacts `__consumer_offsets` (see
 `herd.log.postgres.compact`). All writes check the epoch in their own statement.
 """
