@@ -67,9 +67,9 @@ def new_partition(url: str, *, leader: int = NODE, epoch: int = 0) -> int:
 
 
 @asynccontextmanager
-async def store_on(url: str, **kw) -> AsyncIterator[PgLogStore]:
+async def store_on(url: str) -> AsyncIterator[PgLogStore]:
     pool = await open_pool(url, min_size=1, max_size=4)
-    store = PgLogStore(pool, NODE, **kw)
+    store = PgLogStore(pool, NODE)
     try:
         yield store
     finally:
@@ -133,13 +133,6 @@ async def row_locked(url: str, pid: int) -> AsyncIterator[psycopg.AsyncConnectio
         await conn.execute("SELECT 1 FROM herd_partitions WHERE pid = %s FOR UPDATE", (pid,))
         yield conn
         await conn.commit()
-
-
-async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.01)
 
 
 def test_the_postgresql_log_has_every_method_of_the_remote_partition_log_protocol():
