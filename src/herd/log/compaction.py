@@ -126,8 +126,8 @@ class Cleaned:
 
 def dirty_enough(dirty: int, total: int, *, force: bool = False) -> bool:
     """Whether a pass is worth its cost: `dirty` (bytes written since the last pass) is at least
-    MIN_CLEANABLE_DIRTY_RATIO of `total` (the bytes a pass would read), as Kafka's cleaner decides; `force`
-    runs one whenever something is dirty or not."""
+    MIN_CLEANABLE_DIRTY_RATIO of `total` (the bytes a pass would read), as Kafka's cleaner decides. With
+    `force` the answer is yes, whatever the ratio (even when nothing is dirty)."""
     return force or (dirty > 0 and dirty >= MIN_CLEANABLE_DIRTY_RATIO * total)
 
 
