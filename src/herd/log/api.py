@@ -26,6 +26,7 @@ DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes [log.index.interval.
 DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024  # segment.index.bytes [log.index.size.max.bytes]
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12  # max.message.bytes [message.max.bytes]
 LONG_MAX = 2**63 - 1
+RETAINED_PRODUCER_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,6 +51,35 @@ class AppendResult:
     log_append_time: int  # -1 unless the topic uses LogAppendTime
     log_start_offset: int
     record_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerBatch:
+    """One stored batch of an idempotent producer, as the producer state remembers a batch it appended: what a
+    new leader of a remote partition rebuilds that state from (`RemotePartitionLog.producer_state`)."""
+
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    last_sequence: int
+    base_offset: int
+    last_offset: int
+    record_count: int
+    max_timestamp: int  # the batch's max timestamp (Kafka expires producers by it)
+    log_append_time: int  # -1 unless the topic uses LogAppendTime
+    log_start_offset: int  # the partition's log start offset when the state was read
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionStats:
+    """What one compaction pass of a remote partition did."""
+
+    records_read: int
+    records_kept: int
+    batches_deleted: int
+    batches_rewritten: int
+    bytes_before: int
+    bytes_after: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -195,6 +225,28 @@ class RemotePartitionLog(PartitionLog, Protocol):
     async def offset_for_timestamp_async(self, timestamp: int) -> TimestampOffset | None: ...
 
     async def max_timestamp_async(self) -> TimestampOffset | None: ...
+
+    async def apply_retention_async(self, now_ms: int) -> int:
+        """`apply_retention`, in the database (the sync form does nothing); returns how many batches were
+        deleted. Raises NotLeaderError or KafkaStorageError."""
+        ...
+
+    async def compact(self, delete_retention_ms: int, now_ms: int, *, force: bool = False) -> CompactionStats | None:
+        """One compaction pass (cleanup.policy=compact) when enough was written since the last (or `force`);
+        None when there was nothing to do. Raises NotLeaderError or KafkaStorageError; the log stays valid."""
+        ...
+
+    async def reload(self) -> None:
+        """After a database error (`failure`): go on from what the database holds; the caller then rebuilds the
+        producer state from `producer_state()`. Raises KafkaStorageError while the database still fails,
+        NotLeaderError if the partition was taken over meanwhile."""
+        ...
+
+    async def producer_state(self) -> list[ProducerBatch]:
+        """The last batches of every idempotent producer, in offset order, from which a new leader (or one that
+        reloaded) rebuilds its duplicate detection before it appends. Raises KafkaStorageError or
+        NotLeaderError."""
+        ...
 
 
 class LogStore(Protocol):

@@ -35,6 +35,7 @@ TIMESTAMP_TYPE_BIT = 0x08  # attributes bit 3: 0 CreateTime, 1 LogAppendTime
 COMPRESSION_MASK = 0x07
 TRANSACTIONAL_BIT = 0x10
 CONTROL_BIT = 0x20
+INT32_MAX = 2**31 - 1  # the largest int32: offset deltas within a batch or segment, sequence numbers
 _PREFIX = struct.Struct(">qi")
 _INT64 = struct.Struct(">q")
 _INT16 = struct.Struct(">h")

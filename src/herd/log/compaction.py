@@ -49,7 +49,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import crc32c
-from kio._kio_native import read_signed_varint, read_signed_varlong
 
 from herd.log.batch import (
     ATTRIBUTES_OFFSET,
@@ -59,19 +58,19 @@ from herd.log.batch import (
     HEADER_SIZE,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_BIT,
+    INT32_MAX,
     BatchHeader,
     parse_header,
 )
 from herd.log.fs import FileSystem
 from herd.log.index import OffsetIndex, TimeIndex
-from herd.log.records import records_section
+from herd.log.records import Buffer, iter_records, records_section
 from herd.log.segments import SegmentLog
 from herd.log.swap import CLEANED, MANIFEST, commit_swap, remove_leftovers, segment_file
 
 
 DEFAULT_DELETE_RETENTION_MS = 86_400_000  # delete.retention.ms [log.cleaner.delete.retention.ms]
 MIN_CLEANABLE_DIRTY_RATIO = 0.5  # min.cleanable.dirty.ratio [log.cleaner.min.cleanable.ratio]
-INT32_MAX = 2**31 - 1
 READ_CHUNK = 8 * 1024 * 1024
 _EMPTY_BATCH_LENGTH = HEADER_SIZE - LOG_OVERHEAD
 
@@ -122,6 +121,53 @@ class Cleaned:
     stats: Stats
 
 
+# --- what a pass keeps (one batch at a time; the PostgreSQL log's compaction uses these too) ----------------
+
+
+def dirty_enough(dirty: int, total: int, *, force: bool = False) -> bool:
+    """Whether a pass is worth its cost: `dirty` (bytes written since the last pass) is at least
+    MIN_CLEANABLE_DIRTY_RATIO of `total` (the bytes a pass would read), as Kafka's cleaner decides. With
+    `force` the answer is yes, whatever the ratio (even when nothing is dirty)."""
+    return force or (dirty > 0 and dirty >= MIN_CLEANABLE_DIRTY_RATIO * total)
+
+
+def map_keys(batch: Buffer, header: BatchHeader, latest: dict[bytes, int]) -> int:
+    """Record in `latest` the offset of every keyed record of the batch (batches are mapped in offset order,
+    so a key ends at its last record); returns how many records were read (none in a control batch, whose
+    records are markers, not keys)."""
+    if header.attributes & CONTROL_BIT:
+        return 0
+    for _, _, offset, _, key, _ in iter_records(records_section(batch, header), header):
+        if key is not None:
+            latest[key] = offset
+    return header.record_count
+
+
+def filter_batch(batch: Buffer, header: BatchHeader, latest: dict[bytes, int], now_ms: int,
+                 delete_retention_ms: int) -> tuple[Buffer | None, int]:  # fmt: skip
+    """The batch with only the records that stay, and how many stay: `batch` itself when all do (and it is
+    uncompressed), a rebuilt batch when some do, None when none does. A record stays if it has a key, `latest`
+    holds no later offset of its key (a key `latest` does not hold was compacted by an earlier pass), and it
+    is not a tombstone older than `delete_retention_ms`. Control batches are the caller's: they stay whole."""
+    kept: list[memoryview] = []
+    max_timestamp = -1
+    section = records_section(batch, header)
+    for start, end, offset, stamp, key, has_value in iter_records(section, header):
+        if key is None or latest.get(key, offset) != offset:
+            continue
+        if not has_value and now_ms - stamp >= delete_retention_ms:
+            continue
+        kept.append(memoryview(section)[start:end])
+        max_timestamp = max(max_timestamp, stamp)
+    if not kept:
+        return None, 0
+    if len(kept) == header.record_count and not header.attributes & COMPRESSION_MASK:
+        return batch, len(kept)
+    if header.attributes & TIMESTAMP_TYPE_BIT:
+        max_timestamp = header.max_timestamp
+    return _rebuild(header, kept, max_timestamp), len(kept)
+
+
 # --- planning (on the loop) ------------------------------------------------------------------------------------
 
 
@@ -132,8 +178,7 @@ def plan(log: SegmentLog, now_ms: int, delete_retention_ms: int = DEFAULT_DELETE
     if not spans:
         return None
     dirty = sum(s.size for s in spans if s.end > log.cleaner_offset)
-    total = sum(s.size for s in spans)
-    if not force and (dirty == 0 or dirty < MIN_CLEANABLE_DIRTY_RATIO * total):
+    if not dirty_enough(dirty, sum(s.size for s in spans), force=force):
         return None
     return Plan(log.filesystem, log.directory, spans, now_ms, delete_retention_ms, log.config.segment_bytes,
                 log.config.index_interval_bytes)
@@ -184,39 +229,12 @@ def _batches(p: Plan, span: SegmentSpan) -> Iterator[tuple[BatchHeader, memoryvi
         f.close()
 
 
-def _records(data: bytes | memoryview, header: BatchHeader) -> Iterator[tuple[int, int, int, int, bytes | None, bool]]:
-    """(start, end, offset, timestamp, key, has value) of each record of a batch's (decompressed) records
-    section `data`."""
-    append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_BIT else None
-    pos = 0
-    for _ in range(header.record_count):
-        length, n = read_signed_varint(data, pos)
-        start, body = pos, pos + n
-        timestamp_delta, n = read_signed_varlong(data, body + 1)
-        p = body + 1 + n
-        offset_delta, n = read_signed_varint(data, p)
-        p += n
-        key_len, n = read_signed_varint(data, p)
-        p += n
-        key = bytes(data[p:p + key_len]) if key_len >= 0 else None
-        p += max(key_len, 0)
-        value_len, _ = read_signed_varint(data, p)
-        pos = body + length
-        stamp = append_time if append_time is not None else header.base_timestamp + timestamp_delta
-        yield start, pos, header.base_offset + offset_delta, stamp, key, value_len >= 0
-
-
 def _latest_offsets(p: Plan, stats: Stats) -> dict[bytes, int]:
     latest: dict[bytes, int] = {}
     for span in p.segments:
         for header, batch in _batches(p, span):
             stats.bytes_read += len(batch)
-            if header.attributes & CONTROL_BIT:
-                continue
-            for _, _, offset, _, key, _ in _records(records_section(batch, header), header):
-                stats.records_read += 1
-                if key is not None:
-                    latest[key] = offset
+            stats.records_read += map_keys(batch, header, latest)
     return latest
 
 
@@ -276,7 +294,11 @@ def _write_group(p: Plan, group: list[SegmentSpan], latest: dict[bytes, int], st
     try:
         for span in group:
             for header, batch in _batches(p, span):
-                kept = _filter(batch, header, latest, p, stats)
+                if header.attributes & CONTROL_BIT:
+                    writer.append(batch, header)
+                    continue
+                kept, count = filter_batch(batch, header, latest, p.now_ms, p.delete_retention_ms)
+                stats.records_kept += count
                 if kept is not None:
                     writer.append(kept, parse_header(kept) if kept is not batch else header)
         size = writer.finish(end)
@@ -286,31 +308,6 @@ def _write_group(p: Plan, group: list[SegmentSpan], latest: dict[bytes, int], st
     stats.bytes_written += size
     _write_file(p.fs, segment_file(p.directory, base, MANIFEST + CLEANED), f"{end}\n".encode())
     return CleanedGroup(base, end, tuple(s.base for s in group), size)
-
-
-def _filter(batch: memoryview, header: BatchHeader, latest: dict[bytes, int], p: Plan,
-            stats: Stats) -> memoryview | bytes | None:  # fmt: skip
-    """The batch with only the records to keep, the batch itself if all stay, or None if none does."""
-    if header.attributes & CONTROL_BIT:
-        return batch
-    kept: list[memoryview] = []
-    max_timestamp = -1
-    section = records_section(batch, header)
-    for start, end, offset, stamp, key, has_value in _records(section, header):
-        if key is None or latest.get(key) != offset:
-            continue
-        if not has_value and p.now_ms - stamp >= p.delete_retention_ms:
-            continue
-        kept.append(memoryview(section)[start:end])
-        max_timestamp = max(max_timestamp, stamp)
-    stats.records_kept += len(kept)
-    if not kept:
-        return None
-    if len(kept) == header.record_count and not header.attributes & COMPRESSION_MASK:
-        return batch
-    if header.attributes & TIMESTAMP_TYPE_BIT:
-        max_timestamp = header.max_timestamp
-    return _rebuild(header, kept, max_timestamp)
 
 
 def _rebuild(header: BatchHeader, records: list[memoryview], max_timestamp: int) -> bytes:

@@ -178,6 +178,32 @@ def iter_record_timestamps(batch: Buffer, header: BatchHeader) -> Iterator[tuple
         yield header.base_offset + offset_delta, timestamp
 
 
+RecordEntry = tuple[int, int, int, int, bytes | None, bool]  # start, end, offset, timestamp, key, has value
+
+
+def iter_records(section: Buffer, header: BatchHeader) -> Iterator[RecordEntry]:
+    """(start, end, offset, timestamp, key, has value) of each record of a batch's (decompressed) records
+    `section` (`records_section`): what compaction needs to decide which records stay and to copy them as they
+    are. The records are not checked: a batch is compacted only after it was stored."""
+    append_time = header.max_timestamp if header.attributes & TIMESTAMP_TYPE_BIT else None
+    pos = 0
+    for _ in range(header.record_count):
+        length, n = read_signed_varint(section, pos)
+        start, body = pos, pos + n
+        timestamp_delta, n = read_signed_varlong(section, body + 1)
+        p = body + 1 + n
+        offset_delta, n = read_signed_varint(section, p)
+        p += n
+        key_len, n = read_signed_varint(section, p)
+        p += n
+        key = bytes(section[p:p + key_len]) if key_len >= 0 else None
+        p += max(key_len, 0)
+        value_len, _ = read_signed_varint(section, p)
+        pos = body + length
+        stamp = append_time if append_time is not None else header.base_timestamp + timestamp_delta
+        yield start, pos, header.base_offset + offset_delta, stamp, key, value_len >= 0
+
+
 def first_record_at_or_after(batch: Buffer, header: BatchHeader, timestamp: int,
                              min_offset: int = 0) -> tuple[int, int] | None:  # fmt: skip
     """(offset, timestamp) of the first record (in offset order, from `min_offset`) stamped >= `timestamp`."""
@@ -190,6 +216,27 @@ def first_record_at_or_after(batch: Buffer, header: BatchHeader, timestamp: int,
 def offset_of_timestamp(batch: Buffer, header: BatchHeader, timestamp: int) -> int | None:
     """Offset of the first record stamped exactly `timestamp` (Kafka's `offsetOfMaxTimestamp` with the max)."""
     return next((offset for offset, stamp in iter_record_timestamps(batch, header) if stamp == timestamp), None)
+
+
+def search_timestamp(batch: Buffer, header: BatchHeader, timestamp: int,
+                     min_offset: int = 0) -> tuple[int, int] | None:  # fmt: skip
+    """`first_record_at_or_after`, for ListOffsets by time on a stored batch. A batch whose records cannot be
+    decoded (it passed its CRC, but records are not checked on every path to the log: an unknown codec, a
+    malformed record) answers for itself, as before records were read: its first offset from `min_offset` and
+    its max timestamp."""
+    try:
+        return first_record_at_or_after(batch, header, timestamp, min_offset)
+    except CorruptRecordError:
+        return max(header.base_offset, min_offset), header.max_timestamp
+
+
+def find_offset_of_timestamp(batch: Buffer, header: BatchHeader, timestamp: int) -> int | None:
+    """`offset_of_timestamp`, for ListOffsets MAX_TIMESTAMP on a stored batch: None also when its records
+    cannot be decoded (the caller answers with the batch's base offset)."""
+    try:
+        return offset_of_timestamp(batch, header, timestamp)
+    except CorruptRecordError:
+        return None
 
 
 # -- validating the records of a produced batch ----------------------------------------------------------------------

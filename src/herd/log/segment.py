@@ -26,7 +26,7 @@ from herd.log.api import CorruptRecordError, UnsupportedMagicError
 from herd.log.batch import LOG_OVERHEAD, MAGIC_OFFSET, BatchHeader, check_crc, parse_header, valid_prefix
 from herd.log.fs import Bytes, File, FileSystem, read_whole
 from herd.log.index import OFFSET_ENTRY, TIME_ENTRY, OffsetIndex, TimeIndex
-from herd.log.records import first_record_at_or_after, offset_of_timestamp
+from herd.log.records import find_offset_of_timestamp, search_timestamp
 
 logger = logging.getLogger(__name__)
 
@@ -374,7 +374,7 @@ class Segment:
         position = self.index.lookup(rel)
         while (start := self._find(window, position, wanted)) is not None:
             batch = window.batch(start)
-            found = _first_record_at_or_after(batch, timestamp, min_offset)
+            found = search_timestamp(batch, parse_header(batch), timestamp, min_offset)
             if found is not None:
                 return found
             position = start + len(batch)
@@ -392,7 +392,7 @@ class Segment:
         if position is None:
             return None
         batch = window.batch(position)
-        offset = _offset_of_timestamp(batch, stamp)
+        offset = find_offset_of_timestamp(batch, parse_header(batch), stamp)
         return (base if offset is None else offset), stamp
 
     def _find(self, window: _Window, position: int, wanted: Callable[[tuple[int, ...]], bool],
@@ -518,25 +518,6 @@ def _cut_batch_size(chunk: bytes, consumed: int) -> int | None:
         return LOG_OVERHEAD if consumed else None
     size = LOG_OVERHEAD + int.from_bytes(chunk[consumed + 8 : consumed + 12], "big", signed=True)
     return size if size > rest else None
-
-
-def _first_record_at_or_after(batch: bytes, timestamp: int, min_offset: int) -> tuple[int, int] | None:
-    """`records.first_record_at_or_after` on one whole batch. A batch whose records cannot be decoded (it passed
-    its CRC, but records are never checked on append: an unknown codec, a malformed record) answers for itself,
-    as before records were read: its first offset and its max timestamp."""
-    header = parse_header(batch)
-    try:
-        return first_record_at_or_after(batch, header, timestamp, min_offset)
-    except CorruptRecordError:
-        return max(header.base_offset, min_offset), header.max_timestamp
-
-
-def _offset_of_timestamp(batch: bytes, timestamp: int) -> int | None:
-    """`records.offset_of_timestamp` on one whole batch; None if its records cannot be decoded."""
-    try:
-        return offset_of_timestamp(batch, parse_header(batch), timestamp)
-    except CorruptRecordError:
-        return None
 
 
 def _append_or_cut_back(f: File, data: bytes) -> None:

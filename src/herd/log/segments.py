@@ -57,7 +57,7 @@ from herd.log.api import (
     OffsetOutOfRangeError,
     TimestampOffset,
 )
-from herd.log.batch import set_base_offset, set_log_append_time, validate_batches
+from herd.log.batch import INT32_MAX, set_base_offset, set_log_append_time, validate_batches
 from herd.log.fs import FileSystem, write_atomically
 from herd.log.segment import CutBackFailed, Parts, Segment
 
@@ -66,7 +66,6 @@ _INT64 = struct.Struct(">q")
 
 
 CHECKPOINT = "partition.checkpoint"
-INT32_MAX = 2**31 - 1
 T = TypeVar("T")
 
 

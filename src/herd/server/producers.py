@@ -27,14 +27,22 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from herd.config import SETTINGS_BY_NAME
-from herd.log.api import AppendResult, InvalidRecordError, LogError, NotLeaderError, PartitionLog
+from herd.log.api import (
+    RETAINED_PRODUCER_BATCHES,
+    AppendResult,
+    InvalidRecordError,
+    LogError,
+    NotLeaderError,
+    PartitionLog,
+    ProducerBatch,
+    RemotePartitionLog,
+)
+from herd.log.batch import INT32_MAX
 from herd.log.batch import CONTROL_BIT, BatchHeader, iter_headers
-from herd.log.postgres.rows import ProducerBatch
 
 log = logging.getLogger(__name__)
 
-INT32_MAX = 2**31 - 1
-CACHED_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
+CACHED_BATCHES = RETAINED_PRODUCER_BATCHES  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 DEFAULT_EXPIRATION_MS: int = SETTINGS_BY_NAME["producer.id.expiration.ms"].default
 DEFAULT_MAX_ENTRIES: int = SETTINGS_BY_NAME["herd.producer.state.max.entries"].default
 _WARN_EVERY_MS = 60_000
@@ -194,7 +202,7 @@ class ProducerStates:
                     entry.batches.append(_BatchMeta(b.base_sequence, b.last_sequence, result))
         self._bound(now_ms)
 
-    async def rebuild(self, log: PartitionLog, now_ms: Callable[[], int]) -> None:
+    async def rebuild(self, log: RemotePartitionLog, now_ms: Callable[[], int]) -> None:
         """Rebuild one partition's state from its stored batches (a partition stored in PostgreSQL, just taken
         over or reloaded after a database error: what the previous leader or a failed commit stored is only
         known there). Until it is done the partition takes no append (`append` raises NotLeaderError, which is
@@ -202,7 +210,7 @@ class ProducerStates:
         key = (log.topic, log.partition)
         self.restoring.add(key)
         try:
-            rows = await log.producer_state()  # type: ignore[attr-defined]
+            rows = await log.producer_state()
             self.restore(log.topic, log.partition, rows, now_ms=now_ms())
         finally:
             self.restoring.discard(key)

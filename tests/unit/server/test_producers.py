@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from herd.log.api import LogConfig
+from herd.log.api import LogConfig, ProducerBatch
 from herd.log.fs import MemoryFileSystem
-from herd.log.postgres.rows import ProducerBatch
 from herd.log.store import SegmentStore
 from herd.server.producers import InvalidProducerEpochError, OutOfOrderSequenceError, ProducerStates
 

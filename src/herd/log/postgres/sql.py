@@ -6,13 +6,27 @@ are ordered by PostgreSQL and a fenced write changes nothing. Reads are bounded 
 caller passes (`%(end)s`), so rows of a commit whose outcome this node does not know are never returned.
 """
 
+
+
+def _fence(assignment: str, condition: str = "") -> str:
+    """The CTE `fence`: the UPDATE of the partition's row that makes `assignment` only while this node leads the
+    partition at this epoch (and `condition` holds); it returns the row's pid, or nothing when fenced, so every
+    other part of the statement joins it to write nothing then."""
+    return f"""WITH fence AS (
+    UPDATE herd_partitions SET {assignment}
+    WHERE pid = %(pid)s AND leader = %(node)s AND leader_epoch = %(epoch)s{condition} RETURNING pid)"""
+
+
+def _gone(condition: str, returning: str = "") -> str:
+    """The CTE `gone`: the fenced DELETE of the partition's batches where `condition` holds."""
+    return f"""gone AS (
+    DELETE FROM herd_batches b USING fence
+    WHERE b.pid = fence.pid AND {condition}{returning})"""
+
+
 # %(rows)s: one row per batch (base, last, max timestamp, producer id, producer epoch, base sequence, record
 # count, size, position in %(blob)s), a two-dimensional int8[]; %(blob)s: the batches end to end
-COMMIT = """
-WITH fence AS (
-    UPDATE herd_partitions SET log_end_offset = %(new_end)s
-    WHERE pid = %(pid)s AND leader = %(node)s AND leader_epoch = %(epoch)s AND log_end_offset = %(end)s
-    RETURNING pid)
+COMMIT = _fence("log_end_offset = %(new_end)s", " AND log_end_offset = %(end)s") + """
 INSERT INTO herd_batches (pid, base_offset, last_offset, max_timestamp, leader_epoch, producer_id, producer_epoch,
                           base_sequence, record_count, size, data)
 SELECT fence.pid, r[i][1], r[i][2], r[i][3], %(epoch)s, r[i][4], r[i][5], r[i][6], r[i][7], r[i][8],
@@ -26,6 +40,8 @@ READ = """
 WITH w AS (
     SELECT base_offset, sum(size) OVER (ORDER BY base_offset) AS upto FROM herd_batches
     WHERE pid = %(pid)s AND base_offset < %(end)s AND last_offset >= %(offset)s
+      -- the base offset of the batch holding %(offset)s: a lower bound for the primary key's index, without
+      -- which the condition on last_offset would have it scanned from the partition's first batch
       AND base_offset >= coalesce((SELECT max(base_offset) FROM herd_batches
                                    WHERE pid = %(pid)s AND base_offset <= %(offset)s), -1)
     ORDER BY base_offset LIMIT %(rows)s)
@@ -69,32 +85,23 @@ SELECT max(last_offset) + 1 FROM (
 WHERE upto <= %(excess)s
 """
 
-MOVE_START = """
-WITH fence AS (
-    UPDATE herd_partitions SET log_start_offset = greatest(log_start_offset, %(start)s)
-    WHERE pid = %(pid)s AND leader = %(node)s AND leader_epoch = %(epoch)s RETURNING pid),
-gone AS (
-    DELETE FROM herd_batches b USING fence
-    WHERE b.pid = fence.pid AND b.base_offset < %(start)s AND b.last_offset < %(start)s RETURNING b.size)
+MOVE_START = _fence("log_start_offset = greatest(log_start_offset, %(start)s)") + ",\n" + _gone(
+    "b.base_offset < %(start)s AND b.last_offset < %(start)s", " RETURNING b.size") + """
 SELECT (SELECT count(*) FROM fence), (SELECT count(*) FROM gone), (SELECT coalesce(sum(size), 0) FROM gone)
 """
 
 LAST_BASE = "SELECT max(base_offset) FROM herd_batches WHERE pid = %(pid)s AND base_offset < %(end)s"
 
-COMPACT = """
-WITH fence AS (
-    UPDATE herd_partitions SET cleaner_offset = greatest(cleaner_offset, %(cleaned)s)
-    WHERE pid = %(pid)s AND leader = %(node)s AND leader_epoch = %(epoch)s RETURNING pid),
-gone AS (
-    DELETE FROM herd_batches b USING fence
-    WHERE b.pid = fence.pid AND b.base_offset = ANY(%(deleted)b::int8[]) RETURNING b.size),
+# the DELETE and the UPDATE run although the SELECT does not read them (PostgreSQL runs every data-modifying
+# statement in WITH exactly once); the caller knows the bytes they free from the batches it sent
+COMPACT = _fence("cleaner_offset = greatest(cleaner_offset, %(cleaned)s)") + ",\n" + _gone(
+    "b.base_offset = ANY(%(deleted)b::int8[])") + """,
 changed AS (
     UPDATE herd_batches b SET data = v.data, size = length(v.data), record_count = v.count, max_timestamp = v.ts
     FROM fence, unnest(%(bases)b::int8[], %(datas)b::bytea[], %(counts)b::int4[], %(tss)b::int8[])
          AS v(base, data, count, ts)
-    WHERE b.pid = fence.pid AND b.base_offset = v.base RETURNING length(v.data))
-SELECT (SELECT count(*) FROM fence), (SELECT coalesce(sum(size), 0) FROM gone),
-       (SELECT count(*) FROM changed)
+    WHERE b.pid = fence.pid AND b.base_offset = v.base)
+SELECT count(*) FROM fence
 """
 
 PRODUCERS = """

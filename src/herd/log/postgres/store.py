@@ -10,12 +10,13 @@ A commit is one statement, run in autocommit (so the reply to it is the COMMIT's
 
     WITH fence AS (UPDATE herd_partitions SET log_end_offset = <new end> WHERE pid = .. AND leader = <this
                    node> AND leader_epoch = <this epoch> AND log_end_offset = <committed end> RETURNING pid)
-    INSERT INTO herd_batches SELECT .., substring(<the batches end to end> ..) FROM fence,
-                             unnest(<the other columns as binary arrays>)
+    INSERT INTO herd_batches SELECT .., r[i][1..8], substring(<the batches end to end> FROM r[i][9] ..)
+                             FROM fence, <one row per batch: a binary two-dimensional int8[] r>,
+                                  generate_subscripts(r, 1) AS i
 
 The UPDATE takes the partition's row lock, and under READ COMMITTED re-checks its condition on the newest
 version of the row, so a node whose epoch was bumped by the controller inserts nothing, whenever it wakes
-up. `flushed_offset`, `log_end_offset` and `high_watermark` are the committed end: readers never see a
+up. `flushed_offset` and `log_end_offset` are the committed end (the high watermark): readers never see a
 batch before the transaction that stored it returned. `wait_durable(end)` returns once the committed end
 passed `end`.
 
@@ -30,8 +31,8 @@ Failures:
 Reads: a bounded `TailCache` of committed batches answers consumers at the tail; `read_async` queries
 whatever it does not hold (binary results, whole batches in offset order, cut at max_bytes in the query;
 KIP-74's first batch). `read` (sync) answers from the cache only and raises `NotInMemoryError` otherwise.
-ListOffsets by time and MAX_TIMESTAMP find the batch with SQL and the record in it with the segment code's
-record-level helpers. Retention by time (a batch's max timestamp, as Kafka uses a segment's) and by bytes
+ListOffsets by time and MAX_TIMESTAMP find the batch with SQL and the record in it as segments do
+(`herd.log.records.search_timestamp`, `find_offset_of_timestamp`). Retention by time (a batch's max timestamp, as Kafka uses a segment's) and by bytes
 moves the log start and deletes the rows below it; `compact` compacts `__consumer_offsets` (see
 `herd.log.postgres.compact`). All writes check the epoch in their own statement.
 """
@@ -43,10 +44,8 @@ import heapq
 import itertools
 import logging
 import struct
-import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import psycopg
@@ -54,20 +53,23 @@ import psycopg.adapt
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from herd.log.api import (
+    RETAINED_PRODUCER_BATCHES,
     AppendResult,
+    CompactionStats,
     KafkaStorageError,
     LogConfig,
     LogError,
     NotLeaderError,
     OffsetOutOfRangeError,
+    ProducerBatch,
     TimestampOffset,
 )
-from herd.log.batch import parse_header, set_log_append_time, validate_batches
+from herd.log.batch import INT32_MAX, parse_header, set_log_append_time, validate_batches
+from herd.log.compaction import dirty_enough
 from herd.log.postgres import compact as compaction
 from herd.log.postgres import sql
-from herd.log.postgres.rows import ProducerBatch
 from herd.log.postgres.tail import TailCache
-from herd.log.records import first_record_at_or_after, offset_of_timestamp
+from herd.log.records import find_offset_of_timestamp, search_timestamp
 
 log = logging.getLogger(__name__)
 
@@ -76,10 +78,8 @@ MAX_COMMIT_BYTES = 16 * 1024 * 1024  # one transaction carries at most this much
 READ_ROWS = 10_000  # batches one read query returns at most
 SCAN_BYTES = 4 * 1024 * 1024  # what compaction reads per query
 PRODUCER_SCAN_BATCHES = 100_000  # producer state is rebuilt from the most recent batches only
-PRODUCER_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 CLOSE_WAIT_S = 5.0  # how long closing waits for a commit in flight
 ACQUIRE_TIMEOUT_S = 10.0  # how long a commit or read waits for a pooled connection
-INT32_MAX = 2**31 - 1
 INT8_OID, INT8_ARRAY_OID = 20, 1016
 _INT64 = struct.Struct(">q")
 _INT32 = struct.Struct(">i")
@@ -107,8 +107,9 @@ class _Batch(NamedTuple):
 
 class Int8Rows:
     """Rows of `columns` int64s each, sent as a binary two-dimensional int8[] encoded in one `struct.pack`
-    (psycopg's list dumper spends ~10 us of Python per array; a commit sends one of these instead of nine). A
-    connection must know its dumper: `PgLogStore.connection` registers it."""
+    (psycopg's list dumper spends ~10 us of Python per array; a commit sends one of these instead of nine). Its
+    dumper is registered with psycopg's global adapters below, which every connection copies when it is made:
+    so this module is imported before the pool is opened (anyone opening a pool for a PgLogStore imports it)."""
 
     __slots__ = ("data",)
     _HEAD = struct.Struct(">iiiiiii")  # ndim 2, no nulls, element oid, (rows, lower bound), (columns, lower bound)
@@ -127,14 +128,7 @@ class _Int8RowsDumper(psycopg.adapt.Dumper):
         return obj.data
 
 
-@dataclass(frozen=True, slots=True)
-class CompactionStats:
-    records_read: int
-    records_kept: int
-    batches_deleted: int
-    batches_rewritten: int
-    bytes_before: int
-    bytes_after: int
+psycopg.adapters.register_dumper(Int8Rows, _Int8RowsDumper)
 
 
 class PgLogStore:
@@ -145,7 +139,6 @@ class PgLogStore:
         self.node_id = node_id
         self.cache_bytes = cache_bytes
         self._logs: set[PgPartitionLog] = set()
-        self._adapted: weakref.WeakSet[psycopg.AsyncConnection[Any]] = weakref.WeakSet()  # know Int8Rows
 
     def open_partition(self, topic: str, partition: int, config: LogConfig, *, pid: int, leader_epoch: int,
                        log_start_offset: int, log_end_offset: int) -> PgPartitionLog:  # fmt: skip
@@ -174,9 +167,6 @@ class PgLogStore:
         Raises PoolTimeout when none is to be had within ACQUIRE_TIMEOUT_S (the database is gone: the pool
         keeps trying to reconnect, but a write waiting for it should be answered with a retriable error)."""
         async with self.pool.connection(timeout=ACQUIRE_TIMEOUT_S) as conn:
-            if conn not in self._adapted:
-                conn.adapters.register_dumper(Int8Rows, _Int8RowsDumper)
-                self._adapted.add(conn)
             if conn.autocommit:
                 yield conn
                 return
@@ -212,6 +202,7 @@ class PgPartitionLog:
         self._accepting = True  # False once closing started
         self._maintenance = asyncio.Lock()  # one retention or compaction pass at a time
         self._sizes: tuple[int, int] | None = None  # (bytes stored, bytes not yet compacted), once known
+        self._cleaner_offset = 0  # where the last compaction pass ended (read with `_sizes`)
         self._average_batch = 1024  # bytes, as the last read from the database found (sizes its next query)
         self.commits = 0  # transactions committed (for tests and benchmarks)
 
@@ -224,10 +215,6 @@ class PgPartitionLog:
     @property
     def log_end_offset(self) -> int:
         """The committed end (what readers may see: the high watermark), not the next offset to assign."""
-        return self._committed
-
-    @property
-    def high_watermark(self) -> int:
         return self._committed
 
     @property
@@ -287,8 +274,9 @@ class PgPartitionLog:
     def _check_writable(self) -> None:
         if self._failed is None and self._accepting:
             return
-        if self._failed in (NOT_LEADER, CLOSED) or not self._accepting:
-            raise NotLeaderError(f"{self._name} is no longer led here at epoch {self.leader_epoch}")
+        self._check_leading()
+        if not self._accepting:
+            raise self._not_leader()
         raise KafkaStorageError(f"{self._name} is unusable until reloaded: {self._failed}")
 
     async def _commit_loop(self) -> None:
@@ -298,12 +286,10 @@ class PgPartitionLog:
                 self._in_flight_end = batches[-1].last_offset + 1
                 try:
                     stored = await self._store_batches(batches)
-                except _DB_ERRORS as error:
-                    self._fail_storage(error)
-                    return
-                except Exception as error:  # a bug: the waiters must not wait for ever, and reload() resets
-                    log.exception("%s: a commit failed", self._name)
-                    self._fail_storage(error)
+                except Exception as error:  # not only the database's: after a bug too, reload() resets
+                    if not isinstance(error, _DB_ERRORS):
+                        log.exception("%s: a commit failed", self._name)
+                    self._fail_storage(error)  # the waiters must not wait for ever
                     return
                 if not stored:
                     self._fail_not_leader()
@@ -369,18 +355,19 @@ class PgPartitionLog:
         self._failed = NOT_LEADER
         self._fail_waiters(NotLeaderError(f"{self._name}: fenced, epoch {self.leader_epoch} is not current"))
 
-    def _fail_waiters(self, error: LogError, below: int | None = None) -> None:
-        """Fail the waiters (those for ends <= `below` only, if given) and drop what is pending."""
-        keep = []
+    def _fail_waiters(self, error: LogError, keep: Callable[[int], bool] | None = None) -> None:
+        """Fail the waiters, but those for the end offsets `keep` accepts; without `keep`, also drop what is
+        pending (nothing will commit it)."""
+        kept = []
         for end, seq, future in self._waiters:
-            if below is not None and end > below:
-                keep.append((end, seq, future))
+            if keep is not None and keep(end):
+                kept.append((end, seq, future))
             elif not future.done():
                 future.set_exception(type(error)(str(error)))
                 future.exception()  # a waiter that went away must not leave an unretrieved exception
-        heapq.heapify(keep)
-        self._waiters = keep
-        if below is None:
+        heapq.heapify(kept)
+        self._waiters = kept
+        if keep is None:
             self._pending = []
 
     # -- recovering and closing ----------------------------------------------------------------------------------
@@ -395,11 +382,8 @@ class PgPartitionLog:
         self._check_leading()
         if self._commit_task is not None:
             await asyncio.gather(self._commit_task, return_exceptions=True)
-        try:
-            async with self._store.connection() as conn:
-                row = await (await conn.execute(sql.PARTITION, (self.pid,))).fetchone()
-        except _DB_ERRORS as error:
-            raise KafkaStorageError(f"{self._name}: {_describe(error)}") from error
+        rows = await self._run(sql.PARTITION, (self.pid,), binary=False)
+        row = rows[0] if rows else None
         if row is None or row[0] != self._store.node_id or row[1] != self.leader_epoch:
             self._failed = NOT_LEADER
             raise NotLeaderError(f"{self._name}: led by node {row[0] if row else None} at epoch "
@@ -428,8 +412,9 @@ class PgPartitionLog:
             if not done:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
+                in_flight_end = self._in_flight_end
                 self._fail_waiters(KafkaStorageError(f"{self._name}: closed with a commit in flight"),
-                                   below=self._in_flight_end)
+                                   keep=lambda end: end > in_flight_end)
         self._failed = self._failed if self._failed == NOT_LEADER else CLOSED
         self._fail_waiters(NotLeaderError(f"{self._name} is no longer led here"))
         self._cache.clear()
@@ -438,15 +423,7 @@ class PgPartitionLog:
         """Closing without flush: what is pending is never sent; its waiters learn it now."""
         self._pending = []
         sent_end = self._in_flight_end if self._commit_task is not None else self._committed
-        keep = []
-        for end, seq, future in self._waiters:
-            if end <= sent_end:
-                keep.append((end, seq, future))
-            elif not future.done():
-                future.set_exception(NotLeaderError(f"{self._name} is no longer led here"))
-                future.exception()
-        heapq.heapify(keep)
-        self._waiters = keep
+        self._fail_waiters(NotLeaderError(f"{self._name} is no longer led here"), keep=lambda end: end <= sent_end)
 
     def close(self) -> None:
         """Close at once, without waiting for anything (`PgLogStore.close_partition` is the orderly way)."""
@@ -466,27 +443,33 @@ class PgPartitionLog:
 
     def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
         """From the tail cache; raises NotInMemoryError when it does not hold `offset` (use `read_async`)."""
-        end = self._check_range(offset)
-        if offset == end:
-            return b""
-        if self._cache.covers(offset):
-            return self._cache.read(offset, max_bytes, min_one)
-        raise NotInMemoryError(f"{self._name}: offset {offset} is not in memory")
+        found = self._cached(offset, max_bytes, min_one)
+        if found is None:
+            raise NotInMemoryError(f"{self._name}: offset {offset} is not in memory")
+        return found
 
     async def read_async(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
+        found = self._cached(offset, max_bytes, min_one)
+        if found is None:
+            return b"".join(await self._read_rows(offset, self._committed, max_bytes, min_one))
+        return found
+
+    def _cached(self, offset: int, max_bytes: int, min_one: bool) -> bytes | None:
+        """What a read gets without the database (b"" at the committed end), None if the cache does not hold
+        `offset`; raises NotLeaderError, or OffsetOutOfRangeError outside [start, end]."""
         end = self._check_range(offset)
         if offset == end:
             return b""
         if self._cache.covers(offset):
             return self._cache.read(offset, max_bytes, min_one)
-        return b"".join(await self._read_rows(offset, end, max_bytes, min_one))
+        return None
 
     async def _read_rows(self, offset: int, end: int, max_bytes: int, min_one: bool) -> list[bytes]:
         """The batches of a read from the database. The query stops after a number of rows (its window sum
         cannot stop the scan at max_bytes): twice what max_bytes holds at the partition's average batch size."""
         rows = min(READ_ROWS, max(16, 2 * max_bytes // max(self._average_batch, 1) + 1))
-        found = await self._query(sql.READ, {"pid": self.pid, "end": end, "offset": offset, "rows": rows,
-                                             "max_bytes": max_bytes, "min_one": min_one})
+        found = await self._run(sql.READ, {"pid": self.pid, "end": end, "offset": offset, "rows": rows,
+                                           "max_bytes": max_bytes, "min_one": min_one})
         batches = [row[0] for row in found]
         if batches:
             self._average_batch = sum(len(b) for b in batches) // len(batches)
@@ -502,7 +485,10 @@ class PgPartitionLog:
 
     def _check_leading(self) -> None:
         if self._failed in (NOT_LEADER, CLOSED):
-            raise NotLeaderError(f"{self._name} is no longer led here at epoch {self.leader_epoch}")
+            raise self._not_leader()
+
+    def _not_leader(self) -> NotLeaderError:
+        return NotLeaderError(f"{self._name} is no longer led here at epoch {self.leader_epoch}")
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
         raise NotInMemoryError(f"{self._name}: timestamps are looked up in the database")
@@ -516,16 +502,13 @@ class PgPartitionLog:
         self._check_leading()
         start, end, after = self._log_start, self._committed, -1
         while True:
-            rows = await self._query(sql.BY_TIMESTAMP, {"pid": self.pid, "after": after, "end": end, "start": start,
-                                                     "timestamp": timestamp})
+            rows = await self._run(sql.BY_TIMESTAMP, {"pid": self.pid, "after": after, "end": end, "start": start,
+                                                   "timestamp": timestamp})
             if not rows:
                 return None
             batch = rows[0][0]
             header = parse_header(batch)
-            try:
-                found = first_record_at_or_after(batch, header, timestamp, start)
-            except LogError:  # records that cannot be decoded: the batch answers for itself, as on segments
-                found = max(header.base_offset, start), header.max_timestamp
+            found = search_timestamp(batch, header, timestamp, start)
             if found is not None:
                 return TimestampOffset(offset=found[0], timestamp=found[1])
             after = header.base_offset
@@ -533,27 +516,36 @@ class PgPartitionLog:
     async def max_timestamp_async(self) -> TimestampOffset | None:
         """The first record holding the largest timestamp (ListOffsets MAX_TIMESTAMP)."""
         self._check_leading()
-        rows = await self._query(sql.MAX_TIMESTAMP, {"pid": self.pid, "end": self._committed, "start": self._log_start})
+        rows = await self._run(sql.MAX_TIMESTAMP, {"pid": self.pid, "end": self._committed, "start": self._log_start})
         if not rows:
             return None
         batch = rows[0][0]
         header = parse_header(batch)
-        try:
-            offset = offset_of_timestamp(batch, header, header.max_timestamp)
-        except LogError:
-            offset = None
+        offset = find_offset_of_timestamp(batch, header, header.max_timestamp)
         return TimestampOffset(offset=header.base_offset if offset is None else offset,
                                timestamp=header.max_timestamp)
 
-    async def _query(self, sql: str, params: dict[str, Any] | Sequence[Any]) -> list[tuple[Any, ...]]:
-        """Run a read in binary (bytea arrives as bytes, undecoded); raises KafkaStorageError."""
+    async def _run(self, statement: str, params: dict[str, Any] | Sequence[Any], *,
+                   binary: bool = True) -> list[tuple[Any, ...]]:  # fmt: skip
+        """Run one statement and return its rows, in binary unless told otherwise (bytea arrives as bytes,
+        undecoded); raises KafkaStorageError."""
         try:
             async with self._store.connection() as conn:
-                cursor = conn.cursor(binary=True)
-                await cursor.execute(sql, params)
+                cursor = conn.cursor(binary=binary)
+                await cursor.execute(statement, params)
                 return await cursor.fetchall()
         except _DB_ERRORS as error:
             raise KafkaStorageError(f"{self._name}: {_describe(error)}") from error
+
+    async def _fenced(self, statement: str, params: dict[str, Any]) -> tuple[Any, ...]:
+        """Run a write whose first column counts the partition rows its fence matched (this node leads the
+        partition at this epoch), and return its row; raises NotLeaderError, for good, when it matched none."""
+        row = (await self._run(statement, {"pid": self.pid, "node": self._store.node_id, "epoch": self.leader_epoch,
+                                           **params}, binary=False))[0]
+        if not row[0]:
+            self._fail_not_leader()
+            raise NotLeaderError(f"{self._name}: fenced, epoch {self.leader_epoch} is not current")
+        return row
 
     # -- retention and compaction ------------------------------------------------------------------------------
 
@@ -570,27 +562,22 @@ class PgPartitionLog:
             end, start = self._committed, self._log_start
             new_start = start
             if self.config.retention_ms >= 0:
-                rows = await self._query(sql.RETAIN_BY_TIME, {"pid": self.pid, "end": end, "start": start,
-                                                           "oldest": now_ms - self.config.retention_ms})
+                rows = await self._run(sql.RETAIN_BY_TIME, {"pid": self.pid, "end": end, "start": start,
+                                                         "oldest": now_ms - self.config.retention_ms})
                 new_start = max(new_start, end if rows[0][0] is None else rows[0][0])
             if self.config.retention_bytes >= 0:
                 stored = (await self._load_sizes())[0]
                 excess = stored - self.config.retention_bytes
                 if excess > 0:
-                    rows = await self._query(sql.RETAIN_BY_BYTES, {"pid": self.pid, "end": end, "start": start,
-                                                                "excess": excess})
+                    rows = await self._run(sql.RETAIN_BY_BYTES, {"pid": self.pid, "end": end, "start": start,
+                                                              "excess": excess})
                     new_start = max(new_start, rows[0][0] or start)
             if new_start <= start:
                 return 0
             return await self._move_start(new_start)
 
     async def _move_start(self, new_start: int) -> int:
-        rows = await self._write(sql.MOVE_START, {"pid": self.pid, "node": self._store.node_id,
-                                               "epoch": self.leader_epoch, "start": new_start})
-        fence, deleted, freed = rows[0]
-        if not fence:
-            self._fail_not_leader()
-            raise NotLeaderError(f"{self._name}: fenced, epoch {self.leader_epoch} is not current")
+        _, deleted, freed = await self._fenced(sql.MOVE_START, {"start": new_start})
         self._log_start = max(self._log_start, new_start)
         self._cache.drop_below(self._log_start)
         if self._sizes is not None:
@@ -604,42 +591,52 @@ class PgPartitionLog:
         self._check_leading()
         async with self._maintenance:
             stored, dirty = await self._load_sizes()
-            if not force and (dirty == 0 or dirty < compaction.MIN_CLEANABLE_DIRTY_RATIO * stored):
+            if not dirty_enough(dirty, stored, force=force):
                 return None
-            end = (await self._query(sql.LAST_BASE, {"pid": self.pid, "end": self._committed}))[0][0]
-            cleaner = await self._cleaner_offset()
+            end = (await self._run(sql.LAST_BASE, {"pid": self.pid, "end": self._committed}))[0][0]
             if end is None or end <= self._log_start:
                 return None
-            loop = asyncio.get_running_loop()
-            latest: dict[bytes, int] = {}
-            async for chunk in self._scan(max(cleaner, self._log_start), end):
-                await loop.run_in_executor(None, compaction.map_latest, chunk, latest)
-            totals = [0, 0, 0, 0]  # records read, kept, batches deleted, rewritten
-            async for chunk in self._scan(self._log_start, end):
-                changes = await loop.run_in_executor(None, compaction.filter_batches, chunk, latest, now_ms,
-                                                     delete_retention_ms)
-                totals[0] += changes.records_read
-                totals[1] += changes.records_kept
-                if changes:
-                    await self._apply_changes(changes, cleaned=0)
-                    totals[2] += len(changes.deleted)
-                    totals[3] += len(changes.rewritten)
-            await self._apply_changes(compaction.Changes(), cleaned=end)
-            self._cache.drop_below(end)
-            self._sizes = None  # rewritten batches shrank too: counted again, from the new cleaner offset
-            after = (await self._load_sizes())[0]
-            return CompactionStats(totals[0], totals[1], totals[2], totals[3], stored, after)
+            try:
+                stats = await self._compact_below(end, delete_retention_ms, now_ms)
+            except BaseException:
+                self._sizes = None  # rows changed before the failure: counted again by the next pass
+                raise
+            return CompactionStats(*stats, stored, (await self._load_sizes())[0])
+
+    async def _compact_below(self, end: int, delete_retention_ms: int, now_ms: int) -> tuple[int, int, int, int]:
+        """Compact the batches below `end` (a base offset); (records read, kept, batches deleted, rewritten)."""
+        loop = asyncio.get_running_loop()
+        latest: dict[bytes, int] = {}
+        mapped = 0  # the dirty bytes this pass cleans
+        async for chunk in self._scan(max(self._cleaner_offset, self._log_start), end):
+            await loop.run_in_executor(None, compaction.map_latest, chunk, latest)
+            mapped += sum(len(data) for data in chunk)
+        totals = [0, 0, 0, 0]
+        freed = 0
+        async for chunk in self._scan(self._log_start, end):
+            changes = await loop.run_in_executor(None, compaction.filter_batches, chunk, latest, now_ms,
+                                                 delete_retention_ms)
+            totals[0] += changes.records_read
+            totals[1] += changes.records_kept
+            if changes:
+                await self._apply_changes(changes, cleaned=0)
+                totals[2] += len(changes.deleted)
+                totals[3] += len(changes.rewritten)
+                freed += changes.bytes_freed
+        await self._apply_changes(compaction.Changes(), cleaned=end)
+        self._cache.drop_below(end)
+        self._cleaner_offset = max(self._cleaner_offset, end)
+        if self._sizes is not None:
+            self._sizes = (self._sizes[0] - freed, max(0, self._sizes[1] - mapped))
+        return totals[0], totals[1], totals[2], totals[3]
 
     async def _apply_changes(self, changes: compaction.Changes, *, cleaned: int) -> None:
         """Delete and rewrite rows, and move the cleaner offset up to `cleaned` (fenced)."""
-        rewritten = changes.rewritten
-        rows = await self._write(sql.COMPACT, {
-            "pid": self.pid, "node": self._store.node_id, "epoch": self.leader_epoch, "cleaned": cleaned,
-            "deleted": changes.deleted, "bases": [r[0] for r in rewritten], "datas": [r[1] for r in rewritten],
-            "counts": [r[2] for r in rewritten], "tss": [r[3] for r in rewritten]})
-        if not rows[0][0]:
-            self._fail_not_leader()
-            raise NotLeaderError(f"{self._name}: fenced, epoch {self.leader_epoch} is not current")
+        headers = [parse_header(data) for data in changes.rewritten]
+        await self._fenced(sql.COMPACT, {
+            "cleaned": cleaned, "deleted": changes.deleted, "bases": [h.base_offset for h in headers],
+            "datas": changes.rewritten, "counts": [h.record_count for h in headers],
+            "tss": [h.max_timestamp for h in headers]})
 
     async def _scan(self, start: int, end: int) -> AsyncIterator[list[bytes]]:
         """The batches with base offsets in [start, end), in chunks of about SCAN_BYTES (whole batches)."""
@@ -653,23 +650,13 @@ class PgPartitionLog:
             offset = last.last_offset + 1
 
     async def _load_sizes(self) -> tuple[int, int]:
-        """(bytes stored, bytes at or above the cleaner offset) of the committed batches."""
+        """(bytes stored, bytes at or above the cleaner offset) of the committed batches, read with the cleaner
+        offset the first time (or after a reload) and kept up to date in memory from then on."""
         if self._sizes is None:
-            rows = await self._query(sql.SIZES, {"pid": self.pid, "end": self._committed, "start": self._log_start})
+            rows = await self._run(sql.SIZES, {"pid": self.pid, "end": self._committed, "start": self._log_start})
+            self._cleaner_offset = int(rows[0][0]) if rows else 0
             self._sizes = (int(rows[0][1]), int(rows[0][2])) if rows else (0, 0)
         return self._sizes
-
-    async def _cleaner_offset(self) -> int:
-        rows = await self._query(sql.SIZES, {"pid": self.pid, "end": self._committed, "start": self._log_start})
-        return int(rows[0][0]) if rows else 0
-
-    async def _write(self, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-        try:
-            async with self._store.connection() as conn:
-                cursor = await conn.execute(sql, params)
-                return await cursor.fetchall()
-        except _DB_ERRORS as error:
-            raise KafkaStorageError(f"{self._name}: {_describe(error)}") from error
 
     # -- producer state ------------------------------------------------------------------------------------------
 
@@ -679,8 +666,8 @@ class PgPartitionLog:
         from when this node takes the partition over. Raises KafkaStorageError or NotLeaderError."""
         self._check_leading()
         start, end = self._log_start, self._committed
-        rows = await self._query(sql.PRODUCERS, {"pid": self.pid, "end": end, "start": start,
-                                              "scan": PRODUCER_SCAN_BATCHES, "keep": PRODUCER_BATCHES})
+        rows = await self._run(sql.PRODUCERS, {"pid": self.pid, "end": end, "start": start,
+                                            "scan": PRODUCER_SCAN_BATCHES, "keep": RETAINED_PRODUCER_BATCHES})
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         out = []
         for producer_id, epoch, sequence, count, base, last, max_ts in rows:

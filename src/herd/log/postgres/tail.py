@@ -22,9 +22,6 @@ class TailCache:
         self._data: list[bytes] = []
         self._head = 0  # entries before it were evicted (the lists are compacted now and then)
 
-    def __len__(self) -> int:
-        return len(self._bases) - self._head
-
     @property
     def start(self) -> int | None:
         """The first offset the cache answers for, None when it is empty."""
@@ -57,13 +54,6 @@ class TailCache:
             total += size
             i += 1
         return parts[0] if len(parts) == 1 else b"".join(parts)
-
-    def batch_at(self, base_offset: int) -> bytes | None:
-        """The cached batch starting at `base_offset`, if there is one."""
-        i = bisect_left(self._bases, base_offset, self._head)
-        if i < len(self._bases) and self._bases[i] == base_offset:
-            return self._data[i]
-        return None
 
     def drop_below(self, offset: int) -> None:
         """Forget the batches that start below `offset` (retention moved the log start, or compaction

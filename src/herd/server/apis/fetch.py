@@ -24,6 +24,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.log.api import LogError
+from herd.log.batch import INT32_MAX
 from herd.server.apis._build import Builder, ctx_builder, ms
 from herd.server.apis._topics import resolve_topic
 from herd.server.broker import RequestContext
@@ -32,7 +33,6 @@ API_KEY = 1
 MIN_VERSION = 4
 MAX_VERSION = 18
 
-INT32_MAX = 2**31 - 1
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

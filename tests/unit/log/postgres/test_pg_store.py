@@ -9,16 +9,15 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from herd.coordinator.records import Record
-from herd.log.api import KafkaStorageError, LogConfig, NotLeaderError, OffsetOutOfRangeError
+from herd.log.api import KafkaStorageError, LogConfig, NotLeaderError, OffsetOutOfRangeError, RemotePartitionLog
 from herd.log.batch import iter_headers
 from herd.log.fs import MemoryFileSystem
 from herd.log.postgres import schema
@@ -67,9 +66,9 @@ def new_partition(url: str, *, leader: int = NODE, epoch: int = 0) -> int:
 
 
 @asynccontextmanager
-async def store_on(url: str, **kw) -> AsyncIterator[PgLogStore]:
+async def store_on(url: str) -> AsyncIterator[PgLogStore]:
     pool = await open_pool(url, min_size=1, max_size=4)
-    store = PgLogStore(pool, NODE, **kw)
+    store = PgLogStore(pool, NODE)
     try:
         yield store
     finally:
@@ -108,6 +107,18 @@ def decoded(data: bytes) -> list[tuple[int, int, bytes | None]]:
     return out
 
 
+def sizes_in_db(url: str, pid: int) -> tuple[int, int]:
+    """(bytes stored, bytes at or above the cleaner offset), as the log keeps them in memory."""
+    return sql(url, "SELECT coalesce(sum(b.size), 0), coalesce(sum(b.size) FILTER (WHERE b.last_offset >= "
+                    "p.cleaner_offset), 0) FROM herd_partitions p LEFT JOIN herd_batches b ON b.pid = p.pid "
+                    "WHERE p.pid = %s GROUP BY p.cleaner_offset", (pid,))[0]
+
+
+def values(data: bytes) -> list[bytes | None]:
+    """The value of every record, in offset order (`decoded`)."""
+    return [v for _, _, v in decoded(data)]
+
+
 def stored_rows(url: str, pid: int) -> list[tuple[int, int, int]]:
     return sql(url, "SELECT base_offset, last_offset, leader_epoch FROM herd_batches WHERE pid = %s "
                     "ORDER BY base_offset", (pid,))
@@ -119,6 +130,19 @@ async def append(partition_log: PgPartitionLog, data: bytes, now_ms: int = NOW) 
     return result.base_offset
 
 
+async def lock_waited_for(url: str) -> None:
+    """Return once a session of the test's database waits for a lock (a statement of the log blocked on the
+    partition's row, which `row_locked` holds)."""
+    async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
+        for _ in range(1000):
+            cursor = await conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                        "AND wait_event_type = 'Lock'")
+            if (await cursor.fetchone())[0]:
+                return
+            await asyncio.sleep(0.005)
+    raise AssertionError("no statement waits for the partition's row")
+
+
 @asynccontextmanager
 async def row_locked(url: str, pid: int) -> AsyncIterator[psycopg.AsyncConnection]:
     """Another session holding the partition's row lock: commits to it wait until the block ends."""
@@ -128,11 +152,9 @@ async def row_locked(url: str, pid: int) -> AsyncIterator[psycopg.AsyncConnectio
         await conn.commit()
 
 
-async def until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not condition():
-        assert asyncio.get_running_loop().time() < deadline, "timed out"
-        await asyncio.sleep(0.01)
+def test_the_postgresql_log_has_every_method_of_the_remote_partition_log_protocol():
+    wanted = {name for name in dir(RemotePartitionLog) if not name.startswith("_")}
+    assert wanted <= set(dir(PgPartitionLog))
 
 
 # -- appending, committing, reading ------------------------------------------------------------------------------
@@ -149,7 +171,7 @@ def test_batches_round_trip_with_offsets_and_the_leader_epoch_stamped_and_their_
             assert (first.base_offset, first.last_offset, second.base_offset, second.last_offset) == (0, 1, 2, 5)
             assert log.next_offset == 6
             await log.wait_durable(6)
-            assert log.log_end_offset == log.high_watermark == log.flushed_offset == 6
+            assert log.log_end_offset == log.flushed_offset == 6
             from_cache = log.read(0, 1 << 20)
         assert stored_rows(pg_url, pid) == [(0, 1, 7), (2, 2, 7), (3, 5, 7)]
         assert sql(pg_url, "SELECT log_end_offset FROM herd_partitions WHERE pid = %s", (pid,)) == [(6,)]
@@ -159,7 +181,7 @@ def test_batches_round_trip_with_offsets_and_the_leader_epoch_stamped_and_their_
                 log.read(0, 1 << 20)
             from_db = await log.read_async(0, 1 << 20)
             assert from_db == from_cache
-            assert [v for _, _, v in decoded(from_db)] == [b"a", b"b", b"c", b"d", b"e", b"f"]
+            assert values(from_db) == [b"a", b"b", b"c", b"d", b"e", b"f"]
             assert [o for o, _, _ in decoded(from_db)] == list(range(6))
             assert all(h.partition_leader_epoch == 7 for h in iter_headers(from_db))
             # the batch holding an offset, KIP-74's first batch, max_bytes cuts whole batches
@@ -172,7 +194,7 @@ def test_batches_round_trip_with_offsets_and_the_leader_epoch_stamped_and_their_
             with pytest.raises(OffsetOutOfRangeError):
                 await log.read_async(7, 1 << 20)
             assert await append(log, batch([b"g"])) == 6  # offsets go on from the stored end
-            assert [v for _, _, v in decoded(log.read(6, 100))] == [b"g"]
+            assert values(log.read(6, 100)) == [b"g"]
 
     run(main)
 
@@ -205,16 +227,16 @@ def test_a_read_never_sees_a_batch_whose_transaction_has_not_returned(pg_url):
             async with row_locked(pg_url, pid):
                 result = log.append(batch([b"pending"]), NOW)
                 durable = asyncio.ensure_future(log.wait_durable(result.last_offset + 1))
-                await asyncio.sleep(0.3)  # the commit is sent and waits for the lock
+                await lock_waited_for(pg_url)  # the commit is sent and waits for the lock
                 assert not durable.done()
                 assert log.log_end_offset == 1 and log.next_offset == 2
-                assert [v for _, _, v in decoded(await log.read_async(0, 1 << 20))] == [b"committed"]
+                assert values(await log.read_async(0, 1 << 20)) == [b"committed"]
                 assert await log.read_async(1, 1 << 20) == b""
                 with pytest.raises(OffsetOutOfRangeError):
                     await log.read_async(2, 1 << 20)
                 assert sql(pg_url, "SELECT count(*) FROM herd_batches WHERE pid = %s", (pid,)) == [(1,)]
             await durable
-            assert [v for _, _, v in decoded(log.read(0, 1 << 20))] == [b"committed", b"pending"]
+            assert values(log.read(0, 1 << 20)) == [b"committed", b"pending"]
 
     run(main)
 
@@ -227,7 +249,7 @@ def test_commits_group_everything_pending_into_one_transaction(pg_url):
             log = open_log(store, pg_url, pid)
             async with row_locked(pg_url, pid):
                 first = log.append(batch([b"0"]), NOW)
-                await asyncio.sleep(0.2)  # the first commit is in flight, waiting for the lock
+                await lock_waited_for(pg_url)  # the first commit is in flight, waiting for the lock
                 ends = [log.append(batch([b"%d" % i]), NOW).last_offset + 1 for i in range(1, 50)]
             await asyncio.gather(log.wait_durable(first.last_offset + 1), *(log.wait_durable(e) for e in ends))
             assert log.commits == 2
@@ -239,17 +261,29 @@ def test_commits_group_everything_pending_into_one_transaction(pg_url):
 # -- fencing and failures ----------------------------------------------------------------------------------------
 
 
-def test_a_bumped_leader_epoch_fences_the_next_commit_and_nothing_more_is_stored(pg_url):
+@pytest.mark.parametrize("waits_for_the_row", [False, True],
+                         ids=["epoch bumped before the commit", "leader moved while the commit waits for the row"])
+def test_a_taken_over_partition_fences_the_next_commit_and_nothing_more_is_stored(pg_url, waits_for_the_row):
     pid = new_partition(pg_url, epoch=3)
+    takeover = ("UPDATE herd_partitions SET leader = 2, leader_epoch = 4 WHERE pid = %s" if waits_for_the_row
+                else "UPDATE herd_partitions SET leader_epoch = leader_epoch + 1 WHERE pid = %s")
 
     async def main() -> None:
         async with store_on(pg_url) as store:
             log = open_log(store, pg_url, pid)
             await append(log, batch([b"a"]))
-            sql(pg_url, "UPDATE herd_partitions SET leader_epoch = leader_epoch + 1 WHERE pid = %s", (pid,))
-            result = log.append(batch([b"b"]), NOW)
+            if waits_for_the_row:
+                async with row_locked(pg_url, pid) as controller:  # the controller's transaction moves the leader
+                    result = log.append(batch([b"b"]), NOW)
+                    durable = asyncio.ensure_future(log.wait_durable(result.last_offset + 1))
+                    await lock_waited_for(pg_url)
+                    await controller.execute(takeover, (pid,))
+            else:
+                sql(pg_url, takeover, (pid,))
+                result = log.append(batch([b"b"]), NOW)
+                durable = asyncio.ensure_future(log.wait_durable(result.last_offset + 1))
             with pytest.raises(NotLeaderError):
-                await log.wait_durable(result.last_offset + 1)
+                await durable
             assert log.failure == "not leader"
             with pytest.raises(NotLeaderError):
                 log.append(batch([b"c"]), NOW)
@@ -263,77 +297,47 @@ def test_a_bumped_leader_epoch_fences_the_next_commit_and_nothing_more_is_stored
     run(main)
 
 
-def test_an_epoch_bumped_while_a_commit_waits_for_the_row_fences_that_commit(pg_url):
-    pid = new_partition(pg_url, epoch=3)
-
-    async def main() -> None:
-        async with store_on(pg_url) as store:
-            log = open_log(store, pg_url, pid)
-            await append(log, batch([b"a"]))
-            async with row_locked(pg_url, pid) as controller:  # the controller's transaction moves the leader
-                result = log.append(batch([b"b"]), NOW)
-                durable = asyncio.ensure_future(log.wait_durable(result.last_offset + 1))
-                await asyncio.sleep(0.3)
-                await controller.execute("UPDATE herd_partitions SET leader = 2, leader_epoch = 4 WHERE pid = %s",
-                                         (pid,))
-            with pytest.raises(NotLeaderError):
-                await durable
-        assert stored_rows(pg_url, pid) == [(0, 0, 3)]
-
-    run(main)
-
-
-def test_a_commit_whose_connection_is_killed_fails_retriably_and_reload_goes_on_without_duplicate_offsets(pg_url):
+@pytest.mark.parametrize("every_connection", [False, True],
+                         ids=["the commit's connection, while it waits for the row", "every connection, before it"])
+def test_a_commit_whose_connection_is_cut_fails_retriably_and_reload_goes_on_without_duplicate_offsets(
+        pg_url, every_connection):
     pid = new_partition(pg_url)
 
     async def main() -> None:
         async with store_on(pg_url) as store:
             log = open_log(store, pg_url, pid)
             await append(log, batch([b"a", b"b"]))
-            async with row_locked(pg_url, pid) as locker:
+            if every_connection:
+                sql(pg_url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                            "WHERE datname = current_database() AND pid <> pg_backend_pid()")
                 result = log.append(batch([b"lost"]), NOW)
-                durable = asyncio.ensure_future(log.wait_durable(result.last_offset + 1))
-                await asyncio.sleep(0.3)
-                killed = await (await locker.execute(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
-                    "AND query LIKE '%%INSERT INTO herd_batches%%' AND pid <> pg_backend_pid()")).fetchall()
-                assert killed == [(True,)]
                 with pytest.raises(KafkaStorageError):
-                    await durable
+                    await log.wait_durable(result.last_offset + 1)
+            else:
+                async with row_locked(pg_url, pid) as locker:
+                    result = log.append(batch([b"lost"]), NOW)
+                    durable = asyncio.ensure_future(log.wait_durable(result.last_offset + 1))
+                    await lock_waited_for(pg_url)
+                    killed = await (await locker.execute(
+                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                        "AND query LIKE '%%INSERT INTO herd_batches%%' AND pid <> pg_backend_pid()")).fetchall()
+                    assert killed == [(True,)]
+                    with pytest.raises(KafkaStorageError):
+                        await durable
             assert log.failure is not None and log.failure.startswith("database error")
             with pytest.raises(KafkaStorageError):
                 log.append(batch([b"refused"]), NOW)
-            assert [v for _, _, v in decoded(log.read(0, 1 << 20))] == [b"a", b"b"]  # committed data stays readable
-            await log.reload()
-            assert log.failure is None and log.log_end_offset == log.next_offset == 2
-            assert await append(log, batch([b"c"])) == 2
-            assert [v for _, _, v in decoded(await log.read_async(0, 1 << 20))] == [b"a", b"b", b"c"]
-        assert stored_rows(pg_url, pid) == [(0, 1, 0), (2, 2, 0)]
-
-    run(main)
-
-
-def test_after_every_connection_was_cut_a_commit_fails_retriably_and_reloading_until_it_works_recovers(pg_url):
-    pid = new_partition(pg_url)
-
-    async def main() -> None:
-        async with store_on(pg_url) as store:
-            log = open_log(store, pg_url, pid)
-            await append(log, batch([b"a"]))
-            sql(pg_url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                        "WHERE datname = current_database() AND pid <> pg_backend_pid()")
-            result = log.append(batch([b"b"]), NOW)
-            with pytest.raises(KafkaStorageError):
-                await log.wait_durable(result.last_offset + 1)
+            assert values(log.read(0, 1 << 20)) == [b"a", b"b"]  # committed data stays readable
             for _ in range(10):  # as the runtime does, with a backoff: the pool replaces its dead connections
                 try:
                     await log.reload()
                     break
                 except KafkaStorageError:
                     await asyncio.sleep(0.1)
-            assert log.failure is None
-            assert await append(log, batch([b"c"])) == 1
-        assert [r[0] for r in stored_rows(pg_url, pid)] == [0, 1]
+            assert log.failure is None and log.log_end_offset == log.next_offset == 2
+            assert await append(log, batch([b"c"])) == 2
+            assert values(await log.read_async(0, 1 << 20)) == [b"a", b"b", b"c"]
+        assert stored_rows(pg_url, pid) == [(0, 1, 0), (2, 2, 0)]
 
     run(main)
 
@@ -352,7 +356,7 @@ def test_closing_with_flush_commits_what_is_pending_and_without_it_drops_it(pg_u
             log = open_log(store, pg_url, pid)
             async with row_locked(pg_url, pid):
                 sent = log.append(batch([b"in flight"]), NOW)
-                await asyncio.sleep(0.2)
+                await lock_waited_for(pg_url)
                 unsent = log.append(batch([b"never sent"]), NOW)
                 waits = [asyncio.ensure_future(log.wait_durable(r.last_offset + 1)) for r in (sent, unsent)]
                 closing = asyncio.ensure_future(store.close_partition(log, flush=False))
@@ -411,7 +415,7 @@ def test_retention_by_time_moves_the_log_start_past_expired_batches_and_deletes_
             assert log.log_start_offset == 3
             with pytest.raises(OffsetOutOfRangeError):
                 await log.read_async(0, 100)
-            assert [v for _, _, v in decoded(await log.read_async(3, 1 << 20))] == [b"new", b"older again"]
+            assert values(await log.read_async(3, 1 << 20)) == [b"new", b"older again"]
             assert await log.apply_retention_async(NOW) == 0
         assert [r[0] for r in stored_rows(pg_url, pid)] == [3, 4]
         assert sql(pg_url, "SELECT log_start_offset FROM herd_partitions WHERE pid = %s", (pid,)) == [(3,)]
@@ -439,6 +443,33 @@ def test_retention_by_bytes_deletes_the_oldest_batches_while_what_stays_reaches_
     run(main)
 
 
+@pytest.mark.parametrize("maintenance", ["retention", "compaction"])
+def test_retention_and_compaction_of_a_taken_over_partition_are_fenced_and_change_no_row(pg_url, maintenance):
+    pid = new_partition(pg_url, epoch=3)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid, LogConfig(retention_ms=1000, cleanup_policy="compact"))
+            for _ in range(3):
+                await append(log, encode_batch([Record(b"k", b"v")], NOW - 10_000))
+            sql(pg_url, "UPDATE herd_partitions SET leader_epoch = 4 WHERE pid = %s", (pid,))
+            before = sql(pg_url, "SELECT * FROM herd_batches WHERE pid = %s ORDER BY base_offset", (pid,))
+            with pytest.raises(NotLeaderError):
+                if maintenance == "retention":
+                    await log.apply_retention_async(NOW)
+                else:
+                    await log.compact(0, NOW, force=True)
+            assert log.failure == "not leader" and log.log_start_offset == 0
+            with pytest.raises(NotLeaderError):
+                log.append(batch([b"late"]), NOW)
+        assert sql(pg_url, "SELECT * FROM herd_batches WHERE pid = %s ORDER BY base_offset", (pid,)) == before
+        assert len(before) == 3
+        assert sql(pg_url, "SELECT log_start_offset, cleaner_offset FROM herd_partitions WHERE pid = %s",
+                   (pid,)) == [(0, 0)]
+
+    run(main)
+
+
 def test_compaction_keeps_the_last_record_of_every_key_at_its_offset_and_drops_old_tombstones(pg_url):
     pid = new_partition(pg_url)
     hour = 3_600_000
@@ -453,13 +484,16 @@ def test_compaction_keeps_the_last_record_of_every_key_at_its_offset_and_drops_o
             await append(log, encode_batch([Record(b"d", b"d1")], NOW))  # 6: the last batch, never compacted
             stats = await log.compact(hour, NOW, force=True)
             assert stats is not None and stats.batches_deleted == 2 and stats.records_kept == 2
+            assert sizes_in_db(pg_url, pid) == log._sizes == (stats.bytes_after, len(await log.read_async(6, 1 << 20)))
             assert await records(log) == [(2, b"a", b"a2"), (5, b"b", None), (6, b"d", b"d1")]
             # an incremental pass: only what was written since is mapped, older survivors are kept
             await append(log, encode_batch([Record(b"a", b"a3"), Record(b"e", b"e1")], NOW))  # 7, 8
             await append(log, encode_batch([Record(b"f", b"f1")], NOW))  # 9
-            assert await log.compact(hour, NOW) is not None
+            stats = await log.compact(hour, NOW)
+            assert stats is not None and stats.bytes_after < stats.bytes_before
             assert await records(log) == [(5, b"b", None), (6, b"d", b"d1"), (7, b"a", b"a3"), (8, b"e", b"e1"),
                                           (9, b"f", b"f1")]
+            assert sizes_in_db(pg_url, pid) == log._sizes  # kept in memory, never counted again
             assert await log.compact(hour, NOW) is None  # not dirty enough
         async with store_on(pg_url) as store:  # a new leader reads the same from the database
             assert await records(open_log(store, pg_url, pid)) == [(5, b"b", None), (6, b"d", b"d1"),
@@ -558,7 +592,13 @@ def test_a_coordinator_shard_loads_its_offsets_from_the_database_through_read_as
                                for p in range(50)]
                     log.append(encode_batch(records, NOW), NOW)
             await log.wait_durable(log.next_offset)
-            await log.compact(3_600_000, NOW, force=True)  # leaves gaps in the offsets
+            stats = await log.compact(3_600_000, NOW, force=True)  # leaves gaps in the offsets
+            # 60 batches of 50 commits, one per group and round; the last (g19 of round 2) is not compacted, so
+            # round 1's g19 batch stays the latest of its keys: rounds 0 and 1 lose 20 + 19 batches, nothing is
+            # rewritten (a batch's commits are all superseded or none is)
+            assert stats is not None
+            assert (stats.batches_deleted, stats.batches_rewritten, stats.records_read, stats.records_kept) == (
+                39, 0, 59 * 50, 20 * 50)
         async with store_on(pg_url) as store:
             log = open_log(store, pg_url, pid)
             loop = asyncio.get_running_loop()
