@@ -17,7 +17,7 @@ epoch). A log whose `remote` is True is a `RemotePartitionLog`: its appends are 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Protocol, cast
 
 # Kafka's defaults for the topic-level settings (broker property in brackets).
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024  # segment.bytes [log.segment.bytes]
@@ -247,6 +247,12 @@ class RemotePartitionLog(PartitionLog, Protocol):
         reloaded) rebuilds its duplicate detection before it appends. Raises KafkaStorageError or
         NotLeaderError."""
         ...
+
+
+def as_remote(log: PartitionLog) -> RemotePartitionLog:
+    """`log`, whose `remote` is True, as the RemotePartitionLog it is (for the type checker)."""
+    assert log.remote, f"{log.topic}-{log.partition} is not a remote log"
+    return cast(RemotePartitionLog, log)
 
 
 class LogStore(Protocol):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 from typing import Protocol
 
-from herd.log.api import AppendResult, PartitionLog, RemotePartitionLog
+from herd.log.api import AppendResult, PartitionLog, as_remote
 
 
 class Writer(Protocol):
@@ -40,8 +40,7 @@ class RemoteWriter:
 
     @staticmethod
     async def _write(log: PartitionLog, data: bytes, now_ms: int) -> AppendResult:
-        assert log.remote, "RemoteWriter writes remote logs only"
-        remote: RemotePartitionLog = log  # type: ignore[assignment]
+        remote = as_remote(log)
         result = remote.append(data, now_ms)
         await remote.wait_durable(result.last_offset + 1)
         return result

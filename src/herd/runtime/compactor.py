@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable
 
 from herd.log import compaction
+from herd.log.api import RemotePartitionLog, as_remote
 from herd.runtime.timer import WallClock
 
 log = logging.getLogger(__name__)
@@ -42,18 +43,13 @@ class Compactor:
         self._plan: compaction.Plan | None = None
         self._ready: compaction.Cleaned | None = None
         self._closed = False
+        # A partition stored in PostgreSQL compacts itself (`PgPartitionLog.compact`, fenced like every write):
+        # this only decides when, at most every REMOTE_INTERVAL_MS, since deciding reads its rows.
+        self._remote: RemotePartitionLog | None = (
+            as_remote(partition_log) if getattr(partition_log, "remote", False) else None)  # type: ignore[arg-type]
         self._remote_checked_ms = -REMOTE_INTERVAL_MS
+        self.supported = self._remote is not None or hasattr(partition_log, "cleanable_segments")
         self.passes = 0  # passes installed (for tests and benchmarks)
-
-    @property
-    def supported(self) -> bool:
-        return hasattr(self.log, "cleanable_segments") or self.remote
-
-    @property
-    def remote(self) -> bool:
-        """A partition stored in PostgreSQL, which compacts itself (`PgPartitionLog.compact`, fenced like every
-        write): this only decides when, at most every REMOTE_INTERVAL_MS, since deciding reads its rows."""
-        return bool(getattr(self.log, "remote", False))
 
     @property
     def running(self) -> bool:
@@ -63,12 +59,12 @@ class Compactor:
         """Start a pass if none is running and the log is dirty enough (or `force`); returns its task."""
         if self._closed or not self.supported or self._task is not None or self._ready is not None:
             return self._task
-        if self.remote:
+        if self._remote is not None:
             now = self._clock.now_ms()
             if not force and now - self._remote_checked_ms < REMOTE_INTERVAL_MS:
                 return None
             self._remote_checked_ms = now
-            self._task = self._loop.create_task(self._run_remote(force))
+            self._task = self._loop.create_task(self._run_remote(self._remote, force))
             return self._task
         p = compaction.plan(self.log, self._clock.now_ms(), self._delete_retention_ms, force=force)
         if p is None:
@@ -87,21 +83,20 @@ class Compactor:
         while self._ready is not None and not self._closed:
             await asyncio.sleep(0.001)
 
-    async def _run_remote(self, force: bool) -> None:
+    async def _run_remote(self, remote: RemotePartitionLog, force: bool) -> None:
         started = time.monotonic()
         try:
-            stats = await self.log.compact(self._delete_retention_ms, self._clock.now_ms(),  # type: ignore[attr-defined]
-                                           force=force)
+            stats = await remote.compact(self._delete_retention_ms, self._clock.now_ms(), force=force)
         except Exception as error:  # taken over, or the database failed: the log is valid as it is
-            log.warning("compaction of %s-%d stopped, the log stays valid as it is: %s",
-                        getattr(self.log, "topic", "?"), getattr(self.log, "partition", -1), error)
+            log.warning("compaction of %s-%d stopped, the log stays valid as it is: %s", remote.topic,
+                        remote.partition, error)
             return
         finally:
             self._task = None
         if stats is not None:
             self.passes += 1
-            log.info("compacted %s-%d: %s, in %.2f s", getattr(self.log, "topic", "?"),
-                     getattr(self.log, "partition", -1), stats, time.monotonic() - started)
+            log.info("compacted %s-%d: %s, in %.2f s", remote.topic, remote.partition, stats,
+                     time.monotonic() - started)
 
     async def _run(self, p: compaction.Plan) -> None:
         started = time.monotonic()
@@ -138,10 +133,14 @@ class Compactor:
         self.passes += 1
 
     def stop(self) -> None:
-        """Start no more passes and ask a running one to stop (it notices between two batches)."""
+        """Start no more passes and ask a running one to stop: a local pass notices between two batches; a
+        remote one is cancelled (each of its statements is atomic and fenced, so the log stays valid), so that
+        unloading the shard does not wait for a whole pass over the database."""
         self._closed = True
         if self._plan is not None:
             self._plan.cancelled.set()
+        if self._remote is not None and self._task is not None:
+            self._task.cancel()
 
     async def close(self) -> None:
         """`stop`, then wait for the worker thread; a finished pass is dropped."""

@@ -30,7 +30,7 @@ from functools import lru_cache
 from herd.cluster.topics import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, Cluster, Topic
 from herd.config import BrokerConfig
 from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, coordinator_partition
-from herd.log.api import LogError, NotLeaderError
+from herd.log.api import LogError, NotLeaderError, as_remote
 from herd.runtime.commits import RemoteWriter, Writer
 from herd.runtime.flusher import Flusher
 from herd.runtime.recovery import Backoff
@@ -179,7 +179,7 @@ class CoordinatorRuntime:
                 return  # closed, or unloaded meanwhile
             try:
                 if shard.log.remote:  # PostgreSQL: read the partition's state again (fenced if taken over)
-                    await shard.log.reload()  # type: ignore[attr-defined]
+                    await as_remote(shard.log).reload()
                 else:
                     shard.log.recover()  # a no-op unless the log itself failed
             except NotLeaderError:

@@ -25,7 +25,7 @@ import psycopg
 from herd.cluster.shared import SharedCluster
 from herd.cluster.topics import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, TOPIC_ALREADY_EXISTS, TopicError
 from herd.config import BrokerConfig
-from herd.log.api import PartitionLog
+from herd.log.api import PartitionLog, as_remote
 from herd.log.postgres.db import DatabaseError, describe, open_pool, redact
 from herd.log.postgres.schema import migrate
 from herd.log.postgres.store import PgLogStore
@@ -125,7 +125,7 @@ class ClusterNode:
             elif partition is None:
                 self.broker.producers.restore(topic, index, [], now_ms=self.broker.now_ms())  # forget it
             else:
-                await self.broker.producers.rebuild(partition, self.broker.now_ms)
+                await self.broker.producers.rebuild(as_remote(partition), self.broker.now_ms)
         except Exception:
             log.exception("could not follow the leadership move of %s-%d", topic, index)
 

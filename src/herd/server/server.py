@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 
 from herd.config import BrokerConfig
 from herd.cluster.topics import TopicStore
-from herd.log.api import LogError
+from herd.log.api import LogError, as_remote
 from herd.log.fs import OsFileSystem
 from herd.log.handles import BoundedFileSystem, descriptor_limit, max_open_files
 from herd.log.store import SegmentStore
@@ -138,7 +138,7 @@ class Server:
                         continue
                     try:
                         if partition.remote:
-                            await partition.apply_retention_async(now)  # type: ignore[attr-defined]
+                            await as_remote(partition).apply_retention_async(now)
                         else:
                             partition.apply_retention(now)
                     except LogError as e:  # a remote log taken over or the database gone: next time
@@ -178,8 +178,8 @@ class Server:
                     try:
                         if partition.remote:  # the database failed under it: read its state again, and
                             # its producers' (what the failed commit stored, if anything, is only known there)
-                            await partition.reload()  # type: ignore[attr-defined]
-                            await self.broker.producers.rebuild(partition, self.broker.now_ms)
+                            await as_remote(partition).reload()
+                            await self.broker.producers.rebuild(as_remote(partition), self.broker.now_ms)
                         else:
                             partition.recover()  # logs its success
                         backoff.succeeded(key)

@@ -577,7 +577,7 @@ def test_a_new_leader_recognises_the_retry_of_a_batch_the_old_leader_committed(p
 def test_a_coordinator_shard_loads_its_offsets_from_the_database_through_read_async(pg_url):
     from herd.coordinator import CoordinatorConfig
     from herd.coordinator.records import OffsetValue, offset_commit_record
-    from herd.runtime.flusher import Flusher
+    from herd.runtime.commits import RemoteWriter
     from herd.runtime.shard import ShardRuntime, ShardState
     from herd.runtime.timer import WallClock
 
@@ -602,14 +602,49 @@ def test_a_coordinator_shard_loads_its_offsets_from_the_database_through_read_as
         async with store_on(pg_url) as store:
             log = open_log(store, pg_url, pid)
             loop = asyncio.get_running_loop()
-            flusher = Flusher(loop)
             shard = ShardRuntime(0, log, config=CoordinatorConfig(), clock=WallClock(), loop=loop,
-                                 max_batch_bytes=1 << 20, flusher=flusher)
+                                 max_batch_bytes=1 << 20, flusher=RemoteWriter(loop))  # as the coordinator does
             await shard.load()
-            flusher.close()
             assert shard.state is ShardState.ACTIVE
             offsets = shard.shard._ctx.offsets
             assert sum(len(o) for o in offsets.values()) == 20 * 50
             assert {v.offset for o in offsets.values() for v in o.values()} == {200 + p for p in range(50)}
+
+    run(main)
+
+
+def test_the_coordinators_compactor_has_a_remote_partition_compact_itself_and_stop_cancels_it(pg_url):
+    """runtime.compactor on a PgPartitionLog: a pass is the log's own (fenced) compaction, at most every
+    REMOTE_INTERVAL_MS unless forced; stopping cancels a pass in flight (a shard unloaded for a coordinator
+    move must not wait for a pass over the database), and the log stays readable and whole."""
+    from herd.coordinator.records import OffsetValue, offset_commit_record
+    from herd.runtime.compactor import Compactor
+    from herd.runtime.timer import WallClock
+
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid, LogConfig(cleanup_policy="compact"))
+            for round_ in range(3):
+                log.append(encode_batch([offset_commit_record("g", "t", p, OffsetValue(round_, -1, "", NOW))
+                                         for p in range(10)], NOW), NOW)
+            await log.wait_durable(log.next_offset)
+            loop = asyncio.get_running_loop()
+            compactor = Compactor(log, loop=loop, clock=WallClock(), delete_retention_ms=3_600_000,
+                                  idle=lambda: True, on_failure=lambda e: None)
+            assert compactor.supported
+            await compactor.run_now()
+            assert compactor.passes == 1
+            assert compactor.poll() is None  # checked again only after REMOTE_INTERVAL_MS
+            async with row_locked(pg_url, pid):  # the next pass waits on the partition's row: cancel it there
+                task = compactor.poll(force=True)
+                assert task is not None
+                await asyncio.sleep(0.2)
+                compactor.stop()
+                await compactor.close()
+                assert task.cancelled()
+            assert compactor.passes == 1
+            assert values(await log.read_async(0, 1 << 20))  # still readable
 
     run(main)
