@@ -143,6 +143,7 @@ class PartitionLog(Protocol):
     partition: int
     report_errors: bool  # False when the owner logs the partition's disk errors itself
     remote: bool  # False: every method answers from this process (segment files); True: see RemotePartitionLog
+    leader_epoch: int  # the epoch this node leads the partition at (0 on a single node)
 
     @property
     def log_start_offset(self) -> int: ...
@@ -209,8 +210,6 @@ class RemotePartitionLog(PartitionLog, Protocol):
     """A partition whose data lives in a shared database (cluster mode). `append` is synchronous and in memory
     (offsets are assigned by this node, which leads the partition at `leader_epoch`); the batches are stored by
     a commit that checks the epoch in the same transaction. `flushed_offset` is what has been committed."""
-
-    leader_epoch: int
 
     async def wait_durable(self, end_offset: int) -> None:
         """Return once every offset below `end_offset` is committed; raises NotLeaderError if the partition was

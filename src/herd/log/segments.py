@@ -73,6 +73,7 @@ class SegmentLog:
     """A `PartitionLog` on local segment files. Open it with `SegmentLog.open` (or `herd.log.store.SegmentStore`)."""
 
     remote = False  # every read and write is answered here, synchronously
+    leader_epoch = 0  # a single node leads every partition, at epoch 0
 
     def __init__(self, fs: FileSystem, directory: str, topic: str, partition: int, config: LogConfig,
                  segments: list[Segment], log_start_offset: int) -> None:  # fmt: skip

@@ -102,13 +102,13 @@ class _Reads:
         self.total = 0
         self.keys: list[tuple[str, int]] = []
         self.topics: list[Any] = []
-        self._outcome: tuple[Any, bytes | LogError] | None = None
+        self._outcome: bytes | LogError | None = None  # the read just yielded, as the caller reported it
 
     def done(self, data: bytes) -> None:
-        self._outcome = (None, data)
+        self._outcome = data
 
     def failed(self, error: LogError) -> None:
-        self._outcome = (None, error)
+        self._outcome = error
 
     def pending(self) -> Any:
         b = self.b
@@ -124,7 +124,7 @@ class _Reads:
                 if log is None:  # another node leads it (cluster mode)
                     partitions.append(_partition(b, p.partition, ErrorCode.not_leader_or_follower))
                     continue
-                epoch_error = _epoch_error(getattr(p, "current_leader_epoch", -1), log)
+                epoch_error = _epoch_error(getattr(p, "current_leader_epoch", -1), log.leader_epoch)
                 if epoch_error is not None:
                     partitions.append(_partition(b, p.partition, epoch_error))
                     continue
@@ -135,7 +135,7 @@ class _Reads:
                     self._outcome = None
                     yield log, p.fetch_offset, max(limit, 0), self.total == 0
                     assert self._outcome is not None, "each read's outcome is reported before the next"
-                    data = self._outcome[1]
+                    data = self._outcome
                 if isinstance(data, LogError):
                     partitions.append(_partition(b, p.partition, ErrorCode(data.error_code), log))
                     continue
@@ -150,13 +150,12 @@ class _Reads:
                                responses=tuple(self.topics), node_endpoints=())
 
 
-def _epoch_error(requested: int, log: Any) -> ErrorCode | None:
+def _epoch_error(requested: int, epoch: int) -> ErrorCode | None:
     """Kafka's check of the client's current leader epoch (v9+; -1: not given) against the leader's:
     FENCED_LEADER_EPOCH when the client's is older (it refreshes its metadata), UNKNOWN_LEADER_EPOCH when newer
     (this node has not yet seen the change; the client retries). A single node leads at epoch 0."""
     if requested < 0:
         return None
-    epoch = getattr(log, "leader_epoch", 0)
     if requested < epoch:
         return ErrorCode.fenced_leader_epoch
     if requested > epoch:
