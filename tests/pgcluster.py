@@ -34,7 +34,7 @@ from typing import Iterator
 import pytest
 from brokers import BrokerProcess
 
-from herd.cli.localpg import LocalPostgres
+from herd.cli.localpg import LocalPostgres, process_state
 
 _NAME_MAX = 63  # PostgreSQL's identifier length
 
@@ -64,14 +64,6 @@ def remove_leftovers(root: Path) -> None:
         pid = entry.name.split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
-
-
-def _state(pid: int) -> str:
-    """The process's state letter from /proc (R, S, T stopped, Z zombie...); '' when it is gone."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except (OSError, IndexError):
-        return ""
 
 
 def _alive(pid: int) -> bool:
@@ -151,18 +143,18 @@ class HerdCluster:
     def pause(self, i: int) -> None:
         """SIGSTOP, returning once the node is stopped."""
         self._signal(i, signal.SIGSTOP)
-        self._wait_state(i, stopped=True)
+        self._waitprocess_state(i, stopped=True)
 
     def resume(self, i: int) -> None:
         """SIGCONT, returning once the node runs again."""
         self._signal(i, signal.SIGCONT)
-        self._wait_state(i, stopped=False)
+        self._waitprocess_state(i, stopped=False)
 
     def paused(self, i: int) -> bool:
         proc = self.nodes[i].proc
-        return proc is not None and _state(proc.pid) == "T"
+        return proc is not None and process_state(proc.pid) == "T"
 
-    def _wait_state(self, i: int, *, stopped: bool, timeout: float = 10.0) -> None:
+    def _waitprocess_state(self, i: int, *, stopped: bool, timeout: float = 10.0) -> None:
         deadline = time.monotonic() + timeout
         while self.paused(i) != stopped:
             assert time.monotonic() < deadline, f"node {i} did not {'stop' if stopped else 'continue'}"

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from herd.cli import localpg
-from herd.cli.localpg import LocalPostgres, LocalPostgresError
+from herd.cli.localpg import LocalPostgres, LocalPostgresError, process_state
 
 
 def _gone(pid: int, timeout: float = 15.0) -> bool:
@@ -26,7 +26,7 @@ def _gone(pid: int, timeout: float = 15.0) -> bool:
             os.kill(pid, 0)
         except ProcessLookupError:
             return True
-        if Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z":  # a zombie awaiting its reaper
+        if process_state(pid) == "Z":  # a zombie awaiting its reaper
             return True
         time.sleep(0.05)
     return False

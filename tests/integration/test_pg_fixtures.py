@@ -12,15 +12,13 @@ from pathlib import Path
 import psycopg
 from pgcluster import HerdCluster, database_name
 
+from herd.cli.localpg import process_state
+
 TESTS_DIR = Path(__file__).parent.parent
 
 
 def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
-    except OSError:
-        return False
-    return state != "Z"
+    return process_state(pid) not in ("", "Z")
 
 
 def test_pg_url_is_a_database_named_after_the_module(pg_url, postgres_server):

@@ -452,12 +452,16 @@ class LocalPostgres:
         return " | ".join(text[-lines:]) or "(no output)"
 
 
-def _is_zombie(pid: int) -> bool:
+def process_state(pid: int) -> str:
+    """The process's state letter from /proc (R, S, T stopped, Z zombie...); '' when it is gone."""
     try:
-        stat_line = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat_line.rpartition(")")[2].split()[0] == "Z"
+        return Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except (OSError, IndexError):
+        return ""
+
+
+def _is_zombie(pid: int) -> bool:
+    return process_state(pid) == "Z"
 
 
 class _PortTaken(Exception):
