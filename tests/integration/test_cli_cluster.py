@@ -50,11 +50,20 @@ def _processes_under(directory: Path) -> list[int]:
     return found
 
 
-def _wait_gone(directory: Path, timeout: float = 15.0) -> list[int]:
+def _wait_gone(directory: Path, timeout: float = 15.0) -> list[str]:
+    """The processes still running under `directory` after `timeout` (each as 'pid: command line', so that a
+    failure says which), or []."""
     deadline = time.monotonic() + timeout
     while (left := _processes_under(directory)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return left
+    return [f"{pid}: {_command_line(pid)}" for pid in left]
+
+
+def _command_line(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return "(gone)"
 
 
 class Launcher:

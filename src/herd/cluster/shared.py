@@ -216,10 +216,13 @@ class SharedCluster(TopicIndex):
         registered = self._incarnation is not None
         self._state = NodeState.SHUTTING_DOWN
         try:
+            reachable = True  # once the database fails a step, the steps after it are not tried (each would wait)
             if controlled and registered:
-                await self._bounded(self._set_state(NodeState.SHUTTING_DOWN), "mark this node shutting down")
-            await self._bounded(self._drop_all(flush=True), "commit and close the logs this node leads")
-            if registered:
+                reachable = await self._bounded(self._set_state(NodeState.SHUTTING_DOWN),
+                                                "mark this node shutting down")
+            reachable = await self._bounded(self._drop_all(flush=reachable), "commit and close the logs this "
+                                            "node leads") and reachable
+            if registered and reachable:
                 await self._bounded(self._leave(handover=controlled), "hand this node's partitions over")
         finally:
             renewal.cancel()
@@ -233,7 +236,8 @@ class SharedCluster(TopicIndex):
             await asyncio.gather(*self._closing, return_exceptions=True)
         log.info("node %d left the cluster (%s)", self.node_id, "controlled" if controlled else "not controlled")
 
-    async def _bounded(self, work: Awaitable[Any], what: str) -> None:
+    async def _bounded(self, work: Awaitable[Any], what: str) -> bool:
+        """Whether `work` was done within the session timeout (a failure is logged)."""
         try:
             async with asyncio.timeout(self._session_s):
                 await work
@@ -241,6 +245,9 @@ class SharedCluster(TopicIndex):
             log.warning("could not %s within %.1f s: leaving anyway", what, self._session_s)
         except DB_ERRORS as e:
             log.warning("could not %s: %s", what, describe(e, self._where))
+        else:
+            return True
+        return False
 
     # -- queries -----------------------------------------------------------------------------------------------
 
