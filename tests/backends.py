@@ -60,6 +60,9 @@ class EmbeddedBroker(BrokerProcess):
     backend = "embedded"
     host = "127.0.0.1"
 
+    def create_topic(self, topic: str, partitions: int) -> None:
+        create_topic(self.bootstrap, topic, partitions)
+
     def stored_partitions(self, topic: str) -> list[int]:
         """The partitions of `topic` that have a directory in log.dirs."""
         return sorted(int(d.name.rpartition("-")[2]) for d in self.data_dir.glob(f"{topic}-*")
@@ -96,6 +99,16 @@ class ClusterBroker:
         self.cluster.close(timeout)
         codes = [node.proc.returncode for node in self.cluster.nodes if node.proc is not None]
         return next((code for code in codes if code != 0), 0)
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        """Create `topic` and wait until every node knows it and its leaders. A node learns of a new topic from
+        the database's notification, a few milliseconds after the node that created it answered: a produce to
+        a leader that has not learned yet gets a retriable error, and a producer without idempotence and with
+        several requests in flight (librdkafka's defaults) may then write a retried batch after later ones, as
+        on Kafka. A test that checks the order of such a producer's writes creates its topic with this."""
+        create_topic(self.bootstrap, topic, partitions)
+        ports = [node.port for node in self.cluster.nodes]
+        _wait_for(lambda: all(_knows(port, topic, partitions) for port in ports), f"every node knowing {topic}")
 
     def stored_partitions(self, topic: str) -> list[int]:
         """The partitions of `topic` that the database still holds."""
@@ -156,6 +169,22 @@ def _registered(port: int, nodes: int) -> bool:
     offsets = [t for t in r.topics if t.name == OFFSETS_TOPIC]
     return (len(r.brokers) == nodes and len(offsets) == 1 and bool(offsets[0].partitions)
             and all(p.leader_id >= 0 for p in offsets[0].partitions))
+
+
+def _knows(port: int, topic: str, partitions: int) -> bool:
+    with RawClient(port) as c:
+        r = c.request(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False,
+                                             include_topic_authorized_operations=False))
+    found = [t for t in r.topics if t.name == topic]
+    return (len(found) == 1 and len(found[0].partitions) == partitions
+            and all(p.leader_id >= 0 for p in found[0].partitions))
+
+
+def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(15)
 
 
 def _same_coordinator(ports: list[int]) -> int | None:

@@ -24,6 +24,7 @@ def shared_broker(request, tmp_path_factory):
 @pytest.mark.parametrize("client", CLIENTS)
 def test_roundtrip_every_codec(shared_broker, client, codec):
     topic = f"rt-{client}-{codec}"
+    shared_broker.create_topic(topic, N_PARTITIONS)  # and known to every node: see ClusterBroker.create_topic
     PRODUCERS[client](shared_broker.bootstrap, topic, N, codec)
     check_exact(READERS[client](shared_broker.bootstrap, topic, N), N)
 
@@ -43,6 +44,7 @@ def test_everything_acknowledged_survives_sigkill(broker_factory, client, codec)
 
 
 def test_one_client_reads_what_another_wrote(shared_broker):
+    shared_broker.create_topic("mixed", N_PARTITIONS)
     PRODUCERS["kafka-python"](shared_broker.bootstrap, "mixed", 3000, "gzip")
     for reader in READERS.values():
         check_exact(reader(shared_broker.bootstrap, "mixed", 3000), 3000)
