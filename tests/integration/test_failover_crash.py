@@ -1,27 +1,29 @@
-"""kill -9 of random coordinator nodes of a three-node cluster while committers pipeline offset commits to groups
-coordinated by every node: after every kill, each commit acknowledged until then is fetched at or above its
-offset from the group's new coordinator, and no offset above the last one attempted is ever fetched.
+"""kill -9 of random coordinator nodes of a three-node cluster while committers pipeline offset commits to
+groups coordinated by every node: after every kill, each commit acknowledged until then is fetched at or above
+its offset from the group's new coordinator, no offset above the last one attempted is ever fetched, and no
+fetch goes back below an earlier one.
 
-The budget is fixed: KILLS (20) kills, one node down at a time; the module takes about a minute alone on two
-cores. Each group (two per `__consumer_offsets` partition, six partitions, so every node coordinates some) has
-one committer thread that behaves as a client does: it looks its coordinator up with FindCoordinator, pipelines
-OffsetCommit v8 simple commits (generation -1) over one raw socket, up to WINDOW in flight, with offsets that
-only grow per partition, and on NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE or a
-lost connection reads what is still in flight, looks the coordinator up again and goes on with new offsets (a
-commit that failed is never sent again; the next one supersedes it). It records, per partition, the highest
-offset attempted (before sending it) and the highest acknowledged with NONE.
+The budget is fixed: KILLS (20) kills, one node down at a time, about a minute alone on two cores. Each
+group (two per `__consumer_offsets` partition, six partitions, so every node coordinates some) has one
+committer thread that behaves as a client does: it looks its coordinator up with FindCoordinator and sends
+OffsetCommit v8 simple commits (generation -1) over one raw socket, WINDOW at a time back to back (pipelined,
+so several are in flight when a node dies), with offsets that only grow per partition; on NOT_COORDINATOR,
+COORDINATOR_LOAD_IN_PROGRESS, COORDINATOR_NOT_AVAILABLE or a lost connection it reads what is still due, looks
+the coordinator up again and goes on with new offsets (a failed commit is never sent again: the next one
+supersedes it, as a consumer's next commit does). Per partition it records the highest offset attempted
+(before sending it) and the highest acknowledged with NONE.
 
-Each round: commit a while, pick a node that coordinates some group (FindCoordinator), kill -9 it, and once its
-lease can have run out (`broker.session.timeout.ms` after the kill) restart it in the background, while the
-main thread fetches every group's offsets with OffsetFetch v8 from whichever node coordinates it then (retrying
-what a client retries, so this also waits for the groups to have a coordinator again). Acknowledgements are
-read just before the fetch and attempts just after its answer, so the check is: acknowledged-before <= fetched
-<= attempted-after. The restarted node takes partitions back when it registers: a controlled move, so the
-next rounds see both kinds of move. A short session timeout keeps each kill short.
+Each round: commit a while, pick a node that coordinates some group (FindCoordinator), kill -9 it; a thread
+fetches every group's offsets with OffsetFetch v8 from whichever node coordinates it (retrying what a client
+retries, so it also waits for the groups to have a coordinator again) while the main thread restarts the node
+once its lease can have run out (`broker.session.timeout.ms` after the kill). Acknowledgements are read just
+before the fetch and attempts just after its answer: acknowledged-before <= fetched <= attempted-after. The
+restarted node takes partitions back when it registers (a controlled move), so the rounds see both kinds of
+move. A short session timeout keeps each kill short.
 
-A fetched offset below an acknowledged one is a lost acknowledged commit (KAFKA-20634's class); one above the
-last attempted was never sent. Both are bugs in herd; retriable errors and resets are what a client lives with
-and are only counted.
+A fetched offset below an acknowledged one is a lost acknowledged commit; one above the last attempted was
+never sent; one below an earlier fetch was visible before it was durable. All three are bugs in herd;
+retriable errors and resets are what a client lives with and are only counted.
 """
 
 from __future__ import annotations
@@ -30,25 +32,27 @@ import random
 import threading
 import time
 from collections import deque
+from pathlib import Path
 from typing import Any
 
 import pytest
-from kio.schema.errors import ErrorCode
 from backends import ClusterBroker
+from kio.schema.errors import ErrorCode
 from pgcluster import HerdCluster
 from rawkafka import RawClient
 from test_groups_api import part, req
 
 from herd.coordinator.partition import coordinator_partition
 
-COMMIT, FETCH, FIND, METADATA, CREATE_TOPICS = 8, 9, 10, 3, 19
+COMMIT, FETCH, FIND = 8, 9, 10
 COMMIT_V, FETCH_V, FIND_V = 8, 8, 4
 NODES = 3
 OFFSETS_PARTITIONS = 6
 GROUPS_PER_PARTITION = 2
 TOPIC, PARTITIONS = "data", 4
 KILLS = 20
-WINDOW = 4  # commits in flight per connection
+WINDOW = 4  # commits sent back to back, in flight together
+PAUSE_S = 0.05  # between two bursts: the machine has two cores for everything
 SESSION_MS = 1500
 SETTINGS = {"broker.session.timeout.ms": str(SESSION_MS), "broker.heartbeat.interval.ms": "500",
             "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS)}
@@ -61,7 +65,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def crash_groups() -> list[str]:
-    """GROUPS_PER_PARTITION group ids for each `__consumer_offsets` partition (so every node coordinates some)."""
+    """GROUPS_PER_PARTITION group ids for each `__consumer_offsets` partition: every node coordinates some."""
     chosen: dict[int, list[str]] = {p: [] for p in range(OFFSETS_PARTITIONS)}
     i = 0
     while any(len(g) < GROUPS_PER_PARTITION for g in chosen.values()):
@@ -110,14 +114,15 @@ def fetch_offsets(ports: list[int], groups: list[str], rng: random.Random,
                     assert all(p.error_code == ErrorCode.none for p in g.topics[0].partitions), g
                     fetched[g.group_id] = [offsets[p] for p in range(PARTITIONS)]
                 else:
-                    assert g.error_code in RETRIABLE, f"OffsetFetch of {g.group_id}: {ErrorCode(g.error_code).name}"
+                    assert g.error_code in RETRIABLE, f"{g.group_id}: {ErrorCode(g.error_code).name}"
         if len(fetched) < len(groups):
             time.sleep(0.03)
     return fetched
 
 
 def fetch_request(groups: list[str]) -> Any:
-    topic = part(FETCH, FETCH_V, "OffsetFetchRequestTopics", name=TOPIC, partition_indexes=tuple(range(PARTITIONS)))
+    topic = part(FETCH, FETCH_V, "OffsetFetchRequestTopics", name=TOPIC,
+                 partition_indexes=tuple(range(PARTITIONS)))
     return req(FETCH, FETCH_V, require_stable=True, groups=tuple(
         part(FETCH, FETCH_V, "OffsetFetchRequestGroup", group_id=g, topics=(topic,)) for g in groups))
 
@@ -128,6 +133,9 @@ def commit_request(group: str, offsets: dict[int, int]) -> Any:
              committed_leader_epoch=-1, committed_metadata="") for p, o in offsets.items()))
     return req(COMMIT, COMMIT_V, group_id=group, generation_id_or_member_epoch=-1, member_id="",
                group_instance_id=None, topics=(topic,))
+
+
+Offsets = dict[str, list[int]]  # group -> an offset for each partition (-1: none)
 
 
 class Committer(threading.Thread):
@@ -167,16 +175,19 @@ class Committer(threading.Thread):
         refusal: int | None = None
         try:
             while True:
-                while refusal is None and not self.stopping.is_set() and len(in_flight) < WINDOW:
-                    offsets = self._next_commit()
-                    client.send_raw(client.encode(COMMIT, COMMIT_V, commit_request(self.group, offsets)))
-                    in_flight.append(offsets)
                 if not in_flight:
-                    return refusal
+                    if refusal is not None or self.stopping.is_set():
+                        return refusal
+                    time.sleep(PAUSE_S)
+                    for _ in range(WINDOW):
+                        offsets = self._next_commit()
+                        client.send_raw(client.encode(COMMIT, COMMIT_V, commit_request(self.group, offsets)))
+                        in_flight.append(offsets)
                 response = client.read_response(COMMIT, COMMIT_V)
                 offsets = in_flight.popleft()
                 for p in response.topics[0].partitions:
-                    refusal = self._answered(p.partition_index, offsets[p.partition_index], p.error_code) or refusal
+                    code = self._answered(p.partition_index, offsets[p.partition_index], p.error_code)
+                    refusal = code or refusal
         except (OSError, ConnectionError):
             self.unknown += len(in_flight)
             return refusal
@@ -205,17 +216,21 @@ class Committer(threading.Thread):
         return None
 
 
-def violations(committers: list[Committer], acked: dict[str, list[int]], fetched: dict[str, list[int]],
-               attempted: dict[str, list[int]]) -> list[str]:  # fmt: skip
-    """What breaks acknowledged <= fetched <= attempted, one line per (group, partition)."""
+def violations(groups: list[str], acked: Offsets, fetched: Offsets, attempted: Offsets,
+               before: Offsets) -> list[str]:  # fmt: skip
+    """What breaks acknowledged <= fetched <= attempted, or fetched >= fetched before, one line per (group,
+    partition). Offsets only grow per partition, so a fetch that goes back saw a commit not yet durable."""
     found = []
-    for c in committers:
+    for g in groups:
         for p in range(PARTITIONS):
-            a, f, t = acked[c.group][p], fetched[c.group][p], attempted[c.group][p]
+            a, f, t, b = acked[g][p], fetched[g][p], attempted[g][p], before[g][p]
+            where = f"{g}/{TOPIC}-{p}"
             if f < a:
-                found.append(f"{c.group}/{TOPIC}-{p}: acknowledged {a}, fetched {f} (an acknowledged commit lost)")
+                found.append(f"{where}: acknowledged {a}, fetched {f} (an acknowledged commit lost)")
             if f > t:
-                found.append(f"{c.group}/{TOPIC}-{p}: fetched {f}, last attempted {t} (never sent)")
+                found.append(f"{where}: fetched {f}, last attempted {t} (never sent)")
+            if f < b:
+                found.append(f"{where}: fetched {b} before, {f} now (a commit visible before it was durable)")
     return found
 
 
@@ -239,23 +254,32 @@ class Check(threading.Thread):
     """The check after a kill, in a thread while the main thread restarts the node: every group's offsets
     fetched from its coordinator against what was acknowledged before and attempted after."""
 
-    def __init__(self, committers: list[Committer], ports: list[int], rng: random.Random) -> None:
+    def __init__(self, committers: list[Committer], ports: list[int], rng: random.Random,
+                 before: Offsets) -> None:  # fmt: skip
         super().__init__(name="check", daemon=True)
-        self.committers, self.ports, self.rng = committers, ports, rng
-        self.groups = [c.group for c in committers]
+        self.committers, self.ports, self.rng, self.before = committers, ports, rng, before
+        self.fetched: Offsets = {}
         self.found: list[str] = []
         self.error: BaseException | None = None
         self.answered_at = 0.0
 
     def run(self) -> None:
         try:
-            acked = {c.group: list(c.acked) for c in self.committers}
-            fetched = fetch_offsets(self.ports, self.groups, self.rng)
+            self.found = check(self.committers, self.ports, self.rng, self.before, self.fetched)
             self.answered_at = time.monotonic()
-            attempted = {c.group: list(c.attempted) for c in self.committers}
-            self.found = violations(self.committers, acked, fetched, attempted)
         except BaseException as e:  # noqa: BLE001 (raised again on the main thread)
             self.error = e
+
+
+def check(committers: list[Committer], ports: list[int], rng: random.Random, before: Offsets,
+          fetched: Offsets) -> list[str]:  # fmt: skip
+    """Fetch every group's offsets into `fetched`, acknowledgements read before and attempts after; the
+    violations."""
+    groups = [c.group for c in committers]
+    acked = {c.group: list(c.acked) for c in committers}
+    fetched.update(fetch_offsets(ports, groups, rng))
+    attempted = {c.group: list(c.attempted) for c in committers}
+    return violations(groups, acked, fetched, attempted, before)
 
 
 def coordinating(ports: list[int], groups: list[str], rng: random.Random) -> set[int] | None:
@@ -271,15 +295,17 @@ def wait_until(condition: Any, what: str, timeout: float = FAILOVER_TIMEOUT_S) -
         time.sleep(0.05)
 
 
-def test_acknowledged_commits_survive_kill_9_of_random_coordinators(herd_cluster: HerdCluster, tmp_path) -> None:
+def test_acknowledged_commits_survive_kill_9_of_random_coordinators(herd_cluster: HerdCluster,
+                                                                    tmp_path: Path) -> None:  # fmt: skip
     started = time.monotonic()
-    rng = random.Random(20261121)
+    seed = random.randrange(1 << 32)  # the victims and pauses; the rest is timing, which no seed repeats
+    rng = random.Random(seed)
     cluster = herd_cluster
     cluster.overrides.update(SETTINGS)
     cluster.start(NODES)
     ports = [node.port for node in cluster.nodes]
     groups = crash_groups()
-    wait_until(lambda: coordinating(ports, groups, rng) == set(range(NODES)), "every node coordinating groups", 60)
+    wait_until(lambda: coordinating(ports, groups, rng) == set(range(NODES)), "every node coordinating", 60)
     ClusterBroker(cluster, None).create_topic(TOPIC, PARTITIONS)
 
     stopping = threading.Event()
@@ -287,11 +313,12 @@ def test_acknowledged_commits_survive_kill_9_of_random_coordinators(herd_cluster
     for c in committers:
         c.start()
     kills: list[int] = []
+    fetched: Offsets = {g: [-1] * PARTITIONS for g in groups}
     failovers: list[float] = []
     try:
         wait_until(lambda: all(c.acks for c in committers), "every group's first acknowledged commit")
         for _ in range(KILLS):
-            time.sleep(rng.uniform(0.2, 0.8))
+            time.sleep(rng.uniform(0.1, 0.6))
             coordinators = find_coordinators(ports, groups, rng)
             candidates = sorted({n for n, _ in coordinators.values() if cluster.running(n)})
             assert candidates, "no node coordinates anything"
@@ -299,15 +326,16 @@ def test_acknowledged_commits_survive_kill_9_of_random_coordinators(herd_cluster
             cluster.kill(victim)
             killed_at = time.monotonic()
             kills.append(victim)
-            check = Check(committers, ports, random.Random(rng.random()))
-            check.start()
+            checking = Check(committers, ports, random.Random(rng.random()), fetched)
+            checking.start()
             restart_when_allowed(cluster, victim, killed_at)
-            check.join(FAILOVER_TIMEOUT_S + IO_TIMEOUT_S)
-            assert not check.is_alive(), "the check hung"
-            if check.error is not None:
-                raise check.error
-            assert not check.found, report(cluster, tmp_path, victim, len(kills), check.found)
-            failovers.append(check.answered_at - killed_at)
+            checking.join(FAILOVER_TIMEOUT_S + IO_TIMEOUT_S)
+            assert not checking.is_alive(), "the check hung"
+            if checking.error is not None:
+                raise checking.error
+            assert not checking.found, report(cluster, tmp_path, seed, victim, len(kills), checking.found)
+            fetched = checking.fetched
+            failovers.append(checking.answered_at - killed_at)
         acks_at_last_kill = {c.group: c.acks for c in committers}
         wait_until(lambda: all(c.acks > acks_at_last_kill[c.group] for c in committers),
                    "every group's commits acknowledged after the last kill")
@@ -316,23 +344,22 @@ def test_acknowledged_commits_survive_kill_9_of_random_coordinators(herd_cluster
         for c in committers:
             c.join(IO_TIMEOUT_S * 2)
     assert not any(c.is_alive() for c in committers), "a committer hung"
-    acked = {c.group: list(c.acked) for c in committers}
-    fetched = fetch_offsets(ports, groups, rng)
-    found = violations(committers, acked, fetched, {c.group: list(c.attempted) for c in committers})
-    assert not found, report(cluster, tmp_path, -1, len(kills), found)
+    found = check(committers, ports, rng, fetched, {})
+    assert not found, report(cluster, tmp_path, seed, -1, len(kills), found)
     unexpected = [u for c in committers for u in c.unexpected]
     assert not unexpected, f"non-retriable answers to OffsetCommit: {unexpected[:20]}"
 
     failovers.sort()
-    print(f"\nfailover crash: {len(kills)} kills (node 0/1/2: {kills.count(0)}/{kills.count(1)}/{kills.count(2)}), "
-          f"{sum(c.acks for c in committers)} commits acknowledged, "
+    by_node = "/".join(str(kills.count(i)) for i in range(NODES))
+    print(f"\nfailover crash: {len(kills)} kills (node 0/1/2: {by_node}), "
+          f"{sum(c.acks for c in committers)} partition commits acknowledged, "
           f"{sum(c.refused for c in committers)} refused (retriable), "
-          f"{sum(c.unknown for c in committers)} lost in flight with their connection; "
-          f"groups answering again {failovers[len(failovers) // 2]:.1f} s (median) / {failovers[-1]:.1f} s (max) "
-          f"after a kill; {time.monotonic() - started:.0f} s")
+          f"{sum(c.unknown for c in committers)} lost in flight with their connection; every group answering "
+          f"again {failovers[len(failovers) // 2]:.1f} s (median) / {failovers[-1]:.1f} s (max) after a kill; "
+          f"{time.monotonic() - started:.0f} s (seed {seed})")
 
 
-def report(cluster: HerdCluster, tmp_path, victim: int, kill: int, found: list[str]) -> str:  # type: ignore[no-untyped-def]
+def report(cluster: HerdCluster, tmp_path: Path, seed: int, victim: int, kill: int, found: list[str]) -> str:
     """The violations, with every node's log saved next to the test's files (their paths in the message)."""
     paths = []
     for i in range(len(cluster.nodes)):
@@ -340,4 +367,17 @@ def report(cluster: HerdCluster, tmp_path, victim: int, kill: int, found: list[s
         path.write_bytes(cluster.nodes[i].log_path.read_bytes())  # every run of the node, not only the last
         paths.append(str(path))
     where = f"after kill {kill} (node {victim})" if victim >= 0 else "at the end"
+    where += f" (seed {seed})"
     return f"{where}: {len(found)} violations:\n" + "\n".join(found[:30]) + "\nnode logs: " + " ".join(paths)
+
+
+def test_the_check_finds_each_kind_of_violation() -> None:
+    """The harness itself: what the crash test would report, on made-up offsets."""
+    groups = ["g"]
+    assert violations(groups, acked={"g": [5, -1, 3, 0]}, fetched={"g": [5, -1, 4, 0]},
+                      attempted={"g": [6, -1, 4, 2]}, before={"g": [5, -1, 2, 0]}) == []
+    found = violations(groups, acked={"g": [5, 0, 0, 0]}, fetched={"g": [4, 7, 1, 0]},
+                       attempted={"g": [6, 6, 1, 0]}, before={"g": [0, 0, 2, 0]})
+    assert found == [f"g/{TOPIC}-0: acknowledged 5, fetched 4 (an acknowledged commit lost)",
+                     f"g/{TOPIC}-1: fetched 7, last attempted 6 (never sent)",
+                     f"g/{TOPIC}-2: fetched 2 before, 1 now (a commit visible before it was durable)"]
