@@ -319,6 +319,8 @@ def test_acknowledged_commits_survive_kill_9_of_random_coordinators(herd_cluster
         wait_until(lambda: all(c.acks for c in committers), "every group's first acknowledged commit")
         for _ in range(KILLS):
             time.sleep(rng.uniform(0.1, 0.6))
+            exited = [i for i in range(NODES) if not cluster.running(i)]
+            assert not exited, f"node {exited[0]} exited by itself:\n{cluster.log(exited[0])[-3000:]}"
             coordinators = find_coordinators(ports, groups, rng)
             candidates = sorted({n for n, _ in coordinators.values() if cluster.running(n)})
             assert candidates, "no node coordinates anything"
