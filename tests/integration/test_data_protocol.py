@@ -191,7 +191,7 @@ def test_metadata_refuses_topics_it_cannot_look_up_with_invalid_request(broker):
     _metadata_ok(broker.port)
 
 
-def test_fetch_checks_the_clients_current_leader_epoch_as_kafka_does(broker):
+def test_fetch_and_list_offsets_check_the_clients_current_leader_epoch_as_kafka_does(broker):
     """A single node leads at epoch 0: a client that names an older epoch would be fenced, a newer one is unknown
     (Kafka's FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); -1 (not given) and 0 read."""
     from datetime import timedelta
@@ -217,6 +217,19 @@ def test_fetch_checks_the_clients_current_leader_epoch_as_kafka_does(broker):
     assert fetch(-1) == ErrorCode.none
     assert fetch(0) == ErrorCode.none
     assert fetch(1) == ErrorCode.unknown_leader_epoch
+
+    from kio.schema.list_offsets.v4.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+
+    def list_offsets(epoch: int) -> ErrorCode:
+        partition = ListOffsetsPartition(partition_index=0, current_leader_epoch=epoch, timestamp=-1)
+        request = ListOffsetsRequest(replica_id=-1, isolation_level=0,
+                                     topics=(ListOffsetsTopic(name="epochs", partitions=(partition,)),))
+        with RawClient(leader_port) as client:
+            return client.request(2, 4, request).topics[0].partitions[0].error_code
+
+    assert list_offsets(-1) == ErrorCode.none
+    assert list_offsets(0) == ErrorCode.none
+    assert list_offsets(1) == ErrorCode.unknown_leader_epoch
 
 
 def test_offset_for_leader_epoch_answers_where_an_epoch_ended_as_kafka_does(broker):
