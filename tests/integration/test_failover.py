@@ -71,7 +71,7 @@ SESSION_MS = 10000  # the members' session timeout: a failover must fit in it
 HEARTBEAT_MS = 1000
 REBALANCE_MS = 20000  # max.poll.interval.ms, the rebalance timeout: a held rebalance must fit in it
 FAILOVER_S = 30.0  # generous deadlines: the machine is shared
-STALLED_S = 5.0  # nothing consumed for this long: a stalled consumer
+STALLED_S = 3.0  # nothing consumed for this long: a stalled consumer
 CLIENTS = ("kafka-python", "confluent", "aiokafka")
 # kafka-python 3.0.12 validates a position with OffsetForLeaderEpoch (KIP-320) once the partition's leader epoch
 # moved on, which herd does not serve: the client never fetches that partition again, where the Java client and
@@ -232,13 +232,14 @@ def _kill_coordinator(cluster: HerdCluster, group: str) -> int:
     return node
 
 
-def _failed_over(cluster: HerdCluster, group: str, dead: int) -> int:
-    """Wait until a live node other than `dead` coordinates the group and has loaded it; that node."""
-    def moved() -> list[int]:  # [the node] (node 0 is falsy)
-        node = _current(cluster, group)[0]
-        return [node] if node != dead else []
+def _failed_over(cluster: HerdCluster, group: str, dead: int) -> tuple[int, str, Assignments]:
+    """Wait until a live node other than `dead` coordinates the group and has loaded it; (that node, the group's
+    state and assignments there)."""
+    def moved() -> tuple[int, str, Assignments] | None:
+        current = _current(cluster, group)
+        return current if current[0] != dead else None
 
-    return wait_for(moved, FAILOVER_S, f"{group} coordinated by a node other than {dead}", 0.1)[0]
+    return wait_for(moved, FAILOVER_S, f"{group} coordinated by a node other than {dead}", 0.1)
 
 
 def _stored_generation(cluster: HerdCluster, group: str) -> int:
@@ -608,9 +609,9 @@ def test_a_stable_committing_group_survives_its_coordinator_killed(cluster: Herd
 
 def test_killed_in_the_join_phase_the_group_ends_stable_with_everyone_assigned(cluster: HerdCluster,
                                                                                 members: list[Member]) -> None:
-    """Two aiokafka members are Stable; a third joins, and one of the two is slow to give its partitions up (its
-    revocation callback holds it back from rejoining, heartbeating meanwhile), so the group waits in
-    PreparingRebalance; the coordinator dies there. The new coordinator loads the last completed generation
+    """Two aiokafka members are Stable; a third joins; one of the two rejoins at once (its JoinGroup parked), the
+    other is slow to give its partitions up (its revocation callback holds it back from rejoining, heartbeating
+    meanwhile), so the group waits in PreparingRebalance; the coordinator dies there. The new coordinator loads the last completed generation
     (the join phase is lost, as in Kafka); the members rejoin, and the group ends Stable with the three of them
     balanced, each consuming."""
     topic = _new_topic(cluster, "join", 6)
@@ -620,11 +621,13 @@ def test_killed_in_the_join_phase_the_group_ends_stable_with_everyone_assigned(c
     settled(first, 6, timeout=FAILOVER_S)
     generation = _stored_generation(cluster, group)
 
-    slow = first[1]
+    fast, slow = first
     slow.slow_revocation.set()
+    fast_events = fast.event_count()
     newcomer = _start("aiokafka", cluster, topic, group, 1, prefix="new")
     members += newcomer
     wait_for(slow.revoking.is_set, FAILOVER_S, "the slow member in its revocation callback")
+    wait_for(lambda: fast.event_count() > fast_events, FAILOVER_S, "the other member rejoining")
     _wait_state(cluster, group, "PreparingRebalance")
     dead = _kill_coordinator(cluster, group)
     _failed_over(cluster, group, dead)
@@ -705,7 +708,8 @@ def test_a_member_dying_during_the_failover_is_expired_in_one_rebalance(cluster:
         dead = _kill_coordinator(cluster, group)
     finally:
         child.kill()
-    _failed_over(cluster, group, dead)
+    _, _, loaded = _failed_over(cluster, group, dead)
+    assert len(loaded) == 3, "the new coordinator did not load the group with its three members"
     settled(survivors, 6, timeout=SESSION_MS / 1000 + FAILOVER_S)
     assert _stored_generation(cluster, group) == generation + 1
     assert [m.event_count() - e for m, e in zip(survivors, events)] == [2, 2], "not one revocation and assignment"
