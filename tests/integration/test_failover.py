@@ -299,6 +299,10 @@ class _Tracking(Member):
         with self._lock:
             return sum(1 for t in self.acked_at if t > moment)
 
+    def acked_offsets(self) -> dict[int, int]:
+        with self._lock:
+            return dict(self.acked)
+
 
 class _KafkaPython(_Tracking, KafkaPythonMember):
     def _config(self) -> dict[str, Any]:
@@ -345,8 +349,9 @@ class _Confluent(_Tracking, ConfluentMember):
 
 class _Aiokafka(_Tracking, AiokafkaMember):
     """`slow_revocation`: while it is set, the member's revocation callback does not return, so the member does
-    not rejoin a rebalance (aiokafka keeps heartbeating meanwhile, as the callback may commit); `revoking` is set
-    once it waits there."""
+    not rejoin a rebalance; aiokafka keeps heartbeating meanwhile, as the callback may commit (aiokafka/consumer/
+    group_coordinator.py, `ensure_active_group`: the heartbeat task is stopped only after `_on_join_prepare`).
+    `revoking` is set once it waits there."""
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
@@ -421,7 +426,9 @@ GATE_ENTERED = threading.Event()
 
 
 def _gated_range() -> type:
-    """kafka-python's range assignor, held at GATE (a function: kafka-python is imported when a member starts)."""
+    """kafka-python's range assignor, held at GATE: the leader runs it between its JoinGroup response and its
+    SyncGroup (kafka/coordinator/base.py, `_do_join_and_sync_async`). A function: kafka-python is imported when a
+    member starts."""
     from kafka.coordinator.assignors.range import RangePartitionAssignor
 
     class GatedRange(RangePartitionAssignor):
@@ -549,11 +556,11 @@ def _no_rebalance(cluster: HerdCluster, group: str, before: Assignments, generat
 
 
 def _no_acknowledged_commit_lost(cluster: HerdCluster, group: str, topic: str, members: list[Any]) -> None:
+    """OffsetFetch gives every partition at least the highest offset whose commit a member saw succeed."""
     acked: dict[int, int] = {}
     for m in members:
-        with m._lock:
-            for p, o in m.acked.items():
-                acked[p] = max(acked.get(p, 0), o)
+        for p, o in m.acked_offsets().items():
+            acked[p] = max(acked.get(p, 0), o)
     committed = committed_offsets(cluster.bootstrap, group, topic, 6)
     lost = {p: (o, committed[p]) for p, o in acked.items() if committed[p] < o}
     assert not lost, f"acknowledged commits lost (partition: (acknowledged, fetched)): {lost}"
