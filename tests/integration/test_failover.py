@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -71,14 +70,7 @@ SESSION_MS = 10000  # the members' session timeout: a failover must fit in it
 HEARTBEAT_MS = 1000
 REBALANCE_MS = 20000  # max.poll.interval.ms, the rebalance timeout: a held rebalance must fit in it
 FAILOVER_S = 30.0  # generous deadlines: the machine is shared
-STALLED_S = 3.0  # nothing consumed for this long: a stalled consumer
 CLIENTS = ("kafka-python", "confluent", "aiokafka")
-# kafka-python 3.0.12 validates a position with OffsetForLeaderEpoch (KIP-320) once the partition's leader epoch
-# moved on, which herd does not serve: the client never fetches that partition again, where the Java client and
-# librdkafka skip the validation against a broker without the API (Java: SubscriptionState
-# .maybeValidatePositionForCurrentLeader). A failover moves the killed node's data partitions too.
-KAFKA_PYTHON_STALLS = ("kafka-python stops fetching a partition whose leader moved: it sends OffsetForLeaderEpoch, "
-                       "which herd does not serve")
 
 pytestmark = pytest.mark.timeout(300)
 _names = itertools.count()
@@ -490,60 +482,14 @@ def _consumed(members: list[Member]) -> set[bytes]:
 
 
 def _wait_consumed(members: list[Member], values: set[bytes], partitions: int, what: str) -> None:
-    _wait_consumed_or_stalled(members, values, partitions, what, lambda message: None)
+    def missing() -> str:
+        left = values - _consumed(members)
+        return f"from partitions {sorted({int(v[2:]) % partitions for v in left})}" if left else ""
 
-
-def _wait_consumed_or_stalled(members: list[Member], values: set[bytes], partitions: int, what: str,
-                              stalled: Any) -> None:
-    """Wait until every record of `values` is consumed; `stalled(message)` is called each time nothing more has
-    been consumed for STALLED_S seconds (it may end the test)."""
-    deadline = time.monotonic() + FAILOVER_S
-    progress, since = -1, time.monotonic()
-    while not values <= (consumed := _consumed(members)):
-        missing = values - consumed
-        message = (f"records produced {what} not consumed from partitions "
-                   f"{sorted({int(v[2:]) % partitions for v in missing})}")
-        if len(missing) != progress:
-            progress, since = len(missing), time.monotonic()
-        elif time.monotonic() - since > STALLED_S:
-            stalled(message)
-            since = time.monotonic()
-        assert time.monotonic() < deadline, message
-        time.sleep(0.1)
-
-
-class _EpochValidationErrors(logging.Handler):
-    """Counts kafka-python's failed OffsetForLeaderEpoch requests (see KAFKA_PYTHON_STALLS)."""
-
-    def __init__(self) -> None:
-        super().__init__(logging.ERROR)
-        self.count = 0
-
-    def emit(self, record: logging.LogRecord) -> None:
-        if "OffsetForLeaderEpoch" in record.getMessage():
-            self.count += 1
-
-
-@pytest.fixture
-def epoch_validation_errors() -> Iterator[_EpochValidationErrors]:
-    handler = _EpochValidationErrors()
-    fetcher = logging.getLogger("kafka.consumer.fetcher")
-    fetcher.addHandler(handler)
     try:
-        yield handler
-    finally:
-        fetcher.removeHandler(handler)
-
-
-def _consumption_resumes(client: str, errors: _EpochValidationErrors, members: list[Member], values: set[bytes],
-                         partitions: int, what: str) -> None:
-    """Every record of `values` is consumed; kafka-python members stuck while their OffsetForLeaderEpoch requests
-    fail are an expected failure (KAFKA_PYTHON_STALLS), anything else a failure."""
-    def stalled(message: str) -> None:
-        if client == "kafka-python" and errors.count:
-            pytest.xfail(f"{KAFKA_PYTHON_STALLS} ({errors.count} failed OffsetForLeaderEpoch requests): {message}")
-
-    _wait_consumed_or_stalled(members, values, partitions, what, stalled)
+        wait_for(lambda: not missing(), FAILOVER_S, f"the records produced {what} consumed", 0.1)
+    except AssertionError as e:
+        raise AssertionError(f"{e}: none consumed {missing()}") from None
 
 
 # -- 1. stable and committing -------------------------------------------------------------------------------------
@@ -568,7 +514,6 @@ def _no_acknowledged_commit_lost(cluster: HerdCluster, group: str, topic: str, m
 
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_stable_committing_group_survives_its_coordinator_killed(cluster: HerdCluster, members: list[Member],
-                                                                   epoch_validation_errors: _EpochValidationErrors,
                                                                    client: str) -> None:
     """Three members consume and commit while records flow; the coordinator node is killed and a live node loads
     the group; the killed node comes back and takes its share of the offsets partitions again (a second move).
@@ -599,8 +544,7 @@ def test_a_stable_committing_group_survives_its_coordinator_killed(cluster: Herd
 
         restarted_at = time.monotonic()
         wait_for(lambda: len(producing.since(restarted_at)) >= 60, FAILOVER_S, "records acknowledged", 0.1)
-        _consumption_resumes(client, epoch_validation_errors, tracked, producing.since(killed_at), 6,
-                             "after the kill")
+        _wait_consumed(tracked, producing.since(killed_at), 6, "after the kill")
         wait_for(lambda: all(m.commits_since(restarted_at) for m in tracked), FAILOVER_S,
                  "every member committing after the restart")
     finally:
@@ -654,8 +598,8 @@ def test_killed_in_the_join_phase_the_group_ends_stable_with_everyone_assigned(c
 
 # -- 3. the sync phase ---------------------------------------------------------------------------------------------
 
-def test_killed_in_the_sync_phase_the_group_ends_stable_with_everyone_assigned(
-        cluster: HerdCluster, members: list[Member], epoch_validation_errors: _EpochValidationErrors) -> None:
+def test_killed_in_the_sync_phase_the_group_ends_stable_with_everyone_assigned(cluster: HerdCluster,
+                                                                                members: list[Member]) -> None:
     """Two kafka-python members are Stable; a third joins; the join phase completes, and the leader is slow to
     compute its assignment (held in its assignor), so the group waits in CompletingRebalance with the followers'
     SyncGroups parked; the coordinator dies there. The generation the leader never synced was not stored (Kafka
@@ -688,8 +632,7 @@ def test_killed_in_the_sync_phase_the_group_ends_stable_with_everyone_assigned(
     _assigned_as_clients_say(cluster, group, everyone)
     assert _stored_generation(cluster, group) > generation
     values = set(produce(cluster.bootstrap, topic, 6, 60))
-    _consumption_resumes("kafka-python", epoch_validation_errors, everyone, values, 6,
-                         "once the group is Stable again")
+    _wait_consumed(everyone, values, 6, "once the group is Stable again")
 
 
 # -- 4. a member dying during the failover ----------------------------------------------------------------------
