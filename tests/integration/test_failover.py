@@ -676,7 +676,7 @@ def test_a_member_dying_during_the_failover_is_expired_in_one_rebalance(cluster:
 
 def test_partitions_added_during_the_failover_are_assigned(cluster: HerdCluster, members: list[Member]) -> None:
     """Two aiokafka members share a topic of four partitions; the coordinator node is killed and the topic
-    grows to six through a live node before the group has a coordinator again. The leader sees the new count in
+    grows to six through a live node right after, while the dead node's lease runs out. The leader sees the new count in
     its metadata and rejoins at the new coordinator; the group ends Stable with all six partitions assigned,
     and records of the new partitions are consumed."""
     topic = _new_topic(cluster, "growing", 4)
