@@ -87,6 +87,10 @@ ILLEGAL_GENERATION, UNKNOWN_MEMBER, REBALANCE, MEMBER_ID_REQUIRED = 22, 25, 27, 
 COORDINATOR_ERRORS = {LOAD_IN_PROGRESS, NOT_AVAILABLE, NOT_COORDINATOR}
 REBALANCE_ERRORS = {ILLEGAL_GENERATION, UNKNOWN_MEMBER, REBALANCE}
 SESSION_TIMEOUT_MS = 3000  # the nodes' lease
+SUBSCRIBED = b"failover-topic"  # need not exist: nothing is fetched
+# ConsumerProtocolSubscription v0 (version, topics, null user data) and an empty ConsumerProtocolAssignment v0
+SUBSCRIPTION = struct.pack(">hih", 0, 1, len(SUBSCRIBED)) + SUBSCRIBED + struct.pack(">i", -1)
+ASSIGNMENT = struct.pack(">hii", 0, 0, -1)
 PROBE_INTERVAL_S = 0.01
 
 
@@ -125,6 +129,13 @@ class Conn(Wire):
             if not future.done():
                 future.set_exception(ConnectionError("connection lost"))
         self._waiting.clear()
+
+    def _flush(self) -> None:
+        if self.transport.is_closing():  # closed by this side with requests not yet written: they fail
+            self.connection_lost(None)
+            self._out.clear()
+            return
+        super()._flush()
 
     def send(self, data: bytes, decode: Callable[[bytes], Any]) -> asyncio.Future[Any]:
         if self.lost.is_set():
@@ -217,8 +228,6 @@ class Member:
     generations: list[int] = field(default_factory=list)
     conn: Conn | None = None
     beats: list[Beat] = field(default_factory=list)
-    rebalance_errors: int = 0
-    other_errors: int = 0
     stable: asyncio.Event = field(default_factory=asyncio.Event)
     stopping: bool = False
 
@@ -236,6 +245,8 @@ class Member:
                     continue  # lost before the heartbeat was due: find the coordinator now
                 except asyncio.TimeoutError:
                     pass
+            if self.stopping:
+                return  # leaving: a heartbeat after the LeaveGroup would be answered UNKNOWN_MEMBER_ID
             sent = time.time()
             try:
                 error = await conn.ask(HEARTBEAT, request(HEARTBEAT, group_id=self.group, generation_id=self.generation,
@@ -252,13 +263,11 @@ class Member:
                 self._lose_coordinator()
                 due = time.time() + self.backoff.next_s()
             elif error in REBALANCE_ERRORS:
-                self.rebalance_errors += 1
                 if error == UNKNOWN_MEMBER:
                     self.member_id = ""
                 await self._join()
                 due = time.time() + self.heartbeat_s
             else:
-                self.other_errors += 1
                 due = time.time() + self.backoff.next_s()
 
     async def _coordinator(self) -> Conn | None:
@@ -294,7 +303,7 @@ class Member:
                 joined = await conn.ask(JOIN, request(
                     JOIN, group_id=self.group, session_timeout=self.session_ms, rebalance_timeout=30_000,
                     member_id=self.member_id, group_instance_id=None, protocol_type="consumer", reason=None,
-                    protocols=(request(JOIN, "JoinGroupRequestProtocol", name="range", metadata=b"m"),)))
+                    protocols=(request(JOIN, "JoinGroupRequestProtocol", name="range", metadata=SUBSCRIPTION),)))
                 if joined.error_code == MEMBER_ID_REQUIRED:
                     self.member_id = joined.member_id
                     continue
@@ -303,7 +312,7 @@ class Member:
                     await asyncio.sleep(self.backoff.next_s())
                     continue
                 self.member_id = joined.member_id
-                assignments = tuple(request(SYNC, "SyncGroupRequestAssignment", member_id=m.member_id, assignment=b"a")
+                assignments = tuple(request(SYNC, "SyncGroupRequestAssignment", member_id=m.member_id, assignment=ASSIGNMENT)
                                     for m in joined.members) if joined.leader == joined.member_id else ()
                 synced = await conn.ask(SYNC, request(
                     SYNC, group_id=self.group, generation_id=joined.generation_id, member_id=self.member_id,
@@ -491,14 +500,14 @@ async def failover_run(bench: Bench, args: argparse.Namespace, run: int, victim:
     try:
         await asyncio.wait_for(asyncio.gather(*(m.stable.wait() for m in members)), 60)
         await settled(members, args.heartbeat_ms / 1000, victim)
-        marks = {id(m): (len(m.generations), m.rebalance_errors) for m in members}
-        before = sum(len(m.beats) for m in members)
+        marks = {id(m): len(m.generations) for m in members}
         t0 = bench.move(victim, "kill")
         loaded = await watch_load(ports, groups, victim, None, t0, 30)
         deadline = t0 + args.session_ms / 1000 + 1.0
         while time.time() < t0 + 60 and not (
                 time.time() >= deadline and all(confirmed(m, t0, victim, loaded) for m in members)):
             await asyncio.sleep(0.1)
+        end = time.time()
     finally:
         await asyncio.gather(*(m.leave() for m in members))
         for t in tasks:
@@ -506,7 +515,7 @@ async def failover_run(bench: Bench, args: argparse.Namespace, run: int, victim:
         await asyncio.gather(*tasks, return_exceptions=True)
         for m in members:
             m.close()
-    return summarise_run(members, marks, loaded, t0, victim, before, run)
+    return summarise_run(members, marks, loaded, (t0, end), victim, run)
 
 
 async def settled(members: list[Member], heartbeat_s: float, coordinator: int, timeout: float = 60) -> None:
@@ -538,19 +547,20 @@ def confirmed(m: Member, t0: float, victim: int, loaded: dict[str, tuple[float, 
     return m.group in loaded and first_ok(m, t0, victim, loaded[m.group][1]) is not None
 
 
-def summarise_run(members: list[Member], marks: dict[int, tuple[int, int]],
-                  loaded: dict[str, tuple[float, float, int]], t0: float, victim: int, beats_before: int,
-                  run: int) -> dict[str, Any]:
-    """`marks`: each member's count of generations and of rebalance errors at the kill."""
+def summarise_run(members: list[Member], marks: dict[int, int], loaded: dict[str, tuple[float, float, int]],
+                  window: tuple[float, float], victim: int, run: int) -> dict[str, Any]:
+    """`marks`: each member's count of generations at the kill; `window`: the kill, and the end of the
+    measurement (the members leave after it)."""
+    t0, end = window
     oks = [first_ok(m, t0, victim) for m in members]
     sure = [first_ok(m, t0, victim, loaded[m.group][1]) if m.group in loaded else None for m in members]
-    changed = sum(1 for m in members if len(m.generations) > marks[id(m)][0])
-    rebalance_errors = sum(m.rebalance_errors - marks[id(m)][1] for m in members)
+    changed = sum(1 for m in members if len(m.generations) > marks[id(m)])
     errors: dict[int, int] = {}
     for m in members:
         for b in m.beats:
-            if b.sent >= t0 and b.error != NONE:
+            if t0 <= b.sent < end and b.error != NONE:
                 errors[b.error] = errors.get(b.error, 0) + 1
+    rebalance_errors = sum(n for e, n in errors.items() if e in REBALANCE_ERRORS)
     return {
         "run": run, "victim": victim, "members": len(members), "t0": t0,
         "all_ok_s": max(oks) if None not in oks else None, "first_ok_s": min(o for o in oks if o is not None)
@@ -561,8 +571,8 @@ def summarise_run(members: list[Member], marks: dict[int, tuple[int, int]],
         "named_s": max(v[0] for v in loaded.values()) if loaded else None,
         "load_in_progress_answers": sum(v[2] for v in loaded.values()),
         "rebalance_errors": rebalance_errors, "generation_changes": changed,
-        "other_errors": sum(m.other_errors for m in members), "heartbeat_errors": errors,
-        "heartbeats_after_kill": sum(len(m.beats) for m in members) - beats_before,
+        "heartbeat_errors": errors,
+        "heartbeats_after_kill": sum(1 for m in members for b in m.beats if t0 <= b.sent < end),
     }
 
 
