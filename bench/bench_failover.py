@@ -5,7 +5,8 @@
                                              [--pipeline 4] [--rate-moves kill,shutdown] [--quick] [--json]
 
 The script starts a PostgreSQL server of its own and a cluster of --nodes `herd serve` processes over it
-(bench_cluster's start-up: `broker.session.timeout.ms=3000`, the default lease renewal every 2 s), and runs:
+(bench_cluster's start-up: `broker.session.timeout.ms=3000`, the default lease renewal every 2 s;
+`group.initial.rebalance.delay.ms=500`, which only shortens forming the groups), and runs:
 
 1. failover (--runs times): --groups classic groups of --members members each, every member on its own
    connection (JoinGroup v9 with a 10 s session timeout, SyncGroup v5, Heartbeat v4 every --heartbeat-ms),
@@ -27,7 +28,8 @@ The script starts a PostgreSQL server of its own and a cluster of --nodes `herd 
    is restarted, and the next run waits until it leads partitions again.
 2. load (--load-runs times): --load-groups groups that hash to one `__consumer_offsets` partition commit
    --load-partitions offsets each through the protocol (one OffsetCommit per group; 100,000 offsets by
-   default), then the partition's leader is killed (--load-move kill) or shut down (shutdown). Measured: the
+   default) of a topic of --load-partitions partitions (a commit is accepted only for partitions that exist; a
+   third of them move with the killed node), then the partition's leader is killed (--load-move kill) or shut down (shutdown). Measured: the
    time from the move (the new leader's "leads" line) until OffsetFetch no longer answers
    COORDINATOR_LOAD_IN_PROGRESS, and from the kill. Every committed offset is fetched back at the end.
 3. commit rate (once per move in --rate-moves): --committers committers against the groups of that partition,
@@ -55,9 +57,9 @@ import re
 import shutil
 import signal
 import statistics
+import struct
 import sys
 import time
-import struct
 import uuid
 from collections import Counter, deque
 from collections.abc import Callable, Iterable
@@ -149,7 +151,7 @@ class Conn(Wire):
 
 
 class Backoff:
-    """retry.backoff.ms, growing to retry.backoff.max.ms with 20 % jitter when that is larger (KIP-580)."""
+    """retry.backoff.ms, doubling up to retry.backoff.max.ms with 20 % jitter when that is larger (KIP-580)."""
 
     def __init__(self, initial_ms: int, max_ms: int) -> None:
         self.initial_ms, self.max_ms, self.attempts = initial_ms, max(max_ms, initial_ms), 0
@@ -920,7 +922,7 @@ def main() -> None:
     parser.add_argument("--session-ms", type=int, default=10_000, help="the members' session timeout")
     parser.add_argument("--retry-backoff-ms", type=int, default=100)
     parser.add_argument("--retry-backoff-max-ms", type=int, default=100,
-                        help="above --retry-backoff-ms: exponential backoff up to it (Java clients since 3.7: 1000)")
+                        help="above --retry-backoff-ms: the backoff doubles up to it, with 20 %% jitter")
     parser.add_argument("--load-groups", type=int, default=100)
     parser.add_argument("--load-partitions", type=int, default=1000, help="offsets committed per load group")
     parser.add_argument("--load-runs", type=int, default=3)
