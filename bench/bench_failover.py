@@ -1021,7 +1021,7 @@ def print_report(result: dict[str, Any]) -> None:
     for r in result["rates"]:
         print(f"commits, {r['move']}: before {r['before_per_s']:.0f}/s, first {result['meta']['args']['rate_seconds']:g} s "
               f"after the move {r['during_per_s']:.0f}/s, settled {r['after_per_s'] or 0:.0f}/s, gap "
-              f"{r['gap_s']} s; per second from -3 s {r['series']}; errors {r['errors']}; acknowledged then lost "
+              f"{r['gap_s'] or -1:.2f} s; per second from -3 s {r['series']}; errors {r['errors']}; acknowledged then lost "
               f"{r['acknowledged_then_lost']}")
     m = result["meta"]
     print(f"commit {m['commit']}, {m['date']}, {m['seconds']} s, {m['cpus']} CPUs, load average before "
