@@ -59,6 +59,7 @@ import signal
 import statistics
 import struct
 import sys
+import threading
 import time
 import uuid
 from collections import Counter, deque
@@ -71,10 +72,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # HerdCluster
 
-from bench_cluster import metadata_leaders, start_postgres  # noqa: E402
+from bench_cluster import children, metadata_leaders, start_postgres  # noqa: E402
 from bench_groups import Wire  # noqa: E402
 from bench_offsets import _run, build, commit_template, frame, ok_response  # noqa: E402
-from bench_produce_fetch import create_topic, source_commit  # noqa: E402
+from bench_produce_fetch import create_topic, machine_cpu, process_cpu, self_cpu, source_commit  # noqa: E402
 from kio.serial import entity_reader  # noqa: E402
 from pgcluster import HerdCluster  # noqa: E402
 
@@ -891,6 +892,55 @@ def rate_run(bench: Bench, args: argparse.Namespace, setup: LoadSetup, how: str)
     return result
 
 
+# -- the machine -----------------------------------------------------------------------------------------------
+
+class CpuSampler:
+    """On a shared machine: how much of the CPU went to this benchmark (the nodes, PostgreSQL and its backends,
+    this process) and how much to everything else. A thread reads the CPU time of the benchmark's processes
+    every half second (a node is killed and restarted, backends come and go: each process counts with what it
+    used between its first and its last sample; a backend that lived less than half a second is missed)."""
+
+    def __init__(self, pids: Callable[[], Iterable[int]]) -> None:
+        self._pids = pids
+        self._seen: dict[int, tuple[float, float]] = {}  # pid -> (first, last) CPU seconds seen
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread.start()
+
+    def _sample(self) -> None:
+        while not self._stop.wait(0.5):
+            self.sample()
+
+    def sample(self) -> None:
+        for pid in self._pids():
+            cpu = process_cpu(pid)
+            if cpu:
+                with self._lock:
+                    first, _ = self._seen.get(pid, (cpu, cpu))
+                    self._seen[pid] = (first, cpu)
+
+    def ours(self) -> float:
+        with self._lock:
+            return sum(last - first for first, last in self._seen.values())
+
+    def mark(self) -> tuple[float, float, float, float, float]:
+        self.sample()
+        busy, steal, total = machine_cpu()
+        return time.monotonic(), self.ours() + self_cpu(), busy, steal, total
+
+    @staticmethod
+    def usage(start: tuple[float, ...], end: tuple[float, ...]) -> dict[str, float]:
+        """Cores used on average between two marks: by the benchmark, by everything else; the steal's share."""
+        wall, ours, busy, steal, total = (b - a for a, b in zip(start, end))
+        return {"seconds": round(wall), "bench_cores": round(ours / wall, 2),
+                "other_cores": round(max(0.0, busy - ours) / wall, 2), "steal": round(steal / max(total, 1e-9), 3)}
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 # -- driver ----------------------------------------------------------------------------------------------------
 
 def median_max(values: list[float | None]) -> dict[str, Any]:
@@ -948,20 +998,34 @@ def main() -> None:
     rates: list[dict[str, Any]] = []
     setup = None
     wrong = None
+    sampler: CpuSampler | None = None
+    machine: dict[str, dict[str, float]] = {}
+
+    def used(part: str, start: tuple[float, ...]) -> tuple[float, ...]:
+        assert sampler is not None
+        end = sampler.mark()
+        machine[part] = CpuSampler.usage(start, end)
+        print(f"# {part}: {machine[part]}", file=sys.stderr, flush=True)
+        return end
+
     try:
         url = pg.create_database("herd_bench_failover", replace=True)
         cluster = HerdCluster(Path(base) / "cluster", url, {
             "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS), "group.initial.rebalance.delay.ms": "500",
             "num.partitions": "1"})
         cluster.start(args.nodes)
+        sampler = CpuSampler(lambda: [*(n.proc.pid for n in cluster.nodes if n.proc and n.proc.poll() is None),
+                                      *children(pg.pid or 0)])
         bench = Bench(cluster)
         for node in range(args.nodes):
             bench.wait_leading(node)
         num_partitions = len(bench.leaders())
         print(f"# PostgreSQL {pg.pid}, cluster {cluster.bootstrap}, {num_partitions} {OFFSETS} partitions; data "
               f"under {base}", file=sys.stderr, flush=True)
+        mark = sampler.mark()
         if "failover" not in args.skip:
             failovers = run_failovers(bench, args, num_partitions)
+            mark = used("failover", mark)
         if "load" not in args.skip or "rate" not in args.skip:
             setup = setup_load(bench, args, num_partitions)
             print(f"# load: {setup.offsets:,} offsets of {len(setup.groups)} groups committed to {OFFSETS}-"
@@ -971,10 +1035,14 @@ def main() -> None:
             loads = [load_run(bench, args, setup, run) for run in range(args.load_runs)]
             wrong = check_offsets(bench, setup, args.load_partitions)
             print(f"# load: {wrong} committed offsets not fetched back as committed", file=sys.stderr, flush=True)
+            mark = used("load", mark)
         if "rate" not in args.skip:
             assert setup is not None
             rates = [rate_run(bench, args, setup, how) for how in args.rate_moves.split(",")]
+            mark = used("rate", mark)
     finally:
+        if sampler is not None:
+            sampler.close()
         if cluster is not None:
             cluster.close()
         pg.stop()
@@ -987,7 +1055,7 @@ def main() -> None:
                  "python": platform.python_version(), "load_before": [round(x, 2) for x in load],
                  "load_after": [round(x, 2) for x in os.getloadavg()], "seconds": round(time.monotonic() - clock),
                  "command": " ".join([Path(sys.executable).name, *sys.argv]), "args": vars(args)},
-        "summary": summarise(failovers, loads),
+        "machine": machine, "summary": summarise(failovers, loads),
         "load_setup": None if setup is None else {"partition": setup.partition, "groups": len(setup.groups),
                                                   "offsets": setup.offsets, "seconds": round(setup.seconds, 1),
                                                   "wrong_after_moves": wrong},
@@ -1023,6 +1091,9 @@ def print_report(result: dict[str, Any]) -> None:
               f"after the move {r['during_per_s']:.0f}/s, settled {r['after_per_s'] or 0:.0f}/s, gap "
               f"{r['gap_s'] or -1:.2f} s; per second from -3 s {r['series']}; errors {r['errors']}; acknowledged then lost "
               f"{r['acknowledged_then_lost']}")
+    for part, u in result["machine"].items():
+        print(f"{part}: {u['seconds']} s, the benchmark used {u['bench_cores']} cores, other processes "
+              f"{u['other_cores']}, steal {100 * u['steal']:.1f} %")
     m = result["meta"]
     print(f"commit {m['commit']}, {m['date']}, {m['seconds']} s, {m['cpus']} CPUs, load average before "
           f"{m['load_before']}, after {m['load_after']}: {m['command']}")
