@@ -870,6 +870,8 @@ def rate_run(bench: Bench, args: argparse.Namespace, setup: LoadSetup, how: str)
     def rate(start: float, end: float) -> float:
         return sum(1 for a in acks if start <= a < end) / (end - start)
 
+    per_committer = [sum(1 for at, _ in c.acks if new is not None and new + 2 <= at - t0 < new + 2 + w)
+                     for c in committers]
     lost = late = 0
     port = bench.live[bench.leaders()[setup.partition]]
     fetched = _run(fetch_all(port, sorted({c.group for c in committers})))
@@ -882,7 +884,8 @@ def rate_run(bench: Bench, args: argparse.Namespace, setup: LoadSetup, how: str)
         "gap_s": new, "after_per_s": rate(new + 2, new + 2 + w) if new is not None else None,
         "series": [round(rate(s, s + 1)) for s in range(-3, int((new or 0) + 2 + w))],
         "errors": dict(sorted(sum((Counter(c.errors) for c in committers), Counter()).items())),
-        "acknowledged_then_lost": lost, "above_last_sent": late, **events,
+        "acknowledged_then_lost": lost, "above_last_sent": late,
+        "settled_per_committer": per_committer, **events,
     }
     print(f"# commits, {how}: before {result['before_per_s']:.0f}/s, {w:g} s after the move "
           f"{result['during_per_s']:.0f}/s, settled {result['after_per_s'] or 0:.0f}/s; first commit to the new "
