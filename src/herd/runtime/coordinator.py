@@ -115,8 +115,9 @@ class CoordinatorRuntime:
                                                configs)
         return topic
 
-    def load_partition(self, partition: int) -> asyncio.Task[None]:
-        """Host `partition`: its groups get COORDINATOR_LOAD_IN_PROGRESS until its log is replayed."""
+    def load_partition(self, partition: int, *, announce: bool = False) -> asyncio.Task[None]:
+        """Host `partition`: its groups get COORDINATOR_LOAD_IN_PROGRESS until its log is replayed. `announce`:
+        log one line when it is loaded (a coordinator move; the start-up loads are summed up in one line)."""
         if partition in self.shards:
             raise ValueError(f"__consumer_offsets-{partition} is already hosted")
         topic = self._ensure_topic()
@@ -140,7 +141,17 @@ class CoordinatorRuntime:
         task = loop.create_task(shard.load())
         self._loads[partition] = task
         task.add_done_callback(lambda _: self._loads.pop(partition, None))
+        if announce:
+            started = loop.time()
+            task.add_done_callback(lambda _: self._log_moved_in(shard, loop.time() - started))
         return task
+
+    def _log_moved_in(self, shard: ShardRuntime, seconds: float) -> None:
+        """Kafka's "Finished loading offsets and group metadata from __consumer_offsets-N in X ms"."""
+        if shard.state is ShardState.ACTIVE:
+            groups, offsets = shard.shard.size()
+            log.info("__consumer_offsets-%d loaded in %.2f s (%d groups, %d committed offsets, %d records): its "
+                     "groups are coordinated here", shard.partition, seconds, groups, offsets, shard.records)
 
     def _delete_retention_ms(self, topic: Topic) -> int:
         """How long compaction keeps tombstones: the topic's delete.retention.ms, else the broker default."""
@@ -154,6 +165,10 @@ class CoordinatorRuntime:
     def _shard_failed(self, shard: ShardRuntime, error: BaseException, answered: int) -> None:
         """A shard failed on its disk: log it (once per streak of failures) and reload it after the backoff."""
         partition = shard.partition
+        if isinstance(error, NotLeaderError):  # deposed (cluster mode): the cluster's view unloads it, no reload
+            log.info("__consumer_offsets-%d is no longer led here (%s): %d pending requests answered NOT_COORDINATOR",
+                     partition, error, answered)
+            return
         now = self.clock.now_ms()
         if self._backoff.failed(partition, now):
             log.error("__consumer_offsets-%d failed: %s; %d pending requests answered NOT_COORDINATOR, its groups "

@@ -134,7 +134,7 @@ class ClusterNode:
         assert coordinator is not None, "moves of __consumer_offsets are followed once the coordinator runs"
         await coordinator.unload_partition(index)  # a no-op unless it is hosted
         if partition is not None:
-            await coordinator.load_partition(index)
+            await coordinator.load_partition(index, announce=True)
 
     # -- stopping ------------------------------------------------------------------------------------------------
 
