@@ -35,6 +35,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
 from groupmembers import wait_for
+from herd.client.consumer_protocol import Subscription, encode_subscription
 from herd.coordinator import coordinator_partition
 from herd.protocol.messages import request_class
 from herd.protocol.values import make
@@ -55,6 +56,8 @@ REBALANCE_MS = 60_000  # every member's rebalance timeout: no join phase or KIP-
 JOIN, HEARTBEAT, SYNC, DESCRIBE, COMMIT, FETCH, FIND, METADATA = 11, 12, 14, 15, 8, 9, 10, 3
 VERSIONS = {JOIN: 5, HEARTBEAT: 3, SYNC: 3, DESCRIBE: 5, COMMIT: 7, FETCH: 6, FIND: 4, METADATA: 12}
 NONE, NOT_COORDINATOR = ErrorCode.none, ErrorCode.not_coordinator
+RAW_TOPIC = "fenced"  # what the raw members subscribe to and commit offsets of
+SUBSCRIPTION = encode_subscription(Subscription((RAW_TOPIC,)))
 
 
 # -- the protocol, raw ------------------------------------------------------------------------------------------
@@ -96,8 +99,8 @@ class Raw(RawClient):
 
 
 class RawMember:
-    """One member of a group (protocol type "consumer", protocol "range", any bytes as metadata and assignment)
-    on its own connection to a node: its member id and generation as the coordinator gave them."""
+    """One member of a group (protocol type "consumer", protocol "range", subscribed to RAW_TOPIC; any bytes as
+    assignments) on its own connection to a node: its member id and generation as the coordinator gave them."""
 
     def __init__(self, port: int, group: str, instance_id: str | None = None) -> None:
         self.group, self.instance_id = group, instance_id
@@ -115,7 +118,7 @@ class RawMember:
     def send_join(self) -> None:
         self.raw.send(JOIN, group_id=self.group, session_timeout=SESSION_MS, rebalance_timeout=REBALANCE_MS,
                       member_id=self.member_id, group_instance_id=self.instance_id, protocol_type="consumer",
-                      protocols=(part(JOIN, "JoinGroupRequestProtocol", name="range", metadata=b"raw"),))
+                      protocols=(part(JOIN, "JoinGroupRequestProtocol", name="range", metadata=SUBSCRIPTION),))
 
     def start_join(self) -> Any | None:
         """Join up to the JoinGroup the coordinator may park. A dynamic member without a member id is first
@@ -296,6 +299,13 @@ def groups_on(cluster: HerdCluster, node: int, *prefixes: str) -> list[str]:
     return [next(name for name in candidates[prefix] if found[name] == node) for prefix in prefixes]
 
 
+def on_partition_of(group: str, prefix: str) -> str:
+    """A group id `prefix-N` stored in the same offsets partition as `group` (so the same coordinator)."""
+    partition = coordinator_partition(group, OFFSETS_PARTITIONS)
+    return next(f"{prefix}-{i}" for i in range(1000)
+                if coordinator_partition(f"{prefix}-{i}", OFFSETS_PARTITIONS) == partition)
+
+
 def wait_coordinated(cluster: HerdCluster, groups: list[str], not_by: int | None = None) -> dict[str, int]:
     """Wait until a node other than `not_by` coordinates each group and has loaded it; group -> that node."""
     avoid = () if not_by is None else (not_by,)
@@ -355,6 +365,30 @@ def leader_epochs(url: str, partitions: set[int]) -> dict[int, tuple[int, int]]:
             "SELECT p.partition, p.leader, p.leader_epoch FROM herd_partitions p JOIN herd_topics t "
             "ON t.topic_id = p.topic_id WHERE t.name = %s", (OFFSETS_TOPIC,)).fetchall()
     return {partition: (leader, epoch) for partition, leader, epoch in rows if partition in partitions}
+
+
+class RowLock:
+    """A transaction of the test's own holding the row of one offsets partition (FOR UPDATE): the leader's next
+    commit to that partition waits for it in PostgreSQL, and whatever the leader is given meanwhile stays
+    pending behind that commit (one transaction in flight per partition). `release` commits."""
+
+    def __init__(self, url: str, partition: int) -> None:
+        self.url = url
+        self.conn = psycopg.connect(url)
+        self.conn.execute("SELECT 1 FROM herd_partitions p JOIN herd_topics t ON t.topic_id = p.topic_id "
+                          "WHERE t.name = %s AND p.partition = %s FOR UPDATE OF p", (OFFSETS_TOPIC, partition))
+
+    def wait_for_waiter(self) -> None:
+        """Wait until a statement waits for the row."""
+        def waiting() -> bool:
+            with psycopg.connect(self.url) as conn:
+                return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
+                                    "AND wait_event_type = 'Lock'").fetchone()[0] > 0
+        wait_for(waiting, 30, "a commit waiting for the partition's row", 0.02)
+
+    def release(self) -> None:
+        self.conn.commit()
+        self.conn.close()
 
 
 # -- real clients -----------------------------------------------------------------------------------------------
@@ -580,54 +614,24 @@ class HerdConsumers(threading.Thread):
             raise AssertionError(f"the herd consumers failed: {self.error!r}") from self.error
 
 
-class Committing(threading.Thread):
-    """`member` commits offsets 1, 2, 3, ... of partition 0 of `topic`, each as soon as the last one was
-    acknowledged, until `paused` is set: then its last commit goes unanswered (`outstanding`), and the answer
-    is read (`late`) when the node wakes."""
-
-    def __init__(self, member: RawMember, topic: str) -> None:
-        super().__init__(daemon=True)
-        self.member, self.topic = member, topic
-        self.acked = 0
-        self.outstanding: int | None = None
-        self.late: ErrorCode | None = None
-        self.paused = threading.Event()
-        self.error: BaseException | None = None
-
-    def run(self) -> None:
-        raw = self.member.raw
-        try:
-            offset = 0
-            while True:
-                offset += 1
-                raw.send(COMMIT, **self.member.commit_fields(self.topic, {0: offset}))
-                while not raw.answered(0.2):
-                    if self.paused.is_set():
-                        self.outstanding = offset
-                        self.late = commit_error(raw.receive())  # blocks until the node wakes
-                        return
-                code = commit_error(raw.receive())
-                assert code == NONE, code
-                self.acked = offset
-        except BaseException as e:  # noqa: BLE001 - checked by the test
-            self.error = e
-
-
 # -- the tests --------------------------------------------------------------------------------------------------
 
 
 def test_a_coordinator_paused_past_its_lease_is_fenced_while_its_groups_carry_on_elsewhere(
         nodes: HerdCluster, pg_url: str) -> None:
-    """SIGSTOP node 2, which coordinates five groups, until they moved; then SIGCONT it. What it had parked (a
-    JoinGroup, a follower's SyncGroup) and what waited in its socket (the leader's SyncGroup, a static member's
-    replacement, an offset commit) is answered NOT_COORDINATOR; none of it is stored (no batch of its epoch
-    lands after the move) or visible at the new coordinator, where every group carries on: a commit in flight
-    when it stopped is either acknowledged and loaded there or refused and absent, the raw members heartbeat
-    and rebalance there, and confluent-kafka consumers catch up, no acknowledged commit lost."""
+    """SIGSTOP node 2, which coordinates five groups, until they moved; then SIGCONT it. An offset commit it was
+    storing when it stopped is stored, loaded by the new coordinator and acknowledged when the node wakes; what
+    it held pending behind that commit (an offset commit, a static member's replacement), what it had parked (a
+    JoinGroup, a follower's SyncGroup) and what waited in its socket (the leader's SyncGroup, an offset commit)
+    is answered NOT_COORDINATOR, and none of it is stored (no batch of its epoch lands after the move) or visible
+    at the new coordinator. Meanwhile every group carries on there: the raw members commit, heartbeat and
+    rebalance, and confluent-kafka consumers catch up, no acknowledged commit lost."""
     cluster, victim = nodes, 2
-    groups = groups_on(cluster, victim, "fenced-commits", "fenced-join", "fenced-sync", "fenced-static", "fenced-real")
-    commit_g, join_g, sync_g, static_g, real_g = groups
-    topic, partitions = "fenced", 4
+    commit_g, join_g, sync_g, real_g = groups_on(cluster, victim, "fenced-commits", "fenced-join", "fenced-sync",
+                                                 "fenced-real")
+    static_g = on_partition_of(commit_g, "fenced-static")  # its record waits behind commit_g's commit
+    groups = [commit_g, join_g, sync_g, static_g, real_g]
+    topic, partitions = RAW_TOPIC, 4
     create_topic(cluster, topic, partitions)
     at = port(cluster, victim)
     offsets_partitions = {coordinator_partition(g, OFFSETS_PARTITIONS) for g in groups}
@@ -657,40 +661,47 @@ def test_a_coordinator_paused_past_its_lease_is_fenced_while_its_groups_carry_on
             leader, follower = (sync_1, sync_2) if answers[0].leader == sync_1.member_id else (sync_2, sync_1)
             follower.send_sync()
             assert not follower.raw.answered(0.3)
-            # a static member, and a member committing as fast as its commits are acknowledged
+            # a static member, and a member that commits
             static = RawMember(at, static_g, "fenced-static")
             static.join()
             static.sync({static.member_id: b"static"})
             committer = RawMember(at, commit_g)
             committer.join()
             committer.sync({committer.member_id: b"commits"})
-            committing = Committing(committer, topic)
-            committing.start()
-            wait_for(lambda: committing.acked >= 20 or committing.error, 30, "commits acknowledged", 0.01)
+            assert committer.commit(topic, {0: 1}) == NONE
             epochs = leader_epochs(pg_url, offsets_partitions)
             assert {leader for leader, _ in epochs.values()} == {victim}
 
+            # being stored when the node stops: a commit whose statement waits for the partition's row...
+            lock = RowLock(pg_url, coordinator_partition(commit_g, OFFSETS_PARTITIONS))
+            committer.raw.send(COMMIT, **committer.commit_fields(topic, {0: 2}))
+            lock.wait_for_waiter()
+            # ...and pending behind it: another commit and a static member taking its instance over
+            pending = committer.at(at)
+            pending.raw.send(COMMIT, **pending.commit_fields(topic, {0: 3}))
+            replacing = RawMember(at, static_g, "fenced-static")
+            replacing.send_join()
+            time.sleep(0.3)  # read and applied by the node, their records staged behind the commit
+
             cluster.pause(victim)
-            committing.paused.set()
+            lock.release()  # the commit's statement runs now, before the partition moves
             moved = wait_coordinated(cluster, groups, not_by=victim)
             taken_over = leader_epochs(pg_url, offsets_partitions)
             assert all(taken_over[p][1] > epochs[p][1] for p in offsets_partitions), (epochs, taken_over)
             stored = stored_batches(pg_url, offsets_partitions)
             new = {g: port(cluster, node) for g, node in moved.items()}
-            loaded = committed(new[commit_g], commit_g, topic, 1)[0]
+            assert committed(new[commit_g], commit_g, topic, 2) == {0: 2, 1: -1}
 
-            # waiting in the stopped node's socket: the leader's assignment of generation 2 and a static member
-            # taking its instance over (each a group record to write), and an offset commit
+            # waiting in the stopped node's socket: the leader's assignment of generation 2 (a group record to
+            # write) and an offset commit
             leader.send_sync({leader.member_id: b"generation-2", follower.member_id: b"generation-2"})
-            replacing = RawMember(at, static_g, "fenced-static")
-            replacing.send_join()
             late = committer.at(at)
             late.raw.send(COMMIT, **late.commit_fields(topic, {1: 777_777}))
 
             # meanwhile every group carries on at its new coordinator, as it was when the node stopped
             moving_on = committer.at(new[commit_g])
             assert moving_on.heartbeat() == NONE
-            assert moving_on.commit(topic, {0: loaded + 1}) == NONE
+            assert moving_on.commit(topic, {0: 4}) == NONE
 
             assert described(new[join_g], join_g) == ("Stable", {join_1.member_id: (None, b"join-1")})
             rejoining = [join_1.at(new[join_g]), RawMember(new[join_g], join_g)]  # join_2 joins afresh...
@@ -713,18 +724,13 @@ def test_a_coordinator_paused_past_its_lease_is_fenced_while_its_groups_carry_on
             assert static.at(new[static_g]).heartbeat() == ErrorCode.fenced_instance_id
 
             cluster.resume(victim)
+            assert commit_error(committer.raw.receive()) == NONE  # stored before the move: acknowledged
+            assert commit_error(pending.raw.receive()) == NOT_COORDINATOR
+            assert replacing.join_answer().error_code == NOT_COORDINATOR
             assert join_2.join_answer().error_code == NOT_COORDINATOR
             assert follower.raw.receive().error_code == NOT_COORDINATOR
             assert leader.raw.receive().error_code == NOT_COORDINATOR
-            assert replacing.join_answer().error_code == NOT_COORDINATOR
             assert commit_error(late.raw.receive()) == NOT_COORDINATOR
-            committing.join(30)
-            assert committing.error is None, committing.error
-            last = committing.outstanding
-            assert last is not None and committing.acked == last - 1, (committing.acked, last)
-            # the commit in flight when the node stopped: stored before the move (loaded, and acknowledged when
-            # the node woke, as Kafka would), or not stored (absent, and refused)
-            assert (loaded, committing.late) in ((last, NONE), (last - 1, NOT_COORDINATOR)), (loaded, committing.late)
 
             ends = end_offsets(cluster, topic, partitions)
             wait_for(lambda: caught_up(real, ends), 60, "the consumers catching up", 0.05)
@@ -735,7 +741,7 @@ def test_a_coordinator_paused_past_its_lease_is_fenced_while_its_groups_carry_on
     landed = {row for row in stored_batches(pg_url, offsets_partitions) - stored if row[2] < taken_over[row[0]][1]}
     assert not landed, f"node {victim} stored batches after it lost its partitions: {sorted(landed)}"
     now = {g: port(cluster, node) for g, node in wait_coordinated(cluster, groups).items()}
-    assert committed(now[commit_g], commit_g, topic, 2) == {0: loaded + 1, 1: -1}
+    assert committed(now[commit_g], commit_g, topic, 2) == {0: 4, 1: -1}
     assert described(now[static_g], static_g) == ("Stable", {taking_over.member_id: ("fenced-static", b"static")})
     final = committed(now[real_g], real_g, topic, partitions)
     assert all(final[p] >= offset for p, offset in acked(real).items()), (final, acked(real))
