@@ -226,6 +226,8 @@ class BrokerConnection:
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except asyncio.TimeoutError:
             self.close(f"{API_NAMES.get(api_key, api_key)} timed out after {timeout:g}s")
+            if future.done() and not future.cancelled():
+                future.exception()  # failed by `close`, and awaited by no one now that the shield was cancelled
             raise ConnectionLost(f"request to {self.host}:{self.port} timed out") from None
 
     async def _read_loop(self) -> None:
