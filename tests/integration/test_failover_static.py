@@ -231,11 +231,13 @@ def cluster(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[H
 
 @pytest.fixture
 def nodes(cluster: HerdCluster) -> HerdCluster:
-    """The module's cluster with every node running (one a test killed is started again) and the offsets
-    partitions spread over them and loaded."""
+    """The module's cluster with every node running (one a test killed is started again, one a failed test left
+    stopped is continued) and the offsets partitions spread over them and loaded."""
     for i in range(NODES):
         if not cluster.running(i):
             cluster.restart(i)
+        elif cluster.paused(i):
+            cluster.resume(i)
     settle(cluster)
     return cluster
 
@@ -292,18 +294,13 @@ def coordinators(cluster: HerdCluster, groups: list[str], avoid: tuple[int, ...]
     return {c.key: c.node_id if c.error_code == NONE else -1 for c in answer.coordinators}
 
 
-def groups_on(cluster: HerdCluster, node: int, *prefixes: str) -> list[str]:
-    """For each prefix a group id `prefix-N` that `node` coordinates."""
-    candidates = {prefix: [f"{prefix}-{i}" for i in range(40)] for prefix in prefixes}
+def groups_on(cluster: HerdCluster, node: int, *prefixes: str, partition: int | None = None) -> list[str]:
+    """For each prefix a group id `prefix-N` that `node` coordinates (stored in offsets partition `partition`,
+    when given)."""
+    candidates = {prefix: [name for name in (f"{prefix}-{i}" for i in range(200)) if partition in (
+        None, coordinator_partition(name, OFFSETS_PARTITIONS))][:40] for prefix in prefixes}
     found = coordinators(cluster, [name for names in candidates.values() for name in names])
     return [next(name for name in candidates[prefix] if found[name] == node) for prefix in prefixes]
-
-
-def on_partition_of(group: str, prefix: str) -> str:
-    """A group id `prefix-N` stored in the same offsets partition as `group` (so the same coordinator)."""
-    partition = coordinator_partition(group, OFFSETS_PARTITIONS)
-    return next(f"{prefix}-{i}" for i in range(1000)
-                if coordinator_partition(f"{prefix}-{i}", OFFSETS_PARTITIONS) == partition)
 
 
 def wait_coordinated(cluster: HerdCluster, groups: list[str], not_by: int | None = None) -> dict[str, int]:
@@ -377,13 +374,16 @@ class RowLock:
         self.conn = psycopg.connect(url)
         self.conn.execute("SELECT 1 FROM herd_partitions p JOIN herd_topics t ON t.topic_id = p.topic_id "
                           "WHERE t.name = %s AND p.partition = %s FOR UPDATE OF p", (OFFSETS_TOPIC, partition))
+        self.xid = self.conn.execute("SELECT pg_current_xact_id()::xid::text").fetchone()[0]
 
-    def wait_for_waiter(self) -> None:
-        """Wait until a statement waits for the row."""
+    def wait_for_commit(self) -> None:
+        """Wait until a leader's commit (herd.log.postgres.sql.COMMIT) waits for the row: for this transaction."""
         def waiting() -> bool:
             with psycopg.connect(self.url) as conn:
-                return conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                                    "AND wait_event_type = 'Lock'").fetchone()[0] > 0
+                return conn.execute(
+                    "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted "
+                    "AND l.locktype = 'transactionid' AND l.transactionid::text = %s "
+                    "AND a.query LIKE '%%INSERT INTO herd_batches%%'", (self.xid,)).fetchone()[0] > 0
         wait_for(waiting, 30, "a commit waiting for the partition's row", 0.02)
 
     def release(self) -> None:
@@ -625,22 +625,29 @@ def test_a_coordinator_paused_past_its_lease_is_fenced_while_its_groups_carry_on
     JoinGroup, a follower's SyncGroup) and what waited in its socket (the leader's SyncGroup, an offset commit)
     is answered NOT_COORDINATOR, and none of it is stored (no batch of its epoch lands after the move) or visible
     at the new coordinator. Meanwhile every group carries on there: the raw members commit, heartbeat and
-    rebalance, and confluent-kafka consumers catch up, no acknowledged commit lost."""
+    rebalance; confluent-kafka consumers and a consumer of herd's own client (whose requests to the stopped node
+    wait until it wakes: a commit among them is answered NOT_COORDINATOR then, and retried at the new
+    coordinator) catch up, and no commit they saw acknowledged is lost."""
     cluster, victim = nodes, 2
-    commit_g, join_g, sync_g, real_g = groups_on(cluster, victim, "fenced-commits", "fenced-join", "fenced-sync",
-                                                 "fenced-real")
-    static_g = on_partition_of(commit_g, "fenced-static")  # its record waits behind commit_g's commit
-    groups = [commit_g, join_g, sync_g, static_g, real_g]
+    at = port(cluster, victim)
+    # the two offsets partitions node 2 leads: one for the groups whose writes the test holds up, whose row it
+    # locks, and one for the others, which keep writing meanwhile
+    held, other = sorted(p for p, leader in offsets_leaders(at).items() if leader == victim)
+    commit_g, static_g = groups_on(cluster, victim, "fenced-commits", "fenced-static", partition=held)
+    join_g, sync_g, real_g, herd_g = groups_on(cluster, victim, "fenced-join", "fenced-sync", "fenced-real",
+                                               "fenced-herd", partition=other)
+    groups = [commit_g, join_g, sync_g, static_g, real_g, herd_g]
     topic, partitions = RAW_TOPIC, 4
     create_topic(cluster, topic, partitions)
-    at = port(cluster, victim)
     offsets_partitions = {coordinator_partition(g, OFFSETS_PARTITIONS) for g in groups}
 
     with Feeding(cluster.bootstrap, topic, partitions):
         real = start_members(*(Member(cluster.bootstrap, topic, real_g, f"fenced-real-{i}") for i in range(2)))
+        herd = HerdConsumers(cluster.bootstrap, topic, herd_g, 1)
+        herd.start()
         try:
             members_settled(real, partitions)
-            wait_for(lambda: len(acked(real)) == partitions, 30, "the consumers committing", 0.05)
+            wait_for(lambda: len(acked(real)) == len(herd.acked) == partitions, 30, "the consumers committing", 0.05)
 
             # parked on the coordinator when it stops: a JoinGroup waiting for a member to rejoin...
             join_1 = RawMember(at, join_g)
@@ -673,9 +680,9 @@ def test_a_coordinator_paused_past_its_lease_is_fenced_while_its_groups_carry_on
             assert {leader for leader, _ in epochs.values()} == {victim}
 
             # being stored when the node stops: a commit whose statement waits for the partition's row...
-            lock = RowLock(pg_url, coordinator_partition(commit_g, OFFSETS_PARTITIONS))
+            lock = RowLock(pg_url, held)
             committer.raw.send(COMMIT, **committer.commit_fields(topic, {0: 2}))
-            lock.wait_for_waiter()
+            lock.wait_for_commit()
             # ...and pending behind it: another commit and a static member taking its instance over
             pending = committer.at(at)
             pending.raw.send(COMMIT, **pending.commit_fields(topic, {0: 3}))
@@ -733,9 +740,12 @@ def test_a_coordinator_paused_past_its_lease_is_fenced_while_its_groups_carry_on
             assert commit_error(late.raw.receive()) == NOT_COORDINATOR
 
             ends = end_offsets(cluster, topic, partitions)
-            wait_for(lambda: caught_up(real, ends), 60, "the consumers catching up", 0.05)
+            wait_for(lambda: caught_up(real, ends) and caught_up_herd(herd, ends), 60, "the consumers catching up",
+                     0.05)
+            assert herd.error is None and not herd.commit_errors, (herd.error, herd.commit_errors)
         finally:
             stop_members(real)
+            herd.stop()
 
     settle(cluster)  # the node woke, registered again and took its share back: whatever it wrote is in by now
     landed = {row for row in stored_batches(pg_url, offsets_partitions) - stored if row[2] < taken_over[row[0]][1]}
@@ -743,8 +753,9 @@ def test_a_coordinator_paused_past_its_lease_is_fenced_while_its_groups_carry_on
     now = {g: port(cluster, node) for g, node in wait_coordinated(cluster, groups).items()}
     assert committed(now[commit_g], commit_g, topic, 2) == {0: 4, 1: -1}
     assert described(now[static_g], static_g) == ("Stable", {taking_over.member_id: ("fenced-static", b"static")})
-    final = committed(now[real_g], real_g, topic, partitions)
-    assert all(final[p] >= offset for p, offset in acked(real).items()), (final, acked(real))
+    for group, offsets in ((real_g, acked(real)), (herd_g, herd.acked)):
+        final = committed(now[group], group, topic, partitions)
+        assert all(final[p] >= offset for p, offset in offsets.items()), (group, final, offsets)
     assert "Traceback" not in cluster.log(victim)
 
 
