@@ -20,7 +20,8 @@ class BrokerProcess:
     """`herd serve` in a child process; `kill()` is SIGKILL, `stop()` is a graceful SIGTERM. `config`: a
     properties file given to --config (settings that must not show on a command line, such as a password);
     `die_with_parent`: the process is killed when the test process dies, so that an interrupted run leaves
-    no node behind."""
+    no node behind; in truth when the thread that started it ends, so start such a broker from the test's own
+    thread, not from a worker thread."""
 
     def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None, *, config: Path | None = None,
                  die_with_parent: bool = False) -> None:

@@ -302,3 +302,68 @@ def test_a_topic_deleted_through_one_node_loses_its_committed_offsets_on_every_c
         return True
 
     _wait_for(offsets_gone, "every group's offsets on the deleted topic gone", 30)
+
+
+def test_a_kafka_python_consumer_reads_on_across_a_leader_move_and_earlier_epochs_end_where_the_next_began(
+        herd_cluster: HerdCluster) -> None:
+    """kafka-python validates its position with OffsetForLeaderEpoch when a partition's leader epoch changes
+    (KIP-320) and fetches nothing from the partition until it has an answer; the new leader answers the earlier
+    epoch with the offset its own epoch began at."""
+    from kio.schema.offset_for_leader_epoch.v4.request import (
+        OffsetForLeaderEpochRequest,
+        OffsetForLeaderPartition,
+        OffsetForLeaderTopic,
+    )
+
+    from rawkafka import RawClient
+
+    cluster = _start(herd_cluster, 2)
+    _create(cluster, "moving", 2)
+    producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
+    for i in range(20):
+        producer.send("moving", value=b"%d" % i, partition=i % 2)
+    producer.flush(20)
+    consumer = KafkaConsumer(bootstrap_servers=cluster.address(0), enable_auto_commit=False,
+                             auto_offset_reset="earliest", metadata_max_age_ms=1000)
+    consumer.assign([TopicPartition("moving", 0), TopicPartition("moving", 1)])
+    seen: list[bytes] = []
+
+    def read(total: int) -> None:
+        deadline = time.monotonic() + 30
+        while len(seen) < total and time.monotonic() < deadline:
+            for records in consumer.poll(500).values():
+                seen.extend(r.value for r in records)
+        assert len(seen) == total, f"read {len(seen)} of {total}"
+
+    try:
+        read(20)
+        before = {p: leader for p, leader in _leaders(cluster.address(0), "moving").items()}
+        moved = [p for p, leader in before.items() if leader == 1]
+        assert moved, "node 1 leads a partition"
+        assert cluster.terminate(1) == 0
+        _wait_for(lambda: set(_leaders(cluster.address(0), "moving").values()) == {0}, "node 0 leads both")
+        for i in range(20, 40):
+            producer.send("moving", value=b"%d" % i, partition=i % 2)
+        producer.flush(20)
+        read(40)
+    finally:
+        consumer.close()
+        producer.close()
+    assert sorted(int(v) for v in seen) == list(range(40))
+
+    with RawClient(cluster.nodes[0].port) as client:
+        epochs = {p.partition_index: p.leader_epoch for p in client.request(3, 12, _raw_metadata("moving")).topics[0]
+                  .partitions}
+        partition = moved[0]
+        request = OffsetForLeaderEpochRequest(replica_id=-1, topics=(OffsetForLeaderTopic(topic="moving", partitions=(
+            OffsetForLeaderPartition(partition=partition, current_leader_epoch=-1,
+                                     leader_epoch=epochs[partition] - 1),)),))
+        answer = client.request(23, 4, request).topics[0].partitions[0]
+    assert (answer.error_code, answer.leader_epoch, answer.end_offset) == (0, epochs[partition] - 1, 10)
+
+
+def _raw_metadata(topic: str):  # type: ignore[no-untyped-def]
+    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+
+    return MetadataRequest(topics=(MetadataRequestTopic(name=topic, topic_id=None),), allow_auto_topic_creation=False,
+                           include_topic_authorized_operations=False)

@@ -46,6 +46,16 @@ def _read_all(bootstrap: str, topic: str) -> list[bytes]:
     return values
 
 
+def _leader_of(broker, topic: str) -> tuple[int, int]:  # type: ignore[no-untyped-def]
+    """The port of the node leading partition 0 of `topic` (any node of a cluster may), and its leader epoch."""
+    with RawClient(broker.port) as client:
+        meta = client.request(3, 12, MetadataRequest(topics=(MetadataRequestTopic(name=topic, topic_id=None),),
+                                                     allow_auto_topic_creation=False,
+                                                     include_topic_authorized_operations=False))
+    partition = meta.topics[0].partitions[0]
+    return next(b.port for b in meta.brokers if b.node_id == partition.leader_id), partition.leader_epoch
+
+
 def _metadata_ok(port: int) -> None:
     with RawClient(port) as client:
         resp = client.request(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False,
@@ -181,7 +191,7 @@ def test_metadata_refuses_topics_it_cannot_look_up_with_invalid_request(broker):
     _metadata_ok(broker.port)
 
 
-def test_fetch_checks_the_clients_current_leader_epoch_as_kafka_does(broker):
+def test_fetch_and_list_offsets_check_the_clients_current_leader_epoch_as_kafka_does(broker):
     """A single node leads at epoch 0: a client that names an older epoch would be fenced, a newer one is unknown
     (Kafka's FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); -1 (not given) and 0 read."""
     from datetime import timedelta
@@ -193,6 +203,7 @@ def test_fetch_checks_the_clients_current_leader_epoch_as_kafka_does(broker):
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     producer.produce("epochs", b"x")
     producer.flush(10)
+    leader_port, _ = _leader_of(broker, "epochs")
 
     def fetch(epoch: int) -> ErrorCode:
         request = FetchRequest(max_wait=timedelta(0), min_bytes=1, max_bytes=1 << 20, isolation_level=0,
@@ -200,9 +211,53 @@ def test_fetch_checks_the_clients_current_leader_epoch_as_kafka_does(broker):
                                topics=(FetchTopic(topic="epochs", partitions=(FetchPartition(
                                    partition=0, fetch_offset=0, partition_max_bytes=1 << 20,
                                    current_leader_epoch=epoch),)),))
-        with RawClient(broker.port) as client:
+        with RawClient(leader_port) as client:
             return client.request(1, 12, request).responses[0].partitions[0].error_code
 
     assert fetch(-1) == ErrorCode.none
     assert fetch(0) == ErrorCode.none
     assert fetch(1) == ErrorCode.unknown_leader_epoch
+
+    from kio.schema.list_offsets.v4.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
+
+    def list_offsets(epoch: int) -> ErrorCode:
+        partition = ListOffsetsPartition(partition_index=0, current_leader_epoch=epoch, timestamp=-1)
+        request = ListOffsetsRequest(replica_id=-1, isolation_level=0,
+                                     topics=(ListOffsetsTopic(name="epochs", partitions=(partition,)),))
+        with RawClient(leader_port) as client:
+            return client.request(2, 4, request).topics[0].partitions[0].error_code
+
+    assert list_offsets(-1) == ErrorCode.none
+    assert list_offsets(0) == ErrorCode.none
+    assert list_offsets(1) == ErrorCode.unknown_leader_epoch
+
+
+def test_offset_for_leader_epoch_answers_where_an_epoch_ended_as_kafka_does(broker):
+    """OffsetForLeaderEpoch, asked of the partition's leader: the current epoch ends at the high watermark, -1 or
+    an epoch newer than the leader's is (-1, -1); the client's current leader epoch is checked as Fetch checks it;
+    an unknown topic is UNKNOWN_TOPIC_OR_PARTITION. (The end of an earlier epoch: test_cluster.py.)"""
+    from kio.schema.offset_for_leader_epoch.v4.request import (
+        OffsetForLeaderEpochRequest,
+        OffsetForLeaderPartition,
+        OffsetForLeaderTopic,
+    )
+
+    broker.create_topic("epoch-ends", 1)
+    _produce_and_count(broker.bootstrap, "epoch-ends", 7)
+    leader_port, epoch = _leader_of(broker, "epoch-ends")
+
+    def ask(requested: int, current: int = -1, topic: str = "epoch-ends") -> tuple[ErrorCode, int, int]:
+        request = OffsetForLeaderEpochRequest(replica_id=-1, topics=(OffsetForLeaderTopic(topic=topic, partitions=(
+            OffsetForLeaderPartition(partition=0, current_leader_epoch=current, leader_epoch=requested),)),))
+        with RawClient(leader_port) as client:
+            answer = client.request(23, 4, request).topics[0].partitions[0]
+        return answer.error_code, answer.leader_epoch, answer.end_offset
+
+    assert ask(epoch) == (ErrorCode.none, epoch, 7)
+    assert ask(epoch, current=epoch) == (ErrorCode.none, epoch, 7)
+    assert ask(-1) == (ErrorCode.none, -1, -1)
+    assert ask(epoch + 1) == (ErrorCode.none, -1, -1)
+    assert ask(epoch, current=epoch + 1)[0] == ErrorCode.unknown_leader_epoch
+    if epoch > 0:
+        assert ask(epoch, current=epoch - 1)[0] == ErrorCode.fenced_leader_epoch
+    assert ask(0, topic="no-such-topic")[0] == ErrorCode.unknown_topic_or_partition

@@ -131,7 +131,9 @@ def port_is_free(port: int) -> bool:
 def die_with_parent(sig: int) -> Callable[[], None] | None:
     """A Popen preexec_fn asking Linux to send `sig` to the child when the process that started it dies, so
     that a launcher killed with SIGKILL leaves no server behind; None elsewhere. It runs after Popen has
-    changed the child's user (a change of user would clear it)."""
+    changed the child's user (a change of user would clear it). Linux sends the signal when the *thread* that
+    started the child ends (prctl(2), PR_SET_PDEATHSIG): start such children from a thread that lives as long
+    as they should (the main thread), never from a short-lived worker thread."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes

@@ -61,6 +61,10 @@ log = logging.getLogger(__name__)
 
 METADATA_LOCK = 0x6865726D  # 'herm': pg_advisory_xact_lock key serialising registrations, steps and admin changes
 PURGE_LOCK = 0x68657270  # 'herp': pg_try_advisory_lock key of the node removing deleted topics' data
+# what every UPDATE that gives a partition a new leader epoch sets: the epoch, and its entry in the epoch history,
+# which begins at the log end offset (schema.py)
+NEW_EPOCH = ("leader_epoch = leader_epoch + 1, epochs = epochs || (leader_epoch + 1), "
+             "epoch_starts = epoch_starts || log_end_offset")
 STEP_MARGIN_S = 0.02  # a step scheduled at a lease's end runs this much after it
 PURGE_CHUNK = 2000  # batches deleted per statement when a deleted topic's data is removed
 DB_ERRORS = (psycopg.Error, PoolTimeout, OSError)
@@ -336,8 +340,8 @@ class SharedCluster(TopicIndex):
             row = await cursor.fetchone()
             if row is None:
                 raise unknown_topic()
-            await conn.execute("UPDATE herd_partitions SET leader = NULL, leader_epoch = leader_epoch + 1 "
-                               "WHERE topic_id = %s", (row[0],))
+            await conn.execute("UPDATE herd_partitions SET leader = NULL, " + NEW_EPOCH + " WHERE topic_id = %s",
+                               (row[0],))
             await conn.execute("DELETE FROM herd_topics WHERE topic_id = %s", (row[0],))
             await _notify(conn, "topics", self.node_id)
             return Topic(name, row[0], dict(row[2]), [None] * row[1])  # type: ignore[list-item]
@@ -397,8 +401,7 @@ class SharedCluster(TopicIndex):
                 "incarnation = excluded.incarnation, lease_until = excluded.lease_until, state = 'alive', "
                 "registered_at = clock_timestamp()",
                 (self.node_id, self.endpoint[0], self.endpoint[1], self.rack, incarnation, self._session_s * 1000))
-            await conn.execute("UPDATE herd_partitions SET leader_epoch = leader_epoch + 1 WHERE leader = %s",
-                               (self.node_id,))
+            await conn.execute("UPDATE herd_partitions SET " + NEW_EPOCH + " WHERE leader = %s", (self.node_id,))
             await _notify(conn, "nodes", self.node_id)
         self._incarnation = incarnation
         self._state = NodeState.ALIVE
@@ -529,7 +532,7 @@ class SharedCluster(TopicIndex):
         moves = plan(await _read_slots(conn), eligible, keep=keep)
         if moves:
             await conn.execute(
-                "UPDATE herd_partitions AS p SET leader = m.leader, leader_epoch = p.leader_epoch + 1 "
+                "UPDATE herd_partitions AS p SET leader = m.leader, " + NEW_EPOCH + " "
                 "FROM unnest(%s::bigint[], %s::integer[]) AS m(pid, leader) WHERE p.pid = m.pid",
                 (list(moves), list(moves.values())))
             log.info("moved the leadership of %d partitions (nodes %s eligible)", len(moves), sorted(eligible))

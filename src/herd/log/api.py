@@ -247,6 +247,34 @@ class RemotePartitionLog(PartitionLog, Protocol):
         NotLeaderError."""
         ...
 
+    async def epoch_history(self) -> EpochHistory:
+        """Every leader epoch of the partition up to this leader's, with the offset it began at, ascending (for
+        `end_offset_for_epoch`). Raises KafkaStorageError or NotLeaderError."""
+        ...
+
+
+EpochHistory = tuple[tuple[int, int], ...]  # (leader epoch, the offset its first write got), ascending
+SINGLE_NODE_EPOCHS: EpochHistory = ((0, 0),)  # a single node leads every partition at epoch 0, from its start
+UNDEFINED_EPOCH_OFFSET = (-1, -1)  # (epoch, end offset) when the requested epoch cannot be placed
+
+
+def end_offset_for_epoch(history: EpochHistory, requested: int, end_offset: int) -> tuple[int, int]:
+    """OffsetForLeaderEpoch's answer: the largest epoch at most `requested` and the offset where the epoch after
+    it began (the end of `requested`'s writes), as Kafka's LeaderEpochFileCache.endOffsetFor computes it
+    (apache/kafka storage/src/main/java/org/apache/kafka/storage/internals/epoch/LeaderEpochFileCache.java):
+    the current epoch ends at the log end offset `end_offset`; an epoch older than any known gets the start of
+    the first known one; -1 or an epoch newer than the current one gets (-1, -1)."""
+    if requested < 0 or not history:
+        return UNDEFINED_EPOCH_OFFSET
+    current = history[-1][0]
+    if requested == current:
+        return current, end_offset
+    higher = next(((epoch, start) for epoch, start in history if epoch > requested), None)
+    if higher is None:
+        return UNDEFINED_EPOCH_OFFSET
+    floor = max((epoch for epoch, _ in history if epoch <= requested), default=requested)
+    return floor, higher[1]
+
 
 def as_remote(log: PartitionLog) -> RemotePartitionLog:
     """`log`, whose `remote` is True, as the RemotePartitionLog it is (for the type checker)."""

@@ -23,6 +23,13 @@ Version 1, what lives where:
   producer's id, epoch and sequences (to rebuild idempotent producer state when leadership moves). `data` is
   stored EXTERNAL: out of line, never compressed again by PostgreSQL (the client compressed it or chose not
   to).
+
+Version 2 adds to `herd_partitions` the partition's leader epochs with the offset each began at (`epochs`,
+`epoch_starts`, in ascending order, the current epoch last): Kafka's leader-epoch cache, which OffsetForLeaderEpoch
+answers from. Every leadership change appends the new epoch with the log end offset at that moment, in the same
+UPDATE that bumps the epoch; the commits are fenced on the same row, so that offset is exactly where the new
+leader's writes begin. Partitions of a version 1 database get the epochs their stored batches carry, and their
+current epoch.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ from herd.log.postgres.errors import DatabaseError
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 MIGRATION_LOCK = 0x68657264  # 'herd': pg_advisory_xact_lock key serialising migrations
 METADATA_CHANNEL = "herd_metadata"  # NOTIFY channel: nodes, topics or leaders changed
 
@@ -89,8 +96,24 @@ CREATE TABLE herd_batches (
 ALTER TABLE herd_batches ALTER COLUMN data SET STORAGE EXTERNAL;
 """
 
+_V2 = """
+ALTER TABLE herd_partitions ADD COLUMN epochs integer[] NOT NULL DEFAULT '{}',
+                            ADD COLUMN epoch_starts bigint[] NOT NULL DEFAULT '{}';
+UPDATE herd_partitions AS p SET epochs = h.epochs, epoch_starts = h.starts
+  FROM (SELECT pid, array_agg(leader_epoch ORDER BY leader_epoch) AS epochs,
+               array_agg(start ORDER BY leader_epoch) AS starts
+          FROM (SELECT pid, leader_epoch, min(base_offset) AS start FROM herd_batches
+                 GROUP BY pid, leader_epoch) AS e
+         GROUP BY pid) AS h
+ WHERE h.pid = p.pid;
+UPDATE herd_partitions SET epochs = epochs || leader_epoch, epoch_starts = epoch_starts || log_end_offset
+ WHERE NOT (leader_epoch = ANY (epochs));
+ALTER TABLE herd_partitions ALTER COLUMN epochs SET DEFAULT '{0}',
+                            ALTER COLUMN epoch_starts SET DEFAULT '{0}';
+"""
+
 # version -> the SQL that takes the schema from version - 1 to it
-MIGRATIONS: dict[int, str] = {1: _V1}
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
 
 
 class SchemaError(DatabaseError):

@@ -65,6 +65,8 @@ ORDER BY max_timestamp DESC, base_offset LIMIT 1
 
 PARTITION = "SELECT leader, leader_epoch, log_start_offset, log_end_offset FROM herd_partitions WHERE pid = %s"
 
+EPOCHS = "SELECT leader, leader_epoch, epochs, epoch_starts FROM herd_partitions WHERE pid = %s"
+
 SIZES = """
 SELECT p.cleaner_offset, coalesce(sum(b.size), 0),
        coalesce(sum(b.size) FILTER (WHERE b.last_offset >= p.cleaner_offset), 0)

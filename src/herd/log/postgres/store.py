@@ -56,6 +56,7 @@ from herd.log.api import (
     RETAINED_PRODUCER_BATCHES,
     AppendResult,
     CompactionStats,
+    EpochHistory,
     KafkaStorageError,
     LogConfig,
     LogError,
@@ -204,6 +205,7 @@ class PgPartitionLog:
         self._sizes: tuple[int, int] | None = None  # (bytes stored, bytes not yet compacted), once known
         self._cleaner_offset = 0  # where the last compaction pass ended (read with `_sizes`)
         self._average_batch = 1024  # bytes, as the last read from the database found (sizes its next query)
+        self._epochs: EpochHistory | None = None  # the epoch history up to this leader's: fixed while it leads
         self.commits = 0  # transactions committed (for tests and benchmarks)
 
     # -- offsets -----------------------------------------------------------------------------------------------
@@ -659,6 +661,17 @@ class PgPartitionLog:
         return self._sizes
 
     # -- producer state ------------------------------------------------------------------------------------------
+
+    async def epoch_history(self) -> EpochHistory:
+        """Read once: what came before this leader's epoch cannot change while it leads."""
+        if self._epochs is None:
+            self._check_leading()
+            rows = await self._run(sql.EPOCHS, (self.pid,), binary=False)
+            if not rows or (rows[0][0], rows[0][1]) != (self._store.node_id, self.leader_epoch):
+                raise self._not_leader()
+            self._epochs = tuple((epoch, start) for epoch, start in zip(rows[0][2], rows[0][3], strict=True)
+                                 if epoch <= self.leader_epoch)
+        return self._epochs
 
     async def producer_state(self) -> list[ProducerBatch]:
         """The last batches (up to five) of every idempotent producer among the most recent

@@ -124,9 +124,9 @@ class _Reads:
                 if log is None:  # another node leads it (cluster mode)
                     partitions.append(_partition(b, p.partition, ErrorCode.not_leader_or_follower))
                     continue
-                epoch_error = _epoch_error(getattr(p, "current_leader_epoch", -1), log.leader_epoch)
-                if epoch_error is not None:
-                    partitions.append(_partition(b, p.partition, epoch_error))
+                fenced = epoch_error(getattr(p, "current_leader_epoch", -1), log.leader_epoch)
+                if fenced is not None:
+                    partitions.append(_partition(b, p.partition, fenced))
                     continue
                 limit = min(p.partition_max_bytes, self.budget - self.total)
                 if limit <= 0 and self.total > 0:
@@ -150,7 +150,7 @@ class _Reads:
                                responses=tuple(self.topics), node_endpoints=())
 
 
-def _epoch_error(requested: int, epoch: int) -> ErrorCode | None:
+def epoch_error(requested: int, epoch: int) -> ErrorCode | None:
     """Kafka's check of the client's current leader epoch (v9+; -1: not given) against the leader's:
     FENCED_LEADER_EPOCH when the client's is older (it refreshes its metadata), UNKNOWN_LEADER_EPOCH when newer
     (this node has not yet seen the change; the client retries). A single node leads at epoch 0."""

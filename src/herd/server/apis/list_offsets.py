@@ -8,7 +8,8 @@ Special timestamps: -1 latest (the log end offset), -2 earliest (the log start o
 largest timestamp, -4 earliest local (herd keeps everything locally, so the log start), -5 latest tiered and -6
 earliest pending upload (herd has no tiered storage: offset -1). A non-negative timestamp finds the first offset
 whose timestamp is at least that (offset -1 when there is none). In cluster mode a partition another node
-leads gets NOT_LEADER_OR_FOLLOWER, and searches by timestamp in PostgreSQL are awaited.
+leads gets NOT_LEADER_OR_FOLLOWER, and searches by timestamp in PostgreSQL are awaited. From v4 the client's current
+leader epoch is checked as Fetch checks it (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH; -1: not checked).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from kio.schema.errors import ErrorCode
 from herd.log.api import LogError, PartitionLog, TimestampOffset
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import resolve_topic
+from herd.server.apis.fetch import epoch_error
 from herd.server.broker import RequestContext
 
 API_KEY = 2
@@ -44,6 +46,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             log = topic.partitions[index]
             if log is None:  # another node leads it (cluster mode)
                 partitions.append(_answer(b, index, ErrorCode.not_leader_or_follower))
+            elif (fenced := epoch_error(getattr(p, "current_leader_epoch", -1), log.leader_epoch)) is not None:
+                partitions.append(_answer(b, index, fenced))
             elif log.remote and (p.timestamp == MAX_TIMESTAMP or p.timestamp >= 0):
                 searches.append((partitions, len(partitions), _search_remote(b, index, log, p.timestamp)))
                 partitions.append(None)

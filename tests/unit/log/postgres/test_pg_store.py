@@ -648,3 +648,61 @@ def test_the_coordinators_compactor_has_a_remote_partition_compact_itself_and_st
             assert values(await log.read_async(0, 1 << 20))  # still readable
 
     run(main)
+
+
+# -- leader epochs -------------------------------------------------------------------------------------------------
+
+
+def test_the_epoch_history_names_where_each_leader_began_and_a_deposed_leader_cannot_read_it(pg_url):
+    """Every epoch bump (the cluster's NEW_EPOCH) starts an epoch at the log end offset of the moment; a leader
+    reads the history up to its own epoch once, and a deposed one is told it no longer leads."""
+    from herd.cluster.shared import NEW_EPOCH
+    from herd.log.api import end_offset_for_epoch
+
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            first = open_log(store, pg_url, pid)
+            assert await first.epoch_history() == ((0, 0),)
+            await append(first, batch([b"a", b"b", b"c"]))
+            await store.close_partition(first, flush=True)
+            sql(pg_url, "UPDATE herd_partitions SET " + NEW_EPOCH + " WHERE pid = %s", (pid,))
+            sql(pg_url, "UPDATE herd_partitions SET " + NEW_EPOCH + " WHERE pid = %s", (pid,))  # led by nobody
+            second = open_log(store, pg_url, pid)
+            await append(second, batch([b"d"]))
+            history = await second.epoch_history()
+            assert history == ((0, 0), (1, 3), (2, 3))
+            assert end_offset_for_epoch(history, 0, second.log_end_offset) == (0, 3)
+            assert end_offset_for_epoch(history, 2, second.log_end_offset) == (2, 4)
+            third = store.open_partition("t", 0, LogConfig(), pid=pid, leader_epoch=2, log_start_offset=0,
+                                         log_end_offset=4)
+            sql(pg_url, "UPDATE herd_partitions SET " + NEW_EPOCH + " WHERE pid = %s", (pid,))
+            with pytest.raises(NotLeaderError):
+                await third.epoch_history()
+
+    run(main)
+
+
+def test_a_version_1_database_gets_the_epochs_its_batches_carry(postgres_server):
+    """Migrating to version 2 fills the epoch history from the stored batches, plus each partition's current
+    epoch where nothing was written at it yet."""
+    url = postgres_server.create_database("pg_store_schema_v1", replace=True)
+    sql(url, schema.MIGRATIONS[1])
+    sql(url, "INSERT INTO herd_meta (key, value) VALUES ('schema_version', '1')")
+    topic_id = uuid.uuid4()
+    sql(url, "INSERT INTO herd_topics (topic_id, name, partitions) VALUES (%s, 'old', 2)", (topic_id,))
+    written, idle = (r[0] for r in sql(url, "INSERT INTO herd_partitions (topic_id, partition, leader, leader_epoch, "
+                                            "log_end_offset) VALUES (%s, 0, 1, 5, 9), (%s, 1, 1, 3, 0) RETURNING pid",
+                                       (topic_id, topic_id)))
+    for base, last, epoch in ((0, 3, 0), (4, 5, 2), (6, 8, 5)):
+        sql(url, "INSERT INTO herd_batches (pid, base_offset, last_offset, max_timestamp, leader_epoch, record_count, "
+                 "size, data) VALUES (%s, %s, %s, 0, %s, 1, 1, '\\x00')", (written, base, last, epoch))
+
+    async def upgrade() -> None:
+        async with await psycopg.AsyncConnection.connect(url) as conn:
+            await schema.migrate(conn, "the old database")
+
+    asyncio.run(upgrade())
+    rows = dict((r[0], (r[1], r[2])) for r in sql(url, "SELECT pid, epochs, epoch_starts FROM herd_partitions"))
+    assert rows == {written: ([0, 2, 5], [0, 4, 6]), idle: ([3], [0])}

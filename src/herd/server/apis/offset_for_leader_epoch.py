@@ -1,0 +1,82 @@
+"""OffsetForLeaderEpoch (key 23), v2-v4.
+
+v2: the client's current leader epoch (checked as Fetch checks it) and throttle time (Kafka 4.x's lowest,
+KIP-896). v3: replica id. v4: flexible.
+
+A consumer that sees a partition's leader epoch change (KIP-320) asks the new leader where the epoch of its
+position ended, and finds out whether the log was truncated under it; kafka-python's consumer does not fetch from
+the partition again until it has an answer. For each partition the answer is the largest epoch at most the one
+asked for and the offset where the next epoch began, or the high watermark for the current epoch (Kafka answers
+its log end offset, which on herd's leader is the committed end: nothing above it is ever read), as Kafka's
+leader-epoch cache does (`herd.log.api.end_offset_for_epoch`). A single node leads every partition at epoch 0
+from offset 0; in cluster mode every leadership change starts an epoch at the log end offset of the moment
+(herd.log.postgres.schema), read from PostgreSQL on the first request to the leader. A partition another node
+leads gets NOT_LEADER_OR_FOLLOWER; a current leader epoch older than the leader's FENCED_LEADER_EPOCH, a newer
+one UNKNOWN_LEADER_EPOCH (-1: not checked). herd has no follower replicas: a request with a replica id is
+answered as a consumer's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from herd.log.api import SINGLE_NODE_EPOCHS, LogError, PartitionLog, as_remote, end_offset_for_epoch
+from herd.server.apis._build import Builder, ctx_builder
+from herd.server.apis._topics import resolve_topic
+from herd.server.apis.fetch import epoch_error
+from herd.server.broker import RequestContext
+
+API_KEY = 23
+MIN_VERSION = 2
+MAX_VERSION = 4
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    b = ctx_builder(ctx)
+    topics = []
+    remote: list[tuple[list[Any], int, Any]] = []  # (answers, position, coroutine of the answer)
+    for entry in request.topics:
+        topic, error = resolve_topic(ctx.broker, entry)
+        answers: list[Any] = []
+        for p in entry.partitions:
+            index = p.partition
+            if topic is None or not 0 <= index < len(topic.partitions):
+                answers.append(_answer(b, index, error if topic is None else ErrorCode.unknown_topic_or_partition))
+                continue
+            log = topic.partitions[index]
+            if log is None:  # another node leads it (cluster mode)
+                answers.append(_answer(b, index, ErrorCode.not_leader_or_follower))
+            elif (fenced := epoch_error(p.current_leader_epoch, log.leader_epoch)) is not None:
+                answers.append(_answer(b, index, fenced))
+            elif log.remote:
+                remote.append((answers, len(answers), _remote_answer(b, index, log, p.leader_epoch)))
+                answers.append(None)
+            else:
+                epoch, end = end_offset_for_epoch(SINGLE_NODE_EPOCHS, p.leader_epoch, log.log_end_offset)
+                answers.append(_answer(b, index, ErrorCode.none, epoch, end))
+        topics.append(b("OffsetForLeaderTopicResult", topic=entry.topic, partitions=answers))  # filled in by _after_reads
+    response = b.response(throttle_time=0, topics=tuple(topics))
+    if remote:
+        return _after_reads(response, remote)
+    return response
+
+
+async def _after_reads(response: Any, remote: list[tuple[list[Any], int, Any]]) -> Any:
+    for answers, position, answer in remote:
+        answers[position] = await answer
+    return response
+
+
+async def _remote_answer(b: Builder, index: int, log: PartitionLog, requested: int) -> Any:
+    try:
+        history = await as_remote(log).epoch_history()
+    except LogError as e:  # NOT_LEADER_OR_FOLLOWER if it moved meanwhile, KAFKA_STORAGE_ERROR
+        return _answer(b, index, ErrorCode(e.error_code))
+    epoch, end = end_offset_for_epoch(history, requested, log.log_end_offset)
+    return _answer(b, index, ErrorCode.none, epoch, end)
+
+
+def _answer(b: Builder, index: int, error: ErrorCode, epoch: int = -1, end_offset: int = -1) -> Any:
+    return b("EpochEndOffset", error_code=error, partition=index, leader_epoch=epoch, end_offset=end_offset)
