@@ -606,6 +606,10 @@ class HerdConsumers(threading.Thread):
             for tp, offset in positions.items():
                 self.acked[tp.partition] = max(self.acked.get(tp.partition, 0), offset)
 
+    def caught_up(self, ends: dict[int, int]) -> bool:
+        """Consumed every partition up to `ends`, and had that committed."""
+        return all(self.acked.get(p, 0) >= end for p, end in ends.items())
+
     def stop(self) -> None:
         self._halt.set()
         self.join(30)
@@ -740,7 +744,7 @@ def test_a_coordinator_paused_past_its_lease_is_fenced_while_its_groups_carry_on
             assert commit_error(late.raw.receive()) == NOT_COORDINATOR
 
             ends = end_offsets(cluster, topic, partitions)
-            wait_for(lambda: caught_up(real, ends) and caught_up_herd(herd, ends), 60, "the consumers catching up",
+            wait_for(lambda: caught_up(real, ends) and herd.caught_up(ends), 60, "the consumers catching up",
                      0.05)
             assert herd.error is None and not herd.commit_errors, (herd.error, herd.commit_errors)
         finally:
@@ -838,8 +842,9 @@ def test_a_pre_registration_made_before_a_kill_9_of_the_coordinator_still_holds_
 
 def test_herd_client_and_cli_follow_a_kill_9_of_the_coordinator(nodes: HerdCluster) -> None:
     """Two consumers of herd's own client; kill -9 their coordinator. They keep consuming and committing, with
-    no rebalance; `herd groups list` and `herd groups describe --state`, started right after the kill with the
-    dead node first in their bootstrap list, answer once the group has moved, and name its new coordinator."""
+    no rebalance. `herd groups list` and `herd groups describe --state`, started right after the kill with the
+    dead node first in their bootstrap list, answer once the group has moved, and name its new coordinator; after
+    the move `describe --state` and `describe` (offsets and lag) work as before."""
     cluster, victim = nodes, 0
     (group,) = groups_on(cluster, victim, "herd-client")
     topic, partitions = "herd-client", 4
@@ -860,7 +865,7 @@ def test_herd_client_and_cli_follow_a_kill_9_of_the_coordinator(nodes: HerdClust
                       for args in (("list",), ("describe", "--group", group, "--state", "--output", "json"))]
             new = wait_coordinated(cluster, [group], not_by=victim)[group]
             ends = end_offsets(cluster, topic, partitions)
-            wait_for(lambda: caught_up_herd(consuming, ends), 60, "consuming on, committed at the new coordinator",
+            wait_for(lambda: consuming.caught_up(ends), 60, "consuming on, committed at the new coordinator",
                      0.05)
             assert consuming.error is None and not consuming.commit_errors, (consuming.error, consuming.commit_errors)
             assert [(c.member.generation_id, list(c.events)) for c in consuming.consumers] == before
@@ -879,7 +884,3 @@ def test_herd_client_and_cli_follow_a_kill_9_of_the_coordinator(nodes: HerdClust
             assert sorted(int(r[2]) for r in rows) == list(range(partitions))
         finally:
             consuming.stop()
-
-
-def caught_up_herd(consuming: HerdConsumers, ends: dict[int, int]) -> bool:
-    return all(consuming.acked.get(p, 0) >= end for p, end in ends.items())
