@@ -182,13 +182,24 @@ class Admin(TopicAdmin, PreregistrationAdmin):
     # -- listing and describing groups --------------------------------------------------------------------
 
     async def list_groups(self, states: Iterable[str] = (), types: Iterable[str] = ()) -> list[GroupListing]:
-        """Every group of every broker, filtered by state and type (case-insensitive), sorted by id."""
+        """Every group of every broker, filtered by state and type (case-insensitive), sorted by id.
+
+        A broker that cannot be reached, or that answers COORDINATOR_LOAD_IN_PROGRESS or COORDINATOR_NOT_AVAILABLE
+        (a coordinator partition moving to it), makes the whole listing start again after a backoff, from the
+        brokers the metadata names then, until the request timeout: Java's Admin retries such a broker's
+        ListGroups the same way (KafkaAdminClient.listConsumerGroups in apache/kafka,
+        clients/src/main/java/org/apache/kafka/clients/admin/KafkaAdminClient.java), and asking every broker
+        again is what lists the groups of a broker that died at the node that took its partitions over."""
         states, types = tuple(states), tuple(types)
-        listings: dict[str, GroupListing] = {}
-        for node in (await self.client.metadata([])).brokers:
-            for listing in await self._list_groups_at(node, states, types):
-                listings[listing.group_id] = listing
-        return [listings[g] for g in sorted(listings)]
+
+        async def every_broker() -> list[GroupListing]:
+            listings: dict[str, GroupListing] = {}
+            for node in (await self.client.metadata([])).brokers:
+                for listing in await self._list_groups_at(node, states, types):
+                    listings[listing.group_id] = listing
+            return [listings[g] for g in sorted(listings)]
+
+        return await self.client.retrying(every_broker)
 
     async def _list_groups_at(self, node: int, states: tuple[str, ...], types: tuple[str, ...]
                               ) -> list[GroupListing]:

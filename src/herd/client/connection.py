@@ -226,6 +226,8 @@ class BrokerConnection:
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except asyncio.TimeoutError:
             self.close(f"{API_NAMES.get(api_key, api_key)} timed out after {timeout:g}s")
+            if future.done() and not future.cancelled():
+                future.exception()  # failed by `close`, and awaited by no one now that the shield was cancelled
             raise ConnectionLost(f"request to {self.host}:{self.port} timed out") from None
 
     async def _read_loop(self) -> None:
@@ -401,7 +403,7 @@ class KafkaClient:
         known = self._coordinators.get(group_id)
         if known is not None:
             return known
-        node = await self._retrying(lambda: self._lookup(group_id), timeout_ms)
+        node = await self.retrying(lambda: self._lookup(group_id), timeout_ms)
         self._coordinators[group_id] = node
         return node
 
@@ -447,9 +449,11 @@ class KafkaClient:
                 raise KafkaError(code)
             return version, body
 
-        return await self._retrying(attempt, timeout_ms)
+        return await self.retrying(attempt, timeout_ms)
 
-    async def _retrying(self, attempt: Callable[[], Awaitable[T]], timeout_ms: int | None) -> T:
+    async def retrying(self, attempt: Callable[[], Awaitable[T]], timeout_ms: int | None = None) -> T:
+        """`attempt()`, tried again after a backoff while it raises ConnectionLost or a coordinator error, until
+        `timeout_ms` (the request timeout by default); then the last error is raised."""
         loop = asyncio.get_running_loop()
         deadline = loop.time() + (timeout_ms if timeout_ms is not None else self.request_timeout_ms) / 1000
         tries = 0

@@ -18,7 +18,9 @@ added, `on_revoked` those given up, `on_lost` those lost without a chance to com
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -36,7 +38,7 @@ from herd.client.consumer_protocol import (
     encode_subscription,
     group_by_topic,
 )
-from herd.client.errors import KafkaError
+from herd.client.errors import ConnectionLost, KafkaError
 from herd.client.group import GroupMember
 from herd.client.group_protocol import GroupAssignment, GroupProtocol, JoinedMember
 from herd.client.offsets import EARLIEST, LATEST, commit_offsets, fetch_committed, list_offsets
@@ -44,6 +46,8 @@ from herd.client.records import Record, decode_batches
 from herd.client.wire import RequestBuilder
 
 __all__ = ["ConsumerGroupProtocol", "GroupConsumer", "PartitionsCallback", "partitions_of"]
+
+log = logging.getLogger(__name__)
 
 FETCH = 1
 PartitionsCallback = Callable[[frozenset[TopicPartition]], Any]
@@ -223,19 +227,41 @@ class GroupConsumer:
             raise KafkaError(code, f"commit failed: {ErrorCode(code).name.upper()} for {sorted(failed)}")
 
     async def getmany(self, timeout_ms: int = 500, max_bytes: int = 1 << 20) -> dict[TopicPartition, list[Record]]:
-        """Records from the assigned partitions' positions on (waits up to `timeout_ms` for some)."""
+        """Records from the assigned partitions' positions on (waits up to `timeout_ms` for some).
+
+        A partition whose leader cannot be reached (it died, or its leadership is moving) yields nothing this
+        time and is fetched again on the next call, from the leader the metadata names then, as Java's Fetcher
+        does after a failed fetch; the others are fetched as usual. The call waits a retry backoff (at most
+        `timeout_ms`) when nothing could be fetched for that reason, so a loop around it does not spin."""
         positions = dict(self.positions)
         if not positions:
             return {}
-        metadata = await self.client.metadata(sorted({tp.topic for tp in positions}))
+        try:
+            metadata = await self.client.metadata(sorted({tp.topic for tp in positions}))
+        except ConnectionLost:  # no broker answered
+            await self._back_off(timeout_ms)
+            return {}
         by_leader: dict[int, dict[TopicPartition, int]] = {}
         for tp, offset in positions.items():
             leader = metadata.topics[tp.topic].partitions.get(tp.partition, -1)
             by_leader.setdefault(leader, {})[tp] = offset
         out: dict[TopicPartition, list[Record]] = {}
+        unreachable = 0
         for leader, wanted in by_leader.items():
-            out.update(await self._fetch(leader, wanted, timeout_ms, max_bytes))
+            try:
+                if leader < 0:
+                    raise ConnectionLost(f"no leader for {sorted(wanted)}")
+                out.update(await self._fetch(leader, wanted, timeout_ms, max_bytes))
+            except ConnectionLost as exc:
+                log.debug("group %s: fetching %s failed (%s); fetched again on the next call", self.group_id,
+                          sorted(wanted), exc)
+                unreachable += 1
+        if unreachable == len(by_leader):
+            await self._back_off(timeout_ms)
         return {tp: records for tp, records in out.items() if records}
+
+    async def _back_off(self, timeout_ms: int) -> None:
+        await asyncio.sleep(min(timeout_ms, self.client.backoff.initial_ms) / 1000)
 
     async def _fetch(self, leader: int, wanted: dict[TopicPartition, int], timeout_ms: int, max_bytes: int
                      ) -> dict[TopicPartition, list[Record]]:
