@@ -10,6 +10,7 @@ values are turned into the types kio's writer expects (error codes into `ErrorCo
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from functools import lru_cache
 from typing import Any
 
@@ -44,3 +45,26 @@ def ctx_builder(ctx: Any) -> Builder:
 
 
 __all__ = ["Builder", "builder", "ctx_builder", "make", "ms"]
+
+
+class LaterAnswers:
+    """Answers of a response that wait for the database (cluster mode): `add` keeps each one's place in its list
+    of answers, and `respond(response)` is the response itself when none waits, else a coroutine of it that puts
+    each answer in its place first."""
+
+    __slots__ = ("_pending",)
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[list[Any], int, Awaitable[Any]]] = []
+
+    def add(self, answers: list[Any], answer: Awaitable[Any]) -> None:
+        self._pending.append((answers, len(answers), answer))
+        answers.append(None)
+
+    def respond(self, response: Any) -> Any:
+        return self._filled(response) if self._pending else response
+
+    async def _filled(self, response: Any) -> Any:
+        for answers, position, answer in self._pending:
+            answers[position] = await answer
+        return response

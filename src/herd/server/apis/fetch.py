@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 from herd.log.api import LogError
 from herd.log.batch import INT32_MAX
 from herd.server.apis._build import Builder, ctx_builder, ms
-from herd.server.apis._topics import resolve_topic
+from herd.server.apis._topics import led_partition, resolve_topic
 from herd.server.broker import RequestContext
 
 API_KEY = 1
@@ -116,17 +116,9 @@ class _Reads:
             topic, topic_error = resolve_topic(self.ctx.broker, entry)
             partitions = []
             for p in entry.partitions:
-                if topic is None or not 0 <= p.partition < len(topic.partitions):
-                    error = topic_error if topic is None else ErrorCode.unknown_topic_or_partition
-                    partitions.append(_partition(b, p.partition, error))
-                    continue
-                log = topic.partitions[p.partition]
-                if log is None:  # another node leads it (cluster mode)
-                    partitions.append(_partition(b, p.partition, ErrorCode.not_leader_or_follower))
-                    continue
-                fenced = epoch_error(getattr(p, "current_leader_epoch", -1), log.leader_epoch)
-                if fenced is not None:
-                    partitions.append(_partition(b, p.partition, fenced))
+                log = led_partition(topic, topic_error, p.partition, getattr(p, "current_leader_epoch", -1))
+                if isinstance(log, ErrorCode):
+                    partitions.append(_partition(b, p.partition, log))
                     continue
                 limit = min(p.partition_max_bytes, self.budget - self.total)
                 if limit <= 0 and self.total > 0:
@@ -148,19 +140,6 @@ class _Reads:
     def response(self) -> Any:
         return self.b.response(throttle_time=0, error_code=ErrorCode.none, session_id=0,
                                responses=tuple(self.topics), node_endpoints=())
-
-
-def epoch_error(requested: int, epoch: int) -> ErrorCode | None:
-    """Kafka's check of the client's current leader epoch (v9+; -1: not given) against the leader's:
-    FENCED_LEADER_EPOCH when the client's is older (it refreshes its metadata), UNKNOWN_LEADER_EPOCH when newer
-    (this node has not yet seen the change; the client retries). A single node leads at epoch 0."""
-    if requested < 0:
-        return None
-    if requested < epoch:
-        return ErrorCode.fenced_leader_epoch
-    if requested > epoch:
-        return ErrorCode.unknown_leader_epoch
-    return None
 
 
 def _partition(b: Builder, index: int, error: ErrorCode, log: Any = None, records: bytes = b"") -> Any:

@@ -19,9 +19,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.log.api import LogError, PartitionLog, TimestampOffset
-from herd.server.apis._build import Builder, ctx_builder
-from herd.server.apis._topics import resolve_topic
-from herd.server.apis.fetch import epoch_error
+from herd.server.apis._build import Builder, LaterAnswers, ctx_builder
+from herd.server.apis._topics import led_partition, resolve_topic
 from herd.server.broker import RequestContext
 
 API_KEY = 2
@@ -33,37 +32,22 @@ LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
+    later = LaterAnswers()  # cluster mode: searches by timestamp in PostgreSQL
     topics = []
-    searches: list[tuple[list[Any], int, Any]] = []  # cluster mode: (answers, position, coroutine of the answer)
     for entry in request.topics:
-        topic, error = resolve_topic(ctx.broker, entry)
+        topic, topic_error = resolve_topic(ctx.broker, entry)
         partitions: list[Any] = []
         for p in entry.partitions:
             index = p.partition_index
-            if topic is None or not 0 <= index < len(topic.partitions):
-                partitions.append(_answer(b, index, error if topic is None else ErrorCode.unknown_topic_or_partition))
-                continue
-            log = topic.partitions[index]
-            if log is None:  # another node leads it (cluster mode)
-                partitions.append(_answer(b, index, ErrorCode.not_leader_or_follower))
-            elif (fenced := epoch_error(getattr(p, "current_leader_epoch", -1), log.leader_epoch)) is not None:
-                partitions.append(_answer(b, index, fenced))
+            log = led_partition(topic, topic_error, index, getattr(p, "current_leader_epoch", -1))
+            if isinstance(log, ErrorCode):
+                partitions.append(_answer(b, index, log))
             elif log.remote and (p.timestamp == MAX_TIMESTAMP or p.timestamp >= 0):
-                searches.append((partitions, len(partitions), _search_remote(b, index, log, p.timestamp)))
-                partitions.append(None)
+                later.add(partitions, _search_remote(b, index, log, p.timestamp))
             else:
                 partitions.append(_lookup(b, index, log, p.timestamp))
         topics.append(b("ListOffsetsTopicResponse", name=entry.name, partitions=partitions))
-    response = b.response(throttle_time=0, topics=tuple(topics))
-    if searches:
-        return _after_searches(response, searches)
-    return response
-
-
-async def _after_searches(response: Any, searches: list[tuple[list[Any], int, Any]]) -> Any:
-    for answers, position, search in searches:
-        answers[position] = await search
-    return response
+    return later.respond(b.response(throttle_time=0, topics=tuple(topics)))
 
 
 def _lookup(b: Builder, index: int, log: PartitionLog, timestamp: int) -> Any:

@@ -23,9 +23,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.log.api import SINGLE_NODE_EPOCHS, LogError, PartitionLog, as_remote, end_offset_for_epoch
-from herd.server.apis._build import Builder, ctx_builder
-from herd.server.apis._topics import resolve_topic
-from herd.server.apis.fetch import epoch_error
+from herd.server.apis._build import Builder, LaterAnswers, ctx_builder
+from herd.server.apis._topics import led_partition, resolve_topic
 from herd.server.broker import RequestContext
 
 API_KEY = 23
@@ -35,38 +34,22 @@ MAX_VERSION = 4
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
+    later = LaterAnswers()  # cluster mode: the epoch history is read from PostgreSQL
     topics = []
-    remote: list[tuple[list[Any], int, Any]] = []  # (answers, position, coroutine of the answer)
     for entry in request.topics:
-        topic, error = resolve_topic(ctx.broker, entry)
+        topic, topic_error = resolve_topic(ctx.broker, entry)
         answers: list[Any] = []
         for p in entry.partitions:
-            index = p.partition
-            if topic is None or not 0 <= index < len(topic.partitions):
-                answers.append(_answer(b, index, error if topic is None else ErrorCode.unknown_topic_or_partition))
-                continue
-            log = topic.partitions[index]
-            if log is None:  # another node leads it (cluster mode)
-                answers.append(_answer(b, index, ErrorCode.not_leader_or_follower))
-            elif (fenced := epoch_error(p.current_leader_epoch, log.leader_epoch)) is not None:
-                answers.append(_answer(b, index, fenced))
+            log = led_partition(topic, topic_error, p.partition, p.current_leader_epoch)
+            if isinstance(log, ErrorCode):
+                answers.append(_answer(b, p.partition, log))
             elif log.remote:
-                remote.append((answers, len(answers), _remote_answer(b, index, log, p.leader_epoch)))
-                answers.append(None)
+                later.add(answers, _remote_answer(b, p.partition, log, p.leader_epoch))
             else:
                 epoch, end = end_offset_for_epoch(SINGLE_NODE_EPOCHS, p.leader_epoch, log.log_end_offset)
-                answers.append(_answer(b, index, ErrorCode.none, epoch, end))
-        topics.append(b("OffsetForLeaderTopicResult", topic=entry.topic, partitions=answers))  # filled in by _after_reads
-    response = b.response(throttle_time=0, topics=tuple(topics))
-    if remote:
-        return _after_reads(response, remote)
-    return response
-
-
-async def _after_reads(response: Any, remote: list[tuple[list[Any], int, Any]]) -> Any:
-    for answers, position, answer in remote:
-        answers[position] = await answer
-    return response
+                answers.append(_answer(b, p.partition, ErrorCode.none, epoch, end))
+        topics.append(b("OffsetForLeaderTopicResult", topic=entry.topic, partitions=answers))
+    return later.respond(b.response(throttle_time=0, topics=tuple(topics)))
 
 
 async def _remote_answer(b: Builder, index: int, log: PartitionLog, requested: int) -> Any:

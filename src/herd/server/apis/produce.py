@@ -22,10 +22,10 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.log.api import LogError
+from herd.log.api import LogError, PartitionLog
 from herd.log.records import check_records
 from herd.server.apis._build import Builder, ctx_builder
-from herd.server.apis._topics import resolve_topic, topic_ref
+from herd.server.apis._topics import led_partition, resolve_topic, topic_ref
 from herd.server.broker import RequestContext
 
 log = logging.getLogger(__name__)
@@ -59,28 +59,23 @@ def _produce_topic(b: Builder, ctx: RequestContext, entry: Any, error: ErrorCode
         error = ErrorCode.invalid_topic_exception
     results: list[Any] = []
     for data in entry.partition_data:
-        if error is not ErrorCode.none:
-            results.append(_result(b, data.index, error))
-        elif topic is None or not 0 <= data.index < len(topic.partitions):
-            results.append(_result(b, data.index, topic_error if topic is None else
-                                   ErrorCode.unknown_topic_or_partition))
-        elif topic.partitions[data.index] is None:  # another node leads it (cluster mode)
-            results.append(_result(b, data.index, ErrorCode.not_leader_or_follower))
+        log = led_partition(topic, topic_error, data.index) if error is ErrorCode.none else error
+        if isinstance(log, ErrorCode):
+            results.append(_result(b, data.index, log))
         else:
-            answer, committing = _append(b, ctx, topic, data)
+            answer, committing = _append(b, ctx, log, data)
             if committing is not None:  # the answer waits for the commit (cluster mode)
-                commits.append(_Commit(committing, (topic.name, data.index), results, len(results)))
+                commits.append(_Commit(committing, (log.topic, data.index), results, len(results)))
             results.append(answer)
     return b("TopicProduceResponse", **topic_ref(entry), partition_responses=results)
 
 
-def _append(b: Builder, ctx: RequestContext, topic: Any, data: Any) -> tuple[Any, tuple[Any, int] | None]:
+def _append(b: Builder, ctx: RequestContext, log: PartitionLog, data: Any) -> tuple[Any, tuple[Any, int] | None]:
     """The partition's answer, and for a remote log the (log, end offset) its acknowledgement waits for."""
     records = data.records
     broker = ctx.broker
     if not records:
         return _result(b, data.index, ErrorCode.invalid_record, message="no records"), None
-    log = topic.partitions[data.index]
     now = broker.now_ms()
     try:
         check_records(records, broker.config.get("herd.message.max.decompressed.bytes"))
@@ -93,7 +88,7 @@ def _append(b: Builder, ctx: RequestContext, topic: Any, data: Any) -> tuple[Any
                      log_append_time=result.log_append_time, log_start_offset=result.log_start_offset)
     if log.remote:  # acknowledged once its transaction has committed
         return answer, (log, result.last_offset + 1)
-    broker.notify_append((topic.name, data.index))
+    broker.notify_append((log.topic, data.index))
     return answer, None
 
 
