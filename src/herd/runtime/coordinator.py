@@ -163,9 +163,11 @@ class CoordinatorRuntime:
     # -- disk failures -----------------------------------------------------------------------------------------
 
     def _shard_failed(self, shard: ShardRuntime, error: BaseException, answered: int) -> None:
-        """A shard failed on its disk: log it (once per streak of failures) and reload it after the backoff."""
+        """A shard failed on its disk: log it (once per streak of failures) and reload it after the backoff. A
+        shard whose write was fenced (NotLeaderError: another node leads the partition now, cluster mode) has
+        not failed but lost its partition: the cluster's view unloads it, nothing is reloaded."""
         partition = shard.partition
-        if isinstance(error, NotLeaderError):  # deposed (cluster mode): the cluster's view unloads it, no reload
+        if isinstance(error, NotLeaderError):
             log.info("__consumer_offsets-%d is no longer led here (%s): %d pending requests answered NOT_COORDINATOR",
                      partition, error, answered)
             return
