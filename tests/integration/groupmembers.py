@@ -285,23 +285,31 @@ class AiokafkaMember(Member):
     def _run(self) -> None:
         asyncio.run(self._main())
 
-    async def _main(self) -> None:
-        from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+    def _config(self) -> dict[str, Any]:
         from aiokafka.coordinator.assignors.range import RangePartitionAssignor
         from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
         assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap, group_id=self.group, client_id=f"ak-{self.member_name}",
-            group_instance_id=self.instance_id, session_timeout_ms=self.session_ms,
-            heartbeat_interval_ms=HEARTBEAT_MS, max_poll_interval_ms=REBALANCE_MS, rebalance_timeout_ms=REBALANCE_MS,
-            enable_auto_commit=False, auto_offset_reset="earliest", metadata_max_age_ms=METADATA_MS,
-            partition_assignment_strategy=(assignors[self.assignor],), fetch_max_wait_ms=100)
+        return dict(bootstrap_servers=self.bootstrap, group_id=self.group, client_id=f"ak-{self.member_name}",
+                    group_instance_id=self.instance_id, session_timeout_ms=self.session_ms,
+                    heartbeat_interval_ms=HEARTBEAT_MS, max_poll_interval_ms=REBALANCE_MS,
+                    rebalance_timeout_ms=REBALANCE_MS, enable_auto_commit=False, auto_offset_reset="earliest",
+                    metadata_max_age_ms=METADATA_MS, partition_assignment_strategy=(assignors[self.assignor],),
+                    fetch_max_wait_ms=100)
+
+    async def _revoking(self) -> None:
+        """Called in the revocation callback, after the commit: a subclass may hold the member there."""
+
+    async def _main(self) -> None:
+        from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+
+        consumer = AIOKafkaConsumer(**self._config())
         member = self
 
         class Listener(ConsumerRebalanceListener):
             async def on_partitions_revoked(self, revoked: Any) -> None:
                 await member._commit(consumer)
+                await member._revoking()
                 member._on_event("revoked", [tp.partition for tp in revoked], [])
 
             async def on_partitions_assigned(self, assigned: Any) -> None:

@@ -350,39 +350,14 @@ class _Aiokafka(_Tracking, AiokafkaMember):
         self.slow_revocation = threading.Event()
         self.revoking = threading.Event()
 
-    async def _main(self) -> None:  # AiokafkaMember's, with this module's timeouts and the slow revocation
-        from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
-        from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+    def _config(self) -> dict[str, Any]:
+        return {**super()._config(), "heartbeat_interval_ms": HEARTBEAT_MS, "max_poll_interval_ms": REBALANCE_MS,
+                "rebalance_timeout_ms": REBALANCE_MS}
 
-        consumer = AIOKafkaConsumer(
-            bootstrap_servers=self.bootstrap, group_id=self.group, client_id=f"ak-{self.member_name}",
-            session_timeout_ms=self.session_ms, heartbeat_interval_ms=HEARTBEAT_MS,
-            max_poll_interval_ms=REBALANCE_MS, rebalance_timeout_ms=REBALANCE_MS, enable_auto_commit=False,
-            auto_offset_reset="earliest", metadata_max_age_ms=500,
-            partition_assignment_strategy=(RangePartitionAssignor,), fetch_max_wait_ms=100)
-        member = self
-
-        class Listener(ConsumerRebalanceListener):
-            async def on_partitions_revoked(self, revoked: Any) -> None:
-                await member._commit(consumer)
-                while member.slow_revocation.is_set() and not member.stopping:
-                    member.revoking.set()
-                    await asyncio.sleep(0.02)
-                member._on_event("revoked", [tp.partition for tp in revoked], [])
-
-            async def on_partitions_assigned(self, assigned: Any) -> None:
-                member._on_event("assigned", [tp.partition for tp in assigned], [tp.partition for tp in assigned])
-
-        await consumer.start()
-        consumer.subscribe([self.topic], listener=Listener())
-        try:
-            while not self.stopping:
-                batches = await consumer.getmany(timeout_ms=100)
-                self._on_messages([(m.partition, m.offset, m.value) for msgs in batches.values() for m in msgs])
-                if batches:
-                    await self._commit(consumer)
-        finally:
-            await consumer.stop()
+    async def _revoking(self) -> None:
+        while self.slow_revocation.is_set() and not self.stopping:
+            self.revoking.set()
+            await asyncio.sleep(0.02)
 
     async def _commit(self, consumer: Any) -> None:  # type: ignore[override]
         from aiokafka import TopicPartition
@@ -556,6 +531,33 @@ def test_a_stable_committing_group_survives_its_coordinator_killed(cluster: Herd
         m.check()
 
 
+# -- a group interrupted by the failover, recovering (2, 3 and 5) --------------------------------------------------
+
+def _stable_group(cluster: HerdCluster, members: list[Member], client: str, stem: str, n: int,
+                  partitions: int = 6) -> tuple[str, str, list[Any], int]:  # fmt: skip
+    """A new topic and `n` members of `client` in its group, Stable: (topic, group, the members, the stored
+    generation)."""
+    topic = _new_topic(cluster, stem, partitions)
+    group = f"g-{topic}"
+    started = _start(client, cluster, topic, group, n)
+    members += started
+    settled(started, partitions, timeout=FAILOVER_S)
+    return topic, group, started, _stored_generation(cluster, group)
+
+
+def _recovered(cluster: HerdCluster, dead: int, topic: str, group: str, everyone: list[Any], generation: int,
+               what: str) -> None:  # fmt: skip
+    """Once the dead node is back: the group Stable over six partitions, assigned as its clients say, at a
+    generation after `generation`, and consuming what is produced."""
+    _restart(cluster, dead)
+    _wait_balanced(cluster)
+    settled(everyone, 6, timeout=FAILOVER_S)
+    _assigned_as_clients_say(cluster, group, everyone)
+    assert _stored_generation(cluster, group) > generation
+    values = set(produce(cluster.bootstrap, topic, 6, 60))
+    _wait_consumed(everyone, values, 6, what)
+
+
 # -- 2. the join phase ---------------------------------------------------------------------------------------------
 
 def test_killed_in_the_join_phase_the_group_ends_stable_with_everyone_assigned(cluster: HerdCluster,
@@ -565,13 +567,7 @@ def test_killed_in_the_join_phase_the_group_ends_stable_with_everyone_assigned(c
     meanwhile), so the group waits in PreparingRebalance; the coordinator dies there. The new coordinator loads the last completed generation
     (the join phase is lost, as in Kafka); the members rejoin, and the group ends Stable with the three of them
     balanced, each consuming."""
-    topic = _new_topic(cluster, "join", 6)
-    group = f"g-{topic}"
-    first = _start("aiokafka", cluster, topic, group, 2)
-    members += first
-    settled(first, 6, timeout=FAILOVER_S)
-    generation = _stored_generation(cluster, group)
-
+    topic, group, first, generation = _stable_group(cluster, members, "aiokafka", "join", 2)
     fast, slow = first
     slow.slow_revocation.set()
     fast_events = fast.event_count()
@@ -584,15 +580,8 @@ def test_killed_in_the_join_phase_the_group_ends_stable_with_everyone_assigned(c
     _failed_over(cluster, group, dead)
     assert _stored_generation(cluster, group) == generation, "the interrupted join phase completed"
     slow.slow_revocation.clear()
-    _restart(cluster, dead)
-    _wait_balanced(cluster)
-
     everyone = first + newcomer
-    settled(everyone, 6, timeout=FAILOVER_S)
-    _assigned_as_clients_say(cluster, group, everyone)
-    assert _stored_generation(cluster, group) > generation
-    values = set(produce(cluster.bootstrap, topic, 6, 60))
-    _wait_consumed(everyone, values, 6, "once the group is Stable again")
+    _recovered(cluster, dead, topic, group, everyone, generation, "once the group is Stable again")
     assert all(m.consumed for m in everyone), "a member consumed nothing"
 
 
@@ -605,13 +594,7 @@ def test_killed_in_the_sync_phase_the_group_ends_stable_with_everyone_assigned(c
     SyncGroups parked; the coordinator dies there. The generation the leader never synced was not stored (Kafka
     stores a generation with its assignment, at the leader's SyncGroup); the new coordinator loads the one
     before, the members rejoin, and the group ends Stable with the three of them balanced, each consuming."""
-    topic = _new_topic(cluster, "sync", 6)
-    group = f"g-{topic}"
-    first = _start("kafka-python", cluster, topic, group, 2)
-    members += first
-    settled(first, 6, timeout=FAILOVER_S)
-    generation = _stored_generation(cluster, group)
-
+    topic, group, first, generation = _stable_group(cluster, members, "kafka-python", "sync", 2)
     GATE_ENTERED.clear()
     GATE.clear()
     try:
@@ -624,15 +607,7 @@ def test_killed_in_the_sync_phase_the_group_ends_stable_with_everyone_assigned(c
         assert _stored_generation(cluster, group) == generation, "the unsynced generation was stored"
     finally:
         GATE.set()
-    _restart(cluster, dead)
-    _wait_balanced(cluster)
-
-    everyone = first + newcomer
-    settled(everyone, 6, timeout=FAILOVER_S)
-    _assigned_as_clients_say(cluster, group, everyone)
-    assert _stored_generation(cluster, group) > generation
-    values = set(produce(cluster.bootstrap, topic, 6, 60))
-    _wait_consumed(everyone, values, 6, "once the group is Stable again")
+    _recovered(cluster, dead, topic, group, first + newcomer, generation, "once the group is Stable again")
 
 
 # -- 4. a member dying during the failover ----------------------------------------------------------------------
@@ -679,20 +654,8 @@ def test_partitions_added_during_the_failover_are_assigned(cluster: HerdCluster,
     grows to six through a live node right after, while the dead node's lease runs out. The leader sees the new count in
     its metadata and rejoins at the new coordinator; the group ends Stable with all six partitions assigned,
     and records of the new partitions are consumed."""
-    topic = _new_topic(cluster, "growing", 4)
-    group = f"g-{topic}"
-    tracked = _start("aiokafka", cluster, topic, group, 2)
-    members += tracked
-    settled(tracked, 4, timeout=FAILOVER_S)
-    generation = _stored_generation(cluster, group)
-
+    topic, group, tracked, generation = _stable_group(cluster, members, "aiokafka", "growing", 2, partitions=4)
     dead = _kill_coordinator(cluster, group)
     add_partitions(cluster.bootstrap, topic, 6)
     _failed_over(cluster, group, dead)
-    _restart(cluster, dead)
-    _wait_balanced(cluster)
-    settled(tracked, 6, timeout=FAILOVER_S)
-    _assigned_as_clients_say(cluster, group, tracked)
-    assert _stored_generation(cluster, group) > generation
-    values = set(produce(cluster.bootstrap, topic, 6, 60))
-    _wait_consumed(tracked, values, 6, "to the six partitions")
+    _recovered(cluster, dead, topic, group, tracked, generation, "to the six partitions")
