@@ -37,12 +37,11 @@ import os
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -339,6 +338,24 @@ def start_postgres() -> tuple[LocalPostgres, str]:
     return pg, base
 
 
+def stop_all(cluster: HerdCluster | None, pg: LocalPostgres, base: str, keep_logs: bool) -> None:
+    """Stop the nodes and PostgreSQL; remove their directory unless the logs are to be kept."""
+    if cluster is not None:
+        cluster.close()
+    pg.stop()
+    if keep_logs:
+        print(f"# logs kept under {base}", file=sys.stderr)
+    else:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def run_meta(started: str, load_before: tuple[float, float, float], args: argparse.Namespace) -> dict[str, Any]:
+    """What a JSON result says of the run: when, which commit, the machine and its load, the command."""
+    return {"date": started, "commit": source_commit(None), "cpus": os.cpu_count(),
+            "python": platform.python_version(), "load_before": [round(x, 2) for x in load_before],
+            "command": " ".join([Path(sys.executable).name, *sys.argv]), "args": vars(args)}
+
+
 def start_cluster(pg: LocalPostgres, base: str, nodes: int) -> tuple[HerdCluster, str]:
     dbname = "herd_bench"
     url = pg.create_database(dbname, replace=True)
@@ -454,18 +471,10 @@ def main() -> None:
             meter.close()
         if embedded is not None:
             embedded.stop()
-        if cluster is not None:
-            cluster.close()
-        pg.stop()
-        if args.keep_logs:
-            print(f"# logs kept under {base}", file=sys.stderr)
-        else:
-            shutil.rmtree(base, ignore_errors=True)
+        stop_all(cluster, pg, base, args.keep_logs)
     summary = summarise(rows)
     result = {
-        "meta": {"date": started, "commit": source_commit(None), "cpus": os.cpu_count(),
-                 "python": platform.python_version(), "load_before": [round(x, 2) for x in load],
-                 "command": " ".join([Path(sys.executable).name, *sys.argv]), "args": vars(args)},
+        "meta": run_meta(started, load, args),
         "summary": summary, "ratios": ratios(summary),
         "failover_s": {"runs": [round(t, 2) for t in failovers],
                        "median": round(statistics.median(failovers), 2) if failovers else None,

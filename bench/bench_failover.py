@@ -51,10 +51,8 @@ import asyncio
 import functools
 import json
 import os
-import platform
 import random
 import re
-import shutil
 import signal
 import statistics
 import struct
@@ -72,10 +70,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # HerdCluster
 
-from bench_cluster import children, metadata_leaders, start_postgres  # noqa: E402
+from bench_cluster import children, metadata_leaders, run_meta, start_postgres, stop_all  # noqa: E402
 from bench_groups import Wire  # noqa: E402
 from bench_offsets import _run, build, commit_template, frame, ok_response  # noqa: E402
-from bench_produce_fetch import create_topic, machine_cpu, process_cpu, self_cpu, source_commit  # noqa: E402
+from bench_produce_fetch import create_topic, machine_cpu, process_cpu, self_cpu  # noqa: E402
 from kio.serial import entity_reader  # noqa: E402
 from pgcluster import HerdCluster  # noqa: E402
 
@@ -208,6 +206,28 @@ class Finder:
 
 # -- members ---------------------------------------------------------------------------------------------------
 
+async def coordinator_connection(group: str, finder: Finder, backoff: Backoff, conn: Conn | None,
+                                 stopped: Callable[[], bool]) -> Conn | None:  # fmt: skip
+    """`conn` while it is up, else a connection to `group`'s coordinator, looked up (again) after each backoff
+    until one opens; None once `stopped()` (`conn`, if any, is closed then)."""
+    while not stopped():
+        if conn is not None and not conn.lost.is_set():
+            return conn
+        conn = None
+        found = (await finder.find((group,)) or {}).get(group)
+        if found is not None:
+            try:
+                conn = await Conn.open(found[1], found[0])
+                backoff.reset()
+                continue
+            except OSError:
+                pass
+        await asyncio.sleep(backoff.next_s())
+    if conn is not None:
+        conn.close()
+    return None
+
+
 @dataclass
 class Beat:
     sent: float  # wall clock (the nodes' logs are in it too)
@@ -274,21 +294,9 @@ class Member:
                 due = time.time() + self.backoff.next_s()
 
     async def _coordinator(self) -> Conn | None:
-        """The connection to the group's coordinator, found (again) if it is unknown or was lost."""
-        while not self.stopping:
-            if self.conn is not None and not self.conn.lost.is_set():
-                return self.conn
-            self.conn = None
-            found = (await self.finder.find((self.group,)) or {}).get(self.group)
-            if found is not None:
-                try:
-                    self.conn = await Conn.open(found[1], found[0])
-                    self.backoff.reset()
-                    continue
-                except OSError:
-                    pass
-            await asyncio.sleep(self.backoff.next_s())
-        return None
+        self.conn = await coordinator_connection(self.group, self.finder, self.backoff, self.conn,
+                                                 lambda: self.stopping)
+        return self.conn
 
     def _lose_coordinator(self) -> None:
         if self.conn is not None:
@@ -800,19 +808,8 @@ class Committer:
         self.errors[error] = self.errors.get(error, 0) + 1
 
     async def _coordinator(self, stop: asyncio.Event) -> Conn | None:
-        while not stop.is_set():
-            if self.conn is not None and not self.conn.lost.is_set():
-                return self.conn
-            found = (await self.finder.find((self.group,)) or {}).get(self.group)
-            if found is not None:
-                try:
-                    self.conn = await Conn.open(found[1], found[0])
-                    self.backoff.reset()
-                    continue
-                except OSError:
-                    pass
-            await asyncio.sleep(self.backoff.next_s())
-        return None
+        self.conn = await coordinator_connection(self.group, self.finder, self.backoff, self.conn, stop.is_set)
+        return self.conn
 
     def close(self) -> None:
         if self.conn is not None:
@@ -1046,18 +1043,10 @@ def main() -> None:
     finally:
         if sampler is not None:
             sampler.close()
-        if cluster is not None:
-            cluster.close()
-        pg.stop()
-        if args.keep_logs:
-            print(f"# logs kept under {base}", file=sys.stderr)
-        else:
-            shutil.rmtree(base, ignore_errors=True)
+        stop_all(cluster, pg, base, args.keep_logs)
     result = {
-        "meta": {"date": started, "commit": source_commit(None), "cpus": os.cpu_count(),
-                 "python": platform.python_version(), "load_before": [round(x, 2) for x in load],
-                 "load_after": [round(x, 2) for x in os.getloadavg()], "seconds": round(time.monotonic() - clock),
-                 "command": " ".join([Path(sys.executable).name, *sys.argv]), "args": vars(args)},
+        "meta": {**run_meta(started, load, args), "load_after": [round(x, 2) for x in os.getloadavg()],
+                 "seconds": round(time.monotonic() - clock)},
         "machine": machine, "summary": summarise(failovers, loads),
         "load_setup": None if setup is None else {"partition": setup.partition, "groups": len(setup.groups),
                                                   "offsets": setup.offsets, "seconds": round(setup.seconds, 1),
