@@ -61,6 +61,8 @@ class EmbeddedBroker(BrokerProcess):
     host = "127.0.0.1"
 
     def create_topic(self, topic: str, partitions: int) -> None:
+        from groupmembers import create_topic  # tests/integration, where the tests that call this live
+
         create_topic(self.bootstrap, topic, partitions)
 
     def stored_partitions(self, topic: str) -> list[int]:
@@ -106,6 +108,8 @@ class ClusterBroker:
         a leader that has not learned yet gets a retriable error, and a producer without idempotence and with
         several requests in flight (librdkafka's defaults) may then write a retried batch after later ones, as
         on Kafka. A test that checks the order of such a producer's writes creates its topic with this."""
+        from groupmembers import create_topic  # tests/integration, where the tests that call this live
+
         create_topic(self.bootstrap, topic, partitions)
         ports = [node.port for node in self.cluster.nodes]
         _wait_for(lambda: all(_knows(port, topic, partitions) for port in ports), f"every node knowing {topic}")
@@ -178,13 +182,6 @@ def _knows(port: int, topic: str, partitions: int) -> bool:
     found = [t for t in r.topics if t.name == topic]
     return (len(found) == 1 and len(found[0].partitions) == partitions
             and all(p.leader_id >= 0 for p in found[0].partitions))
-
-
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(15)
 
 
 def _same_coordinator(ports: list[int]) -> int | None:

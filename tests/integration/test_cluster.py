@@ -17,10 +17,17 @@ from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as TopicPartition_
 from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from kio.schema.offset_for_leader_epoch.v4.request import (
+    OffsetForLeaderEpochRequest,
+    OffsetForLeaderPartition,
+    OffsetForLeaderTopic,
+)
 
 from clients import confluent_read_all
 from groupmembers import wait_for
 from pgcluster import HerdCluster
+from rawkafka import RawClient
 
 FAST = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
         "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "6"}
@@ -309,14 +316,6 @@ def test_a_kafka_python_consumer_reads_on_across_a_leader_move_and_earlier_epoch
     """kafka-python validates its position with OffsetForLeaderEpoch when a partition's leader epoch changes
     (KIP-320) and fetches nothing from the partition until it has an answer; the new leader answers the earlier
     epoch with the offset its own epoch began at."""
-    from kio.schema.offset_for_leader_epoch.v4.request import (
-        OffsetForLeaderEpochRequest,
-        OffsetForLeaderPartition,
-        OffsetForLeaderTopic,
-    )
-
-    from rawkafka import RawClient
-
     cluster = _start(herd_cluster, 2)
     _create(cluster, "moving", 2)
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
@@ -337,8 +336,7 @@ def test_a_kafka_python_consumer_reads_on_across_a_leader_move_and_earlier_epoch
 
     try:
         read(20)
-        before = {p: leader for p, leader in _leaders(cluster.address(0), "moving").items()}
-        moved = [p for p, leader in before.items() if leader == 1]
+        moved = [p for p, leader in _leaders(cluster.address(0), "moving").items() if leader == 1]
         assert moved, "node 1 leads a partition"
         assert cluster.terminate(1) == 0
         _wait_for(lambda: set(_leaders(cluster.address(0), "moving").values()) == {0}, "node 0 leads both")
@@ -362,8 +360,6 @@ def test_a_kafka_python_consumer_reads_on_across_a_leader_move_and_earlier_epoch
     assert (answer.error_code, answer.leader_epoch, answer.end_offset) == (0, epochs[partition] - 1, 10)
 
 
-def _raw_metadata(topic: str):  # type: ignore[no-untyped-def]
-    from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-
+def _raw_metadata(topic: str) -> MetadataRequest:
     return MetadataRequest(topics=(MetadataRequestTopic(name=topic, topic_id=None),), allow_auto_topic_creation=False,
                            include_topic_authorized_operations=False)
