@@ -21,6 +21,7 @@ package whose binaries LocalPostgres runs.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import os
 import re
 import shutil
@@ -33,8 +34,12 @@ from typing import Iterator
 
 import pytest
 from brokers import BrokerProcess
+from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
+from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
+from rawkafka import RawClient
 
 from herd.cli.localpg import LocalPostgres, process_state
+from herd.coordinator.partition import coordinator_partition
 
 _NAME_MAX = 63  # PostgreSQL's identifier length
 
@@ -170,6 +175,60 @@ class HerdCluster:
         """Start a node that was killed or terminated again, on the same port and directory."""
         assert not self.running(i), f"node {i} still runs"
         self.nodes[i].restart()
+
+    def restart_when_allowed(self, i: int, timeout: float = 30.0) -> None:
+        """`restart(i)`, tried again while the node is refused because the lease of its earlier process still
+        runs (it exits saying so). Call it on the test's own thread (see `BrokerProcess`)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.restart(i)
+                return
+            except RuntimeError as e:
+                if "its lease runs for" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+
+    def wait_offsets_spread(self, partitions: int, timeout: float = 60.0) -> None:
+        """Wait until every running node names the same leaders of the `partitions` partitions of
+        `__consumer_offsets`, as many on each running node, and each leader has loaded its own (DescribeGroups of
+        a group stored there answers NONE, not COORDINATOR_LOAD_IN_PROGRESS)."""
+        probes: dict[int, str] = {}
+        for n in itertools.count():
+            if len(probes) == partitions:
+                break
+            probes.setdefault(coordinator_partition(f"probe-{n}", partitions), f"probe-{n}")
+        running = [i for i in range(len(self.nodes)) if self.running(i)]
+        request = MetadataRequest(topics=(MetadataRequestTopic(name="__consumer_offsets", topic_id=None),),
+                                  allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+
+        def leaders(i: int) -> dict[int, int]:
+            with RawClient(self.nodes[i].port) as c:
+                return {p.partition_index: p.leader_id for t in c.request(3, 12, request).topics
+                        for p in t.partitions}
+
+        def spread_and_loaded() -> bool:
+            views = [leaders(i) for i in running]
+            if any(view != views[0] for view in views) or \
+                    sorted(views[0].values()) != sorted(running * (partitions // len(running))):
+                return False
+            for partition, leader in views[0].items():
+                with RawClient(self.nodes[leader].port) as c:
+                    (group,) = c.request(15, 5, DescribeGroupsRequest(groups=(probes[partition],),
+                                                                      include_authorized_operations=False)).groups
+                if group.error_code != 0:
+                    return False
+            return True
+
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if spread_and_loaded():
+                    return
+            except OSError:  # a node not listening yet
+                pass
+            assert time.monotonic() < deadline, "the offsets partitions did not spread over the nodes and load"
+            time.sleep(0.1)
 
     def _signal(self, i: int, sig: signal.Signals) -> None:
         proc = self.nodes[i].proc

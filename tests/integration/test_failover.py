@@ -30,7 +30,6 @@ from typing import Any
 
 import psycopg
 import pytest
-from backends import create_topic
 from groupmembers import (
     AiokafkaMember,
     ChildMember,
@@ -40,6 +39,7 @@ from groupmembers import (
     add_partitions,
     balanced,
     committed_offsets,
+    create_topic,
     produce,
     settled,
     wait_for,
@@ -119,39 +119,11 @@ def _leaders(cluster: HerdCluster, i: int, topic: str) -> list[int]:
 
 
 def _wait_balanced(cluster: HerdCluster) -> None:
-    """Every node names the same leaders of `__consumer_offsets`, two partitions on each node, and has loaded
-    the ones it leads."""
-    def balanced_everywhere() -> bool:
-        views = [_leaders(cluster, i, "__consumer_offsets") for i in range(NODES)]
-        return all(v == views[0] for v in views) and sorted(views[0]) == sorted(list(range(NODES)) * 2)
-
-    wait_for(balanced_everywhere, FAILOVER_S, "the offsets partitions spread over the three nodes", 0.1,
-             ignore=(OSError,))
-    probes = tuple(f"probe-{n}" for n in range(24))  # names enough to hit every offsets partition
-    for i in range(NODES):
-        wait_for(lambda i=i: _loaded(cluster, i, probes), FAILOVER_S, f"node {i} loading its offsets partitions",
-                 0.1, ignore=(OSError,))
-
-
-def _loaded(cluster: HerdCluster, i: int, groups: tuple[str, ...]) -> bool:
-    """Node i answers DescribeGroups for every group it coordinates (none still loading)."""
-    with _raw(cluster, i) as c:
-        r = c.request(15, 5, DescribeGroupsRequest(groups=groups, include_authorized_operations=False))
-    return all(g.error_code in (ErrorCode.none, ErrorCode.not_coordinator) for g in r.groups)
+    cluster.wait_offsets_spread(OFFSETS_PARTITIONS, FAILOVER_S)
 
 
 def _restart(cluster: HerdCluster, i: int) -> None:
-    """Start killed node i again. A node is refused (it exits) while the lease of an earlier process with its id
-    runs, so this tries until it is taken."""
-    deadline = time.monotonic() + FAILOVER_S
-    while True:
-        try:
-            cluster.restart(i)
-            return
-        except RuntimeError:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.5)
+    cluster.restart_when_allowed(i, FAILOVER_S)
 
 
 def _new_topic(cluster: HerdCluster, stem: str, partitions: int) -> str:

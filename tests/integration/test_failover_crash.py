@@ -243,15 +243,7 @@ def restart_when_allowed(cluster: HerdCluster, i: int, killed_at: float) -> None
     renewal the test did not see) is tried again. Called on the test's main thread: the nodes are started
     with PR_SET_PDEATHSIG, which fires when the *thread* that started them ends."""
     time.sleep(max(0.0, killed_at + SESSION_MS / 1000 - time.monotonic()))
-    deadline = time.monotonic() + FAILOVER_TIMEOUT_S
-    while True:
-        try:
-            cluster.restart(i)
-            return
-        except RuntimeError as e:
-            if "its lease runs for" not in str(e) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+    cluster.restart_when_allowed(i, FAILOVER_TIMEOUT_S)
 
 
 class Check(threading.Thread):

@@ -235,7 +235,7 @@ def nodes(cluster: HerdCluster) -> HerdCluster:
     stopped is continued) and the offsets partitions spread over them and loaded."""
     for i in range(NODES):
         if not cluster.running(i):
-            cluster.restart(i)
+            cluster.restart_when_allowed(i)
         elif cluster.paused(i):
             cluster.resume(i)
     settle(cluster)
@@ -259,32 +259,9 @@ def offsets_leaders(port_: int) -> dict[int, int]:
     return {p.partition_index: p.leader_id for t in answer.topics for p in t.partitions}
 
 
-def probe_groups() -> dict[int, str]:
-    """A group id per offsets partition."""
-    probes: dict[int, str] = {}
-    i = 0
-    while len(probes) < OFFSETS_PARTITIONS:
-        probes.setdefault(coordinator_partition(f"probe-{i}", OFFSETS_PARTITIONS), f"probe-{i}")
-        i += 1
-    return probes
-
-
 def settle(cluster: HerdCluster) -> None:
-    """Wait until every node sees the same leaders of the offsets partitions, two per node, each loaded."""
-    probes = probe_groups()
-
-    def spread_and_loaded() -> bool:
-        views = [offsets_leaders(port(cluster, i)) for i in range(NODES)]
-        if any(view != views[0] for view in views) or sorted(views[0].values()) != sorted(list(range(NODES)) * 2):
-            return False
-        for partition, leader in views[0].items():
-            with Raw(port(cluster, leader)) as raw:
-                (g,) = raw.call(DESCRIBE, groups=(probes[partition],), include_authorized_operations=False).groups
-            if g.error_code != NONE:
-                return False
-        return True
-
-    wait_for(spread_and_loaded, 60, "the offsets partitions spread over every node and loaded", 0.1, (OSError,))
+    """Wait until the offsets partitions are spread over the nodes, two on each, and loaded."""
+    cluster.wait_offsets_spread(OFFSETS_PARTITIONS)
 
 
 def coordinators(cluster: HerdCluster, groups: list[str], avoid: tuple[int, ...] = ()) -> dict[str, int]:
