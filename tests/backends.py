@@ -108,11 +108,7 @@ class ClusterBroker:
         a leader that has not learned yet gets a retriable error, and a producer without idempotence and with
         several requests in flight (librdkafka's defaults) may then write a retried batch after later ones, as
         on Kafka. A test that checks the order of such a producer's writes creates its topic with this."""
-        from groupmembers import create_topic  # tests/integration, where the tests that call this live
-
-        create_topic(self.bootstrap, topic, partitions)
-        ports = [node.port for node in self.cluster.nodes]
-        _wait_for(lambda: all(_knows(port, topic, partitions) for port in ports), f"every node knowing {topic}")
+        self.cluster.create_topic(topic, partitions)
 
     def stored_partitions(self, topic: str) -> list[int]:
         """The partitions of `topic` that the database still holds."""
@@ -173,15 +169,6 @@ def _registered(port: int, nodes: int) -> bool:
     offsets = [t for t in r.topics if t.name == OFFSETS_TOPIC]
     return (len(r.brokers) == nodes and len(offsets) == 1 and bool(offsets[0].partitions)
             and all(p.leader_id >= 0 for p in offsets[0].partitions))
-
-
-def _knows(port: int, topic: str, partitions: int) -> bool:
-    with RawClient(port) as c:
-        r = c.request(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False,
-                                             include_topic_authorized_operations=False))
-    found = [t for t in r.topics if t.name == topic]
-    return (len(found) == 1 and len(found[0].partitions) == partitions
-            and all(p.leader_id >= 0 for p in found[0].partitions))
 
 
 def _same_coordinator(ports: list[int]) -> int | None:

@@ -30,7 +30,7 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
 from brokers import BrokerProcess
@@ -220,15 +220,28 @@ class HerdCluster:
                     return False
             return True
 
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if spread_and_loaded():
-                    return
-            except OSError:  # a node not listening yet
-                pass
-            assert time.monotonic() < deadline, "the offsets partitions did not spread over the nodes and load"
-            time.sleep(0.1)
+        _until(spread_and_loaded, "the offsets partitions spread over the nodes and loaded", timeout)
+
+    def create_topic(self, topic: str, partitions: int, timeout: float = 30.0) -> None:
+        """Create `topic` (through any node) and wait until every running node knows it and a leader, among the
+        nodes it lists, for each partition: a node learns of a new topic from PostgreSQL's notification, a few
+        milliseconds after the node that created it answered."""
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": self.bootstrap})
+        admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout)
+        request = MetadataRequest(topics=(MetadataRequestTopic(name=topic, topic_id=None),),
+                                  allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+
+        def knows(i: int) -> bool:
+            with RawClient(self.nodes[i].port) as c:
+                answer = c.request(3, 12, request)
+            listed = {b.node_id for b in answer.brokers}
+            found = [p for t in answer.topics if t.name == topic and t.error_code == 0 for p in t.partitions]
+            return len(found) == partitions and all(p.leader_id in listed for p in found)
+
+        _until(lambda: all(knows(i) for i in range(len(self.nodes)) if self.running(i) and not self.paused(i)),
+               f"every node knowing {topic}", timeout)
 
     def _signal(self, i: int, sig: signal.Signals) -> None:
         proc = self.nodes[i].proc
@@ -258,6 +271,20 @@ class HerdCluster:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _until(condition: Callable[[], bool], what: str, timeout: float) -> None:
+    """Wait until `condition()` holds, polling every 50 ms; a node that refuses connections (OSError) is not
+    ready yet."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            if condition():
+                return
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.05)
 
 
 # -- fixtures ------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import pytest
 from aiokafka import AIOKafkaConsumer
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as TopicPartition_
-from confluent_kafka.admin import AdminClient, ConfigResource, NewTopic, ResourceType
+from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_for_leader_epoch.v4.request import (
@@ -49,14 +49,6 @@ def _wait_for(condition, what: str, timeout: float = 30.0) -> None:  # type: ign
 def _metadata(bootstrap: str, topic: str | None = None):  # type: ignore[no-untyped-def]
     admin = AdminClient({"bootstrap.servers": bootstrap})
     return admin.list_topics(topic, timeout=10)
-
-
-def _create(cluster: HerdCluster, topic: str, partitions: int) -> None:
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(20)
-    _wait_for(lambda: all(p.leader >= 0 for p in _metadata(cluster.bootstrap, topic).topics[topic].partitions.values())
-              and len(_metadata(cluster.bootstrap, topic).topics[topic].partitions) == partitions,
-              f"{topic} has a leader for every partition")
 
 
 def _leaders(bootstrap: str, topic: str) -> dict[int, int]:
@@ -138,7 +130,7 @@ def test_every_node_answers_for_the_cluster_with_three_clients(herd_cluster: Her
     """Metadata from any node lists all three and leaders spread over them; kafka-python produces through
     node 0, confluent-kafka and aiokafka consume through nodes 1 and 2; a group's coordinator is a leader."""
     cluster = _start(herd_cluster)
-    _create(cluster, "spread", 6)
+    cluster.create_topic("spread", 6)
     for address in cluster.addresses:
         assert sorted(b.id for b in _metadata(address).brokers.values()) == [0, 1, 2]
     assert sorted(set(_leaders(cluster.address(1), "spread").values())) == [0, 1, 2]
@@ -187,7 +179,7 @@ def test_every_node_answers_for_the_cluster_with_three_clients(herd_cluster: Her
 def test_kill_9_during_acks_all_produce_loses_nothing_and_duplicates_nothing(herd_cluster: HerdCluster,
                                                                              pg_test_url: str) -> None:
     cluster = _start(herd_cluster)
-    _create(cluster, "orders", 6)
+    cluster.create_topic("orders", 6)
     victim = 1
     assert victim in _leaders(cluster.address(0), "orders").values()
     with _Producing(cluster.bootstrap, "orders", 6) as producing:
@@ -212,7 +204,7 @@ def test_a_node_paused_past_its_lease_never_appends_again(herd_cluster: HerdClus
     store a single batch more. Its clients' requests in flight while it was paused are answered (if at all)
     NOT_LEADER_OR_FOLLOWER or a retriable error."""
     cluster = _start(herd_cluster)
-    _create(cluster, "paused", 6)
+    cluster.create_topic("paused", 6)
     led_by_2 = [p for p, node in _leaders(cluster.address(0), "paused").items() if node == 2]
     assert led_by_2
     # a producer connected to node 2 only, with writes waiting in it when it stops
@@ -250,7 +242,7 @@ def test_a_node_paused_past_its_lease_never_appends_again(herd_cluster: HerdClus
 
 def test_sigterm_hands_leadership_over_with_only_retriable_errors(herd_cluster: HerdCluster) -> None:
     cluster = _start(herd_cluster)
-    _create(cluster, "graceful", 6)
+    cluster.create_topic("graceful", 6)
     with _Producing(cluster.address(0) + "," + cluster.address(2), "graceful", 6) as producing:
         producing.wait_acked(1000)
         started = time.monotonic()
@@ -268,7 +260,7 @@ def test_sigterm_hands_leadership_over_with_only_retriable_errors(herd_cluster: 
 
 def test_a_joining_node_takes_its_share_while_clients_produce(herd_cluster: HerdCluster) -> None:
     cluster = _start(herd_cluster, 2)
-    _create(cluster, "growing", 6)
+    cluster.create_topic("growing", 6)
     assert sorted(set(_leaders(cluster.address(0), "growing").values())) == [0, 1]
     with _Producing(cluster.bootstrap, "growing", 6) as producing:
         producing.wait_acked(1000)
@@ -287,7 +279,7 @@ def test_a_topic_deleted_through_one_node_loses_its_committed_offsets_on_every_c
     """Groups coordinated by all three nodes commit offsets on a topic; deleting it through node 0 makes every
     coordinator drop them (Kafka's onPartitionsDeleted), and every node stops listing it."""
     cluster = _start(herd_cluster)
-    _create(cluster, "doomed", 2)
+    cluster.create_topic("doomed", 2)
     groups = [f"doomed-group-{i}" for i in range(12)]  # spread over the 6 offsets partitions, so the 3 nodes
     for group in groups:
         consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
@@ -317,7 +309,7 @@ def test_a_kafka_python_consumer_reads_on_across_a_leader_move_and_earlier_epoch
     (KIP-320) and fetches nothing from the partition until it has an answer; the new leader answers the earlier
     epoch with the offset its own epoch began at."""
     cluster = _start(herd_cluster, 2)
-    _create(cluster, "moving", 2)
+    cluster.create_topic("moving", 2)
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
     for i in range(20):
         producer.send("moving", value=b"%d" % i, partition=i % 2)

@@ -39,7 +39,6 @@ from groupmembers import (
     add_partitions,
     balanced,
     committed_offsets,
-    create_topic,
     produce,
     settled,
     wait_for,
@@ -47,7 +46,6 @@ from groupmembers import (
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
-from kio.schema.metadata.v12.request import MetadataRequest
 from kio.static.primitive import i8
 from pgcluster import HerdCluster
 from rawkafka import RawClient
@@ -103,21 +101,6 @@ def _raw(cluster: HerdCluster, i: int) -> RawClient:
     return RawClient(cluster.nodes[i].port)
 
 
-def _metadata(cluster: HerdCluster, i: int) -> Any:
-    with _raw(cluster, i) as c:
-        return c.request(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False,
-                                                include_topic_authorized_operations=False))
-
-
-def _leaders(cluster: HerdCluster, i: int, topic: str) -> list[int]:
-    """The leader of each partition of `topic` as node i says (-1: none, or a node it does not list)."""
-    r = _metadata(cluster, i)
-    brokers = {b.node_id for b in r.brokers}
-    (found,) = [t for t in r.topics if t.name == topic]
-    return [p.leader_id if p.leader_id in brokers else -1
-            for p in sorted(found.partitions, key=lambda p: p.partition_index)]
-
-
 def _wait_balanced(cluster: HerdCluster) -> None:
     cluster.wait_offsets_spread(OFFSETS_PARTITIONS, FAILOVER_S)
 
@@ -128,9 +111,7 @@ def _restart(cluster: HerdCluster, i: int) -> None:
 
 def _new_topic(cluster: HerdCluster, stem: str, partitions: int) -> str:
     name = f"{stem}-{next(_names)}"
-    create_topic(cluster.bootstrap, name, partitions)
-    wait_for(lambda: all(-1 not in _leaders(cluster, i, name) for i in range(NODES)), FAILOVER_S,
-             f"every node knowing the leaders of {name}", 0.05, ignore=(OSError, ValueError))
+    cluster.create_topic(name, partitions, FAILOVER_S)
     return name
 
 

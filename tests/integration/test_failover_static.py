@@ -31,7 +31,6 @@ from typing import Any
 import psycopg
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 
 from groupmembers import wait_for
@@ -296,21 +295,6 @@ def wait_coordinated(cluster: HerdCluster, groups: list[str], not_by: int | None
         return found
 
     return wait_for(loaded, 30, f"a coordinator other than {not_by} for {groups}", 0.05, (OSError,))
-
-
-def create_topic(cluster: HerdCluster, topic: str, partitions: int) -> None:
-    """Create `topic` and wait until every node knows its leaders."""
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})  # kept alive until the answer is in
-    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(20)
-
-    def known(port_: int) -> bool:
-        with Raw(port_) as raw:
-            answer = raw.call(METADATA, topics=(part(METADATA, "MetadataRequestTopic", name=topic, topic_id=None),),
-                              allow_auto_topic_creation=False, include_topic_authorized_operations=False)
-        found = [p for t in answer.topics if t.name == topic and t.error_code == NONE for p in t.partitions]
-        return len(found) == partitions and all(p.leader_id >= 0 for p in found)
-
-    wait_for(lambda: all(known(port(cluster, i)) for i in live(cluster)), 30, f"every node knowing {topic}", 0.05)
 
 
 def end_offsets(cluster: HerdCluster, topic: str, partitions: int) -> dict[int, int]:
@@ -619,7 +603,7 @@ def test_a_coordinator_paused_past_its_lease_is_fenced_while_its_groups_carry_on
                                                "fenced-herd", partition=other)
     groups = [commit_g, join_g, sync_g, static_g, real_g, herd_g]
     topic, partitions = RAW_TOPIC, 4
-    create_topic(cluster, topic, partitions)
+    cluster.create_topic(topic, partitions)
     offsets_partitions = {coordinator_partition(g, OFFSETS_PARTITIONS) for g in groups}
 
     with Feeding(cluster.bootstrap, topic, partitions):
@@ -747,7 +731,7 @@ def test_static_members_keep_their_generation_and_assignments_through_a_kill_9_o
     cluster, victim = nodes, 1
     (group,) = groups_on(cluster, victim, "static-fleet")
     topic, partitions = "static-fleet", 6
-    create_topic(cluster, topic, partitions)
+    cluster.create_topic(topic, partitions)
     with Feeding(cluster.bootstrap, topic, partitions):
         members = start_members(*(Member(cluster.bootstrap, topic, group, f"static-{i}", instance_id=f"static-{i}")
                                   for i in range(3)))
@@ -779,7 +763,7 @@ def test_a_pre_registration_made_before_a_kill_9_of_the_coordinator_still_holds_
     cluster, victim = nodes, 2
     (group,) = groups_on(cluster, victim, "pre-registered")
     topic, partitions = "pre-registered", 4
-    create_topic(cluster, topic, partitions)
+    cluster.create_topic(topic, partitions)
     members = start_members(Member(cluster.bootstrap, topic, group, "pre-a", instance_id="pre-a"))
     try:
         members_settled(members, partitions)
@@ -825,7 +809,7 @@ def test_herd_client_and_cli_follow_a_kill_9_of_the_coordinator(nodes: HerdClust
     cluster, victim = nodes, 0
     (group,) = groups_on(cluster, victim, "herd-client")
     topic, partitions = "herd-client", 4
-    create_topic(cluster, topic, partitions)
+    cluster.create_topic(topic, partitions)
     bootstrap = ",".join([cluster.address(victim)] + [cluster.address(i) for i in range(NODES) if i != victim])
     with Feeding(cluster.bootstrap, topic, partitions):
         consuming = HerdConsumers(cluster.bootstrap, topic, group, 2)
