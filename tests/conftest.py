@@ -1,5 +1,5 @@
 """Shared fixtures: real broker processes (tests/brokers.py) on port 0 with real data directories, PostgreSQL
-and herd clusters (tests/pgcluster.py: postgres_server, pg_url, pg_test_url, herd_cluster, open_tmp_path),
+and herd clusters (tests/pgcluster.py: postgres_server, pg_url, pg_test_url, new_cluster, open_tmp_path),
 the `backend` an embedded-only test names (tests/backends.py), and the Hypothesis profiles."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from backends import backend  # noqa: F401 (fixture)
 from brokers import BrokerProcess
 from hypothesis import HealthCheck, settings
 from pgcluster import (  # noqa: F401 (fixtures)
-    herd_cluster, open_tmp_path, pg_test_url, pg_url, postgres_server)
+    new_cluster, open_tmp_path, pg_test_url, pg_url, postgres_server)
 
 # Property tests: no per-example deadline (the machines are shared and noisy), and in CI a fixed derandomized
 # search so that a run is reproducible; locally every run explores new examples.

@@ -5,7 +5,7 @@ Fixtures (registered in tests/conftest.py):
     postgres_server  session: a started LocalPostgres (herd.cli.localpg); set up only when a test asks for it
     pg_url           module:  the URL of a fresh database named after the test module
     pg_test_url      function: the URL of a fresh database named after the test
-    herd_cluster     function: a HerdCluster on pg_test_url, not started yet; closed after the test
+    new_cluster     function: a HerdCluster on pg_test_url, not started yet; closed after the test
     open_tmp_path    function: a temporary directory PostgreSQL's unprivileged user can reach (see below)
 
 The server's data lives under <tmp>/herd-tests-pg/<pid>-*, not under pytest's own temporary directory: that
@@ -316,7 +316,7 @@ def pg_test_url(postgres_server: LocalPostgres, request: pytest.FixtureRequest) 
 
 
 @pytest.fixture
-def herd_cluster(pg_test_url: str, tmp_path: Path) -> Iterator[HerdCluster]:
+def new_cluster(pg_test_url: str, tmp_path: Path) -> Iterator[HerdCluster]:
     cluster = HerdCluster(tmp_path / "cluster", pg_test_url)
     try:
         yield cluster

@@ -1,6 +1,6 @@
 """Three herd nodes over one PostgreSQL, as separate processes, with real clients: every node answers for the
 cluster, leadership is spread and moves when a node dies, pauses, stops or joins, and nothing acknowledged is
-lost or written twice. Each test has its own database (`herd_cluster` uses `pg_test_url`); failover is made fast
+lost or written twice. Each test has its own database (`new_cluster` uses `pg_test_url`); failover is made fast
 with a 3 s session timeout."""
 
 from __future__ import annotations
@@ -126,10 +126,10 @@ def _check_exactly_once_in_order(acked: dict[int, list[bytes]], read: dict[int, 
         assert numbers == sorted(numbers), f"partition {partition}: records out of order"
 
 
-def test_every_node_answers_for_the_cluster_with_three_clients(herd_cluster: HerdCluster) -> None:
+def test_every_node_answers_for_the_cluster_with_three_clients(new_cluster: HerdCluster) -> None:
     """Metadata from any node lists all three and leaders spread over them; kafka-python produces through
     node 0, confluent-kafka and aiokafka consume through nodes 1 and 2; a group's coordinator is a leader."""
-    cluster = _start(herd_cluster)
+    cluster = _start(new_cluster)
     cluster.create_topic("spread", 6)
     for address in cluster.addresses:
         assert sorted(b.id for b in _metadata(address).brokers.values()) == [0, 1, 2]
@@ -176,9 +176,9 @@ def test_every_node_answers_for_the_cluster_with_three_clients(herd_cluster: Her
     assert sum(committed.values()) == 300
 
 
-def test_kill_9_during_acks_all_produce_loses_nothing_and_duplicates_nothing(herd_cluster: HerdCluster,
+def test_kill_9_during_acks_all_produce_loses_nothing_and_duplicates_nothing(new_cluster: HerdCluster,
                                                                              pg_test_url: str) -> None:
-    cluster = _start(herd_cluster)
+    cluster = _start(new_cluster)
     cluster.create_topic("orders", 6)
     victim = 1
     assert victim in _leaders(cluster.address(0), "orders").values()
@@ -199,11 +199,11 @@ def test_kill_9_during_acks_all_produce_loses_nothing_and_duplicates_nothing(her
             assert next_epoch >= epoch
 
 
-def test_a_node_paused_past_its_lease_never_appends_again(herd_cluster: HerdCluster, pg_test_url: str) -> None:
+def test_a_node_paused_past_its_lease_never_appends_again(new_cluster: HerdCluster, pg_test_url: str) -> None:
     """SIGSTOP node 2 until its partitions move, keep producing through the others, then SIGCONT it: it must not
     store a single batch more. Its clients' requests in flight while it was paused are answered (if at all)
     NOT_LEADER_OR_FOLLOWER or a retriable error."""
-    cluster = _start(herd_cluster)
+    cluster = _start(new_cluster)
     cluster.create_topic("paused", 6)
     led_by_2 = [p for p, node in _leaders(cluster.address(0), "paused").items() if node == 2]
     assert led_by_2
@@ -240,8 +240,8 @@ def test_a_node_paused_past_its_lease_never_appends_again(herd_cluster: HerdClus
     assert "Traceback" not in log_text
 
 
-def test_sigterm_hands_leadership_over_with_only_retriable_errors(herd_cluster: HerdCluster) -> None:
-    cluster = _start(herd_cluster)
+def test_sigterm_hands_leadership_over_with_only_retriable_errors(new_cluster: HerdCluster) -> None:
+    cluster = _start(new_cluster)
     cluster.create_topic("graceful", 6)
     with _Producing(cluster.address(0) + "," + cluster.address(2), "graceful", 6) as producing:
         producing.wait_acked(1000)
@@ -258,8 +258,8 @@ def test_sigterm_hands_leadership_over_with_only_retriable_errors(herd_cluster: 
     assert stopped_in < 15
 
 
-def test_a_joining_node_takes_its_share_while_clients_produce(herd_cluster: HerdCluster) -> None:
-    cluster = _start(herd_cluster, 2)
+def test_a_joining_node_takes_its_share_while_clients_produce(new_cluster: HerdCluster) -> None:
+    cluster = _start(new_cluster, 2)
     cluster.create_topic("growing", 6)
     assert sorted(set(_leaders(cluster.address(0), "growing").values())) == [0, 1]
     with _Producing(cluster.bootstrap, "growing", 6) as producing:
@@ -275,10 +275,10 @@ def test_a_joining_node_takes_its_share_while_clients_produce(herd_cluster: Herd
 
 
 def test_a_topic_deleted_through_one_node_loses_its_committed_offsets_on_every_coordinator(
-        herd_cluster: HerdCluster) -> None:
+        new_cluster: HerdCluster) -> None:
     """Groups coordinated by all three nodes commit offsets on a topic; deleting it through node 0 makes every
     coordinator drop them (Kafka's onPartitionsDeleted), and every node stops listing it."""
-    cluster = _start(herd_cluster)
+    cluster = _start(new_cluster)
     cluster.create_topic("doomed", 2)
     groups = [f"doomed-group-{i}" for i in range(12)]  # spread over the 6 offsets partitions, so the 3 nodes
     for group in groups:
@@ -304,11 +304,11 @@ def test_a_topic_deleted_through_one_node_loses_its_committed_offsets_on_every_c
 
 
 def test_a_kafka_python_consumer_reads_on_across_a_leader_move_and_earlier_epochs_end_where_the_next_began(
-        herd_cluster: HerdCluster) -> None:
+        new_cluster: HerdCluster) -> None:
     """kafka-python validates its position with OffsetForLeaderEpoch when a partition's leader epoch changes
     (KIP-320) and fetches nothing from the partition until it has an answer; the new leader answers the earlier
     epoch with the offset its own epoch began at."""
-    cluster = _start(herd_cluster, 2)
+    cluster = _start(new_cluster, 2)
     cluster.create_topic("moving", 2)
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
     for i in range(20):

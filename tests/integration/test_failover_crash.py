@@ -291,12 +291,12 @@ def wait_until(condition: Any, what: str, timeout: float = FAILOVER_TIMEOUT_S) -
         time.sleep(0.05)
 
 
-def test_acknowledged_commits_survive_kill_9_of_random_coordinators(herd_cluster: HerdCluster,
+def test_acknowledged_commits_survive_kill_9_of_random_coordinators(new_cluster: HerdCluster,
                                                                     tmp_path: Path) -> None:  # fmt: skip
     started = time.monotonic()
     seed = random.randrange(1 << 32)  # the victims and pauses; the rest is timing, which no seed repeats
     rng = random.Random(seed)
-    cluster = herd_cluster
+    cluster = new_cluster
     cluster.overrides.update(SETTINGS)
     cluster.start(NODES)
     ports = [node.port for node in cluster.nodes]
