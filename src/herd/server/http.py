@@ -19,21 +19,31 @@ from __future__ import annotations
 import json
 import logging
 import warnings
-from typing import TYPE_CHECKING, Any, Awaitable, Callable
+from typing import Any, Awaitable, Callable, Protocol
 
 from aiohttp import web
 
+from herd.config import BrokerConfig
 from herd.server import moves
+from herd.server.broker import Broker
+from herd.server.connection import Connection
 from herd.server.faults import FaultRegistry, RuleError
-
-if TYPE_CHECKING:
-    from herd.server.server import Server
 
 log = logging.getLogger(__name__)
 
 MAX_BODY = 64 * 1024
 _GUARDED = ("/v1/faults", "/v1/connections", "/v1/moves")
 DISABLED = "fault injection is disabled: start the node with herd.faults.enable=true"
+
+
+
+class Server(Protocol):
+    """What the listener uses of herd.server.server.Server (which imports this module)."""
+
+    broker: Broker
+    config: BrokerConfig
+    connections: set[Connection]
+
 
 routes = web.RouteTableDef()
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
