@@ -410,8 +410,9 @@ class Connection(asyncio.Protocol):
         rule = faults.match(spec.key, header, request)
         if rule is None:
             return False
-        log.info("fault rule %d: %s on %s v%d from %s (client %s)", rule.id, rule.action, spec.name,
-                 header.api_version, self._peer, header.client_id)
+        log.log(logging.INFO if rule.hits == 1 else logging.DEBUG, "fault rule %d (hit %d): %s on %s v%d from %s "
+                "(client %s)", rule.id, rule.hits, rule.action, spec.name, header.api_version, self._peer,
+                header.client_id)
         if rule.action == "error":
             self._push_ready(header.correlation_id, faults.error_response(rule, header, request))
         elif rule.action == "drop" and rule.when == "before":

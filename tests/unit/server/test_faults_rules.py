@@ -4,7 +4,6 @@ that each is a well-formed response of the request's version with the error wher
 
 from __future__ import annotations
 
-import io
 import uuid
 from typing import Any
 
