@@ -14,6 +14,7 @@ from pathlib import Path
 from herd.cli.localpg import die_with_parent
 
 _LISTENING = re.compile(r"herd listening on (\S+):(\d+)")
+_HTTP_LISTENING = re.compile(r"herd http listening on (\S+):(\d+)")  # with herd.http.listener set
 
 
 class BrokerProcess:
@@ -32,12 +33,18 @@ class BrokerProcess:
                           "group.initial.rebalance.delay.ms": "0", **(overrides or {})}
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
+        self.http_port = 0  # the HTTP listener's, when herd.http.listener is set
         self.log_path = data_dir.parent / f"{data_dir.name}-broker.log"
         self._log_offset = 0
 
     @property
     def bootstrap(self) -> str:
         return f"127.0.0.1:{self.port}"
+
+    @property
+    def http(self) -> str:
+        """HOST:PORT of the HTTP listener (herd.http.listener)."""
+        return f"127.0.0.1:{self.http_port}"
 
     def start(self, timeout: float = 30.0) -> "BrokerProcess":
         self.spawn()
@@ -64,6 +71,8 @@ class BrokerProcess:
             match = _LISTENING.search(text)
             if match:
                 self.port = int(match.group(2))
+                http = _HTTP_LISTENING.search(text)  # logged before the Kafka listener's line
+                self.http_port = int(http.group(2)) if http else 0
                 return self
             if self.proc.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{text}")

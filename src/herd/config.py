@@ -57,6 +57,13 @@ def _listeners_check(value: str, *, routable: bool = False) -> str | None:
 _LISTENER = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_]*)://(?P<host>\[[0-9a-fA-F:.]*\]|[^:/\s]*):(?P<port>\d{1,5})")
 
 
+def _http_listener_check(value: str) -> str | None:
+    host, sep, port = value.rpartition(":")
+    if not sep or not port.isdigit() or int(port) > 65535 or not host.strip("[]"):
+        return f"'{value}' is not HOST:PORT (port 0 picks a free port)"
+    return None
+
+
 def _log_dirs_check(value: str) -> str | None:
     """A path that cannot become a directory is refused before start, naming it (mkdir would only say
     "File exists" or "Not a directory")."""
@@ -149,6 +156,12 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("broker.heartbeat.interval.ms", "int", 2000, "How often a node renews its lease.", minimum=1),
     Setting("controlled.shutdown.enable", "bool", True,
             "On SIGTERM, hand this node's partitions to the other nodes before exiting."),
+    # HTTP listener and fault injection (herd's own)
+    Setting("herd.http.listener", "string", None,
+            "HOST:PORT of the node's HTTP listener (fault injection API); port 0 picks a free port; unset: none.",
+            nullable=True, check=lambda v: None if v is None else _http_listener_check(v)),
+    Setting("herd.faults.enable", "bool", False,
+            "Let users inject faults and move coordinators/leaders over the HTTP listener (for tests only)."),
     # Group coordinator
     Setting("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", minimum=1),
     Setting("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets.", minimum=1),
@@ -282,6 +295,15 @@ class BrokerConfig:
         merged = {k: _unparse(self.values[k]) for k in self.explicit}
         merged.update({k.replace("_", "."): v for k, v in props.items()})
         return BrokerConfig.from_properties(merged)
+
+    @property
+    def http_listener(self) -> tuple[str, int] | None:
+        """(host, port) of herd.http.listener, or None when unset."""
+        value = self.get("herd.http.listener")
+        if value is None:
+            return None
+        host, _, port = value.rpartition(":")
+        return host.strip("[]"), int(port)
 
     @property
     def listeners(self) -> list[Listener]:

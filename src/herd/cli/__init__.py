@@ -2,7 +2,8 @@
 
 `herd serve` runs the broker; `herd groups ...` and `herd topics ...` (herd.cli.groups, herd.cli.topics) are the
 admin tools, named as kafka-consumer-groups.sh and kafka-topics.sh name things; `herd cluster up`
-(herd.cli.cluster) runs PostgreSQL and several nodes on this machine. Bad arguments and bad settings
+(herd.cli.cluster) runs PostgreSQL and several nodes on this machine; `herd faults ...` (herd.cli.faults) injects
+faults on a running node over its HTTP listener. Bad arguments and bad settings
 end with one line on stderr and exit code 2, failed operations with one line and exit code 1, never a traceback:
 `main` runs click outside its standalone mode and prints every click error as `herd: error: <message>`.
 herd.cli.common holds what the admin commands share. `herd`, `python -m herd` and `python -m herd.cli` all run
@@ -25,8 +26,8 @@ class HerdCli(click.Group):
     """The top-level group; the admin command groups are imported only when used, so `herd serve` starts
     without loading the client library."""
 
-    LAZY = {"cluster": ("herd.cli.cluster", "cluster"), "groups": ("herd.cli.groups", "groups"),
-            "topics": ("herd.cli.topics", "topics")}
+    LAZY = {"cluster": ("herd.cli.cluster", "cluster"), "faults": ("herd.cli.faults", "faults"),
+            "groups": ("herd.cli.groups", "groups"), "topics": ("herd.cli.topics", "topics")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.LAZY])

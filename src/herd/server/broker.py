@@ -46,6 +46,9 @@ class Broker:
                                         config.get("herd.producer.state.max.entries"))
         self.coordinator: CoordinatorRuntime | None = None  # the group coordinator, set by the server at start
         self.apis: dict[int, ApiSpec] = {}  # API key -> what serves it (herd.server.apis), set by the server
+        # herd.server.faults.FaultRegistry with herd.faults.enable=true (set by the server), else None: connections
+        # test it once per request. Typed Any: herd.server.faults imports this module.
+        self.faults: Any = None
         self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}
 
     def start(self) -> None:

@@ -25,6 +25,11 @@ rebalance with more members than queued.max.requests cannot stall on its own Joi
 and is owed no answer for that long is closed (a frame half sent and then stalled counts as idle), as Kafka's
 Selector expires channels without socket activity; the sweep also logs a connection paused for long, once.
 
+Fault injection (herd.server.faults, only with herd.faults.enable=true; otherwise it costs one attribute test per
+request): a request matching a rule is answered with an injected error, or closes the connection (drop before),
+or takes a slot like a parked request and is handled later by a task (delay; stall, which also stops reading and
+handling this connection meanwhile; drop after, which handles it and closes the connection instead of answering).
+
 Anything the peer gets wrong at the framing or header level (garbage, a frame over socket.request.max.bytes,
 an unknown API key, a version herd does not serve, a body kio cannot decode) closes this connection only, and
 is logged; Kafka does the same. The single exception is ApiVersions at a version that is too new, which Kafka
@@ -42,7 +47,14 @@ from types import CoroutineType
 from typing import Any, Protocol
 
 from herd.protocol.framing import FrameDecoder, FramingError
-from herd.protocol.messages import MalformedRequest, decode_request, encode_response_parts, peek_prefix
+from herd.protocol.messages import (
+    ApiSpec,
+    MalformedRequest,
+    RequestHeader,
+    decode_request,
+    encode_response_parts,
+    peek_prefix,
+)
 from herd.server.apis.api_versions import unsupported_version_response
 from herd.server.broker import Broker, Deferred, RequestContext
 
@@ -192,8 +204,15 @@ class Connection(asyncio.Protocol):
         self._seen_reads = 0
         self._seen_unsent = 0
         self._active_at = 0.0
+        self._stalled = False  # a fault rule stalls this connection (herd.server.faults)
+        self.client_id: str | None = None  # of its latest request, kept only while fault injection is enabled
         self.drained = asyncio.Event()
         self.drained.set()
+
+    @property
+    def host(self) -> str:
+        """The peer's address."""
+        return self._host
 
     # -- asyncio.Protocol --------------------------------------------------------------------------------------
 
@@ -290,6 +309,8 @@ class Connection(asyncio.Protocol):
     def _pause_reason(self) -> str | None:
         if self._writing_paused:
             return "its answers are not being read"
+        if self._stalled:
+            return "stalled by a fault rule"
         budgets = self._budgets
         if not self._reserved and budgets.request_bytes >= budgets.max_request_bytes:
             return "queued.max.request.bytes"
@@ -359,6 +380,8 @@ class Connection(asyncio.Protocol):
             log.debug("undecodable frame from %s: %s", self._peer, bytes(frame[:512]).hex())
             self.abort(str(e))
             return
+        if self._broker.faults is not None and self._faulted(spec, header, request):
+            return
         ctx = RequestContext(self._broker, header, self._host)
         try:
             result = spec.handler(ctx, request)
@@ -377,6 +400,70 @@ class Connection(asyncio.Protocol):
             task.add_done_callback(self._tasks.discard)
         else:
             self._push_ready(correlation_id, result)
+
+    # -- fault injection (herd.server.faults; only with herd.faults.enable=true) -------------------------------------
+
+    def _faulted(self, spec: ApiSpec, header: RequestHeader, request: Any) -> bool:
+        """Apply the fault rule this request matches, if any; True when the rule took the request over."""
+        faults = self._broker.faults
+        self.client_id = header.client_id
+        rule = faults.match(spec.key, header, request)
+        if rule is None:
+            return False
+        log.log(logging.INFO if rule.hits == 1 else logging.DEBUG, "fault rule %d (hit %d): %s on %s v%d from %s "
+                "(client %s)", rule.id, rule.hits, rule.action, spec.name, header.api_version, self._peer,
+                header.client_id)
+        if rule.action == "error":
+            self._push_ready(header.correlation_id, faults.error_response(rule, header, request))
+        elif rule.action == "drop" and rule.when == "before":
+            self.abort(None)
+        else:
+            slot = self._park(header.correlation_id)
+            if rule.action == "stall":
+                self._stalled = True  # handling and reading stop from the next frame on
+            task = asyncio.get_running_loop().create_task(self._fault_later(slot, rule, spec, header, request))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        return True
+
+    async def _fault_later(self, slot: _Slot, rule: Any, spec: ApiSpec, header: RequestHeader, request: Any) -> None:
+        """Delay: handle after delay_ms. Stall: the same, with the connection not read meanwhile (or until the rule
+        is removed). Drop after: handle, then close with the answer unsent."""
+        try:
+            if rule.action == "stall":
+                await self._stall(rule)
+            elif rule.action == "delay":
+                await asyncio.sleep(rule.delay_ms / 1000)
+            response = await self._answer(spec, header, request)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s from %s failed; closing the connection", spec.name, self._peer)
+            self.abort(None)
+            return
+        if rule.action == "drop":
+            self._send_out()  # the answers before this one were sent; this one is lost with the connection
+            self.abort(None)
+            return
+        self._fill(slot, response)
+
+    async def _stall(self, rule: Any) -> None:
+        try:
+            timeout = None if rule.delay_ms is None else rule.delay_ms / 1000
+            await asyncio.wait_for(rule.released.wait(), timeout)
+        except asyncio.TimeoutError:
+            pass
+        finally:
+            self._stalled = False
+            asyncio.get_running_loop().call_soon(self.resume)
+
+    async def _answer(self, spec: ApiSpec, header: RequestHeader, request: Any) -> Any:
+        result = spec.handler(RequestContext(self._broker, header, self._host), request)
+        if type(result) is Deferred:
+            return result.respond(await result.future)
+        if type(result) is CoroutineType:
+            return await result
+        return result
 
     async def _complete(self, slot: _Slot, coro: Any, name: str) -> None:
         try:

@@ -6,8 +6,9 @@ periodic duties (retention, time-based flushing, and reopening data partitions t
 herd.runtime.recovery; the coordinator flushes and reloads its own partitions). `Server.shutdown()`
 stops accepting, unloads the coordinator (pending writes finish, parked joins are answered NOT_COORDINATOR,
 timers stop), gives open connections a bounded time to send the answers they owe, closes them, and flushes and
-closes every log. `run_server()` wires this to SIGINT
-and SIGTERM for `herd serve`: the first signal shuts down gracefully, a second one exits at once.
+closes every log. With herd.http.listener set, the HTTP listener (herd.server.http: fault injection) starts before
+the Kafka listeners accept and stops first at shutdown, when fault rules are cleared (stalled connections carry
+on). `run_server()` wires this to SIGINT and SIGTERM for `herd serve`: the first signal shuts down gracefully, a second one exits at once.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ from herd.runtime.recovery import Backoff
 from herd.server import apis
 from herd.server.broker import Broker, Endpoint
 from herd.server.connection import Budgets, Connection, ConnectionQuotas
+from herd.server.faults import FaultRegistry
 
 if TYPE_CHECKING:
+    from herd.server.http import HttpListener
     from herd.server.node import ClusterNode
 
 log = logging.getLogger(__name__)
@@ -56,6 +59,9 @@ class Server:
         self.broker = Broker(config, store)  # in cluster mode its cluster is set by `start`
         self.node: ClusterNode | None = None  # cluster mode: this node's database, store and shared cluster
         self.broker.apis = apis.table()
+        if config.get("herd.faults.enable"):
+            self.broker.faults = FaultRegistry(self.broker)
+        self.http: HttpListener | None = None  # herd.http.listener, when set
         self.connections: set[Connection] = set()
         self.budgets = Budgets(config.get("queued.max.requests"), config.get("queued.max.request.bytes"))
         self.quotas = ConnectionQuotas(max_connections(config.get("max.connections")),
@@ -87,6 +93,7 @@ class Server:
 
                 self.node = await ClusterNode.start(self.config, self.broker)
                 where = f"cluster {self.broker.cluster.cluster_id}, state in {redact(self.database_url)}"
+            await self._start_http()
         except BaseException:
             for srv in self._servers:
                 srv.close()
@@ -99,6 +106,16 @@ class Server:
         self._duties.append(loop.create_task(self._idle_loop()))
         log.info("herd listening on %s:%d (node %d, %s)", self.broker.endpoint.host, self.port,
                  self.broker.node_id, where)
+
+    async def _start_http(self) -> None:
+        """The HTTP listener (herd.server.http), when herd.http.listener is set; aiohttp is imported only then."""
+        address = self.config.http_listener
+        if address is None:
+            return
+        from herd.server.http import HttpListener
+
+        self.http = HttpListener(self, *address)
+        await self.http.start()
 
     async def _bind(self) -> None:
         loop = asyncio.get_running_loop()
@@ -208,6 +225,11 @@ class Server:
             srv.close()
         for task in self._duties:
             task.cancel()
+        if self.broker.faults is not None:
+            self.broker.faults.clear()  # stalled connections carry on, and nothing more is injected
+            self.broker.faults = None
+        if self.http is not None:
+            await self.http.stop()
         if self.node is not None:
             await self.node.hand_over()
         if self.broker.coordinator is not None:
