@@ -30,16 +30,13 @@ class Event:
     def __init__(self, time: int, seq: int, fn: Callable[[], None], label: str) -> None:
         self.time, self.seq, self.fn, self.label, self.live = time, seq, fn, label, True
 
-    def __lt__(self, other: Event) -> bool:
-        return (self.time, self.seq) < (other.time, other.seq)
-
 
 class EventLoop:
     """The simulation's only source of time and ordering."""
 
     def __init__(self) -> None:
         self.clock = ManualClock(0)
-        self._heap: list[Event] = []
+        self._heap: list[tuple[int, int, Event]] = []
         self._seq = 0
 
     def now(self) -> int:
@@ -49,21 +46,21 @@ class EventLoop:
         """Run `fn` at `time` (never in the past: the clock only moves forward)."""
         self._seq += 1
         event = Event(max(time, self.clock.now_ms()), self._seq, fn, label)
-        heapq.heappush(self._heap, event)
+        heapq.heappush(self._heap, (event.time, self._seq, event))
         return event
 
     def after(self, delay: int, fn: Callable[[], None], label: str) -> Event:
         return self.at(self.clock.now_ms() + delay, fn, label)
 
     def next_time(self) -> int | None:
-        while self._heap and not self._heap[0].live:
+        while self._heap and not self._heap[0][2].live:
             heapq.heappop(self._heap)
-        return self._heap[0].time if self._heap else None
+        return self._heap[0][0] if self._heap else None
 
     def run_next(self) -> Event | None:
         """Run the earliest live event; None when nothing is left."""
         while self._heap:
-            event = heapq.heappop(self._heap)
+            event = heapq.heappop(self._heap)[2]
             if event.live:
                 event.live = False
                 self.clock.set(event.time)

@@ -204,7 +204,7 @@ class SimMember:
 
     def _schedule_commit(self) -> None:
         machine = self.machine
-        self.sim.loop.after(self.sim.rng.randint(500, 4000), lambda: self._commit(machine), "commit")
+        self.sim.loop.after(self.sim.rng.randint(1000, 5000), lambda: self._commit(machine), "commit")
 
     def _commit(self, machine: MembershipMachine | None) -> None:
         if machine is not self.machine or machine is None:

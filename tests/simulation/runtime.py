@@ -139,6 +139,7 @@ class Incarnation:
         self.host.deliver(handle, respond(code))
 
     def _fire(self, key: str, operation: Operation) -> None:
+        self.host.note(f"timer {key}")
         after = self.host.observer.core_call(self.shard, "timer", key)
         result = operation()
         after()
