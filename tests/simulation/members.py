@@ -121,7 +121,10 @@ class SimMember:
         self.status = "up"
         inbox, self.inbox = self.inbox, []
         for kind, request, response in inbox:
-            self._feed(kind, request, response)
+            if kind == "assign":
+                self._assign(self.machine, request)  # type: ignore[arg-type]
+            else:
+                self._feed(kind, request, response)
         self._tick_now()
 
     # -- inputs ----------------------------------------------------------------------------------
@@ -171,7 +174,10 @@ class SimMember:
         self._arm_tick()
 
     def _assign(self, machine: MembershipMachine | None, action: ms.ComputeAssignment) -> None:
-        if machine is not self.machine or machine is None or self.status != "up":
+        if machine is not self.machine or machine is None:
+            return
+        if self.status == "paused":
+            self.inbox.append(("assign", action, None))
             return
         assignments = run_now(machine.protocol.assign(action.protocol_name, action.members))
         self._run(machine.assignment_ready(action.generation_id, assignments))
