@@ -294,7 +294,11 @@ class Simulation:
         held = [partitions_of(m.held.data) for m in machines if m.held is not None]
         every = {TopicPartition(t, p) for t, n in spec.topics.items() for p in range(n)}
         union = set().union(*held) if held else set()
-        return {"every partition assigned exactly once": union == every and sum(map(len, held)) == len(every)}
+        disjoint = sum(map(len, held)) == len(union)
+        if self.tolerate_known and disjoint and union < every and spec.assignor == "cooperative-sticky" \
+                and any(m.instance_id is not None for m in live):
+            return {}  # known issue 2 (/work/notes/bugs15.md): withheld partitions orphaned by a static restart
+        return {"every partition assigned exactly once": union == every and disjoint}
 
 
 class _Admin:
