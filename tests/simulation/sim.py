@@ -55,8 +55,8 @@ class Simulation:
         self.loop = EventLoop()
         rng = self.rng
         ci = size == "ci"
-        self.max_members = rng.choice((2, 3, 3, 4, 5, 6)) if ci else rng.randint(2, 10)
-        self.fault_ms = rng.randint(500, 8_000) if ci else rng.randint(1_000, 120_000)
+        self.max_members = rng.choice((2, 3, 3, 4, 4, 6)) if ci else rng.randint(2, 10)
+        self.fault_ms = rng.randint(500, 6_000) if ci else rng.randint(1_000, 120_000)
         self.config = CoordinatorConfig(group_initial_rebalance_delay_ms=rng.choice((0, 0, 300, 3000)),
                                         new_member_join_timeout_ms=6000)
         self.specs = [self._group_spec(i) for i in range(rng.choice((1, 1, 1, 2)) if ci else rng.choice((1, 2, 3)))]

@@ -1,7 +1,7 @@
 """The coordinator simulator in CI: 10,000 seeded schedules, and tests of the simulator itself.
 
 `test_ten_thousand_schedules` runs 10,000 schedules (CI sizes: 1-2 groups, 2-6 members, 0-6 faults in a
-0.5-8 s fault phase, then convergence) on a pool of 2 processes, from a random first seed (HERD_SIM_FIRST
+0.5-6 s fault phase, then convergence) on a pool of 2 processes, from a random first seed (HERD_SIM_FIRST
 fixes it). Wall-time budget: 30 s for this module on a quiet 2-core machine (about 25 s for the schedules at
 ~4 ms each per core, the rest for the unit tests); the test does not assert on time. It fails if fewer
 than 10,000 schedules ran or any invariant broke, and prints each failing seed's replay command
