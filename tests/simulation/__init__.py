@@ -1,0 +1,1 @@
+"""A seeded, deterministic simulator of herd's classic group coordinator (issue 15); see sim.py."""

@@ -1,0 +1,349 @@
+"""The invariants, each a small pure function, and the `Checker` that feeds them at every step.
+
+Each `check_*` function takes plain values and returns None when the invariant holds, else a one-line
+description of the violation; tests/simulation/test_simulation.py feeds each a hand-made violation. The
+`Checker` keeps what they need, incrementally:
+
+- every SyncGroup a leader got accepted, per (group, generation): its assignment, keyed by group.instance.id
+  for static members (a static replacement hands the old member's assignment to the new member id) and by
+  member id for dynamic ones;
+- every SyncGroup answered NONE (`check_assignment_source`);
+- the highest generation whose assignment was handed out, per group; the live generation per incarnation;
+- a shadow `GroupCoordinatorShard` fed with each batch as it becomes durable: replaying the durable log from
+  scratch, incrementally (`check_projection`, `check_offsets`);
+- every OffsetCommit partition answered NONE, with the position of the durable record that carried it
+  (`check_acked_commit`);
+- the rebalance history of the live shard before and after every core call (`check_cause`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
+
+from herd.client import membership_messages as mm
+from herd.coordinator import CoordinatorConfig, GroupCoordinatorShard, GroupState, ManualClock
+from herd.coordinator import requests as rq
+from herd.coordinator import responses as rs
+from herd.coordinator.group import ClassicGroup
+from herd.coordinator.records import GROUP_METADATA_KEY_TYPE, OFFSET_COMMIT_KEY_TYPES, decode_group_metadata_key
+from herd.coordinator.records import decode_group_metadata_value
+from herd.coordinator.records import decode_offset_commit, record_type
+from herd.runtime.batches import decode_batches
+
+from .runtime import Observer, Pending
+
+if TYPE_CHECKING:
+    from .sim import Simulation
+
+Key = tuple[str, str, int]  # group, topic, partition
+Projection = tuple[str, int, str | None, str | None, tuple[tuple[str, str | None, bytes], ...]]
+
+# --- the invariants -----------------------------------------------------------------------------------
+
+
+def check_assignment_source(group: str, generation: int, leader_maps: list[dict[str, bytes]],
+                            delivered: Mapping[str, bytes]) -> str | None:
+    """One generation's assignments come from one leader's SyncGroup and each member received exactly its
+    part: some single accepted leader assignment for (group, generation) gives every member that was answered
+    NONE exactly the bytes it got (no member gets another's part, nor a part from another generation or from
+    a second leader's SyncGroup under a reused generation number)."""
+    for leader_map in leader_maps:
+        if all(leader_map.get(who, b"") == got for who, got in delivered.items()):
+            return None
+    return (f"{group} generation {generation}: the assignments handed out {dict(delivered)} match no single "
+            f"leader SyncGroup accepted for that generation ({len(leader_maps)} of them: {leader_maps})")
+
+
+def check_generation_grows(group: str, previous: int, current: int) -> str | None:
+    """Generations only grow while one coordinator incarnation serves a group that still exists."""
+    if current < previous:
+        return f"{group}: the generation went back from {previous} to {current} without a reload"
+    return None
+
+
+def check_generation_floor(group: str, live: int, handed_out: int) -> str | None:
+    """A generation whose assignment was handed out was durable: no reload may bring the group back below it
+    (which would let a later generation reuse its number with another assignment)."""
+    if live < handed_out:
+        return f"{group}: at generation {live}, below generation {handed_out} whose assignment was handed out"
+    return None
+
+
+def check_static_mapping(group: ClassicGroup) -> str | None:
+    """A static instance maps to at most one member id, and the group's instance index agrees with its
+    members both ways."""
+    seen: dict[str, str] = {}
+    for member in group.members.values():
+        iid = member.group_instance_id
+        if iid is None:
+            continue
+        if iid in seen:
+            return f"{group.group_id}: instance {iid} is held by {seen[iid]} and {member.member_id}"
+        seen[iid] = member.member_id
+        if group.static_members.get(iid) != member.member_id:
+            return f"{group.group_id}: member {member.member_id} has instance {iid}, the index says " \
+                   f"{group.static_members.get(iid)}"
+    for iid, mid in group.static_members.items():
+        if seen.get(iid) != mid:
+            return f"{group.group_id}: the index maps instance {iid} to {mid}, which is not a member with it"
+    return None
+
+
+def projection(group: ClassicGroup | None) -> Projection | None:
+    """What the log records of a Stable or Empty group: state, generation, protocol, leader, members with
+    their instance ids and assignments."""
+    if group is None or group.state is GroupState.DEAD:
+        return None
+    members = tuple(sorted((m.member_id, m.group_instance_id, m.assignment) for m in group.members.values()))
+    leader = group.leader_id if members else None
+    return group.state.value, group.generation_id, group.protocol_name if members else None, leader, members
+
+
+def check_projection(group_id: str, live: Projection | None, replayed: Projection | None) -> str | None:
+    """Replaying the durable records from scratch reproduces the live group when it is Stable or Empty and
+    nothing is waiting to be written."""
+    if live != replayed:
+        return f"{group_id}: live group {live} but replaying the durable log gives {replayed}"
+    return None
+
+
+def check_offsets(group_id: str, live: Mapping[object, object], replayed: Mapping[object, object]) -> str | None:
+    """Replaying the durable records reproduces the live committed offsets when nothing is waiting to be
+    written."""
+    if dict(live) != dict(replayed):
+        return f"{group_id}: live offsets {dict(live)} but replaying the durable log gives {dict(replayed)}"
+    return None
+
+
+def check_acked_commit(key: Key, acked: int, live: int | None) -> str | None:
+    """An OffsetCommit answered NONE stays visible (after any reload) until a later durable record for the
+    same partition (a commit or a deletion) replaces it."""
+    if live != acked:
+        return f"{key}: the commit of offset {acked} was answered NONE and nothing replaced it, live is {live}"
+    return None
+
+
+def check_cause(group_id: str, cause: str, allowed: frozenset[str], context: str) -> str | None:
+    """No rebalance without a cause: each rebalance the core starts has a cause the event that ran explains."""
+    if cause not in allowed:
+        return f"{group_id}: rebalance caused by {cause!r} during {context}, which explains only {sorted(allowed)}"
+    return None
+
+
+def check_converged(group_id: str, facts: Mapping[str, object]) -> str | None:
+    """Liveness: the group is Stable (or Empty with no live member), its members are exactly the live
+    members, each STABLE in the group's generation, and the partitions are assigned exactly once."""
+    for name, ok in facts.items():
+        if not ok:
+            return f"{group_id}: not converged: {name}"
+    return None
+
+
+# --- the checker ----------------------------------------------------------------------------------------
+
+
+class Violation(AssertionError):
+    pass
+
+
+class Checker(Observer):
+    """Keeps the evidence and calls the invariants (see the module docstring)."""
+
+    def __init__(self, sim: Simulation, config: CoordinatorConfig) -> None:
+        self.sim = sim
+        self.shadow = GroupCoordinatorShard(clock=ManualClock(0), timer=_NoTimer(), config=config)
+        self.leader_maps: dict[tuple[str, int], list[dict[str, bytes]]] = {}
+        self.delivered: dict[tuple[str, int], dict[str, bytes]] = {}
+        self.handed_out: dict[str, int] = {}
+        self.seen_generation: dict[tuple[int, str], int] = {}
+        self.writes: dict[Key, list[tuple[int, int | None]]] = {}  # durable writes: (batch index, offset)
+        self.acked: dict[Key, tuple[int, int]] = {}  # (batch index, offset) answered NONE
+        self.rebalances = 0
+        self.causes: dict[str, int] = {}
+        self.tolerate_known = sim.tolerate_known
+        self.diverged: set[str] = set()  # known issue 1 (/work/notes/bugs15.md): groups whose Empty record was refused
+        self.version = 0  # bumped by whatever may change the coordinator's state; `step` skips if unchanged
+        self._checked = -1
+
+    def fail(self, message: str | None) -> None:
+        if message is not None:
+            raise Violation(message)
+
+    # -- runtime hooks ---------------------------------------------------------------------------------
+
+    def core_call(self, shard: GroupCoordinatorShard, kind: str, detail: object) -> Callable[[], None]:
+        before = {g: shard.rebalance_history(g) for g in self.sim.group_ids}
+        facts = _join_facts(shard, detail) if kind == "join_group" else None
+
+        def after() -> None:
+            if kind != "heartbeat":
+                self.version += 1  # a heartbeat moves a session deadline, nothing the checks read
+            for group_id in self.sim.group_ids:
+                old = before[group_id]
+                history = shard.rebalance_history(group_id)
+                if len(old) == len(history) and (not old or old[-1] is history[-1]):
+                    continue
+                for entry in history:
+                    if any(entry is o for o in old):
+                        continue
+                    self.rebalances += 1
+                    self.causes[entry.cause] = self.causes.get(entry.cause, 0) + 1
+                    allowed = self.sim.explained_causes(kind, detail, facts, entry)
+                    self.fail(check_cause(group_id, entry.cause, allowed, f"{kind} {detail!r}"[:300]))
+            if kind == "sync_group":
+                self._leader_sync(shard, detail)
+            elif kind == "append-failed":
+                self._refused(detail)
+
+        return after
+
+    def _leader_sync(self, shard: GroupCoordinatorShard, request: object) -> None:
+        assert isinstance(request, mm.SyncGroupRequest)
+        group = shard.group(request.group_id)
+        if (group is None or group.generation_id != request.generation_id or group.state is not GroupState.STABLE
+                or group.leader_id != request.member_id or not request.assignments and group.members):
+            return
+        given = dict(request.assignments)
+        leader_map = {_who(m.member_id, m.group_instance_id): given.get(m.member_id, b"")
+                      for m in group.members.values()}
+        self.leader_maps.setdefault((request.group_id, request.generation_id), []).append(leader_map)
+
+    def _refused(self, result: object) -> None:
+        """Known issue 1: a refused GroupMetadata record of an Empty group is not rolled back, so the live group
+        differs from the durable one until the group's next durable GroupMetadata record."""
+        for record in getattr(result, "records", ()):
+            if record_type(record.key) == GROUP_METADATA_KEY_TYPE and record.value is not None:
+                if not decode_group_metadata_value(record.value).members:
+                    self.diverged.add(decode_group_metadata_key(record.key).group)
+
+    def durable(self, batch: bytes, entries: list[Pending]) -> None:
+        index = len(self.sim.host.durable) - 1
+        self.version += 1
+        for _, records in decode_batches(batch):
+            self.shadow.replay_loaded_batch(records)
+            for key, value in records:
+                self._note_record(index, key, value)
+
+    def _note_record(self, index: int, key: bytes, value: bytes | None) -> None:
+        kind = record_type(key)
+        if kind in OFFSET_COMMIT_KEY_TYPES:
+            group, topic, partition, offset = decode_offset_commit(key, value)
+            self.writes.setdefault((group, topic, partition), []).append(
+                (index, None if offset is None else offset.offset))
+        elif kind == GROUP_METADATA_KEY_TYPE:
+            self.diverged.discard(decode_group_metadata_key(key).group)
+        if kind == GROUP_METADATA_KEY_TYPE and value is None:
+            group = decode_group_metadata_key(key).group  # deleted: its generations start again from 0
+            self.handed_out.pop(group, None)
+            for k in [k for k in self.leader_maps if k[0] == group]:
+                del self.leader_maps[k]
+                self.delivered.pop(k, None)
+
+    def loaded(self, shard: GroupCoordinatorShard) -> None:
+        self.diverged.clear()  # the reloaded groups are the durable ones
+        self.version += 1
+
+    # -- answers ---------------------------------------------------------------------------------------
+
+    def answered(self, request: object, response: object) -> None:
+        """Every answer the server sends, before it travels."""
+        if isinstance(request, mm.SyncGroupRequest) and isinstance(response, mm.SyncGroupResponse):
+            if response.error_code == 0:
+                self._sync_delivered(request, response.assignment)
+        elif isinstance(request, rq.OffsetCommit):
+            self.commit_answered(request, response)
+
+    def _sync_delivered(self, request: mm.SyncGroupRequest, assignment: bytes) -> None:
+        key = (request.group_id, request.generation_id)
+        delivered = self.delivered.setdefault(key, {})
+        delivered[_who(request.member_id, request.group_instance_id)] = assignment
+        self.fail(check_assignment_source(request.group_id, request.generation_id,
+                                          self.leader_maps.get(key, []), delivered))
+        if request.generation_id > self.handed_out.get(request.group_id, 0):
+            self.handed_out[request.group_id] = request.generation_id
+
+    def commit_answered(self, request: rq.OffsetCommit, response: object) -> None:
+        assert isinstance(response, rs.OffsetCommitResponse)
+        for topic in response.topics:
+            for part in topic.partitions:
+                if part.error_code == 0:
+                    self._commit_acked(request, (request.group_id, topic.name, part.partition_index))
+
+    def _commit_acked(self, request: rq.OffsetCommit, key: Key) -> None:
+        offset = next(p.committed_offset for t in request.topics if t.name == key[1]
+                      for p in t.partitions if p.partition_index == key[2])
+        index = max((i for i, o in self.writes.get(key, ()) if o == offset), default=None)
+        if index is None:
+            self.fail(f"{key}: the commit of offset {offset} was answered NONE before it was durable")
+            return
+        if index >= self.acked.get(key, (-1, 0))[0]:
+            self.acked[key] = (index, offset)
+
+    # -- every step ------------------------------------------------------------------------------------
+
+    def step(self) -> None:
+        incarnation = self.sim.host.current
+        version = (self.version, incarnation.number, incarnation.state, incarnation.pending)
+        if version == self._checked:
+            return  # nothing that could change the coordinator's state ran since the last check
+        self._checked = version
+        shard = incarnation.shard
+        active = incarnation.state.value == "active"
+        for group_id in self.sim.group_ids:
+            group = shard.group(group_id)
+            if group is None:
+                self.seen_generation.pop((incarnation.number, group_id), None)
+                continue
+            self.fail(check_static_mapping(group))
+            if not active:
+                continue
+            seen = (incarnation.number, group_id)
+            self.fail(check_generation_grows(group_id, self.seen_generation.get(seen, 0), group.generation_id))
+            self.seen_generation[seen] = group.generation_id
+            self.fail(check_generation_floor(group_id, group.generation_id, self.handed_out.get(group_id, 0)))
+        if active and not incarnation.pending:
+            self._idle_checks(shard)
+
+    def _idle_checks(self, shard: GroupCoordinatorShard) -> None:
+        for group_id in self.sim.group_ids:
+            live = shard.group(group_id)
+            if self.tolerate_known and group_id in self.diverged:
+                continue
+            if live is None or live.state in (GroupState.STABLE, GroupState.EMPTY):
+                self.fail(check_projection(group_id, projection(live), projection(self.shadow.group(group_id))))
+            self.fail(check_offsets(group_id, shard.committed_offsets(group_id),
+                                    self.shadow.committed_offsets(group_id)))
+        for key, (index, offset) in self.acked.items():
+            if self.writes[key][-1][0] == index:
+                value = shard.committed_offsets(key[0]).get((key[1], key[2]))
+                self.fail(check_acked_commit(key, offset, getattr(value, "offset", None)))
+
+
+def _who(member_id: str, instance_id: str | None) -> str:
+    return f"instance:{instance_id}" if instance_id is not None else member_id
+
+
+def _join_facts(shard: GroupCoordinatorShard, request: object) -> dict[str, bool]:
+    """What a JoinGroup may legitimately cause, from the group as it was before the call."""
+    assert isinstance(request, mm.JoinGroupRequest)
+    group = shard.group(request.group_id)
+    member = group.members.get(request.member_id) if group is not None else None
+    static_id = group.static_member_id(request.group_instance_id) if group is not None else None
+    protocols = tuple((p.name, p.metadata) for p in member.protocols) if member is not None else None
+    return {
+        "new": member is None and static_id is None,
+        "leader": member is not None and group is not None and group.leader_id == member.member_id,
+        "metadata": member is not None and protocols != tuple(request.protocols),
+        "static": static_id is not None and static_id != request.member_id,
+    }
+
+
+class _NoTimer:
+    """The shadow shard only replays; it never runs timers."""
+
+    def schedule(self, key: str, deadline_ms: int, operation: object) -> None:
+        return None
+
+    def cancel(self, key: str) -> None:
+        return None

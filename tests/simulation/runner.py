@@ -1,0 +1,104 @@
+"""Running many schedules (optionally on several processes) and replaying one with its trace."""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from .sim import Simulation
+
+CHUNK = 250
+
+
+def replay_command(seed: int, size: str = "ci") -> str:
+    return f"./dev simulate --seed {seed}" + (" --size soak" if size != "ci" else "")
+
+
+@dataclass
+class Report:
+    schedules: int = 0
+    steps: int = 0
+    seconds: float = 0.0
+    failures: list[str] = field(default_factory=list)
+
+    def summary(self) -> str:
+        rate = self.schedules / self.seconds if self.seconds else 0.0
+        return (f"{self.schedules} schedules, {self.steps} steps, {len(self.failures)} failures in "
+                f"{self.seconds:.1f} s ({rate:.0f} schedules/s)")
+
+
+def run_one(seed: int, size: str) -> tuple[int, str | None]:
+    """(steps, None) or (steps, the failure with its replay command)."""
+    sim = Simulation(seed, size=size)
+    try:
+        sim.run()
+    except Exception as error:  # an invariant, or the core or a client machine raising
+        kind = "" if isinstance(error, AssertionError) else f"{type(error).__name__}: "
+        return sim.steps, f"{kind}{error}\n  replay: {replay_command(seed, size)}"
+    return sim.steps, None
+
+
+def run_chunk(args: tuple[int, int, str]) -> tuple[int, int, list[str]]:
+    first, count, size = args
+    steps, failures = 0, []
+    for seed in range(first, first + count):
+        n, failure = run_one(seed, size)
+        steps += n
+        if failure is not None:
+            failures.append(failure)
+    return count, steps, failures
+
+
+def run_many(schedules: int | None, minutes: float | None, jobs: int, first: int | None,
+             size: str = "ci") -> Report:
+    """Run `schedules` schedules (or until `minutes` passed) from seed `first` on `jobs` processes."""
+    start = time.monotonic()
+    first = random.randrange(10**9) if first is None else first
+    stop_at = start + minutes * 60 if minutes is not None else None
+    chunks = _chunks(first, schedules, size)
+    report = Report()
+    if jobs <= 1:
+        results = map(run_chunk, chunks)
+        _collect(report, results, stop_at)
+    else:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            _collect(report, pool.imap(run_chunk, chunks), stop_at)
+            pool.terminate()
+    report.seconds = time.monotonic() - start
+    return report
+
+
+def _chunks(first: int, schedules: int | None, size: str):  # noqa: ANN202 (a generator of chunk args)
+    seed = first
+    while schedules is None or seed < first + schedules:
+        count = CHUNK if schedules is None else min(CHUNK, first + schedules - seed)
+        yield seed, count, size
+        seed += count
+
+
+def _collect(report: Report, results, stop_at: float | None) -> None:  # noqa: ANN001
+    for count, steps, failures in results:
+        report.schedules += count
+        report.steps += steps
+        report.failures += failures
+        if stop_at is not None and time.monotonic() >= stop_at:
+            break
+
+
+def replay(seed: int, size: str = "ci") -> int:
+    """Run one seed with its trace printed; 1 if an invariant broke."""
+    sim = Simulation(seed, size=size, tracing=True)
+    try:
+        sim.run()
+    except Exception:
+        print("\n".join(sim.lines))
+        traceback.print_exc()
+        print(f"replay: {replay_command(seed, size)}")
+        return 1
+    print("\n".join(sim.lines))
+    print(f"seed {seed}: {sim.steps} steps, {sim.loop.now()} ms simulated, {sim.checker.rebalances} rebalances, "
+          f"causes {sim.checker.causes}, trace hash {sim.hash:08x}: every invariant held")
+    return 0
