@@ -27,7 +27,6 @@ from herd.coordinator import requests as rq
 from herd.coordinator import responses as rs
 from herd.coordinator.group import ClassicGroup
 from herd.coordinator.records import GROUP_METADATA_KEY_TYPE, OFFSET_COMMIT_KEY_TYPES, decode_group_metadata_key
-from herd.coordinator.records import decode_group_metadata_value
 from herd.coordinator.records import decode_offset_commit, record_type
 from herd.runtime.batches import decode_batches
 
@@ -162,7 +161,6 @@ class Checker(Observer):
         self.rebalances = 0
         self.causes: dict[str, int] = {}
         self.tolerate_known = sim.tolerate_known
-        self.diverged: set[str] = set()  # known issue 1 (/work/notes/bugs15.md): groups whose Empty record was refused
         self.version = 0  # bumped by whatever may change the coordinator's state; `step` skips if unchanged
         self._checked = -1
 
@@ -193,8 +191,6 @@ class Checker(Observer):
                     self.fail(check_cause(group_id, entry.cause, allowed, f"{kind} {detail!r}"[:300]))
             if kind == "sync_group":
                 self._leader_sync(shard, detail)
-            elif kind == "append-failed":
-                self._refused(detail)
 
         return after
 
@@ -208,14 +204,6 @@ class Checker(Observer):
         leader_map = {_who(m.member_id, m.group_instance_id): given.get(m.member_id, b"")
                       for m in group.members.values()}
         self.leader_maps.setdefault((request.group_id, request.generation_id), []).append(leader_map)
-
-    def _refused(self, result: object) -> None:
-        """Known issue 1: a refused GroupMetadata record of an Empty group is not rolled back, so the live group
-        differs from the durable one until the group's next durable GroupMetadata record."""
-        for record in getattr(result, "records", ()):
-            if record_type(record.key) == GROUP_METADATA_KEY_TYPE and record.value is not None:
-                if not decode_group_metadata_value(record.value).members:
-                    self.diverged.add(decode_group_metadata_key(record.key).group)
 
     def durable(self, batch: bytes, entries: list[Pending]) -> None:
         index = len(self.sim.host.durable) - 1
@@ -231,8 +219,6 @@ class Checker(Observer):
             group, topic, partition, offset = decode_offset_commit(key, value)
             self.writes.setdefault((group, topic, partition), []).append(
                 (index, None if offset is None else offset.offset))
-        elif kind == GROUP_METADATA_KEY_TYPE:
-            self.diverged.discard(decode_group_metadata_key(key).group)
         if kind == GROUP_METADATA_KEY_TYPE and value is None:
             group = decode_group_metadata_key(key).group  # deleted: its generations start again from 0
             self.handed_out.pop(group, None)
@@ -241,7 +227,6 @@ class Checker(Observer):
                 self.delivered.pop(k, None)
 
     def loaded(self, shard: GroupCoordinatorShard) -> None:
-        self.diverged.clear()  # the reloaded groups are the durable ones
         self.version += 1
 
     # -- answers ---------------------------------------------------------------------------------------
@@ -308,8 +293,6 @@ class Checker(Observer):
     def _idle_checks(self, shard: GroupCoordinatorShard) -> None:
         for group_id in self.sim.group_ids:
             live = shard.group(group_id)
-            if self.tolerate_known and group_id in self.diverged:
-                continue
             if live is None or live.state in (GroupState.STABLE, GroupState.EMPTY):
                 self.fail(check_projection(group_id, projection(live), projection(self.shadow.group(group_id))))
             self.fail(check_offsets(group_id, shard.committed_offsets(group_id),

@@ -10,7 +10,9 @@ src/herd/runtime/shard.py does. Mirrored, step for step:
   writes or is delivered at once (ShardRuntime.apply).
 - A batch refused before it is written (the runtime's MESSAGE_TOO_LARGE check) goes through
   `on_append_failed(result, MESSAGE_TOO_LARGE)`, whose Result runs the core's rollback, and is applied in
-  turn. The simulation refuses a batch when a fault armed it, not by size.
+  turn. The simulation refuses a batch when a fault armed it, not by size. When the refused Result changed live
+  state that no rollback undoes (a group that became Empty), the shard fails as for a disk error
+  (ShardRuntime's StateDiverged), except that a write already in flight lands and is answered.
 - Group commit: one write at a time takes every staged batch (ShardRuntime._write_loop); it completes after
   a simulated fsync delay, then the replies of its entries are released in order.
 - A failed write (a disk error) fails the shard (ShardRuntime._fail): the entries of that write and
@@ -114,6 +116,7 @@ class Incarnation:
                                            uuid_factory=lambda: f"u{number}-{next(ids)}")
         self.staged: list[Pending] = []
         self.in_flight: list[Pending] = []
+        self.draining = False  # failed for a refused batch while a write was in flight (see `_drained`)
         self.writing = False
 
     @property
@@ -158,6 +161,10 @@ class Incarnation:
                 out = self.shard.on_append_failed(result, ErrorCode.MESSAGE_TOO_LARGE)
                 after()
                 self.apply(out)
+                if result.rollback is None and any(record.applied for record in result.records):
+                    self.host.note("nothing undoes what the refused batch changed: the shard fails (StateDiverged)")
+                    self.draining = self.writing  # the write in flight still lands and is answered
+                    self._fail(self.staged)
                 return
             for record in result.records:
                 self.shard.replay(record)
@@ -189,6 +196,9 @@ class Incarnation:
         self.host.loop.after(delay, lambda: self._written(entries), "written")
 
     def _written(self, entries: list[Pending]) -> None:
+        if self.draining:
+            self._drained(entries)
+            return
         if self.state in (State.FAILED, State.UNLOADED):
             return  # the node crashed meanwhile
         if self.host.faults.take_failure():
@@ -205,6 +215,16 @@ class Incarnation:
             self._start_writer()
         elif self.state is State.UNLOADING:
             self._finish_unload()
+
+    def _drained(self, entries: list[Pending]) -> None:
+        """The write that was in flight when the shard failed for a refused batch (ShardRuntime's writer finishes
+        its round: the batch lands and its replies go out; nothing staged is written any more)."""
+        self.draining = self.writing = False
+        for entry in entries:
+            if entry.batch is not None:
+                self.host.append_durable(entry.batch, entries)
+        for entry in entries:
+            self.host.deliver_all(entry.result.replies)
 
     def _fail(self, entries: list[Pending]) -> None:
         """ShardRuntime._fail: error replies, groups unloaded, timers cancelled; the host reloads."""

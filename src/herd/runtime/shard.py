@@ -29,7 +29,9 @@ loop keeps serving, checks `flushed_offset` covers them and releases their repli
 time: the log is never appended to while its fsync runs, so it needs no locking. A batch over the partition's
 max message size is refused before it is replayed (`on_append_failed` with MESSAGE_TOO_LARGE), so a write can
 only fail for a disk error, which fails the shard: replaying first cannot leave acknowledged state that is
-not in the log.
+not in the log. A refused batch whose
+change live state had already made and no rollback undoes (`StateDiverged`) fails the shard too, so live state
+is always what replaying the log gives.
 
 Replies are `ReplyHandle`s: a handle answered before its request's handler returned is returned as a
 plain response (no task, no future); otherwise the caller gets a future. Heartbeats, the most frequent
@@ -89,6 +91,13 @@ def _gc_paused() -> Iterator[None]:
         _GcPause.loads -= 1
         if _GcPause.loads == 0 and _GcPause.reenable:
             gc.enable()
+
+
+class StateDiverged(Exception):
+    """A refused batch carried a change live state had already made and nothing undoes (a group that became Empty
+    when its last sessions expired: Kafka only logs that failed write, GroupMetadataManager's
+    completeClassicGroupJoin). The shard fails and is reloaded from its log, so that live state is again what a
+    replay of the log gives (found by the coordinator simulator, tests/simulation)."""
 
 
 class ShardState(Enum):
@@ -228,6 +237,9 @@ class ShardRuntime:
                 log.warning("__consumer_offsets-%d: refusing a %d-byte batch (max %d)", self.partition,
                             len(batch), self._max_batch_bytes)
                 self.apply(self.shard.on_append_failed(result, ErrorCode.MESSAGE_TOO_LARGE))
+                if result.rollback is None and any(record.applied for record in result.records):
+                    self._fail(self._staged, StateDiverged(
+                        f"a refused {len(batch)}-byte batch left groups in a state its log does not hold"))
                 return
             for record in result.records:
                 self.shard.replay(record)

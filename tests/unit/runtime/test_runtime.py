@@ -209,6 +209,31 @@ def test_a_batch_larger_than_the_partition_accepts_is_refused_before_it_changes_
     asyncio.run(main())
 
 
+def test_a_refused_write_that_nothing_undoes_reloads_the_shard_so_live_state_stays_what_the_log_holds(tmp_path):
+    """The group's last sessions expire and it becomes Empty in memory; its GroupMetadata record is refused
+    (message.max.bytes lowered by the operator since). Kafka only logs that; herd fails the shard and reloads it,
+    so the group is again what its log says (Stable, its members) instead of an Empty group no replay produces.
+    Found by the coordinator simulator (tests/simulation, known issue 1 of issue 15)."""
+    async def main() -> None:
+        runtime = await started(make_runtime(tmp_path))
+        group = group_on(runtime, 0)
+        members = await stable_group(runtime, group, 2, session_timeout_ms=100)
+        await runtime.close()
+        runtime._cluster.close()
+
+        again = await started(make_runtime(tmp_path, **{"message.max.bytes": "1",
+                                                          "herd.log.recovery.backoff.ms": "10"}))
+        first = again.shards[0]
+        end = first.log.log_end_offset
+        await until(lambda: again.shards.get(0) not in (None, first) and again.shards[0].state is ShardState.ACTIVE)
+        assert first.state is ShardState.FAILED and again.shards[0].log.log_end_offset == end
+        reloaded = again.shards[0].shard.group(group)
+        assert reloaded.state.value == "Stable" and sorted(reloaded.members) == sorted(members)
+        await again.close()
+
+    asyncio.run(main())
+
+
 def test_unloading_answers_parked_joins_and_loading_again_replays_the_group(tmp_path):
     async def main() -> None:
         runtime = await started(make_runtime(tmp_path))
