@@ -105,6 +105,7 @@ class AioApp:
 
         self.assignments: list[list[int]] = []
         self.received: list[bytes] = []
+        self.errors: list[Exception] = []
         self.consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
                                          auto_offset_reset="earliest", enable_auto_commit=False,
                                          session_timeout_ms=SESSION_MS, heartbeat_interval_ms=HEARTBEAT_MS,
@@ -119,8 +120,14 @@ class AioApp:
         await self.consumer.stop()
 
     async def poll(self) -> None:
-        """One fetch: what arrives is kept and committed."""
-        batches = await self.consumer.getmany(timeout_ms=100)
+        """One fetch: what arrives is kept and committed; an error raised is kept in `errors`."""
+        from aiokafka.errors import KafkaError
+
+        try:
+            batches = await self.consumer.getmany(timeout_ms=100)
+        except KafkaError as e:
+            self.errors.append(e)
+            return
         for records in batches.values():
             self.received += [r.value for r in records]
         if batches:
@@ -129,7 +136,7 @@ class AioApp:
     async def consume_until(self, condition: Callable[[], bool]) -> None:
         deadline = time.monotonic() + DEADLINE_S
         while not condition():
-            assert time.monotonic() < deadline, f"gave up: received {len(self.received)}"
+            assert time.monotonic() < deadline, f"gave up: received {len(self.received)}, errors {self.errors}"
             await self.poll()
 
     async def consume(self, n: int) -> None:

@@ -71,9 +71,10 @@ def test_not_coordinator_sends_it_looking_for_the_coordinator(api: str, scene: S
         async with scene.app() as app:
             member = await scene.settle(app)
             rule = scene.faults.add(action="error", api=api, group=scene.group, error="NOT_COORDINATOR", count=1)
-            produce(scene.broker.bootstrap, scene.topic, values(3, 4))  # something to commit
-            await app.wait_hit(scene.faults, rule)
-            await scene.carry_on(app)
+            if api == "Heartbeat":
+                await app.wait_hit(scene.faults, rule)
+            await scene.carry_on(app)  # the first commit meets it
+            assert scene.faults.list() == []
             assert app.assignments == [[0]]
             assert await scene.member_id() == member
     run(story)
@@ -93,8 +94,10 @@ def test_joining_through_not_coordinator_and_load_in_progress(scene: Scene) -> N
 
 
 def test_unknown_member_id_makes_it_join_again_as_a_new_member(scene: Scene) -> None:
+    # A static member: joining again under its group.instance.id, it replaces its old member id at once, where a
+    # dynamic one would wait for the old id's session to end (test_confluent.py shows that one).
     async def story() -> None:
-        async with scene.app() as app:
+        async with scene.app(group_instance_id="worker-1") as app:
             before = await scene.settle(app)
             rule = scene.faults.add(action="error", api="Heartbeat", group=scene.group,
                                     error="UNKNOWN_MEMBER_ID", count=1)
@@ -106,15 +109,21 @@ def test_unknown_member_id_makes_it_join_again_as_a_new_member(scene: Scene) -> 
 
 
 def test_a_fenced_static_member_surfaces_the_error(scene: Scene) -> None:
-    # aiokafka has no special case for FENCED_INSTANCE_ID: its heartbeat task fails with it, and the next
-    # getmany() raises it to the application (Java raises FencedInstanceIdException from poll()).
+    # Kafka answers FENCED_INSTANCE_ID to a JoinGroup or SyncGroup carrying a group.instance.id that another
+    # process has taken over (aiokafka's Heartbeat, v1, carries none). aiokafka 0.14 has no class for error 82:
+    # getmany() raises KafkaError("UnknownError()") (twice: to the waiting fetch, then from the next call), and
+    # the consumer joins again as the member it was.
     async def story() -> None:
         async with scene.app(group_instance_id="worker-1") as app:
             await scene.settle(app)
-            scene.faults.add(action="error", api="Heartbeat", member="worker-1", error="FENCED_INSTANCE_ID",
+            scene.faults.add(action="error", api="JoinGroup", member="worker-1", error="FENCED_INSTANCE_ID",
                              count=1)
-            with pytest.raises(KafkaError, match="FencedInstanceId"):
-                await app.consume_until(lambda: False)
+            scene.faults.add(action="error", api="Heartbeat", group=scene.group, error="REBALANCE_IN_PROGRESS",
+                             count=1)
+            await app.consume_until(lambda: bool(app.errors))
+            assert scene.faults.list() == []
+            await scene.carry_on(app)
+            assert app.errors and all(str(e) == "KafkaError: UnknownError()" for e in app.errors), app.errors
     run(story)
 
 
