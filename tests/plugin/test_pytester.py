@@ -1,14 +1,34 @@
-"""A user's test session, run by pytest in a process of its own (pytester): docs/testing.md's example file
-passes with nothing but the installed plugin, and when the session is over no process of it is left."""
+"""A user's test session, run by pytest in a process of its own (pytester): the example of docs/testing.md, taken
+from the page as written, passes with nothing but the installed plugin, and when the session is over no process
+it started is left."""
 
 from __future__ import annotations
 
+import ast
 import os
+import re
 from pathlib import Path
 
 import pytest
 
-EXAMPLE = Path(__file__).with_name("test_example.py")
+from herd.testing import Faults, HerdBroker
+
+HERE = Path(__file__).parent
+DOCS = HERE.parent.parent / "docs" / "testing.md"
+
+
+def docs_example() -> str:
+    """The first Python block of docs/testing.md."""
+    match = re.search(r"```python\n(.*?)```", DOCS.read_text(), re.S)
+    assert match, f"no example in {DOCS}"
+    return match.group(1)
+
+
+def without_docstring(source: str) -> str:
+    module = ast.parse(source)
+    if ast.get_docstring(module) is not None:
+        module.body = module.body[1:]
+    return ast.unparse(module)
 
 
 def processes_mentioning(text: str) -> list[str]:
@@ -26,9 +46,51 @@ def processes_mentioning(text: str) -> list[str]:
     return found
 
 
+def test_the_docs_example_is_test_example() -> None:
+    assert without_docstring(docs_example()) == without_docstring((HERE / "test_example.py").read_text())
+
+
 @pytest.mark.skipif(not Path("/proc").is_dir(), reason="lists processes through /proc")
 def test_a_users_test_file_passes_and_leaves_no_process(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_app=EXAMPLE.read_text())
+    pytester.makepyfile(test_app=docs_example())
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
     result.assert_outcomes(passed=1)
+    (log,) = pytester.path.glob("runpytest-[0-9]*/herd-broker[0-9]*/herd.log")
+    assert "herd listening on" in log.read_text()
     assert processes_mentioning(str(pytester.path)) == []
+
+
+SESSION = """
+def test_crash(herd_broker):
+    herd_broker.kill()
+    assert not herd_broker.running
+
+def test_restarted_after_the_crash(herd_broker, herd_faults):
+    assert herd_broker.running and herd_broker.overrides["num.partitions"] == "2"
+    herd_faults.add(action="delay", api="Metadata", delay_ms=1)
+
+def test_faults_removed(herd_broker):
+    assert herd_broker.faults.list() == []
+"""
+
+
+def test_a_crashed_broker_is_back_for_the_next_test_and_faults_are_gone(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_session=SESSION)
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "--herd-override", "num.partitions=2"
+                                  ).assert_outcomes(passed=3)
+
+
+ATTACHED = """
+def test_attached(herd_broker, herd_faults):
+    assert herd_broker.bootstrap == "{bootstrap}" and herd_broker.pid is None
+    herd_faults.add(action="delay", api="Metadata", delay_ms=1, client_id="nobody")
+"""
+
+
+def test_options_point_the_fixtures_at_a_running_broker(pytester: pytest.Pytester, herd_broker: HerdBroker,
+                                                        herd_faults: Faults) -> None:
+    pytester.makepyfile(test_attached=ATTACHED.format(bootstrap=herd_broker.bootstrap))
+    http = herd_broker.http.removeprefix("http://")
+    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", f"--herd-bootstrap={herd_broker.bootstrap}",
+                                  f"--herd-http={http}").assert_outcomes(passed=1)
+    assert herd_faults.list() == []  # the other session removed its rule when its test ended

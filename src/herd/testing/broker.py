@@ -20,6 +20,7 @@ reaches each node in a properties file readable by its owner only, never on a co
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import shutil
@@ -45,6 +46,7 @@ _HTTP_LISTENING = re.compile(r"\bherd http listening on (\S+):(\d+)")
 _POLL_S = 0.02
 _TAIL_LINES = 25
 _PG_PREFIX = "herd-testing-pg-"
+OFFSETS_TOPIC = "__consumer_offsets"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
 
@@ -305,10 +307,33 @@ class HerdCluster:
                 node.spawn()
             for node in self.nodes:
                 node.wait_listening(timeout)
+            self.wait_balanced(timeout)
         except BaseException:
             self.close()
             raise
         return self
+
+    def wait_balanced(self, timeout: float = START_TIMEOUT_S) -> None:
+        """Wait until every running node names the same leaders of `__consumer_offsets`, all running, and no
+        two nodes lead more than one apart: nodes that start together take partitions from each other as they
+        join, and a test should not begin with its group's coordinator moving. Raises TimeoutError."""
+        deadline = time.monotonic() + timeout
+        while not self._balanced():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the nodes did not agree on a balanced __consumer_offsets within {timeout:g} s")
+            time.sleep(_POLL_S * 5)
+
+    def _balanced(self) -> bool:
+        from herd.client.errors import KafkaError
+
+        running = [i for i, node in enumerate(self.nodes) if node.running]
+        try:
+            views = [asyncio.run(_offsets_leaders(self.nodes[i].bootstrap)) for i in running]
+        except (OSError, KeyError, KafkaError):
+            return False
+        counts = [list(views[0].values()).count(i) for i in running]
+        return (all(view == views[0] for view in views) and set(views[0].values()) <= set(running)
+                and max(counts) - min(counts) <= 1)
 
     def _start_postgres(self) -> str:
         """The URL of the database `herd` on a fresh local server. Its data lives in a directory of its own
@@ -377,6 +402,18 @@ class HerdCluster:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+async def _offsets_leaders(bootstrap: str) -> dict[int, int]:
+    """partition -> leader of `__consumer_offsets`, as the node at `bootstrap` names them."""
+    from herd.client.connection import KafkaClient
+
+    client = KafkaClient(bootstrap, client_id="herd-testing", request_timeout_ms=5000)
+    await client.start()
+    try:
+        return dict((await client.metadata([OFFSETS_TOPIC])).topics[OFFSETS_TOPIC].partitions)
+    finally:
+        await client.close()
 
 
 def _remove_leftovers() -> None:
