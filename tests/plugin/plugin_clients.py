@@ -1,7 +1,7 @@
-"""A consuming application, twice: `ConfluentApp` (confluent-kafka) and `AioApp` (aiokafka), each subscribed in a
-group and committing every message it takes (at least once), so that the plugin's tests can drive a real
-client through injected faults and check what it did: every value received, the commits landed, how many
-times it was assigned partitions.
+"""A consuming application, twice: `ConfluentApp` (confluent-kafka) and `AioApp` (aiokafka), each subscribed
+in a group and committing every message it takes (at least once), so that the plugin's tests can drive a real
+client through injected faults and check what it did: every value received, the commits landed, how many times
+it was assigned partitions.
 
 `produce` writes values with confluent-kafka's producer. The deadlines below bound a wait for something the
 client must do (they fail a test that would hang), they time nothing.
@@ -76,7 +76,7 @@ class ConfluentApp:
     def consume_until(self, condition: Callable[[], bool]) -> None:
         deadline = time.monotonic() + DEADLINE_S
         while not condition():
-            assert time.monotonic() < deadline, f"gave up: received {len(self.received)}, errors {self.errors}"
+            assert time.monotonic() < deadline, f"gave up: {len(self.received)} received, {self.errors}"
             self.poll()
 
     def consume(self, n: int) -> None:
@@ -136,7 +136,7 @@ class AioApp:
     async def consume_until(self, condition: Callable[[], bool]) -> None:
         deadline = time.monotonic() + DEADLINE_S
         while not condition():
-            assert time.monotonic() < deadline, f"gave up: received {len(self.received)}, errors {self.errors}"
+            assert time.monotonic() < deadline, f"gave up: {len(self.received)} received, {self.errors}"
             await self.poll()
 
     async def consume(self, n: int) -> None:

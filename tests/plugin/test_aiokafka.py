@@ -10,7 +10,6 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 import pytest
-from aiokafka.errors import KafkaError
 from plugin_clients import AioApp, produce, values
 
 from herd.testing import Faults, HerdAdmin, HerdBroker
@@ -70,7 +69,8 @@ def test_not_coordinator_sends_it_looking_for_the_coordinator(api: str, scene: S
     async def story() -> None:
         async with scene.app() as app:
             member = await scene.settle(app)
-            rule = scene.faults.add(action="error", api=api, group=scene.group, error="NOT_COORDINATOR", count=1)
+            rule = scene.faults.add(action="error", api=api, group=scene.group, error="NOT_COORDINATOR",
+                                    count=1)
             if api == "Heartbeat":
                 await app.wait_hit(scene.faults, rule)
             await scene.carry_on(app)  # the first commit meets it
@@ -94,8 +94,8 @@ def test_joining_through_not_coordinator_and_load_in_progress(scene: Scene) -> N
 
 
 def test_unknown_member_id_makes_it_join_again_as_a_new_member(scene: Scene) -> None:
-    # A static member: joining again under its group.instance.id, it replaces its old member id at once, where a
-    # dynamic one would wait for the old id's session to end (test_confluent.py shows that one).
+    # A static member: joining again under its group.instance.id, it replaces its old member id at once,
+    # where a dynamic one would wait for the old id's session to end (test_confluent.py shows that one).
     async def story() -> None:
         async with scene.app(group_instance_id="worker-1") as app:
             before = await scene.settle(app)
@@ -110,16 +110,16 @@ def test_unknown_member_id_makes_it_join_again_as_a_new_member(scene: Scene) -> 
 
 def test_a_fenced_static_member_surfaces_the_error(scene: Scene) -> None:
     # Kafka answers FENCED_INSTANCE_ID to a JoinGroup or SyncGroup carrying a group.instance.id that another
-    # process has taken over (aiokafka's Heartbeat, v1, carries none). aiokafka 0.14 has no class for error 82:
-    # getmany() raises KafkaError("UnknownError()") (twice: to the waiting fetch, then from the next call), and
-    # the consumer joins again as the member it was.
+    # process has taken over (aiokafka's Heartbeat, v1, carries none). aiokafka 0.14 has no class for error
+    # 82: getmany() raises KafkaError("UnknownError()") (twice: to the waiting fetch, then from the next
+    # call), and the consumer joins again as the member it was.
     async def story() -> None:
         async with scene.app(group_instance_id="worker-1") as app:
             await scene.settle(app)
             scene.faults.add(action="error", api="JoinGroup", member="worker-1", error="FENCED_INSTANCE_ID",
                              count=1)
-            scene.faults.add(action="error", api="Heartbeat", group=scene.group, error="REBALANCE_IN_PROGRESS",
-                             count=1)
+            scene.faults.add(action="error", api="Heartbeat", group=scene.group,
+                             error="REBALANCE_IN_PROGRESS", count=1)
             await app.consume_until(lambda: bool(app.errors))
             assert scene.faults.list() == []
             await scene.carry_on(app)

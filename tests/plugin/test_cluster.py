@@ -1,6 +1,6 @@
-"""The herd_cluster fixture: PostgreSQL and three nodes; an aiokafka consumer follows its group's coordinator when
-the coordinator moves to another node (a real move of the `__consumer_offsets` partition's leadership, with a
-leader-epoch bump), and its commits land. Skipped, in one line, where no PostgreSQL can be had.
+"""The herd_cluster fixture: PostgreSQL and three nodes; an aiokafka consumer follows its group's coordinator
+when the coordinator moves to another node (a real move of the `__consumer_offsets` partition's leadership,
+with a leader-epoch bump), and its commits land. Skipped, in one line, where no PostgreSQL can be had.
 
 aiokafka rather than confluent-kafka: the old coordinator answers a commit in flight NOT_COORDINATOR, which
 librdkafka 2.16 sometimes does not get over (see test_confluent.py)."""
@@ -14,7 +14,8 @@ from plugin_clients import AioApp, produce, values
 from herd.testing import HerdAdmin, HerdCluster
 
 
-def test_a_consumer_follows_its_coordinator_to_another_node(herd_cluster: HerdCluster, herd_group: str) -> None:
+def test_a_consumer_follows_its_coordinator_to_another_node(herd_cluster: HerdCluster,
+                                                            herd_group: str) -> None:
     admin = HerdAdmin(herd_cluster.bootstrap)
     topic = admin.create_topic(partitions=1)
     produce(herd_cluster.bootstrap, topic, values(0, 3))

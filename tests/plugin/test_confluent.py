@@ -20,7 +20,8 @@ from herd.testing import Faults, HerdAdmin, HerdBroker
 
 
 @pytest.fixture
-def start_app(herd_broker: HerdBroker, herd_topic: str, herd_group: str) -> Iterator[Callable[..., ConfluentApp]]:
+def start_app(herd_broker: HerdBroker, herd_topic: str,
+              herd_group: str) -> Iterator[Callable[..., ConfluentApp]]:
     apps: list[ConfluentApp] = []
 
     def start(**config: Any) -> ConfluentApp:
@@ -62,7 +63,8 @@ def test_not_coordinator_sends_it_looking_for_the_coordinator(
     # has just closed, until the session expires (UNKNOWN_MEMBER_ID): too erratic for a test. aiokafka's test
     # covers OffsetCommit.
     member = herd_admin.describe_group(herd_group).members[0].member_id
-    rule = herd_faults.add(action="error", api="Heartbeat", group=herd_group, error="NOT_COORDINATOR", count=1)
+    rule = herd_faults.add(action="error", api="Heartbeat", group=herd_group, error="NOT_COORDINATOR",
+                           count=1)
     wait_hit(herd_faults, rule, settled.poll)
     carry_on(settled, herd_broker.bootstrap, herd_topic, herd_group, herd_admin)
     # No rebalance: the member found the coordinator again (FindCoordinator) and went on as it was.
@@ -89,11 +91,12 @@ def test_joining_through_not_coordinator_and_load_in_progress(
 def test_unknown_member_id_makes_it_join_again_as_a_new_member(
         settled: ConfluentApp, herd_broker: HerdBroker, herd_topic: str, herd_group: str, herd_faults: Faults,
         herd_admin: HerdAdmin) -> None:
-    # The coordinator still counts the member it called unknown, so the rebalance its new self starts waits for
-    # that one's session to end (session.timeout.ms, 6 s): Kafka would wait as long. aiokafka's test uses a
-    # static member, which takes its old place at once.
+    # The coordinator still counts the member it called unknown, so the rebalance its new self starts waits
+    # for that one's session to end (session.timeout.ms, 6 s): Kafka would wait as long. aiokafka's test uses
+    # a static member, which takes its old place at once.
     before = herd_admin.describe_group(herd_group).members[0].member_id
-    rule = herd_faults.add(action="error", api="Heartbeat", group=herd_group, error="UNKNOWN_MEMBER_ID", count=1)
+    rule = herd_faults.add(action="error", api="Heartbeat", group=herd_group, error="UNKNOWN_MEMBER_ID",
+                           count=1)
     wait_hit(herd_faults, rule, settled.poll)
     settled.consume_until(lambda: len(settled.assignments) == 2)
     after = herd_admin.wait_for_members(herd_group, 1).members[0].member_id

@@ -1,5 +1,6 @@
-"""The example of docs/testing.md, as written there: an application's consumer keeps consuming, and its commits
-land, through a rebalance the broker forces on it. It needs nothing but herd and confluent-kafka installed."""
+"""The example of docs/testing.md, as written there: an application's consumer keeps consuming, and its
+commits land, through a rebalance the broker forces on it. It needs nothing but herd and confluent-kafka
+installed."""
 
 import time
 

@@ -1,6 +1,6 @@
-"""A user's test session, run by pytest in a process of its own (pytester): the example of docs/testing.md, taken
-from the page as written, passes with nothing but the installed plugin, and when the session is over no process
-it started is left."""
+"""A user's test session, run by pytest in a process of its own (pytester): the example of docs/testing.md,
+taken from the page as written, passes with nothing but the installed plugin, and when the session is over no
+process it started is left."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 (herd.testing.pytest_plugin, loaded by pytest through the `pytest11` entry point). See docs/testing.md.
 
     from herd.testing import HerdBroker, Faults
-    with HerdBroker() as broker:                      # `herd serve` on free ports, data in a temporary directory
+    with HerdBroker() as broker:        # `herd serve` on free ports, data in a temporary directory
         broker.faults.add(action="error", api="Heartbeat", error="REBALANCE_IN_PROGRESS", count=1)
 
 The names are imported on first use, so that `import herd.testing` (which pytest does for the plugin in every

@@ -1,13 +1,13 @@
-"""`HerdAdmin`: the few admin operations a test needs, as blocking calls: create a topic, describe a group, wait
-until a group reaches a state or a number of members, read a group's committed offsets.
+"""`HerdAdmin`: the few admin operations a test needs, as blocking calls: create a topic, describe a group,
+wait until a group reaches a state or a number of members, read a group's committed offsets.
 
 Each call runs herd's own asynchronous admin client (herd.client.admin) in a fresh event loop. A test that
 runs an event loop itself (an async test with aiokafka) must not block it in a wait: its consumer could not
 heartbeat meanwhile, and the group would never settle. The waits refuse to run on a thread whose loop runs and
 say to call them through `await asyncio.to_thread(...)`; the quick calls run on a worker thread there.
 
-The waits poll DescribeGroups (and FindCoordinator) every 50 ms from the client id `herd-testing`: a fault rule
-naming a group but no API matches those requests too, so give such rules an `api` (or a `client_id`).
+The waits poll DescribeGroups (and FindCoordinator) every 50 ms from the client id `herd-testing`: a fault
+rule naming a group but no API matches those requests too, so give such rules an `api` (or a `client_id`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ WAIT_TIMEOUT_S = 30.0
 
 
 def unique_name(prefix: str, hint: str = "") -> str:
-    """`prefix-hint-xxxxxxxx`: a legal topic or group name, readable (the test's name as `hint`) and unique."""
+    """`prefix-hint-xxxxxxxx`: a legal topic or group name, readable (`hint`: the test's name) and unique."""
     hint = re.sub(r"[^a-zA-Z0-9._-]+", "-", hint).strip("-.")[:80]
     return "-".join(part for part in (prefix, hint, uuid.uuid4().hex[:8]) if part)
 
@@ -71,7 +71,8 @@ class HerdAdmin:
 
         return self._run(fetch, blocking=False)
 
-    def wait_for_group_state(self, group: str, state: str, timeout: float = WAIT_TIMEOUT_S) -> GroupDescription:
+    def wait_for_group_state(self, group: str, state: str,
+                             timeout: float = WAIT_TIMEOUT_S) -> GroupDescription:
         """Wait until the group is in `state` (Kafka's names: Empty, PreparingRebalance, CompletingRebalance,
         Stable, Dead); its description then. Raises TimeoutError naming the last state seen."""
         return self.wait_for_group(group, lambda g: g.state == state, f"state {state}", timeout)
@@ -102,7 +103,7 @@ class HerdAdmin:
         return self._run(poll, blocking=True)
 
     def _run(self, operation: Callable[[Admin], Awaitable[T]], *, blocking: bool) -> T:
-        """Run `operation(admin)` in an event loop of its own (on a worker thread when this one runs a loop)."""
+        """Run `operation(admin)` in an event loop of its own (on a worker thread if this one runs a loop)."""
         async def main() -> T:
             from herd.client.admin import Admin
 

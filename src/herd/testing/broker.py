@@ -1,21 +1,22 @@
 """Real herd processes for tests: `HerdBroker` (one `herd serve`) and `HerdCluster` (PostgreSQL and N nodes).
 
 `HerdBroker` runs `python -m herd.cli serve` with the interpreter running the tests, on free ports: the Kafka
-listener `PLAINTEXT://127.0.0.1:0` and, unless `faults=False`, the HTTP listener `herd.http.listener=127.0.0.1:0`
-with `herd.faults.enable=true`. The process writes its log to a file next to its data directory; `start()`
-reads that file until it says `herd listening on HOST:PORT` (and `herd http listening on HOST:PORT`), which
-gives the addresses. A process that exits or stays silent raises `HerdStartError` with the log's last lines.
-`restart()` starts it again on the same data and the same ports, so that clients reconnect to where they were.
+listener `PLAINTEXT://127.0.0.1:0` and, unless `faults=False`, the HTTP listener
+`herd.http.listener=127.0.0.1:0` with `herd.faults.enable=true`. The process writes its log to a file next to
+its data directory; `start()` reads that file until it says `herd listening on HOST:PORT` (and `herd http
+listening on HOST:PORT`), which gives the addresses. A process that exits or stays silent raises
+`HerdStartError` with the log's last lines. `restart()` starts it again on the same data and the same ports,
+so that clients reconnect to where they were.
 
 Processes started from the main thread are killed by Linux when the process that started them dies
-(`die_with_parent`, a parent-death signal), so that an interrupted test run leaves no broker behind. Linux ties
-that signal to the starting *thread*: a broker started from another thread does not ask for it, or it would
-die with that thread.
+(`die_with_parent`, a parent-death signal), so that an interrupted test run leaves no broker behind. Linux
+ties that signal to the starting *thread*: a broker started from another thread does not ask for it, or it
+would die with that thread.
 
-`HerdCluster` does what `herd cluster up` does, on free ports and in temporary directories: a PostgreSQL server
-on loopback (herd.cli.localpg: `HERD_PG_BIN`, the `herd[cluster]` extra's binaries or the machine's), the
-database `herd`, and N `HerdBroker` nodes (node.id 0..N-1) sharing it. The database URL, which holds a password,
-reaches each node in a properties file readable by its owner only, never on a command line.
+`HerdCluster` does what `herd cluster up` does, on free ports and in temporary directories: a PostgreSQL
+server on loopback (herd.cli.localpg: `HERD_PG_BIN`, the `herd[cluster]` extra's binaries or the machine's),
+the database `herd`, and N `HerdBroker` nodes (node.id 0..N-1) sharing it. The database URL, which holds a
+password, reaches each node in a properties file readable by its owner only, never on a command line.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ STOP_TIMEOUT_S = 20.0
 
 
 class HerdStartError(RuntimeError):
-    """A herd process (or the cluster's PostgreSQL) did not start; the message ends with its log's last lines."""
+    """A herd process did not start; the message ends with the last lines of its log."""
 
 
 def _log_tail(text: str, lines: int = _TAIL_LINES) -> str:
@@ -320,7 +321,8 @@ class HerdCluster:
         deadline = time.monotonic() + timeout
         while not self._balanced():
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the nodes did not agree on a balanced __consumer_offsets within {timeout:g} s")
+                raise TimeoutError(f"the nodes did not agree on balanced leaders of {OFFSETS_TOPIC} "
+                                   f"within {timeout:g} s")
             time.sleep(_POLL_S * 5)
 
     def _balanced(self) -> bool:

@@ -4,7 +4,7 @@ Fixtures (all named `herd_*`; none starts anything until a test asks for it, and
 nothing but this module):
 
     herd_broker          session   a `herd serve` process on free ports, faults enabled (a HerdBroker)
-    herd_cluster         session   PostgreSQL and 3 nodes (a HerdCluster); skipped when no PostgreSQL can be had
+    herd_cluster         session   PostgreSQL and 3 nodes (a HerdCluster); skipped without PostgreSQL
     herd_admin           session   blocking admin helpers on herd_broker (a HerdAdmin: waits for group states)
     herd_faults          function  herd_broker's Faults; every rule is removed after the test
     herd_topic           function  a fresh topic (1 partition) on herd_broker
@@ -76,7 +76,7 @@ def _live(config: pytest.Config) -> list[HerdBroker | HerdCluster]:
     return config.stash.setdefault(_LIVE, [])
 
 
-# -- the brokers -----------------------------------------------------------------------------------------------
+# -- the brokers ---------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")
 def herd_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -145,7 +145,7 @@ def _clear_faults(broker: HerdBroker) -> None:
         broker.faults.clear()
 
 
-# -- per test --------------------------------------------------------------------------------------------------
+# -- per test ------------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")
 def herd_admin(herd_broker: HerdBroker) -> HerdAdmin:
@@ -172,7 +172,8 @@ def herd_topic_factory(herd_admin: HerdAdmin, request: pytest.FixtureRequest) ->
     from herd.testing.admin import unique_name
 
     def make(partitions: int = 1, name: str | None = None, configs: Mapping[str, str] | None = None) -> str:
-        return herd_admin.create_topic(name or unique_name("herd-topic", request.node.name), partitions, configs)
+        topic = name or unique_name("herd-topic", request.node.name)
+        return herd_admin.create_topic(topic, partitions, configs)
 
     return make
 
