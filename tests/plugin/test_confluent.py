@@ -58,10 +58,10 @@ def carry_on(app: ConfluentApp, bootstrap: str, topic: str, group: str, admin: H
 def test_not_coordinator_sends_it_looking_for_the_coordinator(
         settled: ConfluentApp, herd_broker: HerdBroker, herd_topic: str, herd_group: str, herd_faults: Faults,
         herd_admin: HerdAdmin) -> None:
-    # On Heartbeat only: after NOT_COORDINATOR on a synchronous OffsetCommit, librdkafka 2.16 often (2 runs in
-    # 4 here) keeps marking the coordinator dead as the retried commit fails on the coordinator connection it
-    # has just closed, until the session expires (UNKNOWN_MEMBER_ID): too erratic for a test. aiokafka's test
-    # covers OffsetCommit.
+    # On Heartbeat only: after NOT_COORDINATOR on a synchronous OffsetCommit, librdkafka 2.16 often (in about
+    # half the runs here) keeps marking the coordinator dead as the retried commit fails on the coordinator
+    # connection it has just closed, until the session expires (UNKNOWN_MEMBER_ID): too erratic for a test.
+    # aiokafka's test covers OffsetCommit.
     member = herd_admin.describe_group(herd_group).members[0].member_id
     rule = herd_faults.add(action="error", api="Heartbeat", group=herd_group, error="NOT_COORDINATOR",
                            count=1)
