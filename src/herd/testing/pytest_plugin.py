@@ -68,8 +68,8 @@ def _options(config: pytest.Config) -> _Options:
     bootstrap = config.getoption("herd_bootstrap") or config.getini("herd_bootstrap") or None
     http = config.getoption("herd_http") or config.getini("herd_http") or None
     if http and not bootstrap:
-        raise pytest.UsageError("--herd-http names the HTTP listener of the --herd-bootstrap broker: give both, "
-                                "or neither")
+        raise pytest.UsageError("--herd-http names the HTTP listener of the --herd-bootstrap broker: "
+                                "give both, or neither")
     overrides = {}
     for item in [*config.getini("herd_overrides"), *config.getoption("herd_override")]:
         key, sep, value = item.partition("=")
