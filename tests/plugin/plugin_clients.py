@@ -12,9 +12,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from herd.testing import FaultRule, Faults
+if TYPE_CHECKING:
+    from herd.testing import FaultRule, Faults
 
 DEADLINE_S = 30.0
 # Heartbeats every 100 ms, so that a fault on Heartbeat takes effect at once; the session timeout is the

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
 
 import pytest
 from plugin_clients import AioApp, produce, values
 
-from herd.testing import Faults, HerdAdmin, HerdBroker
+if TYPE_CHECKING:
+    from herd.testing import Faults, HerdAdmin, HerdBroker
 
 
 class Scene:

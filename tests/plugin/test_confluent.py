@@ -10,13 +10,14 @@ what is produced after it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException
 from plugin_clients import ConfluentApp, produce, values, wait_hit
 
-from herd.testing import Faults, HerdAdmin, HerdBroker
+if TYPE_CHECKING:
+    from herd.testing import Faults, HerdAdmin, HerdBroker
 
 
 @pytest.fixture

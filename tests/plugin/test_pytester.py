@@ -8,10 +8,12 @@ import ast
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from herd.testing import Faults, HerdBroker
+if TYPE_CHECKING:
+    from herd.testing import Faults, HerdBroker
 
 HERE = Path(__file__).parent
 DOCS = HERE.parent.parent / "docs" / "testing.md"
