@@ -1,6 +1,7 @@
 """A user's test session, run by pytest in a process of its own (pytester): the example of docs/testing.md,
-taken from the page as written, passes with nothing but the installed plugin, and when the session is over no
-process it started is left."""
+taken from the page as written, passes with nothing but the installed plugin; a broker crashed by one test is
+back for the next; the options point the fixtures at a broker that runs already; and when the session is over
+no process it started is left."""
 
 from __future__ import annotations
 
@@ -52,16 +53,6 @@ def test_the_docs_example_is_test_example() -> None:
     assert without_docstring(docs_example()) == without_docstring((HERE / "test_example.py").read_text())
 
 
-@pytest.mark.skipif(not Path("/proc").is_dir(), reason="lists processes through /proc")
-def test_a_users_test_file_passes_and_leaves_no_process(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_app=docs_example())
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
-    result.assert_outcomes(passed=1)
-    (log,) = pytester.path.glob("runpytest-[0-9]*/herd-broker[0-9]*/herd.log")
-    assert "herd listening on" in log.read_text()
-    assert processes_mentioning(str(pytester.path)) == []
-
-
 SESSION = """
 def test_crash(herd_broker):
     herd_broker.kill()
@@ -76,10 +67,17 @@ def test_faults_removed(herd_broker):
 """
 
 
-def test_a_crashed_broker_is_back_for_the_next_test_and_faults_are_gone(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_session=SESSION)
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "--herd-override", "num.partitions=2"
-                                  ).assert_outcomes(passed=3)
+@pytest.mark.skipif(not Path("/proc").is_dir(), reason="lists processes through /proc")
+def test_a_users_session_passes_and_leaves_no_process(pytester: pytest.Pytester) -> None:
+    # The docs' example, then a test that crashes the broker: the next one finds it running again (with the
+    # session's --herd-override), and the rule that one adds is gone for the last.
+    pytester.makepyfile(test_app=docs_example(), test_session=SESSION)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q",
+                                           "--herd-override", "num.partitions=2")
+    result.assert_outcomes(passed=4)
+    (log,) = pytester.path.glob("runpytest-[0-9]*/herd-broker[0-9]*/herd.log")
+    assert "herd listening on" in log.read_text()
+    assert processes_mentioning(str(pytester.path)) == []
 
 
 ATTACHED = """
