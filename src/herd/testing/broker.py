@@ -1,0 +1,437 @@
+"""Real herd processes for tests: `HerdBroker` (one `herd serve`) and `HerdCluster` (PostgreSQL and N nodes).
+
+`HerdBroker` runs `python -m herd.cli serve` with the interpreter running the tests, on free ports: the Kafka
+listener `PLAINTEXT://127.0.0.1:0` and, unless `faults=False`, the HTTP listener
+`herd.http.listener=127.0.0.1:0` with `herd.faults.enable=true`. The process writes its log to a file next to
+its data directory; `start()` reads that file until it says `herd listening on HOST:PORT` (and `herd http
+listening on HOST:PORT`), which gives the addresses. A process that exits or stays silent raises
+`HerdStartError` with the log's last lines. `restart()` starts it again on the same data and the same ports,
+so that clients reconnect to where they were.
+
+Processes started from the main thread are killed by Linux when the process that started them dies
+(`die_with_parent`, a parent-death signal), so that an interrupted test run leaves no broker behind. Linux
+ties that signal to the starting *thread*: a broker started from another thread does not ask for it, or it
+would die with that thread.
+
+`HerdCluster` does what `herd cluster up` does, on free ports and in temporary directories: a PostgreSQL
+server on loopback (herd.cli.localpg: `HERD_PG_BIN`, the `herd[cluster]` extra's binaries or the machine's),
+the database `herd`, and N `HerdBroker` nodes (node.id 0..N-1) sharing it. The database URL, which holds a
+password, reaches each node in a properties file readable by its owner only, never on a command line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from herd.cli.localpg import LocalPostgres
+    from herd.testing.faults import Faults
+
+__all__ = ["HerdBroker", "HerdCluster", "HerdStartError"]
+
+_LISTENING = re.compile(r"\bherd listening on (\S+):(\d+)")
+_HTTP_LISTENING = re.compile(r"\bherd http listening on (\S+):(\d+)")
+_POLL_S = 0.02
+_TAIL_LINES = 25
+_PG_PREFIX = "herd-testing-pg-"
+OFFSETS_TOPIC = "__consumer_offsets"
+START_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 20.0
+
+
+class HerdStartError(RuntimeError):
+    """A herd process did not start; the message ends with the last lines of its log."""
+
+
+def _log_tail(text: str, lines: int = _TAIL_LINES) -> str:
+    kept = [line for line in text.splitlines() if line.strip()][-lines:]
+    return "\n".join(kept) or "(the log is empty)"
+
+
+class HerdBroker:
+    """One `herd serve` process. `directory` holds its data (`data/`) and its log (`herd.log`); without one, a
+    temporary directory is made and removed by `close()`. `overrides` are broker properties (Kafka's names),
+    applied after the defaults above, so they can change any of them. `config`: a properties file given to
+    `--config` (settings that must not show on a command line)."""
+
+    def __init__(self, directory: Path | str | None = None, overrides: Mapping[str, str] | None = None, *,
+                 faults: bool = True, config: Path | None = None, log_level: str = "INFO") -> None:
+        self._owned = directory is None
+        self.directory = Path(tempfile.mkdtemp(prefix="herd-") if directory is None else directory).absolute()
+        self.data_dir = self.directory / "data"
+        self.log_path = self.directory / "herd.log"
+        self.faults_enabled = faults
+        self.config = config
+        self.log_level = log_level
+        self.overrides = self._defaults() | {k: str(v) for k, v in (overrides or {}).items()}
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.host = "127.0.0.1"
+        self.port = 0
+        self.http_port = 0
+        self._log_offset = 0
+        self._attached = False
+        self._bootstrap = ""
+        self._http: str | None = None
+
+    def _defaults(self) -> dict[str, str]:
+        defaults = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(self.data_dir),
+                    "group.initial.rebalance.delay.ms": "0"}
+        if self.faults_enabled:
+            defaults |= {"herd.http.listener": "127.0.0.1:0", "herd.faults.enable": "true"}
+        return defaults
+
+    @classmethod
+    def attach(cls, bootstrap: str, http: str | None = None) -> "HerdBroker":
+        """A broker that runs already, elsewhere (`--herd-bootstrap`): the same attributes, no process to
+        start or stop; `http` (HOST:PORT of its HTTP listener) is needed for `faults`."""
+        broker = cls(tempfile.gettempdir(), faults=http is not None)
+        broker._attached, broker._bootstrap, broker._http = True, bootstrap, http
+        host, _, port = bootstrap.split(",")[0].rpartition(":")
+        broker.host, broker.port = host, int(port)
+        return broker
+
+    # -- addresses -------------------------------------------------------------------------------------------
+
+    @property
+    def bootstrap(self) -> str:
+        """HOST:PORT of the Kafka listener, for `bootstrap.servers`."""
+        if self._attached:
+            return self._bootstrap
+        self._require_port(self.port, "Kafka listener")
+        return f"{self.host}:{self.port}"
+
+    @property
+    def http(self) -> str:
+        """http://HOST:PORT of the HTTP listener (fault injection)."""
+        if self._attached and self._http is not None:
+            return self._http if "://" in self._http else f"http://{self._http}"
+        if self._attached:
+            raise RuntimeError(f"no HTTP listener was named for the broker at {self._bootstrap}: give "
+                               f"--herd-http HOST:PORT (its herd.http.listener) to inject faults")
+        if not self.faults_enabled:
+            raise RuntimeError("this broker has no HTTP listener (started with faults=False)")
+        self._require_port(self.http_port, "HTTP listener")
+        return f"http://{self.host}:{self.http_port}"
+
+    @property
+    def faults(self) -> "Faults":
+        """A `Faults` client of this broker's HTTP listener."""
+        from herd.testing.faults import Faults
+
+        return Faults(self.http)
+
+    def _require_port(self, port: int, what: str) -> None:
+        if not port:
+            raise RuntimeError(f"the broker has not started: no {what} yet (call start())")
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    # -- the process -----------------------------------------------------------------------------------------
+
+    def start(self, timeout: float = START_TIMEOUT_S) -> "HerdBroker":
+        """Start the process and return once it listens; raises HerdStartError (with the log's last lines)
+        when it exits first or does not listen within `timeout`."""
+        self.spawn()
+        return self.wait_listening(timeout)
+
+    def spawn(self) -> None:
+        """Start the process without waiting (several nodes start in parallel); then `wait_listening()`."""
+        self._refuse_attached("start")
+        if self.running:
+            raise RuntimeError(f"the broker runs already (pid {self.pid})")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self._log_offset = log.tell()
+            self.proc = subprocess.Popen(self._args(), stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, preexec_fn=_death_signal())
+
+    def _args(self) -> list[str]:
+        args = [sys.executable, "-m", "herd.cli", "serve", "--log-level", self.log_level]
+        if self.config is not None:
+            args += ["--config", str(self.config)]
+        for key, value in self.overrides.items():
+            args += ["--override", f"{key}={value}"]
+        return args
+
+    def wait_listening(self, timeout: float = START_TIMEOUT_S) -> "HerdBroker":
+        """Wait for the listening lines of this run's log (see `start`)."""
+        assert self.proc is not None, "spawn() first"
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.log()
+            if self._found_ports(text):
+                return self
+            if self.proc.poll() is not None:
+                raise HerdStartError(f"herd serve exited with code {self.proc.returncode} before listening; "
+                                     f"the end of {self.log_path}:\n{_log_tail(text)}")
+            if time.monotonic() > deadline:
+                self.kill()
+                raise HerdStartError(f"herd serve did not listen within {timeout:.0f} s (killed); the end of "
+                                     f"{self.log_path}:\n{_log_tail(text)}")
+            time.sleep(_POLL_S)
+
+    def _found_ports(self, text: str) -> bool:
+        kafka = _LISTENING.search(text)
+        http = _HTTP_LISTENING.search(text)
+        if kafka is None or (self.faults_enabled and http is None):
+            return False
+        self.host, self.port = kafka.group(1), int(kafka.group(2))
+        if http is not None:
+            self.http_port = int(http.group(2))
+        return True
+
+    def log(self) -> str:
+        """What the current (or last) run of the process has logged."""
+        try:
+            with open(self.log_path, "rb") as f:
+                f.seek(self._log_offset)
+                return f.read().decode(errors="replace")
+        except FileNotFoundError:
+            return ""
+
+    def stop(self, timeout: float = STOP_TIMEOUT_S) -> int | None:
+        """SIGTERM (herd's graceful shutdown) and wait; its exit code (None when it was not running). One that
+        has not exited within `timeout` is killed, and TimeoutError is raised."""
+        self._refuse_attached("stop")
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise TimeoutError(f"herd serve did not stop within {timeout:.0f} s of SIGTERM (killed); the "
+                                   f"end of {self.log_path}:\n{_log_tail(self.log())}") from None
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash: nothing is flushed or handed over."""
+        self._refuse_attached("kill")
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+    def restart(self, timeout: float = START_TIMEOUT_S) -> "HerdBroker":
+        """Stop it if it runs, then start it again on the same data and the same ports."""
+        self._refuse_attached("restart")
+        self.stop()
+        if self.port:
+            self.overrides["listeners"] = f"PLAINTEXT://{self.host}:{self.port}"
+        if self.http_port:
+            self.overrides["herd.http.listener"] = f"{self.host}:{self.http_port}"
+        return self.start(timeout)
+
+    def close(self) -> None:
+        """Stop the process (killing it if it does not stop) and remove the directory if it was made here."""
+        if self._attached:
+            return
+        try:
+            self.stop()
+        finally:
+            if self._owned:
+                shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _refuse_attached(self, what: str) -> None:
+        if self._attached:
+            raise RuntimeError(f"cannot {what} a broker that runs outside the tests ({self._bootstrap})")
+
+    def __enter__(self) -> "HerdBroker":
+        return self if self._attached or self.running else self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "attached" if self._attached else "running" if self.running else "stopped"
+        return f"<HerdBroker {self.bootstrap if self.port else '-'} {state}>"
+
+
+def _death_signal() -> Callable[[], None] | None:
+    """The preexec_fn killing a child with the process that started it, when started from the main thread."""
+    from herd.cli.localpg import die_with_parent
+
+    if threading.current_thread() is not threading.main_thread():
+        return None
+    return die_with_parent(signal.SIGKILL)
+
+
+class HerdCluster:
+    """PostgreSQL and `nodes` herd nodes sharing it, in `directory` (a temporary one, removed by `close()`,
+    when None). `start()` raises `LocalPostgresError` (herd.cli.localpg) when no PostgreSQL can be had, and
+    HerdStartError when a node does not start. `nodes[i]` is node i, a HerdBroker (`kill`, `restart`,
+    `faults`...); `bootstrap` lists the running ones."""
+
+    def __init__(self, directory: Path | str | None = None, nodes: int = 3,
+                 overrides: Mapping[str, str] | None = None, *, faults: bool = True) -> None:
+        self._owned = directory is None
+        self.directory = Path(tempfile.mkdtemp(prefix="herd-cluster-") if directory is None
+                              else directory).absolute()
+        self.size = nodes
+        self.overrides = dict(overrides or {})
+        self.faults_enabled = faults
+        self.nodes: list[HerdBroker] = []
+        self.postgres: LocalPostgres | None = None
+        self._pg_dir: Path | None = None
+
+    @property
+    def bootstrap(self) -> str:
+        return ",".join(node.bootstrap for node in self.nodes if node.running)
+
+    def start(self, timeout: float = START_TIMEOUT_S) -> "HerdCluster":
+        """Start PostgreSQL, then every node in parallel; return once each listens."""
+        try:
+            url = self._start_postgres()
+            self.nodes = [self._node(i, url) for i in range(self.size)]
+            for node in self.nodes:
+                node.spawn()
+            for node in self.nodes:
+                node.wait_listening(timeout)
+            self.wait_balanced(timeout)
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def wait_balanced(self, timeout: float = START_TIMEOUT_S) -> None:
+        """Wait until every running node names the same leaders of `__consumer_offsets`, all running, and no
+        two nodes lead more than one apart: nodes that start together take partitions from each other as they
+        join, and a test should not begin with its group's coordinator moving. Raises TimeoutError."""
+        deadline = time.monotonic() + timeout
+        while not self._balanced():
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the nodes did not agree on balanced leaders of {OFFSETS_TOPIC} "
+                                   f"within {timeout:g} s")
+            time.sleep(_POLL_S * 5)
+
+    def _balanced(self) -> bool:
+        from herd.client.errors import KafkaError
+
+        running = [i for i, node in enumerate(self.nodes) if node.running]
+        try:
+            views = [asyncio.run(_offsets_leaders(self.nodes[i].bootstrap)) for i in running]
+        except (OSError, KeyError, KafkaError):
+            return False
+        counts = [list(views[0].values()).count(i) for i in running]
+        return (all(view == views[0] for view in views) and set(views[0].values()) <= set(running)
+                and max(counts) - min(counts) <= 1)
+
+    def _start_postgres(self) -> str:
+        """The URL of the database `herd` on a fresh local server. Its data lives in a directory of its own
+        under the system's temporary directory: started as root, PostgreSQL runs as `nobody`, which must reach
+        it, and a test's temporary directory is private to its user."""
+        from herd.cli.localpg import LocalPostgres, find_binaries
+
+        find_binaries()  # fail first, and in one line, when there are none
+        _remove_leftovers()
+        self._pg_dir = Path(tempfile.mkdtemp(prefix=f"{_PG_PREFIX}{os.getpid()}-"))
+        os.chmod(self._pg_dir, 0o755)
+        self.postgres = LocalPostgres(self._pg_dir / "data")
+        self.postgres.start()
+        return self.postgres.create_database("herd")
+
+    def _node(self, index: int, database_url: str) -> HerdBroker:
+        directory = self.directory / f"node-{index}"
+        directory.mkdir(parents=True, exist_ok=True)
+        config = directory / "node.properties"
+        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"herd.cluster.database.url={database_url}\n")
+        return HerdBroker(directory, {"node.id": str(index), **self.overrides}, faults=self.faults_enabled,
+                          config=config)
+
+    def restart(self, i: int, timeout: float = 30.0) -> None:
+        """Start node i again after a kill or a stop, on its data and ports, tried again while the node is
+        refused because the lease of its earlier process still runs (up to broker.session.timeout.ms)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                self.nodes[i].restart()
+                return
+            except HerdStartError as e:
+                if "lease runs for" not in str(e) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+
+    def close(self) -> None:
+        """Stop every node (SIGTERM, SIGKILL after a while), then PostgreSQL; remove what was made here."""
+        try:
+            self._stop_nodes()
+        finally:
+            if self.postgres is not None:
+                self.postgres.stop()
+            if self._pg_dir is not None:
+                shutil.rmtree(self._pg_dir, ignore_errors=True)
+            if self._owned:
+                shutil.rmtree(self.directory, ignore_errors=True)
+
+    def _stop_nodes(self) -> None:
+        live = [node for node in self.nodes if node.running]
+        for node in live:
+            assert node.proc is not None
+            node.proc.send_signal(signal.SIGCONT)  # a paused node could not act on SIGTERM
+            node.proc.send_signal(signal.SIGTERM)
+        for node in live:
+            try:
+                node.stop()
+            except TimeoutError:
+                pass  # killed by stop(); the others are still owed their stop
+
+    def __enter__(self) -> "HerdCluster":
+        return self.start()
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+async def _offsets_leaders(bootstrap: str) -> dict[int, int]:
+    """partition -> leader of `__consumer_offsets`, as the node at `bootstrap` names them."""
+    from herd.client.connection import KafkaClient
+
+    client = KafkaClient(bootstrap, client_id="herd-testing", request_timeout_ms=5000)
+    await client.start()
+    try:
+        return dict((await client.metadata([OFFSETS_TOPIC])).topics[OFFSETS_TOPIC].partitions)
+    finally:
+        await client.close()
+
+
+def _remove_leftovers() -> None:
+    """Remove the PostgreSQL directories of test sessions whose process is gone (killed before cleaning up;
+    their server stopped with them)."""
+    for entry in Path(tempfile.gettempdir()).glob(f"{_PG_PREFIX}*"):
+        pid = entry.name[len(_PG_PREFIX):].split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
+            shutil.rmtree(entry, ignore_errors=True)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

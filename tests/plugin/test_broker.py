@@ -1,0 +1,52 @@
+"""HerdBroker on its own: a broker that cannot start says why, with its log's last lines; one whose test
+process is killed dies with it (Linux's parent-death signal), so that even an interrupted session leaves no
+broker behind."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from herd.testing import HerdBroker, HerdStartError
+
+
+def test_a_broker_that_cannot_start_says_why(tmp_path: Path) -> None:
+    broker = HerdBroker(tmp_path, {"no.such.setting": "1"}, faults=False)
+    with pytest.raises(HerdStartError, match=r"exited with code 2 before listening(.|\n)*no.such.setting"):
+        broker.start()
+
+
+LAUNCHER = """
+import sys, time
+from herd.testing import HerdBroker
+broker = HerdBroker(sys.argv[1], faults=False).start()
+print(broker.pid, flush=True)
+time.sleep(120)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
+def test_the_broker_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
+    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(tmp_path)], stdout=subprocess.PIPE)
+    assert launcher.stdout is not None
+    broker_pid = int(launcher.stdout.readline())
+    launcher.send_signal(signal.SIGKILL)
+    launcher.wait()
+    deadline = time.monotonic() + 10
+    while _running(broker_pid):
+        assert time.monotonic() < deadline, f"herd serve {broker_pid} outlived the process that started it"
+        time.sleep(0.02)
+
+
+def _running(pid: int) -> bool:
+    """Whether `pid` runs (a zombie waiting for its reaper does not)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
