@@ -33,6 +33,7 @@ from groupmembers import ConfluentMember, Member, committed_offsets, create_topi
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+from kio.schema.join_group.v9.request import JoinGroupRequestProtocol
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.static.primitive import i8
 from pgcluster import HerdCluster
@@ -50,8 +51,11 @@ from herd.coordinator.records import (
 from herd.log.api import LogConfig
 from herd.log.postgres.db import open_pool
 from herd.log.postgres.schema import migrate
+from herd.protocol.messages import request_class
 from herd.runtime.batches import decode_batches
+from herd.server.apis._build import make
 
+JOIN, SYNC, HEARTBEAT = 11, 14, 12
 HTTP = importlib.util.find_spec("herd.server.http") is not None
 OFFSETS_PARTITIONS = 6
 CLUSTER_OVERRIDES = {"broker.session.timeout.ms": "2500", "broker.heartbeat.interval.ms": "500",
@@ -433,6 +437,7 @@ def test_on_one_node_a_group_move_unloads_and_reloads_its_coordinator_without_a_
         assert [m.event_count() for m in started] == events, "a client saw a rebalance"
         assert broker.described(group) == described
 
+        _a_parked_join_is_answered_not_coordinator(broker)
         status, answer = broker.move({"topic": topic, "partition": 0})
         assert (status, answer) == (400, {"error": "moving a partition's leadership needs cluster mode"})
     finally:
@@ -441,6 +446,37 @@ def test_on_one_node_a_group_move_unloads_and_reloads_its_coordinator_without_a_
             members.clear()
         finally:
             broker.stop()
+
+
+def _join(c: RawClient, group: str, member_id: str = "", *, send_only: bool = False) -> Any:
+    request = make(request_class(JOIN, 9), dict(
+        group_id=group, session_timeout=10_000, rebalance_timeout=10_000, member_id=member_id,
+        group_instance_id=None, protocol_type="consumer", reason="test",
+        protocols=(make(JoinGroupRequestProtocol, dict(name="range", metadata=b"")),)))
+    if send_only:
+        c.send_raw(c.encode(JOIN, 9, request))
+        return None
+    return c.request(JOIN, 9, request)
+
+
+def _a_parked_join_is_answered_not_coordinator(broker: _EmbeddedBroker) -> None:
+    """A group of one Stable member; a second member's JoinGroup waits for the first to rejoin; the group's move
+    answers it NOT_COORDINATOR (the join phase is lost, as when a coordinator moves)."""
+    group, port = "g-parked", int(broker.bootstrap.rsplit(":", 1)[1])
+    with RawClient(port) as a, RawClient(port) as b:
+        first = _join(a, group, _join(a, group).member_id)
+        assert first.error_code == ErrorCode.none and first.generation_id == 1
+        sync = make(request_class(SYNC, 5), dict(group_id=group, generation_id=1, member_id=first.member_id,
+                                                 group_instance_id=None, protocol_type="consumer",
+                                                 protocol_name="range", assignments=()))
+        assert a.request(SYNC, 5, sync).error_code == ErrorCode.none
+        _join(b, group, _join(b, group).member_id, send_only=True)
+        heartbeat = make(request_class(HEARTBEAT, 4), dict(group_id=group, generation_id=1,
+                                                           member_id=first.member_id, group_instance_id=None))
+        wait_for(lambda: a.request(HEARTBEAT, 4, heartbeat).error_code == ErrorCode.rebalance_in_progress, WAIT_S,
+                 "the second member's join parked")
+        assert broker.move({"group": group})[0] == 200
+        assert b.read_response(JOIN, 9).error_code == ErrorCode.not_coordinator
 
 
 class _EmbeddedBroker:
