@@ -111,7 +111,7 @@ async def move(broker: Broker, request: MoveRequest) -> dict[str, Any]:
     """Carry the move out on `broker` (cluster or embedded mode); the answer's JSON. Raises MoveError."""
     topic, partition = _target(broker, request)
     if broker.cluster.shared:
-        if request.unavailable_ms is not None:
+        if request.unavailable_ms:  # 0, the default, is what a cluster's move gives
             raise MoveError("unavailable_ms is for a single node: in cluster mode the coordinator is unavailable "
                             "while the new leader loads the group")
         moved = await broker.cluster.move_partition(topic, partition, request.to)  # type: ignore[attr-defined]
