@@ -228,6 +228,8 @@ class CoordinatorRuntime:
         has started. Raises ValueError if the partition is not hosted here."""
         if partition not in self.shards:
             raise ValueError(f"__consumer_offsets-{partition} is not hosted here")
+        log.info("__consumer_offsets-%d moves on demand: unloading it, loading it again after %d ms", partition,
+                 unavailable_ms)
         await self.unload_partition(partition)
         if unavailable_ms > 0:
             await asyncio.sleep(unavailable_ms / 1000)
