@@ -406,7 +406,7 @@ def test_a_move_stays_through_controller_steps_and_bad_moves_are_refused(pg_test
     asyncio.run(main())
 
 
-# -- one node ------------------------------------------------------------------------------------------------------------
+# -- one node -----------------------------------------------------------------------------------------------------
 
 def test_on_one_node_a_group_move_unloads_and_reloads_its_coordinator_without_a_rebalance(
         tmp_path: Path, members: list[Member]) -> None:
