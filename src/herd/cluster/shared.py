@@ -17,9 +17,10 @@ Leadership is decided by the controller step, which any node runs, one at a time
 one transaction: nodes whose lease ran out are marked stopped, `placement.plan` says which partitions move
 (those of stopped nodes; then, in the steps of a node that has just registered until one of them is done, as few
 as balance the groups), and every moved partition's leader epoch grows by one, which fences the old leader's
-writes (the log store checks leader and epoch in every write's transaction). A node runs the step when it starts, when nodes come or go (NOTIFY), right after the earliest
-lease of another node runs out (so the partitions of a killed node move within the session timeout plus the
-time of one step), and every session timeout as a fallback.
+writes (the log store checks leader and epoch in every write's transaction). A node runs the step when it
+starts, when nodes come or go (NOTIFY), right after the earliest lease of another node runs out (so the
+partitions of a killed node move within the session timeout plus the time of one step), and every session
+timeout as a fallback.
 
 `move_partition` moves one partition's leadership on demand (fault injection: a coordinator move a test asks
 for), from any node, in one transaction under the same lock: the leader and a new epoch, NOTIFY. Since only a
