@@ -11,9 +11,11 @@ the same topic (a topic's partitions land on different nodes), then the fewest p
 lowest node id (the same input always gives the same answer, whichever node computes it).
 
 A move costs clients a retry and the new leader a load, so `plan` moves as little as it can: a partition moves
-when its leader is gone (not live, or handing its partitions over in a controlled shutdown), and then only as
-many partitions as it takes to bring every group within one partition between its most and least loaded
-eligible node, always from a most loaded node to a least loaded one.
+when its leader is gone (not live, or handing its partitions over in a controlled shutdown), and, when asked to
+`balance` (the controller step of a node that has just joined: only a new node's arrival rebalances), as many
+partitions as it takes to bring every group within one partition between its most and least loaded eligible
+node, always from a most loaded node to a least loaded one. Any other step leaves partitions on the live nodes
+that lead them, so a leadership moved on demand (`SharedCluster.move_partition`) stays where it was put.
 """
 
 from __future__ import annotations
@@ -63,12 +65,13 @@ class _Loads:
         return min(self.nodes, key=lambda n: (self.group[group, n], self.topic[topic, n], self.total[n], n))
 
 
-def plan(slots: Sequence[Slot], eligible: Iterable[int], *, keep: Iterable[int] = ()) -> dict[int, int]:
+def plan(slots: Sequence[Slot], eligible: Iterable[int], *, keep: Iterable[int] = (),
+         balance: bool = True) -> dict[int, int]:
     """The new leader of every partition that must move, by key. `eligible` nodes may be given partitions;
     the partitions of `keep` nodes (live, but taking no new partitions: a node in a controlled shutdown whose
     own step has not handed them over yet) stay where they are and count for no one. Every other partition
-    whose leader is not eligible is given to an eligible node; then each group is balanced. With no eligible
-    node nothing moves."""
+    whose leader is not eligible is given to the least loaded eligible node; then, with `balance`, each group
+    is balanced. With no eligible node nothing moves."""
     nodes = sorted(set(eligible))
     if not nodes:
         return {}
@@ -81,6 +84,8 @@ def plan(slots: Sequence[Slot], eligible: Iterable[int], *, keep: Iterable[int] 
         node = loads.least(slot.topic)
         loads.add(slot.topic, node)
         moves[slot.key] = node
+    if not balance:
+        return moves
     placed = [Slot(s.key, s.topic, moves.get(s.key, s.leader)) for s in slots if s.leader not in kept or s.key in moves]
     for group in sorted({group_of(s.topic) for s in placed}):
         _balance(group, [s for s in placed if group_of(s.topic) == group and s.leader in members], loads, moves)

@@ -15,11 +15,16 @@ incarnation had in flight can be stored).
 
 Leadership is decided by the controller step, which any node runs, one at a time under an advisory lock, in
 one transaction: nodes whose lease ran out are marked stopped, `placement.plan` says which partitions move
-(those of stopped nodes, then as few as balance the groups), and every moved partition's leader epoch grows by
-one, which fences the old leader's writes (the log store checks leader and epoch in every write's
-transaction). A node runs the step when it starts, when nodes come or go (NOTIFY), right after the earliest
-lease of another node runs out (so the partitions of a killed node move within the session timeout plus the
-time of one step), and every session timeout as a fallback.
+(those of stopped nodes; then, in the steps of a node that has just registered until one of them is done, as few
+as balance the groups), and every moved partition's leader epoch grows by one, which fences the old leader's
+writes (the log store checks leader and epoch in every write's transaction). A node runs the step when it
+starts, when nodes come or go (NOTIFY), right after the earliest lease of another node runs out (so the
+partitions of a killed node move within the session timeout plus the time of one step), and every session
+timeout as a fallback.
+
+`move_partition` moves one partition's leadership on demand (fault injection: a coordinator move a test asks
+for), from any node, in one transaction under the same lock: the leader and a new epoch, NOTIFY. Since only a
+joining node's step balances, the move stays until a node joins or the new leader goes.
 
 A controlled shutdown first marks the node shutting_down (others stop giving it partitions, and leave it those
 it has), commits what its logs hold (`close_partition(flush=True)`), and only then hands its partitions over in
@@ -75,6 +80,27 @@ T = TypeVar("T")
 
 class ClusterError(DatabaseError):
     """This node cannot join the cluster (its node.id is taken by a live process); one line for the operator."""
+
+
+class MoveError(Exception):
+    """A move refused, with one line for the operator and the HTTP status that says why (404: no such topic or
+    partition, 400: `to` is not a live node, 409: the move has nowhere to go, 503: the database failed)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class Moved:
+    """A leadership moved on demand: the partition, its leader before (None: it had none) and after, and the
+    new leader epoch."""
+
+    topic: str
+    partition: int
+    from_node: int | None
+    to_node: int
+    leader_epoch: int
 
 
 class NodeState(enum.StrEnum):
@@ -181,6 +207,8 @@ class SharedCluster(TopicIndex):
         self._wake = asyncio.Event()
         self._step_due = False
         self._check_due = False
+        self._registrations = 0  # how many times this node registered
+        self._balanced = 0  # the registration after which a step of this node last balanced the groups
         self._step_timer: asyncio.TimerHandle | None = None
         self._purge_wake = asyncio.Event()
         self._tasks: list[asyncio.Task[None]] = []
@@ -374,6 +402,24 @@ class SharedCluster(TopicIndex):
             "SELECT %s, p, l FROM unnest(%s::integer[], %s::integer[]) AS m(p, l)",
             (topic_id, list(range(start, end)), leaders))
 
+    # -- moves on demand ---------------------------------------------------------------------------------------
+
+    async def move_partition(self, topic: str, index: int, to_node: int | None = None) -> Moved:
+        """Give the partition's leadership to `to_node` (None: the next live node after its leader, by id) with a
+        new leader epoch, in one transaction under the metadata lock, and tell every node (NOTIFY). This node's
+        view follows before it returns; the others' when the notification reaches them, a few milliseconds
+        later: the old leader lets go (its writes not yet stored are fenced by the epoch), the new one opens the
+        partition (a coordinator partition: loads its groups). Raises MoveError."""
+        try:
+            async with self._pool.connection(timeout=self._session_s) as conn, conn.transaction():
+                moved = await move_leadership(conn, topic, index, to_node, sender=self.node_id)
+        except DB_ERRORS as e:
+            raise MoveError(f"could not move {topic}-{index}: {describe(e, self._where)}", 503) from None
+        log.info("moved the leadership of %s-%d from node %s to node %d (epoch %d) on demand", topic, index,
+                 moved.from_node, moved.to_node, moved.leader_epoch)
+        await self._refresh_quietly()
+        return moved
+
     # -- registration and the lease ----------------------------------------------------------------------------
 
     async def _register(self) -> None:
@@ -405,6 +451,7 @@ class SharedCluster(TopicIndex):
             await _notify(conn, "nodes", self.node_id)
         self._incarnation = incarnation
         self._state = NodeState.ALIVE
+        self._registrations += 1
         self._leased(sent)
         log.info("node %d registered at %s:%d in %s", self.node_id, *self.endpoint, self._where)
 
@@ -507,7 +554,11 @@ class SharedCluster(TopicIndex):
     # -- the controller step -----------------------------------------------------------------------------------
 
     async def _controller_step(self) -> None:
-        """Expire the nodes whose lease ran out and move the partitions that must move, in one transaction."""
+        """Expire the nodes whose lease ran out and move the partitions that must move, in one transaction; the
+        first step to succeed after this node registered also balances the groups (a node joining takes its
+        share)."""
+        registration = self._registrations
+        balance = registration != self._balanced
         async with self._pool.connection(timeout=self._session_s) as conn, conn.transaction():
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (METADATA_LOCK,))
             cursor = await conn.execute(
@@ -516,20 +567,22 @@ class SharedCluster(TopicIndex):
             expired = sorted(r[0] for r in await cursor.fetchall())
             if expired:
                 log.warning("the leases of nodes %s ran out: their partitions move to live nodes", expired)
-            moved = await self._place(conn, handing_over=False)
+            moved = await self._place(conn, handing_over=False, balance=balance)
             if expired or moved:
                 await _notify(conn, "leaders", self.node_id)
+        self._balanced = registration
 
-    async def _place(self, conn: psycopg.AsyncConnection, *, handing_over: bool) -> int:
+    async def _place(self, conn: psycopg.AsyncConnection, *, handing_over: bool, balance: bool = False) -> int:
         """Run `placement.plan` over the partitions and the live nodes and store its moves, each with the next
-        leader epoch; returns how many moved. `handing_over`: this node's own partitions go too."""
+        leader epoch; returns how many moved. `handing_over`: this node's own partitions go too; `balance`: the
+        groups are balanced as well (a joining node's step)."""
         nodes = await _read_nodes(conn)
         live = {n: node for n, (node, left) in nodes.items() if left > 0}
         eligible = [n for n, node in live.items() if node.state is NodeState.ALIVE and not (
             handing_over and n == self.node_id)]
         keep = [n for n, node in live.items() if node.state is NodeState.SHUTTING_DOWN and not (
             handing_over and n == self.node_id)]
-        moves = plan(await _read_slots(conn), eligible, keep=keep)
+        moves = plan(await _read_slots(conn), eligible, keep=keep, balance=balance)
         if moves:
             await conn.execute(
                 "UPDATE herd_partitions AS p SET leader = m.leader, " + NEW_EPOCH + " "
@@ -764,6 +817,49 @@ async def _wait(event: asyncio.Event, seconds: float) -> bool:
 async def _notify(conn: psycopg.AsyncConnection, kind: str, sender: int) -> None:
     """Tell every node (at commit) that `kind` changed; `sender` does not need to hear it."""
     await conn.execute("SELECT pg_notify(%s, %s)", (METADATA_CHANNEL, f"{kind} {sender}"))
+
+
+async def move_leadership(conn: psycopg.AsyncConnection, topic: str, index: int, to_node: int | None, *,
+                          sender: int) -> Moved:
+    """The database side of `SharedCluster.move_partition`, inside the caller's transaction, which commits it:
+    take the metadata lock (no step or admin change runs meanwhile), check the partition and the target against
+    the live nodes, store the new leader with the next epoch (NEW_EPOCH: the epoch history OffsetForLeaderEpoch
+    answers from grows as at every other change) and notify every node but `sender`. Raises MoveError."""
+    await conn.execute("SELECT pg_advisory_xact_lock(%s)", (METADATA_LOCK,))
+    cursor = await conn.execute(
+        "SELECT t.partitions, p.pid, p.leader FROM herd_topics t LEFT JOIN herd_partitions p "
+        "ON p.topic_id = t.topic_id AND p.partition = %s WHERE t.name = %s", (index, topic))
+    row = await cursor.fetchone()
+    if row is None:
+        raise MoveError(f"unknown topic {topic!r}", 404)
+    count, pid, leader = row
+    if pid is None:
+        raise MoveError(f"topic {topic!r} has no partition {index} (it has {count})", 404)
+    nodes = await _read_nodes(conn)
+    live = sorted(n for n, (node, left) in nodes.items() if left > 0 and node.state is NodeState.ALIVE)
+    target = _move_target(f"{topic}-{index}", leader, to_node, live)
+    cursor = await conn.execute("UPDATE herd_partitions SET leader = %s, " + NEW_EPOCH + " WHERE pid = %s "
+                                "RETURNING leader_epoch", (target, pid))
+    updated = await cursor.fetchone()
+    assert updated is not None
+    await _notify(conn, "leaders", sender)
+    return Moved(topic, index, leader, target, int(updated[0]))
+
+
+def _move_target(name: str, leader: int | None, to_node: int | None, live: list[int]) -> int:
+    """`to_node` if it is live and not the leader already; by default the first live node after the leader by
+    id (wrapping around). Raises MoveError."""
+    if to_node is not None:
+        if to_node not in live:
+            raise MoveError(f"node {to_node} is not a live node (live nodes: {live})", 400)
+        if to_node == leader:
+            raise MoveError(f"{name} is already led by node {to_node}", 409)
+        return to_node
+    others = [n for n in live if n != leader]
+    if not others:
+        raise MoveError(f"{name} has no other live node to move to (live nodes: {live})", 409)
+    after = [n for n in others if leader is not None and n > leader]
+    return (after or others)[0]
 
 
 async def _count_partitions(conn: psycopg.AsyncConnection) -> int:

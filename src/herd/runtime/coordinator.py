@@ -7,7 +7,8 @@ the background; once all are loaded it logs one line with what they hold (each p
 DEBUG). Each shard compacts its partition in the background, keeping tombstones for the topic's
 delete.retention.ms (by default log.cleaner.delete.retention.ms). A single node hosts every partition;
 `load_partition` / `unload_partition` move one partition on or off this node (a coordinator move: unloading
-answers parked requests NOT_COORDINATOR, loading replays the partition from its log).
+answers parked requests NOT_COORDINATOR, loading replays the partition from its log); `move_away_and_back` does
+both, for a coordinator move asked for on a single node (fault injection).
 
 A shard whose disk fails (`ShardState.FAILED`) is reloaded the same way, by `_reload`: after a backoff
 (herd.log.recovery.backoff.ms, doubling up to herd.log.recovery.backoff.max.ms while it keeps failing) the
@@ -217,6 +218,23 @@ class CoordinatorRuntime:
         await shard.unload()
         if self.shards.get(partition) is shard:
             del self.shards[partition]
+
+    async def move_away_and_back(self, partition: int, unavailable_ms: int = 0) -> None:
+        """What a client sees when a coordinator moves, on one node (fault injection, embedded mode): unload the
+        partition (its pending writes finish and are acknowledged, parked JoinGroup and SyncGroup requests are
+        answered NOT_COORDINATOR, join phases under way are lost, new requests get NOT_COORDINATOR), wait
+        `unavailable_ms`, then load it again from its log (COORDINATOR_LOAD_IN_PROGRESS until replayed; each
+        group comes back at its last stored generation, its members' sessions re-armed). Returns once the load
+        has started. Raises ValueError if the partition is not hosted here."""
+        if partition not in self.shards:
+            raise ValueError(f"__consumer_offsets-{partition} is not hosted here")
+        log.info("__consumer_offsets-%d moves on demand: unloading it, loading it again after %d ms", partition,
+                 unavailable_ms)
+        await self.unload_partition(partition)
+        if unavailable_ms > 0:
+            await asyncio.sleep(unavailable_ms / 1000)
+        if not self._closing and partition not in self.shards:
+            self.load_partition(partition, announce=True)
 
     async def wait_loaded(self) -> None:
         """Return once every partition that was loading has finished loading."""

@@ -71,6 +71,24 @@ def test_a_stable_cluster_is_left_alone(cluster) -> None:
     assert plan(settled, eligible, keep=keep) == {}
 
 
+@given(clusters())
+def test_without_balancing_only_orphans_move_and_each_to_a_least_loaded_node(cluster) -> None:
+    """The steps of nodes that did not just join (`balance=False`): a partition on a live node stays, even where
+    a move on demand left its group uneven; each orphan goes where its group is least loaded at that moment."""
+    slots, eligible, keep = cluster
+    moves = plan(slots, eligible, keep=keep, balance=False)
+    orphans = [s for s in slots if s.leader not in set(eligible) | set(keep)]
+    if not eligible:
+        assert moves == {}
+        return
+    assert set(moves) == {s.key for s in orphans}
+    placed = [s for s in slots if s.leader in eligible]
+    for slot in sorted(orphans, key=lambda s: (s.topic, s.key)):
+        before = counts(placed, {}, eligible, group_of(slot.topic))
+        assert before[moves[slot.key]] == min(before.values())
+        placed.append(Slot(slot.key, slot.topic, moves[slot.key]))
+
+
 @given(st.integers(1, 7), st.integers(1, 60), st.integers(1, 60))
 def test_a_joining_node_takes_its_share(nodes: int, offsets: int, data: int) -> None:
     everyone = list(range(nodes))
