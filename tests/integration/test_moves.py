@@ -1,10 +1,8 @@
 """Moves on demand (POST /v1/moves, herd.server.moves): a group's coordinator or a partition's leadership moved
 while real clients use it, on three herd nodes over PostgreSQL, and a group's coordinator "moved" on one node.
 
-A move is asked for over the node's HTTP listener when herd has one (herd.server.http); without it, the cluster's
-moves run the very transaction every node's `SharedCluster.move_partition` runs (`move_leadership`, then NOTIFY)
-from the test process, and the embedded move calls `herd.server.moves.move` on an in-process broker: what the
-nodes then do (the old leader letting go, the new one loading) is the same either way.
+A move is asked for over a node's HTTP listener (herd.server.http): POST /v1/moves on the cluster, the CLI's
+`herd faults move` on the single node.
 
 What a move must keep (as a failover does, docs/cluster.md): a Stable group keeps its generation, members and
 assignments, and every commit a client saw succeed; a producer (idempotent, acks=all) loses no acknowledged
@@ -15,9 +13,10 @@ with SharedCluster instances in this process, whose controller steps the test ru
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import re
+import subprocess
+import sys
 import threading
 import time
 import urllib.error
@@ -36,10 +35,11 @@ from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.join_group.v9.request import JoinGroupRequestProtocol
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.static.primitive import i8
+from brokers import BrokerProcess
 from pgcluster import HerdCluster
 from rawkafka import RawClient
 
-from herd.cluster.shared import MoveError, SharedCluster, move_leadership
+from herd.cluster.shared import MoveError, SharedCluster
 from herd.cluster.topics import OFFSETS_TOPIC
 from herd.coordinator.partition import coordinator_partition
 from herd.coordinator.records import (
@@ -56,12 +56,11 @@ from herd.runtime.batches import decode_batches
 from herd.server.apis._build import make
 
 JOIN, SYNC, HEARTBEAT = 11, 14, 12
-HTTP = importlib.util.find_spec("herd.server.http") is not None
 OFFSETS_PARTITIONS = 6
 CLUSTER_OVERRIDES = {"broker.session.timeout.ms": "2500", "broker.heartbeat.interval.ms": "500",
                      "group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000",
                      "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS), "num.partitions": "1",
-                     **({"herd.http.listener": "127.0.0.1:0", "herd.faults.enable": "true"} if HTTP else {})}
+                     "herd.http.listener": "127.0.0.1:0", "herd.faults.enable": "true"}
 WAIT_S = 30.0  # generous deadlines: the machine is shared
 _HTTP_LISTENING = re.compile(r"herd http listening on ([\w.:\[\]-]+):(\d+)")
 
@@ -86,29 +85,9 @@ def _http_address(log: str) -> str:
     return f"{match.group(1)}:{match.group(2)}"
 
 
-def _move_in_database(url: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    """The cluster's move without a node's HTTP listener: `move_leadership` in a transaction of the test's own."""
-    topic = body.get("topic", OFFSETS_TOPIC)
-    index = body["partition"] if "topic" in body else coordinator_partition(body["group"], OFFSETS_PARTITIONS)
-
-    async def run() -> Any:
-        async with await psycopg.AsyncConnection.connect(url) as conn, conn.transaction():
-            return await move_leadership(conn, topic, index, body.get("to"), sender=-1)
-
-    try:
-        moved = asyncio.run(run())
-    except MoveError as e:
-        return e.status, {"error": str(e)}
-    return 200, {"partition": [topic, index], "from": moved.from_node, "to": moved.to_node,
-                 "leader_epoch": moved.leader_epoch}
-
-
 def _move(cluster: HerdCluster, **body: Any) -> dict[str, Any]:
     """Ask for a move (through node 0); the answer, which must be 200."""
-    if HTTP:
-        status, answer = _post(_http_address(cluster.log(0)), body)
-    else:
-        status, answer = _move_in_database(cluster.database_url, body)
+    status, answer = _post(_http_address(cluster.log(0)), body)
     assert status == 200, answer
     return answer
 
@@ -430,7 +409,7 @@ def test_on_one_node_a_group_move_unloads_and_reloads_its_coordinator_without_a_
         moved_at = time.monotonic()
         status, answer = broker.move({"group": group, "unavailable_ms": 300})
         partition = coordinator_partition(group, 10)
-        assert status == 200 and answer == {"partition": [OFFSETS_TOPIC, partition], "from": 0, "to": 0,
+        assert status == 0 and answer == {"partition": [OFFSETS_TOPIC, partition], "from": 0, "to": 0,
                                              "leader_epoch": 0}
         produce(broker.bootstrap, topic, 4, 40, start=40)
         wait_for(lambda: all(m.commits_since(moved_at) for m in started), WAIT_S, "every member committing again")
@@ -439,7 +418,7 @@ def test_on_one_node_a_group_move_unloads_and_reloads_its_coordinator_without_a_
 
         _a_parked_join_is_answered_not_coordinator(broker)
         status, answer = broker.move({"topic": topic, "partition": 0})
-        assert (status, answer) == (400, {"error": "moving a partition's leadership needs cluster mode"})
+        assert (status, answer) == (1, {"error": "moving a partition's leadership needs cluster mode"})
     finally:
         try:
             stop_all(members)  # before the broker: a member closing leaves its group
@@ -475,43 +454,34 @@ def _a_parked_join_is_answered_not_coordinator(broker: _EmbeddedBroker) -> None:
                                                            member_id=first.member_id, group_instance_id=None))
         wait_for(lambda: a.request(HEARTBEAT, 4, heartbeat).error_code == ErrorCode.rebalance_in_progress, WAIT_S,
                  "the second member's join parked")
-        assert broker.move({"group": group})[0] == 200
+        assert broker.move({"group": group})[0] == 0
         assert b.read_response(JOIN, 9).error_code == ErrorCode.not_coordinator
 
 
 class _EmbeddedBroker:
-    """One node: a `herd serve` process with its HTTP listener when herd has one, else a broker in this process
-    whose moves are `herd.server.moves.move` called on its loop."""
+    """One node: a `herd serve` process with its HTTP listener; moves are asked for with `herd faults move`."""
 
     def __init__(self, tmp_path: Path) -> None:
-        props = {"group.min.session.timeout.ms": "1000", "offsets.topic.num.partitions": "10"}
-        if HTTP:
-            from brokers import BrokerProcess
-
-            self.process = BrokerProcess(tmp_path / "node", {**props, "herd.http.listener": "127.0.0.1:0",
-                                                             "herd.faults.enable": "true"}).start()
-            self.bootstrap = self.process.bootstrap
-        else:
-            from inprocess import InProcessBroker
-
-            self.inprocess = InProcessBroker({**props, "log.dirs": str(tmp_path / "node")})
-            self.bootstrap = self.inprocess.bootstrap
+        props = {"group.min.session.timeout.ms": "1000", "offsets.topic.num.partitions": "10",
+                 "herd.http.listener": "127.0.0.1:0", "herd.faults.enable": "true"}
+        self.process = BrokerProcess(tmp_path / "node", props).start()
+        self.bootstrap = self.process.bootstrap
 
     def create_topic(self, topic: str, partitions: int) -> None:
         create_topic(self.bootstrap, topic, partitions)
 
     def move(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-        if HTTP:
-            return _post(_http_address(self.process.log()), body)
-        from herd.server.moves import move, parse_move
-
-        async def run() -> dict[str, Any]:
-            return await move(self.inprocess.server.broker, parse_move(body))
-
-        try:
-            return 200, self.inprocess.run(run())
-        except MoveError as e:
-            return e.status, {"error": str(e)}
+        """`herd faults move` with `body`'s fields as options: (0, its JSON answer) when it worked, else (its exit
+        code, {"error": its one line without the `herd: error: ` prefix})."""
+        args = [sys.executable, "-m", "herd.cli", "faults", "move", "--http", _http_address(self.process.log()),
+                "--output", "json"]
+        for name, value in body.items():
+            args += [f"--{name.replace('_', '-')}", str(value)]
+        done = subprocess.run(args, capture_output=True, text=True, timeout=WAIT_S)
+        if done.returncode == 0:
+            return 0, json.loads(done.stdout)
+        assert done.stderr.count("\n") == 1, done.stderr  # one line, no traceback
+        return done.returncode, {"error": done.stderr.strip().removeprefix("herd: error: ")}
 
     def described(self, group: str) -> tuple[int, str, dict[str, bytes]]:
         """(error, state, member id -> assignment) from DescribeGroups: the same member ids mean no member
@@ -522,7 +492,4 @@ class _EmbeddedBroker:
         return g.error_code, g.group_state, {m.member_id: m.member_assignment for m in g.members}
 
     def stop(self) -> None:
-        if HTTP:
-            self.process.stop()
-        else:
-            self.inprocess.stop()
+        self.process.stop()
