@@ -52,7 +52,11 @@ partitions and re-join")). herd's leader therefore asks its protocol whether the
 leaves a handover pending (`GroupProtocol.handover_pending`); if so and the group is still at that
 generation one rebalance timeout after the leader became STABLE (the time a member has to rejoin), the
 leader rejoins itself, and that rebalance assigns what was withheld. In the usual case the owner rejoins
-at once, the leader hears REBALANCE_IN_PROGRESS and the deadline is dropped.
+at once, the leader hears REBALANCE_IN_PROGRESS and the deadline is dropped. A new process of a static
+leader, put back with skip_assignment, cannot know what the assignment it did not compute left pending
+(its previous process may have been the very owner), so under a cooperative protocol it assumes a handover
+is pending: a static leader's restart costs one cooperative rebalance, in which nothing moves, one
+rebalance timeout later (herd goes further than Java here, see `_skip_assignment`).
 """
 
 from __future__ import annotations
@@ -224,6 +228,7 @@ class MembershipMachine:
         self._retries = 0
         self._rejoin_reason: str | None = None  # asked for while assigning or syncing
         self._joined_members: tuple[JoinedMember, ...] = ()  # what the leader assigns for
+        self._assigned: int | None = None  # the last generation whose assignment this machine computed
         self._handover_generation: int | None = None  # the leader's assignment left a handover pending
         self._handover_at: int | None = None  # STABLE leader: rejoin then unless a new generation began
 
@@ -270,7 +275,7 @@ class MembershipMachine:
         pending = self.protocol.is_cooperative(name) and \
             self.protocol.handover_pending(name, self._joined_members, assignments)
         self._handover_generation = generation_id if pending else None
-        self._joined_members = ()
+        self._assigned, self._joined_members = generation_id, ()
         return self._send_sync(tuple(sorted(assignments.items())))
 
     def assignment_failed(self, generation_id: int, error: KafkaError) -> Actions:
@@ -439,7 +444,18 @@ class MembershipMachine:
             self._joined_members = response.members
             return [ComputeAssignment(self.generation_id, self.protocol_name, self.leader_id,
                                       response.members)]
+        if response.leader == response.member_id:
+            self._skip_assignment()
         return self._send_sync(())
+
+    def _skip_assignment(self) -> None:
+        """A static leader put back into its Stable group keeps the generation's assignment (KIP-814
+        skip_assignment). If this machine did not compute that assignment, it cannot know whether it left
+        a handover pending (its previous process may have been the owner that had to revoke), so under a
+        cooperative protocol it assumes one: at most one extra cooperative rebalance, one rebalance timeout
+        later, in which nothing moves unless something was unassigned."""
+        if self.protocol.is_cooperative(self.protocol_name or "") and self._assigned != self.generation_id:
+            self._handover_generation = self.generation_id
 
     # -- SyncGroup ---------------------------------------------------------------------------------------
 

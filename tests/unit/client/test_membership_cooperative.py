@@ -289,3 +289,24 @@ def test_handover_pending_means_some_owner_loses_a_partition():
     assert protocol.handover_pending("cooperative-sticky", members, {"y": keep})  # x left out entirely
     eager = ConsumerGroupProtocol(["t"], ["range"])
     assert not eager.handover_pending("range", members, {"x": take, "y": b""})
+
+
+@pytest.mark.parametrize(("assignor", "rejoins"), [("cooperative-sticky", True), ("range", False)])
+def test_a_new_static_leader_process_put_back_with_skip_assignment(assignor, rejoins):
+    """A restarted static leader cannot know whether the assignment it did not compute left a handover
+    pending (its previous process may have been the owner): under a cooperative protocol it rejoins once,
+    one rebalance timeout later, if the group is still at that generation."""
+    clock = ManualClock()
+    b = Consumer("b", assignor, clock)
+    a = Consumer("a2", assignor, clock, instance_id="a-iid")
+    b.take(b.m.start())
+    a.take(a.m.start())
+    a.take(a.m.receive(a.join, JoinGroupResponse(0, 2, "consumer", assignor, "a2", "a2",
+                                                 (b.joined_member(),), skip_assignment=True)))
+    stored = encode_assignment(Assignment((TopicPartition("t", 0), TopicPartition("t", 1))))
+    a.take(a.m.receive(a.sync, SyncGroupResponse(0, stored, "consumer", assignor)))
+    stable_at = clock.now_ms()
+    assert a.m.state is MemberState.STABLE
+    assert idle([a], clock, stable_at + REBALANCE_TIMEOUT - 1) == []
+    actions = idle([a], clock, stable_at + REBALANCE_TIMEOUT)
+    assert [type(x) for x in actions] == ([Send] if rejoins else [])
