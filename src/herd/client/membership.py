@@ -45,7 +45,7 @@ static member restarting with its group.instance.id, or rejoining after an admin
 coordinator lost its JoinGroup, is put back by the coordinator in a Stable group without a rebalance and
 handed the stored assignment (KIP-345), which already lacks the withheld part; the new process never owned
 it, so it revokes nothing and does not rejoin, and nobody else has a reason to: the part stays unassigned.
-Java's client has the same gap: the leader keeps no record of what its assignment withheld
+As far as its code shows, Java's client has the same gap: the leader keeps no record of what it withheld
 (ConsumerCoordinator.onLeaderElected keeps only `assignmentSnapshot`, the metadata it assigned from), and
 only the revoking member asks for the second rebalance (onJoinComplete: requestRejoin("need to revoke
 partitions and re-join")). herd's leader therefore asks its protocol whether the assignment it computed
