@@ -108,6 +108,20 @@ class ConsumerGroupProtocol(GroupProtocol):
         gone = partitions_of(old) - partitions_of(new)
         return encode_assignment(Assignment(tuple(sorted(gone)))) if gone else None
 
+    def handover_pending(self, protocol_name: str, members: Sequence[JoinedMember],
+                         assignments: Mapping[str, bytes]) -> bool:
+        """Whether some member claimed to own a partition that its new assignment lacks: it will revoke
+        it and rejoin (Java: ConsumerCoordinator.onJoinComplete, "need to revoke partitions and re-join"),
+        and the rebalance that follows hands it over (CooperativeStickyAssignor.adjustAssignment withholds
+        partitionsTransferringOwnership "to be assigned in the followup rebalance")."""
+        if not self.cooperative:
+            return False
+        for member in members:
+            owned = decode_subscription(member.metadata).owned_partitions
+            if owned and not set(owned) <= partitions_of(assignments.get(member.member_id, b"")):
+                return True
+        return False
+
 
 async def cluster_of(client: KafkaClient, topics: Sequence[str]) -> Cluster:
     """Partition counts of the topics that exist (what assignors read)."""

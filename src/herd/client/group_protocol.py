@@ -15,7 +15,10 @@ client:
   remember it);
 - `is_cooperative(name)` and `revoked(name, old, new)`: for KIP-429's cooperative protocol, which keeps
   what it holds while rejoining and gives up only what the new assignment takes away, then rejoins so
-  the freed part can be handed over in the next generation.
+  the freed part can be handed over in the next generation;
+- `handover_pending(name, members, assignments)`: asked of the leader's assignment under a cooperative
+  protocol: whether it takes from some member a part that member still owns, so that a second rebalance
+  must follow (the leader rejoins itself if none starts within the rebalance timeout).
 
 `SimpleProtocol` is a ready GroupProtocol for custom protocol types whose leader decides with a plain
 function.
@@ -84,6 +87,12 @@ class GroupProtocol(ABC):
     def revoked(self, protocol_name: str, old: bytes, new: bytes) -> bytes | None:
         """Under a cooperative protocol: the part of `old` that `new` takes away (None when nothing)."""
         return None
+
+    def handover_pending(self, protocol_name: str, members: Sequence[JoinedMember],
+                         assignments: Mapping[str, bytes]) -> bool:
+        """Under a cooperative protocol: whether `assignments` (the leader's, for `members` as they joined)
+        take from some member a part it still owns, which a second rebalance must then hand over."""
+        return False
 
 
 class SimpleProtocol(GroupProtocol):

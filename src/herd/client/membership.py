@@ -39,6 +39,24 @@ their holdings while rejoining; when the new assignment takes something away the
 for just that part, then `Assigned`, and joins again at once so the freed part can be handed over in the
 next generation (the two phases). On close a member revokes what it holds; a dynamic member then sends
 LeaveGroup, a static member (group.instance.id) does not (KIP-345: its session keeps its place).
+
+The second phase can fail to come. The owner of a withheld part may be replaced before it revokes: a
+static member restarting with its group.instance.id, or rejoining after an admin removed it or after the
+coordinator lost its JoinGroup, is put back by the coordinator in a Stable group without a rebalance and
+handed the stored assignment (KIP-345), which already lacks the withheld part; the new process never owned
+it, so it revokes nothing and does not rejoin, and nobody else has a reason to: the part stays unassigned.
+As far as its code shows, Java's client has the same gap: the leader keeps no record of what it withheld
+(ConsumerCoordinator.onLeaderElected keeps only `assignmentSnapshot`, the metadata it assigned from), and
+only the revoking member asks for the second rebalance (onJoinComplete: requestRejoin("need to revoke
+partitions and re-join")). herd's leader therefore asks its protocol whether the assignment it computed
+leaves a handover pending (`GroupProtocol.handover_pending`); if so and the group is still at that
+generation one rebalance timeout after the leader became STABLE (the time a member has to rejoin), the
+leader rejoins itself, and that rebalance assigns what was withheld. In the usual case the owner rejoins
+at once, the leader hears REBALANCE_IN_PROGRESS and the deadline is dropped. A new process of a static
+leader, put back with skip_assignment, cannot know what the assignment it did not compute left pending
+(its previous process may have been the very owner), so under a cooperative protocol it assumes a handover
+is pending: a static leader's restart costs one cooperative rebalance, in which nothing moves, one
+rebalance timeout later (herd goes further than Java here, see `_skip_assignment`).
 """
 
 from __future__ import annotations
@@ -209,6 +227,10 @@ class MembershipMachine:
         self._retry_at: int | None = None  # JOINING without a request in flight: when to send it
         self._retries = 0
         self._rejoin_reason: str | None = None  # asked for while assigning or syncing
+        self._joined_members: tuple[JoinedMember, ...] = ()  # what the leader assigns for
+        self._assigned: int | None = None  # the last generation whose assignment this machine computed
+        self._handover_generation: int | None = None  # the leader's assignment left a handover pending
+        self._handover_at: int | None = None  # STABLE leader: rejoin then unless a new generation began
 
     # -- inputs ------------------------------------------------------------------------------------------
 
@@ -249,6 +271,11 @@ class MembershipMachine:
         """The leader's assignment for `generation_id` (ignored if the group moved on meanwhile)."""
         if self.state is not S.ASSIGNING or generation_id != self.generation_id:
             return []
+        name = self.protocol_name or ""
+        pending = self.protocol.is_cooperative(name) and \
+            self.protocol.handover_pending(name, self._joined_members, assignments)
+        self._handover_generation = generation_id if pending else None
+        self._assigned, self._joined_members = generation_id, ()
         return self._send_sync(tuple(sorted(assignments.items())))
 
     def assignment_failed(self, generation_id: int, error: KafkaError) -> Actions:
@@ -271,6 +298,10 @@ class MembershipMachine:
         if self.state in _HEARTBEATING:
             if self._timer.session_expired():
                 return self._session_expired()
+            if self.state is S.STABLE and self._handover_at is not None \
+                    and self.clock.now_ms() >= self._handover_at:
+                return self._rejoin(f"the cooperative handover of generation {self.generation_id} did not "
+                                    "follow within the rebalance timeout")
             if self._timer.should_heartbeat():
                 return self._send_heartbeat()
         return []
@@ -306,6 +337,8 @@ class MembershipMachine:
             deadline = self._timer.session_deadline()
             if not self._timer.in_flight:
                 deadline = min(deadline, self._timer.next_at())
+            if self.state is S.STABLE and self._handover_at is not None:
+                deadline = min(deadline, self._handover_at)
             return deadline
         return None
 
@@ -341,6 +374,7 @@ class MembershipMachine:
         actions: Actions = [Lost(self.held)] if self.held is not None else []
         self.held = None
         self.generation_id, self.protocol_name, self.leader_id = -1, None, ""
+        self._handover_at = None
         if forget_member_id:
             self.member_id = ""
         self.protocol.on_reset()
@@ -359,6 +393,7 @@ class MembershipMachine:
         self._to(S.JOINING)
         self._heartbeat = None
         self._rejoin_reason = None
+        self._handover_at = None
         if later:
             return actions + self._retry_join_later()
         return actions + self._send_join(reason)
@@ -406,9 +441,21 @@ class MembershipMachine:
         self._timer.reset()
         if response.leader == response.member_id and not response.skip_assignment:
             self._to(S.ASSIGNING)
+            self._joined_members = response.members
             return [ComputeAssignment(self.generation_id, self.protocol_name, self.leader_id,
                                       response.members)]
+        if response.leader == response.member_id:
+            self._skip_assignment()
         return self._send_sync(())
+
+    def _skip_assignment(self) -> None:
+        """A static leader put back into its Stable group keeps the generation's assignment (KIP-814
+        skip_assignment). If this machine did not compute that assignment, it cannot know whether it left
+        a handover pending (its previous process may have been the owner that had to revoke), so under a
+        cooperative protocol it assumes one: at most one extra cooperative rebalance, one rebalance timeout
+        later, in which nothing moves unless something was unassigned."""
+        if self.protocol.is_cooperative(self.protocol_name or "") and self._assigned != self.generation_id:
+            self._handover_generation = self.generation_id
 
     # -- SyncGroup ---------------------------------------------------------------------------------------
 
@@ -443,6 +490,7 @@ class MembershipMachine:
         new = GroupAssignment(self.generation_id, self.member_id, self.leader_id, self.protocol_name or "",
                               response.assignment)
         self._to(S.STABLE)
+        self._arm_handover()
         actions = self._replace_holdings(new)
         self.protocol.on_assignment(new)
         actions.append(Assigned(new))
@@ -452,6 +500,16 @@ class MembershipMachine:
         if reason is not None:
             actions += self._rejoin(reason)
         return actions
+
+    def _arm_handover(self) -> None:
+        """STABLE again in the generation whose assignment (computed here as leader) left a handover
+        pending: wait for the second rebalance at most one rebalance timeout (see the module docstring).
+        The generation is remembered across this member's own rejoins and resets, since a rejoin can end
+        in a static replacement back into that same generation; a later generation forgets it."""
+        if self._handover_generation != self.generation_id:
+            self._handover_generation = self._handover_at = None
+            return
+        self._handover_at = self.clock.now_ms() + self.config.rebalance_timeout_ms
 
     def _replace_holdings(self, new: GroupAssignment) -> Actions:
         old, self.held = self.held, new
