@@ -160,7 +160,6 @@ class Checker(Observer):
         self.acked: dict[Key, tuple[int, int]] = {}  # (batch index, offset) answered NONE
         self.rebalances = 0
         self.causes: dict[str, int] = {}
-        self.tolerate_known = sim.tolerate_known
         self.version = 0  # bumped by whatever may change the coordinator's state; `step` skips if unchanged
         self._checked = -1
 

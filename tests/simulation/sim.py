@@ -44,9 +44,8 @@ JOIN_CAUSES = {"new": {"member-join"}, "leader": {"leader-rejoin"}, "metadata": 
 
 
 class Simulation:
-    def __init__(self, seed: int, *, size: str = "ci", tracing: bool = False, tolerate_known: bool = True) -> None:
+    def __init__(self, seed: int, *, size: str = "ci", tracing: bool = False) -> None:
         self.seed = seed
-        self.tolerate_known = tolerate_known  # skip the checks of the known issues listed in invariants.py
         self.rng = random.Random(seed)
         self.tracing = tracing
         self.lines: list[str] = []
