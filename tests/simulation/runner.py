@@ -64,7 +64,9 @@ def run_many(schedules: int | None, minutes: float | None, jobs: int, first: int
         results = map(run_chunk, chunks)
         _collect(report, results, stop_at)
     else:
-        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        # spawn, not fork: the test process runs librdkafka's and psycopg's threads by the time the suite gets
+        # here, and a forked child of a threaded process can crash (it did, with a segmentation fault).
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
             _collect(report, pool.imap(run_chunk, chunks), stop_at)
             pool.terminate()
     report.seconds = time.monotonic() - start
