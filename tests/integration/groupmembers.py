@@ -119,6 +119,52 @@ def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -
 
 # -- members ---------------------------------------------------------------------------------------------------
 
+class Producing(threading.Thread):
+    """Numbered records to every partition of `topic` at a steady pace (confluent-kafka, idempotent, acks=all)
+    until stopped; `acked` holds (when produce was called, value) of each acknowledged record, `errors` the
+    delivery errors. Used by the failover and move tests."""
+
+    def __init__(self, bootstrap: str, topic: str, partitions: int, poll_s: float = 0.05) -> None:
+        from confluent_kafka import Producer
+
+        super().__init__(daemon=True)
+        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
+                                  "linger.ms": 5, "message.timeout.ms": 60000,
+                                  "topic.metadata.refresh.interval.ms": 1000})
+        self.topic, self.partitions, self.poll_s = topic, partitions, poll_s
+        self.acked: list[tuple[float, bytes]] = []
+        self.errors: list[Any] = []
+        self._stop_event = threading.Event()
+
+    def run(self) -> None:
+        sent = 0
+        while not self._stop_event.is_set():
+            for _ in range(self.partitions):
+                at = time.monotonic()
+                self.producer.produce(self.topic, value=b"v-%07d" % sent, partition=sent % self.partitions,
+                                      on_delivery=lambda e, m, at=at: self._delivered(e, m, at))
+                sent += 1
+            self.producer.poll(self.poll_s)
+        self.producer.flush(60)
+
+    def _delivered(self, error: Any, message: Any, at: float) -> None:
+        if error is not None:
+            self.errors.append(error)
+        else:
+            self.acked.append((at, message.value()))
+
+    def values(self) -> set[bytes]:
+        """Every acknowledged value."""
+        return {value for _, value in list(self.acked)}
+
+    def since(self, moment: float) -> set[bytes]:
+        return {value for at, value in list(self.acked) if at > moment}
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(90)
+
+
 class Member(threading.Thread):
     """One consumer in a thread; see the module docstring."""
 

@@ -36,6 +36,7 @@ from groupmembers import (
     ConfluentMember,
     KafkaPythonMember,
     Member,
+    Producing,
     add_partitions,
     balanced,
     committed_offsets,
@@ -364,47 +365,6 @@ def _gated_range() -> type:
 
 # -- records -----------------------------------------------------------------------------------------------------
 
-class _Producing(threading.Thread):
-    """Numbered records to every partition of `topic` at a steady pace (confluent-kafka, idempotent, acks=all)
-    until stopped; `acked` holds (when produce was called, value) of each acknowledged record."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
-        from confluent_kafka import Producer
-
-        super().__init__(daemon=True)
-        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                                  "linger.ms": 5, "message.timeout.ms": 60000,
-                                  "topic.metadata.refresh.interval.ms": 1000})
-        self.topic, self.partitions = topic, partitions
-        self.acked: list[tuple[float, bytes]] = []
-        self.errors: list[Any] = []
-        self._stop_event = threading.Event()
-
-    def run(self) -> None:
-        sent = 0
-        while not self._stop_event.is_set():
-            for _ in range(self.partitions):
-                at = time.monotonic()
-                self.producer.produce(self.topic, value=b"v-%07d" % sent, partition=sent % self.partitions,
-                                      on_delivery=lambda e, m, at=at: self._delivered(e, m, at))
-                sent += 1
-            self.producer.poll(0.05)
-        self.producer.flush(60)
-
-    def _delivered(self, error: Any, message: Any, at: float) -> None:
-        if error is not None:
-            self.errors.append(error)
-        else:
-            self.acked.append((at, message.value()))
-
-    def since(self, moment: float) -> set[bytes]:
-        return {value for at, value in list(self.acked) if at > moment}
-
-    def stop(self) -> None:
-        self._stop_event.set()
-        self.join(90)
-
-
 def _consumed(members: list[Member]) -> set[bytes]:
     return {value for m in members for _, _, value in list(m.consumed)}
 
@@ -452,7 +412,7 @@ def test_a_stable_committing_group_survives_its_coordinator_killed(cluster: Herd
     group = f"g-{topic}"
     tracked = _start(client, cluster, topic, group, 3)
     members += tracked
-    producing = _Producing(cluster.bootstrap, topic, 6)
+    producing = Producing(cluster.bootstrap, topic, 6)
     producing.start()
     try:
         settled(tracked, 6, timeout=FAILOVER_S)

@@ -180,6 +180,11 @@ def test_a_node_without_herd_faults_enable_refuses_with_403(tmp_path: Path) -> N
             Faults(node.http).list()
         refused = _herd("add", "--http", node.http, "--action", "drop")
         assert refused.returncode == 1 and "fault injection is disabled" in refused.stderr
+        with pytest.raises(FaultError, match="fault injection is disabled") as moving:
+            Faults(node.http).move_coordinator("g")
+        assert moving.value.status == 403
+        refused = _herd("move", "--http", node.http, "--group", "g")
+        assert refused.returncode == 1 and "fault injection is disabled" in refused.stderr
     finally:
         node.stop()
     assert "herd http listening" in node.log()

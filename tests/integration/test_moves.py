@@ -17,7 +17,6 @@ import json
 import re
 import subprocess
 import sys
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -28,7 +27,17 @@ from typing import Any
 
 import psycopg
 import pytest
-from groupmembers import ConfluentMember, Member, committed_offsets, create_topic, produce, settled, stop_all, wait_for
+from groupmembers import (
+    ConfluentMember,
+    Member,
+    Producing,
+    committed_offsets,
+    create_topic,
+    produce,
+    settled,
+    stop_all,
+    wait_for,
+)
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
@@ -177,40 +186,6 @@ class _Committing(ConfluentMember):
             return sum(1 for t in self.acked_at if t > moment)
 
 
-class _Producing(threading.Thread):
-    """Numbered records to every partition of `topic` (confluent-kafka, idempotent, acks=all) until stopped;
-    `acked` holds the values of the acknowledged ones."""
-
-    def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
-        from confluent_kafka import Producer
-
-        super().__init__(daemon=True)
-        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                                  "linger.ms": 5, "message.timeout.ms": 60000,
-                                  "topic.metadata.refresh.interval.ms": 1000})
-        self.topic, self.partitions = topic, partitions
-        self.acked: list[bytes] = []
-        self.errors: list[Any] = []
-        self._stop_event = threading.Event()
-
-    def run(self) -> None:
-        sent = 0
-        while not self._stop_event.is_set():
-            for _ in range(self.partitions):
-                self.producer.produce(self.topic, value=b"v-%07d" % sent, partition=sent % self.partitions,
-                                      on_delivery=self._delivered)
-                sent += 1
-            self.producer.poll(0.02)
-        self.producer.flush(60)
-
-    def _delivered(self, error: Any, message: Any) -> None:
-        (self.errors if error is not None else self.acked).append(error or message.value())
-
-    def stop(self) -> None:
-        self._stop_event.set()
-        self.join(90)
-
-
 # -- a group's coordinator -------------------------------------------------------------------------------------------
 
 def test_a_group_whose_coordinator_moves_keeps_its_generation_members_and_commits(herd: HerdCluster,
@@ -225,7 +200,7 @@ def test_a_group_whose_coordinator_moves_keeps_its_generation_members_and_commit
     members += started
     for m in started:
         m.start()
-    producing = _Producing(herd.bootstrap, topic, 6)
+    producing = Producing(herd.bootstrap, topic, 6, poll_s=0.02)
     producing.start()
     try:
         settled(started, 6, timeout=WAIT_S)
@@ -276,7 +251,7 @@ def test_a_partition_moved_under_a_producer_and_a_consumer_loses_no_acknowledged
                              auto_offset_reset="earliest", metadata_max_age_ms=1000, fetch_max_wait_ms=100)
     consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
     seen: list[bytes] = []
-    producing = _Producing(herd.bootstrap, topic, 2)
+    producing = Producing(herd.bootstrap, topic, 2, poll_s=0.02)
     producing.start()
 
     def read_until(done: Any) -> None:
@@ -284,7 +259,7 @@ def test_a_partition_moved_under_a_producer_and_a_consumer_loses_no_acknowledged
         while not done() and time.monotonic() < deadline:
             for records in consumer.poll(200).values():
                 seen.extend(r.value for r in records)
-        assert done(), f"read {len(seen)} records, {len(set(producing.acked) - set(seen))} acknowledged missing"
+        assert done(), f"read {len(seen)} records, {len(producing.values() - set(seen))} acknowledged missing"
 
     try:
         read_until(lambda: len(seen) >= 50)
@@ -297,7 +272,7 @@ def test_a_partition_moved_under_a_producer_and_a_consumer_loses_no_acknowledged
     finally:
         producing.stop()
     try:
-        read_until(lambda: set(producing.acked) <= set(seen))
+        read_until(lambda: producing.values() <= set(seen))
     finally:
         consumer.close()
     assert not producing.errors

@@ -11,20 +11,19 @@ herd.faults.enable=true; see docs/faults.md).
 
 Every command takes `--http HOST:PORT` (or the HERD_HTTP environment variable) and `--output json`. `add`
 without --action injects an error when --error is given. A refused rule, a node that refuses (faults disabled)
-or cannot be reached: one line on stderr, exit code 1; bad arguments exit 2. The calls are plain urllib (the CLI
-does not import herd.testing, whose Faults is the same API for Python).
+or cannot be reached: one line on stderr, exit code 1; bad arguments exit 2. The calls are herd.client.node_http's,
+as those of herd.testing.Faults, the same API for Python.
 """
 
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from typing import Any, Callable
 
 import click
 
 from herd.cli.common import echo_json, echo_table, output_option
+from herd.client.node_http import NodeHttpError, call_node
 
 __all__ = ["faults"]
 
@@ -49,20 +48,18 @@ def http_option(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 def call(address: str, method: str, path: str, body: Any = None) -> Any:
     """The node's JSON answer; raises click.ClickException (one line, exit 1) on any failure."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(f"http://{address}{path}", data=data, method=method,
-                                      headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=15) as response:
-            return json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as e:
-        try:
-            message = json.loads(e.read())["error"]
-        except (ValueError, KeyError, TypeError):
-            message = f"HTTP {e.code} {e.reason}"
-        raise click.ClickException(" ".join(str(message).split())) from None
-    except (urllib.error.URLError, OSError) as e:
-        raise click.ClickException(f"cannot reach {address}: {getattr(e, 'reason', e)}") from None
+        return call_node(f"http://{address}", method, path, body, timeout=15)
+    except NodeHttpError as e:
+        raise click.ClickException(str(e)) from None
+
+
+def show(output: str, answer: Any, line: Callable[[], str]) -> None:
+    """`answer` as JSON with --output json, else the one `line` for people."""
+    if output == "json":
+        echo_json(answer)
+    else:
+        click.echo(line())
 
 
 @click.group("faults")
@@ -96,10 +93,7 @@ def add(http: str, action: str | None, output: str, **fields: Any) -> None:
     if api is not None and api.isdigit():
         fields["api"] = int(api)
     rule = call(http, "POST", "/v1/faults", {"action": action, **{k: v for k, v in fields.items() if v is not None}})
-    if output == "json":
-        echo_json(rule)
-    else:
-        click.echo(f"added fault rule {rule['id']}")
+    show(output, rule, lambda: f"added fault rule {rule['id']}")
 
 
 @faults.command("list")
@@ -122,10 +116,7 @@ def list_rules(http: str, output: str) -> None:
 def remove(http: str, rule_id: int, output: str) -> None:
     """Remove one rule (ending the stalls it caused)."""
     rule = call(http, "DELETE", f"/v1/faults/{rule_id}")
-    if output == "json":
-        echo_json(rule)
-    else:
-        click.echo(f"removed fault rule {rule_id}")
+    show(output, rule, lambda: f"removed fault rule {rule_id}")
 
 
 @faults.command("clear")
@@ -134,10 +125,7 @@ def remove(http: str, rule_id: int, output: str) -> None:
 def clear(http: str, output: str) -> None:
     """Remove every rule."""
     answer = call(http, "DELETE", "/v1/faults")
-    if output == "json":
-        echo_json(answer)
-    else:
-        click.echo(f"removed {answer['removed']} fault rules")
+    show(output, answer, lambda: f"removed {answer['removed']} fault rules")
 
 
 @faults.command("drop-connections")
@@ -149,10 +137,7 @@ def drop_connections(http: str, client_id: str | None, host: str | None, output:
     """Abort open Kafka connections now (every one without filters)."""
     body = {k: v for k, v in (("client_id", client_id), ("host", host)) if v is not None}
     answer = call(http, "POST", "/v1/connections/drop", body)
-    if output == "json":
-        echo_json(answer)
-    else:
-        click.echo(f"dropped {answer['dropped']} connections")
+    show(output, answer, lambda: f"dropped {answer['dropped']} connections")
 
 
 @faults.command("move")
@@ -174,9 +159,7 @@ def move(http: str, group: str | None, topic: str | None, partition: int | None,
     body: dict[str, Any] = {"group": group} if group is not None else {"topic": topic, "partition": partition}
     body.update({k: v for k, v in (("to", to), ("unavailable_ms", unavailable_ms)) if v is not None})
     answer = call(http, "POST", "/v1/moves", body)
-    if output == "json":
-        echo_json(answer)
-    else:
-        where = answer.get("partition")
-        click.echo(f"moved {where[0]}-{where[1]} from node {answer.get('from')} to node {answer.get('to')} "
-                   f"(leader epoch {answer.get('leader_epoch')})" if where else json.dumps(answer))
+    where = answer.get("partition")
+    show(output, answer, lambda: f"moved {where[0]}-{where[1]} from node {answer.get('from')} to node "
+                                 f"{answer.get('to')} (leader epoch {answer.get('leader_epoch')})"
+         if where else json.dumps(answer))

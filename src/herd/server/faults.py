@@ -295,13 +295,14 @@ class FaultRegistry:
         self.rules.append(rule)
         return rule
 
-    def remove(self, rule_id: int) -> bool:
+    def remove(self, rule_id: int) -> Rule | None:
+        """Remove a rule (ending the stalls it holds); the rule, or None if there is none by that id."""
         for rule in self.rules:
             if rule.id == rule_id:
                 self.rules.remove(rule)
                 rule.released.set()
-                return True
-        return False
+                return rule
+        return None
 
     def clear(self) -> int:
         removed, self.rules = self.rules, []

@@ -5,7 +5,7 @@
     DELETE /v1/faults                 -> 200 {"removed": n}
     DELETE /v1/faults/{id}            -> 200 rule, or 404
     POST   /v1/connections/drop {"client_id": ..., "host": ...}  -> 200 {"dropped": n}
-    POST   /v1/moves                  -> herd.server.moves (registered here)
+    POST   /v1/moves  {"group": ...} or {"topic": ..., "partition": ...}, "to"  -> herd.server.moves
 
 aiohttp is imported only by this module, which the server imports only when the listener is set. Every error is
 a 4xx with `{"error": "<one line>"}`: 400 bad JSON or a refused rule, 403 while herd.faults.enable is false (for
@@ -18,16 +18,15 @@ from __future__ import annotations
 
 import json
 import logging
-import warnings
 from typing import Any, Awaitable, Callable, Protocol
 
 from aiohttp import web
 
-from herd.config import BrokerConfig
 from herd.server import moves
 from herd.server.broker import Broker
 from herd.server.connection import Connection
 from herd.server.faults import FaultRegistry, RuleError
+from herd.server.moves import MoveError
 
 log = logging.getLogger(__name__)
 
@@ -36,15 +35,15 @@ _GUARDED = ("/v1/faults", "/v1/connections", "/v1/moves")
 DISABLED = "fault injection is disabled: start the node with herd.faults.enable=true"
 
 
-
 class Server(Protocol):
     """What the listener uses of herd.server.server.Server (which imports this module)."""
 
     broker: Broker
-    config: BrokerConfig
     connections: set[Connection]
 
 
+BROKER = web.AppKey("broker", Broker)
+SERVER = web.AppKey("server", Server)
 routes = web.RouteTableDef()
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -56,7 +55,7 @@ def _error(status: int, message: str) -> web.Response:
 @web.middleware
 async def _guard(request: web.Request, handler: Handler) -> web.StreamResponse:
     """403 while faults are disabled; every HTTP error as one line of JSON."""
-    if request.path.startswith(_GUARDED) and request.app["broker"].faults is None:
+    if request.path.startswith(_GUARDED) and request.app[BROKER].faults is None:
         return _error(403, DISABLED)
     try:
         return await handler(request)
@@ -75,7 +74,7 @@ async def _json(request: web.Request) -> Any:
 
 
 def _faults(request: web.Request) -> FaultRegistry:
-    faults: FaultRegistry = request.app["broker"].faults
+    faults: FaultRegistry = request.app[BROKER].faults
     return faults
 
 
@@ -110,8 +109,8 @@ async def remove_fault(request: web.Request) -> web.Response:
         rule_id = int(request.match_info["id"])
     except ValueError:
         return _error(404, f"no fault rule {request.match_info['id']!r}")
-    rule = next((r for r in faults.rules if r.id == rule_id), None)
-    if rule is None or not faults.remove(rule_id):
+    rule = faults.remove(rule_id)
+    if rule is None:
         return _error(404, f"no fault rule {rule_id} (it may have expired after its count)")
     log.info("fault rule %d removed", rule_id)
     return web.json_response(rule.to_json())
@@ -124,7 +123,7 @@ async def drop_connections(request: web.Request) -> web.Response:
     if not isinstance(data, dict) or set(data) - {"client_id", "host"}:
         return _error(400, 'expected {"client_id": ..., "host": ...} (both optional)')
     client_id, host = data.get("client_id"), data.get("host")
-    server: Server = request.app["server"]
+    server = request.app[SERVER]
     dropped = 0
     for conn in list(server.connections):
         if (client_id is None or conn.client_id == client_id) and (host is None or conn.host == host):
@@ -134,15 +133,21 @@ async def drop_connections(request: web.Request) -> web.Response:
     return web.json_response({"dropped": dropped})
 
 
+@routes.post("/v1/moves")
+async def post_move(request: web.Request) -> web.Response:
+    """A group's coordinator or a partition's leadership moved on demand (herd.server.moves)."""
+    try:
+        answer = await moves.move(request.app[BROKER], moves.parse_move(await _json(request)))
+    except MoveError as e:
+        return _error(e.status, str(e))
+    return web.json_response(answer)
+
+
 def make_app(server: Server) -> web.Application:
     app = web.Application(client_max_size=MAX_BODY, middlewares=[_guard])
-    with warnings.catch_warnings():  # the routes of herd.server.moves read these by name, as agreed
-        warnings.simplefilter("ignore", web.NotAppKeyWarning)
-        app["broker"] = server.broker
-        app["config"] = server.config
-        app["server"] = server
+    app[BROKER] = server.broker
+    app[SERVER] = server
     app.add_routes(routes)
-    app.add_routes(moves.routes)
     return app
 
 

@@ -1,4 +1,5 @@
-"""Moving a group's coordinator or a partition's leadership on demand (fault injection): `POST /v1/moves`.
+"""Moving a group's coordinator or a partition's leadership on demand (fault injection): what `POST /v1/moves`
+(herd.server.http) does.
 
 The body names a group (`{"group": "g"}`: its coordinator, the leader of `__consumer_offsets` partition
 abs(hashCode(g)) % offsets.topic.num.partitions) or a partition (`{"topic": "t", "partition": 0}`), with an
@@ -13,9 +14,6 @@ optional `"to": node_id`. The answer is `{"partition": [topic, index], "from": o
 - Embedded mode (one node): a group's move is `CoordinatorRuntime.move_away_and_back`: its partition is unloaded
   (NOT_COORDINATOR; pending writes finish first), `unavailable_ms` (default 0) pass, and it is loaded again from
   its log (COORDINATOR_LOAD_IN_PROGRESS meanwhile). A data partition cannot move without another node: 400.
-
-Like every fault endpoint it answers 403 unless the node runs with herd.faults.enable=true (checked here too, in
-case the HTTP layer does not).
 """
 
 from __future__ import annotations
@@ -24,18 +22,14 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
-
 from herd.cluster.shared import MoveError
 from herd.cluster.topics import OFFSETS_TOPIC
-from herd.config import BrokerConfig
 
 if TYPE_CHECKING:
     from herd.server.broker import Broker
 
-routes = web.RouteTableDef()
+__all__ = ["MoveError", "MoveRequest", "move", "parse_move"]
 
-DISABLED = "fault injection is disabled: start the node with herd.faults.enable=true"
 FIELDS = frozenset({"group", "topic", "partition", "to", "unavailable_ms"})
 
 
@@ -48,29 +42,6 @@ class MoveRequest:
     partition: int | None = None
     to: int | None = None
     unavailable_ms: int | None = None
-
-
-@routes.post("/v1/moves")
-async def post_move(request: web.Request) -> web.Response:
-    if not faults_enabled(request.app["config"]):
-        return _error(403, DISABLED)
-    try:
-        body = await request.json()
-    except ValueError:
-        return _error(400, "the body must be a JSON object")
-    try:
-        answer = await move(request.app["broker"], parse_move(body))
-    except MoveError as e:
-        return _error(e.status, str(e))
-    return web.json_response(answer)
-
-
-def faults_enabled(config: BrokerConfig) -> bool:
-    """herd.faults.enable, read so that a configuration without that setting means disabled."""
-    try:
-        return bool(config.get("herd.faults.enable"))
-    except KeyError:
-        return False
 
 
 def parse_move(body: Any) -> MoveRequest:
@@ -149,7 +120,3 @@ async def _move_coordinator_here(broker: Broker, partition: int, unavailable_ms:
 
 def _answer(topic: str, partition: int, from_node: int | None, to_node: int, epoch: int) -> dict[str, Any]:
     return {"partition": [topic, partition], "from": from_node, "to": to_node, "leader_epoch": epoch}
-
-
-def _error(status: int, message: str) -> web.Response:
-    return web.json_response({"error": message}, status=status)

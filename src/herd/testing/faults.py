@@ -12,24 +12,19 @@ node, no such rule) or why the node could not be reached. docs/faults.md describ
 
 from __future__ import annotations
 
-import json
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, fields
 from typing import Any
 
+from herd.client.node_http import NodeHttpError, call_node
+
 __all__ = ["FaultError", "FaultRule", "Faults"]
 
 
-class FaultError(Exception):
+class FaultError(NodeHttpError):
     """The node refused the call (`status`: its HTTP status) or could not be reached (`status` None); `str(e)` is
     one line."""
-
-    def __init__(self, message: str, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,22 +107,7 @@ class Faults:
         return dict(self._call("POST", "/v1/moves", body))
 
     def _call(self, method: str, path: str, body: Any = None) -> Any:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
-                return json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as e:
-            raise FaultError(_reason(e), e.code) from None
-        except (urllib.error.URLError, OSError) as e:
-            reason = getattr(e, "reason", e)
-            raise FaultError(f"cannot reach {self.url}: {reason}") from None
-
-
-def _reason(error: urllib.error.HTTPError) -> str:
-    try:
-        message = json.loads(error.read())["error"]
-    except (ValueError, KeyError, TypeError):
-        message = error.reason
-    return " ".join(str(message).split())
+            return call_node(self.url, method, path, body, self.timeout)
+        except NodeHttpError as e:
+            raise FaultError(str(e), e.status) from None
