@@ -52,11 +52,6 @@ class EventLoop:
     def after(self, delay: int, fn: Callable[[], None], label: str) -> Event:
         return self.at(self.clock.now_ms() + delay, fn, label)
 
-    def next_time(self) -> int | None:
-        while self._heap and not self._heap[0][2].live:
-            heapq.heappop(self._heap)
-        return self._heap[0][0] if self._heap else None
-
     def run_next(self) -> Event | None:
         """Run the earliest live event; None when nothing is left."""
         while self._heap:

@@ -114,7 +114,7 @@ class ConsumerGroupProtocol(GroupProtocol):
         it and rejoin (Java: ConsumerCoordinator.onJoinComplete, "need to revoke partitions and re-join"),
         and the rebalance that follows hands it over (CooperativeStickyAssignor.adjustAssignment withholds
         partitionsTransferringOwnership "to be assigned in the followup rebalance")."""
-        if not self.cooperative:
+        if not self.is_cooperative(protocol_name):
             return False
         for member in members:
             owned = decode_subscription(member.metadata).owned_partitions

@@ -272,8 +272,7 @@ class MembershipMachine:
         if self.state is not S.ASSIGNING or generation_id != self.generation_id:
             return []
         name = self.protocol_name or ""
-        pending = self.protocol.is_cooperative(name) and \
-            self.protocol.handover_pending(name, self._joined_members, assignments)
+        pending = self.protocol.handover_pending(name, self._joined_members, assignments)
         self._handover_generation = generation_id if pending else None
         self._assigned, self._joined_members = generation_id, ()
         return self._send_sync(tuple(sorted(assignments.items())))
