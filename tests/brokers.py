@@ -1,20 +1,17 @@
 """`BrokerProcess`: `herd serve` in a child process on port 0 with a real data directory, for tests that
-talk to a broker over real sockets. The fixtures built on it are in tests/conftest.py.
+talk to a broker over real sockets. The fixtures built on it are in tests/conftest.py. It starts, reads and
+stops the process with the helpers of herd.testing.broker, whose HerdBroker is the users' version of it.
 """
 
 from __future__ import annotations
 
-import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
-from herd.cli.localpg import die_with_parent
-
-_LISTENING = re.compile(r"herd listening on (\S+):(\d+)")
-_HTTP_LISTENING = re.compile(r"herd http listening on (\S+):(\d+)")  # with herd.http.listener set
+from herd.cli.localpg import die_with_parent, read_log
+from herd.testing.broker import listening, spawn_serve, stop_process
 
 
 class BrokerProcess:
@@ -52,27 +49,18 @@ class BrokerProcess:
 
     def spawn(self) -> None:
         """Start the process without waiting for it to listen (several brokers start in parallel)."""
-        args = [sys.executable, "-m", "herd.cli", "serve", "--log-level", "INFO"]
-        if self.config is not None:
-            args += ["--config", str(self.config)]
-        for key, value in self.overrides.items():
-            args += ["--override", f"{key}={value}"]
-        log = open(self.log_path, "ab")
-        self._log_offset = log.tell()
         preexec = die_with_parent(signal.SIGKILL) if self.die_with_parent else None
-        self.proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, preexec_fn=preexec)
-        log.close()
+        self.proc, self._log_offset = spawn_serve(self.overrides, self.log_path, config=self.config,
+                                                  preexec_fn=preexec)
 
     def wait_listening(self, timeout: float = 30.0) -> "BrokerProcess":
         assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            text = self.log_path.read_bytes()[self._log_offset:].decode(errors="replace")
-            match = _LISTENING.search(text)
-            if match:
-                self.port = int(match.group(2))
-                http = _HTTP_LISTENING.search(text)  # logged before the Kafka listener's line
-                self.http_port = int(http.group(2)) if http else 0
+            text = self.log()
+            found = listening(text)
+            if found:
+                _, self.port, self.http_port = found
                 return self
             if self.proc.poll() is not None:
                 raise RuntimeError(f"broker exited with {self.proc.returncode}:\n{text}")
@@ -80,7 +68,11 @@ class BrokerProcess:
         raise TimeoutError(f"broker did not start:\n{self.log()}")
 
     def log(self) -> str:
-        return self.log_path.read_bytes()[self._log_offset:].decode(errors="replace")
+        return read_log(self.log_path, self._log_offset)
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
 
     def kill(self) -> None:
         assert self.proc is not None
@@ -88,16 +80,9 @@ class BrokerProcess:
         self.proc.wait(10)
 
     def stop(self, timeout: float = 20.0) -> int:
+        """SIGTERM and wait; its exit code (killed, and subprocess.TimeoutExpired raised, after `timeout`)."""
         assert self.proc is not None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise
-        return self.proc.returncode
+        return stop_process(self.proc, timeout)
 
     def restart(self) -> "BrokerProcess":
         """Start again on the same data directory (and the same port, so clients reconnect)."""

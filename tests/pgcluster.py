@@ -38,8 +38,9 @@ from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from rawkafka import RawClient
 
-from herd.cli.localpg import LocalPostgres, process_state
+from herd.cli.localpg import LocalPostgres, process_state, write_private
 from herd.coordinator.partition import coordinator_partition
+from herd.testing.broker import remove_leftovers, retry_while_leased
 
 _NAME_MAX = 63  # PostgreSQL's identifier length
 
@@ -61,24 +62,6 @@ def shared_tmp_root() -> Path:
     if root.stat().st_uid == os.geteuid():
         os.chmod(root, 0o1777)
     return root
-
-
-def remove_leftovers(root: Path) -> None:
-    """Remove the directories of sessions whose process is gone."""
-    for entry in root.iterdir():
-        pid = entry.name.split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
-            shutil.rmtree(entry, ignore_errors=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 class HerdCluster:
@@ -113,9 +96,7 @@ class HerdCluster:
     def _make_node(self, overrides: dict[str, str] | None = None) -> BrokerProcess:
         index = len(self.nodes)
         config = self.base_dir / f"node-{index}.properties"
-        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(f"herd.cluster.database.url={self.database_url}\n")
+        write_private(config, f"herd.cluster.database.url={self.database_url}\n")
         node = BrokerProcess(self.base_dir / f"node-{index}",
                              {"node.id": str(index), **self.overrides, **(overrides or {})},
                              config=config, die_with_parent=True)
@@ -130,15 +111,14 @@ class HerdCluster:
     @property
     def addresses(self) -> list[str]:
         """host:port of every node that runs (paused ones included)."""
-        return [n.bootstrap for n in self.nodes if n.proc is not None and n.proc.poll() is None]
+        return [n.bootstrap for n in self.nodes if n.running]
 
     @property
     def bootstrap(self) -> str:
         return ",".join(self.addresses)
 
     def running(self, i: int) -> bool:
-        proc = self.nodes[i].proc
-        return proc is not None and proc.poll() is None
+        return self.nodes[i].running
 
     # -- faults ----------------------------------------------------------------------------------------------
 
@@ -179,15 +159,7 @@ class HerdCluster:
     def restart_when_allowed(self, i: int, timeout: float = 30.0) -> None:
         """`restart(i)`, tried again while the node is refused because the lease of its earlier process still
         runs (it exits saying so). Call it on the test's own thread (see `BrokerProcess`)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self.restart(i)
-                return
-            except RuntimeError as e:
-                if "its lease runs for" not in str(e) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.1)
+        retry_while_leased(lambda: self.restart(i), timeout, pause=0.1)
 
     def wait_offsets_spread(self, partitions: int, timeout: float = 60.0) -> None:
         """Wait until every running node names the same leaders of the `partitions` partitions of

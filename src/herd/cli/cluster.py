@@ -19,7 +19,6 @@ exits on its own is reported in one line and the others keep running.
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -31,7 +30,8 @@ from pathlib import Path
 
 import click
 
-from herd.cli.localpg import LocalPostgres, LocalPostgresError, die_with_parent, port_is_free
+from herd.cli.localpg import (
+    LocalPostgres, LocalPostgresError, die_with_parent, port_is_free, read_log, write_private)
 from herd.config import BrokerConfig, ConfigError
 
 __all__ = ["cluster"]
@@ -71,11 +71,8 @@ class _Node:
     def write_config(self, database_url: str) -> None:
         """The node's own settings as a properties file readable by its owner only: the database URL carries
         the password, which a command line would show to every user of the machine."""
-        self.config_path.unlink(missing_ok=True)
-        fd = os.open(self.config_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write("# written by herd cluster up\n")
-            f.writelines(f"{item}\n" for item in self.overrides(database_url))
+        lines = ["# written by herd cluster up", *self.overrides(database_url)]
+        write_private(self.config_path, "".join(f"{line}\n" for line in lines))
 
 
 @dataclass
@@ -194,7 +191,7 @@ def _start_nodes(nodes: list[_Node], settings: list[str], database_url: str, log
     waiting = list(nodes)
     while waiting:
         for node in list(waiting):
-            text = _log_since(node)
+            text = read_log(node.log_path, node.log_offset)
             assert node.proc is not None
             if _LISTENING.search(text):
                 waiting.remove(node)
@@ -262,15 +259,6 @@ def _stop_nodes(nodes: list[_Node], signals: _Signals) -> None:
     for node in running:
         if node.proc is not None:
             node.proc.wait()
-
-
-def _log_since(node: _Node) -> str:
-    try:
-        with open(node.log_path, "rb") as f:
-            f.seek(node.log_offset)
-            return f.read().decode(errors="replace")
-    except FileNotFoundError:
-        return ""
 
 
 def _last_line(text: str) -> str:

@@ -128,6 +128,26 @@ def port_is_free(port: int) -> bool:
     return True
 
 
+def read_log(path: Path, offset: int = 0) -> str:
+    """What was written to the log at `path` from byte `offset` on (a run's part of a log appended to by each
+    run); '' when there is no log yet."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read().decode(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write `path` readable by its owner only (it holds a password), made anew: an older file's mode could
+    be looser, and opening it would keep that mode."""
+    path.unlink(missing_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+
+
 def die_with_parent(sig: int) -> Callable[[], None] | None:
     """A Popen preexec_fn asking Linux to send `sig` to the child when the process that started it dies, so
     that a launcher killed with SIGKILL leaves no server behind; None elsewhere. It runs after Popen has
@@ -342,9 +362,7 @@ class LocalPostgres:
             tail = " | ".join(line.strip() for line in output[-3:] if line.strip())
             self._remove_partial_init()
             raise LocalPostgresError(f"initdb failed (exit {result.returncode}; log {self.log_path}): {tail}")
-        fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(password + "\n")
+        write_private(self.password_file, password + "\n")
         if run_as.root:
             os.chown(self.password_file, run_as.uid, run_as.gid)
 
@@ -431,7 +449,7 @@ class LocalPostgres:
     def _fail(self, log_offset: int) -> None:
         assert self.proc is not None
         code, self.proc = self.proc.returncode, None
-        text = self._log_text(log_offset)
+        text = read_log(self.log_path, log_offset)
         if "Address already in use" in text or "could not create any TCP/IP sockets" in text:
             raise _PortTaken()
         running = re.search(r'lock file "postmaster.pid" already exists.*?\(PID (\d+)\)', text, re.S)
@@ -441,16 +459,8 @@ class LocalPostgres:
         raise LocalPostgresError(f"PostgreSQL exited at start (exit {code}; log {self.log_path}): "
                                  f"{self._log_tail(log_offset)}")
 
-    def _log_text(self, offset: int) -> str:
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(offset)
-                return f.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
-
     def _log_tail(self, offset: int, lines: int = 3) -> str:
-        text = [line.strip() for line in self._log_text(offset).splitlines() if line.strip()]
+        text = [line.strip() for line in read_log(self.log_path, offset).splitlines() if line.strip()]
         return " | ".join(text[-lines:]) or "(no output)"
 
 

@@ -159,18 +159,8 @@ class HerdBroker:
         if self.running:
             raise RuntimeError(f"the broker runs already (pid {self.pid})")
         self.directory.mkdir(parents=True, exist_ok=True)
-        with open(self.log_path, "ab") as log:
-            self._log_offset = log.tell()
-            self.proc = subprocess.Popen(self._args(), stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT, preexec_fn=_death_signal())
-
-    def _args(self) -> list[str]:
-        args = [sys.executable, "-m", "herd.cli", "serve", "--log-level", self.log_level]
-        if self.config is not None:
-            args += ["--config", str(self.config)]
-        for key, value in self.overrides.items():
-            args += ["--override", f"{key}={value}"]
-        return args
+        self.proc, self._log_offset = spawn_serve(self.overrides, self.log_path, config=self.config,
+                                                  log_level=self.log_level, preexec_fn=_death_signal())
 
     def wait_listening(self, timeout: float = START_TIMEOUT_S) -> "HerdBroker":
         """Wait for the listening lines of this run's log (see `start`)."""
@@ -190,23 +180,17 @@ class HerdBroker:
             time.sleep(_POLL_S)
 
     def _found_ports(self, text: str) -> bool:
-        kafka = _LISTENING.search(text)
-        http = _HTTP_LISTENING.search(text)
-        if kafka is None or (self.faults_enabled and http is None):
+        found = listening(text)
+        if found is None or (self.faults_enabled and not found[2]):
             return False
-        self.host, self.port = kafka.group(1), int(kafka.group(2))
-        if http is not None:
-            self.http_port = int(http.group(2))
+        self.host, self.port, self.http_port = found
         return True
 
     def log(self) -> str:
         """What the current (or last) run of the process has logged."""
-        try:
-            with open(self.log_path, "rb") as f:
-                f.seek(self._log_offset)
-                return f.read().decode(errors="replace")
-        except FileNotFoundError:
-            return ""
+        from herd.cli.localpg import read_log
+
+        return read_log(self.log_path, self._log_offset)
 
     def stop(self, timeout: float = STOP_TIMEOUT_S) -> int | None:
         """SIGTERM (herd's graceful shutdown) and wait; its exit code (None when it was not running). One that
@@ -214,16 +198,11 @@ class HerdBroker:
         self._refuse_attached("stop")
         if self.proc is None:
             return None
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
-                raise TimeoutError(f"herd serve did not stop within {timeout:.0f} s of SIGTERM (killed); the "
-                                   f"end of {self.log_path}:\n{_log_tail(self.log())}") from None
-        return self.proc.returncode
+        try:
+            return stop_process(self.proc, timeout)
+        except subprocess.TimeoutExpired:
+            raise TimeoutError(f"herd serve did not stop within {timeout:.0f} s of SIGTERM (killed); the "
+                               f"end of {self.log_path}:\n{_log_tail(self.log())}") from None
 
     def kill(self) -> None:
         """SIGKILL, as a crash: nothing is flushed or handed over."""
@@ -344,7 +323,7 @@ class HerdCluster:
         from herd.cli.localpg import LocalPostgres, find_binaries
 
         find_binaries()  # fail first, and in one line, when there are none
-        _remove_leftovers()
+        remove_leftovers(Path(tempfile.gettempdir()), _PG_PREFIX)
         self._pg_dir = Path(tempfile.mkdtemp(prefix=f"{_PG_PREFIX}{os.getpid()}-"))
         os.chmod(self._pg_dir, 0o755)
         self.postgres = LocalPostgres(self._pg_dir / "data")
@@ -352,27 +331,19 @@ class HerdCluster:
         return self.postgres.create_database("herd")
 
     def _node(self, index: int, database_url: str) -> HerdBroker:
+        from herd.cli.localpg import write_private
+
         directory = self.directory / f"node-{index}"
         directory.mkdir(parents=True, exist_ok=True)
         config = directory / "node.properties"
-        fd = os.open(config, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(f"herd.cluster.database.url={database_url}\n")
+        write_private(config, f"herd.cluster.database.url={database_url}\n")
         return HerdBroker(directory, {"node.id": str(index), **self.overrides}, faults=self.faults_enabled,
                           config=config)
 
     def restart(self, i: int, timeout: float = 30.0) -> None:
         """Start node i again after a kill or a stop, on its data and ports, tried again while the node is
         refused because the lease of its earlier process still runs (up to broker.session.timeout.ms)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                self.nodes[i].restart()
-                return
-            except HerdStartError as e:
-                if "lease runs for" not in str(e) or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.2)
+        retry_while_leased(self.nodes[i].restart, timeout)
 
     def close(self) -> None:
         """Stop every node (SIGTERM, SIGKILL after a while), then PostgreSQL; remove what was made here."""
@@ -418,11 +389,67 @@ async def _offsets_leaders(bootstrap: str) -> dict[int, int]:
         await client.close()
 
 
-def _remove_leftovers() -> None:
-    """Remove the PostgreSQL directories of test sessions whose process is gone (killed before cleaning up;
-    their server stopped with them)."""
-    for entry in Path(tempfile.gettempdir()).glob(f"{_PG_PREFIX}*"):
-        pid = entry.name[len(_PG_PREFIX):].split("-", 1)[0]
+# -- process helpers, which herd's own tests use too (tests/brokers.py, tests/pgcluster.py) ------------------
+
+def spawn_serve(overrides: Mapping[str, str], log_path: Path, *, config: Path | None = None,
+                log_level: str = "INFO", preexec_fn: Callable[[], None] | None = None
+                ) -> tuple[subprocess.Popen[bytes], int]:
+    """Start `herd serve` (with the interpreter running this) on these broker properties, its output appended
+    to `log_path`; the process and the offset in the log where this run's part starts."""
+    args = [sys.executable, "-m", "herd.cli", "serve", "--log-level", log_level]
+    if config is not None:
+        args += ["--config", str(config)]
+    for key, value in overrides.items():
+        args += ["--override", f"{key}={value}"]
+    with open(log_path, "ab") as log:
+        offset = log.tell()
+        return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                preexec_fn=preexec_fn), offset
+
+
+def listening(text: str) -> tuple[str, int, int] | None:
+    """(host, port, HTTP port or 0) from a `herd serve` log once it says it listens (its HTTP listener, when
+    it has one, says so first); None before."""
+    kafka = _LISTENING.search(text)
+    if kafka is None:
+        return None
+    http = _HTTP_LISTENING.search(text)
+    return kafka.group(1), int(kafka.group(2)), int(http.group(2)) if http else 0
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float) -> int:
+    """SIGTERM (herd's graceful shutdown) unless it has exited, and wait; its exit code. One that has not
+    exited within `timeout` is killed, and subprocess.TimeoutExpired raised."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            raise
+    return proc.returncode
+
+
+def retry_while_leased(restart: Callable[[], object], timeout: float, pause: float = 0.2) -> None:
+    """`restart()` of a node, called again while it fails (RuntimeError) because the lease of the node's
+    earlier process still runs (the node exits saying so), for up to `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            restart()
+            return
+        except RuntimeError as e:
+            if "lease runs for" not in str(e) or time.monotonic() > deadline:
+                raise
+            time.sleep(pause)
+
+
+def remove_leftovers(root: Path, prefix: str = "") -> None:
+    """Remove the directories `<prefix><pid>-*` in `root` of test sessions whose process is gone (killed
+    before cleaning up; their PostgreSQL server stopped with them)."""
+    for entry in root.glob(f"{prefix}*"):
+        pid = entry.name[len(prefix):].split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
 

@@ -26,7 +26,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
 _LIVE = pytest.StashKey["list[HerdBroker | HerdCluster]"]()
 _FIXTURES = frozenset({"herd_broker", "herd_cluster"})
+_T = TypeVar("_T", "HerdBroker", "HerdCluster")
 
 
 @dataclass(frozen=True)
@@ -83,6 +84,17 @@ def _live(config: pytest.Config) -> list[HerdBroker | HerdCluster]:
     return config.stash.setdefault(_LIVE, [])
 
 
+def _in_session(config: pytest.Config, started: _T) -> Iterator[_T]:
+    """A session fixture's body for a started broker or cluster: known to the after-test reset while it is in
+    use, closed at the end."""
+    _live(config).append(started)
+    try:
+        yield started
+    finally:
+        _live(config).remove(started)
+        started.close()
+
+
 # -- the brokers ---------------------------------------------------------------------------------------------
 
 @pytest.fixture(scope="session")
@@ -96,12 +108,7 @@ def herd_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
         broker = HerdBroker.attach(options.bootstrap, options.http)
     else:
         broker = HerdBroker(tmp_path_factory.mktemp("herd-broker"), options.overrides).start()
-    _live(request.config).append(broker)
-    try:
-        yield broker
-    finally:
-        _live(request.config).remove(broker)
-        broker.close()
+    yield from _in_session(request.config, broker)
 
 
 @pytest.fixture(scope="session")
@@ -118,12 +125,7 @@ def herd_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
         cluster.start()
     except LocalPostgresError as e:
         pytest.skip(f"herd_cluster: {e}")
-    _live(request.config).append(cluster)
-    try:
-        yield cluster
-    finally:
-        _live(request.config).remove(cluster)
-        cluster.close()
+    yield from _in_session(request.config, cluster)
 
 
 @pytest.fixture(autouse=True)
