@@ -32,6 +32,7 @@ import time
 from pathlib import Path
 from typing import Callable, Iterator
 
+import psycopg
 import pytest
 from brokers import BrokerProcess
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
@@ -39,7 +40,15 @@ from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopi
 from rawkafka import RawClient
 
 from herd.cli.localpg import LocalPostgres, process_state, write_private
+from herd.cluster.topics import OFFSETS_TOPIC
 from herd.coordinator.partition import coordinator_partition
+from herd.coordinator.records import (
+    GROUP_METADATA_KEY_TYPE,
+    decode_group_metadata_key,
+    decode_group_metadata_value,
+    record_type,
+)
+from herd.runtime.batches import decode_batches
 from herd.testing.broker import remove_leftovers, retry_while_leased
 
 _NAME_MAX = 63  # PostgreSQL's identifier length
@@ -193,6 +202,22 @@ class HerdCluster:
             return True
 
         _until(spread_and_loaded, "the offsets partitions spread over the nodes and loaded", timeout)
+
+    def stored_generation(self, group: str) -> int:
+        """The generation of the group's last GroupMetadata record in `__consumer_offsets` (what a coordinator
+        loading the group starts from); -1 if there is none."""
+        with psycopg.connect(self.database_url) as conn:
+            rows = conn.execute(
+                "SELECT b.data FROM herd_batches b JOIN herd_partitions p ON p.pid = b.pid JOIN herd_topics t "
+                "ON t.topic_id = p.topic_id WHERE t.name = %s ORDER BY p.partition, b.base_offset",
+                (OFFSETS_TOPIC,)).fetchall()
+        generation = -1
+        for (data,) in rows:
+            for _, records in decode_batches(bytes(data)):
+                for key, value in records:
+                    if record_type(key) == GROUP_METADATA_KEY_TYPE and decode_group_metadata_key(key).group == group:
+                        generation = -1 if value is None else decode_group_metadata_value(value).generation
+        return generation
 
     def create_topic(self, topic: str, partitions: int, timeout: float = 30.0) -> None:
         """Create `topic` (through any node) and wait until every running node knows it and a leader, among the

@@ -28,7 +28,6 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import psycopg
 import pytest
 from groupmembers import (
     AiokafkaMember,
@@ -52,13 +51,6 @@ from pgcluster import HerdCluster
 from rawkafka import RawClient
 
 from herd.client.consumer_protocol import decode_assignment
-from herd.coordinator.records import (
-    GROUP_METADATA_KEY_TYPE,
-    decode_group_metadata_key,
-    decode_group_metadata_value,
-    record_type,
-)
-from herd.runtime.batches import decode_batches
 
 NODES = 3
 OFFSETS_PARTITIONS = 6
@@ -186,23 +178,6 @@ def _failed_over(cluster: HerdCluster, group: str, dead: int) -> tuple[int, str,
         return current if current[0] != dead else None
 
     return wait_for(moved, FAILOVER_S, f"{group} coordinated by a node other than {dead}", 0.1)
-
-
-def _stored_generation(cluster: HerdCluster, group: str) -> int:
-    """The generation of the group's last GroupMetadata record in `__consumer_offsets` (what a coordinator loading
-    the group starts from); -1 if there is none."""
-    with psycopg.connect(cluster.database_url) as conn:
-        rows = conn.execute(
-            "SELECT b.data FROM herd_batches b JOIN herd_partitions p ON p.pid = b.pid "
-            "JOIN herd_topics t ON t.topic_id = p.topic_id WHERE t.name = '__consumer_offsets' "
-            "ORDER BY p.partition, b.base_offset").fetchall()
-    generation = -1
-    for (data,) in rows:
-        for _, records in decode_batches(bytes(data)):
-            for key, value in records:
-                if record_type(key) == GROUP_METADATA_KEY_TYPE and decode_group_metadata_key(key).group == group:
-                    generation = -1 if value is None else decode_group_metadata_value(value).generation
-    return generation
 
 
 def _assigned_as_clients_say(cluster: HerdCluster, group: str, members: list[Any]) -> None:
@@ -385,7 +360,7 @@ def _wait_consumed(members: list[Member], values: set[bytes], partitions: int, w
 def _no_rebalance(cluster: HerdCluster, group: str, before: Assignments, generation: int, members: list[Any],
                   events: list[int]) -> None:
     assert _stable(cluster, group, len(before)) == before, "the members or their assignments changed"
-    assert _stored_generation(cluster, group) == generation, "a rebalance completed"
+    assert cluster.stored_generation(group) == generation, "a rebalance completed"
     assert [m.event_count() for m in members] == events, "a client saw its partitions revoked or assigned"
 
 
@@ -418,7 +393,7 @@ def test_a_stable_committing_group_survives_its_coordinator_killed(cluster: Herd
         settled(tracked, 6, timeout=FAILOVER_S)
         before = _stable(cluster, group, 3)
         wait_for(lambda: all(m.acked for m in tracked), FAILOVER_S, "every member committing")
-        generation = _stored_generation(cluster, group)
+        generation = cluster.stored_generation(group)
         events = [m.event_count() for m in tracked]
 
         killed_at = time.monotonic()
@@ -455,7 +430,7 @@ def _stable_group(cluster: HerdCluster, members: list[Member], client: str, stem
     started = _start(client, cluster, topic, group, n)
     members += started
     settled(started, partitions, timeout=FAILOVER_S)
-    return topic, group, started, _stored_generation(cluster, group)
+    return topic, group, started, cluster.stored_generation(group)
 
 
 def _recovered(cluster: HerdCluster, dead: int, topic: str, group: str, everyone: list[Any], generation: int,
@@ -466,7 +441,7 @@ def _recovered(cluster: HerdCluster, dead: int, topic: str, group: str, everyone
     _wait_balanced(cluster)
     settled(everyone, 6, timeout=FAILOVER_S)
     _assigned_as_clients_say(cluster, group, everyone)
-    assert _stored_generation(cluster, group) > generation
+    assert cluster.stored_generation(group) > generation
     values = set(produce(cluster.bootstrap, topic, 6, 60))
     _wait_consumed(everyone, values, 6, what)
 
@@ -491,7 +466,7 @@ def test_killed_in_the_join_phase_the_group_ends_stable_with_everyone_assigned(c
     _wait_state(cluster, group, "PreparingRebalance")
     dead = _kill_coordinator(cluster, group)
     _failed_over(cluster, group, dead)
-    assert _stored_generation(cluster, group) == generation, "the interrupted join phase completed"
+    assert cluster.stored_generation(group) == generation, "the interrupted join phase completed"
     slow.slow_revocation.clear()
     everyone = first + newcomer
     _recovered(cluster, dead, topic, group, everyone, generation, "once the group is Stable again")
@@ -517,7 +492,7 @@ def test_killed_in_the_sync_phase_the_group_ends_stable_with_everyone_assigned(c
         _wait_state(cluster, group, "CompletingRebalance")
         dead = _kill_coordinator(cluster, group)
         _failed_over(cluster, group, dead)
-        assert _stored_generation(cluster, group) == generation, "the unsynced generation was stored"
+        assert cluster.stored_generation(group) == generation, "the unsynced generation was stored"
     finally:
         GATE.set()
     _recovered(cluster, dead, topic, group, first + newcomer, generation, "once the group is Stable again")
@@ -540,7 +515,7 @@ def test_a_member_dying_during_the_failover_is_expired_in_one_rebalance(cluster:
     try:
         wait_for(lambda: balanced([*survivors, child], 6), FAILOVER_S, "the three members balanced")
         _assigned_as_clients_say(cluster, group, [*survivors, child])
-        generation = _stored_generation(cluster, group)
+        generation = cluster.stored_generation(group)
         events = [m.event_count() for m in survivors]
         child.kill()
         dead = _kill_coordinator(cluster, group)
@@ -549,12 +524,12 @@ def test_a_member_dying_during_the_failover_is_expired_in_one_rebalance(cluster:
     _, _, loaded = _failed_over(cluster, group, dead)
     assert len(loaded) == 3, "the new coordinator did not load the group with its three members"
     settled(survivors, 6, timeout=SESSION_MS / 1000 + FAILOVER_S)
-    assert _stored_generation(cluster, group) == generation + 1
+    assert cluster.stored_generation(group) == generation + 1
     assert [m.event_count() - e for m, e in zip(survivors, events)] == [2, 2], "not one revocation and assignment"
     _restart(cluster, dead)
     _wait_balanced(cluster)
     _assigned_as_clients_say(cluster, group, survivors)
-    assert _stored_generation(cluster, group) == generation + 1
+    assert cluster.stored_generation(group) == generation + 1
     assert [m.event_count() - e for m, e in zip(survivors, events)] == [2, 2]
     values = set(produce(cluster.bootstrap, topic, 6, 60))
     _wait_consumed(survivors, values, 6, "after the failover")

@@ -51,17 +51,10 @@ from rawkafka import RawClient
 from herd.cluster.shared import MoveError, SharedCluster
 from herd.cluster.topics import OFFSETS_TOPIC
 from herd.coordinator.partition import coordinator_partition
-from herd.coordinator.records import (
-    GROUP_METADATA_KEY_TYPE,
-    decode_group_metadata_key,
-    decode_group_metadata_value,
-    record_type,
-)
 from herd.log.api import LogConfig
 from herd.log.postgres.db import open_pool
 from herd.log.postgres.schema import migrate
 from herd.protocol.messages import request_class
-from herd.runtime.batches import decode_batches
 from herd.server.apis._build import make
 
 JOIN, SYNC, HEARTBEAT = 11, 14, 12
@@ -141,22 +134,6 @@ def _everyone_says(cluster: HerdCluster, topic: str, partition: int, leader: int
              f"every node naming node {leader} at epoch {epoch} for {topic}-{partition}", 0.05)
 
 
-def _stored_generation(url: str, group: str) -> int:
-    """The generation of the group's last GroupMetadata record in the database (-1: none)."""
-    with psycopg.connect(url) as conn:
-        rows = conn.execute(
-            "SELECT b.data FROM herd_batches b JOIN herd_partitions p ON p.pid = b.pid JOIN herd_topics t "
-            "ON t.topic_id = p.topic_id WHERE t.name = %s ORDER BY p.partition, b.base_offset",
-            (OFFSETS_TOPIC,)).fetchall()
-    generation = -1
-    for (data,) in rows:
-        for _, records in decode_batches(bytes(data)):
-            for key, value in records:
-                if record_type(key) == GROUP_METADATA_KEY_TYPE and decode_group_metadata_key(key).group == group:
-                    generation = -1 if value is None else decode_group_metadata_value(value).generation
-    return generation
-
-
 # -- clients that say what was acknowledged ----------------------------------------------------------------------
 
 class _Committing(ConfluentMember):
@@ -207,7 +184,7 @@ def test_a_group_whose_coordinator_moves_keeps_its_generation_members_and_commit
         wait_for(lambda: all(m.acked for m in started), WAIT_S, "every member committing")
         old = _coordinator(herd, 0, group)
         before = wait_for(lambda: _described(herd, old, group), WAIT_S, "the group described")
-        generation, events = _stored_generation(herd.database_url, group), [m.event_count() for m in started]
+        generation, events = herd.stored_generation(group), [m.event_count() for m in started]
 
         answer = _move(herd, group=group)
         partition = coordinator_partition(group, OFFSETS_PARTITIONS)
@@ -222,7 +199,7 @@ def test_a_group_whose_coordinator_moves_keeps_its_generation_members_and_commit
     finally:
         producing.stop()
     assert _described(herd, answer["to"], group) == before
-    assert _stored_generation(herd.database_url, group) == generation, "a rebalance completed"
+    assert herd.stored_generation(group) == generation, "a rebalance completed"
     assert [m.event_count() for m in started] == events, "a client saw its partitions revoked or assigned"
     acked: dict[int, int] = {}
     for m in started:
