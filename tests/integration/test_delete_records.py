@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 import pytest
-from backends import BACKENDS, start_broker
+from backends import BACKENDS, Broker, start_broker
 from kio.schema.errors import ErrorCode
 
 from herd.client.wire import request_builder
@@ -31,7 +31,7 @@ def broker(request, tmp_path_factory):
 # -- helpers -------------------------------------------------------------------------------------------------------
 
 
-def _ports(broker) -> list[int]:  # type: ignore[no-untyped-def]
+def _ports(broker: Broker) -> list[int]:
     """Every node's port (one on the embedded node)."""
     return [node.port for node in broker.cluster.nodes] if broker.backend == "cluster" else [broker.port]
 
@@ -50,7 +50,7 @@ def _leaders(port: int, topic: str) -> dict[int, int] | None:
     return {p.partition_index: ports[p.leader_id] for p in found.partitions}
 
 
-def _topic(broker, topic: str, partitions: int = 1, config: dict[str, str] | None = None) -> dict[int, int]:  # type: ignore[no-untyped-def]
+def _topic(broker: Broker, topic: str, partitions: int = 1, config: dict[str, str] | None = None) -> dict[int, int]:
     """Create `topic`, wait until every node knows its leaders, and write RECORDS keyed records to each
     partition; returns partition -> its leader's port."""
     from confluent_kafka import Producer
@@ -72,8 +72,11 @@ def _topic(broker, topic: str, partitions: int = 1, config: dict[str, str] | Non
     return leaders
 
 
-def _delete(port: int, version: int, partitions: dict[str, list[tuple[int, int]]]) -> dict[tuple[str, int], tuple[int, int]]:
-    """Send DeleteRecords at `version`; (topic, partition) -> (low watermark, error code)."""
+Answers = dict[tuple[str, int], tuple[int, int]]  # (topic, partition) -> (low watermark, error code)
+
+
+def _delete(port: int, version: int, partitions: dict[str, list[tuple[int, int]]]) -> Answers:
+    """Send DeleteRecords at `version`; the answer of each partition."""
     b = request_builder(21, version)
     request = b.request(timeout=5000, topics=tuple(
         b("DeleteRecordsTopic", name=name, partitions=tuple(
@@ -111,7 +114,7 @@ def _earliest(port: int, topic: str, partition: int) -> int:
 
 
 @pytest.fixture(scope="module")
-def raw_topic(broker) -> dict[int, int]:  # type: ignore[no-untyped-def]
+def raw_topic(broker: Broker) -> dict[int, int]:
     """One partition for each version."""
     return _topic(broker, "raw", len(VERSIONS))
 
@@ -133,7 +136,7 @@ def test_each_version_moves_the_start_and_fetch_and_list_offsets_follow(broker, 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_each_version_answers_kafkas_refusals_with_low_watermark_minus_one(broker, raw_topic, version):
     port = raw_topic[0]
-    answer = _delete(port, version, {"raw": [(0, RECORDS + 1), (0 + 99, 0)], "nope": [(0, 0)],
+    answer = _delete(port, version, {"raw": [(0, RECORDS + 1), (99, 0)], "nope": [(0, 0)],
                                      "__consumer_offsets": [(0, 0)]})
     assert answer == {("raw", 0): (-1, ErrorCode.offset_out_of_range),  # beyond the high watermark
                       ("raw", 99): (-1, ErrorCode.unknown_topic_or_partition),
@@ -209,7 +212,7 @@ def test_aiokafka_delete_records_and_its_errors(broker):
 # -- consumers below the start -------------------------------------------------------------------------------------
 
 
-def _first_offset(broker, topic: str, reset: str, position: int, nudge: Any = None) -> int:  # type: ignore[no-untyped-def]
+def _first_offset(broker: Broker, topic: str, reset: str, position: int, nudge: Any = None) -> int:
     """The offset of the first record a confluent-kafka consumer assigned at `position` receives; `nudge` is
     called whenever a poll brings nothing (a consumer reset to the end needs something written after it)."""
     from confluent_kafka import Consumer, TopicPartition
