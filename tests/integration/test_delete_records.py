@@ -1,6 +1,6 @@
 """DeleteRecords on both backends (tests/backends.py), one broker for the module: raw requests at every version
-kio has (v0-v2) with Kafka's error codes, the admin APIs of confluent-kafka and aiokafka with their error paths,
-and consumers whose position fell below the new log start, reset as their auto.offset.reset says.
+kio has (v0-v2) with Kafka's error codes, the admin APIs of confluent-kafka, kafka-python and aiokafka with their
+error paths, and consumers whose position fell below the new log start, reset as their auto.offset.reset says.
 
 Each test has topics of its own. A cluster's nodes learn of a new topic shortly after the node that made it
 answered, so `_topic` waits until every node lists it with its leaders before producing."""
@@ -145,10 +145,14 @@ def test_each_version_answers_kafkas_refusals_with_low_watermark_minus_one(broke
     assert _delete(port, version, {"raw": [(0, -2)]}) == {("raw", 0): (-1, ErrorCode.offset_out_of_range)}
 
 
-def test_a_compacted_topic_refuses_with_policy_violation(broker):
-    leaders = _topic(broker, "compacted", config={"cleanup.policy": "compact"})
-    assert _delete(leaders[0], 2, {"compacted": [(0, 1)]}) == {("compacted", 0): (-1, ErrorCode.policy_violation)}
-    assert _earliest(leaders[0], "compacted", 0) == 0
+@pytest.fixture(scope="module")
+def compacted(broker: Broker) -> dict[int, int]:
+    return _topic(broker, "compacted", config={"cleanup.policy": "compact"})
+
+
+def test_a_compacted_topic_refuses_with_policy_violation(broker, compacted):
+    assert _delete(compacted[0], 2, {"compacted": [(0, 1)]}) == {("compacted", 0): (-1, ErrorCode.policy_violation)}
+    assert _earliest(compacted[0], "compacted", 0) == 0
 
 
 def test_a_node_that_does_not_lead_the_partition_answers_not_leader(broker, raw_topic):
@@ -182,6 +186,31 @@ def test_confluent_delete_records_and_its_errors(broker):
     assert [_outcome(f) for f in beyond.values()] == [KafkaError.OFFSET_OUT_OF_RANGE]
     unknown = admin.delete_records([TopicPartition("nope", 0, 1)])
     assert [_outcome(f) for f in unknown.values()] == [KafkaError._NOENT]  # librdkafka's: no leader to ask
+
+
+@pytest.fixture(scope="module")
+def kafka_python_admin(broker: Broker) -> Any:
+    """kafka-python's admin client, slow to make: one for the module."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+    yield admin
+    admin.close()
+
+
+def test_kafka_python_delete_records_and_its_errors(broker, kafka_python_admin, compacted):
+    from kafka import TopicPartition
+    from kafka.errors import OffsetOutOfRangeError, PolicyViolationError, UnknownTopicOrPartitionError
+
+    _topic(broker, "kp")
+    tp = TopicPartition("kp", 0)
+    assert kafka_python_admin.delete_records({tp: 7})[tp]["low_watermark"] == 7
+    with pytest.raises(OffsetOutOfRangeError):
+        kafka_python_admin.delete_records({tp: RECORDS + 1})
+    with pytest.raises(PolicyViolationError):
+        kafka_python_admin.delete_records({TopicPartition("compacted", 0): 1})
+    with pytest.raises(UnknownTopicOrPartitionError):  # kafka-python's own, from the metadata it asked for
+        kafka_python_admin.delete_records({TopicPartition("nope", 0): 1})
 
 
 def test_aiokafka_delete_records_and_its_errors(broker):
