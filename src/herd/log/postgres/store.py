@@ -32,9 +32,10 @@ Reads: a bounded `TailCache` of committed batches answers consumers at the tail;
 whatever it does not hold (binary results, whole batches in offset order, cut at max_bytes in the query;
 KIP-74's first batch). `read` (sync) answers from the cache only and raises `NotInMemoryError` otherwise.
 ListOffsets by time and MAX_TIMESTAMP find the batch with SQL and the record in it as segments do
-(`herd.log.records.search_timestamp`, `find_offset_of_timestamp`). Retention by time (a batch's max timestamp, as Kafka uses a segment's) and by bytes,
-and DeleteRecords, move the log start and delete the rows wholly below it; `compact` compacts `__consumer_offsets` (see
-`herd.log.postgres.compact`). All writes check the epoch in their own statement.
+(`herd.log.records.search_timestamp`, `find_offset_of_timestamp`). Retention by time (a batch's max timestamp,
+as Kafka uses a segment's) and by bytes, and DeleteRecords, move the log start and delete the rows wholly below
+it; `compact` compacts `__consumer_offsets` (see `herd.log.postgres.compact`). All writes check the epoch in
+their own statement.
 """
 
 from __future__ import annotations
