@@ -26,6 +26,7 @@ DEFAULT_INDEX_INTERVAL_BYTES = 4096  # index.interval.bytes [log.index.interval.
 DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024  # segment.index.bytes [log.index.size.max.bytes]
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12  # max.message.bytes [message.max.bytes]
 LONG_MAX = 2**63 - 1
+HIGH_WATERMARK = -1  # DeleteRecords' offset for "up to the high watermark" (DeleteRecordsRequest.HIGH_WATERMARK)
 RETAINED_PRODUCER_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 
 
@@ -131,6 +132,13 @@ class KafkaStorageError(LogError):
     error_code = 56
 
 
+class PolicyViolationError(LogError):
+    """What the topic's configuration forbids: DeleteRecords on a topic whose cleanup.policy lacks "delete"
+    (POLICY_VIOLATION)."""
+
+    error_code = 44
+
+
 class NotLeaderError(LogError):
     """This node no longer leads the partition: a newer leader epoch was found where the write was to be stored
     (NOT_LEADER_OR_FOLLOWER; the client refreshes its metadata and goes to the new leader)."""
@@ -193,6 +201,14 @@ class PartitionLog(Protocol):
         many were deleted."""
         ...
 
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords (KIP-107): move the log start offset up to `offset` (HIGH_WATERMARK: the high watermark)
+        and return the new log start offset, the partition's low watermark. The new start is durable before this
+        returns; segments wholly below it are deleted at once (Kafka deletes them at its next retention check).
+        An offset at or below the log start changes nothing. Raises PolicyViolationError, OffsetOutOfRangeError
+        or KafkaStorageError (see `deletion_start`)."""
+        ...
+
     @property
     def failure(self) -> str | None:
         """Why the partition is offline after a disk error (None while it works; "closed" once closed)."""
@@ -228,6 +244,12 @@ class RemotePartitionLog(PartitionLog, Protocol):
     async def apply_retention_async(self, now_ms: int) -> int:
         """`apply_retention`, in the database (the sync form does nothing); returns how many batches were
         deleted. Raises NotLeaderError or KafkaStorageError."""
+        ...
+
+    async def delete_records_async(self, offset: int) -> int:
+        """`delete_records`, in the database (the sync form raises): the new log start is stored, fenced, and the
+        batches wholly below it deleted before this returns. Raises PolicyViolationError, OffsetOutOfRangeError,
+        NotLeaderError or KafkaStorageError."""
         ...
 
     async def compact(self, delete_retention_ms: int, now_ms: int, *, force: bool = False) -> CompactionStats | None:
@@ -274,6 +296,24 @@ def end_offset_for_epoch(history: EpochHistory, requested: int, end_offset: int)
         return UNDEFINED_EPOCH_OFFSET
     floor = max((epoch for epoch, _ in history if epoch <= requested), default=requested)
     return floor, higher[1]
+
+
+def deletion_start(name: str, offset: int, log_start: int, high_watermark: int, cleanup_policy: str) -> int:
+    """The log start offset DeleteRecords to `offset` leaves a partition with, as Kafka decides it
+    (apache/kafka core/src/main/scala/kafka/cluster/Partition.scala deleteRecordsOnLeader and
+    core/src/main/scala/kafka/log/UnifiedLog.scala maybeIncrementLogStartOffset): a topic whose cleanup.policy
+    does not include "delete" refuses (PolicyViolationError, since KIP-107, so compacted topics keep their
+    records); HIGH_WATERMARK stands for the high watermark; another negative offset, or one beyond the high
+    watermark, is out of range (OffsetOutOfRangeError); an offset at or below the log start leaves it."""
+    if "delete" not in cleanup_policy.split(","):
+        raise PolicyViolationError(f"Records of partition {name} can not be deleted due to the configured policy")
+    target = high_watermark if offset == HIGH_WATERMARK else offset
+    if target < 0:
+        raise OffsetOutOfRangeError(f"The offset {target} for partition {name} is not valid")
+    if target > high_watermark:
+        raise OffsetOutOfRangeError(f"Cannot increment the log start offset to {target} of partition {name} since "
+                                    f"it is larger than the high watermark {high_watermark}")
+    return max(target, log_start)
 
 
 def as_remote(log: PartitionLog) -> RemotePartitionLog:

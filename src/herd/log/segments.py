@@ -12,7 +12,7 @@ exceeded, write the bytes with one call, and index them in memory. `append` neve
 
 Durability: `flushed_offset` (Kafka's recovery point) is the offset below which everything was fsynced. It is
 written to the checkpoint (tmp file, fsync, rename, fsync directory) when it crosses into a newer segment, when
-retention moves the log start, and on close. On open, segments wholly below the checkpointed recovery point are
+retention or DeleteRecords moves the log start, and on close. On open, segments wholly below the checkpointed recovery point are
 trusted (indexes checked lazily); every later segment, and always the last one, is scanned batch by batch and
 truncated after its last whole, CRC-correct batch with contiguous offsets; segments after a truncation are
 dropped. So a torn tail is cut back to the last whole batch, and nothing `flush` reported durable is lost.
@@ -56,6 +56,7 @@ from herd.log.api import (
     LogConfig,
     OffsetOutOfRangeError,
     TimestampOffset,
+    deletion_start,
 )
 from herd.log.batch import INT32_MAX, set_base_offset, set_log_append_time, validate_batches
 from herd.log.fs import FileSystem, write_atomically
@@ -233,17 +234,19 @@ class SegmentLog:
         count = max(self._expired_by_time(now_ms), self._expired_by_size())
         if count == 0:
             return 0
-        doomed, self._segments = self._segments[:count], self._segments[count:]
-        self._bases = self._bases[count:]
-        self._log_start = self._bases[0]
-        self._flushed = max(self._flushed, self._log_start)
-        self._write_checkpoint()  # the new log start is durable before any file goes
-        for segment in doomed:
-            if segment is self._cold:
-                self._cold = None
-            self._storage(segment.delete)
-        self._dir_dirty = True
-        return count
+        return self._move_log_start(self._bases[count])
+
+    def delete_records(self, offset: int) -> int:
+        """DeleteRecords: see `PartitionLog.delete_records`. What lies below the new start is flushed first, so
+        a crash cannot cut the log back below a start that is already checkpointed."""
+        self._check_usable()
+        new_start = deletion_start(f"{self.topic}-{self.partition}", offset, self._log_start, self.log_end_offset,
+                                   self.config.cleanup_policy)
+        if new_start > self._log_start:
+            if new_start > self._flushed:
+                self.flush()
+            self._move_log_start(new_start)
+        return self._log_start
 
     def close(self) -> None:
         """Flush, checkpoint and close; raises KafkaStorageError if the disk fails (files are closed anyway)."""
@@ -375,6 +378,25 @@ class SegmentLog:
                 self.config.index_interval_bytes), fatal=False)  # fmt: skip
             self._max_record = key, segment.max_timestamp_offset if found is None else found[0]
         return self._max_record[1]
+
+    def _move_log_start(self, new_start: int) -> int:
+        """Move the log start offset up to `new_start` (retention, DeleteRecords) and delete the segments wholly
+        below it, never the active one, as Kafka's UnifiedLog.deleteLogStartOffsetBreachedSegments does (a
+        segment goes once the next one's base offset is at most the log start). The checkpoint holding the new
+        start is durable before any file goes; files a crash left behind are deleted by the next open. Returns
+        how many segments were deleted."""
+        count = max(bisect_right(self._bases, new_start) - 1, 0)  # the segments the next one's base allows to go
+        doomed, self._segments = self._segments[:count], self._segments[count:]
+        self._bases = self._bases[count:]
+        self._log_start = max(self._log_start, new_start)
+        self._flushed = max(self._flushed, self._log_start)
+        self._write_checkpoint()
+        for segment in doomed:
+            if segment is self._cold:
+                self._cold = None
+            self._storage(segment.delete)
+        self._dir_dirty = self._dir_dirty or bool(doomed)
+        return count
 
     def _expired_by_time(self, now_ms: int) -> int:
         if self.config.retention_ms < 0:

@@ -32,9 +32,10 @@ Reads: a bounded `TailCache` of committed batches answers consumers at the tail;
 whatever it does not hold (binary results, whole batches in offset order, cut at max_bytes in the query;
 KIP-74's first batch). `read` (sync) answers from the cache only and raises `NotInMemoryError` otherwise.
 ListOffsets by time and MAX_TIMESTAMP find the batch with SQL and the record in it as segments do
-(`herd.log.records.search_timestamp`, `find_offset_of_timestamp`). Retention by time (a batch's max timestamp, as Kafka uses a segment's) and by bytes
-moves the log start and deletes the rows below it; `compact` compacts `__consumer_offsets` (see
-`herd.log.postgres.compact`). All writes check the epoch in their own statement.
+(`herd.log.records.search_timestamp`, `find_offset_of_timestamp`). Retention by time (a batch's max timestamp,
+as Kafka uses a segment's) and by bytes, and DeleteRecords, move the log start and delete the rows wholly below
+it; `compact` compacts `__consumer_offsets` (see `herd.log.postgres.compact`). All writes check the epoch in
+their own statement.
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ from herd.log.api import (
     OffsetOutOfRangeError,
     ProducerBatch,
     TimestampOffset,
+    deletion_start,
 )
 from herd.log.batch import INT32_MAX, parse_header, set_log_append_time, validate_batches
 from herd.log.compaction import dirty_enough
@@ -577,6 +579,22 @@ class PgPartitionLog:
             if new_start <= start:
                 return 0
             return await self._move_start(new_start)
+
+    async def delete_records_async(self, offset: int) -> int:
+        """DeleteRecords: see `RemotePartitionLog.delete_records_async`. The high watermark is the committed end
+        (batches appended but not yet committed are above it); a batch that straddles the new start stays whole,
+        as in a segment, and readers below the start get OffsetOutOfRangeError."""
+        self._check_leading()
+        async with self._maintenance:
+            new_start = deletion_start(self._name, offset, self._log_start, self._committed,
+                                       self.config.cleanup_policy)
+            if new_start > self._log_start:
+                await self._move_start(new_start)
+            return self._log_start
+
+    def delete_records(self, offset: int) -> int:
+        """The database is written by `delete_records_async`, which the server awaits; this raises."""
+        raise NotInMemoryError(f"{self._name}: records are deleted in the database")
 
     async def _move_start(self, new_start: int) -> int:
         _, deleted, freed = await self._fenced(sql.MOVE_START, {"start": new_start})

@@ -17,7 +17,14 @@ import pytest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from herd.coordinator.records import Record
-from herd.log.api import KafkaStorageError, LogConfig, NotLeaderError, OffsetOutOfRangeError, RemotePartitionLog
+from herd.log.api import (
+    KafkaStorageError,
+    LogConfig,
+    NotLeaderError,
+    OffsetOutOfRangeError,
+    PolicyViolationError,
+    RemotePartitionLog,
+)
 from herd.log.batch import iter_headers
 from herd.log.fs import MemoryFileSystem
 from herd.log.postgres import schema
@@ -466,6 +473,86 @@ def test_retention_and_compaction_of_a_taken_over_partition_are_fenced_and_chang
         assert len(before) == 3
         assert sql(pg_url, "SELECT log_start_offset, cleaner_offset FROM herd_partitions WHERE pid = %s",
                    (pid,)) == [(0, 0)]
+
+    run(main)
+
+
+def test_delete_records_moves_the_stored_start_deletes_rows_wholly_below_and_a_new_leader_keeps_it(pg_url):
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            for i in range(4):
+                await append(log, batch([b"%d" % i, b"%d" % i]))  # batches 0-1, 2-3, 4-5, 6-7
+            assert await log.delete_records_async(3) == 3  # inside the second batch, which stays whole
+            assert await log.delete_records_async(1) == 3  # below the start: nothing changes
+            with pytest.raises(OffsetOutOfRangeError):
+                await log.read_async(2, 1000)
+            assert [o for o, _, _ in decoded(await log.read_async(3, 1000))][:2] == [2, 3]
+            appended = log.append(batch([b"x"]), NOW)
+            assert appended.log_start_offset == 3
+            await log.wait_durable(appended.last_offset + 1)
+            with pytest.raises(NotInMemoryError):
+                log.delete_records(4)
+        assert [r[0] for r in stored_rows(pg_url, pid)] == [2, 4, 6, 8]
+        async with store_on(pg_url) as store:  # a restart, or another node taking the partition over
+            again = open_log(store, pg_url, pid)
+            assert again.log_start_offset == 3
+            with pytest.raises(OffsetOutOfRangeError):
+                await again.read_async(0, 1000)
+
+    run(main)
+
+
+def test_delete_records_to_the_high_watermark_keeps_appends_not_yet_committed(pg_url):
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            await append(log, batch([b"a", b"b"]))
+            pending = log.append(batch([b"c"]), NOW)  # committed by the commit task, after this
+            assert await log.delete_records_async(-1) == 2  # the high watermark: the committed end
+            await log.wait_durable(pending.last_offset + 1)
+            assert (log.log_start_offset, log.log_end_offset) == (2, 3)
+            assert values(await log.read_async(2, 1000)) == [b"c"]
+            with pytest.raises(OffsetOutOfRangeError, match="larger than the high watermark 3"):
+                await log.delete_records_async(4)
+
+    run(main)
+
+
+@pytest.mark.parametrize(("policy", "offset"), [("compact", 1), ("delete", 5), ("delete", -2)])
+def test_refused_delete_records_change_no_row(pg_url, policy, offset):
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid, LogConfig(cleanup_policy=policy))
+            await append(log, encode_batch([Record(b"k", b"v"), Record(b"k", b"w")], NOW))
+            error = PolicyViolationError if policy == "compact" else OffsetOutOfRangeError
+            with pytest.raises(error):
+                await log.delete_records_async(offset)
+            assert log.log_start_offset == 0
+        assert sql(pg_url, "SELECT log_start_offset FROM herd_partitions WHERE pid = %s", (pid,)) == [(0,)]
+        assert len(stored_rows(pg_url, pid)) == 1
+
+    run(main)
+
+
+def test_delete_records_of_a_taken_over_partition_is_fenced(pg_url):
+    pid = new_partition(pg_url, epoch=2)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            await append(log, batch([b"a", b"b"]))
+            sql(pg_url, "UPDATE herd_partitions SET leader_epoch = 3 WHERE pid = %s", (pid,))
+            with pytest.raises(NotLeaderError):
+                await log.delete_records_async(1)
+            assert log.log_start_offset == 0
+        assert sql(pg_url, "SELECT log_start_offset FROM herd_partitions WHERE pid = %s", (pid,)) == [(0,)]
 
     run(main)
 
