@@ -12,10 +12,10 @@ exceeded, write the bytes with one call, and index them in memory. `append` neve
 
 Durability: `flushed_offset` (Kafka's recovery point) is the offset below which everything was fsynced. It is
 written to the checkpoint (tmp file, fsync, rename, fsync directory) when it crosses into a newer segment, when
-retention or DeleteRecords moves the log start, and on close. On open, segments wholly below the checkpointed recovery point are
-trusted (indexes checked lazily); every later segment, and always the last one, is scanned batch by batch and
-truncated after its last whole, CRC-correct batch with contiguous offsets; segments after a truncation are
-dropped. So a torn tail is cut back to the last whole batch, and nothing `flush` reported durable is lost.
+retention or DeleteRecords moves the log start, and on close. On open, segments wholly below the checkpointed
+recovery point are trusted (indexes checked lazily); every later segment, and always the last one, is scanned
+batch by batch and truncated after its last whole, CRC-correct batch with contiguous offsets; segments after a
+truncation are dropped. So a torn tail is cut back to the last whole batch, and nothing `flush` reported durable is lost.
 
 Disk failures (Kafka's KafkaStorageException; each is logged once, at ERROR, with the path and the OS error):
 - a failed write is cut back and raised as KafkaStorageError; the partition stays readable and the next append
