@@ -18,6 +18,9 @@ from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopi
 
 from rawkafka import RawClient
 
+from herd.protocol.messages import request_class
+from herd.protocol.values import MessageBuilder, make
+
 
 def _produce_and_count(bootstrap: str, topic: str, n: int) -> None:
     from confluent_kafka import Producer
@@ -232,25 +235,24 @@ def test_fetch_and_list_offsets_check_the_clients_current_leader_epoch_as_kafka_
     assert list_offsets(1) == ErrorCode.unknown_leader_epoch
 
 
-def test_offset_for_leader_epoch_answers_where_an_epoch_ended_as_kafka_does(broker):
-    """OffsetForLeaderEpoch, asked of the partition's leader: the current epoch ends at the high watermark, -1 or
-    an epoch newer than the leader's is (-1, -1); the client's current leader epoch is checked as Fetch checks it;
-    an unknown topic is UNKNOWN_TOPIC_OR_PARTITION. (The end of an earlier epoch: test_cluster.py.)"""
-    from kio.schema.offset_for_leader_epoch.v4.request import (
-        OffsetForLeaderEpochRequest,
-        OffsetForLeaderPartition,
-        OffsetForLeaderTopic,
-    )
+@pytest.mark.parametrize("version", [2, 3, 4])
+def test_offset_for_leader_epoch_answers_where_an_epoch_ended_as_kafka_does(broker, version):
+    """OffsetForLeaderEpoch at each version kio has, asked of the partition's leader: the current epoch ends at
+    the high watermark, -1 or an epoch newer than the leader's is (-1, -1); the client's current leader epoch is
+    checked as Fetch checks it; an unknown topic is UNKNOWN_TOPIC_OR_PARTITION. (The end of an earlier epoch:
+    test_cluster.py.)"""
+    topic_name = f"epoch-ends-v{version}"
+    broker.create_topic(topic_name, 1)
+    _produce_and_count(broker.bootstrap, topic_name, 7)
+    leader_port, epoch = _leader_of(broker, topic_name)
+    b = MessageBuilder(request_class(23, version))
 
-    broker.create_topic("epoch-ends", 1)
-    _produce_and_count(broker.bootstrap, "epoch-ends", 7)
-    leader_port, epoch = _leader_of(broker, "epoch-ends")
-
-    def ask(requested: int, current: int = -1, topic: str = "epoch-ends") -> tuple[ErrorCode, int, int]:
-        request = OffsetForLeaderEpochRequest(replica_id=-1, topics=(OffsetForLeaderTopic(topic=topic, partitions=(
-            OffsetForLeaderPartition(partition=0, current_leader_epoch=current, leader_epoch=requested),)),))
+    def ask(requested: int, current: int = -1, topic: str = topic_name) -> tuple[ErrorCode, int, int]:
+        partition = b("OffsetForLeaderPartition", partition=0, current_leader_epoch=current, leader_epoch=requested)
+        request = make(request_class(23, version), {"replica_id": -1, "topics": (
+            b("OffsetForLeaderTopic", topic=topic, partitions=(partition,)),)})
         with RawClient(leader_port) as client:
-            answer = client.request(23, 4, request).topics[0].partitions[0]
+            answer = client.request(23, version, request).topics[0].partitions[0]
         return answer.error_code, answer.leader_epoch, answer.end_offset
 
     assert ask(epoch) == (ErrorCode.none, epoch, 7)
