@@ -75,7 +75,7 @@ def _move(ctx: RequestContext, path: str, topic: str, index: int) -> ErrorCode:
     except KafkaStorageError as error:
         log.error("cannot move %s-%d to %s: %s", topic, index, path, error)
         return ErrorCode.kafka_storage_error
-    except (LogDirNotFoundError, KeyError):  # checked above; kept for the type of the answer
+    except LogDirNotFoundError:  # cannot happen: the path was checked above
         return ErrorCode.log_dir_not_found
     if move is not None:
         task = asyncio.get_running_loop().create_task(_run(move))

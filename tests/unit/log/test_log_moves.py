@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from batches import make_batch, records_of
 
+from herd.config import BrokerConfig, ConfigError
 from herd.log.api import LogConfig
 from herd.log.fs import DirectoryLockedError, MemoryFileSystem
 from herd.log.segments import SegmentLog
@@ -35,6 +36,13 @@ def expected(count: int) -> list[bytes]:
 
 def partition_dirs(fs: MemoryFileSystem) -> list[str]:
     return sorted(f"{root}/{name}" for root in ROOTS for name in fs.listdir(root) if name.startswith("t-"))
+
+
+def test_log_dirs_is_a_comma_separated_list_without_repeats(tmp_path) -> None:
+    config = BrokerConfig.from_properties({"log.dirs": f"{tmp_path}/a, {tmp_path}/b"})
+    assert config.log_dirs == [f"{tmp_path}/a", f"{tmp_path}/b"]
+    with pytest.raises(ConfigError, match="a directory is named twice"):
+        BrokerConfig.from_properties({"log.dirs": f"{tmp_path}/a,{tmp_path}/x/../a"})
 
 
 def test_new_partitions_go_to_the_root_with_the_fewest_the_first_on_a_tie() -> None:
