@@ -65,16 +65,21 @@ def _http_listener_check(value: str) -> str | None:
 
 
 def _log_dirs_check(value: str) -> str | None:
-    """A path that cannot become a directory is refused before start, naming it (mkdir would only say
-    "File exists" or "Not a directory")."""
-    path = Path(value)
-    if not str(value).strip():
+    """Each comma-separated path must be able to become a directory (mkdir would only say "File exists" or "Not a
+    directory"), and no directory may be named twice (Kafka's LogManager refuses "Duplicate log directory found")."""
+    paths = _split_list(str(value))
+    if not paths:
         return "must name a directory"
-    for ancestor in (path, *path.parents):
-        if ancestor.exists():
-            if not ancestor.is_dir():
-                return f"'{ancestor}' is a file, not a directory"
-            return None
+    for item in paths:
+        path = Path(item)
+        for ancestor in (path, *path.parents):
+            if ancestor.exists():
+                if not ancestor.is_dir():
+                    return f"'{ancestor}' is a file, not a directory"
+                break
+    resolved = [Path(p).resolve() for p in paths]
+    if len(set(resolved)) < len(resolved):
+        return f"a directory is named twice: {', '.join(paths)}"
     return None
 
 
@@ -108,7 +113,9 @@ SETTINGS: tuple[Setting, ...] = (
             "Close a connection that has sent, received and been owed nothing for this long.", minimum=1),
     Setting("fetch.max.bytes", "int", 57671680, "Largest Fetch answer, whatever the request asks.", minimum=1024),
     # Logs
-    Setting("log.dirs", "string", "./herd-data", "Directory holding all partition logs.", check=_log_dirs_check),
+    Setting("log.dirs", "string", "./herd-data",
+            "Comma-separated directories holding the partition logs; the first also keeps topics.json.",
+            check=_log_dirs_check),
     Setting("num.partitions", "int", 1, "Partitions of an auto-created topic.", minimum=1),
     Setting("auto.create.topics.enable", "bool", True, "Create unknown topics on Metadata requests."),
     Setting("log.segment.bytes", "int", 1073741824, "Size at which a segment rolls.", minimum=14),
@@ -295,6 +302,11 @@ class BrokerConfig:
         merged = {k: _unparse(self.values[k]) for k in self.explicit}
         merged.update({k.replace("_", "."): v for k, v in props.items()})
         return BrokerConfig.from_properties(merged)
+
+    @property
+    def log_dirs(self) -> list[str]:
+        """The directories of log.dirs, in the order given (the first keeps topics.json)."""
+        return _split_list(self.get("log.dirs"))
 
     @property
     def http_listener(self) -> tuple[str, int] | None:

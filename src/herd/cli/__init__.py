@@ -60,12 +60,13 @@ def serve(config_path: str | None, overrides: tuple[str, ...], log_level: str) -
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from herd.cluster.topics import OFFSETS_TOPIC, MetadataError, TopicError
     from herd.log.fs import DirectoryLockedError
+    from herd.log.store import LogDirsError
     from herd.log.postgres.errors import DatabaseError
     from herd.server.server import run_server
 
     try:
         run_server(config)
-    except (DirectoryLockedError, MetadataError) as e:  # log.dirs in use, or its metadata unusable
+    except (DirectoryLockedError, LogDirsError, MetadataError) as e:  # log.dirs in use, or its data unusable
         raise click.ClickException(str(e)) from None
     except DatabaseError as e:  # cluster mode: the database cannot be used (or this node.id is taken)
         raise click.ClickException(str(e)) from None

@@ -268,11 +268,29 @@ class SegmentLog:
         disk still fails; a no-op unless the partition failed on a disk error."""
         if self._failed is None or self._failed == "closed":
             return
+        self._reopen(self._dir)
+        log.warning("%s-%d recovered from %s: offsets %d to %d", self.topic, self.partition, self._dir,
+                    self._log_start, self.log_end_offset)
+
+    def reopen_in(self, directory: str) -> None:
+        """Go on from the partition's files in `directory`, in place (whoever holds this object keeps it), after
+        `close`: herd.log.store moves a partition to another log directory so. Raises KafkaStorageError (the
+        partition stays closed)."""
+        self._reopen(directory)
+
+    def roll(self) -> None:
+        """Seal the active segment and start a new one, unless it is empty (Kafka's UnifiedLog.roll); raises
+        KafkaStorageError (the active segment then stays active)."""
+        self._check_usable()
+        if self._segments[-1].size > 0:
+            self._roll(self._segments[-1])
+
+    def _reopen(self, directory: str) -> None:
         for segment in self._segments:
             segment.close()
         self._cold = None
         try:  # the caller logs a failed attempt, once: the fresh log stays quiet
-            fresh = SegmentLog.open(self._fs, self._dir, self.topic, self.partition, self.config,
+            fresh = SegmentLog.open(self._fs, directory, self.topic, self.partition, self.config,
                                     report_errors=False)
         except OSError as error:
             raise KafkaStorageError(f"{self.topic}-{self.partition}: {_describe(error)}") from error
@@ -280,8 +298,6 @@ class SegmentLog:
         vars(self).update(vars(fresh))
         self.report_errors = report_errors
         self.cleaner_offset = max(cleaner_offset, self._log_start)
-        log.warning("%s-%d recovered from %s: offsets %d to %d", self.topic, self.partition, self._dir,
-                    self._log_start, self.log_end_offset)
 
     def close_without_flush(self) -> None:
         """Close the files; what was not flushed is recovered (or lost) on the next open."""

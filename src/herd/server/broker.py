@@ -37,6 +37,7 @@ class Broker:
         cluster mode `store` is None and `cluster` is the started `herd.cluster.shared.SharedCluster`."""
         self.config = config
         self.node_id: int = config.get("node.id")
+        self.store = store  # the embedded node's log directories (DescribeLogDirs, AlterReplicaLogDirs)
         if cluster is None and store is not None:
             cluster = Cluster(store, config.log_config(), self.node_id,
                               max_partitions=config.get("max.broker.partitions"))

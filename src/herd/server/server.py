@@ -54,7 +54,7 @@ class Server:
         self.database_url: str | None = config.get("herd.cluster.database.url")
         if store is None and self.database_url is None:
             fs = BoundedFileSystem(OsFileSystem(), max_open_files(config.get("herd.log.max.open.files")))
-            store = SegmentStore(config.get("log.dirs"), fs)
+            store = SegmentStore(config.log_dirs, fs)
         self.config = config
         self.broker = Broker(config, store)  # in cluster mode its cluster is set by `start`
         self.node: ClusterNode | None = None  # cluster mode: this node's database, store and shared cluster
@@ -86,7 +86,7 @@ class Server:
                 self.broker.start()
                 self.broker.coordinator = CoordinatorRuntime(self.broker.cluster, self.config)
                 self.broker.coordinator.start()
-                where = f"data in {os.path.abspath(self.config.get('log.dirs'))}"
+                where = f"data in {', '.join(os.path.abspath(d) for d in self.config.log_dirs)}"
             else:  # cluster mode; psycopg is imported only here, so an embedded node never loads it
                 from herd.log.postgres.db import redact
                 from herd.server.node import ClusterNode

@@ -16,6 +16,7 @@ from types import ModuleType
 
 from herd.protocol.messages import ApiSpec
 from herd.server.apis import (
+    alter_replica_log_dirs,
     api_versions,
     create_partitions,
     create_topics,
@@ -25,6 +26,7 @@ from herd.server.apis import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_log_dirs,
     fetch,
     find_coordinator,
     heartbeat,
@@ -71,6 +73,8 @@ MODULES: tuple[ModuleType, ...] = (
     delete_groups,
     incremental_alter_configs,
     describe_cluster,
+    alter_replica_log_dirs,
+    describe_log_dirs,
 )
 
 
