@@ -16,6 +16,7 @@ from types import ModuleType
 
 from herd.protocol.messages import ApiSpec
 from herd.server.apis import (
+    alter_partition_reassignments,
     api_versions,
     create_partitions,
     create_topics,
@@ -24,6 +25,8 @@ from herd.server.apis import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_topic_partitions,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -31,8 +34,10 @@ from herd.server.apis import (
     init_producer_id,
     join_group,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -69,6 +74,11 @@ MODULES: tuple[ModuleType, ...] = (
     delete_groups,
     incremental_alter_configs,
     describe_cluster,
+    elect_leaders,
+    alter_partition_reassignments,
+    list_partition_reassignments,
+    list_config_resources,
+    describe_topic_partitions,
 )
 
 
