@@ -171,7 +171,9 @@ def test_list_config_resources_refuses_an_unsupported_type(broker):
 def test_list_config_resources_through_kafka_python(broker, kp_admin):
     _register(broker, "kp-registered")
     listed = kp_admin.list_config_resources(["GROUP", "TOPIC"])
-    assert "kp-registered" in listed["group"] and "dtp-a" in listed["topic"]
+    assert "dtp-a" in listed["topic"]
+    if broker.backend == "embedded":  # a cluster's node lists the groups it coordinates, and kafka-python asks any
+        assert listed["group"] == ["kp-registered", "registered-group"]
 
 
 # -- DescribeCluster -----------------------------------------------------------------------------------------------
