@@ -458,7 +458,8 @@ class SharedCluster(TopicIndex):
         elected = await self._change(change, "elect leaders")
         moved = sum(e.outcome is Election.ELECTED for e in elected.values())
         if moved:
-            log.info("elected new leaders of %d partitions (%s election)", moved, "preferred" if preferred else "unclean")
+            log.info("elected new leaders of %d partitions (%s election)", moved,
+                     "preferred" if preferred else "unclean")
             await self._refresh_quietly()
         return elected
 
