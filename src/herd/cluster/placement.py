@@ -16,10 +16,18 @@ when its leader is gone (not live, or handing its partitions over in a controlle
 partitions as it takes to bring every group within one partition between its most and least loaded eligible
 node, always from a most loaded node to a least loaded one. Any other step leaves partitions on the live nodes
 that lead them, so a leadership moved on demand (`SharedCluster.move_partition`) stays where it was put.
+
+`elect` answers ElectLeaders with the same rules. herd keeps no replica lists (each partition is stored once, in
+PostgreSQL, and led by one node), so a partition's *preferred leader* is not the first of its replicas, as in
+Kafka, but the node a balancing step (`plan` with `balance`) gives it, given where the other partitions are led:
+a preferred election puts back partitions that failovers or moves on demand left unbalanced, as Kafka's preferred
+election undoes the leader moves of failovers. An unclean election gives a leader only to a partition that has
+no live one (what the next controller step would do, done now).
 """
 
 from __future__ import annotations
 
+import enum
 import heapq
 from collections import Counter
 from dataclasses import dataclass
@@ -136,3 +144,33 @@ def assign_new(topic: str, count: int, slots: Sequence[Slot], eligible: Iterable
         loads.add(topic, node)
         leaders.append(node)
     return leaders
+
+
+class Election(enum.Enum):
+    """How the election of one partition's leader ends."""
+
+    ELECTED = "elected"  # it moves to the node given
+    NOT_NEEDED = "not needed"  # it stays: its leader is preferred (preferred), or live (unclean)
+    NO_LEADER = "no leader"  # no eligible node can take it
+
+
+def elect(slots: Sequence[Slot], eligible: Iterable[int], keys: Iterable[int], *, keep: Iterable[int] = (),
+          preferred: bool) -> dict[int, tuple[Election, int | None]]:
+    """The election of a leader for each partition of `keys` (and the node that leads it after), the others'
+    leaders taken as they are. Preferred: a partition moves when `plan(balance=True)` moves it (a partition
+    without a live leader, or one a balancing step takes off a most loaded node); unclean: only when it has no live
+    leader (`plan(balance=False)`). A partition that does not move keeps its live leader (NOT_NEEDED) or has
+    none and no eligible node to go to (NO_LEADER). `eligible` and `keep` are as for `plan`."""
+    eligible, keep = list(eligible), list(keep)
+    moves = plan(slots, eligible, keep=keep, balance=preferred)
+    live = set(eligible) | set(keep)
+    leaders = {s.key: s.leader for s in slots}
+    outcomes: dict[int, tuple[Election, int | None]] = {}
+    for key in keys:
+        if key in moves:
+            outcomes[key] = (Election.ELECTED, moves[key])
+        elif leaders[key] in live:
+            outcomes[key] = (Election.NOT_NEEDED, leaders[key])
+        else:
+            outcomes[key] = (Election.NO_LEADER, None)
+    return outcomes

@@ -23,8 +23,11 @@ partitions of a killed node move within the session timeout plus the time of one
 timeout as a fallback.
 
 `move_partition` moves one partition's leadership on demand (fault injection: a coordinator move a test asks
-for), from any node, in one transaction under the same lock: the leader and a new epoch, NOTIFY. Since only a
-joining node's step balances, the move stays until a node joins or the new leader goes.
+for, or AlterPartitionReassignments), from any node, in one transaction under the same lock: the leader and a new
+epoch, NOTIFY. Since only a joining node's step balances, the move stays until a node joins or the new leader
+goes. `elect_leaders` (ElectLeaders) moves the partitions asked for by the placement rules
+(`placement.elect`: a preferred election balances, an unclean one gives leaderless partitions a leader), in one
+transaction under the lock as well.
 
 A controlled shutdown first marks the node shutting_down (others stop giving it partitions, and leave it those
 it has), commits what its logs hold (`close_partition(flush=True)`), and only then hands its partitions over in
@@ -38,13 +41,13 @@ import enum
 import logging
 import uuid
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Protocol, TypeVar
+from typing import Any, Awaitable, Callable, Iterable, Protocol, TypeVar
 
 import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
-from herd.cluster.placement import Slot, assign_new, plan
+from herd.cluster.placement import Election, Slot, assign_new, elect, plan
 from herd.cluster.topics import (
     KAFKA_STORAGE_ERROR,
     TOPIC_ALREADY_EXISTS,
@@ -100,6 +103,15 @@ class Moved:
     partition: int
     from_node: int | None
     to_node: int
+    leader_epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class Elected:
+    """The election of one partition's leader: how it ended, the leader after it (None: none) and its epoch."""
+
+    outcome: Election
+    leader: int | None
     leader_epoch: int
 
 
@@ -420,6 +432,37 @@ class SharedCluster(TopicIndex):
         await self._refresh_quietly()
         return moved
 
+    async def elect_leaders(self, partitions: Iterable[tuple[str, int]] | None, *,
+                            preferred: bool) -> dict[tuple[str, int], Elected]:
+        """ElectLeaders: elect a leader for each of `partitions` (None: every partition) by `placement.elect`, in
+        one transaction under the metadata lock; each partition that moves gets a new leader epoch, and every node
+        is told (NOTIFY), as at any leadership change. Partitions that do not exist are left out of the answer.
+        Raises TopicError(KAFKA_STORAGE_ERROR) when the database failed (nothing was elected)."""
+        async def change(conn: psycopg.AsyncConnection) -> dict[tuple[str, int], Elected]:
+            eligible, keep = _candidates(await _read_nodes(conn))
+            placed = await _read_placed(conn)
+            wanted = list(placed) if partitions is None else [p for p in dict.fromkeys(partitions) if p in placed]
+            outcomes = elect([slot for slot, _ in placed.values()], eligible, [placed[p][0].key for p in wanted],
+                             keep=keep, preferred=preferred)
+            epochs = await _set_leaders(conn, {key: node for key, (outcome, node) in outcomes.items()
+                                               if outcome is Election.ELECTED and node is not None})
+            if epochs:
+                await _notify(conn, "leaders", self.node_id)
+            elected = {}
+            for p in wanted:
+                slot, epoch = placed[p]
+                outcome, leader = outcomes[slot.key]
+                elected[p] = Elected(outcome, leader, epochs.get(slot.key, epoch))
+            return elected
+
+        elected = await self._change(change, "elect leaders")
+        moved = sum(e.outcome is Election.ELECTED for e in elected.values())
+        if moved:
+            log.info("elected new leaders of %d partitions (%s election)", moved,
+                     "preferred" if preferred else "unclean")
+            await self._refresh_quietly()
+        return elected
+
     # -- registration and the lease ----------------------------------------------------------------------------
 
     async def _register(self) -> None:
@@ -576,18 +619,10 @@ class SharedCluster(TopicIndex):
         """Run `placement.plan` over the partitions and the live nodes and store its moves, each with the next
         leader epoch; returns how many moved. `handing_over`: this node's own partitions go too; `balance`: the
         groups are balanced as well (a joining node's step)."""
-        nodes = await _read_nodes(conn)
-        live = {n: node for n, (node, left) in nodes.items() if left > 0}
-        eligible = [n for n, node in live.items() if node.state is NodeState.ALIVE and not (
-            handing_over and n == self.node_id)]
-        keep = [n for n, node in live.items() if node.state is NodeState.SHUTTING_DOWN and not (
-            handing_over and n == self.node_id)]
+        eligible, keep = _candidates(await _read_nodes(conn), leaving=self.node_id if handing_over else None)
         moves = plan(await _read_slots(conn), eligible, keep=keep, balance=balance)
         if moves:
-            await conn.execute(
-                "UPDATE herd_partitions AS p SET leader = m.leader, " + NEW_EPOCH + " "
-                "FROM unnest(%s::bigint[], %s::integer[]) AS m(pid, leader) WHERE p.pid = m.pid",
-                (list(moves), list(moves.values())))
+            await _set_leaders(conn, moves)
             log.info("moved the leadership of %d partitions (nodes %s eligible)", len(moves), sorted(eligible))
         return len(moves)
 
@@ -860,6 +895,32 @@ def _move_target(name: str, leader: int | None, to_node: int | None, live: list[
         raise MoveError(f"{name} has no other live node to move to (live nodes: {live})", 409)
     after = [n for n in others if leader is not None and n > leader]
     return (after or others)[0]
+
+
+def _candidates(nodes: dict[int, tuple[Node, float]], leaving: int | None = None) -> tuple[list[int], list[int]]:
+    """(eligible, keep) for `placement.plan` from the nodes `_read_nodes` gave: the live nodes that are alive, and
+    those shutting down; `leaving` (a node handing its partitions over) is neither."""
+    live = {n: node for n, (node, left) in nodes.items() if left > 0 and n != leaving}
+    return ([n for n, node in live.items() if node.state is NodeState.ALIVE],
+            [n for n, node in live.items() if node.state is NodeState.SHUTTING_DOWN])
+
+
+async def _set_leaders(conn: psycopg.AsyncConnection, moves: dict[int, int]) -> dict[int, int]:
+    """Store each moved partition's new leader (by pid) with the next leader epoch (NEW_EPOCH); the new epochs."""
+    if not moves:
+        return {}
+    cursor = await conn.execute(
+        "UPDATE herd_partitions AS p SET leader = m.leader, " + NEW_EPOCH + " "
+        "FROM unnest(%s::bigint[], %s::integer[]) AS m(pid, leader) WHERE p.pid = m.pid "
+        "RETURNING p.pid, p.leader_epoch", (list(moves), list(moves.values())))
+    return {int(r[0]): int(r[1]) for r in await cursor.fetchall()}
+
+
+async def _read_placed(conn: psycopg.AsyncConnection) -> dict[tuple[str, int], tuple[Slot, int]]:
+    """Every partition of a topic, by (topic, index): its slot and its leader epoch."""
+    cursor = await conn.execute("SELECT p.pid, t.name, p.partition, p.leader, p.leader_epoch FROM herd_partitions p "
+                                "JOIN herd_topics t ON t.topic_id = p.topic_id")
+    return {(r[1], r[2]): (Slot(r[0], r[1], r[3]), r[4]) for r in await cursor.fetchall()}
 
 
 async def _count_partitions(conn: psycopg.AsyncConnection) -> int:

@@ -17,6 +17,9 @@ rebalanced in at once.
 
 Describe: the config's value is the ids the group is still waiting for (expected and not members),
 comma-separated; `is_set` tells whether the group has a registration at all.
+
+List (ListConfigResources on GROUP): the groups that have a config set, i.e. a registration, as Kafka lists the
+groups its GroupConfigManager holds configs for; whether the group exists does not matter.
 """
 
 from __future__ import annotations
@@ -28,8 +31,13 @@ from herd.coordinator import rebalance as rb
 from herd.coordinator import static
 from herd.coordinator.context import ShardContext
 from herd.coordinator.errors import CoordinatorError, ErrorCode
-from herd.coordinator.requests import AlterGroupConfigs, DescribeGroupConfigs, GroupConfigOp
-from herd.coordinator.responses import AlterGroupConfigsResponse, DescribeGroupConfigsResponse, GroupConfigEntry
+from herd.coordinator.requests import AlterGroupConfigs, DescribeGroupConfigs, GroupConfigOp, ListConfiguredGroups
+from herd.coordinator.responses import (
+    AlterGroupConfigsResponse,
+    DescribeGroupConfigsResponse,
+    GroupConfigEntry,
+    ListConfiguredGroupsResponse,
+)
 from herd.coordinator.result import Effects, Result
 from herd.coordinator.state import GroupState
 
@@ -118,4 +126,10 @@ def describe(ctx: ShardContext, req: DescribeGroupConfigs, handle: object) -> Re
     entry = GroupConfigEntry(prereg.CONFIG_NAME, ",".join(prereg.waiting_for(ctx, req.group_id)),
                              bool(prereg.expected(ctx, req.group_id)), prereg.DOCUMENTATION)
     fx.reply(handle, DescribeGroupConfigsResponse(configs=(entry,)))
+    return fx.result()
+
+
+def configured(ctx: ShardContext, req: ListConfiguredGroups, handle: object) -> Result:
+    fx = Effects()
+    fx.reply(handle, ListConfiguredGroupsResponse(group_ids=tuple(sorted(ctx.expected))))
     return fx.result()

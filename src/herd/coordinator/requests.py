@@ -195,6 +195,15 @@ class AlterGroupConfigs:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ListConfiguredGroups:
+    """ListConfigResources on GROUP resources: the groups of the shard that have a config set."""
+
+    api_version: int = 1
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class DescribeGroupConfigs:
     """DescribeConfigs on one GROUP resource (every config; the API layer filters by name)."""
 

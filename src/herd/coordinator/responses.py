@@ -192,6 +192,12 @@ class DescribeGroupConfigsResponse:
     configs: tuple[GroupConfigEntry, ...] = ()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ListConfiguredGroupsResponse:
+    error_code: int = ErrorCode.NONE
+    group_ids: tuple[str, ...] = ()
+
+
 def error_response(response: object, code: int) -> object:
     """`response` with `code` as its error (top level, per member, per partition as the API has it)."""
     match response:

@@ -60,6 +60,7 @@ from herd.coordinator.requests import (
     Heartbeat,
     JoinGroup,
     LeaveGroup,
+    ListConfiguredGroups,
     ListGroups,
     OffsetCommit,
     OffsetDelete,
@@ -143,6 +144,9 @@ class GroupCoordinatorShard:
 
     def describe_group_configs(self, req: DescribeGroupConfigs, reply: object) -> Result:
         return group_configs.describe(self._ctx, req, reply)
+
+    def list_configured_groups(self, req: ListConfiguredGroups, reply: object) -> Result:
+        return group_configs.configured(self._ctx, req, reply)
 
     # --- append failures -----------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from types import ModuleType
 
 from herd.protocol.messages import ApiSpec
 from herd.server.apis import (
+    alter_partition_reassignments,
     alter_replica_log_dirs,
     api_versions,
     create_partitions,
@@ -27,6 +28,8 @@ from herd.server.apis import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_topic_partitions,
+    elect_leaders,
     fetch,
     find_coordinator,
     heartbeat,
@@ -34,8 +37,10 @@ from herd.server.apis import (
     init_producer_id,
     join_group,
     leave_group,
+    list_config_resources,
     list_groups,
     list_offsets,
+    list_partition_reassignments,
     metadata,
     offset_commit,
     offset_delete,
@@ -75,6 +80,11 @@ MODULES: tuple[ModuleType, ...] = (
     describe_cluster,
     alter_replica_log_dirs,
     describe_log_dirs,
+    elect_leaders,
+    alter_partition_reassignments,
+    list_partition_reassignments,
+    list_config_resources,
+    describe_topic_partitions,
 )
 
 

@@ -1,9 +1,18 @@
 """DescribeCluster (key 60), v0-v2 (KIP-700: the admin client's describeCluster without a Metadata request).
 
-v1: endpoint type (1 brokers, 2 controllers; herd's nodes are both, so either is answered with the live nodes).
-v2: include fenced brokers (herd lists only live nodes: a node whose lease ran out is not fenced but gone).
-The controller id is the answering node, which serves admin requests itself (as in Metadata). Cluster
-authorized operations: -2147483648 ("not requested"), as herd has no ACLs.
+v1: endpoint type (KIP-919: 1 brokers, 2 controllers). v2: include fenced brokers, and each broker's is_fenced
+(KIP-1073). Kafka 4.x serves v0-v2.
+
+Answered as a Kafka broker's listener answers (apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala
+handleDescribeCluster, AuthHelper.computeDescribeClusterResponse): brokers are the live nodes; an endpoint type
+other than brokers is refused with MISMATCHED_ENDPOINT_TYPE (the controllers are described by a controller's
+listener, and herd has no KRaft controllers: its nodes share PostgreSQL) and an unknown one with
+UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST at v0, which cannot ask), in a response with Kafka's defaults (no cluster
+id, controller -1, no brokers, endpoint type 1). No node is ever fenced: a node whose lease ran out is gone, not
+fenced, so v2's include_fenced_brokers changes nothing. The controller id is the answering node, which serves
+admin requests itself (as in Metadata; a KRaft broker names a random live broker). Cluster authorized operations,
+when asked for, are every operation Kafka allows on the cluster, as a Kafka broker without an authorizer answers
+(herd has no ACLs); otherwise -2147483648 ("not requested").
 """
 
 from __future__ import annotations
@@ -12,7 +21,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.server.apis._build import ctx_builder
+from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
 
 API_KEY = 60
@@ -20,20 +29,33 @@ MIN_VERSION = 0
 MAX_VERSION = 2
 
 BROKERS, CONTROLLERS = 1, 2
+ENDPOINT_NAMES = {BROKERS: "BROKER", CONTROLLERS: "CONTROLLER"}  # Kafka's EndpointType
 NOT_REQUESTED = -(2**31)
+# AclEntry.supportedOperations(CLUSTER) as a bit field: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
+# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     broker = ctx.broker
     endpoint_type = getattr(request, "endpoint_type", BROKERS)
-    if endpoint_type not in (BROKERS, CONTROLLERS):
-        return b.response(throttle_time=0, error_code=ErrorCode.unsupported_endpoint_type,
-                          error_message=f"Unsupported endpoint type {endpoint_type}", endpoint_type=endpoint_type,
-                          cluster_id=broker.cluster.cluster_id, controller_id=-1, brokers=(),
-                          cluster_authorized_operations=NOT_REQUESTED)
+    if endpoint_type not in ENDPOINT_NAMES:
+        return _refused(b, ctx, ErrorCode.unsupported_endpoint_type, f"Unsupported endpoint type {endpoint_type}")
+    if endpoint_type != BROKERS:
+        return _refused(b, ctx, ErrorCode.mismatched_endpoint_type,
+                        f"The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type "
+                        f"{ENDPOINT_NAMES[endpoint_type]}")
     nodes = tuple(b("DescribeClusterBroker", broker_id=n.node_id, host=n.host, port=n.port, rack=n.rack,
                     is_fenced=False) for n in broker.nodes())
-    return b.response(throttle_time=0, error_code=ErrorCode.none, error_message=None, endpoint_type=endpoint_type,
+    operations = CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else NOT_REQUESTED
+    return b.response(throttle_time=0, error_code=ErrorCode.none, error_message=None, endpoint_type=BROKERS,
                       cluster_id=broker.cluster.cluster_id, controller_id=broker.node_id, brokers=nodes,
+                      cluster_authorized_operations=operations)
+
+
+def _refused(b: Builder, ctx: RequestContext, error: ErrorCode, message: str) -> Any:
+    """Kafka's refusal: the error (INVALID_REQUEST at v0) in an otherwise default response."""
+    return b.response(throttle_time=0, error_code=error if ctx.api_version > 0 else ErrorCode.invalid_request,
+                      error_message=message, endpoint_type=BROKERS, cluster_id="", controller_id=-1, brokers=(),
                       cluster_authorized_operations=NOT_REQUESTED)
