@@ -232,6 +232,34 @@ def test_describe_cluster_through_the_clients(broker, kp_admin):
     assert sorted(b["node_id"] for b in aio_described["brokers"]) == nodes
 
 
+@pytest.mark.parametrize("version", [8, 10, 12])
+def test_metadata_answers_authorized_operations_only_when_asked(broker, version):
+    """Metadata v8+ as a Kafka broker without an authorizer: asked for, every topic (and, before v11, cluster)
+    operation; not asked, "not requested"."""
+    import uuid
+
+    b = _b(3, version)
+    for asked in (True, False):
+        response = _request(broker, 3, version, allow_auto_topic_creation=False,
+                            topics=(b("MetadataRequestTopic", name="dtp-a", topic_id=uuid.UUID(int=0)),),
+                            include_topic_authorized_operations=asked, include_cluster_authorized_operations=asked)
+        assert response.topics[0].topic_authorized_operations == (TOPIC_OPERATIONS if asked else -(2**31))
+        if version < 11:
+            assert response.cluster_authorized_operations == (CLUSTER_OPERATIONS if asked else -(2**31))
+
+
+def test_confluent_describes_authorized_operations(broker):
+    from confluent_kafka import TopicCollection
+    from confluent_kafka.admin import AclOperation, AdminClient
+
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # kept: a collected client fails its futures
+    topic = admin.describe_topics(TopicCollection(["dtp-a"]), include_authorized_operations=True,
+                                  request_timeout=10)["dtp-a"].result()
+    assert {AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE} <= set(topic.authorized_operations)
+    cluster = admin.describe_cluster(include_authorized_operations=True, request_timeout=10).result()
+    assert AclOperation.IDEMPOTENT_WRITE in set(cluster.authorized_operations)
+
+
 # -- ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments -----------------------------------------
 
 def _elect(broker: Any, version: int, election: int, partitions: dict[str, list[int]] | None) -> Any:

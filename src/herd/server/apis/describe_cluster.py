@@ -21,6 +21,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from herd.server.apis._acl import CLUSTER_OPERATIONS, NOT_REQUESTED, operations
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
 
@@ -30,10 +31,6 @@ MAX_VERSION = 2
 
 BROKERS, CONTROLLERS = 1, 2
 ENDPOINT_NAMES = {BROKERS: "BROKER", CONTROLLERS: "CONTROLLER"}  # Kafka's EndpointType
-NOT_REQUESTED = -(2**31)
-# AclEntry.supportedOperations(CLUSTER) as a bit field: CREATE 5, ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9,
-# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -48,10 +45,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                         f"{ENDPOINT_NAMES[endpoint_type]}")
     nodes = tuple(b("DescribeClusterBroker", broker_id=n.node_id, host=n.host, port=n.port, rack=n.rack,
                     is_fenced=False) for n in broker.nodes())
-    operations = CLUSTER_OPERATIONS if request.include_cluster_authorized_operations else NOT_REQUESTED
+    authorized = operations(request.include_cluster_authorized_operations, CLUSTER_OPERATIONS)
     return b.response(throttle_time=0, error_code=ErrorCode.none, error_message=None, endpoint_type=BROKERS,
                       cluster_id=broker.cluster.cluster_id, controller_id=broker.node_id, brokers=nodes,
-                      cluster_authorized_operations=operations)
+                      cluster_authorized_operations=authorized)
 
 
 def _refused(b: Builder, ctx: RequestContext, error: ErrorCode, message: str) -> Any:

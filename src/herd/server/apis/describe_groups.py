@@ -20,6 +20,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import DescribeGroups
 from herd.coordinator.responses import DescribedGroup, DescribeGroupsResponse
+from herd.server.apis._acl import GROUP_OPERATIONS, operations
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import call, client_host, client_id, gather
 from herd.server.broker import RequestContext
@@ -28,8 +29,6 @@ API_KEY = 15
 MIN_VERSION = 0
 MAX_VERSION = 6
 
-NOT_REQUESTED = -(2**31)  # Kafka's "authorized operations were not asked for"
-ALL_GROUP_OPERATIONS = sum(1 << op for op in (3, 6, 8, 10, 11))  # AclOperation codes
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -65,7 +64,7 @@ def _response(ctx: RequestContext, groups: list[DescribedGroup], include_ops: bo
         members = tuple(b("DescribedGroupMember", member_id=m.member_id, group_instance_id=m.group_instance_id,
                           client_id=m.client_id, client_host=m.client_host, member_metadata=m.member_metadata,
                           member_assignment=m.member_assignment) for m in g.members)
-        ops = ALL_GROUP_OPERATIONS if include_ops and error == 0 else NOT_REQUESTED
+        ops = operations(include_ops and error == 0, GROUP_OPERATIONS)
         described.append(b("DescribedGroup", error_code=error, error_message=message, group_id=g.group_id,
                            group_state=g.group_state, protocol_type=g.protocol_type,
                            protocol_data=g.protocol_data, members=members, authorized_operations=ops))

@@ -29,6 +29,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import Topic, TopicError, check_topic_name
+from herd.server.apis._acl import NOT_REQUESTED, TOPIC_OPERATIONS
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
 
@@ -37,10 +38,6 @@ MIN_VERSION = 0
 MAX_VERSION = 0
 
 MAX_PARTITIONS = 2000  # Kafka's max.request.partition.size.limit default (ServerConfigs)
-# AclEntry.supportedOperations(TOPIC) as a bit field: READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8,
-# DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11 (AuthHelper.authorizedOperations without an authorizer: all of them)
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-NOT_REQUESTED = -(2**31)
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 

@@ -2,7 +2,7 @@
 
 v0: an empty topic list means every topic. v1: null means every topic, and an empty list none; controller id,
 is_internal, rack. v2: cluster id. v4: allow_auto_topic_creation. v5: offline replicas. v7: leader epoch.
-v8: authorized operations (herd reports -2147483648, "not requested"). v9: flexible. v10: topic ids, and
+v8: authorized operations (asked for, every operation: herd has no authorizer; herd.server.apis._acl). v9: flexible. v10: topic ids, and
 topics may be asked for by id. v11: cluster authorized operations removed. v12: topic names nullable in the
 request. v13: top-level error code (Kafka 4.x's maximum). A topic without a name before v12, by id before v12,
 or with neither name nor id gets INVALID_REQUEST, as Kafka's InvalidRequestException answers.
@@ -21,11 +21,13 @@ from __future__ import annotations
 
 import logging
 import uuid
+from dataclasses import replace
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import TOPIC_ALREADY_EXISTS, Topic, TopicError, check_topic_name
+from herd.server.apis._acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, operations
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
 
@@ -49,16 +51,21 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     else:
         topics = [_lookup(b, ctx, request, entry) for entry in request.topics]
         if any(isinstance(t, _Create) for t in topics):
-            return _created_then_answer(b, ctx, topics)
-    return _response(b, ctx, topics)
+            return _created_then_answer(b, ctx, request, topics)
+    return _response(b, ctx, request, topics)
 
 
-def _response(b: Builder, ctx: RequestContext, topics: list[Any]) -> Any:
+def _response(b: Builder, ctx: RequestContext, request: Any, topics: list[Any]) -> Any:
     broker = ctx.broker
     nodes = tuple(b("MetadataResponseBroker", node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
                   for n in broker.nodes())
+    if getattr(request, "include_topic_authorized_operations", False):
+        topics = [replace(t, topic_authorized_operations=TOPIC_OPERATIONS) for t in topics]
+    cluster_operations = operations(getattr(request, "include_cluster_authorized_operations", False),
+                                    CLUSTER_OPERATIONS)
     return b.response(throttle_time=0, brokers=nodes, cluster_id=broker.cluster.cluster_id,
-                      controller_id=broker.node_id, topics=tuple(topics), error_code=ErrorCode.none)
+                      controller_id=broker.node_id, topics=tuple(topics), error_code=ErrorCode.none,
+                      cluster_authorized_operations=cluster_operations)
 
 
 class _Create:
@@ -70,7 +77,7 @@ class _Create:
         self.name = name
 
 
-async def _created_then_answer(b: Builder, ctx: RequestContext, topics: list[Any]) -> Any:
+async def _created_then_answer(b: Builder, ctx: RequestContext, request: Any, topics: list[Any]) -> Any:
     answered = []
     for entry in topics:
         if isinstance(entry, _Create):
@@ -85,7 +92,7 @@ async def _created_then_answer(b: Builder, ctx: RequestContext, topics: list[Any
                 log.info("auto-created topic %s for a Metadata request from %s", entry.name, ctx.header.client_id)
             entry = _describe(b, ctx, topic)
         answered.append(entry)
-    return _response(b, ctx, answered)
+    return _response(b, ctx, request, answered)
 
 
 def _has_id(entry: Any) -> bool:
