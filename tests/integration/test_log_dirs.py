@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 from backends import BACKENDS, start_broker
@@ -155,8 +156,14 @@ def test_kafka_python_moves_a_partition_while_it_is_produced_to_and_consumed(ser
     broker, admin, dirs = served
     _produce(broker.bootstrap, "moving", 200)
     node_id = admin.describe_topics(["moving"])[0]["partitions"][0]["leader_id"]
-    if not dirs:  # cluster mode: the data is in PostgreSQL, no node has log directories
-        assert all(answer["log_dirs"] == [] for answer in admin.describe_log_dirs())
+    if not dirs:  # cluster mode: each node answers one "log dir", the database, with the partitions it leads
+        answers = [a["log_dirs"] for a in admin.describe_log_dirs()]
+        assert all(len(a) == 1 and a[0]["error_code"] == 0 for a in answers)
+        database = {a[0]["log_dir"] for a in answers}
+        assert len(database) == 1 and urlsplit(database.pop()).password is None
+        sizes = [p["partition_size"] for a in answers for t in a[0]["topics"] if t["name"] == "moving"
+                 for p in t["partitions"]]
+        assert len(sizes) == 1 and sizes[0] > 200  # one leader, with the 200 records committed
         errors = admin.alter_replica_log_dirs({("moving", 0, node_id): "/any/dir"})
         assert list(errors.values()) == [LogDirNotFoundError]
         return

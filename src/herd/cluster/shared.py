@@ -414,6 +414,28 @@ class SharedCluster(TopicIndex):
             "SELECT %s, p, l FROM unnest(%s::integer[], %s::integer[]) AS m(p, l)",
             (topic_id, list(range(start, end)), leaders))
 
+    # -- what is stored ----------------------------------------------------------------------------------------
+
+    @property
+    def location(self) -> str:
+        """Where the cluster's data lives: the database, named without its password."""
+        return self._where
+
+    async def stored_sizes(self) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> the bytes of its batches stored in PostgreSQL, for every partition this node
+        leads (DescribeLogDirs). Raises TopicError(KAFKA_STORAGE_ERROR) if the database cannot be read."""
+        try:
+            async with self._pool.connection(timeout=self._session_s) as conn:
+                cursor = await conn.execute(
+                    "SELECT t.name, p.partition, coalesce(sum(b.size), 0) FROM herd_partitions p "
+                    "JOIN herd_topics t ON t.topic_id = p.topic_id LEFT JOIN herd_batches b ON b.pid = p.pid "
+                    "WHERE p.leader = %s GROUP BY t.name, p.partition", (self.node_id,))
+                return {(r[0], r[1]): int(r[2]) for r in await cursor.fetchall()}
+        except DB_ERRORS as e:
+            log.warning("could not read the stored sizes of the partitions: %s", describe(e, self._where))
+            raise TopicError(KAFKA_STORAGE_ERROR, f"Could not read the stored sizes: {describe(e, self._where)}"
+                             ) from None
+
     # -- moves on demand ---------------------------------------------------------------------------------------
 
     async def move_partition(self, topic: str, index: int, to_node: int | None = None) -> Moved:

@@ -12,18 +12,24 @@ usable_bytes of the directory's volume (statvfs: f_blocks and f_bavail times f_f
 getTotalSpace/getUsableSpace; -1 when the directory cannot be examined). v5: `is_cordoned` (KIP-1066): herd
 cordons no directory, always false.
 
-Cluster mode: a node keeps no partition data on local disk (the logs are in PostgreSQL, shared by every node),
-so it answers no log directories at all; docs/compatibility.md says so. Authorization: herd has no ACLs.
+Cluster mode: a node keeps no partition data on local disk; the logs are in PostgreSQL, shared by every node.
+So a node answers one "log dir", named by the database's URL without its password, holding the partitions it
+leads, each with the bytes of its batches stored there (what has been committed; offset lag 0), and total and
+usable bytes -1 (unknown: the database's volume is not the node's). A database that cannot be read makes that
+entry's error KAFKA_STORAGE_ERROR, as Kafka answers an offline log dir. Admin clients ask every node, so the
+answers together cover every partition once. docs/compatibility.md says so. Authorization: herd has no ACLs.
 """
 
 from __future__ import annotations
 
 import os
 from collections import defaultdict
-from typing import Any
+from typing import Any, cast
 
 from kio.schema.errors import ErrorCode
 
+from herd.cluster.shared import SharedCluster
+from herd.cluster.topics import TopicError
 from herd.log.store import SegmentStore, StoredPartition
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
@@ -35,23 +41,39 @@ MAX_VERSION = 5
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
+    wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
+    if ctx.broker.cluster.shared:
+        return _in_database(b, ctx, wanted)
     store = ctx.broker.store
     results = ()
-    if isinstance(store, SegmentStore) and not ctx.broker.cluster.shared:
-        wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
-        results = tuple(_result(b, root, [p for p in held if wanted is None or (p.topic, p.partition) in wanted])
+    if isinstance(store, SegmentStore):
+        results = tuple(_result(b, root, [p for p in held if wanted is None or (p.topic, p.partition) in wanted],
+                                *disk_space(root))
                         for root, held in store.stored_partitions().items())
     return b.response(throttle_time=0, error_code=ErrorCode.none, results=results)
 
 
-def _result(b: Builder, root: str, held: list[StoredPartition]) -> Any:
+async def _in_database(b: Builder, ctx: RequestContext, wanted: set[tuple[str, int]] | None) -> Any:
+    cluster = cast(SharedCluster, ctx.broker.cluster)
+    try:
+        sizes = await cluster.stored_sizes()
+    except TopicError:
+        result = _result(b, cluster.location, [], -1, -1, ErrorCode.kafka_storage_error)
+    else:
+        held = [StoredPartition(topic, index, size, 0, False) for (topic, index), size in sorted(sizes.items())
+                if wanted is None or (topic, index) in wanted]
+        result = _result(b, cluster.location, held, -1, -1)
+    return b.response(throttle_time=0, error_code=ErrorCode.none, results=(result,))
+
+
+def _result(b: Builder, root: str, held: list[StoredPartition], total: int, usable: int,
+            error: ErrorCode = ErrorCode.none) -> Any:  # fmt: skip
     by_topic: dict[str, list[Any]] = defaultdict(list)
     for p in held:
         by_topic[p.topic].append(b("DescribeLogDirsPartition", partition_index=p.partition, partition_size=p.size,
                                    offset_lag=p.offset_lag, is_future_key=p.is_future))
     topics = tuple(b("DescribeLogDirsTopic", name=name, partitions=tuple(parts)) for name, parts in by_topic.items())
-    total, usable = disk_space(root)
-    return b("DescribeLogDirsResult", error_code=ErrorCode.none, log_dir=root, topics=topics, total_bytes=total,
+    return b("DescribeLogDirsResult", error_code=error, log_dir=root, topics=topics, total_bytes=total,
              usable_bytes=usable, is_cordoned=False)
 
 
