@@ -16,6 +16,7 @@ from types import ModuleType
 
 from herd.protocol.messages import ApiSpec
 from herd.server.apis import (
+    alter_configs,
     api_versions,
     create_partitions,
     create_topics,
@@ -68,6 +69,7 @@ MODULES: tuple[ModuleType, ...] = (
     list_groups,
     delete_groups,
     incremental_alter_configs,
+    alter_configs,
     describe_cluster,
 )
 
