@@ -57,7 +57,7 @@ class ConfigAdmin:
         _, body = await self.client.send(DESCRIBE_CONFIGS, build)
         result = body.results[0]
         if result.error_code:
-            raise self._error(entity_type, name, result.error_code, result.error_message)
+            raise self._config_error(entity_type, name, result.error_code, result.error_message)
         return [ConfigEntryDescription(c.name, c.value, SOURCES.get(c.config_source, "UNKNOWN"), c.is_sensitive,
                                        c.read_only, tuple((s.name, s.value, SOURCES.get(s.source, "UNKNOWN"))
                                                           for s in c.synonyms))
@@ -76,9 +76,9 @@ class ConfigAdmin:
         _, body = await self.client.send(INCREMENTAL_ALTER_CONFIGS, build)
         result = body.responses[0]
         if result.error_code:
-            raise self._error(entity_type, name, result.error_code, result.error_message)
+            raise self._config_error(entity_type, name, result.error_code, result.error_message)
 
-    def _error(self, entity_type: str, name: str, code: int, message: str | None) -> KafkaError:
+    def _config_error(self, entity_type: str, name: str, code: int, message: str | None) -> KafkaError:
         if entity_type == "topics" and code == ErrorCode.unknown_topic_or_partition:
             return self.error_type(code, f"The topic '{name}' does not exist.")
         return self.error_type(code, message or error_name(code))
