@@ -40,8 +40,9 @@ def test_alter_and_describe_a_topic(broker):
 
 def test_broker_defaults_and_errors(broker):
     b = broker.bootstrap
-    assert ok("configs", "alter", "--entity-type", "brokers", "--entity-default", "--add-config",
-              "log.retention.ms=3600000", bootstrap=b) == "Completed updating default config for brokers in the cluster.\n"
+    altered = ok("configs", "alter", "--entity-type", "brokers", "--entity-default", "--add-config",
+                 "log.retention.ms=3600000", bootstrap=b)
+    assert altered == "Completed updating default config for brokers in the cluster.\n"
     described = json.loads(ok("configs", "describe", "--entity-type", "brokers", "--entity-name", "0", "--all",
                               "--output", "json", bootstrap=b))
     retention = next(e for e in described if e["name"] == "log.retention.ms")

@@ -37,7 +37,8 @@ def create(client: RawClient, name: str, configs: dict[str, str] | None = None) 
     b = request_builder(19, 5)
     topic = b("CreatableTopic", name=name, num_partitions=1, replication_factor=1, assignments=(),
               configs=tuple(b("CreatableTopicConfig", name=k, value=v) for k, v in (configs or {}).items()))
-    assert client.request(19, 5, b.request(topics=(topic,), timeout=5000, validate_only=False)).topics[0].error_code == 0
+    answer = client.request(19, 5, b.request(topics=(topic,), timeout=5000, validate_only=False))
+    assert answer.topics[0].error_code == 0
 
 
 def incremental(client: RawClient, version: int, resources: list[tuple[int, str, list[tuple[str, int, Any]]]],
@@ -98,7 +99,8 @@ def test_incremental_errors_are_kafkas(client, version):
     create(client, f"bad-{version}")
     t = f"bad-{version}"
     cases = [
-        ((TOPIC, t, [("retention.ms", APPEND, "5")]), (40, "Can't APPEND to key retention.ms because its type is not LIST.")),
+        ((TOPIC, t, [("retention.ms", APPEND, "5")]),
+         (40, "Can't APPEND to key retention.ms because its type is not LIST.")),
         ((TOPIC, t, [("nope", SET, "1")]), (40, "Unknown topic config name: nope")),
         ((TOPIC, t, [("max.message.bytes", SET, "-5")]),
          (40, "Invalid value -5 for configuration max.message.bytes: Value must be at least 0")),

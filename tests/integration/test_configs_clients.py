@@ -102,7 +102,8 @@ def test_confluent_errors(admin):
     assert _error(alter("topic", "refusing", "retention.ms", "1", AlterConfigOpType.APPEND)) == "INVALID_CONFIG"
     assert _error(alter("broker", "0", "log.dirs", "/elsewhere")) == "INVALID_REQUEST"
     with pytest.warns(DeprecationWarning):  # AlterConfigs, which confluent-kafka deprecates
-        (future,) = admin.alter_configs([ConfigResource("topic", "never-made", set_config={"retention.ms": "1"})]).values()
+        futures = admin.alter_configs([ConfigResource("topic", "never-made", set_config={"retention.ms": "1"})])
+    (future,) = futures.values()
     assert _error(lambda: future.result(10)) == "UNKNOWN_TOPIC_OR_PART"
 
 

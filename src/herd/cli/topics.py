@@ -119,7 +119,7 @@ def alter(bootstrap: str, topic: str, partitions: int | None, configs: tuple[str
     """Add partitions to a topic, or set or remove its configs (herd configs alter does the same)."""
     settings = _configs(configs)
     if partitions is None and not settings and not deleted:
-        raise click.UsageError("give --partitions, --config or --delete-config")
+        raise click.UsageError("Missing option '--partitions' (or '--config', '--delete-config').")
 
     async def call(admin: Admin) -> None:
         if partitions is not None:

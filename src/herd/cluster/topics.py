@@ -19,6 +19,11 @@ when its `partition.metadata` says which topic it belongs to (a crash between ma
 topics.json), else kept, reported and not served; data is never deleted because metadata is missing. A missing
 topics.json is rebuilt from the directories; an unreadable one stops the start with MetadataError.
 
+Configs change at run time (`alter_topic_configs`: each partition.metadata, then topics.json, then the running
+partitions' `set_config`); the dynamic broker configs (`alter_broker_configs`) are kept in
+`<log.dirs>/broker-configs.json`, read at `load` before any partition opens, and handed to `on_broker_configs`
+(the broker, which makes them its defaults: `set_defaults`).
+
 Limits (Kafka's KRaft controller, apache/kafka metadata/src/main/java/org/apache/kafka/controller/
 ReplicationControlManager.java): one request creates at most MAX_PARTITIONS_PER_REQUEST partitions
 (POLICY_VIOLATION "Excessively large number of partitions per request."), and the broker hosts at most

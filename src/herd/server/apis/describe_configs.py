@@ -2,13 +2,19 @@
 
 v1: config source and synonyms (Kafka 4.x's lowest, KIP-896). v3: config type and documentation. v4: flexible.
 
-Resources: TOPIC (2) lists the topic configs herd honours, each with its value in force and where it comes from
-(TOPIC_CONFIG when set on the topic, otherwise the broker setting it defaults to, or Kafka's default). BROKER (4)
-lists every broker setting herd understands (`herd.config.SETTINGS`), named as Kafka names them. GROUP (32, Kafka
-4.x's group configs) lists herd's one group config, `herd.expected.instance.ids` (KIP-469 pre-registration: the ids
-the group still waits for), with source GROUP_CONFIG when the group has a registration, DEFAULT_CONFIG (value "")
-otherwise; it is asked of the group's coordinator shard (NOT_COORDINATOR elsewhere) and answers for groups that do
-not exist too, as Kafka does. Other resource types get INVALID_REQUEST.
+As Kafka's ConfigHelper answers (apache/kafka core/src/main/scala/kafka/server/ConfigHelper.scala):
+- TOPIC (2): every topic config herd honours, with the value in force; its synonyms are the topic's own value
+  (TOPIC_CONFIG) and then the broker setting it follows (ServerTopicConfigSynonyms) as a dynamic broker config,
+  a dynamic cluster default, a static setting and Kafka's default, from the setting's own name on; the source is
+  the first synonym's (DEFAULT_CONFIG when there is none). Documentation is Kafka's text (herd.cluster.topic_docs).
+- BROKER (4) named by this node's id: every broker setting herd understands (`herd.config.SETTINGS`), sourced the
+  same way, `read_only` unless herd changes it at run time (`Setting.dynamic`). BROKER "" (the cluster default):
+  only the dynamic defaults set, as Kafka lists them. Another id gets INVALID_REQUEST.
+- GROUP (32, Kafka 4.x's group configs): herd's one group config, `herd.expected.instance.ids` (KIP-469
+  pre-registration: the ids the group still waits for), with source GROUP_CONFIG when the group has a
+  registration, DEFAULT_CONFIG (value "") otherwise; it is asked of the group's coordinator shard (NOT_COORDINATOR
+  elsewhere) and answers for groups that do not exist too, as Kafka does.
+Other resource types get INVALID_REQUEST. An empty or null list of keys asks for every config.
 """
 
 from __future__ import annotations
