@@ -9,14 +9,21 @@ same table, so what the broker reports is what it runs with.
 
 from __future__ import annotations
 
+import enum
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from herd.cluster.config_ops import INVALID_CONFIG, INVALID_REQUEST, ConfigChangeError
 from herd.log.api import LONG_MAX, LogConfig
 
+log = logging.getLogger(__name__)
+
 INT_MAX = 2**31 - 1
+# Kafka's BrokerCompressionType names, in its order.
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 
 class ConfigError(ValueError):
@@ -33,6 +40,10 @@ class Setting:
     maximum: int | None = None
     nullable: bool = False
     check: Callable[[Any], str | None] | None = None  # returns a complaint, or None when fine
+    # Changeable at run time (AlterConfigs on a BROKER resource): the settings Kafka lets change at run time
+    # (DynamicBrokerConfig.AllDynamicConfigs) that herd applies without a restart; all are cluster-wide in Kafka's
+    # sense (settable as the cluster default or for one broker).
+    dynamic: bool = False
 
     @property
     def attr(self) -> str:
@@ -96,7 +107,8 @@ SETTINGS: tuple[Setting, ...] = (
             check=lambda v: None if v is None else _listeners_check(v, routable=True)),
     Setting("node.id", "int", 0, "This broker's id.", minimum=0),
     Setting("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted.", minimum=1),
-    Setting("message.max.bytes", "int", 1048588, "Largest record batch accepted (MESSAGE_TOO_LARGE).", minimum=0),
+    Setting("message.max.bytes", "int", 1048588, "Largest record batch accepted (MESSAGE_TOO_LARGE).", minimum=0,
+            dynamic=True),
     Setting("herd.message.max.decompressed.bytes", "int", 64 * 1024 * 1024,
             "Largest records section of one compressed batch once decompressed (MESSAGE_TOO_LARGE beyond it).",
             minimum=1024),
@@ -107,8 +119,9 @@ SETTINGS: tuple[Setting, ...] = (
             "Bytes of requests being received, across the broker, before reading pauses; -1 is unbounded.",
             minimum=-1),
     Setting("max.connections", "int", 0,
-            "Most connections the broker takes; 0: half of the open-files limit (RLIMIT_NOFILE).", minimum=0),
-    Setting("max.connections.per.ip", "int", INT_MAX, "Most connections from one address.", minimum=1),
+            "Most connections the broker takes; 0: half of the open-files limit (RLIMIT_NOFILE).", minimum=0,
+            dynamic=True),
+    Setting("max.connections.per.ip", "int", INT_MAX, "Most connections from one address.", minimum=1, dynamic=True),
     Setting("connections.max.idle.ms", "long", 600000,
             "Close a connection that has sent, received and been owed nothing for this long.", minimum=1),
     Setting("fetch.max.bytes", "int", 57671680, "Largest Fetch answer, whatever the request asks.", minimum=1024),
@@ -118,27 +131,41 @@ SETTINGS: tuple[Setting, ...] = (
             check=_log_dirs_check),
     Setting("num.partitions", "int", 1, "Partitions of an auto-created topic.", minimum=1),
     Setting("auto.create.topics.enable", "bool", True, "Create unknown topics on Metadata requests."),
-    Setting("log.segment.bytes", "int", 1073741824, "Size at which a segment rolls.", minimum=14),
-    Setting("log.retention.ms", "long", None, "Time-based retention; -1 keeps forever.", nullable=True, minimum=-1),
+    Setting("log.segment.bytes", "int", 1073741824, "Size at which a segment rolls.", minimum=14, dynamic=True),
+    Setting("log.retention.ms", "long", None, "Time-based retention; -1 keeps forever.", nullable=True, minimum=-1,
+            dynamic=True),
     Setting("log.retention.minutes", "int", None, "Retention in minutes (if log.retention.ms unset).",
             nullable=True, minimum=-1),
     Setting("log.retention.hours", "int", 168, "Retention in hours (if ms and minutes unset).", minimum=-1),
-    Setting("log.retention.bytes", "long", -1, "Size-based retention per partition; -1 is unlimited.", minimum=-1),
+    Setting("log.retention.bytes", "long", -1, "Size-based retention per partition; -1 is unlimited.", minimum=-1,
+            dynamic=True),
     Setting("log.retention.check.interval.ms", "long", 300000, "How often retention runs.", minimum=1),
     Setting("log.cleaner.delete.retention.ms", "long", 86400000,
             "How long compaction keeps tombstones (delete.retention.ms of compacted topics).", minimum=0),
-    Setting("log.flush.interval.messages", "long", LONG_MAX, "fsync after this many messages.", minimum=1),
+    Setting("log.flush.interval.messages", "long", LONG_MAX, "fsync after this many messages.", minimum=1,
+            dynamic=True),
     Setting("log.flush.interval.ms", "long", None, "fsync when data is this old; unset: OS decides.",
-            nullable=True, minimum=0),
+            nullable=True, minimum=0, dynamic=True),
     Setting("log.flush.scheduler.interval.ms", "long", LONG_MAX, "How often log.flush.interval.ms is checked.",
             minimum=0),
-    Setting("log.index.interval.bytes", "int", 4096, "Bytes between offset index entries.", minimum=0),
+    Setting("log.index.interval.bytes", "int", 4096, "Bytes between offset index entries.", minimum=0, dynamic=True),
     Setting("log.message.timestamp.type", "string", "CreateTime", "CreateTime or LogAppendTime.",
-            check=lambda v: None if v in ("CreateTime", "LogAppendTime") else "must be CreateTime or LogAppendTime"),
+            check=lambda v: None if v in ("CreateTime", "LogAppendTime") else "must be CreateTime or LogAppendTime",
+            dynamic=True),
+    Setting("log.cleanup.policy", "list", "delete",
+            "The default cleanup.policy of topics: delete, compact or both (only __consumer_offsets is compacted).",
+            check=lambda v: None if v and all(p.strip() in ("compact", "delete") for p in v.split(","))
+            else "must be delete, compact or both, comma-separated", dynamic=True),
+    Setting("compression.type", "string", "producer",
+            "The default compression.type of topics (herd stores batches as the producer compressed them).",
+            check=lambda v: None if v in COMPRESSION_TYPES else f"must be one of {', '.join(COMPRESSION_TYPES)}",
+            dynamic=True),
+    Setting("min.insync.replicas", "int", 1, "The default min.insync.replicas of topics (one replica in herd).",
+            minimum=1, dynamic=True),
     Setting("delete.topic.enable", "bool", True, "Allow DeleteTopics."),
     # Idempotent producers
     Setting("producer.id.expiration.ms", "int", 86400000,
-            "How long the state of an idempotent producer that stopped appending is kept.", minimum=1),
+            "How long the state of an idempotent producer that stopped appending is kept.", minimum=1, dynamic=True),
     Setting("herd.producer.state.max.entries", "int", 100000,
             "Most (partition, producer id) states kept; beyond it the least recently used are forgotten.",
             minimum=1),
@@ -244,12 +271,80 @@ def parse_listeners(value: str) -> list[Listener]:
     return listeners
 
 
+class ConfigSource(enum.IntEnum):
+    """Where a value DescribeConfigs reports comes from (DescribeConfigsResponse.ConfigSource, apache/kafka
+    clients/src/main/java/org/apache/kafka/common/requests/DescribeConfigsResponse.java)."""
+
+    TOPIC_CONFIG = 1
+    DYNAMIC_BROKER_CONFIG = 2
+    DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+    STATIC_BROKER_CONFIG = 4
+    DEFAULT_CONFIG = 5
+    GROUP_CONFIG = 8
+
+
+def broker_synonyms(name: str) -> list[str]:
+    """The settings that define the same thing as `name`, highest precedence first (Kafka's
+    DynamicBrokerConfig.brokerConfigSynonyms, apache/kafka core/src/main/scala/kafka/server/
+    DynamicBrokerConfig.scala)."""
+    if name in _RETENTION:
+        return list(_RETENTION)
+    if name == "log.flush.interval.ms":  # log.flush.scheduler.interval.ms is its default
+        return [name, "log.flush.scheduler.interval.ms"]
+    return [name]
+
+
+_RETENTION = ("log.retention.ms", "log.retention.minutes", "log.retention.hours")
+
+
+def dynamic_complaint(setting: Setting, raw: str) -> str | None:
+    """Why `raw` is not a value of `setting`, in the words of Kafka's ConfigDef ("Not a number of type INT",
+    "Value must be at least 0"), or None."""
+    if setting.kind in ("int", "long"):
+        try:
+            number = int(raw.strip())
+        except ValueError:
+            return f"Not a number of type {setting.kind.upper()}"
+        upper = INT_MAX if setting.kind == "int" else LONG_MAX
+        if not -upper - 1 <= number <= upper:
+            return f"Not a number of type {setting.kind.upper()}"
+        if setting.minimum is not None and number < setting.minimum:
+            return f"Value must be at least {setting.minimum}"
+        return None
+    if setting.kind == "bool":
+        return None if raw.strip().lower() in ("true", "false") else "Expected value to be either true or false"
+    return setting.check(raw.strip()) if setting.check is not None else None
+
+
+def check_dynamic(props: Mapping[str, str]) -> None:
+    """The checks of a BROKER resource's dynamic configs before they are stored, in Kafka's order and words
+    (DynamicBrokerConfig.validateConfigs, called by ConfigAdminManager; Kafka answers its ConfigExceptions with
+    INVALID_REQUEST, KAFKA-13609): settings that cannot change at run time, then each value. A name herd does not
+    know gets INVALID_CONFIG (Kafka stores unknown names as custom configs; herd would never use them). Raises
+    ConfigChangeError."""
+    unknown = sorted(n for n in props if n not in SETTINGS_BY_NAME)
+    if unknown:
+        raise ConfigChangeError(INVALID_CONFIG, f"Unknown broker config name: {unknown[0]}")
+    fixed = sorted(n for n in props if not SETTINGS_BY_NAME[n].dynamic)
+    if fixed:
+        raise ConfigChangeError(INVALID_REQUEST, f"Cannot update these configs dynamically: Set({', '.join(fixed)})")
+    for name, raw in props.items():
+        complaint = dynamic_complaint(SETTINGS_BY_NAME[name], raw)
+        if complaint is not None:
+            raise ConfigChangeError(INVALID_REQUEST, f"Invalid value {raw} for configuration {name}: {complaint}")
+
+
 @dataclass(frozen=True, slots=True)
 class BrokerConfig:
-    """The checked settings, by Kafka name (`get`) and by attribute (`values`)."""
+    """The checked settings, by Kafka name (`get`) and by attribute (`values`): the static ones (server.properties
+    and --override) with the dynamic ones over them (`with_dynamic`)."""
 
     values: Mapping[str, Any]
     explicit: frozenset[str] = field(default_factory=frozenset)  # names set by the user, not defaulted
+    # the dynamic configs in force, as stored (strings): the cluster default and this broker's own
+    dynamic_default: Mapping[str, str] = field(default_factory=dict)
+    dynamic_broker: Mapping[str, str] = field(default_factory=dict)
+    static_values: Mapping[str, Any] | None = None  # the values before the dynamic ones, when there are any
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> "BrokerConfig":
@@ -297,9 +392,51 @@ class BrokerConfig:
     def get(self, name: str) -> Any:
         return self.values[name]
 
+    @property
+    def static(self) -> "BrokerConfig":
+        """The configuration the broker started with, without its dynamic configs."""
+        if self.static_values is None:
+            return self
+        return BrokerConfig(values=self.static_values, explicit=self.explicit)
+
+    def with_dynamic(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> "BrokerConfig":
+        """The static settings with the dynamic ones over them, this broker's over the cluster default. A stored
+        value herd cannot use (not dynamic, or not valid) is logged and left out, as Kafka leaves out what it
+        cannot apply (DynamicBrokerConfig.fromPersistentProps)."""
+        base = self.static
+        values = dict(base.values)
+        for layer in (default, per_broker):
+            for name, raw in layer.items():
+                setting = SETTINGS_BY_NAME.get(name)
+                complaint = "not a dynamic config" if setting is None or not setting.dynamic else \
+                    dynamic_complaint(setting, raw)
+                if complaint is not None or setting is None:
+                    log.error("dynamic broker config %s=%s left out: %s", name, raw, complaint)
+                    continue
+                values[name] = _parse_value(setting, raw)
+        return BrokerConfig(values=values, explicit=base.explicit, dynamic_default=dict(default),
+                            dynamic_broker=dict(per_broker), static_values=base.values)
+
+    def synonyms(self, name: str) -> list[tuple[str, str | None, ConfigSource]]:
+        """Where the value of setting `name` may come from, highest precedence first, as Kafka's ConfigHelper
+        lists them (configSynonyms): each synonym set as a dynamic broker config, then as a dynamic default, then
+        statically, then Kafka's default, from the first entry for `name` itself on (a synonym of higher
+        precedence that is not `name` is left out, as Kafka drops it)."""
+        chain = broker_synonyms(name)
+        static = self.static
+        levels = ((self.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+                  (self.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+                  ({n: unparse(static.get(n)) for n in static.explicit}, ConfigSource.STATIC_BROKER_CONFIG),
+                  ({n: unparse(s.default) for n in chain if (s := SETTINGS_BY_NAME.get(n)) and s.default is not None},
+                   ConfigSource.DEFAULT_CONFIG))
+        found = [(n, level[n], source) for level, source in levels for n in chain if n in level]
+        while found and found[0][0] != name:
+            found.pop(0)
+        return found
+
     def with_overrides(self, **props: str) -> "BrokerConfig":
         """A copy with some properties replaced (keys use underscores for dots)."""
-        merged = {k: _unparse(self.values[k]) for k in self.explicit}
+        merged = {k: unparse(self.static.values[k]) for k in self.explicit}
         merged.update({k.replace("_", "."): v for k, v in props.items()})
         return BrokerConfig.from_properties(merged)
 
@@ -342,6 +479,7 @@ class BrokerConfig:
             index_interval_bytes=self.get("log.index.interval.bytes"),
             message_timestamp_type=self.get("log.message.timestamp.type"),
             max_message_bytes=self.get("message.max.bytes"),
+            cleanup_policy=self.get("log.cleanup.policy"),
         )
 
     def effective(self) -> dict[str, Any]:
@@ -349,7 +487,8 @@ class BrokerConfig:
         return dict(self.values)
 
 
-def _unparse(value: Any) -> str:
+def unparse(value: Any) -> str:
+    """A setting's value as Kafka's properties write it ("" for none)."""
     if value is None:
         return ""
     if isinstance(value, bool):

@@ -3,7 +3,7 @@
     herd topics create --topic T [--partitions N] [--replication-factor R] [--config K=V]... [--if-not-exists]
     herd topics list [--exclude-internal]
     herd topics describe [--topic T]... [--exclude-internal]
-    herd topics alter --topic T --partitions N
+    herd topics alter --topic T [--partitions N] [--config K=V]... [--delete-config K]...
     herd topics delete --topic T...
 
 Describe prints kafka-topics.sh's layout: one line per topic (Topic, TopicId, PartitionCount,
@@ -110,11 +110,28 @@ def describe(bootstrap: str, names: tuple[str, ...], exclude_internal: bool, out
 @topics.command("alter")
 @bootstrap_option
 @click.option("--topic", required=True, metavar="TOPIC", help="The topic to change.")
-@click.option("--partitions", required=True, type=click.IntRange(min=1), help="The new partition count.")
-def alter(bootstrap: str, topic: str, partitions: int) -> None:
-    """Add partitions to a topic."""
-    run_admin(bootstrap, lambda admin: admin.alter_partitions(topic, partitions))
-    click.echo("Adding partitions succeeded!")
+@click.option("--partitions", type=click.IntRange(min=1), help="The new partition count.")
+@click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", help="A topic config to set (repeatable).")
+@click.option("--delete-config", "deleted", multiple=True, metavar="KEY", help="A topic config to remove "
+              "(repeatable).")
+def alter(bootstrap: str, topic: str, partitions: int | None, configs: tuple[str, ...],
+          deleted: tuple[str, ...]) -> None:
+    """Add partitions to a topic, or set or remove its configs (herd configs alter does the same)."""
+    settings = _configs(configs)
+    if partitions is None and not settings and not deleted:
+        raise click.UsageError("Missing option '--partitions' (or '--config', '--delete-config').")
+
+    async def call(admin: Admin) -> None:
+        if partitions is not None:
+            await admin.alter_partitions(topic, partitions)
+        if settings or deleted:
+            await admin.alter_configs("topics", topic, settings, [k.strip() for k in deleted])
+
+    run_admin(bootstrap, call)
+    if partitions is not None:
+        click.echo("Adding partitions succeeded!")
+    if settings or deleted:
+        click.echo(f"Completed updating config for topic {topic}.")
 
 
 @topics.command("delete")

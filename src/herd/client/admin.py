@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
+from herd.client.admin_configs import ConfigAdmin
 from herd.client.admin_preregistration import PreregistrationAdmin
 from herd.client.admin_topics import TopicAdmin
 from herd.client.connection import KafkaClient, Node
@@ -163,7 +164,7 @@ def _group_error(group_id: str, code: int, message: str | None = None) -> AdminE
     return AdminError(code, f"group '{group_id}': {error_name(code)}" + (f" ({message})" if message else ""))
 
 
-class Admin(TopicAdmin, PreregistrationAdmin):
+class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin):
     """Group and topic administration against one cluster."""
 
     error_type = AdminError

@@ -49,13 +49,16 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from herd.cluster.placement import Election, Slot, assign_new, elect, plan
 from herd.cluster.topics import (
+    INTERNAL_TOPICS,
     KAFKA_STORAGE_ERROR,
     TOPIC_ALREADY_EXISTS,
+    ConfigChange,
     Topic,
     TopicError,
     TopicIndex,
     check_growth,
     check_new_topic,
+    check_topic_configs,
     check_room,
     unknown_topic,
 )
@@ -162,6 +165,7 @@ class _Snapshot:
     nodes: dict[int, tuple[Node, float]]  # non-stopped nodes and the seconds their leases have left (<= 0: ran out)
     topics: list[tuple[uuid.UUID, str, int, dict[str, str]]]
     rows: dict[tuple[str, int], _Row]
+    broker_configs: dict[str, dict[str, str]]  # the dynamic broker configs, by resource name ("": the default)
 
 
 class _Trouble:
@@ -191,12 +195,15 @@ class SharedCluster(TopicIndex):
                  endpoint: tuple[str, int], rack: str | None = None, session_timeout_ms: int = 9000,
                  heartbeat_interval_ms: int = 2000, max_partitions: int = 10_000, cluster_id: str = "",
                  on_leadership: LeadershipCallback | None = None,
-                 on_topics_deleted: Callable[[list[str]], None] | None = None) -> None:
+                 on_topics_deleted: Callable[[list[str]], None] | None = None,
+                 on_broker_configs: Callable[[dict[str, dict[str, str]]], None] | None = None) -> None:
         """`on_leadership(topic, partition, log | None)` is called on the loop when this node gains (the opened
         log) or loses (None) a partition, from the first view `start` reads on; `on_topics_deleted(names)` with
-        the topics deleted (by any node) since the last view. Both are given here, not set later, so that no
-        partition taken during `start` goes unannounced."""
+        the topics deleted (by any node) since the last view; `on_broker_configs(configs)` with the dynamic broker
+        configs (herd_broker_configs) whenever they change, before any partition opens with the defaults they
+        give. They are given here, not set later, so that nothing read during `start` goes unannounced."""
         super().__init__(defaults, node_id, max_partitions)
+        self.on_broker_configs = on_broker_configs
         self.cluster_id = cluster_id
         self._pool = pool
         self._store = store
@@ -392,6 +399,49 @@ class SharedCluster(TopicIndex):
         await self._refresh_quietly()
         self._purge_wake.set()
         return topic if topic is not None and topic.topic_id == deleted.topic_id else deleted
+
+    async def alter_topic_configs(self, name: str, change: ConfigChange, *, validate_only: bool = False) -> None:
+        """Replace the topic's configs with `change(current)` (checked as Cluster checks them) in one transaction
+        under the metadata lock, from what the database holds, and tell every node (NOTIFY): each applies them to
+        the partitions it leads when its view follows (this node's before this returns). Raises TopicError or
+        what `change` raises."""
+        async def alter(conn: psycopg.AsyncConnection) -> None:
+            cursor = await conn.execute("SELECT topic_id, configs FROM herd_topics WHERE name = %s", (name,))
+            row = await cursor.fetchone()
+            if row is None:
+                raise unknown_topic()
+            old = _strings(row[1])
+            configs = check_topic_configs(dict(change(dict(old))), internal=name in INTERNAL_TOPICS)
+            if validate_only or configs == old:
+                return
+            await conn.execute("UPDATE herd_topics SET configs = %s WHERE topic_id = %s", (Jsonb(configs), row[0]))
+            await _notify(conn, "topics", self.node_id)
+
+        await self._change(alter, f"alter the configs of topic {name}")
+        if not validate_only:
+            await self._refresh_quietly()
+
+    async def alter_broker_configs(self, resource: str, change: ConfigChange, *, validate_only: bool = False
+                                   ) -> None:
+        """Replace the dynamic broker configs of `resource` ("" for the cluster default, else a node id) with
+        `change(current)` in herd_broker_configs, in one transaction under the metadata lock, and tell every
+        node (NOTIFY); each applies them when its view follows (this node's before this returns). Raises
+        TopicError(KAFKA_STORAGE_ERROR) or what `change` raises."""
+        async def alter(conn: psycopg.AsyncConnection) -> None:
+            cursor = await conn.execute("SELECT configs FROM herd_broker_configs WHERE resource_name = %s",
+                                        (resource,))
+            row = await cursor.fetchone()
+            configs = dict(change(_strings(row[0]) if row else {}))
+            if validate_only:
+                return
+            await conn.execute("INSERT INTO herd_broker_configs (resource_name, configs) VALUES (%s, %s) "
+                               "ON CONFLICT (resource_name) DO UPDATE SET configs = EXCLUDED.configs",
+                               (resource, Jsonb(configs)))
+            await _notify(conn, "configs", self.node_id)
+
+        await self._change(alter, "store the dynamic broker configs")
+        if not validate_only:
+            await self._refresh_quietly()
 
     async def _change(self, change: Callable[[psycopg.AsyncConnection], Awaitable[T]], what: str) -> T:
         """Run `change` in one transaction under the metadata lock; a database failure becomes
@@ -737,8 +787,12 @@ class SharedCluster(TopicIndex):
         if not self._holding_lease():
             self._nodes.pop(self.node_id, None)
         topics: dict[str, Topic] = {}
+        altered: list[Topic] = []  # topics whose configs another node (or this one) changed
         for topic_id, name, count, configs in snapshot.topics:
             topic = self._by_id.get(topic_id) or Topic(name, topic_id, configs, [])
+            if topic.configs != configs:
+                topic.configs = configs
+                altered.append(topic)
             topic.partitions.extend([None] * (count - len(topic.partitions)))  # type: ignore[list-item]
             topics[name] = topic
         by_id = {t.topic_id: t for t in topics.values()}
@@ -746,6 +800,7 @@ class SharedCluster(TopicIndex):
         self._topics = topics
         self._by_id = by_id
         self._rows = snapshot.rows
+        self._apply_configs(snapshot.broker_configs, altered)
         if deleted and self._on_topics_deleted is not None:
             try:
                 self._on_topics_deleted(deleted)
@@ -765,6 +820,17 @@ class SharedCluster(TopicIndex):
         for key, row in wanted.items():
             if key not in self._led:
                 self._take(topics[key[0]], key[1], row)
+
+    def _apply_configs(self, broker_configs: dict[str, dict[str, str]], altered: list[Topic]) -> None:
+        """Config changes the view shows: the dynamic broker configs (the broker applies them, new defaults
+        reaching every partition led here) and the altered topics' configs, to the partitions led here."""
+        if broker_configs != self.broker_configs:
+            try:
+                self._broker_configs_changed(broker_configs)
+            except Exception:  # the cluster's view must not stop following the database for it
+                log.exception("could not apply the dynamic broker configs %s", broker_configs)
+        for topic in altered:
+            self._reconfigure(topic)
 
     def _take(self, topic: Topic, index: int, row: _Row) -> None:
         try:
@@ -967,11 +1033,18 @@ async def _read_slots(conn: psycopg.AsyncConnection) -> list[Slot]:
 async def _read_snapshot(conn: psycopg.AsyncConnection) -> _Snapshot:
     nodes = await _read_nodes(conn)
     cursor = await conn.execute("SELECT topic_id, name, partitions, configs FROM herd_topics")
-    topics = [(r[0], r[1], r[2], {str(k): str(v) for k, v in dict(r[3]).items()}) for r in await cursor.fetchall()]
+    topics = [(r[0], r[1], r[2], _strings(r[3])) for r in await cursor.fetchall()]
     names = {t[0]: t[1] for t in topics}
     cursor = await conn.execute("SELECT topic_id, partition, pid, leader, leader_epoch, log_start_offset, "
                                 "log_end_offset FROM herd_partitions WHERE topic_id IS NOT NULL")
     rows = {(names[r[0]], r[1]): _Row(r[2], r[3], r[4], r[5], r[6]) for r in await cursor.fetchall()
             if r[0] in names}
-    return _Snapshot(nodes, topics, rows)
+    cursor = await conn.execute("SELECT resource_name, configs FROM herd_broker_configs")
+    broker_configs = {r[0]: configs for r in await cursor.fetchall() if (configs := _strings(r[1]))}
+    return _Snapshot(nodes, topics, rows, broker_configs)
+
+
+def _strings(configs: Any) -> dict[str, str]:
+    """A jsonb configs column as a dict of strings."""
+    return {str(k): str(v) for k, v in dict(configs).items()}
 

@@ -19,6 +19,11 @@ when its `partition.metadata` says which topic it belongs to (a crash between ma
 topics.json), else kept, reported and not served; data is never deleted because metadata is missing. A missing
 topics.json is rebuilt from the directories; an unreadable one stops the start with MetadataError.
 
+Configs change at run time (`alter_topic_configs`: each partition.metadata, then topics.json, then the running
+partitions' `set_config`); the dynamic broker configs (`alter_broker_configs`) are kept in
+`<log.dirs>/broker-configs.json`, read at `load` before any partition opens, and handed to `on_broker_configs`
+(the broker, which makes them its defaults: `set_defaults`).
+
 Limits (Kafka's KRaft controller, apache/kafka metadata/src/main/java/org/apache/kafka/controller/
 ReplicationControlManager.java): one request creates at most MAX_PARTITIONS_PER_REQUEST partitions
 (POLICY_VIOLATION "Excessively large number of partitions per request."), and the broker hosts at most
@@ -51,6 +56,7 @@ MAX_TOPIC_NAME = 249
 MAX_PARTITIONS_PER_REQUEST = 10_000
 TOO_MANY_PER_REQUEST = "Excessively large number of partitions per request."  # Kafka's words
 TOPICS_FILE = "topics.json"
+BROKER_CONFIGS_FILE = "broker-configs.json"  # the dynamic broker configs (AlterConfigs on BROKER resources)
 _LEGAL_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 
 
@@ -76,6 +82,10 @@ INVALID_CONFIG = 40
 POLICY_VIOLATION = 44
 KAFKA_STORAGE_ERROR = 56
 TOPIC_DELETION_DISABLED = 73
+
+
+# A config change: the new configs of a resource from its current ones; raises when they are not acceptable.
+ConfigChange = Callable[[dict[str, str]], dict[str, str]]
 
 
 class TopicStore(LogStore, Protocol):
@@ -106,9 +116,10 @@ class TopicStore(LogStore, Protocol):
 @dataclass(frozen=True, slots=True)
 class TopicConfigKey:
     name: str
-    kind: str  # "long", "int", "string"
+    kind: str  # "long", "int", "string", "list"
     apply: Callable[[LogConfig, Any], LogConfig] | None  # how it changes the partition's LogConfig
-    choices: tuple[str, ...] = ()
+    synonym: str  # the broker setting it defaults to (Kafka's ServerTopicConfigSynonyms.TOPIC_CONFIG_SYNONYMS)
+    choices: tuple[str, ...] = ()  # of the value, or of each item of a list
     minimum: int | None = None  # Kafka's atLeast(...) validator
 
     def complaint(self, value: str, *, bounds: bool = True) -> str | None:
@@ -124,8 +135,10 @@ class TopicConfigKey:
                 return f"Not a number of type {self.kind.upper()}"
             if bounds and self.minimum is not None and number < self.minimum:
                 return f"Value must be at least {self.minimum}"
-        elif self.choices and value not in self.choices:
-            return f"String must be one of: {', '.join(self.choices)}"
+        elif self.choices:
+            items = [v.strip() for v in value.split(",")] if self.kind == "list" else [value]
+            if any(item not in self.choices for item in items):
+                return f"String must be one of: {', '.join(self.choices)}"
         return None
 
 
@@ -143,21 +156,24 @@ MIN_SEGMENT_BYTES = 1024 * 1024
 TOPIC_CONFIGS: dict[str, TopicConfigKey] = {
     k.name: k
     for k in (
-        TopicConfigKey("cleanup.policy", "string", _set("cleanup_policy"),
-                       ("delete", "compact", "compact,delete", "delete,compact")),
-        TopicConfigKey("retention.ms", "long", _set("retention_ms"), minimum=-1),
-        TopicConfigKey("retention.bytes", "long", _set("retention_bytes")),  # any negative: no limit, as in Kafka
-        TopicConfigKey("segment.bytes", "int", _set("segment_bytes"), minimum=MIN_SEGMENT_BYTES),
-        TopicConfigKey("flush.messages", "long", _set("flush_interval_messages"), minimum=1),
-        TopicConfigKey("flush.ms", "long", _set("flush_interval_ms"), minimum=0),
-        TopicConfigKey("index.interval.bytes", "int", _set("index_interval_bytes"), minimum=0),
+        TopicConfigKey("cleanup.policy", "list", _set("cleanup_policy"), "log.cleanup.policy",
+                       ("compact", "delete")),
+        TopicConfigKey("retention.ms", "long", _set("retention_ms"), "log.retention.ms", minimum=-1),
+        # any negative retention.bytes: no limit, as in Kafka
+        TopicConfigKey("retention.bytes", "long", _set("retention_bytes"), "log.retention.bytes"),
+        TopicConfigKey("segment.bytes", "int", _set("segment_bytes"), "log.segment.bytes", minimum=MIN_SEGMENT_BYTES),
+        TopicConfigKey("flush.messages", "long", _set("flush_interval_messages"), "log.flush.interval.messages",
+                       minimum=1),
+        TopicConfigKey("flush.ms", "long", _set("flush_interval_ms"), "log.flush.interval.ms", minimum=0),
+        TopicConfigKey("index.interval.bytes", "int", _set("index_interval_bytes"), "log.index.interval.bytes",
+                       minimum=0),
         TopicConfigKey("message.timestamp.type", "string", _set("message_timestamp_type"),
-                       ("CreateTime", "LogAppendTime")),
-        TopicConfigKey("max.message.bytes", "int", _set("max_message_bytes"), minimum=0),
-        TopicConfigKey("compression.type", "string", None,
-                       ("producer", "uncompressed", "gzip", "snappy", "lz4", "zstd")),
-        TopicConfigKey("min.insync.replicas", "int", None, minimum=1),
-        TopicConfigKey("delete.retention.ms", "long", None, minimum=0),
+                       "log.message.timestamp.type", ("CreateTime", "LogAppendTime")),
+        TopicConfigKey("max.message.bytes", "int", _set("max_message_bytes"), "message.max.bytes", minimum=0),
+        TopicConfigKey("compression.type", "string", None, "compression.type",
+                       ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+        TopicConfigKey("min.insync.replicas", "int", None, "min.insync.replicas", minimum=1),
+        TopicConfigKey("delete.retention.ms", "long", None, "log.cleaner.delete.retention.ms", minimum=0),
     )
 }
 
@@ -299,6 +315,10 @@ class TopicIndex:
         self.cluster_id = ""
         self._topics: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
+        # the dynamic broker configs by resource name ("" for the cluster default, else a node id), as stored
+        self.broker_configs: dict[str, dict[str, str]] = {}
+        # called with broker_configs whenever they change (the broker applies them: herd.server.broker)
+        self.on_broker_configs: Callable[[dict[str, dict[str, str]]], None] | None = None
 
     def get(self, name: str) -> Topic | None:
         return self._topics.get(name)
@@ -329,6 +349,27 @@ class TopicIndex:
     def log_config(self, configs: dict[str, str]) -> LogConfig:
         return log_config(self._defaults, configs)
 
+    def set_defaults(self, defaults: LogConfig) -> None:
+        """New broker defaults (a dynamic broker config changed): every partition this node leads takes its new
+        LogConfig at once, the topic's own configs still over the defaults."""
+        if defaults == self._defaults:
+            return
+        self._defaults = defaults
+        for topic in self._topics.values():
+            self._reconfigure(topic)
+
+    def _reconfigure(self, topic: Topic) -> None:
+        """Apply the topic's configs, over the defaults, to each of its partitions this node leads."""
+        cfg = self.log_config(topic.configs)
+        for partition in topic.partitions:
+            if partition is not None:
+                partition.set_config(cfg)
+
+    def _broker_configs_changed(self, configs: dict[str, dict[str, str]]) -> None:
+        self.broker_configs = configs
+        if self.on_broker_configs is not None:
+            self.on_broker_configs(configs)
+
 
 class Cluster(TopicIndex):
     """The topics of this (single-node) cluster and their partition logs."""
@@ -348,6 +389,7 @@ class Cluster(TopicIndex):
         open (recover) every partition. Raises MetadataError if topics.json cannot be read or written."""
         state = self._read_state()
         self.cluster_id = (state or {}).get("cluster_id") or _new_cluster_id()
+        self._broker_configs_changed(self._read_broker_configs())  # the defaults partitions open with
         entries = self._parse_state(state) if state is not None else []
         on_disk = self._store.existing_partitions()
         if state is None and on_disk:
@@ -450,6 +492,59 @@ class Cluster(TopicIndex):
                 log.warning("could not remove %s of deleted topic %s (%s): removed at the next start", marker, name, e)
         log.info("deleted topic %s", name)
         return topic
+
+    def alter_topic_configs(self, name: str, change: ConfigChange, *, validate_only: bool = False) -> None:
+        """Replace the topic's configs with `change(current configs)`, checked (TopicError(INVALID_CONFIG)): the
+        partitions' partition.metadata first, then topics.json, durably, and only then the running partitions
+        (`set_config`). Raises TopicError (UNKNOWN_TOPIC_OR_PARTITION, INVALID_CONFIG, KAFKA_STORAGE_ERROR:
+        nothing changed) or whatever `change` raises."""
+        topic = self._require(name)
+        old = dict(topic.configs)
+        configs = check_topic_configs(dict(change(dict(old))), internal=topic.internal)
+        if validate_only or configs == old:
+            return
+        what = f"alter the configs of topic {name}"
+
+        def undo() -> None:
+            try:
+                self._write_all_partition_metadata(topic, old)
+            except OSError as e:
+                log.error("could not restore the partition metadata of topic %s (%s): topics.json keeps its "
+                          "configs", name, e)
+
+        try:
+            self._write_all_partition_metadata(topic, configs)
+        except OSError as e:
+            undo()
+            raise self._storage_error(what, e) from None
+        entries = [replace(e, configs=configs) if e.name == name else e for e in self._entries()]
+        self._commit(entries, what, undo=undo)
+        topic.configs = configs
+        self._reconfigure(topic)
+        log.info("topic %s configs are now %s", name, configs)
+
+    def alter_broker_configs(self, resource: str, change: ConfigChange, *, validate_only: bool = False) -> None:
+        """Replace the dynamic broker configs of `resource` ("" for the cluster default, else this node's id) with
+        `change(current)` (which checks them), written durably to broker-configs.json before the broker applies
+        them (`on_broker_configs`). Raises TopicError(KAFKA_STORAGE_ERROR: nothing changed) or what `change`
+        raises."""
+        configs = dict(change(dict(self.broker_configs.get(resource, {}))))
+        if validate_only:
+            return
+        updated = {k: v for k, v in {**self.broker_configs, resource: configs}.items() if v}
+        try:
+            write_atomically(self._store.fs, self._broker_configs_path,
+                             json.dumps({"version": 1, "configs": updated}, indent=1, sort_keys=True).encode())
+        except OSError as e:
+            raise self._storage_error("store the dynamic broker configs", e) from None
+        self._broker_configs_changed(updated)
+        log.info("dynamic broker configs of %s are now %s", repr(resource) if resource else "the cluster default",
+                 configs)
+
+    def _write_all_partition_metadata(self, topic: Topic, configs: dict[str, str]) -> None:
+        for index in range(len(topic.partitions)):
+            self._store.write_partition_metadata(topic.name, index, topic.topic_id, configs)
+        self._store.sync()
 
     def _check_no_strays(self, name: str, start: int, end: int) -> None:
         kept = sorted(p for t, p in self._strays if t == name and start <= p < end)
@@ -665,6 +760,21 @@ class Cluster(TopicIndex):
         if not isinstance(state, dict) or not isinstance(state.get("topics"), list):
             raise MetadataError(self._unreadable("its content is not herd's topic metadata"))
         return state
+
+    @property
+    def _broker_configs_path(self) -> str:
+        return str(self._dir / BROKER_CONFIGS_FILE)
+
+    def _read_broker_configs(self) -> dict[str, dict[str, str]]:
+        """broker-configs.json ({} when there is none); raises MetadataError if it cannot be read."""
+        try:
+            state = json.loads(read_whole(self._store.fs, self._broker_configs_path))
+            return {str(r): {str(k): str(v) for k, v in dict(c).items()} for r, c in dict(state["configs"]).items()}
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+            raise MetadataError(f"{self._broker_configs_path} cannot be used ({e}): restore it from a backup, or "
+                                "move it away to start with the static broker configs only") from None
 
     def _entries(self) -> list[_Entry]:
         return [_Entry(t.name, t.topic_id, len(t.partitions), t.configs) for t in self._topics.values()]

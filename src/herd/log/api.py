@@ -219,6 +219,13 @@ class PartitionLog(Protocol):
         disk still fails. A no-op unless the partition is offline."""
         ...
 
+    def set_config(self, config: LogConfig) -> None:
+        """Apply a changed topic config (AlterConfigs, or a dynamic broker default) to the running partition:
+        max.message.bytes and message.timestamp.type from the next append, segment.bytes at the next roll,
+        retention.* at the next retention check, flush.* at the next flush check, index.interval.bytes for what
+        is appended from now on. Nothing already stored is rewritten, as in Kafka."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -348,6 +348,11 @@ class SegmentLog:
         self._bases[i:i + len(bases)] = [bases[0]]
         self._max_record = None
 
+    def set_config(self, config: LogConfig) -> None:
+        """PartitionLog.set_config: every use reads `config` when it acts, so the next append, roll, flush check
+        or retention check follows the new one."""
+        self.config = config
+
     def run_storage(self, operation: Callable[[], T]) -> T:
         """Run a disk operation on this log's files; an OSError fails the log (KafkaStorageError)."""
         return self._storage(operation)

@@ -42,6 +42,10 @@ class Broker:
             cluster = Cluster(store, config.log_config(), self.node_id,
                               max_partitions=config.get("max.broker.partitions"))
         self.cluster: Cluster = cluster  # None only until the server has started a shared cluster
+        if cluster is not None:
+            cluster.on_broker_configs = self.reconfigure
+        # called with the new configuration after a dynamic broker config changed (the server's connection quotas)
+        self.reconfigure_hooks: list[Callable[[BrokerConfig], None]] = []
         self.endpoint = Endpoint("127.0.0.1", 9092)  # set by the server once it is listening
         self.producers = ProducerStates(config.get("producer.id.expiration.ms"),
                                         config.get("herd.producer.state.max.entries"))
@@ -57,6 +61,17 @@ class Broker:
         directory's metadata cannot be used. A shared cluster was started by the server."""
         if not self.cluster.shared:
             self.cluster.load()
+
+    def reconfigure(self, dynamic: dict[str, dict[str, str]]) -> None:
+        """Apply the dynamic broker configs (by resource name: "" the cluster default, else a node id; the cluster
+        calls this when they change): the configuration in force becomes the static one with them over it, the
+        partitions take the new topic defaults, and the other reconfigurable parts their settings at once, as
+        Kafka's BrokerReconfigurables do (apache/kafka core/src/main/scala/kafka/server/DynamicBrokerConfig.scala)."""
+        self.config = self.config.with_dynamic(dynamic.get("", {}), dynamic.get(str(self.node_id), {}))
+        self.cluster.set_defaults(self.config.log_config())
+        self.producers.expiration_ms = self.config.get("producer.id.expiration.ms")
+        for hook in self.reconfigure_hooks:
+            hook(self.config)
 
     def nodes(self) -> list[Node]:
         """The live nodes clients are told of, by id."""

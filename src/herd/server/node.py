@@ -67,7 +67,8 @@ class ClusterNode:
                 session_timeout_ms=config.get("broker.session.timeout.ms"),
                 heartbeat_interval_ms=config.get("broker.heartbeat.interval.ms"),
                 max_partitions=config.get("max.broker.partitions"), cluster_id=cluster_id,
-                on_leadership=node._on_leadership, on_topics_deleted=node._on_topics_deleted)
+                on_leadership=node._on_leadership, on_topics_deleted=node._on_topics_deleted,
+                on_broker_configs=broker.reconfigure)
             broker.cluster = node.cluster  # type: ignore[assignment]
             await node.cluster.start()
         except BaseException:

@@ -66,9 +66,16 @@ class Server:
         self.budgets = Budgets(config.get("queued.max.requests"), config.get("queued.max.request.bytes"))
         self.quotas = ConnectionQuotas(max_connections(config.get("max.connections")),
                                        config.get("max.connections.per.ip"))
+        self.broker.reconfigure_hooks.append(self._reconfigure_quotas)
         self._servers: list[asyncio.base_events.Server] = []
         self._duties: list[asyncio.Task[None]] = []
         self._stopped = asyncio.Event()
+
+    def _reconfigure_quotas(self, config: BrokerConfig) -> None:
+        """max.connections and max.connections.per.ip changed at run time: new connections are counted against
+        the new limits (open ones stay, as in Kafka)."""
+        self.quotas.max_connections = max_connections(config.get("max.connections"))
+        self.quotas.max_per_ip = config.get("max.connections.per.ip")
 
     @property
     def port(self) -> int:

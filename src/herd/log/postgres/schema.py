@@ -30,6 +30,11 @@ answers from. Every leadership change appends the new epoch with the log end off
 UPDATE that bumps the epoch; the commits are fenced on the same row, so that offset is exactly where the new
 leader's writes begin. Partitions of a version 1 database get the epochs their stored batches carry, and their
 current epoch.
+
+Version 3 adds `herd_broker_configs`: the dynamic broker configs (AlterConfigs and IncrementalAlterConfigs on
+BROKER resources), one row per resource name: "" for the cluster-wide default, a node id for that node's own,
+each a jsonb object of Kafka names to string values. Every node reads it with the topics and applies what
+concerns it.
 """
 
 from __future__ import annotations
@@ -43,7 +48,7 @@ from herd.log.postgres.errors import DatabaseError
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 MIGRATION_LOCK = 0x68657264  # 'herd': pg_advisory_xact_lock key serialising migrations
 METADATA_CHANNEL = "herd_metadata"  # NOTIFY channel: nodes, topics or leaders changed
 
@@ -112,8 +117,16 @@ ALTER TABLE herd_partitions ALTER COLUMN epochs SET DEFAULT '{0}',
                             ALTER COLUMN epoch_starts SET DEFAULT '{0}';
 """
 
+# IF NOT EXISTS: other migrations of the same version may be merged beside it; each stays safe to run again.
+_V3 = """
+CREATE TABLE IF NOT EXISTS herd_broker_configs (
+    resource_name text PRIMARY KEY,
+    configs jsonb NOT NULL DEFAULT '{}'::jsonb
+);
+"""
+
 # version -> the SQL that takes the schema from version - 1 to it
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2}
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3}
 
 
 class SchemaError(DatabaseError):

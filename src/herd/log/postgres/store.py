@@ -437,6 +437,11 @@ class PgPartitionLog:
         self._fail_waiters(KafkaStorageError(f"{self._name}: closed"))
         self._failed = CLOSED
 
+    def set_config(self, config: LogConfig) -> None:
+        """PartitionLog.set_config: appends, retention and compaction read `config` when they act (segment and
+        flush settings mean nothing here: PostgreSQL stores each batch as it is committed)."""
+        self.config = config
+
     def flush(self) -> None:
         """Nothing to do: the commit task stores appended batches as soon as it can (`wait_durable`)."""
 

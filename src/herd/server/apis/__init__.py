@@ -16,6 +16,7 @@ from types import ModuleType
 
 from herd.protocol.messages import ApiSpec
 from herd.server.apis import (
+    alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
     api_versions,
@@ -77,6 +78,7 @@ MODULES: tuple[ModuleType, ...] = (
     list_groups,
     delete_groups,
     incremental_alter_configs,
+    alter_configs,
     describe_cluster,
     alter_replica_log_dirs,
     describe_log_dirs,

@@ -2,24 +2,32 @@
 
 v1: config source and synonyms (Kafka 4.x's lowest, KIP-896). v3: config type and documentation. v4: flexible.
 
-Resources: TOPIC (2) lists the topic configs herd honours, each with its value in force and where it comes from
-(TOPIC_CONFIG when set on the topic, otherwise the broker setting it defaults to, or Kafka's default). BROKER (4)
-lists every broker setting herd understands (`herd.config.SETTINGS`), named as Kafka names them. GROUP (32, Kafka
-4.x's group configs) lists herd's one group config, `herd.expected.instance.ids` (KIP-469 pre-registration: the ids
-the group still waits for), with source GROUP_CONFIG when the group has a registration, DEFAULT_CONFIG (value "")
-otherwise; it is asked of the group's coordinator shard (NOT_COORDINATOR elsewhere) and answers for groups that do
-not exist too, as Kafka does. Other resource types get INVALID_REQUEST.
+As Kafka's ConfigHelper answers (apache/kafka core/src/main/scala/kafka/server/ConfigHelper.scala):
+- TOPIC (2): every topic config herd honours, with the value in force; its synonyms are the topic's own value
+  (TOPIC_CONFIG) and then the broker setting it follows (ServerTopicConfigSynonyms) as a dynamic broker config,
+  a dynamic cluster default, a static setting and Kafka's default, from the setting's own name on; the source is
+  the first synonym's (DEFAULT_CONFIG when there is none). Documentation is Kafka's text (herd.cluster.topic_docs).
+- BROKER (4) named by this node's id: every broker setting herd understands (`herd.config.SETTINGS`), sourced the
+  same way, `read_only` unless herd changes it at run time (`Setting.dynamic`). BROKER "" (the cluster default):
+  only the dynamic defaults set, as Kafka lists them. Another id gets INVALID_REQUEST.
+- GROUP (32, Kafka 4.x's group configs): herd's one group config, `herd.expected.instance.ids` (KIP-469
+  pre-registration: the ids the group still waits for), with source GROUP_CONFIG when the group has a
+  registration, DEFAULT_CONFIG (value "") otherwise; it is asked of the group's coordinator shard (NOT_COORDINATOR
+  elsewhere) and answers for groups that do not exist too, as Kafka does.
+Other resource types get INVALID_REQUEST. An empty or null list of keys asks for every config.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 from kio.schema.errors import ErrorCode
 
 from herd.coordinator import GroupCoordinatorShard
+from herd.cluster.topic_docs import TOPIC_DOCS
 from herd.cluster.topics import TOPIC_CONFIGS
-from herd.config import SETTINGS
+from herd.config import SETTINGS, ConfigSource, unparse
 from herd.coordinator.requests import DescribeGroupConfigs
 from herd.coordinator.responses import DescribeGroupConfigsResponse
 from herd.log.api import LONG_MAX
@@ -32,57 +40,70 @@ MIN_VERSION = 1
 MAX_VERSION = 4
 
 TOPIC, BROKER, GROUP = 2, 4, 32
-# ConfigSource values
-TOPIC_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG, GROUP_CONFIG = 1, 4, 5, 8
 # ConfigType values
 _TYPES = {"bool": 1, "string": 2, "int": 3, "long": 5, "list": 7}
 
-# The broker setting each topic config defaults to (Kafka's synonyms), or a fixed Kafka default.
-_TOPIC_DEFAULTS: dict[str, str | tuple[str]] = {
-    "cleanup.policy": ("delete",),
-    "retention.ms": "log.retention.ms",
-    "retention.bytes": "log.retention.bytes",
-    "segment.bytes": "log.segment.bytes",
-    "flush.messages": "log.flush.interval.messages",
-    "flush.ms": "log.flush.interval.ms",
-    "index.interval.bytes": "log.index.interval.bytes",
-    "message.timestamp.type": "log.message.timestamp.type",
-    "max.message.bytes": "message.max.bytes",
-    "compression.type": ("producer",),
-    "min.insync.replicas": ("1",),
-    "delete.retention.ms": ("86400000",),
-}
+Synonym = tuple[str, str | None, int]  # name, value, ConfigSource
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """One config as DescribeConfigs reports it."""
+
+    name: str
+    value: str | None
+    source: int  # ConfigSource
+    kind: str
+    doc: str = ""
+    synonyms: tuple[Synonym, ...] = ()
+    read_only: bool = False
 
 
 def _str(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+    return None if value is None else unparse(value)
+
+
+def topic_entries(broker: Broker, configs: dict[str, str]) -> Iterator[Entry]:
+    """Every topic config herd honours, as in force for a topic with `configs` set: the topic's value, else the
+    broker setting it follows (ServerTopicConfigSynonyms) with that setting's synonyms, as Kafka's
+    ConfigHelper.createTopicConfigEntry lists them (the source is the first synonym's)."""
+    config = broker.config
+    for name, key in TOPIC_CONFIGS.items():
+        synonyms = [(n, v, int(s)) for n, v, s in config.synonyms(key.synonym)]
+        if name in configs:
+            value: str | None = configs[name]
+            synonyms.insert(0, (name, value, ConfigSource.TOPIC_CONFIG))
+        elif name == "retention.ms":
+            value = str(config.retention_ms)
+        elif name == "flush.ms":
+            value = _str(config.get(key.synonym) if config.get(key.synonym) is not None else LONG_MAX)
+        else:
+            value = _str(config.get(key.synonym))
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+        yield Entry(name, value, source, key.kind, TOPIC_DOCS.get(name, ""), tuple(synonyms))
 
 
 def topic_config_entries(broker: Broker, configs: dict[str, str]) -> Iterator[tuple[str, str | None, int, str]]:
     """(name, value, source, kind) for every topic config, as in force for a topic with `configs` set."""
-    for name, key in TOPIC_CONFIGS.items():
-        if name in configs:
-            yield name, configs[name], TOPIC_CONFIG, key.kind
-            continue
-        default = _TOPIC_DEFAULTS[name]
-        if isinstance(default, tuple):
-            yield name, default[0], DEFAULT_CONFIG, key.kind
-            continue
-        value = broker.config.retention_ms if name == "retention.ms" else broker.config.get(default)
-        if name == "flush.ms" and value is None:
-            value = LONG_MAX
-        source = STATIC_BROKER_CONFIG if default in broker.config.explicit else DEFAULT_CONFIG
-        yield name, _str(value), source, key.kind
+    for e in topic_entries(broker, configs):
+        yield e.name, e.value, e.source, e.kind
 
 
-def _broker_entries(broker: Broker) -> Iterator[tuple[str, str | None, int, str, str]]:
+def _broker_entries(broker: Broker, default_only: bool) -> Iterator[Entry]:
+    """Every broker setting (as Kafka's ConfigHelper.createBrokerConfigEntry), or for the cluster default
+    resource ("") only the dynamic defaults set, with only their dynamic default synonyms."""
+    config = broker.config
     for setting in SETTINGS:
-        source = STATIC_BROKER_CONFIG if setting.name in broker.config.explicit else DEFAULT_CONFIG
-        yield setting.name, _str(broker.config.get(setting.name)), source, setting.kind, setting.doc
+        synonyms = tuple((n, v, int(s)) for n, v, s in config.synonyms(setting.name))
+        if default_only:
+            if setting.name not in config.dynamic_default:
+                continue
+            synonyms = tuple(s for s in synonyms if s[2] == ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG)
+            value = config.dynamic_default[setting.name]
+        else:
+            value = _str(config.get(setting.name))
+        source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
+        yield Entry(setting.name, value, source, setting.kind, setting.doc, synonyms, read_only=not setting.dynamic)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -114,8 +135,8 @@ def _ask_group(ctx: RequestContext, resource: Any) -> Any:
 def _group_result(b: Builder, resource: Any, answer: DescribeGroupConfigsResponse, request: Any) -> Any:
     if answer.error_code:
         return _result(b, resource, ErrorCode(answer.error_code), answer.error_message)
-    entries = [(c.name, c.value, GROUP_CONFIG if c.is_set else DEFAULT_CONFIG, "list", c.documentation)
-               for c in answer.configs]
+    entries = [Entry(c.name, c.value, ConfigSource.GROUP_CONFIG if c.is_set else ConfigSource.DEFAULT_CONFIG, "list",
+                     c.documentation or "") for c in answer.configs]
     return _result(b, resource, ErrorCode.none, None, _configs(b, resource, entries, request))
 
 
@@ -126,29 +147,35 @@ def _describe(b: Builder, ctx: RequestContext, resource: Any, request: Any) -> A
         if topic is None:
             return _result(b, resource, ErrorCode.unknown_topic_or_partition,
                            "The topic does not exist on this broker.")
-        entries = [(n, v, s, k, "") for n, v, s, k in topic_config_entries(broker, topic.configs)]
+        entries = list(topic_entries(broker, topic.configs))
     elif resource.resource_type == BROKER:
-        if resource.resource_name not in ("", str(broker.node_id)):
+        name = resource.resource_name
+        if name and not name.lstrip("-").isdigit():
             return _result(b, resource, ErrorCode.invalid_request,
-                           f"Unexpected broker id, expected {broker.node_id} or empty string, "
-                           f"but received {resource.resource_name}")
-        entries = list(_broker_entries(broker))
+                           f"Broker id must be an integer, but it is: {name}")
+        if name not in ("", str(broker.node_id)):
+            return _result(b, resource, ErrorCode.invalid_request,
+                           f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}")
+        entries = list(_broker_entries(broker, default_only=not name))
     else:
         return _result(b, resource, ErrorCode.invalid_request,
                        f"Resource type {resource.resource_type} is not supported by herd")
     return _result(b, resource, ErrorCode.none, None, _configs(b, resource, entries, request))
 
 
-def _configs(b: Builder, resource: Any, entries: list[tuple[str, str | None, int, str, str]], request: Any
-             ) -> tuple[Any, ...]:
-    """The result entries of `entries` (name, value, source, kind, doc) the resource asked for."""
-    wanted = set(resource.configuration_keys) if resource.configuration_keys is not None else None
+def _configs(b: Builder, resource: Any, entries: list[Entry], request: Any) -> tuple[Any, ...]:
+    """The result entries of `entries` the resource asked for (all when it names none, as Kafka answers an
+    empty list), with synonyms and documentation when the request asks for them."""
+    wanted = set(resource.configuration_keys or ())
+    synonyms = getattr(request, "include_synonyms", False)
     documented = getattr(request, "include_documentation", False)
     return tuple(
-        b("DescribeConfigsResourceResult", name=name, value=None if name in SENSITIVE else value,
-          read_only=resource.resource_type == BROKER, config_source=source, is_sensitive=name in SENSITIVE,
-          synonyms=(), config_type=_TYPES.get(kind, 0), documentation=doc if documented else None)
-        for name, value, source, kind, doc in entries if wanted is None or name in wanted
+        b("DescribeConfigsResourceResult", name=e.name, value=None if e.name in SENSITIVE else e.value,
+          read_only=e.read_only, config_source=e.source, is_sensitive=e.name in SENSITIVE,
+          synonyms=tuple(b("DescribeConfigsSynonym", name=n, value=None if n in SENSITIVE else v, source=s)
+                         for n, v, s in e.synonyms) if synonyms else (),
+          config_type=_TYPES.get(e.kind, 0), documentation=(e.doc or None) if documented else None)
+        for e in entries if not wanted or e.name in wanted
     )
 
 

@@ -3,68 +3,120 @@
 v0: resources with per-config operations SET (0), DELETE (1), APPEND (2), SUBTRACT (3) (KIP-339). v1:
 flexible. Kafka 4.x serves v0-v1.
 
-herd alters GROUP resources (type 32, KIP-848's group configs) and knows one group config,
-`herd.expected.instance.ids`: the group.instance.ids of static members the group expects (KIP-469
-pre-registration; the rules and errors are in herd.coordinator.group_configs). Each GROUP resource goes to
-its group's coordinator shard and is answered once its record is durable; a group this node does not
-coordinate gets NOT_COORDINATOR (Kafka accepts the request on any broker; herd's admin client sends it to
-the coordinator). Other resource types (TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS) are not alterable
-in herd and get INVALID_REQUEST; a resource named twice in one request gets INVALID_REQUEST for each copy,
-as in Kafka. `validate_only` validates without changing anything.
+TOPIC (2) and BROKER (4) resources are checked, stored and applied as `_configs` describes. The entries of one
+resource are checked first, in Kafka's order and words (ConfigAdminManager.preprocess, apache/kafka
+core/src/main/scala/kafka/server/ConfigAdminManager.scala): a name given twice is INVALID_REQUEST "Error due to
+duplicate config keys", a null value for anything but DELETE INVALID_REQUEST "Null value not supported for :
+name", an unknown operation INVALID_REQUEST "Unknown operations type N". The operations then run on the
+configs the resource holds: APPEND and SUBTRACT only on LIST configs (cleanup.policy), starting from the
+default when the config is not set; elsewhere INVALID_CONFIG ("Can't APPEND to key x because its type is not
+LIST." for a topic, as Kafka's controller says it; "Config value append is not allowed for config key: x" for a
+broker, as Kafka's broker does).
+
+GROUP (32, KIP-848's group configs) resources go to the group's coordinator shard; herd knows one group config,
+`herd.expected.instance.ids` (KIP-469 pre-registration: herd.coordinator.group_configs). Each is answered once
+its record is durable; a group this node does not coordinate gets NOT_COORDINATOR (Kafka accepts the request on
+any broker; herd's admin client sends it to the coordinator).
+
+A resource named twice in one request gets INVALID_REQUEST for each copy, as in Kafka; other resource types
+(BROKER_LOGGER, CLIENT_METRICS) get INVALID_REQUEST. `validate_only` checks without changing anything.
 """
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any
+import asyncio
+from typing import Any, Sequence
 
 from kio.schema.errors import ErrorCode
 
+from herd.cluster.config_ops import (
+    ConfigChangeError,
+    ConfigOp,
+    apply_ops,
+    broker_not_list,
+    check_ops,
+    topic_not_list,
+)
+from herd.cluster.topics import TOPIC_CONFIGS
+from herd.config import SETTINGS_BY_NAME, unparse
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import AlterGroupConfigs, GroupConfigOp
 from herd.coordinator.responses import AlterGroupConfigsResponse
 from herd.server.apis._build import ctx_builder
-from herd.server.apis._groups import call, client_host, client_id, gather
+from herd.server.apis._configs import BROKER, DUPLICATE, GROUP, TOPIC, Outcome, alter, duplicated
+from herd.server.apis._groups import call, client_host, client_id
 from herd.server.broker import RequestContext
 
 API_KEY = 44
 MIN_VERSION = 0
 MAX_VERSION = 1
 
-GROUP = 32
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    twice = duplicated(request.resources)
+    outcomes = []
+    for resource in request.resources:
+        if (resource.resource_type, resource.resource_name) in twice:
+            outcomes.append(DUPLICATE)
+        else:
+            outcomes.append(await _alter_one(ctx, resource, request.validate_only))
+    b = ctx_builder(ctx)
+    results = tuple(b("AlterConfigsResourceResponse", error_code=code, error_message=message,
+                      resource_type=r.resource_type, resource_name=r.resource_name)
+                    for r, (code, message) in zip(request.resources, outcomes, strict=True))
+    return b.response(throttle_time=0, responses=results)
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
-    resources = list(request.resources)
-    counts = Counter((r.resource_type, r.resource_name) for r in resources)
-    outcomes = [_alter_one(ctx, r, request.validate_only, counts[(r.resource_type, r.resource_name)] > 1)
-                for r in resources]
+async def _alter_one(ctx: RequestContext, resource: Any, validate_only: bool) -> Outcome:
+    ops = [ConfigOp(c.name, int(c.config_operation), c.value) for c in resource.configs]
+    if resource.resource_type == GROUP:
+        return await alter_group(ctx, resource.resource_name, ops, validate_only)
+    try:
+        check_ops(ops)
+    except ConfigChangeError as e:
+        return ErrorCode(e.error_code), str(e)
+    if resource.resource_type == TOPIC:
+        def change(current: dict[str, str]) -> dict[str, str]:
+            return apply_ops(current, ops, is_list=_topic_list, default=_topic_default, on_not_list=topic_not_list)
+    elif resource.resource_type == BROKER:
+        def change(current: dict[str, str]) -> dict[str, str]:
+            return apply_ops(current, ops, is_list=_broker_list, default=_broker_default,
+                             on_not_list=broker_not_list)
+    else:
+        return ErrorCode.invalid_request, f"Unknown resource type {resource.resource_type}"
+    return await alter(ctx, resource.resource_type, resource.resource_name, change, validate_only)
 
-    def respond(responses: list[AlterGroupConfigsResponse]) -> Any:
-        b = ctx_builder(ctx)
-        results = tuple(b("AlterConfigsResourceResponse", error_code=resp.error_code,
-                          error_message=resp.error_message, resource_type=r.resource_type,
-                          resource_name=r.resource_name)
-                        for r, resp in zip(resources, responses, strict=True))
-        return b.response(throttle_time=0, responses=results)
 
-    return gather(outcomes, respond)
+def _topic_list(name: str) -> bool:
+    key = TOPIC_CONFIGS.get(name)
+    return key is not None and key.kind == "list"
 
 
-def _alter_one(ctx: RequestContext, resource: Any, validate_only: bool, duplicated: bool) -> Any:
-    if duplicated:
-        return _error(ErrorCode.invalid_request, "Duplicate resource.")
-    if resource.resource_type != GROUP:
-        return _error(ErrorCode.invalid_request, f"herd alters only GROUP resources (type {GROUP}), not type "
-                                                 f"{resource.resource_type}")
-    group_id = resource.resource_name
+def _topic_default(name: str) -> str | None:
+    """Kafka's default of a topic config (the default of the broker setting it follows)."""
+    return unparse(SETTINGS_BY_NAME[TOPIC_CONFIGS[name].synonym].default)
+
+
+def _broker_list(name: str) -> bool:
+    setting = SETTINGS_BY_NAME.get(name)
+    if setting is None:
+        raise ConfigChangeError(ErrorCode.invalid_config, f"Unknown config name: {name}")
+    return setting.kind == "list"
+
+
+def _broker_default(name: str) -> str | None:
+    return unparse(SETTINGS_BY_NAME[name].default)
+
+
+async def alter_group(ctx: RequestContext, group_id: str, ops: Sequence[ConfigOp], validate_only: bool) -> Outcome:
+    """One GROUP resource, altered by its coordinator shard (AlterConfigs' GROUP resources come here too)."""
     if not group_id:
-        return _error(ErrorCode.invalid_request, "Default group resources are not allowed.")
-    ops = tuple(GroupConfigOp(c.name, int(c.config_operation), c.value) for c in resource.configs)
-    req = AlterGroupConfigs(group_id=group_id, ops=ops, validate_only=validate_only, api_version=ctx.api_version,
-                            client_id=client_id(ctx), client_host=client_host(ctx))
-    return call(ctx, group_id, GroupCoordinatorShard.alter_group_configs, req, lambda code: _error(code, None))
-
-
-def _error(code: int, message: str | None) -> AlterGroupConfigsResponse:
-    return AlterGroupConfigsResponse(error_code=code, error_message=message)
+        return ErrorCode.invalid_request, "Default group resources are not allowed."
+    req = AlterGroupConfigs(group_id=group_id, ops=tuple(GroupConfigOp(o.name, o.op, o.value) for o in ops),
+                            validate_only=validate_only, api_version=ctx.api_version, client_id=client_id(ctx),
+                            client_host=client_host(ctx))
+    answer = call(ctx, group_id, GroupCoordinatorShard.alter_group_configs, req,
+                  lambda code: AlterGroupConfigsResponse(error_code=code))
+    if isinstance(answer, asyncio.Future):
+        answer = await answer
+    return answer.error_code, answer.error_message

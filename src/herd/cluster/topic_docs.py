@@ -1,0 +1,94 @@
+"""Kafka's documentation of the topic configs herd honours, as DescribeConfigs answers it (include_documentation).
+
+The text is Kafka's own (apache/kafka clients/src/main/java/org/apache/kafka/common/config/TopicConfig.java, the
+`*_DOC` constants, which LogConfig.documentationOf returns), so a tool that shows it reads what it reads on Kafka.
+"""
+
+from __future__ import annotations
+
+TOPIC_DOCS: dict[str, str] = {
+    "segment.bytes": (
+        "This configuration controls the segment file size for the log. Retention and cleaning is always done"
+        " a file at a time so a larger segment size means fewer files but less granular control over "
+        "retention."
+    ),
+    "flush.messages": (
+        "This setting allows specifying an interval at which we will force an fsync of data written to the "
+        "log. For example if this was set to 1 we would fsync after every message; if it were 5 we would "
+        "fsync after every five messages. In general we recommend you not set this and use replication for "
+        "durability and allow the operating system's background flush capabilities as it is more efficient. "
+        "This setting can be overridden on a per-topic basis (see <a href=\"#topicconfigs\">the per-topic "
+        "configuration section</a>)."
+    ),
+    "flush.ms": (
+        "This setting allows specifying a time interval at which we will force an fsync of data written to "
+        "the log. For example if this was set to 1000 we would fsync after 1000 ms had passed. In general we "
+        "recommend you not set this and use replication for durability and allow the operating system's "
+        "background flush capabilities as it is more efficient."
+    ),
+    "retention.bytes": (
+        "This configuration controls the maximum size a partition (which consists of log segments) can grow "
+        "to before we will discard old log segments to free up space if we are using the \"delete\" retention "
+        "policy. By default there is no size limit only a time limit. Since this limit is enforced at the "
+        "partition level, multiply it by the number of partitions to compute the topic retention in bytes. "
+        "Additionally, retention.bytes configuration operates independently of \"segment.ms\" and "
+        "\"segment.bytes\" configurations. Moreover, it triggers the rolling of new segment if the "
+        "retention.bytes is configured to zero."
+    ),
+    "retention.ms": (
+        "This configuration controls the maximum time we will retain a log before we will discard old log "
+        "segments to free up space if we are using the \"delete\" retention policy. This represents an SLA on "
+        "how soon consumers must read their data. If set to -1, no time limit is applied. Additionally, "
+        "retention.ms configuration operates independently of \"segment.ms\" and \"segment.bytes\" "
+        "configurations. Moreover, it triggers the rolling of new segment if the retention.ms condition is "
+        "satisfied."
+    ),
+    "index.interval.bytes": (
+        "This setting controls how frequently Kafka adds an index entry to its offset index. The default "
+        "setting ensures that we index a message roughly every 4096 bytes. More indexing allows reads to jump"
+        " closer to the exact position in the log but makes the index larger. You probably don't need to "
+        "change this."
+    ),
+    "delete.retention.ms": (
+        "The amount of time to retain delete tombstone markers for <a href=\"#compaction\">log compacted</a> "
+        "topics. This setting also gives a bound on the time in which a consumer must complete a read if they"
+        " begin from offset 0 to ensure that they get a valid snapshot of the final stage (otherwise delete "
+        "tombstones may be collected before they complete their scan)."
+    ),
+    "cleanup.policy": (
+        "This config designates the retention policy to use on log segments. The \"delete\" policy (which is "
+        "the default) will discard old segments when their retention time or size limit has been reached. The"
+        " \"compact\" policy will enable <a href=\"#compaction\">log compaction</a>, which retains the latest "
+        "value for each key. It is also possible to specify both policies in a comma-separated list (e.g. "
+        "\"delete,compact\"). In this case, old segments will be discarded per the retention time and size "
+        "configuration, while retained segments will be compacted."
+    ),
+    "min.insync.replicas": (
+        "When a producer sets acks to \"all\" (or \"-1\"), this configuration specifies the minimum number of "
+        "replicas that must acknowledge a write for the write to be considered successful. If this minimum "
+        "cannot be met, then the producer will raise an exception (either NotEnoughReplicas or "
+        "NotEnoughReplicasAfterAppend).<br>When used together, <code>min.insync.replicas</code> and "
+        "<code>acks</code> allow you to enforce greater durability guarantees. A typical scenario would be to"
+        " create a topic with a replication factor of 3, set <code>min.insync.replicas</code> to 2, and "
+        "produce with <code>acks</code> of \"all\". This will ensure that the producer raises an exception if a"
+        " majority of replicas do not receive a write."
+    ),
+    "compression.type": (
+        "Specify the final compression type for a given topic. This configuration accepts the standard "
+        "compression codecs ('gzip', 'snappy', 'lz4', 'zstd'). It additionally accepts 'uncompressed' which "
+        "is equivalent to no compression; and 'producer' which means retain the original compression codec "
+        "set by the producer."
+    ),
+    "message.timestamp.type": (
+        "Define whether the timestamp in the message is message create time or log append time. The value "
+        "should be either `CreateTime` or `LogAppendTime`"
+    ),
+    "max.message.bytes": (
+        "The largest record batch size allowed by Kafka (after compression if compression is enabled). If "
+        "this is increased and there are consumers older than 0.10.2, the consumers' fetch size must also be "
+        "increased so that they can fetch record batches this large. In the latest message format version, "
+        "records are always grouped into batches for efficiency. In previous message format versions, "
+        "uncompressed records are not grouped into batches and this limit only applies to a single record in "
+        "that case."
+    ),
+}

@@ -1,0 +1,93 @@
+"""What AlterConfigs and IncrementalAlterConfigs share: altering the configs of TOPIC and BROKER resources.
+
+Each resource is checked as Kafka checks it (apache/kafka core/src/main/scala/kafka/server/ConfigAdminManager.scala
+`preprocess`, core/src/main/scala/kafka/server/ControllerConfigurationValidator.scala and
+metadata/src/main/java/org/apache/kafka/controller/ConfigurationControlManager.java), then handed to the cluster
+as a `ConfigChange` (the new configs from the current ones), which the cluster runs on what it holds (topics.json
+or PostgreSQL, under its metadata lock), stores durably and applies before the answer:
+- TOPIC: the name must not be empty (INVALID_REQUEST "Default topic resources are not allowed.") and must be a
+  legal topic name (INVALID_TOPIC_EXCEPTION); the topic must exist (UNKNOWN_TOPIC_OR_PARTITION "The topic 'x'
+  does not exist."); the new configs are checked as CreateTopics checks them (INVALID_CONFIG with Kafka's
+  words). Each partition takes them at once (`PartitionLog.set_config`).
+- BROKER: "" is the cluster-wide default, otherwise the name must be this node's id (INVALID_REQUEST "Node id
+  must be an integer, but it is: x" / "Unexpected broker id, expected 0, but received 7"); the new configs are
+  checked by `herd.config.check_dynamic` (only the settings herd changes at run time). The broker applies them
+  when the cluster reports them (`Broker.reconfigure`), on every node in cluster mode.
+A resource named twice in one request gets INVALID_REQUEST "Each resource must appear at most once." for each
+copy; other resource types get INVALID_REQUEST "Unknown resource type N" (GROUP is the caller's).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any, Iterable
+
+from kio.schema.errors import ErrorCode
+
+from herd.cluster.config_ops import ConfigChangeError
+from herd.cluster.topics import UNKNOWN_TOPIC_OR_PARTITION, ConfigChange, TopicError, check_topic_name
+from herd.config import check_dynamic
+from herd.server.apis._topics import settled
+from herd.server.broker import RequestContext
+
+TOPIC, BROKER, GROUP = 2, 4, 32
+
+Outcome = tuple[int, str | None]  # error code and message of one resource
+OK: Outcome = (ErrorCode.none, None)
+DUPLICATE: Outcome = (ErrorCode.invalid_request, "Each resource must appear at most once.")
+
+
+def duplicated(resources: Iterable[Any]) -> set[tuple[int, str]]:
+    """The (type, name) of the resources a request names more than once."""
+    counts = Counter((r.resource_type, r.resource_name) for r in resources)
+    return {key for key, count in counts.items() if count > 1}
+
+
+async def alter(ctx: RequestContext, resource_type: int, name: str, change: ConfigChange,
+                validate_only: bool) -> Outcome:
+    """Check and make the change of one TOPIC or BROKER resource; its error code and message."""
+    cluster = ctx.broker.cluster
+    try:
+        if resource_type == TOPIC:
+            _check_topic_resource(name)
+            await settled(cluster.alter_topic_configs(name, change, validate_only=validate_only))
+        elif resource_type == BROKER:
+            _check_broker_resource(name, ctx.broker.node_id)
+            await settled(cluster.alter_broker_configs(name, _checked_broker(change), validate_only=validate_only))
+        else:
+            return ErrorCode.invalid_request, f"Unknown resource type {resource_type}"
+    except TopicError as e:
+        if e.error_code == UNKNOWN_TOPIC_OR_PARTITION:
+            return ErrorCode.unknown_topic_or_partition, f"The topic '{name}' does not exist."
+        return ErrorCode(e.error_code), str(e)
+    except ConfigChangeError as e:
+        return ErrorCode(e.error_code), str(e)
+    return OK
+
+
+def _check_topic_resource(name: str) -> None:
+    if not name:
+        raise ConfigChangeError(ErrorCode.invalid_request, "Default topic resources are not allowed.")
+    check_topic_name(name)
+
+
+def _check_broker_resource(name: str, node_id: int) -> None:
+    """ConfigAdminManager.validateResourceNameIsCurrentNodeId, for a name that is not the cluster default."""
+    if not name:
+        return
+    try:
+        requested = int(name)
+    except ValueError:
+        raise ConfigChangeError(ErrorCode.invalid_request, f"Node id must be an integer, but it is: {name}") from None
+    if requested != node_id:
+        raise ConfigChangeError(ErrorCode.invalid_request,
+                                f"Unexpected broker id, expected {node_id}, but received {name}")
+
+
+def _checked_broker(change: ConfigChange) -> ConfigChange:
+    def checked(current: dict[str, str]) -> dict[str, str]:
+        configs = change(current)
+        check_dynamic(configs)
+        return configs
+
+    return checked

@@ -1,0 +1,60 @@
+"""AlterConfigs (key 33), v0-v2.
+
+v0: each resource's configs replaced as a whole: every config the request does not name is deleted (Kafka's
+legacy, non-incremental alter, deprecated by KIP-339 for that reason). v1: no change. v2: flexible. Kafka 4.x
+serves v0-v2.
+
+TOPIC (2) and BROKER (4) resources, checked, stored and applied as `_configs` describes; a null value gets
+INVALID_REQUEST "Null value not supported for : name" and a name given twice "Error due to duplicate config keys"
+(ConfigAdminManager.preprocess, apache/kafka core/src/main/scala/kafka/server/ConfigAdminManager.scala). GROUP
+(32) resources go to the group's coordinator shard as IncrementalAlterConfigs does, with herd's one group config
+(`herd.expected.instance.ids`) set when given and deleted when not. BROKER_LOGGER and other types get
+INVALID_REQUEST "Unknown resource type N", as in Kafka. `validate_only` checks without changing anything.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from herd.cluster.config_ops import ConfigChangeError, ConfigOp, OpType, check_entries
+from herd.coordinator.preregistration import CONFIG_NAME as EXPECTED_INSTANCE_IDS
+from herd.server.apis._build import ctx_builder
+from herd.server.apis._configs import DUPLICATE, GROUP, Outcome, alter, duplicated
+from herd.server.apis.incremental_alter_configs import alter_group
+from herd.server.broker import RequestContext
+
+API_KEY = 33
+MIN_VERSION = 0
+MAX_VERSION = 2
+
+
+async def handle(ctx: RequestContext, request: Any) -> Any:
+    twice = duplicated(request.resources)
+    outcomes = []
+    for resource in request.resources:
+        if (resource.resource_type, resource.resource_name) in twice:
+            outcomes.append(DUPLICATE)
+        else:
+            outcomes.append(await _alter_one(ctx, resource, request.validate_only))
+    b = ctx_builder(ctx)
+    results = tuple(b("AlterConfigsResourceResponse", error_code=code, error_message=message,
+                      resource_type=r.resource_type, resource_name=r.resource_name)
+                    for r, (code, message) in zip(request.resources, outcomes, strict=True))
+    return b.response(throttle_time=0, responses=results)
+
+
+async def _alter_one(ctx: RequestContext, resource: Any, validate_only: bool) -> Outcome:
+    try:
+        check_entries((c.name for c in resource.configs), (c.name for c in resource.configs if c.value is None))
+    except ConfigChangeError as e:
+        return ErrorCode(e.error_code), str(e)
+    given = {c.name: c.value for c in resource.configs}
+    if resource.resource_type == GROUP:
+        ops = [ConfigOp(name, OpType.SET, value) for name, value in given.items()]
+        if EXPECTED_INSTANCE_IDS not in given:
+            ops.append(ConfigOp(EXPECTED_INSTANCE_IDS, OpType.DELETE, None))
+        return await alter_group(ctx, resource.resource_name, ops, validate_only)
+    return await alter(ctx, resource.resource_type, resource.resource_name, lambda _current: dict(given),
+                       validate_only)

@@ -1,0 +1,172 @@
+"""Topic and broker configs at run time through confluent-kafka's and kafka-python's admin APIs, on both backends
+(tests/backends.py, one broker for the module): the calls, their error paths, and the effect on a running
+partition (a lowered max.message.bytes refuses a produce; a shorter retention removes old data; a smaller
+log.segment.bytes of the broker rolls segments). In a cluster the node that answered applied the change; the
+others (which may lead the partition) within a notification, so effects are polled for (`_soon`)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from backends import BACKENDS, start_broker
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def broker(request, tmp_path_factory):
+    with start_broker(request, tmp_path_factory, "configs", {"num.partitions": "1",
+                                                              "log.retention.check.interval.ms": "200"}) as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def admin(broker):
+    from confluent_kafka.admin import AdminClient
+
+    return AdminClient({"bootstrap.servers": broker.bootstrap})
+
+
+def _soon(check, what: str, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout
+    while not check():
+        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.1)
+
+
+def _create(admin, name: str, config: dict[str, str] | None = None) -> None:  # type: ignore[no-untyped-def]
+    from confluent_kafka.admin import NewTopic
+
+    (future,) = admin.create_topics([NewTopic(name, 1, 1, config=config or {})]).values()
+    future.result(10)
+    _soon(lambda: name in admin.list_topics(timeout=10).topics, f"{name} listed")
+
+
+def _incremental(admin, resource) -> None:  # type: ignore[no-untyped-def]
+    (future,) = admin.incremental_alter_configs([resource]).values()
+    future.result(10)
+
+
+def _error(call) -> str:  # type: ignore[no-untyped-def]
+    from confluent_kafka import KafkaException
+
+    with pytest.raises(KafkaException) as raised:
+        call()
+    return raised.value.args[0].name()
+
+
+def _produce(bootstrap: str, topic: str, value: bytes, timestamp: int | None = None) -> str | None:
+    """Produce one record and flush; the error's name, or None when it was stored."""
+    from confluent_kafka import Producer
+
+    errors: list[str | None] = []
+    p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "message.send.max.retries": 0})
+    kwargs = {} if timestamp is None else {"timestamp": timestamp}
+    p.produce(topic, value=value, partition=0, on_delivery=lambda err, _m: errors.append(err and err.name()),
+              **kwargs)
+    assert p.flush(10) == 0
+    return errors[0]
+
+
+def test_confluent_incremental_alter_refuses_what_is_now_too_large(broker, admin):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    _create(admin, "small-messages")
+    assert _produce(broker.bootstrap, "small-messages", b"x" * 3000) is None
+    _incremental(admin, ConfigResource("topic", "small-messages", incremental_configs=[
+        ConfigEntry("max.message.bytes", "1000", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)]))
+    _soon(lambda: _produce(broker.bootstrap, "small-messages", b"x" * 3000) == "MSG_SIZE_TOO_LARGE",
+          "a 3000-byte record refused")
+    (future,) = admin.describe_configs([ConfigResource("topic", "small-messages")]).values()
+    entries = future.result(10)
+    assert entries["max.message.bytes"].value == "1000"
+    assert entries["max.message.bytes"].source == 1  # DYNAMIC_TOPIC_CONFIG
+    assert entries["cleanup.policy"].value == "delete,compact"
+    assert entries["segment.bytes"].source == 5  # DEFAULT_CONFIG
+    _incremental(admin, ConfigResource("topic", "small-messages", incremental_configs=[
+        ConfigEntry("max.message.bytes", None, incremental_operation=AlterConfigOpType.DELETE)]))
+    _soon(lambda: _produce(broker.bootstrap, "small-messages", b"x" * 3000) is None, "a 3000-byte record stored")
+
+
+def test_confluent_errors(admin):
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    def alter(resource_type: str, name: str, key: str, value: str, op=AlterConfigOpType.SET):  # type: ignore
+        return lambda: _incremental(admin, ConfigResource(resource_type, name, incremental_configs=[
+            ConfigEntry(key, value, incremental_operation=op)]))
+
+    _create(admin, "refusing")
+    assert _error(alter("topic", "never-made", "retention.ms", "1")) == "UNKNOWN_TOPIC_OR_PART"
+    assert _error(alter("topic", "refusing", "retention.ms", "-7")) == "INVALID_CONFIG"
+    assert _error(alter("topic", "refusing", "no.such.config", "1")) == "INVALID_CONFIG"
+    assert _error(alter("topic", "refusing", "retention.ms", "1", AlterConfigOpType.APPEND)) == "INVALID_CONFIG"
+    assert _error(alter("broker", "0", "log.dirs", "/elsewhere")) == "INVALID_REQUEST"
+    with pytest.warns(DeprecationWarning):  # AlterConfigs, which confluent-kafka deprecates
+        futures = admin.alter_configs([ConfigResource("topic", "never-made", set_config={"retention.ms": "1"})])
+    (future,) = futures.values()
+    assert _error(lambda: future.result(10)) == "UNKNOWN_TOPIC_OR_PART"
+
+
+def test_retention_and_segment_size_changed_at_run_time_remove_old_data(broker, admin):
+    from confluent_kafka import Consumer
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    def set_segment_bytes(value: str | None, op=AlterConfigOpType.SET):  # type: ignore[no-untyped-def]
+        _incremental(admin, ConfigResource("broker", "0", incremental_configs=[
+            ConfigEntry("log.segment.bytes", value, incremental_operation=op)]))
+
+    # every batch rolls a segment (embedded; PostgreSQL removes batches, not segments): old ones can go
+    set_segment_bytes("200")
+    try:
+        (future,) = admin.describe_configs([ConfigResource("broker", "0")]).values()
+        assert future.result(10)["log.segment.bytes"].source == 2  # DYNAMIC_BROKER_CONFIG
+        _create(admin, "expiring")
+        hour_ago = int(time.time() * 1000) - 3_600_000
+        for _ in range(5):
+            assert _produce(broker.bootstrap, "expiring", b"v" * 150, timestamp=hour_ago) is None
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "configs-retention"})
+        from confluent_kafka import TopicPartition
+
+        def earliest() -> int:
+            return consumer.get_watermark_offsets(TopicPartition("expiring", 0), timeout=10)[0]
+
+        assert earliest() == 0
+        _incremental(admin, ConfigResource("topic", "expiring", incremental_configs=[
+            ConfigEntry("retention.ms", "60000", incremental_operation=AlterConfigOpType.SET)]))
+        _soon(lambda: earliest() >= 4, "the records older than retention.ms removed")
+        consumer.close()
+    finally:
+        set_segment_bytes(None, AlterConfigOpType.DELETE)
+
+
+def test_kafka_python_alter_and_describe(admin):
+    from kafka import KafkaAdminClient
+    from kafka.admin import ConfigResource, ConfigResourceType
+
+    _create(admin, "legacy-alter", {"retention.ms": "1000"})
+    client = KafkaAdminClient(bootstrap_servers=admin_bootstrap(admin))
+    topic = ConfigResourceType.TOPIC
+    try:
+        replaced = client.alter_configs([ConfigResource(topic, "legacy-alter", configs={"max.message.bytes": "4000"})],
+                                        incremental=False)  # AlterConfigs: the whole set replaced
+        assert replaced == {"topic": {"legacy-alter": "OK"}}
+        appended = client.alter_configs([ConfigResource(topic, "legacy-alter",
+                                                        configs={"cleanup.policy": ("APPEND", "compact")})])
+        assert appended == {"topic": {"legacy-alter": "OK"}}
+        described = client.describe_configs([ConfigResource(topic, "legacy-alter")], include_synonyms=True)
+        entries = described["topic"]["legacy-alter"]
+        assert entries["max.message.bytes"]["value"] == "4000"  # (kafka-python sent retention.ms again: still set)
+        assert entries["cleanup.policy"]["value"] == "delete,compact"
+        assert [s["source"] for s in entries["max.message.bytes"]["synonyms"]] == ["DYNAMIC_TOPIC_CONFIG",
+                                                                                  "DEFAULT_CONFIG"]
+        refused = client.alter_configs([ConfigResource(topic, "legacy-alter", configs={"segment.bytes": "10"})])
+        assert "InvalidConfigurationError" in refused["topic"]["legacy-alter"]
+        with pytest.raises(ValueError, match="log.dirs"):  # read_only in DescribeConfigs: refused by the client
+            client.alter_configs([ConfigResource(ConfigResourceType.BROKER, "0", configs={"log.dirs": "x"})])
+    finally:
+        client.close()
+
+
+def admin_bootstrap(admin) -> str:  # type: ignore[no-untyped-def]
+    """Every node, as the module's confluent admin client sees them (kafka-python is given the same)."""
+    return ",".join(f"{b.host}:{b.port}" for b in admin.list_topics(timeout=10).brokers.values())
