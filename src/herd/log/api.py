@@ -197,8 +197,9 @@ class PartitionLog(Protocol):
         ...
 
     def apply_retention(self, now_ms: int) -> int:
-        """Delete whole segments beyond retention.ms / retention.bytes (never the active one); returns how
-        many were deleted."""
+        """Delete whole segments beyond retention.ms / retention.bytes (never the active one) when the
+        cleanup.policy includes "delete" (`deletes`; a compact-only topic keeps them); returns how many were
+        deleted."""
         ...
 
     def delete_records(self, offset: int) -> int:
@@ -305,6 +306,13 @@ def end_offset_for_epoch(history: EpochHistory, requested: int, end_offset: int)
     return floor, higher[1]
 
 
+def deletes(cleanup_policy: str) -> bool:
+    """Whether a topic's cleanup.policy includes "delete": only then do retention.ms and retention.bytes delete
+    its old data (apache/kafka storage/.../internals/log/UnifiedLog.java deleteOldSegments: a compact-only log
+    loses only what lies below its log start) and may DeleteRecords move its start."""
+    return "delete" in cleanup_policy.split(",")
+
+
 def deletion_start(name: str, offset: int, log_start: int, high_watermark: int, cleanup_policy: str) -> int:
     """The log start offset DeleteRecords to `offset` leaves a partition with, as Kafka decides it
     (apache/kafka core/src/main/scala/kafka/cluster/Partition.scala deleteRecordsOnLeader and
@@ -312,7 +320,7 @@ def deletion_start(name: str, offset: int, log_start: int, high_watermark: int, 
     does not include "delete" refuses (PolicyViolationError, since KIP-107, so compacted topics keep their
     records); HIGH_WATERMARK stands for the high watermark; another negative offset, or one beyond the high
     watermark, is out of range (OffsetOutOfRangeError); an offset at or below the log start leaves it."""
-    if "delete" not in cleanup_policy.split(","):
+    if not deletes(cleanup_policy):
         raise PolicyViolationError(f"Records of partition {name} can not be deleted due to the configured policy")
     target = high_watermark if offset == HIGH_WATERMARK else offset
     if target < 0:

@@ -56,6 +56,7 @@ from herd.log.api import (
     LogConfig,
     OffsetOutOfRangeError,
     TimestampOffset,
+    deletes,
     deletion_start,
 )
 from herd.log.batch import INT32_MAX, set_base_offset, set_log_append_time, validate_batches
@@ -231,6 +232,8 @@ class SegmentLog:
 
     def apply_retention(self, now_ms: int) -> int:
         self._check_usable()
+        if not deletes(self.config.cleanup_policy):
+            return 0
         count = max(self._expired_by_time(now_ms), self._expired_by_size())
         if count == 0:
             return 0

@@ -65,6 +65,7 @@ from herd.log.api import (
     OffsetOutOfRangeError,
     ProducerBatch,
     TimestampOffset,
+    deletes,
     deletion_start,
 )
 from herd.log.batch import INT32_MAX, parse_header, set_log_append_time, validate_batches
@@ -567,6 +568,8 @@ class PgPartitionLog:
         the log and move the log start past them (fenced); returns how many batches were deleted. Raises
         NotLeaderError or KafkaStorageError."""
         self._check_leading()
+        if not deletes(self.config.cleanup_policy):
+            return 0
         async with self._maintenance:
             end, start = self._committed, self._log_start
             new_start = start

@@ -439,6 +439,9 @@ def test_retention_by_bytes_deletes_the_oldest_batches_while_what_stays_reaches_
             log = open_log(store, pg_url, pid, LogConfig(retention_bytes=3 * len(data) + 10, retention_ms=-1))
             for _ in range(5):
                 await append(log, data)
+            log.config = LogConfig(retention_bytes=0, retention_ms=0, cleanup_policy="compact")
+            assert await log.apply_retention_async(NOW) == 0  # compact only: retention deletes nothing
+            log.config = LogConfig(retention_bytes=3 * len(data) + 10, retention_ms=-1)
             # as Kafka: a batch goes only if what stays is still at least retention.bytes
             assert await log.apply_retention_async(NOW) == 1
             log.config = LogConfig(retention_bytes=3 * len(data), retention_ms=-1)
@@ -456,7 +459,7 @@ def test_retention_and_compaction_of_a_taken_over_partition_are_fenced_and_chang
 
     async def main() -> None:
         async with store_on(pg_url) as store:
-            log = open_log(store, pg_url, pid, LogConfig(retention_ms=1000, cleanup_policy="compact"))
+            log = open_log(store, pg_url, pid, LogConfig(retention_ms=1000, cleanup_policy="compact,delete"))
             for _ in range(3):
                 await append(log, encode_batch([Record(b"k", b"v")], NOW - 10_000))
             sql(pg_url, "UPDATE herd_partitions SET leader_epoch = 4 WHERE pid = %s", (pid,))
