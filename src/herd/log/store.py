@@ -14,6 +14,7 @@ import json
 import posixpath
 import re
 import uuid
+from collections.abc import Callable
 
 from herd.log.api import KafkaStorageError, LogConfig
 from herd.log.fs import FileSystem, Lock, OsFileSystem, read_whole, write_atomically
@@ -46,6 +47,9 @@ class SegmentStore:
         self.root_dir = root_dir
         self.fs: FileSystem = fs if fs is not None else OsFileSystem()
         self._open: dict[tuple[str, int], SegmentLog] = {}
+        # called with every partition opened, before anything uses it (the server restores its idempotent
+        # producers' state there and gives it a `snapshot_source`); whatever it raises fails the open
+        self.on_open: Callable[[SegmentLog], None] | None = None
         self.fs.makedirs(root_dir)
         self._lock: Lock | None = self.fs.lock(posixpath.join(root_dir, LOCK_FILE))
 
@@ -55,6 +59,12 @@ class SegmentStore:
         log = self._open.get(key)
         if log is None:
             log = SegmentLog.open(self.fs, self._path(topic, partition), topic, partition, config)
+            if self.on_open is not None:
+                try:
+                    self.on_open(log)
+                except BaseException:
+                    log.close_without_flush()
+                    raise
             self._open[key] = log
         return log
 
