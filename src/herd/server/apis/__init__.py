@@ -24,6 +24,7 @@ from herd.server.apis import (
     describe_cluster,
     describe_configs,
     describe_groups,
+    describe_producers,
     fetch,
     find_coordinator,
     heartbeat,
@@ -69,6 +70,7 @@ MODULES: tuple[ModuleType, ...] = (
     delete_groups,
     incremental_alter_configs,
     describe_cluster,
+    describe_producers,
 )
 
 
