@@ -134,7 +134,7 @@ class ProducerStates:
     def _check(self, log: PartitionLog, header: BatchHeader) -> AppendResult | None:
         entry = self._entries.get((log.topic, log.partition, header.producer_id))
         if entry is None:
-            return None  # unknown producer (new, or state lost in a restart): accept any sequence
+            return None  # unknown producer (new, or forgotten): accept any sequence
         if header.producer_epoch < entry.epoch:
             raise InvalidProducerEpochError(
                 f"producer {header.producer_id} epoch {header.producer_epoch} is older than {entry.epoch}")
