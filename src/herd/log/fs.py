@@ -108,15 +108,18 @@ class FileSystem(Protocol):
         ...
 
 
-def write_atomically(fs: FileSystem, path: str, data: bytes) -> None:
+def write_atomically(fs: FileSystem, path: str, data: bytes, *, durable: bool = True) -> None:
     """Replace `path` with `data` durably: a temporary file written and fsynced, renamed over `path`, and the
-    directory fsynced. A failure leaves the old content (the temporary file is removed when possible)."""
+    directory fsynced. A failure leaves the old content (the temporary file is removed when possible). Without
+    `durable` nothing is fsynced: a crash leaves the old content or the new, a power cut possibly a torn file
+    (for files checked when read, whose owner fsyncs them later)."""
     tmp = path + ".tmp"
     try:
         f = fs.open(tmp, "w")
         try:
             f.append(data)
-            f.fsync()
+            if durable:
+                f.fsync()
         finally:
             f.close()
         fs.rename(tmp, path)
@@ -127,7 +130,8 @@ def write_atomically(fs: FileSystem, path: str, data: bytes) -> None:
         except OSError:
             pass
         raise
-    fs.fsync_dir(posixpath.dirname(path) or ".")
+    if durable:
+        fs.fsync_dir(posixpath.dirname(path) or ".")
 
 
 def read_whole(fs: FileSystem, path: str) -> bytes:

@@ -20,10 +20,19 @@ from __future__ import annotations
 import logging
 import posixpath
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from herd.log.api import CorruptRecordError, UnsupportedMagicError
-from herd.log.batch import LOG_OVERHEAD, MAGIC_OFFSET, BatchHeader, check_crc, parse_header, valid_prefix
+from herd.log.batch import (
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    BatchHeader,
+    check_crc,
+    parse_header,
+    valid_prefix,
+)
 from herd.log.fs import Bytes, File, FileSystem, read_whole
 from herd.log.index import OFFSET_ENTRY, TIME_ENTRY, OffsetIndex, TimeIndex
 from herd.log.records import find_offset_of_timestamp, search_timestamp
@@ -395,6 +404,22 @@ class Segment:
         offset = find_offset_of_timestamp(batch, parse_header(batch), stamp)
         return (base if offset is None else offset), stamp
 
+    def batch_headers(self, offset: int) -> Iterator[BatchHeader]:
+        """The headers of the batches from the one holding `offset` (or the first after it) to the end of the
+        segment, damaged batches skipped (the producer state scan): only the 61-byte headers are used, read with
+        their neighbours in windows of 64 KiB. Raises OSError."""
+        assert self.file is not None and self.index is not None
+        window = _Window(self.file, self.size, 64 * 1024)
+        position = self._find(window, self.index.lookup(offset - self.base_offset), lambda h: h[0] + h[3] >= offset)
+        while position is not None and position < self.size:
+            damage = self.damaged.get(position)
+            if damage is not None:
+                position = damage[0]
+                continue
+            header = window.batch_header(position)
+            yield header
+            position += header.size
+
     def _find(self, window: _Window, position: int, wanted: Callable[[tuple[int, ...]], bool],
               offset: int | None = None) -> int | None:  # fmt: skip
         """Position of the first batch from `position` that is `wanted`, skipping damaged ones, unless `offset`
@@ -434,6 +459,11 @@ class _Window:
         """(base offset, batch length, attributes, last offset delta, base timestamp, max timestamp)."""
         self._ensure(position, SCAN_SIZE)
         return _SCAN.unpack_from(self.data, position - self.start)
+
+    def batch_header(self, position: int) -> BatchHeader:
+        """The full header of the batch at `position` (its `position` is the file position)."""
+        self._ensure(position, HEADER_SIZE)
+        return BatchHeader(position, *HEADER.unpack_from(self.data, position - self.start))
 
     def batch(self, position: int) -> bytes:
         """The whole batch starting at `position`."""

@@ -3,6 +3,7 @@
     <root>/<topic>-<partition>/00000000000000000000.log         record batches as sent, broker offsets
                                00000000000000000000.index       sparse offset index
                                00000000000000000000.timeindex   time index
+                               00000000000000000000.snapshot    idempotent producers' state below that offset
                                partition.checkpoint             "0 <log start offset> <recovery point>"
 
 Append: validate every batch (framing, magic, CRC32C, counts, size) before touching the disk, copy the request
@@ -30,6 +31,13 @@ Disk failures (Kafka's KafkaStorageException; each is logged once, at ERROR, wit
   with a backoff (herd.runtime.recovery).
 The first error after a success is logged; the next success after an error is logged too (WARNING).
 
+Producer state snapshots (herd.log.producer_snapshots), as Kafka's UnifiedLog takes them: the owner of the
+idempotent producers' state (herd.server.producers) sets `snapshot_source`, and the state is written to
+`<offset>.snapshot` at every roll (the new segment's base; fsynced with the next flush, as Kafka flushes it with
+the rolled segment) and on close (the log end, fsynced). `producer_state()` rebuilds the state at open from the
+latest readable snapshot and the batch headers after it. Snapshots outside [log start, log end] are deleted at
+open, and below the log start when retention moves it (`_delete_snapshots_below_start`).
+
 Timestamps (ListOffsets): each segment keeps its max timestamp and the base offset of the first batch that
 reached it. A lookup by time finds the first segment whose max reaches the target, the time index and batch
 headers find the batch, and that batch's records are decoded for the exact first record stamped >= the target
@@ -46,20 +54,30 @@ import logging
 import posixpath
 import struct
 from bisect import bisect_right
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from typing import TypeVar
 
-from herd.log import swap
+from herd.log import producer_snapshots, swap
 from herd.log.api import (
+    RETAINED_PRODUCER_BATCHES,
     AppendResult,
     KafkaStorageError,
     LogConfig,
     OffsetOutOfRangeError,
+    ProducerBatch,
     TimestampOffset,
     deletes,
     deletion_start,
 )
-from herd.log.batch import INT32_MAX, set_base_offset, set_log_append_time, validate_batches
+from herd.log.batch import (
+    CONTROL_BIT,
+    INT32_MAX,
+    BatchHeader,
+    set_base_offset,
+    set_log_append_time,
+    validate_batches,
+)
 from herd.log.fs import FileSystem, write_atomically
 from herd.log.segment import CutBackFailed, Parts, Segment
 
@@ -96,6 +114,10 @@ class SegmentLog:
         # (segment base, its max timestamp, offset of the batch holding it) -> offset of the record holding it
         self._max_record: tuple[tuple[int, int, int], int] | None = None
         self.cleaner_offset = log_start_offset  # compaction: offsets below this were cleaned by the last pass
+        # the idempotent producers' state to snapshot at roll and close (set by its owner); None: no snapshots
+        self.snapshot_source: Callable[[], list[ProducerBatch]] | None = None
+        self._snapshots: list[int] = []  # offsets of the snapshot files, ascending
+        self._unsynced_snapshots: list[str] = []  # written at a roll, fsynced by the next flush
 
     # -- opening -------------------------------------------------------------------------------------------------
 
@@ -118,6 +140,7 @@ class SegmentLog:
         opened._checkpointed_segment = opened._bases[opened._segment_index(opened._flushed)]
         opened._dir_dirty = True
         opened.report_errors = report_errors
+        opened._snapshots = _usable_snapshots(fs, directory, opened.log_start_offset, opened.log_end_offset)
         opened.flush()  # makes the recovered state (truncations, rebuilt indexes) durable, writes the checkpoint
         return opened
 
@@ -215,6 +238,7 @@ class SegmentLog:
         for segment in self._segments[self._segment_index(self._flushed) :]:
             self._storage_undone(segment.write_indexes)
             self._storage(segment.fsync)
+        self._sync_snapshots()
         if self._dir_dirty:
             self._storage(lambda: self._fs.fsync_dir(self._dir))
             self._dir_dirty = False
@@ -252,10 +276,12 @@ class SegmentLog:
         return self._log_start
 
     def close(self) -> None:
-        """Flush, checkpoint and close; raises KafkaStorageError if the disk fails (files are closed anyway)."""
+        """Flush, snapshot the producer state at the log end, checkpoint and close; raises KafkaStorageError if
+        the disk fails (files are closed anyway)."""
         try:
             if self._failed is None:
                 self.flush()
+                self._take_snapshot(self.log_end_offset, durable=True)
                 self._write_checkpoint()
         finally:
             self.close_without_flush()
@@ -297,9 +323,9 @@ class SegmentLog:
                                     report_errors=False)
         except OSError as error:
             raise KafkaStorageError(f"{self.topic}-{self.partition}: {_describe(error)}") from error
-        cleaner_offset, report_errors = self.cleaner_offset, self.report_errors
+        cleaner_offset, report_errors, snapshot_source = self.cleaner_offset, self.report_errors, self.snapshot_source
         vars(self).update(vars(fresh))
-        self.report_errors = report_errors
+        self.report_errors, self.snapshot_source = report_errors, snapshot_source
         self.cleaner_offset = max(cleaner_offset, self._log_start)
 
     def close_without_flush(self) -> None:
@@ -308,6 +334,107 @@ class SegmentLog:
             segment.close()
         self._cold = None
         self._failed = self._failed or "closed"
+
+    # -- idempotent producers' state ----------------------------------------------------------------------------
+
+    def producer_state(self) -> list[ProducerBatch]:
+        """The last batches (at most five) of every idempotent producer, in offset order, from which the owner of
+        the producer state rebuilds it at open (herd.server.producers `ProducerStates.restore`), as Kafka's
+        LogLoader does (apache/kafka storage/src/main/java/org/apache/kafka/storage/internals/log/UnifiedLog.java,
+        `rebuildProducerState`): the latest snapshot is read (one that fails its checks is deleted, with a
+        warning, and the one before it tried), then the headers of the batches after it up to the log end.
+
+        What this reads: one snapshot file, plus the 61-byte header of every batch after it (in 64 KiB windows;
+        records are not read). After a clean close the snapshot is at the log end, so nothing more; after a
+        crash, the batches since the last roll (at most one segment, `segment.bytes`); with no snapshot at all
+        (a log written before herd kept them, or every snapshot corrupt), the headers of the whole log, once:
+        the next roll or close writes one. Raises KafkaStorageError (the partition stays usable)."""
+        self._check_usable()
+        log_append = self.config.message_timestamp_type == "LogAppendTime"
+        kept: dict[int, deque[ProducerBatch]] = {}
+        snapshot_end, stored = self._latest_snapshot(log_append)
+        for batch in stored:
+            kept.setdefault(batch.producer_id, deque(maxlen=RETAINED_PRODUCER_BATCHES)).append(batch)
+        try:
+            for h in self._headers_from(snapshot_end):
+                if h.producer_id >= 0 and not h.attributes & CONTROL_BIT:
+                    batch = ProducerBatch(h.producer_id, h.producer_epoch, h.base_sequence,
+                                          (h.base_sequence + h.last_offset_delta) % (INT32_MAX + 1), h.base_offset,
+                                          h.last_offset, h.record_count, h.max_timestamp,
+                                          h.max_timestamp if log_append else -1, self._log_start)
+                    kept.setdefault(h.producer_id, deque(maxlen=RETAINED_PRODUCER_BATCHES)).append(batch)
+        except OSError as error:
+            raise self._storage_error(error, fatal=False) from error
+        return sorted((b for batches in kept.values() for b in batches), key=lambda b: b.base_offset)
+
+    def _latest_snapshot(self, log_append: bool) -> tuple[int, list[ProducerBatch]]:
+        """(offset, batches) of the latest snapshot that passes its checks; (log start, []) if there is none."""
+        while self._snapshots:
+            offset = self._snapshots[-1]
+            try:
+                return offset, producer_snapshots.read(self._fs, self._dir, offset, log_append_time=log_append,
+                                                       log_start_offset=self._log_start)
+            except (producer_snapshots.CorruptSnapshotError, OSError) as error:
+                log.warning("%s-%d: the producer state snapshot at offset %d is unusable (%s); deleting it and "
+                            "reading the log from an older snapshot or its start", self.topic, self.partition,
+                            offset, error)
+                self._snapshots.pop()
+                self._remove_snapshot(offset)
+        return self._log_start, []
+
+    def _headers_from(self, offset: int) -> Iterator[BatchHeader]:
+        """The headers of the batches from `offset` to the log end, segment by segment."""
+        for segment in self._segments[self._segment_index(offset):]:
+            yield from self._readable(segment).batch_headers(max(offset, segment.base_offset))
+
+    def _take_snapshot(self, offset: int, *, durable: bool) -> None:
+        """Snapshot `snapshot_source` at `offset`, unless there is no source or the latest snapshot is there
+        already. A failure is logged, not raised: without it the next open reads more of the log."""
+        if self.snapshot_source is None or (self._snapshots and self._snapshots[-1] >= offset):
+            return
+        try:
+            path = producer_snapshots.write(self._fs, self._dir, offset, self.snapshot_source(), durable=durable)
+        except OSError as error:
+            log.warning("%s-%d: the producer state snapshot at offset %d could not be written (%s); the next open "
+                        "reads the log from an older one", self.topic, self.partition, offset, _describe(error))
+            return
+        self._snapshots.append(offset)
+        if not durable:
+            self._unsynced_snapshots.append(path)
+            self._dir_dirty = True
+
+    def _sync_snapshots(self) -> None:
+        """fsync the snapshots written at rolls since the last flush; one that fails is deleted (logged)."""
+        while self._unsynced_snapshots:
+            path = self._unsynced_snapshots.pop()
+            try:
+                producer_snapshots.sync(self._fs, path)
+            except OSError as error:
+                log.warning("%s-%d: the producer state snapshot %s could not be synced (%s); deleting it",
+                            self.topic, self.partition, path, _describe(error))
+                offset = int(posixpath.basename(path)[:20])
+                if offset in self._snapshots:
+                    self._snapshots.remove(offset)
+                self._remove_snapshot(offset)
+
+    def _delete_snapshots_below_start(self) -> None:
+        """Delete the producer state snapshots below the log start offset, once retention (or DeleteRecords) has
+        moved it (Kafka's ProducerStateManager.deleteSnapshotsBefore). A failure is logged: the next open
+        deletes what is left."""
+        while self._snapshots and self._snapshots[0] < self._log_start:
+            self._remove_snapshot(self._snapshots.pop(0))
+
+    def _remove_snapshot(self, offset: int) -> None:
+        path = posixpath.join(self._dir, producer_snapshots.snapshot_name(offset))
+        if path in self._unsynced_snapshots:
+            self._unsynced_snapshots.remove(path)
+        try:
+            if self._fs.exists(path):
+                self._fs.remove(path)
+        except OSError as error:
+            log.warning("%s-%d: the producer state snapshot %s could not be deleted (%s)", self.topic,
+                        self.partition, path, _describe(error))
+        self._dir_dirty = True
 
     # -- compaction hooks (herd.log.compaction) --------------------------------------------------------------------
 
@@ -382,6 +509,7 @@ class SegmentLog:
         self._segments.append(new)
         self._bases.append(new.base_offset)
         self._dir_dirty = True
+        self._take_snapshot(new.base_offset, durable=False)
         return new
 
     def _readable(self, segment: Segment) -> Segment:
@@ -420,6 +548,7 @@ class SegmentLog:
                 self._cold = None
             self._storage(segment.delete)
         self._dir_dirty = self._dir_dirty or bool(doomed)
+        self._delete_snapshots_below_start()
         return count
 
     def _expired_by_time(self, now_ms: int) -> int:
@@ -515,6 +644,19 @@ def _read_checkpoint(fs: FileSystem, directory: str) -> tuple[int, int]:
         log.warning("%s is unreadable (%r); scanning every segment, keeping every offset", path, raw[:64])
         return 0, 0
     return int(fields[1]), int(fields[2])
+
+
+def _usable_snapshots(fs: FileSystem, directory: str, log_start: int, log_end: int) -> list[int]:
+    """The offsets of the producer state snapshots in [log_start, log_end]; the others are deleted (below the
+    start: retention moved it past them; beyond the end: the log was cut back below them after a crash), as
+    Kafka's ProducerStateManager.truncateAndReload does."""
+    usable = []
+    for offset in producer_snapshots.snapshot_offsets(fs, directory):
+        if log_start <= offset <= log_end:
+            usable.append(offset)
+        else:
+            fs.remove(posixpath.join(directory, producer_snapshots.snapshot_name(offset)))
+    return usable
 
 
 def _segment_bases(fs: FileSystem, directory: str) -> list[int]:

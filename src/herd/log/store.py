@@ -23,7 +23,7 @@ import posixpath
 import re
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from herd.log.api import KafkaStorageError, LogConfig
@@ -91,6 +91,9 @@ class SegmentStore:
         self.root_dir = self.roots[0]  # topics.json lives here
         self.fs: FileSystem = fs if fs is not None else OsFileSystem()
         self._open: dict[Key, SegmentLog] = {}
+        # called with every partition opened, before anything uses it (the server restores its idempotent
+        # producers' state there and gives it a `snapshot_source`); whatever it raises fails the open
+        self.on_open: Callable[[SegmentLog], None] | None = None
         self._moves: dict[Key, Move] = {}
         self._locks: list[Lock] = []
         try:
@@ -115,6 +118,12 @@ class SegmentStore:
             if key not in self._where:
                 self._where[key] = self._place()
             log = SegmentLog.open(self.fs, self._path(topic, partition), topic, partition, config)
+            if self.on_open is not None:
+                try:
+                    self.on_open(log)
+                except BaseException:
+                    log.close_without_flush()
+                    raise
             self._open[key] = log
         return log
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from herd.cluster.topics import Cluster, Node, TopicStore
 from herd.config import BrokerConfig
+from herd.log.store import SegmentStore
 from herd.protocol.messages import ApiSpec, RequestHeader
 from herd.server.producers import ProducerStates
 
@@ -49,6 +50,8 @@ class Broker:
         self.endpoint = Endpoint("127.0.0.1", 9092)  # set by the server once it is listening
         self.producers = ProducerStates(config.get("producer.id.expiration.ms"),
                                         config.get("herd.producer.state.max.entries"))
+        if isinstance(store, SegmentStore):  # each partition's producer state is restored as it is opened
+            store.on_open = lambda log: self.producers.attach(log, self.now_ms())
         self.coordinator: CoordinatorRuntime | None = None  # the group coordinator, set by the server at start
         self.apis: dict[int, ApiSpec] = {}  # API key -> what serves it (herd.server.apis), set by the server
         # herd.server.faults.FaultRegistry with herd.faults.enable=true (set by the server), else None: connections

@@ -13,10 +13,12 @@ used entry is forgotten (Kafka has no such cap; it throttles InitProducerId inst
 in order of last use, so both cost O(1) per append. A forgotten producer is treated as a new one: its next batch
 is accepted with whatever sequence it has, so only a retry of a batch older than that is not recognised.
 
-What Kafka does and herd does not yet: the state is not snapshotted to disk, so after a restart a producer's
-first batch is accepted with whatever sequence it has (where Kafka would still detect a duplicate of a batch
-written before the restart). docs/compatibility.md says so. In cluster mode the batches in PostgreSQL carry the
-producer fields, so a node taking a partition over rebuilds its state from them (`restore`).
+The state survives a restart as Kafka's does (ProducerStateManager's snapshots): an embedded partition is
+`attach`ed when the segment store opens it, which restores its state from the log (`SegmentLog.producer_state`:
+the latest snapshot and the batch headers after it) and lets the log snapshot this state at every segment roll
+and on close (herd.log.producer_snapshots). So after a clean stop or a kill -9 a retried batch written before it
+is still answered as a duplicate, and a gap in the sequence still refused. In cluster mode the batches in
+PostgreSQL carry the producer fields, so a node taking a partition over rebuilds its state from them (`rebuild`).
 """
 
 from __future__ import annotations
@@ -37,8 +39,8 @@ from herd.log.api import (
     ProducerBatch,
     RemotePartitionLog,
 )
-from herd.log.batch import INT32_MAX
-from herd.log.batch import CONTROL_BIT, BatchHeader, iter_headers
+from herd.log.batch import CONTROL_BIT, INT32_MAX, BatchHeader, iter_headers
+from herd.log.segments import SegmentLog
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,18 @@ class InvalidProducerEpochError(LogError):
 class _BatchMeta:
     first_seq: int
     last_seq: int
+    max_timestamp: int  # the batch's (its append time on a LogAppendTime topic)
     result: AppendResult
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveProducer:
+    """What DescribeProducers tells of one producer of a partition (Kafka's ProducerStateEntry)."""
+
+    producer_id: int
+    epoch: int
+    last_sequence: int
+    last_timestamp: int  # the max timestamp of its last batch
 
 
 @dataclass(slots=True)
@@ -82,8 +95,9 @@ class ProducerStates:
     """The producer state of every partition this broker leads."""
 
     def __init__(self, expiration_ms: int = DEFAULT_EXPIRATION_MS, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
-        # (topic, partition, producer id) -> entry, least recently appended first
+        # (topic, partition, producer id) -> entry, least recently appended first; the same entries by partition
         self._entries: OrderedDict[tuple[str, int, int], _ProducerEntry] = OrderedDict()
+        self._by_partition: dict[tuple[str, int], dict[int, _ProducerEntry]] = {}
         self.expiration_ms = expiration_ms
         self.max_entries = max_entries
         self.evicted = 0  # entries forgotten because of max_entries
@@ -120,7 +134,7 @@ class ProducerStates:
     def _check(self, log: PartitionLog, header: BatchHeader) -> AppendResult | None:
         entry = self._entries.get((log.topic, log.partition, header.producer_id))
         if entry is None:
-            return None  # unknown producer (new, or state lost in a restart): accept any sequence
+            return None  # unknown producer (new, or forgotten): accept any sequence
         if header.producer_epoch < entry.epoch:
             raise InvalidProducerEpochError(
                 f"producer {header.producer_id} epoch {header.producer_epoch} is older than {entry.epoch}")
@@ -147,13 +161,14 @@ class ProducerStates:
                 key = (log.topic, log.partition, header.producer_id)
                 entry = self._entries.get(key)
                 if entry is None or entry.epoch != header.producer_epoch:
-                    entry = self._entries[key] = _ProducerEntry(header.producer_epoch)
+                    entry = self._put(key, _ProducerEntry(header.producer_epoch))
                     self._bound(now_ms)
                 entry.last_append_ms = now_ms
                 self._entries.move_to_end(key)
                 meta_result = AppendResult(offset, offset + count - 1, result.log_append_time,
                                            result.log_start_offset, header.record_count)
-                entry.batches.append(_BatchMeta(header.base_sequence, _last_seq(header), meta_result))
+                stamp = header.max_timestamp if result.log_append_time < 0 else result.log_append_time
+                entry.batches.append(_BatchMeta(header.base_sequence, _last_seq(header), stamp, meta_result))
             offset += count
 
     def _expire(self, now_ms: int) -> None:
@@ -163,13 +178,13 @@ class ProducerStates:
             key, entry = next(iter(entries.items()))
             if now_ms - entry.last_append_ms < self.expiration_ms:
                 return
-            del entries[key]
+            self._drop(key)
 
     def _bound(self, now_ms: int) -> None:
         """Forget the least recently used producers beyond max_entries; warn at most once a minute."""
         excess = len(self._entries) - self.max_entries
         for _ in range(excess):
-            self._entries.popitem(last=False)
+            self._drop(next(iter(self._entries)))
             self.evicted += 1
         if excess > 0 and (self._warned_ms is None or now_ms - self._warned_ms >= _WARN_EVERY_MS):
             self._warned_ms = now_ms
@@ -185,8 +200,8 @@ class ProducerStates:
         restored with the epoch of its last batch and that epoch's batches (at most the last five); one whose
         last batch is older than expiration_ms (by the batch's max timestamp, as Kafka expires producers) is
         left out. Restored entries count as appended `now_ms`."""
-        for key in [k for k in self._entries if k[0] == topic and k[1] == partition]:
-            del self._entries[key]
+        for producer_id in list(self._by_partition.get((topic, partition), ())):
+            self._drop((topic, partition, producer_id))
         by_producer: dict[int, list[ProducerBatch]] = {}
         for batch in batches:
             by_producer.setdefault(batch.producer_id, []).append(batch)
@@ -194,12 +209,12 @@ class ProducerStates:
             last = stored[-1]
             if now_ms - last.max_timestamp >= self.expiration_ms:
                 continue
-            entry = self._entries[(topic, partition, producer_id)] = _ProducerEntry(last.producer_epoch, now_ms)
+            entry = self._put((topic, partition, producer_id), _ProducerEntry(last.producer_epoch, now_ms))
             for b in stored:
                 if b.producer_epoch == last.producer_epoch:
                     result = AppendResult(b.base_offset, b.last_offset, b.log_append_time, b.log_start_offset,
                                           b.record_count)
-                    entry.batches.append(_BatchMeta(b.base_sequence, b.last_sequence, result))
+                    entry.batches.append(_BatchMeta(b.base_sequence, b.last_sequence, b.max_timestamp, result))
         self._bound(now_ms)
 
     async def rebuild(self, log: RemotePartitionLog, now_ms: Callable[[], int]) -> None:
@@ -215,7 +230,49 @@ class ProducerStates:
         finally:
             self.restoring.discard(key)
 
+    def attach(self, log: SegmentLog, now_ms: int) -> None:
+        """Take on an embedded partition just opened (or recovered from disk): restore its state from what the
+        log holds (`SegmentLog.producer_state`: its latest snapshot and the batch headers after it), and give the
+        log this state to snapshot at its rolls and on close. Raises KafkaStorageError."""
+        self.restore(log.topic, log.partition, log.producer_state(), now_ms=now_ms)
+        log.snapshot_source = lambda: self.batches(log.topic, log.partition)
+
+    def batches(self, topic: str, partition: int) -> list[ProducerBatch]:
+        """The batches remembered for one partition, in offset order (what its snapshots hold)."""
+        out = []
+        for producer_id, entry in self._by_partition.get((topic, partition), {}).items():
+            for meta in entry.batches:
+                r = meta.result
+                out.append(ProducerBatch(producer_id, entry.epoch, meta.first_seq, meta.last_seq, r.base_offset,
+                                         r.last_offset, r.record_count, meta.max_timestamp, r.log_append_time,
+                                         r.log_start_offset))
+        out.sort(key=lambda b: b.base_offset)
+        return out
+
+    def active(self, topic: str, partition: int, now_ms: int) -> list[ActiveProducer]:
+        """The producers of one partition whose state is kept (DescribeProducers), by producer id, after
+        forgetting the expired ones; raises NotLeaderError while the partition's state is being rebuilt."""
+        if (topic, partition) in self.restoring:
+            raise NotLeaderError("the partition's producer state is being loaded")
+        self._expire(now_ms)
+        entries = self._by_partition.get((topic, partition), {})
+        return [ActiveProducer(pid, e.epoch, e.batches[-1].last_seq, e.batches[-1].max_timestamp)
+                for pid, e in sorted(entries.items()) if e.batches]
+
     def forget(self, topic: str) -> None:
         """Drop the state of a topic that is deleted."""
-        for key in [k for k in self._entries if k[0] == topic]:
-            del self._entries[key]
+        for key in [k for k in self._by_partition if k[0] == topic]:
+            for producer_id in list(self._by_partition[key]):
+                self._drop((key[0], key[1], producer_id))
+
+    def _put(self, key: tuple[str, int, int], entry: _ProducerEntry) -> _ProducerEntry:
+        self._entries[key] = entry
+        self._by_partition.setdefault(key[:2], {})[key[2]] = entry
+        return entry
+
+    def _drop(self, key: tuple[str, int, int]) -> None:
+        del self._entries[key]
+        partition = self._by_partition[key[:2]]
+        del partition[key[2]]
+        if not partition:
+            del self._by_partition[key[:2]]

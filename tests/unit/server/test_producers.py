@@ -155,3 +155,19 @@ def test_restore_replaces_what_this_node_knew_of_the_partition_only(log):
     states.restore("t", 0, [], now_ms=0)
     assert len(states) == 1
     assert states.append(other, batch(5, 0, 0), 0).base_offset == 0  # still a duplicate on the other partition
+
+
+def test_active_producers_of_a_partition_for_describe_producers(log):
+    from herd.log.api import NotLeaderError
+    from herd.server.producers import ActiveProducer
+
+    states = ProducerStates(expiration_ms=1000)
+    states.append(log, batch(9, 2, 0), 0)
+    states.append(log, batch(7, 0, 0), 500)
+    states.append(log, batch(7, 0, 3, count=2), 500)
+    assert states.active("t", 0, 900) == [ActiveProducer(7, 0, 4, 1001), ActiveProducer(9, 2, 2, 1002)]
+    assert states.active("t", 0, 1200) == [ActiveProducer(7, 0, 4, 1001)]  # 9 expired
+    assert states.active("t", 1, 1200) == []
+    states.restoring.add(("t", 0))
+    with pytest.raises(NotLeaderError):
+        states.active("t", 0, 1200)

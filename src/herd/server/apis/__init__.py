@@ -29,6 +29,7 @@ from herd.server.apis import (
     describe_configs,
     describe_groups,
     describe_log_dirs,
+    describe_producers,
     describe_topic_partitions,
     elect_leaders,
     fetch,
@@ -87,6 +88,7 @@ MODULES: tuple[ModuleType, ...] = (
     list_partition_reassignments,
     list_config_resources,
     describe_topic_partitions,
+    describe_producers,
 )
 
 

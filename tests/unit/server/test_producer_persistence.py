@@ -1,0 +1,127 @@
+"""The idempotent producers' state kept with the log (herd.server.producers with herd.log.producer_snapshots):
+snapshots taken at every roll and on close, read back with the batch headers after them when the partition is
+opened again, skipped when corrupt, deleted below the log start; and a restarted partition still recognising
+duplicates and refusing gaps, after a clean close and after a crash. On the in-memory filesystem."""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import replace
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from herd.log import producer_snapshots
+from herd.log.api import LogConfig
+from herd.log.fs import MemoryFileSystem
+from herd.log.segments import SegmentLog
+from herd.log.store import SegmentStore
+from herd.server.producers import OutOfOrderSequenceError, ProducerStates
+
+DIR = "/data/t-0"
+
+
+def batch(pid: int, epoch: int, seq: int, count: int = 2, timestamp: int = 1000) -> bytes:
+    """An idempotent producer's batch of about 280 bytes: one per segment of 500 bytes."""
+    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=pid,
+                                  producer_epoch=epoch, base_sequence=seq, batch_size=1 << 20)
+    for i in range(count):
+        b.append(i, timestamp=timestamp + i, key=None, value=b"v" * 100, headers=[])
+    return bytes(b.build())
+
+
+def open_log(fs: MemoryFileSystem, **config: int) -> SegmentLog:
+    return SegmentLog.open(fs, DIR, "t", 0, LogConfig(**config))
+
+
+def snapshots(fs: MemoryFileSystem) -> list[int]:
+    return producer_snapshots.snapshot_offsets(fs, DIR)
+
+
+def test_snapshots_are_taken_at_every_roll_and_on_close_and_reopening_reads_the_latest() -> None:
+    fs = MemoryFileSystem()
+    log = open_log(fs, segment_bytes=500)
+    states = ProducerStates()
+    log.snapshot_source = lambda: states.batches("t", 0)
+    for seq in range(0, 12, 2):
+        states.append(log, batch(7, 0, seq), 0)
+    rolls = [s.base_offset for s in log._segments[1:]]
+    assert snapshots(fs) == rolls
+    (at_first_roll,) = [producer_snapshots.read(fs, DIR, rolls[0], log_append_time=False, log_start_offset=0)]
+    assert [b.last_offset for b in at_first_roll] == [o - 1 for o in range(2, rolls[0] + 1, 2)]
+    log.close()
+    assert snapshots(fs)[-1] == 12
+    reopened = open_log(fs, segment_bytes=500)
+    assert reopened.producer_state() == states.batches("t", 0)
+
+
+def test_after_a_crash_the_batches_since_the_last_snapshot_are_read_from_the_log() -> None:
+    fs = MemoryFileSystem()
+    log = open_log(fs, segment_bytes=500)
+    states = ProducerStates()
+    log.snapshot_source = lambda: states.batches("t", 0)
+    for seq in range(0, 10, 2):
+        states.append(log, batch(7, 0, seq), 0)
+    states.append(log, batch(8, 0, 0), 0)  # only in the active segment, after the last snapshot
+    log.flush()
+    crashed = fs.crash()
+    assert snapshots(crashed)[-1] == 10 < log.log_end_offset  # the last roll's snapshot, not one at the end
+    assert open_log(crashed, segment_bytes=500).producer_state() == states.batches("t", 0)
+
+
+def test_a_corrupt_snapshot_is_deleted_and_an_older_one_used() -> None:
+    fs = MemoryFileSystem()
+    log = open_log(fs, segment_bytes=500)
+    states = ProducerStates()
+    log.snapshot_source = lambda: states.batches("t", 0)
+    for seq in range(0, 12, 2):
+        states.append(log, batch(7, 0, seq), 0)
+    log.close()
+    latest = snapshots(fs)[-1]
+    path = posixpath.join(DIR, producer_snapshots.snapshot_name(latest))
+    fs.files[path].data[-1] ^= 1
+    reopened = open_log(fs, segment_bytes=500)
+    assert reopened.producer_state() == states.batches("t", 0)
+    assert latest not in snapshots(fs)
+
+
+def test_retention_deletes_the_snapshots_below_the_new_log_start() -> None:
+    fs = MemoryFileSystem()
+    log = open_log(fs, segment_bytes=500, retention_bytes=600)
+    states = ProducerStates()
+    log.snapshot_source = lambda: states.batches("t", 0)
+    for seq in range(0, 16, 2):
+        states.append(log, batch(7, 0, seq), 0)
+    assert snapshots(fs)[0] == 2
+    assert log.apply_retention(0) > 0
+    assert snapshots(fs) and min(snapshots(fs)) >= log.log_start_offset > 2
+    assert [replace(b, log_start_offset=0) for b in log.producer_state()] == states.batches("t", 0)
+
+
+# -- through the store and ProducerStates: a restart --------------------------------------------------------------
+
+
+def restart(fs: MemoryFileSystem, *, crash: bool = False) -> tuple[MemoryFileSystem, SegmentLog, ProducerStates]:
+    fs = fs.crash() if crash else fs
+    store = SegmentStore("/data", fs)
+    states = ProducerStates()
+    store.on_open = lambda opened: states.attach(opened, 2000)
+    return fs, store.open_partition("t", 0, LogConfig(segment_bytes=500)), states
+
+
+@pytest.mark.parametrize("crash", [False, True], ids=["closed", "crashed"])
+def test_a_restarted_partition_still_recognises_duplicates_and_gaps(crash: bool) -> None:
+    fs, log, states = restart(MemoryFileSystem())
+    firsts = [states.append(log, batch(7, 0, seq), 1000) for seq in range(0, 12, 2)]
+    log.flush()
+    if not crash:
+        log.close()
+    fs, log, states = restart(fs, crash=crash)
+    end = log.log_end_offset
+    retry = states.append(log, batch(7, 0, 10), 2000)
+    assert (retry.base_offset, retry.last_offset) == (firsts[-1].base_offset, firsts[-1].last_offset)
+    assert states.append(log, batch(7, 0, 2), 2000).base_offset == firsts[1].base_offset  # among the last five
+    with pytest.raises(OutOfOrderSequenceError):
+        states.append(log, batch(7, 0, 20), 2000)
+    assert log.log_end_offset == end
+    assert states.append(log, batch(7, 0, 12), 2000).base_offset == end
