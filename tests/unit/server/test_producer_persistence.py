@@ -85,7 +85,8 @@ def test_a_corrupt_snapshot_is_deleted_and_an_older_one_used() -> None:
     assert latest not in snapshots(fs)
 
 
-def test_retention_deletes_the_snapshots_below_the_new_log_start() -> None:
+@pytest.mark.parametrize("how", ["retention", "delete-records"])
+def test_retention_and_delete_records_delete_the_snapshots_below_the_new_log_start(how: str) -> None:
     fs = MemoryFileSystem()
     log = open_log(fs, segment_bytes=500, retention_bytes=600)
     states = ProducerStates()
@@ -93,7 +94,10 @@ def test_retention_deletes_the_snapshots_below_the_new_log_start() -> None:
     for seq in range(0, 16, 2):
         states.append(log, batch(7, 0, seq), 0)
     assert snapshots(fs)[0] == 2
-    assert log.apply_retention(0) > 0
+    if how == "retention":
+        assert log.apply_retention(0) > 0
+    else:
+        log.delete_records(log.log_end_offset - 2)
     assert snapshots(fs) and min(snapshots(fs)) >= log.log_start_offset > 2
     assert [replace(b, log_start_offset=0) for b in log.producer_state()] == states.batches("t", 0)
 
