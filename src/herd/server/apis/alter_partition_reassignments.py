@@ -29,7 +29,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.shared import MoveError
-from herd.server.apis._build import Builder, ctx_builder
+from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 
 API_KEY = 45
