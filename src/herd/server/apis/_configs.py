@@ -20,13 +20,15 @@ copy; other resource types get INVALID_REQUEST "Unknown resource type N" (GROUP 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any, Iterable
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.config_ops import ConfigChangeError
 from herd.cluster.topics import UNKNOWN_TOPIC_OR_PARTITION, ConfigChange, TopicError, check_topic_name
 from herd.config import check_dynamic
+from herd.server.apis._build import ctx_builder
 from herd.server.apis._topics import settled
 from herd.server.broker import RequestContext
 
@@ -41,6 +43,24 @@ def duplicated(resources: Iterable[Any]) -> set[tuple[int, str]]:
     """The (type, name) of the resources a request names more than once."""
     counts = Counter((r.resource_type, r.resource_name) for r in resources)
     return {key for key, count in counts.items() if count > 1}
+
+
+async def answer_each(ctx: RequestContext, request: Any,
+                      alter_one: Callable[[RequestContext, Any, bool], Awaitable[Outcome]]) -> Any:
+    """The AlterConfigs / IncrementalAlterConfigs response: each resource altered in turn by `alter_one(ctx,
+    resource, validate_only)`, except that every copy of a resource named twice gets DUPLICATE, as in Kafka."""
+    twice = duplicated(request.resources)
+    outcomes = []
+    for resource in request.resources:
+        if (resource.resource_type, resource.resource_name) in twice:
+            outcomes.append(DUPLICATE)
+        else:
+            outcomes.append(await alter_one(ctx, resource, request.validate_only))
+    b = ctx_builder(ctx)
+    results = tuple(b("AlterConfigsResourceResponse", error_code=code, error_message=message,
+                      resource_type=r.resource_type, resource_name=r.resource_name)
+                    for r, (code, message) in zip(request.resources, outcomes, strict=True))
+    return b.response(throttle_time=0, responses=results)
 
 
 async def alter(ctx: RequestContext, resource_type: int, name: str, change: ConfigChange,

@@ -20,8 +20,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.cluster.config_ops import ConfigChangeError, ConfigOp, OpType, check_entries
 from herd.coordinator.preregistration import CONFIG_NAME as EXPECTED_INSTANCE_IDS
-from herd.server.apis._build import ctx_builder
-from herd.server.apis._configs import DUPLICATE, GROUP, Outcome, alter, duplicated
+from herd.server.apis._configs import GROUP, Outcome, alter, answer_each
 from herd.server.apis.incremental_alter_configs import alter_group
 from herd.server.broker import RequestContext
 
@@ -31,18 +30,7 @@ MAX_VERSION = 2
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    twice = duplicated(request.resources)
-    outcomes = []
-    for resource in request.resources:
-        if (resource.resource_type, resource.resource_name) in twice:
-            outcomes.append(DUPLICATE)
-        else:
-            outcomes.append(await _alter_one(ctx, resource, request.validate_only))
-    b = ctx_builder(ctx)
-    results = tuple(b("AlterConfigsResourceResponse", error_code=code, error_message=message,
-                      resource_type=r.resource_type, resource_name=r.resource_name)
-                    for r, (code, message) in zip(request.resources, outcomes, strict=True))
-    return b.response(throttle_time=0, responses=results)
+    return await answer_each(ctx, request, _alter_one)
 
 
 async def _alter_one(ctx: RequestContext, resource: Any, validate_only: bool) -> Outcome:

@@ -42,8 +42,7 @@ from herd.config import SETTINGS_BY_NAME, unparse
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import AlterGroupConfigs, GroupConfigOp
 from herd.coordinator.responses import AlterGroupConfigsResponse
-from herd.server.apis._build import ctx_builder
-from herd.server.apis._configs import BROKER, DUPLICATE, GROUP, TOPIC, Outcome, alter, duplicated
+from herd.server.apis._configs import BROKER, GROUP, TOPIC, Outcome, alter, answer_each
 from herd.server.apis._groups import call, client_host, client_id
 from herd.server.broker import RequestContext
 
@@ -53,18 +52,7 @@ MAX_VERSION = 1
 
 
 async def handle(ctx: RequestContext, request: Any) -> Any:
-    twice = duplicated(request.resources)
-    outcomes = []
-    for resource in request.resources:
-        if (resource.resource_type, resource.resource_name) in twice:
-            outcomes.append(DUPLICATE)
-        else:
-            outcomes.append(await _alter_one(ctx, resource, request.validate_only))
-    b = ctx_builder(ctx)
-    results = tuple(b("AlterConfigsResourceResponse", error_code=code, error_message=message,
-                      resource_type=r.resource_type, resource_name=r.resource_name)
-                    for r, (code, message) in zip(request.resources, outcomes, strict=True))
-    return b.response(throttle_time=0, responses=results)
+    return await answer_each(ctx, request, _alter_one)
 
 
 async def _alter_one(ctx: RequestContext, resource: Any, validate_only: bool) -> Outcome:
