@@ -16,14 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from herd.cluster.config_ops import INVALID_CONFIG, INVALID_REQUEST, ConfigChangeError
+from herd.cluster.config_ops import (
+    CLEANUP_POLICIES,
+    COMPRESSION_TYPES,
+    INVALID_CONFIG,
+    INVALID_REQUEST,
+    TIMESTAMP_TYPES,
+    ConfigChangeError,
+    number_complaint,
+)
 from herd.log.api import LONG_MAX, LogConfig
 
 log = logging.getLogger(__name__)
 
 INT_MAX = 2**31 - 1
-# Kafka's BrokerCompressionType names, in its order.
-COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
 
 
 class ConfigError(ValueError):
@@ -150,11 +156,11 @@ SETTINGS: tuple[Setting, ...] = (
             minimum=0),
     Setting("log.index.interval.bytes", "int", 4096, "Bytes between offset index entries.", minimum=0, dynamic=True),
     Setting("log.message.timestamp.type", "string", "CreateTime", "CreateTime or LogAppendTime.",
-            check=lambda v: None if v in ("CreateTime", "LogAppendTime") else "must be CreateTime or LogAppendTime",
+            check=lambda v: None if v in TIMESTAMP_TYPES else "must be CreateTime or LogAppendTime",
             dynamic=True),
     Setting("log.cleanup.policy", "list", "delete",
             "The default cleanup.policy of topics: delete, compact or both (only __consumer_offsets is compacted).",
-            check=lambda v: None if v and all(p.strip() in ("compact", "delete") for p in v.split(","))
+            check=lambda v: None if v and all(p.strip() in CLEANUP_POLICIES for p in v.split(","))
             else "must be delete, compact or both, comma-separated", dynamic=True),
     Setting("compression.type", "string", "producer",
             "The default compression.type of topics (herd stores batches as the producer compressed them).",
@@ -301,16 +307,7 @@ def dynamic_complaint(setting: Setting, raw: str) -> str | None:
     """Why `raw` is not a value of `setting`, in the words of Kafka's ConfigDef ("Not a number of type INT",
     "Value must be at least 0"), or None."""
     if setting.kind in ("int", "long"):
-        try:
-            number = int(raw.strip())
-        except ValueError:
-            return f"Not a number of type {setting.kind.upper()}"
-        upper = INT_MAX if setting.kind == "int" else LONG_MAX
-        if not -upper - 1 <= number <= upper:
-            return f"Not a number of type {setting.kind.upper()}"
-        if setting.minimum is not None and number < setting.minimum:
-            return f"Value must be at least {setting.minimum}"
-        return None
+        return number_complaint(setting.kind, raw, setting.minimum)
     if setting.kind == "bool":
         return None if raw.strip().lower() in ("true", "false") else "Expected value to be either true or false"
     return setting.check(raw.strip()) if setting.check is not None else None

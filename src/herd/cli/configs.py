@@ -48,13 +48,14 @@ def parse_add_config(text: str) -> dict[str, str]:
     return pairs
 
 
-def _entity(entity_type: str, name: str | None, default: bool, *, required: bool) -> str:
+def _entity(entity_type: str, name: str | None, default: bool) -> str:
+    """The resource name: a topic's (required), a broker's id, or "" for the brokers' cluster default."""
     if name is not None and default:
         raise click.UsageError("--entity-name and --entity-default cannot be given together")
     if entity_type == "topics":
         if default:
             raise click.UsageError("--entity-default applies to brokers only")
-        if name is None and required:
+        if name is None:
             raise click.UsageError("--entity-name must name the topic")
     return name or ""
 
@@ -94,7 +95,7 @@ def configs() -> None:
 def describe(bootstrap: str, entity_type: str, entity_name: str | None, entity_default: bool, everything: bool,
              output: str) -> None:
     """Describe the configs of a topic or a broker."""
-    name = _entity(entity_type, entity_name, entity_default, required=True)
+    name = _entity(entity_type, entity_name, entity_default)
     entries = run_admin(bootstrap, lambda admin: admin.describe_configs(entity_type, name))
     if not everything:
         entries = [e for e in entries if e.source in OWN_SOURCES[entity_type]]
@@ -120,7 +121,7 @@ def alter(bootstrap: str, entity_type: str, entity_name: str | None, entity_defa
     """Set or remove configs of a topic or a broker."""
     if entity_type == "brokers" and entity_name is None and not entity_default:
         raise click.UsageError("--entity-name or --entity-default must be given to alter brokers")
-    name = _entity(entity_type, entity_name, entity_default, required=True)
+    name = _entity(entity_type, entity_name, entity_default)
     settings = parse_add_config(add or "")
     removed = [k.strip() for k in (delete or "").split(",") if k.strip()]
     if not settings and not removed:

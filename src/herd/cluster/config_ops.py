@@ -20,6 +20,26 @@ from typing import Callable, Iterable
 INVALID_REQUEST = 42
 INVALID_CONFIG = 40
 
+# The values Kafka's validators allow, shared by the topic configs and the broker settings they default to.
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")  # BrokerCompressionType, in order
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+CLEANUP_POLICIES = ("compact", "delete")
+
+
+def number_complaint(kind: str, raw: str, minimum: int | None) -> str | None:
+    """Why `raw` is not a number of Kafka type `kind` ("int" or "long") of at least `minimum` (None: any), in the
+    words of Kafka's ConfigDef ("Not a number of type INT", "Value must be at least 0"), or None."""
+    try:
+        number = int(raw)
+    except ValueError:
+        return f"Not a number of type {kind.upper()}"
+    bits = 31 if kind == "int" else 63
+    if not -(2**bits) <= number < 2**bits:
+        return f"Not a number of type {kind.upper()}"
+    if minimum is not None and number < minimum:
+        return f"Value must be at least {minimum}"
+    return None
+
 
 class ConfigChangeError(Exception):
     """A change that cannot be made; carries the Kafka error code and message to answer with."""

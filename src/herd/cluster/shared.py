@@ -60,6 +60,7 @@ from herd.cluster.topics import (
     check_new_topic,
     check_topic_configs,
     check_room,
+    string_configs,
     unknown_topic,
 )
 from herd.cluster.topics import Node as BaseNode
@@ -410,7 +411,7 @@ class SharedCluster(TopicIndex):
             row = await cursor.fetchone()
             if row is None:
                 raise unknown_topic()
-            old = _strings(row[1])
+            old = string_configs(row[1])
             configs = check_topic_configs(dict(change(dict(old))), internal=name in INTERNAL_TOPICS)
             if validate_only or configs == old:
                 return
@@ -431,7 +432,7 @@ class SharedCluster(TopicIndex):
             cursor = await conn.execute("SELECT configs FROM herd_broker_configs WHERE resource_name = %s",
                                         (resource,))
             row = await cursor.fetchone()
-            configs = dict(change(_strings(row[0]) if row else {}))
+            configs = dict(change(string_configs(row[0]) if row else {}))
             if validate_only:
                 return
             await conn.execute("INSERT INTO herd_broker_configs (resource_name, configs) VALUES (%s, %s) "
@@ -1025,26 +1026,20 @@ async def _read_nodes(conn: psycopg.AsyncConnection) -> dict[int, tuple[Node, fl
 
 
 async def _read_slots(conn: psycopg.AsyncConnection) -> list[Slot]:
-    cursor = await conn.execute("SELECT p.pid, t.name, p.leader FROM herd_partitions p JOIN herd_topics t "
-                                "ON t.topic_id = p.topic_id")
-    return [Slot(r[0], r[1], r[2]) for r in await cursor.fetchall()]
+    """Every partition of a topic, as `placement` sees it."""
+    return [slot for slot, _ in (await _read_placed(conn)).values()]
 
 
 async def _read_snapshot(conn: psycopg.AsyncConnection) -> _Snapshot:
     nodes = await _read_nodes(conn)
     cursor = await conn.execute("SELECT topic_id, name, partitions, configs FROM herd_topics")
-    topics = [(r[0], r[1], r[2], _strings(r[3])) for r in await cursor.fetchall()]
+    topics = [(r[0], r[1], r[2], string_configs(r[3])) for r in await cursor.fetchall()]
     names = {t[0]: t[1] for t in topics}
     cursor = await conn.execute("SELECT topic_id, partition, pid, leader, leader_epoch, log_start_offset, "
                                 "log_end_offset FROM herd_partitions WHERE topic_id IS NOT NULL")
     rows = {(names[r[0]], r[1]): _Row(r[2], r[3], r[4], r[5], r[6]) for r in await cursor.fetchall()
             if r[0] in names}
     cursor = await conn.execute("SELECT resource_name, configs FROM herd_broker_configs")
-    broker_configs = {r[0]: configs for r in await cursor.fetchall() if (configs := _strings(r[1]))}
+    broker_configs = {r[0]: configs for r in await cursor.fetchall() if (configs := string_configs(r[1]))}
     return _Snapshot(nodes, topics, rows, broker_configs)
-
-
-def _strings(configs: Any) -> dict[str, str]:
-    """A jsonb configs column as a dict of strings."""
-    return {str(k): str(v) for k, v in dict(configs).items()}
 

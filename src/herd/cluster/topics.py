@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Protocol
 
+from herd.cluster.config_ops import CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES, number_complaint
 from herd.log.api import LogConfig, LogError, LogStore, PartitionLog
 from herd.log.fs import FileSystem, read_whole, write_atomically
 from herd.log.store import kafka_uuid
@@ -126,16 +127,8 @@ class TopicConfigKey:
         """Why `value` is refused, in the words of Kafka's ConfigDef, or None; without `bounds` only its type
         is checked."""
         if self.kind in ("int", "long"):
-            try:
-                number = int(value)
-            except ValueError:
-                return f"Not a number of type {self.kind.upper()}"
-            bits = 31 if self.kind == "int" else 63
-            if not -(2**bits) <= number < 2**bits:
-                return f"Not a number of type {self.kind.upper()}"
-            if bounds and self.minimum is not None and number < self.minimum:
-                return f"Value must be at least {self.minimum}"
-        elif self.choices:
+            return number_complaint(self.kind, value, self.minimum if bounds else None)
+        if self.choices:
             items = [v.strip() for v in value.split(",")] if self.kind == "list" else [value]
             if any(item not in self.choices for item in items):
                 return f"String must be one of: {', '.join(self.choices)}"
@@ -156,8 +149,7 @@ MIN_SEGMENT_BYTES = 1024 * 1024
 TOPIC_CONFIGS: dict[str, TopicConfigKey] = {
     k.name: k
     for k in (
-        TopicConfigKey("cleanup.policy", "list", _set("cleanup_policy"), "log.cleanup.policy",
-                       ("compact", "delete")),
+        TopicConfigKey("cleanup.policy", "list", _set("cleanup_policy"), "log.cleanup.policy", CLEANUP_POLICIES),
         TopicConfigKey("retention.ms", "long", _set("retention_ms"), "log.retention.ms", minimum=-1),
         # any negative retention.bytes: no limit, as in Kafka
         TopicConfigKey("retention.bytes", "long", _set("retention_bytes"), "log.retention.bytes"),
@@ -168,10 +160,9 @@ TOPIC_CONFIGS: dict[str, TopicConfigKey] = {
         TopicConfigKey("index.interval.bytes", "int", _set("index_interval_bytes"), "log.index.interval.bytes",
                        minimum=0),
         TopicConfigKey("message.timestamp.type", "string", _set("message_timestamp_type"),
-                       "log.message.timestamp.type", ("CreateTime", "LogAppendTime")),
+                       "log.message.timestamp.type", TIMESTAMP_TYPES),
         TopicConfigKey("max.message.bytes", "int", _set("max_message_bytes"), "message.max.bytes", minimum=0),
-        TopicConfigKey("compression.type", "string", None, "compression.type",
-                       ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")),
+        TopicConfigKey("compression.type", "string", None, "compression.type", COMPRESSION_TYPES),
         TopicConfigKey("min.insync.replicas", "int", None, "min.insync.replicas", minimum=1),
         TopicConfigKey("delete.retention.ms", "long", None, "log.cleaner.delete.retention.ms", minimum=0),
     )
@@ -210,6 +201,12 @@ def check_topic_configs(configs: dict[str, str | None], *, internal: bool = Fals
             raise TopicError(INVALID_CONFIG, f"Invalid value {value} for configuration {name}: {complaint}")
         checked[name] = value
     return checked
+
+
+def string_configs(configs: Any) -> dict[str, str]:
+    """Stored configs (a JSON object read back from topics.json, broker-configs.json or a jsonb column) as a dict
+    of strings; raises TypeError or ValueError if it is not an object."""
+    return {str(k): str(v) for k, v in dict(configs).items()}
 
 
 def log_config(defaults: LogConfig, configs: dict[str, str]) -> LogConfig:
@@ -272,8 +269,11 @@ def check_room(new_partitions: int, hosted: int, max_partitions: int) -> None:
                          f"{hosted + new_partitions}, over max.broker.partitions={max_partitions}.")
 
 
+UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."  # Kafka's Errors.UNKNOWN_TOPIC_OR_PARTITION
+
+
 def unknown_topic() -> TopicError:
-    return TopicError(UNKNOWN_TOPIC_OR_PARTITION, "This server does not host this topic-partition.")
+    return TopicError(UNKNOWN_TOPIC_OR_PARTITION, UNKNOWN_TOPIC_MESSAGE)
 
 
 @dataclass(slots=True)
@@ -617,7 +617,7 @@ class Cluster(TopicIndex):
     def _parse_state(self, state: dict[str, Any]) -> list[_Entry]:
         try:
             entries = [_Entry(t["name"], uuid.UUID(t["id"]), int(t["partitions"]),
-                              {str(k): str(v) for k, v in dict(t.get("configs", {})).items()})
+                              string_configs(t.get("configs", {})))
                        for t in state["topics"]]
             for entry in entries:
                 check_topic_name(entry.name)
@@ -769,7 +769,7 @@ class Cluster(TopicIndex):
         """broker-configs.json ({} when there is none); raises MetadataError if it cannot be read."""
         try:
             state = json.loads(read_whole(self._store.fs, self._broker_configs_path))
-            return {str(r): {str(k): str(v) for k, v in dict(c).items()} for r, c in dict(state["configs"]).items()}
+            return {str(r): string_configs(c) for r, c in dict(state["configs"]).items()}
         except FileNotFoundError:
             return {}
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:

@@ -76,6 +76,12 @@ class BatchHeader:
     def next_offset(self) -> int:
         return self.base_offset + self.last_offset_delta + 1
 
+    @property
+    def last_sequence(self) -> int:
+        """The sequence number of the batch's last record (an idempotent producer's sequences wrap from
+        INT32_MAX to 0, as Kafka's DefaultRecordBatch.incrementSequence)."""
+        return (self.base_sequence + self.record_count - 1) % (INT32_MAX + 1)
+
 
 def parse_header(buf: bytes | bytearray | memoryview, pos: int = 0) -> BatchHeader:
     """The header of the batch at `pos`, checking magic and that the whole batch is in `buf`.

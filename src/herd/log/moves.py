@@ -131,17 +131,16 @@ class Move:
         finally:
             self._on_done(self)
 
-    def cancel(self, *, durably: bool = False) -> None:
-        """Stop the move (on the loop): the copy is removed by `finish`. With `durably`, the copy is first
-        renamed to a deletion name and its root fsynced, so a crash can no longer make it the partition (when
-        the partition itself is being deleted); failing that, the copy is removed at once."""
+    def cancel(self, *, set_aside: str | None = None) -> None:
+        """Stop the move (on the loop): the copy is removed by `finish`. With `set_aside` (a deletion name in the
+        target root), the copy is first renamed to it and its root fsynced, so a crash can no longer make it the
+        partition (when the partition itself is being deleted); failing that, the copy is removed at once."""
         self.cancelled.set()
-        if not durably:
+        if set_aside is None:
             return
-        marker = posixpath.join(self.target_root, f"{posixpath.basename(self.source)}.{uuid.uuid4().hex}-delete")
         try:
-            self.fs.rename(self.future, marker)
-            self._leftover = marker
+            self.fs.rename(self.future, set_aside)
+            self._leftover = set_aside
             self.fs.fsync_dir(self.target_root)
         except OSError as error:
             log.error("could not set aside %s, the copy of a cancelled move (%s): removing it", self.future, error)

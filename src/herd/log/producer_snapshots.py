@@ -47,6 +47,10 @@ def snapshot_name(offset: int) -> str:
     return f"{offset:020d}{SUFFIX}"
 
 
+def snapshot_path(directory: str, offset: int) -> str:
+    return posixpath.join(directory, snapshot_name(offset))
+
+
 def snapshot_offsets(fs: FileSystem, directory: str) -> list[int]:
     """The offsets of the snapshot files in `directory`, ascending."""
     names = fs.listdir(directory)
@@ -88,24 +92,22 @@ def decode(data: bytes, *, log_append_time: bool, log_start_offset: int) -> list
 def read(fs: FileSystem, directory: str, offset: int, *, log_append_time: bool,
          log_start_offset: int) -> list[ProducerBatch]:  # fmt: skip
     """The batches of the snapshot at `offset`; raises CorruptSnapshotError, OSError if it cannot be read."""
-    data = read_whole(fs, posixpath.join(directory, snapshot_name(offset)))
+    data = read_whole(fs, snapshot_path(directory, offset))
     return decode(data, log_append_time=log_append_time, log_start_offset=log_start_offset)
 
 
-def write(fs: FileSystem, directory: str, offset: int, batches: Iterable[ProducerBatch], *, durable: bool) -> str:
+def write(fs: FileSystem, directory: str, offset: int, batches: Iterable[ProducerBatch], *, durable: bool) -> None:
     """Write the snapshot at `offset` (a temporary file renamed into place, so a crash leaves the whole file or
-    none) and return its path. Without `durable` nothing is fsynced (a power cut may leave a file whose CRC
-    fails): the caller fsyncs it with the log (`sync`). Raises OSError."""
-    path = posixpath.join(directory, snapshot_name(offset))
-    write_atomically(fs, path, encode(batches), durable=durable)
-    return path
+    none). Without `durable` nothing is fsynced (a power cut may leave a file whose CRC fails): the caller fsyncs
+    it with the log (`sync`). Raises OSError."""
+    write_atomically(fs, snapshot_path(directory, offset), encode(batches), durable=durable)
 
 
-def sync(fs: FileSystem, path: str) -> None:
-    """fsync a snapshot `write` wrote (its directory entry is made durable by the caller's fsync of the
-    directory); a snapshot deleted meanwhile is skipped. Raises OSError."""
+def sync(fs: FileSystem, directory: str, offset: int) -> None:
+    """fsync the snapshot `write` wrote at `offset` (its directory entry is made durable by the caller's fsync of
+    the directory); a snapshot deleted meanwhile is skipped. Raises OSError."""
     try:
-        f = fs.open(path, "r")
+        f = fs.open(snapshot_path(directory, offset), "r")
     except FileNotFoundError:
         return
     try:

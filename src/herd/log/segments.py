@@ -16,7 +16,8 @@ written to the checkpoint (tmp file, fsync, rename, fsync directory) when it cro
 retention or DeleteRecords moves the log start, and on close. On open, segments wholly below the checkpointed
 recovery point are trusted (indexes checked lazily); every later segment, and always the last one, is scanned
 batch by batch and truncated after its last whole, CRC-correct batch with contiguous offsets; segments after a
-truncation are dropped. So a torn tail is cut back to the last whole batch, and nothing `flush` reported durable is lost.
+truncation are dropped. So a torn tail is cut back to the last whole batch, and nothing `flush` reported durable
+is lost.
 
 Disk failures (Kafka's KafkaStorageException; each is logged once, at ERROR, with the path and the OS error):
 - a failed write is cut back and raised as KafkaStorageError; the partition stays readable and the next append
@@ -36,7 +37,7 @@ idempotent producers' state (herd.server.producers) sets `snapshot_source`, and 
 `<offset>.snapshot` at every roll (the new segment's base; fsynced with the next flush, as Kafka flushes it with
 the rolled segment) and on close (the log end, fsynced). `producer_state()` rebuilds the state at open from the
 latest readable snapshot and the batch headers after it. Snapshots outside [log start, log end] are deleted at
-open, and below the log start when retention moves it (`_delete_snapshots_below_start`).
+open, and below the log start when retention or DeleteRecords moves it (`_delete_snapshots_below_start`).
 
 Timestamps (ListOffsets): each segment keeps its max timestamp and the base offset of the first batch that
 reached it. A lookup by time finds the first segment whose max reaches the target, the time index and batch
@@ -117,7 +118,7 @@ class SegmentLog:
         # the idempotent producers' state to snapshot at roll and close (set by its owner); None: no snapshots
         self.snapshot_source: Callable[[], list[ProducerBatch]] | None = None
         self._snapshots: list[int] = []  # offsets of the snapshot files, ascending
-        self._unsynced_snapshots: list[str] = []  # written at a roll, fsynced by the next flush
+        self._unsynced_snapshots: list[int] = []  # offsets of those written at a roll, fsynced by the next flush
 
     # -- opening -------------------------------------------------------------------------------------------------
 
@@ -358,9 +359,8 @@ class SegmentLog:
         try:
             for h in self._headers_from(snapshot_end):
                 if h.producer_id >= 0 and not h.attributes & CONTROL_BIT:
-                    batch = ProducerBatch(h.producer_id, h.producer_epoch, h.base_sequence,
-                                          (h.base_sequence + h.last_offset_delta) % (INT32_MAX + 1), h.base_offset,
-                                          h.last_offset, h.record_count, h.max_timestamp,
+                    batch = ProducerBatch(h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
+                                          h.base_offset, h.last_offset, h.record_count, h.max_timestamp,
                                           h.max_timestamp if log_append else -1, self._log_start)
                     kept.setdefault(h.producer_id, deque(maxlen=RETAINED_PRODUCER_BATCHES)).append(batch)
         except OSError as error:
@@ -393,26 +393,25 @@ class SegmentLog:
         if self.snapshot_source is None or (self._snapshots and self._snapshots[-1] >= offset):
             return
         try:
-            path = producer_snapshots.write(self._fs, self._dir, offset, self.snapshot_source(), durable=durable)
+            producer_snapshots.write(self._fs, self._dir, offset, self.snapshot_source(), durable=durable)
         except OSError as error:
             log.warning("%s-%d: the producer state snapshot at offset %d could not be written (%s); the next open "
                         "reads the log from an older one", self.topic, self.partition, offset, _describe(error))
             return
         self._snapshots.append(offset)
         if not durable:
-            self._unsynced_snapshots.append(path)
+            self._unsynced_snapshots.append(offset)
             self._dir_dirty = True
 
     def _sync_snapshots(self) -> None:
         """fsync the snapshots written at rolls since the last flush; one that fails is deleted (logged)."""
         while self._unsynced_snapshots:
-            path = self._unsynced_snapshots.pop()
+            offset = self._unsynced_snapshots.pop()
             try:
-                producer_snapshots.sync(self._fs, path)
+                producer_snapshots.sync(self._fs, self._dir, offset)
             except OSError as error:
-                log.warning("%s-%d: the producer state snapshot %s could not be synced (%s); deleting it",
-                            self.topic, self.partition, path, _describe(error))
-                offset = int(posixpath.basename(path)[:20])
+                log.warning("%s-%d: the producer state snapshot at offset %d could not be synced (%s); deleting it",
+                            self.topic, self.partition, offset, _describe(error))
                 if offset in self._snapshots:
                     self._snapshots.remove(offset)
                 self._remove_snapshot(offset)
@@ -425,9 +424,9 @@ class SegmentLog:
             self._remove_snapshot(self._snapshots.pop(0))
 
     def _remove_snapshot(self, offset: int) -> None:
-        path = posixpath.join(self._dir, producer_snapshots.snapshot_name(offset))
-        if path in self._unsynced_snapshots:
-            self._unsynced_snapshots.remove(path)
+        path = producer_snapshots.snapshot_path(self._dir, offset)
+        if offset in self._unsynced_snapshots:
+            self._unsynced_snapshots.remove(offset)
         try:
             if self._fs.exists(path):
                 self._fs.remove(path)
@@ -655,7 +654,7 @@ def _usable_snapshots(fs: FileSystem, directory: str, log_start: int, log_end: i
         if log_start <= offset <= log_end:
             usable.append(offset)
         else:
-            fs.remove(posixpath.join(directory, producer_snapshots.snapshot_name(offset)))
+            fs.remove(producer_snapshots.snapshot_path(directory, offset))
     return usable
 
 

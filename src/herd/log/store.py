@@ -37,7 +37,7 @@ LOCK_FILE = ".lock"
 PARTITION_METADATA = "partition.metadata"
 DELETE_SUFFIX = "-delete"
 _DELETE_NAME = re.compile(r".+-\d+\.([0-9a-f]{32})-delete")
-_FUTURE_NAME = re.compile(r"(.+)-(\d+)\.[0-9a-f]{32}" + FUTURE_SUFFIX)
+_FUTURE_NAME = re.compile(r"(.+)\.[0-9a-f]{32}" + FUTURE_SUFFIX)
 
 Key = tuple[str, int]
 
@@ -289,8 +289,12 @@ class SegmentStore:
 
     def _cancel_move(self, key: Key, *, durably: bool) -> None:
         move = self._moves.pop(key, None)
-        if move is not None:
-            move.cancel(durably=durably)
+        if move is None:
+            return
+        if durably:  # renamed as a deleted partition is, so that the next start removes it
+            move.cancel(set_aside=posixpath.join(move.target_root, delete_dir_name(*key, uuid.uuid4().hex)))
+        else:
+            move.cancel()
 
     # -- internals -------------------------------------------------------------------------------------------------
 
@@ -323,8 +327,9 @@ class SegmentStore:
         for root in self.roots:
             for name in self.fs.listdir(root):
                 match = _FUTURE_NAME.fullmatch(name)
-                if match and str(int(match.group(2))) == match.group(2):
-                    copies[(match.group(1), int(match.group(2)))].append(posixpath.join(root, name))
+                key = _partition_key(match.group(1)) if match else None
+                if key is not None:
+                    copies[key].append(posixpath.join(root, name))
         for (topic, partition), paths in sorted(copies.items()):
             name = f"{topic}-{partition}"
             if (topic, partition) in self._where:

@@ -87,10 +87,6 @@ class _ProducerEntry:
         return self.batches[-1].last_seq if self.batches else None
 
 
-def _last_seq(header: BatchHeader) -> int:
-    return (header.base_sequence + header.record_count - 1) % (INT32_MAX + 1)
-
-
 class ProducerStates:
     """The producer state of every partition this broker leads."""
 
@@ -143,7 +139,7 @@ class ProducerStates:
                 raise OutOfOrderSequenceError(
                     f"new epoch {header.producer_epoch} must start at sequence 0, not {header.base_sequence}")
             return None
-        last = _last_seq(header)
+        last = header.last_sequence
         for meta in entry.batches:
             if meta.first_seq == header.base_sequence and meta.last_seq == last:
                 return meta.result
@@ -168,7 +164,7 @@ class ProducerStates:
                 meta_result = AppendResult(offset, offset + count - 1, result.log_append_time,
                                            result.log_start_offset, header.record_count)
                 stamp = header.max_timestamp if result.log_append_time < 0 else result.log_append_time
-                entry.batches.append(_BatchMeta(header.base_sequence, _last_seq(header), stamp, meta_result))
+                entry.batches.append(_BatchMeta(header.base_sequence, header.last_sequence, stamp, meta_result))
             offset += count
 
     def _expire(self, now_ms: int) -> None:

@@ -32,7 +32,8 @@ from herd.server.apis._build import ctx_builder
 from herd.server.apis._topics import settled
 from herd.server.broker import RequestContext
 
-TOPIC, BROKER, GROUP = 2, 4, 32
+# ConfigResource.Type values (apache/kafka clients/src/main/java/org/apache/kafka/common/config/ConfigResource.java)
+TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 
 Outcome = tuple[int, str | None]  # error code and message of one resource
 OK: Outcome = (ErrorCode.none, None)

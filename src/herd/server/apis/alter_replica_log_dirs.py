@@ -33,7 +33,7 @@ from kio.schema.errors import ErrorCode
 from herd.cluster.topics import OFFSETS_TOPIC
 from herd.log.api import KafkaStorageError
 from herd.log.moves import Move, MoveCancelled, future_dir_name
-from herd.log.store import LogDirNotFoundError, SegmentStore
+from herd.log.store import SegmentStore
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 
@@ -63,20 +63,18 @@ def _move(ctx: RequestContext, path: str, topic: str, index: int) -> ErrorCode:
     if len(future_dir_name(topic, index)) > 255:
         return ErrorCode.invalid_topic_exception
     store = ctx.broker.store
-    if not isinstance(store, SegmentStore) or ctx.broker.cluster.shared or not path.startswith("/") \
-            or posixpath.normpath(path) not in store.roots:
+    root = posixpath.normpath(path)  # the roots are absolute: a relative path is never one of them
+    if not isinstance(store, SegmentStore) or ctx.broker.cluster.shared or root not in store.roots:
         return ErrorCode.log_dir_not_found
     if ctx.broker.cluster.partition(topic, index) is None:
         return ErrorCode.unknown_topic_or_partition
-    if topic == OFFSETS_TOPIC and store.log_dir(topic, index) != posixpath.normpath(path):
+    if topic == OFFSETS_TOPIC and store.log_dir(topic, index) != root:
         return ErrorCode.policy_violation
     try:
-        move = store.start_move(topic, index, posixpath.normpath(path))
+        move = store.start_move(topic, index, root)
     except KafkaStorageError as error:
         log.error("cannot move %s-%d to %s: %s", topic, index, path, error)
         return ErrorCode.kafka_storage_error
-    except LogDirNotFoundError:  # cannot happen: the path was checked above
-        return ErrorCode.log_dir_not_found
     if move is not None:
         task = asyncio.get_running_loop().create_task(_run(move))
         _RUNNING.add(task)

@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 from herd.cluster.topics import MAX_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST, TopicError
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import settled
-from herd.server.apis.describe_configs import topic_config_entries
+from herd.server.apis.describe_configs import topic_entries
 from herd.server.broker import RequestContext
 
 API_KEY = 19
@@ -94,9 +94,9 @@ async def _create(b: Builder, ctx: RequestContext, topic: Any, validate_only: bo
                                                             validate_only=validate_only))
     except TopicError as e:
         return _error(b, topic.name, ErrorCode(e.error_code), str(e))
-    entries = tuple(b("CreatableTopicConfigs", name=name, value=value, read_only=False, config_source=source,
+    entries = tuple(b("CreatableTopicConfigs", name=e.name, value=e.value, read_only=False, config_source=e.source,
                       is_sensitive=False)
-                    for name, value, source, _ in topic_config_entries(broker, created.configs))
+                    for e in topic_entries(broker, created.configs))
     return b("CreatableTopicResult", name=topic.name, topic_id=created.topic_id, error_code=ErrorCode.none,
              error_message=None, topic_config_error_code=0, num_partitions=partitions, replication_factor=1,
              configs=entries)

@@ -32,6 +32,7 @@ from herd.coordinator.requests import DescribeGroupConfigs
 from herd.coordinator.responses import DescribeGroupConfigsResponse
 from herd.log.api import LONG_MAX
 from herd.server.apis._build import Builder, ctx_builder
+from herd.server.apis._configs import BROKER, GROUP, TOPIC
 from herd.server.apis._groups import call, client_host, client_id, gather
 from herd.server.broker import Broker, RequestContext
 
@@ -39,7 +40,6 @@ API_KEY = 32
 MIN_VERSION = 1
 MAX_VERSION = 4
 
-TOPIC, BROKER, GROUP = 2, 4, 32
 # ConfigType values
 _TYPES = {"bool": 1, "string": 2, "int": 3, "long": 5, "list": 7}
 
@@ -81,12 +81,6 @@ def topic_entries(broker: Broker, configs: dict[str, str]) -> Iterator[Entry]:
             value = _str(config.get(key.synonym))
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         yield Entry(name, value, source, key.kind, TOPIC_DOCS.get(name, ""), tuple(synonyms))
-
-
-def topic_config_entries(broker: Broker, configs: dict[str, str]) -> Iterator[tuple[str, str | None, int, str]]:
-    """(name, value, source, kind) for every topic config, as in force for a topic with `configs` set."""
-    for e in topic_entries(broker, configs):
-        yield e.name, e.value, e.source, e.kind
 
 
 def _broker_entries(broker: Broker, default_only: bool) -> Iterator[Entry]:

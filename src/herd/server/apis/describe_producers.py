@@ -22,7 +22,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.cluster.topics import TopicError, check_topic_name
+from herd.cluster.topics import UNKNOWN_TOPIC_MESSAGE, TopicError, check_topic_name
 from herd.log.api import NotLeaderError
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import led_partition
@@ -31,8 +31,6 @@ from herd.server.broker import RequestContext
 API_KEY = 61
 MIN_VERSION = 0
 MAX_VERSION = 0
-
-UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."  # Kafka's Errors.UNKNOWN_TOPIC_OR_PARTITION
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

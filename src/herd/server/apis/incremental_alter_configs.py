@@ -24,7 +24,6 @@ A resource named twice in one request gets INVALID_REQUEST for each copy, as in 
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Sequence
 
 from kio.schema.errors import ErrorCode
@@ -44,6 +43,7 @@ from herd.coordinator.requests import AlterGroupConfigs, GroupConfigOp
 from herd.coordinator.responses import AlterGroupConfigsResponse
 from herd.server.apis._configs import BROKER, GROUP, TOPIC, Outcome, alter, answer_each
 from herd.server.apis._groups import call, client_host, client_id
+from herd.server.apis._topics import settled
 from herd.server.broker import RequestContext
 
 API_KEY = 44
@@ -63,15 +63,14 @@ async def _alter_one(ctx: RequestContext, resource: Any, validate_only: bool) ->
         check_ops(ops)
     except ConfigChangeError as e:
         return ErrorCode(e.error_code), str(e)
-    if resource.resource_type == TOPIC:
-        def change(current: dict[str, str]) -> dict[str, str]:
-            return apply_ops(current, ops, is_list=_topic_list, default=_topic_default, on_not_list=topic_not_list)
-    elif resource.resource_type == BROKER:
-        def change(current: dict[str, str]) -> dict[str, str]:
-            return apply_ops(current, ops, is_list=_broker_list, default=_broker_default,
-                             on_not_list=broker_not_list)
-    else:
+    rules = _RULES.get(resource.resource_type)
+    if rules is None:
         return ErrorCode.invalid_request, f"Unknown resource type {resource.resource_type}"
+    is_list, default, not_list = rules
+
+    def change(current: dict[str, str]) -> dict[str, str]:
+        return apply_ops(current, ops, is_list=is_list, default=default, on_not_list=not_list)
+
     return await alter(ctx, resource.resource_type, resource.resource_name, change, validate_only)
 
 
@@ -96,6 +95,11 @@ def _broker_default(name: str) -> str | None:
     return unparse(SETTINGS_BY_NAME[name].default)
 
 
+# per resource type: whether a config is a list, its Kafka default, and the refusal of APPEND/SUBTRACT on a non-list
+_RULES = {TOPIC: (_topic_list, _topic_default, topic_not_list),
+          BROKER: (_broker_list, _broker_default, broker_not_list)}
+
+
 async def alter_group(ctx: RequestContext, group_id: str, ops: Sequence[ConfigOp], validate_only: bool) -> Outcome:
     """One GROUP resource, altered by its coordinator shard (AlterConfigs' GROUP resources come here too)."""
     if not group_id:
@@ -103,8 +107,6 @@ async def alter_group(ctx: RequestContext, group_id: str, ops: Sequence[ConfigOp
     req = AlterGroupConfigs(group_id=group_id, ops=tuple(GroupConfigOp(o.name, o.op, o.value) for o in ops),
                             validate_only=validate_only, api_version=ctx.api_version, client_id=client_id(ctx),
                             client_host=client_host(ctx))
-    answer = call(ctx, group_id, GroupCoordinatorShard.alter_group_configs, req,
-                  lambda code: AlterGroupConfigsResponse(error_code=code))
-    if isinstance(answer, asyncio.Future):
-        answer = await answer
+    answer = await settled(call(ctx, group_id, GroupCoordinatorShard.alter_group_configs, req,
+                                lambda code: AlterGroupConfigsResponse(error_code=code)))
     return answer.error_code, answer.error_message

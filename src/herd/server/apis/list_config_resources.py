@@ -31,6 +31,7 @@ from herd.coordinator import CoordinatorError, GroupCoordinatorShard
 from herd.coordinator.requests import ListConfiguredGroups
 from herd.coordinator.responses import ListConfiguredGroupsResponse
 from herd.server.apis._build import Builder, ctx_builder
+from herd.server.apis._configs import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
 from herd.server.apis._groups import client_host, client_id, gather
 from herd.server.broker import RequestContext
 
@@ -38,7 +39,6 @@ API_KEY = 74
 MIN_VERSION = 0
 MAX_VERSION = 1
 
-TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
 SUPPORTED = (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)  # v1's types, in the order they are listed
 
 
