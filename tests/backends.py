@@ -60,6 +60,11 @@ class EmbeddedBroker(BrokerProcess):
     backend = "embedded"
     host = "127.0.0.1"
 
+    @property
+    def ports(self) -> list[int]:
+        """Every node's port: this one's."""
+        return [self.port]
+
     def create_topic(self, topic: str, partitions: int) -> None:
         from groupmembers import create_topic  # tests/integration, where the tests that call this live
 
@@ -92,6 +97,11 @@ class ClusterBroker:
             raise AttributeError("this cluster has several coordinators: start it with single_coordinator=True "
                                  "for a test that talks to one node")
         return self._coordinator_port
+
+    @property
+    def ports(self) -> list[int]:
+        """Every node's port (a raw request may go to each)."""
+        return [node.port for node in self.cluster.nodes]
 
     def log(self) -> str:
         return "".join(f"--- node {i} ---\n{self.cluster.log(i)}" for i in range(len(self.cluster.nodes)))

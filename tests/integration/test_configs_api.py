@@ -92,6 +92,10 @@ def test_incremental_operations_reach_the_running_partition(node, client, versio
     assert incremental(client, version, [(TOPIC, name, [("max.message.bytes", SET, "100")])],
                        validate_only=True) == [OK]
     assert partition_config(node, name).max_message_bytes == 1048588
+    assert incremental(client, version, [(BROKER, "", [("message.max.bytes", SET, "100")])],
+                       validate_only=True) == [OK]
+    assert partition_config(node, name).max_message_bytes == 1048588
+    assert [c.name for c in describe(client, 4, BROKER, "").configs] == []  # nothing stored
 
 
 @pytest.mark.parametrize("version", INCREMENTAL_VERSIONS)
@@ -146,6 +150,21 @@ def test_alter_configs_replaces_the_whole_set(node, client, version):
     assert legacy(client, version, [(1, "x", {})]) == [(42, "Unknown resource type 1")]
 
 
+@pytest.mark.parametrize("version", ALTER_VERSIONS)
+def test_alter_configs_replaces_a_brokers_and_a_groups_whole_set(node, client, version):
+    """AlterConfigs (the whole set) on the other resource types: the broker's dynamic configs, and a group's
+    herd.expected.instance.ids, which a set without it removes."""
+    assert legacy(client, version, [(BROKER, "0", {"log.index.interval.bytes": "2048"})]) == [OK]
+    assert node.server.broker.config.get("log.index.interval.bytes") == 2048
+    assert legacy(client, version, [(BROKER, "0", {})]) == [OK]
+    assert node.server.broker.config.get("log.index.interval.bytes") == 4096
+    group = f"legacy-group-{version}"
+    assert legacy(client, version, [(GROUP, group, {"herd.expected.instance.ids": "a,b"})]) == [OK]
+    assert describe(client, 4, GROUP, group).configs[0].value == "a,b"
+    assert legacy(client, version, [(GROUP, group, {})]) == [OK]
+    assert describe(client, 4, GROUP, group).configs[0].value == ""
+
+
 @pytest.mark.parametrize("version", DESCRIBE_VERSIONS)
 def test_describe_reports_sources_synonyms_and_documentation(client, version):
     name = f"described-{version}"
@@ -164,9 +183,12 @@ def test_describe_reports_sources_synonyms_and_documentation(client, version):
         assert own.config_type == 3  # INT
 
 
-def test_broker_dynamic_configs_apply_at_once_and_survive_a_restart(node, client, tmp_path):
+def test_broker_dynamic_configs_apply_at_once_and_survive_a_restart(node, client):
+    """...and so does a topic config altered at run time (stored in topics.json and partition.metadata)."""
     create(client, "follows-default")
     create(client, "own-value", {"max.message.bytes": "3000"})
+    create(client, "altered")
+    assert incremental(client, 1, [(TOPIC, "altered", [("retention.ms", SET, "123456")])]) == [OK]
     assert incremental(client, 1, [(BROKER, "", [("message.max.bytes", SET, "2000")]),
                                    (BROKER, "0", [("log.segment.bytes", SET, "4096"),
                                                   ("max.connections.per.ip", SET, "50")])]) == [OK, OK]
@@ -190,6 +212,7 @@ def test_broker_dynamic_configs_apply_at_once_and_survive_a_restart(node, client
     try:
         assert partition_config(again, "follows-default").max_message_bytes == 2000
         assert partition_config(again, "own-value").max_message_bytes == 3000
+        assert partition_config(again, "altered").retention_ms == 123456
         assert again.server.quotas.max_per_ip == 50
     finally:
         again.stop()

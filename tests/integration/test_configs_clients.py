@@ -2,7 +2,7 @@
 (tests/backends.py, one broker for the module): the calls, their error paths, and the effect on a running
 partition (a lowered max.message.bytes refuses a produce; a shorter retention removes old data; a smaller
 log.segment.bytes of the broker rolls segments). In a cluster the node that answered applied the change; the
-others (which may lead the partition) within a notification, so effects are polled for (`_soon`)."""
+others (which may lead the partition) within a notification, so effects are polled for (`wait_for`)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import time
 
 import pytest
 from backends import BACKENDS, start_broker
+from groupmembers import wait_for
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -26,19 +27,12 @@ def admin(broker):
     return AdminClient({"bootstrap.servers": broker.bootstrap})
 
 
-def _soon(check, what: str, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.1)
-
-
 def _create(admin, name: str, config: dict[str, str] | None = None) -> None:  # type: ignore[no-untyped-def]
     from confluent_kafka.admin import NewTopic
 
     (future,) = admin.create_topics([NewTopic(name, 1, 1, config=config or {})]).values()
     future.result(10)
-    _soon(lambda: name in admin.list_topics(timeout=10).topics, f"{name} listed")
+    wait_for(lambda: name in admin.list_topics(timeout=10).topics, 10, f"{name} listed", interval=0.1)
 
 
 def _incremental(admin, resource) -> None:  # type: ignore[no-untyped-def]
@@ -75,8 +69,8 @@ def test_confluent_incremental_alter_refuses_what_is_now_too_large(broker, admin
     _incremental(admin, ConfigResource("topic", "small-messages", incremental_configs=[
         ConfigEntry("max.message.bytes", "1000", incremental_operation=AlterConfigOpType.SET),
         ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)]))
-    _soon(lambda: _produce(broker.bootstrap, "small-messages", b"x" * 3000) == "MSG_SIZE_TOO_LARGE",
-          "a 3000-byte record refused")
+    wait_for(lambda: _produce(broker.bootstrap, "small-messages", b"x" * 3000) == "MSG_SIZE_TOO_LARGE", 10,
+             "a 3000-byte record refused", interval=0.1)
     (future,) = admin.describe_configs([ConfigResource("topic", "small-messages")]).values()
     entries = future.result(10)
     assert entries["max.message.bytes"].value == "1000"
@@ -85,7 +79,8 @@ def test_confluent_incremental_alter_refuses_what_is_now_too_large(broker, admin
     assert entries["segment.bytes"].source == 5  # DEFAULT_CONFIG
     _incremental(admin, ConfigResource("topic", "small-messages", incremental_configs=[
         ConfigEntry("max.message.bytes", None, incremental_operation=AlterConfigOpType.DELETE)]))
-    _soon(lambda: _produce(broker.bootstrap, "small-messages", b"x" * 3000) is None, "a 3000-byte record stored")
+    wait_for(lambda: _produce(broker.bootstrap, "small-messages", b"x" * 3000) is None, 10,
+             "a 3000-byte record stored", interval=0.1)
 
 
 def test_confluent_errors(admin):
@@ -133,7 +128,7 @@ def test_retention_and_segment_size_changed_at_run_time_remove_old_data(broker, 
         assert earliest() == 0
         _incremental(admin, ConfigResource("topic", "expiring", incremental_configs=[
             ConfigEntry("retention.ms", "60000", incremental_operation=AlterConfigOpType.SET)]))
-        _soon(lambda: earliest() >= 4, "the records older than retention.ms removed")
+        wait_for(lambda: earliest() >= 4, 10, "the records older than retention.ms removed", interval=0.1)
         consumer.close()
     finally:
         set_segment_bytes(None, AlterConfigOpType.DELETE)

@@ -31,11 +31,6 @@ def broker(request, tmp_path_factory):
 # -- helpers -------------------------------------------------------------------------------------------------------
 
 
-def _ports(broker: Broker) -> list[int]:
-    """Every node's port (one on the embedded node)."""
-    return [node.port for node in broker.cluster.nodes] if broker.backend == "cluster" else [broker.port]
-
-
 def _leaders(port: int, topic: str) -> dict[int, int] | None:
     """Partition -> the port of its leader, as the node on `port` sees it; None until it knows every leader."""
     b = request_builder(3, 12)
@@ -59,7 +54,7 @@ def _topic(broker: Broker, topic: str, partitions: int = 1, config: dict[str, st
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic].result(15)
     deadline = time.monotonic() + 15
-    while not all(_leaders(port, topic) for port in _ports(broker)):
+    while not all(_leaders(port, topic) for port in broker.ports):
         assert time.monotonic() < deadline, f"the nodes did not learn of {topic}"
         time.sleep(0.02)
     producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 2})
@@ -67,7 +62,7 @@ def _topic(broker: Broker, topic: str, partitions: int = 1, config: dict[str, st
         for i in range(RECORDS):
             producer.produce(topic, key=b"k%d" % i, value=b"v%d" % i, partition=partition)
     assert producer.flush(20) == 0
-    leaders = _leaders(_ports(broker)[0], topic)
+    leaders = _leaders(broker.ports[0], topic)
     assert leaders is not None
     return leaders
 
@@ -158,7 +153,7 @@ def test_a_compacted_topic_refuses_with_policy_violation(broker, compacted):
 def test_a_node_that_does_not_lead_the_partition_answers_not_leader(broker, raw_topic):
     if broker.backend == "embedded":
         pytest.skip("one node leads every partition")
-    other = next(port for port in _ports(broker) if port != raw_topic[0])
+    other = next(port for port in broker.ports if port != raw_topic[0])
     assert _delete(other, 2, {"raw": [(0, 1)]}) == {("raw", 0): (-1, ErrorCode.not_leader_or_follower)}
 
 

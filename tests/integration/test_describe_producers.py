@@ -38,10 +38,6 @@ def _produce(bootstrap: str) -> None:
     assert producer.flush(30) == 0
 
 
-def _ports(broker: Any) -> list[int]:
-    return [node.port for node in broker.cluster.nodes] if broker.backend == "cluster" else [broker.port]
-
-
 def _describe(port: int, *topics: tuple[str, tuple[int, ...]]) -> dict[tuple[str, int], Any]:
     with RawClient(port) as client:
         resp = client.request(61, 0, DescribeProducersRequest(topics=tuple(
@@ -52,7 +48,7 @@ def _describe(port: int, *topics: tuple[str, tuple[int, ...]]) -> dict[tuple[str
 
 
 def test_raw_v0_the_leader_tells_each_partitions_producer_and_the_others_are_not_leaders(broker) -> None:
-    answers = [_describe(port, (TOPIC, (0, 1, 7))) for port in _ports(broker)]
+    answers = [_describe(port, (TOPIC, (0, 1, 7))) for port in broker.ports]
     producer_ids = set()
     for partition, count in COUNTS.items():
         by_node = [a[(TOPIC, partition)] for a in answers]
@@ -71,7 +67,7 @@ def test_raw_v0_the_leader_tells_each_partitions_producer_and_the_others_are_not
 
 
 def test_raw_v0_unknown_and_invalid_topics_are_answered_per_partition(broker) -> None:
-    answer = _describe(_ports(broker)[0], ("no-such-topic", (0, 1)), ("bad name!", (0,)))
+    answer = _describe(broker.ports[0], ("no-such-topic", (0, 1)), ("bad name!", (0,)))
     for partition in (0, 1):
         unknown = answer[("no-such-topic", partition)]
         assert unknown.error_code == ErrorCode.unknown_topic_or_partition

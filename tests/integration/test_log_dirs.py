@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 
 import pytest
 from backends import BACKENDS, start_broker
+from groupmembers import wait_for
 from inprocess import InProcessBroker
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient
@@ -19,14 +20,6 @@ from herd.protocol.messages import request_class
 
 def _module(api_key: int, version: int):  # noqa: ANN202 - the kio request module
     return __import__(request_class(api_key, version).__module__, fromlist=["_"])
-
-
-def _soon(check, what: str, timeout: float = 10.0):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not (found := check()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
-    return found
 
 
 def _produce(bootstrap: str, topic: str, count: int, start: int = 0) -> None:
@@ -104,8 +97,8 @@ def test_alter_replica_log_dirs_at_every_version(node, version: int) -> None:
         ("raw", 0, ErrorCode.none), ("raw", 5, ErrorCode.unknown_topic_or_partition),
         ("nop", 0, ErrorCode.unknown_topic_or_partition), ("raw", 1, ErrorCode.log_dir_not_found),
         ("raw", 1, ErrorCode.log_dir_not_found), ("xxx", 0, ErrorCode.invalid_topic_exception)])
-    moved = _soon(lambda: ("raw", 0) in (s := _sizes(_describe(broker.port, 4)))[target]
-                  and not s[target][("raw", 0)][2] and s, "the move to finish")
+    moved = wait_for(lambda: ("raw", 0) in (s := _sizes(_describe(broker.port, 4)))[target]
+                     and not s[target][("raw", 0)][2] and s, 10, "the move to finish")
     assert moved[target][("raw", 0)][1] == 0 and Path(target, "raw-0").is_dir()
 
 
@@ -174,7 +167,7 @@ def test_kafka_python_moves_a_partition_while_it_is_produced_to_and_consumed(ser
                       ("moving", 0, node_id): LogDirNotFoundError}
     assert admin.alter_replica_log_dirs({("moving", 0, node_id): target})[("moving", 0, node_id)] is NoError
     _produce(broker.bootstrap, "moving", 100, start=200)  # during the move (or right after it)
-    _soon(lambda: _where(admin, "moving") == {0: (target, False)}, "the partition in its new directory")
+    wait_for(lambda: _where(admin, "moving") == {0: (target, False)}, 10, "the partition in its new directory")
     _produce(broker.bootstrap, "moving", 50, start=300)
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest",
                              enable_auto_commit=False)

@@ -204,3 +204,8 @@ def test_api_versions_advertise_kafkas_ranges(broker):
         ranges = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
         assert {k: ranges[k] for k in (COMMIT, FETCH, TXN_COMMIT, OFFSET_DELETE)} == {
             COMMIT: (2, 10), FETCH: (1, 10), TXN_COMMIT: (0, 5), OFFSET_DELETE: (0, 0)}
+        # the admin APIs of issue 16, at the versions Kafka 4.x serves where kio has them
+        admin = {21: (0, 2), 23: (2, 4), 32: (1, 4), 33: (0, 2), 34: (1, 2), 35: (1, 5), 43: (0, 2), 44: (0, 1),
+                 45: (0, 1), 46: (0, 0), 60: (0, 2), 61: (0, 0), 74: (0, 1), 75: (0, 0)}
+        assert {k: ranges.get(k) for k in admin} == admin
+        assert 55 not in ranges  # DescribeQuorum: herd has no KRaft quorum to describe
