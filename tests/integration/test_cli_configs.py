@@ -49,6 +49,15 @@ def test_broker_defaults_and_errors(broker):
     assert (retention["value"], retention["source"], retention["read_only"]) == (
         "3600000", "DYNAMIC_DEFAULT_BROKER_CONFIG", False)
     assert next(e for e in described if e["name"] == "log.dirs")["read_only"] is True
+    # without --all, as kafka-configs.sh: a named broker shows its own dynamic configs, not the cluster defaults
+    ok("configs", "alter", "--entity-type", "brokers", "--entity-name", "00", "--add-config",
+       "log.retention.bytes=123456789", bootstrap=b)  # "00" names node 0, as Kafka parses it
+    assert ok("configs", "describe", "--entity-type", "brokers", "--entity-name", "0", bootstrap=b).splitlines() == [
+        "Dynamic configs for broker 0 are:",
+        "  log.retention.bytes=123456789 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.bytes=123456789, "
+        "DEFAULT_CONFIG:log.retention.bytes=-1}"]
+    assert ok("configs", "describe", "--entity-type", "brokers", "--entity-default", bootstrap=b).splitlines()[1:] == [
+        "  log.retention.ms=3600000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=3600000}"]
     assert fails("configs", "alter", "--entity-type", "brokers", "--entity-name", "0", "--add-config", "log.dirs=/x",
                  bootstrap=b) == "herd: error: Cannot update these configs dynamically: Set(log.dirs)"
     assert fails("configs", "alter", "--entity-type", "topics", "--entity-name", "nope", "--add-config",

@@ -162,6 +162,28 @@ def test_kafka_python_alter_and_describe(admin):
         client.close()
 
 
+def test_herd_admin_asks_each_broker_for_its_own_configs(broker, admin):
+    """herd's client sends a broker's configs to that broker, the only one that answers for them (on a cluster the
+    bootstrap node would refuse another node's id), as Kafka's AdminClient does."""
+    import asyncio
+
+    from herd.client import Admin
+
+    nodes = sorted(admin.list_topics(timeout=10).brokers)
+
+    async def each() -> dict[int, str | None]:
+        async with Admin(broker.bootstrap) as herd_admin:
+            found = {}
+            for node in nodes:
+                await herd_admin.alter_configs("brokers", str(node), {"log.index.interval.bytes": "8192"})
+                entries = await herd_admin.describe_configs("brokers", str(node))
+                found[node] = next(e.value for e in entries if e.name == "log.index.interval.bytes")
+                await herd_admin.alter_configs("brokers", str(node), delete=["log.index.interval.bytes"])
+            return found
+
+    assert asyncio.run(each()) == {node: "8192" for node in nodes}
+
+
 def admin_bootstrap(admin) -> str:  # type: ignore[no-untyped-def]
     """Every node, as the module's confluent admin client sees them (kafka-python is given the same)."""
     return ",".join(f"{b.host}:{b.port}" for b in admin.list_topics(timeout=10).brokers.values())

@@ -23,8 +23,13 @@ from herd.client.admin_configs import RESOURCE_TYPES, ConfigEntryDescription
 
 __all__ = ["configs", "parse_add_config"]
 
-OWN_SOURCES = {"topics": ("DYNAMIC_TOPIC_CONFIG",),
-               "brokers": ("DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG")}
+def own_source(entity_type: str, name: str) -> str:
+    """The source of the configs set on the entity itself, which `describe` shows without --all, as
+    kafka-configs.sh filters them (ConfigCommand.describeResourceConfig): a topic's, one broker's dynamic configs,
+    or the brokers' cluster-wide defaults."""
+    if entity_type == "topics":
+        return "DYNAMIC_TOPIC_CONFIG"
+    return "DYNAMIC_BROKER_CONFIG" if name else "DYNAMIC_DEFAULT_BROKER_CONFIG"
 
 
 def parse_add_config(text: str) -> dict[str, str]:
@@ -98,7 +103,7 @@ def describe(bootstrap: str, entity_type: str, entity_name: str | None, entity_d
     name = _entity(entity_type, entity_name, entity_default)
     entries = run_admin(bootstrap, lambda admin: admin.describe_configs(entity_type, name))
     if not everything:
-        entries = [e for e in entries if e.source in OWN_SOURCES[entity_type]]
+        entries = [e for e in entries if e.source == own_source(entity_type, name)]
     if output == "json":
         echo_json([{"name": e.name, "value": e.value, "source": e.source, "sensitive": e.sensitive,
                     "read_only": e.read_only, "synonyms": [{"name": n, "value": v, "source": s}

@@ -54,7 +54,7 @@ class ConfigAdmin:
                          configuration_keys=None)
             return b.request(resources=(resource,), include_synonyms=True, include_documentation=False)
 
-        _, body = await self.client.send(DESCRIBE_CONFIGS, build)
+        _, body = await self.client.send(DESCRIBE_CONFIGS, build, node=await self._answering_node(entity_type, name))
         result = body.results[0]
         if result.error_code:
             raise self._config_error(entity_type, name, result.error_code, result.error_message)
@@ -73,10 +73,22 @@ class ConfigAdmin:
                          configs=tuple(ops))
             return b.request(resources=(resource,), validate_only=False)
 
-        _, body = await self.client.send(INCREMENTAL_ALTER_CONFIGS, build)
+        _, body = await self.client.send(INCREMENTAL_ALTER_CONFIGS, build,
+                                         node=await self._answering_node(entity_type, name))
         result = body.responses[0]
         if result.error_code:
             raise self._config_error(entity_type, name, result.error_code, result.error_message)
+
+    async def _answering_node(self, entity_type: str, name: str) -> int | None:
+        """The node a request about the resource goes to: a broker's own configs to that broker, which alone
+        answers for them (as Kafka's AdminClient sends a BROKER resource to the node it names); anything else,
+        or a broker the cluster does not know (whose error any node gives), to any node."""
+        if entity_type != "brokers" or not (name.isascii() and name.isdigit()):
+            return None
+        node = int(name)
+        if node not in self.client.brokers:
+            await self.client.metadata([])
+        return node if node in self.client.brokers else None
 
     def _config_error(self, entity_type: str, name: str, code: int, message: str | None) -> KafkaError:
         if entity_type == "topics" and code == ErrorCode.unknown_topic_or_partition:

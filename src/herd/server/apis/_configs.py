@@ -19,6 +19,7 @@ copy; other resource types get INVALID_REQUEST "Unknown resource type N" (GROUP 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
@@ -73,8 +74,9 @@ async def alter(ctx: RequestContext, resource_type: int, name: str, change: Conf
             _check_topic_resource(name)
             await settled(cluster.alter_topic_configs(name, change, validate_only=validate_only))
         elif resource_type == BROKER:
-            _check_broker_resource(name, ctx.broker.node_id)
-            await settled(cluster.alter_broker_configs(name, _checked_broker(change), validate_only=validate_only))
+            stored_as = _check_broker_resource(name, ctx.broker.node_id)
+            await settled(cluster.alter_broker_configs(stored_as, _checked_broker(change),
+                                                       validate_only=validate_only))
         else:
             return ErrorCode.invalid_request, f"Unknown resource type {resource_type}"
     except TopicError as e:
@@ -92,17 +94,24 @@ def _check_topic_resource(name: str) -> None:
     check_topic_name(name)
 
 
-def _check_broker_resource(name: str, node_id: int) -> None:
-    """ConfigAdminManager.validateResourceNameIsCurrentNodeId, for a name that is not the cluster default."""
+def broker_id(name: str) -> int | None:
+    """The node id a BROKER resource names, parsed as Kafka's Integer.parseInt does (an optional sign and ASCII
+    digits, so "00" is node 0), or None when it names none."""
+    return int(name) if re.fullmatch(r"[+-]?[0-9]+", name) else None
+
+
+def _check_broker_resource(name: str, node_id: int) -> str:
+    """ConfigAdminManager.validateResourceNameIsCurrentNodeId, for a name that is not the cluster default; the
+    name the configs are stored under ("" or this node's id as herd writes it, whichever way it was spelled)."""
     if not name:
-        return
-    try:
-        requested = int(name)
-    except ValueError:
-        raise ConfigChangeError(ErrorCode.invalid_request, f"Node id must be an integer, but it is: {name}") from None
+        return name
+    requested = broker_id(name)
+    if requested is None:
+        raise ConfigChangeError(ErrorCode.invalid_request, f"Node id must be an integer, but it is: {name}")
     if requested != node_id:
         raise ConfigChangeError(ErrorCode.invalid_request,
                                 f"Unexpected broker id, expected {node_id}, but received {name}")
+    return str(requested)
 
 
 def _checked_broker(change: ConfigChange) -> ConfigChange:

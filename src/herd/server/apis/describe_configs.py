@@ -32,7 +32,7 @@ from herd.coordinator.requests import DescribeGroupConfigs
 from herd.coordinator.responses import DescribeGroupConfigsResponse
 from herd.log.api import LONG_MAX
 from herd.server.apis._build import Builder, ctx_builder
-from herd.server.apis._configs import BROKER, GROUP, TOPIC
+from herd.server.apis._configs import BROKER, GROUP, TOPIC, broker_id
 from herd.server.apis._groups import call, client_host, client_id, gather
 from herd.server.broker import Broker, RequestContext
 
@@ -144,10 +144,10 @@ def _describe(b: Builder, ctx: RequestContext, resource: Any, request: Any) -> A
         entries = list(topic_entries(broker, topic.configs))
     elif resource.resource_type == BROKER:
         name = resource.resource_name
-        if name and not name.lstrip("-").isdigit():
+        if name and broker_id(name) is None:
             return _result(b, resource, ErrorCode.invalid_request,
                            f"Broker id must be an integer, but it is: {name}")
-        if name not in ("", str(broker.node_id)):
+        if name and broker_id(name) != broker.node_id:
             return _result(b, resource, ErrorCode.invalid_request,
                            f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}")
         entries = list(_broker_entries(broker, default_only=not name))
