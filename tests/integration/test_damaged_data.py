@@ -5,11 +5,11 @@ CORRUPT_MESSAGE / INVALID_RECORD while the partition stays consumable by a real 
 from __future__ import annotations
 
 import struct
-import sys
 from pathlib import Path
 
 import crc32c
 import pytest
+from batches import GZIP, LZ4, SNAPPY, ZSTD, client_batch
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
@@ -18,10 +18,7 @@ from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
 
 from rawkafka import RawClient
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "unit" / "log"))
-from batches import GZIP, LZ4, SNAPPY, ZSTD, client_batch  # noqa: E402
-
-from herd.log.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_SIZE, iter_headers  # noqa: E402
+from herd.log.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_SIZE, iter_headers
 
 
 def produce_raw(port: int, topic: str, records: bytes) -> tuple[ErrorCode, str | None]:

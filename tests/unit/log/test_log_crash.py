@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from batches import make_batch, records_of
+from batches import make_batch, read_all, records_of
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,12 +20,7 @@ def open_log(fs: MemoryFileSystem, config: LogConfig = CONFIG) -> SegmentLog:
 
 
 def offsets(log: SegmentLog) -> list[int]:
-    out, offset = [], log.log_start_offset
-    while offset < log.log_end_offset:
-        records = records_of(log.read(offset, 1 << 20))
-        out += [o for o, _ in records if o >= offset]
-        offset = records[-1][0] + 1
-    return out
+    return [o for o, _ in read_all(log)]
 
 
 def keep(n: int):  # noqa: ANN201 - a KeepTorn

@@ -121,9 +121,13 @@ def test_a_crash_between_the_checkpoint_and_the_deletions_leaves_files_the_next_
     fs.fail("remove", path_endswith=".log")  # the first segment's file stays
     with pytest.raises(KafkaStorageError):
         log.delete_records(bases[2])
-    reopened = open_log(fs.crash(keep_unsynced_entries=True))
+    crashed = fs.crash(keep_unsynced_entries=True)
+    assert segment_files(crashed) == bases  # the two segments below the new start are still there
+    reopened = open_log(crashed)
     assert reopened.log_start_offset == bases[2]
     assert reopened._bases[0] == bases[2]
+    assert segment_files(crashed) == bases[2:]  # and the open deleted them, with their index files
+    assert [n for n in crashed.listdir("/data/t-0") if n[:20].isdigit() and int(n[:20]) < bases[2]] == []
 
 
 def test_retention_after_delete_records_starts_from_the_moved_start() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import errno
 
 import pytest
-from batches import make_batch, records_of
+from batches import make_batch, read_all
 
 from herd.log.api import KafkaStorageError, LogConfig
 from herd.log.fs import MemoryFileSystem
@@ -15,14 +15,8 @@ from herd.log.store import SegmentStore
 SMALL = LogConfig(segment_bytes=600, index_interval_bytes=100)
 
 
-def values(log) -> list[bytes]:
-    out = []
-    offset = log.log_start_offset
-    while offset < log.log_end_offset:
-        records = records_of(log.read(offset, 1 << 20))
-        out += [r[1] for r in records if r[0] >= offset]
-        offset = records[-1][0] + 1
-    return out
+def values(log) -> list[bytes | None]:
+    return [v for _, v in read_all(log)]
 
 
 class NoNewFiles(MemoryFileSystem):

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import pytest
-from batches import make_batch, records_of
+from batches import make_batch, read_all
 
 from herd.config import BrokerConfig, ConfigError
 from herd.log.api import LogConfig
@@ -17,12 +17,7 @@ ROOTS = ["/a", "/b"]
 
 
 def values(log: SegmentLog) -> list[bytes | None]:
-    out, offset = [], log.log_start_offset
-    while offset < log.log_end_offset:
-        records = records_of(log.read(offset, 1 << 20))
-        out += [v for o, v in records if o >= offset]
-        offset = records[-1][0] + 1
-    return out
+    return [v for _, v in read_all(log)]
 
 
 def fill(log: SegmentLog, start: int, count: int) -> None:
@@ -133,14 +128,18 @@ def test_deleting_a_partition_during_its_move_leaves_no_copy_that_a_crash_could_
         "t-0." + "0" * 32 + "-delete"]
 
 
-# Every filesystem operation of a move that can fail, and how many times the move calls it at most: a failure at
-# each call stops the move there (abandoned, or left for the next start); a crash then must leave one good copy.
-STEPS = [(op, nth) for op, calls in (("open", 30), ("write", 20), ("fsync", 30), ("rename", 3), ("remove", 3))
-         for nth in range(1, calls + 1)]
+# Every filesystem operation of a move that can fail, and how many times the move below calls it (from
+# `copy_sealed` to the end of `finish`): a failure at each call stops the move there (abandoned, or left for the
+# next start); a crash then must leave one good copy. That the failure fired is checked in each case; that there
+# is no further call, by test_the_move_calls_each_operation_exactly_as_often_as_steps_says. `remove` is not
+# called by this move (its copy holds no file the source lost): see the retention case after these.
+CALLS = {"open": 42, "write": 16, "fsync": 22, "rename": 3}
+STEPS = [(op, nth) for op, calls in CALLS.items() for nth in range(1, calls + 1)]
 
 
-@pytest.mark.parametrize(("op", "nth"), STEPS)
-def test_a_crash_at_any_step_of_a_move_leaves_exactly_one_good_copy(op: str, nth: int) -> None:
+def move_failing_at(op: str, nth: int) -> MemoryFileSystem:
+    """A partition moved from /a to /b (12 batches flushed before the move starts, 3 during the copy) with the
+    `nth` call of `op` from the copy on failing; the filesystem after `finish`."""
     fs = MemoryFileSystem()
     store = SegmentStore(ROOTS, fs)
     log = store.open_partition("t", 0, CONFIG)
@@ -157,9 +156,54 @@ def test_a_crash_at_any_step_of_a_move_leaves_exactly_one_good_copy(op: str, nth
     except OSError as failed:
         error = failed
     move.finish(error)
+    return fs
+
+
+def assert_one_good_copy(fs: MemoryFileSystem, values_expected: list[bytes]) -> None:
+    """After a crash (with the durable directory entries, and with the live ones) exactly one copy of the
+    partition is found and it holds `values_expected`."""
     for survivor in (fs.crash(), fs.crash(keep_unsynced_entries=True)):
         reopened = SegmentStore(ROOTS, survivor)
         assert reopened.existing_partitions() == [("t", 0)]
-        assert values(reopened.open_partition("t", 0, CONFIG)) == expected(15)
+        assert values(reopened.open_partition("t", 0, CONFIG)) == values_expected
         reopened.close()
         assert len(partition_dirs(survivor)) == 1, partition_dirs(survivor)
+
+
+@pytest.mark.parametrize(("op", "nth"), STEPS)
+def test_a_crash_at_any_step_of_a_move_leaves_exactly_one_good_copy(op: str, nth: int) -> None:
+    fs = move_failing_at(op, nth)
+    assert op not in fs.faults.countdown, f"call {nth} of {op} never came: the failure was not injected"
+    assert_one_good_copy(fs, expected(15))
+
+
+@pytest.mark.parametrize("op", sorted(CALLS))
+def test_the_move_calls_each_operation_exactly_as_often_as_steps_says(op: str) -> None:
+    fs = move_failing_at(op, CALLS[op] + 1)
+    assert fs.faults.countdown == {op: 1}  # the last call came (the countdown went down to 1), no call after it
+    assert partition_dirs(fs) == ["/b/t-0"]  # so nothing failed: the move completed
+
+
+@pytest.mark.parametrize("nth", range(1, 7))
+def test_a_failed_remove_of_a_file_retention_deleted_from_the_copy_abandons_the_move_and_a_crash_keeps_one_copy(
+    nth: int,
+) -> None:
+    """Retention deletes two sealed segments (three files each) after they were copied: `finish` removes those
+    six files from the copy; a failure at each removal abandons the move, and the partition stays in /a."""
+    fs = MemoryFileSystem()
+    store = SegmentStore(ROOTS, fs)
+    log = store.open_partition("t", 0, LogConfig(segment_bytes=1500, index_interval_bytes=100, retention_bytes=2000))
+    fill(log, 0, 20)
+    log.flush()
+    move = store.start_move("t", 0, "/b")
+    assert move is not None
+    move.copy_sealed()
+    log.apply_retention(0)
+    start = log.log_start_offset
+    assert start > 0
+    fs.fail("remove", nth)
+    assert move.finish() is False
+    assert "remove" not in fs.faults.countdown
+    assert partition_dirs(fs) == ["/a/t-0"]
+    assert values(log) == expected(20)[start:]
+    assert_one_good_copy(fs, expected(20)[start:])

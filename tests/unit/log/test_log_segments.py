@@ -16,6 +16,7 @@ from batches import (
     kio_batch,
     make_batch,
     max_timestamp_of,
+    read_all,
     records_of,
     with_attributes,
 )
@@ -33,18 +34,6 @@ SMALL = LogConfig(segment_bytes=2000, index_interval_bytes=200)
 
 def open_log(fs: FileSystem, config: LogConfig = SMALL, root: str = "/data") -> SegmentLog:
     return SegmentStore(root, fs).open_partition("t", 0, config)
-
-
-def read_all(log: SegmentLog, start: int | None = None, max_bytes: int = 1 << 20) -> list[tuple[int, bytes | None]]:
-    """Every record from `start`, fetching the way a consumer does."""
-    offset = log.log_start_offset if start is None else start
-    out: list[tuple[int, bytes | None]] = []
-    while offset < log.log_end_offset:
-        records = records_of(log.read(offset, max_bytes))
-        assert records, f"no progress at {offset}"
-        out.extend(r for r in records if r[0] >= offset)
-        offset = records[-1][0] + 1
-    return out
 
 
 @pytest.fixture(params=["memory", "os"])

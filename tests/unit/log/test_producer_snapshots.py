@@ -8,7 +8,7 @@ import struct
 
 import crc32c
 import pytest
-from kafka.record.default_records import DefaultRecordBatchBuilder
+from batches import idempotent_batch as batch
 
 from herd.log import producer_snapshots
 from herd.log.api import LogConfig, ProducerBatch
@@ -16,14 +16,6 @@ from herd.log.fs import MemoryFileSystem
 from herd.log.segments import SegmentLog
 
 DIR = "/data/t-0"
-
-
-def batch(pid: int, epoch: int, seq: int, count: int = 2, timestamp: int = 1000) -> bytes:
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=pid,
-                                  producer_epoch=epoch, base_sequence=seq, batch_size=1 << 20)
-    for i in range(count):
-        b.append(i, timestamp=timestamp + i, key=None, value=b"v" * 100, headers=[])
-    return bytes(b.build())
 
 
 def stored(pid: int, seq: int, offset: int, count: int = 2, epoch: int = 0) -> ProducerBatch:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from kafka.record.default_records import DefaultRecordBatchBuilder
+from batches import idempotent_batch
 
 from herd.log.api import LogConfig, ProducerBatch
 from herd.log.fs import MemoryFileSystem
@@ -12,11 +12,7 @@ from herd.server.producers import InvalidProducerEpochError, OutOfOrderSequenceE
 
 
 def batch(pid: int, epoch: int, seq: int, count: int = 3) -> bytes:
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=pid,
-                                  producer_epoch=epoch, base_sequence=seq, batch_size=1 << 20)
-    for i in range(count):
-        b.append(i, timestamp=1000 + i, key=None, value=b"v%d" % i, headers=[])
-    return bytes(b.build())
+    return idempotent_batch(pid, epoch, seq, count, value=lambda i: b"v%d" % i)
 
 
 @pytest.fixture

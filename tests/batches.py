@@ -1,8 +1,11 @@
-"""Record batches for the log tests, written and read by real codecs (kio, kafka-python), never by hand.
+"""Record batches for the tests, written and read by real codecs (kio, kafka-python), never by hand, and
+`read_all`, which reads a segment log back as a consumer does.
 
 Compressed batches come from kafka-python's producer-side builder, as a real client sends them; the only
 batches patched here are those no client library writes (raw snappy, control, unknown codec), and those get a
-fresh CRC32C so the log accepts them.
+fresh CRC32C so the log accepts them. An idempotent producer's batches: `idempotent_batch`.
+
+On sys.path through tests/conftest.py: `from batches import ...` in any test module.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import datetime
 import io
 import struct
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 import crc32c
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
@@ -20,6 +24,9 @@ from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from herd.log.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER, HEADER_SIZE
+
+if TYPE_CHECKING:
+    from herd.log.segments import SegmentLog
 
 BASE_TS = 1_700_000_000_000
 EPOCH = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
@@ -63,6 +70,22 @@ def records_of(data: bytes) -> list[tuple[int, bytes | None]]:
     return out
 
 
+def read_all(
+    log: SegmentLog, start: int | None = None, max_bytes: int = 1 << 20
+) -> list[tuple[int, bytes | None]]:
+    """(offset, value) of every record of `log` from `start` (default its log start) to its end, fetching the
+    way a consumer does: each read from the offset after the last record returned; a read that returns no
+    record before the end fails the test (instead of looping)."""
+    offset = log.log_start_offset if start is None else start
+    out: list[tuple[int, bytes | None]] = []
+    while offset < log.log_end_offset:
+        records = records_of(log.read(offset, max_bytes))
+        assert records, f"no progress at {offset}"
+        out.extend(r for r in records if r[0] >= offset)
+        offset = records[-1][0] + 1
+    return out
+
+
 def _stamp(timestamp_ms: int) -> TZAwareMicros:
     """A kio timestamp that kio writes back as exactly `timestamp_ms`."""
     stamp = TZAwareMicros.parse(EPOCH + datetime.timedelta(milliseconds=timestamp_ms))
@@ -97,6 +120,24 @@ def client_batch(stamps: Sequence[int], codec: int = 0, offsets: Sequence[int] |
     data = bytes(builder.build())
     assert HEADER.unpack_from(data)[5] & 0x07 == codec, "kafka-python sent it uncompressed"
     return data
+
+
+def idempotent_batch(
+    producer_id: int, epoch: int, base_sequence: int, count: int = 2, *, timestamp: int = 1000,
+    timestamp_step: int = 1, value: bytes | Callable[[int], bytes] = b"v" * 100,
+) -> bytes:  # fmt: skip
+    """One uncompressed batch of an idempotent producer (`producer_id`, `epoch`, sequences from
+    `base_sequence`) as kafka-python's producer builds it: `count` records without key or headers, record i
+    stamped `timestamp + i * timestamp_step` and holding `value` (or `value(i)`). With the defaults about 280
+    bytes."""
+    builder = DefaultRecordBatchBuilder(
+        magic=2, compression_type=0, is_transactional=False, producer_id=producer_id, producer_epoch=epoch,
+        base_sequence=base_sequence, batch_size=1 << 20,
+    )  # fmt: skip
+    for i in range(count):
+        builder.append(i, timestamp=timestamp + i * timestamp_step, key=None,
+                       value=value(i) if callable(value) else value, headers=[])  # fmt: skip
+    return bytes(builder.build())
 
 
 def client_records(data: bytes) -> list[tuple[int, int]]:
