@@ -22,11 +22,18 @@ import time
 import uuid
 
 import pytest
-from backends import BACKENDS, embedded_only, start_broker, xfail_on_cluster
+from backends import BACKENDS, embedded_only, start_broker
 from groupmembers import BROKER_OVERRIDES, CLIENTS, create_topic, settled, start_members, wait_for
+from kio.schema.describe_configs.v4.request import DescribeConfigsRequest as DESCRIBE
+from kio.schema.describe_configs.v4.request import DescribeConfigsResource as DESCRIBE_RESOURCE
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
+from kio.schema.incremental_alter_configs.v1.request import AlterableConfig as ALTER_OP
+from kio.schema.incremental_alter_configs.v1.request import AlterConfigsResource as ALTER_RESOURCE
+from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest as ALTER
 from rawkafka import RawClient
+
+from herd.server.peers import FORWARDED_CLIENT_ID
 
 CONFIG = "herd.expected.instance.ids"
 PARTITIONS = 8
@@ -34,10 +41,6 @@ _names = itertools.count()
 # Kafka takes group configs on any broker (forwarded to the controller); herd answers them on the group's
 # coordinator only and NOT_COORDINATOR elsewhere (docs/compatibility.md), which confluent-kafka's admin client,
 # sending them to any node, does not retry.
-GROUP_CONFIGS_OFF_THE_COORDINATOR = ("a cluster node that does not coordinate the group answers group configs "
-                                     "with NOT_COORDINATOR; Kafka takes them on any broker")
-
-
 @pytest.fixture(scope="module", params=BACKENDS)
 def kip469_broker(request, tmp_path_factory):
     with start_broker(request, tmp_path_factory, "kip469", BROKER_OVERRIDES, single_coordinator=True) as broker:
@@ -111,10 +114,40 @@ def error_of(call) -> str:  # noqa: ANN001
     return raised.value.args[0].name()
 
 
+def test_every_node_takes_the_group_config_and_a_forwarded_request_is_not_forwarded_again(kip469_broker):
+    """Kafka takes group configs on any broker; a cluster node that does not coordinate the group forwards them
+    to the one that does (herd.server.peers). A request that is itself forwarded stays where it lands."""
+    group = unique("anynode")
+    ports = getattr(kip469_broker, "ports", None) or [kip469_broker.port]
+    for i, port in enumerate(ports):
+        with RawClient(port) as client:
+            value = f"member-{i}"
+            op = ALTER_OP(name=CONFIG, config_operation=0, value=value)
+            answer = client.request(44, 1, ALTER(resources=(ALTER_RESOURCE(resource_type=32, resource_name=group,
+                                                                           configs=(op,)),), validate_only=False))
+            assert [(r.error_code, r.error_message) for r in answer.responses] == [(0, None)], port
+            for asked in ports:
+                with RawClient(asked) as other:
+                    (result,) = other.request(32, 4, DESCRIBE(
+                        resources=(DESCRIBE_RESOURCE(resource_type=32, resource_name=group,
+                                                     configuration_keys=(CONFIG,)),),
+                        include_synonyms=False, include_documentation=False)).results
+                    assert result.error_code == 0 and [(c.name, c.value) for c in result.configs] == [
+                        (CONFIG, value)], (port, asked)
+    if len(ports) > 1:
+        elsewhere = next(p for p in ports if p != kip469_broker.port)
+        with RawClient(elsewhere) as client:
+            request = DESCRIBE(resources=(DESCRIBE_RESOURCE(resource_type=32, resource_name=group,
+                                                            configuration_keys=None),),
+                               include_synonyms=False, include_documentation=False)
+            client.send_raw(client.encode(32, 4, request, client_id=f"{FORWARDED_CLIENT_ID}9"))
+            (result,) = client.read_response(32, 4).results
+            assert result.error_code == 16  # NOT_COORDINATOR: not sent on a second time
+
+
 # -- a scale-up by four in one rebalance -----------------------------------------------------------------------
 
 
-@xfail_on_cluster(GROUP_CONFIGS_OFF_THE_COORDINATOR, "kip469_broker")
 @pytest.mark.parametrize("client", CLIENTS)
 def test_a_stable_static_group_scaled_up_by_four_pre_registered_members_rebalances_once(kip469_broker, members,
                                                                                         client):
@@ -158,7 +191,6 @@ def test_a_stable_static_group_scaled_up_by_four_pre_registered_members_rebalanc
 # -- the group config through Kafka's admin API ----------------------------------------------------------------
 
 
-@xfail_on_cluster(GROUP_CONFIGS_OFF_THE_COORDINATOR, "kip469_broker")
 def test_group_config_operations_and_errors_through_confluent_kafka(kip469_broker):
     b, group = kip469_broker.bootstrap, unique("cfg")
     assert described(b, group) == ("", 5)  # a group that does not exist: the default (DEFAULT_CONFIG)
@@ -224,7 +256,6 @@ def test_cli_pre_registration_is_described_survives_a_restart_and_is_withdrawn(b
     assert bad.returncode == 1 and "INVALID_CONFIG" in bad.stderr and len(bad.stderr.strip().splitlines()) == 1
 
 
-@xfail_on_cluster(GROUP_CONFIGS_OFF_THE_COORDINATOR, "kip469_broker")
 def test_a_pre_registered_member_that_never_comes_delays_the_rebalance_by_the_rebalance_timeout_only(
         kip469_broker, members):
     b, topic, group = kip469_broker.bootstrap, unique("late"), unique("late")

@@ -14,17 +14,14 @@ to the versions kio has. `negotiate` picks, per API, the highest version both th
 
 from __future__ import annotations
 
-import io
-import struct
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any, Callable, Final
+from typing import Any, Final
 
-from kio.index import load_request_schema, load_response_schema
+from kio.index import load_request_schema
 from kio.schema.index import api_key_map, schema_name_map
-from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i16, i32
 
+from herd.protocol.messages import decode_response, encode_request
 from herd.protocol.values import MessageBuilder, field_types, make
 
 __all__ = [
@@ -114,40 +111,3 @@ class RequestBuilder(MessageBuilder):
 @lru_cache(maxsize=None)
 def request_builder(api_key: int, version: int) -> RequestBuilder:
     return RequestBuilder(api_key, version)
-
-
-@lru_cache(maxsize=None)
-def _writer(cls: type) -> Callable[[Any, Any], None]:
-    return entity_writer(cls)
-
-
-@lru_cache(maxsize=None)
-def _reader(cls: type) -> Callable[[bytes, int], tuple[Any, int]]:
-    return entity_reader(cls)
-
-
-@lru_cache(maxsize=None)
-def _response_class(api_key: int, version: int) -> type:
-    return load_response_schema(api_key, version)
-
-
-def encode_request(request: Any, api_key: int, version: int, correlation_id: int, client_id: str) -> bytes:
-    """The request frame, size prefix included, with the header version the request's schema names."""
-    buf = io.BytesIO()
-    buf.write(b"\0\0\0\0")
-    header_cls = type(request).__header_schema__
-    header = make(header_cls, {"request_api_key": i16(api_key), "request_api_version": i16(version),
-                                "correlation_id": i32(correlation_id), "client_id": client_id})
-    _writer(header_cls)(buf, header)
-    _writer(type(request))(buf, request)
-    data = buf.getbuffer()
-    struct.pack_into(">i", data, 0, len(data) - 4)
-    return bytes(data)
-
-
-def decode_response(frame: bytes, api_key: int, version: int) -> Any:
-    """The response body of a frame (without its size prefix); kio raises on malformed bytes."""
-    cls = _response_class(api_key, version)
-    _, offset = _reader(cls.__header_schema__)(frame, 0)
-    body, _ = _reader(cls)(frame, offset)
-    return body

@@ -22,7 +22,9 @@ from kio.index import load_request_schema, load_response_schema
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
 from kio.schema.response_header.v1.header import ResponseHeader as ResponseHeaderV1
 from kio.serial import entity_reader, entity_writer
-from kio.static.primitive import i32
+from kio.static.primitive import i16, i32
+
+from herd.protocol.values import make
 
 _PREFIX = struct.Struct(">hhi")
 _SIZE = struct.Struct(">i")
@@ -200,3 +202,28 @@ __all__ = [
     "request_class",
     "response_class",
 ]
+
+
+# -- the client's side: requests out, responses in (herd's client library, and one node asking another) ---------
+
+
+def encode_request(request: Any, api_key: int, version: int, correlation_id: int, client_id: str) -> bytes:
+    """The request frame, size prefix included, with the header version the request's schema names."""
+    buf = io.BytesIO()
+    buf.write(b"\0\0\0\0")
+    header_cls = type(request).__header_schema__
+    header = make(header_cls, {"request_api_key": i16(api_key), "request_api_version": i16(version),
+                                "correlation_id": i32(correlation_id), "client_id": client_id})
+    _writer(header_cls)(buf, header)
+    _writer(type(request))(buf, request)
+    data = buf.getbuffer()
+    struct.pack_into(">i", data, 0, len(data) - 4)
+    return bytes(data)
+
+
+def decode_response(frame: bytes, api_key: int, version: int) -> Any:
+    """The response body of a frame (without its size prefix); kio raises on malformed bytes."""
+    cls = response_class(api_key, version)
+    _, offset = _reader(cls.__header_schema__)(frame, 0)
+    body, _ = _reader(cls)(frame, offset)
+    return body

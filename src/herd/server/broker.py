@@ -17,6 +17,7 @@ from herd.cluster.topics import Cluster, Node, TopicStore
 from herd.config import BrokerConfig
 from herd.log.store import SegmentStore
 from herd.protocol.messages import ApiSpec, RequestHeader
+from herd.server.peers import Peers
 from herd.server.producers import ProducerStates
 
 if TYPE_CHECKING:
@@ -57,6 +58,7 @@ class Broker:
         # herd.server.faults.FaultRegistry with herd.faults.enable=true (set by the server), else None: connections
         # test it once per request. Typed Any: herd.server.faults imports this module.
         self.faults: Any = None
+        self.peers = Peers(self.node_id)  # connections to the other nodes of a cluster, opened when first needed
         self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}
 
     def start(self) -> None:
@@ -88,6 +90,7 @@ class Broker:
         return Node(self.node_id, self.endpoint.host, self.endpoint.port) if node_id == self.node_id else None
 
     def close(self) -> None:
+        self.peers.close()
         if not self.cluster.shared:
             self.cluster.close()
 

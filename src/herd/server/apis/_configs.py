@@ -19,9 +19,11 @@ copy; other resource types get INVALID_REQUEST "Unknown resource type N" (GROUP 
 
 from __future__ import annotations
 
+import logging
 import re
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -30,8 +32,12 @@ from herd.cluster.config_ops import ConfigChangeError
 from herd.cluster.topics import UNKNOWN_TOPIC_OR_PARTITION, ConfigChange, TopicError, check_topic_name
 from herd.config import check_dynamic
 from herd.server.apis._build import ctx_builder
+from herd.server.apis._groups import ask_coordinator_node
 from herd.server.apis._topics import settled
 from herd.server.broker import RequestContext
+from herd.server.peers import PeerError
+
+log = logging.getLogger(__name__)
 
 # ConfigResource.Type values (apache/kafka clients/src/main/java/org/apache/kafka/common/config/ConfigResource.java)
 TOPIC, BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP = 2, 4, 8, 16, 32
@@ -57,12 +63,29 @@ async def answer_each(ctx: RequestContext, request: Any,
         if (resource.resource_type, resource.resource_name) in twice:
             outcomes.append(DUPLICATE)
         else:
-            outcomes.append(await alter_one(ctx, resource, request.validate_only))
+            outcome = await alter_one(ctx, resource, request.validate_only)
+            if resource.resource_type == GROUP and outcome[0] == ErrorCode.not_coordinator:
+                outcome = await _at_the_coordinator(ctx, request, resource) or outcome
+            outcomes.append(outcome)
     b = ctx_builder(ctx)
     results = tuple(b("AlterConfigsResourceResponse", error_code=code, error_message=message,
                       resource_type=r.resource_type, resource_name=r.resource_name)
                     for r, (code, message) in zip(request.resources, outcomes, strict=True))
     return b.response(throttle_time=0, responses=results)
+
+
+async def _at_the_coordinator(ctx: RequestContext, request: Any, resource: Any) -> Outcome | None:
+    """A GROUP resource altered by the node that coordinates the group (cluster mode: Kafka takes group configs
+    on any broker), or None when there is none to ask."""
+    try:
+        answer = await ask_coordinator_node(ctx, resource.resource_name, replace(request, resources=(resource,)))
+    except PeerError as e:
+        log.warning("group %r: its coordinator could not be asked to alter its configs: %s", resource.resource_name, e)
+        return ErrorCode.coordinator_not_available, "The coordinator is not available."
+    if answer is None:
+        return None
+    result = answer.responses[0]
+    return ErrorCode(result.error_code), result.error_message
 
 
 async def alter(ctx: RequestContext, resource_type: int, name: str, change: ConfigChange,

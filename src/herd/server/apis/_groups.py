@@ -16,9 +16,11 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from herd.cluster.topics import OFFSETS_TOPIC
 from herd.coordinator import CoordinatorError
 from herd.runtime.shard import Handler, Request
 from herd.server.broker import Deferred, RequestContext
+from herd.server.peers import forwarded
 
 Respond = Callable[[Any], Any]
 
@@ -63,3 +65,18 @@ def gather(outcomes: Sequence[Any], respond: Callable[[list[Any]], Any]) -> Any:
 async def _gather_later(outcomes: Sequence[Any], respond: Callable[[list[Any]], Any]) -> Any:
     resolved = [await o if isinstance(o, asyncio.Future) else o for o in outcomes]
     return respond(resolved)
+
+
+async def ask_coordinator_node(ctx: RequestContext, group_id: str, request: Any) -> Any | None:
+    """In cluster mode, the answer of the node that coordinates `group_id` to `request` (the client's request cut
+    down to the group's resource, sent at the client's version: herd.server.peers), or None when there is no other
+    node to ask: not cluster mode, this node or no live node leads the group's partition, or the request was
+    itself forwarded here. Raises PeerError when that node does not answer."""
+    broker = ctx.broker
+    if not broker.cluster.shared or broker.coordinator is None or forwarded(ctx.header.client_id):
+        return None
+    leader, _ = broker.cluster.leader(OFFSETS_TOPIC, broker.coordinator.partition_for(group_id))
+    node = broker.node(leader) if leader != broker.node_id else None
+    if node is None:
+        return None
+    return await broker.peers.request(node.host, node.port, ctx.header.api_key, ctx.api_version, request)

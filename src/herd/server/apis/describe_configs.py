@@ -12,14 +12,16 @@ As Kafka's ConfigHelper answers (apache/kafka core/src/main/scala/kafka/server/C
   only the dynamic defaults set, as Kafka lists them. Another id gets INVALID_REQUEST.
 - GROUP (32, Kafka 4.x's group configs): herd's one group config, `herd.expected.instance.ids` (KIP-469
   pre-registration: the ids the group still waits for), with source GROUP_CONFIG when the group has a
-  registration, DEFAULT_CONFIG (value "") otherwise; it is asked of the group's coordinator shard (NOT_COORDINATOR
-  elsewhere) and answers for groups that do not exist too, as Kafka does.
+  registration, DEFAULT_CONFIG (value "") otherwise; it is asked of the group's coordinator shard, on another node
+  in cluster mode (herd.server.peers: any node answers, as any Kafka broker does), and answers for groups that do
+  not exist too, as Kafka does.
 Other resource types get INVALID_REQUEST. An empty or null list of keys asks for every config.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+from dataclasses import dataclass, replace
 from typing import Any, Iterator
 
 from kio.schema.errors import ErrorCode
@@ -33,8 +35,9 @@ from herd.coordinator.responses import DescribeGroupConfigsResponse
 from herd.log.api import LONG_MAX
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._configs import BROKER, GROUP, TOPIC, broker_id
-from herd.server.apis._groups import call, client_host, client_id, gather
+from herd.server.apis._groups import ask_coordinator_node, call, client_host, client_id, gather
 from herd.server.broker import Broker, RequestContext
+from herd.server.peers import PeerError
 
 API_KEY = 32
 MIN_VERSION = 1
@@ -103,18 +106,20 @@ def _broker_entries(broker: Broker, default_only: bool) -> Iterator[Entry]:
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     resources = list(request.resources)
-    outcomes = [_ask_group(ctx, r) if r.resource_type == GROUP else _describe(b, ctx, r, request) for r in resources]
+    outcomes = [_ask_group(ctx, r, request) if r.resource_type == GROUP else _describe(b, ctx, r, request)
+                for r in resources]
 
     def respond(answers: list[Any]) -> Any:
-        results = tuple(_group_result(b, r, a, request) if r.resource_type == GROUP else a
+        results = tuple(_group_result(b, r, a, request) if isinstance(a, DescribeGroupConfigsResponse) else a
                         for r, a in zip(resources, answers, strict=True))
         return b.response(throttle_time=0, results=results)
 
     return gather(outcomes, respond)
 
 
-def _ask_group(ctx: RequestContext, resource: Any) -> Any:
-    """The group shard's DescribeGroupConfigsResponse, or a future of it."""
+def _ask_group(ctx: RequestContext, resource: Any, request: Any) -> Any:
+    """The group shard's DescribeGroupConfigsResponse, or a future of it, or (cluster mode, another node
+    coordinates the group) a future of that node's DescribeConfigsResult."""
     def on_error(code: int) -> DescribeGroupConfigsResponse:
         return DescribeGroupConfigsResponse(error_code=code)
 
@@ -123,7 +128,22 @@ def _ask_group(ctx: RequestContext, resource: Any) -> Any:
                                             error_message="Default group resources are not allowed.")
     req = DescribeGroupConfigs(group_id=resource.resource_name, api_version=ctx.api_version,
                                client_id=client_id(ctx), client_host=client_host(ctx))
-    return call(ctx, resource.resource_name, GroupCoordinatorShard.describe_group_configs, req, on_error)
+    answer = call(ctx, resource.resource_name, GroupCoordinatorShard.describe_group_configs, req, on_error)
+    if isinstance(answer, DescribeGroupConfigsResponse) and answer.error_code == ErrorCode.not_coordinator:
+        return asyncio.ensure_future(_at_the_coordinator(ctx, resource, request, answer))
+    return answer
+
+
+async def _at_the_coordinator(ctx: RequestContext, resource: Any, request: Any,
+                              refused: DescribeGroupConfigsResponse) -> Any:
+    """The DescribeConfigsResult of the node that coordinates the group (Kafka answers group configs on any
+    broker), or `refused` when there is no other node to ask."""
+    try:
+        answer = await ask_coordinator_node(ctx, resource.resource_name, replace(request, resources=(resource,)))
+    except PeerError:
+        return DescribeGroupConfigsResponse(error_code=ErrorCode.coordinator_not_available,
+                                            error_message="The coordinator is not available.")
+    return refused if answer is None else answer.results[0]
 
 
 def _group_result(b: Builder, resource: Any, answer: DescribeGroupConfigsResponse, request: Any) -> Any:

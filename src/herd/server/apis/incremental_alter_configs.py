@@ -15,8 +15,9 @@ broker, as Kafka's broker does).
 
 GROUP (32, KIP-848's group configs) resources go to the group's coordinator shard; herd knows one group config,
 `herd.expected.instance.ids` (KIP-469 pre-registration: herd.coordinator.group_configs). Each is answered once
-its record is durable; a group this node does not coordinate gets NOT_COORDINATOR (Kafka accepts the request on
-any broker; herd's admin client sends it to the coordinator).
+its record is durable. In cluster mode a node that does not coordinate the group sends the resource on to the
+node that does (`_configs.answer_each`, herd.server.peers) and answers with its answer: Kafka accepts group
+configs on any broker.
 
 A resource named twice in one request gets INVALID_REQUEST for each copy, as in Kafka; other resource types
 (BROKER_LOGGER, CLIENT_METRICS) get INVALID_REQUEST. `validate_only` checks without changing anything.

@@ -1,0 +1,62 @@
+"""herd.server.peers, one node asking another: an answer from a real broker over a kept connection, and
+PeerError (never a hang, never a wrong answer) when the peer is gone, garbles its answer or answers late."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+
+import pytest
+from inprocess import InProcessBroker
+from kio.schema.api_versions.v3.request import ApiVersionsRequest
+
+from herd.server.peers import FORWARDED_CLIENT_ID, PeerError, Peers, forwarded
+
+API_VERSIONS = 18
+REQUEST = ApiVersionsRequest(client_software_name="herd", client_software_version="test")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_a_peer_answers_over_one_kept_connection_and_says_who_forwarded():
+    broker = InProcessBroker({})
+    try:
+        async def main() -> None:
+            peers = Peers(7)
+            first = await peers.request("127.0.0.1", broker.port, API_VERSIONS, 3, REQUEST)
+            second = await peers.request("127.0.0.1", broker.port, API_VERSIONS, 3, REQUEST)
+            assert first.error_code == 0 and any(k.api_key == API_VERSIONS for k in first.api_keys)
+            assert second == first and len(peers._connections) == 1
+            peers.close()
+
+        asyncio.run(main())
+    finally:
+        broker.stop()
+    assert forwarded(f"{FORWARDED_CLIENT_ID}7") and not forwarded("rdkafka") and not forwarded(None)
+
+
+@pytest.mark.parametrize("peer", ["gone", "garbled", "silent"])
+def test_a_peer_that_cannot_answer_raises_peer_error_and_its_connection_is_dropped(peer):
+    async def main() -> None:
+        async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            await reader.readexactly(struct.unpack(">i", await reader.readexactly(4))[0])
+            if peer == "garbled":
+                writer.write(struct.pack(">i", 2**31 - 1))  # a frame larger than any answer may be
+            await asyncio.sleep(5 if peer == "silent" else 0)
+            writer.close()
+
+        port = free_port()
+        server = await asyncio.start_server(answer, "127.0.0.1", port) if peer != "gone" else None
+        peers = Peers(1, timeout_s=0.5)
+        with pytest.raises(PeerError):
+            await peers.request("127.0.0.1", port, API_VERSIONS, 3, REQUEST)
+        assert peers._connections == {}
+        if server is not None:
+            server.close()
+
+    asyncio.run(main())
