@@ -322,6 +322,12 @@ class RemotePartitionLog(PartitionLog, Protocol):
         NotLeaderError."""
         ...
 
+    async def load_transactions(self) -> None:
+        """Rebuild the log's transaction state (ongoing transactions, producers' epochs) from the stored batches,
+        as a new leader (or one that reloaded) must before it appends; awaited with `producer_state`. Raises
+        KafkaStorageError or NotLeaderError."""
+        ...
+
     async def aborted_transactions_async(self, start: int, end: int) -> list[tuple[int, int]]:
         """`aborted_transactions`, from the database when the range is older than what this leader keeps in
         memory. Raises KafkaStorageError or NotLeaderError."""

@@ -222,6 +222,7 @@ class ProducerStates:
         self.restoring.add(key)
         try:
             rows = await log.producer_state()
+            await log.load_transactions()  # the log's own transaction state (herd.log.transactions)
             self.restore(log.topic, log.partition, rows, now_ms=now_ms())
         finally:
             self.restoring.discard(key)
