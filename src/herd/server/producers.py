@@ -4,7 +4,10 @@ A producer with an id (from InitProducerId) numbers its batches per partition. F
 herd remembers the epoch and the last five batches appended (first/last sequence and offsets): a retried batch
 that matches one of them is not appended again, and the answer carries the offsets it got the first time
 (Kafka answers a duplicate with NONE and the original base offset). A batch from an older epoch gets
-INVALID_PRODUCER_EPOCH; a gap in the sequence gets OUT_OF_ORDER_SEQUENCE_NUMBER.
+INVALID_PRODUCER_EPOCH; a gap in the sequence gets OUT_OF_ORDER_SEQUENCE_NUMBER. Transactional batches are
+checked here as any idempotent producer's; what is transactional about them (epochs moved by markers, the ongoing
+transaction, INVALID_TXN_STATE) the log checks and keeps itself (herd.log.transactions), since markers reach the
+log without passing here.
 
 The state is bounded, since every producer id a client invents costs an entry (about 1.5 KB): an entry not
 appended to for `producer.id.expiration.ms` (Kafka's setting, one day by default) is forgotten, as Kafka's
@@ -32,6 +35,7 @@ from herd.config import SETTINGS_BY_NAME
 from herd.log.api import (
     RETAINED_PRODUCER_BATCHES,
     AppendResult,
+    InvalidProducerEpochError,
     InvalidRecordError,
     LogError,
     NotLeaderError,
@@ -52,10 +56,6 @@ _WARN_EVERY_MS = 60_000
 
 class OutOfOrderSequenceError(LogError):
     error_code = 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
-
-
-class InvalidProducerEpochError(LogError):
-    error_code = 47  # INVALID_PRODUCER_EPOCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,6 +222,7 @@ class ProducerStates:
         self.restoring.add(key)
         try:
             rows = await log.producer_state()
+            await log.load_transactions()  # the log's own transaction state (herd.log.transactions)
             self.restore(log.topic, log.partition, rows, now_ms=now_ms())
         finally:
             self.restoring.discard(key)

@@ -10,8 +10,17 @@ well framed and as many as it declares; CORRUPT_MESSAGE or INVALID_RECORD with a
 checks framing, magic and CRC32C and assigns offsets. acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS otherwise); with acks=0 no answer is
 sent. On one node acks=-1 and acks=1 are the same: the write is in the log (and flushed as log.flush.* say)
 when the answer goes out. In cluster mode a partition another node leads gets NOT_LEADER_OR_FOLLOWER, and the
-answer waits until the appended batches are committed to PostgreSQL (acks=1 and acks=-1 alike). Idempotent producers are accepted and checked per partition (herd.server.producers);
-transactional produce is not supported (INVALID_REQUEST, see docs/compatibility.md).
+answer waits until the appended batches are committed to PostgreSQL (acks=1 and acks=-1 alike). Idempotent producers are accepted and checked per partition (herd.server.producers).
+
+Transactional batches (attribute bit 4) are accepted from a request that names a transactional id; one that holds
+any and names none is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED in every partition, as Kafka's
+KafkaApis.handleProduceRequest answers it (apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala,
+`RequestUtils.hasTransactionalRecords`). The log then checks them as Kafka's ProducerAppendInfo does
+(herd.log.transactions): INVALID_PRODUCER_EPOCH for an epoch older than the partition last saw (its batches or a
+marker that bumped it), INVALID_TXN_STATE for a non-transactional batch while the producer's transaction is
+ongoing; the first transactional batch of a producer begins its transaction in the partition (the last stable
+offset stays below it until its marker). Control batches are the broker's: a client's get INVALID_RECORD. Not
+done here: KIP-890's verification with the transaction coordinator before the first transactional write.
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.log.api import LogError, PartitionLog
+from herd.log.batch import TRANSACTIONAL_BIT, iter_headers
 from herd.log.records import check_records
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import led_partition, resolve_topic, topic_ref
@@ -40,8 +50,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     acks = request.acks
     if acks not in (-1, 0, 1):
         error = ErrorCode.invalid_required_acks
-    elif request.transactional_id is not None:
-        error = ErrorCode.invalid_request
+    elif request.transactional_id is None and _has_transactional_records(request):
+        error = ErrorCode.transactional_id_authorization_failed
     else:
         error = ErrorCode.none
     commits: list[_Commit] = []
@@ -51,6 +61,19 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if acks == 0:
         return None
     return b.response(responses=topics, throttle_time=0, node_endpoints=())
+
+
+def _has_transactional_records(request: Any) -> bool:
+    """Whether any partition's records hold a transactional batch (Kafka's RequestUtils.hasTransactionalRecords;
+    records whose framing is broken are left to the log, which answers them per partition)."""
+    for entry in request.topic_data:
+        for data in entry.partition_data:
+            try:
+                if data.records and any(h.attributes & TRANSACTIONAL_BIT for h in iter_headers(data.records)):
+                    return True
+            except LogError:
+                continue
+    return False
 
 
 def _produce_topic(b: Builder, ctx: RequestContext, entry: Any, error: ErrorCode, commits: list[_Commit]) -> Any:
