@@ -16,6 +16,8 @@ from types import ModuleType
 
 from herd.protocol.messages import ApiSpec
 from herd.server.apis import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
@@ -32,6 +34,7 @@ from herd.server.apis import (
     describe_producers,
     describe_topic_partitions,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -70,6 +73,9 @@ MODULES: tuple[ModuleType, ...] = (
     offset_fetch,
     offset_delete,
     offset_for_leader_epoch,
+    add_partitions_to_txn,
+    add_offsets_to_txn,
+    end_txn,
     txn_offset_commit,
     join_group,
     heartbeat,
