@@ -21,7 +21,9 @@ from herd.log.batch import CONTROL_BIT, parse_header
 from herd.log.segments import SegmentLog
 from herd.protocol.messages import request_class
 from herd.runtime import CoordinatorRuntime
+from herd.runtime.transactions import Marker
 from herd.server.apis._build import make
+from herd.server.transactions import MarkerSender
 
 FETCH, API_VERSIONS, FIND, INIT, ADD_PARTITIONS, ADD_OFFSETS, END, CREATE, DELETE = 1, 18, 10, 22, 24, 25, 26, 19, 20
 OK = ErrorCode.none
@@ -89,6 +91,7 @@ def test_the_transaction_apis_are_advertised(broker: InProcessBroker) -> None:
         ranges = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
         assert [ranges[k] for k in (FIND, INIT, ADD_PARTITIONS, ADD_OFFSETS, END)] == [
             (0, 6), (0, 5), (0, 5), (0, 4), (0, 4)]
+        assert ranges[27] == (1, 1)  # WriteTxnMarkers
 
 
 def test_a_transaction_whose_partition_was_deleted_completes(broker: InProcessBroker) -> None:
@@ -164,3 +167,10 @@ def test_a_commit_with_offsets_completes_through_the_group_coordinator(broker: I
         assert r.error_code == OK
         assert end(c, "tx-o", p, commit=True).error_code == OK
         assert completed(c, "tx-o").error_code == OK
+
+
+def test_write_txn_markers_from_another_nodes_coordinator(broker: InProcessBroker) -> None:
+    """What a cluster node's coordinator sends for a partition this node leads (server/transactions.py)."""
+    sender = MarkerSender(broker.server.broker)
+    code = broker.run(sender._ask("127.0.0.1", broker.port, ("no-such-topic", 0), Marker(7, 0, True, 0)))
+    assert code == ErrorCode.unknown_topic_or_partition

@@ -18,12 +18,13 @@ a COMMIT or ABORT marker into every partition of the transaction, one task per t
 - a `__consumer_offsets` partition: the group coordinator's `complete_transaction`, which writes the marker through
   that partition's own writer and makes the transaction's offsets committed or drops them (Kafka's
   GroupCoordinator.onTransactionCompleted; see /work/notes/common17.md, Changes);
+- a partition led by another node (cluster mode): WriteTxnMarkers to that node (`remote`, server/transactions.py),
+  whose handler (server/apis/write_txn_markers.py) writes it with the same `write_marker`;
 - a partition whose topic no longer exists is skipped (Kafka: "these partitions are likely deleted already and
-  hence can be skipped");
-- a partition that cannot be written now (its disk failed, another node leads it, the group coordinator's shard is
-  loading) is retried every `MARKER_RETRY_MS`, as Kafka re-enqueues retriable marker errors. A data partition led
-  by another node needs WriteTxnMarkers to that node (cluster mode), which herd does not send yet: the
-  transaction then stays PrepareCommit/PrepareAbort until this node leads the partition or the coordinator moves.
+  hence can be skipped"), and so is one whose leader answers that the producer or coordinator epoch moved on
+  (TransactionMarkerRequestCompletionHandler);
+- a partition that cannot be written now (its disk failed, its leader is moving, the group coordinator's shard is
+  loading) is retried every `MARKER_RETRY_MS`, as Kafka re-enqueues retriable marker errors.
 When every marker is written the core's `markers_written` appends CompleteCommit/CompleteAbort. The job is
 dropped when the shard stops being active (unloaded, failed): the next load finds PrepareCommit/PrepareAbort and
 writes the markers again (a marker written twice is harmless: a second one finds no open transaction).
@@ -33,7 +34,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from herd.cluster.topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, TRANSACTION_STATE_TOPIC_CONFIGS, Cluster, Topic
@@ -41,7 +43,7 @@ from herd.config import BrokerConfig
 from herd.coordinator import CoordinatorConfig, CoordinatorError
 from herd.coordinator.result import Reply
 from herd.coordinator.transactions import TransactionCoordinatorShard, TxnConfig, WriteMarkers
-from herd.log.api import LogError, PartitionLog, as_remote
+from herd.log.api import LogError, NotLeaderError, PartitionLog, as_remote
 from herd.runtime.coordinator import CoordinatorRuntime
 from herd.runtime.shard import ShardRuntime, ShardState, deliver
 from herd.runtime.timer import WallClock
@@ -66,6 +68,10 @@ class TransactionCompleter(Protocol):
 
     def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
                              coordinator_epoch: int) -> Any: ...
+
+
+# Writes a marker into a partition another node leads (WriteTxnMarkers to it, cluster mode); the error code answered.
+RemoteMarkers = Callable[[tuple[str, int], "Marker"], Awaitable[int]]
 
 
 class TxnShardRuntime(ShardRuntime):
@@ -100,12 +106,13 @@ class TransactionRuntime(CoordinatorRuntime):
     def __init__(self, cluster: Cluster, config: BrokerConfig, *, new_producer_id: Callable[[], int],
                  groups: TransactionCompleter | None = None,
                  on_marker: Callable[[tuple[str, int]], None] | None = None,
-                 clock: WallClock | None = None) -> None:
+                 remote: RemoteMarkers | None = None, clock: WallClock | None = None) -> None:
         super().__init__(cluster, config, clock)
         self.txn_config = txn_config(config)
         self.new_producer_id = new_producer_id
         self._groups = groups
         self._on_marker = on_marker
+        self._remote = remote
         self._markers: dict[tuple[int, str], asyncio.Task[None]] = {}
 
     # -- hosting -----------------------------------------------------------------------------------------------
@@ -159,8 +166,12 @@ class TransactionRuntime(CoordinatorRuntime):
                 try:
                     await self._write_marker(tp, job)
                     pending.discard(tp)
-                except (LogError, CoordinatorError, _LedElsewhere) as error:
-                    if tp not in reported:
+                except MarkerError as error:
+                    if error.code in PERMANENT_MARKER_ERRORS:
+                        log.info("the marker of transactional id %s to %s-%d is not written: %s",
+                                 job.transactional_id, *tp, error)
+                        pending.discard(tp)
+                    elif tp not in reported:
                         reported.add(tp)
                         log.warning("the %s marker of transactional id %s cannot be written to %s-%d yet (%s): "
                                     "retrying", "COMMIT" if job.commit else "ABORT", job.transactional_id, *tp, error)
@@ -174,34 +185,82 @@ class TransactionRuntime(CoordinatorRuntime):
             shard.apply(shard.shard.markers_written(job))
 
     async def _write_marker(self, tp: tuple[str, int], job: WriteMarkers) -> None:
-        """Write one marker, durably; a partition that no longer exists is skipped. Raises LogError,
-        CoordinatorError (the group coordinator's partition is not active) or _LedElsewhere to be retried."""
-        topic_name, index = tp
-        if topic_name == OFFSETS_TOPIC:
-            if self._groups is None:
-                raise _LedElsewhere("no group coordinator runs here")
-            outcome = self._groups.complete_transaction(index, job.producer_id, job.producer_epoch, job.commit,
-                                                        job.coordinator_epoch)
+        """Write one marker, here or (led by another node) through WriteTxnMarkers; raises MarkerError."""
+        marker = Marker(job.producer_id, job.producer_epoch, job.commit, job.coordinator_epoch)
+        try:
+            await write_marker(self._cluster, self._groups, tp, marker, self.clock.now_ms(), self._on_marker)
+        except MarkerError as error:
+            if error.code != NOT_LEADER_OR_FOLLOWER or self._remote is None:
+                raise
+            code = await self._remote(tp, marker)
+            if code != 0:
+                raise MarkerError(code, f"the leader of {tp[0]}-{tp[1]} answered error {code}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """One transaction marker for a partition (a WritableTxnMarker of WriteTxnMarkers, for one partition)."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+
+
+UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, COORDINATOR_NOT_AVAILABLE = 3, 6, 15
+KAFKA_STORAGE_ERROR = 56
+# TransactionMarkerRequestCompletionHandler: these end the marker's retries (the partition is gone, or the
+# producer or coordinator epoch moved on); the others are retried.
+PERMANENT_MARKER_ERRORS = frozenset({
+    UNKNOWN_TOPIC_OR_PARTITION,  # herd knows its topics: a missing one is deleted (Kafka: "likely deleted")
+    47,  # INVALID_PRODUCER_EPOCH
+    52,  # TRANSACTION_COORDINATOR_FENCED
+    35,  # UNSUPPORTED_VERSION
+})
+
+
+class MarkerError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+async def write_marker(cluster: Cluster, groups: TransactionCompleter | None, tp: tuple[str, int], marker: Marker,
+                       now_ms: int, on_marker: Callable[[tuple[str, int]], None] | None = None) -> None:
+    """Write `marker` into partition `tp` led by this node, durably: a data partition with `append_control` on its
+    log (fsynced on local files, committed in PostgreSQL), a `__consumer_offsets` partition through the group
+    coordinator's `complete_transaction`. Used for the markers of this node's transactions and for WriteTxnMarkers
+    from another node's coordinator. Raises MarkerError: UNKNOWN_TOPIC_OR_PARTITION (no such partition),
+    NOT_LEADER_OR_FOLLOWER (led by another node), KAFKA_STORAGE_ERROR (the log failed), or the group coordinator's
+    refusal (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
+    topic_name, index = tp
+    topic = cluster.get(topic_name)
+    if topic is None or not 0 <= index < len(topic.partitions):
+        raise MarkerError(UNKNOWN_TOPIC_OR_PARTITION, "the partition does not exist")
+    partition = topic.partitions[index]
+    if partition is None:
+        raise MarkerError(NOT_LEADER_OR_FOLLOWER, "led by another node")
+    if topic_name == OFFSETS_TOPIC:
+        if groups is None:
+            raise MarkerError(COORDINATOR_NOT_AVAILABLE, "no group coordinator runs here")
+        try:
+            outcome = groups.complete_transaction(index, marker.producer_id, marker.producer_epoch, marker.commit,
+                                                  marker.coordinator_epoch)
             if asyncio.isfuture(outcome) or asyncio.iscoroutine(outcome):
                 await outcome
-            return
-        topic = self._cluster.get(topic_name)
-        if topic is None or not 0 <= index < len(topic.partitions):
-            log.info("the marker of transactional id %s to %s-%d is skipped: the partition no longer exists",
-                     job.transactional_id, topic_name, index)
-            return
-        partition = topic.partitions[index]
-        if partition is None:
-            raise _LedElsewhere("led by another node (WriteTxnMarkers is not sent yet)")
-        appended = partition.append_control(job.producer_id, job.producer_epoch, job.commit,  # type: ignore[attr-defined]
-                                            job.coordinator_epoch, self.clock.now_ms())
+        except CoordinatorError as error:
+            raise MarkerError(error.code, str(error)) from None
+        return
+    try:
+        appended = partition.append_control(marker.producer_id, marker.producer_epoch,  # type: ignore[attr-defined]
+                                            marker.commit, marker.coordinator_epoch, now_ms)
         if partition.remote:
             await as_remote(partition).wait_durable(appended.last_offset + 1)
         else:
             partition.flush()
-        if self._on_marker is not None:
-            self._on_marker(tp)
-
-
-class _LedElsewhere(Exception):
-    """The marker's partition is not written by this node."""
+    except NotLeaderError as error:
+        raise MarkerError(NOT_LEADER_OR_FOLLOWER, str(error)) from None
+    except LogError as error:
+        raise MarkerError(KAFKA_STORAGE_ERROR, str(error)) from None
+    if on_marker is not None:
+        on_marker(tp)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from herd.cluster.topics import TRANSACTION_STATE_TOPIC, Cluster
+from herd.cluster.topics import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, TRANSACTION_STATE_TOPIC, Cluster
 from herd.config import BrokerConfig
 from herd.coordinator import CoordinatorError, ErrorCode
 from herd.coordinator.transactions import (
@@ -28,7 +28,7 @@ from herd.coordinator.transactions import (
 from herd.coordinator.transactions.records import decode_key, decode_value
 from herd.log.store import SegmentStore
 from herd.runtime.batches import decode_batches
-from herd.runtime.transactions import TransactionRuntime
+from herd.runtime.transactions import Marker, TransactionRuntime
 
 from .helpers import resolve, until
 
@@ -54,6 +54,8 @@ def make(data_dir: Path, groups: Groups | None = None, **props: str) -> Transact
     config = BrokerConfig.from_properties(settings)
     cluster = Cluster(SegmentStore(str(data_dir)), config.log_config(), 0)
     cluster.load()
+    if cluster.get(OFFSETS_TOPIC) is None:  # as the group coordinator would have made it
+        cluster.create_topic(OFFSETS_TOPIC, 3, dict(OFFSETS_TOPIC_CONFIGS))
     ids = itertools.count(1000)
     return TransactionRuntime(cluster, config, new_producer_id=lambda: next(ids), groups=groups)
 
@@ -168,6 +170,30 @@ def test_a_marker_that_cannot_be_written_is_retried(tmp_path: Path) -> None:
         assert runtime.shard_for("tx").shard.transaction("tx").state is TxnState.PREPARE_COMMIT
         runtime._groups = Groups()
         await until(lambda: runtime.shard_for("tx").shard.transaction("tx").state is TxnState.COMPLETE_COMMIT)
+        await stop(runtime)
+
+    asyncio.run(main())
+
+
+def test_a_partition_led_by_another_node_gets_its_marker_through_write_txn_markers(tmp_path: Path) -> None:
+    async def main() -> None:
+        sent: list[tuple[tuple[str, int], Marker]] = []
+        answers = [6, 0]  # NOT_LEADER_OR_FOLLOWER (the leader is moving), then written
+
+        async def remote(tp: tuple[str, int], marker: Marker) -> int:
+            sent.append((tp, marker))
+            return answers.pop(0)
+
+        runtime = make(tmp_path)
+        runtime._remote = remote
+        await started(runtime)
+        runtime._cluster.create_topic("t", 1, {})
+        runtime._cluster.get("t").partitions[0] = None  # what a cluster node's view holds for a partition led elsewhere
+        p = await call(runtime, Txn.init_producer_id, InitProducerId("tx", 60_000))
+        await call(runtime, Txn.add_partitions, AddPartitions("tx", p.producer_id, 0, frozenset({("t", 0)})))
+        await call(runtime, Txn.end_txn, EndTxn("tx", p.producer_id, 0, True))
+        await until(lambda: runtime.shard_for("tx").shard.transaction("tx").state is TxnState.COMPLETE_COMMIT)
+        assert sent == [(("t", 0), Marker(p.producer_id, 0, True, 0))] * 2
         await stop(runtime)
 
     asyncio.run(main())

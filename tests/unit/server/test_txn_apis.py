@@ -24,7 +24,15 @@ from herd.log.store import SegmentStore
 from herd.protocol.messages import RequestHeader, encode_response, request_class
 from herd.protocol.values import MessageBuilder, make
 from herd.runtime import CoordinatorRuntime
-from herd.server.apis import add_offsets_to_txn, add_partitions_to_txn, end_txn, find_coordinator, init_producer_id
+from herd.log.segments import SegmentLog
+from herd.server.apis import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
+    end_txn,
+    find_coordinator,
+    init_producer_id,
+    write_txn_markers,
+)
 from herd.server.broker import Broker, Deferred, RequestContext
 from herd.server.transactions import transaction_runtime
 
@@ -236,5 +244,40 @@ def test_a_transactional_id_coordinated_elsewhere_is_not_coordinator() -> None:
         assert (await node.init("tx")).error_code == ErrorCode.not_coordinator
         assert (await node.end("tx", 1, 0, True)).error_code == ErrorCode.not_coordinator
         assert partition_errors(await node.add("tx", 1, 0, {"t": [0]})) == {("t", 0): ErrorCode.not_coordinator}
+
+    run(body)
+
+
+def test_write_txn_markers_answers_each_partition() -> None:
+    async def body(node: Node) -> None:
+        b = node.build(write_txn_markers, 1)
+
+        def marker(pid: int, partitions: dict[str, list[int]]) -> Any:
+            return b("WritableTxnMarker", producer_id=pid, producer_epoch=0, transaction_result=True,
+                     coordinator_epoch=0, topics=tuple(b("WritableTxnMarkerTopic", name=n, partition_indexes=tuple(ps))
+                                                       for n, ps in partitions.items()))
+
+        response = await node.ask(write_txn_markers, 1, markers=(marker(7, {"nope": [0], "t": [5]}),
+                                                                  marker(8, {"gone": [1, 2]})))
+        got = [(m.producer_id, [(t.name, [(p.partition_index, p.error_code) for p in t.partitions])
+                                for t in m.topics]) for m in response.markers]
+        unknown = ErrorCode.unknown_topic_or_partition
+        assert got == [(7, [("nope", [(0, unknown)]), ("t", [(5, unknown)])]),
+                       (8, [("gone", [(1, unknown), (2, unknown)])])]
+
+    run(body)
+
+
+@pytest.mark.skipif(not hasattr(SegmentLog, "append_control"), reason="needs A's append_control (issue 17)")
+def test_write_txn_markers_writes_a_control_batch_into_a_data_partition() -> None:
+    async def body(node: Node) -> None:
+        b = node.build(write_txn_markers, 1)
+        log = node.broker.cluster.get("t").partitions[0]
+        end = log.log_end_offset
+        response = await node.ask(write_txn_markers, 1, markers=(b(
+            "WritableTxnMarker", producer_id=7, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
+            topics=(b("WritableTxnMarkerTopic", name="t", partition_indexes=(0,)),)),))
+        assert response.markers[0].topics[0].partitions[0].error_code == OK
+        assert log.log_end_offset == end + 1 and log.flushed_offset == end + 1
 
     run(body)

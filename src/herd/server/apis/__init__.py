@@ -54,6 +54,7 @@ from herd.server.apis import (
     produce,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -76,6 +77,7 @@ MODULES: tuple[ModuleType, ...] = (
     add_partitions_to_txn,
     add_offsets_to_txn,
     end_txn,
+    write_txn_markers,
     txn_offset_commit,
     join_group,
     heartbeat,
