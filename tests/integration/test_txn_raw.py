@@ -91,7 +91,7 @@ def test_the_transaction_apis_are_advertised(broker: InProcessBroker) -> None:
         ranges = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
         assert [ranges[k] for k in (FIND, INIT, ADD_PARTITIONS, ADD_OFFSETS, END)] == [
             (0, 6), (0, 5), (0, 5), (0, 4), (0, 4)]
-        assert ranges[27] == (1, 1)  # WriteTxnMarkers
+        assert [ranges[k] for k in (27, 65, 66)] == [(1, 1), (0, 0), (0, 1)]  # WriteTxnMarkers, Describe/List
 
 
 def test_a_transaction_whose_partition_was_deleted_completes(broker: InProcessBroker) -> None:

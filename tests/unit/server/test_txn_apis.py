@@ -4,7 +4,8 @@ transaction coordinator runtimes (the log on the in-memory filesystem), without 
 Kafka's error codes per version. Every response is also encoded, as the connection would send it.
 
 Markers are not looked at here: their data-partition side is A's `append_control`, their `__consumer_offsets` side
-C's `complete_transaction` (tests/unit/runtime/test_txn_runtime.py covers the runtime's part)."""
+C's `complete_transaction` (tests/unit/runtime/test_txn_runtime.py covers the runtime's part). DescribeTransactions and ListTransactions
+show the coordinator's state."""
 
 from __future__ import annotations
 
@@ -28,9 +29,11 @@ from herd.log.segments import SegmentLog
 from herd.server.apis import (
     add_offsets_to_txn,
     add_partitions_to_txn,
+    describe_transactions,
     end_txn,
     find_coordinator,
     init_producer_id,
+    list_transactions,
     write_txn_markers,
 )
 from herd.server.broker import Broker, Deferred, RequestContext
@@ -279,5 +282,36 @@ def test_write_txn_markers_writes_a_control_batch_into_a_data_partition() -> Non
             topics=(b("WritableTxnMarkerTopic", name="t", partition_indexes=(0,)),)),))
         assert response.markers[0].topics[0].partitions[0].error_code == OK
         assert log.log_end_offset == end + 1 and log.flushed_offset == end + 1
+
+    run(body)
+
+
+def test_describe_and_list_transactions() -> None:
+    async def body(node: Node) -> None:
+        p = await node.init("tx-open")
+        await node.add("tx-open", p.producer_id, 0, {"t": [1, 0]})
+        q = await node.init("tx-idle")
+        response = await node.ask(describe_transactions, 0, transactional_ids=("tx-open", "tx-idle", "nope", ""))
+        got = [(s.transactional_id, s.error_code, s.transaction_state, s.producer_id, s.producer_epoch,
+                [(t.topic, t.partitions) for t in s.topics]) for s in response.transaction_states]
+        assert got == [("tx-open", OK, "Ongoing", p.producer_id, 0, [("t", (0, 1))]),
+                       ("tx-idle", OK, "Empty", q.producer_id, 0, []),
+                       ("nope", ErrorCode.transactional_id_not_found, "", -1, -1, []),
+                       ("", ErrorCode.invalid_request, "", -1, -1, [])]
+        assert response.transaction_states[0].transaction_timeout == timedelta(seconds=60)
+
+        async def listed(version: int = 1, **filters: Any) -> tuple[Any, list[tuple[str, int, str]]]:
+            r = await node.ask(list_transactions, version, **{"state_filters": (), "producer_id_filters": (),
+                                                              "duration_filter": -1, **filters})
+            return r, sorted((s.transactional_id, s.producer_id, s.transaction_state) for s in r.transaction_states)
+
+        r, everything = await listed(0)
+        assert r.error_code == OK and everything == sorted([("tx-open", p.producer_id, "Ongoing"),
+                                                            ("tx-idle", q.producer_id, "Empty")])
+        r, ongoing = await listed(state_filters=("Ongoing", "Bogus"))
+        assert ongoing == [("tx-open", p.producer_id, "Ongoing")] and r.unknown_state_filters == ("Bogus",)
+        assert (await listed(producer_id_filters=(q.producer_id,)))[1] == [("tx-idle", q.producer_id, "Empty")]
+        # none has run for an hour; an id with no open transaction (start -1) passes, as in Kafka's shouldInclude
+        assert (await listed(duration_filter=3_600_000))[1] == [("tx-idle", q.producer_id, "Empty")]
 
     run(body)

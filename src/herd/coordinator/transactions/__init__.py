@@ -5,8 +5,11 @@ from herd.coordinator.transactions.messages import (
     AddPartitions,
     EndTxn,
     InitProducerId,
+    ListTransactions,
     PartitionErrors,
     ProducerIdAndEpoch,
+    TxnDescription,
+    TxnListing,
     WriteMarkers,
 )
 from herd.coordinator.transactions.metadata import TransactionMetadata
@@ -17,11 +20,14 @@ __all__ = [
     "AddPartitions",
     "EndTxn",
     "InitProducerId",
+    "ListTransactions",
     "PartitionErrors",
     "ProducerIdAndEpoch",
     "TransactionCoordinatorShard",
     "TransactionMetadata",
     "TxnConfig",
+    "TxnDescription",
+    "TxnListing",
     "TxnState",
     "WriteMarkers",
 ]

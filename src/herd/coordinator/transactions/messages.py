@@ -77,3 +77,34 @@ class WriteMarkers:
     commit: bool
     coordinator_epoch: int
     partitions: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True, slots=True)
+class TxnDescription:
+    """DescribeTransactions' answer for one transactional id (TransactionCoordinator.handleDescribeTransactions)."""
+
+    error: ErrorCode
+    transactional_id: str
+    state: str = ""
+    timeout_ms: int = 0
+    start_ms: int = -1
+    producer_id: int = -1
+    producer_epoch: int = -1
+    partitions: frozenset[TopicPartition] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class ListTransactions:
+    """ListTransactions' filters (empty: any); `states` are Kafka's state names, all known ones."""
+
+    states: frozenset[str] = frozenset()
+    producer_ids: frozenset[int] = frozenset()
+    duration_ms: int = -1
+    """v1 (KIP-994): only transactions running longer than this; -1: any."""
+
+
+@dataclass(frozen=True, slots=True)
+class TxnListing:
+    transactional_id: str
+    producer_id: int
+    state: str

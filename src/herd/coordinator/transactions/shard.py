@@ -9,7 +9,8 @@ KIP-890 part 2).
 
 How the runtime drives it (as `GroupCoordinatorShard`, herd.coordinator.shard):
 - Requests: `init_producer_id(req, reply)`, `add_partitions(req, reply)` (AddPartitionsToTxn, AddOffsetsToTxn,
-  and `verify_only` checks), `end_txn(req, reply)`. Each returns a `Result`: the records to append (applied:
+  and `verify_only` checks), `end_txn(req, reply)`, `describe_transaction(id, reply)`, `list_transactions(req,
+  reply)`. Each returns a `Result`: the records to append (applied:
   live state already holds them) and the replies to release once they are durable.
 - Markers: a Result may carry `Reply(WriteMarkers(...), None)`; once released the runtime writes the markers and
   calls `markers_written(job)`, whose Result holds the CompleteCommit/CompleteAbort record.
@@ -43,8 +44,11 @@ from herd.coordinator.transactions.messages import (
     AddPartitions,
     EndTxn,
     InitProducerId,
+    ListTransactions,
     PartitionErrors,
     ProducerIdAndEpoch,
+    TxnDescription,
+    TxnListing,
     WriteMarkers,
 )
 from herd.coordinator.transactions.metadata import (
@@ -380,6 +384,32 @@ class TransactionCoordinatorShard:
         self._timer.cancel(EXPIRE_TIMER)
         self._txns.clear()
         return Result()
+
+    # --- DescribeTransactions and ListTransactions ----------------------------------------------
+
+    def describe_transaction(self, transactional_id: str, reply: object) -> Result:
+        """handleDescribeTransactions for one id of this partition: TRANSACTIONAL_ID_NOT_FOUND if unknown."""
+        md = self._txns.get(transactional_id)
+        if not transactional_id:
+            answer = TxnDescription(ErrorCode.INVALID_REQUEST, transactional_id)
+        elif md is None:
+            answer = TxnDescription(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, transactional_id)
+        else:
+            answer = TxnDescription(ErrorCode.NONE, transactional_id, md.state.kafka_name, md.timeout_ms, md.start_ms,
+                                    md.producer_id, md.producer_epoch, md.partitions)
+        return Result(replies=(Reply(reply, answer),))
+
+    def list_transactions(self, req: ListTransactions, reply: object) -> Result:
+        """TransactionStateManager.listTransactionStates over this partition: the ids whose state, producer id
+        and running time pass the filters, as (id, producer id, state name)."""
+        now = self._now()
+        listed = tuple(
+            TxnListing(md.transactional_id, md.producer_id, md.state.kafka_name)
+            for md in self._txns.values()
+            if (not req.producer_ids or md.producer_id in req.producer_ids)
+            and (not req.states or md.state.kafka_name in req.states)
+            and not (req.duration_ms >= 0 and now - md.start_ms <= req.duration_ms))
+        return Result(replies=(Reply(reply, listed),))
 
     # --- inspection -----------------------------------------------------------------------------
 

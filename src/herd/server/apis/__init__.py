@@ -33,6 +33,7 @@ from herd.server.apis import (
     describe_log_dirs,
     describe_producers,
     describe_topic_partitions,
+    describe_transactions,
     elect_leaders,
     end_txn,
     fetch,
@@ -46,6 +47,7 @@ from herd.server.apis import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -97,6 +99,8 @@ MODULES: tuple[ModuleType, ...] = (
     list_config_resources,
     describe_topic_partitions,
     describe_producers,
+    describe_transactions,
+    list_transactions,
 )
 
 
