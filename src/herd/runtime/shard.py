@@ -164,13 +164,23 @@ class ShardRuntime:
         self._on_failed = on_failed  # (shard, error, requests answered with errors): the runtime reloads it
         self._on_written = on_written  # called after the first durable write, then cleared (recovery)
         self.timer = AsyncioTimer(loop, clock, self.apply)
-        self.shard = GroupCoordinatorShard(clock=clock, timer=self.timer, config=config)
+        self.shard = self._new_shard(clock, config)
         self._staged: list[_Pending] = []
         self._writer: asyncio.Task[None] | None = None
         self.writes = 0  # batches made durable (for tests and benchmarks)
         self.fsyncs = 0
         self.compactor = Compactor(partition_log, loop=loop, clock=clock, delete_retention_ms=delete_retention_ms,
                                    idle=lambda: self._writer is None, on_failure=self._compaction_failed)
+
+    topic = "__consumer_offsets"  # the partition's topic, for messages (runtime/transactions.py hosts another)
+
+    def _new_shard(self, clock: WallClock, config: CoordinatorConfig) -> GroupCoordinatorShard:
+        """The core this runtime drives (a subclass hosts another coordinator's: runtime/transactions.py)."""
+        return GroupCoordinatorShard(clock=clock, timer=self.timer, config=config)
+
+    def _deliver(self, replies: tuple[Reply, ...]) -> None:
+        """Release the replies of a Result whose records are durable (a subclass also acts on handles of its own)."""
+        deliver(replies)
 
     # -- requests ----------------------------------------------------------------------------------------------
 
@@ -214,7 +224,7 @@ class ShardRuntime:
         """Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR) unless the shard is active."""
         error = self.unavailable_error()
         if error is not None:
-            raise CoordinatorError(error, f"__consumer_offsets-{self.partition} is {self.state.value}")
+            raise CoordinatorError(error, f"{self.topic}-{self.partition} is {self.state.value}")
 
     @property
     def pending(self) -> bool:
@@ -234,7 +244,7 @@ class ShardRuntime:
         elif result.records:
             batch = encode_batch(result.records, self._clock.now_ms())
             if len(batch) > self._max_batch_bytes:
-                log.warning("__consumer_offsets-%d: refusing a %d-byte batch (max %d)", self.partition,
+                log.warning("%s-%d: refusing a %d-byte batch (max %d)", self.topic, self.partition,
                             len(batch), self._max_batch_bytes)
                 self.apply(self.shard.on_append_failed(result, ErrorCode.MESSAGE_TOO_LARGE))
                 if result.rollback is None and any(record.applied for record in result.records):
@@ -249,7 +259,7 @@ class ShardRuntime:
         elif self.pending:
             self._staged.append(_Pending(result, None))
         else:
-            deliver(result.replies)
+            self._deliver(result.replies)
 
     def _reject(self, result: Result) -> None:
         """A Result that can no longer be written: its requests get the mapped storage error."""
@@ -265,7 +275,7 @@ class ShardRuntime:
                 entries, self._staged = self._staged, []
                 await self._write(entries)
                 for entry in entries:
-                    deliver(entry.result.replies)
+                    self._deliver(entry.result.replies)
                 entries = []
                 if self._on_written is not None:
                     on_written, self._on_written = self._on_written, None
@@ -308,8 +318,8 @@ class ShardRuntime:
         if self._on_failed is not None:
             self._on_failed(self, error, answered)  # the runtime logs it (once) and reloads the partition
         else:
-            log.error("__consumer_offsets-%d failed (%s): %d pending requests answered with errors, its groups "
-                      "unloaded", self.partition, error, answered)
+            log.error("%s-%d failed (%s): %d pending requests answered with errors, its state unloaded",
+                      self.topic, self.partition, error, answered)
 
     # -- loading and unloading ---------------------------------------------------------------------------------
 
@@ -327,17 +337,17 @@ class ShardRuntime:
             self._failed(error, 0)
             return
         except ValueError as error:  # a corrupt record: reloading would not help
-            log.error("__consumer_offsets-%d cannot be loaded: %s", self.partition, error)
+            log.error("%s-%d cannot be loaded: %s", self.topic, self.partition, error)
             self.state = ShardState.FAILED
             return
         except Exception:  # a bug; the partition must not stay "loading" for ever
-            log.exception("__consumer_offsets-%d cannot be loaded", self.partition)
+            log.exception("%s-%d cannot be loaded", self.topic, self.partition)
             self.state = ShardState.FAILED
             return
         if self.state is not ShardState.LOADING:
             return
         self.state = ShardState.ACTIVE
-        log.debug("__consumer_offsets-%d loaded (%d records up to offset %d)", self.partition,
+        log.debug("%s-%d loaded (%d records up to offset %d)", self.topic, self.partition,
                   self.records, self.log.log_end_offset)
         self.apply(self.shard.on_loaded())
         self.compactor.poll()

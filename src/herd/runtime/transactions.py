@@ -1,0 +1,266 @@
+"""The transaction coordinator of this node: one `TxnShardRuntime` per `__transaction_state` partition it hosts.
+
+It runs on the group coordinator's runtime (`CoordinatorRuntime`, `ShardRuntime`): the same loading, durable
+group-committed writes, timers, compaction, failure and reload, moves. `start()` creates `__transaction_state` if
+it does not exist (internal, compacted, uncompressed, segment.bytes from transaction.state.log.segment.bytes,
+transaction.state.log.num.partitions partitions: Kafka's TransactionStateManager.transactionTopicConfigs), and a
+transactional id is coordinated by partition abs(hashCode(id)) % partitions, as a group is (Kafka's
+TransactionStateManager.partitionFor). Each shard's core is a `TransactionCoordinatorShard`
+(herd.coordinator.transactions), whose coordinator epoch is the leader epoch of its partition's log.
+
+Markers (Kafka's TransactionMarkerChannelManager, apache/kafka core/src/main/scala/kafka/coordinator/transaction/
+TransactionMarkerChannelManager.scala and TransactionMarkerRequestCompletionHandler.scala). Once a PrepareCommit or
+PrepareAbort is durable the core releases a `WriteMarkers` job with the client's answer; this runtime then writes
+a COMMIT or ABORT marker into every partition of the transaction, one task per transaction:
+- a data partition led here: `append_control` on its log (the data path's, herd.log), made durable before it
+  counts (fsynced on local files, committed in PostgreSQL), and `on_marker((topic, partition))` tells the broker
+  (long-polling fetches wake up: the last stable offset moved);
+- a `__consumer_offsets` partition: the group coordinator's `complete_transaction`, which writes the marker through
+  that partition's own writer and makes the transaction's offsets committed or drops them (Kafka's
+  GroupCoordinator.onTransactionCompleted; see /work/notes/common17.md, Changes);
+- a partition led by another node (cluster mode): WriteTxnMarkers to that node (`remote`, server/transactions.py),
+  whose handler (server/apis/write_txn_markers.py) writes it with the same `write_marker`;
+- a partition whose topic no longer exists is skipped (Kafka: "these partitions are likely deleted already and
+  hence can be skipped"), and so is one whose leader answers that the producer or coordinator epoch moved on
+  (TransactionMarkerRequestCompletionHandler);
+- a partition that cannot be written now (its disk failed, its leader is moving, the group coordinator's shard is
+  loading) is retried every `MARKER_RETRY_MS`, as Kafka re-enqueues retriable marker errors.
+When every marker is written the core's `markers_written` appends CompleteCommit/CompleteAbort. The job is
+dropped when the shard stops being active (unloaded, failed): the next load finds PrepareCommit/PrepareAbort and
+writes the markers again (a marker written twice is harmless: a second one finds no open transaction).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from herd.cluster.topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, TRANSACTION_STATE_TOPIC_CONFIGS, Cluster, Topic
+from herd.config import BrokerConfig
+from herd.coordinator import CoordinatorConfig, CoordinatorError
+from herd.coordinator.result import Reply
+from herd.coordinator.transactions import TransactionCoordinatorShard, TxnConfig, WriteMarkers
+from herd.log.api import LogError, NotLeaderError, PartitionLog, as_remote
+from herd.runtime.coordinator import CoordinatorRuntime
+from herd.runtime.shard import ShardRuntime, ShardState, deliver
+from herd.runtime.timer import WallClock
+
+log = logging.getLogger(__name__)
+
+MARKER_RETRY_MS = 100  # Kafka's marker channel retries with the broker's backoff (retry.backoff.ms, 100)
+
+
+def txn_config(config: BrokerConfig) -> TxnConfig:
+    """The core's configuration from the broker's Kafka-named properties."""
+    return TxnConfig(
+        transaction_max_timeout_ms=config.get("transaction.max.timeout.ms"),
+        abort_timed_out_interval_ms=config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+        transactional_id_expiration_ms=config.get("transactional.id.expiration.ms"),
+        remove_expired_interval_ms=config.get("transaction.remove.expired.transaction.cleanup.interval.ms"),
+    )
+
+
+class TransactionCompleter(Protocol):
+    """What the transaction coordinator needs of the group coordinator (C's `complete_transaction`)."""
+
+    def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                             coordinator_epoch: int) -> Any: ...
+
+
+# Writes a marker into a partition another node leads (WriteTxnMarkers to it, cluster mode); the error code answered.
+RemoteMarkers = Callable[[tuple[str, int], "Marker"], Awaitable[int]]
+
+
+class TxnShardRuntime(ShardRuntime):
+    """A `ShardRuntime` around a `TransactionCoordinatorShard`; released `WriteMarkers` go to `on_markers`."""
+
+    topic = TRANSACTION_STATE_TOPIC
+    shard: TransactionCoordinatorShard  # type: ignore[assignment]
+
+    def __init__(self, partition: int, partition_log: PartitionLog, *, txn: TxnConfig,
+                 new_producer_id: Callable[[], int], on_markers: Callable[[TxnShardRuntime, WriteMarkers], None],
+                 **settings: Any) -> None:
+        self._txn = txn
+        self._new_producer_id = new_producer_id
+        self._on_markers = on_markers
+        super().__init__(partition, partition_log, config=CoordinatorConfig(), **settings)
+
+    def _new_shard(self, clock: WallClock, config: CoordinatorConfig) -> TransactionCoordinatorShard:  # type: ignore[override]
+        return TransactionCoordinatorShard(clock=clock, timer=self.timer, new_producer_id=self._new_producer_id,
+                                           config=self._txn, coordinator_epoch=self.log.leader_epoch)
+
+    def _deliver(self, replies: tuple[Reply, ...]) -> None:
+        deliver(replies)
+        for reply in replies:
+            if isinstance(reply.handle, WriteMarkers):
+                self._on_markers(self, reply.handle)
+
+
+class TransactionRuntime(CoordinatorRuntime):
+    topic = TRANSACTION_STATE_TOPIC
+    _keys = "transactional ids"
+
+    def __init__(self, cluster: Cluster, config: BrokerConfig, *, new_producer_id: Callable[[], int],
+                 groups: TransactionCompleter | None = None,
+                 on_marker: Callable[[tuple[str, int]], None] | None = None,
+                 remote: RemoteMarkers | None = None, clock: WallClock | None = None) -> None:
+        super().__init__(cluster, config, clock)
+        self.txn_config = txn_config(config)
+        self.new_producer_id = new_producer_id
+        self._groups = groups
+        self._on_marker = on_marker
+        self._remote = remote
+        self._markers: dict[tuple[int, str], asyncio.Task[None]] = {}
+
+    # -- hosting -----------------------------------------------------------------------------------------------
+
+    def _ensure_topic(self) -> Topic:
+        topic = self._cluster.get(TRANSACTION_STATE_TOPIC)
+        if topic is None:
+            configs = {**TRANSACTION_STATE_TOPIC_CONFIGS,
+                       "segment.bytes": str(self._broker_config.get("transaction.state.log.segment.bytes"))}
+            topic = self._cluster.create_topic(TRANSACTION_STATE_TOPIC,
+                                               self._broker_config.get("transaction.state.log.num.partitions"),
+                                               configs)
+        return topic
+
+    def _new_shard_runtime(self, partition: int, partition_log: PartitionLog, **settings: Any) -> ShardRuntime:
+        return TxnShardRuntime(partition, partition_log, clock=self.clock, txn=self.txn_config,
+                               new_producer_id=self.new_producer_id, on_markers=self._start_markers, **settings)
+
+    def _log_loaded(self, partitions: list[int], seconds: float) -> None:
+        active = self._active(partitions)
+        failed = len(partitions) - len(active)
+        log.info("%s: %d partitions loaded in %.2f s (%d transactional ids, %d records)%s", self.topic, len(active),
+                 seconds, sum(s.shard.size() for s in active), sum(s.records for s in active),
+                 f"; {failed} not loaded" if failed else "")
+
+    def _log_moved_in(self, shard: ShardRuntime, seconds: float) -> None:
+        if shard.state is ShardState.ACTIVE:
+            log.info("%s-%d loaded in %.2f s (%d transactional ids, %d records): its transactions are coordinated "
+                     "here", self.topic, shard.partition, seconds, shard.shard.size(), shard.records)
+
+    async def close(self) -> None:
+        for task in list(self._markers.values()):
+            task.cancel()
+        await super().close()
+
+    # -- markers -----------------------------------------------------------------------------------------------
+
+    def _start_markers(self, shard: TxnShardRuntime, job: WriteMarkers) -> None:
+        key = (shard.partition, job.transactional_id)
+        task = asyncio.get_running_loop().create_task(self._write_markers(shard, job))
+        self._markers[key] = task
+        task.add_done_callback(lambda t: self._markers.pop(key, None) if self._markers.get(key) is t else None)
+
+    async def _write_markers(self, shard: TxnShardRuntime, job: WriteMarkers) -> None:
+        pending = set(job.partitions)
+        reported: set[tuple[str, int]] = set()
+        while pending:
+            if shard.state is not ShardState.ACTIVE:
+                return  # the next load writes them again
+            for tp in sorted(pending):
+                try:
+                    await self._write_marker(tp, job)
+                    pending.discard(tp)
+                except MarkerError as error:
+                    if error.code in PERMANENT_MARKER_ERRORS:
+                        log.info("the marker of transactional id %s to %s-%d is not written: %s",
+                                 job.transactional_id, *tp, error)
+                        pending.discard(tp)
+                    elif tp not in reported:
+                        reported.add(tp)
+                        log.warning("the %s marker of transactional id %s cannot be written to %s-%d yet (%s): "
+                                    "retrying", "COMMIT" if job.commit else "ABORT", job.transactional_id, *tp, error)
+                except Exception:  # a bug: logged once, retried like the rest
+                    if tp not in reported:
+                        reported.add(tp)
+                        log.exception("the marker of transactional id %s to %s-%d failed", job.transactional_id, *tp)
+            if pending:
+                await asyncio.sleep(MARKER_RETRY_MS / 1000)
+        if shard.state is ShardState.ACTIVE:
+            shard.apply(shard.shard.markers_written(job))
+
+    async def _write_marker(self, tp: tuple[str, int], job: WriteMarkers) -> None:
+        """Write one marker, here or (led by another node) through WriteTxnMarkers; raises MarkerError."""
+        marker = Marker(job.producer_id, job.producer_epoch, job.commit, job.coordinator_epoch)
+        try:
+            await write_marker(self._cluster, self._groups, tp, marker, self.clock.now_ms(), self._on_marker)
+        except MarkerError as error:
+            if error.code != NOT_LEADER_OR_FOLLOWER or self._remote is None:
+                raise
+            code = await self._remote(tp, marker)
+            if code != 0:
+                raise MarkerError(code, f"the leader of {tp[0]}-{tp[1]} answered error {code}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """One transaction marker for a partition (a WritableTxnMarker of WriteTxnMarkers, for one partition)."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+
+
+UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, COORDINATOR_NOT_AVAILABLE = 3, 6, 15
+KAFKA_STORAGE_ERROR = 56
+# TransactionMarkerRequestCompletionHandler: these end the marker's retries (the partition is gone, or the
+# producer or coordinator epoch moved on); the others are retried.
+PERMANENT_MARKER_ERRORS = frozenset({
+    UNKNOWN_TOPIC_OR_PARTITION,  # herd knows its topics: a missing one is deleted (Kafka: "likely deleted")
+    47,  # INVALID_PRODUCER_EPOCH
+    52,  # TRANSACTION_COORDINATOR_FENCED
+    35,  # UNSUPPORTED_VERSION
+})
+
+
+class MarkerError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+async def write_marker(cluster: Cluster, groups: TransactionCompleter | None, tp: tuple[str, int], marker: Marker,
+                       now_ms: int, on_marker: Callable[[tuple[str, int]], None] | None = None) -> None:
+    """Write `marker` into partition `tp` led by this node, durably: a data partition with `append_control` on its
+    log (fsynced on local files, committed in PostgreSQL), a `__consumer_offsets` partition through the group
+    coordinator's `complete_transaction`. Used for the markers of this node's transactions and for WriteTxnMarkers
+    from another node's coordinator. Raises MarkerError: UNKNOWN_TOPIC_OR_PARTITION (no such partition),
+    NOT_LEADER_OR_FOLLOWER (led by another node), KAFKA_STORAGE_ERROR (the log failed), or the group coordinator's
+    refusal (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
+    topic_name, index = tp
+    topic = cluster.get(topic_name)
+    if topic is None or not 0 <= index < len(topic.partitions):
+        raise MarkerError(UNKNOWN_TOPIC_OR_PARTITION, "the partition does not exist")
+    partition = topic.partitions[index]
+    if partition is None:
+        raise MarkerError(NOT_LEADER_OR_FOLLOWER, "led by another node")
+    if topic_name == OFFSETS_TOPIC:
+        if groups is None:
+            raise MarkerError(COORDINATOR_NOT_AVAILABLE, "no group coordinator runs here")
+        try:
+            outcome = groups.complete_transaction(index, marker.producer_id, marker.producer_epoch, marker.commit,
+                                                  marker.coordinator_epoch)
+            if asyncio.isfuture(outcome) or asyncio.iscoroutine(outcome):
+                await outcome
+        except CoordinatorError as error:
+            raise MarkerError(error.code, str(error)) from None
+        return
+    try:
+        appended = partition.append_control(marker.producer_id, marker.producer_epoch,  # type: ignore[attr-defined]
+                                            marker.commit, marker.coordinator_epoch, now_ms)
+        if partition.remote:
+            await as_remote(partition).wait_durable(appended.last_offset + 1)
+        else:
+            partition.flush()
+    except NotLeaderError as error:
+        raise MarkerError(NOT_LEADER_OR_FOLLOWER, str(error)) from None
+    except LogError as error:
+        raise MarkerError(KAFKA_STORAGE_ERROR, str(error)) from None
+    if on_marker is not None:
+        on_marker(tp)
