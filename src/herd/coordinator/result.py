@@ -9,6 +9,11 @@ If the append fails, the runtime must not send `replies`; it calls
 `GroupCoordinatorShard.on_append_failed(result, error)` and handles the Result that returns instead
 (error replies and, when Kafka does so, compensating state changes such as undoing a static member
 replacement). `rollback` is the shard's private hook for that; the runtime never calls it directly.
+
+`Result.transaction` is None for the coordinator's own writes. A TxnOffsetCommit sets it to (producer id,
+producer epoch): the runtime then writes the records as one transactional batch of that producer and replays
+each with its producer id, so they stay pending until the transaction's marker (txn_offsets.py). Results of
+different producers cannot be merged.
 """
 
 from __future__ import annotations
@@ -33,6 +38,12 @@ class Result:
     records: tuple[Record, ...] = ()
     replies: tuple[Reply, ...] = ()
     rollback: Rollback | None = field(default=None, compare=False, repr=False)
+    transaction: tuple[int, int] | None = None
+
+    @property
+    def producer_id(self) -> int:
+        """The producer id to replay the records with (-1: not transactional)."""
+        return -1 if self.transaction is None else self.transaction[0]
 
     def __add__(self, other: Result) -> Result:
         return merge(self, other)
@@ -43,10 +54,14 @@ EMPTY = Result()
 
 def merge(first: Result, second: Result) -> Result:
     rollbacks = tuple(r for r in (first.rollback, second.rollback) if r is not None)
+    transaction = first.transaction if first.records else second.transaction
+    if first.records and second.records and first.transaction != second.transaction:
+        raise ValueError("records of different transactions cannot share a batch")
     return Result(
         first.records + second.records,
         first.replies + second.replies,
         _undo_all(rollbacks) if rollbacks else None,
+        transaction,
     )
 
 

@@ -31,10 +31,10 @@ class Ctx:
     # --- running -------------------------------------------------------------------------------
 
     def apply(self, result: Result) -> Result:
-        """The runtime's success path: append, replay."""
+        """The runtime's success path: append, replay (with the producer id of a transactional Result)."""
         for record in result.records:
             self.log.append(record)
-            self.shard.replay(record)
+            self.shard.replay(record, result.producer_id)
         return result
 
     def run(self, method: str, req: object) -> tuple[object, Result]:
