@@ -2,10 +2,17 @@
 
 Each `Result` of a shard becomes one uncompressed batch (`encode_batch`): its records in order, offsets
 0..n-1 relative to the batch (the log rewrites the base offset), every record stamped with the append
-time, no producer id, partition leader epoch 0. Loading walks the partition's batches (`decode_batches`)
-and yields `(key, value)` for every record; control batches (transaction markers) are skipped, and
-so are records without a key, which no coordinator writes. A compressed batch (which only another writer
-could have put there) is decompressed with the log's codecs.
+time, partition leader epoch 0, and no producer id, except for a TxnOffsetCommit's Result: that batch is
+transactional (attributes bit 4) with the producer's id and epoch and base sequence 0, as Kafka's
+CoordinatorRuntime builds it (apache/kafka coordinator-common/src/main/java/org/apache/kafka/coordinator/
+common/runtime/CoordinatorRuntime.java, the MemoryRecordsBuilder of a write with a producer id).
+
+Loading walks the partition's batches (`read_batches`, Kafka's CoordinatorLoaderImpl): each yields its
+`(key, value)` records, its producer id if it is transactional (else -1), and for a control batch the
+transaction marker it holds (COMMIT True, ABORT False; decoded by the log's `control_marker`) instead of
+records. `decode_batches` is the same without the producer and the markers (control batches come out
+empty). Records without a key, which no coordinator writes, are skipped. A compressed batch (which only
+another writer could have put there) is decompressed with the log's codecs.
 
 The layout is Kafka's (clients/.../record/DefaultRecordBatch.java and DefaultRecord.java):
 
@@ -25,13 +32,15 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 import crc32c
 from kio._kio_native import read_signed_varint, read_signed_varlong
 
 from herd.coordinator import Record
+from herd.log import batch as log_batch
 from herd.log.api import LogError
-from herd.log.batch import COMPRESSION_MASK, CONTROL_BIT, HEADER_SIZE, parse_header
+from herd.log.batch import COMPRESSION_MASK, CONTROL_BIT, HEADER_SIZE, TRANSACTIONAL_BIT, BatchHeader, parse_header
 from herd.log.records import records_section
 
 _PREFIX = struct.Struct(">qiib")  # base offset, length, leader epoch, magic
@@ -68,20 +77,57 @@ def _record(index: int, key: bytes, value: bytes | None) -> bytes:
     return _varint(len(body)) + body
 
 
-def encode_batch(records: Sequence[Record], now_ms: int) -> bytes:
-    """One v2 batch holding `records` (at least one), stamped `now_ms`."""
+def encode_batch(records: Sequence[Record], now_ms: int, producer_id: int = -1, producer_epoch: int = -1) -> bytes:
+    """One v2 batch holding `records` (at least one), stamped `now_ms`; transactional when `producer_id` >= 0."""
     if not records:
         raise ValueError("a batch needs at least one record")
     body = b"".join(_record(i, r.key, r.value) for i, r in enumerate(records))
-    after_crc = _BODY.pack(0, len(records) - 1, now_ms, now_ms, -1, -1, -1, len(records)) + body
+    if producer_id >= 0:
+        head = _BODY.pack(TRANSACTIONAL_BIT, len(records) - 1, now_ms, now_ms, producer_id, producer_epoch, 0,
+                          len(records))
+    else:
+        head = _BODY.pack(0, len(records) - 1, now_ms, now_ms, -1, -1, -1, len(records))
+    after_crc = head + body
     crc = crc32c.crc32c(after_crc)
     return _PREFIX.pack(0, len(after_crc) + 9, 0, 2) + _CRC.pack(crc) + after_crc
 
 
+class LoadedBatch(NamedTuple):
+    """One batch read back from a coordinator partition."""
+
+    next_offset: int
+    records: list[KeyValue]
+    producer_id: int
+    """-1 unless the batch is transactional"""
+    marker: bool | None
+    """a control batch's marker: True COMMIT, False ABORT; None for any other batch"""
+
+
+def read_batches(data: bytes | memoryview) -> Iterator[LoadedBatch]:
+    """Every whole batch in `data`, for loading (see the module docstring); raises ValueError on a corrupt batch
+    or an unreadable control batch. A control batch whose record is not a transaction marker (Kafka's loader
+    ignores any other control type) comes out as a batch without records."""
+    for buffer, header in _headers(data):
+        producer_id = header.producer_id if header.attributes & TRANSACTIONAL_BIT else -1
+        if header.attributes & CONTROL_BIT:
+            # helper A's decoder (issue 17: herd.log.batch.control_marker(batch) -> (commit, coordinator epoch)
+            # or None), looked up when a control batch is met
+            marker = log_batch.control_marker(buffer[header.position:header.end])
+            yield LoadedBatch(header.next_offset, [], producer_id, None if marker is None else marker[0])
+        else:
+            yield LoadedBatch(header.next_offset, _batch_records(buffer, header), producer_id, None)
+
+
 def decode_batches(data: bytes | memoryview) -> Iterator[tuple[int, list[KeyValue]]]:
-    """(next offset, [(key, value), ...]) for every whole batch in `data`; raises ValueError on a corrupt
-    batch. Loading replays each pair (`GroupCoordinatorShard.replay_loaded`). The log may hand out a view of
-    its read buffer: it is copied once here, so keys and values are `bytes`."""
+    """(next offset, [(key, value), ...]) for every whole batch in `data`, control batches without records;
+    raises ValueError on a corrupt batch. The log may hand out a view of its read buffer: it is copied once
+    here, so keys and values are `bytes`."""
+    for buffer, header in _headers(data):
+        yield header.next_offset, [] if header.attributes & CONTROL_BIT else _batch_records(buffer, header)
+
+
+def _headers(data: bytes | memoryview) -> Iterator[tuple[bytes, BatchHeader]]:
+    """(data as bytes, header) of every whole batch, its CRC checked."""
     if not isinstance(data, bytes):
         data = bytes(data)
     position = 0
@@ -90,18 +136,17 @@ def decode_batches(data: bytes | memoryview) -> Iterator[tuple[int, list[KeyValu
             header = parse_header(data, position)
         except LogError as error:
             raise ValueError(str(error)) from error
-        next_offset = header.base_offset + header.last_offset_delta + 1
         if crc32c.crc32c(memoryview(data)[position + _CRC_START:header.end]) != header.crc:
             raise ValueError(f"CRC32C mismatch in the batch at offset {header.base_offset}")
-        if header.attributes & CONTROL_BIT:
-            records: list[KeyValue] = []
-        elif header.attributes & COMPRESSION_MASK:
-            section = bytes(records_section(data, header))
-            records = _records(section, 0, header.record_count, len(section))
-        else:
-            records = _records(data, position + HEADER_SIZE, header.record_count, header.end)
         position = header.end
-        yield next_offset, records
+        yield data, header
+
+
+def _batch_records(data: bytes, header: BatchHeader) -> list[KeyValue]:
+    if header.attributes & COMPRESSION_MASK:
+        section = bytes(records_section(data, header))
+        return _records(section, 0, header.record_count, len(section))
+    return _records(data, header.position + HEADER_SIZE, header.record_count, header.end)
 
 
 def _records(data: bytes, pos: int, count: int, end: int) -> list[KeyValue]:

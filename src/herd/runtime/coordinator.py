@@ -288,6 +288,20 @@ class CoordinatorRuntime:
                 log.info("__consumer_offsets-%d is %s: offsets of deleted topics %s stay until they expire",
                          shard.partition, shard.state.value, sorted(deleted))
 
+    async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int, commit: bool) -> None:
+        """A transaction's marker is durable in `__consumer_offsets-<partition>` (the transaction coordinator
+        wrote it): the producer's pending offsets there become committed (`commit`) or vanish. A partition still
+        loading is waited for (its load may or may not have read the marker; replaying it twice changes
+        nothing). Raises CoordinatorError(NOT_COORDINATOR) if the partition is not hosted here or not active:
+        whoever loads it next replays the marker from its log."""
+        load = self._loads.get(partition)
+        if load is not None:
+            await asyncio.shield(load)
+        shard = self.shards.get(partition)
+        if shard is None:
+            raise CoordinatorError(ErrorCode.NOT_COORDINATOR, f"__consumer_offsets-{partition} is not hosted here")
+        shard.complete_transaction(producer_id, producer_epoch, commit)
+
     def call_all(self, handler: Handler[Request], request: Request) -> list[object]:
         """`handler` on every active shard (ListGroups). Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)
         while any hosted partition is loading."""

@@ -12,8 +12,9 @@ herd replays before it writes, so replaying the log again is its way back to the
 
 Every Result, whether from a request handler or a timer operation, goes through `apply`, on the loop
 thread, synchronously:
-- with records: they are encoded as one v2 batch, replayed into the shard at once (so the next request
-  sees them), and staged for the writer; the Result's replies wait for the write to be durable;
+- with records: they are encoded as one v2 batch (transactional, of the Result's producer, for a
+  TxnOffsetCommit), replayed into the shard at once (so the next request sees them), and staged for the
+  writer; the Result's replies wait for the write to be durable;
 - without records: its replies are delivered at once if nothing is pending, else they queue behind the
   pending writes (a Result never overtakes an earlier write).
 
@@ -32,6 +33,13 @@ only fail for a disk error, which fails the shard: replaying first cannot leave 
 not in the log. A refused batch whose
 change live state had already made and no rollback undoes (`StateDiverged`) fails the shard too, so live state
 is always what replaying the log gives.
+
+Transactions: `complete_transaction(producer_id, producer_epoch, commit)` is called once a transaction's
+marker (a control batch) is durable in this partition (Kafka's GroupCoordinator.onTransactionCompleted /
+completeTransaction): the producer's pending offsets become committed or vanish at once. The marker precedes in
+the log every batch still staged here, and the shard's ordering rule (coordinator/txn_offsets.py: the later
+record wins) gives the same offsets as replaying the log in its order. Loading replays control batches
+(`batches.read_batches`) with `replay_end_transaction_marker` and transactional batches with their producer id.
 
 Replies are `ReplyHandle`s: a handle answered before its request's handler returned is returned as a
 plain response (no task, no future); otherwise the caller gets a future. Heartbeats, the most frequent
@@ -56,7 +64,7 @@ from herd.coordinator.result import Reply
 from herd.log.api import KafkaStorageError, LogError, PartitionLog, RemotePartitionLog
 from herd.log.batch import LOG_OVERHEAD, parse_header, peek_prefix
 from herd.log.compaction import DEFAULT_DELETE_RETENTION_MS
-from herd.runtime.batches import decode_batches, encode_batch
+from herd.runtime.batches import LoadedBatch, encode_batch, read_batches
 from herd.runtime.compactor import Compactor
 from herd.runtime.commits import Writer
 from herd.runtime.timer import AsyncioTimer, WallClock
@@ -210,6 +218,16 @@ class ShardRuntime:
         self.apply(self.shard.on_topics_deleted(topics))
         return True
 
+    def complete_transaction(self, producer_id: int, producer_epoch: int, commit: bool) -> None:
+        """The marker of `producer_id`'s transaction (COMMIT if `commit`) is durable in this partition: its
+        pending offsets are committed or dropped (the marker is replayed; nothing is written). Raises
+        CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR) unless the shard is active: a shard
+        that loads later replays the marker from its log."""
+        self._check_available()
+        log.debug("__consumer_offsets-%d: producer %d (epoch %d) %s", self.partition, producer_id, producer_epoch,
+                  "committed" if commit else "aborted")
+        self.shard.replay_end_transaction_marker(producer_id, commit)
+
     def _check_available(self) -> None:
         """Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR) unless the shard is active."""
         error = self.unavailable_error()
@@ -232,7 +250,11 @@ class ShardRuntime:
         if self.state not in (ShardState.ACTIVE, ShardState.UNLOADING):
             self._reject(result)
         elif result.records:
-            batch = encode_batch(result.records, self._clock.now_ms())
+            transaction = result.transaction
+            if transaction is None:
+                batch = encode_batch(result.records, self._clock.now_ms())
+            else:
+                batch = encode_batch(result.records, self._clock.now_ms(), *transaction)
             if len(batch) > self._max_batch_bytes:
                 log.warning("__consumer_offsets-%d: refusing a %d-byte batch (max %d)", self.partition,
                             len(batch), self._max_batch_bytes)
@@ -241,8 +263,9 @@ class ShardRuntime:
                     self._fail(self._staged, StateDiverged(
                         f"a refused {len(batch)}-byte batch left groups in a state its log does not hold"))
                 return
+            producer_id = result.producer_id
             for record in result.records:
-                self.shard.replay(record)
+                self.shard.replay(record, producer_id)
             self._staged.append(_Pending(result, batch))
             if self._writer is None:
                 self._writer = self._loop.create_task(self._write_loop())
@@ -350,9 +373,9 @@ class ShardRuntime:
         while offset < self.log.log_end_offset and self.state is ShardState.LOADING:
             data = self.log.read(offset, LOAD_CHUNK_BYTES)
             start = offset
-            for next_offset, records in decode_batches(data):
-                self.shard.replay_loaded_batch(records)
-                offset = next_offset
+            for batch in read_batches(data):
+                self._replay_loaded(batch)
+                offset = batch.next_offset
             if offset == start:
                 raise ValueError(f"no batch readable at offset {offset}")
             await asyncio.sleep(0)
@@ -375,12 +398,18 @@ class ShardRuntime:
                 offset = _end_of_batches(data)
                 if offset < end:
                     reading = self._loop.create_task(partition_log.read_async(offset, REMOTE_LOAD_CHUNK_BYTES))
-                for _, records in decode_batches(data):
-                    self.shard.replay_loaded_batch(records)
+                for batch in read_batches(data):
+                    self._replay_loaded(batch)
                 await asyncio.sleep(0)
         finally:
             if reading is not None:
                 reading.cancel()
+
+    def _replay_loaded(self, batch: LoadedBatch) -> None:
+        if batch.marker is not None:
+            self.shard.replay_end_transaction_marker(batch.producer_id, batch.marker)
+        else:
+            self.shard.replay_loaded_batch(batch.records, batch.producer_id)
 
     async def unload(self) -> None:
         """Stop serving: finish and acknowledge pending writes, answer parked requests NOT_COORDINATOR."""
