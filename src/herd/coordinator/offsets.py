@@ -68,6 +68,7 @@ from herd.coordinator.records import (
 )
 from herd.coordinator.requests import (
     CommitPartition,
+    CompleteTransaction,
     FetchGroup,
     OffsetCommit,
     OffsetDelete,
@@ -76,6 +77,7 @@ from herd.coordinator.requests import (
 )
 from herd.coordinator.responses import (
     CommitPartitionResponse,
+    CompleteTransactionResponse,
     CommitTopicResponse,
     DeletePartitionResponse,
     DeleteTopicResponse,
@@ -87,7 +89,7 @@ from herd.coordinator.responses import (
     OffsetFetchResponse,
     error_response,
 )
-from herd.coordinator.result import Effects, Reply, Result
+from herd.coordinator.result import Effects, Marker, Reply, Result
 from herd.coordinator.state import GroupState
 from herd.coordinator.subscriptions import is_subscribed, uses_consumer_protocol
 
@@ -230,6 +232,14 @@ def _validate_txn_commit(ctx: ShardContext, req: TxnOffsetCommit) -> ErrorCode |
     if group is None:
         return None if req.generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
     return validate_group_commit(group, req.member_id, req.group_instance_id, req.generation_id, transactional=True)
+
+
+def complete_transaction(ctx: ShardContext, req: CompleteTransaction, handle: object) -> Result:
+    """The marker to write for a transaction the transaction coordinator completed (Kafka's
+    CoordinatorRuntime.completeTransaction); the runtime writes it and replays it with
+    `replay_end_transaction_marker`. The answer (CompleteTransactionResponse) waits for it to be durable."""
+    return Result(replies=(Reply(handle, CompleteTransactionResponse()),),
+                  marker=Marker(req.producer_id, req.producer_epoch, req.commit, req.coordinator_epoch))
 
 
 # --- OffsetFetch ------------------------------------------------------------------------------------

@@ -149,6 +149,17 @@ class TxnOffsetCommit:
     client_host: str = ""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompleteTransaction:
+    """Write a transaction's marker into this partition (Kafka's GroupCoordinator.completeTransaction: the
+    transaction coordinator's WriteTxnMarkers for a `__consumer_offsets` partition)."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class FetchTopic:
     name: str

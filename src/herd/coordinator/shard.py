@@ -11,9 +11,10 @@ How the runtime drives it:
 - Results: append `result.records`, call `replay(record, result.producer_id)` for each one, and release
   `result.replies` once everything appended up to this Result is durable. A Result with a `transaction`
   (TxnOffsetCommit) is appended as one transactional batch of that producer.
-- Transactions: when a transaction's marker is durable in the partition, `replay_end_transaction_marker(
-  producer_id, commit)` (live, Kafka's GroupCoordinatorShard.replayEndTransactionMarker); on load the same for
-  every control batch. If the append fails, drop those replies and
+- Transactions: `complete_transaction(req, reply)` returns a Result with a `marker` and no records: append it
+  as a control batch, call `replay_end_transaction_marker(producer_id, commit)` (Kafka's
+  GroupCoordinatorShard.replayEndTransactionMarker), release the reply once durable. On load the same replay
+  for every control batch. If the append fails, drop those replies and
   handle `on_append_failed(result, error_code)` instead.
 - Timers: the shard schedules keyed operations on the injected `Timer`; when one comes due the
   runtime calls it and treats its `Result` exactly like a handler's.
@@ -61,6 +62,7 @@ from herd.coordinator.records import (
 )
 from herd.coordinator.requests import (
     AlterGroupConfigs,
+    CompleteTransaction,
     DeleteGroups,
     DescribeGroupConfigs,
     DescribeGroups,
@@ -139,6 +141,10 @@ class GroupCoordinatorShard:
 
     def txn_offset_commit(self, req: TxnOffsetCommit, reply: object) -> Result:
         return offsets.txn_commit(self._ctx, req, reply)
+
+    def complete_transaction(self, req: CompleteTransaction, reply: object) -> Result:
+        """A transaction is complete: its marker to write here (`Result.marker`), answered once durable."""
+        return offsets.complete_transaction(self._ctx, req, reply)
 
     def offset_fetch(self, req: OffsetFetch, reply: object) -> Result:
         return offsets.fetch(self._ctx, req, reply)

@@ -7,6 +7,13 @@ transactional (attributes bit 4) with the producer's id and epoch and base seque
 CoordinatorRuntime builds it (apache/kafka coordinator-common/src/main/java/org/apache/kafka/coordinator/
 common/runtime/CoordinatorRuntime.java, the MemoryRecordsBuilder of a write with a producer id).
 
+A transaction's marker, written when the transaction coordinator completes a transaction that holds offsets
+here (`encode_control_batch`), is Kafka's MemoryRecords.withEndTransactionMarker: a control batch (attributes
+bits 4 and 5) of the producer's id and epoch, base sequence -1, one record whose key is ControlRecordType
+{version 0, type: ABORT 0, COMMIT 1} and whose value is EndTransactionMarker {version 0, coordinator epoch}
+(clients/src/main/java/org/apache/kafka/common/record/{MemoryRecords,EndTransactionMarker,ControlRecordType}
+.java).
+
 Loading walks the partition's batches (`read_batches`, Kafka's CoordinatorLoaderImpl): each yields its
 `(key, value)` records, its producer id if it is transactional (else -1), and for a control batch the
 transaction marker it holds (COMMIT True, ABORT False; decoded by the log's `control_marker`) instead of
@@ -116,6 +123,19 @@ def read_batches(data: bytes | memoryview) -> Iterator[LoadedBatch]:
             yield LoadedBatch(header.next_offset, [], producer_id, None if marker is None else marker[0])
         else:
             yield LoadedBatch(header.next_offset, _batch_records(buffer, header), producer_id, None)
+
+
+_CONTROL_KEY = struct.Struct(">hh")  # version, type
+_MARKER_VALUE = struct.Struct(">hi")  # version, coordinator epoch
+
+
+def encode_control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                         now_ms: int) -> bytes:
+    """One control batch holding the end-transaction marker of `producer_id`, stamped `now_ms`."""
+    record = _record(0, _CONTROL_KEY.pack(0, 1 if commit else 0), _MARKER_VALUE.pack(0, coordinator_epoch))
+    after_crc = _BODY.pack(TRANSACTIONAL_BIT | CONTROL_BIT, 0, now_ms, now_ms, producer_id, producer_epoch, -1,
+                           1) + record
+    return _PREFIX.pack(0, len(after_crc) + 9, 0, 2) + _CRC.pack(crc32c.crc32c(after_crc)) + after_crc
 
 
 def decode_batches(data: bytes | memoryview) -> Iterator[tuple[int, list[KeyValue]]]:

@@ -34,12 +34,12 @@ not in the log. A refused batch whose
 change live state had already made and no rollback undoes (`StateDiverged`) fails the shard too, so live state
 is always what replaying the log gives.
 
-Transactions: `complete_transaction(producer_id, producer_epoch, commit)` is called once a transaction's
-marker (a control batch) is durable in this partition (Kafka's GroupCoordinator.onTransactionCompleted /
-completeTransaction): the producer's pending offsets become committed or vanish at once. The marker precedes in
-the log every batch still staged here, and the shard's ordering rule (coordinator/txn_offsets.py: the later
-record wins) gives the same offsets as replaying the log in its order. Loading replays control batches
-(`batches.read_batches`) with `replay_end_transaction_marker` and transactional batches with their producer id.
+Transactions: a Result with a `marker` (the core's `complete_transaction`, which the transaction coordinator
+asks for through `CoordinatorRuntime.complete_transaction`) is written as a control batch like any other
+batch, in order with the shard's other writes (never appended to the log from outside while the flusher
+writes it), and replayed with `replay_end_transaction_marker` when it is staged, as Kafka's
+CoordinatorRuntime.completeTransaction does. Loading replays control batches (`batches.read_batches`) the same
+way and transactional batches with their producer id.
 
 Replies are `ReplyHandle`s: a handle answered before its request's handler returned is returned as a
 plain response (no task, no future); otherwise the caller gets a future. Heartbeats, the most frequent
@@ -64,7 +64,7 @@ from herd.coordinator.result import Reply
 from herd.log.api import KafkaStorageError, LogError, PartitionLog, RemotePartitionLog
 from herd.log.batch import LOG_OVERHEAD, parse_header, peek_prefix
 from herd.log.compaction import DEFAULT_DELETE_RETENTION_MS
-from herd.runtime.batches import LoadedBatch, encode_batch, read_batches
+from herd.runtime.batches import LoadedBatch, encode_batch, encode_control_batch, read_batches
 from herd.runtime.compactor import Compactor
 from herd.runtime.commits import Writer
 from herd.runtime.timer import AsyncioTimer, WallClock
@@ -218,16 +218,6 @@ class ShardRuntime:
         self.apply(self.shard.on_topics_deleted(topics))
         return True
 
-    def complete_transaction(self, producer_id: int, producer_epoch: int, commit: bool) -> None:
-        """The marker of `producer_id`'s transaction (COMMIT if `commit`) is durable in this partition: its
-        pending offsets are committed or dropped (the marker is replayed; nothing is written). Raises
-        CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR) unless the shard is active: a shard
-        that loads later replays the marker from its log."""
-        self._check_available()
-        log.debug("__consumer_offsets-%d: producer %d (epoch %d) %s", self.partition, producer_id, producer_epoch,
-                  "committed" if commit else "aborted")
-        self.shard.replay_end_transaction_marker(producer_id, commit)
-
     def _check_available(self) -> None:
         """Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR) unless the shard is active."""
         error = self.unavailable_error()
@@ -249,6 +239,10 @@ class ShardRuntime:
         """Append (staged), replay and answer one Result; see the module docstring."""
         if self.state not in (ShardState.ACTIVE, ShardState.UNLOADING):
             self._reject(result)
+        elif result.marker is not None:
+            marker = result.marker
+            self.shard.replay_end_transaction_marker(marker.producer_id, marker.commit)
+            self._stage(_Pending(result, encode_control_batch(*marker, self._clock.now_ms())))
         elif result.records:
             transaction = result.transaction
             if transaction is None:
@@ -266,13 +260,16 @@ class ShardRuntime:
             producer_id = result.producer_id
             for record in result.records:
                 self.shard.replay(record, producer_id)
-            self._staged.append(_Pending(result, batch))
-            if self._writer is None:
-                self._writer = self._loop.create_task(self._write_loop())
+            self._stage(_Pending(result, batch))
         elif self.pending:
             self._staged.append(_Pending(result, None))
         else:
             deliver(result.replies)
+
+    def _stage(self, pending: _Pending) -> None:
+        self._staged.append(pending)
+        if self._writer is None:
+            self._writer = self._loop.create_task(self._write_loop())
 
     def _reject(self, result: Result) -> None:
         """A Result that can no longer be written: its requests get the mapped storage error."""

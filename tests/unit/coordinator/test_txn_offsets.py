@@ -13,6 +13,7 @@ from herd.coordinator import CoordinatorConfig, ErrorCode, GroupState, ManualClo
 from herd.coordinator.records import OffsetValue, group_tombstone, offset_commit_record, offset_tombstone
 from herd.coordinator.requests import (
     CommitPartition,
+    CompleteTransaction,
     CommitTopic,
     DeleteGroups,
     DeleteTopic,
@@ -22,6 +23,8 @@ from herd.coordinator.requests import (
     OffsetFetch,
     TxnOffsetCommit,
 )
+from herd.coordinator.responses import CompleteTransactionResponse
+from herd.coordinator.result import Marker
 from herd.coordinator.shard import GroupCoordinatorShard
 
 from .context import Ctx, reply
@@ -63,7 +66,11 @@ def fetch(c: Ctx, partitions: tuple[int, ...] = (0,), *, stable: bool = False, g
 
 
 def marker(c: Ctx, commit_: bool, pid: int = PID) -> None:
-    c.shard.replay_end_transaction_marker(pid, commit_)
+    """The transaction coordinator completes `pid`'s transaction here (the marker is written and replayed)."""
+    handle, result = c.run("complete_transaction", CompleteTransaction(producer_id=pid, producer_epoch=EPOCH,
+                                                                       commit=commit_, coordinator_epoch=4))
+    assert result.records == () and result.marker == Marker(pid, EPOCH, commit_, 4)
+    assert reply(result, handle) == CompleteTransactionResponse()
 
 
 def value(offset: int, epoch: int = 5) -> OffsetValue:
@@ -153,6 +160,19 @@ def test_results_of_different_producers_do_not_merge() -> None:
         Result((record,), transaction=(1, 0)) + Result((record,))
     assert (Result(transaction=(1, 0)) + Result((record,))).transaction is None
     assert (Result((record,), transaction=(1, 0)) + Result()).transaction == (1, 0)
+    marker_ = Result(marker=Marker(1, 0, True, 0))
+    with pytest.raises(ValueError):
+        marker_ + Result((record,))
+    with pytest.raises(ValueError):
+        marker_ + marker_
+    assert (Result() + marker_).marker == Marker(1, 0, True, 0)
+
+
+def test_a_marker_that_cannot_be_written_answers_the_mapped_error() -> None:
+    c = ctx()
+    result = c.shard.complete_transaction(CompleteTransaction(producer_id=PID, producer_epoch=EPOCH, commit=True), "h")
+    out = c.shard.on_append_failed(result, ErrorCode.KAFKA_STORAGE_ERROR)
+    assert reply(out, "h") == CompleteTransactionResponse(error_code=ErrorCode.NOT_COORDINATOR)
 
 
 # --- pending, committed, aborted ---------------------------------------------------------------------

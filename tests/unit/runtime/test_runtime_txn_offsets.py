@@ -1,6 +1,6 @@
 """Offsets in transactions on the coordinator runtime: a TxnOffsetCommit is written as one transactional batch of
-its producer, stays pending until `complete_transaction`, and survives a reload pending; a reload replays the
-transaction's marker (a control batch) as Kafka's CoordinatorLoaderImpl does. Real runtime and log on the
+its producer, stays pending until `complete_transaction` writes the transaction's marker (a control batch), and
+survives a reload pending; a reload replays the marker as Kafka's CoordinatorLoaderImpl does. Real runtime and log on the
 log's in-memory filesystem; nothing is mocked."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from herd.coordinator import CoordinatorError, ErrorCode
 from herd.coordinator import GroupCoordinatorShard as Shard
 from herd.coordinator.requests import CommitPartition, CommitTopic, FetchGroup, FetchTopic, OffsetFetch, TxnOffsetCommit
 from herd.log import batch as log_batch
-from herd.log.batch import TRANSACTIONAL_BIT, iter_headers
+from herd.log.batch import CONTROL_BIT, TRANSACTIONAL_BIT, iter_headers
 from herd.log.fs import MemoryFileSystem
 from herd.runtime.batches import read_batches
 
@@ -23,7 +23,7 @@ PID, EPOCH = 4242, 2
 UNSTABLE = ErrorCode.UNSTABLE_OFFSET_COMMIT
 needs_control_marker = pytest.mark.skipif(
     not hasattr(log_batch, "control_marker"),
-    reason="needs helper A's control batches (PartitionLog.append_control, herd.log.batch.control_marker)")
+    reason="needs helper A's herd.log.batch.control_marker")
 
 
 def txn_commit(group: str, offsets: dict[int, int]) -> TxnOffsetCommit:
@@ -56,8 +56,11 @@ def test_a_txn_offset_commit_is_a_transactional_batch_pending_until_completed_an
         await runtime.wait_loaded()
         assert await fetch(runtime, group) == {0: (-1, UNSTABLE), 1: (6, 0)}
 
-        await runtime.complete_transaction(1, PID, EPOCH, True)
+        await runtime.complete_transaction(1, PID, EPOCH, True, coordinator_epoch=3)
         assert await fetch(runtime, group) == {0: (42, 0), 1: (6, 0)}
+        headers = list(iter_headers(log.read(log.log_start_offset, 1 << 20)))
+        assert (headers[-1].attributes, headers[-1].producer_id, headers[-1].producer_epoch) == \
+            (TRANSACTIONAL_BIT | CONTROL_BIT, PID, EPOCH)
         with pytest.raises(CoordinatorError) as error:
             await runtime.complete_transaction(0, PID, EPOCH, True)
         assert error.value.code == ErrorCode.NOT_COORDINATOR
@@ -76,8 +79,6 @@ def test_a_reload_replays_the_transactions_marker(commit_: bool) -> None:
         await resolve(runtime.call(group, Shard.offset_commit, commit(group, {0: 5})))
         await resolve(runtime.call(group, Shard.txn_offset_commit, txn_commit(group, {0: 42, 1: 43})))
         log = runtime.shards[1].log
-        log.append_control(PID, EPOCH, commit_, 0, runtime.clock.now_ms())  # what the transaction coordinator does
-        log.flush()
         await runtime.complete_transaction(1, PID, EPOCH, commit_)
         expected = {0: (42, 0), 1: (43, 0)} if commit_ else {0: (5, 0), 1: (-1, 0)}
         assert await fetch(runtime, group) == expected
