@@ -212,7 +212,7 @@ class GroupCoordinatorShard:
         transactional batch), faster; a record that cannot be decoded is skipped with a warning. Returns how many
         were skipped. While transactions hold offsets, and for a transactional batch, records are replayed one
         by one (the fast path stores committed offsets without telling txn_offsets.py)."""
-        if producer_id < 0 and not self._ctx.txn:
+        if producer_id < 0 and not self._ctx.txn.by_producer:
             return offsets.replay_loaded_batch(self._ctx, records, self.replay_loaded)
         skipped = 0
         for key, value in records:
