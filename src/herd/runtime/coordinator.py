@@ -31,7 +31,14 @@ from typing import Any
 
 from herd.cluster.topics import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, Cluster, Topic
 from herd.config import BrokerConfig
-from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, coordinator_partition
+from herd.coordinator import (
+    CoordinatorConfig,
+    CoordinatorError,
+    ErrorCode,
+    GroupCoordinatorShard,
+    coordinator_partition,
+)
+from herd.coordinator.requests import CompleteTransaction
 from herd.log.api import LogError, NotLeaderError, PartitionLog, as_remote
 from herd.runtime.commits import RemoteWriter, Writer
 from herd.runtime.flusher import Flusher
@@ -298,6 +305,28 @@ class CoordinatorRuntime:
             if not shard.on_topics_deleted(deleted):
                 log.info("__consumer_offsets-%d is %s: offsets of deleted topics %s stay until they expire",
                          shard.partition, shard.state.value, sorted(deleted))
+
+    async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                                   coordinator_epoch: int = 0) -> None:
+        """Write the marker of `producer_id`'s transaction (COMMIT if `commit`) into `__consumer_offsets-<partition>`
+        and make its pending offsets there committed or gone (Kafka's GroupCoordinatorService.completeTransaction,
+        what WriteTxnMarkers does for a coordinator partition). Returns once the marker is durable; a partition
+        still loading is waited for. Raises CoordinatorError: NOT_COORDINATOR if the partition is not hosted
+        here or not active, or the mapped error of a failed write (the caller retries, as Kafka's marker
+        channel does)."""
+        load = self._loads.get(partition)
+        if load is not None:
+            await asyncio.shield(load)
+        shard = self.shards.get(partition)
+        if shard is None:
+            raise CoordinatorError(ErrorCode.NOT_COORDINATOR, f"__consumer_offsets-{partition} is not hosted here")
+        request = CompleteTransaction(producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
+                                      coordinator_epoch=coordinator_epoch)
+        outcome = shard.call(GroupCoordinatorShard.complete_transaction, request)
+        response = await outcome if isinstance(outcome, asyncio.Future) else outcome
+        if response.error_code:  # type: ignore[attr-defined]
+            raise CoordinatorError(ErrorCode(response.error_code),  # type: ignore[attr-defined]
+                                   f"the marker of producer {producer_id} was not written")
 
     def call_all(self, handler: Handler[Request], request: Request) -> list[object]:
         """`handler` on every active shard (ListGroups). Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)

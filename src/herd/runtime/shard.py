@@ -12,8 +12,9 @@ herd replays before it writes, so replaying the log again is its way back to the
 
 Every Result, whether from a request handler or a timer operation, goes through `apply`, on the loop
 thread, synchronously:
-- with records: they are encoded as one v2 batch, replayed into the shard at once (so the next request
-  sees them), and staged for the writer; the Result's replies wait for the write to be durable;
+- with records: they are encoded as one v2 batch (transactional, of the Result's producer, for a
+  TxnOffsetCommit), replayed into the shard at once (so the next request sees them), and staged for the
+  writer; the Result's replies wait for the write to be durable;
 - without records: its replies are delivered at once if nothing is pending, else they queue behind the
   pending writes (a Result never overtakes an earlier write).
 
@@ -32,6 +33,13 @@ only fail for a disk error, which fails the shard: replaying first cannot leave 
 not in the log. A refused batch whose
 change live state had already made and no rollback undoes (`StateDiverged`) fails the shard too, so live state
 is always what replaying the log gives.
+
+Transactions: a Result with a `marker` (the core's `complete_transaction`, which the transaction coordinator
+asks for through `CoordinatorRuntime.complete_transaction`) is written as a control batch like any other
+batch, in order with the shard's other writes (never appended to the log from outside while the flusher
+writes it), and replayed with `replay_end_transaction_marker` when it is staged, as Kafka's
+CoordinatorRuntime.completeTransaction does. Loading replays control batches (`batches.read_batches`) the same
+way and transactional batches with their producer id.
 
 Replies are `ReplyHandle`s: a handle answered before its request's handler returned is returned as a
 plain response (no task, no future); otherwise the caller gets a future. Heartbeats, the most frequent
@@ -56,7 +64,7 @@ from herd.coordinator.result import Reply
 from herd.log.api import KafkaStorageError, LogError, PartitionLog, RemotePartitionLog
 from herd.log.batch import LOG_OVERHEAD, parse_header, peek_prefix
 from herd.log.compaction import DEFAULT_DELETE_RETENTION_MS
-from herd.runtime.batches import decode_batches, encode_batch
+from herd.runtime.batches import LoadedBatch, encode_batch, encode_control_batch, read_batches
 from herd.runtime.compactor import Compactor
 from herd.runtime.commits import Writer
 from herd.runtime.timer import AsyncioTimer, WallClock
@@ -241,8 +249,16 @@ class ShardRuntime:
         """Append (staged), replay and answer one Result; see the module docstring."""
         if self.state not in (ShardState.ACTIVE, ShardState.UNLOADING):
             self._reject(result)
+        elif result.marker is not None:
+            marker = result.marker
+            self.shard.replay_end_transaction_marker(marker.producer_id, marker.commit)
+            self._stage(_Pending(result, encode_control_batch(*marker, self._clock.now_ms())))
         elif result.records:
-            batch = encode_batch(result.records, self._clock.now_ms())
+            transaction = result.transaction
+            if transaction is None:
+                batch = encode_batch(result.records, self._clock.now_ms())
+            else:
+                batch = encode_batch(result.records, self._clock.now_ms(), *transaction)
             if len(batch) > self._max_batch_bytes:
                 log.warning("%s-%d: refusing a %d-byte batch (max %d)", self.topic, self.partition,
                             len(batch), self._max_batch_bytes)
@@ -251,15 +267,19 @@ class ShardRuntime:
                     self._fail(self._staged, StateDiverged(
                         f"a refused {len(batch)}-byte batch left groups in a state its log does not hold"))
                 return
+            producer_id = result.producer_id
             for record in result.records:
-                self.shard.replay(record)
-            self._staged.append(_Pending(result, batch))
-            if self._writer is None:
-                self._writer = self._loop.create_task(self._write_loop())
+                self.shard.replay(record, producer_id)
+            self._stage(_Pending(result, batch))
         elif self.pending:
             self._staged.append(_Pending(result, None))
         else:
             self._deliver(result.replies)
+
+    def _stage(self, pending: _Pending) -> None:
+        self._staged.append(pending)
+        if self._writer is None:
+            self._writer = self._loop.create_task(self._write_loop())
 
     def _reject(self, result: Result) -> None:
         """A Result that can no longer be written: its requests get the mapped storage error."""
@@ -360,9 +380,9 @@ class ShardRuntime:
         while offset < self.log.log_end_offset and self.state is ShardState.LOADING:
             data = self.log.read(offset, LOAD_CHUNK_BYTES)
             start = offset
-            for next_offset, records in decode_batches(data):
-                self.shard.replay_loaded_batch(records)
-                offset = next_offset
+            for batch in read_batches(data):
+                self._replay_loaded(batch)
+                offset = batch.next_offset
             if offset == start:
                 raise ValueError(f"no batch readable at offset {offset}")
             await asyncio.sleep(0)
@@ -385,12 +405,18 @@ class ShardRuntime:
                 offset = _end_of_batches(data)
                 if offset < end:
                     reading = self._loop.create_task(partition_log.read_async(offset, REMOTE_LOAD_CHUNK_BYTES))
-                for _, records in decode_batches(data):
-                    self.shard.replay_loaded_batch(records)
+                for batch in read_batches(data):
+                    self._replay_loaded(batch)
                 await asyncio.sleep(0)
         finally:
             if reading is not None:
                 reading.cancel()
+
+    def _replay_loaded(self, batch: LoadedBatch) -> None:
+        if batch.marker is not None:
+            self.shard.replay_end_transaction_marker(batch.producer_id, batch.marker)
+        else:
+            self.shard.replay_loaded_batch(batch.records, batch.producer_id)
 
     async def unload(self) -> None:
         """Stop serving: finish and acknowledge pending writes, answer parked requests NOT_COORDINATOR."""

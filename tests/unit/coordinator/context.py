@@ -31,10 +31,13 @@ class Ctx:
     # --- running -------------------------------------------------------------------------------
 
     def apply(self, result: Result) -> Result:
-        """The runtime's success path: append, replay."""
+        """The runtime's success path: append, replay (with the producer id of a transactional Result; a
+        transaction marker with replay_end_transaction_marker)."""
+        if result.marker is not None:
+            self.shard.replay_end_transaction_marker(result.marker.producer_id, result.marker.commit)
         for record in result.records:
             self.log.append(record)
-            self.shard.replay(record)
+            self.shard.replay(record, result.producer_id)
         return result
 
     def run(self, method: str, req: object) -> tuple[object, Result]:
