@@ -29,6 +29,7 @@ from kio.schema.errors import ErrorCode
 from herd.client.admin_configs import ConfigAdmin
 from herd.client.admin_preregistration import PreregistrationAdmin
 from herd.client.admin_topics import TopicAdmin
+from herd.client.admin_transactions import TransactionAdmin
 from herd.client.connection import KafkaClient, Node
 from herd.client.consumer_protocol import (
     ConsumerProtocolError,
@@ -164,8 +165,8 @@ def _group_error(group_id: str, code: int, message: str | None = None) -> AdminE
     return AdminError(code, f"group '{group_id}': {error_name(code)}" + (f" ({message})" if message else ""))
 
 
-class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin):
-    """Group and topic administration against one cluster."""
+class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, TransactionAdmin):
+    """Group, topic, config and transaction administration against one cluster."""
 
     error_type = AdminError
 
