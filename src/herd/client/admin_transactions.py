@@ -35,6 +35,7 @@ transactional-id `T`: ...").
 from __future__ import annotations
 
 import asyncio
+import struct
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
@@ -45,7 +46,6 @@ from herd.client.connection import KafkaClient, Node
 from herd.client.consumer_protocol import TopicPartition, group_by_topic
 from herd.client.errors import COORDINATOR_ERRORS, ConnectionLost, KafkaError, error_name
 from herd.client.wire import RequestBuilder
-from herd.protocol.values import ms
 
 __all__ = [
     "AbortSpec",
@@ -180,8 +180,9 @@ class TransactionAdmin:
 
         async def attempt() -> TransactionDescription:
             node = await self._transaction_coordinator(transactional_id)
-            _, body = await self.client.send(DESCRIBE_TRANSACTIONS, build, node=node.node_id)
-            state = body.transaction_states[0]
+            _, states = await self.client.send(DESCRIBE_TRANSACTIONS, build, node=node.node_id,
+                                               decode=_decode_describe_transactions)
+            state = states[0]
             if state.error_code in COORDINATOR_ERRORS:
                 raise _Retry(state.error_code)
             if state.error_code == ErrorCode.transactional_id_not_found:
@@ -190,12 +191,9 @@ class TransactionAdmin:
                                                         f"found.")
             if state.error_code:
                 raise self.error_type(state.error_code, f"{failed}: {error_name(state.error_code)}.")
-            start = state.transaction_start_time
-            start_ms = None if start is None or ms(start) < 0 else ms(start)
-            return TransactionDescription(
-                node.node_id, transactional_id, int(state.producer_id), int(state.producer_epoch),
-                state.transaction_state, ms(state.transaction_timeout), start_ms,
-                tuple(TopicPartition(t.topic, int(p)) for t in state.topics for p in t.partitions))
+            return TransactionDescription(node.node_id, transactional_id, state.producer_id, state.producer_epoch,
+                                          state.state, state.timeout_ms,
+                                          None if state.start_ms < 0 else state.start_ms, state.partitions)
 
         return await self._retrying(attempt, failed)
 
@@ -420,3 +418,77 @@ def _producer(s: Any) -> ProducerState:
     return ProducerState(int(s.producer_id), int(s.producer_epoch), int(s.last_sequence), int(s.last_timestamp),
                          None if s.coordinator_epoch < 0 else int(s.coordinator_epoch),
                          None if s.current_txn_start_offset < 0 else int(s.current_txn_start_offset))
+
+
+@dataclass(frozen=True, slots=True)
+class _DescribedState:
+    error_code: int
+    transactional_id: str
+    state: str
+    timeout_ms: int
+    start_ms: int
+    producer_id: int
+    producer_epoch: int
+    partitions: tuple[TopicPartition, ...]
+
+
+class _Reader:
+    """Reads a flexible (compact) message: kio cannot read a DescribeTransactions answer whose
+    transaction_start_time is -1 (no transaction open, as Kafka sends it), since its type is a timestamp that
+    must not be negative."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    def fixed(self, fmt: str) -> int:
+        (value,) = struct.unpack_from(fmt, self.data, self.at)
+        self.at += struct.calcsize(fmt)
+        return int(value)
+
+    def varint(self) -> int:
+        value = shift = 0
+        while True:
+            byte = self.data[self.at]
+            self.at += 1
+            value |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                return value
+            shift += 7
+
+    def string(self) -> str:
+        size = self.varint() - 1
+        text = self.data[self.at:self.at + size].decode()
+        self.at += size
+        return text
+
+    def array(self, item: Callable[[], T]) -> list[T]:
+        return [item() for _ in range(self.varint() - 1)]
+
+    def skip_tags(self) -> None:
+        for _ in range(self.varint()):
+            self.varint()
+            self.at += self.varint()
+
+
+def _decode_describe_transactions(frame: bytes, version: int) -> list[_DescribedState]:
+    """A DescribeTransactions v0 response frame (header v1: correlation id, tags), by Kafka's schema
+    (clients/src/main/resources/common/message/DescribeTransactionsResponse.json)."""
+    r = _Reader(frame)
+    r.fixed(">i")  # correlation id, checked by the connection
+    r.skip_tags()
+    r.fixed(">i")  # throttle time
+
+    def topic() -> list[TopicPartition]:
+        name = r.string()
+        partitions = r.array(lambda: r.fixed(">i"))
+        r.skip_tags()
+        return [TopicPartition(name, p) for p in partitions]
+
+    def state() -> _DescribedState:
+        error, tid, name = r.fixed(">h"), r.string(), r.string()
+        timeout, start, producer_id, epoch = r.fixed(">i"), r.fixed(">q"), r.fixed(">q"), r.fixed(">h")
+        partitions = tuple(tp for t in r.array(topic) for tp in t)
+        r.skip_tags()
+        return _DescribedState(error, tid, name, timeout, start, producer_id, epoch, partitions)
+
+    return r.array(state)
