@@ -228,7 +228,7 @@ def transactional(broker: InProcessBroker, ongoing: Any) -> Any:
 def test_describe_producers_shows_the_open_transaction(broker: InProcessBroker, transactional: Any) -> None:
     p, _ = transactional
     producers = rows(herd_ok(broker, "describe-producers", "--topic", "orders", "--partition", "0"))[1:]
-    assert [r[0], r[5]] in [[str(p.producer_id), "0"] for r in producers]
+    assert [[r[0], r[1], r[5]] for r in producers] == [[str(p.producer_id), str(p.producer_epoch), "0"]]
 
 
 @needs_data_path
