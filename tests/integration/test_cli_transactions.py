@@ -6,7 +6,7 @@ processes for the exit codes and the one-line errors).
 
 Tests marked `needs_data_path` need the data path of issue 17 (helper A: transactional batches accepted by Produce,
 `append_control` for the ABORT marker) and those marked `needs_txn_start_offset` need DescribeProducers to answer a
-producer's current transaction start offset (see /work/notes/bugs17.md, "D (13:50)"); they skip until then.
+producer's current transaction start offset (see /work/notes/bugs17.md, "D (13:33)"); they skip until then.
 """
 
 from __future__ import annotations
@@ -220,7 +220,7 @@ def transactional(broker: InProcessBroker, ongoing: Any) -> Any:
         assert produce(c, "hang", ghost.producer_id, ghost.producer_epoch, 0,
                        transactional_id="ghost").error_code == OK
     if _start_offsets(broker, "orders").get(p.producer_id) is None:
-        pytest.skip("DescribeProducers answers no current transaction start offset (bugs17.md, D 13:50)")
+        pytest.skip("DescribeProducers answers no current transaction start offset (bugs17.md, D 13:33)")
     return p, ghost
 
 
