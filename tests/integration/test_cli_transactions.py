@@ -5,8 +5,8 @@ in kafka-transactions.sh's columns (in-process through click for the tables, two
 processes for the exit codes and the one-line errors).
 
 Tests marked `needs_data_path` need the data path of issue 17 (helper A: transactional batches accepted by Produce,
-`append_control` for the ABORT marker) and those marked `needs_txn_start_offset` need DescribeProducers to answer a
-producer's current transaction start offset (see /work/notes/bugs17.md, "D (13:33)"); they skip until then.
+`append_control` for the ABORT marker); they also skip (fixture `transactional`) while DescribeProducers answers no
+current transaction start offset for a producer with an open transaction (/work/notes/bugs17.md, "D (13:33)").
 """
 
 from __future__ import annotations
