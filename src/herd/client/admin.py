@@ -15,6 +15,9 @@ that have not joined yet, and a group that does not exist but has some is descri
 refused. Resetting offsets computes the new offsets with the pure
 `reset_target`, and commits them (OffsetCommit with generation -1 and no member id, an admin commit)
 only when asked to execute and only while the group has no members.
+
+Topics, configs and transactions (kafka-transactions.sh's list, describe, describe-producers, abort, find-hanging)
+are mixed in from herd.client.admin_topics, admin_configs and admin_transactions.
 """
 
 from __future__ import annotations
