@@ -30,7 +30,6 @@ from herd.cli import cli
 from herd.client.admin import Admin, AdminError
 from herd.client.admin_transactions import AbortSpec
 from herd.client.consumer_protocol import TopicPartition
-from herd.log.segments import SegmentLog
 from herd.protocol.messages import request_class
 from herd.server.apis._build import make
 
@@ -38,11 +37,6 @@ T = TypeVar("T")
 PRODUCE, FIND, INIT, ADD_PARTITIONS, END = 0, 10, 22, 24, 26
 OK = ErrorCode.none
 OLD_MS = 1_000  # a batch timestamp long past, so that the producer's transaction is older than any timeout
-
-needs_data_path = pytest.mark.skipif(not hasattr(SegmentLog, "append_control"),
-                                     reason="needs the data path of issue 17 (helper A): transactional Produce, "
-                                            "append_control")
-
 
 def req(api_key: int, version: int, /, **fields: Any) -> Any:
     return make(request_class(api_key, version), fields)
@@ -213,25 +207,20 @@ def transactional(broker: InProcessBroker, ongoing: Any) -> Any:
     with RawClient(broker.port) as c:
         p, _, _ = ongoing
         written = produce(c, "orders", p.producer_id, p.producer_epoch, 0, transactional_id="tx-list")
-        if written.error_code != OK:
-            pytest.skip(f"Produce refuses transactional batches ({written.error_code.name}): needs helper A's data "
-                        f"path")
+        assert written.error_code == OK, written
         ghost = c.request(INIT, 5, req(INIT, 5, transactional_id=None, transaction_timeout=30_000))
         assert produce(c, "hang", ghost.producer_id, ghost.producer_epoch, 0,
                        transactional_id="ghost").error_code == OK
-    if _start_offsets(broker, "orders").get(p.producer_id) is None:
-        pytest.skip("DescribeProducers answers no current transaction start offset (bugs17.md, D 13:33)")
+    assert _start_offsets(broker, "orders").get(p.producer_id) == 0
     return p, ghost
 
 
-@needs_data_path
 def test_describe_producers_shows_the_open_transaction(broker: InProcessBroker, transactional: Any) -> None:
     p, _ = transactional
     producers = rows(herd_ok(broker, "describe-producers", "--topic", "orders", "--partition", "0"))[1:]
     assert [[r[0], r[1], r[5]] for r in producers] == [[str(p.producer_id), str(p.producer_epoch), "0"]]
 
 
-@needs_data_path
 def test_find_hanging_finds_the_transaction_no_coordinator_knows(broker: InProcessBroker, transactional: Any) -> None:
     p, ghost = transactional
     found = rows(herd_ok(broker, "find-hanging", "--broker-id", "0", "--max-transaction-timeout", "0"))[1:]
@@ -239,7 +228,6 @@ def test_find_hanging_finds_the_transaction_no_coordinator_knows(broker: InProce
     assert [r[:6] for r in found] == [["hang", "0", str(ghost.producer_id), str(ghost.producer_epoch), "-1", "0"]]
 
 
-@needs_data_path
 def test_abort_by_start_offset_and_by_producer(broker: InProcessBroker, transactional: Any) -> None:
     p, ghost = transactional
     assert herd_ok(broker, "abort", "--topic", "hang", "--partition", "0", "--start-offset", "0") == (

@@ -260,7 +260,8 @@ async def write_marker(cluster: Cluster, groups: TransactionCompleter | None, tp
             partition.flush()
     except NotLeaderError as error:
         raise MarkerError(NOT_LEADER_OR_FOLLOWER, str(error)) from None
-    except LogError as error:
-        raise MarkerError(KAFKA_STORAGE_ERROR, str(error)) from None
+    except LogError as error:  # a stale marker (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED) says so
+        code = error.error_code if error.error_code != -1 else KAFKA_STORAGE_ERROR
+        raise MarkerError(code, str(error)) from None
     if on_marker is not None:
         on_marker(tp)
