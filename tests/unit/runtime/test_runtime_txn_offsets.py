@@ -12,7 +12,7 @@ import pytest
 from herd.coordinator import CoordinatorError, ErrorCode
 from herd.coordinator import GroupCoordinatorShard as Shard
 from herd.coordinator.requests import CommitPartition, CommitTopic, FetchGroup, FetchTopic, OffsetFetch, TxnOffsetCommit
-from herd.log import batch as log_batch
+from herd.log import records as log_records
 from herd.log.batch import CONTROL_BIT, TRANSACTIONAL_BIT, iter_headers
 from herd.log.fs import MemoryFileSystem
 from herd.runtime.batches import read_batches
@@ -22,8 +22,8 @@ from .helpers import commit, group_on, make_runtime, resolve, started
 PID, EPOCH = 4242, 2
 UNSTABLE = ErrorCode.UNSTABLE_OFFSET_COMMIT
 needs_control_marker = pytest.mark.skipif(
-    not hasattr(log_batch, "control_marker"),
-    reason="needs helper A's herd.log.batch.control_marker")
+    not hasattr(log_records, "control_marker"),
+    reason="needs helper A's herd.log.records.control_marker")
 
 
 def txn_commit(group: str, offsets: dict[int, int]) -> TxnOffsetCommit:

@@ -3,7 +3,7 @@
 Versions as Kafka 4.x serves them: v1 no change, v2 committed leader epoch, v3 generation id, member id
 and group instance id (KIP-447), v4 no body change (KIP-890 errors), v5 implicit AddOffsetsToTxn (KIP-890).
 
-Served only when the broker has a transaction coordinator (`broker.transaction_coordinator` is not None):
+Served only when the broker has a transaction coordinator (`broker.transactions` is not None):
 without one nothing would ever write the marker that commits or aborts the staged offsets. Until then every
 partition gets UNSUPPORTED_VERSION (35) and nothing is written; that code is chosen because both client
 families stop instead of retrying: the Java producer's TxnOffsetCommitHandler treats it as an unexpected
@@ -51,7 +51,7 @@ Errors = dict[tuple[int, int], int]  # (topic entry index, partition index) -> e
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    if getattr(ctx.broker, "transaction_coordinator", None) is None:
+    if getattr(ctx.broker, "transactions", None) is None:  # helper B's transaction coordinator (issue 17)
         return _refused(ctx, request)
     local = _unknown_partitions(ctx, request)
     topics = tuple(
