@@ -79,7 +79,10 @@ def test_a_reload_replays_the_transactions_marker(commit_: bool) -> None:
         await resolve(runtime.call(group, Shard.offset_commit, commit(group, {0: 5})))
         await resolve(runtime.call(group, Shard.txn_offset_commit, txn_commit(group, {0: 42, 1: 43})))
         log = runtime.shards[1].log
+        assert log.last_stable_offset == 1  # the log sees the transaction open at the batch after the plain commit
         await runtime.complete_transaction(1, PID, EPOCH, commit_)
+        assert log.last_stable_offset == log.log_end_offset == 4  # plain 0, transactional 1-2, marker 3
+        assert log.aborted_transactions(0, 4) == ([] if commit_ else [(PID, 1)])
         expected = {0: (42, 0), 1: (43, 0)} if commit_ else {0: (5, 0), 1: (-1, 0)}
         assert await fetch(runtime, group) == expected
         batches = list(read_batches(log.read(log.log_start_offset, 1 << 20)))
