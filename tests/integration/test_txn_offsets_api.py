@@ -46,12 +46,13 @@ def served(node):
 
 
 def txn_commit(c: RawClient, v: int, group: str, offsets: dict[int, int], *, topic: str = "data", gen: int = -1,
-               member: str = "", instance: str | None = None) -> list[tuple[int, int]]:
+               member: str = "", instance: str | None = None, pid: int = PID,
+               epoch: int = EPOCH) -> list[tuple[int, int]]:
     t = part(TXN_COMMIT, v, "TxnOffsetCommitRequestTopic", name=topic, partitions=tuple(
         part(TXN_COMMIT, v, "TxnOffsetCommitRequestPartition", partition_index=p, committed_offset=o,
              committed_leader_epoch=-1, committed_metadata=None) for p, o in offsets.items()))
-    r = c.request(TXN_COMMIT, v, req(TXN_COMMIT, v, transactional_id="tx", group_id=group, producer_id=PID,
-                                     producer_epoch=EPOCH, generation_id=gen, member_id=member,
+    r = c.request(TXN_COMMIT, v, req(TXN_COMMIT, v, transactional_id="tx", group_id=group, producer_id=pid,
+                                     producer_epoch=epoch, generation_id=gen, member_id=member,
                                      group_instance_id=instance, topics=(t,)))
     return [(p.partition_index, p.error_code) for topic_ in r.topics for p in topic_.partitions]
 
@@ -62,8 +63,8 @@ def fetch(c: RawClient, group: str, v: int = 7, stable: bool = True) -> dict[int
     return {p.partition_index: (p.committed_offset, p.error_code) for p in r.topics[0].partitions}
 
 
-def complete(node: InProcessBroker, commit: bool) -> None:
-    node.run(node.server.broker.coordinator.complete_transaction(0, PID, EPOCH, commit))
+def complete(node: InProcessBroker, commit: bool, pid: int = PID, epoch: int = EPOCH) -> None:
+    node.run(node.server.broker.coordinator.complete_transaction(0, pid, epoch, commit))
 
 
 UNSTABLE, NONE = ErrorCode.unstable_offset_commit, ErrorCode.none
@@ -99,6 +100,18 @@ def test_kip_447_fencing(served, v):
         assert txn_commit(c, v, group, {0: 9}, gen=generation, member=me, instance="i") == [(0, NONE)]
         complete(served, True)
         assert fetch(c, group) == {0: (9, NONE), 1: (-1, NONE)}
+
+
+def test_a_zombie_producer_cannot_commit_offsets(served):
+    """Its successor's InitProducerId bumped the epoch and aborted its transaction with the new epoch."""
+    pid = PID + 1
+    with RawClient(served.port) as c:
+        assert txn_commit(c, 5, "zombies", {0: 3}, pid=pid) == [(0, NONE)]
+        complete(served, False, pid, EPOCH + 1)
+        assert txn_commit(c, 5, "zombies", {0: 4}, pid=pid) == [(0, ErrorCode.invalid_producer_epoch)]
+        assert txn_commit(c, 5, "zombies", {0: 5}, pid=pid, epoch=EPOCH + 1) == [(0, NONE)]
+        complete(served, True, pid, EPOCH + 1)
+        assert fetch(c, "zombies") == {0: (5, NONE), 1: (-1, NONE)}
 
 
 def test_unknown_topics_and_partitions_and_the_empty_group_id(served):

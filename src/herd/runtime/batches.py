@@ -107,6 +107,8 @@ class LoadedBatch(NamedTuple):
     records: list[KeyValue]
     producer_id: int
     """-1 unless the batch is transactional"""
+    producer_epoch: int
+    """-1 unless the batch is transactional"""
     marker: bool | None
     """a control batch's marker: True COMMIT, False ABORT; None for any other batch"""
 
@@ -128,19 +130,23 @@ def read_batches(data: bytes | memoryview) -> Iterator[LoadedBatch]:
             raise ValueError(f"CRC32C mismatch in the batch at offset {header.base_offset}")
         start, position, attributes = position, header.end, header.attributes
         next_offset = header.base_offset + header.last_offset_delta + 1
-        producer_id = header.producer_id if attributes & TRANSACTIONAL_BIT else -1
+        if attributes & TRANSACTIONAL_BIT:
+            producer_id, producer_epoch = header.producer_id, header.producer_epoch
+        else:
+            producer_id = producer_epoch = -1
         if attributes & CONTROL_BIT:
             # helper A's decoder (issue 17: herd.log.records.control_marker(batch) -> (commit, coordinator epoch)
             # or None), looked up when a control batch is met
             marker = log_records.control_marker(data[start:position])
-            yield new_batch(LoadedBatch, (next_offset, [], producer_id, None if marker is None else marker[0]))
+            yield new_batch(LoadedBatch, (next_offset, [], producer_id, producer_epoch,
+                                          None if marker is None else marker[0]))
         elif attributes & COMPRESSION_MASK:
             section = bytes(records_section(data, header))
             records = _records(section, 0, header.record_count, len(section))
-            yield new_batch(LoadedBatch, (next_offset, records, producer_id, None))
+            yield new_batch(LoadedBatch, (next_offset, records, producer_id, producer_epoch, None))
         else:
             records = _records(data, start + HEADER_SIZE, header.record_count, position)
-            yield new_batch(LoadedBatch, (next_offset, records, producer_id, None))
+            yield new_batch(LoadedBatch, (next_offset, records, producer_id, producer_epoch, None))
 
 
 _CONTROL_KEY = struct.Struct(">hh")  # version, type

@@ -241,7 +241,7 @@ class ShardRuntime:
             self._reject(result)
         elif result.marker is not None:
             marker = result.marker
-            self.shard.replay_end_transaction_marker(marker.producer_id, marker.commit)
+            self.shard.replay_end_transaction_marker(marker.producer_id, marker.commit, marker.producer_epoch)
             self._stage(_Pending(result, encode_control_batch(*marker, self._clock.now_ms())))
         elif result.records:
             transaction = result.transaction
@@ -262,7 +262,7 @@ class ShardRuntime:
                     self.shard.replay(record)
             else:
                 for record in result.records:
-                    self.shard.replay(record, transaction[0])
+                    self.shard.replay(record, *transaction)
             self._stage(_Pending(result, batch))
         elif self.pending:
             self._staged.append(_Pending(result, None))
@@ -407,9 +407,9 @@ class ShardRuntime:
 
     def _replay_loaded(self, batch: LoadedBatch) -> None:
         if batch.marker is not None:
-            self.shard.replay_end_transaction_marker(batch.producer_id, batch.marker)
+            self.shard.replay_end_transaction_marker(batch.producer_id, batch.marker, batch.producer_epoch)
         elif batch.producer_id >= 0:
-            self.shard.replay_loaded_batch(batch.records, batch.producer_id)
+            self.shard.replay_loaded_batch(batch.records, batch.producer_id, batch.producer_epoch)
         else:
             self.shard.replay_loaded_batch(batch.records)
 

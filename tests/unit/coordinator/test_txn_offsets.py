@@ -42,11 +42,11 @@ def ctx(**config: int) -> Ctx:
 
 
 def txn_req(group: str = "g", gen: int = -1, member: str = "", *, instance: str | None = None, pid: int = PID,
-            offsets: dict[int, int] | None = None, topic: str = "t", v: int = 5,
+            offsets: dict[int, int] | None = None, topic: str = "t", v: int = 5, epoch: int = EPOCH,
             partitions: tuple[CommitPartition, ...] | None = None) -> TxnOffsetCommit:
     if partitions is None:
         partitions = tuple(CommitPartition(p, o, 5) for p, o in (offsets or {0: 42}).items())
-    return TxnOffsetCommit(transactional_id="tx", group_id=group, producer_id=pid, producer_epoch=EPOCH,
+    return TxnOffsetCommit(transactional_id="tx", group_id=group, producer_id=pid, producer_epoch=epoch,
                            generation_id=gen, member_id=member, group_instance_id=instance,
                            topics=(CommitTopic(topic, partitions),), api_version=v)
 
@@ -65,11 +65,11 @@ def fetch(c: Ctx, partitions: tuple[int, ...] = (0,), *, stable: bool = False, g
     return {(t.name, p.partition_index): (p.committed_offset, p.error_code) for t in g.topics for p in t.partitions}
 
 
-def marker(c: Ctx, commit_: bool, pid: int = PID) -> None:
+def marker(c: Ctx, commit_: bool, pid: int = PID, epoch: int = EPOCH) -> None:
     """The transaction coordinator completes `pid`'s transaction here (the marker is written and replayed)."""
-    handle, result = c.run("complete_transaction", CompleteTransaction(producer_id=pid, producer_epoch=EPOCH,
+    handle, result = c.run("complete_transaction", CompleteTransaction(producer_id=pid, producer_epoch=epoch,
                                                                        commit=commit_, coordinator_epoch=4))
-    assert result.records == () and result.marker == Marker(pid, EPOCH, commit_, 4)
+    assert result.records == () and result.marker == Marker(pid, epoch, commit_, 4)
     assert reply(result, handle) == CompleteTransactionResponse()
 
 
@@ -173,6 +173,29 @@ def test_a_marker_that_cannot_be_written_answers_the_mapped_error() -> None:
     result = c.shard.complete_transaction(CompleteTransaction(producer_id=PID, producer_epoch=EPOCH, commit=True), "h")
     out = c.shard.on_append_failed(result, ErrorCode.KAFKA_STORAGE_ERROR)
     assert reply(out, "h") == CompleteTransactionResponse(error_code=ErrorCode.NOT_COORDINATOR)
+
+
+def test_a_zombie_with_an_older_epoch_is_fenced_and_writes_nothing() -> None:
+    """The producer was re-initialised (epoch bumped) and its old transaction aborted with the new epoch: the old
+    epoch's TxnOffsetCommit gets INVALID_PRODUCER_EPOCH, as Kafka's log refuses its batch; the fence is in the
+    log (the marker's epoch), so it holds after a reload."""
+    c, log = ctx(), Log()
+    run = c.apply
+    c.apply = lambda result: run(log.batch(result))  # type: ignore[method-assign]
+    txn_commit(c, offsets={0: 1})
+    log.marker(c, False, epoch=EPOCH + 1)  # InitProducerId of the successor aborted the transaction
+    limit = c.config.offset_metadata_max_bytes
+    codes, result = txn_commit(c, offsets={0: 5, 1: 6})
+    assert codes == [ErrorCode.INVALID_PRODUCER_EPOCH] * 2 and result.records == ()
+    codes, result = txn_commit(c, partitions=(CommitPartition(0, 5, -1, -1, "x" * (limit + 1)),))
+    assert codes == [ErrorCode.OFFSET_METADATA_TOO_LARGE]  # nothing to write, nothing refused by the log
+    assert txn_commit(c, offsets={0: 7}, epoch=EPOCH + 1)[0] == [ErrorCode.NONE]  # the successor
+    assert txn_commit(c, pid=PID + 1, offsets={1: 1}, epoch=0)[0] == [ErrorCode.NONE]  # another producer
+    loaded = log.load()
+    handle = "h"
+    result = loaded.txn_offset_commit(txn_req(offsets={0: 5}), handle)
+    assert [p.error_code for p in reply(result, handle).topics[0].partitions] == [ErrorCode.INVALID_PRODUCER_EPOCH]
+    assert loaded.pending_offsets(PID, "g") == {("t", 0): value(7)}
 
 
 # --- pending, committed, aborted ---------------------------------------------------------------------
@@ -300,22 +323,23 @@ class Log:
 
     def batch(self, result: Result) -> Result:
         if result.records:
-            self.entries.append(("batch", [(r.key, r.value) for r in result.records], result.producer_id))
+            pid, epoch = result.transaction or (-1, -1)
+            self.entries.append(("batch", [(r.key, r.value) for r in result.records], pid, epoch))
         return result
 
-    def marker(self, c: Ctx, commit_: bool, pid: int = PID) -> None:
-        self.entries.append(("marker", commit_, pid))
-        marker(c, commit_, pid)
+    def marker(self, c: Ctx, commit_: bool, pid: int = PID, epoch: int = EPOCH) -> None:
+        self.entries.append(("marker", commit_, pid, epoch))
+        marker(c, commit_, pid, epoch)
 
     def load(self) -> GroupCoordinatorShard:
         clock = ManualClock()
         clock.set(NOW)
         shard = GroupCoordinatorShard(clock=clock, timer=ManualTimer(clock))
-        for kind, payload, pid in self.entries:
+        for kind, payload, pid, epoch in self.entries:
             if kind == "batch":
-                assert shard.replay_loaded_batch(payload, pid) == 0  # type: ignore[arg-type]
+                assert shard.replay_loaded_batch(payload, pid, epoch) == 0  # type: ignore[arg-type]
             else:
-                shard.replay_end_transaction_marker(pid, payload)  # type: ignore[arg-type]
+                shard.replay_end_transaction_marker(pid, payload, epoch)  # type: ignore[arg-type]
         return shard
 
 
@@ -352,9 +376,9 @@ def test_a_plain_batch_loaded_while_a_transaction_is_open_is_ordered_against_it(
     log = Log()
     log.entries = [
         ("batch", [(offset_commit_record("g", "t", 0, value(42)).key, offset_commit_record("g", "t", 0,
-                                                                                          value(42)).value)], PID),
+                                                                                          value(42)).value)], PID, EPOCH),
         ("batch", [(offset_commit_record("g", "t", 0, value(50)).key, offset_commit_record("g", "t", 0,
-                                                                                          value(50)).value)], -1),
-        ("marker", True, PID),
+                                                                                          value(50)).value)], -1, -1),
+        ("marker", True, PID, EPOCH),
     ]
     assert log.load().committed_offsets("g") == {("t", 0): value(50)}

@@ -104,14 +104,14 @@ def test_a_transactional_batch_is_kafkas_and_loads_with_its_producer(rs: list[Re
     assert data == kio_batch(rs, NOW, attributes=0x10, producer=(pid, epoch, 0))
     (header,) = validate_batches(data)
     assert (header.producer_id, header.producer_epoch, header.attributes) == (pid, epoch, 0x10)
-    assert list(read_batches(data)) == [LoadedBatch(len(rs), [(r.key, r.value) for r in rs], pid, None)]
+    assert list(read_batches(data)) == [LoadedBatch(len(rs), [(r.key, r.value) for r in rs], pid, epoch, None)]
 
 
 def test_a_plain_batch_loads_without_a_producer_even_if_it_names_one() -> None:
     rs = [Record(b"k", b"v")]
-    assert list(read_batches(encode_batch(rs, NOW))) == [LoadedBatch(1, [(b"k", b"v")], -1, None)]
+    assert list(read_batches(encode_batch(rs, NOW))) == [LoadedBatch(1, [(b"k", b"v")], -1, -1, None)]
     idempotent = kio_batch(rs, NOW, producer=(5, 0, 0))  # not transactional: not pending
-    assert list(read_batches(idempotent)) == [LoadedBatch(1, [(b"k", b"v")], -1, None)]
+    assert list(read_batches(idempotent)) == [LoadedBatch(1, [(b"k", b"v")], -1, -1, None)]
 
 
 @pytest.mark.parametrize(("control_type", "commit"), [(0, False), (1, True)])
@@ -130,4 +130,4 @@ def test_a_marker_is_kafkas_control_batch(control_type: int, commit: bool) -> No
 @pytest.mark.parametrize("commit", [False, True])
 def test_a_control_batch_loads_as_its_marker(commit: bool) -> None:
     data = encode_control_batch(9, 1, commit, 7, NOW)
-    assert list(read_batches(data)) == [LoadedBatch(1, [], 9, commit)]
+    assert list(read_batches(data)) == [LoadedBatch(1, [], 9, 1, commit)]
