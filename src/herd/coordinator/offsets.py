@@ -44,8 +44,8 @@ coordinator's.
 
 OffsetDelete: an unknown or Dead group gets GROUP_ID_NOT_FOUND; a group with members gets NON_EMPTY_GROUP
 unless it is a "consumer" group, whose subscribed topics get GROUP_SUBSCRIBED_TO_TOPIC per partition; any
-other partition is answered NONE and gets a tombstone if it has an offset, committed or pending. The group itself stays, even
-with no offsets left (offset retention deletes it later if it is Empty).
+other partition is answered NONE and gets a tombstone if it has an offset, committed or pending. The group
+itself stays, even with no offsets left (offset retention deletes it later if it is Empty).
 """
 
 from __future__ import annotations

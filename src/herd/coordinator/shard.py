@@ -9,21 +9,18 @@ How the runtime drives it:
   JoinGroup/SyncGroup has no reply in its own Result; its reply shows up in a later Result (another
   member's request or a timer).
 - Results: append `result.records`, call `replay(record)` for each one (`replay(record, producer_id,
-  producer_epoch)` for a Result with a `transaction`), and release
-  `result.replies` once everything appended up to this Result is durable. A Result with a `transaction`
-  (TxnOffsetCommit) is appended as one transactional batch of that producer.
+  producer_epoch)` when the Result has a `transaction`: TxnOffsetCommit, appended as one transactional batch of
+  that producer), and release `result.replies` once everything appended up to this Result is durable. If the
+  append fails, drop those replies and handle `on_append_failed(result, error_code)` instead.
 - Transactions: `complete_transaction(req, reply)` returns a Result with a `marker` and no records: append it
   as a control batch, call `replay_end_transaction_marker(producer_id, commit, producer_epoch)` (Kafka's
-  GroupCoordinatorShard.replayEndTransactionMarker), release the reply once durable. On load the same replay
-  for every control batch. If the append fails, drop those replies and
-  handle `on_append_failed(result, error_code)` instead.
+  GroupCoordinatorShard.replayEndTransactionMarker), release the reply once durable.
 - Timers: the shard schedules keyed operations on the injected `Timer`; when one comes due the
   runtime calls it and treats its `Result` exactly like a handler's.
-- Load: `replay_loaded_batch([(key, value), ...], producer_id, producer_epoch)` for every batch of the partition
-  (the same as `replay(Record(key, value), producer_id, producer_epoch)` for each record, faster, skipping undecodable records with a
-  warning; producer_id -1 unless the batch is transactional) and `replay_end_transaction_marker` for every
-  control batch,
-  then `on_loaded()`, which also starts the periodic offset-retention cleanup (retention.py).
+- Load: `replay_loaded_batch([(key, value), ...])` for every batch of the partition (the same as
+  `replay(Record(key, value))` for each record, faster, skipping undecodable records with a warning; with the
+  batch's producer id and epoch if it is transactional), `replay_end_transaction_marker` for every control
+  batch, then `on_loaded()`, which also starts the periodic offset-retention cleanup (retention.py).
   Unload: `on_unloaded()`.
 
 Replay and live state. Offsets and group deletion are event-sourced: handlers only emit records and

@@ -373,12 +373,11 @@ def test_loading_the_log_rebuilds_committed_and_pending_offsets() -> None:
 
 def test_a_plain_batch_loaded_while_a_transaction_is_open_is_ordered_against_it() -> None:
     """The fast loading path does not see transactions: while one is open, records are replayed one by one."""
+    pending, plain = offset_commit_record("g", "t", 0, value(42)), offset_commit_record("g", "t", 0, value(50))
     log = Log()
     log.entries = [
-        ("batch", [(offset_commit_record("g", "t", 0, value(42)).key, offset_commit_record("g", "t", 0,
-                                                                                          value(42)).value)], PID, EPOCH),
-        ("batch", [(offset_commit_record("g", "t", 0, value(50)).key, offset_commit_record("g", "t", 0,
-                                                                                          value(50)).value)], -1, -1),
+        ("batch", [(pending.key, pending.value)], PID, EPOCH),
+        ("batch", [(plain.key, plain.value)], -1, -1),
         ("marker", True, PID, EPOCH),
     ]
     assert log.load().committed_offsets("g") == {("t", 0): value(50)}

@@ -26,7 +26,8 @@ records = st.lists(st.builds(Record, st.binary(min_size=1, max_size=300), st.non
                    min_size=1, max_size=80)
 
 
-def kio_batch(rs: list[Record], now_ms: int, attributes: int = 0, producer: tuple[int, int, int] = (-1, -1, -1)) -> bytes:
+def kio_batch(rs: list[Record], now_ms: int, attributes: int = 0,
+              producer: tuple[int, int, int] = (-1, -1, -1)) -> bytes:
     stamp = TZAwareMicros.parse(datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC))
     producer_id, producer_epoch, base_sequence = producer
     batch = NewRecordBatch(producer_id=i64(producer_id), producer_epoch=i16(producer_epoch),
@@ -126,7 +127,8 @@ def test_a_marker_is_kafkas_control_batch(control_type: int, commit: bool) -> No
     assert list(decode_batches(data)) == [(1, [])]
 
 
-@pytest.mark.skipif(not hasattr(log_records, "control_marker"), reason="needs helper A's herd.log.records.control_marker")
+@pytest.mark.skipif(not hasattr(log_records, "control_marker"),
+                    reason="needs helper A's herd.log.records.control_marker")
 @pytest.mark.parametrize("commit", [False, True])
 def test_a_control_batch_loads_as_its_marker(commit: bool) -> None:
     data = encode_control_batch(9, 1, commit, 7, NOW)

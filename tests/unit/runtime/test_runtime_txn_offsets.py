@@ -1,7 +1,7 @@
 """Offsets in transactions on the coordinator runtime: a TxnOffsetCommit is written as one transactional batch of
 its producer, stays pending until `complete_transaction` writes the transaction's marker (a control batch), and
-survives a reload pending; a reload replays the marker as Kafka's CoordinatorLoaderImpl does. Real runtime and log on the
-log's in-memory filesystem; nothing is mocked."""
+survives a reload pending; a reload replays the marker as Kafka's CoordinatorLoaderImpl does. Real runtime and
+log on the log's in-memory filesystem; nothing is mocked."""
 
 from __future__ import annotations
 
