@@ -8,6 +8,8 @@ ClassicGroupTest#testValidateTransactionalOffsetCommit are the models)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from herd.coordinator import CoordinatorConfig, ErrorCode, GroupState, ManualClock, ManualTimer, Result
 from herd.coordinator.records import OffsetValue, group_tombstone, offset_commit_record, offset_tombstone
@@ -381,3 +383,74 @@ def test_a_plain_batch_loaded_while_a_transaction_is_open_is_ordered_against_it(
         ("marker", True, PID, EPOCH),
     ]
     assert log.load().committed_offsets("g") == {("t", 0): value(50)}
+
+
+# --- against Kafka's algorithm -------------------------------------------------------------------------
+
+
+class KafkaModel:
+    """OffsetMetadataManager's replay and replayEndTransactionMarker as Kafka writes them, with record offsets."""
+
+    def __init__(self) -> None:
+        self.offset = 0
+        self.committed: dict[int, tuple[int, int]] = {}  # partition -> (value, record offset)
+        self.pending: dict[int, dict[int, tuple[int, int]]] = {}  # producer -> partition -> (value, record offset)
+        self.open: dict[int, set[int]] = {}  # partition -> producers
+
+    def commit(self, partition: int, value: int, producer: int | None) -> None:
+        self.offset += 1
+        if producer is None:
+            self.committed[partition] = (value, self.offset)
+        else:
+            self.pending.setdefault(producer, {})[partition] = (value, self.offset)
+            self.open.setdefault(partition, set()).add(producer)
+
+    def tombstone(self, partition: int) -> None:
+        self.offset += 1
+        self.committed.pop(partition, None)
+        for producer in self.open.pop(partition, set()):
+            self.pending.get(producer, {}).pop(partition, None)
+
+    def marker(self, producer: int, commit: bool) -> None:
+        self.offset += 1
+        for partition, (value, offset) in self.pending.pop(producer, {}).items():
+            self.open.get(partition, set()).discard(producer)
+            if not self.open.get(partition, True):
+                del self.open[partition]
+            existing = self.committed.get(partition)
+            if commit and (existing is None or offset > existing[1]):
+                self.committed[partition] = (value, offset)
+
+
+steps = st.lists(st.one_of(  # two partitions, two producers: enough to meet every case, often
+    st.tuples(st.just("commit"), st.integers(0, 1), st.none() | st.integers(1, 2)),
+    st.tuples(st.just("tombstone"), st.integers(0, 1), st.none()),
+    st.tuples(st.just("marker"), st.booleans(), st.integers(1, 2)),
+), max_size=25)
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps)
+def test_committed_and_pending_offsets_are_kafkas_live_and_after_a_load(script: list[tuple]) -> None:
+    c, log, model = ctx(), Log(), KafkaModel()
+    run = c.apply
+    c.apply = lambda result: run(log.batch(result))  # type: ignore[method-assign]
+    for n, (kind, a, b) in enumerate(script):
+        if kind == "commit":
+            value = 100 + n
+            if b is None:
+                assert commit(c, partitions=(CommitPartition(a, value),))[0] == [ErrorCode.NONE]
+            else:
+                assert txn_commit(c, pid=b, offsets={a: value})[0] == [ErrorCode.NONE]
+            model.commit(a, value, b)
+        elif kind == "tombstone":
+            c.run("offset_delete", OffsetDelete(group_id="g", topics=(DeleteTopic("t", (a,)),)))
+            if a in model.committed or a in model.open:
+                model.tombstone(a)
+        else:
+            log.marker(c, a, pid=b)
+            model.marker(b, a)
+    expected = {("t", p): v for p, (v, _) in model.committed.items()}
+    for shard in (c.shard, log.load()):
+        assert {k: v.offset for k, v in shard.committed_offsets("g").items()} == expected
+        assert {p for p in range(2) if shard.has_pending_offsets("g", "t", p)} == set(model.open)
