@@ -37,14 +37,15 @@ fencing of zombie consumers); with none of them (v0-2 carry none) accepted in an
 REBALANCE_IN_PROGRESS and no session kept alive. Each partition is written as an OffsetCommitValue v3 stamped
 now (no expire timestamp), metadata too long gets OFFSET_METADATA_TOO_LARGE; the records form one
 transactional batch of the request's producer (`Result.transaction`) and stay pending (txn_offsets.py) until
-the transaction's marker commits or aborts them. The producer epoch is not checked here: Kafka checks it
-where the batch is appended (the log's producer state) and in the transaction coordinator's verification
-(KIP-890).
+the transaction's marker commits or aborts them. A producer epoch older than one the producer already used in
+this partition gets INVALID_PRODUCER_EPOCH on every partition and nothing is written (Kafka's log refuses the
+batch; txn_offsets.py); KIP-890's verification that the transaction holds the partition is the transaction
+coordinator's.
 
 OffsetDelete: an unknown or Dead group gets GROUP_ID_NOT_FOUND; a group with members gets NON_EMPTY_GROUP
 unless it is a "consumer" group, whose subscribed topics get GROUP_SUBSCRIBED_TO_TOPIC per partition; any
-other partition is answered NONE and gets a tombstone if it has an offset, committed or pending. The group itself stays, even
-with no offsets left (offset retention deletes it later if it is Empty).
+other partition is answered NONE and gets a tombstone if it has an offset, committed or pending. The group
+itself stays, even with no offsets left (offset retention deletes it later if it is Empty).
 """
 
 from __future__ import annotations
@@ -223,6 +224,10 @@ def txn_commit(ctx: ShardContext, req: TxnOffsetCommit, handle: object) -> Resul
     response = OffsetCommitResponse(topics=topics)
     if not records:
         return Result(replies=(Reply(handle, response),))
+    if ctx.txn.stale_epoch(req.producer_id, req.producer_epoch):  # what the log would refuse the batch with
+        log.info("group %s: refusing offsets of producer %d at epoch %d, an older epoch than it used here",
+                 req.group_id, req.producer_id, req.producer_epoch)
+        return Result(replies=(Reply(handle, error_response(response, ErrorCode.INVALID_PRODUCER_EPOCH)),))
     return Result(tuple(records), (Reply(handle, response),), lambda err: _commit_failed(handle, response, err),
                   (req.producer_id, req.producer_epoch))
 
@@ -355,7 +360,8 @@ def group_offset_keys(ctx: ShardContext, group_id: str) -> list[tuple[str, int]]
 # --- replay -----------------------------------------------------------------------------------------
 
 
-def replay_offset(ctx: ShardContext, key: bytes, value: bytes | None, producer_id: int = -1) -> None:
+def replay_offset(ctx: ShardContext, key: bytes, value: bytes | None, producer_id: int = -1,
+                  producer_epoch: int = -1) -> None:
     """Apply one OffsetCommit record (a tombstone deletes, pending offsets of the partition too). A value for a
     group that does not exist creates a simple group, as Kafka's replay does. A value of a transactional batch
     (`producer_id` >= 0) is pending until its marker (txn_offsets.py). Raises ValueError if the record does
@@ -369,15 +375,17 @@ def replay_offset(ctx: ShardContext, key: bytes, value: bytes | None, producer_i
     elif producer_id >= 0:
         _ensure_group(ctx, group_id)
         txn.stage(producer_id, group_id, (topic, partition), offset)
+        txn.saw_epoch(producer_id, producer_epoch)
     else:
         _offsets_of(ctx, group_id)[(topic, partition)] = offset
         if txn:
             txn.committed(group_id, (topic, partition))
 
 
-def replay_end_transaction_marker(ctx: ShardContext, producer_id: int, commit: bool) -> None:
+def replay_end_transaction_marker(ctx: ShardContext, producer_id: int, commit: bool, producer_epoch: int = -1) -> None:
     """Kafka's replayEndTransactionMarker: the producer's pending offsets become committed (COMMIT) or vanish
-    (ABORT). A marker of a producer without pending offsets changes nothing."""
+    (ABORT). A marker of a producer without pending offsets changes nothing but the producer's epoch."""
+    ctx.txn.saw_epoch(producer_id, producer_epoch)
     done = ctx.txn.complete(producer_id, commit)
     for group_id, key, value in done:
         _offsets_of(ctx, group_id)[key] = value

@@ -16,7 +16,7 @@ every other write; a Result with a marker has no records.
 
 `Result.transaction` is None for the coordinator's own writes. A TxnOffsetCommit sets it to (producer id,
 producer epoch): the runtime then writes the records as one transactional batch of that producer and replays
-each with its producer id, so they stay pending until the transaction's marker (txn_offsets.py). Results of
+each with its producer id and epoch, so they stay pending until the transaction's marker (txn_offsets.py). Results of
 different producers cannot be merged.
 """
 
@@ -54,11 +54,6 @@ class Result:
     rollback: Rollback | None = field(default=None, compare=False, repr=False)
     transaction: tuple[int, int] | None = None
     marker: Marker | None = None
-
-    @property
-    def producer_id(self) -> int:
-        """The producer id to replay the records with (-1: not transactional)."""
-        return -1 if self.transaction is None else self.transaction[0]
 
     def __add__(self, other: Result) -> Result:
         return merge(self, other)

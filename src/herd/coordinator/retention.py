@@ -22,8 +22,10 @@ GroupMetadataManager.cleanupGroupMetadata / maybeDeleteGroup):
 Pending transactional offsets (txn_offsets.py) never expire, and they hold back the committed offset of
 their partition too ("we don't expire the offset yet if there is a pending transactional offset for the
 partition"); a group with pending offsets is never deleted ("we don't want to remove the group if there are
-ongoing transactions with undeleted offsets", OffsetMetadataManager.cleanupExpiredOffsets). The pass walks every offset of the partition, on the coordinator's loop as in Kafka: 0.28 s of
-CPU for 1,000,000 offsets of which none expires (measured), once per interval.
+ongoing transactions with undeleted offsets", OffsetMetadataManager.cleanupExpiredOffsets).
+
+The pass walks every offset of the partition, on the coordinator's loop as in Kafka: 0.28 s of CPU for
+1,000,000 offsets of which none expires (measured), once per interval.
 """
 
 from __future__ import annotations

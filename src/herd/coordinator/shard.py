@@ -8,21 +8,19 @@ How the runtime drives it:
   handle; every call returns a `Result` whose `replies` pair handles with responses. A parked
   JoinGroup/SyncGroup has no reply in its own Result; its reply shows up in a later Result (another
   member's request or a timer).
-- Results: append `result.records`, call `replay(record, result.producer_id)` for each one, and release
-  `result.replies` once everything appended up to this Result is durable. A Result with a `transaction`
-  (TxnOffsetCommit) is appended as one transactional batch of that producer.
+- Results: append `result.records`, call `replay(record)` for each one (`replay(record, producer_id,
+  producer_epoch)` when the Result has a `transaction`: TxnOffsetCommit, appended as one transactional batch of
+  that producer), and release `result.replies` once everything appended up to this Result is durable. If the
+  append fails, drop those replies and handle `on_append_failed(result, error_code)` instead.
 - Transactions: `complete_transaction(req, reply)` returns a Result with a `marker` and no records: append it
-  as a control batch, call `replay_end_transaction_marker(producer_id, commit)` (Kafka's
-  GroupCoordinatorShard.replayEndTransactionMarker), release the reply once durable. On load the same replay
-  for every control batch. If the append fails, drop those replies and
-  handle `on_append_failed(result, error_code)` instead.
+  as a control batch, call `replay_end_transaction_marker(producer_id, commit, producer_epoch)` (Kafka's
+  GroupCoordinatorShard.replayEndTransactionMarker), release the reply once durable.
 - Timers: the shard schedules keyed operations on the injected `Timer`; when one comes due the
   runtime calls it and treats its `Result` exactly like a handler's.
-- Load: `replay_loaded_batch([(key, value), ...], producer_id)` for every batch of the partition (the same as
-  `replay(Record(key, value), producer_id)` for each record, faster, skipping undecodable records with a
-  warning; producer_id -1 unless the batch is transactional) and `replay_end_transaction_marker` for every
-  control batch,
-  then `on_loaded()`, which also starts the periodic offset-retention cleanup (retention.py).
+- Load: `replay_loaded_batch([(key, value), ...])` for every batch of the partition (the same as
+  `replay(Record(key, value))` for each record, faster, skipping undecodable records with a warning; with the
+  batch's producer id and epoch if it is transactional), `replay_end_transaction_marker` for every control
+  batch, then `on_loaded()`, which also starts the periodic offset-retention cleanup (retention.py).
   Unload: `on_unloaded()`.
 
 Replay and live state. Offsets and group deletion are event-sourced: handlers only emit records and
@@ -186,20 +184,20 @@ class GroupCoordinatorShard:
 
     # --- replay and load -----------------------------------------------------------------------
 
-    def replay(self, record: Record, producer_id: int = -1) -> None:
-        """Apply one record (`producer_id`: of its batch if transactional, else -1). Records live state already
-        reflects (`applied`) are skipped."""
+    def replay(self, record: Record, producer_id: int = -1, producer_epoch: int = -1) -> None:
+        """Apply one record (`producer_id`, `producer_epoch`: of its batch if transactional, else -1). Records
+        live state already reflects (`applied`) are skipped."""
         if not record.applied:
-            self.replay_loaded(record.key, record.value, producer_id)
+            self.replay_loaded(record.key, record.value, producer_id, producer_epoch)
 
-    def replay_loaded(self, key: bytes, value: bytes | None, producer_id: int = -1) -> None:
+    def replay_loaded(self, key: bytes, value: bytes | None, producer_id: int = -1, producer_epoch: int = -1) -> None:
         """Apply one record read back from the log (what `replay` does for a record that is not `applied`).
         Raises ValueError for a record that cannot be decoded."""
         if len(key) < 2:
             raise ValueError(f"a {len(key)}-byte key has no record type")
         kind = record_type(key)
         if kind in OFFSET_COMMIT_KEY_TYPES:
-            offsets.replay_offset(self._ctx, key, value, producer_id)
+            offsets.replay_offset(self._ctx, key, value, producer_id, producer_epoch)
         elif kind == GROUP_METADATA_KEY_TYPE:
             self._replay_group(Record(key, value))
         elif kind == EXPECTED_MEMBERS_KEY_TYPE:
@@ -207,7 +205,8 @@ class GroupCoordinatorShard:
         else:
             log.warning("skipping __consumer_offsets record of unknown type %d", kind)
 
-    def replay_loaded_batch(self, records: list[tuple[bytes, bytes | None]], producer_id: int = -1) -> int:
+    def replay_loaded_batch(self, records: list[tuple[bytes, bytes | None]], producer_id: int = -1,
+                            producer_epoch: int = -1) -> int:
         """`replay_loaded` for each (key, value) of one batch read back from the log (`producer_id` >= 0 for a
         transactional batch), faster; a record that cannot be decoded is skipped with a warning. Returns how many
         were skipped. While transactions hold offsets, and for a transactional batch, records are replayed one
@@ -217,16 +216,16 @@ class GroupCoordinatorShard:
         skipped = 0
         for key, value in records:
             try:
-                self.replay_loaded(key, value, producer_id)
+                self.replay_loaded(key, value, producer_id, producer_epoch)
             except (ValueError, IndexError, KeyError) as error:
                 skipped += 1
                 log.warning("skipping an unreadable __consumer_offsets record: %s", error)
         return skipped
 
-    def replay_end_transaction_marker(self, producer_id: int, commit: bool) -> None:
-        """A COMMIT or ABORT marker of `producer_id` is in the log: its pending offsets become committed or
-        vanish (txn_offsets.py). Nothing happens for a producer without pending offsets."""
-        offsets.replay_end_transaction_marker(self._ctx, producer_id, commit)
+    def replay_end_transaction_marker(self, producer_id: int, commit: bool, producer_epoch: int = -1) -> None:
+        """A COMMIT or ABORT marker of `producer_id` (written at `producer_epoch`) is in the log: its pending
+        offsets become committed or vanish (txn_offsets.py); older epochs of the producer are fenced from now on."""
+        offsets.replay_end_transaction_marker(self._ctx, producer_id, commit, producer_epoch)
 
     def _replay_group(self, record: Record) -> None:
         group_id = decode_group_metadata_key(record.key).group

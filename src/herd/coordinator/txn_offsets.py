@@ -19,6 +19,14 @@ changes by replay, live or on load, in log order:
   that comparison need one: a plain commit (or a materialised one) of a partition that is open at that moment
   (`committed_seq`); any other committed offset is older than every pending offset of its partition.
 
+Fencing of zombie producers: the highest epoch of each producer's transactional batches and markers replayed
+here is kept (`epochs`; markers are never compacted away, so a load rebuilds it), and a TxnOffsetCommit with an
+older epoch is refused with INVALID_PRODUCER_EPOCH before anything is written, which is what Kafka's log answers
+when the batch reaches ProducerStateManager (apache/kafka storage/src/main/java/org/apache/kafka/storage/
+internals/log/ProducerAppendInfo.java, checkProducerEpoch). The entries are not expired (Kafka drops a
+producer's state after producer.id.expiration.ms): one small entry per transactional producer that ever
+committed offsets of a group of this partition.
+
 A group or partition is open while it has a pending offset; OffsetFetch with require_stable answers
 UNSTABLE_OFFSET_COMMIT for an open partition, retention never expires an open partition's committed offset nor
 deletes a group that is open (retention.py), and the pending offsets themselves never expire: only a marker
@@ -36,7 +44,7 @@ Key = tuple[str, int]
 
 
 class TxnOffsets:
-    __slots__ = ("by_producer", "open", "committed_seq", "seq")
+    __slots__ = ("by_producer", "open", "committed_seq", "seq", "epochs")
 
     def __init__(self) -> None:
         self.by_producer: dict[int, dict[str, dict[Key, tuple[OffsetValue, int]]]] = {}
@@ -46,6 +54,8 @@ class TxnOffsets:
         self.committed_seq: dict[str, dict[Key, int]] = {}
         """group -> (topic, partition) -> replay sequence of the committed offset, for open partitions only"""
         self.seq = 0
+        self.epochs: dict[int, int] = {}
+        """producer id -> the highest producer epoch of its transactional batches and markers in this partition"""
 
     def __bool__(self) -> bool:
         return bool(self.by_producer)
@@ -71,6 +81,15 @@ class TxnOffsets:
         return tuple(self.by_producer)
 
     # --- replay -----------------------------------------------------------------------------------------
+
+    def stale_epoch(self, producer_id: int, producer_epoch: int) -> bool:
+        """True if a later epoch of the producer wrote here already (a zombie: Kafka's ProducerStateManager
+        refuses its batch with INVALID_PRODUCER_EPOCH)."""
+        return producer_epoch < self.epochs.get(producer_id, -1)
+
+    def saw_epoch(self, producer_id: int, producer_epoch: int) -> None:
+        if producer_epoch > self.epochs.get(producer_id, -1):
+            self.epochs[producer_id] = producer_epoch
 
     def stage(self, producer_id: int, group: str, key: Key, value: OffsetValue) -> None:
         """An OffsetCommit record of a transactional batch."""
@@ -135,6 +154,7 @@ class TxnOffsets:
             del self.open[group]
 
     def clear(self) -> None:
+        self.epochs.clear()
         self.by_producer.clear()
         self.open.clear()
         self.committed_seq.clear()

@@ -16,7 +16,7 @@ bits 4 and 5) of the producer's id and epoch, base sequence -1, one record whose
 
 Loading walks the partition's batches (`read_batches`, Kafka's CoordinatorLoaderImpl): each yields its
 `(key, value)` records, its producer id if it is transactional (else -1), and for a control batch the
-transaction marker it holds (COMMIT True, ABORT False; decoded by the log's `control_marker`) instead of
+transaction marker it holds (COMMIT True, ABORT False; decoded by the log's `records.control_marker`) instead of
 records. `decode_batches` is the same without the producer and the markers (control batches come out
 empty). Records without a key, which no coordinator writes, are skipped. A compressed batch (which only
 another writer could have put there) is decompressed with the log's codecs.
@@ -45,7 +45,7 @@ import crc32c
 from kio._kio_native import read_signed_varint, read_signed_varlong
 
 from herd.coordinator import Record
-from herd.log import batch as log_batch
+from herd.log import records as log_records
 from herd.log.api import LogError
 from herd.log.batch import COMPRESSION_MASK, CONTROL_BIT, HEADER_SIZE, TRANSACTIONAL_BIT, parse_header
 from herd.log.records import records_section
@@ -107,6 +107,8 @@ class LoadedBatch(NamedTuple):
     records: list[KeyValue]
     producer_id: int
     """-1 unless the batch is transactional"""
+    producer_epoch: int
+    """-1 unless the batch is transactional"""
     marker: bool | None
     """a control batch's marker: True COMMIT, False ABORT; None for any other batch"""
 
@@ -128,19 +130,23 @@ def read_batches(data: bytes | memoryview) -> Iterator[LoadedBatch]:
             raise ValueError(f"CRC32C mismatch in the batch at offset {header.base_offset}")
         start, position, attributes = position, header.end, header.attributes
         next_offset = header.base_offset + header.last_offset_delta + 1
-        producer_id = header.producer_id if attributes & TRANSACTIONAL_BIT else -1
+        if attributes & TRANSACTIONAL_BIT:
+            producer_id, producer_epoch = header.producer_id, header.producer_epoch
+        else:
+            producer_id = producer_epoch = -1
         if attributes & CONTROL_BIT:
-            # helper A's decoder (issue 17: herd.log.batch.control_marker(batch) -> (commit, coordinator epoch)
+            # helper A's decoder (issue 17: herd.log.records.control_marker(batch) -> (commit, coordinator epoch)
             # or None), looked up when a control batch is met
-            marker = log_batch.control_marker(data[start:position])
-            yield new_batch(LoadedBatch, (next_offset, [], producer_id, None if marker is None else marker[0]))
+            marker = log_records.control_marker(data[start:position])
+            yield new_batch(LoadedBatch, (next_offset, [], producer_id, producer_epoch,
+                                          None if marker is None else marker[0]))
         elif attributes & COMPRESSION_MASK:
             section = bytes(records_section(data, header))
             records = _records(section, 0, header.record_count, len(section))
-            yield new_batch(LoadedBatch, (next_offset, records, producer_id, None))
+            yield new_batch(LoadedBatch, (next_offset, records, producer_id, producer_epoch, None))
         else:
             records = _records(data, start + HEADER_SIZE, header.record_count, position)
-            yield new_batch(LoadedBatch, (next_offset, records, producer_id, None))
+            yield new_batch(LoadedBatch, (next_offset, records, producer_id, producer_epoch, None))
 
 
 _CONTROL_KEY = struct.Struct(">hh")  # version, type

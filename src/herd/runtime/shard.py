@@ -251,13 +251,13 @@ class ShardRuntime:
             self._reject(result)
         elif result.marker is not None:
             marker = result.marker
-            self.shard.replay_end_transaction_marker(marker.producer_id, marker.commit)
+            self.shard.replay_end_transaction_marker(marker.producer_id, marker.commit, marker.producer_epoch)
             self._stage(_Pending(result, encode_control_batch(*marker, self._clock.now_ms())))
         elif result.records:
             transaction = result.transaction
             if transaction is None:
                 batch = encode_batch(result.records, self._clock.now_ms())
-            else:
+            else:  # TxnOffsetCommit: one transactional batch of the producer
                 batch = encode_batch(result.records, self._clock.now_ms(), *transaction)
             if len(batch) > self._max_batch_bytes:
                 log.warning("%s-%d: refusing a %d-byte batch (max %d)", self.topic, self.partition,
@@ -267,9 +267,12 @@ class ShardRuntime:
                     self._fail(self._staged, StateDiverged(
                         f"a refused {len(batch)}-byte batch left groups in a state its log does not hold"))
                 return
-            producer_id = result.producer_id
-            for record in result.records:
-                self.shard.replay(record, producer_id)
+            if transaction is None:  # the producer id only where there is one: any coordinator shard replays these
+                for record in result.records:
+                    self.shard.replay(record)
+            else:
+                for record in result.records:
+                    self.shard.replay(record, *transaction)
             self._stage(_Pending(result, batch))
         elif self.pending:
             self._staged.append(_Pending(result, None))
@@ -414,9 +417,11 @@ class ShardRuntime:
 
     def _replay_loaded(self, batch: LoadedBatch) -> None:
         if batch.marker is not None:
-            self.shard.replay_end_transaction_marker(batch.producer_id, batch.marker)
+            self.shard.replay_end_transaction_marker(batch.producer_id, batch.marker, batch.producer_epoch)
+        elif batch.producer_id >= 0:
+            self.shard.replay_loaded_batch(batch.records, batch.producer_id, batch.producer_epoch)
         else:
-            self.shard.replay_loaded_batch(batch.records, batch.producer_id)
+            self.shard.replay_loaded_batch(batch.records)
 
     async def unload(self) -> None:
         """Stop serving: finish and acknowledge pending writes, answer parked requests NOT_COORDINATOR."""

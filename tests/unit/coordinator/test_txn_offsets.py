@@ -8,6 +8,8 @@ ClassicGroupTest#testValidateTransactionalOffsetCommit are the models)."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from herd.coordinator import CoordinatorConfig, ErrorCode, GroupState, ManualClock, ManualTimer, Result
 from herd.coordinator.records import OffsetValue, group_tombstone, offset_commit_record, offset_tombstone
@@ -42,11 +44,11 @@ def ctx(**config: int) -> Ctx:
 
 
 def txn_req(group: str = "g", gen: int = -1, member: str = "", *, instance: str | None = None, pid: int = PID,
-            offsets: dict[int, int] | None = None, topic: str = "t", v: int = 5,
+            offsets: dict[int, int] | None = None, topic: str = "t", v: int = 5, epoch: int = EPOCH,
             partitions: tuple[CommitPartition, ...] | None = None) -> TxnOffsetCommit:
     if partitions is None:
         partitions = tuple(CommitPartition(p, o, 5) for p, o in (offsets or {0: 42}).items())
-    return TxnOffsetCommit(transactional_id="tx", group_id=group, producer_id=pid, producer_epoch=EPOCH,
+    return TxnOffsetCommit(transactional_id="tx", group_id=group, producer_id=pid, producer_epoch=epoch,
                            generation_id=gen, member_id=member, group_instance_id=instance,
                            topics=(CommitTopic(topic, partitions),), api_version=v)
 
@@ -65,11 +67,11 @@ def fetch(c: Ctx, partitions: tuple[int, ...] = (0,), *, stable: bool = False, g
     return {(t.name, p.partition_index): (p.committed_offset, p.error_code) for t in g.topics for p in t.partitions}
 
 
-def marker(c: Ctx, commit_: bool, pid: int = PID) -> None:
+def marker(c: Ctx, commit_: bool, pid: int = PID, epoch: int = EPOCH) -> None:
     """The transaction coordinator completes `pid`'s transaction here (the marker is written and replayed)."""
-    handle, result = c.run("complete_transaction", CompleteTransaction(producer_id=pid, producer_epoch=EPOCH,
+    handle, result = c.run("complete_transaction", CompleteTransaction(producer_id=pid, producer_epoch=epoch,
                                                                        commit=commit_, coordinator_epoch=4))
-    assert result.records == () and result.marker == Marker(pid, EPOCH, commit_, 4)
+    assert result.records == () and result.marker == Marker(pid, epoch, commit_, 4)
     assert reply(result, handle) == CompleteTransactionResponse()
 
 
@@ -173,6 +175,29 @@ def test_a_marker_that_cannot_be_written_answers_the_mapped_error() -> None:
     result = c.shard.complete_transaction(CompleteTransaction(producer_id=PID, producer_epoch=EPOCH, commit=True), "h")
     out = c.shard.on_append_failed(result, ErrorCode.KAFKA_STORAGE_ERROR)
     assert reply(out, "h") == CompleteTransactionResponse(error_code=ErrorCode.NOT_COORDINATOR)
+
+
+def test_a_zombie_with_an_older_epoch_is_fenced_and_writes_nothing() -> None:
+    """The producer was re-initialised (epoch bumped) and its old transaction aborted with the new epoch: the old
+    epoch's TxnOffsetCommit gets INVALID_PRODUCER_EPOCH, as Kafka's log refuses its batch; the fence is in the
+    log (the marker's epoch), so it holds after a reload."""
+    c, log = ctx(), Log()
+    run = c.apply
+    c.apply = lambda result: run(log.batch(result))  # type: ignore[method-assign]
+    txn_commit(c, offsets={0: 1})
+    log.marker(c, False, epoch=EPOCH + 1)  # InitProducerId of the successor aborted the transaction
+    limit = c.config.offset_metadata_max_bytes
+    codes, result = txn_commit(c, offsets={0: 5, 1: 6})
+    assert codes == [ErrorCode.INVALID_PRODUCER_EPOCH] * 2 and result.records == ()
+    codes, result = txn_commit(c, partitions=(CommitPartition(0, 5, -1, -1, "x" * (limit + 1)),))
+    assert codes == [ErrorCode.OFFSET_METADATA_TOO_LARGE]  # nothing to write, nothing refused by the log
+    assert txn_commit(c, offsets={0: 7}, epoch=EPOCH + 1)[0] == [ErrorCode.NONE]  # the successor
+    assert txn_commit(c, pid=PID + 1, offsets={1: 1}, epoch=0)[0] == [ErrorCode.NONE]  # another producer
+    loaded = log.load()
+    handle = "h"
+    result = loaded.txn_offset_commit(txn_req(offsets={0: 5}), handle)
+    assert [p.error_code for p in reply(result, handle).topics[0].partitions] == [ErrorCode.INVALID_PRODUCER_EPOCH]
+    assert loaded.pending_offsets(PID, "g") == {("t", 0): value(7)}
 
 
 # --- pending, committed, aborted ---------------------------------------------------------------------
@@ -300,22 +325,23 @@ class Log:
 
     def batch(self, result: Result) -> Result:
         if result.records:
-            self.entries.append(("batch", [(r.key, r.value) for r in result.records], result.producer_id))
+            pid, epoch = result.transaction or (-1, -1)
+            self.entries.append(("batch", [(r.key, r.value) for r in result.records], pid, epoch))
         return result
 
-    def marker(self, c: Ctx, commit_: bool, pid: int = PID) -> None:
-        self.entries.append(("marker", commit_, pid))
-        marker(c, commit_, pid)
+    def marker(self, c: Ctx, commit_: bool, pid: int = PID, epoch: int = EPOCH) -> None:
+        self.entries.append(("marker", commit_, pid, epoch))
+        marker(c, commit_, pid, epoch)
 
     def load(self) -> GroupCoordinatorShard:
         clock = ManualClock()
         clock.set(NOW)
         shard = GroupCoordinatorShard(clock=clock, timer=ManualTimer(clock))
-        for kind, payload, pid in self.entries:
+        for kind, payload, pid, epoch in self.entries:
             if kind == "batch":
-                assert shard.replay_loaded_batch(payload, pid) == 0  # type: ignore[arg-type]
+                assert shard.replay_loaded_batch(payload, pid, epoch) == 0  # type: ignore[arg-type]
             else:
-                shard.replay_end_transaction_marker(pid, payload)  # type: ignore[arg-type]
+                shard.replay_end_transaction_marker(pid, payload, epoch)  # type: ignore[arg-type]
         return shard
 
 
@@ -349,12 +375,82 @@ def test_loading_the_log_rebuilds_committed_and_pending_offsets() -> None:
 
 def test_a_plain_batch_loaded_while_a_transaction_is_open_is_ordered_against_it() -> None:
     """The fast loading path does not see transactions: while one is open, records are replayed one by one."""
+    pending, plain = offset_commit_record("g", "t", 0, value(42)), offset_commit_record("g", "t", 0, value(50))
     log = Log()
     log.entries = [
-        ("batch", [(offset_commit_record("g", "t", 0, value(42)).key, offset_commit_record("g", "t", 0,
-                                                                                          value(42)).value)], PID),
-        ("batch", [(offset_commit_record("g", "t", 0, value(50)).key, offset_commit_record("g", "t", 0,
-                                                                                          value(50)).value)], -1),
-        ("marker", True, PID),
+        ("batch", [(pending.key, pending.value)], PID, EPOCH),
+        ("batch", [(plain.key, plain.value)], -1, -1),
+        ("marker", True, PID, EPOCH),
     ]
     assert log.load().committed_offsets("g") == {("t", 0): value(50)}
+
+
+# --- against Kafka's algorithm -------------------------------------------------------------------------
+
+
+class KafkaModel:
+    """OffsetMetadataManager's replay and replayEndTransactionMarker as Kafka writes them, with record offsets."""
+
+    def __init__(self) -> None:
+        self.offset = 0
+        self.committed: dict[int, tuple[int, int]] = {}  # partition -> (value, record offset)
+        self.pending: dict[int, dict[int, tuple[int, int]]] = {}  # producer -> partition -> (value, record offset)
+        self.open: dict[int, set[int]] = {}  # partition -> producers
+
+    def commit(self, partition: int, value: int, producer: int | None) -> None:
+        self.offset += 1
+        if producer is None:
+            self.committed[partition] = (value, self.offset)
+        else:
+            self.pending.setdefault(producer, {})[partition] = (value, self.offset)
+            self.open.setdefault(partition, set()).add(producer)
+
+    def tombstone(self, partition: int) -> None:
+        self.offset += 1
+        self.committed.pop(partition, None)
+        for producer in self.open.pop(partition, set()):
+            self.pending.get(producer, {}).pop(partition, None)
+
+    def marker(self, producer: int, commit: bool) -> None:
+        self.offset += 1
+        for partition, (value, offset) in self.pending.pop(producer, {}).items():
+            self.open.get(partition, set()).discard(producer)
+            if not self.open.get(partition, True):
+                del self.open[partition]
+            existing = self.committed.get(partition)
+            if commit and (existing is None or offset > existing[1]):
+                self.committed[partition] = (value, offset)
+
+
+steps = st.lists(st.one_of(  # two partitions, two producers: enough to meet every case, often
+    st.tuples(st.just("commit"), st.integers(0, 1), st.none() | st.integers(1, 2)),
+    st.tuples(st.just("tombstone"), st.integers(0, 1), st.none()),
+    st.tuples(st.just("marker"), st.booleans(), st.integers(1, 2)),
+), max_size=25)
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps)
+def test_committed_and_pending_offsets_are_kafkas_live_and_after_a_load(script: list[tuple]) -> None:
+    c, log, model = ctx(), Log(), KafkaModel()
+    run = c.apply
+    c.apply = lambda result: run(log.batch(result))  # type: ignore[method-assign]
+    for n, (kind, a, b) in enumerate(script):
+        if kind == "commit":
+            value = 100 + n
+            if b is None:
+                assert commit(c, partitions=(CommitPartition(a, value),))[0] == [ErrorCode.NONE]
+            else:
+                assert txn_commit(c, pid=b, offsets={a: value})[0] == [ErrorCode.NONE]
+            model.commit(a, value, b)
+        elif kind == "tombstone":
+            c.run("offset_delete", OffsetDelete(group_id="g", topics=(DeleteTopic("t", (a,)),)))
+            if a in model.committed or a in model.open:
+                model.tombstone(a)
+        else:
+            log.marker(c, a, pid=b)
+            model.marker(b, a)
+    expected = {("t", p): v for p, (v, _) in model.committed.items()}
+    for shard in (c.shard, log.load()):
+        assert {k: v.offset for k, v in shard.committed_offsets("g").items()} == expected
+        assert {p for p in range(2) if shard.has_pending_offsets("g", "t", p)} == set(model.open)

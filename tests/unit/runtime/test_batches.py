@@ -17,7 +17,7 @@ from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from herd.coordinator import Record
-from herd.log import batch as log_batch
+from herd.log import records as log_records
 from herd.log.batch import validate_batches
 from herd.runtime.batches import LoadedBatch, decode_batches, encode_batch, encode_control_batch, read_batches
 
@@ -26,7 +26,8 @@ records = st.lists(st.builds(Record, st.binary(min_size=1, max_size=300), st.non
                    min_size=1, max_size=80)
 
 
-def kio_batch(rs: list[Record], now_ms: int, attributes: int = 0, producer: tuple[int, int, int] = (-1, -1, -1)) -> bytes:
+def kio_batch(rs: list[Record], now_ms: int, attributes: int = 0,
+              producer: tuple[int, int, int] = (-1, -1, -1)) -> bytes:
     stamp = TZAwareMicros.parse(datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC))
     producer_id, producer_epoch, base_sequence = producer
     batch = NewRecordBatch(producer_id=i64(producer_id), producer_epoch=i16(producer_epoch),
@@ -104,14 +105,14 @@ def test_a_transactional_batch_is_kafkas_and_loads_with_its_producer(rs: list[Re
     assert data == kio_batch(rs, NOW, attributes=0x10, producer=(pid, epoch, 0))
     (header,) = validate_batches(data)
     assert (header.producer_id, header.producer_epoch, header.attributes) == (pid, epoch, 0x10)
-    assert list(read_batches(data)) == [LoadedBatch(len(rs), [(r.key, r.value) for r in rs], pid, None)]
+    assert list(read_batches(data)) == [LoadedBatch(len(rs), [(r.key, r.value) for r in rs], pid, epoch, None)]
 
 
 def test_a_plain_batch_loads_without_a_producer_even_if_it_names_one() -> None:
     rs = [Record(b"k", b"v")]
-    assert list(read_batches(encode_batch(rs, NOW))) == [LoadedBatch(1, [(b"k", b"v")], -1, None)]
+    assert list(read_batches(encode_batch(rs, NOW))) == [LoadedBatch(1, [(b"k", b"v")], -1, -1, None)]
     idempotent = kio_batch(rs, NOW, producer=(5, 0, 0))  # not transactional: not pending
-    assert list(read_batches(idempotent)) == [LoadedBatch(1, [(b"k", b"v")], -1, None)]
+    assert list(read_batches(idempotent)) == [LoadedBatch(1, [(b"k", b"v")], -1, -1, None)]
 
 
 @pytest.mark.parametrize(("control_type", "commit"), [(0, False), (1, True)])
@@ -126,8 +127,9 @@ def test_a_marker_is_kafkas_control_batch(control_type: int, commit: bool) -> No
     assert list(decode_batches(data)) == [(1, [])]
 
 
-@pytest.mark.skipif(not hasattr(log_batch, "control_marker"), reason="needs helper A's herd.log.batch.control_marker")
+@pytest.mark.skipif(not hasattr(log_records, "control_marker"),
+                    reason="needs helper A's herd.log.records.control_marker")
 @pytest.mark.parametrize("commit", [False, True])
 def test_a_control_batch_loads_as_its_marker(commit: bool) -> None:
     data = encode_control_batch(9, 1, commit, 7, NOW)
-    assert list(read_batches(data)) == [LoadedBatch(1, [], 9, commit)]
+    assert list(read_batches(data)) == [LoadedBatch(1, [], 9, 1, commit)]

@@ -1,7 +1,7 @@
 """Offsets in transactions on the coordinator runtime: a TxnOffsetCommit is written as one transactional batch of
 its producer, stays pending until `complete_transaction` writes the transaction's marker (a control batch), and
-survives a reload pending; a reload replays the marker as Kafka's CoordinatorLoaderImpl does. Real runtime and log on the
-log's in-memory filesystem; nothing is mocked."""
+survives a reload pending; a reload replays the marker as Kafka's CoordinatorLoaderImpl does. Real runtime and
+log on the log's in-memory filesystem; nothing is mocked."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from herd.coordinator import CoordinatorError, ErrorCode
 from herd.coordinator import GroupCoordinatorShard as Shard
 from herd.coordinator.requests import CommitPartition, CommitTopic, FetchGroup, FetchTopic, OffsetFetch, TxnOffsetCommit
-from herd.log import batch as log_batch
+from herd.log import records as log_records
 from herd.log.batch import CONTROL_BIT, TRANSACTIONAL_BIT, iter_headers
 from herd.log.fs import MemoryFileSystem
 from herd.runtime.batches import read_batches
@@ -22,8 +22,8 @@ from .helpers import commit, group_on, make_runtime, resolve, started
 PID, EPOCH = 4242, 2
 UNSTABLE = ErrorCode.UNSTABLE_OFFSET_COMMIT
 needs_control_marker = pytest.mark.skipif(
-    not hasattr(log_batch, "control_marker"),
-    reason="needs helper A's herd.log.batch.control_marker")
+    not hasattr(log_records, "control_marker"),
+    reason="needs helper A's herd.log.records.control_marker")
 
 
 def txn_commit(group: str, offsets: dict[int, int]) -> TxnOffsetCommit:
@@ -79,7 +79,10 @@ def test_a_reload_replays_the_transactions_marker(commit_: bool) -> None:
         await resolve(runtime.call(group, Shard.offset_commit, commit(group, {0: 5})))
         await resolve(runtime.call(group, Shard.txn_offset_commit, txn_commit(group, {0: 42, 1: 43})))
         log = runtime.shards[1].log
+        assert log.last_stable_offset == 1  # the log sees the transaction open at the batch after the plain commit
         await runtime.complete_transaction(1, PID, EPOCH, commit_)
+        assert log.last_stable_offset == log.log_end_offset == 4  # plain 0, transactional 1-2, marker 3
+        assert log.aborted_transactions(0, 4) == ([] if commit_ else [(PID, 1)])
         expected = {0: (42, 0), 1: (43, 0)} if commit_ else {0: (5, 0), 1: (-1, 0)}
         assert await fetch(runtime, group) == expected
         batches = list(read_batches(log.read(log.log_start_offset, 1 << 20)))

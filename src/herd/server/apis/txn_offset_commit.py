@@ -23,9 +23,10 @@ or aborts them (`CoordinatorRuntime.complete_transaction`). Below v2 a COORDINAT
 COORDINATOR_NOT_AVAILABLE, which clients before Kafka 2.0 expect (KAFKA-7296). herd has no ACLs, so no
 authorization errors.
 
-Not checked here: the producer epoch (Kafka rejects an old one where the batch is appended, in the log's
-producer state) and KIP-890's verification that the transaction holds the group's partition (the transaction
-coordinator's part).
+A producer epoch older than one the producer already used in that `__consumer_offsets` partition (a zombie
+fenced by its successor) gets INVALID_PRODUCER_EPOCH on every partition, as Kafka's log refuses the batch (the
+shard keeps the epochs, coordinator/txn_offsets.py). Not checked: KIP-890's verification that the transaction
+holds the group's partition (the transaction coordinator's part; Kafka asks it before appending).
 """
 
 from __future__ import annotations
