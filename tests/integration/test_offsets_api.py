@@ -8,7 +8,6 @@ the coordinator of every group (the cluster runs a single `__consumer_offsets` p
 
 from __future__ import annotations
 
-import importlib.util
 import time
 from typing import Any
 
@@ -19,14 +18,8 @@ from rawkafka import RawClient
 from test_groups_api import part, req
 
 from herd.client.consumer_protocol import Subscription, encode_subscription
-from herd.log import records as log_records
 
 JOIN, SYNC, COMMIT, FETCH, DESCRIBE, TXN_COMMIT, OFFSET_DELETE, API_VERSIONS = 11, 14, 8, 9, 15, 28, 47, 18
-# issue 17: the broker serves TxnOffsetCommit once it has a transaction coordinator (helper B) and control batches
-# (helper A); until both are merged it refuses it
-TRANSACTIONS = importlib.util.find_spec("herd.runtime.transactions") is not None and hasattr(log_records,
-                                                                                              "control_marker")
-needs_transactions = pytest.mark.skipif(not TRANSACTIONS, reason="needs the transaction coordinator of issue 17")
 
 
 def create_topics(b: Broker) -> Broker:
@@ -163,37 +156,6 @@ def test_offset_delete(broker):
         assert (r.error_code, r.topics) == (ErrorCode.non_empty_group, ())
 
 
-@pytest.mark.skipif(TRANSACTIONS, reason="the broker has a transaction coordinator: TxnOffsetCommit is served")
-@pytest.mark.parametrize("v", range(6))
-def test_txn_offset_commit_is_refused_with_unsupported_version_and_writes_nothing(broker, v):
-    group = f"txn-{v}"
-    with RawClient(broker.port) as c:
-        t = part(TXN_COMMIT, v, "TxnOffsetCommitRequestTopic", name="data", partitions=tuple(
-            part(TXN_COMMIT, v, "TxnOffsetCommitRequestPartition", partition_index=p, committed_offset=5,
-                 committed_leader_epoch=-1, committed_metadata=None) for p in (0, 1)))
-        r = c.request(TXN_COMMIT, v, req(TXN_COMMIT, v, transactional_id="tx", group_id=group, producer_id=1,
-                                         producer_epoch=0, generation_id=-1, member_id="", group_instance_id=None,
-                                         topics=(t,)))
-        assert [(p.partition_index, p.error_code) for p in r.topics[0].partitions] == [
-            (0, ErrorCode.unsupported_version), (1, ErrorCode.unsupported_version)]
-        assert fetch(c, group) == {0: -1, 1: -1}
-
-
-@pytest.mark.parametrize("v", [2, 3, 4])
-def test_a_retention_time_of_v2_to_v4_expires_that_offset_only(expiring, v):
-    group = f"short-lived-{v}"
-    with RawClient(expiring.port) as c:
-        assert commit(c, v, group, partitions=(0,), retention=300) == [ErrorCode.none]
-        assert commit(c, 5, group, partitions=(1,)) == [ErrorCode.none]  # default retention: 7 days
-        deadline = time.monotonic() + 10
-        while fetch(c, group)[0] != -1:
-            assert time.monotonic() < deadline, "the offset never expired"
-            time.sleep(0.05)
-        assert fetch(c, group) == {0: -1, 1: 11}
-        d = c.request(DESCRIBE, 5, req(DESCRIBE, 5, groups=(group,), include_authorized_operations=False))
-        assert d.groups[0].group_state == "Empty"  # one offset left: the group stays
-
-
 def test_a_group_whose_last_offset_expires_is_deleted(expiring):
     with RawClient(expiring.port) as c:
         assert commit(c, 2, "gone", partitions=(0, 1), retention=200) == [ErrorCode.none, ErrorCode.none]
@@ -220,7 +182,6 @@ def test_api_versions_advertise_kafkas_ranges(broker):
         assert 55 not in ranges  # DescribeQuorum: herd has no KRaft quorum to describe
 
 
-@needs_transactions
 def test_offsets_sent_to_a_transaction_appear_when_it_commits(broker):
     """confluent-kafka's send_offsets_to_transaction on either backend: committed, then aborted (the offset stays)."""
     from confluent_kafka import Consumer, Producer, TopicPartition

@@ -15,7 +15,6 @@ from rawkafka import RawClient
 from test_groups_api import part, req
 from test_offsets_api import member_of
 
-from herd.log import records as log_records
 
 TXN_COMMIT, FETCH = 28, 9
 PID, EPOCH = 77, 1
@@ -123,19 +122,9 @@ def test_unknown_topics_and_partitions_and_the_empty_group_id(served):
         complete(served, False)
 
 
-def test_without_a_transaction_coordinator_it_is_refused_and_nothing_is_written(node):
-    if getattr(node.server.broker, "transactions", None) is not None:
-        pytest.skip("this broker has a transaction coordinator")
-    with RawClient(node.port) as c:
-        assert txn_commit(c, 5, "refused", {0: 1}) == [(0, ErrorCode.unsupported_version)]
-        assert fetch(c, "refused") == {0: (-1, NONE), 1: (-1, NONE)}
-
-
 def test_send_offsets_to_transaction_with_a_real_client(node):
     """confluent-kafka's transactional producer: committed, aborted, and pending across a coordinator reload.
-    Needs helper B's transaction coordinator and helper A's markers (issue 17); skipped until they are merged."""
-    if getattr(node.server.broker, "transactions", None) is None or not hasattr(log_records, "control_marker"):
-        pytest.skip("needs the transaction coordinator (helper B) and control batches (helper A)")
+    """
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     group = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "eos", "isolation.level": "read_committed"})

@@ -17,7 +17,6 @@ from kio.records.writers import write_new_batch
 from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from herd.coordinator import Record
-from herd.log import records as log_records
 from herd.log.batch import validate_batches
 from herd.runtime.batches import LoadedBatch, decode_batches, encode_batch, encode_control_batch, read_batches
 
@@ -127,8 +126,6 @@ def test_a_marker_is_kafkas_control_batch(control_type: int, commit: bool) -> No
     assert list(decode_batches(data)) == [(1, [])]
 
 
-@pytest.mark.skipif(not hasattr(log_records, "control_marker"),
-                    reason="needs helper A's herd.log.records.control_marker")
 @pytest.mark.parametrize("commit", [False, True])
 def test_a_control_batch_loads_as_its_marker(commit: bool) -> None:
     data = encode_control_batch(9, 1, commit, 7, NOW)

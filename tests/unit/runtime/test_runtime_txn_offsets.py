@@ -12,7 +12,6 @@ import pytest
 from herd.coordinator import CoordinatorError, ErrorCode
 from herd.coordinator import GroupCoordinatorShard as Shard
 from herd.coordinator.requests import CommitPartition, CommitTopic, FetchGroup, FetchTopic, OffsetFetch, TxnOffsetCommit
-from herd.log import records as log_records
 from herd.log.batch import CONTROL_BIT, TRANSACTIONAL_BIT, iter_headers
 from herd.log.fs import MemoryFileSystem
 from herd.runtime.batches import read_batches
@@ -21,9 +20,6 @@ from .helpers import commit, group_on, make_runtime, resolve, started
 
 PID, EPOCH = 4242, 2
 UNSTABLE = ErrorCode.UNSTABLE_OFFSET_COMMIT
-needs_control_marker = pytest.mark.skipif(
-    not hasattr(log_records, "control_marker"),
-    reason="needs helper A's herd.log.records.control_marker")
 
 
 def txn_commit(group: str, offsets: dict[int, int]) -> TxnOffsetCommit:
@@ -69,7 +65,6 @@ def test_a_txn_offset_commit_is_a_transactional_batch_pending_until_completed_an
     asyncio.run(main())
 
 
-@needs_control_marker
 @pytest.mark.parametrize("commit_", [True, False])
 def test_a_reload_replays_the_transactions_marker(commit_: bool) -> None:
     async def main() -> None:

@@ -3,15 +3,7 @@
 Versions as Kafka 4.x serves them: v1 no change, v2 committed leader epoch, v3 generation id, member id
 and group instance id (KIP-447), v4 no body change (KIP-890 errors), v5 implicit AddOffsetsToTxn (KIP-890).
 
-Served only when the broker has a transaction coordinator (`broker.transactions` is not None):
-without one nothing would ever write the marker that commits or aborts the staged offsets. Until then every
-partition gets UNSUPPORTED_VERSION (35) and nothing is written; that code is chosen because both client
-families stop instead of retrying: the Java producer's TxnOffsetCommitHandler treats it as an unexpected
-error and fails the transaction fatally, and librdkafka treats it as a permanent (abortable) error, where
-retriable codes (COORDINATOR_LOAD_IN_PROGRESS, NOT_COORDINATOR) would make them retry forever. Written down
-in docs/compatibility.md.
-
-Served, it follows apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala (handleTxnOffsetCommitRequest)
+It follows apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala (handleTxnOffsetCommitRequest)
 and group-coordinator/.../GroupCoordinatorService.java (commitTransactionalOffsets): a topic the cluster does not
 have gets UNKNOWN_TOPIC_OR_PARTITION on every partition, a partition it does not have the same, and the rest
 goes to the group's coordinator shard unless nothing is left; the empty group id gets INVALID_GROUP_ID on the
@@ -46,14 +38,11 @@ API_KEY = 28
 MIN_VERSION = 0
 MAX_VERSION = 5
 
-UNSUPPORTED = ErrorCode.unsupported_version
 
 Errors = dict[tuple[int, int], int]  # (topic entry index, partition index) -> error code
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    if ctx.broker.transactions is None:
-        return _refused(ctx, request)
     local = _unknown_partitions(ctx, request)
     topics = tuple(
         CommitTopic(entry.name, tuple(_partition(p) for p in entry.partitions if (i, p.partition_index) not in local))
@@ -131,13 +120,3 @@ def _response(ctx: RequestContext, request: Any, local: Errors, response: Offset
               error_code=code(i, entry.name, p.partition_index))
             for p in entry.partitions))
         for i, entry in enumerate(request.topics)))
-
-
-def _refused(ctx: RequestContext, request: Any) -> Any:
-    """No transaction coordinator: UNSUPPORTED_VERSION on every partition, nothing written."""
-    b = ctx_builder(ctx)
-    return b.response(throttle_time=0, topics=tuple(
-        b("TxnOffsetCommitResponseTopic", name=entry.name, partitions=tuple(
-            b("TxnOffsetCommitResponsePartition", partition_index=p.partition_index, error_code=UNSUPPORTED)
-            for p in entry.partitions))
-        for entry in request.topics))
