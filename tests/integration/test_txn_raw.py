@@ -40,6 +40,9 @@ def part(api_key: int, version: int, class_name: str, /, **fields: Any) -> Any:
 def start(data_dir: str) -> InProcessBroker:
     broker = InProcessBroker({"log.dirs": data_dir, "transaction.state.log.num.partitions": "3",
                               "offsets.topic.num.partitions": "3"})
+    with RawClient(broker.port) as c:  # the first lookup of a transactional id makes __transaction_state
+        r = c.request(FIND, 3, req(FIND, 3, key="any", key_type=1))
+        assert r.error_code in (ErrorCode.coordinator_not_available, OK)
     broker.run(broker.server.broker.transactions.wait_loaded())
     return broker
 

@@ -1,9 +1,11 @@
 """The transaction coordinator of this node: one `TxnShardRuntime` per `__transaction_state` partition it hosts.
 
 It runs on the group coordinator's runtime (`CoordinatorRuntime`, `ShardRuntime`): the same loading, durable
-group-committed writes, timers, compaction, failure and reload, moves. `start()` creates `__transaction_state` if
-it does not exist (internal, compacted, uncompressed, segment.bytes from transaction.state.log.segment.bytes,
-transaction.state.log.num.partitions partitions: Kafka's TransactionStateManager.transactionTopicConfigs), and a
+group-committed writes, timers, compaction, failure and reload, moves. `__transaction_state` is made on first use,
+as Kafka makes it (`ensure_created`, called by FindCoordinator for a transactional id): internal, compacted,
+uncompressed, segment.bytes from transaction.state.log.segment.bytes, transaction.state.log.num.partitions
+partitions (Kafka's TransactionStateManager.transactionTopicConfigs); a broker that never sees a transactional
+producer never has it, nor pays for loading its partitions at start. Once it exists, `start()` loads it, and a
 transactional id is coordinated by partition abs(hashCode(id)) % partitions, as a group is (Kafka's
 TransactionStateManager.partitionFor). Each shard's core is a `TransactionCoordinatorShard`
 (herd.coordinator.transactions), whose coordinator epoch is the leader epoch of its partition's log.
@@ -34,13 +36,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from herd.cluster.topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, TRANSACTION_STATE_TOPIC_CONFIGS, Cluster, Topic
+from herd.cluster.topics import (
+    OFFSETS_TOPIC,
+    TOPIC_ALREADY_EXISTS,
+    TRANSACTION_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC_CONFIGS,
+    Cluster,
+    Topic,
+    TopicError,
+)
 from herd.config import BrokerConfig
-from herd.coordinator import CoordinatorConfig, CoordinatorError
+from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode
 from herd.coordinator.result import Reply
 from herd.coordinator.transactions import TransactionCoordinatorShard, TxnConfig, WriteMarkers
 from herd.log.api import LogError, NotLeaderError, PartitionLog, as_remote
@@ -114,18 +124,68 @@ class TransactionRuntime(CoordinatorRuntime):
         self._on_marker = on_marker
         self._remote = remote
         self._markers: dict[tuple[int, str], asyncio.Task[None]] = {}
+        self._creating: asyncio.Task[None] | None = None
 
     # -- hosting -----------------------------------------------------------------------------------------------
+
+    def start(self, partitions: Iterable[int] | None = None) -> None:
+        """Load `partitions` (default: all) if `__transaction_state` exists; otherwise it is made on first use
+        (`ensure_created`), as Kafka creates it on the first FindCoordinator for a transactional id."""
+        if self._cluster.get(TRANSACTION_STATE_TOPIC) is not None:
+            super().start(partitions)
+
+    def ensure_created(self) -> bool:
+        """True if `__transaction_state` exists; if it does not, start making it and return False. On a single
+        node it is made and every partition starts loading at once; in cluster mode it is made in the background
+        and each node loads the partitions it is given to lead (server/node.py). Until then transactional ids get
+        COORDINATOR_NOT_AVAILABLE from FindCoordinator (KafkaApis.getCoordinator: "autoTopicCreationManager
+        .createTopics") and NOT_COORDINATOR from the rest."""
+        if self.num_partitions:
+            return True
+        topic = self._cluster.get(TRANSACTION_STATE_TOPIC)
+        if topic is not None:  # made by another node: placement needs its partition count
+            self.num_partitions = len(topic.partitions)
+            return True
+        if not self._cluster.shared:
+            super().start()
+        elif self._creating is None:
+            self._creating = asyncio.get_running_loop().create_task(self._create_shared())
+            self._creating.add_done_callback(lambda _: setattr(self, "_creating", None))
+        return False
+
+    async def _create_shared(self) -> None:
+        try:
+            await self._cluster.create_topic(TRANSACTION_STATE_TOPIC,  # type: ignore[misc]
+                                             self._broker_config.get("transaction.state.log.num.partitions"),
+                                             self._topic_configs())
+        except TopicError as e:
+            if e.error_code != TOPIC_ALREADY_EXISTS:  # another node made it meanwhile: fine
+                log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, e)
+
+    def _topic_configs(self) -> dict[str, str | None]:
+        return {**TRANSACTION_STATE_TOPIC_CONFIGS,
+                "segment.bytes": str(self._broker_config.get("transaction.state.log.segment.bytes"))}
 
     def _ensure_topic(self) -> Topic:
         topic = self._cluster.get(TRANSACTION_STATE_TOPIC)
         if topic is None:
-            configs = {**TRANSACTION_STATE_TOPIC_CONFIGS,
-                       "segment.bytes": str(self._broker_config.get("transaction.state.log.segment.bytes"))}
             topic = self._cluster.create_topic(TRANSACTION_STATE_TOPIC,
                                                self._broker_config.get("transaction.state.log.num.partitions"),
-                                               configs)
+                                               self._topic_configs())
         return topic
+
+    def load_partition(self, partition: int, *, announce: bool = False) -> asyncio.Task[None]:
+        if not self.num_partitions:  # a cluster node given a partition of a topic made after it started
+            self.num_partitions = len(self._ensure_topic().partitions)
+        return super().load_partition(partition, announce=announce)
+
+    def shard_for(self, group_id: str) -> ShardRuntime:
+        if not self.num_partitions:
+            raise CoordinatorError(ErrorCode.NOT_COORDINATOR, f"{TRANSACTION_STATE_TOPIC} does not exist yet")
+        return super().shard_for(group_id)
+
+    def hosts(self, group_id: str) -> bool:
+        return bool(self.num_partitions) and super().hosts(group_id)
 
     def _new_shard_runtime(self, partition: int, partition_log: PartitionLog, **settings: Any) -> ShardRuntime:
         return TxnShardRuntime(partition, partition_log, clock=self.clock, txn=self.txn_config,

@@ -28,7 +28,6 @@ from herd.cluster.topics import (
     OFFSETS_TOPIC_CONFIGS,
     TOPIC_ALREADY_EXISTS,
     TRANSACTION_STATE_TOPIC,
-    TRANSACTION_STATE_TOPIC_CONFIGS,
     TopicError,
 )
 from herd.config import BrokerConfig
@@ -105,20 +104,13 @@ class ClusterNode:
         await self._start_transactions()
 
     async def _start_transactions(self) -> None:
-        """The same for __transaction_state and the transaction coordinator."""
-        if self.cluster.get(TRANSACTION_STATE_TOPIC) is None:
-            configs = {**TRANSACTION_STATE_TOPIC_CONFIGS,
-                       "segment.bytes": str(self.config.get("transaction.state.log.segment.bytes"))}
-            try:
-                await self.cluster.create_topic(TRANSACTION_STATE_TOPIC,
-                                                self.config.get("transaction.state.log.num.partitions"), configs)
-            except TopicError as e:
-                if e.error_code != TOPIC_ALREADY_EXISTS:
-                    raise
-        topic = self.cluster.get(TRANSACTION_STATE_TOPIC)
-        assert topic is not None
+        """The transaction coordinator, with the __transaction_state partitions this node leads by then; the topic
+        itself is made by the first FindCoordinator for a transactional id (on any node), after which the
+        partitions this node is given are loaded as they come (`_on_leadership`)."""
         transactions = transaction_runtime(self.broker)
-        transactions.start([i for i, partition in enumerate(topic.partitions) if partition is not None])
+        topic = self.cluster.get(TRANSACTION_STATE_TOPIC)
+        if topic is not None:
+            transactions.start([i for i, partition in enumerate(topic.partitions) if partition is not None])
         self.broker.transactions = transactions
 
     def _on_topics_deleted(self, names: list[str]) -> None:

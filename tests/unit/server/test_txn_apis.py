@@ -92,6 +92,7 @@ def run(body: Callable[[Node], Awaitable[None]]) -> None:
         broker.coordinator.start()
         broker.transactions = transaction_runtime(broker)
         broker.transactions.start()
+        broker.transactions.ensure_created()  # what the first FindCoordinator for a transactional id does
         await broker.coordinator.wait_loaded()
         await broker.transactions.wait_loaded()
         try:
@@ -107,6 +108,32 @@ def run(body: Callable[[Node], Awaitable[None]]) -> None:
 def partition_errors(response: Any) -> dict[tuple[str, int], ErrorCode]:
     topics = response.results_by_topic_v3_and_below
     return {(t.name, p.partition_index): p.partition_error_code for t in topics for p in t.results_by_partition}
+
+
+def test_the_first_lookup_of_a_transactional_id_makes_the_transaction_state_topic() -> None:
+    async def body(node: Node) -> None:
+        response = await node.ask(find_coordinator, 3, key_type=1, key="tx")
+        assert response.error_code == OK  # made by `run`, as this test's first lookup did on a fresh broker:
+
+        config = BrokerConfig.from_properties({"transaction.state.log.num.partitions": "2"})
+        fresh = Broker(config, SegmentStore("/other", MemoryFileSystem()))
+        fresh.start()
+        fresh.transactions = transaction_runtime(fresh)
+        fresh.transactions.start()
+        assert fresh.cluster.get("__transaction_state") is None
+        other = Node(fresh)
+        assert (await other.init("tx")).error_code == ErrorCode.not_coordinator
+        first = await other.ask(find_coordinator, 3, key_type=1, key="tx")
+        assert first.error_code == ErrorCode.coordinator_not_available
+        topic = fresh.cluster.get("__transaction_state")
+        assert topic is not None and len(topic.partitions) == 2 and topic.internal
+        await fresh.transactions.wait_loaded()
+        assert (await other.ask(find_coordinator, 3, key_type=1, key="tx")).error_code == OK
+        assert (await other.init("tx")).error_code == OK
+        await fresh.transactions.close()
+        fresh.close()
+
+    run(body)
 
 
 @pytest.mark.parametrize("version", range(1, 7))
