@@ -323,8 +323,8 @@ def test_describe_and_list_transactions() -> None:
                 [(t.topic, t.partitions) for t in s.topics]) for s in response.transaction_states]
         assert got == [("tx-open", OK, "Ongoing", p.producer_id, 0, [("t", (0, 1))]),
                        ("tx-idle", OK, "Empty", q.producer_id, 0, []),
-                       ("nope", ErrorCode.transactional_id_not_found, "", -1, -1, []),
-                       ("", ErrorCode.invalid_request, "", -1, -1, [])]
+                       ("nope", ErrorCode.transactional_id_not_found, "", 0, 0, []),
+                       ("", ErrorCode.invalid_request, "", 0, 0, [])]
         assert response.transaction_states[0].transaction_timeout == timedelta(seconds=60)
 
         async def listed(version: int = 1, **filters: Any) -> tuple[Any, list[tuple[str, int, str]]]:
