@@ -225,12 +225,14 @@ def test_aiokafka_zombie_is_fenced(broker: InProcessBroker) -> None:
 def test_a_producer_gone_mid_transaction_is_aborted_after_its_timeout(broker: InProcessBroker) -> None:
     from confluent_kafka import Consumer, Producer, TopicPartition
 
+    with RawClient(broker.port) as c:
+        create(c, "gone-in")
     group = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "gone-g"})
     gone = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "ck-gone",
                      "transaction.timeout.ms": 1000})
     gone.init_transactions(10)
     gone.begin_transaction()
-    gone.send_offsets_to_transaction([TopicPartition("in", 0, 5)], group.consumer_group_metadata(), 5)
+    gone.send_offsets_to_transaction([TopicPartition("gone-in", 0, 5)], group.consumer_group_metadata(), 5)
     shard = broker.server.broker.transactions.shard_for("ck-gone").shard
     assert shard.transaction("ck-gone").state.kafka_name == "Ongoing"
     deadline = time.monotonic() + 5
