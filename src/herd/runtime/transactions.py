@@ -161,6 +161,8 @@ class TransactionRuntime(CoordinatorRuntime):
         except TopicError as e:
             if e.error_code != TOPIC_ALREADY_EXISTS:  # another node made it meanwhile: fine
                 log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, e)
+        except Exception as e:  # the database: the next lookup tries again
+            log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, e)
 
     def _topic_configs(self) -> dict[str, str | None]:
         return {**TRANSACTION_STATE_TOPIC_CONFIGS,
@@ -204,6 +206,8 @@ class TransactionRuntime(CoordinatorRuntime):
                      "here", self.topic, shard.partition, seconds, shard.shard.size(), shard.records)
 
     async def close(self) -> None:
+        if self._creating is not None:
+            self._creating.cancel()
         for task in list(self._markers.values()):
             task.cancel()
         await super().close()
