@@ -14,9 +14,12 @@ Markers (Kafka's TransactionMarkerChannelManager, apache/kafka core/src/main/sca
 TransactionMarkerChannelManager.scala and TransactionMarkerRequestCompletionHandler.scala). Once a PrepareCommit or
 PrepareAbort is durable the core releases a `WriteMarkers` job with the client's answer; this runtime then writes
 a COMMIT or ABORT marker into every partition of the transaction, one task per transaction:
-- a data partition led here: `append_control` on its log (the data path's, herd.log), made durable before it
-  counts (fsynced on local files, committed in PostgreSQL), and `on_marker((topic, partition))` tells the broker
-  (long-polling fetches wake up: the last stable offset moved);
+- a data partition led here: `append_control` on its log (the data path's, herd.log), as durable as the records
+  it commits or aborts before it counts: committed in PostgreSQL (cluster mode); on local files written, and
+  fsynced by the partition's log.flush.* settings like any produce (a kill -9 loses nothing written; Kafka's
+  markers are likewise only as durable as its replicated data), never with an fsync of its own on the event
+  loop; then `on_marker((topic, partition))` tells the broker (long-polling fetches wake up: the last stable
+  offset moved);
 - a `__consumer_offsets` partition: the group coordinator's `complete_transaction`, which writes the marker through
   that partition's own writer and makes the transaction's offsets committed or drops them (Kafka's
   GroupCoordinator.onTransactionCompleted; see /work/notes/common17.md, Changes);
@@ -291,8 +294,8 @@ class MarkerError(Exception):
 
 async def write_marker(cluster: Cluster, groups: TransactionCompleter | None, tp: tuple[str, int], marker: Marker,
                        now_ms: int, on_marker: Callable[[tuple[str, int]], None] | None = None) -> None:
-    """Write `marker` into partition `tp` led by this node, durably: a data partition with `append_control` on its
-    log (fsynced on local files, committed in PostgreSQL), a `__consumer_offsets` partition through the group
+    """Write `marker` into partition `tp` led by this node: a data partition with `append_control` on its log
+    (committed in PostgreSQL; on local files flushed by log.flush.*), a `__consumer_offsets` partition through the group
     coordinator's `complete_transaction`. Used for the markers of this node's transactions and for WriteTxnMarkers
     from another node's coordinator. Raises MarkerError: UNKNOWN_TOPIC_OR_PARTITION (no such partition),
     NOT_LEADER_OR_FOLLOWER (led by another node), KAFKA_STORAGE_ERROR (the log failed), or the group coordinator's
@@ -321,7 +324,7 @@ async def write_marker(cluster: Cluster, groups: TransactionCompleter | None, tp
         if partition.remote:
             await as_remote(partition).wait_durable(appended.last_offset + 1)
         else:
-            partition.flush()
+            partition.maybe_flush(now_ms)  # as durable as the data it commits: log.flush.* (see the module doc)
     except NotLeaderError as error:
         raise MarkerError(NOT_LEADER_OR_FOLLOWER, str(error)) from None
     except LogError as error:
