@@ -1,9 +1,9 @@
 """The transaction coordinator over a real socket, through a raw kio client and real clients (confluent-kafka,
-aiokafka), on one in-process embedded broker: the API versions it advertises, a transaction from FindCoordinator
-to its completion, the coordinator's state surviving a restart, a zombie producer fenced, and (once the data path's `append_control` and the group coordinator's
-`complete_transaction` are merged: helpers A and C of issue 17) commits whose markers land in a data partition
-and in `__consumer_offsets`. Every version of each API is covered without sockets in
-tests/unit/server/test_txn_apis.py."""
+aiokafka), on one in-process embedded broker: the API versions it advertises, a transaction from FindCoordinator to
+its completion, the coordinator's state surviving a restart, a zombie producer fenced, and (once the data path's
+`append_control` and the group coordinator's `complete_transaction` are merged: helpers A and C of issue 17)
+commits whose markers land in a data partition and in `__consumer_offsets`. Every version of each API is covered
+without sockets in tests/unit/server/test_txn_apis.py."""
 
 from __future__ import annotations
 

@@ -101,7 +101,8 @@ class TxnShardRuntime(ShardRuntime):
         self._on_markers = on_markers
         super().__init__(partition, partition_log, config=CoordinatorConfig(), **settings)
 
-    def _new_shard(self, clock: WallClock, config: CoordinatorConfig) -> TransactionCoordinatorShard:  # type: ignore[override]
+    def _new_shard(self, clock: WallClock,  # type: ignore[override]
+                   config: CoordinatorConfig) -> TransactionCoordinatorShard:
         return TransactionCoordinatorShard(clock=clock, timer=self.timer, new_producer_id=self._new_producer_id,
                                            config=self._txn, coordinator_epoch=self.log.leader_epoch)
 

@@ -3,10 +3,12 @@
 `ClusterNode.start` opens the connection pool (one line and a non-zero exit if PostgreSQL cannot be reached,
 refuses the password or lacks a privilege), brings the schema to this version (refusing a newer one), starts the
 shared cluster (registration, lease, leadership) and the group and transaction coordinators, which host the
-`__consumer_offsets` and `__transaction_state` partitions this node leads. From then on leadership moves are followed as they happen (`_on_leadership`):
+`__consumer_offsets` and `__transaction_state` partitions this node leads. From then on leadership moves are
+followed as they happen (`_on_leadership`):
 - a `__consumer_offsets` (or `__transaction_state`) partition gained is loaded (its groups, or transactional ids,
-  answer COORDINATOR_LOAD_IN_PROGRESS until the replay is done), one lost is unloaded (its groups answer NOT_COORDINATOR and clients look the coordinator up
-  again); a partition's moves are handled one after the other, in the order they happened;
+  answer COORDINATOR_LOAD_IN_PROGRESS until the replay is done), one lost is unloaded (its groups answer
+  NOT_COORDINATOR and clients look the coordinator up again); a partition's moves are handled one after the
+  other, in the order they happened;
 - a data partition gained has its idempotent producers' state rebuilt from the stored batches, one lost forgets
   it.
 

@@ -4,8 +4,8 @@ transaction coordinator runtimes (the log on the in-memory filesystem), without 
 Kafka's error codes per version. Every response is also encoded, as the connection would send it.
 
 Markers are not looked at here: their data-partition side is A's `append_control`, their `__consumer_offsets` side
-C's `complete_transaction` (tests/unit/runtime/test_txn_runtime.py covers the runtime's part). DescribeTransactions and ListTransactions
-show the coordinator's state."""
+C's `complete_transaction` (tests/unit/runtime/test_txn_runtime.py covers the runtime's part). DescribeTransactions
+and ListTransactions show the coordinator's state."""
 
 from __future__ import annotations
 
@@ -216,7 +216,8 @@ def test_add_partitions_v4_and_v5_batch_and_verify(version: int) -> None:
 
         def txn(tid: str, pid: int, verify: bool, partitions: list[int], topic: str = "t") -> Any:
             return b("AddPartitionsToTxnTransaction", transactional_id=tid, producer_id=pid, producer_epoch=0,
-                     verify_only=verify, topics=(b("AddPartitionsToTxnTopic", name=topic, partitions=tuple(partitions)),))
+                     verify_only=verify,
+                     topics=(b("AddPartitionsToTxnTopic", name=topic, partitions=tuple(partitions)),))
 
         response = await node.ask(add_partitions_to_txn, version, transactions=(
             txn("tx-1", p.producer_id, True, [0, 1]), txn("tx-2", q.producer_id, False, [1]),

@@ -41,7 +41,8 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
     coordinator = broker.coordinator if key_type == GROUP else broker.transactions
     if coordinator is None and key_type == GROUP:
         return ErrorCode.none, None, broker.node(broker.node_id)  # no group coordinator runs (tests of the shell)
-    if key_type == TRANSACTION and coordinator is not None and not coordinator.ensure_created():  # type: ignore[attr-defined]
+    transactions = broker.transactions
+    if key_type == TRANSACTION and transactions is not None and not transactions.ensure_created():
         return ErrorCode.coordinator_not_available, "The coordinator is not available.", None  # made on first use
     if coordinator is not None and coordinator.num_partitions:
         if broker.cluster.shared:

@@ -7,11 +7,12 @@ herd.runtime.transactions, for a partition this node leads). v0 was removed in K
 transaction.version is 0 and no herd coordinator sends it, so v2 is not served.
 
 Each partition of each marker is written as the local coordinator writes its own (`write_marker`,
-herd.runtime.transactions): a data partition gets the control batch through the data path's `append_control`
-(as durable as a produce to it), a `__consumer_offsets` partition goes through the group coordinator's `complete_transaction` (Kafka's
-KafkaApis.handleWriteTxnMarkersRequest: GroupCoordinator.completeTransaction for the offsets topic). A partition
-that does not exist is UNKNOWN_TOPIC_OR_PARTITION, one led by another node NOT_LEADER_OR_FOLLOWER, a failed log
-KAFKA_STORAGE_ERROR; the coordinator retries the retriable ones. The answer waits for every partition.
+herd.runtime.transactions): a data partition gets the control batch through the data path's `append_control` (as
+durable as a produce to it), a `__consumer_offsets` partition goes through the group coordinator's
+`complete_transaction` (Kafka's KafkaApis.handleWriteTxnMarkersRequest: GroupCoordinator.completeTransaction for
+the offsets topic). A partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION, one led by another node
+NOT_LEADER_OR_FOLLOWER, a failed log KAFKA_STORAGE_ERROR; the coordinator retries the retriable ones. The answer
+waits for every partition.
 """
 
 from __future__ import annotations
