@@ -18,12 +18,16 @@ waits for every partition.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from herd.runtime.transactions import Marker, MarkerError, write_marker
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 
+log = logging.getLogger(__name__)
+
+UNKNOWN_SERVER_ERROR = -1
 API_KEY = 27
 MIN_VERSION = 1
 MAX_VERSION = 1
@@ -36,6 +40,9 @@ async def _write(ctx: RequestContext, tp: tuple[str, int], marker: Marker) -> in
                            broker.notify_append)
     except MarkerError as error:
         return error.code
+    except Exception:  # a bug: this partition's answer says so, the others are still written and answered
+        log.exception("WriteTxnMarkers to %s-%d failed", *tp)
+        return UNKNOWN_SERVER_ERROR
     return 0
 
 
