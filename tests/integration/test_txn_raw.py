@@ -1,9 +1,9 @@
-"""The transaction coordinator over a real socket, through a raw kio client, on one in-process embedded broker:
-the API versions it advertises, a transaction from FindCoordinator to its completion, the coordinator's state
-surviving a restart, and (once the data path's `append_control` and the group coordinator's
-`complete_transaction` are merged: helpers A and C of issue 17) commits whose markers land in a data partition
-and in `__consumer_offsets`. Every version of each API is covered without sockets in
-tests/unit/server/test_txn_apis.py."""
+"""The transaction coordinator over a real socket, through a raw kio client and real clients (confluent-kafka,
+aiokafka), on one in-process embedded broker: the API versions it advertises, a transaction from FindCoordinator to
+its completion, the coordinator's state surviving a restart, a zombie producer fenced, and (once the data path's
+`append_control` and the group coordinator's `complete_transaction` are merged: helpers A and C of issue 17)
+commits whose markers land in a data partition and in `__consumer_offsets`. Every version of each API is covered
+without sockets in tests/unit/server/test_txn_apis.py."""
 
 from __future__ import annotations
 
@@ -39,7 +39,11 @@ def part(api_key: int, version: int, class_name: str, /, **fields: Any) -> Any:
 
 def start(data_dir: str) -> InProcessBroker:
     broker = InProcessBroker({"log.dirs": data_dir, "transaction.state.log.num.partitions": "3",
-                              "offsets.topic.num.partitions": "3"})
+                              "offsets.topic.num.partitions": "3",
+                              "transaction.abort.timed.out.transaction.cleanup.interval.ms": "100"})
+    with RawClient(broker.port) as c:  # the first lookup of a transactional id makes __transaction_state
+        r = c.request(FIND, 3, req(FIND, 3, key="any", key_type=1))
+        assert r.error_code in (ErrorCode.coordinator_not_available, OK)
     broker.run(broker.server.broker.transactions.wait_loaded())
     return broker
 
@@ -174,3 +178,66 @@ def test_write_txn_markers_from_another_nodes_coordinator(broker: InProcessBroke
     sender = MarkerSender(broker.server.broker)
     code = broker.run(sender._ask("127.0.0.1", broker.port, ("no-such-topic", 0), Marker(7, 0, True, 0)))
     assert code == ErrorCode.unknown_topic_or_partition
+
+
+def test_confluent_kafka_zombie_is_fenced(broker: InProcessBroker) -> None:
+    from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+    group = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "fence-g"})
+    zombie = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "ck-fence"})
+    zombie.init_transactions(10)
+    successor = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "ck-fence"})
+    successor.init_transactions(10)
+    zombie.begin_transaction()
+    with pytest.raises(KafkaException) as e:  # AddOffsetsToTxn with the old epoch: PRODUCER_FENCED
+        zombie.send_offsets_to_transaction([TopicPartition("in", 0, 5)], group.consumer_group_metadata(), 5)
+    assert e.value.args[0].fatal() and e.value.args[0].name() == "_FENCED"
+    md = broker.server.broker.transactions.shard_for("ck-fence").shard.transaction("ck-fence")
+    assert md.producer_epoch == 1
+    group.close()
+
+
+def test_aiokafka_zombie_is_fenced(broker: InProcessBroker) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaProducer, TopicPartition
+    from aiokafka.errors import ProducerFenced
+
+    async def main() -> None:
+        zombie = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="aio-fence")
+        await zombie.start()
+        successor = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id="aio-fence")
+        await successor.start()
+        assert successor._txn_manager.producer_epoch == zombie._txn_manager.producer_epoch + 1
+        with pytest.raises(ProducerFenced):
+            async with zombie.transaction():
+                await zombie.send_offsets_to_transaction({TopicPartition("in", 0): 5}, "aio-g")
+        await successor.stop()
+        try:
+            await zombie.stop()
+        except ProducerFenced:
+            pass
+
+    asyncio.run(asyncio.wait_for(main(), 30))
+
+
+@needs_group_completion
+def test_a_producer_gone_mid_transaction_is_aborted_after_its_timeout(broker: InProcessBroker) -> None:
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    with RawClient(broker.port) as c:
+        create(c, "gone-in")
+    group = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "gone-g"})
+    gone = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "ck-gone",
+                     "transaction.timeout.ms": 1000})
+    gone.init_transactions(10)
+    gone.begin_transaction()
+    gone.send_offsets_to_transaction([TopicPartition("gone-in", 0, 5)], group.consumer_group_metadata(), 5)
+    shard = broker.server.broker.transactions.shard_for("ck-gone").shard
+    assert shard.transaction("ck-gone").state.kafka_name == "Ongoing"
+    deadline = time.monotonic() + 5
+    while shard.transaction("ck-gone").state.kafka_name != "CompleteAbort" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    md = shard.transaction("ck-gone")
+    assert (md.state.kafka_name, md.producer_epoch) == ("CompleteAbort", 1)  # aborted under a bumped epoch
+    group.close()

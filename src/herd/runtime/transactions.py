@@ -1,9 +1,11 @@
 """The transaction coordinator of this node: one `TxnShardRuntime` per `__transaction_state` partition it hosts.
 
 It runs on the group coordinator's runtime (`CoordinatorRuntime`, `ShardRuntime`): the same loading, durable
-group-committed writes, timers, compaction, failure and reload, moves. `start()` creates `__transaction_state` if
-it does not exist (internal, compacted, uncompressed, segment.bytes from transaction.state.log.segment.bytes,
-transaction.state.log.num.partitions partitions: Kafka's TransactionStateManager.transactionTopicConfigs), and a
+group-committed writes, timers, compaction, failure and reload, moves. `__transaction_state` is made on first use,
+as Kafka makes it (`ensure_created`, called by FindCoordinator for a transactional id): internal, compacted,
+uncompressed, segment.bytes from transaction.state.log.segment.bytes, transaction.state.log.num.partitions
+partitions (Kafka's TransactionStateManager.transactionTopicConfigs); a broker that never sees a transactional
+producer never has it, nor pays for loading its partitions at start. Once it exists, `start()` loads it, and a
 transactional id is coordinated by partition abs(hashCode(id)) % partitions, as a group is (Kafka's
 TransactionStateManager.partitionFor). Each shard's core is a `TransactionCoordinatorShard`
 (herd.coordinator.transactions), whose coordinator epoch is the leader epoch of its partition's log.
@@ -12,9 +14,12 @@ Markers (Kafka's TransactionMarkerChannelManager, apache/kafka core/src/main/sca
 TransactionMarkerChannelManager.scala and TransactionMarkerRequestCompletionHandler.scala). Once a PrepareCommit or
 PrepareAbort is durable the core releases a `WriteMarkers` job with the client's answer; this runtime then writes
 a COMMIT or ABORT marker into every partition of the transaction, one task per transaction:
-- a data partition led here: `append_control` on its log (the data path's, herd.log), made durable before it
-  counts (fsynced on local files, committed in PostgreSQL), and `on_marker((topic, partition))` tells the broker
-  (long-polling fetches wake up: the last stable offset moved);
+- a data partition led here: `append_control` on its log (the data path's, herd.log), as durable as the records
+  it commits or aborts before it counts: committed in PostgreSQL (cluster mode); on local files written, and
+  fsynced by the partition's log.flush.* settings like any produce (a kill -9 loses nothing written; Kafka's
+  markers are likewise only as durable as its replicated data), never with an fsync of its own on the event
+  loop; then `on_marker((topic, partition))` tells the broker (long-polling fetches wake up: the last stable
+  offset moved);
 - a `__consumer_offsets` partition: the group coordinator's `complete_transaction`, which writes the marker through
   that partition's own writer and makes the transaction's offsets committed or drops them (Kafka's
   GroupCoordinator.onTransactionCompleted; see /work/notes/common17.md, Changes);
@@ -34,13 +39,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from herd.cluster.topics import OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, TRANSACTION_STATE_TOPIC_CONFIGS, Cluster, Topic
+from herd.cluster.topics import (
+    OFFSETS_TOPIC,
+    TOPIC_ALREADY_EXISTS,
+    TRANSACTION_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC_CONFIGS,
+    Cluster,
+    Topic,
+    TopicError,
+)
 from herd.config import BrokerConfig
-from herd.coordinator import CoordinatorConfig, CoordinatorError
+from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode
 from herd.coordinator.result import Reply
 from herd.coordinator.transactions import TransactionCoordinatorShard, TxnConfig, WriteMarkers
 from herd.log.api import LogError, NotLeaderError, PartitionLog, as_remote
@@ -88,7 +101,8 @@ class TxnShardRuntime(ShardRuntime):
         self._on_markers = on_markers
         super().__init__(partition, partition_log, config=CoordinatorConfig(), **settings)
 
-    def _new_shard(self, clock: WallClock, config: CoordinatorConfig) -> TransactionCoordinatorShard:  # type: ignore[override]
+    def _new_shard(self, clock: WallClock,  # type: ignore[override]
+                   config: CoordinatorConfig) -> TransactionCoordinatorShard:
         return TransactionCoordinatorShard(clock=clock, timer=self.timer, new_producer_id=self._new_producer_id,
                                            config=self._txn, coordinator_epoch=self.log.leader_epoch)
 
@@ -114,18 +128,70 @@ class TransactionRuntime(CoordinatorRuntime):
         self._on_marker = on_marker
         self._remote = remote
         self._markers: dict[tuple[int, str], asyncio.Task[None]] = {}
+        self._creating: asyncio.Task[None] | None = None
 
     # -- hosting -----------------------------------------------------------------------------------------------
+
+    def start(self, partitions: Iterable[int] | None = None) -> None:
+        """Load `partitions` (default: all) if `__transaction_state` exists; otherwise it is made on first use
+        (`ensure_created`), as Kafka creates it on the first FindCoordinator for a transactional id."""
+        if self._cluster.get(TRANSACTION_STATE_TOPIC) is not None:
+            super().start(partitions)
+
+    def ensure_created(self) -> bool:
+        """True if `__transaction_state` exists; if it does not, start making it and return False. On a single
+        node it is made and every partition starts loading at once; in cluster mode it is made in the background
+        and each node loads the partitions it is given to lead (server/node.py). Until then transactional ids get
+        COORDINATOR_NOT_AVAILABLE from FindCoordinator (KafkaApis.getCoordinator: "autoTopicCreationManager
+        .createTopics") and NOT_COORDINATOR from the rest."""
+        if self.num_partitions:
+            return True
+        topic = self._cluster.get(TRANSACTION_STATE_TOPIC)
+        if topic is not None:  # made by another node: placement needs its partition count
+            self.num_partitions = len(topic.partitions)
+            return True
+        if not self._cluster.shared:
+            super().start()
+        elif self._creating is None:
+            self._creating = asyncio.get_running_loop().create_task(self._create_shared())
+            self._creating.add_done_callback(lambda _: setattr(self, "_creating", None))
+        return False
+
+    async def _create_shared(self) -> None:
+        try:
+            await self._cluster.create_topic(TRANSACTION_STATE_TOPIC,  # type: ignore[misc]
+                                             self._broker_config.get("transaction.state.log.num.partitions"),
+                                             self._topic_configs())
+        except TopicError as e:
+            if e.error_code != TOPIC_ALREADY_EXISTS:  # another node made it meanwhile: fine
+                log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, e)
+        except Exception as e:  # the database: the next lookup tries again
+            log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, e)
+
+    def _topic_configs(self) -> dict[str, str | None]:
+        return {**TRANSACTION_STATE_TOPIC_CONFIGS,
+                "segment.bytes": str(self._broker_config.get("transaction.state.log.segment.bytes"))}
 
     def _ensure_topic(self) -> Topic:
         topic = self._cluster.get(TRANSACTION_STATE_TOPIC)
         if topic is None:
-            configs = {**TRANSACTION_STATE_TOPIC_CONFIGS,
-                       "segment.bytes": str(self._broker_config.get("transaction.state.log.segment.bytes"))}
             topic = self._cluster.create_topic(TRANSACTION_STATE_TOPIC,
                                                self._broker_config.get("transaction.state.log.num.partitions"),
-                                               configs)
+                                               self._topic_configs())
         return topic
+
+    def load_partition(self, partition: int, *, announce: bool = False) -> asyncio.Task[None]:
+        if not self.num_partitions:  # a cluster node given a partition of a topic made after it started
+            self.num_partitions = len(self._ensure_topic().partitions)
+        return super().load_partition(partition, announce=announce)
+
+    def shard_for(self, group_id: str) -> ShardRuntime:
+        if not self.num_partitions:
+            raise CoordinatorError(ErrorCode.NOT_COORDINATOR, f"{TRANSACTION_STATE_TOPIC} does not exist yet")
+        return super().shard_for(group_id)
+
+    def hosts(self, group_id: str) -> bool:
+        return bool(self.num_partitions) and super().hosts(group_id)
 
     def _new_shard_runtime(self, partition: int, partition_log: PartitionLog, **settings: Any) -> ShardRuntime:
         return TxnShardRuntime(partition, partition_log, clock=self.clock, txn=self.txn_config,
@@ -144,6 +210,8 @@ class TransactionRuntime(CoordinatorRuntime):
                      "here", self.topic, shard.partition, seconds, shard.shard.size(), shard.records)
 
     async def close(self) -> None:
+        if self._creating is not None:
+            self._creating.cancel()
         for task in list(self._markers.values()):
             task.cancel()
         await super().close()
@@ -227,8 +295,8 @@ class MarkerError(Exception):
 
 async def write_marker(cluster: Cluster, groups: TransactionCompleter | None, tp: tuple[str, int], marker: Marker,
                        now_ms: int, on_marker: Callable[[tuple[str, int]], None] | None = None) -> None:
-    """Write `marker` into partition `tp` led by this node, durably: a data partition with `append_control` on its
-    log (fsynced on local files, committed in PostgreSQL), a `__consumer_offsets` partition through the group
+    """Write `marker` into partition `tp` led by this node: a data partition with `append_control` on its log
+    (committed in PostgreSQL; on local files flushed by log.flush.*), a `__consumer_offsets` partition through the group
     coordinator's `complete_transaction`. Used for the markers of this node's transactions and for WriteTxnMarkers
     from another node's coordinator. Raises MarkerError: UNKNOWN_TOPIC_OR_PARTITION (no such partition),
     NOT_LEADER_OR_FOLLOWER (led by another node), KAFKA_STORAGE_ERROR (the log failed), or the group coordinator's
@@ -257,7 +325,7 @@ async def write_marker(cluster: Cluster, groups: TransactionCompleter | None, tp
         if partition.remote:
             await as_remote(partition).wait_durable(appended.last_offset + 1)
         else:
-            partition.flush()
+            partition.maybe_flush(now_ms)  # as durable as the data it commits: log.flush.* (see the module doc)
     except NotLeaderError as error:
         raise MarkerError(NOT_LEADER_OR_FOLLOWER, str(error)) from None
     except LogError as error:  # a stale marker (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED) says so

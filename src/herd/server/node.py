@@ -3,10 +3,12 @@
 `ClusterNode.start` opens the connection pool (one line and a non-zero exit if PostgreSQL cannot be reached,
 refuses the password or lacks a privilege), brings the schema to this version (refusing a newer one), starts the
 shared cluster (registration, lease, leadership) and the group and transaction coordinators, which host the
-`__consumer_offsets` and `__transaction_state` partitions this node leads. From then on leadership moves are followed as they happen (`_on_leadership`):
+`__consumer_offsets` and `__transaction_state` partitions this node leads. From then on leadership moves are
+followed as they happen (`_on_leadership`):
 - a `__consumer_offsets` (or `__transaction_state`) partition gained is loaded (its groups, or transactional ids,
-  answer COORDINATOR_LOAD_IN_PROGRESS until the replay is done), one lost is unloaded (its groups answer NOT_COORDINATOR and clients look the coordinator up
-  again); a partition's moves are handled one after the other, in the order they happened;
+  answer COORDINATOR_LOAD_IN_PROGRESS until the replay is done), one lost is unloaded (its groups answer
+  NOT_COORDINATOR and clients look the coordinator up again); a partition's moves are handled one after the
+  other, in the order they happened;
 - a data partition gained has its idempotent producers' state rebuilt from the stored batches, one lost forgets
   it.
 
@@ -28,7 +30,6 @@ from herd.cluster.topics import (
     OFFSETS_TOPIC_CONFIGS,
     TOPIC_ALREADY_EXISTS,
     TRANSACTION_STATE_TOPIC,
-    TRANSACTION_STATE_TOPIC_CONFIGS,
     TopicError,
 )
 from herd.config import BrokerConfig
@@ -105,20 +106,13 @@ class ClusterNode:
         await self._start_transactions()
 
     async def _start_transactions(self) -> None:
-        """The same for __transaction_state and the transaction coordinator."""
-        if self.cluster.get(TRANSACTION_STATE_TOPIC) is None:
-            configs = {**TRANSACTION_STATE_TOPIC_CONFIGS,
-                       "segment.bytes": str(self.config.get("transaction.state.log.segment.bytes"))}
-            try:
-                await self.cluster.create_topic(TRANSACTION_STATE_TOPIC,
-                                                self.config.get("transaction.state.log.num.partitions"), configs)
-            except TopicError as e:
-                if e.error_code != TOPIC_ALREADY_EXISTS:
-                    raise
-        topic = self.cluster.get(TRANSACTION_STATE_TOPIC)
-        assert topic is not None
+        """The transaction coordinator, with the __transaction_state partitions this node leads by then; the topic
+        itself is made by the first FindCoordinator for a transactional id (on any node), after which the
+        partitions this node is given are loaded as they come (`_on_leadership`)."""
         transactions = transaction_runtime(self.broker)
-        transactions.start([i for i, partition in enumerate(topic.partitions) if partition is not None])
+        topic = self.cluster.get(TRANSACTION_STATE_TOPIC)
+        if topic is not None:
+            transactions.start([i for i, partition in enumerate(topic.partitions) if partition is not None])
         self.broker.transactions = transactions
 
     def _on_topics_deleted(self, names: list[str]) -> None:

@@ -61,7 +61,8 @@ def make(data_dir: Path, groups: Groups | None = None, **props: str) -> Transact
 
 
 async def started(runtime: TransactionRuntime) -> TransactionRuntime:
-    runtime.start()
+    runtime.start()  # loads __transaction_state if it exists
+    runtime.ensure_created()  # else makes it, as the first FindCoordinator for a transactional id does
     await runtime.wait_loaded()
     return runtime
 
@@ -89,6 +90,11 @@ def test_the_topic_is_created_and_answers_wait_for_durable_records(tmp_path: Pat
     async def main() -> None:
         runtime = make(tmp_path, **{"transaction.state.log.segment.bytes": "65536"})
         runtime.start()
+        assert runtime._cluster.get(TRANSACTION_STATE_TOPIC) is None  # made on first use
+        with pytest.raises(CoordinatorError) as e:
+            runtime.call("tx", Txn.init_producer_id, InitProducerId("tx", 60_000))
+        assert e.value.code == ErrorCode.NOT_COORDINATOR and not runtime.hosts("tx")
+        runtime.ensure_created()
         with pytest.raises(CoordinatorError) as e:
             runtime.call("tx", Txn.init_producer_id, InitProducerId("tx", 60_000))
         assert e.value.code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS

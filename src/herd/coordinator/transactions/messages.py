@@ -81,15 +81,16 @@ class WriteMarkers:
 
 @dataclass(frozen=True, slots=True)
 class TxnDescription:
-    """DescribeTransactions' answer for one transactional id (TransactionCoordinator.handleDescribeTransactions)."""
+    """DescribeTransactions' answer for one transactional id (TransactionCoordinator.handleDescribeTransactions);
+    an error answer carries the schema's defaults (DescribeTransactionsResponse.json: zeros and "")."""
 
     error: ErrorCode
     transactional_id: str
     state: str = ""
     timeout_ms: int = 0
-    start_ms: int = -1
-    producer_id: int = -1
-    producer_epoch: int = -1
+    start_ms: int = 0
+    producer_id: int = 0
+    producer_epoch: int = 0
     partitions: frozenset[TopicPartition] = frozenset()
 
 

@@ -10,7 +10,9 @@ transaction.state.log.num.partitions of __transaction_state (KafkaApis.getCoordi
 this node while its coordinator runtime (group or transaction) hosts the partition. In cluster mode it is
 whichever live node leads the partition (any node answers, from its view of the leaders); the node named may still
 be loading the partition, and answers COORDINATOR_LOAD_IN_PROGRESS until it is done, as in Kafka. With no
-coordinator known the answer is COORDINATOR_NOT_AVAILABLE, which clients retry.
+coordinator known the answer is COORDINATOR_NOT_AVAILABLE, which clients retry. `__transaction_state` is made by
+the first lookup of a transactional id, which is answered COORDINATOR_NOT_AVAILABLE (Kafka's auto-creation of an
+internal topic in KafkaApis.getCoordinator).
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
     coordinator = broker.coordinator if key_type == GROUP else broker.transactions
     if coordinator is None and key_type == GROUP:
         return ErrorCode.none, None, broker.node(broker.node_id)  # no group coordinator runs (tests of the shell)
+    transactions = broker.transactions
+    if key_type == TRANSACTION and transactions is not None and not transactions.ensure_created():
+        return ErrorCode.coordinator_not_available, "The coordinator is not available.", None  # made on first use
     if coordinator is not None and coordinator.num_partitions:
         if broker.cluster.shared:
             leader, _ = broker.cluster.leader(coordinator.topic, coordinator.partition_for(key))

@@ -7,22 +7,27 @@ herd.runtime.transactions, for a partition this node leads). v0 was removed in K
 transaction.version is 0 and no herd coordinator sends it, so v2 is not served.
 
 Each partition of each marker is written as the local coordinator writes its own (`write_marker`,
-herd.runtime.transactions): a data partition gets the control batch through the data path's `append_control`,
-durably, a `__consumer_offsets` partition goes through the group coordinator's `complete_transaction` (Kafka's
-KafkaApis.handleWriteTxnMarkersRequest: GroupCoordinator.completeTransaction for the offsets topic). A partition
-that does not exist is UNKNOWN_TOPIC_OR_PARTITION, one led by another node NOT_LEADER_OR_FOLLOWER, a failed log
-KAFKA_STORAGE_ERROR; the coordinator retries the retriable ones. The answer waits for every partition.
+herd.runtime.transactions): a data partition gets the control batch through the data path's `append_control` (as
+durable as a produce to it), a `__consumer_offsets` partition goes through the group coordinator's
+`complete_transaction` (Kafka's KafkaApis.handleWriteTxnMarkersRequest: GroupCoordinator.completeTransaction for
+the offsets topic). A partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION, one led by another node
+NOT_LEADER_OR_FOLLOWER, a failed log KAFKA_STORAGE_ERROR; the coordinator retries the retriable ones. The answer
+waits for every partition.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 from herd.runtime.transactions import Marker, MarkerError, write_marker
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 
+log = logging.getLogger(__name__)
+
+UNKNOWN_SERVER_ERROR = -1
 API_KEY = 27
 MIN_VERSION = 1
 MAX_VERSION = 1
@@ -35,6 +40,9 @@ async def _write(ctx: RequestContext, tp: tuple[str, int], marker: Marker) -> in
                            broker.notify_append)
     except MarkerError as error:
         return error.code
+    except Exception:  # a bug: this partition's answer says so, the others are still written and answered
+        log.exception("WriteTxnMarkers to %s-%d failed", *tp)
+        return UNKNOWN_SERVER_ERROR
     return 0
 
 
