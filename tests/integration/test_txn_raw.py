@@ -18,9 +18,7 @@ from kio.schema.errors import ErrorCode
 from rawkafka import RawClient
 
 from herd.log.batch import CONTROL_BIT, parse_header
-from herd.log.segments import SegmentLog
 from herd.protocol.messages import request_class
-from herd.runtime import CoordinatorRuntime
 from herd.runtime.transactions import Marker
 from herd.server.apis._build import make
 from herd.server.transactions import MarkerSender
@@ -131,12 +129,6 @@ def test_the_coordinators_state_survives_a_restart(tmp_path: Any) -> None:
         second.stop()
 
 
-needs_data_path = pytest.mark.skipif(not hasattr(SegmentLog, "append_control"),
-                                     reason="needs the data path's append_control (helper A, issue 17)")
-needs_group_completion = pytest.mark.skipif(not hasattr(CoordinatorRuntime, "complete_transaction"),
-                                            reason="needs the group coordinator's complete_transaction (helper C)")
-
-
 def last_batch_attributes(c: RawClient, topic: str) -> int:
     t = part(FETCH, 4, "FetchTopic", topic=topic, partitions=(
         part(FETCH, 4, "FetchPartition", partition=0, fetch_offset=0, partition_max_bytes=1 << 20),))
@@ -151,7 +143,6 @@ def last_batch_attributes(c: RawClient, topic: str) -> int:
     return last.attributes
 
 
-@needs_data_path
 def test_a_commit_writes_a_marker_into_its_data_partition(broker: InProcessBroker) -> None:
     with RawClient(broker.port) as c:
         create(c, "out")
@@ -162,7 +153,6 @@ def test_a_commit_writes_a_marker_into_its_data_partition(broker: InProcessBroke
         assert last_batch_attributes(c, "out") & CONTROL_BIT
 
 
-@needs_group_completion
 def test_a_commit_with_offsets_completes_through_the_group_coordinator(broker: InProcessBroker) -> None:
     with RawClient(broker.port) as c:
         p = init(c, "tx-o")
@@ -221,7 +211,6 @@ def test_aiokafka_zombie_is_fenced(broker: InProcessBroker) -> None:
     asyncio.run(asyncio.wait_for(main(), 30))
 
 
-@needs_group_completion
 def test_a_producer_gone_mid_transaction_is_aborted_after_its_timeout(broker: InProcessBroker) -> None:
     from confluent_kafka import Consumer, Producer, TopicPartition
 

@@ -16,7 +16,6 @@ from datetime import timedelta
 from types import ModuleType
 from typing import Any
 
-import pytest
 from kio.schema.errors import ErrorCode
 
 from herd.config import BrokerConfig
@@ -25,7 +24,6 @@ from herd.log.store import SegmentStore
 from herd.protocol.messages import RequestHeader, encode_response, request_class
 from herd.protocol.values import MessageBuilder, make
 from herd.runtime import CoordinatorRuntime
-from herd.log.segments import SegmentLog
 from herd.server.apis import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -328,7 +326,6 @@ def test_write_txn_markers_answers_each_partition() -> None:
     run(body)
 
 
-@pytest.mark.skipif(not hasattr(SegmentLog, "append_control"), reason="needs A's append_control (issue 17)")
 def test_write_txn_markers_writes_a_control_batch_into_a_data_partition() -> None:
     async def body(node: Node) -> None:
         b = node.build(write_txn_markers, 1)
