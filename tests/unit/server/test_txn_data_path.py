@@ -138,6 +138,8 @@ def test_a_search_by_time_under_read_committed_finds_nothing_at_or_above_the_las
 def test_produce_checks_transactional_batches_as_kafka(broker: Broker) -> None:
     # transactional records without a transactional id: every partition refused (KafkaApis.handleProduceRequest)
     assert produce_to(broker, txn_batch(P, 0), None).error_code == ErrorCode.transactional_id_authorization_failed
+    second = make_batch([b"y"]) + txn_batch(P, 0)  # the second batch is the transactional one
+    assert produce_to(broker, second, None).error_code == ErrorCode.transactional_id_authorization_failed
     # a transactional id with plain batches is fine
     assert produce_to(broker, make_batch([b"x"]), "tx").error_code == ErrorCode.none
     assert produce_to(broker, txn_batch(P, 0, epoch=1)).error_code == ErrorCode.none

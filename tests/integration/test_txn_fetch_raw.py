@@ -1,0 +1,101 @@
+"""The transactional data path over real sockets, on one in-process broker: a transactional Produce (v9, with its
+transactional id), Fetch read_committed at the oldest (v4) and newest (v18, topics by id) versions stopping at the
+last stable offset and waking from its long poll when a marker moves it, ListOffsets latest read_committed, and
+the same partition after a restart of the broker (the aborted index read back from `.txnindex`)."""
+
+from __future__ import annotations
+
+import threading
+import time
+from datetime import timedelta
+from typing import Any
+
+from batches import idempotent_batch, records_of
+from kio.schema.errors import ErrorCode
+from kio.static.primitive import i32Timedelta
+from kio.static.primitive import i64 as I64
+
+from herd.protocol.messages import request_class
+from inprocess import InProcessBroker
+from rawkafka import RawClient
+
+P = 8800
+
+
+def _msg(api_key: int, version: int, name: str) -> Any:
+    import importlib
+
+    module = importlib.import_module(request_class(api_key, version).__module__)
+    return getattr(module, name)
+
+
+def produce(client: RawClient, records: bytes) -> Any:
+    v = 9
+    req = _msg(0, v, "ProduceRequest")(transactional_id="tx", acks=-1, timeout=i32Timedelta.parse(timedelta(
+        seconds=5)), topic_data=(_msg(0, v, "TopicProduceData")(name="t", partition_data=(
+            _msg(0, v, "PartitionProduceData")(index=0, records=records),)),))
+    return client.request(0, v, req).responses[0].partition_responses[0]
+
+
+def fetch(client: RawClient, version: int, offset: int, topic_id: Any = None, wait_ms: int = 0) -> Any:
+    partition = _msg(1, version, "FetchPartition")(partition=0, fetch_offset=I64(offset), partition_max_bytes=1 << 20)
+    name = {"topic_id": topic_id} if version >= 13 else {"topic": "t"}
+    extra = {"forgotten_topics_data": ()} if version >= 7 else {}
+    req = _msg(1, version, "FetchRequest")(max_wait=i32Timedelta.parse(timedelta(milliseconds=wait_ms)),
+                                           min_bytes=1, isolation_level=1, topics=(
+        _msg(1, version, "FetchTopic")(partitions=(partition,), **name),), **extra)
+    return client.request(1, version, req).responses[0].partitions[0]
+
+
+def latest_committed(client: RawClient) -> int:
+    v = 11
+    req = _msg(2, v, "ListOffsetsRequest")(replica_id=-1, isolation_level=1, timeout=i32Timedelta.parse(
+        timedelta(seconds=5)), topics=(_msg(2, v, "ListOffsetsTopic")(name="t", partitions=(
+            _msg(2, v, "ListOffsetsPartition")(partition_index=0, timestamp=I64(-1)),)),))
+    return client.request(2, v, req).topics[0].partitions[0].offset
+
+
+def marker(broker: InProcessBroker, commit: bool) -> None:
+    async def write() -> None:
+        server_broker = broker.server.broker
+        server_broker.cluster.get("t").partitions[0].append_control(P, 0, commit, 0, server_broker.now_ms())
+        server_broker.notify_append(("t", 0))
+
+    broker.run(write())
+
+
+def test_read_committed_over_the_wire_and_after_a_restart(tmp_path) -> None:
+    props = {"log.dirs": str(tmp_path), "offsets.topic.num.partitions": "1"}
+    broker = InProcessBroker(props)
+    try:
+        broker.run(_create(broker))
+        topic_id = broker.server.broker.cluster.get("t").topic_id
+        with RawClient(broker.port) as client:
+            assert produce(client, idempotent_batch(P, 0, 0, 3, transactional=True)).error_code == ErrorCode.none
+            for version in (4, 18):
+                answer = fetch(client, version, 0, topic_id)
+                assert (answer.error_code, answer.high_watermark, answer.last_stable_offset) == (ErrorCode.none, 3, 0)
+                assert not answer.records and answer.aborted_transactions == ()
+            assert latest_committed(client) == 0
+            # a read_committed fetch waiting in long poll wakes when the abort moves the last stable offset
+            threading.Timer(0.2, marker, (broker, False)).start()
+            started = time.monotonic()
+            woken = fetch(client, 18, 0, topic_id, wait_ms=5000)
+            assert time.monotonic() - started < 4
+            assert [o for o, _ in records_of(woken.records)] == [0, 1, 2]
+            assert [(t.producer_id, t.first_offset) for t in woken.aborted_transactions] == [(P, 0)]
+            assert latest_committed(client) == 4
+    finally:
+        broker.stop()
+    again = InProcessBroker(props)
+    try:
+        with RawClient(again.port) as client:
+            answer = fetch(client, 4, 0)
+            assert [(t.producer_id, t.first_offset) for t in answer.aborted_transactions] == [(P, 0)]
+            assert answer.last_stable_offset == 4
+    finally:
+        again.stop()
+
+
+async def _create(broker: InProcessBroker) -> None:
+    broker.server.broker.cluster.create_topic("t", 1)
