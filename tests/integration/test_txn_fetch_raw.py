@@ -82,7 +82,7 @@ def test_read_committed_over_the_wire_and_after_a_restart(tmp_path) -> None:
             started = time.monotonic()
             woken = fetch(client, 18, 0, topic_id, wait_ms=5000)
             assert time.monotonic() - started < 4
-            assert [o for o, _ in records_of(woken.records)] == [0, 1, 2]
+            assert [o for o, _ in records_of(woken.records)] == [0, 1, 2, 3]  # the marker too, as Kafka sends it
             assert [(t.producer_id, t.first_offset) for t in woken.aborted_transactions] == [(P, 0)]
             assert latest_committed(client) == 4
     finally:
