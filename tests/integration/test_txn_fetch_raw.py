@@ -99,3 +99,38 @@ def test_read_committed_over_the_wire_and_after_a_restart(tmp_path) -> None:
 
 async def _create(broker: InProcessBroker) -> None:
     broker.server.broker.cluster.create_topic("t", 1)
+
+
+def test_librdkafka_read_committed_skips_aborted_records_and_markers(tmp_path) -> None:
+    """confluent-kafka's consumer (librdkafka), read_committed: the committed transaction's records and the plain
+    record, never the aborted ones nor the markers; read_uncommitted: every data record. This checks herd's marker
+    batches and aborted list against a real client's reading of them."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    broker = InProcessBroker({"log.dirs": str(tmp_path), "offsets.topic.num.partitions": "1"})
+    try:
+        broker.run(_create(broker))
+        with RawClient(broker.port) as client:
+            value = lambda i: b"committed-%d" % i  # noqa: E731
+            produce(client, idempotent_batch(P, 0, 0, 3, transactional=True, value=value))
+            marker(broker, True)
+            produce(client, idempotent_batch(P, 0, 3, 2, transactional=True, value=b"aborted"))
+            marker(broker, False)
+            plain = idempotent_batch(P + 1, 0, 0, 1, value=b"plain")
+            assert produce(client, plain).error_code == ErrorCode.none
+        for isolation, expected in (("read_committed", [b"committed-0", b"committed-1", b"committed-2", b"plain"]),
+                                    ("read_uncommitted", [b"committed-0", b"committed-1", b"committed-2",
+                                                          b"aborted", b"aborted", b"plain"])):  # fmt: skip
+            consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g", "isolation.level": isolation,
+                                 "enable.auto.commit": False})
+            consumer.assign([TopicPartition("t", 0, 0)])
+            got: list[bytes] = []
+            deadline = time.monotonic() + 20
+            try:
+                while len(got) < len(expected) and time.monotonic() < deadline:
+                    got += [m.value() for m in consumer.consume(100, timeout=0.2) if m.error() is None]
+            finally:
+                consumer.close()
+            assert got == expected, isolation
+    finally:
+        broker.stop()
