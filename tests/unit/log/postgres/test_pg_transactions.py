@@ -15,9 +15,11 @@ import pytest
 from batches import idempotent_batch
 
 from herd.log.api import LogConfig, TransactionCoordinatorFencedError
+from herd.log.batch import iter_headers
 from herd.log.postgres import schema
 from herd.log.postgres.db import open_pool
 from herd.log.postgres.store import NotInMemoryError, PgLogStore, PgPartitionLog
+from herd.server.apis import fetch
 
 NODE = 1
 NOW = 1_700_000_000_000
@@ -130,6 +132,10 @@ def test_a_new_leader_rebuilds_the_open_transactions_and_reads_older_aborts_from
                 new.append_control(P, 1, True, 2, NOW)
             await durable(new, producer_id=Q, producer_epoch=0, commit=0, coordinator_epoch=3)
             assert await new.aborted_transactions_async(0, 8) == [(P, first_p), (Q, first_q)]
+            # Fetch's read_committed read of a remote log: up to P's open transaction (5), both aborts in range
+            data, aborted = await fetch._read_committed_async(new, 0, 1 << 20, True)
+            assert [h.base_offset for h in iter_headers(data)] == [0, 2, 3] and new.last_stable_offset == 5
+            assert aborted == [(P, first_p), (Q, first_q)]
             # retention: DeleteRecords past the first abort takes its index row
             await new.delete_records_async(5)
             assert sql(pg_url, "SELECT producer_id FROM herd_aborted_txns WHERE pid = %s", (pid,)) == [(Q,)]
