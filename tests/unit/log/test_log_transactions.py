@@ -216,3 +216,12 @@ def test_a_control_batch_appended_as_bytes_ends_the_transaction_too() -> None:
     log.append(control_batch(P, 0, False, 0, 0), 0)
     assert log.aborted_transactions(0, 3) == [(P, 0)]
     assert parse_header(log.read(2, 100)).attributes & 0x30 == 0x30
+
+
+def test_the_last_stable_offset_never_falls_below_the_log_start() -> None:
+    log = open_log(MemoryFileSystem())
+    txn(log, P, 0)
+    plain(log, 3)
+    assert log.last_stable_offset == 0
+    log.delete_records(3)
+    assert (log.log_start_offset, log.last_stable_offset) == (3, 3)

@@ -265,7 +265,9 @@ class PgPartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.transactions.last_stable_offset(self._committed)
+        """Never below the log start: a transaction whose first offset retention or DeleteRecords passed is
+        unstable from the log start on (UnifiedLog.maybeIncrementFirstUnstableOffset)."""
+        return max(self.transactions.last_stable_offset(self._committed), self._log_start)
 
     def aborted_transactions(self, start: int, end: int) -> list[tuple[int, int]]:
         """From memory: the aborts this leader committed; raises NotInMemoryError when `start` is below what it
