@@ -121,6 +121,8 @@ def test_read_committed_stops_at_the_last_stable_offset_and_lists_the_aborted(br
     # P's aborted transaction overlaps [4, 9): its marker is at 7, its first offset 2 is below 9
     assert [(t.producer_id, t.first_offset) for t in done.aborted_transactions] == [(P, 2)]
     assert [(t.producer_id, t.first_offset) for t in fetch_from(broker, 8, 1).aborted_transactions] == []
+    first_only = fetch_from(broker, 0, 1, max_bytes=1)  # KIP-74: the first batch (0-1), before P's transaction
+    assert [o for o, _ in records_of(first_only.records)] == [0, 1] and first_only.aborted_transactions == ()
     v4 = fetch_from(broker, 0, 1, version=4)
     assert [(t.producer_id, t.first_offset) for t in v4.aborted_transactions] == [(P, 2)]
     assert fetch_from(broker, 0, 0, version=4).aborted_transactions is None

@@ -107,13 +107,15 @@ def _read(ctx: RequestContext, request: Any) -> tuple[Any, int, list[tuple[str, 
 
 
 def _read_committed(log: PartitionLog, offset: int, limit: int, min_one: bool) -> tuple[bytes, Aborted]:
-    """A READ_COMMITTED read: the batches below the last stable offset and the aborted transactions among them."""
+    """A READ_COMMITTED read: the batches below the last stable offset and the aborted transactions among them.
+    The batches are walked only when there is something to cut (a transaction open below the high watermark) or
+    aborted transactions in [offset, last stable offset) to narrow to the range read."""
     lso = log.last_stable_offset
     if offset >= lso:
         _check_range(log, offset)
         return b"", []
-    data, end = _below(log.read(offset, limit, min_one=min_one), lso)
-    return data, (log.aborted_transactions(offset, end) if data else [])
+    data = log.read(offset, limit, min_one=min_one)
+    return _committed_part(data, lso, log.log_end_offset, log.aborted_transactions(offset, lso) if data else [])
 
 
 async def _read_committed_async(log: RemotePartitionLog, offset: int, limit: int,
@@ -122,8 +124,18 @@ async def _read_committed_async(log: RemotePartitionLog, offset: int, limit: int
     if offset >= lso:
         _check_range(log, offset)
         return b"", []
-    data, end = _below(await log.read_async(offset, limit, min_one=min_one), lso)
-    return data, (await log.aborted_transactions_async(offset, end) if data else [])
+    data = await log.read_async(offset, limit, min_one=min_one)
+    aborted = await log.aborted_transactions_async(offset, lso) if data else []
+    return _committed_part(data, lso, log.log_end_offset, aborted)
+
+
+def _committed_part(data: bytes, lso: int, high_watermark: int, aborted: Aborted) -> tuple[bytes, Aborted]:
+    """`data` cut before the last stable offset, and those of the `aborted` transactions (overlapping [fetch
+    offset, lso)) that began before the end of what is returned."""
+    if lso >= high_watermark and not aborted:
+        return data, []
+    data, end = _below(data, lso)
+    return data, [(pid, first) for pid, first in aborted if first < end]
 
 
 def _check_range(log: PartitionLog, offset: int) -> None:
