@@ -150,3 +150,22 @@ def test_produce_checks_transactional_batches_as_kafka(broker: Broker) -> None:
     broker.cluster.get("t").partitions[0].append_control(P, 2, False, 0, broker.now_ms())  # a bump to 2
     assert produce_to(broker, txn_batch(P, 2, epoch=1)).error_code == ErrorCode.invalid_producer_epoch
     assert produce_to(broker, txn_batch(P, 0, epoch=2)).error_code == ErrorCode.none
+
+
+def test_describe_producers_shows_the_open_transaction_and_the_markers_coordinator_epoch(broker: Broker) -> None:
+    from kio.schema.describe_producers.v0.request import DescribeProducersRequest, TopicRequest
+
+    from herd.server.apis import describe_producers
+
+    def described() -> dict[int, tuple[int, int, int, int]]:
+        request = DescribeProducersRequest(topics=(TopicRequest(name="t", partition_indexes=(0,)),))
+        states = call(broker, describe_producers, 0, request).topics[0].partitions[0].active_producers
+        return {s.producer_id: (s.producer_epoch, s.last_sequence, s.coordinator_epoch, s.current_txn_start_offset)
+                for s in states}
+
+    produce_to(broker, make_batch([b"a"]), None)
+    produce_to(broker, txn_batch(P, 0))
+    assert described() == {P: (0, 1, -1, 1)}
+    broker.cluster.get("t").partitions[0].append_control(P, 1, False, 6, broker.now_ms())  # aborted, epoch bumped
+    broker.cluster.get("t").partitions[0].append_control(Q, 3, True, 6, broker.now_ms())  # a marker only
+    assert described() == {P: (1, -1, 6, -1), Q: (3, -1, 6, -1)}
