@@ -7,52 +7,41 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import timedelta
 from typing import Any
 
 from batches import idempotent_batch, records_of
 from kio.schema.errors import ErrorCode
-from kio.static.primitive import i32Timedelta
-from kio.static.primitive import i64 as I64
 
-from herd.protocol.messages import request_class
+from herd.client.wire import request_builder
 from inprocess import InProcessBroker
 from rawkafka import RawClient
 
 P = 8800
 
 
-def _msg(api_key: int, version: int, name: str) -> Any:
-    import importlib
-
-    module = importlib.import_module(request_class(api_key, version).__module__)
-    return getattr(module, name)
-
-
 def produce(client: RawClient, records: bytes) -> Any:
-    v = 9
-    req = _msg(0, v, "ProduceRequest")(transactional_id="tx", acks=-1, timeout=i32Timedelta.parse(timedelta(
-        seconds=5)), topic_data=(_msg(0, v, "TopicProduceData")(name="t", partition_data=(
-            _msg(0, v, "PartitionProduceData")(index=0, records=records),)),))
-    return client.request(0, v, req).responses[0].partition_responses[0]
+    b = request_builder(0, 9)
+    request = b.request(transactional_id="tx", acks=-1, timeout=5000, topic_data=(b("TopicProduceData", name="t",
+                        partition_data=(b("PartitionProduceData", index=0, records=records),)),))
+    return client.request(0, 9, request).responses[0].partition_responses[0]
 
 
 def fetch(client: RawClient, version: int, offset: int, topic_id: Any = None, wait_ms: int = 0) -> Any:
-    partition = _msg(1, version, "FetchPartition")(partition=0, fetch_offset=I64(offset), partition_max_bytes=1 << 20)
-    name = {"topic_id": topic_id} if version >= 13 else {"topic": "t"}
-    extra = {"forgotten_topics_data": ()} if version >= 7 else {}
-    req = _msg(1, version, "FetchRequest")(max_wait=i32Timedelta.parse(timedelta(milliseconds=wait_ms)),
-                                           min_bytes=1, isolation_level=1, topics=(
-        _msg(1, version, "FetchTopic")(partitions=(partition,), **name),), **extra)
-    return client.request(1, version, req).responses[0].partitions[0]
+    b = request_builder(1, version)
+    request = b.request(replica_id=-1, max_wait=wait_ms, min_bytes=1, max_bytes=1 << 20, isolation_level=1,
+                        session_id=0, session_epoch=-1, forgotten_topics_data=(), rack_id="", topics=(
+                            b("FetchTopic", topic="t", topic_id=topic_id, partitions=(
+                                b("FetchPartition", partition=0, current_leader_epoch=-1, fetch_offset=offset,
+                                  log_start_offset=-1, partition_max_bytes=1 << 20),)),))
+    return client.request(1, version, request).responses[0].partitions[0]
 
 
 def latest_committed(client: RawClient) -> int:
-    v = 11
-    req = _msg(2, v, "ListOffsetsRequest")(replica_id=-1, isolation_level=1, timeout=i32Timedelta.parse(
-        timedelta(seconds=5)), topics=(_msg(2, v, "ListOffsetsTopic")(name="t", partitions=(
-            _msg(2, v, "ListOffsetsPartition")(partition_index=0, timestamp=I64(-1)),)),))
-    return client.request(2, v, req).topics[0].partitions[0].offset
+    b = request_builder(2, 11)
+    request = b.request(replica_id=-1, isolation_level=1, timeout=5000, topics=(b("ListOffsetsTopic", name="t",
+                        partitions=(b("ListOffsetsPartition", partition_index=0, current_leader_epoch=-1,
+                                      timestamp=-1),)),))
+    return client.request(2, 11, request).topics[0].partitions[0].offset
 
 
 def marker(broker: InProcessBroker, commit: bool) -> None:
