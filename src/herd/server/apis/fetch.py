@@ -27,12 +27,13 @@ requests; all of them handle that), follower fetching.
 from __future__ import annotations
 
 import asyncio
+import struct
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from herd.log.api import LogError, OffsetOutOfRangeError, PartitionLog, RemotePartitionLog
-from herd.log.batch import INT32_MAX, peek_prefix
+from herd.log.batch import INT32_MAX, LOG_OVERHEAD
 from herd.server.apis._build import Builder, ctx_builder, ms
 from herd.server.apis._topics import led_partition, resolve_topic
 from herd.server.broker import RequestContext
@@ -42,6 +43,8 @@ MIN_VERSION = 4
 MAX_VERSION = 18
 READ_COMMITTED = 1
 _LAST_OFFSET_DELTA = 23  # where a batch's lastOffsetDelta (int32) sits
+_PREFIX = struct.Struct(">qi")  # base offset, batch length (the bytes after it)
+_DELTA = struct.Struct(">i")
 Aborted = list[tuple[int, int]]
 
 
@@ -148,14 +151,18 @@ def _check_range(log: PartitionLog, offset: int) -> None:
 def _below(data: bytes, lso: int) -> tuple[bytes, int]:
     """The whole batches of `data` whose base offset is below `lso`, and the offset after the last of them. The
     last stable offset always falls on a batch boundary (a transaction's first batch, or the high watermark)."""
-    pos, end = 0, -1
-    while pos < len(data):
-        base, size = peek_prefix(data, pos)
+    prefix = _PREFIX.unpack_from
+    pos, last, length = 0, -1, len(data)
+    while pos < length:
+        base, size = prefix(data, pos)
         if base >= lso:
             break
-        end = base + int.from_bytes(data[pos + _LAST_OFFSET_DELTA:pos + _LAST_OFFSET_DELTA + 4], "big") + 1
-        pos += size
-    return (data if pos == len(data) else data[:pos]), end
+        last = pos
+        pos += LOG_OVERHEAD + size
+    if last < 0:
+        return data[:0], -1
+    end = _PREFIX.unpack_from(data, last)[0] + _DELTA.unpack_from(data, last + _LAST_OFFSET_DELTA)[0] + 1
+    return (data if pos == length else data[:pos]), end
 
 
 class _Reads:
