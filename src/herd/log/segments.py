@@ -76,8 +76,8 @@ from herd.log.api import (
     RETAINED_PRODUCER_BATCHES,
     AppendResult,
     KafkaStorageError,
-    LogError,
     LogConfig,
+    LogError,
     OffsetOutOfRangeError,
     ProducerBatch,
     TimestampOffset,
@@ -202,7 +202,9 @@ class SegmentLog:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.transactions.last_stable_offset(self.log_end_offset)
+        """Never below the log start: a transaction whose first offset retention or DeleteRecords passed is
+        unstable from the log start on (UnifiedLog.maybeIncrementFirstUnstableOffset)."""
+        return max(self.transactions.last_stable_offset(self.log_end_offset), self._log_start)
 
     def aborted_transactions(self, start: int, end: int) -> list[tuple[int, int]]:
         """PartitionLog.aborted_transactions, from the segments' transaction indexes (kept in memory) from the

@@ -184,8 +184,11 @@ class TransactionState:
     def last_stable_offset(self, high_watermark: int) -> int:
         """Kafka's UnifiedLog.lastStableOffset given the high watermark (markers below it are stable)."""
         if self._unreplicated:
-            for first in [f for f, (_, marker) in self._unreplicated.items() if marker < high_watermark]:
-                del self._unreplicated[first]
+            # list() copies in one step, so a reader on another thread than the appender (a coordinator's
+            # partition, appended by its flusher thread) never iterates a dict being changed
+            for first, (_, marker) in list(self._unreplicated.items()):
+                if marker < high_watermark:
+                    self._unreplicated.pop(first, None)
         unstable = min(next(iter(self._ongoing), high_watermark), min(self._unreplicated, default=high_watermark))
         return min(unstable, high_watermark)
 

@@ -29,7 +29,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from herd.config import SETTINGS_BY_NAME
 from herd.log.api import (
@@ -45,6 +45,7 @@ from herd.log.api import (
 )
 from herd.log.batch import CONTROL_BIT, INT32_MAX, BatchHeader, iter_headers
 from herd.log.segments import SegmentLog
+from herd.log.transactions import TransactionState
 
 log = logging.getLogger(__name__)
 
@@ -72,8 +73,10 @@ class ActiveProducer:
 
     producer_id: int
     epoch: int
-    last_sequence: int
-    last_timestamp: int  # the max timestamp of its last batch
+    last_sequence: int  # -1 if it has no batch remembered (only markers, or transactional state)
+    last_timestamp: int  # the max timestamp of its last batch (-1 likewise)
+    coordinator_epoch: int = -1  # of its last transaction marker in the partition
+    current_txn_start_offset: int = -1  # the first offset of its ongoing transaction in the partition
 
 
 @dataclass(slots=True)
@@ -246,15 +249,29 @@ class ProducerStates:
         out.sort(key=lambda b: b.base_offset)
         return out
 
-    def active(self, topic: str, partition: int, now_ms: int) -> list[ActiveProducer]:
+    def active(self, topic: str, partition: int, now_ms: int,
+               transactions: TransactionState | None = None) -> list[ActiveProducer]:  # fmt: skip
         """The producers of one partition whose state is kept (DescribeProducers), by producer id, after
-        forgetting the expired ones; raises NotLeaderError while the partition's state is being rebuilt."""
+        forgetting the expired ones; raises NotLeaderError while the partition's state is being rebuilt. With
+        the log's `transactions` (herd.log.transactions), each producer also gets the coordinator epoch of its
+        last marker and the start of its ongoing transaction, and the producers known only from transactional
+        state there (markers, a transaction whose batches' state expired here) are listed too, with the epoch
+        the log knows, as Kafka's ProducerStateEntry holds them."""
         if (topic, partition) in self.restoring:
             raise NotLeaderError("the partition's producer state is being loaded")
         self._expire(now_ms)
         entries = self._by_partition.get((topic, partition), {})
-        return [ActiveProducer(pid, e.epoch, e.batches[-1].last_seq, e.batches[-1].max_timestamp)
-                for pid, e in sorted(entries.items()) if e.batches]
+        txns = {pid: (epoch, coordinator_epoch, first)
+                for pid, epoch, coordinator_epoch, first in (transactions.entries() if transactions else ())}
+        out = {pid: ActiveProducer(pid, e.epoch, e.batches[-1].last_seq, e.batches[-1].max_timestamp)
+               for pid, e in entries.items() if e.batches}
+        for pid, (epoch, coordinator_epoch, first) in txns.items():
+            known = out.get(pid)
+            if known is None or epoch > known.epoch:  # a marker that bumped the epoch: its batches are older
+                out[pid] = ActiveProducer(pid, epoch, -1, -1, coordinator_epoch, first)
+            else:
+                out[pid] = replace(known, coordinator_epoch=coordinator_epoch, current_txn_start_offset=first)
+        return [out[pid] for pid in sorted(out)]
 
     def forget(self, topic: str) -> None:
         """Drop the state of a topic that is deleted."""

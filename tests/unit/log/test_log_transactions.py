@@ -8,6 +8,8 @@ import struct
 
 import pytest
 from batches import idempotent_batch, make_batch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
 from herd.log import producer_snapshots
@@ -84,6 +86,21 @@ def test_an_aborted_entry_records_the_next_open_transaction_of_another_producer(
     log.append_control(P, 0, False, 0, 0)
     assert txn_index(log.filesystem, 0) == [(0, P, 0, 4, 2)]  # Q's transaction, from 2, is still open
     assert log.last_stable_offset == 2
+
+
+def test_the_search_goes_on_into_later_segments_while_an_earlier_transaction_was_open() -> None:
+    """P's entry records that Q's transaction (from 1) was open when P's abort completed, so a search of [0, 2)
+    does not stop at P's segment: Q's abort, in a later segment, overlaps it too (collectAbortedTxns' stop)."""
+    log = open_log(MemoryFileSystem(), segment_bytes=300)
+    txn(log, P, 0, count=1)
+    txn(log, Q, 0, count=1)
+    log.append_control(P, 0, False, 0, 0)
+    plain(log)
+    plain(log)
+    marker = log.append_control(Q, 0, False, 0, 0).base_offset
+    assert log._segment_index(marker) > log._segment_index(2)
+    assert log.aborted_transactions(0, 2) == [(P, 0), (Q, 1)]
+    assert log.aborted_transactions(0, 1) == [(P, 0)]
 
 
 def test_a_marker_without_a_transaction_is_written_and_ends_nothing() -> None:
@@ -216,3 +233,53 @@ def test_a_control_batch_appended_as_bytes_ends_the_transaction_too() -> None:
     log.append(control_batch(P, 0, False, 0, 0), 0)
     assert log.aborted_transactions(0, 3) == [(P, 0)]
     assert parse_header(log.read(2, 100)).attributes & 0x30 == 0x30
+
+
+def test_the_last_stable_offset_never_falls_below_the_log_start() -> None:
+    log = open_log(MemoryFileSystem())
+    txn(log, P, 0)
+    plain(log, 3)
+    assert log.last_stable_offset == 0
+    log.delete_records(3)
+    assert (log.log_start_offset, log.last_stable_offset) == (3, 3)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["txn", "commit", "abort", "plain"]), st.sampled_from([P, Q, 3000])),
+                max_size=25),
+       st.sampled_from(["close", "crash"]))
+def test_the_log_agrees_with_a_replay_of_its_batches_before_and_after_a_restart(steps, how) -> None:
+    """Random transactional batches, markers and plain batches in small segments: the last stable offset and the
+    aborted transactions of every range are those a plain replay of what was appended gives (the model), and
+    stay so after a clean close or a crash."""
+    fs = MemoryFileSystem()
+    log = with_snapshots(open_log(fs, segment_bytes=500))
+    ongoing: dict[int, int] = {}
+    aborted: list[tuple[int, int, int]] = []  # (producer id, first offset, marker offset)
+    seqs = {P: 0, Q: 0, 3000: 0}
+    for kind, pid in steps:
+        if kind == "txn":
+            base = txn(log, pid, seqs[pid], count=1)
+            seqs[pid] += 1
+            ongoing.setdefault(pid, base)
+        elif kind == "plain":
+            plain(log)
+        else:
+            offset = log.append_control(pid, 0, kind == "commit", 0, 0).base_offset
+            first = ongoing.pop(pid, None)
+            if kind == "abort" and first is not None:
+                aborted.append((pid, first, offset))
+    end = log.log_end_offset
+
+    def check(checked: SegmentLog) -> None:
+        assert checked.last_stable_offset == min([*ongoing.values(), end])
+        for start in range(end + 1):
+            for stop in range(start + 1, end + 2):
+                assert checked.aborted_transactions(start, stop) == [
+                    (p, f) for p, f, m in aborted if m >= start and f < stop], (start, stop)
+
+    check(log)
+    log.flush()
+    if how == "close":
+        log.close()
+    check(with_snapshots(open_log(fs if how == "close" else fs.crash())))

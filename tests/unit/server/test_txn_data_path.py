@@ -121,6 +121,8 @@ def test_read_committed_stops_at_the_last_stable_offset_and_lists_the_aborted(br
     # P's aborted transaction overlaps [4, 9): its marker is at 7, its first offset 2 is below 9
     assert [(t.producer_id, t.first_offset) for t in done.aborted_transactions] == [(P, 2)]
     assert [(t.producer_id, t.first_offset) for t in fetch_from(broker, 8, 1).aborted_transactions] == []
+    first_only = fetch_from(broker, 0, 1, max_bytes=1)  # KIP-74: the first batch (0-1), before P's transaction
+    assert [o for o, _ in records_of(first_only.records)] == [0, 1] and first_only.aborted_transactions == ()
     v4 = fetch_from(broker, 0, 1, version=4)
     assert [(t.producer_id, t.first_offset) for t in v4.aborted_transactions] == [(P, 2)]
     assert fetch_from(broker, 0, 0, version=4).aborted_transactions is None
@@ -138,6 +140,8 @@ def test_a_search_by_time_under_read_committed_finds_nothing_at_or_above_the_las
 def test_produce_checks_transactional_batches_as_kafka(broker: Broker) -> None:
     # transactional records without a transactional id: every partition refused (KafkaApis.handleProduceRequest)
     assert produce_to(broker, txn_batch(P, 0), None).error_code == ErrorCode.transactional_id_authorization_failed
+    second = make_batch([b"y"]) + txn_batch(P, 0)  # the second batch is the transactional one
+    assert produce_to(broker, second, None).error_code == ErrorCode.transactional_id_authorization_failed
     # a transactional id with plain batches is fine
     assert produce_to(broker, make_batch([b"x"]), "tx").error_code == ErrorCode.none
     assert produce_to(broker, txn_batch(P, 0, epoch=1)).error_code == ErrorCode.none
@@ -146,3 +150,22 @@ def test_produce_checks_transactional_batches_as_kafka(broker: Broker) -> None:
     broker.cluster.get("t").partitions[0].append_control(P, 2, False, 0, broker.now_ms())  # a bump to 2
     assert produce_to(broker, txn_batch(P, 2, epoch=1)).error_code == ErrorCode.invalid_producer_epoch
     assert produce_to(broker, txn_batch(P, 0, epoch=2)).error_code == ErrorCode.none
+
+
+def test_describe_producers_shows_the_open_transaction_and_the_markers_coordinator_epoch(broker: Broker) -> None:
+    from kio.schema.describe_producers.v0.request import DescribeProducersRequest, TopicRequest
+
+    from herd.server.apis import describe_producers
+
+    def described() -> dict[int, tuple[int, int, int, int]]:
+        request = DescribeProducersRequest(topics=(TopicRequest(name="t", partition_indexes=(0,)),))
+        states = call(broker, describe_producers, 0, request).topics[0].partitions[0].active_producers
+        return {s.producer_id: (s.producer_epoch, s.last_sequence, s.coordinator_epoch, s.current_txn_start_offset)
+                for s in states}
+
+    produce_to(broker, make_batch([b"a"]), None)
+    produce_to(broker, txn_batch(P, 0))
+    assert described() == {P: (0, 1, -1, 1)}
+    broker.cluster.get("t").partitions[0].append_control(P, 1, False, 6, broker.now_ms())  # aborted, epoch bumped
+    broker.cluster.get("t").partitions[0].append_control(Q, 3, True, 6, broker.now_ms())  # a marker only
+    assert described() == {P: (1, -1, 6, -1), Q: (3, -1, 6, -1)}

@@ -52,6 +52,9 @@ WHERE pid = %(pid)s AND last_offset >= %(start)s AND last_offset < %(below)s AND
 ORDER BY last_offset
 """
 
+# where the stored aborts end (the last marker's offset), so that reads above it need not ask (`load_transactions`)
+LAST_ABORT = "SELECT max(last_offset) FROM herd_aborted_txns WHERE pid = %(pid)s"
+
 # what a new leader rebuilds the transaction state from, among the most recent %(scan)s batches: per producer of
 # transactional batches, its latest epoch, the first data batch after its last marker (its ongoing transaction,
 # if any) and that marker's bytes (for the coordinator epoch)

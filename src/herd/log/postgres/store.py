@@ -226,6 +226,7 @@ class PgPartitionLog:
         self.transactions = TransactionState()  # herd.log.transactions; rebuilt by `load_transactions`
         self._aborted: list[AbortedTxn] = []  # those whose markers this leader appended, in marker order
         self._aborted_from = log_end_offset  # markers from here on are in `_aborted`; below, in the database
+        self._stored_aborts_end: int | None = None  # every stored abort's marker is below this (None: not known)
         self.commits = 0  # transactions committed (for tests and benchmarks)
 
     # -- offsets -----------------------------------------------------------------------------------------------
@@ -269,12 +270,14 @@ class PgPartitionLog:
 
     @property
     def last_stable_offset(self) -> int:
-        return self.transactions.last_stable_offset(self._committed)
+        """Never below the log start: a transaction whose first offset retention or DeleteRecords passed is
+        unstable from the log start on (UnifiedLog.maybeIncrementFirstUnstableOffset)."""
+        return max(self.transactions.last_stable_offset(self._committed), self._log_start)
 
     def aborted_transactions(self, start: int, end: int) -> list[tuple[int, int]]:
         """From memory: the aborts this leader committed; raises NotInMemoryError when `start` is below what it
-        holds (use `aborted_transactions_async`)."""
-        if start < self._aborted_from:
+        holds and stored aborts may lie there (use `aborted_transactions_async`)."""
+        if start < self._aborted_from and (self._stored_aborts_end is None or start < self._stored_aborts_end):
             raise NotInMemoryError(f"{self._name}: aborted transactions below {self._aborted_from} are in the "
                                    "database")
         return self._aborted_in_memory(start, end)
@@ -283,7 +286,8 @@ class PgPartitionLog:
         """The aborted transactions overlapping [start, end): from the database for markers below what this
         leader appended, then from memory."""
         older: list[tuple[int, int]] = []
-        if start < self._aborted_from:
+        stored_end = self._stored_aborts_end
+        if start < self._aborted_from and (stored_end is None or start < stored_end):
             self._check_leading()
             rows = await self._run(sql.ABORTED, {"pid": self.pid, "start": start, "below": self._aborted_from,
                                                  "end": end}, binary=False)
@@ -305,6 +309,8 @@ class PgPartitionLog:
         start, end = self._log_start, self._committed
         rows = await self._run(sql.TRANSACTIONS, {"pid": self.pid, "end": end, "start": start,
                                                   "scan": PRODUCER_SCAN_BATCHES})
+        stored = await self._run(sql.LAST_ABORT, {"pid": self.pid}, binary=False)
+        self._stored_aborts_end = start if stored[0][0] is None else int(stored[0][0]) + 1
         entries = []
         for producer_id, epoch, first_open, marker in rows:
             coordinator_epoch = -1
@@ -499,7 +505,7 @@ class PgPartitionLog:
         self._log_start, self._committed = row[2], row[3]
         self._next_offset = self._in_flight_end = self._committed
         self._pending, self._sizes = [], None
-        self._aborted, self._aborted_from = [], self._committed
+        self._aborted, self._aborted_from, self._stored_aborts_end = [], self._committed, None
         self.transactions = TransactionState()  # until `load_transactions` (herd.server.producers `rebuild`)
         self._cache.clear()
         self._fail_waiters(KafkaStorageError(f"{self._name}: reloaded"))

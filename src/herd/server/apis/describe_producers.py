@@ -4,14 +4,12 @@ v0: the only version (KIP-664, Kafka 2.8), flexible. Kafka 4.x serves v0.
 
 For each partition asked for, the idempotent producers whose state the partition's leader keeps (herd.server.
 producers: those not expired by producer.id.expiration.ms, restored after a restart from the partition's
-snapshots): producer id, epoch, last sequence and the max timestamp of its last batch, and, from the log's
-transactions (herd.log.transactions), the coordinator epoch of its last marker and the first offset of its ongoing
-transaction (-1 when none), as Kafka's UnifiedLog.activeProducers answers them (apache/kafka
-core/src/main/scala/kafka/log/UnifiedLog.scala, ProducerStateEntry; the request is handled by
-KafkaApis.handleDescribeProducersRequest and ReplicaManager.activeProducerState). A producer the log knows only
-from transactions (its batches gone, its marker kept) is listed with last sequence and timestamp -1, as Kafka
-lists an entry with no batch metadata. kafka-transactions.sh's `abort --start-offset` and `find-hanging` rely on
-the transaction start offset.
+snapshots): producer id, epoch, last sequence and the max timestamp of its last batch, as Kafka's
+UnifiedLog.activeProducers answers them (apache/kafka core/src/main/scala/kafka/log/UnifiedLog.scala; the request
+is handled by KafkaApis.handleDescribeProducersRequest and ReplicaManager.activeProducerState). The coordinator
+epoch of a producer's last marker and the first offset of its ongoing transaction come from the log's own
+transaction state (herd.log.transactions), which also adds the producers known only from it (-1 for what it
+does not know: last sequence and timestamp).
 
 Errors, as Kafka's: a topic name Kafka refuses gets INVALID_TOPIC_EXCEPTION and an unknown topic
 UNKNOWN_TOPIC_OR_PARTITION, both with a message, for each partition asked for; a partition the topic does not
@@ -64,19 +62,15 @@ def _partition(b: Builder, ctx: RequestContext, topic: Any, index: int) -> Any:
         return _error(b, index, ErrorCode.kafka_storage_error, log.failure)
     broker = ctx.broker
     try:
-        producers = broker.producers.active(topic.name, index, broker.now_ms())
+        producers = broker.producers.active(topic.name, index, broker.now_ms(), getattr(log, "transactions", None))
     except NotLeaderError:
         return _error(b, index, ErrorCode.not_leader_or_follower)
-    txns = {pid: (epoch, coordinator_epoch, first) for pid, epoch, coordinator_epoch, first in log.transactions.entries()}
-    states = [b("ProducerState", producer_id=p.producer_id, producer_epoch=p.epoch, last_sequence=p.last_sequence,
-                last_timestamp=p.last_timestamp, coordinator_epoch=txns.get(p.producer_id, (0, -1, -1))[1],
-                current_txn_start_offset=txns.get(p.producer_id, (0, -1, -1))[2]) for p in producers]
-    listed = {p.producer_id for p in producers}
-    states += [b("ProducerState", producer_id=pid, producer_epoch=epoch, last_sequence=-1, last_timestamp=-1,
-                 coordinator_epoch=coordinator_epoch, current_txn_start_offset=first)
-               for pid, (epoch, coordinator_epoch, first) in sorted(txns.items()) if pid not in listed]
+    states = tuple(b("ProducerState", producer_id=p.producer_id, producer_epoch=p.epoch,
+                     last_sequence=p.last_sequence, last_timestamp=p.last_timestamp,
+                     coordinator_epoch=p.coordinator_epoch, current_txn_start_offset=p.current_txn_start_offset)
+                   for p in producers)
     return b("PartitionResponse", partition_index=index, error_code=ErrorCode.none, error_message=None,
-             active_producers=tuple(states))
+             active_producers=states)
 
 
 def _error(b: Builder, index: int, error: ErrorCode, message: str | None = None) -> Any:

@@ -27,12 +27,13 @@ requests; all of them handle that), follower fetching.
 from __future__ import annotations
 
 import asyncio
+import struct
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from herd.log.api import LogError, OffsetOutOfRangeError, PartitionLog, RemotePartitionLog
-from herd.log.batch import INT32_MAX, peek_prefix
+from herd.log.batch import INT32_MAX, LOG_OVERHEAD
 from herd.server.apis._build import Builder, ctx_builder, ms
 from herd.server.apis._topics import led_partition, resolve_topic
 from herd.server.broker import RequestContext
@@ -42,6 +43,8 @@ MIN_VERSION = 4
 MAX_VERSION = 18
 READ_COMMITTED = 1
 _LAST_OFFSET_DELTA = 23  # where a batch's lastOffsetDelta (int32) sits
+_PREFIX = struct.Struct(">qi")  # base offset, batch length (the bytes after it)
+_DELTA = struct.Struct(">i")
 Aborted = list[tuple[int, int]]
 
 
@@ -107,13 +110,15 @@ def _read(ctx: RequestContext, request: Any) -> tuple[Any, int, list[tuple[str, 
 
 
 def _read_committed(log: PartitionLog, offset: int, limit: int, min_one: bool) -> tuple[bytes, Aborted]:
-    """A READ_COMMITTED read: the batches below the last stable offset and the aborted transactions among them."""
+    """A READ_COMMITTED read: the batches below the last stable offset and the aborted transactions among them.
+    The batches are walked only when there is something to cut (a transaction open below the high watermark) or
+    aborted transactions in [offset, last stable offset) to narrow to the range read."""
     lso = log.last_stable_offset
     if offset >= lso:
         _check_range(log, offset)
         return b"", []
-    data, end = _below(log.read(offset, limit, min_one=min_one), lso)
-    return data, (log.aborted_transactions(offset, end) if data else [])
+    data = log.read(offset, limit, min_one=min_one)
+    return _committed_part(data, lso, log.log_end_offset, log.aborted_transactions(offset, lso) if data else [])
 
 
 async def _read_committed_async(log: RemotePartitionLog, offset: int, limit: int,
@@ -122,8 +127,18 @@ async def _read_committed_async(log: RemotePartitionLog, offset: int, limit: int
     if offset >= lso:
         _check_range(log, offset)
         return b"", []
-    data, end = _below(await log.read_async(offset, limit, min_one=min_one), lso)
-    return data, (await log.aborted_transactions_async(offset, end) if data else [])
+    data = await log.read_async(offset, limit, min_one=min_one)
+    aborted = await log.aborted_transactions_async(offset, lso) if data else []
+    return _committed_part(data, lso, log.log_end_offset, aborted)
+
+
+def _committed_part(data: bytes, lso: int, high_watermark: int, aborted: Aborted) -> tuple[bytes, Aborted]:
+    """`data` cut before the last stable offset, and those of the `aborted` transactions (overlapping [fetch
+    offset, lso)) that began before the end of what is returned."""
+    if lso >= high_watermark and not aborted:
+        return data, []
+    data, end = _below(data, lso)
+    return data, [(pid, first) for pid, first in aborted if first < end]
 
 
 def _check_range(log: PartitionLog, offset: int) -> None:
@@ -136,14 +151,18 @@ def _check_range(log: PartitionLog, offset: int) -> None:
 def _below(data: bytes, lso: int) -> tuple[bytes, int]:
     """The whole batches of `data` whose base offset is below `lso`, and the offset after the last of them. The
     last stable offset always falls on a batch boundary (a transaction's first batch, or the high watermark)."""
-    pos, end = 0, -1
-    while pos < len(data):
-        base, size = peek_prefix(data, pos)
+    prefix = _PREFIX.unpack_from
+    pos, last, length = 0, -1, len(data)
+    while pos < length:
+        base, size = prefix(data, pos)
         if base >= lso:
             break
-        end = base + int.from_bytes(data[pos + _LAST_OFFSET_DELTA:pos + _LAST_OFFSET_DELTA + 4], "big") + 1
-        pos += size
-    return (data if pos == len(data) else data[:pos]), end
+        last = pos
+        pos += LOG_OVERHEAD + size
+    if last < 0:
+        return data[:0], -1
+    end = _PREFIX.unpack_from(data, last)[0] + _DELTA.unpack_from(data, last + _LAST_OFFSET_DELTA)[0] + 1
+    return (data if pos == length else data[:pos]), end
 
 
 class _Reads:

@@ -32,7 +32,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.log.api import LogError, PartitionLog
-from herd.log.batch import TRANSACTIONAL_BIT, iter_headers
+from herd.log.batch import ATTRIBUTES_OFFSET, LOG_OVERHEAD, TRANSACTIONAL_BIT
 from herd.log.records import check_records
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import led_partition, resolve_topic, topic_ref
@@ -41,6 +41,7 @@ from herd.server.broker import RequestContext
 log = logging.getLogger(__name__)
 
 API_KEY = 0
+_ATTRIBUTES_LOW = ATTRIBUTES_OFFSET + 1  # the attributes are an int16: their flags sit in its second byte
 MIN_VERSION = 3
 MAX_VERSION = 13
 
@@ -64,15 +65,20 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _has_transactional_records(request: Any) -> bool:
-    """Whether any partition's records hold a transactional batch (Kafka's RequestUtils.hasTransactionalRecords;
-    records whose framing is broken are left to the log, which answers them per partition)."""
+    """Whether any partition's records hold a transactional batch (Kafka's RequestUtils.hasTransactionalRecords):
+    the attributes' low byte of each batch is looked at, nothing parsed; records whose framing is broken are left
+    to the log, which answers them per partition."""
     for entry in request.topic_data:
         for data in entry.partition_data:
-            try:
-                if data.records and any(h.attributes & TRANSACTIONAL_BIT for h in iter_headers(data.records)):
+            records = data.records
+            pos = 0
+            while records and pos + _ATTRIBUTES_LOW < len(records):
+                if records[pos + _ATTRIBUTES_LOW] & TRANSACTIONAL_BIT:
                     return True
-            except LogError:
-                continue
+                length = int.from_bytes(records[pos + 8:pos + 12], "big", signed=True)
+                if length <= 0:
+                    break
+                pos += LOG_OVERHEAD + length
     return False
 
 
