@@ -223,6 +223,9 @@ SETTINGS: tuple[Setting, ...] = (
             minimum=1),
     Setting("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000,
             "How often transactions open longer than their timeout are aborted.", minimum=1),
+    Setting("transaction.partition.verification.enable", "bool", True,
+            "Verify with the transaction coordinator that a partition is in the producer's transaction before its "
+            "first transactional write there (KIP-890 part 1). Kafka lets it change at run time; herd reads it at start."),
     Setting("transactional.id.expiration.ms", "int", 604800000,
             "How long a transactional id with no transaction open is kept after its last use.", minimum=1),
     Setting("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,

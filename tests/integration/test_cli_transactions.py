@@ -48,8 +48,11 @@ def part(api_key: int, version: int, class_name: str, /, **fields: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessBroker]:
+    # without KIP-890 verification, as a broker before Kafka 3.6: the ghost producer below leaves a hanging
+    # transaction, which find-hanging and abort are for
     b = InProcessBroker({"log.dirs": str(tmp_path_factory.mktemp("cli-txn")), "num.partitions": "1",
-                         "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1"})
+                         "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1",
+                         "transaction.partition.verification.enable": "false"})
     with RawClient(b.port) as c:  # the first lookup of a transactional id may be what makes __transaction_state
         assert c.request(FIND, 3, req(FIND, 3, key="any", key_type=1)).error_code in (
             OK, ErrorCode.coordinator_not_available)

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from batches import idempotent_batch
 from inprocess import InProcessBroker
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient
@@ -23,7 +24,8 @@ from herd.runtime.transactions import Marker
 from herd.server.apis._build import make
 from herd.server.transactions import MarkerSender
 
-FETCH, API_VERSIONS, FIND, INIT, ADD_PARTITIONS, ADD_OFFSETS, END, CREATE, DELETE = 1, 18, 10, 22, 24, 25, 26, 19, 20
+PRODUCE, FETCH, API_VERSIONS, FIND, INIT, ADD_PARTITIONS, ADD_OFFSETS, END, CREATE, DELETE = (
+    0, 1, 18, 10, 22, 24, 25, 26, 19, 20)
 OK = ErrorCode.none
 
 
@@ -230,3 +232,36 @@ def test_a_producer_gone_mid_transaction_is_aborted_after_its_timeout(broker: In
     md = shard.transaction("ck-gone")
     assert (md.state.kafka_name, md.producer_epoch) == ("CompleteAbort", 1)  # aborted under a bumped epoch
     group.close()
+
+
+def produce_txn(c: RawClient, tid: str, p: Any, topic: str, sequence: int) -> Any:
+    data = part(PRODUCE, 9, "PartitionProduceData", index=0,
+                records=idempotent_batch(p.producer_id, p.producer_epoch, sequence, transactional=True))
+    t = part(PRODUCE, 9, "TopicProduceData", name=topic, partition_data=(data,))
+    (answer,) = c.request(PRODUCE, 9, req(PRODUCE, 9, transactional_id=tid, acks=-1, timeout=5000,
+                                          topic_data=(t,))).responses
+    return answer.partition_responses[0]
+
+
+def test_a_transactional_write_to_a_partition_outside_the_transaction_is_refused(broker: InProcessBroker) -> None:
+    """KIP-890 part 1: the first write of a transaction to a partition is verified with the coordinator."""
+    with RawClient(broker.port) as c:
+        create(c, "verified")
+        p = init(c, "tx-v")
+        refused = produce_txn(c, "tx-v", p, "verified", 0)  # never added to the transaction
+        assert (refused.error_code, refused.error_message) == (ErrorCode.invalid_txn_state,
+                                                               "Partition was not added to the transaction")
+        assert add(c, "tx-v", p, "verified").results_by_topic_v3_and_below[0].results_by_partition[0] \
+            .partition_error_code == OK
+        assert produce_txn(c, "tx-v", p, "verified", 0).error_code == OK
+        assert produce_txn(c, "tx-v", p, "verified", 2).error_code == OK  # its transaction is ongoing here now
+        assert end(c, "tx-v", p, commit=False).error_code == OK
+        p = completed(c, "tx-v")  # aborted; the next epoch
+        late = produce_txn(c, "tx-v", p, "verified", 0)  # a write after the abort, not added again
+        assert late.error_code == ErrorCode.invalid_txn_state
+        fetched = c.request(FETCH, 4, req(FETCH, 4, replica_id=-1, max_wait=0, min_bytes=0, max_bytes=1 << 20,
+                                          isolation_level=1, topics=(part(FETCH, 4, "FetchTopic", topic="verified",
+                                          partitions=(part(FETCH, 4, "FetchPartition", partition=0,
+                                                           fetch_offset=0, partition_max_bytes=1 << 20),)),)))
+        answer = fetched.responses[0].partitions[0]
+        assert answer.last_stable_offset == answer.high_watermark  # no transaction left hanging

@@ -44,6 +44,7 @@ from herd.log.api import InvalidProducerEpochError, InvalidTxnStateError, Transa
 from herd.log.batch import CONTROL_BIT, TRANSACTIONAL_BIT, BatchHeader
 
 EXPIRATION_MS = 24 * 3600 * 1000  # Kafka's producer.id.expiration.ms default
+MAX_GUARDS = 10_000  # verifications in progress per partition (`start_verification`)
 NO_EPOCH = -1
 
 # One entry of a segment's transaction index (`<base>.txnindex`), as Kafka's AbortedTxn (apache/kafka
@@ -104,6 +105,8 @@ class TransactionState:
         self._ongoing: dict[int, int] = {}  # first offset -> producer id, ascending (appends come in offset order)
         self._unreplicated: dict[int, tuple[int, int]] = {}  # first offset -> (producer id, marker offset)
         self._expired_ms = -1  # when `expire` last looked
+        self._guards: dict[int, int] = {}  # producer id -> verification token (KIP-890, `start_verification`)
+        self._tokens = 0
 
     # -- checking and applying appends -------------------------------------------------------------------------
 
@@ -177,6 +180,7 @@ class TransactionState:
                 later = next(iter(self._ongoing), None)  # the next ongoing transaction, of another producer
                 done = AbortedTxn(pid, first, offset, offset + 1 if later is None else later)
         entry.epoch, entry.coordinator_epoch, entry.txn_first_offset, entry.last_ms = epoch, coordinator_epoch, -1, now_ms
+        self._guards.pop(pid, None)  # a verification made before this marker is stale
         return done
 
     # -- offsets ---------------------------------------------------------------------------------------------------
@@ -220,8 +224,31 @@ class TransactionState:
         """(producer id, epoch, coordinator epoch, first offset of its ongoing transaction or -1) per producer."""
         return [(pid, e.epoch, e.coordinator_epoch, e.txn_first_offset) for pid, e in self._producers.items()]
 
+    # -- KIP-890 part 1: verification guards ---------------------------------------------------------------------
+
+    def start_verification(self, producer_id: int) -> int | None:
+        """None when the producer's transaction is ongoing here (its write needs no verification); else a token
+        that `verified` accepts until a marker of the producer is applied (Kafka's VerificationGuard,
+        UnifiedLog.maybeStartTransactionVerification). At most MAX_GUARDS are kept (the oldest is dropped: its
+        write is then refused INVALID_TXN_STATE and retried by the producer's next transaction)."""
+        entry = self._producers.get(producer_id)
+        if entry is not None and entry.txn_first_offset >= 0:
+            return None
+        self._tokens += 1
+        self._guards.pop(producer_id, None)
+        self._guards[producer_id] = self._tokens
+        if len(self._guards) > MAX_GUARDS:
+            del self._guards[next(iter(self._guards))]
+        return self._tokens
+
+    def verified(self, producer_id: int, token: int) -> bool:
+        """Whether the guard `start_verification` gave still holds (no marker of the producer since); the guard is
+        used up either way."""
+        return self._guards.pop(producer_id, None) == token
+
     def restore(self, entries: Iterable[tuple[int, int, int, int]]) -> None:
         """Start again from `entries` (as `entries()` gave them, e.g. from a snapshot)."""
+        self._guards.clear()
         self._producers.clear()
         self._ongoing.clear()
         self._unreplicated.clear()
