@@ -3,26 +3,33 @@
 A pass, as Kafka's LogCleaner does it, simplified to cleaning every sealed segment each time:
 
 1. `plan(log, now_ms, delete_retention_ms)`, on the loop: the log's sealed segments that are wholly flushed
-   (never the active one), if the dirty ratio says so: the bytes written since the last pass are at least
-   `MIN_CLEANABLE_DIRTY_RATIO` (Kafka's min.cleanable.dirty.ratio default) of the cleanable bytes.
+   (never the active one) and wholly below the last stable offset (never past the first open transaction), if
+   the dirty ratio says so: the bytes written since the last pass are at least `MIN_CLEANABLE_DIRTY_RATIO`
+   (Kafka's min.cleanable.dirty.ratio default) of the cleanable bytes. It takes the aborted transactions of
+   those segments from the log's index and the producers of its transaction state (`CleanedTransactions`).
 2. `clean(plan)`, in a worker thread; it only reads sealed files and writes new ones, so the log keeps
    serving:
-   - pass 1 reads every record of those segments and maps each key to the offset of its last record;
+   - pass 1 reads every record of those segments and maps each key to the offset of its last record, the
+     records of aborted transactions left out (so an aborted record never hides a committed one);
    - pass 2 groups consecutive segments (input bytes <= segment.bytes, offsets within an int32) and writes
      each group as one segment named after its first base offset, `<base>.log.cleaned` with its
      `.index.cleaned` and `.timeindex.cleaned`. A record stays if it is the latest of its key and either has
      a value or is a tombstone younger than delete.retention.ms. A batch keeps its base offset and offset
      range with fewer records (new CRC; a compressed batch is rewritten uncompressed); a batch left without
-     records is dropped; control batches stay whole; keyless records go (Kafka drops them too). An empty
-     batch covers the offsets from the last kept batch to the end of the group, so every segment still ends
-     where the next one starts and recovery's contiguity checks hold. Every file is fsynced, then a
-     manifest `<base>.swap.cleaned` holding the group's end offset.
+     records is dropped; keyless records go (Kafka drops them too). Transactions as Kafka's Cleaner treats them
+     (`clean_batch`): records of aborted transactions go, a COMMIT marker goes once no batch of its
+     transaction is left and delete.retention.ms passed, an ABORT marker stays, the last batch of an active
+     producer stays (emptied if need be). An empty batch covers the offsets from the last kept batch to the
+     end of the group, so every segment still ends where the next one starts and recovery's contiguity checks
+     hold. The group's transaction indexes become `<base>.txnindex.cleaned` (`_write_txn_index`). Every file
+     is fsynced, then a manifest `<base>.swap.cleaned` holding the group's end offset.
 3. `install(log, cleaned)`, on the loop, group by group in offset order, with a protocol a crash at any
    step leaves recoverable:
    a. the data files are renamed `.cleaned` -> `.swap`; directory fsync;
    b. the manifest is renamed to `<base>.swap`; directory fsync: the commit point;
    c. the group's old segment files are removed; directory fsync; the `.swap` files get their final names
-      (the log file last); directory fsync; the manifest is removed; directory fsync.
+      (the log file, then the optional `.txnindex`, last); directory fsync; the manifest is removed; directory
+      fsync.
    Then the log's segment list takes the new segment (`SegmentLog.replace_segments`). The caller must make
    sure no flush of the same log runs meanwhile (the coordinator runtime installs between writes).
 4. `herd.log.swap.recover(fs, directory)`, called by `SegmentLog.open` before it lists the segments:
@@ -35,7 +42,12 @@ Tombstones differ from Kafka in one detail: Kafka keeps a tombstone until delete
 pass that first cleaned it (KIP-534 stores that horizon in the batch); herd keeps it delete.retention.ms
 after the tombstone's own timestamp, which for `__consumer_offsets` is when it was written. Either way a
 reader of the log sees a deletion for at least delete.retention.ms. Offsets never move: compaction leaves
-gaps, as in Kafka.
+gaps, as in Kafka. COMMIT markers are timed like tombstones, from their own timestamp, once their
+transaction's batches are gone (Kafka: from the pass that found them so, KIP-534). ABORT markers are never
+removed, where Kafka removes them (and their `.txnindex` entries) once their transaction's batches are gone and
+delete.retention.ms passed: herd.log.segments keeps every index entry of the segments a pass merges, and an
+entry must not outlive its marker (see `clean_batch`). Their cost: one control batch (about 80 bytes) and one
+34-byte index entry per aborted transaction, for the life of the log.
 
 The file names and steps 3a-c and 4 are in herd.log.swap, which the log imports for its recovery; this module
 imports the log, never the other way round.
