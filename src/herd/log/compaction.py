@@ -256,8 +256,8 @@ class CleanedTransactions:
 
     def retains(self, header: BatchHeader) -> bool:
         """Whether `header`'s batch is the last of an active producer, so it stays even without records."""
-        return header.producer_id in self.active and self.last.get(header.producer_id, header.base_offset) == \
-            header.base_offset
+        pid, base = header.producer_id, header.base_offset
+        return pid in self.active and self.last.get(pid, base) == base
 
 
 def _marker(batch: Buffer, header: BatchHeader) -> tuple[bool, int] | None | bool:
@@ -486,7 +486,8 @@ def _write_txn_index(p: Plan, group: list[SegmentSpan]) -> None:
         if p.fs.exists(path):
             entries += decode_aborted(read_whole(p.fs, path))
     if entries:
-        _write_file(p.fs, segment_file(p.directory, group[0].base, TXN_INDEX_SUFFIX + CLEANED), encode_aborted(entries))
+        path = segment_file(p.directory, group[0].base, TXN_INDEX_SUFFIX + CLEANED)
+        _write_file(p.fs, path, encode_aborted(entries))
 
 
 def _rebuild(header: BatchHeader, records: list[memoryview], max_timestamp: int) -> bytes:

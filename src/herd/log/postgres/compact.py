@@ -52,7 +52,8 @@ class Changes:
         return bool(self.deleted or self.rewritten)
 
 
-def map_latest(batches: Iterable[bytes], latest: dict[bytes, int], txns: CleanedTransactions | None = None) -> None:
+def map_latest(batches: Iterable[bytes], latest: dict[bytes, int],
+               txns: CleanedTransactions | None = None) -> None:  # fmt: skip
     """Record in `latest` the offset of the last record of every key in `batches` (one whole batch each, in
     offset order); with `txns` (the mapping pass's), records of aborted transactions are left out."""
     for data in batches:
