@@ -7,6 +7,8 @@ swap and a crash at any step of it. On the in-memory filesystem; batches built b
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kio.records.readers import read_batch
 
@@ -70,9 +72,11 @@ def batches(log: SegmentLog) -> list[tuple[int, int, int, object]]:
 
 def committed_view(log: SegmentLog) -> dict[bytes, bytes | None]:
     """Latest value per key as a read_committed reader (the group coordinator's loader) sees the log: aborted
-    transactions skipped, open ones left out, committed ones applied at their marker."""
-    state: dict[bytes, bytes | None] = {}
-    pending: dict[int, list[tuple[bytes, bytes | None]]] = {}
+    transactions skipped, open ones left out, a committed one's records applied at its marker unless a later
+    record of the key (by offset) is applied already (Kafka's OffsetMetadataManager.replayEndTransactionMarker:
+    "we always keep the most recent committed offset", herd.coordinator.txn_offsets)."""
+    state: dict[bytes, tuple[bytes | None, int]] = {}
+    pending: dict[int, list[tuple[bytes, bytes | None, int]]] = {}
     data, pos = whole(log), 0
     while pos < len(data):
         batch, size = read_batch(data, pos)
@@ -81,14 +85,15 @@ def committed_view(log: SegmentLog) -> dict[bytes, bytes | None]:
         if batch.attributes & CONTROL_BIT:
             marker = control_marker(data[pos - size:pos])
             if marker is not None:
-                for key, value in pending.pop(pid, []) if marker[0] else []:
-                    state[key] = value
+                for key, value, offset in pending.pop(pid, []) if marker[0] else []:
+                    if offset > state.get(key, (None, -1))[1]:
+                        state[key] = value, offset
                 pending.pop(pid, None)
         elif batch.attributes & 0x10:
-            pending.setdefault(pid, []).extend((r.key, r.value) for r in batch.records)
+            pending.setdefault(pid, []).extend((r.key, r.value, r.offset) for r in batch.records)
         else:
-            state.update((r.key, r.value) for r in batch.records)
-    return state
+            state.update((r.key, (r.value, r.offset)) for r in batch.records)
+    return {key: value for key, (value, _) in state.items()}
 
 
 def compact(log: SegmentLog, now: int = T0, retention: int = DAY) -> compaction.Cleaned | None:
@@ -230,3 +235,50 @@ def test_the_txnindex_survives_a_crash_at_every_step_of_the_swap(op: str) -> Non
     assert steps > 3
     assert log.aborted_transactions(0, log.log_end_offset) == aborted
     assert [n for n in fs.listdir(DIR) if n.endswith(".txnindex")] == [f"{0:020d}.txnindex"]
+
+
+Step = tuple[str, int, int]  # (what, producer or key, value)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["plain", "txn", "commit", "abort", "roll"]), st.integers(0, 2),
+                          st.integers(0, 3)), min_size=1, max_size=40),
+       st.lists(st.integers(0, 2 * DAY), min_size=1, max_size=3))
+def test_any_history_with_transactions_compacts_to_what_a_read_committed_reader_saw(steps: list[Step],
+                                                                                   passes: list[int]) -> None:
+    """Plain commits, transactions of three producers (committed, aborted or left open) over four keys, rolls
+    anywhere; then passes at various times and a crash: a read_committed reader (the loader) sees the same
+    state, every aborted transaction is still indexed with its marker, and the open ones are untouched."""
+    fs = MemoryFileSystem()
+    log = open_log(fs)
+    seqs = [0, 0, 0]
+    for i, (what, who, key) in enumerate(steps):
+        pid = (P, Q, R)[who]
+        if what == "plain":
+            log.append(keyed([(b"K%d" % key, b"%d" % i)]), T0)
+        elif what == "txn":
+            log.append(keyed([(b"K%d" % key, b"%d" % i), (b"K%d" % ((key + 1) % 4), b"%d" % i)], pid, 0, seqs[who]),
+                       T0)
+            seqs[who] += 2
+        elif what in ("commit", "abort") and any(p == pid for p, _ in log.transactions.ongoing()):
+            log.append_control(pid, 0, what == "commit", 0, T0)
+        elif what == "roll":
+            log.roll()
+    log.append(keyed([(b"end", b"")]), T0)
+    log.roll()
+    log.flush()
+    view, aborted, ongoing = committed_view(log), log.aborted_transactions(0, log.log_end_offset), \
+        log.transactions.ongoing()
+    open_from = min((first for _, first in ongoing), default=log.log_end_offset)
+    tail = [b for b in batches(log) if b[0] >= open_from]
+    for now in sorted(passes):
+        compact(log, T0 + now)
+        assert committed_view(log) == view
+    reopened = open_log(fs.crash())
+    for each in (log, reopened):
+        assert committed_view(each) == view
+        assert each.aborted_transactions(0, each.log_end_offset) == aborted
+        assert each.transactions.ongoing() == ongoing
+        assert [b for b in batches(each) if b[0] >= open_from] == tail
+        markers = {(pid, b) for b, pid, _, m in batches(each) if m == (False, 0)}
+        assert len(markers) == len(aborted)
