@@ -194,8 +194,10 @@ class CleanedTransactions:
     CleanedTransactionMetadata.java), with the producers whose last batch must stay (Cleaner.java,
     `isBatchLastRecordOfProducer`).
 
-    - `aborted`: (producer id, first offset) of the aborted transactions overlapping the range, from the log's
-      aborted-transaction index (`PartitionLog.aborted_transactions`, Kafka's `collectAbortedTransactions`). A
+    - `aborted`: (producer id, first offset) of the aborted transactions whose ABORT markers lie at or after the
+      first batch this object is fed (and that began before the range's end), from the log's aborted-transaction
+      index: `PartitionLog.aborted_transactions(first fed offset, end)`, Kafka's `collectAbortedTransactions`.
+      Not one whose marker comes before: its producer's later batches would be taken for aborted ones. A
       transactional batch of a producer is aborted from its transaction's first offset up to that producer's next
       ABORT marker (a producer has one transaction at a time), so the first offsets suffice.
     - `active`: the producers the log's transaction state still holds (`log.transactions.entries()`, Kafka's

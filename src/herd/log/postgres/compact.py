@@ -13,7 +13,8 @@ transactions); what differs is the bookkeeping around them, since a partition he
   batch left without records is deleted, leaving a gap in the offsets as Kafka does. Offsets never move.
   Keyless records go.
 - transactions (Kafka's Cleaner with CleanedTransactionMetadata, see herd.log.compaction): with `txns` (a
-  `CleanedTransactions` per pass, built from `aborted_transactions_async` over the cleaned range, the producers
+  `CleanedTransactions` per pass, built from `aborted_transactions_async` over that pass's range (the mapping
+  pass's starts at the cleaner offset, the cleaning pass's at the log start), the producers
   of `log.transactions.entries()` and one `last` dict shared by the mapping and the cleaning pass), the records
   of aborted transactions are neither mapped nor kept, COMMIT markers go once their transaction's batches are
   gone and delete.retention.ms passed, ABORT markers stay (so the rows of `herd_aborted_txns` keep pointing at

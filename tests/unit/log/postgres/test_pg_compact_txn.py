@@ -114,10 +114,21 @@ def test_aborted_records_go_open_transactions_wait_and_a_new_leader_reads_the_sa
                         (5, -1, None, [(b"L", b"3")]), (6, -1, None, [(b"M", b"1")]), (8, -1, None, [(b"N", b"1")])]
             expected.sort()
             assert await batches(log) == expected  # Q's data saw this pass: its marker stays
+            # an incremental pass maps from the cleaner offset: P's abort lies below it, so P's next transaction,
+            # committed, is not taken for aborted (its K=4 replaces the plain K=3 written before it)
+            await append(log, [Record(b"K", b"3")])  # 9
+            await append(log, [Record(b"K", b"4")], P)  # 10
+            await end(log, P, True)  # 11
+            await append(log, [Record(b"O", b"1")])  # 12
+            await log.compact(DAY, NOW, force=True)
+            expected = [(3, P, (False, 0), []), (5, -1, None, [(b"L", b"3")]), (6, -1, None, [(b"M", b"1")]),
+                        (7, Q, (True, 0), []), (8, -1, None, [(b"N", b"1")]), (10, P, None, [(b"K", b"4")]),
+                        (11, P, (True, 0), []), (12, -1, None, [(b"O", b"1")])]
+            assert await batches(log) == expected
         async with store_on(pg_url) as store:
             reopened = open_log(store, pg_url, pid)
             await reopened.load_transactions()
             assert await batches(reopened) == expected
-            assert await reopened.aborted_transactions_async(0, 9) == [(P, aborted)]
+            assert await reopened.aborted_transactions_async(0, 13) == [(P, aborted)]
 
     asyncio.run(asyncio.wait_for(main(), 60))
