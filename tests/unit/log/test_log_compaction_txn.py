@@ -92,7 +92,12 @@ def committed_view(log: SegmentLog) -> dict[bytes, bytes | None]:
         elif batch.attributes & 0x10:
             pending.setdefault(pid, []).extend((r.key, r.value, r.offset) for r in batch.records)
         else:
-            state.update((r.key, (r.value, r.offset)) for r in batch.records)
+            for r in batch.records:
+                state[r.key] = r.value, r.offset
+                if r.value is None:  # a tombstone: the key's pending values go too (Kafka's replay of a deletion)
+                    del state[r.key]
+                    for values in pending.values():
+                        values[:] = [v for v in values if v[0] != r.key]
     return {key: value for key, (value, _) in state.items()}
 
 
@@ -241,12 +246,12 @@ Step = tuple[str, int, int]  # (what, producer or key, value)
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["plain", "txn", "commit", "abort", "roll"]), st.integers(0, 2),
+@given(st.lists(st.tuples(st.sampled_from(["plain", "delete", "txn", "commit", "abort", "roll"]), st.integers(0, 2),
                           st.integers(0, 3)), min_size=1, max_size=40),
        st.lists(st.integers(0, 2 * DAY), min_size=1, max_size=3))
 def test_any_history_with_transactions_compacts_to_what_a_read_committed_reader_saw(steps: list[Step],
                                                                                    passes: list[int]) -> None:
-    """Plain commits, transactions of three producers (committed, aborted or left open) over four keys, rolls
+    """Plain commits and deletions, transactions of three producers (committed, aborted or left open) over four keys, rolls
     anywhere; then passes at various times and a crash: a read_committed reader (the loader) sees the same
     state, every aborted transaction is still indexed with its marker, and the open ones are untouched."""
     fs = MemoryFileSystem()
@@ -254,8 +259,8 @@ def test_any_history_with_transactions_compacts_to_what_a_read_committed_reader_
     seqs = [0, 0, 0]
     for i, (what, who, key) in enumerate(steps):
         pid = (P, Q, R)[who]
-        if what == "plain":
-            log.append(keyed([(b"K%d" % key, b"%d" % i)]), T0)
+        if what in ("plain", "delete"):
+            log.append(keyed([(b"K%d" % key, b"%d" % i if what == "plain" else None)]), T0)
         elif what == "txn":
             log.append(keyed([(b"K%d" % key, b"%d" % i), (b"K%d" % ((key + 1) % 4), b"%d" % i)], pid, 0, seqs[who]),
                        T0)
