@@ -227,7 +227,8 @@ class CleanedTransactions:
             self._aborted.setdefault(pid, False)
 
     def on_batch(self, header: BatchHeader) -> bool:
-        """A data batch was read; True if it belongs to an aborted transaction (Kafka's onBatchRead)."""
+        """A data batch was read; True if it belongs to an aborted transaction (Kafka's onBatchRead). A batch
+        that is not transactional need not be fed: the aborted transactions are taken up lazily, by offset."""
         self._consume(header.last_offset)
         if not header.attributes & TRANSACTIONAL_BIT:
             return False
@@ -274,7 +275,10 @@ def map_batch(batch: Buffer, header: BatchHeader, latest: dict[bytes, int], txns
     """The mapping pass over one batch (Kafka's Cleaner.buildOffsetMapForSegment): the records of a batch of an
     aborted transaction are not mapped, so an aborted record never hides a committed one of its key; control
     batches only move the transaction state. Returns how many records were read."""
-    txns.note(header)
+    if header.producer_id >= 0:
+        txns.note(header)
+    if not header.attributes & (TRANSACTIONAL_BIT | CONTROL_BIT):  # the state only moves at these (lazily)
+        return map_keys(batch, header, latest)
     if header.attributes & CONTROL_BIT:
         marker = _marker(batch, header)
         txns.on_control(header, marker if marker is not False else None)
@@ -311,11 +315,11 @@ def clean_batch(batch: Buffer, header: BatchHeader, latest: dict[bytes, int], tx
                 and now_ms - header.max_timestamp >= delete_retention_ms):  # fmt: skip
             return None, 0
         return batch, 0
-    if txns.on_batch(header):
+    if header.attributes & TRANSACTIONAL_BIT and txns.on_batch(header):
         kept, count = None, 0
     else:
         kept, count = filter_batch(batch, header, latest, now_ms, delete_retention_ms)
-    if kept is None and txns.retains(header):
+    if kept is None and header.producer_id >= 0 and txns.retains(header):
         if header.record_count == 0 and not header.attributes & COMPRESSION_MASK:
             return batch, 0
         return _rebuild(header, [], header.max_timestamp), 0
