@@ -395,6 +395,9 @@ class ShardRuntime:
         is already on its way while one is replayed, so the database's work and the replay overlap. A
         compacted log may end in a gap (its last batches emptied): the reads then come back empty."""
         partition_log: RemotePartitionLog = self.log  # type: ignore[assignment]
+        load_transactions = getattr(partition_log, "load_transactions", None)
+        if load_transactions is not None:  # its open transactions and epochs, which its last stable offset (and so
+            await load_transactions()  # compaction's limit) and the producer epochs of its appends depend on
         end = partition_log.log_end_offset
         offset = partition_log.log_start_offset
         reading = self._loop.create_task(partition_log.read_async(offset, REMOTE_LOAD_CHUNK_BYTES)) \

@@ -9,8 +9,6 @@ import asyncio
 from herd.coordinator import ErrorCode
 from herd.coordinator import GroupCoordinatorShard as Shard
 from herd.coordinator.requests import CommitPartition, CommitTopic, FetchGroup, FetchTopic, OffsetFetch, TxnOffsetCommit
-from herd.log import batch as log_batch
-from herd.log import records
 from herd.log.fs import MemoryFileSystem
 
 from .helpers import commit, group_on, make_runtime, resolve, started
@@ -29,11 +27,7 @@ async def fetch(runtime, group: str, stable: bool) -> dict[int, tuple[int, int]]
     return {p.partition_index: (p.committed_offset, p.error_code) for p in response.groups[0].topics[0].partitions}
 
 
-def test_compaction_keeps_what_the_loader_sees_with_aborted_and_open_transactional_commits(monkeypatch) -> None:  # noqa: ANN001
-    # the loader looks the marker decoder up as herd.log.batch.control_marker (C's branch at 13:35); A's is
-    # herd.log.records.control_marker, which C's later loader calls directly
-    monkeypatch.setattr(log_batch, "control_marker", records.control_marker, raising=False)
-
+def test_compaction_keeps_what_the_loader_sees_with_aborted_and_open_transactional_commits() -> None:
     async def main() -> None:
         runtime = await started(make_runtime("/data", MemoryFileSystem()), partitions=[1])
         group, other = group_on(runtime, 1), group_on(runtime, 1, prefix="other")

@@ -734,6 +734,8 @@ class PgPartitionLog:
             if not dirty_enough(dirty, stored, force=force):
                 return None
             end = (await self._run(sql.LAST_BASE, {"pid": self.pid, "end": self._committed}))[0][0]
+            if end is not None:  # never past the first open transaction (Kafka's LogCleanerManager.cleanableOffsets)
+                end = min(end, self.last_stable_offset)
             if end is None or end <= self._log_start:
                 return None
             try:
@@ -748,14 +750,22 @@ class PgPartitionLog:
         loop = asyncio.get_running_loop()
         latest: dict[bytes, int] = {}
         mapped = 0  # the dirty bytes this pass cleans
-        async for chunk in self._scan(max(self._cleaner_offset, self._log_start), end):
-            await loop.run_in_executor(None, compaction.map_latest, chunk, latest)
+        # the transactions of each pass's range (herd.log.postgres.compact): the aborted ones whose markers are in
+        # it (from the index), the active producers
+        start = max(self._cleaner_offset, self._log_start)
+        active = [pid for pid, *_ in self.transactions.entries()]
+        last: dict[int, int] = {}
+        mapping = compaction.CleanedTransactions(await self.aborted_transactions_async(start, end), active, last)
+        async for chunk in self._scan(start, end):
+            await loop.run_in_executor(None, compaction.map_latest, chunk, latest, mapping)
             mapped += sum(len(data) for data in chunk)
         totals = [0, 0, 0, 0]
         freed = 0
+        cleaning = compaction.CleanedTransactions(await self.aborted_transactions_async(self._log_start, end),
+                                                  active, last)
         async for chunk in self._scan(self._log_start, end):
             changes = await loop.run_in_executor(None, compaction.filter_batches, chunk, latest, now_ms,
-                                                 delete_retention_ms)
+                                                 delete_retention_ms, cleaning)
             totals[0] += changes.records_read
             totals[1] += changes.records_kept
             if changes:

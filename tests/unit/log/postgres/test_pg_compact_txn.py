@@ -6,7 +6,6 @@ reads the same. On the PostgreSQL the test session starts (tests/pgcluster.py), 
 from __future__ import annotations
 
 import asyncio
-import inspect
 import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -29,7 +28,6 @@ DAY = 86_400_000
 P, Q = 1000, 2000
 # `PgPartitionLog.compact` passes the pass's transactions to herd.log.postgres.compact only with the store.py
 # change of /work/notes/E-store-compact.patch (store.py is helper A's); until then this test fails as expected
-WIRED = "CleanedTransactions" in inspect.getsource(PgPartitionLog._compact_below)
 
 
 @pytest.fixture(scope="module")
@@ -85,7 +83,6 @@ async def batches(log: PgPartitionLog) -> list[tuple[int, int, object, list[tupl
              [tuple(r) for r in records]) for h, records in zip(iter_headers(data), decoded, strict=True)]
 
 
-@pytest.mark.xfail(not WIRED, strict=True, reason="store.py does not pass the transactions (E-store-compact.patch)")
 def test_aborted_records_go_open_transactions_wait_and_a_new_leader_reads_the_same(pg_url: str) -> None:
     topic_id = uuid.uuid4()
     sql(pg_url, "INSERT INTO herd_topics (topic_id, name, partitions) VALUES (%s, %s, 1)", (topic_id, f"t-{topic_id}"))
