@@ -124,14 +124,14 @@ def client_batch(stamps: Sequence[int], codec: int = 0, offsets: Sequence[int] |
 
 def idempotent_batch(
     producer_id: int, epoch: int, base_sequence: int, count: int = 2, *, timestamp: int = 1000,
-    timestamp_step: int = 1, value: bytes | Callable[[int], bytes] = b"v" * 100,
+    timestamp_step: int = 1, value: bytes | Callable[[int], bytes] = b"v" * 100, transactional: bool = False,
 ) -> bytes:  # fmt: skip
     """One uncompressed batch of an idempotent producer (`producer_id`, `epoch`, sequences from
     `base_sequence`) as kafka-python's producer builds it: `count` records without key or headers, record i
     stamped `timestamp + i * timestamp_step` and holding `value` (or `value(i)`). With the defaults about 280
-    bytes."""
+    bytes. With `transactional`, a transactional producer's batch (attribute bit 4)."""
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=0, is_transactional=False, producer_id=producer_id, producer_epoch=epoch,
+        magic=2, compression_type=0, is_transactional=transactional, producer_id=producer_id, producer_epoch=epoch,
         base_sequence=base_sequence, batch_size=1 << 20,
     )  # fmt: skip
     for i in range(count):

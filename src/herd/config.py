@@ -215,6 +215,21 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("offsets.retention.check.interval.ms", "long", 600000, "How often offset expiry runs.", minimum=1),
     Setting("offset.metadata.max.bytes", "int", 4096, "Largest metadata string of a committed offset.",
             minimum=0),
+    # Transaction coordinator
+    Setting("transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state.", minimum=1),
+    Setting("transaction.state.log.segment.bytes", "int", 104857600, "Segment size of __transaction_state.",
+            minimum=1),
+    Setting("transaction.max.timeout.ms", "int", 900000, "Largest transaction.timeout.ms a producer may ask for.",
+            minimum=1),
+    Setting("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000,
+            "How often transactions open longer than their timeout are aborted.", minimum=1),
+    Setting("transaction.partition.verification.enable", "bool", True,
+            "Verify with the transaction coordinator that a partition is in the producer's transaction before its "
+            "first transactional write there (KIP-890 part 1). Kafka lets it change at run time; herd reads it at start."),
+    Setting("transactional.id.expiration.ms", "int", 604800000,
+            "How long a transactional id with no transaction open is kept after its last use.", minimum=1),
+    Setting("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
+            "How often expired transactional ids are removed.", minimum=1),
 )
 
 SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

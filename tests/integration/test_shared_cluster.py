@@ -51,7 +51,7 @@ def db(pg_url: str) -> str:
     async def reset() -> None:
         async with await psycopg.AsyncConnection.connect(pg_url) as conn:
             await migrate(conn, "test")
-            await conn.execute("TRUNCATE herd_nodes, herd_topics, herd_partitions, herd_batches")
+            await conn.execute("TRUNCATE herd_nodes, herd_topics, herd_partitions, herd_batches, herd_aborted_txns")
             await conn.commit()
 
     asyncio.run(reset())

@@ -1,8 +1,8 @@
 """herd's command line: thin, it parses, calls the library and prints.
 
-`herd serve` runs the broker; `herd groups ...`, `herd topics ...` and `herd configs ...` (herd.cli.groups,
-herd.cli.topics, herd.cli.configs) are the admin tools, named as kafka-consumer-groups.sh, kafka-topics.sh and
-kafka-configs.sh name things; `herd cluster up`
+`herd serve` runs the broker; `herd groups ...`, `herd topics ...`, `herd configs ...` and `herd transactions ...`
+(herd.cli.groups, herd.cli.topics, herd.cli.configs, herd.cli.transactions) are the admin tools, named as
+kafka-consumer-groups.sh, kafka-topics.sh, kafka-configs.sh and kafka-transactions.sh name things; `herd cluster up`
 (herd.cli.cluster) runs PostgreSQL and several nodes on this machine; `herd faults ...` (herd.cli.faults) injects
 faults on a running node over its HTTP listener. Bad arguments and bad settings
 end with one line on stderr and exit code 2, failed operations with one line and exit code 1, never a traceback:
@@ -29,7 +29,8 @@ class HerdCli(click.Group):
 
     LAZY = {"cluster": ("herd.cli.cluster", "cluster"), "configs": ("herd.cli.configs", "configs"),
             "faults": ("herd.cli.faults", "faults"),
-            "groups": ("herd.cli.groups", "groups"), "topics": ("herd.cli.topics", "topics")}
+            "groups": ("herd.cli.groups", "groups"), "topics": ("herd.cli.topics", "topics"),
+            "transactions": ("herd.cli.transactions", "transactions")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.LAZY])

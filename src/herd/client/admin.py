@@ -15,6 +15,9 @@ that have not joined yet, and a group that does not exist but has some is descri
 refused. Resetting offsets computes the new offsets with the pure
 `reset_target`, and commits them (OffsetCommit with generation -1 and no member id, an admin commit)
 only when asked to execute and only while the group has no members.
+
+Topics, configs and transactions (kafka-transactions.sh's list, describe, describe-producers, abort, find-hanging)
+are mixed in from herd.client.admin_topics, admin_configs and admin_transactions.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from kio.schema.errors import ErrorCode
 from herd.client.admin_configs import ConfigAdmin
 from herd.client.admin_preregistration import PreregistrationAdmin
 from herd.client.admin_topics import TopicAdmin
+from herd.client.admin_transactions import TransactionAdmin
 from herd.client.connection import KafkaClient, Node
 from herd.client.consumer_protocol import (
     ConsumerProtocolError,
@@ -164,8 +168,8 @@ def _group_error(group_id: str, code: int, message: str | None = None) -> AdminE
     return AdminError(code, f"group '{group_id}': {error_name(code)}" + (f" ({message})" if message else ""))
 
 
-class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin):
-    """Group and topic administration against one cluster."""
+class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, TransactionAdmin):
+    """Group, topic, config and transaction administration against one cluster."""
 
     error_type = AdminError
 

@@ -202,15 +202,18 @@ class BrokerConnection:
         except KeyError:
             raise UnsupportedApi(API_NAMES.get(api_key, f"API {api_key}")) from None
 
-    async def send(self, api_key: int, build: Build, timeout_ms: int | None = None) -> tuple[int, Any]:
+    async def send(self, api_key: int, build: Build, timeout_ms: int | None = None, *,
+                   decode: Callable[[bytes, int], Any] | None = None) -> tuple[int, Any]:
         """Build the request at the negotiated version, send it, return (version, response body).
 
-        Raises UnsupportedApi, or ConnectionLost when the connection breaks or the request times out.
+        `decode(frame, version)` reads the response frame instead of kio (for an answer kio cannot read, such as
+        DescribeTransactions' start time -1). Raises UnsupportedApi, or ConnectionLost when the connection breaks or
+        the request times out.
         """
         version = self.version(api_key)
         request = build(request_builder(api_key, version))
-        body = await self._exchange(api_key, version, request,
-                                    lambda frame: decode_response(frame, api_key, version), timeout_ms)
+        read = decode or (lambda frame, v: decode_response(frame, api_key, v))
+        body = await self._exchange(api_key, version, request, lambda frame: read(frame, version), timeout_ms)
         return version, body
 
     async def _exchange(self, api_key: int, version: int, request: Any, decode: Callable[[bytes], T],
@@ -357,11 +360,11 @@ class KafkaClient:
             raise ConnectionLost(f"broker {node_id} is not in the cluster metadata")
         return await self.connection(node.host, node.port, purpose)
 
-    async def send(self, api_key: int, build: Build, *, node: int | None = None,
-                   timeout_ms: int | None = None) -> tuple[int, Any]:
+    async def send(self, api_key: int, build: Build, *, node: int | None = None, timeout_ms: int | None = None,
+                   decode: Callable[[bytes, int], Any] | None = None) -> tuple[int, Any]:
         """Send to broker `node` (any broker when None); returns (version, response body)."""
         connection = await (self.any_connection() if node is None else self.node_connection(node))
-        return await connection.send(api_key, build, timeout_ms)
+        return await connection.send(api_key, build, timeout_ms, decode=decode)
 
     async def version(self, api_key: int) -> int:
         """The version a request of this API would use; raises UnsupportedApi."""

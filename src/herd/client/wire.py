@@ -52,11 +52,15 @@ _HANDLED: Final[dict[int, tuple[int, int]]] = {
     18: (0, 3),  # ApiVersions
     19: (2, 7),  # CreateTopics
     20: (1, 6),  # DeleteTopics
+    27: (1, 1),  # WriteTxnMarkers (the admin's abort; v0 was removed in Kafka 4.0)
     32: (1, 4),  # DescribeConfigs
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
     44: (0, 1),  # IncrementalAlterConfigs
     47: (0, 0),  # OffsetDelete
+    61: (0, 0),  # DescribeProducers
+    65: (0, 0),  # DescribeTransactions
+    66: (0, 1),  # ListTransactions (v2 adds a transactional id pattern, KIP-1152)
 }
 
 API_NAMES: Final[dict[int, str]] = {key: name.title().replace("_", "") for key, name in api_key_map.items()}

@@ -51,7 +51,10 @@ log = logging.getLogger(__name__)
 
 OFFSETS_TOPIC = "__consumer_offsets"
 OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "producer"}  # and its segment.bytes
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC})
+TRANSACTION_STATE_TOPIC = "__transaction_state"
+# Kafka's TransactionStateManager.transactionTopicConfigs: compacted, uncompressed (and its segment.bytes)
+TRANSACTION_STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "uncompressed"}
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
 MAX_TOPIC_NAME = 249
 # ReplicationControlManager.MAX_PARTITIONS_PER_BATCH (and QuorumController.MAX_RECORDS_PER_USER_OP).
 MAX_PARTITIONS_PER_REQUEST = 10_000
@@ -690,6 +693,8 @@ class Cluster(TopicIndex):
     def _lost_configs(self, name: str) -> dict[str, str]:
         if name == OFFSETS_TOPIC:
             return dict(OFFSETS_TOPIC_CONFIGS)
+        if name == TRANSACTION_STATE_TOPIC:
+            return dict(TRANSACTION_STATE_TOPIC_CONFIGS)
         log.error("topic %s rebuilt without its configs (no partition.metadata keeps them): it now has the broker "
                   "defaults; set its configs again if it had any", name)
         return {}

@@ -10,6 +10,7 @@ them removes the group (apache/kafka ClassicGroup.validateDeleteGroup, createGro
 
 from __future__ import annotations
 
+from herd.coordinator import offsets
 from herd.coordinator.context import ShardContext
 from herd.coordinator.errors import ErrorCode
 from herd.coordinator.group import ClassicGroup
@@ -99,7 +100,7 @@ def _delete_one(ctx: ShardContext, group_id: str, fx: Effects) -> ErrorCode:
         return ErrorCode.GROUP_ID_NOT_FOUND
     if not group.is_in(GroupState.EMPTY):
         return ErrorCode.NON_EMPTY_GROUP
-    for topic, partition in sorted(ctx.offsets.get(group_id, {})):
+    for topic, partition in offsets.group_offset_keys(ctx, group_id):  # committed and pending (deleteAllOffsets)
         fx.records.append(offset_tombstone(group_id, topic, partition))
     fx.records.append(group_tombstone(group_id))
     return ErrorCode.NONE

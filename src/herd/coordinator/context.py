@@ -1,4 +1,5 @@
-"""The state one shard's handlers share: config, clock, timer, id factory, groups, offsets, history.
+"""The state one shard's handlers share: config, clock, timer, id factory, groups, offsets (committed and
+pending transactional), history.
 
 Handler modules (membership, static, offsets, admin, rebalance) are functions over a `ShardContext`;
 `GroupCoordinatorShard` owns one and is the only public entry point.
@@ -21,6 +22,7 @@ from herd.coordinator.records import (
     group_metadata_record,
 )
 from herd.coordinator.timer import Clock, Timer
+from herd.coordinator.txn_offsets import TxnOffsets
 from kio.static.primitive import i32, i64
 
 
@@ -37,6 +39,8 @@ class ShardContext:
     """Pre-registered static members per group id (KIP-469, preregistration.py); groups need not exist."""
     expected_holds: dict[str, int] = field(default_factory=dict)
     """Groups holding arrived pre-registered members without a rebalance, and when the hold ends."""
+    txn: TxnOffsets = field(default_factory=TxnOffsets)
+    """Pending transactional offsets (TxnOffsetCommit, KIP-98/KIP-447; txn_offsets.py)."""
 
     def now(self) -> int:
         return self.clock.now_ms()

@@ -24,17 +24,33 @@ when OffsetCommit v2-v4 carried a retention time), a deletion emits tombstones, 
 So the answer follows durability, and loading a partition runs the same code.
 
 Fetch answers -1 with empty metadata for a partition without an offset, and every committed offset of the
-group when no topics are named. `require_stable` (v7+) waits for pending transactional offsets in Kafka;
-herd has none, so every committed offset is stable and reads already wait behind pending writes.
+group when no topics are named. With `require_stable` (v7+, KIP-447) a partition that has a pending
+transactional offset answers UNSTABLE_OFFSET_COMMIT with offset -1 instead (the client retries); reads
+already wait behind pending writes, as Kafka's require_stable fetch, a write operation, does.
+
+TxnOffsetCommit (OffsetMetadataManager.commitTransactionalOffset, validateTransactionalOffsetCommit): an
+unknown group is accepted with generation < 0 (replay creates a simple group) and gets ILLEGAL_GENERATION
+otherwise, on every version; a known group is checked by ClassicGroup.validateOffsetCommit with
+isTransactional=true: Dead COORDINATOR_NOT_AVAILABLE; generation < 0 on an Empty group accepted; with a
+generation, member id or instance id, UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID then ILLEGAL_GENERATION (KIP-447
+fencing of zombie consumers); with none of them (v0-2 carry none) accepted in any state; no
+REBALANCE_IN_PROGRESS and no session kept alive. Each partition is written as an OffsetCommitValue v3 stamped
+now (no expire timestamp), metadata too long gets OFFSET_METADATA_TOO_LARGE; the records form one
+transactional batch of the request's producer (`Result.transaction`) and stay pending (txn_offsets.py) until
+the transaction's marker commits or aborts them. A producer epoch older than one the producer already used in
+this partition gets INVALID_PRODUCER_EPOCH on every partition and nothing is written (Kafka's log refuses the
+batch; txn_offsets.py); KIP-890's verification that the transaction holds the partition is the transaction
+coordinator's.
 
 OffsetDelete: an unknown or Dead group gets GROUP_ID_NOT_FOUND; a group with members gets NON_EMPTY_GROUP
 unless it is a "consumer" group, whose subscribed topics get GROUP_SUBSCRIBED_TO_TOPIC per partition; any
-other partition is answered NONE and gets a tombstone if it has an offset. The group itself stays, even
-with no offsets left (offset retention deletes it later if it is Empty).
+other partition is answered NONE and gets a tombstone if it has an offset, committed or pending. The group
+itself stays, even with no offsets left (offset retention deletes it later if it is Empty).
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from functools import partial
 
@@ -51,9 +67,18 @@ from herd.coordinator.records import (
     offset_commit_record,
     offset_tombstone,
 )
-from herd.coordinator.requests import CommitPartition, FetchGroup, OffsetCommit, OffsetDelete, OffsetFetch
+from herd.coordinator.requests import (
+    CommitPartition,
+    CompleteTransaction,
+    FetchGroup,
+    OffsetCommit,
+    OffsetDelete,
+    OffsetFetch,
+    TxnOffsetCommit,
+)
 from herd.coordinator.responses import (
     CommitPartitionResponse,
+    CompleteTransactionResponse,
     CommitTopicResponse,
     DeletePartitionResponse,
     DeleteTopicResponse,
@@ -65,9 +90,11 @@ from herd.coordinator.responses import (
     OffsetFetchResponse,
     error_response,
 )
-from herd.coordinator.result import Effects, Reply, Result
+from herd.coordinator.result import Effects, Marker, Reply, Result
 from herd.coordinator.state import GroupState
 from herd.coordinator.subscriptions import is_subscribed, uses_consumer_protocol
+
+log = logging.getLogger(__name__)
 
 NO_EXPIRE_TIMESTAMP = -1
 DEFAULT_RETENTION_TIME = -1
@@ -147,9 +174,10 @@ def _validate_commit(ctx: ShardContext, req: OffsetCommit) -> ErrorCode | None:
 
 
 def validate_group_commit(
-    group: ClassicGroup, member_id: str, instance_id: str | None, generation: int
+    group: ClassicGroup, member_id: str, instance_id: str | None, generation: int, *, transactional: bool = False
 ) -> ErrorCode | None:
-    """ClassicGroup.validateOffsetCommit (non-transactional)."""
+    """ClassicGroup.validateOffsetCommit; a transactional commit is neither refused for lacking a member (older
+    TxnOffsetCommit versions carry none) nor during CompletingRebalance."""
     if group.is_in(GroupState.DEAD):
         return ErrorCode.COORDINATOR_NOT_AVAILABLE
     if generation < 0 and group.is_in(GroupState.EMPTY):
@@ -160,9 +188,9 @@ def validate_group_commit(
             return member_error
         if generation != group.generation_id:
             return ErrorCode.ILLEGAL_GENERATION
-    elif not group.is_in(GroupState.EMPTY):
+    elif not transactional and not group.is_in(GroupState.EMPTY):
         return ErrorCode.UNKNOWN_MEMBER_ID
-    if group.is_in(GroupState.COMPLETING_REBALANCE):
+    if not transactional and group.is_in(GroupState.COMPLETING_REBALANCE):
         return ErrorCode.REBALANCE_IN_PROGRESS
     return None
 
@@ -179,22 +207,70 @@ def _validate_member(group: ClassicGroup, member_id: str, instance_id: str | Non
     return None
 
 
+# --- TxnOffsetCommit --------------------------------------------------------------------------------
+
+
+def txn_commit(ctx: ShardContext, req: TxnOffsetCommit, handle: object) -> Result:
+    """Stage the request's offsets as one transactional batch of its producer (see the module docstring)."""
+    error = _validate_txn_commit(ctx, req)
+    records: list[Record] = []
+    now = ctx.now()
+    topics = tuple(
+        CommitTopicResponse(topic.name, tuple(
+            _commit_partition(ctx, req.group_id, topic.name, p, error, now, NO_EXPIRE_TIMESTAMP, records)
+            for p in topic.partitions))
+        for topic in req.topics
+    )
+    response = OffsetCommitResponse(topics=topics)
+    if not records:
+        return Result(replies=(Reply(handle, response),))
+    if ctx.txn.stale_epoch(req.producer_id, req.producer_epoch):  # what the log would refuse the batch with
+        log.info("group %s: refusing offsets of producer %d at epoch %d, an older epoch than it used here",
+                 req.group_id, req.producer_id, req.producer_epoch)
+        return Result(replies=(Reply(handle, error_response(response, ErrorCode.INVALID_PRODUCER_EPOCH)),))
+    return Result(tuple(records), (Reply(handle, response),), lambda err: _commit_failed(handle, response, err),
+                  (req.producer_id, req.producer_epoch))
+
+
+def _validate_txn_commit(ctx: ShardContext, req: TxnOffsetCommit) -> ErrorCode | None:
+    group = ctx.groups.get(req.group_id)
+    if group is None:
+        return None if req.generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
+    return validate_group_commit(group, req.member_id, req.group_instance_id, req.generation_id, transactional=True)
+
+
+def complete_transaction(ctx: ShardContext, req: CompleteTransaction, handle: object) -> Result:
+    """The marker to write for a transaction the transaction coordinator completed (Kafka's
+    CoordinatorRuntime.completeTransaction); the runtime writes it and replays it with
+    `replay_end_transaction_marker`. The answer (CompleteTransactionResponse) waits for it to be durable."""
+    return Result(replies=(Reply(handle, CompleteTransactionResponse()),),
+                  marker=Marker(req.producer_id, req.producer_epoch, req.commit, req.coordinator_epoch))
+
+
 # --- OffsetFetch ------------------------------------------------------------------------------------
 
 
 def fetch(ctx: ShardContext, req: OffsetFetch, handle: object) -> Result:
-    response = OffsetFetchResponse(groups=tuple(_fetch_group(ctx, g) for g in req.groups))
+    response = OffsetFetchResponse(groups=tuple(_fetch_group(ctx, g, req.require_stable) for g in req.groups))
     return Result(replies=(Reply(handle, response),))
 
 
-def _fetch_group(ctx: ShardContext, req: FetchGroup) -> FetchGroupResponse:
+def _fetch_group(ctx: ShardContext, req: FetchGroup, require_stable: bool) -> FetchGroupResponse:
     group = ctx.groups.get(req.group_id)
     dead = group is not None and group.is_in(GroupState.DEAD)  # Kafka: GROUP_ID_NOT_FOUND, answered as unknown
     offsets = {} if dead else ctx.offsets.get(req.group_id, {})
+    txn = ctx.txn
+    open_group = require_stable and txn.holds_group(req.group_id)
+
+    def partition(topic: str, index: int) -> FetchPartitionResponse:
+        if open_group and txn.holds(req.group_id, topic, index):
+            return FetchPartitionResponse(index, error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT)
+        return _partition(offsets, topic, index)
+
     if req.topics is None:
-        return FetchGroupResponse(req.group_id, _all_offsets(offsets))
+        return FetchGroupResponse(req.group_id, _all_offsets(offsets, partition))
     topics = tuple(
-        FetchTopicResponse(t.name, tuple(_partition(offsets, t.name, p) for p in t.partition_indexes))
+        FetchTopicResponse(t.name, tuple(partition(t.name, p) for p in t.partition_indexes))
         for t in req.topics
     )
     return FetchGroupResponse(req.group_id, topics)
@@ -207,12 +283,15 @@ def _partition(offsets: GroupOffsets, topic: str, partition: int) -> FetchPartit
     return FetchPartitionResponse(partition, value.offset, value.leader_epoch, value.metadata)
 
 
-def _all_offsets(offsets: GroupOffsets) -> tuple[FetchTopicResponse, ...]:
+def _all_offsets(offsets: GroupOffsets,
+                 partition: Callable[[str, int], FetchPartitionResponse]) -> tuple[FetchTopicResponse, ...]:
+    """Every committed offset of the group (Kafka's fetchAllOffsets: a partition with only a pending offset is
+    not listed)."""
     by_topic: dict[str, list[int]] = {}
-    for topic, partition in offsets:
-        by_topic.setdefault(topic, []).append(partition)
+    for topic, index in offsets:
+        by_topic.setdefault(topic, []).append(index)
     return tuple(
-        FetchTopicResponse(topic, tuple(_partition(offsets, topic, p) for p in sorted(parts)))
+        FetchTopicResponse(topic, tuple(partition(topic, p) for p in sorted(parts)))
         for topic, parts in by_topic.items()
     )
 
@@ -231,7 +310,7 @@ def delete(ctx: ShardContext, req: OffsetDelete, handle: object) -> Result:
     topics = []
     for topic in req.topics:
         subscribed = is_subscribed(group, topic.name)
-        partitions = tuple(_delete_partition(req.group_id, topic.name, p, subscribed, offsets, fx.records)
+        partitions = tuple(_delete_partition(ctx, req.group_id, topic.name, p, subscribed, offsets, fx.records)
                            for p in topic.partitions)
         topics.append(DeleteTopicResponse(topic.name, partitions))
     fx.reply(handle, OffsetDeleteResponse(topics=tuple(topics)))
@@ -247,11 +326,11 @@ def _validate_delete(group: ClassicGroup | None) -> ErrorCode | None:
     return None
 
 
-def _delete_partition(group_id: str, topic: str, partition: int, subscribed: bool, offsets: GroupOffsets,
-                      records: list[Record]) -> DeletePartitionResponse:
+def _delete_partition(ctx: ShardContext, group_id: str, topic: str, partition: int, subscribed: bool,
+                      offsets: GroupOffsets, records: list[Record]) -> DeletePartitionResponse:
     if subscribed:
         return DeletePartitionResponse(partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
-    if (topic, partition) in offsets:
+    if (topic, partition) in offsets or ctx.txn.holds(group_id, topic, partition):
         records.append(offset_tombstone(group_id, topic, partition))
     return DeletePartitionResponse(partition)
 
@@ -260,26 +339,59 @@ def _delete_partition(group_id: str, topic: str, partition: int, subscribed: boo
 
 
 def on_topics_deleted(ctx: ShardContext, topics: frozenset[str]) -> Result:
-    """Kafka's OffsetMetadataManager.onPartitionsDeleted: a tombstone for every committed offset of the deleted
-    topics, in every group of this shard. The groups stay; an Empty group left without offsets is deleted by
-    the next retention check, as in Kafka (retention.py)."""
-    records = tuple(offset_tombstone(group_id, topic, partition)
-                    for group_id, group_offsets in ctx.offsets.items()
-                    for topic, partition in group_offsets if topic in topics)
-    return Result(records=records)
+    """Kafka's OffsetMetadataManager.onPartitionsDeleted: a tombstone for every committed or pending offset of
+    the deleted topics, in every group of this shard (one per partition). The groups stay; an Empty group left
+    without offsets is deleted by the next retention check, as in Kafka (retention.py)."""
+    keys = {(group_id, topic, partition)
+            for group_id, group_offsets in ctx.offsets.items()
+            for topic, partition in group_offsets if topic in topics}
+    keys.update((group_id, topic, partition)
+                for group_id in ctx.txn.open
+                for topic, partition in ctx.txn.open_keys(group_id) if topic in topics)
+    return Result(records=tuple(offset_tombstone(*key) for key in sorted(keys)))
+
+
+def group_offset_keys(ctx: ShardContext, group_id: str) -> list[tuple[str, int]]:
+    """Every partition of the group with an offset, committed or pending, sorted (DeleteGroups writes a tombstone
+    for each: Kafka's deleteAllOffsets)."""
+    return sorted(set(ctx.offsets.get(group_id, ())).union(ctx.txn.open_keys(group_id)))
 
 
 # --- replay -----------------------------------------------------------------------------------------
 
 
-def replay_offset(ctx: ShardContext, key: bytes, value: bytes | None) -> None:
-    """Apply one OffsetCommit record (a tombstone deletes). A value for a group that does not exist creates
-    a simple group, as Kafka's replay does. Raises ValueError if the record does not decode."""
+def replay_offset(ctx: ShardContext, key: bytes, value: bytes | None, producer_id: int = -1,
+                  producer_epoch: int = -1) -> None:
+    """Apply one OffsetCommit record (a tombstone deletes, pending offsets of the partition too). A value for a
+    group that does not exist creates a simple group, as Kafka's replay does. A value of a transactional batch
+    (`producer_id` >= 0) is pending until its marker (txn_offsets.py). Raises ValueError if the record does
+    not decode."""
     group_id, topic, partition, offset = decode_offset_commit(key, value)
+    txn = ctx.txn
     if offset is None:
         _remove(ctx, group_id, topic, partition)
+        if txn:
+            txn.deleted(group_id, (topic, partition))
+    elif producer_id >= 0:
+        _ensure_group(ctx, group_id)
+        txn.stage(producer_id, group_id, (topic, partition), offset)
+        txn.saw_epoch(producer_id, producer_epoch)
     else:
         _offsets_of(ctx, group_id)[(topic, partition)] = offset
+        if txn:
+            txn.committed(group_id, (topic, partition))
+
+
+def replay_end_transaction_marker(ctx: ShardContext, producer_id: int, commit: bool, producer_epoch: int = -1) -> None:
+    """Kafka's replayEndTransactionMarker: the producer's pending offsets become committed (COMMIT) or vanish
+    (ABORT). A marker of a producer without pending offsets changes nothing but the producer's epoch."""
+    ctx.txn.saw_epoch(producer_id, producer_epoch)
+    done = ctx.txn.complete(producer_id, commit)
+    for group_id, key, value in done:
+        _offsets_of(ctx, group_id)[key] = value
+    if done:
+        log.debug("producer %d: transaction %s, %d offsets committed", producer_id,
+                  "committed" if commit else "aborted", len(done))
 
 
 def replay_loaded_batch(ctx: ShardContext, records: list[tuple[bytes, bytes | None]],
@@ -298,10 +410,15 @@ def _remove(ctx: ShardContext, group_id: str, topic: str, partition: int) -> Non
             del ctx.offsets[group_id]
 
 
-def _offsets_of(ctx: ShardContext, group_id: str) -> GroupOffsets:
-    """The group's offsets; a group that does not exist is created as a simple group (Kafka's replay)."""
+def _ensure_group(ctx: ShardContext, group_id: str) -> None:
+    """A group that does not exist is created as a simple group (Kafka's replay)."""
     if group_id not in ctx.groups:
         ctx.groups[group_id] = ClassicGroup(group_id, GroupState.EMPTY, ctx.now())
+
+
+def _offsets_of(ctx: ShardContext, group_id: str) -> GroupOffsets:
+    """The group's offsets; a group that does not exist is created as a simple group (Kafka's replay)."""
+    _ensure_group(ctx, group_id)
     group_offsets = ctx.offsets.get(group_id)
     if group_offsets is None:
         group_offsets = ctx.offsets[group_id] = {}

@@ -131,6 +131,35 @@ class OffsetCommit:
     client_host: str = ""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TxnOffsetCommit:
+    """TxnOffsetCommit v0-5. v0-2 carry no generation, member or instance (KIP-447 added them in v3): the API
+    layer leaves the defaults, which the core accepts unless the group is Dead."""
+
+    transactional_id: str
+    group_id: str
+    producer_id: int
+    producer_epoch: int
+    generation_id: int = -1
+    member_id: str = UNKNOWN_MEMBER_ID
+    group_instance_id: str | None = None
+    topics: tuple[CommitTopic, ...] = ()
+    api_version: int = 5
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompleteTransaction:
+    """Write a transaction's marker into this partition (Kafka's GroupCoordinator.completeTransaction: the
+    transaction coordinator's WriteTxnMarkers for a `__consumer_offsets` partition)."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int = 0
+
+
 @dataclass(frozen=True, slots=True)
 class FetchTopic:
     name: str

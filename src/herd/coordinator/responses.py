@@ -198,6 +198,13 @@ class ListConfiguredGroupsResponse:
     group_ids: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompleteTransactionResponse:
+    """The transaction's marker is written and durable (error NONE), or why not."""
+
+    error_code: int = ErrorCode.NONE
+
+
 def error_response(response: object, code: int) -> object:
     """`response` with `code` as its error (top level, per member, per partition as the API has it)."""
     match response:
@@ -226,7 +233,7 @@ def error_response(response: object, code: int) -> object:
             return ListGroupsResponse(error_code=code)
         case OffsetDeleteResponse():
             return OffsetDeleteResponse(error_code=code)
-        case AlterGroupConfigsResponse() | DescribeGroupConfigsResponse():
+        case AlterGroupConfigsResponse() | DescribeGroupConfigsResponse() | CompleteTransactionResponse():
             return type(response)(error_code=code)
     return response
 

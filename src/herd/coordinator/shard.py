@@ -2,19 +2,25 @@
 
 How the runtime drives it:
 - Requests: `join_group(req, reply)`, `sync_group`, `heartbeat`, `leave_group`, `describe_groups`,
-  `list_groups`, `delete_groups`, `offset_commit`, `offset_fetch`, `offset_delete`, `alter_group_configs`,
+  `list_groups`, `delete_groups`, `offset_commit`, `txn_offset_commit`, `offset_fetch`, `offset_delete`,
+  `alter_group_configs`,
   `describe_group_configs` (GROUP resources: KIP-469 pre-registration). `reply` is the runtime's opaque
   handle; every call returns a `Result` whose `replies` pair handles with responses. A parked
   JoinGroup/SyncGroup has no reply in its own Result; its reply shows up in a later Result (another
   member's request or a timer).
-- Results: append `result.records`, call `replay(record)` for each one, and release `result.replies`
-  once everything appended up to this Result is durable. If the append fails, drop those replies and
-  handle `on_append_failed(result, error_code)` instead.
+- Results: append `result.records`, call `replay(record)` for each one (`replay(record, producer_id,
+  producer_epoch)` when the Result has a `transaction`: TxnOffsetCommit, appended as one transactional batch of
+  that producer), and release `result.replies` once everything appended up to this Result is durable. If the
+  append fails, drop those replies and handle `on_append_failed(result, error_code)` instead.
+- Transactions: `complete_transaction(req, reply)` returns a Result with a `marker` and no records: append it
+  as a control batch, call `replay_end_transaction_marker(producer_id, commit, producer_epoch)` (Kafka's
+  GroupCoordinatorShard.replayEndTransactionMarker), release the reply once durable.
 - Timers: the shard schedules keyed operations on the injected `Timer`; when one comes due the
   runtime calls it and treats its `Result` exactly like a handler's.
 - Load: `replay_loaded_batch([(key, value), ...])` for every batch of the partition (the same as
-  `replay(Record(key, value))` for each record, faster, skipping undecodable records with a warning),
-  then `on_loaded()`, which also starts the periodic offset-retention cleanup (retention.py).
+  `replay(Record(key, value))` for each record, faster, skipping undecodable records with a warning; with the
+  batch's producer id and epoch if it is transactional), `replay_end_transaction_marker` for every control
+  batch, then `on_loaded()`, which also starts the periodic offset-retention cleanup (retention.py).
   Unload: `on_unloaded()`.
 
 Replay and live state. Offsets and group deletion are event-sourced: handlers only emit records and
@@ -54,6 +60,7 @@ from herd.coordinator.records import (
 )
 from herd.coordinator.requests import (
     AlterGroupConfigs,
+    CompleteTransaction,
     DeleteGroups,
     DescribeGroupConfigs,
     DescribeGroups,
@@ -66,6 +73,7 @@ from herd.coordinator.requests import (
     OffsetDelete,
     OffsetFetch,
     SyncGroup,
+    TxnOffsetCommit,
 )
 from herd.coordinator.responses import JoinGroupResponse, SyncGroupResponse, error_response
 from herd.coordinator.result import Effects, Reply, Result
@@ -129,6 +137,13 @@ class GroupCoordinatorShard:
     def offset_commit(self, req: OffsetCommit, reply: object) -> Result:
         return offsets.commit(self._ctx, req, reply)
 
+    def txn_offset_commit(self, req: TxnOffsetCommit, reply: object) -> Result:
+        return offsets.txn_commit(self._ctx, req, reply)
+
+    def complete_transaction(self, req: CompleteTransaction, reply: object) -> Result:
+        """A transaction is complete: its marker to write here (`Result.marker`), answered once durable."""
+        return offsets.complete_transaction(self._ctx, req, reply)
+
     def offset_fetch(self, req: OffsetFetch, reply: object) -> Result:
         return offsets.fetch(self._ctx, req, reply)
 
@@ -169,19 +184,20 @@ class GroupCoordinatorShard:
 
     # --- replay and load -----------------------------------------------------------------------
 
-    def replay(self, record: Record) -> None:
-        """Apply one record. Records live state already reflects (`applied`) are skipped."""
+    def replay(self, record: Record, producer_id: int = -1, producer_epoch: int = -1) -> None:
+        """Apply one record (`producer_id`, `producer_epoch`: of its batch if transactional, else -1). Records
+        live state already reflects (`applied`) are skipped."""
         if not record.applied:
-            self.replay_loaded(record.key, record.value)
+            self.replay_loaded(record.key, record.value, producer_id, producer_epoch)
 
-    def replay_loaded(self, key: bytes, value: bytes | None) -> None:
+    def replay_loaded(self, key: bytes, value: bytes | None, producer_id: int = -1, producer_epoch: int = -1) -> None:
         """Apply one record read back from the log (what `replay` does for a record that is not `applied`).
         Raises ValueError for a record that cannot be decoded."""
         if len(key) < 2:
             raise ValueError(f"a {len(key)}-byte key has no record type")
         kind = record_type(key)
         if kind in OFFSET_COMMIT_KEY_TYPES:
-            offsets.replay_offset(self._ctx, key, value)
+            offsets.replay_offset(self._ctx, key, value, producer_id, producer_epoch)
         elif kind == GROUP_METADATA_KEY_TYPE:
             self._replay_group(Record(key, value))
         elif kind == EXPECTED_MEMBERS_KEY_TYPE:
@@ -189,10 +205,27 @@ class GroupCoordinatorShard:
         else:
             log.warning("skipping __consumer_offsets record of unknown type %d", kind)
 
-    def replay_loaded_batch(self, records: list[tuple[bytes, bytes | None]]) -> int:
-        """`replay_loaded` for each (key, value) of one batch read back from the log, faster; a record that
-        cannot be decoded is skipped with a warning. Returns how many were skipped."""
-        return offsets.replay_loaded_batch(self._ctx, records, self.replay_loaded)
+    def replay_loaded_batch(self, records: list[tuple[bytes, bytes | None]], producer_id: int = -1,
+                            producer_epoch: int = -1) -> int:
+        """`replay_loaded` for each (key, value) of one batch read back from the log (`producer_id` >= 0 for a
+        transactional batch), faster; a record that cannot be decoded is skipped with a warning. Returns how many
+        were skipped. While transactions hold offsets, and for a transactional batch, records are replayed one
+        by one (the fast path stores committed offsets without telling txn_offsets.py)."""
+        if producer_id < 0 and not self._ctx.txn.by_producer:
+            return offsets.replay_loaded_batch(self._ctx, records, self.replay_loaded)
+        skipped = 0
+        for key, value in records:
+            try:
+                self.replay_loaded(key, value, producer_id, producer_epoch)
+            except (ValueError, IndexError, KeyError) as error:
+                skipped += 1
+                log.warning("skipping an unreadable __consumer_offsets record: %s", error)
+        return skipped
+
+    def replay_end_transaction_marker(self, producer_id: int, commit: bool, producer_epoch: int = -1) -> None:
+        """A COMMIT or ABORT marker of `producer_id` (written at `producer_epoch`) is in the log: its pending
+        offsets become committed or vanish (txn_offsets.py); older epochs of the producer are fenced from now on."""
+        offsets.replay_end_transaction_marker(self._ctx, producer_id, commit, producer_epoch)
 
     def _replay_group(self, record: Record) -> None:
         group_id = decode_group_metadata_key(record.key).group
@@ -273,6 +306,7 @@ class GroupCoordinatorShard:
         self._ctx.timer.cancel(retention.RETENTION_KEY)
         self._ctx.groups.clear()
         self._ctx.offsets.clear()
+        self._ctx.txn.clear()
         self._ctx.expected.clear()
         self._ctx.expected_holds.clear()
         return fx.result()
@@ -284,6 +318,17 @@ class GroupCoordinatorShard:
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], object]:
         return dict(self._ctx.offsets.get(group_id, {}))
+
+    def pending_offsets(self, producer_id: int, group_id: str) -> dict[tuple[str, int], object]:
+        """The producer's pending transactional offsets in the group."""
+        return dict(self._ctx.txn.pending(producer_id, group_id))
+
+    def has_pending_offsets(self, group_id: str, topic: str, partition: int) -> bool:
+        return self._ctx.txn.holds(group_id, topic, partition)
+
+    def open_transactions(self) -> tuple[int, ...]:
+        """Producer ids holding pending offsets in this shard."""
+        return self._ctx.txn.producers()
 
     def size(self) -> tuple[int, int]:
         """(groups, committed offsets) the shard holds; a group known only by its committed offsets counts."""

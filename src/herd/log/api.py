@@ -146,6 +146,27 @@ class NotLeaderError(LogError):
     error_code = 6
 
 
+class InvalidProducerEpochError(LogError):
+    """A batch or marker from an older producer epoch than the partition last saw (INVALID_PRODUCER_EPOCH; Kafka's
+    ProducerAppendInfo.checkProducerEpoch answers a client so since 2.7, so that it can abort and retry)."""
+
+    error_code = 47
+
+
+class InvalidTxnStateError(LogError):
+    """A non-transactional batch from a producer whose transaction is ongoing in the partition (INVALID_TXN_STATE,
+    ProducerAppendInfo.appendDataBatch)."""
+
+    error_code = 48
+
+
+class TransactionCoordinatorFencedError(LogError):
+    """A marker written by a coordinator with an older coordinator epoch than the partition last saw for that
+    producer (TRANSACTION_COORDINATOR_FENCED, ProducerAppendInfo.checkCoordinatorEpoch)."""
+
+    error_code = 52
+
+
 class PartitionLog(Protocol):
     topic: str
     partition: int
@@ -170,6 +191,30 @@ class PartitionLog(Protocol):
     def append(self, records: bytes, now_ms: int) -> AppendResult:
         """Check and store one or more record batches; raises a LogError subclass and stores nothing if any
         batch is bad."""
+        ...
+
+    def append_control(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                       now_ms: int, *, transaction_version: int = 0) -> AppendResult:
+        """Append one control batch holding one EndTransactionMarker (COMMIT or ABORT, version 0) for the producer,
+        which ends its ongoing transaction in this partition (an abort is recorded in the aborted-transaction index).
+        A marker for a producer with no ongoing transaction here is appended all the same and changes only the
+        producer's epochs, as Kafka's. Raises InvalidProducerEpochError (an older producer epoch; with
+        `transaction_version` 2, KIP-890's rule: not newer, unless it repeats a marker already written),
+        TransactionCoordinatorFencedError (an older coordinator epoch) or the errors of `append`. A remote log
+        needs `wait_durable(result.last_offset + 1)` as for any append (herd.log.transactions)."""
+        ...
+
+    @property
+    def last_stable_offset(self) -> int:
+        """The offset below which every transaction is decided (Kafka's UnifiedLog.lastStableOffset): the first
+        offset of the earliest ongoing transaction (or, remote, of one whose marker is not yet committed) when
+        that is below the high watermark, else the high watermark."""
+        ...
+
+    def aborted_transactions(self, start: int, end: int) -> list[tuple[int, int]]:
+        """(producer id, first offset) of every aborted transaction that overlaps offsets [start, end): its marker
+        is at or after `start` and its first offset below `end` (Kafka's TransactionIndex.collectAbortedTxns),
+        in the order they were aborted. What a read_committed Fetch returns with the batches it read."""
         ...
 
     def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
@@ -275,6 +320,17 @@ class RemotePartitionLog(PartitionLog, Protocol):
         """The last batches of every idempotent producer, in offset order, from which a new leader (or one that
         reloaded) rebuilds its duplicate detection before it appends. Raises KafkaStorageError or
         NotLeaderError."""
+        ...
+
+    async def load_transactions(self) -> None:
+        """Rebuild the log's transaction state (ongoing transactions, producers' epochs) from the stored batches,
+        as a new leader (or one that reloaded) must before it appends; awaited with `producer_state`. Raises
+        KafkaStorageError or NotLeaderError."""
+        ...
+
+    async def aborted_transactions_async(self, start: int, end: int) -> list[tuple[int, int]]:
+        """`aborted_transactions`, from the database when the range is older than what this leader keeps in
+        memory. Raises KafkaStorageError or NotLeaderError."""
         ...
 
     async def epoch_history(self) -> EpochHistory:

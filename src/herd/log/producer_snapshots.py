@@ -10,6 +10,10 @@ file is big-endian:
     version int16 (1) | crc uint32 | count int32 | count x (producer id int64 | epoch int16 | last sequence int32 |
     last offset int64 | offset delta int32 | timestamp int64 | coordinator epoch int32 | txn first offset int64)
 
+The producers that used transactions in the partition follow, one entry each with last offset -1, holding their
+coordinator epoch and the first offset of their ongoing transaction (herd.log.transactions), as Kafka's entries
+hold `coordinatorEpoch` and `currentTxnFirstOffset`.
+
 The CRC32C covers everything after itself. Kafka writes one entry per producer (its last batch); herd writes one
 per remembered batch, up to five per producer (Kafka's NUM_BATCHES_TO_RETAIN), oldest first, so that a retry of
 any of them is still recognised after a restart. A Kafka reader keeps the last entry of each producer id, which
@@ -58,10 +62,15 @@ def snapshot_offsets(fs: FileSystem, directory: str) -> list[int]:
     return sorted(int(n[:20]) for n in names if n.endswith(SUFFIX) and len(n) == size and n[:20].isdigit())
 
 
-def encode(batches: Iterable[ProducerBatch]) -> bytes:
-    """The snapshot file's bytes for `batches` (each producer's in offset order)."""
+def encode(batches: Iterable[ProducerBatch], transactions: Iterable[tuple[int, int, int, int]] = ()) -> bytes:
+    """The snapshot file's bytes for `batches` (each producer's in offset order) and, after them, one entry per
+    producer of the partition's transaction state (herd.log.transactions `entries()`: producer id, epoch,
+    coordinator epoch, first offset of its ongoing transaction or -1), with last offset -1 as Kafka writes the
+    entry of a producer whose only record is a marker."""
     entries = [_ENTRY.pack(b.producer_id, b.producer_epoch, b.last_sequence, b.last_offset,
                            b.last_offset - b.base_offset, b.max_timestamp, -1, -1) for b in batches]
+    entries += [_ENTRY.pack(pid, epoch, -1, -1, 0, -1, coordinator_epoch, first)
+                for pid, epoch, coordinator_epoch, first in transactions]
     body = struct.pack(">i", len(entries)) + b"".join(entries)
     return struct.pack(">hI", VERSION, crc32c.crc32c(body)) + body
 
@@ -89,6 +98,20 @@ def decode(data: bytes, *, log_append_time: bool, log_start_offset: int) -> list
     return out
 
 
+def decode_transactions(data: bytes) -> list[tuple[int, int, int, int]]:
+    """The transaction state entries (producer id, epoch, coordinator epoch, ongoing transaction's first offset)
+    of a snapshot file `encode` wrote; raises CorruptSnapshotError."""
+    decode(data, log_append_time=False, log_start_offset=0)  # the checks
+    return [(pid, epoch, coordinator_epoch, first)
+            for pid, epoch, _, last_offset, _, _, coordinator_epoch, first in _ENTRY.iter_unpack(data[_PREFIX.size:])
+            if last_offset < 0]
+
+
+def read_transactions(fs: FileSystem, directory: str, offset: int) -> list[tuple[int, int, int, int]]:
+    """`decode_transactions` of the snapshot at `offset`; raises CorruptSnapshotError, OSError."""
+    return decode_transactions(read_whole(fs, snapshot_path(directory, offset)))
+
+
 def read(fs: FileSystem, directory: str, offset: int, *, log_append_time: bool,
          log_start_offset: int) -> list[ProducerBatch]:  # fmt: skip
     """The batches of the snapshot at `offset`; raises CorruptSnapshotError, OSError if it cannot be read."""
@@ -96,11 +119,12 @@ def read(fs: FileSystem, directory: str, offset: int, *, log_append_time: bool,
     return decode(data, log_append_time=log_append_time, log_start_offset=log_start_offset)
 
 
-def write(fs: FileSystem, directory: str, offset: int, batches: Iterable[ProducerBatch], *, durable: bool) -> None:
+def write(fs: FileSystem, directory: str, offset: int, batches: Iterable[ProducerBatch], *, durable: bool,
+          transactions: Iterable[tuple[int, int, int, int]] = ()) -> None:
     """Write the snapshot at `offset` (a temporary file renamed into place, so a crash leaves the whole file or
     none). Without `durable` nothing is fsynced (a power cut may leave a file whose CRC fails): the caller fsyncs
     it with the log (`sync`). Raises OSError."""
-    write_atomically(fs, snapshot_path(directory, offset), encode(batches), durable=durable)
+    write_atomically(fs, snapshot_path(directory, offset), encode(batches, transactions), durable=durable)
 
 
 def sync(fs: FileSystem, directory: str, offset: int) -> None:

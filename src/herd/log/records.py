@@ -21,11 +21,26 @@ import threading
 from collections.abc import Callable, Iterator
 
 import cramjam
+import crc32c
 from kio._kio_native import read_signed_varint, read_signed_varlong
 from kio.serial.errors import DecodeError
 
 from herd.log.api import CorruptRecordError, InvalidRecordError, RecordTooLargeError
-from herd.log.batch import COMPRESSION_MASK, HEADER_SIZE, TIMESTAMP_TYPE_BIT, BatchHeader, check_crc, iter_headers
+from herd.log.batch import (
+    ATTRIBUTES_OFFSET,
+    COMPRESSION_MASK,
+    CONTROL_BIT,
+    CRC_OFFSET,
+    HEADER,
+    HEADER_SIZE,
+    LOG_OVERHEAD,
+    TIMESTAMP_TYPE_BIT,
+    TRANSACTIONAL_BIT,
+    BatchHeader,
+    check_crc,
+    iter_headers,
+    parse_header,
+)
 
 Buffer = bytes | bytearray | memoryview
 XERIAL_MAGIC = b"\x82SNAPPY\x00"
@@ -470,3 +485,84 @@ def _zigzag_column(first: int, count: int, size: int, j: int) -> bytes:
 
 _GROUPS = {(j, more): bytes((((2 * v) >> (7 * j)) & 0x7F) | more for v in range(64 << (7 * j)))
            for j in (0, 1) for more in (0, 0x80)}  # fmt: skip
+
+
+# -- control batches: transaction markers ----------------------------------------------------------------------------
+#
+# A transaction marker is a control batch (attributes: transactional | control) of the producer, with base sequence
+# -1 and one record whose key is the ControlRecordType (int16 version 0, int16 type: ABORT 0, COMMIT 1) and whose
+# value is the EndTransactionMarker (int16 version 0, int32 coordinator epoch): apache/kafka
+# clients/src/main/java/org/apache/kafka/common/record/ControlRecordType.java and EndTransactionMarker.java, written
+# as MemoryRecords.withEndTransactionMarker writes it (one record, offset and timestamp deltas 0, no headers).
+
+CONTROL_ABORT, CONTROL_COMMIT = 0, 1
+_CONTROL_KEY = struct.Struct(">hh")  # version, type
+_MARKER_VALUE = struct.Struct(">hi")  # version, coordinator epoch
+
+
+def _varint(value: int) -> bytes:
+    """`value` as a zigzag varint (Kafka's ByteUtils.writeVarint / writeVarlong)."""
+    zigzag = (value << 1) ^ (value >> 63)
+    out = bytearray()
+    while zigzag >= 0x80:
+        out.append((zigzag & 0x7F) | 0x80)
+        zigzag >>= 7
+    out.append(zigzag)
+    return bytes(out)
+
+
+def control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int, timestamp: int,
+                  partition_leader_epoch: int = -1) -> bytes:  # fmt: skip
+    """The bytes of one transaction marker batch (base offset 0: the log gives it its offset), CRC included."""
+    key = _CONTROL_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT)
+    value = _MARKER_VALUE.pack(0, coordinator_epoch)
+    body = (b"\x00" + _varint(0) + _varint(0) + _varint(len(key)) + key + _varint(len(value)) + value
+            + _varint(0))  # attributes, timestamp delta, offset delta, key, value, no headers
+    record = _varint(len(body)) + body
+    length = HEADER_SIZE - LOG_OVERHEAD + len(record)
+    header = bytearray(HEADER.pack(0, length, partition_leader_epoch, 2, 0, TRANSACTIONAL_BIT | CONTROL_BIT, 0,
+                                   timestamp, timestamp, producer_id, producer_epoch, -1, 1))
+    batch = header + record
+    struct.pack_into(">I", batch, CRC_OFFSET, crc32c.crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]))
+    return bytes(batch)
+
+
+def control_marker(batch: Buffer, header: BatchHeader | None = None) -> tuple[bool, int] | None:
+    """(commit, coordinator epoch) of a transaction marker batch; None for any other batch (not a control batch,
+    another control record type such as KRaft's, or a control batch emptied by compaction). `batch` holds the
+    batch at `header.position` (parsed here when `header` is None). Raises CorruptRecordError when the control
+    record cannot be read, InvalidRecordError when its marker value is too short (Kafka's
+    EndTransactionMarker.deserializeValue)."""
+    if header is None:
+        header = parse_header(batch)
+    if not header.attributes & CONTROL_BIT or header.record_count < 1:
+        return None
+    data = records_section(batch, header)
+    try:
+        length, size = read_signed_varint(data, 0)
+        pos = size + 1  # the attributes byte
+        _, size = read_signed_varlong(data, pos)
+        pos += size
+        _, size = read_signed_varint(data, pos)
+        pos += size
+        key_length, size = read_signed_varint(data, pos)
+        pos += size
+        key = bytes(data[pos:pos + max(key_length, 0)])
+        pos += max(key_length, 0)
+        value_length, size = read_signed_varint(data, pos)
+        pos += size
+        value = bytes(data[pos:pos + max(value_length, 0)])
+    except (DecodeError, ValueError) as error:
+        raise CorruptRecordError(f"control batch at offset {header.base_offset}: {error}") from error
+    if len(key) < _CONTROL_KEY.size:
+        raise CorruptRecordError(f"control batch at offset {header.base_offset} has a key of {len(key)} bytes")
+    _, kind = _CONTROL_KEY.unpack_from(key)
+    if kind not in (CONTROL_ABORT, CONTROL_COMMIT):
+        return None
+    if len(value) < _MARKER_VALUE.size:
+        raise InvalidRecordError(f"end transaction marker at offset {header.base_offset} has a value of "
+                                 f"{len(value)} bytes, at least {_MARKER_VALUE.size} needed")
+    version, coordinator_epoch = _MARKER_VALUE.unpack_from(value)
+    if version < 0:
+        raise InvalidRecordError(f"end transaction marker at offset {header.base_offset} has version {version}")
+    return kind == CONTROL_COMMIT, coordinator_epoch

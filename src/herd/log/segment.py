@@ -346,7 +346,7 @@ class Segment:
 
     def delete(self) -> None:
         self.close()
-        for suffix in (".log", ".index", ".timeindex"):
+        for suffix in (".log", ".index", ".timeindex", ".txnindex"):
             if self.fs.exists(self.path + suffix):
                 self.fs.remove(self.path + suffix)
 

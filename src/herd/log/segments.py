@@ -4,6 +4,7 @@
                                00000000000000000000.index       sparse offset index
                                00000000000000000000.timeindex   time index
                                00000000000000000000.snapshot    idempotent producers' state below that offset
+                               00000000000000000000.txnindex    aborted transactions whose markers are here
                                partition.checkpoint             "0 <log start offset> <recovery point>"
 
 Append: validate every batch (framing, magic, CRC32C, counts, size) before touching the disk, copy the request
@@ -39,6 +40,17 @@ the rolled segment) and on close (the log end, fsynced). `producer_state()` rebu
 latest readable snapshot and the batch headers after it. Snapshots outside [log start, log end] are deleted at
 open, and below the log start when retention or DeleteRecords moves it (`_delete_snapshots_below_start`).
 
+Transactions (herd.log.transactions; Kafka's ProducerStateManager, TransactionIndex, UnifiedLog.lastStableOffset):
+every append checks and records the producers' transactional batches and markers (`append_control`, or a control
+batch appended as bytes by a coordinator's writer); `last_stable_offset` is the first offset of the earliest
+ongoing transaction, or the log end. An aborted transaction is appended to the active segment's `.txnindex`
+(Kafka's 34-byte AbortedTxn entries) when its marker is, fsynced with the segment by the next flush, deleted with
+the segment by retention, merged when compaction merges segments, and kept in memory (a few ints per aborted
+transaction) for `aborted_transactions`. The producer snapshots also hold the transaction state (who has a
+transaction open since which offset, their epochs); at open it is rebuilt from the latest snapshot and the batch
+headers after it (markers read), index entries a crash lost are added again and entries beyond the log end
+dropped (`_load_transactions`).
+
 Timestamps (ListOffsets): each segment keeps its max timestamp and the base offset of the first batch that
 reached it. A lookup by time finds the first segment whose max reaches the target, the time index and batch
 headers find the batch, and that batch's records are decoded for the exact first record stamped >= the target
@@ -65,6 +77,7 @@ from herd.log.api import (
     AppendResult,
     KafkaStorageError,
     LogConfig,
+    LogError,
     OffsetOutOfRangeError,
     ProducerBatch,
     TimestampOffset,
@@ -79,8 +92,18 @@ from herd.log.batch import (
     set_log_append_time,
     validate_batches,
 )
-from herd.log.fs import FileSystem, write_atomically
-from herd.log.segment import CutBackFailed, Parts, Segment
+from herd.log.fs import FileSystem, read_whole, write_atomically
+from herd.log.records import control_batch, control_marker
+from herd.log.segment import CutBackFailed, Parts, Segment, segment_name
+from herd.log.transactions import (
+    ABORTED_ENTRY,
+    TXN_INDEX_SUFFIX,
+    AbortedTxn,
+    TransactionState,
+    collect_aborted,
+    decode_aborted,
+    encode_aborted,
+)
 
 log = logging.getLogger(__name__)
 _INT64 = struct.Struct(">q")
@@ -119,6 +142,9 @@ class SegmentLog:
         self.snapshot_source: Callable[[], list[ProducerBatch]] | None = None
         self._snapshots: list[int] = []  # offsets of the snapshot files, ascending
         self._unsynced_snapshots: list[int] = []  # offsets of those written at a roll, fsynced by the next flush
+        self.transactions = TransactionState()  # ongoing transactions, producers' epochs (herd.log.transactions)
+        self._aborted: dict[int, list[AbortedTxn]] = {}  # segment base -> its transaction index, in marker order
+        self._unsynced_txn_indexes: set[int] = set()  # segment bases whose .txnindex was appended to since a flush
 
     # -- opening -------------------------------------------------------------------------------------------------
 
@@ -142,6 +168,7 @@ class SegmentLog:
         opened._dir_dirty = True
         opened.report_errors = report_errors
         opened._snapshots = _usable_snapshots(fs, directory, opened.log_start_offset, opened.log_end_offset)
+        opened._load_transactions()
         opened.flush()  # makes the recovered state (truncations, rebuilt indexes) durable, writes the checkpoint
         return opened
 
@@ -164,8 +191,42 @@ class SegmentLog:
         return sum(s.size for s in self._segments)
 
     def append(self, records: bytes, now_ms: int) -> AppendResult:
+        return self._append(records, now_ms, 0)
+
+    def append_control(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                       now_ms: int, *, transaction_version: int = 0) -> AppendResult:
+        """PartitionLog.append_control: one marker batch, appended as any batch (so durable with the next flush)."""
+        self._check_usable()
+        batch = control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms, self.leader_epoch)
+        return self._append(batch, now_ms, transaction_version)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Never below the log start: a transaction whose first offset retention or DeleteRecords passed is
+        unstable from the log start on (UnifiedLog.maybeIncrementFirstUnstableOffset)."""
+        return max(self.transactions.last_stable_offset(self.log_end_offset), self._log_start)
+
+    def aborted_transactions(self, start: int, end: int) -> list[tuple[int, int]]:
+        """PartitionLog.aborted_transactions, from the segments' transaction indexes (kept in memory) from the
+        segment holding `start` on, stopping where an entry's last stable offset shows the rest is later
+        (LocalLog.collectAbortedTransactions)."""
+        out: list[tuple[int, int]] = []
+        if not self._aborted:
+            return out
+        for base in self._bases[self._segment_index(start):]:
+            found, complete = collect_aborted(self._aborted.get(base, ()), start, end)
+            out.extend(found)
+            if complete:
+                break
+        return out
+
+    def _append(self, records: bytes, now_ms: int, transaction_version: int) -> AppendResult:
         self._check_usable()
         headers = validate_batches(records, self.config.max_message_bytes)
+        producing = [(h, control_marker(records, h) if h.attributes & CONTROL_BIT else None)
+                     for h in headers if h.producer_id >= 0]
+        if producing:
+            self.transactions.check(producing, transaction_version)
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         first = offset = self.log_end_offset
         buf: bytearray | Parts
@@ -196,7 +257,43 @@ class SegmentLog:
         self._unflushed_messages += offset - first
         if self._first_unflushed_ms < 0:
             self._first_unflushed_ms = now_ms
+        if producing:
+            self._apply_transactions(producing, headers, first, now_ms)
         return AppendResult(first, offset - 1, append_time, self._log_start, offset - first)
+
+    def _apply_transactions(self, producing: list[tuple[BatchHeader, tuple[bool, int] | None]],
+                            headers: list[BatchHeader], first: int, now_ms: int) -> None:  # fmt: skip
+        """Record the producers' batches just appended from offset `first` in the transaction state, and the
+        transactions they aborted in the active segment's transaction index. A failed index write fails the
+        partition (KafkaStorageError; the batches are in the log): the recovery from disk rebuilds the index from
+        the markers after the last snapshot, which precedes this segment."""
+        bases, offset = {}, first
+        for header in headers:
+            bases[header.position] = offset
+            offset += header.record_count
+        self.transactions.expire(now_ms)
+        aborted = self.transactions.apply(producing, [bases[h.position] for h, _ in producing], now_ms)
+        if any(marker is not None for _, marker in producing):
+            self.transactions.last_stable_offset(self.log_end_offset)  # markers below the end are stable at once
+        if aborted:
+            base = self._bases[-1]
+            self._storage(lambda: self._add_aborted(base, aborted))
+
+    def _add_aborted(self, base: int, txns: list[AbortedTxn]) -> None:
+        """Append `txns` to the transaction index of the segment at `base` (file and memory). Raises OSError."""
+        path = self._txn_index_path(base)
+        if not self._fs.exists(path):
+            self._dir_dirty = True  # its directory entry is made durable by the next flush
+        f = self._fs.open(path, "a")
+        try:
+            f.append(encode_aborted(txns))
+        finally:
+            f.close()
+        self._aborted.setdefault(base, []).extend(txns)
+        self._unsynced_txn_indexes.add(base)
+
+    def _txn_index_path(self, base: int) -> str:
+        return posixpath.join(self._dir, segment_name(base) + TXN_INDEX_SUFFIX)
 
     def read(self, offset: int, max_bytes: int, *, min_one: bool = True) -> bytes:
         self._check_usable()
@@ -239,6 +336,9 @@ class SegmentLog:
         for segment in self._segments[self._segment_index(self._flushed) :]:
             self._storage_undone(segment.write_indexes)
             self._storage(segment.fsync)
+        while self._unsynced_txn_indexes:
+            path = self._txn_index_path(self._unsynced_txn_indexes.pop())
+            self._storage(lambda: _fsync_file(self._fs, path))
         self._sync_snapshots()
         if self._dir_dirty:
             self._storage(lambda: self._fs.fsync_dir(self._dir))
@@ -336,6 +436,60 @@ class SegmentLog:
         self._cold = None
         self._failed = self._failed or "closed"
 
+    # -- transactions ----------------------------------------------------------------------------------------------
+
+    def _load_transactions(self) -> None:
+        """At open: read the segments' transaction indexes (entries beyond the log end, whose markers a crash cut
+        off, are dropped and the file rewritten, as Kafka's TransactionIndex.truncateTo), then rebuild the
+        transaction state as Kafka's LogLoader rebuilds its producer state: from the latest snapshot holding it
+        and the batch headers after it, markers read (a few dozen bytes each). A transaction aborted after that
+        snapshot whose entry is missing from its segment's index (written, but not durable, before a crash) is
+        added again. Without a snapshot the headers of the whole log are read once (the next roll or close writes
+        one). Raises OSError."""
+        end = self.log_end_offset
+        for base, following in zip(self._bases, [*self._bases[1:], end], strict=True):
+            path = self._txn_index_path(base)
+            if not self._fs.exists(path):
+                continue
+            data = read_whole(self._fs, path)
+            entries = decode_aborted(data)
+            kept = [txn for txn in entries if base <= txn.last_offset < min(following, end)]
+            if len(kept) != len(entries) or len(data) != len(kept) * ABORTED_ENTRY.size:
+                log.warning("%s: %d entries of %s lie beyond the log (cut back after a crash) or are torn; "
+                            "dropped", self._dir, len(entries) - len(kept), path)
+                write_atomically(self._fs, path, encode_aborted(kept))
+            if kept:
+                self._aborted[base] = kept
+        start, entries = self._transactions_snapshot()
+        self.transactions.restore(entries)
+        for header in self._headers_from(start):
+            if header.producer_id < 0:
+                continue
+            marker = None
+            if header.attributes & CONTROL_BIT:
+                try:
+                    batch = self.read(header.base_offset, 0, min_one=True)
+                    marker = control_marker(batch)
+                except LogError as error:
+                    log.error("%s-%d: the control batch at offset %d cannot be read (%s); its transaction stays "
+                              "as it was", self.topic, self.partition, header.base_offset, error)
+                    continue
+            for txn in self.transactions.apply([(header, marker)], [header.base_offset], -1):
+                base = self._bases[self._segment_index(txn.last_offset)]
+                if txn not in self._aborted.get(base, ()):
+                    self._add_aborted(base, [txn])
+        self.transactions.last_stable_offset(end)
+
+    def _transactions_snapshot(self) -> tuple[int, list[tuple[int, int, int, int]]]:
+        """(offset, transaction state entries) of the latest snapshot that reads; (log start, []) if none does
+        (`producer_state` deletes the unreadable ones)."""
+        for offset in reversed(self._snapshots):
+            try:
+                return offset, producer_snapshots.read_transactions(self._fs, self._dir, offset)
+            except (producer_snapshots.CorruptSnapshotError, OSError):
+                continue
+        return self._log_start, []
+
     # -- idempotent producers' state ----------------------------------------------------------------------------
 
     def producer_state(self) -> list[ProducerBatch]:
@@ -393,7 +547,8 @@ class SegmentLog:
         if self.snapshot_source is None or (self._snapshots and self._snapshots[-1] >= offset):
             return
         try:
-            producer_snapshots.write(self._fs, self._dir, offset, self.snapshot_source(), durable=durable)
+            producer_snapshots.write(self._fs, self._dir, offset, self.snapshot_source(), durable=durable,
+                                     transactions=self.transactions.entries())
         except OSError as error:
             log.warning("%s-%d: the producer state snapshot at offset %d could not be written (%s); the next open "
                         "reads the log from an older one", self.topic, self.partition, offset, _describe(error))
@@ -476,6 +631,22 @@ class SegmentLog:
         self._segments[i:i + len(bases)] = [segment]
         self._bases[i:i + len(bases)] = [bases[0]]
         self._max_record = None
+        self._merge_txn_indexes(bases)
+
+    def _merge_txn_indexes(self, bases: tuple[int, ...]) -> None:
+        """After compaction put one segment in place of `bases`: their transaction indexes become its one (the
+        cleaner keeps markers, so the aborted transactions stay as they were), written before the others go."""
+        merged = [txn for base in bases for txn in self._aborted.pop(base, [])]
+        for base in bases:
+            self._unsynced_txn_indexes.discard(base)
+        if merged:
+            self._aborted[bases[0]] = merged
+            path = self._txn_index_path(bases[0])
+            self._storage(lambda: write_atomically(self._fs, path, encode_aborted(merged)))
+        for base in bases[1:] if merged else bases:
+            path = self._txn_index_path(base)
+            if self._fs.exists(path):
+                self._storage(lambda: self._fs.remove(path))
 
     def set_config(self, config: LogConfig) -> None:
         """PartitionLog.set_config: every use reads `config` when it acts, so the next append, roll, flush check
@@ -545,6 +716,8 @@ class SegmentLog:
         for segment in doomed:
             if segment is self._cold:
                 self._cold = None
+            self._aborted.pop(segment.base_offset, None)
+            self._unsynced_txn_indexes.discard(segment.base_offset)
             self._storage(segment.delete)
         self._dir_dirty = self._dir_dirty or bool(doomed)
         self._delete_snapshots_below_start()
@@ -645,6 +818,14 @@ def _read_checkpoint(fs: FileSystem, directory: str) -> tuple[int, int]:
     return int(fields[1]), int(fields[2])
 
 
+def _fsync_file(fs: FileSystem, path: str) -> None:
+    f = fs.open(path, "a")
+    try:
+        f.fsync()
+    finally:
+        f.close()
+
+
 def _usable_snapshots(fs: FileSystem, directory: str, log_start: int, log_end: int) -> list[int]:
     """The offsets of the producer state snapshots in [log_start, log_end]; the others are deleted (below the
     start: retention moved it past them; beyond the end: the log was cut back below them after a crash), as
@@ -665,7 +846,7 @@ def _segment_bases(fs: FileSystem, directory: str) -> list[int]:
     logs = {f"{b:020d}" for b in bases}
     for name in names:
         stem, _, suffix = name.partition(".")
-        if name.endswith(".tmp") or (suffix in ("index", "timeindex") and stem not in logs):
+        if name.endswith(".tmp") or (suffix in ("index", "timeindex", "txnindex") and stem not in logs):
             fs.remove(posixpath.join(directory, name))
     return bases
 

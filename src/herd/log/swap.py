@@ -13,7 +13,8 @@ import posixpath
 from herd.log.fs import FileSystem
 from herd.log.segment import segment_name
 
-SUFFIXES = (".index", ".timeindex", ".log")  # the log file is renamed last
+SUFFIXES = (".index", ".timeindex", ".log", ".txnindex")  # committed in this order; `.txnindex` is optional
+_OLD_SUFFIXES = ("log", "index", "timeindex", "txnindex")  # the files of a segment a swap replaces
 CLEANED = ".cleaned"  # written by a pass, not committed: removed by recovery
 SWAP = ".swap"  # `<base>.log.swap` etc.: data of a pass, committed once its manifest is renamed
 MANIFEST = ".swap"  # `<base>.swap` (no other dot): a committed swap, holding the group's end offset
@@ -25,9 +26,13 @@ def segment_file(directory: str, base: int, suffix: str) -> str:
 
 
 def commit_swap(fs: FileSystem, directory: str, base: int, end: int) -> None:
-    """Commit the cleaned files of the group [base, end) and swap them in for the segments they replace."""
+    """Commit the cleaned files of the group [base, end) and swap them in for the segments they replace. The
+    group's `.txnindex` (aborted transactions, herd.log.transactions) exists only if one of the replaced segments
+    had one; it goes through the same steps as the others."""
     for suffix in SUFFIXES:
-        fs.rename(segment_file(directory, base, suffix + CLEANED), segment_file(directory, base, suffix + SWAP))
+        cleaned = segment_file(directory, base, suffix + CLEANED)
+        if suffix != ".txnindex" or fs.exists(cleaned):
+            fs.rename(cleaned, segment_file(directory, base, suffix + SWAP))
     fs.fsync_dir(directory)
     fs.rename(segment_file(directory, base, MANIFEST + CLEANED), segment_file(directory, base, MANIFEST))
     fs.fsync_dir(directory)  # committed: from here on a crash finishes the swap
@@ -35,11 +40,18 @@ def commit_swap(fs: FileSystem, directory: str, base: int, end: int) -> None:
 
 
 def _finish_swap(fs: FileSystem, directory: str, base: int, end: int, names: list[str]) -> None:
-    """The steps after the commit point; idempotent, so recovery can run them again after a crash inside them."""
+    """The steps after the commit point; idempotent, so recovery can run them again after a crash inside them.
+
+    The old segments' files go first (the group's first segment's only while its new `.log` is still to be
+    renamed: that rename is what says they are gone), then the new files get their names, the log file before
+    the transaction index: a crash after the log's rename leaves `<base>.txnindex.swap` to be renamed by the
+    recovery, never an old `<base>.txnindex` taken for the new one (nor a new one removed as old). Without this
+    the recovery after a crash here left the replaced segments' `.txnindex` files without their `.log` and the
+    log's open deleted them as strays, losing their aborted transactions."""
     new_log_pending = fs.exists(segment_file(directory, base, ".log" + SWAP))
     for name in names:
         stem, _, suffix = name.partition(".")
-        if suffix in ("log", "index", "timeindex") and len(stem) == 20 and stem.isdigit():
+        if suffix in _OLD_SUFFIXES and len(stem) == 20 and stem.isdigit():
             old = int(stem)
             if base < old < end or (old == base and new_log_pending):
                 fs.remove(posixpath.join(directory, name))

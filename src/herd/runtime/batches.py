@@ -2,10 +2,24 @@
 
 Each `Result` of a shard becomes one uncompressed batch (`encode_batch`): its records in order, offsets
 0..n-1 relative to the batch (the log rewrites the base offset), every record stamped with the append
-time, no producer id, partition leader epoch 0. Loading walks the partition's batches (`decode_batches`)
-and yields `(key, value)` for every record; control batches (transaction markers) are skipped, and
-so are records without a key, which no coordinator writes. A compressed batch (which only another writer
-could have put there) is decompressed with the log's codecs.
+time, partition leader epoch 0, and no producer id, except for a TxnOffsetCommit's Result: that batch is
+transactional (attributes bit 4) with the producer's id and epoch and base sequence 0, as Kafka's
+CoordinatorRuntime builds it (apache/kafka coordinator-common/src/main/java/org/apache/kafka/coordinator/
+common/runtime/CoordinatorRuntime.java, the MemoryRecordsBuilder of a write with a producer id).
+
+A transaction's marker, written when the transaction coordinator completes a transaction that holds offsets
+here (`encode_control_batch`), is Kafka's MemoryRecords.withEndTransactionMarker: a control batch (attributes
+bits 4 and 5) of the producer's id and epoch, base sequence -1, one record whose key is ControlRecordType
+{version 0, type: ABORT 0, COMMIT 1} and whose value is EndTransactionMarker {version 0, coordinator epoch}
+(clients/src/main/java/org/apache/kafka/common/record/{MemoryRecords,EndTransactionMarker,ControlRecordType}
+.java).
+
+Loading walks the partition's batches (`read_batches`, Kafka's CoordinatorLoaderImpl): each yields its
+`(key, value)` records, its producer id if it is transactional (else -1), and for a control batch the
+transaction marker it holds (COMMIT True, ABORT False; decoded by the log's `records.control_marker`) instead of
+records. `decode_batches` is the same without the producer and the markers (control batches come out
+empty). Records without a key, which no coordinator writes, are skipped. A compressed batch (which only
+another writer could have put there) is decompressed with the log's codecs.
 
 The layout is Kafka's (clients/.../record/DefaultRecordBatch.java and DefaultRecord.java):
 
@@ -25,13 +39,15 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 import crc32c
 from kio._kio_native import read_signed_varint, read_signed_varlong
 
 from herd.coordinator import Record
+from herd.log import records as log_records
 from herd.log.api import LogError
-from herd.log.batch import COMPRESSION_MASK, CONTROL_BIT, HEADER_SIZE, parse_header
+from herd.log.batch import COMPRESSION_MASK, CONTROL_BIT, HEADER_SIZE, TRANSACTIONAL_BIT, parse_header
 from herd.log.records import records_section
 
 _PREFIX = struct.Struct(">qiib")  # base offset, length, leader epoch, magic
@@ -39,6 +55,7 @@ _BODY = struct.Struct(">hiqqqhii")  # attributes .. record count
 _CRC = struct.Struct(">I")
 _CRC_START = 21  # the CRC covers from the attributes to the end of the batch
 KeyValue = tuple[bytes, bytes | None]
+_new_tuple = tuple.__new__  # builds a NamedTuple from a tuple without its keyword-parsing __new__
 
 
 def _varint(n: int) -> bytes:
@@ -68,20 +85,87 @@ def _record(index: int, key: bytes, value: bytes | None) -> bytes:
     return _varint(len(body)) + body
 
 
-def encode_batch(records: Sequence[Record], now_ms: int) -> bytes:
-    """One v2 batch holding `records` (at least one), stamped `now_ms`."""
+def encode_batch(records: Sequence[Record], now_ms: int, producer_id: int = -1, producer_epoch: int = -1) -> bytes:
+    """One v2 batch holding `records` (at least one), stamped `now_ms`; transactional when `producer_id` >= 0."""
     if not records:
         raise ValueError("a batch needs at least one record")
     body = b"".join(_record(i, r.key, r.value) for i, r in enumerate(records))
-    after_crc = _BODY.pack(0, len(records) - 1, now_ms, now_ms, -1, -1, -1, len(records)) + body
+    if producer_id >= 0:
+        head = _BODY.pack(TRANSACTIONAL_BIT, len(records) - 1, now_ms, now_ms, producer_id, producer_epoch, 0,
+                          len(records))
+    else:
+        head = _BODY.pack(0, len(records) - 1, now_ms, now_ms, -1, -1, -1, len(records))
+    after_crc = head + body
     crc = crc32c.crc32c(after_crc)
     return _PREFIX.pack(0, len(after_crc) + 9, 0, 2) + _CRC.pack(crc) + after_crc
 
 
+class LoadedBatch(NamedTuple):
+    """One batch read back from a coordinator partition."""
+
+    next_offset: int
+    records: list[KeyValue]
+    producer_id: int
+    """-1 unless the batch is transactional"""
+    producer_epoch: int
+    """-1 unless the batch is transactional"""
+    marker: bool | None
+    """a control batch's marker: True COMMIT, False ABORT; None for any other batch"""
+
+
+def read_batches(data: bytes | memoryview) -> Iterator[LoadedBatch]:
+    """Every whole batch in `data`, for loading (see the module docstring); raises ValueError on a corrupt batch
+    or an unreadable control batch. A control batch whose record is not a transaction marker (Kafka's loader
+    ignores any other control type) comes out as a batch without records. `decode_batches`' loop, inlined
+    rather than shared: a partition of single-commit batches spends a good part of its load here."""
+    if not isinstance(data, bytes):
+        data = bytes(data)
+    new_batch, view, position = _new_tuple, memoryview(data), 0
+    while position < len(data):
+        try:
+            header = parse_header(data, position)
+        except LogError as error:
+            raise ValueError(str(error)) from error
+        if crc32c.crc32c(view[position + _CRC_START:header.end]) != header.crc:
+            raise ValueError(f"CRC32C mismatch in the batch at offset {header.base_offset}")
+        start, position, attributes = position, header.end, header.attributes
+        next_offset = header.base_offset + header.last_offset_delta + 1
+        if attributes & TRANSACTIONAL_BIT:
+            producer_id, producer_epoch = header.producer_id, header.producer_epoch
+        else:
+            producer_id = producer_epoch = -1
+        if attributes & CONTROL_BIT:
+            # helper A's decoder (issue 17: herd.log.records.control_marker(batch) -> (commit, coordinator epoch)
+            # or None), looked up when a control batch is met
+            marker = log_records.control_marker(data[start:position])
+            yield new_batch(LoadedBatch, (next_offset, [], producer_id, producer_epoch,
+                                          None if marker is None else marker[0]))
+        elif attributes & COMPRESSION_MASK:
+            section = bytes(records_section(data, header))
+            records = _records(section, 0, header.record_count, len(section))
+            yield new_batch(LoadedBatch, (next_offset, records, producer_id, producer_epoch, None))
+        else:
+            records = _records(data, start + HEADER_SIZE, header.record_count, position)
+            yield new_batch(LoadedBatch, (next_offset, records, producer_id, producer_epoch, None))
+
+
+_CONTROL_KEY = struct.Struct(">hh")  # version, type
+_MARKER_VALUE = struct.Struct(">hi")  # version, coordinator epoch
+
+
+def encode_control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                         now_ms: int) -> bytes:
+    """One control batch holding the end-transaction marker of `producer_id`, stamped `now_ms`."""
+    record = _record(0, _CONTROL_KEY.pack(0, 1 if commit else 0), _MARKER_VALUE.pack(0, coordinator_epoch))
+    after_crc = _BODY.pack(TRANSACTIONAL_BIT | CONTROL_BIT, 0, now_ms, now_ms, producer_id, producer_epoch, -1,
+                           1) + record
+    return _PREFIX.pack(0, len(after_crc) + 9, 0, 2) + _CRC.pack(crc32c.crc32c(after_crc)) + after_crc
+
+
 def decode_batches(data: bytes | memoryview) -> Iterator[tuple[int, list[KeyValue]]]:
-    """(next offset, [(key, value), ...]) for every whole batch in `data`; raises ValueError on a corrupt
-    batch. Loading replays each pair (`GroupCoordinatorShard.replay_loaded`). The log may hand out a view of
-    its read buffer: it is copied once here, so keys and values are `bytes`."""
+    """(next offset, [(key, value), ...]) for every whole batch in `data`, control batches without records;
+    raises ValueError on a corrupt batch. The log may hand out a view of its read buffer: it is copied once
+    here, so keys and values are `bytes`."""
     if not isinstance(data, bytes):
         data = bytes(data)
     position = 0

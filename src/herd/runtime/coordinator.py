@@ -27,11 +27,19 @@ import asyncio
 import logging
 from collections.abc import Iterable
 from functools import lru_cache
+from typing import Any
 
 from herd.cluster.topics import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, Cluster, Topic
 from herd.config import BrokerConfig
-from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, coordinator_partition
-from herd.log.api import LogError, NotLeaderError, as_remote
+from herd.coordinator import (
+    CoordinatorConfig,
+    CoordinatorError,
+    ErrorCode,
+    GroupCoordinatorShard,
+    coordinator_partition,
+)
+from herd.coordinator.requests import CompleteTransaction
+from herd.log.api import LogError, NotLeaderError, PartitionLog, as_remote
 from herd.runtime.commits import RemoteWriter, Writer
 from herd.runtime.flusher import Flusher
 from herd.runtime.recovery import Backoff
@@ -60,6 +68,9 @@ def _partition_of(group_id: str, partitions: int) -> int:
 
 
 class CoordinatorRuntime:
+    topic = OFFSETS_TOPIC  # the coordinator's partitions (runtime/transactions.py hosts __transaction_state)
+    _keys = "groups"  # what its partitions coordinate, for messages
+
     def __init__(self, cluster: Cluster, config: BrokerConfig, clock: WallClock | None = None) -> None:
         self._cluster = cluster
         self._broker_config = config
@@ -99,13 +110,16 @@ class CoordinatorRuntime:
 
     def _log_loaded(self, partitions: list[int], seconds: float) -> None:
         """The start-up summary: what the loaded partitions hold (a partition that failed logged why)."""
-        shards = [self.shards[p] for p in partitions if p in self.shards]
-        active = [s for s in shards if s.state is ShardState.ACTIVE]
+        active = self._active(partitions)
         sizes = [s.shard.size() for s in active]
         failed = len(partitions) - len(active)
         log.info("__consumer_offsets: %d partitions loaded in %.2f s (%d groups, %d committed offsets, %d records)%s",
                  len(active), seconds, sum(g for g, _ in sizes), sum(o for _, o in sizes),
                  sum(s.records for s in active), f"; {failed} not loaded" if failed else "")
+
+    def _active(self, partitions: list[int]) -> list[ShardRuntime]:
+        shards = [self.shards[p] for p in partitions if p in self.shards]
+        return [s for s in shards if s.state is ShardState.ACTIVE]
 
     def _ensure_topic(self) -> Topic:
         topic = self._cluster.get(OFFSETS_TOPIC)
@@ -120,24 +134,23 @@ class CoordinatorRuntime:
         """Host `partition`: its groups get COORDINATOR_LOAD_IN_PROGRESS until its log is replayed. `announce`:
         log one line when it is loaded (a coordinator move; the start-up loads are summed up in one line)."""
         if partition in self.shards:
-            raise ValueError(f"__consumer_offsets-{partition} is already hosted")
+            raise ValueError(f"{self.topic}-{partition} is already hosted")
         topic = self._ensure_topic()
         loop = asyncio.get_running_loop()
         max_batch = self._cluster.log_config(topic.configs).max_message_bytes
         partition_log = topic.partitions[partition]
         if partition_log is None:
-            raise ValueError(f"__consumer_offsets-{partition} is led by another node")
+            raise ValueError(f"{self.topic}-{partition} is led by another node")
         writer: Writer
         if partition_log.remote:
             writer = self._remote_writer = self._remote_writer or RemoteWriter(loop)
         else:
             writer = self._flusher = self._flusher or Flusher(loop)
         partition_log.report_errors = False  # `_shard_failed` reports them, with what the groups see
-        shard = ShardRuntime(partition, partition_log, config=self.config, clock=self.clock,
-                             loop=loop, max_batch_bytes=max_batch,
-                             delete_retention_ms=self._delete_retention_ms(topic), flusher=writer,
-                             on_failed=self._shard_failed,
-                             on_written=self._shard_written if self._backoff.failing(partition) else None)
+        shard = self._new_shard_runtime(partition, partition_log, loop=loop, max_batch_bytes=max_batch,
+                                        delete_retention_ms=self._delete_retention_ms(topic), flusher=writer,
+                                        on_failed=self._shard_failed,
+                                        on_written=self._shard_written if self._backoff.failing(partition) else None)
         self.shards[partition] = shard
         task = loop.create_task(shard.load())
         self._loads[partition] = task
@@ -146,6 +159,10 @@ class CoordinatorRuntime:
             started = loop.time()
             task.add_done_callback(lambda _: self._log_moved_in(shard, loop.time() - started))
         return task
+
+    def _new_shard_runtime(self, partition: int, partition_log: PartitionLog, **settings: Any) -> ShardRuntime:
+        """The runtime of one hosted partition (a subclass hosts another coordinator: runtime/transactions.py)."""
+        return ShardRuntime(partition, partition_log, config=self.config, clock=self.clock, **settings)
 
     def _log_moved_in(self, shard: ShardRuntime, seconds: float) -> None:
         """Kafka's "Finished loading offsets and group metadata from __consumer_offsets-N in X ms"."""
@@ -169,14 +186,15 @@ class CoordinatorRuntime:
         not failed but lost its partition: the cluster's view unloads it, nothing is reloaded."""
         partition = shard.partition
         if isinstance(error, NotLeaderError):
-            log.info("__consumer_offsets-%d is no longer led here (%s): %d pending requests answered NOT_COORDINATOR",
-                     partition, error, answered)
+            log.info("%s-%d is no longer led here (%s): %d pending requests answered NOT_COORDINATOR",
+                     self.topic, partition, error, answered)
             return
         now = self.clock.now_ms()
         if self._backoff.failed(partition, now):
-            log.error("__consumer_offsets-%d failed: %s; %d pending requests answered NOT_COORDINATOR, its groups "
+            log.error("%s-%d failed: %s; %d pending requests answered NOT_COORDINATOR, its %s "
                       "get NOT_COORDINATOR (FindCoordinator: COORDINATOR_NOT_AVAILABLE) until it is reloaded from "
-                      "disk, retried every %d ms or more", partition, error, answered, self._backoff.initial_ms)
+                      "disk, retried every %d ms or more", self.topic, partition, error, answered, self._keys,
+                      self._backoff.initial_ms)
         if self._closing or partition in self._reloads:
             return
         task = asyncio.get_running_loop().create_task(self._reload(shard))
@@ -185,7 +203,7 @@ class CoordinatorRuntime:
 
     def _shard_written(self, shard: ShardRuntime) -> None:
         if self._backoff.succeeded(shard.partition):
-            log.warning("__consumer_offsets-%d writes succeed again: its groups are served", shard.partition)
+            log.warning("%s-%d writes succeed again: its %s are served", self.topic, shard.partition, self._keys)
 
     async def _reload(self, shard: ShardRuntime) -> None:
         """Drop the failed `shard`, recover its log from disk if the log failed, and load the partition again;
@@ -204,7 +222,7 @@ class CoordinatorRuntime:
                 return  # another node leads it now; the cluster's view unloads it here
             except LogError as error:
                 if self._backoff.failed(partition, self.clock.now_ms()):
-                    log.error("__consumer_offsets-%d cannot be recovered from disk yet: %s", partition, error)
+                    log.error("%s-%d cannot be recovered from disk yet: %s", self.topic, partition, error)
                 continue
             del self.shards[partition]
             self.load_partition(partition)
@@ -227,8 +245,8 @@ class CoordinatorRuntime:
         group comes back at its last stored generation, its members' sessions re-armed). Returns once the load
         has started. Raises ValueError if the partition is not hosted here."""
         if partition not in self.shards:
-            raise ValueError(f"__consumer_offsets-{partition} is not hosted here")
-        log.info("__consumer_offsets-%d moves on demand: unloading it, loading it again after %d ms", partition,
+            raise ValueError(f"{self.topic}-{partition} is not hosted here")
+        log.info("%s-%d moves on demand: unloading it, loading it again after %d ms", self.topic, partition,
                  unavailable_ms)
         await self.unload_partition(partition)
         if unavailable_ms > 0:
@@ -287,6 +305,28 @@ class CoordinatorRuntime:
             if not shard.on_topics_deleted(deleted):
                 log.info("__consumer_offsets-%d is %s: offsets of deleted topics %s stay until they expire",
                          shard.partition, shard.state.value, sorted(deleted))
+
+    async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                                   coordinator_epoch: int = 0) -> None:
+        """Write the marker of `producer_id`'s transaction (COMMIT if `commit`) into `__consumer_offsets-<partition>`
+        and make its pending offsets there committed or gone (Kafka's GroupCoordinatorService.completeTransaction,
+        what WriteTxnMarkers does for a coordinator partition). Returns once the marker is durable; a partition
+        still loading is waited for. Raises CoordinatorError: NOT_COORDINATOR if the partition is not hosted
+        here or not active, or the mapped error of a failed write (the caller retries, as Kafka's marker
+        channel does)."""
+        load = self._loads.get(partition)
+        if load is not None:
+            await asyncio.shield(load)
+        shard = self.shards.get(partition)
+        if shard is None:
+            raise CoordinatorError(ErrorCode.NOT_COORDINATOR, f"__consumer_offsets-{partition} is not hosted here")
+        request = CompleteTransaction(producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
+                                      coordinator_epoch=coordinator_epoch)
+        outcome = shard.call(GroupCoordinatorShard.complete_transaction, request)
+        response = await outcome if isinstance(outcome, asyncio.Future) else outcome
+        if response.error_code:  # type: ignore[attr-defined]
+            raise CoordinatorError(ErrorCode(response.error_code),  # type: ignore[attr-defined]
+                                   f"the marker of producer {producer_id} was not written")
 
     def call_all(self, handler: Handler[Request], request: Request) -> list[object]:
         """`handler` on every active shard (ListGroups). Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)

@@ -12,8 +12,9 @@ herd replays before it writes, so replaying the log again is its way back to the
 
 Every Result, whether from a request handler or a timer operation, goes through `apply`, on the loop
 thread, synchronously:
-- with records: they are encoded as one v2 batch, replayed into the shard at once (so the next request
-  sees them), and staged for the writer; the Result's replies wait for the write to be durable;
+- with records: they are encoded as one v2 batch (transactional, of the Result's producer, for a
+  TxnOffsetCommit), replayed into the shard at once (so the next request sees them), and staged for the
+  writer; the Result's replies wait for the write to be durable;
 - without records: its replies are delivered at once if nothing is pending, else they queue behind the
   pending writes (a Result never overtakes an earlier write).
 
@@ -32,6 +33,13 @@ only fail for a disk error, which fails the shard: replaying first cannot leave 
 not in the log. A refused batch whose
 change live state had already made and no rollback undoes (`StateDiverged`) fails the shard too, so live state
 is always what replaying the log gives.
+
+Transactions: a Result with a `marker` (the core's `complete_transaction`, which the transaction coordinator
+asks for through `CoordinatorRuntime.complete_transaction`) is written as a control batch like any other
+batch, in order with the shard's other writes (never appended to the log from outside while the flusher
+writes it), and replayed with `replay_end_transaction_marker` when it is staged, as Kafka's
+CoordinatorRuntime.completeTransaction does. Loading replays control batches (`batches.read_batches`) the same
+way and transactional batches with their producer id.
 
 Replies are `ReplyHandle`s: a handle answered before its request's handler returned is returned as a
 plain response (no task, no future); otherwise the caller gets a future. Heartbeats, the most frequent
@@ -56,7 +64,7 @@ from herd.coordinator.result import Reply
 from herd.log.api import KafkaStorageError, LogError, PartitionLog, RemotePartitionLog
 from herd.log.batch import LOG_OVERHEAD, parse_header, peek_prefix
 from herd.log.compaction import DEFAULT_DELETE_RETENTION_MS
-from herd.runtime.batches import decode_batches, encode_batch
+from herd.runtime.batches import LoadedBatch, encode_batch, encode_control_batch, read_batches
 from herd.runtime.compactor import Compactor
 from herd.runtime.commits import Writer
 from herd.runtime.timer import AsyncioTimer, WallClock
@@ -164,13 +172,23 @@ class ShardRuntime:
         self._on_failed = on_failed  # (shard, error, requests answered with errors): the runtime reloads it
         self._on_written = on_written  # called after the first durable write, then cleared (recovery)
         self.timer = AsyncioTimer(loop, clock, self.apply)
-        self.shard = GroupCoordinatorShard(clock=clock, timer=self.timer, config=config)
+        self.shard = self._new_shard(clock, config)
         self._staged: list[_Pending] = []
         self._writer: asyncio.Task[None] | None = None
         self.writes = 0  # batches made durable (for tests and benchmarks)
         self.fsyncs = 0
         self.compactor = Compactor(partition_log, loop=loop, clock=clock, delete_retention_ms=delete_retention_ms,
                                    idle=lambda: self._writer is None, on_failure=self._compaction_failed)
+
+    topic = "__consumer_offsets"  # the partition's topic, for messages (runtime/transactions.py hosts another)
+
+    def _new_shard(self, clock: WallClock, config: CoordinatorConfig) -> GroupCoordinatorShard:
+        """The core this runtime drives (a subclass hosts another coordinator's: runtime/transactions.py)."""
+        return GroupCoordinatorShard(clock=clock, timer=self.timer, config=config)
+
+    def _deliver(self, replies: tuple[Reply, ...]) -> None:
+        """Release the replies of a Result whose records are durable (a subclass also acts on handles of its own)."""
+        deliver(replies)
 
     # -- requests ----------------------------------------------------------------------------------------------
 
@@ -214,7 +232,7 @@ class ShardRuntime:
         """Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS or NOT_COORDINATOR) unless the shard is active."""
         error = self.unavailable_error()
         if error is not None:
-            raise CoordinatorError(error, f"__consumer_offsets-{self.partition} is {self.state.value}")
+            raise CoordinatorError(error, f"{self.topic}-{self.partition} is {self.state.value}")
 
     @property
     def pending(self) -> bool:
@@ -231,25 +249,40 @@ class ShardRuntime:
         """Append (staged), replay and answer one Result; see the module docstring."""
         if self.state not in (ShardState.ACTIVE, ShardState.UNLOADING):
             self._reject(result)
+        elif result.marker is not None:
+            marker = result.marker
+            self.shard.replay_end_transaction_marker(marker.producer_id, marker.commit, marker.producer_epoch)
+            self._stage(_Pending(result, encode_control_batch(*marker, self._clock.now_ms())))
         elif result.records:
-            batch = encode_batch(result.records, self._clock.now_ms())
+            transaction = result.transaction
+            if transaction is None:
+                batch = encode_batch(result.records, self._clock.now_ms())
+            else:  # TxnOffsetCommit: one transactional batch of the producer
+                batch = encode_batch(result.records, self._clock.now_ms(), *transaction)
             if len(batch) > self._max_batch_bytes:
-                log.warning("__consumer_offsets-%d: refusing a %d-byte batch (max %d)", self.partition,
+                log.warning("%s-%d: refusing a %d-byte batch (max %d)", self.topic, self.partition,
                             len(batch), self._max_batch_bytes)
                 self.apply(self.shard.on_append_failed(result, ErrorCode.MESSAGE_TOO_LARGE))
                 if result.rollback is None and any(record.applied for record in result.records):
                     self._fail(self._staged, StateDiverged(
                         f"a refused {len(batch)}-byte batch left groups in a state its log does not hold"))
                 return
-            for record in result.records:
-                self.shard.replay(record)
-            self._staged.append(_Pending(result, batch))
-            if self._writer is None:
-                self._writer = self._loop.create_task(self._write_loop())
+            if transaction is None:  # the producer id only where there is one: any coordinator shard replays these
+                for record in result.records:
+                    self.shard.replay(record)
+            else:
+                for record in result.records:
+                    self.shard.replay(record, *transaction)
+            self._stage(_Pending(result, batch))
         elif self.pending:
             self._staged.append(_Pending(result, None))
         else:
-            deliver(result.replies)
+            self._deliver(result.replies)
+
+    def _stage(self, pending: _Pending) -> None:
+        self._staged.append(pending)
+        if self._writer is None:
+            self._writer = self._loop.create_task(self._write_loop())
 
     def _reject(self, result: Result) -> None:
         """A Result that can no longer be written: its requests get the mapped storage error."""
@@ -265,7 +298,7 @@ class ShardRuntime:
                 entries, self._staged = self._staged, []
                 await self._write(entries)
                 for entry in entries:
-                    deliver(entry.result.replies)
+                    self._deliver(entry.result.replies)
                 entries = []
                 if self._on_written is not None:
                     on_written, self._on_written = self._on_written, None
@@ -308,8 +341,8 @@ class ShardRuntime:
         if self._on_failed is not None:
             self._on_failed(self, error, answered)  # the runtime logs it (once) and reloads the partition
         else:
-            log.error("__consumer_offsets-%d failed (%s): %d pending requests answered with errors, its groups "
-                      "unloaded", self.partition, error, answered)
+            log.error("%s-%d failed (%s): %d pending requests answered with errors, its state unloaded",
+                      self.topic, self.partition, error, answered)
 
     # -- loading and unloading ---------------------------------------------------------------------------------
 
@@ -327,17 +360,17 @@ class ShardRuntime:
             self._failed(error, 0)
             return
         except ValueError as error:  # a corrupt record: reloading would not help
-            log.error("__consumer_offsets-%d cannot be loaded: %s", self.partition, error)
+            log.error("%s-%d cannot be loaded: %s", self.topic, self.partition, error)
             self.state = ShardState.FAILED
             return
         except Exception:  # a bug; the partition must not stay "loading" for ever
-            log.exception("__consumer_offsets-%d cannot be loaded", self.partition)
+            log.exception("%s-%d cannot be loaded", self.topic, self.partition)
             self.state = ShardState.FAILED
             return
         if self.state is not ShardState.LOADING:
             return
         self.state = ShardState.ACTIVE
-        log.debug("__consumer_offsets-%d loaded (%d records up to offset %d)", self.partition,
+        log.debug("%s-%d loaded (%d records up to offset %d)", self.topic, self.partition,
                   self.records, self.log.log_end_offset)
         self.apply(self.shard.on_loaded())
         self.compactor.poll()
@@ -350,9 +383,9 @@ class ShardRuntime:
         while offset < self.log.log_end_offset and self.state is ShardState.LOADING:
             data = self.log.read(offset, LOAD_CHUNK_BYTES)
             start = offset
-            for next_offset, records in decode_batches(data):
-                self.shard.replay_loaded_batch(records)
-                offset = next_offset
+            for batch in read_batches(data):
+                self._replay_loaded(batch)
+                offset = batch.next_offset
             if offset == start:
                 raise ValueError(f"no batch readable at offset {offset}")
             await asyncio.sleep(0)
@@ -362,6 +395,9 @@ class ShardRuntime:
         is already on its way while one is replayed, so the database's work and the replay overlap. A
         compacted log may end in a gap (its last batches emptied): the reads then come back empty."""
         partition_log: RemotePartitionLog = self.log  # type: ignore[assignment]
+        load_transactions = getattr(partition_log, "load_transactions", None)
+        if load_transactions is not None:  # its open transactions and epochs, which its last stable offset (and so
+            await load_transactions()  # compaction's limit) and the producer epochs of its appends depend on
         end = partition_log.log_end_offset
         offset = partition_log.log_start_offset
         reading = self._loop.create_task(partition_log.read_async(offset, REMOTE_LOAD_CHUNK_BYTES)) \
@@ -375,12 +411,20 @@ class ShardRuntime:
                 offset = _end_of_batches(data)
                 if offset < end:
                     reading = self._loop.create_task(partition_log.read_async(offset, REMOTE_LOAD_CHUNK_BYTES))
-                for _, records in decode_batches(data):
-                    self.shard.replay_loaded_batch(records)
+                for batch in read_batches(data):
+                    self._replay_loaded(batch)
                 await asyncio.sleep(0)
         finally:
             if reading is not None:
                 reading.cancel()
+
+    def _replay_loaded(self, batch: LoadedBatch) -> None:
+        if batch.marker is not None:
+            self.shard.replay_end_transaction_marker(batch.producer_id, batch.marker, batch.producer_epoch)
+        elif batch.producer_id >= 0:
+            self.shard.replay_loaded_batch(batch.records, batch.producer_id, batch.producer_epoch)
+        else:
+            self.shard.replay_loaded_batch(batch.records)
 
     async def unload(self) -> None:
         """Stop serving: finish and acknowledge pending writes, answer parked requests NOT_COORDINATOR."""

@@ -1,5 +1,5 @@
 """What every API handler can reach: the configuration, the cluster's topics and logs, this node's address, the
-group coordinator and the table of the APIs it serves (for ApiVersions).
+group and transaction coordinators and the table of the APIs it serves (for ApiVersions).
 
 `Broker` also carries the one piece of cross-request coordination the data path needs: Fetch requests that
 long-poll register a future per partition they wait on, and a Produce that appends to one of those partitions
@@ -22,6 +22,7 @@ from herd.server.producers import ProducerStates
 
 if TYPE_CHECKING:
     from herd.runtime import CoordinatorRuntime
+    from herd.runtime.transactions import TransactionRuntime
 
 PartitionKey = tuple[str, int]
 
@@ -54,6 +55,7 @@ class Broker:
         if isinstance(store, SegmentStore):  # each partition's producer state is restored as it is opened
             store.on_open = lambda log: self.producers.attach(log, self.now_ms())
         self.coordinator: CoordinatorRuntime | None = None  # the group coordinator, set by the server at start
+        self.transactions: TransactionRuntime | None = None  # the transaction coordinator, set by the server too
         self.apis: dict[int, ApiSpec] = {}  # API key -> what serves it (herd.server.apis), set by the server
         # herd.server.faults.FaultRegistry with herd.faults.enable=true (set by the server), else None: connections
         # test it once per request. Typed Any: herd.server.faults imports this module.

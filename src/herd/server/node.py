@@ -2,11 +2,13 @@
 
 `ClusterNode.start` opens the connection pool (one line and a non-zero exit if PostgreSQL cannot be reached,
 refuses the password or lacks a privilege), brings the schema to this version (refusing a newer one), starts the
-shared cluster (registration, lease, leadership) and the group coordinator, which hosts the `__consumer_offsets`
-partitions this node leads. From then on leadership moves are followed as they happen (`_on_leadership`):
-- a `__consumer_offsets` partition gained is loaded (its groups answer COORDINATOR_LOAD_IN_PROGRESS until the
-  replay is done), one lost is unloaded (its groups answer NOT_COORDINATOR and clients look the coordinator up
-  again); a partition's moves are handled one after the other, in the order they happened;
+shared cluster (registration, lease, leadership) and the group and transaction coordinators, which host the
+`__consumer_offsets` and `__transaction_state` partitions this node leads. From then on leadership moves are
+followed as they happen (`_on_leadership`):
+- a `__consumer_offsets` (or `__transaction_state`) partition gained is loaded (its groups, or transactional ids,
+  answer COORDINATOR_LOAD_IN_PROGRESS until the replay is done), one lost is unloaded (its groups answer
+  NOT_COORDINATOR and clients look the coordinator up again); a partition's moves are handled one after the
+  other, in the order they happened;
 - a data partition gained has its idempotent producers' state rebuilt from the stored batches, one lost forgets
   it.
 
@@ -23,13 +25,20 @@ from typing import TYPE_CHECKING
 import psycopg
 
 from herd.cluster.shared import SharedCluster
-from herd.cluster.topics import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, TOPIC_ALREADY_EXISTS, TopicError
+from herd.cluster.topics import (
+    OFFSETS_TOPIC,
+    OFFSETS_TOPIC_CONFIGS,
+    TOPIC_ALREADY_EXISTS,
+    TRANSACTION_STATE_TOPIC,
+    TopicError,
+)
 from herd.config import BrokerConfig
 from herd.log.api import PartitionLog, as_remote
 from herd.log.postgres.db import DatabaseError, describe, open_pool, redact
 from herd.log.postgres.schema import migrate
 from herd.log.postgres.store import PgLogStore
 from herd.runtime import CoordinatorRuntime
+from herd.server.transactions import transaction_runtime
 
 if TYPE_CHECKING:
     from psycopg_pool import AsyncConnectionPool
@@ -39,6 +48,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 POOL_MAX_SIZE = 16
+_COORDINATED = (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)  # partitions hosted by a coordinator runtime
 
 
 class ClusterNode:
@@ -93,6 +103,17 @@ class ClusterNode:
         coordinator = CoordinatorRuntime(self.broker.cluster, self.config)
         coordinator.start([i for i, partition in enumerate(topic.partitions) if partition is not None])
         self.broker.coordinator = coordinator
+        await self._start_transactions()
+
+    async def _start_transactions(self) -> None:
+        """The transaction coordinator, with the __transaction_state partitions this node leads by then; the topic
+        itself is made by the first FindCoordinator for a transactional id (on any node), after which the
+        partitions this node is given are loaded as they come (`_on_leadership`)."""
+        transactions = transaction_runtime(self.broker)
+        topic = self.cluster.get(TRANSACTION_STATE_TOPIC)
+        if topic is not None:
+            transactions.start([i for i, partition in enumerate(topic.partitions) if partition is not None])
+        self.broker.transactions = transactions
 
     def _on_topics_deleted(self, names: list[str]) -> None:
         """Topics deleted by any node: their producers are forgotten here, and this node's coordinator shards
@@ -107,9 +128,9 @@ class ClusterNode:
     def _on_leadership(self, topic: str, index: int, partition: PartitionLog | None) -> None:
         """This node gained (`partition` is its log) or lost (None) a partition; called on the loop."""
         key = (topic, index)
-        if topic == OFFSETS_TOPIC and self.broker.coordinator is None:
+        if topic in _COORDINATED and self._runtime(topic) is None:
             return  # still starting: the coordinator starts with the partitions led by then
-        if topic != OFFSETS_TOPIC and partition is not None:
+        if topic not in _COORDINATED and partition is not None:
             self.broker.producers.restoring.add(key)  # from this moment until its `rebuild` is done
         previous = self._moves.get(key)
         task = asyncio.get_running_loop().create_task(self._follow(topic, index, partition, previous))
@@ -121,8 +142,8 @@ class ClusterNode:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
         try:
-            if topic == OFFSETS_TOPIC:
-                await self._follow_coordinator(index, partition)
+            if topic in _COORDINATED:
+                await self._follow_coordinator(topic, index, partition)
             elif partition is None:
                 self.broker.producers.restore(topic, index, [], now_ms=self.broker.now_ms())  # forget it
             else:
@@ -130,9 +151,12 @@ class ClusterNode:
         except Exception:
             log.exception("could not follow the leadership move of %s-%d", topic, index)
 
-    async def _follow_coordinator(self, index: int, partition: PartitionLog | None) -> None:
-        coordinator = self.broker.coordinator
-        assert coordinator is not None, "moves of __consumer_offsets are followed once the coordinator runs"
+    def _runtime(self, topic: str) -> CoordinatorRuntime | None:
+        return self.broker.coordinator if topic == OFFSETS_TOPIC else self.broker.transactions
+
+    async def _follow_coordinator(self, topic: str, index: int, partition: PartitionLog | None) -> None:
+        coordinator = self._runtime(topic)
+        assert coordinator is not None, f"moves of {topic} are followed once its coordinator runs"
         await coordinator.unload_partition(index)  # a no-op unless it is hosted
         if partition is not None:
             await coordinator.load_partition(index, announce=True)

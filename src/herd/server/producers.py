@@ -4,7 +4,10 @@ A producer with an id (from InitProducerId) numbers its batches per partition. F
 herd remembers the epoch and the last five batches appended (first/last sequence and offsets): a retried batch
 that matches one of them is not appended again, and the answer carries the offsets it got the first time
 (Kafka answers a duplicate with NONE and the original base offset). A batch from an older epoch gets
-INVALID_PRODUCER_EPOCH; a gap in the sequence gets OUT_OF_ORDER_SEQUENCE_NUMBER.
+INVALID_PRODUCER_EPOCH; a gap in the sequence gets OUT_OF_ORDER_SEQUENCE_NUMBER. Transactional batches are
+checked here as any idempotent producer's; what is transactional about them (epochs moved by markers, the ongoing
+transaction, INVALID_TXN_STATE) the log checks and keeps itself (herd.log.transactions), since markers reach the
+log without passing here.
 
 The state is bounded, since every producer id a client invents costs an entry (about 1.5 KB): an entry not
 appended to for `producer.id.expiration.ms` (Kafka's setting, one day by default) is forgotten, as Kafka's
@@ -26,12 +29,13 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from herd.config import SETTINGS_BY_NAME
 from herd.log.api import (
     RETAINED_PRODUCER_BATCHES,
     AppendResult,
+    InvalidProducerEpochError,
     InvalidRecordError,
     LogError,
     NotLeaderError,
@@ -41,6 +45,7 @@ from herd.log.api import (
 )
 from herd.log.batch import CONTROL_BIT, INT32_MAX, BatchHeader, iter_headers
 from herd.log.segments import SegmentLog
+from herd.log.transactions import TransactionState
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +57,6 @@ _WARN_EVERY_MS = 60_000
 
 class OutOfOrderSequenceError(LogError):
     error_code = 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
-
-
-class InvalidProducerEpochError(LogError):
-    error_code = 47  # INVALID_PRODUCER_EPOCH
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +73,10 @@ class ActiveProducer:
 
     producer_id: int
     epoch: int
-    last_sequence: int
-    last_timestamp: int  # the max timestamp of its last batch
+    last_sequence: int  # -1 if it has no batch remembered (only markers, or transactional state)
+    last_timestamp: int  # the max timestamp of its last batch (-1 likewise)
+    coordinator_epoch: int = -1  # of its last transaction marker in the partition
+    current_txn_start_offset: int = -1  # the first offset of its ongoing transaction in the partition
 
 
 @dataclass(slots=True)
@@ -222,6 +225,7 @@ class ProducerStates:
         self.restoring.add(key)
         try:
             rows = await log.producer_state()
+            await log.load_transactions()  # the log's own transaction state (herd.log.transactions)
             self.restore(log.topic, log.partition, rows, now_ms=now_ms())
         finally:
             self.restoring.discard(key)
@@ -245,15 +249,29 @@ class ProducerStates:
         out.sort(key=lambda b: b.base_offset)
         return out
 
-    def active(self, topic: str, partition: int, now_ms: int) -> list[ActiveProducer]:
+    def active(self, topic: str, partition: int, now_ms: int,
+               transactions: TransactionState | None = None) -> list[ActiveProducer]:  # fmt: skip
         """The producers of one partition whose state is kept (DescribeProducers), by producer id, after
-        forgetting the expired ones; raises NotLeaderError while the partition's state is being rebuilt."""
+        forgetting the expired ones; raises NotLeaderError while the partition's state is being rebuilt. With
+        the log's `transactions` (herd.log.transactions), each producer also gets the coordinator epoch of its
+        last marker and the start of its ongoing transaction, and the producers known only from transactional
+        state there (markers, a transaction whose batches' state expired here) are listed too, with the epoch
+        the log knows, as Kafka's ProducerStateEntry holds them."""
         if (topic, partition) in self.restoring:
             raise NotLeaderError("the partition's producer state is being loaded")
         self._expire(now_ms)
         entries = self._by_partition.get((topic, partition), {})
-        return [ActiveProducer(pid, e.epoch, e.batches[-1].last_seq, e.batches[-1].max_timestamp)
-                for pid, e in sorted(entries.items()) if e.batches]
+        txns = {pid: (epoch, coordinator_epoch, first)
+                for pid, epoch, coordinator_epoch, first in (transactions.entries() if transactions else ())}
+        out = {pid: ActiveProducer(pid, e.epoch, e.batches[-1].last_seq, e.batches[-1].max_timestamp)
+               for pid, e in entries.items() if e.batches}
+        for pid, (epoch, coordinator_epoch, first) in txns.items():
+            known = out.get(pid)
+            if known is None or epoch > known.epoch:  # a marker that bumped the epoch: its batches are older
+                out[pid] = ActiveProducer(pid, epoch, -1, -1, coordinator_epoch, first)
+            else:
+                out[pid] = replace(known, coordinator_epoch=coordinator_epoch, current_txn_start_offset=first)
+        return [out[pid] for pid in sorted(out)]
 
     def forget(self, topic: str) -> None:
         """Drop the state of a topic that is deleted."""

@@ -33,6 +33,7 @@ from herd.server import apis
 from herd.server.broker import Broker, Endpoint
 from herd.server.connection import Budgets, Connection, ConnectionQuotas
 from herd.server.faults import FaultRegistry
+from herd.server.transactions import transaction_runtime
 
 if TYPE_CHECKING:
     from herd.server.http import HttpListener
@@ -94,6 +95,8 @@ class Server:
                 self.broker.start()
                 self.broker.coordinator = CoordinatorRuntime(self.broker.cluster, self.config)
                 self.broker.coordinator.start()
+                self.broker.transactions = transaction_runtime(self.broker)
+                self.broker.transactions.start()
                 where = f"data in {', '.join(os.path.abspath(d) for d in self.config.log_dirs)}"
             else:  # cluster mode; psycopg is imported only here, so an embedded node never loads it
                 from herd.log.postgres.db import redact
@@ -242,6 +245,8 @@ class Server:
             await self.http.stop()
         if self.node is not None:
             await self.node.hand_over()
+        if self.broker.transactions is not None:  # first: its markers go through the group coordinator
+            await self.broker.transactions.close()
         if self.broker.coordinator is not None:
             await self.broker.coordinator.close()
         if self.node is not None:

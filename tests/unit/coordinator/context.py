@@ -31,10 +31,14 @@ class Ctx:
     # --- running -------------------------------------------------------------------------------
 
     def apply(self, result: Result) -> Result:
-        """The runtime's success path: append, replay."""
+        """The runtime's success path: append, replay (with the producer id of a transactional Result; a
+        transaction marker with replay_end_transaction_marker)."""
+        marker, transaction = result.marker, result.transaction or ()
+        if marker is not None:
+            self.shard.replay_end_transaction_marker(marker.producer_id, marker.commit, marker.producer_epoch)
         for record in result.records:
             self.log.append(record)
-            self.shard.replay(record)
+            self.shard.replay(record, *transaction)
         return result
 
     def run(self, method: str, req: object) -> tuple[object, Result]:

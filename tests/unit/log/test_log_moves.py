@@ -133,7 +133,7 @@ def test_deleting_a_partition_during_its_move_leaves_no_copy_that_a_crash_could_
 # next start); a crash then must leave one good copy. That the failure fired is checked in each case; that there
 # is no further call, by test_the_move_calls_each_operation_exactly_as_often_as_steps_says. `remove` is not
 # called by this move (its copy holds no file the source lost): see the retention case after these.
-CALLS = {"open": 42, "write": 16, "fsync": 22, "rename": 3}
+CALLS = {"open": 48, "write": 16, "fsync": 22, "rename": 3}
 STEPS = [(op, nth) for op, calls in CALLS.items() for nth in range(1, calls + 1)]
 
 

@@ -1,8 +1,8 @@
 """Compaction of a partition stored in PostgreSQL, record by record: which records a pass keeps.
 
 Which records stay is decided batch by batch by the segment compaction's own functions
-(`herd.log.compaction.map_keys` and `filter_batch`); what differs is the bookkeeping around them, since a
-partition here is rows, not files:
+(`herd.log.compaction.map_batch` and `clean_batch`, or `map_keys` and `filter_batch` when the caller passes no
+transactions); what differs is the bookkeeping around them, since a partition here is rows, not files:
 
 - the pass is incremental, as Kafka's cleaner: only the *dirty* part of the log (from the partition's cleaner
   offset, where the last pass ended) is read to map each key to the offset of its last record there; then
@@ -11,7 +11,18 @@ partition here is rows, not files:
   (memory bounded by what changed, not by the whole log);
 - a batch keeps its base offset and offset range with fewer records (rebuilt: new CRC, uncompressed), and a
   batch left without records is deleted, leaving a gap in the offsets as Kafka does. Offsets never move.
-  Control batches stay whole; keyless records go.
+  Keyless records go.
+- transactions (Kafka's Cleaner with CleanedTransactionMetadata, see herd.log.compaction): with `txns` (a
+  `CleanedTransactions` per pass, built from `aborted_transactions_async` over that pass's range (the mapping
+  pass's starts at the cleaner offset, the cleaning pass's at the log start), the producers
+  of `log.transactions.entries()` and one `last` dict shared by the mapping and the cleaning pass), the records
+  of aborted transactions are neither mapped nor kept, COMMIT markers go once their transaction's batches are
+  gone and delete.retention.ms passed, ABORT markers stay (so the rows of `herd_aborted_txns` keep pointing at
+  them), the last batch of an active producer stays (emptied if need be). The caller must then stop the pass
+  at the last stable offset (Kafka's LogCleanerManager.cleanableOffsets), and feed every batch of the mapped and
+  of the cleaned range in offset order through the same object (it carries state from one chunk to the next).
+  Without `txns` control batches stay whole and transactional records are compacted as any other (the
+  behaviour before transactions: wrong for a log holding aborted or open transactions).
 
 These functions are pure (bytes in, bytes out) and run in a worker thread, one chunk of rows per call;
 `PgPartitionLog.compact` reads the rows and writes the changes, fenced by the leader epoch, in offset order
@@ -24,7 +35,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from herd.log.batch import CONTROL_BIT, parse_header
-from herd.log.compaction import filter_batch, map_keys
+from herd.log.compaction import CleanedTransactions, clean_batch, filter_batch, map_batch, map_keys
 
 
 @dataclass(slots=True)
@@ -42,23 +53,32 @@ class Changes:
         return bool(self.deleted or self.rewritten)
 
 
-def map_latest(batches: Iterable[bytes], latest: dict[bytes, int]) -> None:
+def map_latest(batches: Iterable[bytes], latest: dict[bytes, int],
+               txns: CleanedTransactions | None = None) -> None:  # fmt: skip
     """Record in `latest` the offset of the last record of every key in `batches` (one whole batch each, in
-    offset order)."""
+    offset order); with `txns` (the mapping pass's), records of aborted transactions are left out."""
     for data in batches:
-        map_keys(data, parse_header(data), latest)
+        if txns is None:
+            map_keys(data, parse_header(data), latest)
+        else:
+            map_batch(data, parse_header(data), latest, txns)
 
 
-def filter_batches(batches: Iterable[bytes], latest: dict[bytes, int], now_ms: int,
-                   delete_retention_ms: int) -> Changes:  # fmt: skip
-    """The changes that compact `batches` (one whole batch each) against `latest`."""
+def filter_batches(batches: Iterable[bytes], latest: dict[bytes, int], now_ms: int, delete_retention_ms: int,
+                   txns: CleanedTransactions | None = None) -> Changes:  # fmt: skip
+    """The changes that compact `batches` (one whole batch each) against `latest`; `txns`: the cleaning pass's
+    (see the module docstring)."""
     changes = Changes()
     for data in batches:
         header = parse_header(data)
-        if header.attributes & CONTROL_BIT:
+        if txns is not None:
+            kept, count = clean_batch(data, header, latest, txns, now_ms, delete_retention_ms)
+        elif header.attributes & CONTROL_BIT:
             continue
-        kept, count = filter_batch(data, header, latest, now_ms, delete_retention_ms)
-        changes.records_read += header.record_count
+        else:
+            kept, count = filter_batch(data, header, latest, now_ms, delete_retention_ms)
+        if not header.attributes & CONTROL_BIT:
+            changes.records_read += header.record_count
         changes.records_kept += count
         if kept is None:
             changes.deleted.append(header.base_offset)

@@ -35,6 +35,14 @@ Version 3 adds `herd_broker_configs`: the dynamic broker configs (AlterConfigs a
 BROKER resources), one row per resource name: "" for the cluster-wide default, a node id for that node's own,
 each a jsonb object of Kafka names to string values. Every node reads it with the topics and applies what
 concerns it.
+
+Version 4 (transactions, herd.log.transactions): `herd_batches.attributes`, the batch's attributes (bit 4
+transactional, bit 5 control), from which a new leader finds the transactions ongoing in the partition; rows
+stored before it hold 0, which is right: no transactional batch was accepted before. `herd_aborted_txns`: the
+aborted-transaction index, one row per aborted transaction keyed by (pid, the offset of its ABORT marker), with
+the producer id, its first offset and the last stable offset once it was complete (Kafka's AbortedTxn, the
+entries of its `.txnindex` files), inserted in the same statement that commits the marker; retention deletes the
+rows whose marker falls below the new log start, and a partition row's deletion takes its rows with it.
 """
 
 from __future__ import annotations
@@ -48,7 +56,7 @@ from herd.log.postgres.errors import DatabaseError
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MIGRATION_LOCK = 0x68657264  # 'herd': pg_advisory_xact_lock key serialising migrations
 METADATA_CHANNEL = "herd_metadata"  # NOTIFY channel: nodes, topics or leaders changed
 
@@ -125,8 +133,20 @@ CREATE TABLE IF NOT EXISTS herd_broker_configs (
 );
 """
 
+_V4 = """
+ALTER TABLE herd_batches ADD COLUMN IF NOT EXISTS attributes smallint NOT NULL DEFAULT 0;
+CREATE TABLE IF NOT EXISTS herd_aborted_txns (
+    pid bigint NOT NULL REFERENCES herd_partitions (pid) ON DELETE CASCADE,
+    last_offset bigint NOT NULL,
+    producer_id bigint NOT NULL,
+    first_offset bigint NOT NULL,
+    last_stable_offset bigint NOT NULL,
+    PRIMARY KEY (pid, last_offset)
+);
+"""
+
 # version -> the SQL that takes the schema from version - 1 to it
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3}
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 
 
 class SchemaError(DatabaseError):

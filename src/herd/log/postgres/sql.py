@@ -25,13 +25,51 @@ def _gone(condition: str, returning: str = "") -> str:
 
 
 # %(rows)s: one row per batch (base, last, max timestamp, producer id, producer epoch, base sequence, record
-# count, size, position in %(blob)s), a two-dimensional int8[]; %(blob)s: the batches end to end
-COMMIT = _fence("log_end_offset = %(new_end)s", " AND log_end_offset = %(end)s") + """
+# count, size, position in %(blob)s, attributes), a two-dimensional int8[]; %(blob)s: the batches end to end
+_INSERT_BATCHES = """
 INSERT INTO herd_batches (pid, base_offset, last_offset, max_timestamp, leader_epoch, producer_id, producer_epoch,
-                          base_sequence, record_count, size, data)
+                          base_sequence, record_count, size, data, attributes)
 SELECT fence.pid, r[i][1], r[i][2], r[i][3], %(epoch)s, r[i][4], r[i][5], r[i][6], r[i][7], r[i][8],
-       substring(%(blob)b::bytea FROM r[i][9]::int4 + 1 FOR r[i][8]::int4)
+       substring(%(blob)b::bytea FROM r[i][9]::int4 + 1 FOR r[i][8]::int4), r[i][10]
 FROM fence, (SELECT %(rows)b::int8[] AS r) AS p, generate_subscripts(p.r, 1) AS i
+"""
+COMMIT = _fence("log_end_offset = %(new_end)s", " AND log_end_offset = %(end)s") + _INSERT_BATCHES
+
+# COMMIT of batches holding ABORT markers that ended transactions: %(aborted)s, one row per transaction (marker
+# offset, producer id, first offset, last stable offset), goes into the aborted-transaction index in the same
+# statement (a data-modifying CTE runs exactly once)
+COMMIT_ABORTS = _fence("log_end_offset = %(new_end)s", " AND log_end_offset = %(end)s") + """,
+aborts AS (
+    INSERT INTO herd_aborted_txns (pid, last_offset, producer_id, first_offset, last_stable_offset)
+    SELECT fence.pid, a[j][1], a[j][2], a[j][3], a[j][4]
+    FROM fence, (SELECT %(aborted)b::int8[] AS a) AS q, generate_subscripts(q.a, 1) AS j)""" + _INSERT_BATCHES
+
+# the aborted transactions whose markers lie in [%(start)s, %(below)s) and that began before %(end)s, in marker
+# order (TransactionIndex.collectAbortedTxns over the partition's whole index)
+ABORTED = """
+SELECT producer_id, first_offset FROM herd_aborted_txns
+WHERE pid = %(pid)s AND last_offset >= %(start)s AND last_offset < %(below)s AND first_offset < %(end)s
+ORDER BY last_offset
+"""
+
+# where the stored aborts end (the last marker's offset), so that reads above it need not ask (`load_transactions`)
+LAST_ABORT = "SELECT max(last_offset) FROM herd_aborted_txns WHERE pid = %(pid)s"
+
+# what a new leader rebuilds the transaction state from, among the most recent %(scan)s batches: per producer of
+# transactional batches, its latest epoch, the first data batch after its last marker (its ongoing transaction,
+# if any) and that marker's bytes (for the coordinator epoch)
+TRANSACTIONS = """
+WITH recent AS (
+    SELECT producer_id, producer_epoch, base_offset, attributes FROM herd_batches
+    WHERE pid = %(pid)s AND base_offset < %(end)s AND last_offset >= %(start)s
+    ORDER BY base_offset DESC LIMIT %(scan)s),
+t AS (SELECT * FROM recent WHERE producer_id >= 0 AND attributes & 16 <> 0),
+m AS (SELECT producer_id, max(base_offset) AS marker FROM t WHERE attributes & 32 <> 0 GROUP BY producer_id)
+SELECT t.producer_id, max(t.producer_epoch),
+       coalesce(min(t.base_offset) FILTER (WHERE t.attributes & 32 = 0 AND t.base_offset > coalesce(m.marker, -1)),
+                -1),
+       (SELECT data FROM herd_batches WHERE pid = %(pid)s AND base_offset = m.marker)
+FROM t LEFT JOIN m USING (producer_id) GROUP BY t.producer_id, m.marker
 """
 
 # whole batches from the one holding %(offset)s (or the first after it, past a compaction gap), cut where their
@@ -88,7 +126,8 @@ WHERE upto <= %(excess)s
 """
 
 MOVE_START = _fence("log_start_offset = greatest(log_start_offset, %(start)s)") + ",\n" + _gone(
-    "b.base_offset < %(start)s AND b.last_offset < %(start)s", " RETURNING b.size") + """
+    "b.base_offset < %(start)s AND b.last_offset < %(start)s", " RETURNING b.size") + """,
+gone_txns AS (DELETE FROM herd_aborted_txns a USING fence WHERE a.pid = fence.pid AND a.last_offset < %(start)s)
 SELECT (SELECT count(*) FROM fence), (SELECT count(*) FROM gone), (SELECT coalesce(sum(size), 0) FROM gone)
 """
 
@@ -111,6 +150,7 @@ SELECT producer_id, producer_epoch, base_sequence, record_count, base_offset, la
     SELECT *, row_number() OVER (PARTITION BY producer_id ORDER BY base_offset DESC) AS n FROM (
         SELECT producer_id, producer_epoch, base_sequence, record_count, base_offset, last_offset, max_timestamp
         FROM herd_batches WHERE pid = %(pid)s AND base_offset < %(end)s AND last_offset >= %(start)s
+          AND attributes & 32 = 0
         ORDER BY base_offset DESC LIMIT %(scan)s) recent
     WHERE producer_id >= 0) numbered
 WHERE n <= %(keep)s ORDER BY base_offset

@@ -28,6 +28,13 @@ Failures:
   idempotent producer's retry of a batch that was stored after all is recognised once the caller rebuilt
   the producer state from `producer_state()`); another leader or epoch, NotLeaderError for good.
 
+Transactions (herd.log.transactions): `append` checks and records the producers' transactional batches and
+markers as `SegmentLog` does; an aborted transaction is stored in `herd_aborted_txns` by the statement that
+commits its marker (`sql.COMMIT_ABORTS`). The last stable offset is computed against the committed end, so a
+transaction whose marker is not yet committed stays unstable (Kafka's unreplicated transactions). This leader
+keeps the aborts it appended in memory; older ones are queried (`aborted_transactions_async`). A new leader
+rebuilds the state from the batches' `attributes` (`load_transactions`, awaited with the producer state).
+
 Reads: a bounded `TailCache` of committed batches answers consumers at the tail; `read_async` queries
 whatever it does not hold (binary results, whole batches in offset order, cut at max_bytes in the query;
 KIP-74's first batch). `read` (sync) answers from the cache only and raises `NotInMemoryError` otherwise.
@@ -68,12 +75,13 @@ from herd.log.api import (
     deletes,
     deletion_start,
 )
-from herd.log.batch import INT32_MAX, parse_header, set_log_append_time, validate_batches
+from herd.log.batch import CONTROL_BIT, INT32_MAX, parse_header, set_log_append_time, validate_batches
 from herd.log.compaction import dirty_enough
 from herd.log.postgres import compact as compaction
 from herd.log.postgres import sql
 from herd.log.postgres.tail import TailCache
-from herd.log.records import find_offset_of_timestamp, search_timestamp
+from herd.log.records import control_batch, control_marker, find_offset_of_timestamp, search_timestamp
+from herd.log.transactions import AbortedTxn, TransactionState
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +119,8 @@ class _Batch(NamedTuple):
     base_sequence: int
     record_count: int
     data: bytes
+    attributes: int = 0
+    aborted: AbortedTxn | None = None  # the transaction its ABORT marker ended (stored with it)
 
 
 class Int8Rows:
@@ -213,6 +223,10 @@ class PgPartitionLog:
         self._cleaner_offset = 0  # where the last compaction pass ended (read with `_sizes`)
         self._average_batch = 1024  # bytes, as the last read from the database found (sizes its next query)
         self._epochs: EpochHistory | None = None  # the epoch history up to this leader's: fixed while it leads
+        self.transactions = TransactionState()  # herd.log.transactions; rebuilt by `load_transactions`
+        self._aborted: list[AbortedTxn] = []  # those whose markers this leader appended, in marker order
+        self._aborted_from = log_end_offset  # markers from here on are in `_aborted`; below, in the database
+        self._stored_aborts_end: int | None = None  # every stored abort's marker is below this (None: not known)
         self.commits = 0  # transactions committed (for tests and benchmarks)
 
     # -- offsets -----------------------------------------------------------------------------------------------
@@ -244,8 +258,79 @@ class PgPartitionLog:
     # -- appending ---------------------------------------------------------------------------------------------
 
     def append(self, records: bytes, now_ms: int) -> AppendResult:
+        return self._append(records, now_ms, 0)
+
+    def append_control(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
+                       now_ms: int, *, transaction_version: int = 0) -> AppendResult:
+        """PartitionLog.append_control; acknowledge it once `wait_durable(result.last_offset + 1)` returns. Until
+        the marker is committed the transaction stays unstable (the last stable offset does not pass it)."""
+        self._check_writable()
+        batch = control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms, self.leader_epoch)
+        return self._append(batch, now_ms, transaction_version)
+
+    @property
+    def last_stable_offset(self) -> int:
+        """Never below the log start: a transaction whose first offset retention or DeleteRecords passed is
+        unstable from the log start on (UnifiedLog.maybeIncrementFirstUnstableOffset)."""
+        return max(self.transactions.last_stable_offset(self._committed), self._log_start)
+
+    def aborted_transactions(self, start: int, end: int) -> list[tuple[int, int]]:
+        """From memory: the aborts this leader committed; raises NotInMemoryError when `start` is below what it
+        holds and stored aborts may lie there (use `aborted_transactions_async`)."""
+        if start < self._aborted_from and (self._stored_aborts_end is None or start < self._stored_aborts_end):
+            raise NotInMemoryError(f"{self._name}: aborted transactions below {self._aborted_from} are in the "
+                                   "database")
+        return self._aborted_in_memory(start, end)
+
+    async def aborted_transactions_async(self, start: int, end: int) -> list[tuple[int, int]]:
+        """The aborted transactions overlapping [start, end): from the database for markers below what this
+        leader appended, then from memory."""
+        older: list[tuple[int, int]] = []
+        stored_end = self._stored_aborts_end
+        if start < self._aborted_from and (stored_end is None or start < stored_end):
+            self._check_leading()
+            rows = await self._run(sql.ABORTED, {"pid": self.pid, "start": start, "below": self._aborted_from,
+                                                 "end": end}, binary=False)
+            older = [(int(pid), int(first)) for pid, first in rows]
+        return older + self._aborted_in_memory(start, end)
+
+    def _aborted_in_memory(self, start: int, end: int) -> list[tuple[int, int]]:
+        committed = self._committed
+        return [(t.producer_id, t.first_offset) for t in self._aborted
+                if start <= t.last_offset < committed and t.first_offset < end]
+
+    async def load_transactions(self) -> None:
+        """Rebuild the transaction state from the stored batches (a new leader, or one that reloaded, before it
+        appends; herd.server.producers `rebuild` awaits it): per producer that wrote transactional batches among
+        the most recent PRODUCER_SCAN_BATCHES, its latest epoch, its last marker's coordinator epoch and the
+        transaction it has open, if any (a transaction open since before those batches is not found). Raises
+        KafkaStorageError or NotLeaderError."""
+        self._check_leading()
+        start, end = self._log_start, self._committed
+        rows = await self._run(sql.TRANSACTIONS, {"pid": self.pid, "end": end, "start": start,
+                                                  "scan": PRODUCER_SCAN_BATCHES})
+        stored = await self._run(sql.LAST_ABORT, {"pid": self.pid}, binary=False)
+        self._stored_aborts_end = start if stored[0][0] is None else int(stored[0][0]) + 1
+        entries = []
+        for producer_id, epoch, first_open, marker in rows:
+            coordinator_epoch = -1
+            if marker is not None:
+                try:
+                    found = control_marker(bytes(marker))
+                except LogError:
+                    found = None
+                coordinator_epoch = found[1] if found is not None else -1
+            entries.append((int(producer_id), int(epoch), coordinator_epoch, int(first_open)))
+        self.transactions.restore(entries)
+        self._aborted, self._aborted_from = [], end
+
+    def _append(self, records: bytes, now_ms: int, transaction_version: int) -> AppendResult:
         self._check_writable()
         headers = validate_batches(records, self.config.max_message_bytes)
+        producing = [(h, control_marker(records, h) if h.attributes & CONTROL_BIT else None)
+                     for h in headers if h.producer_id >= 0]
+        if producing:
+            self.transactions.check(producing, transaction_version)
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         if log_append:
             buf = bytearray(records)
@@ -262,13 +347,29 @@ class PgPartitionLog:
             data = b"".join((_INT64.pack(offset), view[at + 8:at + 12], epoch, view[at + 16:header.end]))
             batches.append(_Batch(offset, offset + header.last_offset_delta,
                                   now_ms if log_append else header.max_timestamp, header.producer_id,
-                                  header.producer_epoch, header.base_sequence, header.record_count, data))
+                                  header.producer_epoch, header.base_sequence, header.record_count, data,
+                                  header.attributes))
             offset += header.record_count
+        if producing:
+            self._apply_transactions(producing, headers, batches, now_ms)
         self._pending.extend(batches)
         self._next_offset = offset
         if self._commit_task is None:
             self._commit_task = asyncio.get_running_loop().create_task(self._commit_loop())
         return AppendResult(first, offset - 1, now_ms if log_append else -1, self._log_start, offset - first)
+
+    def _apply_transactions(self, producing: list[Any], headers: list[Any], batches: list[_Batch],
+                            now_ms: int) -> None:  # fmt: skip
+        """Record the producers' batches in the transaction state; each transaction an ABORT marker ended rides
+        with the marker's batch into its commit (the aborted-transaction index is stored with it)."""
+        at = {h.position: b for h, b in zip(headers, batches, strict=True)}
+        self.transactions.expire(now_ms)
+        aborted = self.transactions.apply(producing, [at[h.position].base_offset for h, _ in producing], now_ms)
+        by_base = {b.base_offset: i for i, b in enumerate(batches)}
+        for txn in aborted:
+            i = by_base[txn.last_offset]  # the marker's batch: one record, at the offset that ended it
+            batches[i] = batches[i]._replace(aborted=txn)
+            self._aborted.append(txn)
 
     async def wait_durable(self, end_offset: int) -> None:
         if self._committed >= end_offset:
@@ -323,16 +424,20 @@ class PgPartitionLog:
         for b in batches:
             size = len(b.data)
             rows.append((b.base_offset, b.last_offset, b.max_timestamp, b.producer_id, b.producer_epoch,
-                         b.base_sequence, b.record_count, size, at))
+                         b.base_sequence, b.record_count, size, at, b.attributes))
             at += size
+        aborted = [(t.last_offset, t.producer_id, t.first_offset, t.last_stable_offset)
+                   for t in (b.aborted for b in batches) if t is not None]
         params = {"pid": self.pid, "node": self._store.node_id, "epoch": self.leader_epoch,
-                  "end": self._committed, "new_end": batches[-1].last_offset + 1, "rows": Int8Rows(rows, 9),
+                  "end": self._committed, "new_end": batches[-1].last_offset + 1, "rows": Int8Rows(rows, 10),
                   # one bytea holding the batches end to end (sent as it is when there is one): a bytea[] costs a
                   # copy on both sides and fresh memory for it (measured: 1 MB batches, 2.5 -> 1.0 ms of this
                   # process's CPU per MB and 7.3 -> 4.5 ms of the PostgreSQL backend's)
                   "blob": batches[0].data if len(batches) == 1 else b"".join(b.data for b in batches)}
+        if aborted:
+            params["aborted"] = Int8Rows(aborted, 4)
         async with self._store.connection() as conn:
-            cursor = await conn.execute(sql.COMMIT, params)
+            cursor = await conn.execute(sql.COMMIT_ABORTS if aborted else sql.COMMIT, params)
             return cursor.rowcount == len(batches)
 
     def _committed_batches(self, batches: list[_Batch]) -> None:
@@ -400,6 +505,8 @@ class PgPartitionLog:
         self._log_start, self._committed = row[2], row[3]
         self._next_offset = self._in_flight_end = self._committed
         self._pending, self._sizes = [], None
+        self._aborted, self._aborted_from, self._stored_aborts_end = [], self._committed, None
+        self.transactions = TransactionState()  # until `load_transactions` (herd.server.producers `rebuild`)
         self._cache.clear()
         self._fail_waiters(KafkaStorageError(f"{self._name}: reloaded"))
         self._failed = None
@@ -611,6 +718,7 @@ class PgPartitionLog:
     async def _move_start(self, new_start: int) -> int:
         _, deleted, freed = await self._fenced(sql.MOVE_START, {"start": new_start})
         self._log_start = max(self._log_start, new_start)
+        self._aborted = [t for t in self._aborted if t.last_offset >= self._log_start]
         self._cache.drop_below(self._log_start)
         if self._sizes is not None:
             self._sizes = (self._sizes[0] - freed, max(0, self._sizes[1] - freed))
@@ -626,6 +734,8 @@ class PgPartitionLog:
             if not dirty_enough(dirty, stored, force=force):
                 return None
             end = (await self._run(sql.LAST_BASE, {"pid": self.pid, "end": self._committed}))[0][0]
+            if end is not None:  # never past the first open transaction (Kafka's LogCleanerManager.cleanableOffsets)
+                end = min(end, self.last_stable_offset)
             if end is None or end <= self._log_start:
                 return None
             try:
@@ -640,14 +750,22 @@ class PgPartitionLog:
         loop = asyncio.get_running_loop()
         latest: dict[bytes, int] = {}
         mapped = 0  # the dirty bytes this pass cleans
-        async for chunk in self._scan(max(self._cleaner_offset, self._log_start), end):
-            await loop.run_in_executor(None, compaction.map_latest, chunk, latest)
+        # the transactions of each pass's range (herd.log.postgres.compact): the aborted ones whose markers are in
+        # it (from the index), the active producers
+        start = max(self._cleaner_offset, self._log_start)
+        active = [pid for pid, *_ in self.transactions.entries()]
+        last: dict[int, int] = {}
+        mapping = compaction.CleanedTransactions(await self.aborted_transactions_async(start, end), active, last)
+        async for chunk in self._scan(start, end):
+            await loop.run_in_executor(None, compaction.map_latest, chunk, latest, mapping)
             mapped += sum(len(data) for data in chunk)
         totals = [0, 0, 0, 0]
         freed = 0
+        cleaning = compaction.CleanedTransactions(await self.aborted_transactions_async(self._log_start, end),
+                                                  active, last)
         async for chunk in self._scan(self._log_start, end):
             changes = await loop.run_in_executor(None, compaction.filter_batches, chunk, latest, now_ms,
-                                                 delete_retention_ms)
+                                                 delete_retention_ms, cleaning)
             totals[0] += changes.records_read
             totals[1] += changes.records_kept
             if changes:

@@ -16,6 +16,8 @@ from types import ModuleType
 
 from herd.protocol.messages import ApiSpec
 from herd.server.apis import (
+    add_offsets_to_txn,
+    add_partitions_to_txn,
     alter_configs,
     alter_partition_reassignments,
     alter_replica_log_dirs,
@@ -31,7 +33,9 @@ from herd.server.apis import (
     describe_log_dirs,
     describe_producers,
     describe_topic_partitions,
+    describe_transactions,
     elect_leaders,
+    end_txn,
     fetch,
     find_coordinator,
     heartbeat,
@@ -43,6 +47,7 @@ from herd.server.apis import (
     list_groups,
     list_offsets,
     list_partition_reassignments,
+    list_transactions,
     metadata,
     offset_commit,
     offset_delete,
@@ -51,6 +56,7 @@ from herd.server.apis import (
     produce,
     sync_group,
     txn_offset_commit,
+    write_txn_markers,
 )
 
 MODULES: tuple[ModuleType, ...] = (
@@ -70,6 +76,10 @@ MODULES: tuple[ModuleType, ...] = (
     offset_fetch,
     offset_delete,
     offset_for_leader_epoch,
+    add_partitions_to_txn,
+    add_offsets_to_txn,
+    end_txn,
+    write_txn_markers,
     txn_offset_commit,
     join_group,
     heartbeat,
@@ -89,6 +99,8 @@ MODULES: tuple[ModuleType, ...] = (
     list_config_resources,
     describe_topic_partitions,
     describe_producers,
+    describe_transactions,
+    list_transactions,
 )
 
 

@@ -6,8 +6,10 @@ For each partition asked for, the idempotent producers whose state the partition
 producers: those not expired by producer.id.expiration.ms, restored after a restart from the partition's
 snapshots): producer id, epoch, last sequence and the max timestamp of its last batch, as Kafka's
 UnifiedLog.activeProducers answers them (apache/kafka core/src/main/scala/kafka/log/UnifiedLog.scala; the request
-is handled by KafkaApis.handleDescribeProducersRequest and ReplicaManager.activeProducerState). Coordinator epoch
-and current transaction start offset are -1: herd has no transactions.
+is handled by KafkaApis.handleDescribeProducersRequest and ReplicaManager.activeProducerState). The coordinator
+epoch of a producer's last marker and the first offset of its ongoing transaction come from the log's own
+transaction state (herd.log.transactions), which also adds the producers known only from it (-1 for what it
+does not know: last sequence and timestamp).
 
 Errors, as Kafka's: a topic name Kafka refuses gets INVALID_TOPIC_EXCEPTION and an unknown topic
 UNKNOWN_TOPIC_OR_PARTITION, both with a message, for each partition asked for; a partition the topic does not
@@ -60,12 +62,13 @@ def _partition(b: Builder, ctx: RequestContext, topic: Any, index: int) -> Any:
         return _error(b, index, ErrorCode.kafka_storage_error, log.failure)
     broker = ctx.broker
     try:
-        producers = broker.producers.active(topic.name, index, broker.now_ms())
+        producers = broker.producers.active(topic.name, index, broker.now_ms(), getattr(log, "transactions", None))
     except NotLeaderError:
         return _error(b, index, ErrorCode.not_leader_or_follower)
     states = tuple(b("ProducerState", producer_id=p.producer_id, producer_epoch=p.epoch,
-                     last_sequence=p.last_sequence, last_timestamp=p.last_timestamp, coordinator_epoch=-1,
-                     current_txn_start_offset=-1) for p in producers)
+                     last_sequence=p.last_sequence, last_timestamp=p.last_timestamp,
+                     coordinator_epoch=p.coordinator_epoch, current_txn_start_offset=p.current_txn_start_offset)
+                   for p in producers)
     return b("PartitionResponse", partition_index=index, error_code=ErrorCode.none, error_message=None,
              active_producers=states)
 

@@ -11,20 +11,29 @@ by the broker's fetch.max.bytes, as apache/kafka core/src/main/scala/kafka/serve
 partition's partition_max_bytes, except that the first batch of the first partition with data is always sent
 whole (KIP-74), so a batch larger than the limits cannot stall a consumer.
 
+Transactions: every answer carries the partition's last stable offset (`PartitionLog.last_stable_offset`).
+With isolation_level 1 (READ_COMMITTED) a read stops before the first batch at or above it, a fetch offset at or
+above it (up to the high watermark) gets no records and no error, and the answer lists the aborted transactions
+(producer id, first offset) that overlap the offsets returned, from the fetch offset to the end of the last batch
+returned (Kafka's LocalLog.read with maxOffsetMetadata = the last stable offset and addAbortedTransactions, apache/kafka
+core/src/main/scala/kafka/log/LocalLog.scala; Kafka's upper bound comes from its sparse offset index and may
+reach a little further, which adds only transactions the consumer has no batch of). With isolation_level 0 the
+aborted transactions are null, as in Kafka.
+
 What herd does not do: fetch sessions (every answer has session id 0, which tells clients to send full fetch
-requests; all of them handle that), follower fetching, transactions (the last stable offset is the high
-watermark and no transaction is ever aborted).
+requests; all of them handle that), follower fetching.
 """
 
 from __future__ import annotations
 
 import asyncio
+import struct
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.log.api import LogError
-from herd.log.batch import INT32_MAX
+from herd.log.api import LogError, OffsetOutOfRangeError, PartitionLog, RemotePartitionLog
+from herd.log.batch import INT32_MAX, LOG_OVERHEAD
 from herd.server.apis._build import Builder, ctx_builder, ms
 from herd.server.apis._topics import led_partition, resolve_topic
 from herd.server.broker import RequestContext
@@ -32,6 +41,11 @@ from herd.server.broker import RequestContext
 API_KEY = 1
 MIN_VERSION = 4
 MAX_VERSION = 18
+READ_COMMITTED = 1
+_LAST_OFFSET_DELTA = 23  # where a batch's lastOffsetDelta (int32) sits
+_PREFIX = struct.Struct(">qi")  # base offset, batch length (the bytes after it)
+_DELTA = struct.Struct(">i")
+Aborted = list[tuple[int, int]]
 
 
 
@@ -69,7 +83,10 @@ async def _fetch_remote(ctx: RequestContext, request: Any) -> Any:
         for pending in reads.pending():
             log, offset, limit, min_one = pending
             try:
-                reads.done(await log.read_async(offset, limit, min_one=min_one))
+                if reads.committed:
+                    reads.done(*await _read_committed_async(log, offset, limit, min_one))
+                else:
+                    reads.done(await log.read_async(offset, limit, min_one=min_one))
             except LogError as e:
                 reads.failed(e)
         remaining = deadline - loop.time()
@@ -83,10 +100,69 @@ def _read(ctx: RequestContext, request: Any) -> tuple[Any, int, list[tuple[str, 
     reads = _Reads(ctx, request)
     for log, offset, limit, min_one in reads.pending():
         try:
-            reads.done(log.read(offset, limit, min_one=min_one))
+            if reads.committed:
+                reads.done(*_read_committed(log, offset, limit, min_one))
+            else:
+                reads.done(log.read(offset, limit, min_one=min_one))
         except LogError as e:
             reads.failed(e)
     return reads.response(), reads.total, reads.keys
+
+
+def _read_committed(log: PartitionLog, offset: int, limit: int, min_one: bool) -> tuple[bytes, Aborted]:
+    """A READ_COMMITTED read: the batches below the last stable offset and the aborted transactions among them.
+    The batches are walked only when there is something to cut (a transaction open below the high watermark) or
+    aborted transactions in [offset, last stable offset) to narrow to the range read."""
+    lso = log.last_stable_offset
+    if offset >= lso:
+        _check_range(log, offset)
+        return b"", []
+    data = log.read(offset, limit, min_one=min_one)
+    return _committed_part(data, lso, log.log_end_offset, log.aborted_transactions(offset, lso) if data else [])
+
+
+async def _read_committed_async(log: RemotePartitionLog, offset: int, limit: int,
+                                min_one: bool) -> tuple[bytes, Aborted]:  # fmt: skip
+    lso = log.last_stable_offset
+    if offset >= lso:
+        _check_range(log, offset)
+        return b"", []
+    data = await log.read_async(offset, limit, min_one=min_one)
+    aborted = await log.aborted_transactions_async(offset, lso) if data else []
+    return _committed_part(data, lso, log.log_end_offset, aborted)
+
+
+def _committed_part(data: bytes, lso: int, high_watermark: int, aborted: Aborted) -> tuple[bytes, Aborted]:
+    """`data` cut before the last stable offset, and those of the `aborted` transactions (overlapping [fetch
+    offset, lso)) that began before the end of what is returned."""
+    if lso >= high_watermark and not aborted:
+        return data, []
+    data, end = _below(data, lso)
+    return data, [(pid, first) for pid, first in aborted if first < end]
+
+
+def _check_range(log: PartitionLog, offset: int) -> None:
+    """Raises OffsetOutOfRangeError outside [log start, high watermark] (Kafka checks it before the isolation)."""
+    if offset < log.log_start_offset or offset > log.log_end_offset:
+        raise OffsetOutOfRangeError(f"offset {offset} outside [{log.log_start_offset}, {log.log_end_offset}] of "
+                                    f"{log.topic}-{log.partition}")
+
+
+def _below(data: bytes, lso: int) -> tuple[bytes, int]:
+    """The whole batches of `data` whose base offset is below `lso`, and the offset after the last of them. The
+    last stable offset always falls on a batch boundary (a transaction's first batch, or the high watermark)."""
+    prefix = _PREFIX.unpack_from
+    pos, last, length = 0, -1, len(data)
+    while pos < length:
+        base, size = prefix(data, pos)
+        if base >= lso:
+            break
+        last = pos
+        pos += LOG_OVERHEAD + size
+    if last < 0:
+        return data[:0], -1
+    end = _PREFIX.unpack_from(data, last)[0] + _DELTA.unpack_from(data, last + _LAST_OFFSET_DELTA)[0] + 1
+    return (data if pos == length else data[:pos]), end
 
 
 class _Reads:
@@ -103,9 +179,12 @@ class _Reads:
         self.keys: list[tuple[str, int]] = []
         self.topics: list[Any] = []
         self._outcome: bytes | LogError | None = None  # the read just yielded, as the caller reported it
+        self._aborted: Aborted | None = None  # and its aborted transactions (READ_COMMITTED)
+        self.committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
 
-    def done(self, data: bytes) -> None:
+    def done(self, data: bytes, aborted: Aborted | None = None) -> None:
         self._outcome = data
+        self._aborted = aborted
 
     def failed(self, error: LogError) -> None:
         self._outcome = error
@@ -121,19 +200,20 @@ class _Reads:
                     partitions.append(_partition(b, p.partition, log))
                     continue
                 limit = min(p.partition_max_bytes, self.budget - self.total)
+                aborted: Aborted | None = [] if self.committed else None
                 if limit <= 0 and self.total > 0:
                     data: bytes | LogError = b""
                 else:
                     self._outcome = None
                     yield log, p.fetch_offset, max(limit, 0), self.total == 0
                     assert self._outcome is not None, "each read's outcome is reported before the next"
-                    data = self._outcome
+                    data, aborted = self._outcome, self._aborted
                 if isinstance(data, LogError):
                     partitions.append(_partition(b, p.partition, ErrorCode(data.error_code), log))
                     continue
                 self.total += len(data)
                 self.keys.append((topic.name, p.partition))
-                partitions.append(_partition(b, p.partition, ErrorCode.none, log, data))
+                partitions.append(_partition(b, p.partition, ErrorCode.none, log, data, aborted))
             self.topics.append(b("FetchableTopicResponse", topic=getattr(entry, "topic", None),
                                  topic_id=getattr(entry, "topic_id", None), partitions=tuple(partitions)))
 
@@ -142,8 +222,12 @@ class _Reads:
                                responses=tuple(self.topics), node_endpoints=())
 
 
-def _partition(b: Builder, index: int, error: ErrorCode, log: Any = None, records: bytes = b"") -> Any:
+def _partition(b: Builder, index: int, error: ErrorCode, log: Any = None, records: bytes = b"",
+               aborted: Aborted | None = None) -> Any:  # fmt: skip
     hw = log.log_end_offset if log is not None else -1
+    lso = log.last_stable_offset if log is not None else -1
     start = log.log_start_offset if log is not None else -1
-    return b("PartitionData", partition_index=index, error_code=error, high_watermark=hw, last_stable_offset=hw,
-             log_start_offset=start, aborted_transactions=(), preferred_read_replica=-1, records=records)
+    txns = None if aborted is None else tuple(
+        b("AbortedTransaction", producer_id=pid, first_offset=first) for pid, first in aborted)
+    return b("PartitionData", partition_index=index, error_code=error, high_watermark=hw, last_stable_offset=lso,
+             log_start_offset=start, aborted_transactions=txns, preferred_read_replica=-1, records=records)

@@ -5,12 +5,14 @@ v1: key type (0 group, 1 transaction) and error message. v3: flexible. v4: a bat
 (INVALID_REQUEST).
 
 A group's coordinator is the leader of partition abs(Java hashCode(groupId)) % offsets.topic.num.partitions of
-__consumer_offsets. On a single node that is this node while its coordinator runtime hosts the partition. In
-cluster mode it is whichever live node leads the partition (any node answers, from its view of the leaders);
-the node named may still be loading the partition, and answers COORDINATOR_LOAD_IN_PROGRESS until it is done,
-as in Kafka. With no coordinator known the answer is COORDINATOR_NOT_AVAILABLE, which clients retry.
-Transactional ids are answered with this node so that clients can ask, though transactions themselves are not
-supported (see init_producer_id).
+__consumer_offsets, a transactional id's the leader of partition abs(hashCode(id)) %
+transaction.state.log.num.partitions of __transaction_state (KafkaApis.getCoordinator). On a single node that is
+this node while its coordinator runtime (group or transaction) hosts the partition. In cluster mode it is
+whichever live node leads the partition (any node answers, from its view of the leaders); the node named may still
+be loading the partition, and answers COORDINATOR_LOAD_IN_PROGRESS until it is done, as in Kafka. With no
+coordinator known the answer is COORDINATOR_NOT_AVAILABLE, which clients retry. `__transaction_state` is made by
+the first lookup of a transactional id, which is answered COORDINATOR_NOT_AVAILABLE (Kafka's auto-creation of an
+internal topic in KafkaApis.getCoordinator).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.cluster.topics import OFFSETS_TOPIC, Node
+from herd.cluster.topics import Node
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 
@@ -36,18 +38,21 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
     if key_type == GROUP and not key:
         return ErrorCode.invalid_request, "group id must not be empty", None
     broker = ctx.broker
-    coordinator = broker.coordinator
-    here = broker.node(broker.node_id)
-    if key_type == GROUP and coordinator is not None:
+    coordinator = broker.coordinator if key_type == GROUP else broker.transactions
+    if coordinator is None and key_type == GROUP:
+        return ErrorCode.none, None, broker.node(broker.node_id)  # no group coordinator runs (tests of the shell)
+    transactions = broker.transactions
+    if key_type == TRANSACTION and transactions is not None and not transactions.ensure_created():
+        return ErrorCode.coordinator_not_available, "The coordinator is not available.", None  # made on first use
+    if coordinator is not None and coordinator.num_partitions:
         if broker.cluster.shared:
-            leader, _ = broker.cluster.leader(OFFSETS_TOPIC, coordinator.partition_for(key))
+            leader, _ = broker.cluster.leader(coordinator.topic, coordinator.partition_for(key))
             node = broker.node(leader) if leader != broker.node_id or coordinator.hosts(key) else None
             if node is not None:
                 return ErrorCode.none, None, node
         elif coordinator.hosts(key):
-            return ErrorCode.none, None, here
-        return ErrorCode.coordinator_not_available, "The coordinator is not available.", None
-    return ErrorCode.none, None, here
+            return ErrorCode.none, None, broker.node(broker.node_id)
+    return ErrorCode.coordinator_not_available, "The coordinator is not available.", None
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

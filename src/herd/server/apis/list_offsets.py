@@ -10,6 +10,12 @@ earliest pending upload (herd has no tiered storage: offset -1). A non-negative 
 whose timestamp is at least that (offset -1 when there is none). In cluster mode a partition another node
 leads gets NOT_LEADER_OR_FOLLOWER, and searches by timestamp in PostgreSQL are awaited. From v4 the client's current
 leader epoch is checked as Fetch checks it (FENCED_LEADER_EPOCH, UNKNOWN_LEADER_EPOCH; -1: not checked).
+
+Isolation (v2+), as Kafka's Partition.fetchOffsetForTimestamp and ReplicaManager.fetchOffset (apache/kafka
+core/src/main/scala/kafka/cluster/Partition.scala, core/src/main/scala/kafka/server/ReplicaManager.scala): the last
+fetchable offset is the last stable offset under READ_COMMITTED (1), the high watermark under READ_UNCOMMITTED;
+latest (-1) answers it, and a search by timestamp (or MAX_TIMESTAMP) that finds a record at or beyond it answers
+offset -1, timestamp -1, as if nothing were found. Earliest is the log start either way.
 """
 
 from __future__ import annotations
@@ -28,11 +34,13 @@ MIN_VERSION = 1
 MAX_VERSION = 11
 
 LATEST, EARLIEST, MAX_TIMESTAMP, EARLIEST_LOCAL, LATEST_TIERED, EARLIEST_PENDING_UPLOAD = -1, -2, -3, -4, -5, -6
+READ_COMMITTED = 1
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     later = LaterAnswers()  # cluster mode: searches by timestamp in PostgreSQL
+    committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     topics = []
     for entry in request.topics:
         topic, topic_error = resolve_topic(ctx.broker, entry)
@@ -43,17 +51,22 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             if isinstance(log, ErrorCode):
                 partitions.append(_answer(b, index, log))
             elif log.remote and (p.timestamp == MAX_TIMESTAMP or p.timestamp >= 0):
-                later.add(partitions, _search_remote(b, index, log, p.timestamp))
+                later.add(partitions, _search_remote(b, index, log, p.timestamp, committed))
             else:
-                partitions.append(_lookup(b, index, log, p.timestamp))
+                partitions.append(_lookup(b, index, log, p.timestamp, committed))
         topics.append(b("ListOffsetsTopicResponse", name=entry.name, partitions=partitions))
     return later.respond(b.response(throttle_time=0, topics=tuple(topics)))
 
 
-def _lookup(b: Builder, index: int, log: PartitionLog, timestamp: int) -> Any:
+def _fetchable(log: PartitionLog, committed: bool) -> int:
+    """The last fetchable offset: the last stable offset under READ_COMMITTED, else the high watermark."""
+    return log.last_stable_offset if committed else log.log_end_offset
+
+
+def _lookup(b: Builder, index: int, log: PartitionLog, timestamp: int, committed: bool) -> Any:
     try:
         if timestamp == LATEST:
-            return _answer(b, index, ErrorCode.none, -1, log.log_end_offset, log)
+            return _answer(b, index, ErrorCode.none, -1, _fetchable(log, committed), log)
         if timestamp in (EARLIEST, EARLIEST_LOCAL):
             return _answer(b, index, ErrorCode.none, -1, log.log_start_offset, log)
         if timestamp in (LATEST_TIERED, EARLIEST_PENDING_UPLOAD):
@@ -66,10 +79,10 @@ def _lookup(b: Builder, index: int, log: PartitionLog, timestamp: int) -> Any:
             return _answer(b, index, ErrorCode.invalid_request)
     except LogError as e:  # e.g. KAFKA_STORAGE_ERROR from a failed partition
         return _answer(b, index, ErrorCode(e.error_code))
-    return _found(b, index, found, log)
+    return _found(b, index, found, log, committed)
 
 
-async def _search_remote(b: Builder, index: int, log: Any, timestamp: int) -> Any:
+async def _search_remote(b: Builder, index: int, log: Any, timestamp: int, committed: bool) -> Any:
     """A search by timestamp in a partition stored in PostgreSQL."""
     try:
         if timestamp == MAX_TIMESTAMP:
@@ -78,11 +91,11 @@ async def _search_remote(b: Builder, index: int, log: Any, timestamp: int) -> An
             found = await log.offset_for_timestamp_async(timestamp)
     except LogError as e:
         return _answer(b, index, ErrorCode(e.error_code))
-    return _found(b, index, found, log)
+    return _found(b, index, found, log, committed)
 
 
-def _found(b: Builder, index: int, found: TimestampOffset | None, log: PartitionLog) -> Any:
-    if found is None:
+def _found(b: Builder, index: int, found: TimestampOffset | None, log: PartitionLog, committed: bool) -> Any:
+    if found is None or found.offset >= _fetchable(log, committed):
         return _answer(b, index, ErrorCode.none, -1, -1, log)
     return _answer(b, index, ErrorCode.none, found.timestamp, found.offset, log)
 

@@ -2,7 +2,9 @@
 
 v1: per-partition errors only. v2: a top-level error code, and a null topic list fetches every committed
 offset of the group. v3: throttle time. v4: no body change. v5: committed leader epoch. v6: flexible. v7:
-require stable (KIP-447; herd has no transactional offsets, so nothing is ever unstable). v8: many groups
+require stable (KIP-447: a partition with a pending transactional offset, staged by TxnOffsetCommit and not yet
+committed or aborted by its transaction's marker, answers UNSTABLE_OFFSET_COMMIT and offset -1; the client
+retries). v8: many groups
 in one request (KIP-709). v9: member id and epoch (KIP-848; a classic group does not check them, as in
 Kafka). v10: topics by id. Kafka 4.x serves v1-v10.
 

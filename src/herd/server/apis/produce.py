@@ -10,8 +10,19 @@ well framed and as many as it declares; CORRUPT_MESSAGE or INVALID_RECORD with a
 checks framing, magic and CRC32C and assigns offsets. acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS otherwise); with acks=0 no answer is
 sent. On one node acks=-1 and acks=1 are the same: the write is in the log (and flushed as log.flush.* say)
 when the answer goes out. In cluster mode a partition another node leads gets NOT_LEADER_OR_FOLLOWER, and the
-answer waits until the appended batches are committed to PostgreSQL (acks=1 and acks=-1 alike). Idempotent producers are accepted and checked per partition (herd.server.producers);
-transactional produce is not supported (INVALID_REQUEST, see docs/compatibility.md).
+answer waits until the appended batches are committed to PostgreSQL (acks=1 and acks=-1 alike). Idempotent producers are accepted and checked per partition (herd.server.producers).
+
+Transactional batches (attribute bit 4) are accepted from a request that names a transactional id; one that holds
+any and names none is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED in every partition, as Kafka's
+KafkaApis.handleProduceRequest answers it (apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala,
+`RequestUtils.hasTransactionalRecords`). The log then checks them as Kafka's ProducerAppendInfo does
+(herd.log.transactions): INVALID_PRODUCER_EPOCH for an epoch older than the partition last saw (its batches or a
+marker that bumped it), INVALID_TXN_STATE for a non-transactional batch while the producer's transaction is
+ongoing; the first transactional batch of a producer begins its transaction in the partition (the last stable
+offset stays below it until its marker). Control batches are the broker's: a client's get INVALID_RECORD. A
+producer's first transactional write to a partition is verified with its transaction coordinator before it is
+appended (KIP-890 part 1, `_verify`; `transaction.partition.verification.enable`, true by default as in Kafka);
+the request's answer then waits for that.
 """
 
 from __future__ import annotations
@@ -23,7 +34,9 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.log.api import LogError, PartitionLog
+from herd.log.batch import ATTRIBUTES_OFFSET, LOG_OVERHEAD, TRANSACTIONAL_BIT, parse_header
 from herd.log.records import check_records
+from herd.server.apis import _verify
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import led_partition, resolve_topic, topic_ref
 from herd.server.broker import RequestContext
@@ -31,6 +44,7 @@ from herd.server.broker import RequestContext
 log = logging.getLogger(__name__)
 
 API_KEY = 0
+_ATTRIBUTES_LOW = ATTRIBUTES_OFFSET + 1  # the attributes are an int16: their flags sit in its second byte
 MIN_VERSION = 3
 MAX_VERSION = 13
 
@@ -40,20 +54,93 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     acks = request.acks
     if acks not in (-1, 0, 1):
         error = ErrorCode.invalid_required_acks
-    elif request.transactional_id is not None:
-        error = ErrorCode.invalid_request
+    elif request.transactional_id is None and _has_transactional_records(request):
+        error = ErrorCode.transactional_id_authorization_failed
     else:
         error = ErrorCode.none
+    if (request.transactional_id is not None and error is ErrorCode.none
+            and ctx.broker.config.get("transaction.partition.verification.enable")):
+        unverified = _to_verify(ctx, request)
+        if unverified:
+            return _produce_verified(b, ctx, request, unverified)
+    return _produce(b, ctx, request, error, {})
+
+
+def _produce(b: Builder, ctx: RequestContext, request: Any, error: ErrorCode, refused: _Refused) -> Any:
     commits: list[_Commit] = []
-    topics = tuple(_produce_topic(b, ctx, entry, error, commits) for entry in request.topic_data)
+    topics = tuple(_produce_topic(b, ctx, entry, error, commits, refused) for entry in request.topic_data)
     if commits:
-        return _after_commits(b, ctx, topics, commits, acks)
-    if acks == 0:
+        return _after_commits(b, ctx, topics, commits, request.acks)
+    if request.acks == 0:
         return None
     return b.response(responses=topics, throttle_time=0, node_endpoints=())
 
 
-def _produce_topic(b: Builder, ctx: RequestContext, entry: Any, error: ErrorCode, commits: list[_Commit]) -> Any:
+_Refused = dict[tuple[str, int], tuple[ErrorCode, str | None]]  # partitions answered with an error, not appended
+_Unverified = dict[tuple[str, int], tuple[PartitionLog, int, int, int]]  # log, producer id, epoch, guard token
+
+
+def _to_verify(ctx: RequestContext, request: Any) -> _Unverified:
+    """The partitions of a transactional request whose first batch would begin its producer's transaction there:
+    each with its log, producer and the log's verification guard (herd.log.transactions.start_verification)."""
+    out: _Unverified = {}
+    for entry in request.topic_data:
+        topic, topic_error = resolve_topic(ctx.broker, entry)
+        if topic is None or topic.internal:
+            continue
+        for data in entry.partition_data:
+            records = data.records
+            if not records or len(records) <= _ATTRIBUTES_LOW or not records[_ATTRIBUTES_LOW] & TRANSACTIONAL_BIT:
+                continue
+            log = led_partition(topic, topic_error, data.index)
+            transactions = getattr(log, "transactions", None)
+            if isinstance(log, ErrorCode) or transactions is None:
+                continue
+            try:
+                header = parse_header(records, 0)
+            except LogError:
+                continue  # the append answers it
+            token = transactions.start_verification(header.producer_id)
+            if token is not None:
+                out[(topic.name, data.index)] = (log, header.producer_id, header.producer_epoch, token)
+    return out
+
+
+async def _produce_verified(b: Builder, ctx: RequestContext, request: Any, unverified: _Unverified) -> Any:
+    """Produce once the transaction coordinator verified the partitions of `unverified` (KIP-890 part 1)."""
+    by_producer: dict[tuple[int, int], frozenset[tuple[str, int]]] = {}
+    for tp, (_, pid, epoch, _) in unverified.items():
+        by_producer[(pid, epoch)] = by_producer.get((pid, epoch), frozenset()) | {tp}
+    refused: _Refused = {}
+    for (pid, epoch), partitions in by_producer.items():
+        refused.update(await _verify.verify(ctx, request.transactional_id, pid, epoch, partitions))
+    for tp, (log, pid, _, token) in unverified.items():
+        if not log.transactions.verified(pid, token) and tp not in refused:  # type: ignore[attr-defined]
+            refused[tp] = (ErrorCode.invalid_txn_state, _verify.NOT_IN_TRANSACTION)
+    answer = _produce(b, ctx, request, ErrorCode.none, refused)
+    return await answer if asyncio.iscoroutine(answer) else answer
+
+
+def _has_transactional_records(request: Any) -> bool:
+    """Whether any partition's records hold a transactional batch (Kafka's RequestUtils.hasTransactionalRecords):
+    the attributes' low byte of each batch is looked at, nothing parsed; records whose framing is broken are left
+    to the log, which answers them per partition."""
+    for entry in request.topic_data:
+        for data in entry.partition_data:
+            records = data.records
+            pos = 0
+            while records and pos + _ATTRIBUTES_LOW < len(records):
+                if records[pos + _ATTRIBUTES_LOW] & TRANSACTIONAL_BIT:
+                    return True
+                length = int.from_bytes(records[pos + 8:pos + 12], "big", signed=True)
+                if length <= 0:
+                    break
+                pos += LOG_OVERHEAD + length
+    return False
+
+
+def _produce_topic(b: Builder, ctx: RequestContext, entry: Any, error: ErrorCode, commits: list[_Commit],
+                   refused: _Refused) -> Any:  # fmt: skip
     topic, topic_error = resolve_topic(ctx.broker, entry)
     if error is ErrorCode.none and topic is not None and topic.internal:
         error = ErrorCode.invalid_topic_exception
@@ -62,6 +149,9 @@ def _produce_topic(b: Builder, ctx: RequestContext, entry: Any, error: ErrorCode
         log = led_partition(topic, topic_error, data.index) if error is ErrorCode.none else error
         if isinstance(log, ErrorCode):
             results.append(_result(b, data.index, log))
+        elif refused and (log.topic, data.index) in refused:
+            code, message = refused[(log.topic, data.index)]
+            results.append(_result(b, data.index, code, message=message))
         else:
             answer, committing = _append(b, ctx, log, data)
             if committing is not None:  # the answer waits for the commit (cluster mode)

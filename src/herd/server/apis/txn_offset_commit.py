@@ -1,15 +1,24 @@
-"""TxnOffsetCommit (key 28), v0-v5: answered, never applied, until herd has transactions.
+"""TxnOffsetCommit (key 28), v0-v5: a transactional producer commits a consumer group's offsets in its transaction.
 
 Versions as Kafka 4.x serves them: v1 no change, v2 committed leader epoch, v3 generation id, member id
 and group instance id (KIP-447), v4 no body change (KIP-890 errors), v5 implicit AddOffsetsToTxn (KIP-890).
 
-herd has no transaction coordinator (InitProducerId refuses a transactional id), so a transactional
-producer never gets this far. A client that sends the request anyway gets UNSUPPORTED_VERSION (35) on every
-partition and nothing is written. That code is chosen because both client families stop instead of
-retrying: the Java producer's TxnOffsetCommitHandler treats it as an unexpected error and fails the
-transaction fatally ("Unexpected error in TxnOffsetCommitResponse: The version of API is not supported"),
-and librdkafka treats it as a permanent (abortable) error. Retriable codes (COORDINATOR_LOAD_IN_PROGRESS,
-NOT_COORDINATOR) would make them retry forever. Written down in docs/compatibility.md.
+It follows apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala (handleTxnOffsetCommitRequest)
+and group-coordinator/.../GroupCoordinatorService.java (commitTransactionalOffsets): a topic the cluster does not
+have gets UNKNOWN_TOPIC_OR_PARTITION on every partition, a partition it does not have the same, and the rest
+goes to the group's coordinator shard unless nothing is left; the empty group id gets INVALID_GROUP_ID on the
+partitions that reach the coordinator. The shard fences by generation, member and instance id (KIP-447:
+ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) and writes the offsets as one transactional batch of
+the producer in `__consumer_offsets`; the answer is sent once it is durable, and the offsets stay pending
+(OffsetFetch with require_stable: UNSTABLE_OFFSET_COMMIT) until the transaction coordinator's marker commits
+or aborts them (`CoordinatorRuntime.complete_transaction`). Below v2 a COORDINATOR_LOAD_IN_PROGRESS is answered
+COORDINATOR_NOT_AVAILABLE, which clients before Kafka 2.0 expect (KAFKA-7296). herd has no ACLs, so no
+authorization errors.
+
+A producer epoch older than one the producer already used in that `__consumer_offsets` partition (a zombie
+fenced by its successor) gets INVALID_PRODUCER_EPOCH on every partition, as Kafka's log refuses the batch (the
+shard keeps the epochs, coordinator/txn_offsets.py). Not checked: KIP-890's verification that the transaction
+holds the group's partition (the transaction coordinator's part; Kafka asks it before appending).
 """
 
 from __future__ import annotations
@@ -18,22 +27,96 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from herd.coordinator import GroupCoordinatorShard
+from herd.coordinator.requests import CommitPartition, CommitTopic, TxnOffsetCommit
+from herd.coordinator.responses import CommitPartitionResponse, CommitTopicResponse, OffsetCommitResponse
 from herd.server.apis._build import ctx_builder
+from herd.server.apis._groups import client_host, client_id, route
 from herd.server.broker import RequestContext
 
 API_KEY = 28
 MIN_VERSION = 0
 MAX_VERSION = 5
 
-UNSUPPORTED = ErrorCode.unsupported_version
+
+Errors = dict[tuple[int, int], int]  # (topic entry index, partition index) -> error code
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    b = ctx_builder(ctx)
+    local = _unknown_partitions(ctx, request)
     topics = tuple(
-        b("TxnOffsetCommitResponseTopic", name=entry.name, partitions=tuple(
-            b("TxnOffsetCommitResponsePartition", partition_index=p.partition_index, error_code=UNSUPPORTED)
-            for p in entry.partitions))
-        for entry in request.topics
+        CommitTopic(entry.name, tuple(_partition(p) for p in entry.partitions if (i, p.partition_index) not in local))
+        for i, entry in enumerate(request.topics)
     )
-    return b.response(throttle_time=0, topics=topics)
+    req = TxnOffsetCommit(
+        transactional_id=request.transactional_id,
+        group_id=request.group_id,
+        producer_id=request.producer_id,
+        producer_epoch=request.producer_epoch,
+        generation_id=getattr(request, "generation_id", -1),
+        member_id=getattr(request, "member_id", ""),
+        group_instance_id=getattr(request, "group_instance_id", None),
+        topics=tuple(t for t in topics if t.partitions),
+        api_version=ctx.api_version,
+        client_id=client_id(ctx),
+        client_host=client_host(ctx),
+    )
+
+    def respond(response: OffsetCommitResponse) -> Any:
+        return _response(ctx, request, local, response)
+
+    def on_error(code: int) -> OffsetCommitResponse:
+        return _all_failed(req, code)
+
+    if not req.topics:
+        return respond(OffsetCommitResponse())
+    if not req.group_id:
+        return respond(on_error(ErrorCode.invalid_group_id))
+    return route(ctx, req.group_id, GroupCoordinatorShard.txn_offset_commit, req, respond, on_error)
+
+
+def _unknown_partitions(ctx: RequestContext, request: Any) -> Errors:
+    cluster = ctx.broker.cluster
+    local: Errors = {}
+    for i, entry in enumerate(request.topics):
+        topic = cluster.get(entry.name)
+        for p in entry.partitions:
+            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
+                local[(i, p.partition_index)] = ErrorCode.unknown_topic_or_partition
+    return local
+
+
+def _partition(p: Any) -> CommitPartition:
+    return CommitPartition(
+        partition_index=p.partition_index,
+        committed_offset=p.committed_offset,
+        committed_leader_epoch=getattr(p, "committed_leader_epoch", -1),
+        committed_metadata=p.committed_metadata,
+    )
+
+
+def _all_failed(req: TxnOffsetCommit, code: int) -> OffsetCommitResponse:
+    return OffsetCommitResponse(topics=tuple(
+        CommitTopicResponse(t.name, tuple(CommitPartitionResponse(p.partition_index, code) for p in t.partitions))
+        for t in req.topics
+    ))
+
+
+def _response(ctx: RequestContext, request: Any, local: Errors, response: OffsetCommitResponse) -> Any:
+    """Every partition of the request, in its order, with its local or its coordinator's error."""
+    decided = {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+    old = ctx.api_version < 2
+
+    def code(i: int, name: str, index: int) -> int:
+        error = local.get((i, index), decided.get((name, index), ErrorCode.none))
+        if old and error == ErrorCode.coordinator_load_in_progress:
+            return ErrorCode.coordinator_not_available
+        return error
+
+    b = ctx_builder(ctx)
+    return b.response(throttle_time=0, topics=tuple(
+        b("TxnOffsetCommitResponseTopic", name=entry.name, partitions=tuple(
+            b("TxnOffsetCommitResponsePartition", partition_index=p.partition_index,
+              error_code=code(i, entry.name, p.partition_index))
+            for p in entry.partitions))
+        for i, entry in enumerate(request.topics)))

@@ -1,6 +1,8 @@
 """The PostgreSQL partition log against a real PostgreSQL server: commits fenced by the leader epoch, reads that
 never see uncommitted data, database failures and reloads, ListOffsets, retention, compaction, large values and
-the producer state a new leader rebuilds. Each test runs its own loop (`asyncio.run`).
+the producer state a new leader rebuilds, transactions (the last stable offset against the committed end, the
+aborted-transaction index stored with the ABORT marker's commit, what a new leader rebuilds of them). Each test
+runs its own loop (`asyncio.run`).
 
 `pg_url` gives a fresh, migrated database for the module, on the PostgreSQL the test session started."""
 
@@ -14,6 +16,7 @@ from contextlib import asynccontextmanager
 
 import psycopg
 import pytest
+from batches import idempotent_batch
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 
 from herd.coordinator.records import Record
@@ -24,6 +27,7 @@ from herd.log.api import (
     OffsetOutOfRangeError,
     PolicyViolationError,
     RemotePartitionLog,
+    TransactionCoordinatorFencedError,
 )
 from herd.log.batch import iter_headers
 from herd.log.fs import MemoryFileSystem
@@ -32,6 +36,7 @@ from herd.log.postgres.db import open_pool
 from herd.log.postgres.store import NotInMemoryError, PgLogStore, PgPartitionLog
 from herd.log.segments import SegmentLog
 from herd.runtime.batches import decode_batches, encode_batch
+from herd.server.apis import fetch
 from herd.server.producers import ProducerStates
 
 NODE = 1
@@ -796,3 +801,85 @@ def test_a_version_1_database_gets_the_epochs_its_batches_carry(postgres_server)
     asyncio.run(upgrade())
     rows = dict((r[0], (r[1], r[2])) for r in sql(url, "SELECT pid, epochs, epoch_starts FROM herd_partitions"))
     assert rows == {written: ([0, 2, 5], [0, 4, 6]), idle: ([3], [0])}
+
+
+# -- transactions (herd.log.transactions) ----------------------------------------------------------------------------
+
+P, Q = 71, 72
+
+
+async def durable(log: PgPartitionLog, data: bytes | None = None, **marker: int) -> int:
+    """Append `data` (or a marker: producer_id, producer_epoch, commit, coordinator_epoch) and wait for its
+    commit; its base offset."""
+    if data is not None:
+        result = log.append(data, NOW)
+    else:
+        result = log.append_control(marker["producer_id"], marker["producer_epoch"], bool(marker["commit"]),
+                                    marker["coordinator_epoch"], NOW)
+    await log.wait_durable(result.last_offset + 1)
+    return result.base_offset
+
+
+def txn(pid: int, seq: int, epoch: int = 0) -> bytes:
+    return idempotent_batch(pid, epoch, seq, 2, transactional=True)
+
+
+def test_an_abort_is_stored_with_its_marker_and_the_lso_waits_for_the_markers_commit(pg_url):
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            first_p = await durable(log, txn(P, 0))
+            first_q = await durable(log, txn(Q, 0))
+            assert (log.last_stable_offset, log.log_end_offset) == (first_p, 4)
+            async with row_locked(pg_url, pid):  # the marker's commit waits on the partition's row
+                result = log.append_control(P, 0, False, 2, NOW)
+                await asyncio.sleep(0.05)
+                assert log.log_end_offset == 4 and log.last_stable_offset == first_p  # not committed yet
+                assert log.aborted_transactions(0, 5) == []
+            await log.wait_durable(result.last_offset + 1)
+            assert log.last_stable_offset == first_q
+            assert log.aborted_transactions(first_q, 5) == [(P, first_p)]
+            assert sql(pg_url, "SELECT last_offset, producer_id, first_offset, last_stable_offset "
+                               "FROM herd_aborted_txns WHERE pid = %s", (pid,)) == [(4, P, 0, first_q)]
+            assert sql(pg_url, "SELECT attributes FROM herd_batches WHERE pid = %s ORDER BY base_offset",
+                       (pid,)) == [(0x10,), (0x10,), (0x30,)]
+
+    run(main)
+
+
+def test_a_new_leader_rebuilds_the_open_transactions_and_reads_older_aborts_from_the_database(pg_url):
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            old = open_log(store, pg_url, pid)
+            first_p = await durable(old, txn(P, 0))
+            await durable(old, producer_id=P, producer_epoch=0, commit=0, coordinator_epoch=3)
+            first_q = await durable(old, txn(Q, 0))
+            await durable(old, txn(P, 0, epoch=1))  # P's next transaction, at a new epoch
+        sql(pg_url, "UPDATE herd_partitions SET leader_epoch = leader_epoch + 1 WHERE pid = %s", (pid,))
+        async with store_on(pg_url) as store:
+            new = open_log(store, pg_url, pid)
+            await new.load_transactions()
+            assert sorted(new.transactions.ongoing()) == [(P, 5), (Q, first_q)]
+            assert new.last_stable_offset == first_q
+            with pytest.raises(NotInMemoryError):
+                new.aborted_transactions(0, 7)
+            assert await new.aborted_transactions_async(0, 7) == [(P, first_p)]
+            assert await new.aborted_transactions_async(3, 7) == []
+            assert new.aborted_transactions(3, 7) == []  # the stored aborts end at 3: no query needed
+            with pytest.raises(TransactionCoordinatorFencedError):  # the marker's coordinator epoch was read back
+                new.append_control(P, 1, True, 2, NOW)
+            await durable(new, producer_id=Q, producer_epoch=0, commit=0, coordinator_epoch=3)
+            assert await new.aborted_transactions_async(0, 8) == [(P, first_p), (Q, first_q)]
+            # Fetch's read_committed read of a remote log: up to P's open transaction (5), both aborts in range
+            data, aborted = await fetch._read_committed_async(new, 0, 1 << 20, True)
+            assert [h.base_offset for h in iter_headers(data)] == [0, 2, 3] and new.last_stable_offset == 5
+            assert aborted == [(P, first_p), (Q, first_q)]
+            # retention: DeleteRecords past the first abort takes its index row
+            await new.delete_records_async(5)
+            assert sql(pg_url, "SELECT producer_id FROM herd_aborted_txns WHERE pid = %s", (pid,)) == [(Q,)]
+
+    run(main)

@@ -1,0 +1,335 @@
+"""The transaction coordinator of this node: one `TxnShardRuntime` per `__transaction_state` partition it hosts.
+
+It runs on the group coordinator's runtime (`CoordinatorRuntime`, `ShardRuntime`): the same loading, durable
+group-committed writes, timers, compaction, failure and reload, moves. `__transaction_state` is made on first use,
+as Kafka makes it (`ensure_created`, called by FindCoordinator for a transactional id): internal, compacted,
+uncompressed, segment.bytes from transaction.state.log.segment.bytes, transaction.state.log.num.partitions
+partitions (Kafka's TransactionStateManager.transactionTopicConfigs); a broker that never sees a transactional
+producer never has it, nor pays for loading its partitions at start. Once it exists, `start()` loads it, and a
+transactional id is coordinated by partition abs(hashCode(id)) % partitions, as a group is (Kafka's
+TransactionStateManager.partitionFor). Each shard's core is a `TransactionCoordinatorShard`
+(herd.coordinator.transactions), whose coordinator epoch is the leader epoch of its partition's log.
+
+Markers (Kafka's TransactionMarkerChannelManager, apache/kafka core/src/main/scala/kafka/coordinator/transaction/
+TransactionMarkerChannelManager.scala and TransactionMarkerRequestCompletionHandler.scala). Once a PrepareCommit or
+PrepareAbort is durable the core releases a `WriteMarkers` job with the client's answer; this runtime then writes
+a COMMIT or ABORT marker into every partition of the transaction, one task per transaction:
+- a data partition led here: `append_control` on its log (the data path's, herd.log), as durable as the records
+  it commits or aborts before it counts: committed in PostgreSQL (cluster mode); on local files written, and
+  fsynced by the partition's log.flush.* settings like any produce (a kill -9 loses nothing written; Kafka's
+  markers are likewise only as durable as its replicated data), never with an fsync of its own on the event
+  loop; then `on_marker((topic, partition))` tells the broker (long-polling fetches wake up: the last stable
+  offset moved);
+- a `__consumer_offsets` partition: the group coordinator's `complete_transaction`, which writes the marker through
+  that partition's own writer and makes the transaction's offsets committed or drops them (Kafka's
+  GroupCoordinator.onTransactionCompleted; see /work/notes/common17.md, Changes);
+- a partition led by another node (cluster mode): WriteTxnMarkers to that node (`remote`, server/transactions.py),
+  whose handler (server/apis/write_txn_markers.py) writes it with the same `write_marker`;
+- a partition whose topic no longer exists is skipped (Kafka: "these partitions are likely deleted already and
+  hence can be skipped"), and so is one whose leader answers that the producer or coordinator epoch moved on
+  (TransactionMarkerRequestCompletionHandler);
+- a partition that cannot be written now (its disk failed, its leader is moving, the group coordinator's shard is
+  loading) is retried every `MARKER_RETRY_MS`, as Kafka re-enqueues retriable marker errors.
+When every marker is written the core's `markers_written` appends CompleteCommit/CompleteAbort. The job is
+dropped when the shard stops being active (unloaded, failed): the next load finds PrepareCommit/PrepareAbort and
+writes the markers again (a marker written twice is harmless: a second one finds no open transaction).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from herd.cluster.topics import (
+    OFFSETS_TOPIC,
+    TOPIC_ALREADY_EXISTS,
+    TRANSACTION_STATE_TOPIC,
+    TRANSACTION_STATE_TOPIC_CONFIGS,
+    Cluster,
+    Topic,
+    TopicError,
+)
+from herd.config import BrokerConfig
+from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode
+from herd.coordinator.result import Reply
+from herd.coordinator.transactions import TransactionCoordinatorShard, TxnConfig, WriteMarkers
+from herd.log.api import LogError, NotLeaderError, PartitionLog, as_remote
+from herd.runtime.coordinator import CoordinatorRuntime
+from herd.runtime.shard import ShardRuntime, ShardState, deliver
+from herd.runtime.timer import WallClock
+
+log = logging.getLogger(__name__)
+
+MARKER_RETRY_MS = 100  # Kafka's marker channel retries with the broker's backoff (retry.backoff.ms, 100)
+
+
+def txn_config(config: BrokerConfig) -> TxnConfig:
+    """The core's configuration from the broker's Kafka-named properties."""
+    return TxnConfig(
+        transaction_max_timeout_ms=config.get("transaction.max.timeout.ms"),
+        abort_timed_out_interval_ms=config.get("transaction.abort.timed.out.transaction.cleanup.interval.ms"),
+        transactional_id_expiration_ms=config.get("transactional.id.expiration.ms"),
+        remove_expired_interval_ms=config.get("transaction.remove.expired.transaction.cleanup.interval.ms"),
+    )
+
+
+class TransactionCompleter(Protocol):
+    """What the transaction coordinator needs of the group coordinator (C's `complete_transaction`)."""
+
+    def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
+                             coordinator_epoch: int) -> Any: ...
+
+
+# Writes a marker into a partition another node leads (WriteTxnMarkers to it, cluster mode); the error code answered.
+RemoteMarkers = Callable[[tuple[str, int], "Marker"], Awaitable[int]]
+
+
+class TxnShardRuntime(ShardRuntime):
+    """A `ShardRuntime` around a `TransactionCoordinatorShard`; released `WriteMarkers` go to `on_markers`."""
+
+    topic = TRANSACTION_STATE_TOPIC
+    shard: TransactionCoordinatorShard  # type: ignore[assignment]
+
+    def __init__(self, partition: int, partition_log: PartitionLog, *, txn: TxnConfig,
+                 new_producer_id: Callable[[], int], on_markers: Callable[[TxnShardRuntime, WriteMarkers], None],
+                 **settings: Any) -> None:
+        self._txn = txn
+        self._new_producer_id = new_producer_id
+        self._on_markers = on_markers
+        super().__init__(partition, partition_log, config=CoordinatorConfig(), **settings)
+
+    def _new_shard(self, clock: WallClock,  # type: ignore[override]
+                   config: CoordinatorConfig) -> TransactionCoordinatorShard:
+        return TransactionCoordinatorShard(clock=clock, timer=self.timer, new_producer_id=self._new_producer_id,
+                                           config=self._txn, coordinator_epoch=self.log.leader_epoch)
+
+    def _deliver(self, replies: tuple[Reply, ...]) -> None:
+        deliver(replies)
+        for reply in replies:
+            if isinstance(reply.handle, WriteMarkers):
+                self._on_markers(self, reply.handle)
+
+
+class TransactionRuntime(CoordinatorRuntime):
+    topic = TRANSACTION_STATE_TOPIC
+    _keys = "transactional ids"
+
+    def __init__(self, cluster: Cluster, config: BrokerConfig, *, new_producer_id: Callable[[], int],
+                 groups: TransactionCompleter | None = None,
+                 on_marker: Callable[[tuple[str, int]], None] | None = None,
+                 remote: RemoteMarkers | None = None, clock: WallClock | None = None) -> None:
+        super().__init__(cluster, config, clock)
+        self.txn_config = txn_config(config)
+        self.new_producer_id = new_producer_id
+        self._groups = groups
+        self._on_marker = on_marker
+        self._remote = remote
+        self._markers: dict[tuple[int, str], asyncio.Task[None]] = {}
+        self._creating: asyncio.Task[None] | None = None
+
+    # -- hosting -----------------------------------------------------------------------------------------------
+
+    def start(self, partitions: Iterable[int] | None = None) -> None:
+        """Load `partitions` (default: all) if `__transaction_state` exists; otherwise it is made on first use
+        (`ensure_created`), as Kafka creates it on the first FindCoordinator for a transactional id."""
+        if self._cluster.get(TRANSACTION_STATE_TOPIC) is not None:
+            super().start(partitions)
+
+    def ensure_created(self) -> bool:
+        """True if `__transaction_state` exists; if it does not, start making it and return False. On a single
+        node it is made and every partition starts loading at once; in cluster mode it is made in the background
+        and each node loads the partitions it is given to lead (server/node.py). Until then transactional ids get
+        COORDINATOR_NOT_AVAILABLE from FindCoordinator (KafkaApis.getCoordinator: "autoTopicCreationManager
+        .createTopics") and NOT_COORDINATOR from the rest."""
+        if self.num_partitions:
+            return True
+        topic = self._cluster.get(TRANSACTION_STATE_TOPIC)
+        if topic is not None:  # made by another node: placement needs its partition count
+            self.num_partitions = len(topic.partitions)
+            return True
+        if not self._cluster.shared:
+            super().start()
+        elif self._creating is None:
+            self._creating = asyncio.get_running_loop().create_task(self._create_shared())
+            self._creating.add_done_callback(lambda _: setattr(self, "_creating", None))
+        return False
+
+    async def _create_shared(self) -> None:
+        try:
+            await self._cluster.create_topic(TRANSACTION_STATE_TOPIC,  # type: ignore[misc]
+                                             self._broker_config.get("transaction.state.log.num.partitions"),
+                                             self._topic_configs())
+        except TopicError as e:
+            if e.error_code != TOPIC_ALREADY_EXISTS:  # another node made it meanwhile: fine
+                log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, e)
+        except Exception as e:  # the database: the next lookup tries again
+            log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, e)
+
+    def _topic_configs(self) -> dict[str, str | None]:
+        return {**TRANSACTION_STATE_TOPIC_CONFIGS,
+                "segment.bytes": str(self._broker_config.get("transaction.state.log.segment.bytes"))}
+
+    def _ensure_topic(self) -> Topic:
+        topic = self._cluster.get(TRANSACTION_STATE_TOPIC)
+        if topic is None:
+            topic = self._cluster.create_topic(TRANSACTION_STATE_TOPIC,
+                                               self._broker_config.get("transaction.state.log.num.partitions"),
+                                               self._topic_configs())
+        return topic
+
+    def load_partition(self, partition: int, *, announce: bool = False) -> asyncio.Task[None]:
+        if not self.num_partitions:  # a cluster node given a partition of a topic made after it started
+            self.num_partitions = len(self._ensure_topic().partitions)
+        return super().load_partition(partition, announce=announce)
+
+    def shard_for(self, group_id: str) -> ShardRuntime:
+        if not self.num_partitions:
+            raise CoordinatorError(ErrorCode.NOT_COORDINATOR, f"{TRANSACTION_STATE_TOPIC} does not exist yet")
+        return super().shard_for(group_id)
+
+    def hosts(self, group_id: str) -> bool:
+        return bool(self.num_partitions) and super().hosts(group_id)
+
+    def _new_shard_runtime(self, partition: int, partition_log: PartitionLog, **settings: Any) -> ShardRuntime:
+        return TxnShardRuntime(partition, partition_log, clock=self.clock, txn=self.txn_config,
+                               new_producer_id=self.new_producer_id, on_markers=self._start_markers, **settings)
+
+    def _log_loaded(self, partitions: list[int], seconds: float) -> None:
+        active = self._active(partitions)
+        failed = len(partitions) - len(active)
+        log.info("%s: %d partitions loaded in %.2f s (%d transactional ids, %d records)%s", self.topic, len(active),
+                 seconds, sum(s.shard.size() for s in active), sum(s.records for s in active),
+                 f"; {failed} not loaded" if failed else "")
+
+    def _log_moved_in(self, shard: ShardRuntime, seconds: float) -> None:
+        if shard.state is ShardState.ACTIVE:
+            log.info("%s-%d loaded in %.2f s (%d transactional ids, %d records): its transactions are coordinated "
+                     "here", self.topic, shard.partition, seconds, shard.shard.size(), shard.records)
+
+    async def close(self) -> None:
+        if self._creating is not None:
+            self._creating.cancel()
+        for task in list(self._markers.values()):
+            task.cancel()
+        await super().close()
+
+    # -- markers -----------------------------------------------------------------------------------------------
+
+    def _start_markers(self, shard: TxnShardRuntime, job: WriteMarkers) -> None:
+        key = (shard.partition, job.transactional_id)
+        task = asyncio.get_running_loop().create_task(self._write_markers(shard, job))
+        self._markers[key] = task
+        task.add_done_callback(lambda t: self._markers.pop(key, None) if self._markers.get(key) is t else None)
+
+    async def _write_markers(self, shard: TxnShardRuntime, job: WriteMarkers) -> None:
+        pending = set(job.partitions)
+        reported: set[tuple[str, int]] = set()
+        while pending:
+            if shard.state is not ShardState.ACTIVE:
+                return  # the next load writes them again
+            for tp in sorted(pending):
+                try:
+                    await self._write_marker(tp, job)
+                    pending.discard(tp)
+                except MarkerError as error:
+                    if error.code in PERMANENT_MARKER_ERRORS:
+                        log.info("the marker of transactional id %s to %s-%d is not written: %s",
+                                 job.transactional_id, *tp, error)
+                        pending.discard(tp)
+                    elif tp not in reported:
+                        reported.add(tp)
+                        log.warning("the %s marker of transactional id %s cannot be written to %s-%d yet (%s): "
+                                    "retrying", "COMMIT" if job.commit else "ABORT", job.transactional_id, *tp, error)
+                except Exception:  # a bug: logged once, retried like the rest
+                    if tp not in reported:
+                        reported.add(tp)
+                        log.exception("the marker of transactional id %s to %s-%d failed", job.transactional_id, *tp)
+            if pending:
+                await asyncio.sleep(MARKER_RETRY_MS / 1000)
+        if shard.state is ShardState.ACTIVE:
+            shard.apply(shard.shard.markers_written(job))
+
+    async def _write_marker(self, tp: tuple[str, int], job: WriteMarkers) -> None:
+        """Write one marker, here or (led by another node) through WriteTxnMarkers; raises MarkerError."""
+        marker = Marker(job.producer_id, job.producer_epoch, job.commit, job.coordinator_epoch)
+        try:
+            await write_marker(self._cluster, self._groups, tp, marker, self.clock.now_ms(), self._on_marker)
+        except MarkerError as error:
+            if error.code != NOT_LEADER_OR_FOLLOWER or self._remote is None:
+                raise
+            code = await self._remote(tp, marker)
+            if code != 0:
+                raise MarkerError(code, f"the leader of {tp[0]}-{tp[1]} answered error {code}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Marker:
+    """One transaction marker for a partition (a WritableTxnMarker of WriteTxnMarkers, for one partition)."""
+
+    producer_id: int
+    producer_epoch: int
+    commit: bool
+    coordinator_epoch: int
+
+
+UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, COORDINATOR_NOT_AVAILABLE = 3, 6, 15
+KAFKA_STORAGE_ERROR = 56
+# TransactionMarkerRequestCompletionHandler: these end the marker's retries (the partition is gone, or the
+# producer or coordinator epoch moved on); the others are retried.
+PERMANENT_MARKER_ERRORS = frozenset({
+    UNKNOWN_TOPIC_OR_PARTITION,  # herd knows its topics: a missing one is deleted (Kafka: "likely deleted")
+    47,  # INVALID_PRODUCER_EPOCH
+    52,  # TRANSACTION_COORDINATOR_FENCED
+    35,  # UNSUPPORTED_VERSION
+})
+
+
+class MarkerError(Exception):
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+async def write_marker(cluster: Cluster, groups: TransactionCompleter | None, tp: tuple[str, int], marker: Marker,
+                       now_ms: int, on_marker: Callable[[tuple[str, int]], None] | None = None) -> None:
+    """Write `marker` into partition `tp` led by this node: a data partition with `append_control` on its log
+    (committed in PostgreSQL; on local files flushed by log.flush.*), a `__consumer_offsets` partition through the group
+    coordinator's `complete_transaction`. Used for the markers of this node's transactions and for WriteTxnMarkers
+    from another node's coordinator. Raises MarkerError: UNKNOWN_TOPIC_OR_PARTITION (no such partition),
+    NOT_LEADER_OR_FOLLOWER (led by another node), KAFKA_STORAGE_ERROR (the log failed), or the group coordinator's
+    refusal (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS)."""
+    topic_name, index = tp
+    topic = cluster.get(topic_name)
+    if topic is None or not 0 <= index < len(topic.partitions):
+        raise MarkerError(UNKNOWN_TOPIC_OR_PARTITION, "the partition does not exist")
+    partition = topic.partitions[index]
+    if partition is None:
+        raise MarkerError(NOT_LEADER_OR_FOLLOWER, "led by another node")
+    if topic_name == OFFSETS_TOPIC:
+        if groups is None:
+            raise MarkerError(COORDINATOR_NOT_AVAILABLE, "no group coordinator runs here")
+        try:
+            outcome = groups.complete_transaction(index, marker.producer_id, marker.producer_epoch, marker.commit,
+                                                  marker.coordinator_epoch)
+            if asyncio.isfuture(outcome) or asyncio.iscoroutine(outcome):
+                await outcome
+        except CoordinatorError as error:
+            raise MarkerError(error.code, str(error)) from None
+        return
+    try:
+        appended = partition.append_control(marker.producer_id, marker.producer_epoch,  # type: ignore[attr-defined]
+                                            marker.commit, marker.coordinator_epoch, now_ms)
+        if partition.remote:
+            await as_remote(partition).wait_durable(appended.last_offset + 1)
+        else:
+            partition.maybe_flush(now_ms)  # as durable as the data it commits: log.flush.* (see the module doc)
+    except NotLeaderError as error:
+        raise MarkerError(NOT_LEADER_OR_FOLLOWER, str(error)) from None
+    except LogError as error:  # a stale marker (INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED) says so
+        code = error.error_code if error.error_code != -1 else KAFKA_STORAGE_ERROR
+        raise MarkerError(code, str(error)) from None
+    if on_marker is not None:
+        on_marker(tp)

@@ -1,0 +1,235 @@
+"""Transactions with real clients against `herd serve` (issue 17): confluent-kafka's consume-transform-produce
+loop with `send_offsets_to_transaction`, killed with SIGKILL and restarted (exactly once among committed
+records, nothing of an aborted transaction seen by read_committed); a producer killed mid-transaction, aborted
+by the broker after its transaction.timeout.ms; a zombie fenced by a newer producer with the same
+transactional.id; a broker killed right after commits and restarted; aiokafka's transactional producer.
+One embedded broker for the module (the transaction coordinator's expiry checked every 500 ms)."""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from brokers import BrokerProcess
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+
+WORKER = Path(__file__).with_name("eos_worker.py")
+PARTITIONS = 3
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    process = BrokerProcess(tmp_path_factory.mktemp("txn") / "data", {
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+        "transaction.state.log.num.partitions": "4", "offsets.topic.num.partitions": "4"}, die_with_parent=True)
+    process.start()
+    yield process
+    process.stop()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def create_topics(bootstrap: str, *names: str) -> None:
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the answers are in
+    futures = admin.create_topics([NewTopic(name, PARTITIONS, 1) for name in names])
+    for future in futures.values():
+        future.result(15)
+
+
+def produce_plain(bootstrap: str, topic: str, count: int) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5})
+    for i in range(count):
+        producer.produce(topic, value=b"%06d" % i, partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+
+
+def read_all(bootstrap: str, topic: str, isolation: str, timeout: float = 20.0) -> list[bytes]:
+    """Every value of the topic up to each partition's end (for read_committed: the last stable offset)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("reader"), "isolation.level": isolation,
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    values, ended = [], set()
+    deadline = time.monotonic() + timeout
+    while len(ended) < PARTITIONS:
+        assert time.monotonic() < deadline, f"{topic} not read to its end ({isolation}): {ended}"
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        if message.error():
+            assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
+            ended.add(message.partition())
+            continue
+        ended.discard(message.partition())
+        values.append(message.value())
+    consumer.close()
+    return values
+
+
+def committed_offsets(bootstrap: str, group: str, topic: str) -> int:
+    """The sum of the group's committed offsets on the topic (-1 counted as 0)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    try:
+        partitions = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], 10)
+        return sum(max(tp.offset, 0) for tp in partitions)
+    finally:
+        consumer.close()
+
+
+def test_consume_transform_produce_is_exactly_once_through_sigkills_of_the_worker(broker):
+    source, sink, group, txn_id = unique("in"), unique("out"), unique("eos"), unique("worker")
+    create_topics(broker.bootstrap, source, sink)
+    count = 1000
+    produce_plain(broker.bootstrap, source, count)
+    command = [sys.executable, str(WORKER), broker.bootstrap, source, sink, group, txn_id, str(count)]
+    rng = random.Random(17)
+    progress = []
+    for _ in range(3):
+        worker = subprocess.Popen(command, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.9, 1.6))  # it is somewhere in its loop: mid-transaction, or between two
+        worker.send_signal(signal.SIGKILL)
+        worker.wait(10)
+        progress.append(committed_offsets(broker.bootstrap, group, source))
+    print("committed input offsets after each kill:", progress)
+    assert 0 < progress[-1] < count, progress  # the kills came while there was work left
+    worker = subprocess.Popen(command, stderr=subprocess.PIPE)
+    _, err = worker.communicate(timeout=120)
+    assert worker.returncode == 0, err.decode()[-2000:]
+
+    committed = collections.Counter(read_all(broker.bootstrap, sink, "read_committed"))
+    expected = {b"out:%06d" % i for i in range(count)}
+    assert set(committed) == expected, sorted(expected - set(committed))[:5]
+    assert max(committed.values()) == 1, [v for v, n in committed.items() if n > 1][:5]
+    # what the killed workers wrote in transactions that never committed is in the log, but only there
+    assert len(read_all(broker.bootstrap, sink, "read_uncommitted")) >= count
+
+
+def test_a_producer_killed_mid_transaction_is_aborted_after_its_timeout(broker):
+    topic = unique("timeout")
+    create_topics(broker.bootstrap, topic)
+    script = (
+        "import sys, time\n"
+        "from confluent_kafka import Producer\n"
+        f"p = Producer({{'bootstrap.servers': '{broker.bootstrap}', 'transactional.id': '{unique('doomed')}',"
+        " 'transaction.timeout.ms': 2000})\n"
+        "p.init_transactions(30); p.begin_transaction()\n"
+        f"[p.produce('{topic}', value=b'doomed', partition=i % {PARTITIONS}) for i in range(30)]\n"
+        "assert p.flush(30) == 0\n"
+        "print('sent', flush=True); time.sleep(60)\n")
+    doomed = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
+    assert doomed.stdout.readline().strip() == b"sent"
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait(10)
+    produce_plain(broker.bootstrap, topic, 30)  # after the open transaction: held back by the LSO until it ends
+
+    start = time.monotonic()
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": unique("reader"),
+                         "isolation.level": "read_committed", "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    values = []
+    while len(values) < 30 and time.monotonic() - start < 30:
+        message = consumer.poll(0.2)
+        if message is not None and message.error() is None:
+            values.append(message.value())
+    waited = time.monotonic() - start
+    time.sleep(0.5)  # anything more would show now
+    values += [m.value() for m in consumer.consume(100, 0.5) if m.error() is None]
+    consumer.close()
+    assert sorted(values) == sorted(b"%06d" % i for i in range(30))  # the doomed records never show
+    assert waited < 2 + 0.5 + 10  # the timeout, the expiry check's interval, and the abort's markers
+    assert read_all(broker.bootstrap, topic, "read_uncommitted").count(b"doomed") == 30
+
+
+def test_a_zombie_producer_is_fenced_by_a_newer_one_with_the_same_transactional_id(broker):
+    topic, txn_id = unique("zombie"), unique("fenced")
+    create_topics(broker.bootstrap, topic)
+    zombie = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": txn_id})
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    zombie.produce(topic, value=b"zombie", partition=0)
+    assert zombie.flush(30) == 0
+
+    newer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": txn_id})
+    newer.init_transactions(30)  # bumps the epoch and aborts the zombie's open transaction
+    newer.begin_transaction()
+    newer.produce(topic, value=b"newer", partition=0)
+    newer.commit_transaction(30)
+
+    with pytest.raises(KafkaException) as raised:
+        zombie.produce(topic, value=b"zombie-2", partition=0)
+        zombie.commit_transaction(30)
+    error = raised.value.args[0]
+    assert error.fatal() or error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
+                                             KafkaError.INVALID_PRODUCER_EPOCH), error
+    assert read_all(broker.bootstrap, topic, "read_committed") == [b"newer"]
+
+
+def test_a_broker_killed_after_commits_finishes_them_after_a_restart(broker):
+    topic = unique("restart")
+    create_topics(broker.bootstrap, topic)
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": unique("restart")})
+    producer.init_transactions(30)
+    for n in range(5):
+        producer.begin_transaction()
+        for i in range(20):
+            producer.produce(topic, value=b"%d-%d" % (n, i), partition=i % PARTITIONS)
+        producer.commit_transaction(30)  # acknowledged once PrepareCommit is durable; markers may follow
+    broker.kill()
+    broker.restart()
+    values = read_all(broker.bootstrap, topic, "read_committed", timeout=30)
+    assert sorted(values) == sorted(b"%d-%d" % (n, i) for n in range(5) for i in range(20))
+
+
+def test_aiokafkas_transactional_producer_commits_and_aborts(broker):
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.structs import TopicPartition as AioPartition
+
+    topic = unique("aio")
+    create_topics(broker.bootstrap, topic)
+
+    async def main() -> list[bytes]:
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap, transactional_id=unique("aio"))
+        await producer.start()
+        try:
+            async with producer.transaction():
+                for i in range(10):
+                    await producer.send(topic, b"kept-%d" % i, partition=i % PARTITIONS)
+            await producer.begin_transaction()
+            for i in range(10):
+                await producer.send(topic, b"dropped-%d" % i, partition=i % PARTITIONS)
+            await producer.flush()
+            await producer.abort_transaction()
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, isolation_level="read_committed",
+                                    enable_auto_commit=False, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            partitions = [AioPartition(topic, p) for p in range(PARTITIONS)]
+            consumer.assign(partitions)
+            ends = await consumer.end_offsets(partitions)  # read_committed: the last stable offsets
+            values: list[bytes] = []
+
+            async def behind() -> bool:
+                return any([await consumer.position(tp) < ends[tp] for tp in partitions])
+
+            while await behind():
+                batch = await consumer.getmany(timeout_ms=500)
+                values += [m.value for messages in batch.values() for m in messages]
+            return values
+        finally:
+            await consumer.stop()
+
+    assert sorted(asyncio.run(main())) == sorted(b"kept-%d" % i for i in range(10))
+    assert sum(v.startswith(b"dropped") for v in read_all(broker.bootstrap, topic, "read_uncommitted")) == 10

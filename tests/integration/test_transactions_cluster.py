@@ -1,0 +1,80 @@
+"""Transactions on a cluster of three nodes over PostgreSQL (issue 17 items 2 and 5): a transactional producer
+writes to partitions led by every node (the coordinator writes the markers of partitions other nodes lead with
+WriteTxnMarkers), commits and aborts, and the node that coordinates its transactional id is killed with SIGKILL
+right after a commit; the coordinator's successor completes what was left, read_committed consumers see every
+committed record once and nothing aborted, and the aborted transactions live in PostgreSQL (a fresh node reads
+them from there)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
+from kio.static.primitive import i8
+from rawkafka import RawClient
+
+PARTITIONS = 6
+TXN_COORDINATOR_KEY = 1
+
+
+def read_committed(bootstrap: str, topic: str, expected: int, timeout: float = 30.0) -> list[bytes]:
+    """Values read with read_committed until `expected` arrived and every partition is at its end."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}",
+                         "isolation.level": "read_committed", "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    values, ended = [], set()
+    deadline = time.monotonic() + timeout
+    while len(values) < expected or len(ended) < PARTITIONS:
+        assert time.monotonic() < deadline, (len(values), expected, ended)
+        message = consumer.poll(0.3)
+        if message is None:
+            continue
+        if message.error():
+            assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
+            ended.add(message.partition())
+            continue
+        ended.discard(message.partition())
+        values.append(message.value())
+    consumer.close()
+    return values
+
+
+def coordinator_of(port: int, transactional_id: str) -> int:
+    with RawClient(port) as client:
+        (found,) = client.request(10, 4, FindCoordinatorRequest(key_type=i8(TXN_COORDINATOR_KEY),
+                                                                coordinator_keys=(transactional_id,))).coordinators
+    assert found.error_code == 0, found
+    return found.node_id
+
+
+def test_transactions_across_three_nodes_survive_the_coordinators_kill(new_cluster):
+    cluster = new_cluster
+    cluster.overrides.update({"broker.session.timeout.ms": "3000", "transaction.state.log.num.partitions": "3",
+                              "offsets.topic.num.partitions": "3"})
+    cluster.start(3)
+    topic, txn_id = f"t-{uuid.uuid4().hex[:6]}", f"x-{uuid.uuid4().hex[:6]}"
+    cluster.create_topic(topic, PARTITIONS)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id, "linger.ms": 5})
+    producer.init_transactions(30)
+    committed = []
+    for n in range(6):
+        producer.begin_transaction()
+        values = [b"%d-%d" % (n, i) for i in range(12)]
+        for i, value in enumerate(values):
+            producer.produce(topic, value, partition=i % PARTITIONS)
+        if n % 3 == 1:
+            producer.flush(30)
+            producer.abort_transaction(30)
+        else:
+            producer.commit_transaction(30)
+            committed += values
+    victim = coordinator_of(int(cluster.address(0).rsplit(":", 1)[1]), txn_id)
+    cluster.kill(victim)  # right after the last commit: its markers may not all be written yet
+    survivors = ",".join(cluster.address(i) for i in range(3) if i != victim)
+    assert sorted(read_committed(survivors, topic, len(committed))) == sorted(committed)
+
+    cluster.restart(victim)  # a node that reads the partitions it gets back, aborted transactions included
+    assert sorted(read_committed(cluster.bootstrap, topic, len(committed))) == sorted(committed)
