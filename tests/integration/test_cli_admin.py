@@ -1,6 +1,8 @@
-"""`herd groups` and `herd topics` as a user runs them: real subprocesses against a real broker.
+"""`herd groups` and `herd topics` as a user runs them, against a real broker.
 
-Output is checked as printed (Kafka's column names, aligned; "-" for missing values) and as JSON; every
+Failures run as real processes (`fails`: one line on stderr, the exit code, never a traceback); commands that
+succeed run in this process through click (`ok`: the same command line, its stdout), which spares a Python
+start per command. Output is checked as printed (Kafka's column names, aligned; "-" for missing values) and as JSON; every
 failure must be one line on stderr (`herd: error: ...`) with exit code 1, bad arguments exit code 2, and
 never a traceback.
 """
@@ -44,9 +46,13 @@ def herd(*args: str, bootstrap: str | None = None) -> subprocess.CompletedProces
 
 
 def ok(*args: str, bootstrap: str) -> str:
-    result = herd(*args, bootstrap=bootstrap)
-    assert result.returncode == 0, f"{args}: {result.stderr}"
-    assert "Traceback" not in result.stderr
+    """The stdout of a command that must succeed, run in this process (click's runner, stderr kept apart)."""
+    from click.testing import CliRunner
+
+    from herd.cli import cli
+
+    result = CliRunner().invoke(cli, [*args, "--bootstrap-server", bootstrap])
+    assert result.exit_code == 0 and result.exception is None, f"{args}: {result.stderr} {result.exception!r}"
     return result.stdout
 
 
