@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
 import random
 import signal
 import subprocess
@@ -55,16 +54,18 @@ def produce_plain(bootstrap: str, topic: str, count: int) -> None:
     assert producer.flush(30) == 0
 
 
-def read_all(bootstrap: str, topic: str, isolation: str, timeout: float = 20.0) -> list[bytes]:
-    """Every value of the topic up to each partition's end (for read_committed: the last stable offset)."""
+def read_to_end(bootstrap: str, topic: str, isolation: str, *, partitions: int = PARTITIONS, expected: int = 0,
+                timeout: float = 30.0) -> list[bytes]:
+    """Every value of the topic up to each partition's end (for read_committed: the last stable offset), read
+    until at least `expected` arrived (an end reached before the last stable offset moved is passed again)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("reader"), "isolation.level": isolation,
                          "enable.auto.commit": False, "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values, ended = [], set()
     deadline = time.monotonic() + timeout
-    while len(ended) < PARTITIONS:
-        assert time.monotonic() < deadline, f"{topic} not read to its end ({isolation}): {ended}"
-        message = consumer.poll(0.5)
+    while len(values) < expected or len(ended) < partitions:
+        assert time.monotonic() < deadline, f"{topic} not read to its end ({isolation}): {len(values)}, {ended}"
+        message = consumer.poll(0.3)
         if message is None:
             continue
         if message.error():
@@ -107,12 +108,12 @@ def test_consume_transform_produce_is_exactly_once_through_sigkills_of_the_worke
     _, err = worker.communicate(timeout=120)
     assert worker.returncode == 0, err.decode()[-2000:]
 
-    committed = collections.Counter(read_all(broker.bootstrap, sink, "read_committed"))
+    committed = collections.Counter(read_to_end(broker.bootstrap, sink, "read_committed"))
     expected = {b"out:%06d" % i for i in range(count)}
     assert set(committed) == expected, sorted(expected - set(committed))[:5]
     assert max(committed.values()) == 1, [v for v, n in committed.items() if n > 1][:5]
     # what the killed workers wrote in transactions that never committed is in the log, but only there
-    assert len(read_all(broker.bootstrap, sink, "read_uncommitted")) >= count
+    assert len(read_to_end(broker.bootstrap, sink, "read_uncommitted")) >= count
 
 
 def test_a_producer_killed_mid_transaction_is_aborted_after_its_timeout(broker):
@@ -134,21 +135,11 @@ def test_a_producer_killed_mid_transaction_is_aborted_after_its_timeout(broker):
     produce_plain(broker.bootstrap, topic, 30)  # after the open transaction: held back by the LSO until it ends
 
     start = time.monotonic()
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": unique("reader"),
-                         "isolation.level": "read_committed", "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    values = []
-    while len(values) < 30 and time.monotonic() - start < 30:
-        message = consumer.poll(0.2)
-        if message is not None and message.error() is None:
-            values.append(message.value())
+    values = read_to_end(broker.bootstrap, topic, "read_committed", expected=30)  # and nothing after them
     waited = time.monotonic() - start
-    time.sleep(0.5)  # anything more would show now
-    values += [m.value() for m in consumer.consume(100, 0.5) if m.error() is None]
-    consumer.close()
     assert sorted(values) == sorted(b"%06d" % i for i in range(30))  # the doomed records never show
     assert waited < 2 + 0.5 + 10  # the timeout, the expiry check's interval, and the abort's markers
-    assert read_all(broker.bootstrap, topic, "read_uncommitted").count(b"doomed") == 30
+    assert read_to_end(broker.bootstrap, topic, "read_uncommitted").count(b"doomed") == 30
 
 
 def test_a_zombie_producer_is_fenced_by_a_newer_one_with_the_same_transactional_id(broker):
@@ -172,7 +163,7 @@ def test_a_zombie_producer_is_fenced_by_a_newer_one_with_the_same_transactional_
     error = raised.value.args[0]
     assert error.fatal() or error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
                                              KafkaError.INVALID_PRODUCER_EPOCH), error
-    assert read_all(broker.bootstrap, topic, "read_committed") == [b"newer"]
+    assert read_to_end(broker.bootstrap, topic, "read_committed") == [b"newer"]
 
 
 def test_a_broker_killed_after_commits_finishes_them_after_a_restart(broker):
@@ -187,7 +178,7 @@ def test_a_broker_killed_after_commits_finishes_them_after_a_restart(broker):
         producer.commit_transaction(30)  # acknowledged once PrepareCommit is durable; markers may follow
     broker.kill()
     broker.restart()
-    values = read_all(broker.bootstrap, topic, "read_committed", timeout=30)
+    values = read_to_end(broker.bootstrap, topic, "read_committed", timeout=30)
     assert sorted(values) == sorted(b"%d-%d" % (n, i) for n in range(5) for i in range(20))
 
 
@@ -232,4 +223,4 @@ def test_aiokafkas_transactional_producer_commits_and_aborts(broker):
             await consumer.stop()
 
     assert sorted(asyncio.run(main())) == sorted(b"kept-%d" % i for i in range(10))
-    assert sum(v.startswith(b"dropped") for v in read_all(broker.bootstrap, topic, "read_uncommitted")) == 10
+    assert sum(v.startswith(b"dropped") for v in read_to_end(broker.bootstrap, topic, "read_uncommitted")) == 10

@@ -7,39 +7,16 @@ see every committed record once and nothing aborted."""
 
 from __future__ import annotations
 
-import time
 import uuid
 
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import Producer
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.static.primitive import i8
 from rawkafka import RawClient
+from test_transactions_clients import read_to_end
 
 PARTITIONS = 6
 TXN_COORDINATOR_KEY = 1
-
-
-def read_committed(bootstrap: str, topic: str, expected: int, timeout: float = 30.0) -> list[bytes]:
-    """Values read with read_committed until `expected` arrived and every partition is at its end."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}",
-                         "isolation.level": "read_committed", "enable.auto.commit": False,
-                         "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    values, ended = [], set()
-    deadline = time.monotonic() + timeout
-    while len(values) < expected or len(ended) < PARTITIONS:
-        assert time.monotonic() < deadline, (len(values), expected, ended)
-        message = consumer.poll(0.3)
-        if message is None:
-            continue
-        if message.error():
-            assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
-            ended.add(message.partition())
-            continue
-        ended.discard(message.partition())
-        values.append(message.value())
-    consumer.close()
-    return values
 
 
 def coordinator_of(port: int, transactional_id: str) -> int:
@@ -74,4 +51,4 @@ def test_transactions_across_three_nodes_survive_the_coordinators_kill(new_clust
     victim = coordinator_of(int(cluster.address(0).rsplit(":", 1)[1]), txn_id)
     cluster.kill(victim)  # right after the last commit: its markers may not all be written yet
     survivors = ",".join(cluster.address(i) for i in range(3) if i != victim)
-    assert sorted(read_committed(survivors, topic, len(committed))) == sorted(committed)
+    assert sorted(read_to_end(survivors, topic, "read_committed", partitions=PARTITIONS, expected=len(committed))) == sorted(committed)

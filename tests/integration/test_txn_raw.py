@@ -265,3 +265,77 @@ def test_a_transactional_write_to_a_partition_outside_the_transaction_is_refused
                                                            fetch_offset=0, partition_max_bytes=1 << 20),)),)))
         answer = fetched.responses[0].partitions[0]
         assert answer.last_stable_offset == answer.high_watermark  # no transaction left hanging
+
+
+WRITE_MARKERS, DESCRIBE_TXNS, LIST_TXNS = 27, 65, 66
+UNKNOWN_ID = ErrorCode.invalid_producer_id_mapping  # a producer id the coordinator never handed out
+
+
+def every_version(api_key: int) -> list[tuple[int, int]]:
+    """(api key, version) for every version herd advertises for `api_key`."""
+    from herd.server.apis import MODULES
+
+    spec = next(m for m in MODULES if m.API_KEY == api_key)
+    return [(api_key, v) for v in range(spec.MIN_VERSION, spec.MAX_VERSION + 1)]
+
+
+@pytest.mark.parametrize("api_key,v", [*every_version(FIND), *every_version(INIT), *every_version(ADD_PARTITIONS),
+                                        *every_version(ADD_OFFSETS), *every_version(END),
+                                        *every_version(WRITE_MARKERS), *every_version(DESCRIBE_TXNS),
+                                        *every_version(LIST_TXNS)])
+def test_every_version_of_the_transaction_apis_over_the_wire(broker: InProcessBroker, api_key: int, v: int) -> None:
+    """Each version decoded from the socket and answered with what that request must get: a transactional id's
+    coordinator, a producer id, the error for a producer id never handed out, a marker for a partition that does
+    not exist, an unknown transactional id, the (filtered) list."""
+    tid = f"wire-{api_key}-{v}"
+    with RawClient(broker.port) as c:
+        if api_key == FIND:
+            if v < 1:  # v0 has no key type: a group
+                assert c.request(FIND, v, req(FIND, v, key="g")).error_code == OK
+            elif v < 4:
+                assert c.request(FIND, v, req(FIND, v, key=tid, key_type=1)).error_code == OK
+            else:
+                (found,) = c.request(FIND, v, req(FIND, v, coordinator_keys=(tid,), key_type=1)).coordinators
+                assert (found.key, found.error_code, found.port) == (tid, OK, broker.port)
+        elif api_key == INIT:
+            r = c.request(INIT, v, req(INIT, v, transactional_id=tid, transaction_timeout=60_000))
+            assert (r.error_code, r.producer_epoch) == (OK, 0) and r.producer_id >= 0
+        elif api_key == ADD_PARTITIONS:
+            if v <= 3:
+                t = part(ADD_PARTITIONS, v, "AddPartitionsToTxnTopic", name="wire", partitions=(0,))
+                r = c.request(ADD_PARTITIONS, v, req(ADD_PARTITIONS, v, v3_and_below_transactional_id=tid,
+                                                     v3_and_below_producer_id=1, v3_and_below_producer_epoch=0,
+                                                     v3_and_below_topics=(t,)))
+                codes = [p.partition_error_code for t in r.results_by_topic_v3_and_below
+                         for p in t.results_by_partition]
+            else:
+                t = part(ADD_PARTITIONS, v, "AddPartitionsToTxnTopic", name="wire", partitions=(0,))
+                txn = part(ADD_PARTITIONS, v, "AddPartitionsToTxnTransaction", transactional_id=tid, producer_id=1,
+                           producer_epoch=0, verify_only=False, topics=(t,))
+                r = c.request(ADD_PARTITIONS, v, req(ADD_PARTITIONS, v, transactions=(txn,)))
+                codes = [p.partition_error_code for x in r.results_by_transaction for t in x.topic_results
+                         for p in t.results_by_partition]
+            assert codes == [ErrorCode.unknown_topic_or_partition]  # checked before the coordinator
+        elif api_key == ADD_OFFSETS:
+            r = c.request(ADD_OFFSETS, v, req(ADD_OFFSETS, v, transactional_id=tid, producer_id=1, producer_epoch=0,
+                                              group_id="g"))
+            assert r.error_code == UNKNOWN_ID
+        elif api_key == END:
+            r = c.request(END, v, req(END, v, transactional_id=tid, producer_id=1, producer_epoch=0, committed=True))
+            assert r.error_code == UNKNOWN_ID
+        elif api_key == WRITE_MARKERS:
+            topic = part(WRITE_MARKERS, v, "WritableTxnMarkerTopic", name="wire", partition_indexes=(0,))
+            marker = part(WRITE_MARKERS, v, "WritableTxnMarker", producer_id=1, producer_epoch=0,
+                          transaction_result=False, topics=(topic,), coordinator_epoch=0)
+            (answer,) = c.request(WRITE_MARKERS, v, req(WRITE_MARKERS, v, markers=(marker,))).markers
+            assert [p.error_code for t in answer.topics for p in t.partitions] == [
+                ErrorCode.unknown_topic_or_partition]
+        elif api_key == DESCRIBE_TXNS:
+            (state,) = c.request(DESCRIBE_TXNS, v, req(DESCRIBE_TXNS, v, transactional_ids=(tid,))).transaction_states
+            assert (state.transactional_id, state.error_code) == (tid, ErrorCode.transactional_id_not_found)
+        else:
+            fields = {"state_filters": ("Ongoing",), "producer_id_filters": (1,)}
+            if v >= 1:
+                fields["duration_filter"] = -1
+            r = c.request(LIST_TXNS, v, req(LIST_TXNS, v, **fields))
+            assert (r.error_code, r.transaction_states) == (OK, ())
