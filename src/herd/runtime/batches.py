@@ -45,10 +45,9 @@ import crc32c
 from kio._kio_native import read_signed_varint, read_signed_varlong
 
 from herd.coordinator import Record
-from herd.log import records as log_records
 from herd.log.api import LogError
 from herd.log.batch import COMPRESSION_MASK, CONTROL_BIT, HEADER_SIZE, TRANSACTIONAL_BIT, parse_header
-from herd.log.records import records_section
+from herd.log.records import control_marker, records_section
 
 _PREFIX = struct.Struct(">qiib")  # base offset, length, leader epoch, magic
 _BODY = struct.Struct(">hiqqqhii")  # attributes .. record count
@@ -116,8 +115,8 @@ class LoadedBatch(NamedTuple):
 def read_batches(data: bytes | memoryview) -> Iterator[LoadedBatch]:
     """Every whole batch in `data`, for loading (see the module docstring); raises ValueError on a corrupt batch
     or an unreadable control batch. A control batch whose record is not a transaction marker (Kafka's loader
-    ignores any other control type) comes out as a batch without records. `decode_batches`' loop, inlined
-    rather than shared: a partition of single-commit batches spends a good part of its load here."""
+    ignores any other control type) comes out as a batch without records. A partition of single-commit batches
+    spends a good part of its load here."""
     if not isinstance(data, bytes):
         data = bytes(data)
     new_batch, view, position = _new_tuple, memoryview(data), 0
@@ -135,9 +134,10 @@ def read_batches(data: bytes | memoryview) -> Iterator[LoadedBatch]:
         else:
             producer_id = producer_epoch = -1
         if attributes & CONTROL_BIT:
-            # helper A's decoder (issue 17: herd.log.records.control_marker(batch) -> (commit, coordinator epoch)
-            # or None), looked up when a control batch is met
-            marker = log_records.control_marker(data[start:position])
+            try:
+                marker = control_marker(data, header)
+            except LogError as error:
+                raise ValueError(str(error)) from error
             yield new_batch(LoadedBatch, (next_offset, [], producer_id, producer_epoch,
                                           None if marker is None else marker[0]))
         elif attributes & COMPRESSION_MASK:
@@ -149,43 +149,10 @@ def read_batches(data: bytes | memoryview) -> Iterator[LoadedBatch]:
             yield new_batch(LoadedBatch, (next_offset, records, producer_id, producer_epoch, None))
 
 
-_CONTROL_KEY = struct.Struct(">hh")  # version, type
-_MARKER_VALUE = struct.Struct(">hi")  # version, coordinator epoch
-
-
-def encode_control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                         now_ms: int) -> bytes:
-    """One control batch holding the end-transaction marker of `producer_id`, stamped `now_ms`."""
-    record = _record(0, _CONTROL_KEY.pack(0, 1 if commit else 0), _MARKER_VALUE.pack(0, coordinator_epoch))
-    after_crc = _BODY.pack(TRANSACTIONAL_BIT | CONTROL_BIT, 0, now_ms, now_ms, producer_id, producer_epoch, -1,
-                           1) + record
-    return _PREFIX.pack(0, len(after_crc) + 9, 0, 2) + _CRC.pack(crc32c.crc32c(after_crc)) + after_crc
-
-
 def decode_batches(data: bytes | memoryview) -> Iterator[tuple[int, list[KeyValue]]]:
-    """(next offset, [(key, value), ...]) for every whole batch in `data`, control batches without records;
-    raises ValueError on a corrupt batch. The log may hand out a view of its read buffer: it is copied once
-    here, so keys and values are `bytes`."""
-    if not isinstance(data, bytes):
-        data = bytes(data)
-    position = 0
-    while position < len(data):
-        try:
-            header = parse_header(data, position)
-        except LogError as error:
-            raise ValueError(str(error)) from error
-        next_offset = header.base_offset + header.last_offset_delta + 1
-        if crc32c.crc32c(memoryview(data)[position + _CRC_START:header.end]) != header.crc:
-            raise ValueError(f"CRC32C mismatch in the batch at offset {header.base_offset}")
-        if header.attributes & CONTROL_BIT:
-            records: list[KeyValue] = []
-        elif header.attributes & COMPRESSION_MASK:
-            section = bytes(records_section(data, header))
-            records = _records(section, 0, header.record_count, len(section))
-        else:
-            records = _records(data, position + HEADER_SIZE, header.record_count, header.end)
-        position = header.end
-        yield next_offset, records
+    """(next offset, [(key, value), ...]) for every whole batch in `data` (`read_batches` without the producer
+    and the markers: control batches come out without records); raises ValueError on a corrupt batch."""
+    return ((batch.next_offset, batch.records) for batch in read_batches(data))
 
 
 def _records(data: bytes, pos: int, count: int, end: int) -> list[KeyValue]:

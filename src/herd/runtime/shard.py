@@ -39,7 +39,10 @@ asks for through `CoordinatorRuntime.complete_transaction`) is written as a cont
 batch, in order with the shard's other writes (never appended to the log from outside while the flusher
 writes it), and replayed with `replay_end_transaction_marker` when it is staged, as Kafka's
 CoordinatorRuntime.completeTransaction does. Loading replays control batches (`batches.read_batches`) the same
-way and transactional batches with their producer id.
+way and transactional batches with their producer id. Every core this runtime drives (the group coordinator's,
+the transaction coordinator's) takes the same calls: `replay(record, producer_id=-1, producer_epoch=-1)`,
+`replay_loaded_batch(records, producer_id=-1, producer_epoch=-1)`, `replay_end_transaction_marker(producer_id,
+commit, producer_epoch=-1)`, `on_loaded()`, `on_append_failed(result, code)`.
 
 Replies are `ReplyHandle`s: a handle answered before its request's handler returned is returned as a
 plain response (no task, no future); otherwise the caller gets a future. Heartbeats, the most frequent
@@ -64,7 +67,8 @@ from herd.coordinator.result import Reply
 from herd.log.api import KafkaStorageError, LogError, PartitionLog, RemotePartitionLog
 from herd.log.batch import LOG_OVERHEAD, parse_header, peek_prefix
 from herd.log.compaction import DEFAULT_DELETE_RETENTION_MS
-from herd.runtime.batches import LoadedBatch, encode_batch, encode_control_batch, read_batches
+from herd.log.records import control_batch
+from herd.runtime.batches import LoadedBatch, encode_batch, read_batches
 from herd.runtime.compactor import Compactor
 from herd.runtime.commits import Writer
 from herd.runtime.timer import AsyncioTimer, WallClock
@@ -252,7 +256,7 @@ class ShardRuntime:
         elif result.marker is not None:
             marker = result.marker
             self.shard.replay_end_transaction_marker(marker.producer_id, marker.commit, marker.producer_epoch)
-            self._stage(_Pending(result, encode_control_batch(*marker, self._clock.now_ms())))
+            self._stage(_Pending(result, control_batch(*marker, self._clock.now_ms(), 0)))
         elif result.records:
             transaction = result.transaction
             if transaction is None:
@@ -267,12 +271,9 @@ class ShardRuntime:
                     self._fail(self._staged, StateDiverged(
                         f"a refused {len(batch)}-byte batch left groups in a state its log does not hold"))
                 return
-            if transaction is None:  # the producer id only where there is one: any coordinator shard replays these
-                for record in result.records:
-                    self.shard.replay(record)
-            else:
-                for record in result.records:
-                    self.shard.replay(record, *transaction)
+            producer = transaction or ()
+            for record in result.records:
+                self.shard.replay(record, *producer)
             self._stage(_Pending(result, batch))
         elif self.pending:
             self._staged.append(_Pending(result, None))
@@ -421,10 +422,8 @@ class ShardRuntime:
     def _replay_loaded(self, batch: LoadedBatch) -> None:
         if batch.marker is not None:
             self.shard.replay_end_transaction_marker(batch.producer_id, batch.marker, batch.producer_epoch)
-        elif batch.producer_id >= 0:
-            self.shard.replay_loaded_batch(batch.records, batch.producer_id, batch.producer_epoch)
         else:
-            self.shard.replay_loaded_batch(batch.records)
+            self.shard.replay_loaded_batch(batch.records, batch.producer_id, batch.producer_epoch)
 
     async def unload(self) -> None:
         """Stop serving: finish and acknowledge pending writes, answer parked requests NOT_COORDINATOR."""

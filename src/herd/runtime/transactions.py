@@ -40,7 +40,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from herd.cluster.topics import (
@@ -54,7 +53,7 @@ from herd.cluster.topics import (
 )
 from herd.config import BrokerConfig
 from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode
-from herd.coordinator.result import Reply
+from herd.coordinator.result import Marker, Reply
 from herd.coordinator.transactions import TransactionCoordinatorShard, TxnConfig, WriteMarkers
 from herd.log.api import LogError, NotLeaderError, PartitionLog, as_remote
 from herd.runtime.coordinator import CoordinatorRuntime
@@ -263,16 +262,6 @@ class TransactionRuntime(CoordinatorRuntime):
             code = await self._remote(tp, marker)
             if code != 0:
                 raise MarkerError(code, f"the leader of {tp[0]}-{tp[1]} answered error {code}") from None
-
-
-@dataclass(frozen=True, slots=True)
-class Marker:
-    """One transaction marker for a partition (a WritableTxnMarker of WriteTxnMarkers, for one partition)."""
-
-    producer_id: int
-    producer_epoch: int
-    commit: bool
-    coordinator_epoch: int
 
 
 UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, COORDINATOR_NOT_AVAILABLE = 3, 6, 15

@@ -18,7 +18,8 @@ from kio.static.primitive import TZAwareMicros, i8, i16, i32, i64
 
 from herd.coordinator import Record
 from herd.log.batch import validate_batches
-from herd.runtime.batches import LoadedBatch, decode_batches, encode_batch, encode_control_batch, read_batches
+from herd.log.records import control_batch
+from herd.runtime.batches import LoadedBatch, decode_batches, encode_batch, read_batches
 
 NOW = 1_700_000_000_000  # a whole second: kio's datetime round trip is exact
 records = st.lists(st.builds(Record, st.binary(min_size=1, max_size=300), st.none() | st.binary(max_size=300)),
@@ -119,7 +120,7 @@ def test_a_marker_is_kafkas_control_batch(control_type: int, commit: bool) -> No
     """ControlRecordType ABORT 0 / COMMIT 1 (key: version 0, type), EndTransactionMarker v0 (coordinator epoch),
     in a transactional control batch of the producer with base sequence -1 (MemoryRecords.withEndTransactionMarker)."""
     control = Record(b"\x00\x00\x00" + bytes([control_type]), b"\x00\x00\x00\x00\x00\x07")
-    data = encode_control_batch(9, 1, commit, 7, NOW)
+    data = control_batch(9, 1, commit, 7, NOW, 0)  # as the coordinator writes it (partition leader epoch 0)
     assert data == kio_batch([control], NOW, attributes=0x30, producer=(9, 1, -1))
     (header,) = validate_batches(data)
     assert (header.producer_id, header.producer_epoch, header.record_count) == (9, 1, 1)
@@ -128,5 +129,5 @@ def test_a_marker_is_kafkas_control_batch(control_type: int, commit: bool) -> No
 
 @pytest.mark.parametrize("commit", [False, True])
 def test_a_control_batch_loads_as_its_marker(commit: bool) -> None:
-    data = encode_control_batch(9, 1, commit, 7, NOW)
+    data = control_batch(9, 1, commit, 7, NOW, 0)  # as the coordinator writes it (partition leader epoch 0)
     assert list(read_batches(data)) == [LoadedBatch(1, [], 9, 1, commit)]

@@ -337,9 +337,9 @@ class TransactionCoordinatorShard:
 
     # --- replay and load ------------------------------------------------------------------------
 
-    def replay(self, record: Record, producer_id: int = -1) -> None:
-        """Apply one record. Records live state already reflects (`applied`) are skipped. (`producer_id`: the
-        runtime's signature, for the group coordinator's transactional offsets; never set here.)"""
+    def replay(self, record: Record, producer_id: int = -1, producer_epoch: int = -1) -> None:
+        """Apply one record. Records live state already reflects (`applied`) are skipped. (The producer of a
+        transactional batch: the runtime's contract, which the group coordinator's offsets use; never set here.)"""
         if not record.applied:
             self.replay_loaded(record.key, record.value)
 
@@ -352,12 +352,13 @@ class TransactionCoordinatorShard:
             return
         self._txns[transactional_id] = TransactionMetadata.from_value(transactional_id, decode_value(value))
 
-    def replay_end_transaction_marker(self, producer_id: int, commit: bool) -> None:
+    def replay_end_transaction_marker(self, producer_id: int, commit: bool, producer_epoch: int = -1) -> None:
         """The runtime's loader hands control batches over; `__transaction_state` never holds any (only the
         coordinator writes it, without transactions), so one found there is skipped."""
         log.warning("skipping a transaction marker of producer %d in __transaction_state", producer_id)
 
-    def replay_loaded_batch(self, records: list[tuple[bytes, bytes | None]], producer_id: int = -1) -> int:
+    def replay_loaded_batch(self, records: list[tuple[bytes, bytes | None]], producer_id: int = -1,
+                            producer_epoch: int = -1) -> int:
         """`replay_loaded` for each record of one batch; one that cannot be decoded is skipped with a warning
         (Kafka's loader skips unknown key versions). Returns how many were skipped."""
         skipped = 0
