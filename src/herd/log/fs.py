@@ -134,6 +134,16 @@ def write_atomically(fs: FileSystem, path: str, data: bytes, *, durable: bool = 
         fs.fsync_dir(posixpath.dirname(path) or ".")
 
 
+def fsync_file(fs: FileSystem, path: str) -> None:
+    """fsync a file written earlier (its directory entry is the caller's to make durable). Raises OSError
+    (FileNotFoundError when it is gone)."""
+    f = fs.open(path, "r")
+    try:
+        f.fsync()
+    finally:
+        f.close()
+
+
 def read_whole(fs: FileSystem, path: str) -> bytes:
     """The content of a small file; raises FileNotFoundError (an OSError) if it is missing."""
     f = fs.open(path, "r")

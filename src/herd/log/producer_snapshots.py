@@ -33,7 +33,7 @@ import crc32c
 
 from herd.log.api import ProducerBatch
 from herd.log.batch import INT32_MAX
-from herd.log.fs import FileSystem, read_whole, write_atomically
+from herd.log.fs import FileSystem, fsync_file, read_whole, write_atomically
 
 SUFFIX = ".snapshot"
 VERSION = 1
@@ -131,10 +131,6 @@ def sync(fs: FileSystem, directory: str, offset: int) -> None:
     """fsync the snapshot `write` wrote at `offset` (its directory entry is made durable by the caller's fsync of
     the directory); a snapshot deleted meanwhile is skipped. Raises OSError."""
     try:
-        f = fs.open(snapshot_path(directory, offset), "r")
+        fsync_file(fs, snapshot_path(directory, offset))
     except FileNotFoundError:
-        return
-    try:
-        f.fsync()
-    finally:
-        f.close()
+        pass

@@ -92,7 +92,7 @@ from herd.log.batch import (
     set_log_append_time,
     validate_batches,
 )
-from herd.log.fs import FileSystem, read_whole, write_atomically
+from herd.log.fs import FileSystem, fsync_file, read_whole, write_atomically
 from herd.log.records import control_batch, control_marker
 from herd.log.segment import CutBackFailed, Parts, Segment, segment_name
 from herd.log.transactions import (
@@ -223,8 +223,7 @@ class SegmentLog:
     def _append(self, records: bytes, now_ms: int, transaction_version: int) -> AppendResult:
         self._check_usable()
         headers = validate_batches(records, self.config.max_message_bytes)
-        producing = [(h, control_marker(records, h) if h.attributes & CONTROL_BIT else None)
-                     for h in headers if h.producer_id >= 0]
+        producing = self.transactions.producing(records, headers)
         if producing:
             self.transactions.check(producing, transaction_version)
         log_append = self.config.message_timestamp_type == "LogAppendTime"
@@ -338,7 +337,7 @@ class SegmentLog:
             self._storage(segment.fsync)
         while self._unsynced_txn_indexes:
             path = self._txn_index_path(self._unsynced_txn_indexes.pop())
-            self._storage(lambda: _fsync_file(self._fs, path))
+            self._storage(lambda: fsync_file(self._fs, path))
         self._sync_snapshots()
         if self._dir_dirty:
             self._storage(lambda: self._fs.fsync_dir(self._dir))
@@ -634,19 +633,15 @@ class SegmentLog:
         self._merge_txn_indexes(bases)
 
     def _merge_txn_indexes(self, bases: tuple[int, ...]) -> None:
-        """After compaction put one segment in place of `bases`: their transaction indexes become its one (the
-        cleaner keeps markers, so the aborted transactions stay as they were), written before the others go."""
+        """After compaction put one segment in place of `bases`: their transaction indexes become its one in memory
+        (the cleaner keeps markers, so the aborted transactions stay as they were). The files are the swap's: it
+        installed the merged `<base>.txnindex` with the cleaned segment and removed the replaced ones (herd.log.
+        compaction `_write_txn_index`, herd.log.swap)."""
         merged = [txn for base in bases for txn in self._aborted.pop(base, [])]
         for base in bases:
             self._unsynced_txn_indexes.discard(base)
         if merged:
             self._aborted[bases[0]] = merged
-            path = self._txn_index_path(bases[0])
-            self._storage(lambda: write_atomically(self._fs, path, encode_aborted(merged)))
-        for base in bases[1:] if merged else bases:
-            path = self._txn_index_path(base)
-            if self._fs.exists(path):
-                self._storage(lambda: self._fs.remove(path))
 
     def set_config(self, config: LogConfig) -> None:
         """PartitionLog.set_config: every use reads `config` when it acts, so the next append, roll, flush check
@@ -816,14 +811,6 @@ def _read_checkpoint(fs: FileSystem, directory: str) -> tuple[int, int]:
         log.warning("%s is unreadable (%r); scanning every segment, keeping every offset", path, raw[:64])
         return 0, 0
     return int(fields[1]), int(fields[2])
-
-
-def _fsync_file(fs: FileSystem, path: str) -> None:
-    f = fs.open(path, "a")
-    try:
-        f.fsync()
-    finally:
-        f.close()
 
 
 def _usable_snapshots(fs: FileSystem, directory: str, log_start: int, log_end: int) -> list[int]:

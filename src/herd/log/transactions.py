@@ -42,6 +42,7 @@ from dataclasses import dataclass
 
 from herd.log.api import InvalidProducerEpochError, InvalidTxnStateError, TransactionCoordinatorFencedError
 from herd.log.batch import CONTROL_BIT, TRANSACTIONAL_BIT, BatchHeader
+from herd.log.records import control_marker
 
 EXPIRATION_MS = 24 * 3600 * 1000  # Kafka's producer.id.expiration.ms default
 MAX_GUARDS = 10_000  # verifications in progress per partition (`start_verification`)
@@ -109,6 +110,17 @@ class TransactionState:
         self._tokens = 0
 
     # -- checking and applying appends -------------------------------------------------------------------------
+
+    def producing(self, records: bytes | bytearray | memoryview,
+                  headers: Sequence[BatchHeader]) -> list[tuple[BatchHeader, Marker | None]]:  # fmt: skip
+        """What `check` and `apply` take for an append of `headers` (in `records`): each producer's batch with its
+        marker (None for a data batch). Empty when no producer used transactions in this partition and none of the
+        batches is transactional or a control batch: an idempotent producer's batches alone change nothing here,
+        so its appends pay nothing for transactions."""
+        if not self._producers and not any(h.attributes & (CONTROL_BIT | TRANSACTIONAL_BIT) for h in headers):
+            return []
+        return [(h, control_marker(records, h) if h.attributes & CONTROL_BIT else None)
+                for h in headers if h.producer_id >= 0]
 
     def check(self, batches: Sequence[tuple[BatchHeader, Marker | None]], transaction_version: int = 0) -> None:
         """Raise what Kafka raises for these batches (in order, each seeing the ones before it), before any is

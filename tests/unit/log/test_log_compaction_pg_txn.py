@@ -59,10 +59,3 @@ def test_aborted_records_go_and_markers_follow_their_data_across_chunks() -> Non
     assert [o for c in run([left], T0 + DAY, set()) for o in c.deleted] == [4]
     assert run([left], T0 + DAY - 1, set())[0].deleted == []  # delete.retention.ms not passed yet
     assert run([left], T0 + DAY, {Q})[0].deleted == [4]  # Q's last batch (offset 7) is another
-
-
-def test_without_transactions_the_aborted_record_hides_the_committed_one() -> None:
-    """What `PgPartitionLog.compact` does until it passes a CleanedTransactions (see bugs17.md, E)."""
-    latest: dict[bytes, int] = {}
-    map_latest(LOG, latest)
-    assert filter_batches(LOG, latest, T0, DAY).deleted == [0, 3]  # K=1 goes, the aborted K=2 stays

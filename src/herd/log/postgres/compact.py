@@ -1,8 +1,7 @@
 """Compaction of a partition stored in PostgreSQL, record by record: which records a pass keeps.
 
 Which records stay is decided batch by batch by the segment compaction's own functions
-(`herd.log.compaction.map_batch` and `clean_batch`, or `map_keys` and `filter_batch` when the caller passes no
-transactions); what differs is the bookkeeping around them, since a partition here is rows, not files:
+(`herd.log.compaction.map_batch` and `clean_batch`, with the pass's transactions); what differs is the bookkeeping around them, since a partition here is rows, not files:
 
 - the pass is incremental, as Kafka's cleaner: only the *dirty* part of the log (from the partition's cleaner
   offset, where the last pass ended) is read to map each key to the offset of its last record there; then
@@ -35,7 +34,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from herd.log.batch import CONTROL_BIT, parse_header
-from herd.log.compaction import CleanedTransactions, clean_batch, filter_batch, map_batch, map_keys
+from herd.log.compaction import CleanedTransactions, clean_batch, map_batch
 
 
 @dataclass(slots=True)
@@ -53,30 +52,21 @@ class Changes:
         return bool(self.deleted or self.rewritten)
 
 
-def map_latest(batches: Iterable[bytes], latest: dict[bytes, int],
-               txns: CleanedTransactions | None = None) -> None:  # fmt: skip
+def map_latest(batches: Iterable[bytes], latest: dict[bytes, int], txns: CleanedTransactions) -> None:
     """Record in `latest` the offset of the last record of every key in `batches` (one whole batch each, in
-    offset order); with `txns` (the mapping pass's), records of aborted transactions are left out."""
+    offset order), records of aborted transactions left out (`txns`: the mapping pass's)."""
     for data in batches:
-        if txns is None:
-            map_keys(data, parse_header(data), latest)
-        else:
-            map_batch(data, parse_header(data), latest, txns)
+        map_batch(data, parse_header(data), latest, txns)
 
 
 def filter_batches(batches: Iterable[bytes], latest: dict[bytes, int], now_ms: int, delete_retention_ms: int,
-                   txns: CleanedTransactions | None = None) -> Changes:  # fmt: skip
+                   txns: CleanedTransactions) -> Changes:
     """The changes that compact `batches` (one whole batch each) against `latest`; `txns`: the cleaning pass's
     (see the module docstring)."""
     changes = Changes()
     for data in batches:
         header = parse_header(data)
-        if txns is not None:
-            kept, count = clean_batch(data, header, latest, txns, now_ms, delete_retention_ms)
-        elif header.attributes & CONTROL_BIT:
-            continue
-        else:
-            kept, count = filter_batch(data, header, latest, now_ms, delete_retention_ms)
+        kept, count = clean_batch(data, header, latest, txns, now_ms, delete_retention_ms)
         if not header.attributes & CONTROL_BIT:
             changes.records_read += header.record_count
         changes.records_kept += count

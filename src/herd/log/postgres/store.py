@@ -75,7 +75,7 @@ from herd.log.api import (
     deletes,
     deletion_start,
 )
-from herd.log.batch import CONTROL_BIT, INT32_MAX, parse_header, set_log_append_time, validate_batches
+from herd.log.batch import INT32_MAX, parse_header, set_log_append_time, validate_batches
 from herd.log.compaction import dirty_enough
 from herd.log.postgres import compact as compaction
 from herd.log.postgres import sql
@@ -327,8 +327,7 @@ class PgPartitionLog:
     def _append(self, records: bytes, now_ms: int, transaction_version: int) -> AppendResult:
         self._check_writable()
         headers = validate_batches(records, self.config.max_message_bytes)
-        producing = [(h, control_marker(records, h) if h.attributes & CONTROL_BIT else None)
-                     for h in headers if h.producer_id >= 0]
+        producing = self.transactions.producing(records, headers)
         if producing:
             self.transactions.check(producing, transaction_version)
         log_append = self.config.message_timestamp_type == "LogAppendTime"

@@ -6,62 +6,22 @@ reads the same. On the PostgreSQL the test session starts (tests/pgcluster.py), 
 from __future__ import annotations
 
 import asyncio
-import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 
-import psycopg
-import pytest
+from test_pg_store import NOW, new_partition, open_log, store_on
+from test_pg_store import pg_url  # noqa: F401 (fixture: the module's migrated database)
 
 from herd.coordinator.records import Record
 from herd.log.api import LogConfig
 from herd.log.batch import CONTROL_BIT, iter_headers
-from herd.log.postgres import schema
-from herd.log.postgres.db import open_pool
-from herd.log.postgres.store import PgLogStore, PgPartitionLog
+from herd.log.postgres.store import PgPartitionLog
 from herd.log.records import control_marker
 from herd.runtime.batches import decode_batches, encode_batch
 
-NODE = 1
-NOW = 1_700_000_000_000
 DAY = 86_400_000
 P, Q = 1000, 2000
-# `PgPartitionLog.compact` passes the pass's transactions to herd.log.postgres.compact only with the store.py
-# change of /work/notes/E-store-compact.patch (store.py is helper A's); until then this test fails as expected
 
 
-@pytest.fixture(scope="module")
-def pg_url(pg_url: str) -> str:
-    async def migrate() -> None:
-        async with await psycopg.AsyncConnection.connect(pg_url) as conn:
-            await schema.migrate(conn, "the test database")
-
-    asyncio.run(migrate())
-    return pg_url
-
-
-def sql(url: str, query: str, params: tuple = ()) -> list[tuple]:
-    with psycopg.connect(url, autocommit=True) as conn:
-        cursor = conn.execute(query, params)
-        return cursor.fetchall() if cursor.description else []
-
-
-@asynccontextmanager
-async def store_on(url: str) -> AsyncIterator[PgLogStore]:
-    pool = await open_pool(url, min_size=1, max_size=4)
-    store = PgLogStore(pool, NODE)
-    try:
-        yield store
-    finally:
-        await store.close()
-        await pool.close()
-
-
-def open_log(store: PgLogStore, url: str, pid: int) -> PgPartitionLog:
-    leader, epoch, start, end = sql(url, "SELECT leader, leader_epoch, log_start_offset, log_end_offset "
-                                         "FROM herd_partitions WHERE pid = %s", (pid,))[0]
-    return store.open_partition("t", 0, LogConfig(cleanup_policy="compact"), pid=pid, leader_epoch=epoch,
-                                log_start_offset=start, log_end_offset=end)
+COMPACTED = LogConfig(cleanup_policy="compact")
 
 
 async def append(log: PgPartitionLog, records: list[Record], pid: int = -1) -> int:
@@ -84,14 +44,11 @@ async def batches(log: PgPartitionLog) -> list[tuple[int, int, object, list[tupl
 
 
 def test_aborted_records_go_open_transactions_wait_and_a_new_leader_reads_the_same(pg_url: str) -> None:
-    topic_id = uuid.uuid4()
-    sql(pg_url, "INSERT INTO herd_topics (topic_id, name, partitions) VALUES (%s, %s, 1)", (topic_id, f"t-{topic_id}"))
-    pid = sql(pg_url, "INSERT INTO herd_partitions (topic_id, partition, leader, leader_epoch) VALUES (%s, 0, %s, 0) "
-                      "RETURNING pid", (topic_id, NODE))[0][0]
+    pid = new_partition(pg_url)
 
     async def main() -> None:
         async with store_on(pg_url) as store:
-            log = open_log(store, pg_url, pid)
+            log = open_log(store, pg_url, pid, COMPACTED)
             await append(log, [Record(b"K", b"1"), Record(b"L", b"1")])  # 0, 1
             aborted = await append(log, [Record(b"K", b"2")], P)  # 2
             await end(log, P, False)  # 3
@@ -123,7 +80,7 @@ def test_aborted_records_go_open_transactions_wait_and_a_new_leader_reads_the_sa
                         (11, P, (True, 0), []), (12, -1, None, [(b"O", b"1")])]
             assert await batches(log) == expected
         async with store_on(pg_url) as store:
-            reopened = open_log(store, pg_url, pid)
+            reopened = open_log(store, pg_url, pid, COMPACTED)
             await reopened.load_transactions()
             assert await batches(reopened) == expected
             assert await reopened.aborted_transactions_async(0, 13) == [(P, aborted)]
