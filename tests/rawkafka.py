@@ -5,12 +5,25 @@ from __future__ import annotations
 import io
 import socket
 import struct
+import sys
 from typing import Any
 
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
 from herd.protocol.messages import request_class, response_class
+from herd.protocol.values import make
+
+
+def req(api_key: int, version: int, /, **fields: Any) -> Any:
+    """The kio request of that version, from newest-version field names (fields it lacks are dropped)."""
+    return make(request_class(api_key, version), fields)
+
+
+def part(api_key: int, version: int, class_name: str, /, **fields: Any) -> Any:
+    """A nested class of that version's request, or None where the version has no such class."""
+    cls = getattr(sys.modules[request_class(api_key, version).__module__], class_name, None)
+    return None if cls is None else make(cls, fields)
 
 
 class RawClient:

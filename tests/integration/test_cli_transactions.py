@@ -2,18 +2,15 @@
 embedded broker whose transactions are opened with raw requests (InitProducerId with a transactional id,
 AddPartitionsToTxn, Produce): list with its filters, describe, describe-producers, abort and find-hanging, printed
 in kafka-transactions.sh's columns (in-process through click for the tables, two real `python -m herd.cli`
-processes for the exit codes and the one-line errors).
-
-Tests marked `needs_data_path` need the data path of issue 17 (helper A: transactional batches accepted by Produce,
-`append_control` for the ABORT marker); they also skip (fixture `transactional`) while DescribeProducers answers no
-current transaction start offset for a producer with an open transaction (/work/notes/bugs17.md, "D (13:33)").
+processes for the exit codes and the one-line errors). The broker verifies no first transactional write
+(transaction.partition.verification.enable=false, as a broker before Kafka 3.6), so that a producer no coordinator
+knows can leave the hanging transactions find-hanging and abort are for.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, TypeVar
@@ -23,27 +20,21 @@ from click.testing import CliRunner
 from inprocess import InProcessBroker
 from kafka.record.default_records import DefaultRecordBatchBuilder
 from kio.schema.errors import ErrorCode
-from rawkafka import RawClient
+from rawkafka import RawClient, part, req
 from test_cli_admin import fails, rows
 
 from herd.cli import cli
 from herd.client.admin import Admin, AdminError
 from herd.client.admin_transactions import AbortSpec
 from herd.client.consumer_protocol import TopicPartition
-from herd.protocol.messages import request_class
-from herd.server.apis._build import make
 
 T = TypeVar("T")
 PRODUCE, FIND, INIT, ADD_PARTITIONS, END = 0, 10, 22, 24, 26
 OK = ErrorCode.none
 OLD_MS = 1_000  # a batch timestamp long past, so that the producer's transaction is older than any timeout
 
-def req(api_key: int, version: int, /, **fields: Any) -> Any:
-    return make(request_class(api_key, version), fields)
 
 
-def part(api_key: int, version: int, class_name: str, /, **fields: Any) -> Any:
-    return make(getattr(sys.modules[request_class(api_key, version).__module__], class_name), fields)
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +48,7 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessBroker
         assert c.request(FIND, 3, req(FIND, 3, key="any", key_type=1)).error_code in (
             OK, ErrorCode.coordinator_not_available)
     b.run(b.server.broker.transactions.wait_loaded())
-    for topic in ("orders", "plain", "hang"):
+    for topic in ("orders", "plain", "hang", "young"):
         b.run(_create(b, topic))
     yield b
     b.stop()
@@ -247,3 +238,15 @@ def test_abort_by_start_offset_and_by_producer(broker: InProcessBroker, transact
     with pytest.raises(AdminError) as e:
         admin_call(broker, lambda admin: admin.abort_transaction(stale))
     assert e.value.code == ErrorCode.invalid_producer_epoch
+
+
+def test_find_hanging_leaves_out_a_transaction_younger_than_the_timeout(broker: InProcessBroker) -> None:
+    """A transaction is hanging only once it is older than the longest transaction timeout (default 15 minutes,
+    kafka-transactions.sh's --max-transaction-timeout)."""
+    with RawClient(broker.port) as c:
+        young = c.request(INIT, 5, req(INIT, 5, transactional_id=None, transaction_timeout=30_000))
+        assert produce(c, "young", young.producer_id, young.producer_epoch, 0, transactional_id="ghost-2",
+                       timestamp=int(time.time() * 1000)).error_code == OK
+    assert rows(herd_ok(broker, "find-hanging", "--topic", "young"))[1:] == []
+    found = rows(herd_ok(broker, "find-hanging", "--topic", "young", "--max-transaction-timeout", "0"))[1:]
+    assert [r[:3] for r in found] == [["young", "0", str(young.producer_id)]]

@@ -7,7 +7,6 @@ where a client that found the coordinator sends these requests."""
 
 from __future__ import annotations
 
-import sys
 import time
 import uuid
 from typing import Any
@@ -16,23 +15,14 @@ import pytest
 from backends import BACKENDS, embedded_only, start_broker
 from inprocess import InProcessBroker
 from kio.schema.errors import ErrorCode
-from rawkafka import RawClient
+from rawkafka import RawClient, part, req
 
-from herd.protocol.messages import request_class
-from herd.server.apis._build import make
 
 JOIN, SYNC, HEARTBEAT, LEAVE, DESCRIBE, LIST, DELETE, COMMIT, FETCH, FIND = 11, 14, 12, 13, 15, 16, 42, 8, 9, 10
 
 
-def req(api_key: int, version: int, /, **fields: Any) -> Any:
-    """The kio request of that version, from newest-version field names (fields it lacks are dropped)."""
-    return make(request_class(api_key, version), fields)
 
 
-def part(api_key: int, version: int, class_name: str, /, **fields: Any) -> Any:
-    """A nested class of that version's request, or None where the version has no such class."""
-    cls = getattr(sys.modules[request_class(api_key, version).__module__], class_name, None)
-    return None if cls is None else make(cls, fields)
 
 
 def join(c: RawClient, v: int, group: str, member_id: str = "", **kw: Any) -> Any:

@@ -10,17 +10,13 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 from pgcluster import HerdCluster
-from rawkafka import RawClient
+from rawkafka import RawClient, req
 
-from herd.protocol.messages import request_class
-from herd.server.apis._build import make
 
 FIND, INIT = 10, 22
 TID = "tx-cluster"
 
 
-def req(api_key: int, version: int, /, **fields: Any) -> Any:
-    return make(request_class(api_key, version), fields)
 
 
 def coordinator(cluster: HerdCluster, via: int, timeout: float = 30.0) -> int:

@@ -7,7 +7,6 @@ without sockets in tests/unit/server/test_txn_apis.py."""
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -16,12 +15,10 @@ import pytest
 from batches import idempotent_batch
 from inprocess import InProcessBroker
 from kio.schema.errors import ErrorCode
-from rawkafka import RawClient
+from rawkafka import RawClient, part, req
 
 from herd.log.batch import CONTROL_BIT, parse_header
-from herd.protocol.messages import request_class
 from herd.runtime.transactions import Marker
-from herd.server.apis._build import make
 from herd.server.transactions import MarkerSender
 
 PRODUCE, FETCH, API_VERSIONS, FIND, INIT, ADD_PARTITIONS, ADD_OFFSETS, END, CREATE, DELETE = (
@@ -29,12 +26,8 @@ PRODUCE, FETCH, API_VERSIONS, FIND, INIT, ADD_PARTITIONS, ADD_OFFSETS, END, CREA
 OK = ErrorCode.none
 
 
-def req(api_key: int, version: int, /, **fields: Any) -> Any:
-    return make(request_class(api_key, version), fields)
 
 
-def part(api_key: int, version: int, class_name: str, /, **fields: Any) -> Any:
-    return make(getattr(sys.modules[request_class(api_key, version).__module__], class_name), fields)
 
 
 def start(data_dir: str) -> InProcessBroker:
@@ -339,3 +332,20 @@ def test_every_version_of_the_transaction_apis_over_the_wire(broker: InProcessBr
                 fields["duration_filter"] = -1
             r = c.request(LIST_TXNS, v, req(LIST_TXNS, v, **fields))
             assert (r.error_code, r.transaction_states) == (OK, ())
+
+
+def test_a_fenced_producers_first_write_is_refused_by_the_verification(broker: InProcessBroker) -> None:
+    """KIP-890 part 1: the coordinator answers the verification of a producer an InitProducerId fenced with
+    PRODUCER_FENCED, which Produce answers INVALID_PRODUCER_EPOCH; a coordinator that cannot answer now gives a
+    retriable NOT_ENOUGH_REPLICAS (Kafka's ReplicaManager translation)."""
+    from herd.server.apis._verify import produce_error
+
+    with RawClient(broker.port) as c:
+        create(c, "fenced-write")
+        old = init(c, "tx-f")
+        assert completed(c, "tx-f").producer_epoch == old.producer_epoch + 1  # the old epoch is fenced
+        assert produce_txn(c, "tx-f", old, "fenced-write", 0).error_code == ErrorCode.invalid_producer_epoch
+    assert produce_error(ErrorCode.coordinator_load_in_progress) == (
+        ErrorCode.not_enough_replicas, "Unable to verify the partition has been added to the transaction. "
+                                       "Underlying error: COORDINATOR_LOAD_IN_PROGRESS")
+    assert produce_error(ErrorCode.invalid_producer_id_mapping) == (ErrorCode.invalid_producer_id_mapping, None)

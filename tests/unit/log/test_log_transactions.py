@@ -283,3 +283,37 @@ def test_the_log_agrees_with_a_replay_of_its_batches_before_and_after_a_restart(
     if how == "close":
         log.close()
     check(with_snapshots(open_log(fs if how == "close" else fs.crash())))
+
+
+def test_a_producer_without_an_open_transaction_is_forgotten_after_the_expiration_an_open_one_never() -> None:
+    from herd.log.transactions import EXPIRATION_MS
+
+    log = open_log(MemoryFileSystem())
+    log.append(idempotent_batch(P, 0, 0, transactional=True), 1_000)
+    log.append_control(P, 0, True, 0, 1_000)  # P's transaction ended: it can expire
+    log.append(idempotent_batch(Q, 0, 0, transactional=True), 1_000)  # Q's stays open
+    log.transactions.expire(1_000 + EXPIRATION_MS - 1)
+    assert sorted(pid for pid, *_ in log.transactions.entries()) == [P, Q]
+    log.transactions.expire(1_000 + 2 * EXPIRATION_MS)
+    assert [(pid, first) for pid, _, _, first in log.transactions.entries()] == [(Q, 3)]  # after P's marker
+
+
+def test_a_verification_guard_holds_until_a_marker_of_its_producer() -> None:
+    """KIP-890 part 1 (Kafka's VerificationGuard): a write verified with the coordinator may be appended only if no
+    marker of its producer came in between; a producer whose transaction is open here needs no verification."""
+    from herd.log.transactions import MAX_GUARDS
+
+    log = open_log(MemoryFileSystem())
+    state = log.transactions
+    token = state.start_verification(P)
+    assert token is not None and state.verified(P, token)
+    assert not state.verified(P, token)  # used up
+    token = state.start_verification(P)
+    log.append_control(P, 0, False, 0, 0)  # the transaction was aborted meanwhile
+    assert not state.verified(P, token)
+    txn(log, P, 0, epoch=1)
+    assert state.start_verification(P) is None  # open here: nothing to verify
+    first = state.start_verification(Q)
+    for pid in range(MAX_GUARDS):
+        state.start_verification(10_000 + pid)
+    assert first is not None and not state.verified(Q, first)  # the oldest guard went

@@ -16,10 +16,10 @@ import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from herd.cluster.topics import OFFSETS_TOPIC
+from herd.cluster.topics import Node
 from herd.coordinator import CoordinatorError
 from herd.runtime.shard import Handler, Request
-from herd.server.broker import Deferred, RequestContext
+from herd.server.broker import Broker, Deferred, RequestContext
 from herd.server.peers import forwarded
 
 Respond = Callable[[Any], Any]
@@ -67,16 +67,21 @@ async def _gather_later(outcomes: Sequence[Any], respond: Callable[[list[Any]], 
     return respond(resolved)
 
 
+def coordinator_node(broker: Broker, runtime: Any, key: str) -> Node | None:
+    """In cluster mode, the live node other than this one that leads `key`'s partition of the coordinator
+    `runtime` (the group or the transaction coordinator); else None."""
+    if not broker.cluster.shared or runtime is None or not runtime.num_partitions:
+        return None
+    leader, _ = broker.cluster.leader(runtime.topic, runtime.partition_for(key))
+    return broker.node(leader) if leader != broker.node_id else None
+
+
 async def ask_coordinator_node(ctx: RequestContext, group_id: str, request: Any) -> Any | None:
     """In cluster mode, the answer of the node that coordinates `group_id` to `request` (the client's request cut
     down to the group's resource, sent at the client's version: herd.server.peers), or None when there is no other
     node to ask: not cluster mode, this node or no live node leads the group's partition, or the request was
     itself forwarded here. Raises PeerError when that node does not answer."""
-    broker = ctx.broker
-    if not broker.cluster.shared or broker.coordinator is None or forwarded(ctx.header.client_id):
-        return None
-    leader, _ = broker.cluster.leader(OFFSETS_TOPIC, broker.coordinator.partition_for(group_id))
-    node = broker.node(leader) if leader != broker.node_id else None
+    node = None if forwarded(ctx.header.client_id) else coordinator_node(ctx.broker, ctx.broker.coordinator, group_id)
     if node is None:
         return None
-    return await broker.peers.request(node.host, node.port, ctx.header.api_key, ctx.api_version, request)
+    return await ctx.broker.peers.request(node.host, node.port, ctx.header.api_key, ctx.api_version, request)

@@ -39,6 +39,7 @@ from herd.coordinator.transactions import TransactionCoordinatorShard
 from herd.coordinator.transactions.messages import AddPartitions, PartitionErrors
 from herd.protocol.values import make
 from herd.server.apis import _txn
+from herd.server.apis._groups import coordinator_node
 from herd.server.broker import RequestContext
 from herd.server.peers import PeerError
 
@@ -58,21 +59,19 @@ async def verify(ctx: RequestContext, transactional_id: str, producer_id: int, p
                  partitions: frozenset[TopicPartition]) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
     """The partitions whose verification failed, with the error and message Produce answers for them."""
     codes = await _ask(ctx, transactional_id, producer_id, producer_epoch, partitions)
-    failed = {}
-    for tp, code in codes.items():
-        error = ErrorCode(code)
-        if error is ErrorCode.none:
-            continue
-        if error in (ErrorCode.transaction_abortable, ErrorCode.invalid_txn_state):
-            failed[tp] = (ErrorCode.invalid_txn_state, NOT_IN_TRANSACTION)
-        elif error is ErrorCode.producer_fenced:
-            failed[tp] = (ErrorCode.invalid_producer_epoch, None)
-        elif error in _RETRY:
-            failed[tp] = (ErrorCode.not_enough_replicas, "Unable to verify the partition has been added to the "
-                                                         f"transaction. Underlying error: {error.name.upper()}")
-        else:
-            failed[tp] = (error, None)
-    return failed
+    return {tp: produce_error(ErrorCode(code)) for tp, code in codes.items() if code != ErrorCode.none}
+
+
+def produce_error(error: ErrorCode) -> tuple[ErrorCode, str | None]:
+    """The error and message Produce answers for a partition whose verification answered `error` (not NONE)."""
+    if error in (ErrorCode.transaction_abortable, ErrorCode.invalid_txn_state):
+        return ErrorCode.invalid_txn_state, NOT_IN_TRANSACTION
+    if error is ErrorCode.producer_fenced:
+        return ErrorCode.invalid_producer_epoch, None
+    if error in _RETRY:
+        return ErrorCode.not_enough_replicas, ("Unable to verify the partition has been added to the transaction. "
+                                               f"Underlying error: {error.name.upper()}")
+    return error, None
 
 
 async def _ask(ctx: RequestContext, transactional_id: str, producer_id: int, producer_epoch: int,
@@ -84,18 +83,10 @@ async def _ask(ctx: RequestContext, transactional_id: str, producer_id: int, pro
         answer = await answer
     codes = dict(answer.errors)
     if ctx.broker.cluster.shared and all(c == ErrorCode.not_coordinator for c in codes.values()):
-        node = _coordinator_node(ctx, transactional_id)
+        node = coordinator_node(ctx.broker, ctx.broker.transactions, transactional_id)
         if node is not None:
             codes = await _ask_node(ctx, node, transactional_id, producer_id, producer_epoch, partitions)
     return codes
-
-
-def _coordinator_node(ctx: RequestContext, transactional_id: str) -> Any:
-    broker, runtime = ctx.broker, ctx.broker.transactions
-    if runtime is None or not runtime.num_partitions:
-        return None
-    leader, _ = broker.cluster.leader(runtime.topic, runtime.partition_for(transactional_id))
-    return broker.node(leader) if leader != broker.node_id else None
 
 
 async def _ask_node(ctx: RequestContext, node: Any, transactional_id: str, producer_id: int, producer_epoch: int,

@@ -34,9 +34,9 @@ Errors = dict[tuple[int, int], int]  # (topic entry index, partition index) -> e
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    names, local = _resolve(ctx, request)
+    names, local = resolve(ctx, request)
     topics = tuple(
-        CommitTopic(names[i], tuple(_partition(p) for p in entry.partitions if (i, p.partition_index) not in local))
+        CommitTopic(names[i], tuple(commit_partition(p) for p in entry.partitions if (i, p.partition_index) not in local))
         for i, entry in enumerate(request.topics) if names[i] is not None
     )
     req = OffsetCommit(
@@ -55,15 +55,16 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return _response(ctx, request, names, local, response)
 
     def on_error(code: int) -> OffsetCommitResponse:
-        return _all_failed(req, code)
+        return all_failed(req, code)
 
     if not req.topics:
         return respond(OffsetCommitResponse())
     return route(ctx, req.group_id, GroupCoordinatorShard.offset_commit, req, respond, on_error)
 
 
-def _resolve(ctx: RequestContext, request: Any) -> tuple[list[str | None], Errors]:
-    """Each topic entry's name (None if unknown) and the errors of partitions that cannot be committed."""
+def resolve(ctx: RequestContext, request: Any) -> tuple[list[str | None], Errors]:
+    """Each topic entry's name (None if unknown) and the errors of partitions that cannot be committed (TxnOffsetCommit
+    uses it too: it names its topics, as OffsetCommit below v10)."""
     cluster = ctx.broker.cluster
     names: list[str | None] = []
     local: Errors = {}
@@ -83,7 +84,7 @@ def _resolve(ctx: RequestContext, request: Any) -> tuple[list[str | None], Error
     return names, local
 
 
-def _partition(p: Any) -> CommitPartition:
+def commit_partition(p: Any) -> CommitPartition:
     return CommitPartition(
         partition_index=p.partition_index,
         committed_offset=p.committed_offset,
@@ -92,7 +93,7 @@ def _partition(p: Any) -> CommitPartition:
     )
 
 
-def _all_failed(req: OffsetCommit, code: int) -> OffsetCommitResponse:
+def all_failed(req: OffsetCommit, code: int) -> OffsetCommitResponse:
     return OffsetCommitResponse(topics=tuple(
         CommitTopicResponse(t.name, tuple(CommitPartitionResponse(p.partition_index, code) for p in t.partitions))
         for t in req.topics

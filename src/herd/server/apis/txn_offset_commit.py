@@ -28,10 +28,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.coordinator import GroupCoordinatorShard
-from herd.coordinator.requests import CommitPartition, CommitTopic, TxnOffsetCommit
-from herd.coordinator.responses import CommitPartitionResponse, CommitTopicResponse, OffsetCommitResponse
+from herd.coordinator.requests import CommitTopic, TxnOffsetCommit
+from herd.coordinator.responses import OffsetCommitResponse
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import client_host, client_id, route
+from herd.server.apis.offset_commit import all_failed, commit_partition, resolve
 from herd.server.broker import RequestContext
 
 API_KEY = 28
@@ -43,9 +44,9 @@ Errors = dict[tuple[int, int], int]  # (topic entry index, partition index) -> e
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    local = _unknown_partitions(ctx, request)
+    _, local = resolve(ctx, request)
     topics = tuple(
-        CommitTopic(entry.name, tuple(_partition(p) for p in entry.partitions if (i, p.partition_index) not in local))
+        CommitTopic(entry.name, tuple(commit_partition(p) for p in entry.partitions if (i, p.partition_index) not in local))
         for i, entry in enumerate(request.topics)
     )
     req = TxnOffsetCommit(
@@ -66,40 +67,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return _response(ctx, request, local, response)
 
     def on_error(code: int) -> OffsetCommitResponse:
-        return _all_failed(req, code)
+        return all_failed(req, code)
 
     if not req.topics:
         return respond(OffsetCommitResponse())
     if not req.group_id:
         return respond(on_error(ErrorCode.invalid_group_id))
     return route(ctx, req.group_id, GroupCoordinatorShard.txn_offset_commit, req, respond, on_error)
-
-
-def _unknown_partitions(ctx: RequestContext, request: Any) -> Errors:
-    cluster = ctx.broker.cluster
-    local: Errors = {}
-    for i, entry in enumerate(request.topics):
-        topic = cluster.get(entry.name)
-        for p in entry.partitions:
-            if topic is None or not 0 <= p.partition_index < len(topic.partitions):
-                local[(i, p.partition_index)] = ErrorCode.unknown_topic_or_partition
-    return local
-
-
-def _partition(p: Any) -> CommitPartition:
-    return CommitPartition(
-        partition_index=p.partition_index,
-        committed_offset=p.committed_offset,
-        committed_leader_epoch=getattr(p, "committed_leader_epoch", -1),
-        committed_metadata=p.committed_metadata,
-    )
-
-
-def _all_failed(req: TxnOffsetCommit, code: int) -> OffsetCommitResponse:
-    return OffsetCommitResponse(topics=tuple(
-        CommitTopicResponse(t.name, tuple(CommitPartitionResponse(p.partition_index, code) for p in t.partitions))
-        for t in req.topics
-    ))
 
 
 def _response(ctx: RequestContext, request: Any, local: Errors, response: OffsetCommitResponse) -> Any:

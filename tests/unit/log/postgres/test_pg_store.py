@@ -33,7 +33,7 @@ from herd.log.batch import iter_headers
 from herd.log.fs import MemoryFileSystem
 from herd.log.postgres import schema
 from herd.log.postgres.db import open_pool
-from herd.log.postgres.store import NotInMemoryError, PgLogStore, PgPartitionLog
+from herd.log.postgres.store import MAX_COMMIT_BYTES, NotInMemoryError, PgLogStore, PgPartitionLog
 from herd.log.segments import SegmentLog
 from herd.runtime.batches import decode_batches, encode_batch
 from herd.server.apis import fetch
@@ -266,6 +266,22 @@ def test_commits_group_everything_pending_into_one_transaction(pg_url):
             await asyncio.gather(log.wait_durable(first.last_offset + 1), *(log.wait_durable(e) for e in ends))
             assert log.commits == 2
             assert len(stored_rows(pg_url, pid)) == 50
+
+    run(main)
+
+
+def test_a_transaction_carries_at_most_max_commit_bytes(pg_url):
+    """Pending batches beyond MAX_COMMIT_BYTES go in the next transaction (one batch always goes, however large)."""
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            big = os.urandom(MAX_COMMIT_BYTES * 2 // 3)
+            ends = [log.append(batch([big]), NOW).last_offset + 1 for _ in range(3)]  # before the loop runs
+            await asyncio.gather(*(log.wait_durable(end) for end in ends))
+            assert log.commits == 3
+        assert [row[:2] for row in stored_rows(pg_url, pid)] == [(0, 0), (1, 1), (2, 2)]
 
     run(main)
 
