@@ -292,14 +292,17 @@ class Record:
 E = TypeVar("E")
 
 
-def _encode(version: int, entity: object) -> bytes:
+def encode_versioned(version: int, entity: object) -> bytes:
+    """`entity` after its int16 version, as every coordinator record key and value is written."""
     buffer = io.BytesIO()
     buffer.write(struct.pack(">h", version))
     entity_writer(type(entity))(buffer, entity)
     return buffer.getvalue()
 
 
-def _decode(cls: type[E], data: bytes) -> E:
+def decode_versioned(cls: type[E], data: bytes) -> E:
+    """The `cls` after the int16 version of `data`; raises ValueError when bytes are left after it (kio raises
+    its own errors on truncated bytes)."""
     entity, size = entity_reader(cls)(data, 2)
     if 2 + size != len(data):
         raise ValueError(f"{cls.__name__}: {len(data) - 2 - size} trailing bytes")
@@ -427,7 +430,7 @@ def _decode_offset_commit_value_kio(value: bytes) -> OffsetValue:
     cls = OFFSET_COMMIT_VALUES.get(version)
     if cls is None:
         raise ValueError(f"unknown OffsetCommitValue version {version}")
-    raw = _decode(cls, value)
+    raw = decode_versioned(cls, value)
     return OffsetValue(
         offset=raw.offset,
         leader_epoch=getattr(raw, "leader_epoch", -1),
@@ -507,15 +510,15 @@ def load_offset_commits(records: list[tuple[bytes, bytes | None]], offsets_of: C
 
 
 def encode_group_metadata_key(group: str) -> bytes:
-    return _encode(GROUP_METADATA_KEY_TYPE, GroupMetadataKey(group=group))
+    return encode_versioned(GROUP_METADATA_KEY_TYPE, GroupMetadataKey(group=group))
 
 
 def encode_group_metadata_value(value: GroupMetadataValueV3) -> bytes:
-    return _encode(3, value)
+    return encode_versioned(3, value)
 
 
 def decode_group_metadata_key(key: bytes) -> GroupMetadataKey:
-    return _decode(GroupMetadataKey, key)
+    return decode_versioned(GroupMetadataKey, key)
 
 
 def _member_v3(raw: object) -> MemberMetadataV3:
@@ -537,7 +540,7 @@ def decode_group_metadata_value(value: bytes) -> GroupMetadataValueV3:
     cls = GROUP_METADATA_VALUES.get(version)
     if cls is None:
         raise ValueError(f"unknown GroupMetadataValue version {version}")
-    raw = _decode(cls, value)
+    raw = decode_versioned(cls, value)
     return GroupMetadataValueV3(
         protocol_type=raw.protocol_type,
         generation=raw.generation,
@@ -593,18 +596,18 @@ class ExpectedMembersValueV0:
 
 
 def encode_expected_members_key(group: str) -> bytes:
-    return _encode(EXPECTED_MEMBERS_KEY_TYPE, ExpectedMembersKey(group=group))
+    return encode_versioned(EXPECTED_MEMBERS_KEY_TYPE, ExpectedMembersKey(group=group))
 
 
 def decode_expected_members_key(key: bytes) -> ExpectedMembersKey:
-    return _decode(ExpectedMembersKey, key)
+    return decode_versioned(ExpectedMembersKey, key)
 
 
 def decode_expected_members_value(value: bytes) -> tuple[str, ...]:
     version = value_version(value)
     if version != 0:
         raise ValueError(f"unknown ExpectedMembersValue version {version}")
-    return _decode(ExpectedMembersValueV0, value).instance_ids
+    return decode_versioned(ExpectedMembersValueV0, value).instance_ids
 
 
 def expected_members_record(group: str, instance_ids: tuple[str, ...], *, applied: bool) -> Record:
@@ -612,4 +615,4 @@ def expected_members_record(group: str, instance_ids: tuple[str, ...], *, applie
     key = encode_expected_members_key(group)
     if not instance_ids:
         return Record(key, None, applied)
-    return Record(key, _encode(0, ExpectedMembersValueV0(instance_ids=tuple(instance_ids))), applied)
+    return Record(key, encode_versioned(0, ExpectedMembersValueV0(instance_ids=tuple(instance_ids))), applied)

@@ -17,19 +17,19 @@ from herd.coordinator.records import (
     OffsetCommitValueV4,
     OffsetValue,
     Record,
-    _decode,
     _decode_offset_commit_value_kio,
-    _encode,
     decode_offset_commit_key,
     decode_offset_commit_value,
+    decode_versioned,
     encode_offset_commit_key,
     encode_offset_commit_value,
+    encode_versioned,
 )
 
 
 def kio_record(group: str, topic: str, partition: int, value: OffsetValue) -> Record:
     """An OffsetCommit record written by kio: value v3, or v1 with an expire timestamp."""
-    key = _encode(1, OffsetCommitKey(group=group, topic=topic, partition=i32(partition)))
+    key = encode_versioned(1, OffsetCommitKey(group=group, topic=topic, partition=i32(partition)))
     encoded: OffsetCommitValueV1 | OffsetCommitValueV3
     if value.expire_timestamp >= 0:
         encoded = OffsetCommitValueV1(offset=i64(value.offset), metadata=value.metadata,
@@ -38,7 +38,7 @@ def kio_record(group: str, topic: str, partition: int, value: OffsetValue) -> Re
     else:
         encoded = OffsetCommitValueV3(offset=i64(value.offset), leader_epoch=i32(value.leader_epoch),
                                       metadata=value.metadata, commit_timestamp=i64(value.commit_timestamp))
-    return Record(key, _encode(type(encoded).__version__, encoded))
+    return Record(key, encode_versioned(type(encoded).__version__, encoded))
 
 
 text = st.text(max_size=40)
@@ -72,7 +72,7 @@ def test_every_value_version_decodes_like_kio(offset: int, metadata: str, stamp:
         (3, OffsetCommitValueV3(offset=o, leader_epoch=i32(epoch), metadata=m, commit_timestamp=t)),
         (4, OffsetCommitValueV4(offset=o, leader_epoch=i32(epoch), metadata=m, commit_timestamp=t)),
     ):
-        data = _encode(version, value)
+        data = encode_versioned(version, value)
         assert decode_offset_commit_value(data) == _decode_offset_commit_value_kio(data)
 
 
@@ -80,7 +80,7 @@ def test_type_0_keys_decode_like_type_1() -> None:
     key = encode_offset_commit_key("g", "t", 3)
     legacy = b"\x00\x00" + key[2:]
     assert decode_offset_commit_key(legacy) == ("g", "t", 3)
-    reference = _decode(OffsetCommitKey, legacy)
+    reference = decode_versioned(OffsetCommitKey, legacy)
     assert (reference.group, reference.topic, reference.partition) == ("g", "t", 3)
 
 

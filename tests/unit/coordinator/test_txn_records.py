@@ -8,15 +8,41 @@ import struct
 
 import pytest
 
+from kio.static.primitive import i8, i16, i32, i64
+
+from herd.coordinator.records import encode_versioned
 from herd.coordinator.transactions.records import (
+    EMPTY_STATUS,
+    PartitionsSchemaV1,
+    TransactionLogValueV1,
     TxnLogValue,
+    _grouped,
     decode_key,
     decode_value,
     encode_key,
     encode_value,
-    encode_value_v1,
     txn_record,
 )
+
+
+def encode_value_v1(value: TxnLogValue) -> bytes:
+    """TransactionLogValue v1, which herd does not write (its transaction.version is 0; a Kafka broker with TV 1
+    or 2 does), for the tests of the reader."""
+    partitions = None if value.status == EMPTY_STATUS else tuple(
+        PartitionsSchemaV1(topic=topic, partition_ids=tuple(i32(p) for p in ids))
+        for topic, ids in _grouped(value.partitions).items())
+    return encode_versioned(1, TransactionLogValueV1(
+        producer_id=i64(value.producer_id),
+        previous_producer_id=i64(value.previous_producer_id),
+        next_producer_id=i64(value.next_producer_id),
+        producer_epoch=i16(value.producer_epoch),
+        transaction_timeout_ms=i32(value.timeout_ms),
+        transaction_status=i8(value.status),
+        transaction_partitions=partitions,
+        transaction_last_update_timestamp_ms=i64(value.last_update_ms),
+        transaction_start_timestamp_ms=i64(value.start_ms),
+        client_transaction_version=i16(value.client_transaction_version),
+    ))
 
 
 def string(s: str) -> bytes:

@@ -23,15 +23,13 @@ transaction record is written once per state change, not per offset, so the gene
 """
 
 
-import io
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
-from kio.serial import entity_reader, entity_writer
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32, i64
 
-from herd.coordinator.records import Record
+from herd.coordinator.records import Record, decode_versioned, encode_versioned
 
 KEY_VERSION = 0
 WRITTEN_VALUE_VERSION = 0
@@ -115,25 +113,19 @@ class TxnLogValue:
 E = TypeVar("E")
 
 
-def _encode(version: int, entity: object) -> bytes:
-    buffer = io.BytesIO()
-    buffer.write(version.to_bytes(2, "big", signed=True))
-    entity_writer(type(entity))(buffer, entity)  # type: ignore[arg-type]
-    return buffer.getvalue()
-
-
 def _decode(cls: type[E], data: bytes) -> E:
+    """`decode_versioned`, with every error of undecodable bytes a ValueError (kio raises struct/index/unicode
+    errors on truncated or garbled bytes), which the loader skips."""
     try:
-        entity, size = entity_reader(cls)(data, 2)  # type: ignore[type-var]
-    except Exception as error:  # kio raises struct/index/unicode errors on truncated or garbled bytes
+        return decode_versioned(cls, data)
+    except ValueError:
+        raise
+    except Exception as error:
         raise ValueError(f"undecodable {cls.__name__}: {error}") from error
-    if 2 + size != len(data):
-        raise ValueError(f"{len(data) - 2 - size} bytes left after a {cls.__name__}")
-    return entity  # type: ignore[no-any-return]
 
 
 def encode_key(transactional_id: str) -> bytes:
-    return _encode(KEY_VERSION, TransactionLogKey(transactional_id=transactional_id))
+    return encode_versioned(KEY_VERSION, TransactionLogKey(transactional_id=transactional_id))
 
 
 def decode_key(key: bytes) -> str:
@@ -164,7 +156,7 @@ def encode_value(value: TxnLogValue) -> bytes:
     partitions = None if value.status == EMPTY_STATUS else tuple(
         PartitionsSchemaV0(topic=topic, partition_ids=tuple(i32(p) for p in ids))
         for topic, ids in _grouped(value.partitions).items())
-    return _encode(WRITTEN_VALUE_VERSION, TransactionLogValueV0(
+    return encode_versioned(WRITTEN_VALUE_VERSION, TransactionLogValueV0(
         producer_id=i64(value.producer_id),
         producer_epoch=i16(value.producer_epoch),
         transaction_timeout_ms=i32(value.timeout_ms),
@@ -172,26 +164,6 @@ def encode_value(value: TxnLogValue) -> bytes:
         transaction_partitions=partitions,
         transaction_last_update_timestamp_ms=i64(value.last_update_ms),
         transaction_start_timestamp_ms=i64(value.start_ms),
-    ))
-
-
-def encode_value_v1(value: TxnLogValue) -> bytes:
-    """TransactionLogValue v1, which herd does not write (its transaction.version is 0): for tests of the reader
-    and for a log written by a Kafka broker with TV 1 or 2."""
-    partitions = None if value.status == EMPTY_STATUS else tuple(
-        PartitionsSchemaV1(topic=topic, partition_ids=tuple(i32(p) for p in ids))
-        for topic, ids in _grouped(value.partitions).items())
-    return _encode(1, TransactionLogValueV1(
-        producer_id=i64(value.producer_id),
-        previous_producer_id=i64(value.previous_producer_id),
-        next_producer_id=i64(value.next_producer_id),
-        producer_epoch=i16(value.producer_epoch),
-        transaction_timeout_ms=i32(value.timeout_ms),
-        transaction_status=i8(value.status),
-        transaction_partitions=partitions,
-        transaction_last_update_timestamp_ms=i64(value.last_update_ms),
-        transaction_start_timestamp_ms=i64(value.start_ms),
-        client_transaction_version=i16(value.client_transaction_version),
     ))
 
 

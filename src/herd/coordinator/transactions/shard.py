@@ -33,7 +33,8 @@ which gives the same epochs.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from typing import TypeVar
 
 from herd.coordinator.errors import ErrorCode, append_error_to_response_error
 from herd.coordinator.records import Record
@@ -66,6 +67,7 @@ ABORT_TIMER = "txn-abort-timed-out"
 EXPIRE_TIMER = "txn-expire-ids"
 
 _S = TxnState
+R = TypeVar("R")
 _COMPLETED = (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
 
 
@@ -88,12 +90,7 @@ class TransactionCoordinatorShard:
 
     def init_producer_id(self, req: InitProducerId, reply: object) -> Result:
         """Kafka's handleInitProducerId for a transactional id (the API module answers idempotent producers)."""
-        fx = Effects()
-        try:
-            self._init_producer_id(req, reply, fx)
-        except _Refused as refused:
-            fx.reply(reply, ProducerIdAndEpoch(refused.code))
-        return fx.result()
+        return _answered(self._init_producer_id, req, reply, ProducerIdAndEpoch)
 
     def _init_producer_id(self, req: InitProducerId, reply: object, fx: Effects) -> None:
         if not req.transactional_id:
@@ -159,15 +156,8 @@ class TransactionCoordinatorShard:
 
     def add_partitions(self, req: AddPartitions, reply: object) -> Result:
         """handleAddPartitionsToTransaction, or handleVerifyPartitionsInTransaction with `verify_only`."""
-        fx = Effects()
-        try:
-            if req.verify_only:
-                fx.reply(reply, self._verify(req))
-            else:
-                self._add_partitions(req, reply, fx)
-        except _Refused as refused:
-            fx.reply(reply, PartitionErrors.all(req.partitions, refused.code))
-        return fx.result()
+        return _answered(self._verify if req.verify_only else self._add_partitions, req, reply,
+                         lambda code: PartitionErrors.all(req.partitions, code))
 
     def _producer(self, transactional_id: str, producer_id: int, producer_epoch: int) -> TransactionMetadata:
         """The id's metadata if the producer is its current one; raises _Refused(INVALID_REQUEST,
@@ -181,12 +171,12 @@ class TransactionCoordinatorShard:
             raise _Refused(ErrorCode.PRODUCER_FENCED)
         return md
 
-    def _verify(self, req: AddPartitions) -> PartitionErrors:
+    def _verify(self, req: AddPartitions, reply: object, fx: Effects) -> None:
         md = self._producer(req.transactional_id, req.producer_id, req.producer_epoch)
         if md.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
             raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS)
-        return PartitionErrors({tp: ErrorCode.NONE if tp in md.partitions else ErrorCode.TRANSACTION_ABORTABLE
-                                for tp in req.partitions})
+        fx.reply(reply, PartitionErrors({tp: ErrorCode.NONE if tp in md.partitions else ErrorCode.TRANSACTION_ABORTABLE
+                                         for tp in req.partitions}))
 
     def _add_partitions(self, req: AddPartitions, reply: object, fx: Effects) -> None:
         md = self._producer(req.transactional_id, req.producer_id, req.producer_epoch)
@@ -205,12 +195,7 @@ class TransactionCoordinatorShard:
 
     def end_txn(self, req: EndTxn, reply: object) -> Result:
         """handleEndTransaction from a client (transaction version 0/1: the epoch must be the current one)."""
-        fx = Effects()
-        try:
-            self._end_txn(req, reply, fx)
-        except _Refused as refused:
-            fx.reply(reply, ProducerIdAndEpoch(refused.code))
-        return fx.result()
+        return _answered(self._end_txn, req, reply, ProducerIdAndEpoch)
 
     def _end_txn(self, req: EndTxn, reply: object, fx: Effects) -> None:
         md = self._producer(req.transactional_id, req.producer_id, req.producer_epoch)
@@ -296,9 +281,7 @@ class TransactionCoordinatorShard:
         fx = Effects()
         horizon = now - self.config.transactional_id_expiration_ms
         for md in list(self._txns.values()):
-            if md.state.expiration_allowed and md.last_update_ms <= horizon:
-                check_dead = md.copy()
-                check_dead.transition(_S.DEAD, now)  # guards the table; the id is then forgotten
+            if md.state.expiration_allowed and md.last_update_ms <= horizon:  # the states Dead may follow
                 del self._txns[md.transactional_id]
                 fx.records.append(txn_record(md.transactional_id, None))
                 fx.on_failure(self._restore_on_failure(md))
@@ -423,14 +406,22 @@ class TransactionCoordinatorShard:
     def transaction(self, transactional_id: str) -> TransactionMetadata | None:
         return self._txns.get(transactional_id)
 
-    def transactions(self) -> Iterator[TransactionMetadata]:
-        return iter(list(self._txns.values()))
-
     def size(self) -> int:
         return len(self._txns)
 
     def _now(self) -> int:
         return self._clock.now_ms()
+
+
+def _answered(handle: Callable[[R, object, Effects], None], req: R, reply: object,
+              refusal: Callable[[ErrorCode], object]) -> Result:
+    """`handle(req, reply, fx)`'s Result, or the reply `refusal(code)` when it refused the request (`_Refused`)."""
+    fx = Effects()
+    try:
+        handle(req, reply, fx)
+    except _Refused as refused:
+        fx.reply(reply, refusal(refused.code))
+    return fx.result()
 
 
 def _error_like(response: object, error: ErrorCode) -> object:

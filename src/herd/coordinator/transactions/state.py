@@ -49,11 +49,6 @@ class TxnState(Enum):
         """Kafka's isExpirationAllowed: a transactional id idle in these states may expire."""
         return self in (TxnState.EMPTY, TxnState.COMPLETE_COMMIT, TxnState.COMPLETE_ABORT)
 
-    @property
-    def in_progress(self) -> bool:
-        """A transaction is open or being completed (Kafka's hasPendingTransaction)."""
-        return self in (TxnState.ONGOING, TxnState.PREPARE_COMMIT, TxnState.PREPARE_ABORT)
-
 
 _BY_STATUS = {state.status: state for state in TxnState}
 
