@@ -61,7 +61,6 @@ __all__ = [
 T = TypeVar("T")
 
 WRITE_TXN_MARKERS: Final = 27
-FIND_COORDINATOR: Final = 10
 DESCRIBE_PRODUCERS: Final = 61
 DESCRIBE_TRANSACTIONS: Final = 65
 LIST_TRANSACTIONS: Final = 66
@@ -199,19 +198,14 @@ class TransactionAdmin:
 
     async def _transaction_coordinator(self, transactional_id: str) -> Node:
         """FindCoordinator with key type 1 (TRANSACTION); coordinator errors raise _Retry."""
-        def build(b: RequestBuilder) -> Any:
-            if b.version < 1:
-                raise self.error_type(ErrorCode.unsupported_version, "the broker cannot find transaction "
-                                                                     "coordinators (FindCoordinator v1+)")
-            return b.request(key=transactional_id, key_type=TRANSACTION_KEY_TYPE, coordinator_keys=(transactional_id,))
-
-        version, body = await self.client.send(FIND_COORDINATOR, build)
-        answer = body.coordinators[0] if version >= 4 else body
-        if answer.error_code in COORDINATOR_ERRORS:
-            raise _Retry(answer.error_code)
-        if answer.error_code:
-            raise self.error_type(answer.error_code, getattr(answer, "error_message", None))
-        return Node(int(answer.node_id), answer.host, int(answer.port))
+        try:
+            return await self.client.lookup_coordinator(transactional_id, TRANSACTION_KEY_TYPE)
+        except ConnectionLost:
+            raise  # retried by _retrying
+        except KafkaError as error:
+            if error.code in COORDINATOR_ERRORS:
+                raise _Retry(error.code) from None
+            raise self.error_type(error.code, error.message) from None
 
     # -- DescribeProducers ---------------------------------------------------------------------------------
 

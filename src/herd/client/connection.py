@@ -406,13 +406,18 @@ class KafkaClient:
         known = self._coordinators.get(group_id)
         if known is not None:
             return known
-        node = await self.retrying(lambda: self._lookup(group_id), timeout_ms)
+        node = await self.retrying(lambda: self.lookup_coordinator(group_id), timeout_ms)
         self._coordinators[group_id] = node
         return node
 
-    async def _lookup(self, group_id: str) -> Node:
+    async def lookup_coordinator(self, key: str, key_type: int = 0) -> Node:
+        """FindCoordinator for a group (key type 0) or a transactional id (1, FindCoordinator v1+); raises
+        KafkaError with the answer's error."""
         def build(b: RequestBuilder) -> Any:
-            return b.request(key=group_id, key_type=0, coordinator_keys=(group_id,))
+            if key_type and b.version < 1:
+                raise KafkaError(ErrorCode.unsupported_version, "the broker cannot find transaction coordinators "
+                                                                "(FindCoordinator v1+)")
+            return b.request(key=key, key_type=key_type, coordinator_keys=(key,))
 
         version, body = await self.send(FIND_COORDINATOR, build)
         answer = body.coordinators[0] if version >= 4 else body

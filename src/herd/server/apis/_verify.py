@@ -40,6 +40,7 @@ from herd.coordinator.transactions.messages import AddPartitions, PartitionError
 from herd.protocol.values import make
 from herd.server.apis import _txn
 from herd.server.apis._groups import coordinator_node
+from herd.server.apis._topics import settled
 from herd.server.broker import RequestContext
 from herd.server.peers import PeerError
 
@@ -77,10 +78,8 @@ def produce_error(error: ErrorCode) -> tuple[ErrorCode, str | None]:
 async def _ask(ctx: RequestContext, transactional_id: str, producer_id: int, producer_epoch: int,
                partitions: frozenset[TopicPartition]) -> dict[TopicPartition, int]:
     request = AddPartitions(transactional_id, producer_id, producer_epoch, partitions, verify_only=True)
-    answer = _txn.call(ctx, transactional_id, TransactionCoordinatorShard.add_partitions, request,
-                       lambda code: PartitionErrors.all(partitions, ErrorCode(code)))
-    if not isinstance(answer, PartitionErrors):
-        answer = await answer
+    answer = await settled(_txn.call(ctx, transactional_id, TransactionCoordinatorShard.add_partitions, request,
+                                     lambda code: PartitionErrors.all(partitions, ErrorCode(code))))
     codes = dict(answer.errors)
     if ctx.broker.cluster.shared and all(c == ErrorCode.not_coordinator for c in codes.values()):
         node = coordinator_node(ctx.broker, ctx.broker.transactions, transactional_id)

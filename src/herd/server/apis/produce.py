@@ -38,7 +38,7 @@ from herd.log.batch import ATTRIBUTES_OFFSET, LOG_OVERHEAD, TRANSACTIONAL_BIT, p
 from herd.log.records import check_records
 from herd.server.apis import _verify
 from herd.server.apis._build import Builder, ctx_builder
-from herd.server.apis._topics import led_partition, resolve_topic, topic_ref
+from herd.server.apis._topics import led_partition, resolve_topic, settled, topic_ref
 from herd.server.broker import RequestContext
 
 log = logging.getLogger(__name__)
@@ -118,7 +118,7 @@ async def _produce_verified(b: Builder, ctx: RequestContext, request: Any, unver
         if not log.transactions.verified(pid, token) and tp not in refused:  # type: ignore[attr-defined]
             refused[tp] = (ErrorCode.invalid_txn_state, _verify.NOT_IN_TRANSACTION)
     answer = _produce(b, ctx, request, ErrorCode.none, refused)
-    return await answer if asyncio.iscoroutine(answer) else answer
+    return await settled(answer)
 
 
 def _has_transactional_records(request: Any) -> bool:
