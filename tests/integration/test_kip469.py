@@ -38,9 +38,10 @@ from herd.server.peers import FORWARDED_CLIENT_ID
 CONFIG = "herd.expected.instance.ids"
 PARTITIONS = 8
 _names = itertools.count()
-# Kafka takes group configs on any broker (forwarded to the controller); herd answers them on the group's
-# coordinator only and NOT_COORDINATOR elsewhere (docs/compatibility.md), which confluent-kafka's admin client,
-# sending them to any node, does not retry.
+
+
+# Kafka takes group configs on any broker (forwarded to the controller); a herd node that does not coordinate the
+# group forwards them to the one that does (herd.server.peers), so confluent-kafka's admin client may ask any node.
 @pytest.fixture(scope="module", params=BACKENDS)
 def kip469_broker(request, tmp_path_factory):
     with start_broker(request, tmp_path_factory, "kip469", BROKER_OVERRIDES, single_coordinator=True) as broker:
