@@ -9,6 +9,7 @@ import sys
 import threading
 
 _LISTENING = re.compile(rb"herd listening on \S+:(\d+)")
+_LISTENER = re.compile(rb"herd listener (\w+) \(\w+\) on \S+:(\d+)")
 
 
 class BenchBroker:
@@ -19,7 +20,10 @@ class BenchBroker:
             args += ["--override", f"{key}={value}"]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         assert self.proc.stdout is not None
+        self.ports: dict[str, int] = {}  # every listener's port, by name
         for line in self.proc.stdout:
+            if named := _LISTENER.search(line):
+                self.ports[named.group(1).decode()] = int(named.group(2))
             match = _LISTENING.search(line)
             if match:
                 self.port = int(match.group(1))

@@ -413,20 +413,24 @@ def _cpu_seconds(pid: int) -> float:
 
 
 async def heartbeats(port: int, n: int, connections: int, seconds: float, rate: int, broker_pid: int,
-                     memory: Callable[[], tuple[float, float]]) -> dict[str, float]:
+                     memory: Callable[[], tuple[float, float]],
+                     connect: Callable[[HeartbeatLoad], Any] | None = None, group: str = "heartbeats"
+                     ) -> dict[str, float]:
     """Heartbeats of n members of one stable group over `connections` shared connections: closed loop (every
     member always has one heartbeat in flight) when rate is 0, else paced at `rate` per second in all, sent
     in 1 ms ticks and timed from when each was due (so a slow answer also delays the count, no coordinated
-    omission). Measured after a one-second warm-up."""
-    members, tasks, _ = await form_group(port, "heartbeats", n, heartbeat_ms=100)
+    omission). Measured after a one-second warm-up. The group forms over `port`; `connect(load)`, when given, opens
+    the heartbeat connections instead (bench_security: TLS and SASL on another listener)."""
+    members, tasks, _ = await form_group(port, group, n, heartbeat_ms=100)
     for m in members:  # from now on the load below heartbeats for them (the members' own every 20 s)
         m.heartbeat_ms = 20_000
     await asyncio.sleep(0.2)
     frames = [encode(HEARTBEAT, build(HEARTBEAT, group_id=m.group, generation_id=m.generation, member_id=m.member_id,
                                       group_instance_id=None), correlation_id=m.index) for m in members]
     latencies: list[float] = []
-    loads = [await HeartbeatLoad(frames[c::connections], latencies, closed_loop=not rate).connect(port)
-             for c in range(connections)]
+    loads = [HeartbeatLoad(frames[c::connections], latencies, closed_loop=not rate) for c in range(connections)]
+    for load in loads:
+        await (connect(load) if connect is not None else load.connect(port))
 
     async def run(duration: float) -> float:
         start = time.perf_counter()
@@ -458,7 +462,6 @@ async def heartbeats(port: int, n: int, connections: int, seconds: float, rate: 
     elapsed = await run(seconds)
     cpu_broker, cpu_client = _cpu_seconds(broker_pid) - cpu_broker, time.process_time() - cpu_client
     rss, hwm = memory()
-    print({getattr(load, "last_error", 0) for load in loads})
     for load in loads:
         load.transport.close()
     await stop_members(members, tasks)

@@ -22,9 +22,10 @@ class BrokerProcess:
     thread, not from a worker thread."""
 
     def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None, *, config: Path | None = None,
-                 die_with_parent: bool = False) -> None:
+                 die_with_parent: bool = False, log_level: str = "INFO") -> None:
         self.data_dir = data_dir
         self.config = config
+        self.log_level = log_level
         self.die_with_parent = die_with_parent
         self.overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(data_dir),
                           "group.initial.rebalance.delay.ms": "0", **(overrides or {})}
@@ -51,7 +52,7 @@ class BrokerProcess:
         """Start the process without waiting for it to listen (several brokers start in parallel)."""
         preexec = die_with_parent(signal.SIGKILL) if self.die_with_parent else None
         self.proc, self._log_offset = spawn_serve(self.overrides, self.log_path, config=self.config,
-                                                  preexec_fn=preexec)
+                                                  log_level=self.log_level, preexec_fn=preexec)
 
     def wait_listening(self, timeout: float = 30.0) -> "BrokerProcess":
         assert self.proc is not None

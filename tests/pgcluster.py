@@ -129,6 +129,13 @@ class HerdCluster:
     def running(self, i: int) -> bool:
         return self.nodes[i].running
 
+    def leaders(self, topic: str) -> dict[int, int]:
+        """partition -> the node leading it, as the running nodes tell a client (confluent-kafka's Metadata)."""
+        from confluent_kafka.admin import AdminClient
+
+        metadata = AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(topic, timeout=30)
+        return {p: m.leader for p, m in metadata.topics[topic].partitions.items()}
+
     # -- faults ----------------------------------------------------------------------------------------------
 
     def kill(self, i: int) -> None:

@@ -26,6 +26,7 @@ from herd.cluster.config_ops import (
     number_complaint,
 )
 from herd.log.api import LONG_MAX, LogConfig
+from herd.protocol import properties
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,12 @@ class Setting:
     # (DynamicBrokerConfig.AllDynamicConfigs) that herd applies without a restart; all are cluster-wide in Kafka's
     # sense (settable as the cluster default or for one broker).
     dynamic: bool = False
+    # A PASSWORD config in Kafka's sense: never sent to a client (DescribeConfigs answers null, is_sensitive) nor
+    # logged.
+    sensitive: bool = False
+    # Settable for one listener too, as listener.name.<listener>.<name> (Kafka's listener prefix, lower-case
+    # listener name), which wins over the unprefixed value for connections on that listener.
+    per_listener: bool = False
 
     @property
     def attr(self) -> str:
@@ -60,7 +67,7 @@ def _listeners_check(value: str, *, routable: bool = False) -> str | None:
     """Why `value` is not a list of NAME://HOST:PORT listeners, or None. With `routable` (advertised.listeners),
     the wildcard address is refused too, as Kafka does: clients cannot connect to it (KafkaConfig's
     "advertised.listeners cannot use the nonroutable meta-address 0.0.0.0")."""
-    for item in _split_list(value):
+    for item in split_list(value):
         match = _LISTENER.fullmatch(item)
         if not match:
             return f"'{item}' is not a listener of the form PLAINTEXT://HOST:PORT"
@@ -84,7 +91,7 @@ def _http_listener_check(value: str) -> str | None:
 def _log_dirs_check(value: str) -> str | None:
     """Each comma-separated path must be able to become a directory (mkdir would only say "File exists" or "Not a
     directory"), and no directory may be named twice (Kafka's LogManager refuses "Duplicate log directory found")."""
-    paths = _split_list(str(value))
+    paths = split_list(str(value))
     if not paths:
         return "must name a directory"
     for item in paths:
@@ -100,8 +107,68 @@ def _log_dirs_check(value: str) -> str | None:
     return None
 
 
-def _split_list(value: str) -> list[str]:
-    return [v.strip() for v in value.split(",") if v.strip()]
+def split_list(value: str | None) -> list[str]:
+    """The items of a comma-separated setting (none for None)."""
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+def parse_super_users(value: str | None) -> list[str]:
+    """The principals of super.users (semicolon-separated)."""
+    return [v.strip() for v in (value or "").split(";") if v.strip()]
+
+
+SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # the ones herd serves (Kafka also has GSSAPI, OAUTHBEARER)
+TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
+# authorizer.class.name values that turn ACLs on: Kafka's two authorizers (KRaft's and ZooKeeper's) name the same
+# semantics, which herd implements (herd.security.acls)
+AUTHORIZERS = ("org.apache.kafka.metadata.authorizer.StandardAuthorizer", "kafka.security.authorizer.AclAuthorizer")
+
+
+def parse_protocol_map(value: str) -> dict[str, str]:
+    """listener.security.protocol.map: listener name (upper-case) -> security protocol."""
+    result = {}
+    for item in split_list(value):
+        name, _, protocol = item.partition(":")
+        result[name.strip().upper()] = protocol.strip().upper()
+    return result
+
+
+def _protocol_map_check(value: str) -> str | None:
+    for item in split_list(value):
+        name, sep, protocol = item.partition(":")
+        if not sep or not name.strip():
+            return f"'{item}' is not LISTENER_NAME:SECURITY_PROTOCOL"
+        if protocol.strip().upper() not in SECURITY_PROTOCOLS:
+            return f"'{item}': {protocol.strip()} is not one of {', '.join(SECURITY_PROTOCOLS)}"
+    return None
+
+
+def _choice(*allowed: str) -> Callable[[Any], str | None]:
+    return lambda v: None if v in allowed else f"must be one of {', '.join(allowed)}"
+
+
+def _subset(allowed: tuple[str, ...], what: str) -> Callable[[Any], str | None]:
+    def check(value: Any) -> str | None:
+        items = split_list(value)
+        bad = [i for i in items if i not in allowed]
+        if bad:
+            return f"{bad[0]} is not {what} herd supports ({', '.join(allowed)})"
+        return None
+    return check
+
+
+def _super_users_check(value: str) -> str | None:
+    for item in parse_super_users(value):
+        kind, sep, name = item.partition(":")
+        if not sep or not kind or not name:
+            return f"'{item}' is not a principal of the form User:NAME"
+    return None
+
+
+# <mechanism>.sasl.jaas.config, set only with a listener prefix (as Kafka requires of brokers)
+_JAAS = re.compile(r"(?P<mechanism>[a-z0-9-]+)\.sasl\.jaas\.config")
+_LISTENER_PREFIXED = re.compile(r"listener\.name\.(?P<listener>[A-Za-z_][A-Za-z0-9_]*)\.(?P<rest>.+)")
 
 
 SETTINGS: tuple[Setting, ...] = (
@@ -131,6 +198,50 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("connections.max.idle.ms", "long", 600000,
             "Close a connection that has sent, received and been owed nothing for this long.", minimum=1),
     Setting("fetch.max.bytes", "int", 57671680, "Largest Fetch answer, whatever the request asks.", minimum=1024),
+    # Security: listeners and TLS (PEM files only; Kafka's JKS and PKCS12 keystores are Java's), SASL, ACLs
+    Setting("listener.security.protocol.map", "string",
+            "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+            "LISTENER_NAME:SECURITY_PROTOCOL pairs: which protocol each listener speaks.", check=_protocol_map_check),
+    Setting("inter.broker.listener.name", "string", None,
+            "The listener the nodes of a cluster use to reach each other; unset: the first listener.", nullable=True),
+    Setting("ssl.keystore.type", "string", "PEM", "PEM: the only keystore type herd reads.", check=_choice("PEM"),
+            per_listener=True),
+    Setting("ssl.keystore.location", "string", None,
+            "PEM file with this broker's private key and certificate chain.", nullable=True, per_listener=True),
+    Setting("ssl.keystore.key", "string", None, "The private key in PEM, instead of ssl.keystore.location.",
+            nullable=True, sensitive=True, per_listener=True),
+    Setting("ssl.keystore.certificate.chain", "string", None,
+            "The certificate chain in PEM, with ssl.keystore.key.", nullable=True, per_listener=True),
+    Setting("ssl.key.password", "string", None, "Password of an encrypted private key.", nullable=True,
+            sensitive=True, per_listener=True),
+    Setting("ssl.truststore.type", "string", "PEM", "PEM: the only truststore type herd reads.",
+            check=_choice("PEM"), per_listener=True),
+    Setting("ssl.truststore.location", "string", None,
+            "PEM file of the CA certificates client certificates are checked against.", nullable=True,
+            per_listener=True),
+    Setting("ssl.truststore.certificates", "string", None, "The trusted CA certificates in PEM, inline.",
+            nullable=True, per_listener=True),
+    Setting("ssl.client.auth", "string", "none", "none, requested or required: whether clients present a certificate.",
+            check=_choice("none", "requested", "required"), per_listener=True),
+    Setting("ssl.enabled.protocols", "list", "TLSv1.2,TLSv1.3", "TLS versions accepted.",
+            check=_subset(TLS_VERSIONS, "a TLS version"), per_listener=True),
+    Setting("ssl.principal.mapping.rules", "string", "DEFAULT",
+            "Rules from a client certificate's distinguished name to its principal's name (Kafka's syntax).",
+            per_listener=True),
+    Setting("sasl.enabled.mechanisms", "list", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+            "SASL mechanisms offered on SASL listeners.", check=_subset(SASL_MECHANISMS, "a SASL mechanism"),
+            per_listener=True),
+    Setting("connections.max.reauth.ms", "long", 0,
+            "Longest a SASL session lasts before the client must authenticate again (KIP-368); 0: forever.",
+            minimum=0, per_listener=True),
+    Setting("authorizer.class.name", "string", "",
+            "Set to Kafka's StandardAuthorizer (or AclAuthorizer) to enforce ACLs; empty: every client may do "
+            "everything.", check=lambda v: None if v in ("", *AUTHORIZERS) else
+            f"herd implements Kafka's ACL authorizers: {' or '.join(AUTHORIZERS)}"),
+    Setting("super.users", "string", None, "Principals allowed everything, semicolon-separated (User:admin;User:ops).",
+            nullable=True, check=lambda v: None if v is None else _super_users_check(v)),
+    Setting("allow.everyone.if.no.acl.found", "bool", False,
+            "With an authorizer: allow a resource no ACL matches (else only super users may use it)."),
     # Logs
     Setting("log.dirs", "string", "./herd-data",
             "Comma-separated directories holding the partition logs; the first also keeps topics.json.",
@@ -198,10 +309,13 @@ SETTINGS: tuple[Setting, ...] = (
             "On SIGTERM, hand this node's partitions to the other nodes before exiting."),
     # HTTP listener and fault injection (herd's own)
     Setting("herd.http.listener", "string", None,
-            "HOST:PORT of the node's HTTP listener (fault injection API); port 0 picks a free port; unset: none.",
+            "HOST:PORT of the node's HTTP listener (fault injection, /metrics); port 0 picks a free port; unset: none.",
             nullable=True, check=lambda v: None if v is None else _http_listener_check(v)),
     Setting("herd.faults.enable", "bool", False,
             "Let users inject faults and move coordinators/leaders over the HTTP listener (for tests only)."),
+    Setting("herd.metrics.max.series", "int", 10000,
+            "Most label sets of each per-topic or per-group-partition metric family on /metrics (herd.server.metrics); "
+            "beyond it series are dropped and counted.", minimum=1),
     # Group coordinator
     Setting("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", minimum=1),
     Setting("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets.", minimum=1),
@@ -215,6 +329,9 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("offsets.retention.check.interval.ms", "long", 600000, "How often offset expiry runs.", minimum=1),
     Setting("offset.metadata.max.bytes", "int", 4096, "Largest metadata string of a committed offset.",
             minimum=0),
+    Setting("herd.group.rebalance.history.size", "int", 16,
+            "Rebalances each group remembers (cause, phases, late and dropped members), kept in __consumer_offsets "
+            "and read with `herd groups history`; 0 keeps none. herd's own.", minimum=0, maximum=1000),
     # Transaction coordinator
     Setting("transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state.", minimum=1),
     Setting("transaction.state.log.segment.bytes", "int", 104857600, "Segment size of __transaction_state.",
@@ -233,6 +350,37 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+
+def listener_prefixed(name: str) -> tuple[str, str] | None:
+    """(listener name in lower case, the rest) of a listener.name.<listener>.<rest> property, or None."""
+    match = _LISTENER_PREFIXED.fullmatch(name)
+    return (match.group("listener").lower(), match.group("rest")) if match else None
+
+
+def setting_for(name: str) -> Setting | None:
+    """The row of property `name`: a setting of SETTINGS, or for listener.name.<listener>.<rest> the row of
+    <rest> when it may be set per listener (<mechanism>.sasl.jaas.config is a string, sensitive, only prefixed)."""
+    setting = SETTINGS_BY_NAME.get(name)
+    if setting is not None:
+        return setting
+    prefixed = listener_prefixed(name)
+    if prefixed is None:
+        return None
+    rest = prefixed[1]
+    base = SETTINGS_BY_NAME.get(rest)
+    if base is not None and base.per_listener:
+        return base
+    jaas = _JAAS.fullmatch(rest)
+    if jaas and jaas.group("mechanism").upper() in SASL_MECHANISMS:
+        return Setting(rest, "string", None, "JAAS login settings of a SASL mechanism on one listener.",
+                       nullable=True, sensitive=True, per_listener=True)
+    return None
+
+
+def is_sensitive(name: str) -> bool:
+    setting = setting_for(name)
+    return setting is not None and setting.sensitive
 
 
 def _parse_value(setting: Setting, raw: str) -> Any:
@@ -258,22 +406,12 @@ def _parse_value(setting: Setting, raw: str) -> Any:
 
 
 def parse_properties(text: str, source: str = "properties") -> dict[str, str]:
-    """Parse Java .properties text (key=value or key:value, # and ! comments, backslash continuations)."""
-    result: dict[str, str] = {}
-    pending = ""
-    for number, line in enumerate(text.splitlines(), 1):
-        line = pending + line.strip()
-        pending = ""
-        if not line or line[0] in "#!":
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            pending = line[:-1]
-            continue
-        match = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)", line)
-        if not match:
-            raise ConfigError(f"{source}:{number}: expected key=value, got '{line}'")
-        result[match.group(1)] = match.group(2)
-    return result
+    """Java .properties text -> {key: value} (herd.protocol.properties, as java.util.Properties.load reads it);
+    raises ConfigError naming the file and line, never the line's text (it may hold a password)."""
+    try:
+        return properties.parse_properties(text, source)
+    except properties.PropertiesError as e:
+        raise ConfigError(str(e)) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -285,7 +423,7 @@ class Listener:
 
 def parse_listeners(value: str) -> list[Listener]:
     listeners = []
-    for item in _split_list(value):
+    for item in split_list(value):
         m = _LISTENER.fullmatch(item)
         assert m is not None  # checked when the config was built
         listeners.append(Listener(m.group("name"), m.group("host").strip("[]"), int(m.group("port"))))
@@ -362,17 +500,22 @@ class BrokerConfig:
     def from_properties(cls, props: Mapping[str, str]) -> "BrokerConfig":
         """Raises ConfigError for an unknown name or a bad value."""
         values = {s.name: s.default for s in SETTINGS}
+        explicit: set[str] = set()
         for name, raw in props.items():
-            setting = SETTINGS_BY_NAME.get(name)
+            setting = setting_for(name)
             if setting is None:
                 raise ConfigError(f"unknown setting '{name}'")
+            prefixed = listener_prefixed(name)
+            if prefixed is not None:  # Kafka lower-cases the listener name of a prefix
+                name = f"listener.name.{prefixed[0]}.{prefixed[1]}"
             value = _parse_value(setting, raw)
             if setting.check is not None and value is not None:
                 complaint = setting.check(value)
                 if complaint:
                     raise ConfigError(f"{name}: {complaint}")
             values[name] = value
-        config = cls(values=values, explicit=frozenset(props))
+            explicit.add(name)
+        config = cls(values=values, explicit=frozenset(explicit))
         config._check_relations()
         return config
 
@@ -400,6 +543,17 @@ class BrokerConfig:
             raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
         if self.get("broker.heartbeat.interval.ms") >= self.get("broker.session.timeout.ms"):
             raise ConfigError("broker.heartbeat.interval.ms must be less than broker.session.timeout.ms")
+        protocols = parse_protocol_map(self.get("listener.security.protocol.map"))
+        names = [listener.name.upper() for listener in self.listeners]
+        for name in names:
+            if name not in protocols:
+                raise ConfigError(f"listeners: no security protocol for listener {name} in "
+                                  f"listener.security.protocol.map")
+        if len(set(names)) < len(names):
+            raise ConfigError("listeners: each listener needs a name of its own")
+        inter = self.get("inter.broker.listener.name")
+        if inter is not None and inter.upper() not in names:
+            raise ConfigError(f"inter.broker.listener.name: {inter} is not one of the listeners")
 
     def get(self, name: str) -> Any:
         return self.values[name]
@@ -455,7 +609,7 @@ class BrokerConfig:
     @property
     def log_dirs(self) -> list[str]:
         """The directories of log.dirs, in the order given (the first keeps topics.json)."""
-        return _split_list(self.get("log.dirs"))
+        return split_list(self.get("log.dirs"))
 
     @property
     def http_listener(self) -> tuple[str, int] | None:
@@ -469,6 +623,27 @@ class BrokerConfig:
     @property
     def listeners(self) -> list[Listener]:
         return parse_listeners(self.get("listeners"))
+
+    def security_protocol(self, listener: str) -> str:
+        """The security protocol listener `listener` speaks (listener.security.protocol.map)."""
+        return parse_protocol_map(self.get("listener.security.protocol.map"))[listener.upper()]
+
+    @property
+    def inter_broker_listener(self) -> str:
+        """The listener the nodes of a cluster reach each other on (upper case): inter.broker.listener.name, else
+        the first listener."""
+        return (self.get("inter.broker.listener.name") or self.listeners[0].name).upper()
+
+    def setting_name(self, listener: str, name: str) -> str:
+        """The property a listener's `name` comes from: listener.name.<listener>.<name> when that is set, else
+        `name` (for messages that must name what the user wrote)."""
+        prefixed = f"listener.name.{listener.lower()}.{name}"
+        return prefixed if prefixed in self.values else name
+
+    def for_listener(self, listener: str, name: str) -> Any:
+        """Setting `name` for connections on `listener`: listener.name.<listener>.<name> if set, else `name`
+        (else None, for <mechanism>.sasl.jaas.config)."""
+        return self.values.get(self.setting_name(listener, name))
 
     @property
     def retention_ms(self) -> int:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass
+from typing import Any
 
 N_PARTITIONS = 3
 
@@ -45,8 +47,6 @@ def confluent_produce(bootstrap: str, topic: str, n: int, codec: str, **extra: o
 
 
 def confluent_read(bootstrap: str, topic: str, n: int, timeout_s: float = 60) -> list[Msg]:
-    import time
-
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False})
@@ -68,7 +68,6 @@ def confluent_read_all(bootstrap: str, topic: str, expected: int, timeout_s: flo
     """Every value of `topic` by partition, in offset order (a subscribed consumer of a new group, from the
     earliest offsets): `expected` of them, then whatever more arrives within half a second, so that a duplicate
     beyond `expected` shows up too."""
-    import time
     from collections import defaultdict
 
     from confluent_kafka import Consumer
@@ -109,8 +108,6 @@ def kafka_python_produce(bootstrap: str, topic: str, n: int, codec: str) -> None
 
 
 def kafka_python_read(bootstrap: str, topic: str, n: int, timeout_s: float = 60) -> list[Msg]:
-    import time
-
     from kafka import KafkaConsumer, TopicPartition
 
     c = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
@@ -166,6 +163,87 @@ def aiokafka_read(bootstrap: str, topic: str, n: int, timeout_s: float = 60) -> 
         finally:
             await c.stop()
         return out
+
+    return asyncio.run(run())
+
+
+# -- a consumer group's round trip, with any client settings (the security tests) ------------------------------
+
+def confluent_group_round_trip(config: dict[str, Any], topic: str, n: int, group: str) -> tuple[list[bytes], int]:
+    """Produce values v0..v{n-1} with `config`, read them in consumer group `group` from the earliest offset and
+    commit: the values read, and the committed offsets summed over the assigned partitions."""
+    from confluent_kafka import Consumer, Producer
+
+    producer = Producer(config)
+    for i in range(n):
+        producer.produce(topic, key=b"k%d" % i, value=b"v%d" % i)
+    assert producer.flush(30) == 0
+    consumer = Consumer({**config, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    values: list[bytes] = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(values) < n and time.monotonic() < deadline:
+            for message in consumer.consume(100, timeout=0.5):
+                assert message.error() is None, message.error()
+                values.append(message.value())
+        consumer.commit(asynchronous=False)
+        committed = sum(tp.offset for tp in consumer.committed(consumer.assignment(), timeout=10))
+    finally:
+        consumer.close()
+    return values, committed
+
+
+def kafka_python_group_round_trip(config: dict[str, Any], topic: str, n: int, group: str) -> tuple[list[bytes], int]:
+    """As confluent_group_round_trip, with kafka-python's settings; the committed offset of partition 0."""
+    from groupmembers import KAFKA_PYTHON_METADATA_MS
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+
+    producer = KafkaProducer(**config)
+    for i in range(n):
+        producer.send(topic, key=b"k%d" % i, value=b"v%d" % i).get(30)
+    producer.close()
+    consumer = KafkaConsumer(topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,
+                             metadata_max_age_ms=KAFKA_PYTHON_METADATA_MS, **config)
+    values: list[bytes] = []
+    try:
+        deadline = time.monotonic() + 60
+        while len(values) < n and time.monotonic() < deadline:
+            for records in consumer.poll(500).values():
+                values += [r.value for r in records]
+        consumer.commit()
+        committed = consumer.committed(TopicPartition(topic, 0))
+    finally:
+        consumer.close()
+    return values, committed
+
+
+def aiokafka_group_round_trip(config: dict[str, Any], topic: str, n: int, group: str) -> tuple[list[bytes], int]:
+    """As confluent_group_round_trip, with aiokafka's settings; the committed offset of partition 0."""
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer, TopicPartition
+
+    async def run() -> tuple[list[bytes], int]:
+        producer = AIOKafkaProducer(**config)
+        await producer.start()
+        try:
+            for i in range(n):
+                await producer.send_and_wait(topic, key=b"k%d" % i, value=b"v%d" % i)
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,
+                                    **config)
+        await consumer.start()
+        values: list[bytes] = []
+        try:
+            deadline = time.monotonic() + 60
+            while len(values) < n and time.monotonic() < deadline:
+                for records in (await consumer.getmany(timeout_ms=500)).values():
+                    values += [r.value for r in records]
+            await consumer.commit()
+            committed = await consumer.committed(TopicPartition(topic, 0))
+        finally:
+            await consumer.stop()
+        return values, committed
 
     return asyncio.run(run())
 

@@ -29,6 +29,12 @@ SESSION_MS = 6000
 HEARTBEAT_MS = 300
 REBALANCE_MS = 10000  # max.poll.interval.ms: how long a join phase may wait for a member
 METADATA_MS = 500  # how often clients refresh metadata (CreatePartitions is noticed through it)
+# kafka-python (3.0.x kafka/cluster.py, update_metadata) clears a pending metadata update when an answer to an
+# earlier request arrives, even one sent before the consumer subscribed: a consumer that joins its group while
+# that request is in flight assigns itself nothing and waits metadata_max_age_ms (5 minutes by default) for
+# the next refresh, which alone makes it rejoin. Every subscribing kafka-python consumer of the tests refreshes
+# more often than that; herd answers every topic it is asked for either way.
+KAFKA_PYTHON_METADATA_MS = 1000
 BROKER_OVERRIDES = {"group.min.session.timeout.ms": "1000", "offsets.topic.num.partitions": "10",
                     "num.partitions": "1"}
 

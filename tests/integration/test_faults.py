@@ -188,3 +188,26 @@ def test_a_node_without_herd_faults_enable_refuses_with_403(tmp_path: Path) -> N
     finally:
         node.stop()
     assert "herd http listening" in node.log()
+
+
+@pytest.mark.parametrize("headers", [{"Origin": "http://elsewhere.example"}, {"Sec-Fetch-Site": "cross-site"}],
+                         ids=["origin", "sec-fetch-site"])
+def test_another_sites_page_cannot_inject_faults(broker: BrokerProcess, faults: Faults,
+                                                  headers: dict[str, str]) -> None:
+    """A page on another site that the operator's browser runs must not add rules through the listener (the
+    browser names the page's origin); the node's own console and scripts (no Origin) still can."""
+    import urllib.error
+    import urllib.request
+
+    body = json.dumps({"action": "drop"}).encode()
+    request = urllib.request.Request(f"http://{broker.http}/v1/faults", data=body, method="POST",
+                                     headers={"Content-Type": "application/json", **headers})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    assert refused.value.code == 403 and b"another site" in refused.value.read()
+    assert faults.list() == []
+    same = urllib.request.Request(f"http://{broker.http}/v1/faults", data=body, method="POST",
+                                  headers={"Content-Type": "application/json", "Origin": f"http://{broker.http}"})
+    with urllib.request.urlopen(same, timeout=10) as answer:
+        assert answer.status in (200, 201)
+    assert len(faults.list()) == 1

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from backends import BACKENDS, embedded_only, start_broker
-from groupmembers import wait_for
+from groupmembers import KAFKA_PYTHON_METADATA_MS, wait_for
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient
 from test_groups_api import part, req
@@ -187,7 +187,7 @@ def test_kafka_python_consumer_that_missed_a_rebalance_is_rejected_and_rejoins(s
     group = "missed-kafka-python"
     c = KafkaConsumer(TOPIC, bootstrap_servers=shared.bootstrap, group_id=group, enable_auto_commit=False,
                       session_timeout_ms=60_000, heartbeat_interval_ms=50_000, max_poll_interval_ms=2_000,
-                      auto_offset_reset="earliest")
+                      auto_offset_reset="earliest", metadata_max_age_ms=KAFKA_PYTHON_METADATA_MS)
     try:
         wait_for(lambda: c.poll(timeout_ms=100) is not None and c.assignment(), what="the first assignment")
         c.commit()
@@ -327,7 +327,7 @@ def test_kafka_python_admin_alters_lists_deletes_offsets_and_groups(shared):
 
         # A live consumer group keeps the offsets of the topics it subscribes to.
         c = KafkaConsumer(TOPIC, bootstrap_servers=shared.bootstrap, group_id=group, enable_auto_commit=False,
-                          auto_offset_reset="earliest")
+                          auto_offset_reset="earliest", metadata_max_age_ms=KAFKA_PYTHON_METADATA_MS)
         try:
             wait_for(lambda: c.poll(timeout_ms=100) is not None and c.assignment(), what="an assignment")
             assert admin.delete_group_offsets(group, [tps[0]]) == {tps[0]: GroupSubscribedToTopicError}

@@ -181,12 +181,12 @@ class Checker(Observer):
                 history = shard.rebalance_history(group_id)
                 if len(old) == len(history) and (not old or old[-1] is history[-1]):
                     continue
-                for entry in history:
+                for i, entry in enumerate(history):
                     if any(entry is o for o in old):
                         continue
                     self.rebalances += 1
                     self.causes[entry.cause] = self.causes.get(entry.cause, 0) + 1
-                    allowed = self.sim.explained_causes(kind, detail, facts, entry)
+                    allowed = self.sim.explained_causes(kind, detail, facts, entry, history[i - 1] if i else None)
                     self.fail(check_cause(group_id, entry.cause, allowed, f"{kind} {detail!r}"[:300]))
             if kind == "sync_group":
                 self._leader_sync(shard, detail)

@@ -39,8 +39,9 @@ from .runtime import Host
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
 FAULTS = ("crash", "crash", "close", "pause", "pause", "drop", "drop", "join", "move", "node-crash",
           "refuse", "fail-write", "admin-delete", "admin-remove")
-JOIN_CAUSES = {"new": {"member-join"}, "leader": {"leader-rejoin"}, "metadata": {"member-metadata"},
-               "static": {"static-member-rejoin", "static-protocol-change"}}
+# a member of a loaded generation that rejoins may start the first rebalance after a coordinator move
+JOIN_CAUSES = {"new": {"member-join"}, "leader": {"leader-rejoin", "coordinator-moved"},
+               "metadata": {"protocol-change", "coordinator-moved"}, "static": {"static-member-replaced"}}
 
 
 class Simulation:
@@ -173,12 +174,12 @@ class Simulation:
         return value
 
     def explained_causes(self, kind: str, detail: object, facts: dict[str, bool] | None,
-                         entry: Rebalance) -> frozenset[str]:
+                         entry: Rebalance, previous: Rebalance | None) -> frozenset[str]:
         """The rebalance causes the event that ran can explain (`check_cause`)."""
         if kind == "join_group" and facts is not None:
             return frozenset(c for fact, causes in JOIN_CAUSES.items() if facts[fact] for c in causes)
         if kind == "leave_group":
-            return frozenset({"member-leave"})
+            return frozenset({"member-leave", "admin-removal"})
         if kind == "append-failed":
             return frozenset({"append-failure"})
         if kind == "timer" and isinstance(detail, str) and detail.startswith("heartbeat-"):
@@ -186,7 +187,8 @@ class Simulation:
             if self.faulty(member_id):
                 return frozenset({"session-timeout", "new-member-join-timeout"})
         if kind == "timer" and isinstance(detail, str) and detail.startswith("sync-"):
-            if all(self.faulty(m) for m in entry.late_members):
+            laggards = [d.member_id for d in previous.dropped if d.phase == "sync"] if previous is not None else []
+            if laggards and all(self.faulty(m) for m in laggards):
                 return frozenset({"sync-timeout"})
         return frozenset()
 

@@ -1,4 +1,5 @@
-"""Fixtures of the Spark connector tests: ONE local[2] SparkSession and ONE broker for the whole run.
+"""Fixtures of the Spark connector tests: ONE local[2] SparkSession and ONE broker per test process (./dev test's
+two xdist workers each start at most one).
 
 Starting Spark costs seconds, so every test shares the session-scoped `spark` and `broker`; tests keep
 apart by using their own topics (the `topic` fixture) and their own checkpoint directories. The session
@@ -19,6 +20,13 @@ from brokers import BrokerProcess
 
 pytest.importorskip("pyspark")
 pytest.importorskip("pyarrow")
+
+# Imported at collection, while the process has one thread: importing it later, from a fixture, had pytest rewrite
+# the module (herd ships a pytest plugin, so its modules are rewritten) while another thread was parsing source, and
+# CPython 3.11's AST construction keeps a recursion counter that threads share (python/cpython#106905,
+# pytest-dev/pytest#10763): "SystemError: AST constructor recursion depth mismatch" failed the session fixture and
+# with it every Spark test.
+from herd.spark.session import local_session  # noqa: E402
 
 _SRC = str(Path(__file__).resolve().parents[2] / "src")
 if _SRC not in os.environ.get("PYTHONPATH", "").split(os.pathsep):  # workers must import herd
@@ -41,7 +49,6 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
 
 @pytest.fixture(scope="session")
 def spark() -> Iterator[Any]:
-    from herd.spark.session import local_session
 
     session = local_session("herd-tests", conf={"spark.sql.streaming.stopTimeout": "30s"})
     yield session

@@ -9,6 +9,8 @@ from typing import Any
 
 from sparkkit import add_partitions, create_topic, numbered, produce, source
 
+from herd.spark import offsets_behind
+
 
 def _run(spark: Any, df: Any, checkpoint: str, sink: list[tuple[int, list[tuple[int, int, bytes]]]]) -> Any:
     """One Trigger.AvailableNow run; every micro-batch's (partition, offset, value) rows go to `sink`."""
@@ -88,6 +90,12 @@ def test_max_offsets_per_trigger_splits_backlog_in_proportion(spark, broker, top
         {topic: {"0": 24, "1": 12, "2": 4}},
         {topic: {"0": 48, "1": 24, "2": 8}},
         {topic: {"0": 60, "1": 30, "2": 10}},
+    ]
+    # How far each batch left the source behind the latest offsets, as Spark's Kafka source's metrics say it
+    assert [offsets_behind(p["sources"][0]) for p in batches] == [
+        {"minOffsetsBehindLatest": 6, "maxOffsetsBehindLatest": 36, "avgOffsetsBehindLatest": 20.0},
+        {"minOffsetsBehindLatest": 2, "maxOffsetsBehindLatest": 12, "avgOffsetsBehindLatest": 20 / 3},
+        {"minOffsetsBehindLatest": 0, "maxOffsetsBehindLatest": 0, "avgOffsetsBehindLatest": 0.0},
     ]
 
 

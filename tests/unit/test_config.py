@@ -37,6 +37,16 @@ def test_properties_file_syntax():
                                       "node.id": "7"}
 
 
+def test_properties_are_read_as_java_reads_them_and_a_bad_line_is_named_not_shown():
+    # java.util.Properties.load: a key alone has an empty value, escapes are honoured (the clients' reader, one
+    # implementation in herd.protocol.properties)
+    assert parse_properties("lonely\n" r"key\ with\ spaces=a\tb\u0041") == {"lonely": "", "key with spaces": "a\tbA"}
+    with pytest.raises(ConfigError) as caught:
+        parse_properties("node.id=1\nherd.cluster.database.url=postgresql://u:s3cr\\u12et@h/db\n", "herd.properties")
+    assert str(caught.value) == "herd.properties:2: malformed \\uXXXX escape"
+    assert "s3cr" not in str(caught.value)
+
+
 @pytest.mark.parametrize("props,message", [
     ({"no.such.thing": "1"}, "unknown setting 'no.such.thing'"),
     ({"num.partitions": "three"}, "num.partitions: 'three' is not a whole number"),

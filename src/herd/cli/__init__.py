@@ -1,8 +1,10 @@
 """herd's command line: thin, it parses, calls the library and prints.
 
-`herd serve` runs the broker; `herd groups ...`, `herd topics ...`, `herd configs ...` and `herd transactions ...`
-(herd.cli.groups, herd.cli.topics, herd.cli.configs, herd.cli.transactions) are the admin tools, named as
-kafka-consumer-groups.sh, kafka-topics.sh, kafka-configs.sh and kafka-transactions.sh name things; `herd cluster up`
+`herd serve` runs the broker; `herd groups ...`, `herd topics ...`, `herd configs ...`, `herd transactions ...`,
+`herd users ...` and `herd acls ...` (herd.cli.groups, herd.cli.topics, herd.cli.configs, herd.cli.transactions,
+herd.cli.users, herd.cli.acls) are the admin tools, named as kafka-consumer-groups.sh, kafka-topics.sh,
+kafka-configs.sh, kafka-transactions.sh and kafka-acls.sh name things, and all take --command-config FILE (Kafka
+client properties: security.protocol, ssl.*, sasl.*); `herd cluster up`
 (herd.cli.cluster) runs PostgreSQL and several nodes on this machine; `herd faults ...` (herd.cli.faults) injects
 faults on a running node over its HTTP listener. Bad arguments and bad settings
 end with one line on stderr and exit code 2, failed operations with one line and exit code 1, never a traceback:
@@ -27,10 +29,10 @@ class HerdCli(click.Group):
     """The top-level group; the admin command groups are imported only when used, so `herd serve` starts
     without loading the client library."""
 
-    LAZY = {"cluster": ("herd.cli.cluster", "cluster"), "configs": ("herd.cli.configs", "configs"),
-            "faults": ("herd.cli.faults", "faults"),
+    LAZY = {"acls": ("herd.cli.acls", "acls"), "cluster": ("herd.cli.cluster", "cluster"),
+            "configs": ("herd.cli.configs", "configs"), "faults": ("herd.cli.faults", "faults"),
             "groups": ("herd.cli.groups", "groups"), "topics": ("herd.cli.topics", "topics"),
-            "transactions": ("herd.cli.transactions", "transactions")}
+            "transactions": ("herd.cli.transactions", "transactions"), "users": ("herd.cli.users", "users")}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.LAZY])
@@ -69,6 +71,8 @@ def serve(config_path: str | None, overrides: tuple[str, ...], log_level: str) -
 
     try:
         run_server(config)
+    except ConfigError as e:  # a setting that only fails once used: a TLS keystore, a listener's sasl.jaas.config
+        raise click.UsageError(str(e)) from None
     except (DirectoryLockedError, LogDirsError, MetadataError) as e:  # log.dirs in use, or its data unusable
         raise click.ClickException(str(e)) from None
     except DatabaseError as e:  # cluster mode: the database cannot be used (or this node.id is taken)

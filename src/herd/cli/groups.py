@@ -10,6 +10,7 @@
     herd groups remove-members --group G --instance-id ID...
     herd groups add-members --group G --instance-ids ID[,ID...]           (KIP-469 pre-registration)
     herd groups remove-expected-members --group G (--instance-ids ID[,ID...] | --all)
+    herd groups history --group G
 
 Each command parses, calls herd.client.admin and prints: Kafka's column names in aligned tables, or the
 same fields as JSON with --output json. Notices Kafka's tool writes to stderr ("has no active members",
@@ -20,10 +21,17 @@ stderr with exit code 1; bad arguments exit 2.
 waits for all of them, up to the rebalance timeout, so a scale-up by K costs one rebalance;
 `remove-expected-members` withdraws registrations. `describe` lists pre-registered members that have not joined
 yet as members without a CONSUMER-ID (JSON: "joined": false) and says so on stderr.
+
+`history` shows the group's last rebalances, oldest first (herd's own: the group config herd.rebalance.history),
+one row each: the generation it produced, its cause and (short) reason, the member that started it, when it
+started (UTC), how long the join and sync phases took, how many members the generation has, who joined late and
+by how long after the first member, who was dropped for missing a phase, and how it ended; --output json gives
+every field (herd.client.admin_history). Durations print as 120ms or 3.2s, so that no cell holds two spaces.
 """
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 import click
@@ -31,6 +39,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.cli.common import bootstrap_option, echo_json, echo_table, output_option, run_admin
 from herd.client.admin import Admin, GroupDescription, OffsetRow, ResetSpec, parse_datetime
+from herd.client.admin_history import RebalanceHistory
 from herd.client.consumer_protocol import TopicPartition, group_by_topic
 from herd.client.errors import error_name
 
@@ -41,6 +50,10 @@ OFFSET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFS
 MEMBER_COLUMNS = ("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
 STATE_COLUMNS = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
 RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
+HISTORY_COLUMNS = ("GENERATION", "CAUSE", "REASON", "MEMBER", "STARTED", "JOIN", "SYNC", "MEMBERS", "LATE", "DROPPED",
+                   "OUTCOME")
+REASON_WIDTH = 48
+LISTED = 3  # late or dropped members shown per row (then "+N")
 DELETE_REASONS = {ErrorCode.group_id_not_found: "The group does not exist",
                   ErrorCode.non_empty_group: "The group is not empty"}
 
@@ -324,6 +337,70 @@ def remove_expected_members(bootstrap: str, group: str, instance_ids: tuple[str,
     done = (f"Withdrew every pre-registration of group '{group}'." if ids is None else
             f"Withdrew the pre-registration of group.instance.id {', '.join(ids)} in group '{group}'.")
     _print_expected(group, waiting, output, done, [])
+
+
+# -- history ----------------------------------------------------------------------------------------------
+
+
+@groups.command("history")
+@bootstrap_option
+@group_option()
+@output_option
+def history(bootstrap: str, group: str, output: str) -> None:
+    """The group's last rebalances: cause, phases, late and dropped members (herd's own)."""
+    found: RebalanceHistory = run_admin(bootstrap, lambda admin: admin.rebalance_history(group))
+    if not found.exists:
+        raise click.ClickException(f"Consumer group '{group}' does not exist.")
+    if output == "json":
+        echo_json({"group": found.group_id, "state": found.state, "rebalances": list(found.rebalances),
+                   "omitted": found.omitted})
+        return
+    if not found.rebalances:
+        click.echo(f"Consumer group '{group}' has no rebalance history.", err=True)
+    if found.omitted:
+        click.echo(f"The {found.omitted} oldest rebalances of group '{group}' are left out (too long).", err=True)
+    echo_table(HISTORY_COLUMNS, [_history_row(e) for e in found.rebalances])
+
+
+def _history_row(e: dict[str, Any]) -> tuple[Any, ...]:
+    return (e.get("generation"), e.get("cause"), _short_reason(e.get("reason") or ""),
+            e.get("group_instance_id") or e.get("member_id"), _utc(e.get("started_ms")), _duration(e.get("join_ms")),
+            _duration(e.get("sync_ms")), e.get("members_total"),
+            _listed([f"{_who(m)}+{_duration(m.get('after_ms'))}" for m in e.get("late") or ()]),
+            _listed([f"{_who(m)}({m.get('phase')})" for m in e.get("dropped") or ()]),
+            e.get("outcome") or "running")
+
+
+def _who(member: dict[str, Any]) -> str:
+    return str(member.get("group_instance_id") or member.get("member_id"))
+
+
+def _short_reason(reason: str) -> str:
+    """The client's KIP-800 reason when it gave one, else herd's words; one line, cut to REASON_WIDTH."""
+    _, sep, client = reason.rpartition("client reason: ")
+    text = client.split(")")[0] if sep and not client.startswith("not provided") else reason
+    text = " ".join(text.split())
+    return text if len(text) <= REASON_WIDTH else text[:REASON_WIDTH - 3] + "..."
+
+
+def _duration(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    return f"{ms}ms" if ms < 1000 else f"{ms / 1000:.1f}s"
+
+
+def _utc(ms: int | None) -> str | None:
+    if ms is None:
+        return None
+    moment = datetime.datetime.fromtimestamp(ms / 1000, tz=datetime.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ms % 1000:03d}Z"
+
+
+def _listed(items: list[str]) -> str | None:
+    if not items:
+        return None
+    shown = ",".join(items[:LISTED])
+    return shown + (f",+{len(items) - LISTED}" if len(items) > LISTED else "")
 
 
 # -- reset-offsets ----------------------------------------------------------------------------------------

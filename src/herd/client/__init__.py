@@ -4,8 +4,10 @@
     herd.client.membership       the pure membership state machine it drives (MemberState, actions)
     herd.client.group_protocol   GroupProtocol, the protocol-type specific half; SimpleProtocol
     herd.client.consumer         ConsumerGroupProtocol ("consumer" type, assignors by Kafka name), GroupConsumer
-    herd.client.admin            Admin: groups (list, describe, offsets, reset, delete, remove members), topics
+    herd.client.admin            Admin: groups (list, describe, offsets, reset, delete, remove members), topics,
+                                 configs, transactions, SCRAM users and ACLs
     herd.client.connection       KafkaClient: connections, ApiVersions negotiation, coordinator lookup
+    herd.client.security         ClientSecurity (TLS, SASL PLAIN/SCRAM) from Kafka's client properties
     herd.client.consumer_protocol, herd.client.assignors   the embedded consumer protocol and the assignors
 
 The names below are importable from `herd.client` directly; they load on first use, so importing one
@@ -19,6 +21,8 @@ from typing import Any
 
 _EXPORTS = {
     "Admin": "herd.client.admin",
+    "AuthenticationError": "herd.client.errors",
+    "ClientSecurity": "herd.client.security",
     "GroupAssignment": "herd.client.group_protocol",
     "GroupConsumer": "herd.client.consumer",
     "GroupMember": "herd.client.group",

@@ -17,7 +17,9 @@ refused. Resetting offsets computes the new offsets with the pure
 only when asked to execute and only while the group has no members.
 
 Topics, configs and transactions (kafka-transactions.sh's list, describe, describe-producers, abort, find-hanging)
-are mixed in from herd.client.admin_topics, admin_configs and admin_transactions.
+are mixed in from herd.client.admin_topics, admin_configs and admin_transactions; a group's rebalance history
+(`rebalance_history`) from admin_history; SCRAM credentials of users (KIP-554) from admin_users and ACLs from
+admin_acls. `security` (herd.client.security) secures every connection the Admin opens.
 """
 
 from __future__ import annotations
@@ -29,10 +31,13 @@ from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
+from herd.client.admin_acls import AclAdmin
 from herd.client.admin_configs import ConfigAdmin
+from herd.client.admin_history import HistoryAdmin
 from herd.client.admin_preregistration import PreregistrationAdmin
 from herd.client.admin_topics import TopicAdmin
 from herd.client.admin_transactions import TransactionAdmin
+from herd.client.admin_users import UserAdmin
 from herd.client.connection import KafkaClient, Node
 from herd.client.consumer_protocol import (
     ConsumerProtocolError,
@@ -43,6 +48,7 @@ from herd.client.consumer_protocol import (
 )
 from herd.client.errors import KafkaError, error_name
 from herd.client.offsets import EARLIEST, LATEST, commit_offsets, fetch_committed, list_offsets
+from herd.client.security import ClientSecurity
 from herd.client.wire import RequestBuilder
 
 __all__ = [
@@ -62,6 +68,7 @@ LEAVE_GROUP: Final = 13
 DELETE_GROUPS: Final = 42
 OFFSET_DELETE: Final = 47
 INACTIVE_STATES: Final = frozenset({"Empty", "Dead"})
+ADMIN_LEAVE_REASON: Final = "member was removed by an admin"
 
 
 class AdminError(KafkaError):
@@ -168,14 +175,18 @@ def _group_error(group_id: str, code: int, message: str | None = None) -> AdminE
     return AdminError(code, f"group '{group_id}': {error_name(code)}" + (f" ({message})" if message else ""))
 
 
-class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, TransactionAdmin):
-    """Group, topic, config and transaction administration against one cluster."""
+class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, HistoryAdmin, TransactionAdmin, UserAdmin, AclAdmin):
+    """Group, topic, config, transaction, SCRAM user and ACL administration against one cluster."""
 
     error_type = AdminError
 
     def __init__(self, bootstrap_servers: str | Sequence[str] = "127.0.0.1:9092", *,
-                 client_id: str = "herd-admin", request_timeout_ms: int = 30_000) -> None:
-        self.client = KafkaClient(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms)
+                 client_id: str = "herd-admin", request_timeout_ms: int = 30_000,
+                 security: ClientSecurity | Mapping[str, str] | None = None) -> None:
+        """`security`: a ClientSecurity or Kafka client properties (herd.client.security); raises
+        SecurityConfigError when they are unusable."""
+        self.client = KafkaClient(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
+                                  security=security)
 
     async def __aenter__(self) -> Admin:
         await self.client.start()
@@ -360,13 +371,14 @@ class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, TransactionAdmin):
                                    f"{error_name(code)}")
 
     async def remove_members(self, group_id: str, instance_ids: Sequence[str]) -> dict[str, int]:
-        """KIP-345: remove static members by group.instance.id in one LeaveGroup (v3+); error per id."""
+        """KIP-345: remove static members by group.instance.id in one LeaveGroup (v3+); error per id. The reason
+        (LeaveGroup v5, KIP-800) is the one Kafka's admin client sends (KafkaAdminClient.DEFAULT_LEAVE_GROUP_REASON)."""
         def build(b: RequestBuilder) -> Any:
             if b.version < 3:
                 raise AdminError(ErrorCode.unsupported_version, "the broker cannot remove members by "
                                                                 "group.instance.id (LeaveGroup v3+)")
             members = tuple(b("MemberIdentity", member_id="", group_instance_id=i,
-                              reason="removed by the administrator") for i in instance_ids)
+                              reason=ADMIN_LEAVE_REASON) for i in instance_ids)
             return b.request(group_id=group_id, members=members)
 
         _, body = await self.client.call_coordinator(group_id, LEAVE_GROUP, build,

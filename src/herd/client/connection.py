@@ -18,6 +18,17 @@ connection for the same reason). `find_coordinator(group)` asks FindCoordinator 
 exponential backoff (`Backoff`) on NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, COORDINATOR_LOAD_IN_PROGRESS
 and lost connections, until the request timeout; `coordinator_dead(group)` forgets the answer so the next
 call asks again. `call_coordinator` wraps a whole exchange in that rediscovery loop for admin requests.
+
+Security (herd.client.security.ClientSecurity, PLAINTEXT unless given) is the same for every connection a
+`KafkaClient` opens: bootstrap, data and coordinator. With SSL or SASL_SSL the socket is wrapped in TLS (one
+`ssl.SSLContext` per client, the broker's host name checked unless turned off); with SASL_PLAINTEXT or SASL_SSL
+the connection authenticates after ApiVersions, as Java's SaslClientAuthenticator does (apache/kafka
+clients/src/main/java/org/apache/kafka/common/security/authenticator/SaslClientAuthenticator.java): SaslHandshake
+v1 names the mechanism, then SaslAuthenticate requests carry the mechanism's messages until it is done. A refusal
+raises `AuthenticationError` with the broker's error code and message, as does a failed TLS handshake; nothing
+retries it (`retrying` retries only lost connections and coordinator errors). A SASL session with a lifetime
+(KIP-368, the broker's connections.max.reauth.ms) is not re-authenticated: once 85% of the lifetime has passed,
+new requests go to a new connection and the old one closes when its last answer is in.
 """
 
 from __future__ import annotations
@@ -25,6 +36,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import random
+import ssl
 import struct
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -33,7 +45,15 @@ from typing import Any, Final, TypeVar
 from kio.schema.errors import ErrorCode
 
 from herd import __version__
-from herd.client.errors import COORDINATOR_ERRORS, ConnectionLost, KafkaError, UnsupportedApi
+from herd.client.errors import (
+    COORDINATOR_ERRORS,
+    AuthenticationError,
+    ConnectionLost,
+    KafkaError,
+    UnsupportedApi,
+    error_name,
+)
+from herd.client.security import PLAINTEXT, ClientSecurity, SaslCredentials, SaslError, as_security, sasl_client, ssl_reason
 from herd.client.wire import (
     API_NAMES,
     RequestBuilder,
@@ -59,6 +79,9 @@ Build = Callable[[RequestBuilder], Any]
 API_VERSIONS: Final = 18
 METADATA: Final = 3
 FIND_COORDINATOR: Final = 10
+SASL_HANDSHAKE: Final = 17
+SASL_AUTHENTICATE: Final = 36
+SESSION_RENEWAL: Final = 0.85  # the part of a SASL session's lifetime after which its connection is replaced
 _INT32: Final = struct.Struct(">i")  # a response's size, then its correlation id
 # Larger than any answer a broker sends (Fetch answers stay under fetch.max.bytes, 50 MiB by default; Kafka's
 # own limit on a frame is socket.request.max.bytes, 100 MiB, on the broker's side); a larger size means the
@@ -133,12 +156,18 @@ class _Pending:
 
 
 class BrokerConnection:
-    """One TCP connection to one broker, with pipelined requests answered in order."""
+    """One TCP connection to one broker, with pipelined requests answered in order; TLS and SASL as `security`
+    says (`ssl_context`: the context of `security`, built once by the KafkaClient)."""
 
-    def __init__(self, host: str, port: int, client_id: str, request_timeout_ms: int = 30000) -> None:
+    def __init__(self, host: str, port: int, client_id: str, request_timeout_ms: int = 30000, *,
+                 security: ClientSecurity = PLAINTEXT, ssl_context: ssl.SSLContext | None = None) -> None:
         self.host, self.port = host, port
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
+        self.security = security
+        self._ssl = ssl_context if ssl_context is not None or not security.uses_tls else security.ssl_context()
+        self._session_deadline: float | None = None
+        self._retiring = False  # replaced (its SASL session is ending): closes once its last answer is in
         self.versions: dict[int, int] = {}
         self.broker_versions: dict[int, tuple[int, int]] = {}
         self._reader: asyncio.StreamReader | None = None
@@ -152,16 +181,76 @@ class BrokerConnection:
     def closed(self) -> bool:
         return self._closed is not None
 
+    @property
+    def usable(self) -> bool:
+        """Open, and not past the renewal point of its SASL session."""
+        return self._closed is None and not self._retiring and (
+            self._session_deadline is None or asyncio.get_running_loop().time() < self._session_deadline)
+
     async def connect(self, timeout_ms: int = 10000) -> None:
-        """Open the socket and negotiate versions; raises ConnectionLost."""
+        """Open the socket (TLS), negotiate versions and authenticate (SASL); raises ConnectionLost, or
+        AuthenticationError when the TLS handshake fails or the broker refuses the credentials."""
         try:
-            self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(self.host, self.port), timeout_ms / 1000)
+            self._reader, self._writer = await asyncio.wait_for(self._open(), timeout_ms / 1000)
         except (OSError, asyncio.TimeoutError) as exc:
             self._closed = "not connected"
-            raise ConnectionLost(f"cannot connect to {self.host}:{self.port}: {exc or 'timed out'}") from None
+            if _tls_refused(exc):
+                raise AuthenticationError(ErrorCode.network_exception, f"TLS handshake with {self.host}:{self.port} "
+                                                                       f"failed: {ssl_reason(exc)}") from None
+            raise ConnectionLost(f"cannot connect to {self.host}:{self.port}: {str(exc) or 'timed out'}") from None
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
-        await self._negotiate()
+        try:
+            await self._negotiate()
+            if self.security.sasl is not None:
+                await self._authenticate(self.security.sasl)
+        except ConnectionLost as exc:  # the broker hung up on the first requests: say what is likely wrong
+            raise ConnectionLost(f"{exc.message} while setting the connection up ({self._setup_hint()})") from None
+        except BaseException as exc:
+            self.close(f"connection setup failed: {type(exc).__name__}")
+            raise
+
+    def _setup_hint(self) -> str:
+        if self.security.uses_tls:
+            return ("does the broker accept this client's certificate (ssl.keystore.location, "
+                    "ssl.certificate.location)?")
+        return f"does the listener speak {self.security.protocol} (security.protocol)?"
+
+    async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        if self._ssl is None:
+            return await asyncio.open_connection(self.host, self.port)
+        return await asyncio.open_connection(self.host, self.port, ssl=self._ssl, server_hostname=self.host)
+
+    async def _authenticate(self, credentials: SaslCredentials) -> None:
+        """SaslHandshake v1, then SaslAuthenticate until the mechanism is done; raises AuthenticationError."""
+        where = f"{self.host}:{self.port}"
+        if self.versions.get(SASL_HANDSHAKE) != 1 or SASL_AUTHENTICATE not in self.versions:
+            raise AuthenticationError(ErrorCode.illegal_sasl_state,
+                                      f"{where} does not serve SaslHandshake v1 and SaslAuthenticate")
+        _, body = await self.send(SASL_HANDSHAKE, lambda b: b.request(mechanism=credentials.mechanism))
+        if body.error_code:
+            enabled = ", ".join(body.mechanisms) or "none"
+            raise AuthenticationError(body.error_code, f"{where} refused SASL mechanism {credentials.mechanism}: "
+                                                       f"{error_name(body.error_code)} (it enables: {enabled})")
+        mechanism = sasl_client(credentials)
+        challenge: bytes | None = None
+        lifetime_ms = 0
+        while True:
+            try:
+                message = mechanism.respond(challenge)
+            except SaslError as exc:
+                raise AuthenticationError(ErrorCode.sasl_authentication_failed,
+                                          f"SASL authentication with {where} failed: {exc}") from None
+            if message is None:
+                break
+            _, body = await self.send(SASL_AUTHENTICATE, lambda b, m=message: b.request(auth_bytes=m))
+            if body.error_code:
+                raise AuthenticationError(body.error_code, body.error_message or
+                                          f"SASL authentication with {where} failed: {error_name(body.error_code)}")
+            challenge = bytes(body.auth_bytes)
+            lifetime = getattr(body, "session_lifetime", None)
+            lifetime_ms = int(lifetime.total_seconds() * 1000) if lifetime else 0
+        if lifetime_ms > 0:
+            self._session_deadline = asyncio.get_running_loop().time() + SESSION_RENEWAL * lifetime_ms / 1000
 
     async def _negotiate(self) -> None:
         version = 3
@@ -247,8 +336,11 @@ class BrokerConnection:
                 self._deliver(await self._reader.readexactly(size))
         except asyncio.IncompleteReadError as exc:
             self.close("connection lost" + (f" after {len(exc.partial)} bytes of an answer" if exc.partial else ""))
-        except OSError as exc:
-            self.close(f"connection lost: {exc}")
+        except OSError as exc:  # TLS 1.3: a broker refuses the client's certificate after the handshake
+            if _tls_refused(exc):
+                self.close(f"TLS connection refused: {ssl_reason(exc)}", error=AuthenticationError)
+            else:
+                self.close(f"connection lost: {exc}")
         except _NotKafka as exc:
             self.close(str(exc))
         except Exception as exc:  # a frame that does not match or cannot be decoded
@@ -264,16 +356,26 @@ class BrokerConnection:
                 pending.future.set_result(pending.decode(frame))
             except Exception as exc:
                 pending.future.set_exception(ConnectionLost(f"cannot decode response: {exc}"))
+        if self._retiring and not self._pending:
+            self.close("SASL session renewal")
 
-    def close(self, reason: str = "closed") -> None:
-        """Close the socket and fail every request still waiting."""
+    def retire(self, reason: str) -> None:
+        """Take no new requests; close once the requests in flight are answered (at once when there are none)."""
+        self._retiring = True
+        if not self._pending:
+            self.close(reason)
+
+    def close(self, reason: str = "closed", error: type[KafkaError] = ConnectionLost) -> None:
+        """Close the socket and fail every request still waiting (with ConnectionLost, or AuthenticationError)."""
         if self._closed is not None:
             return
         self._closed = reason
         while self._pending:
             future = self._pending.popleft().future
             if not future.done():
-                future.set_exception(ConnectionLost(f"{self.host}:{self.port}: {reason}"))
+                message = f"{self.host}:{self.port}: {reason}"
+                future.set_exception(ConnectionLost(message) if error is ConnectionLost
+                                     else error(ErrorCode.network_exception, message))
         if self._writer is not None:
             self._writer.close()
         if self._read_task is not None and self._read_task is not asyncio.current_task():
@@ -281,12 +383,17 @@ class BrokerConnection:
 
 
 class KafkaClient:
-    """Connections to a cluster, metadata, and group coordinator lookup with rediscovery."""
+    """Connections to a cluster, metadata, and group coordinator lookup with rediscovery.
+
+    `security`: a ClientSecurity or Kafka client properties (`{"security.protocol": "SASL_SSL", ...}`), used by
+    every connection; raises SecurityConfigError (a ValueError) when it is unusable."""
 
     def __init__(self, bootstrap_servers: str | Sequence[str] = "127.0.0.1:9092", *, client_id: str = "herd",
                  request_timeout_ms: int = 30000, connect_timeout_ms: int = 10000,
-                 backoff: Backoff = Backoff()) -> None:
+                 backoff: Backoff = Backoff(), security: ClientSecurity | Mapping[str, str] | None = None) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
+        self.security = as_security(security)
+        self._ssl_context = self.security.ssl_context()
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.connect_timeout_ms = connect_timeout_ms
@@ -318,14 +425,17 @@ class KafkaClient:
         """The open connection for (purpose, host, port), connecting when there is none."""
         key = (purpose, host, port)
         existing = self._connections.get(key)
-        if existing is not None and not existing.closed:
+        if existing is not None and existing.usable:
             return existing
+        if existing is not None:
+            existing.retire("SASL session renewal")  # a request parked on it (a JoinGroup) still gets its answer
         if key in self._connecting:
             return await asyncio.shield(self._connecting[key])
         future: asyncio.Future[BrokerConnection] = asyncio.get_running_loop().create_future()
         self._connecting[key] = future
         try:
-            connection = BrokerConnection(host, port, self.client_id, self.request_timeout_ms)
+            connection = BrokerConnection(host, port, self.client_id, self.request_timeout_ms,
+                                          security=self.security, ssl_context=self._ssl_context)
             await connection.connect(self.connect_timeout_ms)
             self._connections[key] = connection
             future.set_result(connection)
@@ -476,6 +586,13 @@ class KafkaClient:
                     raise
             tries += 1
             await asyncio.sleep(delay)
+
+
+def _tls_refused(exc: BaseException) -> bool:
+    """A TLS failure that trying again cannot mend: the broker's certificate is not trusted (or not for its host
+    name), or the broker refuses the client's (an alert). An EOF in the middle of a handshake, or a reset, is a
+    lost connection (ConnectionLost, retried)."""
+    return isinstance(exc, ssl.SSLError) and not isinstance(exc, (ssl.SSLEOFError, ssl.SSLZeroReturnError))
 
 
 def _rediscoverable(exc: KafkaError) -> bool:

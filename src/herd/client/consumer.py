@@ -43,6 +43,7 @@ from herd.client.group import GroupMember
 from herd.client.group_protocol import GroupAssignment, GroupProtocol, JoinedMember
 from herd.client.offsets import EARLIEST, LATEST, commit_offsets, fetch_committed, list_offsets
 from herd.client.records import Record, decode_batches
+from herd.client.security import ClientSecurity
 from herd.client.wire import RequestBuilder
 
 __all__ = ["ConsumerGroupProtocol", "GroupConsumer", "PartitionsCallback", "partitions_of"]
@@ -138,10 +139,11 @@ class GroupConsumer:
                  heartbeat_interval_ms: int = 3_000, rebalance_timeout_ms: int = 30_000,
                  auto_offset_reset: str = "latest", commit_on_revoke: bool = True, rack_id: str | None = None,
                  on_assigned: PartitionsCallback | None = None, on_revoked: PartitionsCallback | None = None,
-                 on_lost: PartitionsCallback | None = None) -> None:
+                 on_lost: PartitionsCallback | None = None,
+                 security: ClientSecurity | Mapping[str, str] | None = None) -> None:
         if auto_offset_reset not in ("earliest", "latest"):
             raise ValueError("auto_offset_reset must be 'earliest' or 'latest'")
-        self.client = KafkaClient(bootstrap_servers, client_id=client_id)
+        self.client = KafkaClient(bootstrap_servers, client_id=client_id, security=security)
         self.group_id = group_id
         self.protocol = ConsumerGroupProtocol(topics, assignors, lambda t: cluster_of(self.client, t), rack_id)
         self.member = GroupMember(bootstrap_servers, group_id, self.protocol, client=self.client,

@@ -2,7 +2,8 @@
 
 `KafkaError` carries a kio `ErrorCode` (the broker said so) and a message; `ConnectionLost` is a
 `KafkaError` with NETWORK_EXCEPTION for a connection that broke or timed out (nothing was said, the
-request may or may not have been applied). `UnsupportedApi` is raised before anything is sent when the
+request may or may not have been applied); `AuthenticationError` a failed SASL exchange or TLS handshake, which
+no one retries. `UnsupportedApi` is raised before anything is sent when the
 broker does not serve the API (or no version both sides know). Coordinator errors are grouped in
 `COORDINATOR_ERRORS`: on those a client finds the coordinator again and retries.
 """
@@ -15,6 +16,7 @@ from kio.schema.errors import ErrorCode
 
 __all__ = [
     "COORDINATOR_ERRORS",
+    "AuthenticationError",
     "ConnectionLost",
     "ErrorCode",
     "KafkaError",
@@ -56,6 +58,16 @@ class ConnectionLost(KafkaError):
 
     def __init__(self, message: str) -> None:
         super().__init__(ErrorCode.network_exception, message)
+
+
+class AuthenticationError(KafkaError):
+    """The broker refused the client's credentials (SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM, ...) or
+    the TLS handshake failed (a certificate not trusted, or refused). Never retried: trying again cannot help, as
+    Java's AuthenticationException is not retriable."""
+
+    @property
+    def retriable(self) -> bool:
+        return False
 
 
 class UnsupportedApi(KafkaError):

@@ -23,11 +23,11 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from herd.client.connection import KafkaClient
-from herd.client.errors import KafkaError, UnsupportedApi
+from herd.client.errors import AuthenticationError, KafkaError, UnsupportedApi
 from herd.client.group_protocol import GroupAssignment, GroupProtocol
 from herd.client.heartbeat import Clock, SystemClock
 from herd.client.membership import (
@@ -53,6 +53,7 @@ from herd.client.membership_messages import (
     from_kio,
     to_kio,
 )
+from herd.client.security import ClientSecurity
 
 __all__ = ["Callback", "GroupMember", "MemberState"]
 
@@ -71,7 +72,8 @@ class GroupMember:
                  retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1_000, client_id: str = "herd",
                  request_timeout_ms: int = 30_000, on_assigned: Callback | None = None,
                  on_revoked: Callback | None = None, on_lost: Callback | None = None,
-                 client: KafkaClient | None = None, clock: Clock | None = None) -> None:
+                 client: KafkaClient | None = None, clock: Clock | None = None,
+                 security: ClientSecurity | Mapping[str, str] | None = None) -> None:
         self.config = MembershipConfig(group_id, session_timeout_ms, rebalance_timeout_ms,
                                        heartbeat_interval_ms, retry_backoff_ms, retry_backoff_max_ms,
                                        group_instance_id)
@@ -80,7 +82,7 @@ class GroupMember:
         self.machine = MembershipMachine(self.config, protocol, self.clock)
         self._own_client = client is None
         self.client = client or KafkaClient(bootstrap_servers, client_id=client_id,
-                                            request_timeout_ms=request_timeout_ms)
+                                            request_timeout_ms=request_timeout_ms, security=security)
         self.callbacks: dict[type, Callback | None] = {Assigned: on_assigned, Revoked: on_revoked,
                                                        Lost: on_lost}
         self._events: asyncio.Queue[Event] = asyncio.Queue()
@@ -213,7 +215,7 @@ class GroupMember:
         try:
             _, body = await self.client.send_to_coordinator(
                 self.config.group_id, API_KEYS[type(request)], lambda b: to_kio(request, b), timeout)
-        except UnsupportedApi as exc:
+        except (UnsupportedApi, AuthenticationError) as exc:  # fatal: asking again cannot help
             error = exc  # `exc` is unbound when the except block ends, before the event runs
             self._events.put_nowait(lambda: self.machine.fail(error))
             return

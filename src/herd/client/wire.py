@@ -49,15 +49,22 @@ _HANDLED: Final[dict[int, tuple[int, int]]] = {
     14: (0, 5),  # SyncGroup
     15: (0, 6),  # DescribeGroups
     16: (0, 5),  # ListGroups
+    17: (1, 1),  # SaslHandshake (v0's raw SASL tokens after it are not spoken: v1 + SaslAuthenticate)
     18: (0, 3),  # ApiVersions
     19: (2, 7),  # CreateTopics
     20: (1, 6),  # DeleteTopics
     27: (1, 1),  # WriteTxnMarkers (the admin's abort; v0 was removed in Kafka 4.0)
+    29: (1, 3),  # DescribeAcls (v1 adds the pattern type, KIP-290)
+    30: (1, 3),  # CreateAcls
+    31: (1, 3),  # DeleteAcls
     32: (1, 4),  # DescribeConfigs
+    36: (0, 2),  # SaslAuthenticate
     37: (0, 3),  # CreatePartitions
     42: (0, 2),  # DeleteGroups
     44: (0, 1),  # IncrementalAlterConfigs
     47: (0, 0),  # OffsetDelete
+    50: (0, 0),  # DescribeUserScramCredentials
+    51: (0, 0),  # AlterUserScramCredentials
     61: (0, 0),  # DescribeProducers
     65: (0, 0),  # DescribeTransactions
     66: (0, 1),  # ListTransactions (v2 adds a transactional id pattern, KIP-1152)

@@ -40,7 +40,7 @@ import asyncio
 import enum
 import logging
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Awaitable, Callable, Iterable, Protocol, TypeVar
 
 import psycopg
@@ -82,6 +82,10 @@ PURGE_CHUNK = 2000  # batches deleted per statement when a deleted topic's data 
 DB_ERRORS = (psycopg.Error, PoolTimeout, OSError)
 
 LeadershipCallback = Callable[[str, int, PartitionLog | None], None]
+# a row of herd_acls: resource type, resource name, pattern type, principal, host, operation, permission type
+# (Kafka's codes; herd.security.acl_store makes ACLs of them)
+AclRow = tuple[int, str, int, str, str, int, int]
+
 T = TypeVar("T")
 
 
@@ -127,9 +131,24 @@ class NodeState(enum.StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Node(BaseNode):
-    """A node as herd_nodes records it: where clients reach it, and its state."""
+    """A node as herd_nodes records it: where clients reach it, its state, and the URL of its HTTP listener
+    (herd.http.listener; None without one), through which the nodes' HTTP APIs ask each other."""
 
     state: NodeState = NodeState.ALIVE
+    http_url: str | None = None
+    # its advertised listeners, (name in upper case, host, port), from herd_nodes.listeners; empty for a node that
+    # registered none (an older herd): its host and port then serve every listener
+    listeners: tuple[tuple[str, str, int], ...] = ()
+
+    def on(self, listener: str) -> Node | None:
+        """This node with its address on `listener`, or None when it does not have that listener (Kafka leaves such
+        a broker out of what a client of that listener is told)."""
+        if not self.listeners:
+            return self
+        for name, host, port in self.listeners:
+            if name == listener:
+                return self if (host, port) == (self.host, self.port) else replace(self, host=host, port=port)
+        return None
 
 
 class LeaderStore(Protocol):
@@ -161,12 +180,19 @@ class _Led:
     log: PartitionLog
 
 
+# herd_scram_credentials as read: (user name, mechanism name) -> (salt, StoredKey, ServerKey, iterations); what they
+# mean is herd.security.credentials' business (this layer stores them and tells every node when they change)
+ScramRows = dict[tuple[str, str], tuple[bytes, bytes, bytes, int]]
+
+
 @dataclass(slots=True)
 class _Snapshot:
     nodes: dict[int, tuple[Node, float]]  # non-stopped nodes and the seconds their leases have left (<= 0: ran out)
     topics: list[tuple[uuid.UUID, str, int, dict[str, str]]]
     rows: dict[tuple[str, int], _Row]
     broker_configs: dict[str, dict[str, str]]  # the dynamic broker configs, by resource name ("": the default)
+    acls: frozenset[AclRow]  # the rows of herd_acls
+    scram_credentials: ScramRows
 
 
 class _Trouble:
@@ -193,7 +219,9 @@ class SharedCluster(TopicIndex):
     shared = True
 
     def __init__(self, pool: AsyncConnectionPool, store: LeaderStore, defaults: LogConfig, *, node_id: int,
-                 endpoint: tuple[str, int], rack: str | None = None, session_timeout_ms: int = 9000,
+                 endpoint: tuple[str, int], rack: str | None = None, http_url: str | None = None,
+                 listeners: dict[str, tuple[str, int]] | None = None,
+                 session_timeout_ms: int = 9000,
                  heartbeat_interval_ms: int = 2000, max_partitions: int = 10_000, cluster_id: str = "",
                  on_leadership: LeadershipCallback | None = None,
                  on_topics_deleted: Callable[[list[str]], None] | None = None,
@@ -205,11 +233,19 @@ class SharedCluster(TopicIndex):
         give. They are given here, not set later, so that nothing read during `start` goes unannounced."""
         super().__init__(defaults, node_id, max_partitions)
         self.on_broker_configs = on_broker_configs
+        # herd_acls as the view last read it, and who is told when that changes (herd.security.acl_store)
+        self.acls: frozenset[AclRow] = frozenset()
+        self.on_acls: Callable[[frozenset[AclRow]], None] | None = None
+        # the SCRAM credentials of the last view, and who is told when another view changes them (herd.security)
+        self.scram_credentials: ScramRows = {}
+        self.on_scram_credentials: Callable[[ScramRows], None] | None = None
         self.cluster_id = cluster_id
         self._pool = pool
         self._store = store
         self.endpoint = endpoint
+        self.listeners = listeners  # advertised listener name -> (host, port), registered in herd_nodes.listeners
         self.rack = rack
+        self.http_url = http_url
         self._session_s = session_timeout_ms / 1000
         self._heartbeat_s = heartbeat_interval_ms / 1000
         self._where = redact(str(pool.conninfo))
@@ -311,12 +347,17 @@ class SharedCluster(TopicIndex):
             return -1, -1
         return (row.leader if row.leader in self._nodes else -1), row.epoch
 
-    def nodes(self) -> list[Node]:
-        """The live nodes, by id (this one only while it holds its lease)."""
-        return [self._nodes[n] for n in sorted(self._nodes)]
+    def nodes(self, listener: str | None = None) -> list[Node]:
+        """The live nodes, by id (this one only while it holds its lease); with `listener`, those that have it,
+        with their addresses on it (`Node.on`)."""
+        found = [self._nodes[n] for n in sorted(self._nodes)]
+        if listener is None:
+            return found
+        return [node for node in (n.on(listener) for n in found) if node is not None]
 
-    def node(self, node_id: int) -> Node | None:
-        return self._nodes.get(node_id)
+    def node(self, node_id: int, listener: str | None = None) -> Node | None:
+        node = self._nodes.get(node_id)
+        return node if node is None or listener is None else node.on(listener)
 
     # -- admin changes -----------------------------------------------------------------------------------------
 
@@ -444,6 +485,44 @@ class SharedCluster(TopicIndex):
         if not validate_only:
             await self._refresh_quietly()
 
+    async def change_acls(self, change: Callable[[psycopg.AsyncConnection], Awaitable[T]]) -> T:
+        """Run `change` (herd.security.acl_store's SQL on herd_acls) in one transaction under the metadata lock,
+        tell every node (NOTIFY) and read the view again, so that this node's ACLs follow before this returns.
+        Raises TopicError(KAFKA_STORAGE_ERROR)."""
+        async def changed(conn: psycopg.AsyncConnection) -> T:
+            outcome = await change(conn)
+            await _notify(conn, "acls", self.node_id)
+            return outcome
+
+        outcome = await self._change(changed, "store the ACLs")
+        await self._refresh_quietly()
+        return outcome
+
+    async def alter_scram_credentials(self, plan: Callable[[ScramRows], tuple[T, dict[tuple[str, str], Any]]]) -> T:
+        """Change herd_scram_credentials in one transaction under the metadata lock: `plan(rows)`, given the rows
+        as stored, returns (its result, the changes: key -> a new row, or None to delete the row); they are
+        written and every node told (NOTIFY), this node's view following before this returns. Raises
+        TopicError(KAFKA_STORAGE_ERROR) when the database fails (nothing changed)."""
+        async def alter(conn: psycopg.AsyncConnection) -> T:
+            result, changes = plan(await _read_scram(conn))
+            for (user, mechanism), row in changes.items():
+                if row is None:
+                    await conn.execute("DELETE FROM herd_scram_credentials WHERE user_name = %s AND mechanism = %s",
+                                       (user, mechanism))
+                else:
+                    await conn.execute(
+                        "INSERT INTO herd_scram_credentials (user_name, mechanism, salt, stored_key, server_key, "
+                        "iterations) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (user_name, mechanism) DO UPDATE "
+                        "SET salt = EXCLUDED.salt, stored_key = EXCLUDED.stored_key, server_key = EXCLUDED.server_key, "
+                        "iterations = EXCLUDED.iterations", (user, mechanism, *row))
+            if changes:
+                await _notify(conn, "credentials", self.node_id)
+            return result
+
+        result = await self._change(alter, "store the SCRAM credentials")
+        await self._refresh_quietly()
+        return result
+
     async def _change(self, change: Callable[[psycopg.AsyncConnection], Awaitable[T]], what: str) -> T:
         """Run `change` in one transaction under the metadata lock; a database failure becomes
         TopicError(KAFKA_STORAGE_ERROR)."""
@@ -485,6 +564,21 @@ class SharedCluster(TopicIndex):
         except DB_ERRORS as e:
             log.warning("could not read the stored sizes of the partitions: %s", describe(e, self._where))
             raise TopicError(KAFKA_STORAGE_ERROR, f"Could not read the stored sizes: {describe(e, self._where)}"
+                             ) from None
+
+    async def partition_stats(self) -> dict[tuple[str, int], tuple[int | None, int, int, int]]:
+        """(topic, partition) -> (leader, log start offset, log end offset, bytes of its stored batches) of every
+        partition, read now in one query (the HTTP API's topics). Raises TopicError(KAFKA_STORAGE_ERROR) if the
+        database cannot be read."""
+        try:
+            async with self._pool.connection(timeout=self._session_s) as conn:
+                cursor = await conn.execute(
+                    "SELECT t.name, p.partition, p.leader, p.log_start_offset, p.log_end_offset, "
+                    "coalesce((SELECT sum(b.size) FROM herd_batches b WHERE b.pid = p.pid), 0) "
+                    "FROM herd_partitions p JOIN herd_topics t ON t.topic_id = p.topic_id")
+                return {(r[0], r[1]): (r[2], r[3], r[4], int(r[5])) for r in await cursor.fetchall()}
+        except DB_ERRORS as e:
+            raise TopicError(KAFKA_STORAGE_ERROR, f"Could not read the partitions: {describe(e, self._where)}"
                              ) from None
 
     # -- moves on demand ---------------------------------------------------------------------------------------
@@ -557,12 +651,15 @@ class SharedCluster(TopicIndex):
                     f"{holder[0]}:{holder[1]} (its lease runs for {holder[2]:.1f} s more): stop it, wait for its "
                     f"lease to run out, or give this node another node.id")
             await conn.execute(
-                "INSERT INTO herd_nodes (node_id, host, port, rack, incarnation, lease_until, state) "
-                "VALUES (%s, %s, %s, %s, %s, clock_timestamp() + %s * interval '1 millisecond', 'alive') "
+                "INSERT INTO herd_nodes (node_id, host, port, rack, incarnation, lease_until, state, http_url, "
+                "listeners) VALUES (%s, %s, %s, %s, %s, clock_timestamp() + %s * interval '1 millisecond', 'alive', "
+                "%s, %s) "
                 "ON CONFLICT (node_id) DO UPDATE SET host = excluded.host, port = excluded.port, rack = excluded.rack, "
                 "incarnation = excluded.incarnation, lease_until = excluded.lease_until, state = 'alive', "
-                "registered_at = clock_timestamp()",
-                (self.node_id, self.endpoint[0], self.endpoint[1], self.rack, incarnation, self._session_s * 1000))
+                "registered_at = clock_timestamp(), http_url = excluded.http_url, listeners = excluded.listeners",
+                (self.node_id, self.endpoint[0], self.endpoint[1], self.rack, incarnation, self._session_s * 1000,
+                 self.http_url, None if not self.listeners else
+                 Jsonb({name: [host, port] for name, (host, port) in self.listeners.items()})))
             await conn.execute("UPDATE herd_partitions SET " + NEW_EPOCH + " WHERE leader = %s", (self.node_id,))
             await _notify(conn, "nodes", self.node_id)
         self._incarnation = incarnation
@@ -802,11 +899,14 @@ class SharedCluster(TopicIndex):
         self._by_id = by_id
         self._rows = snapshot.rows
         self._apply_configs(snapshot.broker_configs, altered)
-        if deleted and self._on_topics_deleted is not None:
-            try:
-                self._on_topics_deleted(deleted)
-            except Exception:  # the cluster's view must not stop following the database for it
-                log.exception("could not act on the deletion of topics %s", deleted)
+        if snapshot.acls != self.acls:
+            self.acls = snapshot.acls
+            _call_quietly(self.on_acls, snapshot.acls, "apply the ACLs")
+        if snapshot.scram_credentials != self.scram_credentials:
+            self.scram_credentials = snapshot.scram_credentials
+            _call_quietly(self.on_scram_credentials, snapshot.scram_credentials, "apply the SCRAM credentials")
+        if deleted:
+            _call_quietly(self._on_topics_deleted, deleted, f"act on the deletion of topics {deleted}")
         leading = self._state is NodeState.ALIVE and self._holding_lease()
         wanted = {key: row for key, row in snapshot.rows.items()
                   if leading and row.leader == self.node_id and key[0] in topics}
@@ -826,10 +926,8 @@ class SharedCluster(TopicIndex):
         """Config changes the view shows: the dynamic broker configs (the broker applies them, new defaults
         reaching every partition led here) and the altered topics' configs, to the partitions led here."""
         if broker_configs != self.broker_configs:
-            try:
-                self._broker_configs_changed(broker_configs)
-            except Exception:  # the cluster's view must not stop following the database for it
-                log.exception("could not apply the dynamic broker configs %s", broker_configs)
+            _call_quietly(self._broker_configs_changed, broker_configs,
+                          f"apply the dynamic broker configs {broker_configs}")
         for topic in altered:
             self._reconfigure(topic)
 
@@ -938,6 +1036,17 @@ async def _wait(event: asyncio.Event, seconds: float) -> bool:
     return True
 
 
+def _call_quietly(callback: Callable[[Any], None] | None, value: Any, what: str) -> None:
+    """Call `callback(value)` if there is one; a failure is logged ("could not <what>"): the cluster's view must
+    not stop following the database for it."""
+    if callback is None:
+        return
+    try:
+        callback(value)
+    except Exception:
+        log.exception("could not %s", what)
+
+
 async def _notify(conn: psycopg.AsyncConnection, kind: str, sender: int) -> None:
     """Tell every node (at commit) that `kind` changed; `sender` does not need to hear it."""
     await conn.execute("SELECT pg_notify(%s, %s)", (METADATA_CHANNEL, f"{kind} {sender}"))
@@ -1020,9 +1129,21 @@ async def _count_partitions(conn: psycopg.AsyncConnection) -> int:
 
 async def _read_nodes(conn: psycopg.AsyncConnection) -> dict[int, tuple[Node, float]]:
     cursor = await conn.execute(
-        "SELECT node_id, host, port, rack, state, EXTRACT(EPOCH FROM lease_until - clock_timestamp())::float8 "
-        "FROM herd_nodes WHERE state <> 'stopped'")
-    return {r[0]: (Node(r[0], r[1], r[2], r[3], NodeState(r[4])), float(r[5])) for r in await cursor.fetchall()}
+        "SELECT node_id, host, port, rack, state, EXTRACT(EPOCH FROM lease_until - clock_timestamp())::float8, "
+        "http_url, listeners FROM herd_nodes WHERE state <> 'stopped'")
+    return {r[0]: (Node(r[0], r[1], r[2], r[3], NodeState(r[4]), r[6], _listeners(r[7])), float(r[5]))
+            for r in await cursor.fetchall()}
+
+
+def _listeners(value: Any) -> tuple[tuple[str, str, int], ...]:
+    """herd_nodes.listeners ({"NAME": [host, port]}, or NULL) as `Node.listeners`; anything else is ignored (the
+    node's host and port then serve every listener)."""
+    if not isinstance(value, dict):
+        return ()
+    try:
+        return tuple((str(name).upper(), str(where[0]), int(where[1])) for name, where in value.items())
+    except (TypeError, ValueError, IndexError):
+        return ()
 
 
 async def _read_slots(conn: psycopg.AsyncConnection) -> list[Slot]:
@@ -1041,5 +1162,29 @@ async def _read_snapshot(conn: psycopg.AsyncConnection) -> _Snapshot:
             if r[0] in names}
     cursor = await conn.execute("SELECT resource_name, configs FROM herd_broker_configs")
     broker_configs = {r[0]: configs for r in await cursor.fetchall() if (configs := string_configs(r[1]))}
-    return _Snapshot(nodes, topics, rows, broker_configs)
+    cursor = await conn.execute("SELECT resource_type, resource_name, pattern_type, principal, host, operation, "
+                                "permission_type FROM herd_acls")
+    acls = frozenset(tuple(r) for r in await cursor.fetchall())
+    return _Snapshot(nodes, topics, rows, broker_configs, acls,  # type: ignore[arg-type]
+                     await _read_scram(conn))
 
+
+async def _read_scram(conn: psycopg.AsyncConnection) -> ScramRows:
+    cursor = await conn.execute("SELECT user_name, mechanism, salt, stored_key, server_key, iterations "
+                                "FROM herd_scram_credentials")
+    return {(r[0], r[1]): (bytes(r[2]), bytes(r[3]), bytes(r[4]), r[5]) for r in await cursor.fetchall()}
+
+
+
+async def read_end_offsets(cluster: SharedCluster) -> dict[tuple[str, int], int] | None:
+    """(topic, partition) -> the log end offset committed to PostgreSQL (the high watermark a fetch sees) of every
+    partition of a topic, in one query: consumer lag of the partitions other nodes lead (herd.server.lag). None
+    when the database cannot be read (logged at DEBUG: a scrape must not fill the log while the database is down)."""
+    try:
+        async with cluster._pool.connection(timeout=cluster._session_s) as conn:
+            cursor = await conn.execute("SELECT t.name, p.partition, p.log_end_offset FROM herd_partitions p "
+                                        "JOIN herd_topics t ON t.topic_id = p.topic_id")
+            return {(r[0], r[1]): int(r[2]) for r in await cursor.fetchall()}
+    except DB_ERRORS as e:
+        log.debug("could not read the partitions' end offsets: %s", describe(e, cluster._where))
+        return None

@@ -4,8 +4,9 @@ Describe: a Stable group shows its protocol and each member's metadata for it an
 other states show members without metadata; an unknown group is described as Dead with no error
 (DescribeGroups v0-5). List: filters by state and type, case-insensitively (Kafka lower-cases
 both sides). Delete: only Empty groups; others get NON_EMPTY_GROUP, unknown ones GROUP_ID_NOT_FOUND.
-Deletion writes a tombstone for every committed offset, then the GroupMetadata tombstone; replaying
-them removes the group (apache/kafka ClassicGroup.validateDeleteGroup, createGroupTombstoneRecords).
+Deletion writes a tombstone for every committed offset, then the GroupMetadata tombstone (and herd's rebalance
+history tombstone, history.py); replaying them removes the group (apache/kafka ClassicGroup.validateDeleteGroup,
+createGroupTombstoneRecords).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from herd.coordinator import offsets
 from herd.coordinator.context import ShardContext
 from herd.coordinator.errors import ErrorCode
 from herd.coordinator.group import ClassicGroup
-from herd.coordinator.records import group_tombstone, offset_tombstone
+from herd.coordinator.records import group_tombstone, offset_tombstone, rebalance_history_tombstone
 from herd.coordinator.requests import DeleteGroups, DescribeGroups, ListGroups
 from herd.coordinator.responses import (
     DeletableGroupResult,
@@ -103,4 +104,6 @@ def _delete_one(ctx: ShardContext, group_id: str, fx: Effects) -> ErrorCode:
     for topic, partition in offsets.group_offset_keys(ctx, group_id):  # committed and pending (deleteAllOffsets)
         fx.records.append(offset_tombstone(group_id, topic, partition))
     fx.records.append(group_tombstone(group_id))
+    if ctx.history.of(group_id) or not ctx.history.size:  # (size 0: a record from before may remain)
+        fx.records.append(rebalance_history_tombstone(group_id))
     return ErrorCode.NONE

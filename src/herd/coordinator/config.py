@@ -24,4 +24,7 @@ class CoordinatorConfig:
     new_member_join_timeout_ms: int = 300_000
     """Kafka's internal classicGroupNewMemberJoinTimeoutMs (KAFKA-7610), not a public property."""
     rebalance_history_size: int = 16
-    """How many rebalances each group remembers for observability (herd-only)."""
+    """herd.group.rebalance.history.size: how many rebalances each group remembers (history.py; herd's own)."""
+    history_batch_bytes: int = 786_432
+    """The most bytes of records a batch that carries a group's history record may hold: the history rides in
+    the batch of the group's GroupMetadata, which must stay under message.max.bytes (3/4 of it; history.py)."""

@@ -1,6 +1,6 @@
 """Group configs: IncrementalAlterConfigs and DescribeConfigs on a GROUP resource, as Kafka 4.x serves them
 for its own group configs, with herd's one group config `herd.expected.instance.ids` (KIP-469,
-preregistration.py).
+preregistration.py), and the read-only `herd.rebalance.history` (history.py).
 
 Alter (Kafka's rules for one resource, all or nothing): an empty group id is INVALID_REQUEST ("Default
 group resources are not allowed."); a config named twice is INVALID_REQUEST; an unknown operation is
@@ -16,7 +16,13 @@ only for it, the phase ends at once; when it withdraws the last missing id of a 
 rebalanced in at once.
 
 Describe: the config's value is the ids the group is still waiting for (expected and not members),
-comma-separated; `is_set` tells whether the group has a registration at all.
+comma-separated; `is_set` tells whether the group has a registration at all. Asked for by name (and only then:
+it is not listed with every config, so that kafka-configs.sh --describe stays readable), `herd.rebalance.history`
+answers the group's rebalance history as JSON, `{"group": id, "state": its state ("Dead" when it does not exist),
+"rebalances": [history.Rebalance.to_json(), ...] oldest first, "omitted": how many of the oldest were left out to
+keep the value under MAX_HISTORY_JSON bytes}`. It is read-only: altering it is INVALID_REQUEST "Cannot update
+these configs dynamically: Set(herd.rebalance.history)", Kafka's answer to a read-only broker config
+(DynamicBrokerConfig.validateConfigs, KAFKA-13609).
 
 List (ListConfigResources on GROUP): the groups that have a config set, i.e. a registration, as Kafka lists the
 groups its GroupConfigManager holds configs for; whether the group exists does not matter.
@@ -24,6 +30,7 @@ groups its GroupConfigManager holds configs for; whether the group exists does n
 
 from __future__ import annotations
 
+import json
 from enum import IntEnum
 
 from herd.coordinator import preregistration as prereg
@@ -40,6 +47,15 @@ from herd.coordinator.responses import (
 )
 from herd.coordinator.result import Effects, Result
 from herd.coordinator.state import GroupState
+
+
+HISTORY_CONFIG = "herd.rebalance.history"
+MAX_HISTORY_JSON = 512 * 1024
+MAX_LEGACY_STRING = 32767  # a non-flexible version's STRING (DescribeConfigs v0-3)
+HISTORY_DOCUMENTATION = (
+    "Read-only: the group's last rebalances as JSON (cause, the member that started it, join and sync phases, "
+    "late and dropped members, assignment sizes), oldest first; herd.group.rebalance.history.size of them."
+)
 
 
 class OpType(IntEnum):
@@ -89,6 +105,8 @@ def _altered(ctx: ShardContext, req: AlterGroupConfigs) -> tuple[str, ...]:
 def _apply_op(ids: tuple[str, ...], op: GroupConfigOp) -> tuple[str, ...]:
     if op.operation not in OpType.__members__.values():
         raise CoordinatorError(ErrorCode.INVALID_REQUEST, f"Unknown operation type {op.operation} for {op.name}")
+    if op.name == HISTORY_CONFIG:
+        raise CoordinatorError(ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: Set({op.name})")
     if op.name != prereg.CONFIG_NAME:
         raise CoordinatorError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {op.name} (herd's only "
                                                          f"group config is {prereg.CONFIG_NAME})")
@@ -113,7 +131,7 @@ def _apply(ctx: ShardContext, group_id: str, ids: tuple[str, ...], fx: Effects) 
     if group is None:
         return
     if was_held and group.members and rb.all_joined(ctx, group):
-        rb.complete_join(ctx, group, fx)
+        rb.complete_join(ctx, group, fx, "config-change")
     static.end_hold_now(ctx, group, fx)
 
 
@@ -123,10 +141,32 @@ def describe(ctx: ShardContext, req: DescribeGroupConfigs, handle: object) -> Re
         fx.reply(handle, DescribeGroupConfigsResponse(error_code=ErrorCode.INVALID_REQUEST,
                                                       error_message="Default group resources are not allowed."))
         return fx.result()
-    entry = GroupConfigEntry(prereg.CONFIG_NAME, ",".join(prereg.waiting_for(ctx, req.group_id)),
-                             bool(prereg.expected(ctx, req.group_id)), prereg.DOCUMENTATION)
-    fx.reply(handle, DescribeGroupConfigsResponse(configs=(entry,)))
+    entries = [GroupConfigEntry(prereg.CONFIG_NAME, ",".join(prereg.waiting_for(ctx, req.group_id)),
+                                bool(prereg.expected(ctx, req.group_id)), prereg.DOCUMENTATION)]
+    if req.include_history:
+        # DescribeConfigs below v4 is not flexible: its strings hold at most 32,767 bytes
+        limit = MAX_HISTORY_JSON if req.api_version >= 4 else MAX_LEGACY_STRING
+        entries.append(GroupConfigEntry(HISTORY_CONFIG, history_json(ctx, req.group_id, limit),
+                                        bool(ctx.history.of(req.group_id)), HISTORY_DOCUMENTATION,
+                                        read_only=True, kind="string"))
+    fx.reply(handle, DescribeGroupConfigsResponse(configs=tuple(entries)))
     return fx.result()
+
+
+def history_json(ctx: ShardContext, group_id: str, limit: int | None = None) -> str:
+    """The value of `herd.rebalance.history` (see the module docstring): at most `limit` bytes, the oldest entries
+    left out first; an entry that alone exceeds it is left out too (entries are bounded by history.py's limits,
+    but one can exceed the 32,767 bytes of a legacy string)."""
+    limit = MAX_HISTORY_JSON if limit is None else limit
+    group = ctx.groups.get(group_id)
+    state = str(group.state) if group is not None else str(GroupState.DEAD)
+    entries = [json.dumps(e.to_json(), separators=(",", ":")) for e in ctx.history.of(group_id)]
+    head = json.dumps({"group": group_id, "state": state}, separators=(",", ":"))[:-1]
+    omitted, size = 0, len(head) + 32 + sum(len(e.encode()) + 1 for e in entries)
+    while omitted < len(entries) and size > limit:
+        size -= len(entries[omitted].encode()) + 1
+        omitted += 1
+    return f'{head},"rebalances":[{",".join(entries[omitted:])}],"omitted":{omitted}}}'
 
 
 def configured(ctx: ShardContext, req: ListConfiguredGroups, handle: object) -> Result:

@@ -60,15 +60,19 @@ def member_from_join(ctx: ShardContext, req: JoinGroup, member_id: str, **state:
 
 
 def add_member_then_rebalance(
-    ctx: ShardContext, req: JoinGroup, group: ClassicGroup, member_id: str, handle: object, fx: Effects
+    ctx: ShardContext, req: JoinGroup, group: ClassicGroup, member_id: str, handle: object, fx: Effects,
+    cause: str = "member-join",
 ) -> None:
+    """`cause`: the history's name of the rebalance this may start (member-join, or KIP-469's
+    expected-members-complete)."""
     member = member_from_join(ctx, req, member_id, is_new=True)
     if group.is_in(GroupState.PREPARING_REBALANCE) and group.previous_state is GroupState.EMPTY:
         group.new_member_added = True
     group.add(member, handle)
+    rb.note_arrival(ctx, group, member_id)
     # KAFKA-7610: a parked join of a new member times out after the new-member join timeout.
     rb.arm_session(ctx, group, member, ctx.config.new_member_join_timeout_ms)
     reason = (f"Adding new member {member_id} with group instance id {req.group_instance_id}; "
               f"client reason: {join_reason(req.reason)}")
-    rb.maybe_prepare_rebalance_or_complete_join(ctx, group, "member-join", reason, fx)
+    rb.maybe_prepare_rebalance_or_complete_join(ctx, group, cause, reason, fx, member_id, req.group_instance_id)
     rb.complete_on_expected_arrival(ctx, group, req.group_instance_id, fx)

@@ -22,6 +22,7 @@ from herd.coordinator import static
 from herd.coordinator.context import ShardContext, empty_group_record, group_record
 from herd.coordinator.errors import CoordinatorError, ErrorCode, append_error_to_response_error
 from herd.coordinator.group import ClassicGroup
+from herd.coordinator.history import ADMIN_REASON
 from herd.coordinator.joining import add_member_then_rebalance, join_reason, rebalance_timeout, validate_join
 from herd.coordinator.member import Member
 from herd.coordinator.requests import UNKNOWN_MEMBER_ID, Heartbeat, JoinGroup, LeaveGroup, MemberIdentity, SyncGroup
@@ -157,7 +158,7 @@ def _rejoin(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, member: Memb
         _update_then_rebalance(ctx, req, group, member, handle, "leader-rejoin",
                                f"Leader {member.member_id} re-joining group {during}", fx)
     elif group.is_in(CR, STABLE) and not member.matches(req.protocols):
-        _update_then_rebalance(ctx, req, group, member, handle, "member-metadata",
+        _update_then_rebalance(ctx, req, group, member, handle, "protocol-change",
                                f"Updating metadata for member {member.member_id} {during}", fx)
     elif group.is_in(CR, STABLE):
         fx.reply(handle, group.join_response(member.member_id, with_members=group.is_in(CR)))
@@ -170,7 +171,9 @@ def _update_then_rebalance(
     cause: str, reason: str, fx: Effects,
 ) -> None:
     group.update_member(member, req.protocols, rebalance_timeout(req), req.session_timeout_ms, handle)
-    rb.maybe_prepare_rebalance_or_complete_join(ctx, group, cause, reason, fx)
+    rb.note_arrival(ctx, group, member.member_id)
+    rb.maybe_prepare_rebalance_or_complete_join(ctx, group, cause, reason, fx, member.member_id,
+                                                member.group_instance_id)
 
 
 # --- SyncGroup --------------------------------------------------------------------------------------
@@ -230,7 +233,8 @@ def _complete_generation(ctx: ShardContext, group: ClassicGroup, req: SyncGroup,
     fx.records.append(group_record(group, assignments))
     prereg.fulfil(ctx, group, fx)
     group.transition_to(STABLE, ctx.now())
-    ctx.history.finish(group.group_id, "stable", ctx.now())
+    ctx.history.finish(group.group_id, assignments, group.protocol_type == "consumer", ctx.now())
+    rb.persist_history(ctx, group, fx)
     first = len(fx.replies)
     rb.propagate_assignment(ctx, group, ErrorCode.NONE, fx)
     handles = [r.handle for r in fx.replies[first:]]
@@ -250,7 +254,8 @@ def _undo_generation(
         for member in group.members.values():
             member.assignment = b""
         reason = f"Error {mapped.name} when storing group assignment during SyncGroup (member: {leader_id})."
-        rb.prepare_rebalance(ctx, group, "append-failure", reason, fx)
+        ctx.history.reopen(group.group_id, generation)
+        rb.prepare_rebalance(ctx, group, "append-failure", reason, fx, leader_id)
     return fx.result()
 
 
@@ -347,7 +352,10 @@ def _rebalance_after_leave(
         for who, r in left
     )
     reason = f"explicit `LeaveGroup` request for ({described}) members."
+    admin = any(who.member_id == UNKNOWN_MEMBER_ID or (who.reason or "").startswith(ADMIN_REASON) for who, _ in left)
+    first, _ = left[0]
     if group.is_in(STABLE, CR):
-        rb.maybe_prepare_rebalance_or_complete_join(ctx, group, "member-leave", reason, fx)
+        rb.maybe_prepare_rebalance_or_complete_join(ctx, group, "admin-removal" if admin else "member-leave", reason,
+                                                    fx, first.member_id or None, first.group_instance_id)
     elif group.is_in(PR):
         rb.maybe_complete_join_phase(ctx, group, fx)

@@ -16,6 +16,12 @@ Timers (all keyed; scheduling a key replaces it):
 Timer operations look their group up by id when they fire and return a `Result`; they do nothing if
 the group or member is gone.
 
+History (history.py): `prepare_rebalance` opens the group's entry with its cause and the member that started it;
+`note_arrival` stamps each member's JoinGroup; `complete_join` records the generation, how the phase ended
+(`end`) and the members dropped for missing it; members dropped for missing the sync phase are recorded on the
+entry of the generation they did not sync; `persist_history` adds the group's history record to a Result that
+writes its GroupMetadata.
+
 KIP-469 (preregistration.py): the join phase also waits for pre-registered instances that are missing
 (`all_joined`), bounded by the same join timer; the arrival of the last one ends it at once
 (`complete_on_expected_arrival`), and a phase ended by its timer releases those still missing.
@@ -115,6 +121,9 @@ def expire_heartbeat(ctx: ShardContext, group_id: str, member_id: str) -> Result
     if member.has_satisfied_heartbeat():
         return EMPTY
     log.info("member %s of group %s failed its session, removing it", member_id, group_id)
+    if group.is_in(PR, CR):  # it missed the phase running: it is dropped from it
+        phase = "join" if group.is_in(PR) else "sync"
+        ctx.history.dropped(group_id, [(member_id, member.group_instance_id)], phase)
     cause = "new-member-join-timeout" if member.is_new else "session-timeout"
     remove_member_and_update(ctx, group, member, cause, f"removing member {member_id} on heartbeat expiration", fx)
     return fx.result()
@@ -131,7 +140,8 @@ def remove_member_and_update(
     group.complete_join(member, JoinGroupResponse(error_code=unknown, member_id=""), fx)
     group.remove(member.member_id)
     if group.is_in(GroupState.STABLE, CR):
-        maybe_prepare_rebalance_or_complete_join(ctx, group, cause, reason, fx)
+        maybe_prepare_rebalance_or_complete_join(ctx, group, cause, reason, fx, member.member_id,
+                                                 member.group_instance_id)
     elif group.is_in(PR) and all_joined(ctx, group):
         complete_join(ctx, group, fx)
 
@@ -148,22 +158,26 @@ def remove_current_member(ctx: ShardContext, group: ClassicGroup, member_id: str
 
 
 def maybe_prepare_rebalance_or_complete_join(
-    ctx: ShardContext, group: ClassicGroup, cause: str, reason: str, fx: Effects
+    ctx: ShardContext, group: ClassicGroup, cause: str, reason: str, fx: Effects,
+    member_id: str | None = None, instance_id: str | None = None,
 ) -> None:
     if can_rebalance(group.state):
-        prepare_rebalance(ctx, group, cause, reason, fx)
+        prepare_rebalance(ctx, group, cause, reason, fx, member_id, instance_id)
     else:
         maybe_complete_join_phase(ctx, group, fx)
 
 
-def prepare_rebalance(ctx: ShardContext, group: ClassicGroup, cause: str, reason: str, fx: Effects) -> None:
+def prepare_rebalance(ctx: ShardContext, group: ClassicGroup, cause: str, reason: str, fx: Effects,
+                      member_id: str | None = None, instance_id: str | None = None) -> None:
+    """Start a rebalance; `cause` is one of history.py's names, `member_id`/`instance_id` the member that
+    started it, if one did."""
     prereg.end_hold(ctx, group.group_id)
     if group.is_in(CR):
         reset_and_propagate_with_error(ctx, group, ErrorCode.REBALANCE_IN_PROGRESS, fx)
     ctx.timer.cancel(sync_key(group.group_id))
     initial = group.is_in(GroupState.EMPTY)
     group.transition_to(PR, ctx.now())
-    ctx.history.start(group.group_id, cause, reason, group.generation_id, ctx.now())
+    ctx.history.start(group.group_id, cause, reason, group.generation_id, ctx.now(), member_id, instance_id)
     log.info("preparing to rebalance group %s (generation %s): %s", group.group_id, group.generation_id, reason)
     if initial:
         delay = ctx.config.group_initial_rebalance_delay_ms
@@ -195,8 +209,23 @@ def try_complete_initial_rebalance(ctx: ShardContext, group_id: str, delay: int,
         _schedule_initial(ctx, group_id, remaining, 0)  # the rest of the rebalance timeout, at most
         return EMPTY
     fx = Effects()
-    complete_join(ctx, group, fx)
+    complete_join(ctx, group, fx, "initial-delay")
     return fx.result()
+
+
+def note_arrival(ctx: ShardContext, group: ClassicGroup, member_id: str) -> None:
+    """The member's JoinGroup is parked for a join phase (running, or about to start): the history stamps it."""
+    ctx.history.arrived(group.group_id, member_id, ctx.now())
+
+
+def persist_history(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
+    """Add the group's history record to `fx` (which writes its GroupMetadata: no extra write), within what the
+    batch has room for (history.py)."""
+    if ctx.history.of(group.group_id):
+        used = sum(len(r.key) + len(r.value or b"") for r in fx.records)
+        record = ctx.history.record(group.group_id, ctx.config.history_batch_bytes - used)
+        if record is not None:
+            fx.records.append(record)
 
 
 def maybe_complete_join_else_schedule(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
@@ -240,7 +269,7 @@ def complete_on_expected_arrival(ctx: ShardContext, group: ClassicGroup, instanc
     if group.is_in(PR) and prereg.is_expected(ctx, group.group_id, instance_id) and all_joined(ctx, group):
         log.info("group %s: the last pre-registered instance (%s) joined; completing the join phase",
                  group.group_id, instance_id)
-        complete_join(ctx, group, fx)
+        complete_join(ctx, group, fx, "expected-member-arrived")
 
 
 def complete_join_op(ctx: ShardContext, group_id: str) -> Result:
@@ -248,19 +277,20 @@ def complete_join_op(ctx: ShardContext, group_id: str) -> Result:
     if group is None or not group.is_in(PR):
         return EMPTY
     fx = Effects()
-    complete_join(ctx, group, fx)
+    complete_join(ctx, group, fx, "rebalance-timeout")
     return fx.result()
 
 
-def complete_join(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
-    """Kafka's completeClassicGroupJoin: drop dynamic laggards, elect, start the next generation."""
+def complete_join(ctx: ShardContext, group: ClassicGroup, fx: Effects, end: str = "all-joined") -> None:
+    """Kafka's completeClassicGroupJoin: drop dynamic laggards, elect, start the next generation. `end` says
+    what ended the join phase (history.py's join_end)."""
     ctx.timer.cancel(join_key(group.group_id))
     late = [m for m in group.not_yet_rejoined() if not m.is_static]
     for member in late:
         group.remove(member.member_id)
         cancel_session(ctx, group.group_id, member)
     if late:
-        ctx.history.late(group.group_id, [m.member_id for m in late])
+        ctx.history.dropped(group.group_id, [(m.member_id, m.group_instance_id) for m in late], "join")
         log.info("group %s removed dynamic members who did not rejoin: %s", group.group_id,
                  [m.member_id for m in late])
     if group.is_in(GroupState.DEAD):
@@ -272,10 +302,14 @@ def complete_join(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
     absent = prereg.missing(ctx, group) if group.members else []
     group.init_next_generation(ctx.now())
     group.subscribed_topics = compute_subscribed_topics(group)  # as Kafka's initNextGeneration does
-    ctx.history.join_completed(group.group_id, group.generation_id, tuple(group.members), ctx.now())
+    ctx.history.join_completed(
+        group.group_id, group.generation_id, group.protocol_name, group.leader_id,
+        [(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.is_awaiting_join)
+         for m in group.members.values()], end, ctx.now())
     if group.is_in(GroupState.EMPTY):
         log.info("group %s with generation %s is now empty", group.group_id, group.generation_id)
         fx.records.append(group_record(group, {}))
+        persist_history(ctx, group, fx)
         return
     if absent:
         prereg.release(ctx, group, absent, fx)
@@ -314,13 +348,17 @@ def expire_pending_sync(ctx: ShardContext, group_id: str, generation: int) -> Re
     if not group.pending_sync_members:
         return EMPTY
     laggards = sorted(group.pending_sync_members, key=list(group.members).index)
+    entry = ctx.history.last(group_id)
+    if entry is not None and entry.generation == generation:
+        ctx.history.dropped(group_id, [(m, group.members[m].group_instance_id) for m in laggards], "sync", entry)
     for member_id in laggards:
         member = group.remove(member_id)
         if member is not None:
             cancel_session(ctx, group_id, member)
     fx = Effects()
-    prepare_rebalance(ctx, group, "sync-timeout", f"removing {laggards} on pending sync request expiration", fx)
-    ctx.history.late(group_id, laggards)
+    only = laggards[0] if len(laggards) == 1 else None
+    prepare_rebalance(ctx, group, "sync-timeout", f"removing {laggards} on pending sync request expiration", fx,
+                      only)
     return fx.result()
 
 

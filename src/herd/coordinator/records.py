@@ -5,11 +5,16 @@ Framing (apache/kafka coordinator-common/.../CoordinatorRecordSerde.java):
     value = int16 value_version ‖ value struct, or None for a tombstone
 
 Record types: 0 and 1 are OffsetCommitKey {group, topic, partition} (writers use 1), 2 is
-GroupMetadataKey {group}. herd adds one type of its own, 0x7E00 (32256), far above Kafka's (0-15 for
-offsets, classic, consumer and share groups; streams groups take the next few): ExpectedMembersKey
-{group} with ExpectedMembersValue v0 {instance_ids: [string]}, the group's pre-registered static
-members (KIP-469, see preregistration.py); a tombstone clears them. Kafka's loader skips record types it
-does not know (CoordinatorLoaderImpl), so a Kafka reading herd's partitions ignores these records.
+GroupMetadataKey {group}. herd adds types of its own, from 0x7E00 (32256), far above Kafka's (0-15 for
+offsets, classic, consumer and share groups; streams groups take the next few):
+- 0x7E00 ExpectedMembersKey {group} with ExpectedMembersValue v0 {instance_ids: [string]}, the group's
+  pre-registered static members (KIP-469, see preregistration.py); a tombstone clears them;
+- 0x7E01 RebalanceHistoryKey {group} with RebalanceHistoryValue v0 {rebalances: [RebalanceEntry]}, the
+  group's last rebalances, oldest first (history.py); a tombstone goes with the group's GroupMetadata
+  tombstone.
+Kafka's loader skips record types it does not know (apache/kafka coordinator-common/.../
+CoordinatorLoaderImpl.java: an unknown record type is logged and skipped), so a Kafka reading herd's
+partitions ignores these records; log compaction keys them by their key bytes like every other record.
 Writers emit GroupMetadataValue v3 and OffsetCommitValue v3, or v1 when the commit carries an explicit
 expire timestamp (OffsetCommit v2-4 RetentionTimeMs). Readers accept every
 version 0-4 of both values (v4 is the first flexible version, KIP-915).
@@ -41,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar, NamedTuple, TypeVar
 
 from kio.serial import entity_reader, entity_writer
+from kio.serial.errors import DecodeError
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i64
 
@@ -51,6 +57,9 @@ OFFSET_COMMIT_KEY_TYPE = 1
 GROUP_METADATA_KEY_TYPE = 2
 EXPECTED_MEMBERS_KEY_TYPE = 0x7E00
 """herd's own record type: pre-registered static members of a group (KIP-469)."""
+REBALANCE_HISTORY_KEY_TYPE = 0x7E01
+"""herd's own record type: the rebalance history of a group (history.py)."""
+HERD_KEY_TYPES = (EXPECTED_MEMBERS_KEY_TYPE, REBALANCE_HISTORY_KEY_TYPE)
 
 # --- keys -------------------------------------------------------------------------------------------
 
@@ -301,9 +310,13 @@ def encode_versioned(version: int, entity: object) -> bytes:
 
 
 def decode_versioned(cls: type[E], data: bytes) -> E:
-    """The `cls` after the int16 version of `data`; raises ValueError when bytes are left after it (kio raises
-    its own errors on truncated bytes)."""
-    entity, size = entity_reader(cls)(data, 2)
+    """The `cls` after the int16 version of `data`; raises ValueError when the bytes do not hold one (kio's decode
+    errors, e.g. on truncated bytes, are raised as ValueError too, so that a loader skipping unreadable records
+    with `except ValueError` skips these)."""
+    try:
+        entity, size = entity_reader(cls)(data, 2)
+    except DecodeError as error:
+        raise ValueError(f"{cls.__name__}: {type(error).__name__}: {error}") from None
     if 2 + size != len(data):
         raise ValueError(f"{cls.__name__}: {len(data) - 2 - size} trailing bytes")
     return entity
@@ -616,3 +629,122 @@ def expected_members_record(group: str, instance_ids: tuple[str, ...], *, applie
     if not instance_ids:
         return Record(key, None, applied)
     return Record(key, encode_versioned(0, ExpectedMembersValueV0(instance_ids=tuple(instance_ids))), applied)
+
+
+# --- herd's rebalance history (history.py) ------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RebalanceHistoryKey:
+    """Key of record type 0x7E01."""
+
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(REBALANCE_HISTORY_KEY_TYPE)
+    __flexible__: ClassVar[bool] = False
+    group: str = field(metadata={"kafka_type": "string"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RebalanceMemberV0:
+    """A member of the generation a rebalance produced; -1 stands for null in the int fields."""
+
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    member_id: str = field(metadata={"kafka_type": "string"})
+    group_instance_id: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    client_id: str = field(metadata={"kafka_type": "string"})
+    client_host: str = field(metadata={"kafka_type": "string"})
+    joined_after_ms: i32 = field(metadata={"kafka_type": "int32"})
+    partitions: i32 = field(metadata={"kafka_type": "int32"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RebalanceLateV0:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    member_id: str = field(metadata={"kafka_type": "string"})
+    group_instance_id: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    after_ms: i32 = field(metadata={"kafka_type": "int32"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RebalanceDroppedV0:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    member_id: str = field(metadata={"kafka_type": "string"})
+    group_instance_id: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    phase: str = field(metadata={"kafka_type": "string"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RebalanceEntryV0:
+    """One rebalance (history.Rebalance); -1 stands for null in the int fields."""
+
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    generation: i32 = field(metadata={"kafka_type": "int32"})
+    from_generation: i32 = field(metadata={"kafka_type": "int32"})
+    cause: str = field(metadata={"kafka_type": "string"})
+    reason: str = field(metadata={"kafka_type": "string"})
+    member_id: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    group_instance_id: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    started_ms: i64 = field(metadata={"kafka_type": "int64"})
+    join_completed_ms: i64 = field(metadata={"kafka_type": "int64"})
+    completed_ms: i64 = field(metadata={"kafka_type": "int64"})
+    protocol: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    leader: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    join_end: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    outcome: str | None = field(metadata={"kafka_type": "string"}, default=None)
+    members_total: i32 = field(metadata={"kafka_type": "int32"})
+    members: tuple[RebalanceMemberV0, ...]
+    late: tuple[RebalanceLateV0, ...]
+    dropped: tuple[RebalanceDroppedV0, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RebalanceHistoryValueV0:
+    """Flexible from v0, so fields can be added as tagged fields."""
+
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    rebalances: tuple[RebalanceEntryV0, ...]
+
+
+def encode_rebalance_history_key(group: str) -> bytes:
+    return encode_versioned(REBALANCE_HISTORY_KEY_TYPE, RebalanceHistoryKey(group=group))
+
+
+def decode_rebalance_history_key(key: bytes) -> RebalanceHistoryKey:
+    return decode_versioned(RebalanceHistoryKey, key)
+
+
+def decode_rebalance_history_value(value: bytes) -> tuple[RebalanceEntryV0, ...]:
+    """The entries, oldest first; raises ValueError for a version herd does not know."""
+    version = value_version(value)
+    if version != 0:
+        raise ValueError(f"unknown RebalanceHistoryValue version {version}")
+    return decode_versioned(RebalanceHistoryValueV0, value).rebalances
+
+
+def rebalance_entry_size(entry: RebalanceEntryV0) -> int:
+    """The bytes `entry` takes in a RebalanceHistoryValue."""
+    buffer = io.BytesIO()
+    entity_writer(RebalanceEntryV0)(buffer, entry)
+    return len(buffer.getvalue())
+
+
+def rebalance_history_record(group: str, entries: list[RebalanceEntryV0], *, applied: bool) -> Record:
+    """The group's whole history; no entries is a tombstone (compaction then drops the key)."""
+    key = encode_rebalance_history_key(group)
+    if not entries:
+        return Record(key, None, applied)
+    return Record(key, encode_versioned(0, RebalanceHistoryValueV0(rebalances=tuple(entries))), applied)
+
+
+def rebalance_history_tombstone(group: str) -> Record:
+    return Record(encode_rebalance_history_key(group), None)

@@ -234,9 +234,11 @@ class ListConfiguredGroups:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DescribeGroupConfigs:
-    """DescribeConfigs on one GROUP resource (every config; the API layer filters by name)."""
+    """DescribeConfigs on one GROUP resource (every config; the API layer filters by name). The read-only
+    `herd.rebalance.history` is answered only when `include_history` (it was asked for by name)."""
 
     group_id: str
+    include_history: bool = False
     api_version: int = 4
     client_id: str = ""
     client_host: str = ""

@@ -183,6 +183,9 @@ class GroupConfigEntry:
     is_set: bool
     """True when set on the group (Kafka's GROUP_CONFIG source), False for the default."""
     documentation: str = ""
+    read_only: bool = False
+    kind: str = "list"
+    """The config's type as DescribeConfigs names it ("list", "string")."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

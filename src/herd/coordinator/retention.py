@@ -17,7 +17,7 @@ GroupMetadataManager.cleanupGroupMetadata / maybeDeleteGroup):
    commit carried one (OffsetCommit v2-v4 retention time, OffsetCommitValue v1), else when
    `now - base >= offsets.retention.minutes`. Each expired offset gets a tombstone.
 3. If afterwards the group has no offsets left (or never had any) and it is Empty, its GroupMetadata
-   tombstone follows in the same batch: the group is deleted.
+   tombstone follows in the same batch (and its rebalance history's, history.py): the group is deleted.
 
 Pending transactional offsets (txn_offsets.py) never expire, and they hold back the committed offset of
 their partition too ("we don't expire the offset yet if there is a pending transactional offset for the
@@ -35,7 +35,13 @@ from collections.abc import Callable
 
 from herd.coordinator.context import ShardContext
 from herd.coordinator.group import ClassicGroup
-from herd.coordinator.records import OffsetValue, Record, group_tombstone, offset_tombstone
+from herd.coordinator.records import (
+    OffsetValue,
+    Record,
+    group_tombstone,
+    offset_tombstone,
+    rebalance_history_tombstone,
+)
 from herd.coordinator.result import Result
 from herd.coordinator.state import GroupState
 from herd.coordinator.subscriptions import is_subscribed, uses_consumer_protocol
@@ -61,6 +67,8 @@ def cleanup(ctx: ShardContext) -> Result:
     for group_id, group in list(ctx.groups.items()):
         if expire_offsets(ctx, group, now, records) and group.is_in(GroupState.EMPTY):
             records.append(group_tombstone(group_id))
+            if ctx.history.of(group_id) or not ctx.history.size:  # (size 0: a record from before may remain)
+                records.append(rebalance_history_tombstone(group_id))
             log.info("group %s: every offset expired and the group is empty, deleting it", group_id)
     if records:
         log.info("generated %d tombstones while cleaning up expired offsets and groups", len(records))

@@ -53,9 +53,11 @@ from herd.coordinator.records import (
     EXPECTED_MEMBERS_KEY_TYPE,
     GROUP_METADATA_KEY_TYPE,
     OFFSET_COMMIT_KEY_TYPES,
+    REBALANCE_HISTORY_KEY_TYPE,
     Record,
     decode_group_metadata_key,
     decode_group_metadata_value,
+    decode_rebalance_history_key,
     record_type,
 )
 from herd.coordinator.requests import (
@@ -202,6 +204,8 @@ class GroupCoordinatorShard:
             self._replay_group(Record(key, value))
         elif kind == EXPECTED_MEMBERS_KEY_TYPE:
             preregistration.replay(self._ctx, Record(key, value))
+        elif kind == REBALANCE_HISTORY_KEY_TYPE:
+            self._ctx.history.load(decode_rebalance_history_key(key).group, value)
         else:
             log.warning("skipping __consumer_offsets record of unknown type %d", kind)
 
@@ -282,6 +286,7 @@ class GroupCoordinatorShard:
         fx = Effects()
         retention.schedule(ctx)
         for group in ctx.groups.values():
+            ctx.history.loaded(group.group_id, ctx.now() + group.rebalance_timeout_ms())
             for member in group.members.values():
                 rb.arm_session(ctx, group, member)
             if preregistration.arrived(ctx, group) and preregistration.missing(ctx, group):
@@ -309,12 +314,21 @@ class GroupCoordinatorShard:
         self._ctx.txn.clear()
         self._ctx.expected.clear()
         self._ctx.expected_holds.clear()
+        self._ctx.history.clear()
         return fx.result()
 
     # --- inspection ----------------------------------------------------------------------------
 
     def group(self, group_id: str) -> ClassicGroup | None:
         return self._ctx.groups.get(group_id)
+
+    def groups(self) -> tuple[ClassicGroup, ...]:
+        """Every group this shard holds (observability: the HTTP API, metrics); read them, never change them."""
+        return tuple(self._ctx.groups.values())
+
+    def offset_group_ids(self) -> tuple[str, ...]:
+        """The ids of the groups holding committed offsets (a group may hold offsets and no members)."""
+        return tuple(self._ctx.offsets)
 
     def committed_offsets(self, group_id: str) -> dict[tuple[str, int], object]:
         return dict(self._ctx.offsets.get(group_id, {}))
@@ -336,7 +350,18 @@ class GroupCoordinatorShard:
         return len(ctx.groups.keys() | ctx.offsets.keys()), sum(len(o) for o in ctx.offsets.values())
 
     def rebalance_history(self, group_id: str) -> tuple[Rebalance, ...]:
+        """The group's last rebalances, oldest first (history.py); read them, never change them."""
         return self._ctx.history.of(group_id)
+
+    def rebalance_history_json(self, group_id: str) -> str:
+        """The group's history as the read-only group config herd.rebalance.history answers it (JSON text:
+        group, state, rebalances oldest first, omitted; group_configs.history_json)."""
+        return group_configs.history_json(self._ctx, group_id)
+
+    @property
+    def history(self) -> RebalanceHistory:
+        """The shard's rebalance history, for setting its `observer` (metrics)."""
+        return self._ctx.history
 
     def expected_members(self, group_id: str) -> tuple[str, ...]:
         """The group's pre-registered instance ids (KIP-469), fulfilled or not."""

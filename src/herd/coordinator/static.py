@@ -46,7 +46,10 @@ def join_new_static_member(
     if old_id is None and _can_hold(ctx, req, group):
         _admit_and_hold(ctx, req, group, new_id, handle, fx)
     elif old_id is None:
-        add_member_then_rebalance(ctx, req, group, new_id, handle, fx)
+        # KIP-469: the last missing pre-registered instance of a hold starts the rebalance that takes them all in
+        last = group.group_id in ctx.expected_holds and prereg.is_expected(ctx, group.group_id, req.group_instance_id)
+        add_member_then_rebalance(ctx, req, group, new_id, handle, fx,
+                                  "expected-members-complete" if last else "member-join")
     else:
         _replace(ctx, req, group, old_id, new_id, handle, fx)
 
@@ -72,11 +75,15 @@ def _replace(
         else:
             reason = (f"Group's selectedProtocol will change because static member {new_id} with instance id "
                       f"{instance_id} joined with change of protocol; {client}")
-            rb.maybe_prepare_rebalance_or_complete_join(ctx, group, "static-protocol-change", reason, fx)
+            rb.note_arrival(ctx, group, new_id)
+            rb.maybe_prepare_rebalance_or_complete_join(ctx, group, "static-member-replaced", reason, fx, new_id,
+                                                        instance_id)
     elif group.is_in(GroupState.COMPLETING_REBALANCE):
         reason = f"Updating metadata for static member {new_id} with instance id {instance_id}; {client}"
-        rb.prepare_rebalance(ctx, group, "static-member-rejoin", reason, fx)
+        rb.note_arrival(ctx, group, new_id)
+        rb.prepare_rebalance(ctx, group, "static-member-replaced", reason, fx, new_id, instance_id)
     else:
+        rb.note_arrival(ctx, group, new_id)
         rb.maybe_complete_join_phase(ctx, group, fx)
 
 
@@ -182,5 +189,6 @@ def _end_hold(ctx: ShardContext, group_id: str) -> Result:
 def end_hold_now(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
     """Nothing is missing any more (the operator withdrew it): rebalance the held members in."""
     if group.group_id in ctx.expected_holds and group.is_in(GroupState.STABLE) and not prereg.missing(ctx, group):
-        reason = f"pre-registered instances {prereg.arrived(ctx, group)} joined; no other is expected"
-        rb.prepare_rebalance(ctx, group, "expected-members-complete", reason, fx)
+        reason = (f"pre-registered instances {prereg.arrived(ctx, group)} joined; the operator withdrew the "
+                  "others: no other is expected")
+        rb.prepare_rebalance(ctx, group, "expected-members-withdrawn", reason, fx)

@@ -11,9 +11,11 @@ nothing to wait for.
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Protocol
 
 from herd.log.api import AppendResult, PartitionLog, as_remote
+from herd.runtime.stats import Histogram
 
 
 class Writer(Protocol):
@@ -25,8 +27,10 @@ class Writer(Protocol):
 
 
 class RemoteWriter:
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, commits: Histogram | None = None) -> None:
+        """`commits`: where the time from each append to its commit is recorded."""
         self._loop = loop
+        self._commits = commits
 
     def turn(self) -> asyncio.Future[None]:
         future: asyncio.Future[None] = self._loop.create_future()
@@ -38,9 +42,11 @@ class RemoteWriter:
         LogError of the append or the commit (NotLeaderError when another node took the partition over)."""
         return self._loop.create_task(self._write(log, data, now_ms))
 
-    @staticmethod
-    async def _write(log: PartitionLog, data: bytes, now_ms: int) -> AppendResult:
+    async def _write(self, log: PartitionLog, data: bytes, now_ms: int) -> AppendResult:
         remote = as_remote(log)
+        started = time.perf_counter_ns()
         result = remote.append(data, now_ms)
         await remote.wait_durable(result.last_offset + 1)
+        if self._commits is not None:
+            self._commits.observe_ns(time.perf_counter_ns() - started)
         return result

@@ -16,6 +16,10 @@ failed shard is dropped, its log reopened from disk if the log itself failed (`S
 partition loaded again. The failure is logged once (ERROR) when a streak starts, and once (WARNING) when a
 write succeeds again; a load that fails, or a reloaded shard whose next write fails, waits longer.
 
+`stats` (herd.runtime.stats) records what the metrics export (herd.server.metrics): how long each partition took
+to load, each write round of the shards' writer, and rebalances by cause and phase through every shard's rebalance
+history observer.
+
 Requests are routed by `coordinator_partition(group_id, partitions)`: a group whose partition this node
 does not host gets NOT_COORDINATOR, one whose partition is still loading COORDINATOR_LOAD_IN_PROGRESS
 (both raised as `CoordinatorError` by `call`, for the API module to put in its response).
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
@@ -44,6 +49,7 @@ from herd.runtime.commits import RemoteWriter, Writer
 from herd.runtime.flusher import Flusher
 from herd.runtime.recovery import Backoff
 from herd.runtime.shard import Handler, Request, ShardRuntime, ShardState
+from herd.runtime.stats import CoordinatorStats
 from herd.runtime.timer import WallClock
 
 log = logging.getLogger(__name__)
@@ -59,6 +65,8 @@ def coordinator_config(config: BrokerConfig) -> CoordinatorConfig:
         offset_metadata_max_bytes=config.get("offset.metadata.max.bytes"),
         offsets_retention_minutes=config.get("offsets.retention.minutes"),
         offsets_retention_check_interval_ms=config.get("offsets.retention.check.interval.ms"),
+        rebalance_history_size=config.get("herd.group.rebalance.history.size"),
+        history_batch_bytes=config.get("message.max.bytes") * 3 // 4,
     )
 
 
@@ -85,6 +93,7 @@ class CoordinatorRuntime:
                                 config.get("herd.log.recovery.backoff.max.ms"))
         self._reloads: dict[int, asyncio.Task[None]] = {}
         self._closing = False
+        self.stats = CoordinatorStats()  # read by herd.server.metrics
 
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
@@ -143,22 +152,36 @@ class CoordinatorRuntime:
             raise ValueError(f"{self.topic}-{partition} is led by another node")
         writer: Writer
         if partition_log.remote:
-            writer = self._remote_writer = self._remote_writer or RemoteWriter(loop)
+            writer = self._remote_writer = self._remote_writer or RemoteWriter(loop, self.stats.flush_round)
         else:
-            writer = self._flusher = self._flusher or Flusher(loop)
+            writer = self._flusher = self._flusher or Flusher(loop, rounds=self.stats.flush_round)
         partition_log.report_errors = False  # `_shard_failed` reports them, with what the groups see
         shard = self._new_shard_runtime(partition, partition_log, loop=loop, max_batch_bytes=max_batch,
                                         delete_retention_ms=self._delete_retention_ms(topic), flusher=writer,
                                         on_failed=self._shard_failed,
                                         on_written=self._shard_written if self._backoff.failing(partition) else None)
         self.shards[partition] = shard
+        self._observe(shard)
         task = loop.create_task(shard.load())
         self._loads[partition] = task
         task.add_done_callback(lambda _: self._loads.pop(partition, None))
+        started_ns = time.perf_counter_ns()
+        task.add_done_callback(lambda _: self._loaded(shard, started_ns))
         if announce:
             started = loop.time()
             task.add_done_callback(lambda _: self._log_moved_in(shard, loop.time() - started))
         return task
+
+    def _observe(self, shard: ShardRuntime) -> None:
+        """Rebalances of the shard's groups are counted in `stats` (the observer of its core's RebalanceHistory;
+        the transaction coordinator's core, which a subclass hosts, has no history)."""
+        history = getattr(shard.shard, "history", None)
+        if history is not None:
+            history.observer = self.stats.on_rebalance
+
+    def _loaded(self, shard: ShardRuntime, started_ns: int) -> None:
+        if shard.state is ShardState.ACTIVE:
+            self.stats.partition_load.observe_ns(time.perf_counter_ns() - started_ns)
 
     def _new_shard_runtime(self, partition: int, partition_log: PartitionLog, **settings: Any) -> ShardRuntime:
         """The runtime of one hosted partition (a subclass hosts another coordinator: runtime/transactions.py)."""

@@ -1,5 +1,10 @@
-"""What every API handler can reach: the configuration, the cluster's topics and logs, this node's address, the
-group and transaction coordinators and the table of the APIs it serves (for ApiVersions).
+"""What every API handler can reach: the configuration, the cluster's topics and logs, this node's address on each
+listener, the group and transaction coordinators and the table of the APIs it serves (for ApiVersions).
+
+Clients are told where the nodes are (Metadata, FindCoordinator, DescribeCluster) on the listener their request came
+in on (`nodes(listener)`, `node(node_id, listener)`), as Kafka's MetadataCache answers with the endpoints of the
+request's listener name: a client of the SSL listener is given SSL ports. The nodes reach each other on
+inter.broker.listener.name (the first listener by default): `nodes()` and `node(node_id)` without a listener.
 
 `Broker` also carries the one piece of cross-request coordination the data path needs: Fetch requests that
 long-poll register a future per partition they wait on, and a Produce that appends to one of those partitions
@@ -17,11 +22,14 @@ from herd.cluster.topics import Cluster, Node, TopicStore
 from herd.config import BrokerConfig
 from herd.log.store import SegmentStore
 from herd.protocol.messages import ApiSpec, RequestHeader
+from herd.security.tls import ANONYMOUS  # Kafka's KafkaPrincipal.ANONYMOUS, as ACLs name principals (type:name)
+from herd.server.metrics import ServerCounters
 from herd.server.peers import Peers
 from herd.server.producers import ProducerStates
 
 if TYPE_CHECKING:
     from herd.runtime import CoordinatorRuntime
+    from herd.security.tls import PrincipalMapper
     from herd.runtime.transactions import TransactionRuntime
 
 PartitionKey = tuple[str, int]
@@ -49,7 +57,13 @@ class Broker:
             cluster.on_broker_configs = self.reconfigure
         # called with the new configuration after a dynamic broker config changed (the server's connection quotas)
         self.reconfigure_hooks: list[Callable[[BrokerConfig], None]] = []
-        self.endpoint = Endpoint("127.0.0.1", 9092)  # set by the server once it is listening
+        self.endpoint = Endpoint("127.0.0.1", 9092)  # the first listener's advertised address, set by the server
+        # every listener's advertised address by listener name (upper case), the first being `endpoint`, and the
+        # listener the nodes use among themselves; set by the server once it is listening (`set_endpoints`)
+        self.endpoints: dict[str, Endpoint] = {}
+        self.inter_broker_listener = config.inter_broker_listener
+        # the principal mapper (ssl.principal.mapping.rules) of each SSL listener, set by the server
+        self.principal_mappers: dict[str, PrincipalMapper] = {}
         self.producers = ProducerStates(config.get("producer.id.expiration.ms"),
                                         config.get("herd.producer.state.max.entries"))
         if isinstance(store, SegmentStore):  # each partition's producer state is restored as it is opened
@@ -60,7 +74,16 @@ class Broker:
         # herd.server.faults.FaultRegistry with herd.faults.enable=true (set by the server), else None: connections
         # test it once per request. Typed Any: herd.server.faults imports this module.
         self.faults: Any = None
+        self.metrics = ServerCounters(config.get("herd.metrics.max.series"))  # what /metrics exports (metrics.py)
         self.peers = Peers(self.node_id)  # connections to the other nodes of a cluster, opened when first needed
+        # With authorizer.class.name set, what decides whether a principal may do an operation on a resource
+        # (herd.security); None: every client may do everything, and handlers test only this attribute.
+        self.authorizer: Any = None
+        self.acl_store: Any = None  # where the ACLs are kept (herd.security.acl_store), with the authorizer
+        # the SCRAM credentials (herd.security.credentials: the embedded node's file store, or in cluster mode the
+        # view of herd_scram_credentials), set by the server at start
+        self.credentials: Any = None
+        self.sasl_listeners: dict[str, Any] = {}  # listener -> its SASL settings (herd.server.sasl), when first used
         self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}
 
     def start(self) -> None:
@@ -68,6 +91,11 @@ class Broker:
         directory's metadata cannot be used. A shared cluster was started by the server."""
         if not self.cluster.shared:
             self.cluster.load()
+
+    def use_acls(self, store: Any) -> None:
+        """Authorize requests with the ACLs of `store` (herd.security.acl_store; None: no authorizer)."""
+        if store is not None:
+            self.authorizer, self.acl_store = store.authorizer, store
 
     def reconfigure(self, dynamic: dict[str, dict[str, str]]) -> None:
         """Apply the dynamic broker configs (by resource name: "" the cluster default, else a node id; the cluster
@@ -80,16 +108,28 @@ class Broker:
         for hook in self.reconfigure_hooks:
             hook(self.config)
 
-    def nodes(self) -> list[Node]:
-        """The live nodes clients are told of, by id."""
-        if self.cluster.shared:
-            return self.cluster.nodes()
-        return [Node(self.node_id, self.endpoint.host, self.endpoint.port)]
+    def set_endpoints(self, endpoints: dict[str, Endpoint]) -> None:
+        """Every listener's advertised address, by listener name, the first listener first."""
+        self.endpoints = dict(endpoints)
+        self.endpoint = next(iter(self.endpoints.values()))
 
-    def node(self, node_id: int) -> Node | None:
+    def nodes(self, listener: str | None = None) -> list[Node]:
+        """The live nodes, by id, with their addresses on `listener` (a node without that listener is left out, as
+        Kafka does); without one, on the inter-broker listener."""
         if self.cluster.shared:
-            return self.cluster.node(node_id)
-        return Node(self.node_id, self.endpoint.host, self.endpoint.port) if node_id == self.node_id else None
+            return self.cluster.nodes(listener or self.inter_broker_listener)
+        return [self._own(listener)]
+
+    def node(self, node_id: int, listener: str | None = None) -> Node | None:
+        """Node `node_id` with its address on `listener` (see `nodes`), or None when it is not live (or has no such
+        listener)."""
+        if self.cluster.shared:
+            return self.cluster.node(node_id, listener or self.inter_broker_listener)
+        return self._own(listener) if node_id == self.node_id else None
+
+    def _own(self, listener: str | None) -> Node:
+        endpoint = self.endpoints.get(listener or self.inter_broker_listener, self.endpoint)
+        return Node(self.node_id, endpoint.host, endpoint.port)
 
     def close(self) -> None:
         self.peers.close()
@@ -128,16 +168,53 @@ class Broker:
                         del self._waiters[key]
 
 
+
+
+class Session:
+    """Who is at the other end of one connection (Kafka's RequestContext/Session): the listener it came in on and
+    that listener's security protocol, the peer's address, and the principal ("User:alice"), ANONYMOUS until
+    SASL authentication or a client certificate names one. One per connection; the connection updates it when
+    the client (re-)authenticates."""
+
+    __slots__ = ("listener", "protocol", "host", "principal", "expires_at", "sasl")
+
+    def __init__(self, listener: str = "PLAINTEXT", protocol: str = "PLAINTEXT", host: str = "127.0.0.1",
+                 principal: str = ANONYMOUS) -> None:
+        self.listener = listener
+        self.protocol = protocol
+        self.host = host
+        self.principal = principal
+        self.expires_at: float | None = None  # loop time the SASL session ends (connections.max.reauth.ms, KIP-368)
+        # on a SASL listener, the connection's SASL exchange (herd.security.sasl.Authenticator), set by the
+        # connection; None elsewhere
+        self.sasl: Any = None
+
+    @property
+    def authenticated(self) -> bool:
+        """False on a SASL listener until SaslAuthenticate succeeds (only ApiVersions, SaslHandshake and
+        SaslAuthenticate are served meanwhile); its user stays through re-authentications."""
+        return self.sasl is None or self.sasl.user is not None
+
+
+_DEFAULT_SESSION = Session()
+
+
 class RequestContext:
     """What a handler gets besides its request. Made once per request, so a plain slotted class (a frozen
     dataclass costs three times as much to construct); handlers treat it as read-only."""
 
-    __slots__ = ("broker", "header", "client_host")
+    __slots__ = ("broker", "header", "client_host", "session")
 
-    def __init__(self, broker: Broker, header: RequestHeader, client_host: str) -> None:
+    def __init__(self, broker: Broker, header: RequestHeader, client_host: str,
+                 session: Session = _DEFAULT_SESSION) -> None:
         self.broker = broker
         self.header = header
         self.client_host = client_host
+        self.session = session
+
+    @property
+    def principal(self) -> str:
+        return self.session.principal
 
     @property
     def api_version(self) -> int:

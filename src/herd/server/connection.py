@@ -30,6 +30,10 @@ request): a request matching a rule is answered with an injected error, or close
 or takes a slot like a parked request and is handled later by a task (delay; stall, which also stops reading and
 handling this connection meanwhile; drop after, which handles it and closes the connection instead of answering).
 
+Metrics (herd.server.metrics): each request is counted by API with its latency in the broker's plain lists; one
+answered at once is counted when the pass over the frames of its socket read ends (one clock reading per pass),
+one that answers later when its slot is filled. Accepted and closed connections are counted too.
+
 Anything the peer gets wrong at the framing or header level (garbage, a frame over socket.request.max.bytes,
 an unknown API key, a version herd does not serve, a body kio cannot decode) closes this connection only, and
 is logged; Kafka does the same. The single exception is ApiVersions at a version that is too new, which Kafka
@@ -43,6 +47,7 @@ import logging
 from collections import deque
 from collections.abc import Callable
 from functools import partial
+from time import perf_counter_ns
 from types import CoroutineType
 from typing import Any, Protocol
 
@@ -55,8 +60,11 @@ from herd.protocol.messages import (
     encode_response_parts,
     peek_prefix,
 )
+from herd.security import tls
+from herd.security.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, Authenticator, State
 from herd.server.apis.api_versions import unsupported_version_response
-from herd.server.broker import Broker, Deferred, RequestContext
+from herd.server.broker import Broker, Deferred, RequestContext, Session
+from herd.server.sasl import new_authenticator
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +73,9 @@ MAX_IN_FLIGHT = 64  # handling pauses at this many unanswered requests on one co
 MAX_HELD_BYTES = 4 * 1024 * 1024  # ... or when this many bytes of answers wait behind an unanswered request
 _JOIN_MAX = 64 * 1024  # answers up to this size in all are joined into one write; beyond it they go out at once
 LONG_PAUSE_S = 30.0  # a connection paused this long is logged (once per pause)
+# Kafka's connection.failed.authentication.delay.ms default: the answer to a failed SASL authentication is sent and
+# the connection closed this long after the failure, which slows down password guessing
+FAILED_AUTHENTICATION_DELAY_S = 0.1
 
 
 class Budgets:
@@ -160,12 +171,14 @@ class ConnectionQuotas:
 
 
 class _Slot:
-    __slots__ = ("correlation_id", "parts", "size")
+    __slots__ = ("correlation_id", "parts", "size", "api_key", "started")
 
     def __init__(self, correlation_id: int) -> None:
         self.correlation_id = correlation_id
         self.parts: list[Any] | None = None  # the encoded answer; None while it is not known
         self.size = 0
+        self.api_key = -1  # a request's parked answer: its API key and when handling began, for its latency
+        self.started = 0
 
 
 class ConnectionOwner(Protocol):
@@ -179,10 +192,20 @@ class ConnectionOwner(Protocol):
 
 
 class Connection(asyncio.Protocol):
-    def __init__(self, server: ConnectionOwner) -> None:
+    def __init__(self, server: ConnectionOwner, listener: str = "PLAINTEXT", protocol: str = "PLAINTEXT") -> None:
         self._server = server
+        self.session = Session(listener, protocol)  # its host is set when the connection is made
+        # On a SASL listener its SASL exchange (herd.security.sasl), which every request passes: the frames go to
+        # `_on_sasl_frame`, which applies the gate before `_on_frame`, so other listeners pay nothing for it.
+        self._sasl: Authenticator | None = None
+        if protocol.startswith("SASL_"):
+            self._sasl = self.session.sasl = new_authenticator(server.broker, listener)
+            self._on_frame = self._on_sasl_frame  # type: ignore[method-assign]
         self._broker = server.broker
         self._budgets = server.budgets
+        # request counts by API and latency bucket, and latency sums (herd.server.metrics: plain lists, bumped here)
+        self._latency = server.broker.metrics.latency
+        self._latency_ns = server.broker.metrics.latency_ns
         self._decoder = FrameDecoder(server.broker.config.get("socket.request.max.bytes"))
         self._slots: deque[_Slot] = deque()
         self._held = 0  # bytes of encoded answers waiting in slots behind an unanswered one
@@ -220,13 +243,23 @@ class Connection(asyncio.Protocol):
         self._transport = transport  # type: ignore[assignment]  # uvloop's transports are not subclasses
         peer = transport.get_extra_info("peername")
         self._peer = f"{peer[0]}:{peer[1]}" if peer else "?"
-        self._host = peer[0] if peer else "?"
+        self._host = self.session.host = peer[0] if peer else "?"
         self._active_at = asyncio.get_running_loop().time()
+        if self.session.protocol == "SSL":  # the client certificate names the principal (herd.security.tls)
+            try:
+                self.session.principal = tls.principal(transport.get_extra_info("ssl_object"),
+                                                       self._broker.principal_mappers[self.session.listener])
+            except (tls.NoMatchingRule, tls.CertificateError) as e:  # Kafka fails the authentication
+                log.warning("closing the connection from %s on listener %s: %s", self._peer, self.session.listener, e)
+                self._closing = True
+                transport.abort()
+                return
         if not self._server.quotas.admit(self._host, self._active_at):
             self._closing = True
             transport.abort()
             return
         self._counted = True
+        self._broker.metrics.accepted += 1
         self._server.connections.add(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -234,6 +267,7 @@ class Connection(asyncio.Protocol):
         if self._counted:
             self._counted = False
             self._server.quotas.release(self._host)
+            self._broker.metrics.closed += 1
         self._server.connections.discard(self)
         for task in list(self._tasks):
             task.cancel()
@@ -269,6 +303,9 @@ class Connection(asyncio.Protocol):
         """Handle buffered frames until none is complete or the connection must pause."""
         decoder, budgets = self._decoder, self._budgets
         self._processing = True
+        started = perf_counter_ns()  # the requests handled in this pass count their latency from here
+        # the requests answered at once, counted when the pass ends: `count` of `api_key` in a row, then `others`
+        api_key, count, others = -1, 0, None
         try:
             while not self._closing:
                 # one test on the fast path; the reasons are looked at only when one of them may apply
@@ -284,7 +321,14 @@ class Connection(asyncio.Protocol):
                     return
                 if frame is None:
                     break
-                self._on_frame(frame)
+                answered = self._on_frame(frame, started)
+                if answered is not None:
+                    if answered == api_key:
+                        count += 1
+                    else:
+                        if count:
+                            others = [(api_key, count)] if others is None else [*others, (api_key, count)]
+                        api_key, count = answered, 1
                 if self._reserved:
                     budgets.request_bytes -= self._reserved
                     self._reserved = 0
@@ -293,6 +337,8 @@ class Connection(asyncio.Protocol):
                     self._send_out()  # may call pause_writing, which the next turn sees
         finally:
             self._processing = False
+            if count:
+                self._count_answered(started, api_key, count, others)
         if self._closing:
             return
         if decoder.partial_size > 0 and not self._reserved:  # a frame is arriving: reserve all of it (Kafka's pool)
@@ -358,7 +404,8 @@ class Connection(asyncio.Protocol):
 
     # -- requests ----------------------------------------------------------------------------------------------
 
-    def _on_frame(self, frame: bytes) -> None:
+    def _on_frame(self, frame: bytes, started: int) -> int | None:
+        """Handle one request; its API key if it was answered at once (for the metrics), else None."""
         try:
             api_key, api_version, correlation_id = peek_prefix(frame)
         except MalformedRequest as e:
@@ -382,7 +429,7 @@ class Connection(asyncio.Protocol):
             return
         if self._broker.faults is not None and self._faulted(spec, header, request):
             return
-        ctx = RequestContext(self._broker, header, self._host)
+        ctx = RequestContext(self._broker, header, self._host, self.session)
         try:
             result = spec.handler(ctx, request)
         except Exception:
@@ -391,15 +438,110 @@ class Connection(asyncio.Protocol):
             return
         if type(result) is Deferred:
             slot = self._park(correlation_id)
+            slot.api_key, slot.started = api_key, started
             result.future.add_done_callback(partial(self._deferred_done, slot, result.respond, spec.name))
         elif type(result) is CoroutineType:  # handlers are `async def` when they answer later; asyncio.iscoroutine
             # goes through an ABC check that cost half a microsecond per request
             slot = self._park(correlation_id)
+            slot.api_key, slot.started = api_key, started
             task = asyncio.get_running_loop().create_task(self._complete(slot, result, spec.name))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
         else:
             self._push_ready(correlation_id, result)
+            return api_key
+        return None
+
+    # -- SASL (herd.security.sasl; only on SASL listeners) ----------------------------------------------------------
+
+    def _on_sasl_frame(self, frame: bytes, started: int) -> int | None:
+        """`_on_frame` on a SASL listener: the gate first. A frame whose prefix, API or version is wrong goes
+        straight to `_on_frame`, which refuses it as on any listener."""
+        try:
+            api_key, api_version, _ = peek_prefix(frame)
+        except MalformedRequest:
+            return Connection._on_frame(self, frame, started)
+        spec = self._broker.apis.get(api_key)
+        if spec is not None and spec.supports(api_version) and self._sasl_gate(api_key, spec, frame):
+            return None
+        return Connection._on_frame(self, frame, started)
+
+    def _sasl_gate(self, api_key: int, spec: ApiSpec, frame: bytes) -> bool:
+        """True when this request was taken over: a SASL request handled here, or one refused (the connection is
+        closed), as Kafka's SaslServerAuthenticator and SocketServer do (apache/kafka clients/src/main/java/org/
+        apache/kafka/common/security/authenticator/SaslServerAuthenticator.java handleKafkaRequest; core/src/main/
+        scala/kafka/network/SocketServer.scala closes a connection whose session expired, "expired credential",
+        unless the request starts a re-authentication)."""
+        sasl = self._sasl
+        if api_key == SASL_HANDSHAKE or api_key == SASL_AUTHENTICATE:
+            if sasl.state is State.FAILED:
+                return True  # the connection closes once the failure's answer is out
+            reason = sasl.refusal(api_key)
+            if reason is not None:  # SaslAuthenticate before SaslHandshake, or a second SaslHandshake
+                self.abort(f"{reason} (SASL listener {self.session.listener})")
+            else:
+                self._sasl_request(spec, frame)
+            return True
+        if sasl.state is State.AUTHENTICATED or sasl.reauthenticating:
+            expires = self.session.expires_at
+            if expires is not None and asyncio.get_running_loop().time() >= expires:
+                log.info("closing connection from %s (%s): its SASL session expired (connections.max.reauth.ms) "
+                         "and it did not re-authenticate", self._peer, self.session.principal)
+                self._broker.metrics.expired += 1
+                self.abort(None)
+                return True
+            return False
+        reason = sasl.refusal(api_key)
+        if reason is None:
+            return False
+        if sasl.state is not State.FAILED:
+            self.abort(f"{reason} (SASL listener {self.session.listener})")
+        return True
+
+    def _sasl_request(self, spec: ApiSpec, frame: bytes) -> None:
+        """SaslHandshake or SaslAuthenticate: answered now, or after a failure answered with a delay and followed by
+        closing the connection."""
+        try:
+            header, request = decode_request(spec.key, peek_prefix(frame)[1], frame)  # checked by _on_sasl_frame
+        except MalformedRequest as e:
+            self.abort(str(e))
+            return
+        sasl = self._sasl
+        before, reauthenticating = sasl.state, sasl.reauthenticating
+        try:
+            response = spec.handler(RequestContext(self._broker, header, self._host, self.session), request)
+        except Exception:
+            log.exception("%s from %s failed; closing the connection", spec.name, self._peer)
+            self.abort(None)
+            return
+        if sasl.state is State.FAILED or sasl.state is State.AUTHENTICATED and before is State.AUTHENTICATE:
+            # herd_sasl_authentications (herd.server.metrics): succeeded, failed, then the same re-authenticating
+            self._broker.metrics.sasl[(sasl.state is State.FAILED) + 2 * reauthenticating] += 1
+        if sasl.state is State.FAILED:
+            log.info("failed authentication with %s on listener %s: %s", self._peer, self.session.listener,
+                     self._sasl.failure)
+            asyncio.get_running_loop().call_later(FAILED_AUTHENTICATION_DELAY_S, self._answer_and_close,
+                                                  header.correlation_id, response)
+        else:
+            self._push_ready(header.correlation_id, response)
+
+    def _answer_and_close(self, correlation_id: int, response: Any) -> None:
+        if self._closing:
+            return
+        self._push_ready(correlation_id, response)
+        self._send_out()
+        self.close()
+
+    def _count_answered(self, started: int, api_key: int, count: int, others: list[tuple[int, int]] | None) -> None:
+        """The requests answered at once in a pass over the frames of a socket read (`count` of `api_key` last, and
+        `others` before) are counted when it ends, as their answers leave together after it: one clock reading
+        for all of them, and one update per run of requests of one API (herd.server.metrics)."""
+        elapsed = perf_counter_ns() - started
+        bits = elapsed.bit_length()
+        latency, latency_ns = self._latency, self._latency_ns
+        for key, n in [*others, (api_key, count)] if others else ((api_key, count),):
+            latency[(key << 6) + bits] += n  # 6: herd.server.metrics.API_BITS
+            latency_ns[key] += elapsed * n
 
     # -- fault injection (herd.server.faults; only with herd.faults.enable=true) -------------------------------------
 
@@ -458,7 +600,7 @@ class Connection(asyncio.Protocol):
             asyncio.get_running_loop().call_soon(self.resume)
 
     async def _answer(self, spec: ApiSpec, header: RequestHeader, request: Any) -> Any:
-        result = spec.handler(RequestContext(self._broker, header, self._host), request)
+        result = spec.handler(RequestContext(self._broker, header, self._host, self.session), request)
         if type(result) is Deferred:
             return result.respond(await result.future)
         if type(result) is CoroutineType:
@@ -492,6 +634,10 @@ class Connection(asyncio.Protocol):
         if self._closing:
             return
         self._set(slot, response)
+        if slot.api_key >= 0:
+            elapsed = perf_counter_ns() - slot.started
+            self._latency_ns[slot.api_key] += elapsed
+            self._latency[(slot.api_key << 6) + elapsed.bit_length()] += 1
         self._flush()
         self._send_out()
 

@@ -38,6 +38,7 @@ from herd.log.postgres.db import DatabaseError, describe, open_pool, redact
 from herd.log.postgres.schema import migrate
 from herd.log.postgres.store import PgLogStore
 from herd.runtime import CoordinatorRuntime
+from herd.security.acl_store import open_shared_store
 from herd.server.transactions import transaction_runtime
 
 if TYPE_CHECKING:
@@ -61,7 +62,8 @@ class ClusterNode:
         self._moves: dict[tuple[str, int], asyncio.Task[None]] = {}  # the last move of each partition
 
     @classmethod
-    async def start(cls, config: BrokerConfig, broker: Broker) -> ClusterNode:
+    async def start(cls, config: BrokerConfig, broker: Broker, http_url: str | None = None) -> ClusterNode:
+        """`http_url`: where this node's HTTP listener is reached (registered in herd_nodes), if it has one."""
         url: str = config.get("herd.cluster.database.url")
         pool = await open_pool(url, max_size=POOL_MAX_SIZE, name=f"herd-node-{broker.node_id}")
         node = cls(config, broker, pool)
@@ -73,7 +75,8 @@ class ClusterNode:
                 raise DatabaseError(describe(e, url)) from None
             node.cluster = SharedCluster(
                 pool, node.store, config.log_config(), node_id=broker.node_id,
-                endpoint=(broker.endpoint.host, broker.endpoint.port),
+                endpoint=(broker.endpoint.host, broker.endpoint.port), http_url=http_url,
+                listeners={name: (e.host, e.port) for name, e in broker.endpoints.items()},
                 session_timeout_ms=config.get("broker.session.timeout.ms"),
                 heartbeat_interval_ms=config.get("broker.heartbeat.interval.ms"),
                 max_partitions=config.get("max.broker.partitions"), cluster_id=cluster_id,
@@ -81,6 +84,7 @@ class ClusterNode:
                 on_broker_configs=broker.reconfigure)
             broker.cluster = node.cluster  # type: ignore[assignment]
             await node.cluster.start()
+            broker.use_acls(open_shared_store(config, node.cluster))
         except BaseException:
             await pool.close()
             raise

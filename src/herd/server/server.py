@@ -1,13 +1,16 @@
 """The broker process: listeners, connections, background duties and a graceful shutdown.
 
 `Server.start()` opens the logs (recovering them), starts the group coordinator (which creates
-__consumer_offsets if needed and loads its partitions in the background), binds every listener and starts the
+__consumer_offsets if needed and loads its partitions in the background), binds every listener (each with its name
+and security protocol, a TLS context from herd.security.tls on SSL and SASL_SSL listeners, and its advertised address
+for the broker, so that clients are told the addresses of the listener they came in on) and starts the
 periodic duties (retention, time-based flushing, and reopening data partitions that failed on a disk error,
 herd.runtime.recovery; the coordinator flushes and reloads its own partitions). `Server.shutdown()`
 stops accepting, unloads the coordinator (pending writes finish, parked joins are answered NOT_COORDINATOR,
 timers stop), gives open connections a bounded time to send the answers they owe, closes them, and flushes and
-closes every log. With herd.http.listener set, the HTTP listener (herd.server.http: fault injection) starts before
-the Kafka listeners accept and stops first at shutdown, when fault rules are cleared (stalled connections carry
+closes every log. With herd.http.listener set, the HTTP listener (herd.server.http: the groups and topics API, the
+console, fault injection) is bound with the Kafka listeners (a cluster node registers its URL), serves before they
+accept and stops first at shutdown, when fault rules are cleared (stalled connections carry
 on). `run_server()` wires this to SIGINT and SIGTERM for `herd serve`: the first signal shuts down gracefully, a second one exits at once.
 """
 
@@ -18,9 +21,12 @@ import logging
 import os
 import signal
 import socket
+import ssl
+import time
+import weakref
 from typing import TYPE_CHECKING
 
-from herd.config import BrokerConfig
+from herd.config import BrokerConfig, ConfigError, Listener, parse_listeners
 from herd.cluster.topics import TopicStore
 from herd.log.api import LogError, as_remote
 from herd.log.fs import OsFileSystem
@@ -29,10 +35,14 @@ from herd.log.segments import SegmentLog
 from herd.log.store import SegmentStore
 from herd.runtime import CoordinatorRuntime
 from herd.runtime.recovery import Backoff
+from herd.security import tls
+from herd.security.acl_store import open_file_store
 from herd.server import apis
+from herd.security.credentials import FileCredentialStore, SharedCredentialStore
 from herd.server.broker import Broker, Endpoint
 from herd.server.connection import Budgets, Connection, ConnectionQuotas
 from herd.server.faults import FaultRegistry
+from herd.server.sasl import check_listeners, inter_broker_login
 from herd.server.transactions import transaction_runtime
 
 if TYPE_CHECKING:
@@ -70,6 +80,7 @@ class Server:
                                        config.get("max.connections.per.ip"))
         self.broker.reconfigure_hooks.append(self._reconfigure_quotas)
         self._servers: list[asyncio.base_events.Server] = []
+        self.bound: dict[str, tuple[str, int, str]] = {}  # listener name -> (bound host, port, security protocol)
         self._duties: list[asyncio.Task[None]] = []
         self._stopped = asyncio.Event()
 
@@ -91,8 +102,13 @@ class Server:
         loop = asyncio.get_running_loop()
         await self._bind()
         try:
+            self._bind_http()
+            check_listeners(self.broker)  # a SASL listener's settings (raises ConfigError)
             if self.database_url is None:
                 self.broker.start()
+                self.broker.use_acls(open_file_store(self.config, self.broker.store.fs, self.broker.store.root_dir))
+                self.broker.credentials = FileCredentialStore(self.broker.store.fs, self.broker.store.root_dir)
+                self.broker.credentials.load()
                 self.broker.coordinator = CoordinatorRuntime(self.broker.cluster, self.config)
                 self.broker.coordinator.start()
                 self.broker.transactions = transaction_runtime(self.broker)
@@ -102,12 +118,25 @@ class Server:
                 from herd.log.postgres.db import redact
                 from herd.server.node import ClusterNode
 
-                self.node = await ClusterNode.start(self.config, self.broker)
+                http_url = self.http.url(self.broker.endpoint.host) if self.http is not None else None
+                self.node = await ClusterNode.start(self.config, self.broker, http_url)
+                credentials = SharedCredentialStore(self.broker.cluster)  # herd_scram_credentials, kept in step
+                await credentials.ensure_secret()
+                self.broker.credentials = credentials
+                self.broker.peers.login = inter_broker_login(self.config)
+                inter_broker = self.broker.inter_broker_listener
+                if self.broker.peers.login is None and self.config.security_protocol(inter_broker).startswith("SASL_"):
+                    log.warning("the nodes reach each other on SASL listener %s but its PlainLoginModule JAAS entry "
+                                "names no username and password: requests one node forwards to another will fail",
+                                inter_broker)
                 where = f"cluster {self.broker.cluster.cluster_id}, state in {redact(self.database_url)}"
-            await self._start_http()
+            if self.http is not None:
+                await self.http.start()
         except BaseException:
             for srv in self._servers:
                 srv.close()
+            if self.http is not None:
+                await self.http.stop()
             raise
         for srv in self._servers:
             await srv.start_serving()
@@ -115,38 +144,97 @@ class Server:
         self._duties.append(loop.create_task(self._flush_loop()))
         self._duties.append(loop.create_task(self._recovery_loop()))
         self._duties.append(loop.create_task(self._idle_loop()))
+        for name, (host, port, protocol) in self.bound.items():
+            advertised = self.broker.endpoints[name]
+            log.info("herd listener %s (%s) on %s:%d, advertised as %s:%d", name, protocol, host, port,
+                     advertised.host, advertised.port)
         log.info("herd listening on %s:%d (node %d, %s)", self.broker.endpoint.host, self.port,
                  self.broker.node_id, where)
 
-    async def _start_http(self) -> None:
-        """The HTTP listener (herd.server.http), when herd.http.listener is set; aiohttp is imported only then."""
+    def _bind_http(self) -> None:
+        """Bind the HTTP listener (herd.server.http), when herd.http.listener is set, before the data is opened: a
+        cluster node registers its URL. It serves once the node is ready. aiohttp is imported only then."""
         address = self.config.http_listener
         if address is None:
             return
         from herd.server.http import HttpListener
 
         self.http = HttpListener(self, *address)
-        await self.http.start()
+        self.http.bind()
 
     async def _bind(self) -> None:
+        """Bind one server per listener (not serving yet), each with its listener's name and security protocol, and
+        a TLS context on SSL and SASL_SSL listeners (herd.security.tls), then note each listener's advertised
+        address. Raises ConfigError for a TLS setup that cannot work (before anything is bound) or OSError."""
         loop = asyncio.get_running_loop()
-        for listener in self.config.listeners:
+        advertised = self._advertised()  # refused before anything is bound
+        plans = self._listener_plans()
+        for listener, protocol, context in plans:
             host = listener.host or "0.0.0.0"
+            name = listener.name.upper()
+
+            failures = _HandshakeFailures(name) if context is not None else None
+
+            def factory(name: str = name, protocol: str = protocol, failures: _HandshakeFailures | None = failures
+                        ) -> Connection:
+                if failures is not None:
+                    return _TlsConnection(self, name, protocol, failures)
+                return Connection(self, name, protocol)
+
             try:
-                srv = await loop.create_server(lambda: Connection(self), host, listener.port, start_serving=False)
+                # a handshake that fails (not TLS, an untrusted or missing client certificate, a client that stops
+                # half-way: dropped after HANDSHAKE_TIMEOUT_S) closes that socket only (_HandshakeFailures)
+                srv = await loop.create_server(
+                    factory, host, listener.port, start_serving=False, ssl=context,
+                    ssl_handshake_timeout=tls.HANDSHAKE_TIMEOUT_S if context is not None else None)
             except OSError as e:  # the port is taken, the host does not resolve or is not this machine's
                 reason = e.strerror if isinstance(e, socket.gaierror) or not e.errno else os.strerror(e.errno)
                 for bound in self._servers:
                     bound.close()
                 raise OSError(e.errno, f"cannot listen on {host}:{listener.port}: {reason}") from e
             self._servers.append(srv)
-        host, port = self._servers[0].sockets[0].getsockname()[:2]
-        advertised = self.config.get("advertised.listeners")
-        if advertised:
-            first = self.config.__class__.from_properties({"listeners": advertised}).listeners[0]
-            self.broker.endpoint = Endpoint(first.host or self._bound_host(host), first.port or port)
-        else:
-            self.broker.endpoint = Endpoint(self._bound_host(host), port)
+        endpoints: dict[str, Endpoint] = {}
+        for (listener, protocol, _), srv in zip(plans, self._servers):
+            host, port = srv.sockets[0].getsockname()[:2]
+            name = listener.name.upper()
+            given = advertised.get(name)
+            endpoints[name] = Endpoint(given.host or self._bound_host(host), given.port or port) if given else \
+                Endpoint(self._bound_host(host), port)
+            self.bound[name] = (host, port, protocol)
+        self.broker.set_endpoints(endpoints)
+
+    def _advertised(self) -> dict[str, Listener]:
+        """advertised.listeners by listener name (a listener it leaves out is advertised at its bound address). Raises
+        ConfigError for a name that is not a listener's, as Kafka does, except that one listener advertised under
+        another name is taken as that listener's address (herd read the first advertised listener so)."""
+        advertised = {a.name.upper(): a for a in parse_listeners(self.config.get("advertised.listeners") or "")}
+        names = [listener.name.upper() for listener in self.config.listeners]
+        if len(advertised) == 1 and len(names) == 1:
+            return {names[0]: next(iter(advertised.values()))}
+        unknown = [name for name in advertised if name not in names]
+        if unknown:
+            raise ConfigError(f"advertised.listeners: {unknown[0]} is not one of the listeners ({', '.join(names)}); "
+                              f"advertised listener names must be listeners' names")
+        return advertised
+
+    def _listener_plans(self) -> list[tuple[Listener, str, ssl.SSLContext | None]]:
+        """Each listener with its security protocol and TLS context (None on PLAINTEXT and SASL_PLAINTEXT); the
+        principal mapper of every SSL listener goes to the broker. Raises ConfigError."""
+        plans = []
+        for listener in self.config.listeners:
+            protocol = self.config.security_protocol(listener.name)
+            context = None
+            if protocol in tls.TLS_PROTOCOLS:
+                context = tls.server_context(self.config, listener.name)
+            if protocol == "SSL":
+                self.broker.principal_mappers[listener.name.upper()] = tls.check_rules(self.config, listener.name)
+            plans.append((listener, protocol, context))
+        if self.database_url is not None:
+            inter = self.broker.inter_broker_listener
+            protocol = self.config.security_protocol(inter)
+            if protocol in tls.TLS_PROTOCOLS:  # SSL or SASL_SSL (a SASL listener's login: herd.server.sasl)
+                self.broker.peers.ssl = tls.peer_context(self.config, inter)
+        return plans
 
     @staticmethod
     def _bound_host(host: str) -> str:
@@ -264,6 +352,50 @@ class Server:
 
     async def wait_stopped(self) -> None:
         await self._stopped.wait()
+
+
+class _HandshakeFailures:
+    """Counts the TLS handshakes of one listener that never became a connection, and logs them at INFO: the first at
+    once, then how many more at most once a minute. The loop's TLS server drops such a socket without a word
+    (asyncio and uvloop log it at DEBUG, and only on a loop in debug mode), and without the peer's address or the
+    reason; herd's `loop.start_tls` would have both, but uvloop's loses a ClientHello that comes early
+    (MagicStack/uvloop#707)."""
+
+    __slots__ = ("listener", "failed", "unlogged", "logged_at")
+
+    def __init__(self, listener: str) -> None:
+        self.listener = listener
+        self.failed = 0
+        self.unlogged = 0
+        self.logged_at = -1e18
+
+    def ended(self, made: list[bool]) -> None:
+        """A connection object of this listener is gone; `made[0]` says whether its handshake had succeeded."""
+        if made[0]:
+            return
+        self.failed += 1
+        self.unlogged += 1
+        now = time.monotonic()
+        if now - self.logged_at >= 60:
+            log.info("%d TLS handshake%s failed on listener %s%s (not TLS, a client certificate the truststore does "
+                     "not vouch for or none where ssl.client.auth=required, or not done within %g s); each closed "
+                     "that connection only", self.unlogged, "" if self.unlogged == 1 else "s", self.listener,
+                     "" if self.failed == self.unlogged else " since the last report", tls.HANDSHAKE_TIMEOUT_S)
+            self.logged_at, self.unlogged = now, 0
+
+
+class _TlsConnection(Connection):
+    """A connection of an SSL or SASL_SSL listener: the loop makes it when it accepts the socket, and calls
+    `connection_made` once the TLS handshake succeeded; one that is dropped without that is a failed handshake."""
+
+    def __init__(self, server: Server, listener: str, protocol: str, failures: _HandshakeFailures) -> None:
+        super().__init__(server, listener, protocol)
+        self._made = [False]
+        weakref.finalize(self, failures.ended, self._made)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._made[0] = True
+        super().connection_made(transport)
 
 
 async def _serve(config: BrokerConfig) -> None:

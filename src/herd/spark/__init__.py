@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 
     from herd.spark.consumer_offsets import decode_consumer_offsets
     from herd.spark.errors import HerdBrokerError, HerdDataLossError, HerdOptionError
+    from herd.spark.progress import offsets_behind
     from herd.spark.source import HerdDataSource
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "HerdDataSource",
     "HerdOptionError",
     "decode_consumer_offsets",
+    "offsets_behind",
     "register",
 ]
 
@@ -38,6 +40,7 @@ _EXPORTS = {
     "HerdOptionError": "herd.spark.errors",
     "HerdDataSource": "herd.spark.source",
     "decode_consumer_offsets": "herd.spark.consumer_offsets",
+    "offsets_behind": "herd.spark.progress",
 }
 
 

@@ -15,10 +15,11 @@ without having subscribed.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from confluent_kafka import Consumer, KafkaException
+from confluent_kafka import Consumer, KafkaError, KafkaException
 from confluent_kafka import TopicPartition as KafkaTopicPartition
 
 from herd.spark.errors import HerdBrokerError, HerdOptionError
@@ -28,6 +29,22 @@ from herd.spark.options import Subscription
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 30.0
+RETRY_PAUSE_S = 0.2
+# Errors of a ListOffsets attempt that a new attempt, after a metadata refresh, can get past: the leader died,
+# moved, or is being elected (besides what librdkafka itself marks retriable).
+_RETRIABLE = {
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+    KafkaError._DESTROY_BROKER,
+    KafkaError._ALL_BROKERS_DOWN,
+    KafkaError.NOT_LEADER_FOR_PARTITION,
+    KafkaError.LEADER_NOT_AVAILABLE,
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError.KAFKA_STORAGE_ERROR,
+    KafkaError.FENCED_LEADER_EPOCH,
+    KafkaError.UNKNOWN_LEADER_EPOCH,
+    KafkaError.OFFSET_NOT_AVAILABLE,
+}
 
 
 def consumer_config(client: Mapping[str, str], group_id: str) -> dict[str, Any]:
@@ -89,18 +106,40 @@ class BrokerView:
         return matched, missing
 
     def offsets(self, tps: Iterable[TopicPartition], when: int) -> Position:
-        """ListOffsets for `when` = EARLIEST, LATEST or a timestamp in ms (-1 where no record qualifies)."""
+        """ListOffsets for `when` = EARLIEST, LATEST or a timestamp in ms (-1 where no record qualifies).
+
+        A leader that died or moved fails an attempt (librdkafka keeps a request queued for the dead broker
+        until its timeout, and answers NOT_LEADER_OR_FOLLOWER or _DESTROY_BROKER once it learns of the move), so
+        attempts are short (2 s, doubling) and are repeated with fresh metadata until TIMEOUT_S has passed, as
+        Kafka's admin client retries a ListOffsets until default.api.timeout.ms."""
         wanted = [KafkaTopicPartition(t, p, when) for t, p in sorted(set(tps))]
         if not wanted:
             return {}
-        try:
-            answered = self.consumer.offsets_for_times(wanted, timeout=TIMEOUT_S)
-        except KafkaException as e:
-            raise HerdBrokerError(f"herd: ListOffsets failed for {len(wanted)} partitions: {e}") from e
-        for tp in answered:
-            if tp.error is not None:
-                raise HerdBrokerError(f"herd: ListOffsets failed for {tp.topic}-{tp.partition}: {tp.error}")
-        return {(tp.topic, tp.partition): tp.offset for tp in answered}
+        deadline, attempt = time.monotonic() + TIMEOUT_S, 2.0
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                answered = self.consumer.offsets_for_times(wanted, timeout=max(0.1, min(attempt, left)))
+                failed = next((tp for tp in answered if tp.error is not None), None)
+                if failed is None:
+                    return {(tp.topic, tp.partition): tp.offset for tp in answered}
+                error, what = failed.error, f"{failed.topic}-{failed.partition}"
+            except KafkaException as e:
+                error, what = e.args[0], f"{len(wanted)} partitions"
+            if not _retriable(error) or time.monotonic() + RETRY_PAUSE_S >= deadline:
+                raise HerdBrokerError(f"herd: ListOffsets failed for {what}: {error}")
+            log.info("herd: ListOffsets for %s: %s; retrying with fresh metadata", what, error)
+            time.sleep(RETRY_PAUSE_S)
+            self._refresh_metadata({tp.topic for tp in wanted})
+            attempt = min(attempt * 2, TIMEOUT_S)
+
+    def _refresh_metadata(self, topics: set[str]) -> None:
+        """Ask for the topics' metadata, so that librdkafka learns their new leaders now."""
+        for topic in sorted(topics):
+            try:
+                self.consumer.list_topics(topic, timeout=2.0)
+            except KafkaException:
+                pass  # the next attempt says whether it mattered
 
     def earliest(self, tps: Iterable[TopicPartition]) -> Position:
         return self.offsets(tps, EARLIEST)
@@ -192,3 +231,7 @@ class GroupCommitter:
 
     def close(self) -> None:
         self._view.close()
+
+
+def _retriable(error: KafkaError) -> bool:
+    return error.code() in _RETRIABLE or error.retriable()

@@ -13,7 +13,10 @@ One row per record. `kind` is "offset_commit" (OffsetCommitKey: group, topic, pa
 offset, leader_epoch, metadata, commit_timestamp, expire_timestamp) or "group_metadata" (GroupMetadataKey:
 group; the value gives protocol_type, generation, protocol, leader, state_timestamp and members, whose
 subscribed topics and assigned partitions are decoded when the protocol type is "consumer"), or
-"unknown" for record types herd does not write (KIP-848 groups, share groups) or cannot read.
+"rebalance_history" (herd's own record 0x7E01, herd.coordinator.history: group; `generation` is the one the
+group's latest rebalance produced; the entries themselves are read with `herd groups history`), or
+"unknown" for record types herd does not write (KIP-848 groups, share groups) or cannot read (herd's
+pre-registration record 0x7E00 included).
 `tombstone` is true for a deletion (no value: an offset expired or deleted, or a group emptied and
 removed). `log_partition`, `log_offset` and `log_timestamp` say where the record sits in
 `__consumer_offsets`. Columns that do not apply to a row's kind are null.
@@ -58,6 +61,8 @@ def decode_record(key: bytes | None, value: bytes | None) -> dict[str, Any]:
             return _offset_commit(key, value)
         if record_type == coordinator_records.GROUP_METADATA_KEY_TYPE:
             return _group_metadata(key, value)
+        if record_type == coordinator_records.REBALANCE_HISTORY_KEY_TYPE:
+            return _rebalance_history(key, value)
     except Exception:  # kio raises its own decode errors as well as ValueError
         return unknown
     return unknown
@@ -102,6 +107,18 @@ def _group_metadata(key: bytes, value: bytes | None) -> dict[str, Any]:
             state_timestamp=_time(v.current_state_timestamp),
             members=[_member(m, consumer) for m in v.members],
         )
+    return row
+
+
+def _rebalance_history(key: bytes, value: bytes | None) -> dict[str, Any]:
+    from herd.coordinator import records as coordinator_records
+
+    k = coordinator_records.decode_rebalance_history_key(key)
+    row: dict[str, Any] = {"kind": "rebalance_history", "group": k.group, "tombstone": value is None}
+    if value is not None:
+        produced = [e.generation for e in coordinator_records.decode_rebalance_history_value(value)
+                    if e.generation >= 0]
+        row["generation"] = int(produced[-1]) if produced else None
     return row
 
 

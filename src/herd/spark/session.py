@@ -1,4 +1,4 @@
-"""A quiet local SparkSession for examples, benchmarks and tests.
+"""A quiet local SparkSession for examples, benchmarks and tests (or a quiet driver on a Spark cluster).
 
 Sets what a local PySpark session needs on a developer machine: workers run this interpreter
 (PYSPARK_PYTHON, so they have pyarrow and herd), the driver binds 127.0.0.1, no UI, no console
@@ -35,8 +35,10 @@ def _log4j_file() -> str:
     return path
 
 
-def local_session(app_name: str = "herd", cores: int = 2, conf: dict[str, str] | None = None) -> SparkSession:
-    """local[cores] session tuned for small machines; `conf` adds or overrides Spark settings."""
+def local_session(app_name: str = "herd", cores: int = 2, conf: dict[str, str] | None = None,
+                  master: str | None = None) -> SparkSession:
+    """local[cores] session tuned for small machines; `conf` adds or overrides Spark settings. `master` (a
+    cluster's URL, spark://HOST:PORT) runs the same quiet driver on that cluster instead."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -44,7 +46,7 @@ def local_session(app_name: str = "herd", cores: int = 2, conf: dict[str, str] |
 
     java_opts = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
     builder = (
-        SparkSession.builder.master(f"local[{cores}]")
+        SparkSession.builder.master(master or f"local[{cores}]")
         .appName(app_name)
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

@@ -83,7 +83,9 @@ def test_full_generation_records_and_answers() -> None:
     # leader syncs with only its own assignment: b gets an empty one
     h_ls, r = c.sync(a, 1, assignments={a: b"A"})
     expected_value = group_metadata_value(g, {a: b"A", b: b""})
-    assert r.records == (group_metadata_record("g", expected_value, applied=True),)
+    group_metadata, history = r.records  # the generation, and the group's rebalance history (history.py)
+    assert group_metadata == group_metadata_record("g", expected_value, applied=True)
+    assert history.key == b"\x7e\x01\x00\x01g" and history.applied
     assert reply(r, h_ls).assignment == b"A" and reply(r, h_fs).assignment == b""
     assert reply(r, h_ls).protocol_type == "consumer" and reply(r, h_ls).protocol_name == "range"
     assert g.state is GroupState.STABLE
@@ -189,7 +191,7 @@ def test_join_phase_timeout_removes_laggards() -> None:
     got = replies(results)
     assert got[h].generation_id == 2 and [m.member_id for m in got[h].members] == [a]
     assert b not in c.shard.group("g").members
-    assert c.shard.rebalance_history("g")[-1].late_members == [b]
+    assert [(d.member_id, d.phase) for d in c.shard.rebalance_history("g")[-1].dropped] == [(b, "join")]
 
 
 def test_pending_sync_members_removed_after_rebalance_timeout() -> None:
@@ -260,8 +262,8 @@ def test_last_member_leaving_writes_empty_group_record() -> None:
     assert reply(r, h).error_code == 0
     g = c.shard.group("g")
     assert g.state is GroupState.EMPTY and g.generation_id == 2
-    (record,) = r.records
-    assert record.key == encode_group_metadata_key("g") and record.applied
+    record, history = r.records  # the group's GroupMetadata, then its rebalance history
+    assert record.key == encode_group_metadata_key("g") and record.applied and history.key[:2] == b"\x7e\x01"
     value = decode_group_metadata_value(record.value)
     assert (value.generation, value.members, value.protocol, value.leader) == (2, (), None, None)
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from herd.client.consumer_protocol import Subscription, encode_subscription
 from herd.coordinator import CoordinatorConfig, GroupState, Record
 from herd.coordinator.member import Protocol
-from herd.coordinator.records import group_tombstone, offset_tombstone
+from herd.coordinator.records import group_tombstone, offset_tombstone, rebalance_history_tombstone
 from herd.coordinator.requests import CommitPartition, LeaveGroup, OffsetCommit
 from herd.coordinator.retention import RETENTION_KEY
 
@@ -83,7 +83,8 @@ def test_an_empty_group_counts_from_when_it_became_empty_not_from_the_commit() -
     assert c.shard.group("g").state is GroupState.EMPTY
     assert tombstones(c, RETENTION - MINUTE) == []
     expired = tombstones(c, 2 * MINUTE)
-    assert expired == [offset_tombstone("g", "t", 0), offset_tombstone("g", "t", 1), group_tombstone("g")]
+    assert expired == [offset_tombstone("g", "t", 0), offset_tombstone("g", "t", 1), group_tombstone("g"),
+                       rebalance_history_tombstone("g")]
     assert c.clock.now_ms() - became_empty >= RETENTION and c.shard.group("g") is None
 
 
@@ -131,7 +132,7 @@ def test_an_empty_group_without_offsets_is_deleted_at_the_next_cleanup() -> None
     c = ctx()
     (member,) = c.stable_group(1, protocols=consumer_protocols("t"))
     c.run("leave_group", LeaveGroup(group_id="g", member_id=member, api_version=0))
-    assert tombstones(c, INTERVAL) == [group_tombstone("g")]
+    assert tombstones(c, INTERVAL) == [group_tombstone("g"), rebalance_history_tombstone("g")]
     assert c.shard.group("g") is None
 
 
@@ -158,7 +159,8 @@ def test_after_a_reload_an_empty_group_still_counts_from_its_recorded_state_time
     fresh.shard.on_loaded()
     assert fresh.shard.group("g").state_timestamp_ms == became_empty
     assert tombstones(fresh, became_empty + RETENTION - fresh.clock.now_ms() - 1) == []
-    assert tombstones(fresh, INTERVAL) == [offset_tombstone("g", "t", 0), group_tombstone("g")]
+    assert tombstones(fresh, INTERVAL) == [offset_tombstone("g", "t", 0), group_tombstone("g"),
+                                           rebalance_history_tombstone("g")]
 
 
 def test_offsets_committed_after_an_expiry_live_again() -> None:

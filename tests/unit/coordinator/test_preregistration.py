@@ -172,8 +172,9 @@ def test_records_of_a_held_scale_up_exactly():
     assert last.records == ()  # the last arrival takes the normal path: persisted with the generation
     rejoin(c)
     h, synced = c.sync(g.leader_id, g.generation_id, assignments={m: m.encode() for m in g.members})
-    assert len(synced.records) == 2 and synced.records[0].key[:2] == b"\x00\x02"
+    assert len(synced.records) == 3 and synced.records[0].key[:2] == b"\x00\x02"
     assert synced.records[1] == TOMBSTONE  # fulfilled, in the generation's batch
+    assert synced.records[2].key[:2] == b"\x7e\x01"  # the rebalance history, in the same batch
 
 
 def test_the_hold_ends_at_the_rebalance_timeout_and_releases_the_missing_instances(caplog):

@@ -3,7 +3,13 @@
 from __future__ import annotations
 
 from herd.coordinator import ErrorCode, GroupState, Record
-from herd.coordinator.records import OffsetValue, group_tombstone, offset_commit_record, offset_tombstone
+from herd.coordinator.records import (
+    OffsetValue,
+    group_tombstone,
+    offset_commit_record,
+    offset_tombstone,
+    rebalance_history_tombstone,
+)
 from herd.coordinator.requests import (
     CommitPartition,
     CommitTopic,
@@ -158,7 +164,7 @@ def test_describe_list_delete() -> None:
         c.run("leave_group", LeaveGroup(group_id="g", member_id=m, api_version=0))
     h, r = c.run("delete_groups", DeleteGroups(groups_names=("g",)))
     assert reply(r, h).results[0].error_code == 0
-    assert r.records == (offset_tombstone("g", "t", 0), group_tombstone("g"))
+    assert r.records == (offset_tombstone("g", "t", 0), group_tombstone("g"), rebalance_history_tombstone("g"))
     assert c.shard.group("g") is None and c.shard.committed_offsets("g") == {}
 
 

@@ -43,6 +43,17 @@ aborted-transaction index, one row per aborted transaction keyed by (pid, the of
 the producer id, its first offset and the last stable offset once it was complete (Kafka's AbortedTxn, the
 entries of its `.txnindex` files), inserted in the same statement that commits the marker; retention deletes the
 rows whose marker falls below the new log start, and a partition row's deletion takes its rows with it.
+
+Version 5 adds `herd_nodes.http_url`: the URL of the node's HTTP listener (herd.http.listener), NULL for a node
+without one, written at registration. The nodes' HTTP APIs ask each other through it (every group, whichever
+node coordinates it).
+
+Version 6 (security): `herd_nodes.listeners`, the node's advertised listeners as a jsonb object of listener name
+(upper case) to [host, port], so that a client is given the endpoints of the listener it connected on (NULL for a
+node that predates it: its host and port serve every listener). `herd_scram_credentials`: one row per user and
+SCRAM mechanism with the salt, StoredKey, ServerKey and iteration count (RFC 5802; never the password).
+`herd_acls`: one row per ACL binding (Kafka's codes for the resource type, pattern type, operation and
+permission type), unique as a whole, as Kafka's authorizer stores them.
 """
 
 from __future__ import annotations
@@ -56,7 +67,7 @@ from herd.log.postgres.errors import DatabaseError
 
 log = logging.getLogger(__name__)
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 6
 MIGRATION_LOCK = 0x68657264  # 'herd': pg_advisory_xact_lock key serialising migrations
 METADATA_CHANNEL = "herd_metadata"  # NOTIFY channel: nodes, topics or leaders changed
 
@@ -145,8 +156,35 @@ CREATE TABLE IF NOT EXISTS herd_aborted_txns (
 );
 """
 
+_V5 = """
+ALTER TABLE herd_nodes ADD COLUMN IF NOT EXISTS http_url text;
+"""
+
+_V6 = """
+ALTER TABLE herd_nodes ADD COLUMN IF NOT EXISTS listeners jsonb;
+CREATE TABLE IF NOT EXISTS herd_scram_credentials (
+    user_name text NOT NULL,
+    mechanism text NOT NULL,
+    salt bytea NOT NULL,
+    stored_key bytea NOT NULL,
+    server_key bytea NOT NULL,
+    iterations integer NOT NULL,
+    PRIMARY KEY (user_name, mechanism)
+);
+CREATE TABLE IF NOT EXISTS herd_acls (
+    resource_type smallint NOT NULL,
+    resource_name text NOT NULL,
+    pattern_type smallint NOT NULL,
+    principal text NOT NULL,
+    host text NOT NULL,
+    operation smallint NOT NULL,
+    permission_type smallint NOT NULL,
+    PRIMARY KEY (resource_type, resource_name, pattern_type, principal, host, operation, permission_type)
+);
+"""
+
 # version -> the SQL that takes the schema from version - 1 to it
-MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
 
 
 class SchemaError(DatabaseError):

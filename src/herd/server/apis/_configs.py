@@ -31,6 +31,7 @@ from kio.schema.errors import ErrorCode
 from herd.cluster.config_ops import ConfigChangeError
 from herd.cluster.topics import UNKNOWN_TOPIC_OR_PARTITION, ConfigChange, TopicError, check_topic_name
 from herd.config import check_dynamic
+from herd.server.apis import _acl as acl
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import ask_coordinator_node
 from herd.server.apis._topics import settled
@@ -62,6 +63,9 @@ async def answer_each(ctx: RequestContext, request: Any,
     for resource in request.resources:
         if (resource.resource_type, resource.resource_name) in twice:
             outcomes.append(DUPLICATE)
+        elif (denied := config_denied(ctx, resource.resource_type, resource.resource_name,
+                                      acl.ALTER_CONFIGS)) is not None:
+            outcomes.append(denied)
         else:
             outcome = await alter_one(ctx, resource, request.validate_only)
             if resource.resource_type == GROUP and outcome[0] == ErrorCode.not_coordinator:
@@ -115,6 +119,24 @@ def _check_topic_resource(name: str) -> None:
     if not name:
         raise ConfigChangeError(ErrorCode.invalid_request, "Default topic resources are not allowed.")
     check_topic_name(name)
+
+
+def config_denied(ctx: RequestContext, resource_type: int, name: str, operation: int) -> Outcome | None:
+    """The refusal of a config resource the principal may not DESCRIBE_CONFIGS or ALTER_CONFIGS (`operation`),
+    else None: a topic is checked as itself, a group as itself, a broker, broker logger or client metrics resource
+    on the cluster (apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala handleAlterConfigsRequest,
+    configsAuthorizationApiError; AuthHelper for DescribeConfigs). Other types are left to the handler."""
+    if ctx.broker.authorizer is None:
+        return None
+    if resource_type == TOPIC:
+        ok, error = acl.authorized(ctx, operation, acl.TOPIC, name), ErrorCode.topic_authorization_failed
+    elif resource_type == GROUP:
+        ok, error = acl.authorized(ctx, operation, acl.GROUP, name), ErrorCode.group_authorization_failed
+    elif resource_type in (BROKER, BROKER_LOGGER, CLIENT_METRICS):
+        ok, error = acl.authorized_cluster(ctx, operation), ErrorCode.cluster_authorization_failed
+    else:
+        return None
+    return None if ok else (error, None)
 
 
 def broker_id(name: str) -> int | None:

@@ -7,6 +7,10 @@ Adds the group's `__consumer_offsets` partition (abs(hashCode(group id)) % offse
 transaction, exactly as AddPartitionsToTxn would (KafkaApis.handleAddOffsetsToTxnRequest calls
 handleAddPartitionsToTransaction with that partition); TxnOffsetCommit then stages the offsets there, and the
 transaction's marker in that partition makes them committed or drops them.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+WRITE on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on
+the group (GROUP_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -14,9 +18,12 @@ from __future__ import annotations
 from typing import Any
 
 from herd.cluster.topics import OFFSETS_TOPIC
+from kio.schema.errors import ErrorCode as Wire
+
 from herd.coordinator import ErrorCode
 from herd.coordinator.transactions import AddPartitions, PartitionErrors, TransactionCoordinatorShard
 from herd.server.apis import _txn
+from herd.server.apis._acl import GROUP, READ, TRANSACTIONAL_ID, WRITE, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import then
 from herd.server.broker import RequestContext
@@ -35,6 +42,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
     tid = request.transactional_id
     groups = ctx.broker.coordinator
+    if ctx.broker.authorizer is not None:  # KafkaApis.handleAddOffsetsToTxnRequest
+        if not authorized(ctx, WRITE, TRANSACTIONAL_ID, tid):
+            return respond(Wire.transactional_id_authorization_failed)
+        if not authorized(ctx, READ, GROUP, request.group_id):
+            return respond(Wire.group_authorization_failed)
     if not tid:
         return respond(ErrorCode.INVALID_REQUEST)
     if groups is None or groups.num_partitions == 0:

@@ -3,7 +3,7 @@
 v1: no change. v2: PRODUCER_FENCED (below v2 it is INVALID_PRODUCER_EPOCH, KIP-588). v3: flexible. v4: a batch of
 transactions, each with `verify_only` (KIP-890 part 1: a broker asks whether partitions are in a transaction before
 it appends a transactional batch), and a top-level error code; Kafka meant v4+ for brokers (CLUSTER_ACTION), which
-herd, having no ACLs, does not check. v5: no body change (KIP-890 errors).
+herd checks it with an authorizer (CLUSTER_AUTHORIZATION_FAILED at the top). v5: no body change (KIP-890 errors).
 
 As KafkaApis.handleAddPartitionsToTxnRequest: a transaction naming a partition that does not exist gets
 UNKNOWN_TOPIC_OR_PARTITION for it and OPERATION_NOT_ATTEMPTED for its other partitions, and nothing is added;
@@ -17,10 +17,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode as Wire
+
 from herd.coordinator import ErrorCode
 from herd.coordinator.transactions import AddPartitions, PartitionErrors, TransactionCoordinatorShard
 from herd.coordinator.transactions.records import TopicPartition
 from herd.server.apis import _txn
+from herd.server.apis._acl import CLUSTER_ACTION, TOPIC, TRANSACTIONAL_ID, WRITE, authorized, authorized_cluster
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._groups import gather
 from herd.server.broker import RequestContext
@@ -37,6 +40,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         transactions = [(request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
                          request.v3_and_below_producer_epoch, False, request.v3_and_below_topics)]
     else:
+        if not authorized_cluster(ctx, CLUSTER_ACTION):  # v4+ is the brokers' (KafkaApis: CLUSTER_ACTION)
+            return b.response(throttle_time=0, error_code=Wire.cluster_authorization_failed,
+                              results_by_transaction=())
         transactions = [(t.transactional_id, t.producer_id, t.producer_epoch, t.verify_only, t.topics)
                         for t in request.transactions]
     outcomes = [_one(ctx, *transaction) for transaction in transactions]
@@ -61,10 +67,17 @@ def _one(ctx: RequestContext, tid: str, producer_id: int, epoch: int, verify_onl
     partitions = frozenset(_partitions(topics))
     if not tid:
         return PartitionErrors.all(partitions, ErrorCode.INVALID_REQUEST)
-    missing = {tp for tp in partitions if not _exists(ctx, tp)}
-    if missing:
-        return PartitionErrors({tp: ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing
-                                else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in partitions})
+    denied: set[TopicPartition] = set()
+    if ctx.api_version < 4 and ctx.broker.authorizer is not None:  # a client's: WRITE on the id and the topics
+        if not authorized(ctx, WRITE, TRANSACTIONAL_ID, tid):
+            return PartitionErrors.all(partitions, Wire.transactional_id_authorization_failed)  # type: ignore[arg-type]
+        refused = {t for t in {tp[0] for tp in partitions} if not authorized(ctx, WRITE, TOPIC, t)}
+        denied = {tp for tp in partitions if tp[0] in refused}
+    missing = {tp for tp in partitions - denied if not _exists(ctx, tp)}
+    if missing or denied:
+        return PartitionErrors({tp: Wire.topic_authorization_failed if tp in denied
+                                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing
+                                else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in partitions})  # type: ignore[misc]
     core = AddPartitions(tid, producer_id, epoch, partitions, verify_only)
     return _txn.call(ctx, tid, TransactionCoordinatorShard.add_partitions, core,
                      lambda code: PartitionErrors.all(partitions, ErrorCode(code)))

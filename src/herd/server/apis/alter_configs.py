@@ -10,6 +10,11 @@ INVALID_REQUEST "Null value not supported for : name" and a name given twice "Er
 (32) resources go to the group's coordinator shard as IncrementalAlterConfigs does, with herd's one group config
 (`herd.expected.instance.ids`) set when given and deleted when not. BROKER_LOGGER and other types get
 INVALID_REQUEST "Unknown resource type N", as in Kafka. `validate_only` checks without changing anything.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED), the group
+(GROUP_AUTHORIZATION_FAILED) or, for a broker, the cluster (CLUSTER_AUTHORIZATION_FAILED):
+`_configs.config_denied`.
 """
 
 from __future__ import annotations

@@ -20,6 +20,10 @@ reassignment to the current replicas). In cluster mode a reassignment to another
 when answered (the new leader takes the partition over a few milliseconds later, as after any move), so
 ListPartitionReassignments never lists one. A database failure is that partition's KAFKA_STORAGE_ERROR. On one node
 the only node there is leads everything. The timeout is not waited for.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED at the top and per
+partition.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.shared import MoveError
+from herd.server.apis._acl import ALTER, authorized_cluster
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 
@@ -53,15 +58,20 @@ class Refused(Exception):
 async def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     allow = getattr(request, "allow_replication_factor_change", True)
+    allowed = authorized_cluster(ctx, ALTER)  # else the error at the top and on every partition (getErrorResponse)
     topics = []
     for topic in request.topics:
         partitions = []
         for partition in topic.partitions:
-            error, message = await _reassign(ctx, topic.name, partition, allow)
+            if allowed:
+                error, message = await _reassign(ctx, topic.name, partition, allow)
+            else:
+                error, message = ErrorCode.cluster_authorization_failed, None
             partitions.append(b("ReassignablePartitionResponse", partition_index=partition.partition_index,
                                 error_code=error, error_message=message))
         topics.append(b("ReassignableTopicResponse", name=topic.name, partitions=tuple(partitions)))
-    return b.response(throttle_time=0, allow_replication_factor_change=allow, error_code=ErrorCode.none,
+    return b.response(throttle_time=0, allow_replication_factor_change=allow,
+                      error_code=ErrorCode.none if allowed else ErrorCode.cluster_authorization_failed,
                       error_message=None, responses=tuple(topics))
 
 

@@ -18,7 +18,7 @@ a thread of its own) with POLICY_VIOLATION, where Kafka moves them; docs/compati
 
 Cluster mode: a node has no log directories (its partitions live in PostgreSQL), so every path is
 LOG_DIR_NOT_FOUND, as on a Kafka broker whose log.dirs does not name it. v1: as v0 (Kafka 4.x's floor,
-KIP-896). v2: flexible. Authorization: herd has no ACLs.
+KIP-896). v2: flexible. Authorization: ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED per partition.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from herd.cluster.topics import OFFSETS_TOPIC
 from herd.log.api import KafkaStorageError
 from herd.log.moves import Move, MoveCancelled, future_dir_name
 from herd.log.store import SegmentStore
+from herd.server.apis._acl import ALTER, authorized_cluster
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 
@@ -48,10 +49,11 @@ _RUNNING: set[asyncio.Task[None]] = set()  # moves being copied (a task is only 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     answers: dict[str, list[Any]] = {}
+    allowed = authorized_cluster(ctx, ALTER)  # else every partition CLUSTER_AUTHORIZATION_FAILED, as KafkaApis
     for entry in request.dirs:
         for topic in entry.topics:
             for index in topic.partitions:
-                code = _move(ctx, entry.path, topic.name, index)
+                code = _move(ctx, entry.path, topic.name, index) if allowed else ErrorCode.cluster_authorization_failed
                 answers.setdefault(topic.name, []).append(
                     b("AlterReplicaLogDirPartitionResult", partition_index=index, error_code=code))
     results = tuple(b("AlterReplicaLogDirTopicResult", topic_name=name, partitions=tuple(parts))

@@ -11,6 +11,9 @@ perform excessively large batch operation.", as Kafka's controller refuses a use
 QuorumController.MAX_RECORDS_PER_USER_OP records (apache/kafka metadata/src/main/java/org/apache/kafka/
 controller/ReplicationControlManager.java, createPartitions); growing past `max.broker.partitions` gets
 POLICY_VIOLATION. The new partitions are made all or none; a disk failure gets KAFKA_STORAGE_ERROR.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+ALTER on each topic, else TOPIC_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import MAX_PARTITIONS_PER_REQUEST, TopicError
+from herd.server.apis._acl import ALTER, TOPIC, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._topics import settled
 from herd.server.broker import RequestContext
@@ -63,6 +67,8 @@ async def _grow(ctx: RequestContext, topic: Any, validate_only: bool, duplicate:
     node = ctx.broker.node_id
     if duplicate:
         return ErrorCode.invalid_request, "Duplicate topic in request."
+    if not authorized(ctx, ALTER, TOPIC, topic.name):
+        return ErrorCode.topic_authorization_failed, "The topic authorization is failed."
     if topic.assignments and ctx.broker.cluster.shared:
         return ErrorCode.invalid_replica_assignment, "In cluster mode herd places partitions itself."
     if topic.assignments and any(list(a.broker_ids) != [node] for a in topic.assignments):

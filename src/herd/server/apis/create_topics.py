@@ -13,6 +13,11 @@ partitions in all gets POLICY_VIOLATION "Excessively large number of partitions 
 before anything is created; a topic that would take the broker over `max.broker.partitions` gets
 POLICY_VIOLATION. A topic is created with all its partitions or not at all; a disk failure gets
 KAFKA_STORAGE_ERROR with nothing left behind.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+CREATE on the cluster or the topic, else TOPIC_AUTHORIZATION_FAILED; without
+DESCRIBE_CONFIGS on the topic its configs are left out of the answer (topic_config_error_code
+TOPIC_AUTHORIZATION_FAILED), as ControllerApis.createTopics does.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import MAX_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST, TopicError
+from herd.server.apis._acl import CREATE, DESCRIBE_CONFIGS, TOPIC, authorized, authorized_cluster
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import settled
 from herd.server.apis.describe_configs import topic_entries
@@ -50,6 +56,8 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     for topic in request.topics:
         if counts[topic.name] > 1:
             results.append(_error(b, topic.name, ErrorCode.invalid_request, "Duplicate topic name."))
+        elif not (authorized_cluster(ctx, CREATE) or authorized(ctx, CREATE, TOPIC, topic.name)):
+            results.append(_error(b, topic.name, ErrorCode.topic_authorization_failed, "Authorization failed."))
         else:
             results.append(await _create(b, ctx, topic, request.validate_only))
     return b.response(throttle_time=0, topics=tuple(results))
@@ -97,9 +105,12 @@ async def _create(b: Builder, ctx: RequestContext, topic: Any, validate_only: bo
     entries = tuple(b("CreatableTopicConfigs", name=e.name, value=e.value, read_only=False, config_source=e.source,
                       is_sensitive=False)
                     for e in topic_entries(broker, created.configs))
+    config_error = 0
+    if not authorized(ctx, DESCRIBE_CONFIGS, TOPIC, topic.name):  # ControllerApis.createTopics: configs hidden
+        entries, config_error = (), ErrorCode.topic_authorization_failed
     return b("CreatableTopicResult", name=topic.name, topic_id=created.topic_id, error_code=ErrorCode.none,
-             error_message=None, topic_config_error_code=0, num_partitions=partitions, replication_factor=1,
-             configs=entries)
+             error_message=None, topic_config_error_code=config_error, num_partitions=partitions,
+             replication_factor=1, configs=entries)
 
 
 def _error(b: Builder, name: str, error: ErrorCode, message: str) -> Any:

@@ -6,6 +6,9 @@ Each group is deleted by its own coordinator shard: only an Empty group can go (
 NON_EMPTY_GROUP, an unknown one GROUP_ID_NOT_FOUND, an empty id INVALID_GROUP_ID); deletion writes a
 tombstone for each committed offset and for the group, and is answered once they are durable. A group this
 node does not coordinate gets NOT_COORDINATOR.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+DELETE on each group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import DeleteGroups
 from herd.coordinator.responses import DeletableGroupResult, DeleteGroupsResponse
+from herd.server.apis._acl import DELETE, GROUP, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import call, client_host, client_id, gather
 from herd.server.broker import RequestContext
@@ -42,6 +46,8 @@ def _delete_one(ctx: RequestContext, group_id: str) -> Any:
     def on_error(code: int) -> DeleteGroupsResponse:
         return DeleteGroupsResponse(results=(DeletableGroupResult(group_id, code),))
 
+    if not authorized(ctx, DELETE, GROUP, group_id):
+        return on_error(ErrorCode.group_authorization_failed)
     if not group_id:
         return on_error(ErrorCode.invalid_group_id)
     req = DeleteGroups(groups_names=(group_id,), api_version=ctx.api_version, client_id=client_id(ctx),

@@ -19,6 +19,9 @@ never waits for it. The new start is durable before the answer: on the embedded 
 and the segments wholly below it are deleted at once (Kafka checkpoints the start later and deletes the
 segments at its next retention check); in cluster mode the start is stored in PostgreSQL with the rows below
 it deleted, fenced by the leader's epoch.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED per partition.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import Topic
 from herd.log.api import LogError, PartitionLog, as_remote
+from herd.server.apis._acl import DELETE, topic_denied
 from herd.server.apis._build import Builder, LaterAnswers, ctx_builder
 from herd.server.apis._topics import led_partition, resolve_topic
 from herd.server.broker import RequestContext
@@ -44,8 +48,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     later = LaterAnswers()  # cluster mode: the new start is stored in PostgreSQL
     topics = []
+    checked = ctx.broker.authorizer is not None
     for entry in request.topics:
         topic, topic_error = resolve_topic(ctx.broker, entry)
+        if checked and topic_denied(ctx, entry, topic, DELETE):
+            topic, topic_error = None, ErrorCode.topic_authorization_failed
         partitions: list[Any] = []
         for p in entry.partitions:
             log = _deletable(topic, topic_error, p.partition_index)

@@ -6,6 +6,10 @@ Internal topics cannot be deleted (INVALID_TOPIC_EXCEPTION); with delete.topic.e
 gets TOPIC_DELETION_DISABLED. A deleted topic's data is removed at once, and the group coordinator writes
 tombstones for the offsets committed on it (Kafka's onPartitionsDeleted). A deletion the disk refuses gets
 KAFKA_STORAGE_ERROR and changes nothing (the topic stays, with its data).
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+DELETE on each topic, else TOPIC_AUTHORIZATION_FAILED (by name: before its
+existence is looked at).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import TopicError
+from herd.server.apis._acl import DELETE, TOPIC, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._topics import settled
 from herd.server.broker import RequestContext
@@ -44,6 +49,10 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
 async def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -> tuple[ErrorCode, str | None, Any, Any]:
     cluster = ctx.broker.cluster
     topic = cluster.get(name) if name else (cluster.by_id(topic_id) if topic_id else None)
+    # by name, checked before its existence is (ControllerApis.deleteTopics); by id, once it is found
+    target = name or (topic.name if topic is not None else None)
+    if target and not authorized(ctx, DELETE, TOPIC, target):
+        return ErrorCode.topic_authorization_failed, "Authorization failed.", name or None, topic_id
     if topic is None:
         code = ErrorCode.unknown_topic_id if not name and topic_id else ErrorCode.unknown_topic_or_partition
         return code, "This server does not host this topic.", name, topic_id

@@ -11,8 +11,9 @@ UNSUPPORTED_ENDPOINT_TYPE (INVALID_REQUEST at v0, which cannot ask), in a respon
 id, controller -1, no brokers, endpoint type 1). No node is ever fenced: a node whose lease ran out is gone, not
 fenced, so v2's include_fenced_brokers changes nothing. The controller id is the answering node, which serves
 admin requests itself (as in Metadata; a KRaft broker names a random live broker). Cluster authorized operations,
-when asked for, are every operation Kafka allows on the cluster, as a Kafka broker without an authorizer answers
-(herd has no ACLs); otherwise -2147483648 ("not requested").
+when asked for, are those the ACLs allow (every one without an authorizer; 0 without DESCRIBE on the cluster, as
+AuthHelper.computeDescribeClusterResponse answers); otherwise -2147483648 ("not requested"). Kafka requires no
+operation to describe the cluster, nor does herd.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.server.apis._acl import CLUSTER_OPERATIONS, NOT_REQUESTED, operations
+from herd.server.apis._acl import NOT_REQUESTED, cluster_operations
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
 
@@ -44,8 +45,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                         f"The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type "
                         f"{ENDPOINT_NAMES[endpoint_type]}")
     nodes = tuple(b("DescribeClusterBroker", broker_id=n.node_id, host=n.host, port=n.port, rack=n.rack,
-                    is_fenced=False) for n in broker.nodes())
-    authorized = operations(request.include_cluster_authorized_operations, CLUSTER_OPERATIONS)
+                    is_fenced=False) for n in broker.nodes(ctx.session.listener))
+    authorized = cluster_operations(ctx, request.include_cluster_authorized_operations)
     return b.response(throttle_time=0, error_code=ErrorCode.none, error_message=None, endpoint_type=BROKERS,
                       cluster_id=broker.cluster.cluster_id, controller_id=broker.node_id, brokers=nodes,
                       cluster_authorized_operations=authorized)

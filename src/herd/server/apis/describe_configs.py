@@ -12,10 +12,15 @@ As Kafka's ConfigHelper answers (apache/kafka core/src/main/scala/kafka/server/C
   only the dynamic defaults set, as Kafka lists them. Another id gets INVALID_REQUEST.
 - GROUP (32, Kafka 4.x's group configs): herd's one group config, `herd.expected.instance.ids` (KIP-469
   pre-registration: the ids the group still waits for), with source GROUP_CONFIG when the group has a
-  registration, DEFAULT_CONFIG (value "") otherwise; it is asked of the group's coordinator shard, on another node
+  registration, DEFAULT_CONFIG (value "") otherwise; and, only when asked for by name, the read-only
+  `herd.rebalance.history` (the group's rebalance history as JSON, herd.coordinator.group_configs); it is asked of the group's coordinator shard, on another node
   in cluster mode (herd.server.peers: any node answers, as any Kafka broker does), and answers for groups that do
   not exist too, as Kafka does.
 Other resource types get INVALID_REQUEST. An empty or null list of keys asks for every config.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED), the group
+(GROUP_AUTHORIZATION_FAILED) or, for a broker, the cluster (CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -30,11 +35,13 @@ from herd.coordinator import GroupCoordinatorShard
 from herd.cluster.topic_docs import TOPIC_DOCS
 from herd.cluster.topics import TOPIC_CONFIGS
 from herd.config import SETTINGS, ConfigSource, unparse
+from herd.coordinator.group_configs import HISTORY_CONFIG
 from herd.coordinator.requests import DescribeGroupConfigs
 from herd.coordinator.responses import DescribeGroupConfigsResponse
 from herd.log.api import LONG_MAX
 from herd.server.apis._build import Builder, ctx_builder
-from herd.server.apis._configs import BROKER, GROUP, TOPIC, broker_id
+from herd.server.apis._acl import DESCRIBE_CONFIGS
+from herd.server.apis._configs import BROKER, GROUP, TOPIC, broker_id, config_denied
 from herd.server.apis._groups import ask_coordinator_node, call, client_host, client_id, gather
 from herd.server.broker import Broker, RequestContext
 from herd.server.peers import PeerError
@@ -106,7 +113,9 @@ def _broker_entries(broker: Broker, default_only: bool) -> Iterator[Entry]:
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     resources = list(request.resources)
-    outcomes = [_ask_group(ctx, r, request) if r.resource_type == GROUP else _describe(b, ctx, r, request)
+    outcomes = [_refused(b, r, denied) if (denied := config_denied(ctx, r.resource_type, r.resource_name,
+                                                                   DESCRIBE_CONFIGS)) is not None
+                else _ask_group(ctx, r, request) if r.resource_type == GROUP else _describe(b, ctx, r, request)
                 for r in resources]
 
     def respond(answers: list[Any]) -> Any:
@@ -115,6 +124,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return b.response(throttle_time=0, results=results)
 
     return gather(outcomes, respond)
+
+
+def _refused(b: Builder, resource: Any, denied: tuple[int, str | None]) -> Any:
+    return _result(b, resource, ErrorCode(denied[0]), denied[1])
 
 
 def _ask_group(ctx: RequestContext, resource: Any, request: Any) -> Any:
@@ -127,7 +140,8 @@ def _ask_group(ctx: RequestContext, resource: Any, request: Any) -> Any:
         return DescribeGroupConfigsResponse(error_code=ErrorCode.invalid_request,
                                             error_message="Default group resources are not allowed.")
     req = DescribeGroupConfigs(group_id=resource.resource_name, api_version=ctx.api_version,
-                               client_id=client_id(ctx), client_host=client_host(ctx))
+                               client_id=client_id(ctx), client_host=client_host(ctx),
+                               include_history=HISTORY_CONFIG in (resource.configuration_keys or ()))
     answer = call(ctx, resource.resource_name, GroupCoordinatorShard.describe_group_configs, req, on_error)
     if isinstance(answer, DescribeGroupConfigsResponse) and answer.error_code == ErrorCode.not_coordinator:
         return asyncio.ensure_future(_at_the_coordinator(ctx, resource, request, answer))
@@ -149,8 +163,8 @@ async def _at_the_coordinator(ctx: RequestContext, resource: Any, request: Any,
 def _group_result(b: Builder, resource: Any, answer: DescribeGroupConfigsResponse, request: Any) -> Any:
     if answer.error_code:
         return _result(b, resource, ErrorCode(answer.error_code), answer.error_message)
-    entries = [Entry(c.name, c.value, ConfigSource.GROUP_CONFIG if c.is_set else ConfigSource.DEFAULT_CONFIG, "list",
-                     c.documentation or "") for c in answer.configs]
+    entries = [Entry(c.name, c.value, ConfigSource.GROUP_CONFIG if c.is_set else ConfigSource.DEFAULT_CONFIG, c.kind,
+                     c.documentation or "", read_only=c.read_only) for c in answer.configs]
     return _result(b, resource, ErrorCode.none, None, _configs(b, resource, entries, request))
 
 
@@ -194,8 +208,8 @@ def _configs(b: Builder, resource: Any, entries: list[Entry], request: Any) -> t
 
 
 # Settings whose value is never sent to a client, as Kafka answers PASSWORD configs: null, is_sensitive=true (the
-# database URL may hold a password).
-SENSITIVE = frozenset({"herd.cluster.database.url"})
+# database URL may hold a password; herd.config marks the others, key passwords and JAAS settings).
+SENSITIVE = frozenset({"herd.cluster.database.url", *(s.name for s in SETTINGS if s.sensitive)})
 
 
 def _result(b: Builder, resource: Any, error: ErrorCode, message: str | None, configs: tuple = ()) -> Any:

@@ -7,8 +7,8 @@ member (KIP-345). v5: flexible. v6: error message, and an unknown group is answe
 Each group is asked of its own coordinator shard, so one request may span shards: a group this node does
 not coordinate gets NOT_COORDINATOR, one whose partition is loading COORDINATOR_LOAD_IN_PROGRESS. A Stable
 group shows its protocol and every member's metadata and assignment; other states show members only.
-herd has no authorizer: asked for authorized operations, it answers every group operation (READ, DELETE,
-DESCRIBE, DESCRIBE_CONFIGS, ALTER_CONFIGS), as Kafka does without an authorizer.
+Asked for authorized operations, it answers those the ACLs allow the principal on the group (without an authorizer
+every group operation, as Kafka does). A group the principal may not DESCRIBE gets GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import DescribeGroups
 from herd.coordinator.responses import DescribedGroup, DescribeGroupsResponse
-from herd.server.apis._acl import GROUP_OPERATIONS, operations
+from herd.server.apis._acl import DESCRIBE, GROUP, authorized, authorized_operations
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import call, client_host, client_id, gather
 from herd.server.broker import RequestContext
@@ -49,6 +49,8 @@ def _describe_one(ctx: RequestContext, group_id: str, include_ops: bool) -> Any:
     def on_error(code: int) -> DescribeGroupsResponse:
         return DescribeGroupsResponse(groups=(DescribedGroup(group_id=group_id, error_code=code),))
 
+    if not authorized(ctx, DESCRIBE, GROUP, group_id):
+        return on_error(ErrorCode.group_authorization_failed)
     if not group_id:  # Kafka's isGroupIdNotEmpty check, before any shard is asked
         return on_error(ErrorCode.invalid_group_id)
     return call(ctx, group_id, GroupCoordinatorShard.describe_groups, req, on_error)
@@ -64,7 +66,7 @@ def _response(ctx: RequestContext, groups: list[DescribedGroup], include_ops: bo
         members = tuple(b("DescribedGroupMember", member_id=m.member_id, group_instance_id=m.group_instance_id,
                           client_id=m.client_id, client_host=m.client_host, member_metadata=m.member_metadata,
                           member_assignment=m.member_assignment) for m in g.members)
-        ops = operations(include_ops and error == 0, GROUP_OPERATIONS)
+        ops = authorized_operations(ctx, include_ops and error == 0, GROUP, g.group_id)
         described.append(b("DescribedGroup", error_code=error, error_message=message, group_id=g.group_id,
                            group_state=g.group_state, protocol_type=g.protocol_type,
                            protocol_data=g.protocol_data, members=members, authorized_operations=ops))

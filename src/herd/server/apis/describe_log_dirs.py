@@ -17,7 +17,8 @@ So a node answers one "log dir", named by the database's URL without its passwor
 leads, each with the bytes of its batches stored there (what has been committed; offset lag 0), and total and
 usable bytes -1 (unknown: the database's volume is not the node's). A database that cannot be read makes that
 entry's error KAFKA_STORAGE_ERROR, as Kafka answers an offline log dir. Admin clients ask every node, so the
-answers together cover every partition once. docs/compatibility.md says so. Authorization: herd has no ACLs.
+answers together cover every partition once. docs/compatibility.md says so. Authorization: DESCRIBE on the
+cluster, else CLUSTER_AUTHORIZATION_FAILED and no results.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from kio.schema.errors import ErrorCode
 from herd.cluster.shared import SharedCluster
 from herd.cluster.topics import TopicError
 from herd.log.store import SegmentStore, StoredPartition
+from herd.server.apis._acl import DESCRIBE, authorized_cluster
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
 
@@ -41,6 +43,8 @@ MAX_VERSION = 5
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
+    if not authorized_cluster(ctx, DESCRIBE):  # KafkaApis.handleDescribeLogDirsRequest: nothing, and the error
+        return b.response(throttle_time=0, error_code=ErrorCode.cluster_authorization_failed, results=())
     wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
     if ctx.broker.cluster.shared:
         return _in_database(b, ctx, wanted)

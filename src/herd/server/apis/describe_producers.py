@@ -16,6 +16,9 @@ UNKNOWN_TOPIC_OR_PARTITION, both with a message, for each partition asked for; a
 have UNKNOWN_TOPIC_OR_PARTITION; a partition offline after a disk error KAFKA_STORAGE_ERROR. In cluster mode a
 partition another node leads gets NOT_LEADER_OR_FOLLOWER (Kafka answers from a follower replica too; herd has
 none), and so does one whose state is still being rebuilt after this node took it over (retriable).
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+READ on each topic, else TOPIC_AUTHORIZATION_FAILED per partition.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import UNKNOWN_TOPIC_MESSAGE, TopicError, check_topic_name
 from herd.log.api import NotLeaderError
+from herd.server.apis._acl import READ, TOPIC, authorized
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import led_partition
 from herd.server.broker import RequestContext
@@ -43,6 +47,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _topic(b: Builder, ctx: RequestContext, entry: Any) -> list[Any]:
+    if not authorized(ctx, READ, TOPIC, entry.name):
+        return [_error(b, index, ErrorCode.topic_authorization_failed) for index in entry.partition_indexes]
     try:
         check_topic_name(entry.name)
     except TopicError as e:

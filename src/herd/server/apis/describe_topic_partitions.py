@@ -16,8 +16,10 @@ Each partition is as Metadata gives it: its leader and leader epoch (real epochs
 node leads it, leader -1 and no replicas, with no error, as Kafka answers a partition without a live leader), the
 leader as the only replica and in-sync replica (herd has no followers: docs/compatibility.md), no eligible leader
 replicas and no last known ELR (KIP-966's ELR needs followers), no offline replicas. Topic authorized operations
-are every operation Kafka allows on a topic, as a Kafka broker without an authorizer answers (for the topics it
-does not know too, as the handler sets them on every topic it described).
+are those the ACLs allow the principal (every topic operation without an authorizer), for the topics it does not
+know too, as Kafka's handler sets them on every topic it described. With an authorizer, topics the principal may
+not DESCRIBE are left out of a listing and answered TOPIC_AUTHORIZATION_FAILED when named
+(DescribeTopicPartitionsRequestHandler).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import Topic, TopicError, check_topic_name
-from herd.server.apis._acl import NOT_REQUESTED, TOPIC_OPERATIONS
+from herd.server.apis._acl import DESCRIBE, NOT_REQUESTED, TOPIC, authorized, authorized_operations
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
 
@@ -83,10 +85,15 @@ def _page(b: Builder, ctx: RequestContext, names: list[str], cursor: Cursor | No
     for name in names:
         if remaining == 0:
             return topics, b("Cursor", topic_name=name, partition_index=0)
+        if ctx.broker.authorizer is not None and not authorized(ctx, DESCRIBE, TOPIC, name):
+            if not listing:  # its existence is not disclosed (DescribeTopicPartitionsRequestHandler)
+                topics.append(_error(b, ErrorCode.topic_authorization_failed, name, internal=False,
+                                     operations=NOT_REQUESTED))
+            continue
         topic = ctx.broker.cluster.get(name)
         if topic is None:
             if not listing:
-                topics.append(_unknown(b, name))
+                topics.append(_unknown(ctx, b, name))
             continue
         start = cursor.partition if cursor is not None and cursor.topic == name else 0
         end = min(len(topic.partitions), start + remaining)
@@ -107,17 +114,18 @@ def _describe(b: Builder, ctx: RequestContext, topic: Topic, indexes: range) -> 
                             eligible_leader_replicas=(), last_known_elr=(), offline_replicas=()))
     return b("DescribeTopicPartitionsResponseTopic", error_code=ErrorCode.none, name=topic.name,
              topic_id=topic.topic_id, is_internal=topic.internal, partitions=tuple(partitions),
-             topic_authorized_operations=TOPIC_OPERATIONS)
+             topic_authorized_operations=authorized_operations(ctx, True, TOPIC, topic.name))
 
 
-def _unknown(b: Builder, name: str) -> Any:
+def _unknown(ctx: RequestContext, b: Builder, name: str) -> Any:
     try:
         check_topic_name(name)
     except TopicError:
         code = ErrorCode.invalid_topic_exception
     else:
         code = ErrorCode.unknown_topic_or_partition
-    return _error(b, code, name, internal=name in INTERNAL_TOPICS, operations=TOPIC_OPERATIONS)
+    operations = authorized_operations(ctx, True, TOPIC, name)
+    return _error(b, code, name, internal=name in INTERNAL_TOPICS, operations=operations)
 
 
 def _error(b: Builder, code: ErrorCode, name: str, *, internal: bool, operations: int) -> Any:

@@ -5,15 +5,22 @@ TransactionCoordinator.handleDescribeTransactions): its state's name, timeout, s
 is open), producer id and epoch, and the partitions of its open transaction; TRANSACTIONAL_ID_NOT_FOUND for an id
 it does not know, NOT_COORDINATOR for one coordinated elsewhere, COORDINATOR_LOAD_IN_PROGRESS while loading,
 INVALID_REQUEST for an empty id.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+DESCRIBE on each transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED);
+the partitions of topics the principal may not DESCRIBE are left out.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode as Wire
+
 from herd.coordinator import ErrorCode
 from herd.coordinator.transactions import TransactionCoordinatorShard, TxnDescription
 from herd.server.apis import _txn
+from herd.server.apis._acl import DESCRIBE, TOPIC, TRANSACTIONAL_ID, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import gather
 from herd.server.broker import RequestContext
@@ -27,6 +34,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
 
     def one(tid: str) -> Any:
+        if not authorized(ctx, DESCRIBE, TRANSACTIONAL_ID, tid):
+            return TxnDescription(Wire.transactional_id_authorization_failed, tid)  # type: ignore[arg-type]
         if not tid:
             return TxnDescription(ErrorCode.INVALID_REQUEST, tid)
         return _txn.call(ctx, tid, TransactionCoordinatorShard.describe_transaction, tid,
@@ -36,6 +45,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         topics: dict[str, list[int]] = {}
         for topic, partition in sorted(d.partitions):
             topics.setdefault(topic, []).append(partition)
+        topics = {t: ps for t, ps in topics.items()  # KafkaApis: only the topics the principal may describe
+                  if authorized(ctx, DESCRIBE, TOPIC, t)}
         return b("TransactionState", error_code=d.error, transactional_id=d.transactional_id,
                  transaction_state=d.state, transaction_timeout=d.timeout_ms, transaction_start_time=d.start_ms,
                  producer_id=d.producer_id, producer_epoch=d.producer_epoch,

@@ -20,6 +20,9 @@ unclean one gives a leader to a partition that has no live one (what the next co
 now); each partition moved gets a new leader epoch, as at any leadership change (docs/cluster.md). A database
 failure fails the request with KAFKA_STORAGE_ERROR (nothing was elected). The timeout is not waited for: the
 answer comes once the change is stored.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+ALTER on the cluster, else CLUSTER_AUTHORIZATION_FAILED at the top and per partition.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from kio.schema.errors import ErrorCode
 from herd.cluster.placement import Election
 from herd.cluster.shared import Elected
 from herd.cluster.topics import TopicError
+from herd.server.apis._acl import ALTER, authorized_cluster
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
 
@@ -44,6 +48,8 @@ NOT_NEEDED_MESSAGE = "Leader election not needed for topic partition."
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
+    if not authorized_cluster(ctx, ALTER):
+        return _failed(b, request, ErrorCode.cluster_authorization_failed, None)
     election = getattr(request, "election_type", PREFERRED)
     if election not in (PREFERRED, UNCLEAN):
         return _failed(b, request, ErrorCode.invalid_request, f"Unknown election type {election}")
@@ -105,7 +111,7 @@ def _unknown(ctx: RequestContext, topic: str, index: int) -> tuple[ErrorCode, st
     return ErrorCode.unknown_topic_or_partition, f"No such partition as {topic}-{index}"
 
 
-def _failed(b: Builder, request: Any, error: ErrorCode, message: str) -> Any:
+def _failed(b: Builder, request: Any, error: ErrorCode, message: str | None) -> Any:
     """ElectLeadersRequest.getErrorResponse: the error at the top and for every partition asked for."""
     results = tuple(_topic(b, t.topic, [_partition(b, int(p), error, message) for p in t.partitions])
                     for t in request.topic_partitions or ())

@@ -10,15 +10,21 @@ The transaction coordinator (herd.coordinator.transactions, Kafka's TransactionC
 answers once the PrepareCommit or PrepareAbort is durable; the markers are written afterwards and the transaction
 then completes. A retry while they are written is CONCURRENT_TRANSACTIONS, a retry after NONE, the other outcome
 INVALID_TXN_STATE.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+WRITE on the transactional id, else TRANSACTIONAL_ID_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode as Wire
+
 from herd.coordinator import ErrorCode
 from herd.coordinator.transactions import EndTxn, ProducerIdAndEpoch, TransactionCoordinatorShard
 from herd.server.apis import _txn
+from herd.server.apis._acl import TRANSACTIONAL_ID, WRITE, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import then
 from herd.server.broker import RequestContext
@@ -37,6 +43,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
                           producer_id=answer.producer_id, producer_epoch=answer.producer_epoch)
 
     tid = request.transactional_id
+    if ctx.broker.authorizer is not None and not authorized(ctx, WRITE, TRANSACTIONAL_ID, tid):
+        return respond(ProducerIdAndEpoch(Wire.transactional_id_authorization_failed))  # type: ignore[arg-type]
     if not tid:
         return respond(ProducerIdAndEpoch(ErrorCode.INVALID_REQUEST))
     core = EndTxn(tid, request.producer_id, request.producer_epoch, request.committed)

@@ -22,6 +22,10 @@ aborted transactions are null, as in Kafka.
 
 What herd does not do: fetch sessions (every answer has session id 0, which tells clients to send full fetch
 requests; all of them handle that), follower fetching.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+READ on each topic, else TOPIC_AUTHORIZATION_FAILED per partition (replica fetches, which
+Kafka checks for CLUSTER_ACTION, do not exist in herd).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.log.api import LogError, OffsetOutOfRangeError, PartitionLog, RemotePartitionLog
 from herd.log.batch import INT32_MAX, LOG_OVERHEAD
+from herd.server.apis._acl import READ, topic_denied
 from herd.server.apis._build import Builder, ctx_builder, ms
 from herd.server.apis._topics import led_partition, resolve_topic
 from herd.server.broker import RequestContext
@@ -181,6 +186,8 @@ class _Reads:
         self._outcome: bytes | LogError | None = None  # the read just yielded, as the caller reported it
         self._aborted: Aborted | None = None  # and its aborted transactions (READ_COMMITTED)
         self.committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
+        self.counts: list[int] | None = None  # the per-topic counters of the topic being read
+        self.checked = ctx.broker.authorizer is not None
 
     def done(self, data: bytes, aborted: Aborted | None = None) -> None:
         self._outcome = data
@@ -193,6 +200,9 @@ class _Reads:
         b = self.b
         for entry in self.request.topics:
             topic, topic_error = resolve_topic(self.ctx.broker, entry)
+            if self.checked and topic_denied(self.ctx, entry, topic, READ):
+                topic, topic_error = None, ErrorCode.topic_authorization_failed
+            self.counts = None if topic is None else self.ctx.broker.metrics.topic(topic.name)
             partitions = []
             for p in entry.partitions:
                 log = led_partition(topic, topic_error, p.partition, getattr(p, "current_leader_epoch", -1))
@@ -212,6 +222,8 @@ class _Reads:
                     partitions.append(_partition(b, p.partition, ErrorCode(data.error_code), log))
                     continue
                 self.total += len(data)
+                if data and self.counts is not None:
+                    self.counts[2] += len(data)  # herd_topic_bytes_out_total (herd.server.metrics)
                 self.keys.append((topic.name, p.partition))
                 partitions.append(_partition(b, p.partition, ErrorCode.none, log, data, aborted))
             self.topics.append(b("FetchableTopicResponse", topic=getattr(entry, "topic", None),

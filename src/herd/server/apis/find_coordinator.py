@@ -13,6 +13,10 @@ be loading the partition, and answers COORDINATOR_LOAD_IN_PROGRESS until it is d
 coordinator known the answer is COORDINATOR_NOT_AVAILABLE, which clients retry. `__transaction_state` is made by
 the first lookup of a transactional id, which is answered COORDINATOR_NOT_AVAILABLE (Kafka's auto-creation of an
 internal topic in KafkaApis.getCoordinator).
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+DESCRIBE on the group (GROUP_AUTHORIZATION_FAILED) or the transactional id
+(TRANSACTIONAL_ID_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -22,6 +26,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import Node
+from herd.server.apis import _acl as acl
+from herd.server.apis._acl import DESCRIBE, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 
@@ -35,23 +41,30 @@ GROUP, TRANSACTION, SHARE = 0, 1, 2
 def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, str | None, Node | None]:
     if key_type not in (GROUP, TRANSACTION):
         return ErrorCode.invalid_request, f"key type {key_type} is not supported", None
+    if ctx.broker.authorizer is not None:
+        if key_type == GROUP and not authorized(ctx, DESCRIBE, acl.GROUP, key):
+            return ErrorCode.group_authorization_failed, "Group authorization failed.", None
+        if key_type == TRANSACTION and not authorized(ctx, DESCRIBE, acl.TRANSACTIONAL_ID, key):
+            return ErrorCode.transactional_id_authorization_failed, "Transactional Id authorization failed.", None
     if key_type == GROUP and not key:
         return ErrorCode.invalid_request, "group id must not be empty", None
     broker = ctx.broker
     coordinator = broker.coordinator if key_type == GROUP else broker.transactions
     if coordinator is None and key_type == GROUP:
-        return ErrorCode.none, None, broker.node(broker.node_id)  # no group coordinator runs (tests of the shell)
+        # no group coordinator runs (tests of the shell)
+        return ErrorCode.none, None, broker.node(broker.node_id, ctx.session.listener)
     transactions = broker.transactions
     if key_type == TRANSACTION and transactions is not None and not transactions.ensure_created():
         return ErrorCode.coordinator_not_available, "The coordinator is not available.", None  # made on first use
     if coordinator is not None and coordinator.num_partitions:
         if broker.cluster.shared:
             leader, _ = broker.cluster.leader(coordinator.topic, coordinator.partition_for(key))
-            node = broker.node(leader) if leader != broker.node_id or coordinator.hosts(key) else None
+            served = leader != broker.node_id or coordinator.hosts(key)
+            node = broker.node(leader, ctx.session.listener) if served else None
             if node is not None:
                 return ErrorCode.none, None, node
         elif coordinator.hosts(key):
-            return ErrorCode.none, None, broker.node(broker.node_id)
+            return ErrorCode.none, None, broker.node(broker.node_id, ctx.session.listener)
     return ErrorCode.coordinator_not_available, "The coordinator is not available.", None
 
 

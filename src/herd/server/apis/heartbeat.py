@@ -8,6 +8,9 @@ member about a rebalance (REBALANCE_IN_PROGRESS), a stale generation (ILLEGAL_GE
 (UNKNOWN_MEMBER_ID) or was replaced (FENCED_INSTANCE_ID). An empty group id gets INVALID_GROUP_ID. While
 the group's partition is loading Kafka answers NONE blindly (GroupCoordinatorService.heartbeat), and so
 does herd: the member keeps its session and learns the real state on its next heartbeat.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import CoordinatorError, GroupCoordinatorShard
 from herd.coordinator.requests import Heartbeat
 from herd.coordinator.responses import HeartbeatResponse
+from herd.server.apis._acl import GROUP, READ, authorized
 from herd.server.apis._build import builder
 from herd.server.apis._groups import client_host, client_id, route
 from herd.server.broker import RequestContext
@@ -30,14 +34,18 @@ MAX_VERSION = 4
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     group_id = request.group_id
+    if ctx.broker.authorizer is not None and not authorized(ctx, READ, GROUP, group_id):
+        return _answer(ctx, ErrorCode.group_authorization_failed)
     if not group_id:
-        return _response(ctx.api_version, ErrorCode.invalid_group_id)
+        return _answer(ctx, ErrorCode.invalid_group_id)
     instance_id = getattr(request, "group_instance_id", None)
     try:  # the fast path: an error code at once unless a write is pending on the group's partition
         code = ctx.broker.coordinator.heartbeat(group_id, request.generation_id, request.member_id, instance_id)
     except CoordinatorError as e:
         code = _unavailable(e.code)
     if code is not None:
+        if code:
+            _count_error(ctx, code)
         return _response(ctx.api_version, code)
     req = Heartbeat(
         group_id=group_id,
@@ -49,8 +57,20 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         client_host=client_host(ctx),
     )
     return route(ctx, group_id, GroupCoordinatorShard.heartbeat, req,
-                 lambda response: _response(ctx.api_version, response.error_code),
+                 lambda response: _answer(ctx, response.error_code),
                  lambda code: HeartbeatResponse(error_code=_unavailable(code)))
+
+
+def _answer(ctx: RequestContext, code: int) -> Any:
+    if code:
+        _count_error(ctx, code)
+    return _response(ctx.api_version, code)
+
+
+def _count_error(ctx: RequestContext, code: int) -> None:
+    """herd_group_coordinator_heartbeat_errors_total (herd.server.metrics); the fast path tests `code` first."""
+    errors = ctx.broker.metrics.heartbeat_errors
+    errors[code] = errors.get(code, 0) + 1
 
 
 def _unavailable(code: int) -> int:

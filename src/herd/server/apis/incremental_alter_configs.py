@@ -14,13 +14,20 @@ LIST." for a topic, as Kafka's controller says it; "Config value append is not a
 broker, as Kafka's broker does).
 
 GROUP (32, KIP-848's group configs) resources go to the group's coordinator shard; herd knows one group config,
-`herd.expected.instance.ids` (KIP-469 pre-registration: herd.coordinator.group_configs). Each is answered once
+`herd.expected.instance.ids` (KIP-469 pre-registration: herd.coordinator.group_configs), and refuses the
+read-only `herd.rebalance.history` as Kafka refuses a read-only config (INVALID_REQUEST "Cannot update these
+configs dynamically: Set(herd.rebalance.history)"). Each is answered once
 its record is durable. In cluster mode a node that does not coordinate the group sends the resource on to the
 node that does (`_configs.answer_each`, herd.server.peers) and answers with its answer: Kafka accepts group
 configs on any broker.
 
 A resource named twice in one request gets INVALID_REQUEST for each copy, as in Kafka; other resource types
 (BROKER_LOGGER, CLIENT_METRICS) get INVALID_REQUEST. `validate_only` checks without changing anything.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+ALTER_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED), the
+group (GROUP_AUTHORIZATION_FAILED) or, for a broker, the cluster (CLUSTER_AUTHORIZATION_FAILED):
+`_configs.config_denied`.
 """
 
 from __future__ import annotations

@@ -14,6 +14,10 @@ transactional id INVALID_REQUEST.
 For idempotent producers (no transactional id) herd hands out a fresh producer id with epoch 0, or bumps the
 epoch of the id the producer names (KIP-360). Ids, for both, start from the wall clock in milliseconds times
 1000 plus a counter, so a restarted broker never hands out an id it gave before.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+WRITE on the transactional id (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED); an
+idempotent producer needs IDEMPOTENT_WRITE on the cluster or WRITE on some topic (else CLUSTER_AUTHORIZATION_FAILED).
 """
 
 from __future__ import annotations
@@ -27,6 +31,15 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import ErrorCode as CoreError
 from herd.coordinator.transactions import InitProducerId, ProducerIdAndEpoch, TransactionCoordinatorShard
 from herd.server.apis import _txn
+from herd.server.apis._acl import (
+    IDEMPOTENT_WRITE,
+    TOPIC,
+    TRANSACTIONAL_ID,
+    WRITE,
+    authorized,
+    authorized_any,
+    authorized_cluster,
+)
 from herd.server.apis._build import ctx_builder, ms
 from herd.server.apis._groups import then
 from herd.server.broker import RequestContext
@@ -48,12 +61,26 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     producer_id = getattr(request, "producer_id", -1)
     epoch = getattr(request, "producer_epoch", -1)
+    if ctx.broker.authorizer is not None and (refused := _refused(ctx, request.transactional_id)) is not None:
+        return b.response(throttle_time=0, error_code=refused, producer_id=-1, producer_epoch=-1)
     if request.transactional_id is not None:
         return _transactional(ctx, request, producer_id, epoch)
     if producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
         return b.response(throttle_time=0, error_code=ErrorCode.none, producer_id=producer_id,
                           producer_epoch=epoch + 1)
     return b.response(throttle_time=0, error_code=ErrorCode.none, producer_id=new_producer_id(), producer_epoch=0)
+
+
+def _refused(ctx: RequestContext, tid: str | None) -> ErrorCode | None:
+    """KafkaApis.handleInitProducerIdRequest: WRITE on the transactional id, or for an idempotent producer
+    IDEMPOTENT_WRITE on the cluster or WRITE on some topic (authorizeByResourceType)."""
+    if tid is not None:
+        if authorized(ctx, WRITE, TRANSACTIONAL_ID, tid):
+            return None
+        return ErrorCode.transactional_id_authorization_failed
+    if authorized_cluster(ctx, IDEMPOTENT_WRITE) or authorized_any(ctx, WRITE, TOPIC):
+        return None
+    return ErrorCode.cluster_authorization_failed
 
 
 def _transactional(ctx: RequestContext, request: Any, producer_id: int, epoch: int) -> Any:

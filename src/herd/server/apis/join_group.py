@@ -10,17 +10,23 @@ Stateless checks come first, as in Kafka's GroupCoordinatorService: an empty gro
 INVALID_GROUP_ID, a session timeout outside [group.min.session.timeout.ms, group.max.session.timeout.ms]
 INVALID_SESSION_TIMEOUT. Then the group's coordinator shard decides; a join that has to wait for the
 rebalance is parked there and answered later (the connection keeps its place in the response order).
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from kio.schema.errors import ErrorCode
+
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.joining import validate_join
 from herd.coordinator.member import Protocol
 from herd.coordinator.requests import JoinGroup
 from herd.coordinator.responses import JoinGroupResponse
+from herd.server.apis._acl import GROUP, READ, authorized
 from herd.server.apis._build import ctx_builder, ms
 from herd.server.apis._groups import client_host, client_id, route
 from herd.server.broker import RequestContext
@@ -31,6 +37,8 @@ MAX_VERSION = 9
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if ctx.broker.authorizer is not None and not authorized(ctx, READ, GROUP, request.group_id):
+        return _response(ctx, JoinGroupResponse(error_code=ErrorCode.group_authorization_failed, member_id=""))
     req = JoinGroup(
         group_id=request.group_id,
         session_timeout_ms=ms(request.session_timeout),

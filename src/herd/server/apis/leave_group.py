@@ -7,6 +7,9 @@ reason per member (KIP-800). Kafka 4.x serves v0-v5.
 v0-v2 leave one member and answer with one error. v3+ answer each member (UNKNOWN_MEMBER_ID,
 FENCED_INSTANCE_ID when the instance id belongs to another member id); the whole batch causes a single
 rebalance. An empty group id gets INVALID_GROUP_ID.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import LeaveGroup, MemberIdentity
 from herd.coordinator.responses import LeaveGroupResponse
+from herd.server.apis._acl import GROUP, READ, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import client_host, client_id, route
 from herd.server.broker import RequestContext
@@ -46,6 +50,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     def on_error(code: int) -> LeaveGroupResponse:
         return LeaveGroupResponse(error_code=code)
 
+    if ctx.broker.authorizer is not None and not authorized(ctx, READ, GROUP, req.group_id):
+        return respond(on_error(ErrorCode.group_authorization_failed))
     if not req.group_id:
         return respond(on_error(ErrorCode.invalid_group_id))
     return route(ctx, req.group_id, GroupCoordinatorShard.leave_group, req, respond, on_error)

@@ -19,6 +19,9 @@ BROKER_LOGGER, BROKER, TOPIC), names sorted within a type:
   no loggers that DescribeConfigs or AlterConfigs can reach, so it lists no resource it could not describe.
 - BROKER: every live node, by id.
 - TOPIC: every topic, internal ones included.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+DESCRIBE_CONFIGS on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import CoordinatorError, GroupCoordinatorShard
 from herd.coordinator.requests import ListConfiguredGroups
 from herd.coordinator.responses import ListConfiguredGroupsResponse
+from herd.server.apis._acl import DESCRIBE_CONFIGS, authorized_cluster
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._configs import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
 from herd.server.apis._groups import client_host, client_id, gather
@@ -44,6 +48,8 @@ SUPPORTED = (GROUP, CLIENT_METRICS, BROKER_LOGGER, BROKER, TOPIC)  # v1's types,
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
+    if not authorized_cluster(ctx, DESCRIBE_CONFIGS):  # KafkaApis.handleListConfigResources
+        return _response(b, ErrorCode.cluster_authorization_failed, [])
     if ctx.api_version == 0:
         return _response(b, ErrorCode.none, [])
     wanted = set(request.resource_types) or set(SUPPORTED)

@@ -6,6 +6,10 @@ group type of each group (KIP-848; every herd group is "classic"). Kafka 4.x ser
 Every coordinator shard this node hosts is asked and the answers are concatenated. Filters match
 case-insensitively. While any hosted partition is still loading the answer is COORDINATOR_LOAD_IN_PROGRESS
 with no groups (clients retry), as Kafka answers.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+every group with DESCRIBE on the cluster, else only the groups the principal may
+DESCRIBE.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 from herd.coordinator import CoordinatorError, GroupCoordinatorShard
 from herd.coordinator.requests import ListGroups
 from herd.coordinator.responses import ListGroupsResponse
+from herd.server.apis._acl import DESCRIBE, GROUP, authorized, authorized_cluster
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import client_host, client_id, gather
 from herd.server.broker import RequestContext
@@ -38,6 +43,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 def _response(ctx: RequestContext, responses: list[ListGroupsResponse]) -> Any:
     b = ctx_builder(ctx)
     error = next((r.error_code for r in responses if r.error_code), 0)
+    every = ctx.broker.authorizer is None or authorized_cluster(ctx, DESCRIBE)
     groups = tuple(b("ListedGroup", group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.group_state,
-                     group_type=g.group_type) for r in responses for g in r.groups)
+                     group_type=g.group_type) for r in responses for g in r.groups
+                   if every or authorized(ctx, DESCRIBE, GROUP, g.group_id))
     return b.response(throttle_time=0, error_code=error, groups=groups)

@@ -16,6 +16,9 @@ core/src/main/scala/kafka/cluster/Partition.scala, core/src/main/scala/kafka/ser
 fetchable offset is the last stable offset under READ_COMMITTED (1), the high watermark under READ_UNCOMMITTED;
 latest (-1) answers it, and a search by timestamp (or MAX_TIMESTAMP) that finds a record at or beyond it answers
 offset -1, timestamp -1, as if nothing were found. Earliest is the log start either way.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED per partition.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.log.api import LogError, PartitionLog, TimestampOffset
+from herd.server.apis._acl import DESCRIBE, topic_denied
 from herd.server.apis._build import Builder, LaterAnswers, ctx_builder
 from herd.server.apis._topics import led_partition, resolve_topic
 from herd.server.broker import RequestContext
@@ -42,8 +46,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     later = LaterAnswers()  # cluster mode: searches by timestamp in PostgreSQL
     committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     topics = []
+    checked = ctx.broker.authorizer is not None
     for entry in request.topics:
         topic, topic_error = resolve_topic(ctx.broker, entry)
+        if checked and topic_denied(ctx, entry, topic, DESCRIBE):
+            topic, topic_error = None, ErrorCode.topic_authorization_failed
         partitions: list[Any] = []
         for p in entry.partitions:
             index = p.partition_index

@@ -9,6 +9,9 @@ herd has no replicas to catch up: a reassignment (AlterPartitionReassignments) m
 one PostgreSQL transaction and is complete once answered, so none is ever in progress and the list is always
 empty. (The new leader opens the partition a few milliseconds after the move, as after any leadership change;
 clients meanwhile get NOT_LEADER_OR_FOLLOWER and retry, which is not a reassignment in Kafka's sense either.)
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+DESCRIBE on the cluster, else CLUSTER_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from herd.server.apis._acl import DESCRIBE, authorized_cluster
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 
@@ -26,4 +30,5 @@ MAX_VERSION = 0
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    return ctx_builder(ctx).response(throttle_time=0, error_code=ErrorCode.none, error_message=None, topics=())
+    error = ErrorCode.none if authorized_cluster(ctx, DESCRIBE) else ErrorCode.cluster_authorization_failed
+    return ctx_builder(ctx).response(throttle_time=0, error_code=error, error_message=None, topics=())

@@ -7,6 +7,9 @@ Every `__transaction_state` partition this node hosts is asked (TransactionState
 COORDINATOR_LOAD_IN_PROGRESS while one is loading; state filters that name no state are answered in
 `unknown_state_filters` (and, as in Kafka, then match nothing). In cluster mode each node answers for the
 partitions it leads, as each Kafka broker does; the admin client asks every node.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+only the transactional ids the principal may DESCRIBE.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from typing import Any
 
 from herd.coordinator import CoordinatorError, ErrorCode
 from herd.coordinator.transactions import ListTransactions, TransactionCoordinatorShard, TxnListing, TxnState
+from herd.server.apis._acl import DESCRIBE, TRANSACTIONAL_ID, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import gather
 from herd.server.broker import RequestContext
@@ -32,11 +36,15 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     filters = ListTransactions(frozenset(request.state_filters), frozenset(request.producer_id_filters),
                                getattr(request, "duration_filter", -1))
 
+    checked = ctx.broker.authorizer is not None  # only the ids the principal may DESCRIBE (KafkaApis
+    # .handleListTransactionsRequest)
+
     def respond(error: int, listings: list[tuple[TxnListing, ...]]) -> Any:
         return b.response(throttle_time=0, error_code=error, unknown_state_filters=unknown, transaction_states=tuple(
             b("TransactionState", transactional_id=t.transactional_id, producer_id=t.producer_id,
               transaction_state=t.state)
-            for listing in listings for t in listing))
+            for listing in listings for t in listing
+            if not checked or authorized(ctx, DESCRIBE, TRANSACTIONAL_ID, t.transactional_id)))
 
     runtime = ctx.broker.transactions
     if runtime is None:

@@ -2,8 +2,8 @@
 
 v0: an empty topic list means every topic. v1: null means every topic, and an empty list none; controller id,
 is_internal, rack. v2: cluster id. v4: allow_auto_topic_creation. v5: offline replicas. v7: leader epoch.
-v8: authorized operations (asked for, every operation: herd has no authorizer; herd.server.apis._acl). v9: flexible. v10: topic ids, and
-topics may be asked for by id. v11: cluster authorized operations removed. v12: topic names nullable in the
+v8: authorized operations (herd.server.apis._acl: every operation without an authorizer). v9: flexible. v10: topic
+ids, and topics may be asked for by id. v11: cluster authorized operations removed. v12: topic names nullable in the
 request. v13: top-level error code (Kafka 4.x's maximum). A topic without a name before v12, by id before v12,
 or with neither name nor id gets INVALID_REQUEST, as Kafka's InvalidRequestException answers.
 
@@ -27,7 +27,16 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import TOPIC_ALREADY_EXISTS, Topic, TopicError, check_topic_name
-from herd.server.apis._acl import CLUSTER_OPERATIONS, TOPIC_OPERATIONS, operations
+from herd.server.apis._acl import (
+    CREATE,
+    DESCRIBE,
+    TOPIC,
+    TOPIC_OPERATIONS,
+    authorized,
+    authorized_cluster,
+    authorized_operations,
+    cluster_operations,
+)
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
 
@@ -42,7 +51,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     broker = ctx.broker
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
-        topics = [_describe(b, ctx, t) for t in broker.cluster.topics()]
+        topics = [_describe(b, ctx, t) for t in broker.cluster.topics()
+                  if broker.authorizer is None or authorized(ctx, DESCRIBE, TOPIC, t.name)]
     elif _invalid(ctx.api_version, request.topics):
         # Kafka's InvalidRequestException, answered as MetadataRequest.getErrorResponse does: every topic asked
         # for gets INVALID_REQUEST (a null name as "").
@@ -58,14 +68,14 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 def _response(b: Builder, ctx: RequestContext, request: Any, topics: list[Any]) -> Any:
     broker = ctx.broker
     nodes = tuple(b("MetadataResponseBroker", node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
-                  for n in broker.nodes())
+                  for n in broker.nodes(ctx.session.listener))
     if getattr(request, "include_topic_authorized_operations", False):
-        topics = [replace(t, topic_authorized_operations=TOPIC_OPERATIONS) for t in topics]
-    cluster_operations = operations(getattr(request, "include_cluster_authorized_operations", False),
-                                    CLUSTER_OPERATIONS)
+        topics = [replace(t, topic_authorized_operations=TOPIC_OPERATIONS if t.name is None
+                          else authorized_operations(ctx, True, TOPIC, t.name)) for t in topics]
+    operations = cluster_operations(ctx, getattr(request, "include_cluster_authorized_operations", False))
     return b.response(throttle_time=0, brokers=nodes, cluster_id=broker.cluster.cluster_id,
                       controller_id=broker.node_id, topics=tuple(topics), error_code=ErrorCode.none,
-                      cluster_authorized_operations=cluster_operations)
+                      cluster_authorized_operations=operations)
 
 
 class _Create:
@@ -110,12 +120,17 @@ def _invalid(version: int, entries: Any) -> bool:
 
 def _lookup(b: Builder, ctx: RequestContext, request: Any, entry: Any) -> Any:
     cluster = ctx.broker.cluster
+    checked = ctx.broker.authorizer is not None
     name = getattr(entry, "name", None)
     if name is None:  # v12+, by id (`_invalid` refused the rest)
         topic = cluster.by_id(entry.topic_id)
         if topic is None:
             return _error(b, ErrorCode.unknown_topic_id, None, entry.topic_id)
+        if checked and not authorized(ctx, DESCRIBE, TOPIC, topic.name):
+            return _error(b, ErrorCode.topic_authorization_failed, None, entry.topic_id)
         return _describe(b, ctx, topic)
+    if checked and not authorized(ctx, DESCRIBE, TOPIC, name):
+        return _error(b, ErrorCode.topic_authorization_failed, name)
     topic = cluster.get(name)
     if topic is not None:
         return _describe(b, ctx, topic)
@@ -125,6 +140,8 @@ def _lookup(b: Builder, ctx: RequestContext, request: Any, entry: Any) -> Any:
         return _error(b, ErrorCode.invalid_topic_exception, name)
     allowed = getattr(request, "allow_auto_topic_creation", True)
     if allowed and ctx.broker.config.get("auto.create.topics.enable") and not name.startswith("__"):
+        if checked and not (authorized_cluster(ctx, CREATE) or authorized(ctx, CREATE, TOPIC, name)):
+            return _error(b, ErrorCode.topic_authorization_failed, name)
         if cluster.shared:
             return _Create(name)
         try:

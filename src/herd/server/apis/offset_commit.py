@@ -11,6 +11,10 @@ is not asked at all. The empty string is a valid group id here (Kafka keeps it f
 only a null one, which the schema cannot carry, is INVALID_GROUP_ID). The rest goes to the group's
 coordinator shard, which fences by generation, member and instance id and writes one OffsetCommit record per
 partition; the answer is sent once they are durable.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+READ on the group (else GROUP_AUTHORIZATION_FAILED on every partition), READ on each topic
+(else TOPIC_AUTHORIZATION_FAILED on its partitions, before its existence is looked at).
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import CommitPartition, CommitTopic, OffsetCommit
 from herd.coordinator.responses import CommitPartitionResponse, CommitTopicResponse, OffsetCommitResponse
+from herd.server.apis._acl import GROUP, READ, TOPIC, authorized
 from herd.server.apis._build import ctx_builder, ms
 from herd.server.apis._groups import client_host, client_id, route
 from herd.server.broker import RequestContext
@@ -34,6 +39,9 @@ Errors = dict[tuple[int, int], int]  # (topic entry index, partition index) -> e
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if ctx.broker.authorizer is not None and not authorized(ctx, READ, GROUP, request.group_id):
+        return _response(ctx, request, [None] * len(request.topics),
+                         every_partition(request, ErrorCode.group_authorization_failed), OffsetCommitResponse())
     names, local = resolve(ctx, request)
     topics = tuple(
         CommitTopic(names[i], tuple(commit_partition(p) for p in entry.partitions if (i, p.partition_index) not in local))
@@ -63,9 +71,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def resolve(ctx: RequestContext, request: Any) -> tuple[list[str | None], Errors]:
-    """Each topic entry's name (None if unknown) and the errors of partitions that cannot be committed (TxnOffsetCommit
-    uses it too: it names its topics, as OffsetCommit below v10)."""
+    """Each topic entry's name (None if unknown or not authorized) and the errors of partitions that cannot be
+    committed: TOPIC_AUTHORIZATION_FAILED without READ on the topic (apache/kafka core/src/main/scala/kafka/server/
+    KafkaApis.scala handleOffsetCommitRequest, handleTxnOffsetCommitRequest: before existence is looked at), else
+    unknown topics and partitions. TxnOffsetCommit uses it too: it names its topics, as OffsetCommit below v10."""
     cluster = ctx.broker.cluster
+    checked = ctx.broker.authorizer is not None
     names: list[str | None] = []
     local: Errors = {}
     for i, entry in enumerate(request.topics):
@@ -75,13 +86,23 @@ def resolve(ctx: RequestContext, request: Any) -> tuple[list[str | None], Errors
         else:
             topic = cluster.get(entry.name)
             missing = ErrorCode.unknown_topic_or_partition
-        names.append(topic.name if topic is not None else None)
+        name = topic.name if topic is not None else None
+        if checked and not _readable(ctx, name or getattr(entry, "name", None)):
+            names.append(None)
+            local.update(every_partition_of(i, entry, ErrorCode.topic_authorization_failed))
+            continue
+        names.append(name)
         for p in entry.partitions:
             if topic is None:
                 local[(i, p.partition_index)] = missing
             elif not 0 <= p.partition_index < len(topic.partitions):
                 local[(i, p.partition_index)] = ErrorCode.unknown_topic_or_partition
     return names, local
+
+
+def _readable(ctx: RequestContext, name: str | None) -> bool:
+    """May the principal READ the topic (an entry naming no topic is not denied: it is unknown)?"""
+    return not name or authorized(ctx, READ, TOPIC, name)
 
 
 def commit_partition(p: Any) -> CommitPartition:
@@ -111,6 +132,7 @@ _RESPONSES_MAX = 4096
 def _response(ctx: RequestContext, request: Any, names: list[str | None], local: Errors,
               response: OffsetCommitResponse) -> Any:
     decided = {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+    ctx.broker.metrics.offset_commits += sum(1 for code in decided.values() if not code)
     shape = (ctx.api_version, tuple(
         (getattr(entry, "name", None), getattr(entry, "topic_id", None), tuple(
             (p.partition_index, local.get((i, p.partition_index), decided.get((names[i], p.partition_index), 0)))
@@ -130,3 +152,15 @@ def _build_response(ctx: RequestContext, topics: tuple[Any, ...]) -> Any:
         b("OffsetCommitResponseTopic", name=name, topic_id=topic_id, partitions=tuple(
             b("OffsetCommitResponsePartition", partition_index=index, error_code=code) for index, code in parts))
         for name, topic_id, parts in topics))
+
+
+def every_partition(request: Any, code: int) -> Errors:
+    """`code` for every partition of the request (Kafka's getErrorResponse)."""
+    errors: Errors = {}
+    for i, entry in enumerate(request.topics):
+        errors.update(every_partition_of(i, entry, code))
+    return errors
+
+
+def every_partition_of(i: int, entry: Any, code: int) -> Errors:
+    return {(i, p.partition_index): code for p in entry.partitions}

@@ -8,6 +8,10 @@ subscribed topics get GROUP_SUBSCRIBED_TO_TOPIC per partition; the other partiti
 their committed offsets get tombstones, answered once durable. A group-level error (including
 NOT_COORDINATOR and COORDINATOR_LOAD_IN_PROGRESS) is the top-level error code and replaces every topic, as
 Kafka's `OffsetDeleteResponse.Builder.merge` does.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+DELETE on the group (else GROUP_AUTHORIZATION_FAILED), READ on each topic (else
+TOPIC_AUTHORIZATION_FAILED per partition).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import DeleteTopic, OffsetDelete
 from herd.coordinator.responses import OffsetDeleteResponse
+from herd.server.apis._acl import DELETE, GROUP, READ, TOPIC, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import client_host, client_id, route
 from herd.server.broker import RequestContext
@@ -31,6 +36,8 @@ Local = dict[tuple[str, int], int]  # (topic, partition) -> error code answered 
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if not authorized(ctx, DELETE, GROUP, request.group_id):
+        return ctx_builder(ctx).response(error_code=ErrorCode.group_authorization_failed, throttle_time=0, topics=())
     local: Local = {}
     topics = tuple(_known(ctx, entry, local) for entry in request.topics)
     req = OffsetDelete(group_id=request.group_id, topics=tuple(t for t in topics if t.partitions),
@@ -49,6 +56,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 def _known(ctx: RequestContext, entry: Any, local: Local) -> DeleteTopic:
     """The entry's partitions the cluster has; the others get UNKNOWN_TOPIC_OR_PARTITION in `local`."""
+    if not authorized(ctx, READ, TOPIC, entry.name):
+        local.update({(entry.name, p.partition_index): ErrorCode.topic_authorization_failed for p in entry.partitions})
+        return DeleteTopic(entry.name, ())
     topic = ctx.broker.cluster.get(entry.name)
     known = []
     for p in entry.partitions:

@@ -13,6 +13,10 @@ with empty metadata and no error; on v10 an unknown topic id gets UNKNOWN_TOPIC_
 valid group id (as in Kafka, for backwards compatibility). A group-level error (NOT_COORDINATOR,
 COORDINATOR_LOAD_IN_PROGRESS) is the group's error on v8+, the top-level error on v2-v7 and every
 partition's error on v1.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED); named topics the principal may
+not DESCRIBE get TOPIC_AUTHORIZATION_FAILED per partition, and are left out when all are asked for.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import FetchGroup, FetchTopic, OffsetFetch
 from herd.coordinator.responses import FetchGroupResponse, FetchPartitionResponse, OffsetFetchResponse
+from herd.server.apis._acl import DESCRIBE, GROUP, TOPIC, authorized
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._groups import call, client_host, client_id, gather
 from herd.server.broker import RequestContext
@@ -47,6 +52,11 @@ def _fetch_group(ctx: RequestContext, entry: Any, require_stable: bool) -> Any:
     def on_error(code: int) -> OffsetFetchResponse:
         return OffsetFetchResponse(groups=(FetchGroupResponse(group_id, error_code=code),))
 
+    if ctx.broker.authorizer is not None:
+        if not authorized(ctx, DESCRIBE, GROUP, group_id):
+            return on_error(ErrorCode.group_authorization_failed)
+        if topics is not None:  # the others are answered TOPIC_AUTHORIZATION_FAILED here
+            topics = tuple(t for t in topics if not t.name or authorized(ctx, DESCRIBE, TOPIC, t.name))
     if topics is not None and ctx.api_version >= 10:
         topics = tuple(t for t in topics if t.name)  # unknown ids are answered here
     req = OffsetFetch(
@@ -83,15 +93,17 @@ def _topics(ctx: RequestContext, b: Builder, entry: Any, group: FetchGroupRespon
         return ()
     cluster = ctx.broker.cluster
     if entry.topics is None:
-        known = [(t, cluster.get(t.name)) for t in group.topics]
+        known = [(t, cluster.get(t.name)) for t in group.topics
+                 if ctx.broker.authorizer is None or authorized(ctx, DESCRIBE, TOPIC, t.name)]
         return tuple(_kio_topic(b, v, t.name, topic.topic_id if topic else None, t.partitions)
                      for t, topic in known if v < 10 or topic is not None)
     answered = {t.name: t for t in group.topics}
     out = []
     for requested in entry.topics:
         name = _topic(ctx, requested).name
-        if group.error_code or (v >= 10 and not name):
-            code = group.error_code or ErrorCode.unknown_topic_id
+        denied = ctx.broker.authorizer is not None and bool(name) and not authorized(ctx, DESCRIBE, TOPIC, name)
+        if group.error_code or (v >= 10 and not name) or denied:
+            code = group.error_code or (ErrorCode.topic_authorization_failed if denied else ErrorCode.unknown_topic_id)
             partitions = tuple(FetchPartitionResponse(p, error_code=code) for p in requested.partition_indexes)
         else:
             partitions = answered[name].partitions

@@ -14,6 +14,10 @@ from offset 0; in cluster mode every leadership change starts an epoch at the lo
 leads gets NOT_LEADER_OR_FOLLOWER; a current leader epoch older than the leader's FENCED_LEADER_EPOCH, a newer
 one UNKNOWN_LEADER_EPOCH (-1: not checked). herd has no follower replicas: a request with a replica id is
 answered as a consumer's.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+DESCRIBE on each topic, else TOPIC_AUTHORIZATION_FAILED per partition (all of them with CLUSTER_ACTION on
+the cluster).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.log.api import SINGLE_NODE_EPOCHS, LogError, PartitionLog, as_remote, end_offset_for_epoch
+from herd.server.apis._acl import CLUSTER_ACTION, DESCRIBE, authorized_cluster, topic_denied
 from herd.server.apis._build import Builder, LaterAnswers, ctx_builder
 from herd.server.apis._topics import led_partition, resolve_topic
 from herd.server.broker import RequestContext
@@ -36,8 +41,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     later = LaterAnswers()  # cluster mode: the epoch history is read from PostgreSQL
     topics = []
+    # KafkaApis: everything with CLUSTER_ACTION on the cluster (the brokers'), else DESCRIBE on each topic
+    checked = ctx.broker.authorizer is not None and not authorized_cluster(ctx, CLUSTER_ACTION)
     for entry in request.topics:
         topic, topic_error = resolve_topic(ctx.broker, entry)
+        if checked and topic_denied(ctx, entry, topic, DESCRIBE):
+            topic, topic_error = None, ErrorCode.topic_authorization_failed
         answers: list[Any] = []
         for p in entry.partitions:
             log = led_partition(topic, topic_error, p.partition, p.current_leader_epoch)

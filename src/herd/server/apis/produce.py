@@ -23,6 +23,11 @@ offset stays below it until its marker). Control batches are the broker's: a cli
 producer's first transactional write to a partition is verified with its transaction coordinator before it is
 appended (KIP-890 part 1, `_verify`; `transaction.partition.verification.enable`, true by default as in Kafka);
 the request's answer then waits for that.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+WRITE on the transactional id of transactional batches (else
+TRANSACTIONAL_ID_AUTHORIZATION_FAILED on every partition), WRITE on each topic (else TOPIC_AUTHORIZATION_FAILED
+per partition, before its existence is looked at).
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from herd.log.api import LogError, PartitionLog
 from herd.log.batch import ATTRIBUTES_OFFSET, LOG_OVERHEAD, TRANSACTIONAL_BIT, parse_header
 from herd.log.records import check_records
 from herd.server.apis import _verify
+from herd.server.apis._acl import TRANSACTIONAL_ID, WRITE, authorized, topic_denied
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import led_partition, resolve_topic, settled, topic_ref
 from herd.server.broker import RequestContext
@@ -56,6 +62,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         error = ErrorCode.invalid_required_acks
     elif request.transactional_id is None and _has_transactional_records(request):
         error = ErrorCode.transactional_id_authorization_failed
+    elif (ctx.broker.authorizer is not None and request.transactional_id is not None
+          and _has_transactional_records(request)
+          and not authorized(ctx, WRITE, TRANSACTIONAL_ID, request.transactional_id)):
+        error = ErrorCode.transactional_id_authorization_failed
     else:
         error = ErrorCode.none
     if (request.transactional_id is not None and error is ErrorCode.none
@@ -68,12 +78,21 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 def _produce(b: Builder, ctx: RequestContext, request: Any, error: ErrorCode, refused: _Refused) -> Any:
     commits: list[_Commit] = []
-    topics = tuple(_produce_topic(b, ctx, entry, error, commits, refused) for entry in request.topic_data)
+    checked = error is ErrorCode.none and ctx.broker.authorizer is not None
+    topics = tuple(_produce_topic(b, ctx, entry, _write_denied(ctx, entry) if checked else error, commits, refused)
+                   for entry in request.topic_data)
     if commits:
         return _after_commits(b, ctx, topics, commits, request.acks)
     if request.acks == 0:
         return None
     return b.response(responses=topics, throttle_time=0, node_endpoints=())
+
+
+def _write_denied(ctx: RequestContext, entry: Any) -> ErrorCode:
+    """TOPIC_AUTHORIZATION_FAILED for every partition of a topic the principal may not WRITE, before its existence
+    is looked at (apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala handleProduceRequest)."""
+    topic = None if getattr(entry, "name", None) else resolve_topic(ctx.broker, entry)[0]  # v13: by id
+    return ErrorCode.topic_authorization_failed if topic_denied(ctx, entry, topic, WRITE) else ErrorCode.none
 
 
 _Refused = dict[tuple[str, int], tuple[ErrorCode, str | None]]  # partitions answered with an error, not appended
@@ -174,6 +193,10 @@ def _append(b: Builder, ctx: RequestContext, log: PartitionLog, data: Any) -> tu
     except LogError as e:
         return _result(b, data.index, ErrorCode(e.error_code), message=str(e) or None,
                        log_start_offset=log.log_start_offset), None
+    counts = broker.metrics.topic(log.topic)
+    if counts is not None:  # herd_topic_bytes_in_total and herd_topic_messages_in_total (herd.server.metrics)
+        counts[0] += len(records)
+        counts[1] += result.last_offset - result.base_offset + 1
     answer = _result(b, data.index, ErrorCode.none, base_offset=result.base_offset,
                      log_append_time=result.log_append_time, log_start_offset=result.log_start_offset)
     if log.remote:  # acknowledged once its transaction has committed

@@ -7,6 +7,9 @@ INCONSISTENT_GROUP_PROTOCOL). Kafka 4.x serves v0-v5.
 An empty group id gets INVALID_GROUP_ID before routing. The leader's SyncGroup carries the assignment,
 which is persisted as a GroupMetadata record; every member's answer waits until that write is durable. A
 follower that syncs before the leader is parked until the leader's assignment is stored.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+READ on the group, else GROUP_AUTHORIZATION_FAILED.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import SyncAssignment, SyncGroup
 from herd.coordinator.responses import SyncGroupResponse
+from herd.server.apis._acl import GROUP, READ, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import client_host, client_id, route
 from herd.server.broker import RequestContext
@@ -49,6 +53,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     def on_error(code: int) -> SyncGroupResponse:
         return SyncGroupResponse(error_code=code)
 
+    if ctx.broker.authorizer is not None and not authorized(ctx, READ, GROUP, req.group_id):
+        return respond(on_error(ErrorCode.group_authorization_failed))
     if not req.group_id:
         return respond(on_error(ErrorCode.invalid_group_id))
     return route(ctx, req.group_id, GroupCoordinatorShard.sync_group, req, respond, on_error)

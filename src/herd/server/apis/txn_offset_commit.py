@@ -12,8 +12,9 @@ ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID) and writes the offset
 the producer in `__consumer_offsets`; the answer is sent once it is durable, and the offsets stay pending
 (OffsetFetch with require_stable: UNSTABLE_OFFSET_COMMIT) until the transaction coordinator's marker commits
 or aborts them (`CoordinatorRuntime.complete_transaction`). Below v2 a COORDINATOR_LOAD_IN_PROGRESS is answered
-COORDINATOR_NOT_AVAILABLE, which clients before Kafka 2.0 expect (KAFKA-7296). herd has no ACLs, so no
-authorization errors.
+COORDINATOR_NOT_AVAILABLE, which clients before Kafka 2.0 expect (KAFKA-7296). With an authorizer: WRITE
+on the transactional id (TRANSACTIONAL_ID_AUTHORIZATION_FAILED), READ on the group (GROUP_AUTHORIZATION_FAILED),
+both on every partition, then READ on each topic (TOPIC_AUTHORIZATION_FAILED on its partitions).
 
 A producer epoch older than one the producer already used in that `__consumer_offsets` partition (a zombie
 fenced by its successor) gets INVALID_PRODUCER_EPOCH on every partition, as Kafka's log refuses the batch (the
@@ -30,9 +31,10 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import CommitTopic, TxnOffsetCommit
 from herd.coordinator.responses import OffsetCommitResponse
+from herd.server.apis._acl import GROUP, READ, TRANSACTIONAL_ID, WRITE, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import client_host, client_id, route
-from herd.server.apis.offset_commit import all_failed, commit_partition, resolve
+from herd.server.apis.offset_commit import all_failed, commit_partition, every_partition, resolve
 from herd.server.broker import RequestContext
 
 API_KEY = 28
@@ -44,6 +46,13 @@ Errors = dict[tuple[int, int], int]  # (topic entry index, partition index) -> e
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
+    if ctx.broker.authorizer is not None:
+        if not authorized(ctx, WRITE, TRANSACTIONAL_ID, request.transactional_id):
+            return _response(ctx, request, every_partition(request, ErrorCode.transactional_id_authorization_failed),
+                             OffsetCommitResponse())
+        if not authorized(ctx, READ, GROUP, request.group_id):
+            return _response(ctx, request, every_partition(request, ErrorCode.group_authorization_failed),
+                             OffsetCommitResponse())
     _, local = resolve(ctx, request)
     topics = tuple(
         CommitTopic(entry.name, tuple(commit_partition(p) for p in entry.partitions if (i, p.partition_index) not in local))

@@ -13,21 +13,28 @@ durable as a produce to it), a `__consumer_offsets` partition goes through the g
 the offsets topic). A partition that does not exist is UNKNOWN_TOPIC_OR_PARTITION, one led by another node
 NOT_LEADER_OR_FOLLOWER, a failed log KAFKA_STORAGE_ERROR; the coordinator retries the retriable ones. The answer
 waits for every partition.
+
+Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
+CLUSTER_ACTION on the cluster, else CLUSTER_AUTHORIZATION_FAILED per partition.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from herd.runtime.transactions import Marker, MarkerError, write_marker
+from herd.server.apis._acl import CLUSTER_ACTION, authorized_cluster
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 
 log = logging.getLogger(__name__)
 
 UNKNOWN_SERVER_ERROR = -1
+CLUSTER_AUTHORIZATION_FAILED = 31
 API_KEY = 27
 MIN_VERSION = 1
 MAX_VERSION = 1
@@ -48,11 +55,13 @@ async def _write(ctx: RequestContext, tp: tuple[str, int], marker: Marker) -> in
 
 async def _answer(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
-    writes = []
-    for m in request.markers:
-        marker = Marker(m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch)
-        writes += [_write(ctx, (t.name, int(p)), marker) for t in m.topics for p in t.partition_indexes]
-    codes = iter(await asyncio.gather(*writes))
+    if authorized_cluster(ctx, CLUSTER_ACTION):  # the brokers' API (KafkaApis: CLUSTER_ACTION on the cluster)
+        writes = [_write(ctx, (t.name, int(p)), marker) for m in request.markers
+                  for marker in (Marker(m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch),)
+                  for t in m.topics for p in t.partition_indexes]
+        codes: Iterator[int] = iter(await asyncio.gather(*writes))
+    else:
+        codes = itertools.repeat(CLUSTER_AUTHORIZATION_FAILED)
     return b.response(markers=tuple(
         b("WritableTxnMarkerResult", producer_id=m.producer_id, topics=tuple(
             b("WritableTxnMarkerTopicResult", name=t.name, partitions=tuple(

@@ -1,0 +1,201 @@
+"""The JSON documents of the HTTP API (herd.server.http) and the web console: groups, members, assignments, lag,
+rebalance history and topics, built from this node's state. Every builder only reads.
+
+A group is described by the node that coordinates it (its shard holds the members, the committed offsets and the
+history); `local_groups` lists the groups of this node's active shards, and the HTTP layer merges those of the
+other nodes in cluster mode. Topics are the cluster's (every node knows them all); their offsets and sizes come
+from this node's logs on a single node and from PostgreSQL in cluster mode.
+
+Shapes (every offset an int, every time epoch ms):
+
+    group summary: {"group", "state", "protocol_type", "protocol", "generation", "members", "coordinator",
+                    "lag", "last_rebalance"}     lag: the sum of the known partition lags, or null;
+                   last_rebalance: {"generation", "cause", "started_ms", "completed_ms", "outcome"} of the
+                   newest history entry, or null
+    group detail:  the summary's keys and "leader", "members": [member], "partitions": [partition lag],
+                   "rebalances": [entry] (oldest first, herd.coordinator.history's Rebalance.to_json)
+    member:        {"member_id", "group_instance_id", "client_id", "client_host", "session_timeout_ms",
+                    "rebalance_timeout_ms", "assignment": [{"topic", "partitions": [int]}] or null}
+                   (null: not the consumer protocol, or bytes that do not decode)
+    partition lag: {"topic", "partition", "committed", "end_offset", "lag", "member_id"}
+                   (end_offset and lag null when unknown; member_id the member assigned it, or null)
+    topic:         {"topic", "internal", "partitions": [{"partition", "leader", "start_offset", "end_offset",
+                    "size_bytes"}]}             (null where unknown)
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import struct
+from typing import Any
+
+from kio.schema.consumer_protocol_assignment.v0.data import ConsumerProtocolAssignment
+from kio.serial import entity_reader
+from kio.serial.errors import SerialError
+
+from herd.coordinator.group import ClassicGroup
+from herd.coordinator.history import Rebalance
+from herd.coordinator.member import Member
+from herd.log.store import SegmentStore
+from herd.server.broker import Broker
+
+from herd.server.lag import group_lags
+
+CONSUMER = "consumer"
+_read_assignment = entity_reader(ConsumerProtocolAssignment)
+
+
+_LAST_REBALANCE = ("generation", "cause", "started_ms", "completed_ms", "outcome")
+
+
+class NotHere(Exception):
+    """The group is not coordinated by an active shard of this node (another node's, or its partition loads)."""
+
+
+# -- groups ----------------------------------------------------------------------------------------------------
+
+def coordinator_node(broker: Broker, group_id: str) -> int | None:
+    """The node that coordinates `group_id` as this node sees it (FindCoordinator's answer), or None."""
+    runtime = broker.coordinator
+    if runtime is None or not runtime.num_partitions:
+        return None
+    if not broker.cluster.shared:
+        return broker.node_id if runtime.hosts(group_id) else None
+    leader, _ = broker.cluster.leader(runtime.topic, runtime.partition_for(group_id))
+    return leader if leader >= 0 else None
+
+
+def _shard(broker: Broker, group_id: str) -> Any:
+    """The core shard holding `group_id` on this node; raises NotHere."""
+    runtime = broker.coordinator
+    if runtime is None or not runtime.num_partitions:
+        raise NotHere(group_id)
+    shard = runtime.shards.get(runtime.partition_for(group_id))
+    if shard is None or shard.state.value != "active":
+        raise NotHere(group_id)
+    return shard.shard
+
+
+def _active_shards(broker: Broker) -> list[Any]:
+    runtime = broker.coordinator
+    if runtime is None:
+        return []
+    return [s.shard for s in list(runtime.shards.values()) if s.state.value == "active"]
+
+
+def _summary(broker: Broker, group_id: str, group: ClassicGroup | None, lags: list[Any],
+             history: tuple[Any, ...]) -> dict[str, Any]:
+    known = [p.lag for p in lags if p.lag is not None]
+    last = rebalance_json(history[-1]) if history else None
+    return {"group": group_id,
+            "state": group.state.value if group is not None else "Empty",
+            "protocol_type": group.protocol_type if group is not None else None,
+            "protocol": group.protocol_name if group is not None else None,
+            "generation": group.generation_id if group is not None else 0,
+            "members": len(group.members) if group is not None else 0,
+            "coordinator": broker.node_id,
+            "lag": sum(known) if known else None,
+            "last_rebalance": None if last is None else {key: last.get(key) for key in _LAST_REBALANCE}}
+
+
+async def local_groups(broker: Broker) -> list[dict[str, Any]]:
+    """The summary of every group of this node's active shards (with members, or committed offsets only), by id."""
+    out = []
+    for shard in _active_shards(broker):
+        groups = {g.group_id: g for g in shard.groups()}
+        for group_id in sorted(set(groups) | set(shard.offset_group_ids())):
+            if len(out) % 200 == 199:
+                await asyncio.sleep(0)  # thousands of groups: let the Kafka connections be served in between
+            out.append(_summary(broker, group_id, groups.get(group_id), await group_lags(broker, group_id),
+                                shard.rebalance_history(group_id)))
+    return sorted(out, key=lambda g: g["group"])
+
+
+async def group_detail(broker: Broker, group_id: str) -> dict[str, Any] | None:
+    """The group's members, assignments, lag and history; None if this node's shard does not know it.
+    Raises NotHere if this node does not coordinate it (now)."""
+    shard = _shard(broker, group_id)
+    group: ClassicGroup | None = shard.group(group_id)
+    history = shard.rebalance_history(group_id)
+    lags = await group_lags(broker, group_id)
+    if group is None and not lags and not history and not shard.committed_offsets(group_id):
+        return None
+    members = [_member(m, group) for m in group.members.values()] if group is not None else []
+    owners = {(a["topic"], p): m["member_id"] for m in members for a in m["assignment"] or ()
+              for p in a["partitions"]}
+    return {**_summary(broker, group_id, group, lags, history),
+            "leader": group.leader_id if group is not None else None,
+            "members": members,
+            "partitions": [_lag(p, owners.get((p.topic, p.partition))) for p in lags],
+            "rebalances": [rebalance_json(entry) for entry in history]}
+
+
+def _member(member: Member, group: ClassicGroup) -> dict[str, Any]:
+    consumer = group.protocol_type == CONSUMER
+    return {"member_id": member.member_id, "group_instance_id": member.group_instance_id,
+            "client_id": member.client_id, "client_host": member.client_host,
+            "session_timeout_ms": member.session_timeout_ms, "rebalance_timeout_ms": member.rebalance_timeout_ms,
+            "assignment": decode_assignment(member.assignment) if consumer else None}
+
+
+def _lag(p: Any, member_id: str | None) -> dict[str, Any]:
+    return {"topic": p.topic, "partition": p.partition, "committed": p.committed, "end_offset": p.end_offset,
+            "lag": p.lag, "member_id": member_id}
+
+
+def decode_assignment(data: bytes) -> list[dict[str, Any]] | None:
+    """A consumer-protocol assignment (any version, read as the v0 prefix every version shares) as
+    [{"topic", "partitions"}], [] for no bytes (not synced yet), or None if the bytes do not decode."""
+    if not data:
+        return []
+    if len(data) < 2 or struct.unpack_from(">h", data)[0] < 0:
+        return None
+    try:
+        assignment, _ = _read_assignment(data, 2)
+    except (SerialError, ValueError, IndexError, struct.error):
+        return None
+    return [{"topic": str(tp.topic), "partitions": sorted(int(p) for p in tp.partitions)}
+            for tp in assignment.assigned_partitions]
+
+
+def rebalance_json(entry: Rebalance) -> dict[str, Any]:
+    """One history entry as JSON (coordinator/history.py: `Rebalance.to_json`)."""
+    return dict(entry.to_json())
+
+
+# -- topics ----------------------------------------------------------------------------------------------------
+
+async def topics(broker: Broker) -> list[dict[str, Any]]:
+    """Every topic with its partitions' leaders, offsets and sizes, by name."""
+    cluster = broker.cluster
+    if cluster.shared:
+        stats = await cluster.partition_stats()
+    else:
+        stats = _local_stats(broker)
+    out = []
+    for topic in sorted(cluster.topics(), key=lambda t: t.name):
+        partitions = []
+        for index in range(len(topic.partitions)):
+            leader, start, end, size = stats.get((topic.name, index), (None, None, None, None))
+            partitions.append({"partition": index, "leader": leader, "start_offset": start, "end_offset": end,
+                               "size_bytes": size})
+        out.append({"topic": topic.name, "internal": topic.internal, "partitions": partitions})
+    return out
+
+
+def _local_stats(broker: Broker) -> dict[tuple[str, int], tuple[int | None, int | None, int | None, int | None]]:
+    """(leader, start, end, size) of every partition of the embedded node."""
+    sizes: dict[tuple[str, int], int] = {}
+    if isinstance(broker.store, SegmentStore):
+        for held in broker.store.stored_partitions().values():
+            for p in held:
+                if not p.is_future:
+                    sizes[(p.topic, p.partition)] = p.size
+    stats = {}
+    for topic in broker.cluster.topics():
+        for index, log in enumerate(topic.partitions):
+            if log is not None:
+                stats[(topic.name, index)] = (broker.node_id, log.log_start_offset, log.log_end_offset,
+                                              sizes.get((topic.name, index)))
+    return stats

@@ -1,0 +1,174 @@
+"""GET /metrics on a real `herd serve` (herd.server.metrics), scraped over HTTP and parsed with prometheus_client's
+parser while real clients produce, consume in a group and commit: the counters move as they should, lag per
+partition is the end offset less the committed one, groups show by state, and herd.metrics.max.series drops and
+counts the series beyond it."""
+
+from __future__ import annotations
+
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Producer
+from kafka import KafkaConsumer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+from prometheus_client.parser import text_string_to_metric_families
+
+from brokers import BrokerProcess
+from groupmembers import KAFKA_PYTHON_METADATA_MS, create_topic, wait_for
+
+Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
+
+
+def scrape(broker: BrokerProcess) -> Samples:
+    with urllib.request.urlopen(f"http://{broker.http}/metrics", timeout=10) as response:
+        assert response.headers["Content-Type"].startswith("text/plain")
+        text = response.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for family in text_string_to_metric_families(text) for s in family.samples}
+
+
+def value(samples: Samples, name: str, **labels: str) -> float:
+    return samples.get((name, tuple(sorted(labels.items()))), 0.0)
+
+
+def total(samples: Samples, name: str, **labels: str) -> float:
+    """The sum of `name` over the series whose labels include `labels`."""
+    return sum(v for (n, ls), v in samples.items() if n == name and set(labels.items()) <= set(ls))
+
+
+def scraped_until(broker: BrokerProcess, condition: Callable[[Samples], bool], what: str) -> Samples:
+    found: list[Samples] = []
+
+    def check() -> bool:
+        found[:] = [scrape(broker)]
+        return condition(found[0])
+
+    wait_for(check, timeout=15, what=what, interval=0.05)
+    return found[0]
+
+
+def produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for partition, n in counts.items():
+        for i in range(n):
+            producer.produce(topic, value=b"v%d" % i, partition=partition)
+    assert producer.flush(15) == 0
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
+    b = BrokerProcess(tmp_path_factory.mktemp("metrics") / "data", {"herd.http.listener": "127.0.0.1:0"}).start()
+    yield b
+    b.stop()
+
+
+def test_a_consumer_group_moves_the_metrics(broker: BrokerProcess) -> None:
+    topic, group, counts = "metrics-t", "metrics-g", {0: 5, 1: 6, 2: 7}
+    create_topic(broker.bootstrap, topic, 3)
+    produce(broker.bootstrap, topic, counts)
+    before = scrape(broker)
+    assert value(before, "herd_topic_messages_in_total", topic=topic) == 18
+    assert value(before, "herd_topic_bytes_in_total", topic=topic) > 0
+    consumer = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=group, auto_offset_reset="earliest",
+                             enable_auto_commit=False, heartbeat_interval_ms=100, session_timeout_ms=6000,
+                             metadata_max_age_ms=KAFKA_PYTHON_METADATA_MS)
+    try:
+        seen = 0
+        deadline = time.monotonic() + 20
+        while seen < 18 and time.monotonic() < deadline:
+            seen += sum(len(batch) for batch in consumer.poll(timeout_ms=200).values())
+        assert seen == 18
+        committed = {0: 2, 1: 6, 2: 0}
+        consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in committed.items()})
+        samples = scraped_until(broker, lambda s: value(s, "herd_group_coordinator_heartbeats_total") >= 2,
+                                "heartbeats counted")
+        for api in ("JoinGroup", "SyncGroup", "Heartbeat", "OffsetCommit", "Fetch", "Produce", "FindCoordinator"):
+            assert value(samples, "herd_requests_total", api=api) >= 1, api
+            count = value(samples, "herd_request_latency_seconds_count", api=api)
+            assert count == value(samples, "herd_requests_total", api=api)
+            assert value(samples, "herd_request_latency_seconds_bucket", api=api, le="+Inf") == count
+            assert value(samples, "herd_request_latency_seconds_sum", api=api) > 0
+        assert value(samples, "herd_group_coordinator_heartbeats_total") == value(samples, "herd_requests_total",
+                                                                                 api="Heartbeat")
+        assert value(samples, "herd_topic_bytes_out_total", topic=topic) >= value(samples, "herd_topic_bytes_in_total",
+                                                                                 topic=topic)
+        assert value(samples, "herd_group_coordinator_offset_commits_total") >= 3
+        assert value(samples, "herd_group_coordinator_offset_commit_latency_seconds_count") >= 1
+        assert value(samples, "herd_group_coordinator_fsync_latency_seconds_count") >= 1  # the commit and the join
+        for p, offset in committed.items():
+            labels = {"group": group, "topic": topic, "partition": str(p)}
+            assert value(samples, "herd_consumer_group_offset", **labels) == offset
+            assert value(samples, "herd_consumer_group_lag", **labels) == counts[p] - offset
+        assert value(samples, "herd_consumer_group_sum_lag", group=group) == 3 + 0 + 7
+        assert value(samples, "herd_group_coordinator_classic_group_count", state="Stable",
+                     protocol_type="consumer") >= 1
+        assert value(samples, "herd_group_coordinator_group_count", protocol="classic") >= 1
+        assert value(samples, "herd_group_coordinator_offset_count") >= 3
+        assert value(samples, "herd_connections") >= 1
+        assert value(samples, "herd_group_coordinator_num_partitions", state="active") == 50
+        assert value(samples, "herd_group_coordinator_partition_load_time_seconds_count") == 50
+        assert total(samples, "herd_group_coordinator_rebalances_total") >= 1
+        assert total(samples, "herd_group_coordinator_completed_rebalances_total", outcome="stable") >= 1
+        assert value(samples, "herd_group_coordinator_rebalance_join_seconds_count") >= 1
+        assert value(samples, "herd_group_coordinator_rebalance_sync_seconds_count") >= 1
+    finally:
+        consumer.close()
+    after = scraped_until(broker, lambda s: value(s, "herd_group_coordinator_classic_group_count", state="Empty",
+                                                  protocol_type="consumer") >= 1, "the group empty")
+    assert value(after, "herd_connections_closed_total") >= 1
+    assert value(after, "herd_connections_accepted_total") >= value(after, "herd_connections_closed_total")
+    assert total(after, "herd_group_coordinator_rebalances_total", cause="member-leave") >= 1
+
+
+def test_the_series_cap_drops_and_counts(tmp_path: Path) -> None:
+    """herd.metrics.max.series=2: a third topic gets no per-topic series; lag series go by whole groups in
+    group-id order, so a second group that would make three is left out; both are counted."""
+    broker = BrokerProcess(tmp_path / "data", {"herd.http.listener": "127.0.0.1:0",
+                                               "herd.metrics.max.series": "2"}).start()
+    try:
+        for name in ("cap-a", "cap-b", "cap-c"):
+            create_topic(broker.bootstrap, name, 3)
+            produce(broker.bootstrap, name, {0: 1})
+        # cap-g0 alone is over the cap: left out, and the groups after it that fit are still exported
+        for group, partitions in (("cap-g0", (0, 1, 2)), ("cap-g1", (0, 1)), ("cap-g2", (2,))):
+            consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False)
+            try:
+                consumer.commit({TopicPartition("cap-a", p): OffsetAndMetadata(0, "", -1) for p in partitions})
+            finally:
+                consumer.close()
+        samples = scrape(broker)
+        topics = {dict(labels)["topic"] for (name, labels) in samples if name == "herd_topic_bytes_in_total"}
+        assert topics == {"cap-a", "cap-b"}
+        assert value(samples, "herd_metrics_dropped_updates_total", family="topic") >= 1
+        offsets = {(dict(labels)["group"], dict(labels)["partition"]) for (name, labels) in samples
+                   if name == "herd_consumer_group_offset"}
+        assert offsets == {("cap-g1", "0"), ("cap-g1", "1")}
+        assert value(samples, "herd_consumer_group_lag", group="cap-g1", topic="cap-a", partition="0") == 1
+        assert value(samples, "herd_metrics_series_dropped", family="consumer_group_lag") == 4
+        assert value(samples, "herd_metrics_series_dropped", family="consumer_group_sum_lag") == 2
+    finally:
+        broker.stop()
+
+
+def test_a_long_group_id_is_dropped_and_a_negative_commit_has_no_lag(broker: BrokerProcess) -> None:
+    """A client chooses its group id (up to 32 KB): one over 256 characters gets no series (counted as dropped),
+    so it cannot make every scrape megabytes long; a committed offset of -1 has an offset series and no lag, as
+    kafka-consumer-groups.sh shows "-" for it."""
+    create_topic(broker.bootstrap, "labels", 1)
+    produce(broker.bootstrap, "labels", {0: 3})
+    long_id = "long-" + "x" * 300
+    for group, offset in ((long_id, 1), ("negative", -1)):
+        consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=group, enable_auto_commit=False)
+        try:
+            consumer.commit({TopicPartition("labels", 0): OffsetAndMetadata(offset, "", -1)})
+        finally:
+            consumer.close()
+    samples = scraped_until(broker, lambda s: ("herd_consumer_group_offset", (("group", "negative"),
+                            ("partition", "0"), ("topic", "labels"))) in s, "the negative group's offset series")
+    assert not [labels for (_, labels) in samples if ("group", long_id) in labels]
+    assert value(samples, "herd_metrics_series_dropped", family="consumer_group_sum_lag") >= 1
+    assert value(samples, "herd_consumer_group_offset", group="negative", topic="labels", partition="0") == -1
+    assert ("herd_consumer_group_lag", (("group", "negative"), ("partition", "0"), ("topic", "labels"))) not in samples
