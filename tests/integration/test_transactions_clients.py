@@ -79,8 +79,12 @@ def read_to_end(bootstrap: str, topic: str, isolation: str, *, partitions: int =
 
 
 def committed_offsets(bootstrap: str, group: str, topic: str) -> int:
-    """The sum of the group's committed offsets on the topic (-1 counted as 0)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    """The sum of the group's stable committed offsets on the topic (-1 counted as 0). read_uncommitted: librdkafka's
+    default, read_committed, fetches with require_stable (KIP-447) and so waits, retrying UNSTABLE_OFFSET_COMMIT,
+    until a killed worker's open transaction is aborted by its timeout (10 s after it began): as long as the
+    10 s `committed` allows, give or take the expiry's 500 ms period."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
+                         "isolation.level": "read_uncommitted"})
     try:
         partitions = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], 10)
         return sum(max(tp.offset, 0) for tp in partitions)
