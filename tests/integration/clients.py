@@ -196,15 +196,15 @@ def confluent_group_round_trip(config: dict[str, Any], topic: str, n: int, group
 
 def kafka_python_group_round_trip(config: dict[str, Any], topic: str, n: int, group: str) -> tuple[list[bytes], int]:
     """As confluent_group_round_trip, with kafka-python's settings; the committed offset of partition 0."""
-    from groupmembers import KAFKA_PYTHON_METADATA_MS
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from groupmembers import kafka_python_subscriber
+    from kafka import KafkaProducer, TopicPartition
 
     producer = KafkaProducer(**config)
     for i in range(n):
         producer.send(topic, key=b"k%d" % i, value=b"v%d" % i).get(30)
     producer.close()
-    consumer = KafkaConsumer(topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,
-                             metadata_max_age_ms=KAFKA_PYTHON_METADATA_MS, **config)
+    consumer = kafka_python_subscriber(topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,
+                                       **config)
     values: list[bytes] = []
     try:
         deadline = time.monotonic() + 60

@@ -32,9 +32,27 @@ METADATA_MS = 500  # how often clients refresh metadata (CreatePartitions is not
 # kafka-python (3.0.x kafka/cluster.py, update_metadata) clears a pending metadata update when an answer to an
 # earlier request arrives, even one sent before the consumer subscribed: a consumer that joins its group while
 # that request is in flight assigns itself nothing and waits metadata_max_age_ms (5 minutes by default) for
-# the next refresh, which alone makes it rejoin. Every subscribing kafka-python consumer of the tests refreshes
-# more often than that; herd answers every topic it is asked for either way.
+# the next refresh, which alone makes it rejoin. Subscribing kafka-python consumers of the tests refresh more
+# often than that, and `kafka_python_subscriber` keeps them from joining before they know their topic.
 KAFKA_PYTHON_METADATA_MS = 1000
+
+
+def kafka_python_subscriber(topic: str, **config: Any) -> Any:
+    """A kafka-python KafkaConsumer subscribed to `topic` that knows the topic's partitions before its first poll
+    joins the group. Without the wait, its first join races its first Metadata request for the topic (sent after
+    the retry backoff that follows the bootstrap's); losing it, the leader assigns itself nothing and rejoins once
+    the metadata arrives; and when that rejoin outlasts a poll's timeout, kafka-python 3.0.12 never applies it
+    (coordinator/consumer.py poll drives the join only while need_rejoin() holds, and the leader's own
+    assignment, made while the join was in flight, made it false): the consumer keeps no partitions and sends no
+    heartbeat. Seen in CI on a loaded machine, with poll(timeout_ms=100)."""
+    from kafka import KafkaConsumer
+
+    config.setdefault("metadata_max_age_ms", KAFKA_PYTHON_METADATA_MS)
+    consumer = KafkaConsumer(topic, **config)
+    # kafka/cluster.py update_metadata stores the partitions and then, in the same call, updates the coordinator's
+    # metadata snapshot: a join started after this (FindCoordinator and two JoinGroup round trips) assigns from both.
+    wait_for(lambda: consumer.partitions_for_topic(topic), what=f"kafka-python's metadata for {topic}")
+    return consumer
 BROKER_OVERRIDES = {"group.min.session.timeout.ms": "1000", "offsets.topic.num.partitions": "10",
                     "num.partitions": "1"}
 

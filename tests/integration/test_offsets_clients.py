@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from backends import BACKENDS, embedded_only, start_broker
-from groupmembers import KAFKA_PYTHON_METADATA_MS, wait_for
+from groupmembers import kafka_python_subscriber, wait_for
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient
 from test_groups_api import part, req
@@ -181,13 +181,12 @@ class Intruder(threading.Thread):
 
 
 def test_kafka_python_consumer_that_missed_a_rebalance_is_rejected_and_rejoins(shared):
-    from kafka import KafkaConsumer
     from kafka.errors import CommitFailedError
 
     group = "missed-kafka-python"
-    c = KafkaConsumer(TOPIC, bootstrap_servers=shared.bootstrap, group_id=group, enable_auto_commit=False,
-                      session_timeout_ms=60_000, heartbeat_interval_ms=50_000, max_poll_interval_ms=2_000,
-                      auto_offset_reset="earliest", metadata_max_age_ms=KAFKA_PYTHON_METADATA_MS)
+    c = kafka_python_subscriber(TOPIC, bootstrap_servers=shared.bootstrap, group_id=group, enable_auto_commit=False,
+                                session_timeout_ms=60_000, heartbeat_interval_ms=50_000, max_poll_interval_ms=2_000,
+                                auto_offset_reset="earliest")
     try:
         wait_for(lambda: c.poll(timeout_ms=100) is not None and c.assignment(), what="the first assignment")
         c.commit()
@@ -308,7 +307,7 @@ def test_confluent_admin_alters_lists_and_deletes_group_offsets(shared):
 
 
 def test_kafka_python_admin_alters_lists_deletes_offsets_and_groups(shared):
-    from kafka import KafkaConsumer, TopicPartition
+    from kafka import TopicPartition
     from kafka.admin import KafkaAdminClient
     from kafka.errors import GroupSubscribedToTopicError, NoError
     from kafka.structs import OffsetAndMetadata
@@ -326,8 +325,8 @@ def test_kafka_python_admin_alters_lists_deletes_offsets_and_groups(shared):
         assert sorted(tp.partition for tp in admin.list_group_offsets({group: None})[group]) == [0, 2]
 
         # A live consumer group keeps the offsets of the topics it subscribes to.
-        c = KafkaConsumer(TOPIC, bootstrap_servers=shared.bootstrap, group_id=group, enable_auto_commit=False,
-                          auto_offset_reset="earliest", metadata_max_age_ms=KAFKA_PYTHON_METADATA_MS)
+        c = kafka_python_subscriber(TOPIC, bootstrap_servers=shared.bootstrap, group_id=group,
+                                    enable_auto_commit=False, auto_offset_reset="earliest")
         try:
             wait_for(lambda: c.poll(timeout_ms=100) is not None and c.assignment(), what="an assignment")
             assert admin.delete_group_offsets(group, [tps[0]]) == {tps[0]: GroupSubscribedToTopicError}

@@ -24,7 +24,7 @@ from typing import Any, Iterator
 import pytest
 from brokers import BrokerProcess
 from clients import aiokafka_group_round_trip, confluent_group_round_trip, kafka_python_group_round_trip
-from groupmembers import KAFKA_PYTHON_METADATA_MS
+from groupmembers import kafka_python_subscriber
 from rawkafka import RawClient, part, req
 
 JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
@@ -265,19 +265,20 @@ def test_long_running_consumers_reauthenticate(reauth_broker: BrokerProcess) -> 
     """confluent-kafka and kafka-python consume for four session lifetimes while a producer writes; each
     re-authenticates in time, so the broker never closes an expired session."""
     from confluent_kafka import Consumer, Producer
-    from kafka import KafkaConsumer
 
     topic = "reauth"
     before = reauth_broker.log().count("its SASL session expired")
     producer = Producer(confluent_config(reauth_broker, "alice"))
+    producer.produce(topic, value=b"m0")  # the topic is created before the consumers join
+    assert producer.flush(20) == 0
+    sent = 1
     consumer = Consumer({**confluent_config(reauth_broker, "bob"), "group.id": "reauth-c",
                          "auto.offset.reset": "earliest"})
     consumer.subscribe([topic])
-    other = KafkaConsumer(topic, group_id="reauth-k", auto_offset_reset="earliest",
-                          metadata_max_age_ms=KAFKA_PYTHON_METADATA_MS, **kafka_python_config(reauth_broker, "alice"))
+    other = kafka_python_subscriber(topic, group_id="reauth-k", auto_offset_reset="earliest",
+                                    **kafka_python_config(reauth_broker, "alice"))
     got_c: list[bytes] = []
     got_k: list[bytes] = []
-    sent = 0
     try:
         deadline = time.monotonic() + 8
         while time.monotonic() < deadline:

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from brokers import BrokerProcess
 from certs import Pki, make_pki
-from groupmembers import KAFKA_PYTHON_METADATA_MS
+from groupmembers import kafka_python_subscriber
 from inprocess import InProcessBroker
 from rawkafka import RawClient, req
 
@@ -104,7 +104,7 @@ def test_confluent_kafka_over_ssl_with_client_auth_required(tls_broker: BrokerPr
 
 
 def test_kafka_python_over_ssl_with_client_auth_required(tls_broker: BrokerProcess, pki: Pki) -> None:
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka import KafkaProducer, TopicPartition
 
     port = listener_ports(tls_broker)["SECURE"]
     ssl_args = {"bootstrap_servers": f"127.0.0.1:{port}", "security_protocol": "SSL", "ssl_cafile": str(pki.ca_pem),
@@ -114,8 +114,8 @@ def test_kafka_python_over_ssl_with_client_auth_required(tls_broker: BrokerProce
     for i in range(10):
         producer.send(topic, f"v{i}".encode()).get(timeout=20)
     producer.close()
-    consumer = KafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest", enable_auto_commit=False,
-                             consumer_timeout_ms=15000, metadata_max_age_ms=KAFKA_PYTHON_METADATA_MS, **ssl_args)
+    consumer = kafka_python_subscriber(topic, group_id=f"g-{topic}", auto_offset_reset="earliest",
+                                       enable_auto_commit=False, consumer_timeout_ms=15000, **ssl_args)
     got = []
     for message in consumer:
         got.append(message.value)
