@@ -25,7 +25,6 @@ import io
 import socket
 import statistics
 import struct
-import sys
 import tempfile
 import threading
 import time

@@ -263,7 +263,7 @@ def test_reset_offsets_dry_run_then_execute(cli_broker, committed_group):
 
 
 def test_delete_group(cli_broker, committed_group):
-    b, (topic, group, member) = cli_broker.bootstrap, committed_group
+    b, (_, group, member) = cli_broker.bootstrap, committed_group
     member.close()
     assert ok("groups", "delete", "--group", group, bootstrap=b) == \
         f"Deletion of requested consumer groups ('{group}') was successful.\n"

@@ -7,7 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from brokers import BrokerProcess
 from inprocess import InProcessBroker
 from rawkafka import RawClient
 

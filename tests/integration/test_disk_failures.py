@@ -111,7 +111,7 @@ def test_a_full_disk_under_an_offsets_partition_answers_at_once_and_recovers(bro
 
 
 def test_a_data_partition_whose_roll_fails_stays_readable_and_takes_writes_again(broker, fs, caplog):
-    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka import KafkaProducer
     from kafka.errors import KafkaStorageError
 
     create_topic(broker.bootstrap, partitions=1)
@@ -157,7 +157,6 @@ def read_all(bootstrap: str) -> list[bytes]:
 
 def test_a_data_partition_that_failed_is_recovered_from_disk(broker, fs, caplog):
     from kafka import KafkaProducer
-    from kafka.errors import KafkaStorageError
 
     create_topic(broker.bootstrap, partitions=1)
     log = broker.server.broker.cluster.get("data").partitions[0]

@@ -4,7 +4,6 @@ before they take effect (or rolled back), deletions finish after a crash, and pa
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder

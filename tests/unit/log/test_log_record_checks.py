@@ -9,7 +9,7 @@ import struct
 
 import cramjam
 import pytest
-from batches import GZIP, LZ4, SNAPPY, ZSTD, client_batch, recompress
+from batches import GZIP, LZ4, SNAPPY, ZSTD, recompress
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatchBuilder
