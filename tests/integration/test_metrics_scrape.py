@@ -17,7 +17,10 @@ from kafka.structs import OffsetAndMetadata
 from prometheus_client.parser import text_string_to_metric_families
 
 from brokers import BrokerProcess
-from groupmembers import KAFKA_PYTHON_METADATA_MS, create_topic, wait_for
+from groupmembers import create_topic, kafka_python_subscriber, wait_for
+from rawkafka import RawClient, part, req
+
+JOIN = 11
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
@@ -72,9 +75,9 @@ def test_a_consumer_group_moves_the_metrics(broker: BrokerProcess) -> None:
     before = scrape(broker)
     assert value(before, "herd_topic_messages_in_total", topic=topic) == 18
     assert value(before, "herd_topic_bytes_in_total", topic=topic) > 0
-    consumer = KafkaConsumer(topic, bootstrap_servers=broker.bootstrap, group_id=group, auto_offset_reset="earliest",
-                             enable_auto_commit=False, heartbeat_interval_ms=100, session_timeout_ms=6000,
-                             metadata_max_age_ms=KAFKA_PYTHON_METADATA_MS)
+    consumer = kafka_python_subscriber(topic, bootstrap_servers=broker.bootstrap, group_id=group,
+                                       auto_offset_reset="earliest", enable_auto_commit=False,
+                                       heartbeat_interval_ms=100, session_timeout_ms=6000)
     try:
         seen = 0
         deadline = time.monotonic() + 20
@@ -172,3 +175,21 @@ def test_a_long_group_id_is_dropped_and_a_negative_commit_has_no_lag(broker: Bro
     assert value(samples, "herd_metrics_series_dropped", family="consumer_group_sum_lag") >= 1
     assert value(samples, "herd_consumer_group_offset", group="negative", topic="labels", partition="0") == -1
     assert ("herd_consumer_group_lag", (("group", "negative"), ("partition", "0"), ("topic", "labels"))) not in samples
+
+
+def test_a_long_protocol_type_is_dropped_from_the_group_counts(broker: BrokerProcess) -> None:
+    """The protocol type is also the client's string: a group whose type is over 256 characters is left out of
+    herd_group_coordinator_classic_group_count and counted as dropped, while the groups of other types stay."""
+    long_type = "t" * 300
+    with RawClient(broker.port, timeout=30) as c:
+        # JoinGroup v3 (no KIP-394 member id round trip): the broker adds the member as it reads the request; the
+        # answer waits for the end of the join phase, which this test has no need of.
+        c.send_raw(c.encode(JOIN, 3, req(JOIN, 3, group_id="long-type", session_timeout=30_000,
+                                         rebalance_timeout=30_000, member_id="", protocol_type=long_type,
+                                         protocols=(part(JOIN, 3, "JoinGroupRequestProtocol", name="p",
+                                                         metadata=b""),))))
+        samples = scraped_until(broker, lambda s: value(s, "herd_metrics_series_dropped",
+                                                        family="classic_group_count") >= 1,
+                                "the long protocol type counted as dropped")
+    assert not [labels for (_, labels) in samples if ("protocol_type", long_type) in labels]
+    assert value(samples, "herd_group_coordinator_group_count", protocol="classic") >= 1
