@@ -130,6 +130,7 @@ def test_send_offsets_to_transaction_with_a_real_client(node):
     group = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "eos", "isolation.level": "read_committed"})
     producer = Producer({"bootstrap.servers": node.bootstrap, "transactional.id": "eos-tx"})
     runtime = node.server.broker.coordinator
+    counted = node.server.broker.metrics.offset_commits
 
     def send(offset: int) -> None:
         producer.begin_transaction()
@@ -152,5 +153,7 @@ def test_send_offsets_to_transaction_with_a_real_client(node):
         assert runtime.shards[runtime.partition_for("eos")].shard.has_pending_offsets("eos", "data", 0)
         producer.commit_transaction(10)
         assert committed() == 20
+        # herd_group_coordinator_offset_commits counts each written offset, the aborted one too (as Kafka's sensor)
+        assert node.server.broker.metrics.offset_commits - counted == 3
     finally:
         group.close()

@@ -31,7 +31,8 @@ The families, with their labels (a counter's samples end in _total, a histogram'
     herd_group_coordinator_heartbeats                         counter    Heartbeat requests
     herd_group_coordinator_heartbeat_errors{error}            counter    heartbeats answered with an error
                                                                          (REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID..)
-    herd_group_coordinator_offset_commits                     counter    offsets committed (partitions; OffsetCommit)
+    herd_group_coordinator_offset_commits                     counter    offsets committed (partitions; OffsetCommit and
+                                                                         TxnOffsetCommit, as Kafka's OffsetCommits)
     herd_group_coordinator_offset_commit_latency_seconds      histogram OffsetCommit: request read to durable answer
     herd_group_coordinator_fsync_latency_seconds              histogram one write round of the coordinator: appends
                                                                          and fsync (cluster mode: the PostgreSQL
@@ -305,7 +306,8 @@ def _requests(snapshot: Snapshot) -> Iterator[Metric]:
     for code, count in sorted(snapshot.heartbeat_errors.items()):
         errors.add_metric([_error_name(code)], count)
     yield errors
-    yield CounterMetricFamily("herd_group_coordinator_offset_commits", "Offsets committed (partitions, OffsetCommit).",
+    yield CounterMetricFamily("herd_group_coordinator_offset_commits",
+                              "Offsets committed (partitions, OffsetCommit and TxnOffsetCommit).",
                               value=snapshot.offset_commits)
     if commits is not None:
         family = HistogramMetricFamily("herd_group_coordinator_offset_commit_latency_seconds",

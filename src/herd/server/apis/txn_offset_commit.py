@@ -88,6 +88,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 def _response(ctx: RequestContext, request: Any, local: Errors, response: OffsetCommitResponse) -> Any:
     """Every partition of the request, in its order, with its local or its coordinator's error."""
     decided = {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
+    # Counted when written, whether the transaction then commits or aborts, as Kafka's OffsetCommits sensor
+    # (apache/kafka group-coordinator/.../OffsetMetadataManager.java, commitTransactionalOffset).
+    ctx.broker.metrics.offset_commits += sum(1 for code in decided.values() if not code)
     old = ctx.api_version < 2
 
     def code(i: int, name: str, index: int) -> int:
