@@ -5,6 +5,8 @@ it comes back."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import threading
@@ -189,3 +191,53 @@ def _committed(consumer: Consumer, partition: int) -> int:
 
 def _eventually(condition, timeout: float = 30.0) -> None:  # type: ignore[no-untyped-def]
     wait_for(condition, timeout, "the cluster to answer", interval=0.2, ignore=(Exception,))
+
+
+def _postgres_processes(postmaster: int) -> list[int]:
+    """The postmaster and every process it started (backends, background workers)."""
+    found = [postmaster]
+    for entry in Path("/proc").iterdir():
+        try:
+            if entry.name.isdigit() and int((entry / "stat").read_text().rpartition(")")[2].split()[1]) == postmaster:
+                found.append(int(entry.name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def test_a_node_whose_database_hangs_still_stops_within_its_shutdown_limit(open_tmp_path: Path,
+                                                                          tmp_path: Path) -> None:
+    """Every PostgreSQL process is frozen (SIGSTOP: connections neither answer nor fail), then the node gets
+    SIGTERM. Each step of its controlled shutdown waits up to the session timeout, and the waits add up; the
+    node exits by twice the session timeout plus the connections' grace (herd.server.server.shutdown_limit_s:
+    9 s here), saying so in its log, as it did not when `herd cluster up` was killed with its PostgreSQL."""
+    server = LocalPostgres(open_tmp_path / "pg").start()
+    frozen: list[int] = []
+    try:
+        url = server.create_database("frozen")
+        cluster = HerdCluster(tmp_path / "cluster", url, {
+            "broker.session.timeout.ms": "2000", "broker.heartbeat.interval.ms": "500",
+            "offsets.topic.num.partitions": "3"})
+        with cluster:
+            cluster.start(1)
+            node = cluster.nodes[0]
+            assert server.proc is not None and node.proc is not None
+            frozen = _postgres_processes(server.proc.pid)
+            for pid in frozen:
+                os.kill(pid, signal.SIGSTOP)
+            time.sleep(0.5)  # the node's lease renewal is now waiting on the database
+            started = time.monotonic()
+            node.proc.send_signal(signal.SIGTERM)
+            code = node.proc.wait(60)
+            took = time.monotonic() - started
+            print(f"stopped after {took:.1f} s with code {code}")
+            assert took < 9 + 5, f"{took:.1f} s"  # the limit, and room for a loaded machine
+            if code != 0:
+                assert code == 1 and "shutting down took longer than 9 s" in node.log(), node.log()[-3000:]
+    finally:
+        for pid in frozen:
+            try:
+                os.kill(pid, signal.SIGCONT)
+            except ProcessLookupError:
+                pass
+        server.stop()

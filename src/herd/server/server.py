@@ -11,7 +11,8 @@ timers stop), gives open connections a bounded time to send the answers they owe
 closes every log. With herd.http.listener set, the HTTP listener (herd.server.http: the groups and topics API, the
 console, fault injection) is bound with the Kafka listeners (a cluster node registers its URL), serves before they
 accept and stops first at shutdown, when fault rules are cleared (stalled connections carry
-on). `run_server()` wires this to SIGINT and SIGTERM for `herd serve`: the first signal shuts down gracefully, a second one exits at once.
+on). `run_server()` wires this to SIGINT and SIGTERM for `herd serve`: the first signal shuts down gracefully
+(within `shutdown_limit_s`, else the process exits as a crash would), a second one exits at once.
 """
 
 from __future__ import annotations
@@ -417,7 +418,25 @@ async def _serve(config: BrokerConfig) -> None:
         loop.add_signal_handler(sig, on_signal)
     await stop.wait()
     log.info("shutting down")
-    await server.shutdown()
+    limit_s = shutdown_limit_s(config)
+    try:
+        async with asyncio.timeout(limit_s):
+            await server.shutdown()
+    except TimeoutError:
+        # Every wait of the shutdown is bounded, but they add up when the database (or a disk) stops answering
+        # just as the node stops (seen when `herd cluster up` was killed: PostgreSQL went with it). Exiting now is
+        # what a kill -9 does, which loses nothing acknowledged; in cluster mode the lease runs out and the other
+        # nodes take the partitions over.
+        log.error("shutting down took longer than %.0f s (does the database or the disk answer?): exiting now; "
+                  "nothing acknowledged is lost, the next start recovers as after a crash", limit_s)
+        os._exit(1)
+
+
+def shutdown_limit_s(config: BrokerConfig) -> float:
+    """How long a graceful shutdown may take before the process exits anyway: twice the node's session timeout
+    (the bound of each step of a cluster node's controlled shutdown; see herd.cluster.shared) and the grace the
+    connections get. A healthy shutdown takes a few seconds."""
+    return 2 * config.get("broker.session.timeout.ms") / 1000 + SHUTDOWN_GRACE_S
 
 
 def tune_malloc() -> None:
