@@ -284,8 +284,9 @@ class SharedCluster(TopicIndex):
             self._forget_lease()
             raise ClusterError(describe(e, self._where)) from None
         loop = asyncio.get_running_loop()
-        for work in (self._renew_forever(), self._metadata_forever(), self._listen_forever(), self._purge_forever()):
-            self._tasks.append(loop.create_task(work))
+        for name, work in (("renewal", self._renew_forever()), ("metadata", self._metadata_forever()),
+                           ("listen", self._listen_forever()), ("purge", self._purge_forever())):
+            self._tasks.append(loop.create_task(work, name=f"herd-node-{self.node_id}-{name}"))
         self._purge_wake.set()  # leftovers of deletions interrupted by a stop
 
     async def shutdown(self, controlled: bool) -> None:
@@ -296,9 +297,7 @@ class SharedCluster(TopicIndex):
         if not self._tasks:
             return
         renewal, others = self._tasks[0], self._tasks[1:]  # `start` creates the renewal first
-        for task in others:
-            task.cancel()
-        await asyncio.gather(*others, return_exceptions=True)
+        await self._cancel(others)
         if self._step_timer is not None:
             self._step_timer.cancel()
         registered = self._incarnation is not None
@@ -313,8 +312,7 @@ class SharedCluster(TopicIndex):
             if registered and reachable:
                 await self._bounded(self._leave(handover=controlled), "hand this node's partitions over")
         finally:
-            renewal.cancel()
-            await asyncio.gather(renewal, return_exceptions=True)
+            await self._cancel([renewal])
             self._tasks.clear()
             self._state = NodeState.STOPPED
             self._forget_lease()
@@ -323,6 +321,23 @@ class SharedCluster(TopicIndex):
                 self._lease_conn = None
             await asyncio.gather(*self._closing, return_exceptions=True)
         log.info("node %d left the cluster (%s)", self.node_id, "controlled" if controlled else "not controlled")
+
+    async def _cancel(self, tasks: list[asyncio.Task[None]]) -> None:
+        """Cancel background `tasks` and wait for them, at most the session timeout. psycopg answers a cancellation
+        in the middle of a query by cancelling it on the server and then waiting, without a limit, for the query to
+        end. A node SIGTERMed right after it started once hung in this shutdown until the process's limit
+        (herd.server.server.shutdown_limit_s) ended it, and these unbounded waits are where it could have hung."""
+        if not tasks:
+            return
+        for task in tasks:
+            task.cancel()
+        done, stuck = await asyncio.wait(tasks, timeout=self._session_s)
+        for task in done:
+            if not task.cancelled() and task.exception() is not None:  # retrieved, as gather did; and said
+                log.warning("node %d: %s had failed: %r", self.node_id, task.get_name(), task.exception())
+        if stuck:
+            log.warning("node %d: %s did not stop within %.1f s of being cancelled: leaving without it", self.node_id,
+                        ", ".join(sorted(t.get_name() for t in stuck)), self._session_s)
 
     async def _bounded(self, work: Awaitable[Any], what: str) -> bool:
         """Whether `work` was done within the session timeout (a failure is logged)."""
