@@ -323,10 +323,11 @@ class SharedCluster(TopicIndex):
         log.info("node %d left the cluster (%s)", self.node_id, "controlled" if controlled else "not controlled")
 
     async def _cancel(self, tasks: list[asyncio.Task[None]]) -> None:
-        """Cancel background `tasks` and wait for them, at most the session timeout. psycopg answers a cancellation
-        in the middle of a query by cancelling it on the server and then waiting, without a limit, for the query to
-        end. A node SIGTERMed right after it started once hung in this shutdown until the process's limit
-        (herd.server.server.shutdown_limit_s) ended it, and these unbounded waits are where it could have hung."""
+        """Cancel background `tasks` and wait for them, at most the session timeout. A cancelled task does not stop
+        at once: psycopg 3.3 answers a cancellation in the middle of a query by cancelling it on the server, waiting
+        up to 5 s for that and up to 5 s more for the query to end (psycopg/connection_async.py, `wait`). A node
+        SIGTERMed right after it started once hung in this shutdown until the process's limit
+        (herd.server.server.shutdown_limit_s) ended it, and these waits had no bound of their own."""
         if not tasks:
             return
         for task in tasks:
