@@ -23,8 +23,12 @@ from herd.security.scram import ScramMechanism, ScramServer, salted_password
 SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
 
 
+# Not a string the file's base64 (keys, the random secret) can hold by chance, as "pw" could (a fresh-clone run)
+PASSWORD = "s3cret pass!"
+
+
 def upsertion(user: str, mechanism: ScramMechanism = SHA256, iterations: int = 4096,
-              password: str = "pw") -> Upsertion:
+              password: str = PASSWORD) -> Upsertion:
     salt = b"salt-" + user.encode()
     salted = salted_password(mechanism, password, salt, iterations)
     return Upsertion(user, mechanism.type_code, iterations, salt, salted)
@@ -43,7 +47,7 @@ def test_upsert_describe_delete_and_survive_a_reload(tmp_path) -> None:
     again = FileCredentialStore(OsFileSystem(), str(tmp_path))
     again.load()
     assert again.credentials == store.credentials and again.secret == store.secret
-    assert "pw" not in (tmp_path / "scram-credentials.json").read_text()
+    assert PASSWORD not in (tmp_path / "scram-credentials.json").read_text()
     assert codes(again.alter([Deletion("alice", 1)], [])) == {"alice": (NONE, None)}
     assert again.describe(["alice", "bob"])[0] == (
         "alice", RESOURCE_NOT_FOUND, "Attempt to describe a user credential that does not exist: alice", [])
