@@ -53,6 +53,8 @@ def kafka_python_subscriber(topic: str, **config: Any) -> Any:
     # metadata snapshot: a join started after this (FindCoordinator and two JoinGroup round trips) assigns from both.
     wait_for(lambda: consumer.partitions_for_topic(topic), what=f"kafka-python's metadata for {topic}")
     return consumer
+
+
 BROKER_OVERRIDES = {"group.min.session.timeout.ms": "1000", "offsets.topic.num.partitions": "10",
                     "num.partitions": "1"}
 
@@ -129,11 +131,11 @@ def produce(bootstrap: str, topic: str, partitions: int, n: int, start: int = 0)
     return values
 
 
-def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:
-    """The group's committed offsets as confluent-kafka reads them (OffsetFetch)."""
+def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int, **config: Any) -> dict[int, int]:
+    """The group's committed offsets as confluent-kafka reads them (OffsetFetch); `config` adds consumer settings."""
     from confluent_kafka import Consumer, TopicPartition
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False, **config})
     try:
         tps = c.committed([TopicPartition(topic, p) for p in range(partitions)], timeout=15)
     finally:

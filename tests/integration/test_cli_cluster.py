@@ -56,7 +56,7 @@ def _wait_gone(directory: Path, timeout: float = 15.0) -> list[str]:
     deadline = time.monotonic() + timeout
     while (left := _processes_under(directory)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    return [f"{pid}: {_command_line(pid)}{_log_tail(_command_line(pid))}" for pid in left]
+    return [f"{pid}: {line}{_log_tail(line)}" for pid in left for line in [_command_line(pid)]]
 
 
 def _log_tail(command_line: str, lines: int = 30) -> str:

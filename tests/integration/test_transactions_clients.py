@@ -21,6 +21,7 @@ import pytest
 from brokers import BrokerProcess
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from groupmembers import committed_offsets
 
 WORKER = Path(__file__).with_name("eos_worker.py")
 PARTITIONS = 3
@@ -78,18 +79,13 @@ def read_to_end(bootstrap: str, topic: str, isolation: str, *, partitions: int =
     return values
 
 
-def committed_offsets(bootstrap: str, group: str, topic: str) -> int:
+def stable_progress(bootstrap: str, group: str, topic: str) -> int:
     """The sum of the group's stable committed offsets on the topic (-1 counted as 0). read_uncommitted: librdkafka's
     default, read_committed, fetches with require_stable (KIP-447) and so waits, retrying UNSTABLE_OFFSET_COMMIT,
     until a killed worker's open transaction is aborted by its timeout (10 s after it began): as long as the
-    10 s `committed` allows, give or take the expiry's 500 ms period."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False,
-                         "isolation.level": "read_uncommitted"})
-    try:
-        partitions = consumer.committed([TopicPartition(topic, p) for p in range(PARTITIONS)], 10)
-        return sum(max(tp.offset, 0) for tp in partitions)
-    finally:
-        consumer.close()
+    wait the read allows, give or take the expiry's 500 ms period."""
+    offsets = committed_offsets(bootstrap, group, topic, PARTITIONS, **{"isolation.level": "read_uncommitted"})
+    return sum(max(offset, 0) for offset in offsets.values())
 
 
 def test_consume_transform_produce_is_exactly_once_through_sigkills_of_the_worker(broker):
@@ -105,7 +101,7 @@ def test_consume_transform_produce_is_exactly_once_through_sigkills_of_the_worke
         time.sleep(rng.uniform(0.9, 1.6))  # it is somewhere in its loop: mid-transaction, or between two
         worker.send_signal(signal.SIGKILL)
         worker.wait(10)
-        progress.append(committed_offsets(broker.bootstrap, group, source))
+        progress.append(stable_progress(broker.bootstrap, group, source))
     print("committed input offsets after each kill:", progress)
     assert 0 < progress[-1] < count, progress  # the kills came while there was work left
     worker = subprocess.Popen(command, stderr=subprocess.PIPE)

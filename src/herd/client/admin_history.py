@@ -17,15 +17,13 @@ from typing import Any, Final
 
 from kio.schema.errors import ErrorCode
 
+from herd.client.admin_preregistration import describe_group_config
 from herd.client.connection import KafkaClient
 from herd.client.errors import KafkaError, error_name
-from herd.client.wire import RequestBuilder
 
 __all__ = ["HISTORY_CONFIG", "HistoryAdmin", "RebalanceHistory"]
 
 HISTORY_CONFIG: Final = "herd.rebalance.history"
-DESCRIBE_CONFIGS: Final = 32
-GROUP_RESOURCE: Final = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,14 +49,7 @@ class HistoryAdmin:
     async def rebalance_history(self, group_id: str) -> RebalanceHistory:
         """The group's last rebalances, oldest first (none for a group that never rebalanced or does not exist:
         its `state` is then "Dead"). Raises AdminError when the broker refuses or does not keep the history."""
-        def build(b: RequestBuilder) -> Any:
-            resource = b("DescribeConfigsResource", resource_type=GROUP_RESOURCE, resource_name=group_id,
-                         configuration_keys=(HISTORY_CONFIG,))
-            return b.request(resources=(resource,), include_synonyms=False, include_documentation=False)
-
-        _, body = await self.client.call_coordinator(group_id, DESCRIBE_CONFIGS, build,
-                                                     lambda v, body: int(body.results[0].error_code))
-        result = body.results[0]
+        result = await describe_group_config(self.client, group_id, HISTORY_CONFIG)
         if result.error_code:
             detail = f": {result.error_message}" if result.error_message else ""
             raise self.error_type(result.error_code, f"The rebalance history of group '{group_id}' could not be "

@@ -88,14 +88,7 @@ class PreregistrationAdmin:
             raise self._error(group_id, result.error_code, result.error_message)
 
     async def _describe_expected(self, group_id: str) -> str | None:
-        def build(b: RequestBuilder) -> Any:
-            resource = b("DescribeConfigsResource", resource_type=GROUP_RESOURCE, resource_name=group_id,
-                         configuration_keys=(EXPECTED_MEMBERS_CONFIG,))
-            return b.request(resources=(resource,), include_synonyms=False, include_documentation=False)
-
-        _, body = await self.client.call_coordinator(group_id, DESCRIBE_CONFIGS, build,
-                                                     lambda v, body: int(body.results[0].error_code))
-        result = body.results[0]
+        result = await describe_group_config(self.client, group_id, EXPECTED_MEMBERS_CONFIG)
         if result.error_code:
             raise self._error(group_id, result.error_code, result.error_message)
         return next((c.value for c in result.configs if c.name == EXPECTED_MEMBERS_CONFIG), None)
@@ -104,3 +97,16 @@ class PreregistrationAdmin:
         detail = f": {message}" if message else ""
         return self.error_type(code, f"Pre-registration of members of group '{group_id}' failed: "
                                      f"{error_name(code)}{detail}")
+
+
+async def describe_group_config(client: KafkaClient, group_id: str, name: str) -> Any:
+    """DescribeConfigs of the group config `name`, asked of the group's coordinator: the group's result (its
+    error_code, error_message and configs), for the caller to read or to raise on in its own words."""
+    def build(b: RequestBuilder) -> Any:
+        resource = b("DescribeConfigsResource", resource_type=GROUP_RESOURCE, resource_name=group_id,
+                     configuration_keys=(name,))
+        return b.request(resources=(resource,), include_synonyms=False, include_documentation=False)
+
+    _, body = await client.call_coordinator(group_id, DESCRIBE_CONFIGS, build,
+                                            lambda v, body: int(body.results[0].error_code))
+    return body.results[0]

@@ -46,6 +46,14 @@ def last(c: Ctx, group: str = "g") -> dict:
     return entries(c, group)[-1]
 
 
+def rebalance(c: Ctx, members: tuple[str, ...], times: int) -> None:
+    """`times` rebalances of group "g": every member rejoins, then every member syncs."""
+    for _ in range(times):
+        for m in members:
+            c.join(member_id=m)
+        sync_all(c)
+
+
 def sync_all(c: Ctx, group: str = "g", sizes: dict[str, int] | None = None) -> None:
     g = c.shard.group(group)
     given = {m: assignment(*range((sizes or {}).get(m, 1))) for m in g.members}
@@ -268,10 +276,7 @@ def test_the_last_member_leaving_ends_in_an_empty_generation():
 def test_each_group_keeps_its_last_n_rebalances_and_the_record_stays_under_its_byte_bound(monkeypatch):
     c = Ctx(config=CoordinatorConfig(group_initial_rebalance_delay_ms=0, rebalance_history_size=3))
     a, b = c.stable_group(2)
-    for _ in range(4):
-        c.join(member_id=a)
-        c.join(member_id=b)
-        sync_all(c)
+    rebalance(c, (a, b), 4)
     assert [e["generation"] for e in entries(c)] == [3, 4, 5]
     assert [e["generation"] for e in entries(reloaded(c))] == [3, 4, 5]
     full = len(c.shard.history.record("g").value)
@@ -391,10 +396,7 @@ def test_the_json_leaves_out_the_oldest_rebalances_beyond_its_size(monkeypatch):
 
     c = Ctx()
     a, b = c.stable_group(2)
-    for _ in range(3):
-        c.join(member_id=a)
-        c.join(member_id=b)
-        sync_all(c)
+    rebalance(c, (a, b), 3)
     monkeypatch.setattr(group_configs, "MAX_HISTORY_JSON", 2000)
     value = json.loads(c.shard.rebalance_history_json("g"))
     assert value["omitted"] >= 1 and value["rebalances"] == entries(c)[value["omitted"]:]
@@ -404,15 +406,12 @@ def test_below_describe_configs_v4_the_json_fits_a_legacy_string(monkeypatch):
     """DescribeConfigs v0-3 strings hold at most 32,767 bytes: the oldest rebalances are left out to fit."""
     c = Ctx()
     a, b = c.stable_group(2)
-    for _ in range(12):
-        c.join(member_id=a)
-        c.join(member_id=b)
-        sync_all(c)
+    rebalance(c, (a, b), 12)
     whole = json.loads(c.shard.rebalance_history_json("g"))
-    for version, limit in ((3, 2000), (4, 10**9)):
-        from herd.coordinator import group_configs
+    from herd.coordinator import group_configs
 
-        monkeypatch.setattr(group_configs, "MAX_LEGACY_STRING", 2000)
+    monkeypatch.setattr(group_configs, "MAX_LEGACY_STRING", 2000)
+    for version, limit in ((3, 2000), (4, 10**9)):
         h, r = c.run("describe_group_configs", DescribeGroupConfigs(group_id="g", include_history=True,
                                                                       api_version=version))
         value = reply(r, h).configs[-1].value
@@ -466,10 +465,7 @@ def test_log_compaction_keeps_the_latest_history_of_each_group_and_drops_a_delet
 
     c = Ctx()
     a, b = c.stable_group(2)
-    for _ in range(3):
-        c.join(member_id=a)
-        c.join(member_id=b)
-        sync_all(c)
+    rebalance(c, (a, b), 3)
     (gone,) = c.stable_group(1, group="gone")
     c.run("leave_group", LeaveGroup(group_id="gone", member_id=gone, api_version=0))
     c.run("delete_groups", DeleteGroups(groups_names=("gone",)))

@@ -12,13 +12,13 @@ allow.everyone.if.no.acl.found is false: bob, who no ACL names, may do nothing b
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from types import ModuleType
 from typing import Any
 
 from batches import make_batch
+from handlers import answered
 from kio.schema.errors import ErrorCode
 
 from herd.config import BrokerConfig
@@ -66,7 +66,7 @@ from herd.server.apis import (
     sync_group,
     write_txn_markers,
 )
-from herd.server.broker import Broker, Deferred, RequestContext, Session
+from herd.server.broker import Broker, RequestContext, Session
 from herd.server.transactions import transaction_runtime
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
@@ -85,14 +85,6 @@ ACLS = [
     Acl(T, "secret", LIT, "User:*", "*", O.DESCRIBE, DENY),
     Acl(T, "secret", LIT, "User:*", "*", O.READ, ALLOW),
 ]
-
-
-async def answered(outcome: Any) -> Any:
-    if isinstance(outcome, Deferred):
-        return outcome.respond(await asyncio.wait_for(outcome.future, 5))
-    if inspect.isawaitable(outcome):
-        return await asyncio.wait_for(outcome, 5)
-    return outcome
 
 
 class Node:

@@ -7,11 +7,10 @@ while the new coordinator replays; NOT_COORDINATOR for a group coordinated elsew
 from __future__ import annotations
 
 import asyncio
-import inspect
 from datetime import timedelta
 from types import ModuleType
-from typing import Any
 
+from handlers import answered
 from kio.schema.errors import ErrorCode
 from kio.schema.heartbeat.v4.request import HeartbeatRequest
 from kio.schema.join_group.v9.request import JoinGroupRequest, JoinGroupRequestProtocol
@@ -24,7 +23,7 @@ from herd.log.store import SegmentStore
 from herd.protocol.messages import RequestHeader
 from herd.runtime import CoordinatorRuntime, ShardState
 from herd.server.apis import heartbeat, join_group, offset_fetch
-from herd.server.broker import Broker, Deferred, RequestContext
+from herd.server.broker import Broker, RequestContext
 
 
 SESSION = i32Timedelta.parse(timedelta(seconds=10))
@@ -32,15 +31,6 @@ SESSION = i32Timedelta.parse(timedelta(seconds=10))
 
 def _context(broker: Broker, api: ModuleType) -> RequestContext:
     return RequestContext(broker, RequestHeader(api.API_KEY, api.MAX_VERSION, 1, "test"), "127.0.0.1")
-
-
-async def _answered(outcome: Any) -> Any:
-    """A handler's response, once it is known (as the connection has it sent)."""
-    if isinstance(outcome, Deferred):
-        return outcome.respond(await asyncio.wait_for(outcome.future, 5))
-    if inspect.isawaitable(outcome):
-        return await asyncio.wait_for(outcome, 5)
-    return outcome
 
 
 async def _answers(broker: Broker, group: str) -> tuple[int, int, int]:
@@ -53,7 +43,7 @@ async def _answers(broker: Broker, group: str) -> tuple[int, int, int]:
         protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),), reason=None))
     fetch = offset_fetch.handle(_context(broker, offset_fetch), OffsetFetchRequest(
         groups=(OffsetFetchRequestGroup(group_id=group, topics=None),), require_stable=False))
-    beat, join, fetch = [await _answered(outcome) for outcome in (beat, join, fetch)]
+    beat, join, fetch = [await answered(outcome) for outcome in (beat, join, fetch)]
     return beat.error_code, join.error_code, fetch.groups[0].error_code
 
 

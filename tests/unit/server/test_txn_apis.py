@@ -10,12 +10,12 @@ and ListTransactions show the coordinator's state."""
 from __future__ import annotations
 
 import asyncio
-import inspect
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from types import ModuleType
 from typing import Any
 
+from handlers import answered
 from kio.schema.errors import ErrorCode
 
 from herd.config import BrokerConfig
@@ -34,18 +34,10 @@ from herd.server.apis import (
     list_transactions,
     write_txn_markers,
 )
-from herd.server.broker import Broker, Deferred, RequestContext
+from herd.server.broker import Broker, RequestContext
 from herd.server.transactions import transaction_runtime
 
 OK, FENCED, OLD_FENCED = ErrorCode.none, ErrorCode.producer_fenced, ErrorCode.invalid_producer_epoch
-
-
-async def answered(outcome: Any) -> Any:
-    if isinstance(outcome, Deferred):
-        return outcome.respond(await asyncio.wait_for(outcome.future, 5))
-    if inspect.isawaitable(outcome):
-        return await asyncio.wait_for(outcome, 5)
-    return outcome
 
 
 class Node:
