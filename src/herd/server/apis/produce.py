@@ -2,7 +2,8 @@
 
 v3: record batch format v2 and transactional id (the lowest version Kafka 4.x accepts, KIP-896). v5: log start
 offset in the answer. v8: per-record errors and an error message. v9: flexible. v10-v11: current leader and node
-endpoints for KIP-951 (herd has one node, so they stay empty). v12: no body change (KIP-890). v13: topics by id.
+endpoints for KIP-951, left empty in both modes: in cluster mode a client answered NOT_LEADER_OR_FOLLOWER
+refreshes its metadata to find the new leader, as with a broker before KIP-951. v12: no body change (KIP-890). v13: topics by id.
 
 Each partition's `records` go to the log exactly as sent (compressed or not), once their records are checked as
 Kafka's LogValidator checks them (`herd.log.records.check_records`: every batch decompresses, its records are
