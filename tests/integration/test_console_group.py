@@ -113,9 +113,9 @@ def test_the_group_page_shows_a_rebalance_its_cause_and_the_late_member(node, br
 
 
 def test_the_timeline_draws_phases_late_and_dropped_members_of_each_rebalance(node, browser):
-    """The page from a group document given to the browser (common18.md interface 1's entries): a running
-    rebalance, one with late members (their delay, a tick on the join bar) and dropped ones, bars scaled by
-    duration."""
+    """The page from a group document given to the browser (its `rebalances` entries, docs/observability.md): a
+    running rebalance, one with late members (their delay, a tick on the join bar) and dropped ones, bars scaled
+    by duration."""
     member = "kp-a-8f14e45f-ceea-467f-a8f5-6d4b5a1c0b2e"
     late = {"member_id": "ak-slow-c9f0f895-fb98-4b91-9a5a-0c5b7e6d1e2f", "group_instance_id": "slow-1",
             "after_ms": 1830}

@@ -66,8 +66,8 @@ def test_serve_does_not_load_the_client_library() -> None:
 
 
 def test_the_coordinator_core_is_pure() -> None:
-    """DESIGN.md: the coordinator imports no other part of herd, and nothing that does I/O or reads the clock
-    (it is driven by the runtime and tested synchronously with a manual clock)."""
+    """docs/architecture.md: the coordinator imports no other part of herd, and nothing that does I/O or reads
+    the clock (it is driven by the runtime and tested synchronously with a manual clock)."""
     graph = grimp.build_graph("herd", include_external_packages=True, cache_dir=None)
     core = {m for m in graph.modules if m == "herd.coordinator" or m.startswith("herd.coordinator.")}
     outside = {imported for importer in core for imported in graph.find_modules_directly_imported_by(importer)} - core
