@@ -22,7 +22,8 @@ a COMMIT or ABORT marker into every partition of the transaction, one task per t
   offset moved);
 - a `__consumer_offsets` partition: the group coordinator's `complete_transaction`, which writes the marker through
   that partition's own writer and makes the transaction's offsets committed or drops them (Kafka's
-  GroupCoordinator.onTransactionCompleted; see /work/notes/common17.md, Changes);
+  GroupCoordinator.onTransactionCompleted; how the marker is written and replayed: the Transactions
+  paragraph of runtime/shard.py);
 - a partition led by another node (cluster mode): WriteTxnMarkers to that node (`remote`, server/transactions.py),
   whose handler (server/apis/write_txn_markers.py) writes it with the same `write_marker`;
 - a partition whose topic no longer exists is skipped (Kafka: "these partitions are likely deleted already and

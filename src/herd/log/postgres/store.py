@@ -89,7 +89,8 @@ DEFAULT_CACHE_BYTES = 4 * 1024 * 1024  # per partition
 # One transaction carries at most this much (but at least one batch). PostgreSQL's backend allocates fresh
 # memory for each message and bytea this large (faulted in and zeroed by the kernel, handed back after), so
 # large transactions cost it more per MB: 16 MB -> 1 MB took PostgreSQL from ~17 to ~7.5 ms of CPU per MB stored
-# and cluster produce from ~72 to ~125 MB/s (bench_cluster.py, docs/benchmarks.md); 512 KB-4 MB measure alike.
+# and cluster produce from ~72 to ~125 MB/s (bench_cluster.py;
+# the measurements are in bench/HISTORY.md); 512 KB-4 MB measure alike.
 MAX_COMMIT_BYTES = 1024 * 1024
 READ_ROWS = 10_000  # batches one read query returns at most
 SCAN_BYTES = 4 * 1024 * 1024  # what compaction reads per query
