@@ -14,8 +14,18 @@ _LISTENER = re.compile(rb"herd listener (\w+) \(\w+\) on \S+:(\d+)")
 
 class BenchBroker:
     def __init__(self, data_dir: str, **overrides: str) -> None:
-        args = [sys.executable, "-m", "herd.cli", "serve", "--log-level", "INFO",
-                "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override", f"log.dirs={data_dir}"]
+        args = [
+            sys.executable,
+            "-m",
+            "herd.cli",
+            "serve",
+            "--log-level",
+            "INFO",
+            "--override",
+            "listeners=PLAINTEXT://127.0.0.1:0",
+            "--override",
+            f"log.dirs={data_dir}",
+        ]
         for key, value in overrides.items():
             args += ["--override", f"{key}={value}"]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
@@ -37,8 +47,10 @@ class BenchBroker:
         """(VmRSS, VmHWM) of the broker process in MiB."""
         with open(f"/proc/{self.proc.pid}/status") as f:
             status = f.read()
-        return tuple(int(re.search(rf"{k}:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
-                     for k in ("VmRSS", "VmHWM"))
+        return tuple(
+            int(re.search(rf"{k}:\s+(\d+)", status).group(1)) / 1024  # type: ignore[union-attr]
+            for k in ("VmRSS", "VmHWM")
+        )
 
     def stop(self, timeout: float = 60) -> None:
         self.proc.terminate()

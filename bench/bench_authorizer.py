@@ -30,6 +30,7 @@ import time
 
 from bench_groups import stop_members
 from bench_heartbeat_path import Sink, _error_code, ns_per_heartbeat, stable_group, warmed_connection
+
 from herd.config import BrokerConfig
 from herd.security.acls import Acl, Authorizer, Operation, PatternType, Permission, ResourceType
 from herd.server.server import Server
@@ -50,11 +51,19 @@ def make_acls(n: int, seed: int = 7) -> list[Acl]:
         if kind < 0.5:
             acl = Acl(T, f"topic-{rnd.randrange(5000)}", PatternType.LITERAL, principal, "*", op, permission)
         elif kind < 0.75:
-            acl = Acl(T, f"topic-{rnd.randrange(5000)}"[: rnd.randrange(3, 13)], PatternType.PREFIXED, principal, "*",
-                      op, permission)
+            acl = Acl(
+                T,
+                f"topic-{rnd.randrange(5000)}"[: rnd.randrange(3, 13)],
+                PatternType.PREFIXED,
+                principal,
+                "*",
+                op,
+                permission,
+            )
         elif kind < 0.995:
-            acl = Acl(G, f"group-{rnd.randrange(2000)}", PatternType.LITERAL, principal, "*", Operation.READ,
-                      permission)
+            acl = Acl(
+                G, f"group-{rnd.randrange(2000)}", PatternType.LITERAL, principal, "*", Operation.READ, permission
+            )
         else:
             acl = Acl(T, "*", PatternType.LITERAL, principal, "*", Operation.DESCRIBE, Permission.ALLOW)
         acls.add(acl)
@@ -64,8 +73,9 @@ def make_acls(n: int, seed: int = 7) -> list[Acl]:
 def bench_decisions(acls: list[Acl], checks: int, repeats: int) -> dict[str, object]:
     authorizer = Authorizer(acls)
     rnd = random.Random(11)
-    triples = [(f"User:u{rnd.randrange(100)}", rnd.choice(OPS[:3]), f"topic-{rnd.randrange(5000)}")
-               for _ in range(1000)]
+    triples = [
+        (f"User:u{rnd.randrange(100)}", rnd.choice(OPS[:3]), f"topic-{rnd.randrange(5000)}") for _ in range(1000)
+    ]
     work = [triples[i % len(triples)] for i in range(checks)]
 
     def run(cached: bool) -> float:
@@ -91,14 +101,20 @@ async def _paired_heartbeats(acls: list[Acl], repeats: int, batches: int) -> dic
     pipelined heartbeats; between runs the broker's authorizer is switched off (None) and on again, so the pairs
     see the same machine, process and group."""
     with tempfile.TemporaryDirectory(prefix="herd-bench-acl-") as data:
-        config = BrokerConfig.from_properties({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data,
-                                               "group.initial.rebalance.delay.ms": "0",
-                                               "authorizer.class.name": AUTHORIZER})
+        config = BrokerConfig.from_properties(
+            {
+                "listeners": "PLAINTEXT://127.0.0.1:0",
+                "log.dirs": data,
+                "group.initial.rebalance.delay.ms": "0",
+                "authorizer.class.name": AUTHORIZER,
+            }
+        )
         server = Server(config)
         await server.start()
         authorizer = server.broker.authorizer
-        authorizer.add([*acls, Acl(G, "hb", PatternType.PREFIXED, "User:ANONYMOUS", "*", Operation.READ,
-                                   Permission.ALLOW)])
+        authorizer.add(
+            [*acls, Acl(G, "hb", PatternType.PREFIXED, "User:ANONYMOUS", "*", Operation.READ, Permission.ALLOW)]
+        )
         try:
             members, tasks, frames = await stable_group(server)
             sink = Sink()
@@ -128,10 +144,16 @@ async def _paired_heartbeats(acls: list[Acl], repeats: int, batches: int) -> dic
     off_ns = statistics.median(p[0] for p in pairs)
     on_ns = statistics.median(p[1] for p in pairs)
     quartiles = statistics.quantiles(ratios, n=4)
-    return {"without_ns": round(off_ns), "with_ns": round(on_ns), "without_per_s": round(1e9 / off_ns),
-            "with_per_s": round(1e9 / on_ns), "ratio_median": round(statistics.median(ratios), 4),
-            "ratio_quartiles": [round(quartiles[0], 4), round(quartiles[2], 4)],
-            "without_min_ns": round(min(p[0] for p in pairs)), "with_min_ns": round(min(p[1] for p in pairs))}
+    return {
+        "without_ns": round(off_ns),
+        "with_ns": round(on_ns),
+        "without_per_s": round(1e9 / off_ns),
+        "with_per_s": round(1e9 / on_ns),
+        "ratio_median": round(statistics.median(ratios), 4),
+        "ratio_quartiles": [round(quartiles[0], 4), round(quartiles[2], 4)],
+        "without_min_ns": round(min(p[0] for p in pairs)),
+        "with_min_ns": round(min(p[1] for p in pairs)),
+    }
 
 
 def main() -> None:

@@ -80,6 +80,7 @@ PROBE_INTERVAL_S = 0.01
 
 # -- accounting ------------------------------------------------------------------------------------------------
 
+
 def children(pid: int) -> list[int]:
     """`pid` and its children (PostgreSQL's backends are children of the postmaster)."""
     found = [pid]
@@ -121,7 +122,9 @@ class Meter:
     def _pg_counters(self) -> tuple[int, int, int]:
         row = self.conn.execute(
             "SELECT pg_wal_lsn_diff(pg_current_wal_insert_lsn(), '0/0'), w.wal_sync, d.xact_commit "
-            "FROM pg_stat_wal w, pg_stat_database d WHERE d.datname = %s", (self.dbname,)).fetchone()
+            "FROM pg_stat_wal w, pg_stat_database d WHERE d.datname = %s",
+            (self.dbname,),
+        ).fetchone()
         assert row is not None
         return int(row[0]), int(row[1]), int(row[2])
 
@@ -157,6 +160,7 @@ class Meter:
 
 # -- one side: the embedded node or the cluster ----------------------------------------------------------------
 
+
 @dataclass
 class Side:
     name: str  # "embedded" or "cluster"
@@ -182,8 +186,10 @@ def run_data(side: Side, meter: Meter, args: argparse.Namespace, rep: int) -> li
     rows = []
     for phase, fn, extra in (("produce", produce, {"acks": "all"}), ("fetch", fetch, {})):
         quiet(side, args)
-        with profiled(args.py_spy if side.name == "cluster" else None, side, f"{phase}-{rep}"), \
-                meter.measure(side.pids) as usage:
+        with (
+            profiled(args.py_spy if side.name == "cluster" else None, side, f"{phase}-{rep}"),
+            meter.measure(side.pids) as usage,
+        ):
             result = fn(side.bootstrap, topic, count, VALUE_SIZE, extra, args.partitions)
         rows.append(Row(side.name, phase, result.mb_per_s, usage))
         report(rows[-1])
@@ -211,8 +217,11 @@ def coordinators(side: Side, groups: list[str]) -> dict[str, int]:
     deadline = time.monotonic() + 60
     with RawClient(side.ports[0]) as client:
         while len(found) < len(groups):
-            answer = client.request(FIND_COORDINATOR, 4, build(FIND_COORDINATOR, 4, key_type=0, coordinator_keys=tuple(
-                g for g in groups if g not in found)))
+            answer = client.request(
+                FIND_COORDINATOR,
+                4,
+                build(FIND_COORDINATOR, 4, key_type=0, coordinator_keys=tuple(g for g in groups if g not in found)),
+            )
             for c in answer.coordinators:
                 if c.error_code == 0:
                     found[c.key] = c.port
@@ -227,13 +236,16 @@ def run_commits(side: Side, meter: Meter, args: argparse.Namespace, committers: 
     ports = coordinators(side, groups) if len(side.ports) > 1 else None
     bench_commits(side.ports[0], committers, 1.0, COMMIT_GROUPS, coordinators=ports)  # groups loaded, warm
     quiet(side, args)
-    with profiled(args.py_spy if side.name == "cluster" else None, side, f"commits-{time.time():.0f}"), \
-            meter.measure(side.pids) as usage:
+    with (
+        profiled(args.py_spy if side.name == "cluster" else None, side, f"commits-{time.time():.0f}"),
+        meter.measure(side.pids) as usage,
+    ):
         result = bench_commits(side.ports[0], committers, args.commit_seconds, COMMIT_GROUPS, coordinators=ports)
     usage.seconds = args.commit_seconds  # the committers' own clock; the rest of the window is connecting
     phase = "commits" if committers == COMMITTERS else f"commits-{committers}"
-    row = Row(side.name, phase, result["per_second"], usage,
-              {k: result[k] for k in ("commits", "p50_ms", "p99_ms", "errors")})
+    row = Row(
+        side.name, phase, result["per_second"], usage, {k: result[k] for k in ("commits", "p50_ms", "p99_ms", "errors")}
+    )
     report(row)
     return row
 
@@ -241,36 +253,64 @@ def run_commits(side: Side, meter: Meter, args: argparse.Namespace, committers: 
 def report(row: Row) -> None:
     u = row.usage
     unit = "commits/s" if row.phase.startswith("commits") else "MB/s"
-    print(f"# {row.side:8s} {row.phase:8s} {row.rate:10,.1f} {unit:9s} herd {u.herd_cpu / u.seconds:4.0%} "
-          f"pg {u.pg_cpu / u.seconds:4.0%} client {u.client_cpu / u.seconds:4.0%} "
-          f"others {u.others_cpu / u.seconds:4.0%} steal {u.steal:4.0%}  WAL {u.wal_bytes / 1e6:7.1f} MB "
-          f"{u.wal_syncs} syncs {u.xacts} xacts {row.extra or ''}", file=sys.stderr, flush=True)
+    print(
+        f"# {row.side:8s} {row.phase:8s} {row.rate:10,.1f} {unit:9s} herd {u.herd_cpu / u.seconds:4.0%} "
+        f"pg {u.pg_cpu / u.seconds:4.0%} client {u.client_cpu / u.seconds:4.0%} "
+        f"others {u.others_cpu / u.seconds:4.0%} steal {u.steal:4.0%}  WAL {u.wal_bytes / 1e6:7.1f} MB "
+        f"{u.wal_syncs} syncs {u.xacts} xacts {row.extra or ''}",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 # -- failover --------------------------------------------------------------------------------------------------
+
 
 def metadata_leaders(port: int, topic: str) -> dict[int, tuple[int, int]] | None:
     """partition -> (leader, port of the leader) as node `port` sees it; None if it cannot be asked."""
     try:
         with RawClient(port, timeout=1.0) as client:
-            answer = client.request(METADATA, 12, build(METADATA, 12, topics=(build(
-                METADATA, 12, "MetadataRequestTopic", name=topic, topic_id=uuid.UUID(int=0)),),
-                allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+            answer = client.request(
+                METADATA,
+                12,
+                build(
+                    METADATA,
+                    12,
+                    topics=(build(METADATA, 12, "MetadataRequestTopic", name=topic, topic_id=uuid.UUID(int=0)),),
+                    allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=False,
+                ),
+            )
     except OSError:
         return None
     brokers = {b.node_id: b.port for b in answer.brokers}
-    return {p.partition_index: (p.leader_id, brokers.get(p.leader_id, -1))
-            for t in answer.topics for p in t.partitions}
+    return {p.partition_index: (p.leader_id, brokers.get(p.leader_id, -1)) for t in answer.topics for p in t.partitions}
 
 
 def produce_one(port: int, topic: str, partition: int, batch: bytes) -> int:
     """Produce v9, acks=all: the partition's error code (-1 when the node cannot be reached)."""
     try:
         with RawClient(port, timeout=5.0) as client:
-            answer = client.request(PRODUCE, 9, build(PRODUCE, 9, transactional_id=None, acks=-1, timeout=5000,
-                                                      topic_data=(build(PRODUCE, 9, "TopicProduceData", name=topic,
-                                                              partition_data=(build(PRODUCE, 9, "PartitionProduceData",
-                                                                              index=partition, records=batch),)),)))
+            answer = client.request(
+                PRODUCE,
+                9,
+                build(
+                    PRODUCE,
+                    9,
+                    transactional_id=None,
+                    acks=-1,
+                    timeout=5000,
+                    topic_data=(
+                        build(
+                            PRODUCE,
+                            9,
+                            "TopicProduceData",
+                            name=topic,
+                            partition_data=(build(PRODUCE, 9, "PartitionProduceData", index=partition, records=batch),),
+                        ),
+                    ),
+                ),
+            )
     except OSError:
         return -1
     return int(answer.responses[0].partition_responses[0].error_code)
@@ -321,13 +361,17 @@ def run_failovers(cluster: HerdCluster, args: argparse.Namespace) -> list[float]
         time.sleep(1.0)  # let the leases settle after the restart
         seconds = failover_once(cluster, topic, victim, batch)
         times.append(seconds)
-        print(f"# failover {round_ + 1}: node {victim} killed, writable again after {seconds:.2f} s",
-              file=sys.stderr, flush=True)
+        print(
+            f"# failover {round_ + 1}: node {victim} killed, writable again after {seconds:.2f} s",
+            file=sys.stderr,
+            flush=True,
+        )
         cluster.restart(victim)
     return times
 
 
 # -- driver ----------------------------------------------------------------------------------------------------
+
 
 def start_postgres() -> tuple[LocalPostgres, str]:
     """A LocalPostgres under /tmp (its unprivileged user must reach the directory when we are root)."""
@@ -351,17 +395,29 @@ def stop_all(cluster: HerdCluster | None, pg: LocalPostgres, base: str, keep_log
 
 def run_meta(started: str, load_before: tuple[float, float, float], args: argparse.Namespace) -> dict[str, Any]:
     """What a JSON result says of the run: when, which commit, the machine and its load, the command."""
-    return {"date": started, "commit": source_commit(None), "cpus": os.cpu_count(),
-            "python": platform.python_version(), "load_before": [round(x, 2) for x in load_before],
-            "command": " ".join([Path(sys.executable).name, *sys.argv]), "args": vars(args)}
+    return {
+        "date": started,
+        "commit": source_commit(None),
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "load_before": [round(x, 2) for x in load_before],
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "args": vars(args),
+    }
 
 
 def start_cluster(pg: LocalPostgres, base: str, nodes: int) -> tuple[HerdCluster, str]:
     dbname = "herd_bench"
     url = pg.create_database(dbname, replace=True)
-    cluster = HerdCluster(Path(base) / "cluster", url,
-                          {"broker.session.timeout.ms": str(SESSION_TIMEOUT_MS), "num.partitions": "1",
-                           "auto.create.topics.enable": "true"})
+    cluster = HerdCluster(
+        Path(base) / "cluster",
+        url,
+        {
+            "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+            "num.partitions": "1",
+            "auto.create.topics.enable": "true",
+        },
+    )
     cluster.start(nodes)
     return cluster, dbname
 
@@ -375,8 +431,13 @@ def wait_balanced(cluster: HerdCluster, timeout: float = 60.0) -> None:
 
 
 def cluster_side(cluster: HerdCluster) -> Side:
-    return Side("cluster", cluster.bootstrap, [n.proc.pid for n in cluster.nodes if n.proc],
-                [n.port for n in cluster.nodes], list(range(len(cluster.nodes))))
+    return Side(
+        "cluster",
+        cluster.bootstrap,
+        [n.proc.pid for n in cluster.nodes if n.proc],
+        [n.port for n in cluster.nodes],
+        list(range(len(cluster.nodes))),
+    )
 
 
 def summarise(rows: list[Row]) -> list[dict[str, Any]]:
@@ -386,6 +447,7 @@ def summarise(rows: list[Row]) -> list[dict[str, Any]]:
             runs = [r for r in rows if r.side == side and r.phase == phase]
             if not runs:
                 continue
+
             def per(r: Row) -> float:  # MB of values, or commits
                 return r.rate * r.usage.seconds
 
@@ -409,9 +471,11 @@ def summarise(rows: list[Row]) -> list[dict[str, Any]]:
 
 def ratios(summary: list[dict[str, Any]]) -> dict[str, float]:
     med = {(s["side"], s["phase"]): s["median"] for s in summary}
-    return {phase: round(med[("cluster", phase)] / med[("embedded", phase)], 3)
-            for phase in dict.fromkeys(s["phase"] for s in summary)
-            if ("cluster", phase) in med and ("embedded", phase) in med}
+    return {
+        phase: round(med[("cluster", phase)] / med[("embedded", phase)], 3)
+        for phase in dict.fromkeys(s["phase"] for s in summary)
+        if ("cluster", phase) in med and ("embedded", phase) in med
+    }
 
 
 def main() -> None:
@@ -421,17 +485,27 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=3, help="partitions of the produce/fetch topic")
     parser.add_argument("--nodes", type=int, default=3)
     parser.add_argument("--commit-seconds", type=float, default=5.0)
-    parser.add_argument("--committers", default=str(COMMITTERS),
-                        help=f"committer counts for the commit phase, e.g. {COMMITTERS},1 (always {COMMIT_GROUPS} "
-                        "groups at most)")
+    parser.add_argument(
+        "--committers",
+        default=str(COMMITTERS),
+        help=f"committer counts for the commit phase, e.g. {COMMITTERS},1 (always {COMMIT_GROUPS} groups at most)",
+    )
     parser.add_argument("--failovers", type=int, default=5)
     parser.add_argument("--skip", action="append", default=[], choices=("data", "commits", "failover"))
-    parser.add_argument("--wait-quiet", type=float, metavar="CORES",
-                        help="before each phase, wait until other processes use less than CORES of CPU")
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        metavar="CORES",
+        help="before each phase, wait until other processes use less than CORES of CPU",
+    )
     parser.add_argument("--wait-quiet-timeout", type=float, default=120, metavar="SECONDS")
     parser.add_argument("--sides", default="embedded,cluster", help="which to measure (profiling: one only)")
-    parser.add_argument("--py-spy", metavar="DIR", help="record every cluster node with py-spy during the "
-                        "cluster's phases (the figures are then not the benchmark's)")
+    parser.add_argument(
+        "--py-spy",
+        metavar="DIR",
+        help="record every cluster node with py-spy during the "
+        "cluster's phases (the figures are then not the benchmark's)",
+    )
     parser.add_argument("--keep-logs", action="store_true", help="keep the nodes' logs (their directory is printed)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -449,10 +523,19 @@ def main() -> None:
         cluster, dbname = start_cluster(pg, base, args.nodes)
         wait_balanced(cluster)
         meter = Meter(pg, dbname)
-        sides = [side for side in (Side("embedded", embedded.bootstrap, [embedded.proc.pid], [embedded.port], [0]),
-                                   cluster_side(cluster)) if side.name in args.sides.split(",")]
-        print(f"# PostgreSQL {pg.pid}, embedded {embedded.bootstrap}, cluster {cluster.bootstrap}; data under {base}",
-              file=sys.stderr, flush=True)
+        sides = [
+            side
+            for side in (
+                Side("embedded", embedded.bootstrap, [embedded.proc.pid], [embedded.port], [0]),
+                cluster_side(cluster),
+            )
+            if side.name in args.sides.split(",")
+        ]
+        print(
+            f"# PostgreSQL {pg.pid}, embedded {embedded.bootstrap}, cluster {cluster.bootstrap}; data under {base}",
+            file=sys.stderr,
+            flush=True,
+        )
         if "data" not in args.skip:
             for rep in range(args.repeat):
                 for side in sides:
@@ -475,10 +558,13 @@ def main() -> None:
     summary = summarise(rows)
     result = {
         "meta": run_meta(started, load, args),
-        "summary": summary, "ratios": ratios(summary),
-        "failover_s": {"runs": [round(t, 2) for t in failovers],
-                       "median": round(statistics.median(failovers), 2) if failovers else None,
-                       "max": round(max(failovers), 2) if failovers else None},
+        "summary": summary,
+        "ratios": ratios(summary),
+        "failover_s": {
+            "runs": [round(t, 2) for t in failovers],
+            "median": round(statistics.median(failovers), 2) if failovers else None,
+            "max": round(max(failovers), 2) if failovers else None,
+        },
         "runs": [{**asdict(r.usage), "side": r.side, "phase": r.phase, "rate": r.rate, **r.extra} for r in rows],
     }
     if args.json:
@@ -488,16 +574,22 @@ def main() -> None:
 
 
 def print_table(result: dict[str, Any]) -> None:
-    print(f"{'side':9s} {'phase':8s} {'median':>10s} {'runs':30s} {'herd':>5s} {'pg':>5s} {'client':>6s} "
-          f"{'others':>6s} {'steal':>5s} {'herd us/u':>9s} {'pg us/u':>8s} {'WAL B/u':>8s} {'syncs/s':>7s} "
-          f"{'xacts/s':>7s}")
+    print(
+        f"{'side':9s} {'phase':8s} {'median':>10s} {'runs':30s} {'herd':>5s} {'pg':>5s} {'client':>6s} "
+        f"{'others':>6s} {'steal':>5s} {'herd us/u':>9s} {'pg us/u':>8s} {'WAL B/u':>8s} {'syncs/s':>7s} "
+        f"{'xacts/s':>7s}"
+    )
     for s in result["summary"]:
-        print(f"{s['side']:9s} {s['phase']:8s} {s['median']:>10,.1f} {str(s['runs']):30s} {s['herd_cpu_pct']:>4d}% "
-              f"{s['pg_cpu_pct']:>4d}% {s['client_cpu_pct']:>5d}% {s['others_cpu_pct']:>5d}% {s['steal_pct']:>4d}% "
-              f"{s['herd_cpu_us_per_unit']:>9,.0f} {s['pg_cpu_us_per_unit']:>8,.0f} {s['wal_bytes_per_unit']:>8,d} "
-              f"{s['wal_syncs_per_s']:>7,d} {s['xacts_per_s']:>7,d}")
-    print("(produce/fetch: MB/s of 1 KB values, per unit = per MB; commits(-N: N committers): commits/s, per unit "
-          "= per commit; CPU as a share of one core)")
+        print(
+            f"{s['side']:9s} {s['phase']:8s} {s['median']:>10,.1f} {str(s['runs']):30s} {s['herd_cpu_pct']:>4d}% "
+            f"{s['pg_cpu_pct']:>4d}% {s['client_cpu_pct']:>5d}% {s['others_cpu_pct']:>5d}% {s['steal_pct']:>4d}% "
+            f"{s['herd_cpu_us_per_unit']:>9,.0f} {s['pg_cpu_us_per_unit']:>8,.0f} {s['wal_bytes_per_unit']:>8,d} "
+            f"{s['wal_syncs_per_s']:>7,d} {s['xacts_per_s']:>7,d}"
+        )
+    print(
+        "(produce/fetch: MB/s of 1 KB values, per unit = per MB; commits(-N: N committers): commits/s, per unit "
+        "= per commit; CPU as a share of one core)"
+    )
     print("ratios cluster/embedded:", result["ratios"])
     print("failover (s):", result["failover_s"])
     m = result["meta"]

@@ -43,8 +43,10 @@ from _broker import BenchBroker  # noqa: E402
 from herd.protocol.messages import request_class, response_class  # noqa: E402
 from herd.protocol.values import make  # noqa: E402
 
-JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-pw" '
-        'user_admin="admin-pw";')
+JAAS = (
+    'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="admin-pw" '
+    'user_admin="admin-pw";'
+)
 USER, PASSWORD = "good", "good-password"
 
 
@@ -60,8 +62,15 @@ class Raw:
         header_cls = cls.__header_schema__
         self.correlation += 1
         buf = io.BytesIO()
-        entity_writer(header_cls)(buf, header_cls(request_api_key=i16(api_key), request_api_version=i16(version),
-                                                  correlation_id=i32(self.correlation), client_id="storm"))
+        entity_writer(header_cls)(
+            buf,
+            header_cls(
+                request_api_key=i16(api_key),
+                request_api_version=i16(version),
+                correlation_id=i32(self.correlation),
+                client_id="storm",
+            ),
+        )
         entity_writer(cls)(buf, make(cls, fields))
         body = buf.getvalue()
         self.sock.sendall(struct.pack(">i", len(body)) + body)
@@ -106,8 +115,9 @@ def failed_login(port: int, user: str, random_proof: bool = False) -> bool:
         raw.sock.close()
 
 
-def attacker(port: int, count: int, threads: int, offset: int, random_proof: bool,
-             results: "multiprocessing.Queue[int]") -> None:
+def attacker(
+    port: int, count: int, threads: int, offset: int, random_proof: bool, results: multiprocessing.Queue[int]
+) -> None:
     refused = [0]
     lock = threading.Lock()
 
@@ -130,9 +140,17 @@ def attacker(port: int, count: int, threads: int, offset: int, random_proof: boo
 def round_trips(bootstrap: str, n: int) -> list[float]:
     from confluent_kafka import Producer
 
-    p = Producer({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
-                  "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": USER, "sasl.password": PASSWORD,
-                  "acks": "all", "linger.ms": 0})
+    p = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.username": USER,
+            "sasl.password": PASSWORD,
+            "acks": "all",
+            "linger.ms": 0,
+        }
+    )
     p.produce("bench", b"warm-up")
     assert p.flush(30) == 0
     times = []
@@ -152,10 +170,18 @@ def create_user(bootstrap: str) -> None:
         UserScramCredentialUpsertion,
     )
 
-    admin = AdminClient({"bootstrap.servers": bootstrap, "security.protocol": "SASL_PLAINTEXT",
-                         "sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": "admin-pw"})
-    upsertion = UserScramCredentialUpsertion(USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096),
-                                             PASSWORD.encode())
+    admin = AdminClient(
+        {
+            "bootstrap.servers": bootstrap,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "admin",
+            "sasl.password": "admin-pw",
+        }
+    )
+    upsertion = UserScramCredentialUpsertion(
+        USER, ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), PASSWORD.encode()
+    )
     for future in admin.alter_user_scram_credentials([upsertion]).values():
         future.result(30)
 
@@ -171,20 +197,31 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--threads", type=int, default=8)
     parser.add_argument("--round-trips", type=int, default=300)
-    parser.add_argument("--random-proofs", action="store_true",
-                        help="attackers send random proofs (no PBKDF2 of their own: the broker's share alone)")
+    parser.add_argument(
+        "--random-proofs",
+        action="store_true",
+        help="attackers send random proofs (no PBKDF2 of their own: the broker's share alone)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as data_dir:
-        broker = BenchBroker(data_dir, **{"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-                                          "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS})
+        broker = BenchBroker(
+            data_dir,
+            **{
+                "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+            },
+        )
         try:
             create_user(broker.bootstrap)
             quiet = round_trips(broker.bootstrap, args.round_trips)
             results: multiprocessing.Queue[int] = multiprocessing.Queue()
             per = args.logins // args.processes
-            storm = [multiprocessing.Process(target=attacker, args=(broker.port, per, args.threads, k * per,
-                                                                        args.random_proofs, results))
-                     for k in range(args.processes)]
+            storm = [
+                multiprocessing.Process(
+                    target=attacker, args=(broker.port, per, args.threads, k * per, args.random_proofs, results)
+                )
+                for k in range(args.processes)
+            ]
             started = time.perf_counter()
             for p in storm:
                 p.start()
@@ -197,10 +234,19 @@ def main() -> None:
                 p.join()
         finally:
             broker.stop()
-    print(json.dumps({"quiet": summary(quiet), "storm": summary(stormy), "storm_round_trips": len(stormy),
-                      "ratio_median": round(statistics.median(stormy) / statistics.median(quiet), 3),
-                      "failed_logins": refused, "storm_s": round(took, 2),
-                      "logins_per_s": round(refused / took, 1)}))
+    print(
+        json.dumps(
+            {
+                "quiet": summary(quiet),
+                "storm": summary(stormy),
+                "storm_round_trips": len(stormy),
+                "ratio_median": round(statistics.median(stormy) / statistics.median(quiet), 3),
+                "failed_logins": refused,
+                "storm_s": round(took, 2),
+                "logins_per_s": round(refused / took, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -29,7 +29,8 @@ The script starts a PostgreSQL server of its own and a cluster of --nodes `herd 
 2. load (--load-runs times): --load-groups groups that hash to one `__consumer_offsets` partition commit
    --load-partitions offsets each through the protocol (one OffsetCommit per group; 100,000 offsets by
    default) of a topic of --load-partitions partitions (a commit is accepted only for partitions that exist; a
-   third of them move with the killed node), then the partition's leader is killed (--load-move kill) or shut down (shutdown). Measured: the
+   third of them move with the killed node), then the partition's leader is killed (--load-move kill) or shut down
+   (shutdown). Measured: the
    time from the move (the new leader's "leads" line) until OffsetFetch no longer answers
    COORDINATOR_LOAD_IN_PROGRESS, and from the kill. Every committed offset is fetched back at the end.
 3. commit rate (once per move in --rate-moves): --committers committers against the groups of that partition,
@@ -97,6 +98,7 @@ PROBE_INTERVAL_S = 0.01
 
 # -- wire ------------------------------------------------------------------------------------------------------
 
+
 @functools.cache
 def decoder(api_key: int) -> Callable[[bytes], Any]:
     cls = response_class(api_key, V[api_key])
@@ -156,7 +158,7 @@ class Backoff:
         self.initial_ms, self.max_ms, self.attempts = initial_ms, max(max_ms, initial_ms), 0
 
     def next_s(self) -> float:
-        ms = min(self.initial_ms * 2 ** self.attempts, self.max_ms)
+        ms = min(self.initial_ms * 2**self.attempts, self.max_ms)
         self.attempts += 1
         return ms / 1000 * (random.uniform(0.8, 1.2) if self.max_ms > self.initial_ms else 1.0)
 
@@ -205,6 +207,7 @@ class Finder:
 
 
 # -- members ---------------------------------------------------------------------------------------------------
+
 
 async def coordinator_connection(group: str, finder: Finder, backoff: Backoff, conn: Conn | None,
                                  stopped: Callable[[], bool]) -> Conn | None:  # fmt: skip
@@ -266,14 +269,22 @@ class Member:
                 try:
                     await asyncio.wait_for(conn.lost.wait(), wait)
                     continue  # lost before the heartbeat was due: find the coordinator now
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
             if self.stopping:
                 return  # leaving: a heartbeat after the LeaveGroup would be answered UNKNOWN_MEMBER_ID
             sent = time.time()
             try:
-                error = await conn.ask(HEARTBEAT, request(HEARTBEAT, group_id=self.group, generation_id=self.generation,
-                                                          member_id=self.member_id, group_instance_id=None))
+                error = await conn.ask(
+                    HEARTBEAT,
+                    request(
+                        HEARTBEAT,
+                        group_id=self.group,
+                        generation_id=self.generation,
+                        member_id=self.member_id,
+                        group_instance_id=None,
+                    ),
+                )
             except ConnectionError:
                 self.conn, due = None, time.time() + self.backoff.next_s()
                 continue
@@ -294,8 +305,9 @@ class Member:
                 due = time.time() + self.backoff.next_s()
 
     async def _coordinator(self) -> Conn | None:
-        self.conn = await coordinator_connection(self.group, self.finder, self.backoff, self.conn,
-                                                 lambda: self.stopping)
+        self.conn = await coordinator_connection(
+            self.group, self.finder, self.backoff, self.conn, lambda: self.stopping
+        )
         return self.conn
 
     def _lose_coordinator(self) -> None:
@@ -311,10 +323,20 @@ class Member:
             if conn is None:
                 return
             try:
-                joined = await conn.ask(JOIN, request(
-                    JOIN, group_id=self.group, session_timeout=self.session_ms, rebalance_timeout=30_000,
-                    member_id=self.member_id, group_instance_id=None, protocol_type="consumer", reason=None,
-                    protocols=(request(JOIN, "JoinGroupRequestProtocol", name="range", metadata=SUBSCRIPTION),)))
+                joined = await conn.ask(
+                    JOIN,
+                    request(
+                        JOIN,
+                        group_id=self.group,
+                        session_timeout=self.session_ms,
+                        rebalance_timeout=30_000,
+                        member_id=self.member_id,
+                        group_instance_id=None,
+                        protocol_type="consumer",
+                        reason=None,
+                        protocols=(request(JOIN, "JoinGroupRequestProtocol", name="range", metadata=SUBSCRIPTION),),
+                    ),
+                )
                 if joined.error_code == MEMBER_ID_REQUIRED:
                     self.member_id = joined.member_id
                     continue
@@ -323,11 +345,27 @@ class Member:
                     await asyncio.sleep(self.backoff.next_s())
                     continue
                 self.member_id = joined.member_id
-                assignments = tuple(request(SYNC, "SyncGroupRequestAssignment", member_id=m.member_id, assignment=ASSIGNMENT)
-                                    for m in joined.members) if joined.leader == joined.member_id else ()
-                synced = await conn.ask(SYNC, request(
-                    SYNC, group_id=self.group, generation_id=joined.generation_id, member_id=self.member_id,
-                    group_instance_id=None, protocol_type="consumer", protocol_name="range", assignments=assignments))
+                assignments = (
+                    tuple(
+                        request(SYNC, "SyncGroupRequestAssignment", member_id=m.member_id, assignment=ASSIGNMENT)
+                        for m in joined.members
+                    )
+                    if joined.leader == joined.member_id
+                    else ()
+                )
+                synced = await conn.ask(
+                    SYNC,
+                    request(
+                        SYNC,
+                        group_id=self.group,
+                        generation_id=joined.generation_id,
+                        member_id=self.member_id,
+                        group_instance_id=None,
+                        protocol_type="consumer",
+                        protocol_name="range",
+                        assignments=assignments,
+                    ),
+                )
             except ConnectionError:
                 self.conn = None
                 continue
@@ -349,9 +387,26 @@ class Member:
         self.stopping = True
         if self.conn is not None and not self.conn.lost.is_set():
             try:
-                await asyncio.wait_for(self.conn.ask(LEAVE, request(LEAVE, group_id=self.group, members=(request(
-                    LEAVE, "MemberIdentity", member_id=self.member_id, group_instance_id=None, reason="bench"),))), 5)
-            except (ConnectionError, asyncio.TimeoutError):
+                await asyncio.wait_for(
+                    self.conn.ask(
+                        LEAVE,
+                        request(
+                            LEAVE,
+                            group_id=self.group,
+                            members=(
+                                request(
+                                    LEAVE,
+                                    "MemberIdentity",
+                                    member_id=self.member_id,
+                                    group_instance_id=None,
+                                    reason="bench",
+                                ),
+                            ),
+                        ),
+                    ),
+                    5,
+                )
+            except (TimeoutError, ConnectionError):
                 pass
 
     def close(self) -> None:
@@ -361,6 +416,7 @@ class Member:
 
 
 # -- the cluster -----------------------------------------------------------------------------------------------
+
 
 class Bench:
     def __init__(self, cluster: HerdCluster) -> None:
@@ -435,7 +491,7 @@ def phases(events: list[tuple[float, int, str]], victim: int, partitions: Iterab
             out["moved"] = at - t0
     wanted = set(partitions)
     taken = {}
-    for at, node, message in events:
+    for at, _node, message in events:
         match = re.match(rf"node (\d+) leads {OFFSETS}-(\d+) at epoch", message)
         if match and int(match.group(1)) != victim and int(match.group(2)) in wanted:
             taken.setdefault(int(match.group(2)), at - t0)
@@ -444,8 +500,9 @@ def phases(events: list[tuple[float, int, str]], victim: int, partitions: Iterab
     return out
 
 
-async def watch_load(ports: dict[int, int], groups: dict[str, int], victim: int, probe: tuple[str, int] | None,
-                     t0: float, timeout: float) -> dict[str, tuple[float, float, int]]:
+async def watch_load(
+    ports: dict[int, int], groups: dict[str, int], victim: int, probe: tuple[str, int] | None, t0: float, timeout: float
+) -> dict[str, tuple[float, float, int]]:
     """Poll until each group's partition is loaded by a node other than `victim`: FindCoordinator to a live
     node, then OffsetFetch (of `probe`'s topic and partition, or of everything) to the node it names. group ->
     (seconds from `t0` until FindCoordinator named another node, until OffsetFetch answered without
@@ -455,15 +512,18 @@ async def watch_load(ports: dict[int, int], groups: dict[str, int], victim: int,
     named: dict[str, float] = {}
     loaded: dict[str, tuple[float, float, int]] = {}
     loading: dict[str, int] = dict.fromkeys(groups, 0)
-    topics = None if probe is None else (request(FETCH_OFFSETS, "OffsetFetchRequestTopics", name=probe[0],
-                                                 partition_indexes=(probe[1],)),)
+    topics = (
+        None
+        if probe is None
+        else (request(FETCH_OFFSETS, "OffsetFetchRequestTopics", name=probe[0], partition_indexes=(probe[1],)),)
+    )
     deadline = time.monotonic() + timeout
     try:
         while len(loaded) < len(groups) and time.monotonic() < deadline:
             pending = [g for g in groups if g not in loaded]
             found = await finder.find(pending) or {}
             by_node: dict[int, list[str]] = {}
-            for group, (node, port) in found.items():
+            for group, (node, _port) in found.items():
                 if node != victim:
                     named.setdefault(group, time.time() - t0)
                     by_node.setdefault(node, []).append(group)
@@ -471,8 +531,16 @@ async def watch_load(ports: dict[int, int], groups: dict[str, int], victim: int,
                 conn = conns.get(node)
                 if conn is None or conn.lost.is_set():
                     conn = conns[node] = await Conn.open(ports[node], node)
-                answer = await conn.ask(FETCH_OFFSETS, request(FETCH_OFFSETS, require_stable=False, groups=tuple(
-                    request(FETCH_OFFSETS, "OffsetFetchRequestGroup", group_id=g, topics=topics) for g in asked)))
+                answer = await conn.ask(
+                    FETCH_OFFSETS,
+                    request(
+                        FETCH_OFFSETS,
+                        require_stable=False,
+                        groups=tuple(
+                            request(FETCH_OFFSETS, "OffsetFetchRequestGroup", group_id=g, topics=topics) for g in asked
+                        ),
+                    ),
+                )
                 for g in answer.groups:
                     if g.error_code == NONE:
                         loaded[g.group_id] = (named[g.group_id], time.time() - t0, loading[g.group_id])
@@ -501,12 +569,22 @@ def groups_on(partitions: list[int], count: int, prefix: str, num_partitions: in
 
 # -- 1. members across a kill ----------------------------------------------------------------------------------
 
-async def failover_run(bench: Bench, args: argparse.Namespace, run: int, victim: int,
-                       groups: dict[str, int]) -> dict[str, Any]:
+
+async def failover_run(
+    bench: Bench, args: argparse.Namespace, run: int, victim: int, groups: dict[str, int]
+) -> dict[str, Any]:
     ports = bench.live
-    members = [Member(g, Finder(ports, i), args.heartbeat_ms / 1000, args.session_ms,
-                      Backoff(args.retry_backoff_ms, args.retry_backoff_max_ms))
-               for g in groups for i in range(args.members)]
+    members = [
+        Member(
+            g,
+            Finder(ports, i),
+            args.heartbeat_ms / 1000,
+            args.session_ms,
+            Backoff(args.retry_backoff_ms, args.retry_backoff_max_ms),
+        )
+        for g in groups
+        for i in range(args.members)
+    ]
     tasks = [asyncio.create_task(m.run()) for m in members]
     try:
         await asyncio.wait_for(asyncio.gather(*(m.stable.wait() for m in members)), 60)
@@ -516,7 +594,8 @@ async def failover_run(bench: Bench, args: argparse.Namespace, run: int, victim:
         loaded = await watch_load(ports, groups, victim, None, t0, 30)
         deadline = t0 + args.session_ms / 1000 + 1.0
         while time.time() < t0 + 60 and not (
-                time.time() >= deadline and all(confirmed(m, t0, victim, loaded) for m in members)):
+            time.time() >= deadline and all(confirmed(m, t0, victim, loaded) for m in members)
+        ):
             await asyncio.sleep(0.1)
         end = time.time()
     finally:
@@ -539,8 +618,9 @@ async def settled(members: list[Member], heartbeat_s: float, coordinator: int, t
         for m in members:
             by_group.setdefault(m.group, set()).add(m.generation)
         if all(len(g) == 1 for g in by_group.values()) and all(
-                m.stable.is_set() and m.beats and m.beats[-1].error == NONE and m.beats[-1].node == coordinator
-                for m in members):
+            m.stable.is_set() and m.beats and m.beats[-1].error == NONE and m.beats[-1].node == coordinator
+            for m in members
+        ):
             return
     raise RuntimeError("the groups did not settle")
 
@@ -558,8 +638,14 @@ def confirmed(m: Member, t0: float, victim: int, loaded: dict[str, tuple[float, 
     return m.group in loaded and first_ok(m, t0, victim, loaded[m.group][1]) is not None
 
 
-def summarise_run(members: list[Member], marks: dict[int, int], loaded: dict[str, tuple[float, float, int]],
-                  window: tuple[float, float], victim: int, run: int) -> dict[str, Any]:
+def summarise_run(
+    members: list[Member],
+    marks: dict[int, int],
+    loaded: dict[str, tuple[float, float, int]],
+    window: tuple[float, float],
+    victim: int,
+    run: int,
+) -> dict[str, Any]:
     """`marks`: each member's count of generations at the kill; `window`: the kill, and the end of the
     measurement (the members leave after it)."""
     t0, end = window
@@ -573,15 +659,19 @@ def summarise_run(members: list[Member], marks: dict[int, int], loaded: dict[str
                 errors[b.error] = errors.get(b.error, 0) + 1
     rebalance_errors = sum(n for e, n in errors.items() if e in REBALANCE_ERRORS)
     return {
-        "run": run, "victim": victim, "members": len(members), "t0": t0,
-        "all_ok_s": max(oks) if None not in oks else None, "first_ok_s": min(o for o in oks if o is not None)
-        if any(o is not None for o in oks) else None,
+        "run": run,
+        "victim": victim,
+        "members": len(members),
+        "t0": t0,
+        "all_ok_s": max(oks) if None not in oks else None,
+        "first_ok_s": min(o for o in oks if o is not None) if any(o is not None for o in oks) else None,
         "all_ok_after_load_s": max(sure) if None not in sure else None,
         "missing": sum(1 for o in oks if o is None),
         "loaded_s": max(v[1] for v in loaded.values()) if len(loaded) == len({m.group for m in members}) else None,
         "named_s": max(v[0] for v in loaded.values()) if loaded else None,
         "load_in_progress_answers": sum(v[2] for v in loaded.values()),
-        "rebalance_errors": rebalance_errors, "generation_changes": changed,
+        "rebalance_errors": rebalance_errors,
+        "generation_changes": changed,
         "heartbeat_errors": errors,
         "heartbeats_after_kill": sum(1 for m in members for b in m.beats if t0 <= b.sent < end),
     }
@@ -610,11 +700,13 @@ def describe_run(r: dict[str, Any]) -> str:
     def s(key: str) -> str:
         return "-" if r.get(key) is None else f"{r[key]:.2f}"
 
-    return (f"node {r['victim']} killed; every member heartbeated NONE to the new coordinator after {s('all_ok_s')} s "
-            f"(first {s('first_ok_s')}, {r['missing']} never), after its load {s('all_ok_after_load_s')} s; lease "
-            f"expired {s('expired')}, moved {s('moved')}, taken {s('taken')}, FindCoordinator named the new node "
-            f"{s('named_s')}, loaded {s('loaded_s')}; rebalance errors {r['rebalance_errors']}, generation changes "
-            f"{r['generation_changes']}, heartbeat errors {r['heartbeat_errors']}")
+    return (
+        f"node {r['victim']} killed; every member heartbeated NONE to the new coordinator after {s('all_ok_s')} s "
+        f"(first {s('first_ok_s')}, {r['missing']} never), after its load {s('all_ok_after_load_s')} s; lease "
+        f"expired {s('expired')}, moved {s('moved')}, taken {s('taken')}, FindCoordinator named the new node "
+        f"{s('named_s')}, loaded {s('loaded_s')}; rebalance errors {r['rebalance_errors']}, generation changes "
+        f"{r['generation_changes']}, heartbeat errors {r['heartbeat_errors']}"
+    )
 
 
 # -- 2. loading a partition ------------------------------------------------------------------------------------
@@ -638,12 +730,31 @@ async def commit_history(port: int, groups: list[str], partitions: int, connecti
         try:
             while not queue.empty():
                 k, group = queue.get_nowait()
-                body = request(COMMIT, group_id=group, generation_id_or_member_epoch=-1, member_id="",
-                               group_instance_id=None, topics=(request(
-                                   COMMIT, "OffsetCommitRequestTopic", name=LOAD_TOPIC, partitions=tuple(request(
-                                       COMMIT, "OffsetCommitRequestPartition", partition_index=p,
-                                       committed_offset=committed_value(k, p), committed_leader_epoch=-1,
-                                       committed_metadata="") for p in range(partitions))),))
+                body = request(
+                    COMMIT,
+                    group_id=group,
+                    generation_id_or_member_epoch=-1,
+                    member_id="",
+                    group_instance_id=None,
+                    topics=(
+                        request(
+                            COMMIT,
+                            "OffsetCommitRequestTopic",
+                            name=LOAD_TOPIC,
+                            partitions=tuple(
+                                request(
+                                    COMMIT,
+                                    "OffsetCommitRequestPartition",
+                                    partition_index=p,
+                                    committed_offset=committed_value(k, p),
+                                    committed_leader_epoch=-1,
+                                    committed_metadata="",
+                                )
+                                for p in range(partitions)
+                            ),
+                        ),
+                    ),
+                )
                 for _ in range(100):
                     answer = await conn.ask(COMMIT, body)
                     errors = {int(p.error_code) for t in answer.topics for p in t.partitions}
@@ -665,16 +776,28 @@ async def fetch_all(port: int, groups: list[str]) -> dict[str, dict[int, int]]:
     conn = await Conn.open(port)
     try:
         for i in range(0, len(groups), 10):
-            asked = groups[i:i + 10]
+            asked = groups[i : i + 10]
             for _ in range(100):
-                answer = await conn.ask(FETCH_OFFSETS, request(FETCH_OFFSETS, require_stable=False, groups=tuple(
-                    request(FETCH_OFFSETS, "OffsetFetchRequestGroup", group_id=g, topics=None) for g in asked)))
+                answer = await conn.ask(
+                    FETCH_OFFSETS,
+                    request(
+                        FETCH_OFFSETS,
+                        require_stable=False,
+                        groups=tuple(
+                            request(FETCH_OFFSETS, "OffsetFetchRequestGroup", group_id=g, topics=None) for g in asked
+                        ),
+                    ),
+                )
                 if all(g.error_code == NONE for g in answer.groups):
                     break
                 await asyncio.sleep(0.1)
             for g in answer.groups:
-                out[g.group_id] = {int(p.partition_index): int(p.committed_offset)
-                                   for t in g.topics if t.name == LOAD_TOPIC for p in t.partitions}
+                out[g.group_id] = {
+                    int(p.partition_index): int(p.committed_offset)
+                    for t in g.topics
+                    if t.name == LOAD_TOPIC
+                    for p in t.partitions
+                }
     finally:
         conn.close()
     return out
@@ -705,8 +828,12 @@ def check_offsets(bench: Bench, setup: LoadSetup, partitions: int) -> int:
     """How many of the offsets committed by `setup_load` are not fetched back as committed (0 is right)."""
     port = bench.live[bench.leaders()[setup.partition]]
     fetched = _run(fetch_all(port, setup.groups))
-    return sum(1 for k, group in enumerate(setup.groups) for p in range(partitions)
-               if fetched.get(group, {}).get(p) != committed_value(k, p))
+    return sum(
+        1
+        for k, group in enumerate(setup.groups)
+        for p in range(partitions)
+        if fetched.get(group, {}).get(p) != committed_value(k, p)
+    )
 
 
 def wait_loaded(bench: Bench, setup: LoadSetup) -> int:
@@ -736,15 +863,20 @@ def load_run(bench: Bench, args: argparse.Namespace, setup: LoadSetup, run: int)
         result["named_s"], result["loaded_s"], result["load_in_progress_answers"] = loaded[probe]
         if "taken" in result:
             result["load_s"] = result["loaded_s"] - result["taken"]
-    print(f"# load {run + 1}: node {leader} {'killed' if args.load_move == 'kill' else 'shut down'}; "
-          + ", ".join(f"{k} {v:.2f}" for k, v in result.items() if k.endswith("_s") or k in ("expired", "moved",
-                                                                                             "taken")),
-          file=sys.stderr, flush=True)
+    print(
+        f"# load {run + 1}: node {leader} {'killed' if args.load_move == 'kill' else 'shut down'}; "
+        + ", ".join(
+            f"{k} {v:.2f}" for k, v in result.items() if k.endswith("_s") or k in ("expired", "moved", "taken")
+        ),
+        file=sys.stderr,
+        flush=True,
+    )
     bench.restart(leader)
     return result
 
 
 # -- 3. commits during a move ----------------------------------------------------------------------------------
+
 
 @dataclass
 class Committer:
@@ -817,19 +949,28 @@ class Committer:
         self.finder.close()
 
 
-async def commit_through_move(bench: Bench, args: argparse.Namespace, setup: LoadSetup, how: str,
-                              victim: int) -> tuple[list[Committer], float, dict[str, tuple[float, float, int]]]:
+async def commit_through_move(
+    bench: Bench, args: argparse.Namespace, setup: LoadSetup, how: str, victim: int
+) -> tuple[list[Committer], float, dict[str, tuple[float, float, int]]]:
     ports = bench.live
-    committers = [Committer(setup.groups[i % len(setup.groups)], i % args.load_partitions, args.pipeline,
-                            Finder(ports, i), Backoff(args.retry_backoff_ms, args.retry_backoff_max_ms))
-                  for i in range(args.committers)]
+    committers = [
+        Committer(
+            setup.groups[i % len(setup.groups)],
+            i % args.load_partitions,
+            args.pipeline,
+            Finder(ports, i),
+            Backoff(args.retry_backoff_ms, args.retry_backoff_max_ms),
+        )
+        for i in range(args.committers)
+    ]
     stop = asyncio.Event()
     tasks = [asyncio.create_task(c.run(stop)) for c in committers]
     try:
         await asyncio.sleep(1.0 + args.rate_seconds)  # a warm-up second, then the "before" window
         t0 = bench.move(victim, how)
-        probe = asyncio.create_task(watch_load(ports, {setup.groups[0]: setup.partition}, victim, (LOAD_TOPIC, 0),
-                                               t0, 60))
+        probe = asyncio.create_task(
+            watch_load(ports, {setup.groups[0]: setup.partition}, victim, (LOAD_TOPIC, 0), t0, 60)
+        )
         while time.time() < t0 + 60:
             await asyncio.sleep(0.2)
             new = [at for c in committers for at, node in c.acks if at > t0 and node != victim]
@@ -867,8 +1008,9 @@ def rate_run(bench: Bench, args: argparse.Namespace, setup: LoadSetup, how: str)
     def rate(start: float, end: float) -> float:
         return sum(1 for a in acks if start <= a < end) / (end - start)
 
-    per_committer = [sum(1 for at, _ in c.acks if new is not None and new + 2 <= at - t0 < new + 2 + w)
-                     for c in committers]
+    per_committer = [
+        sum(1 for at, _ in c.acks if new is not None and new + 2 <= at - t0 < new + 2 + w) for c in committers
+    ]
     lost = late = 0
     port = bench.live[bench.leaders()[setup.partition]]
     fetched = _run(fetch_all(port, sorted({c.group for c in committers})))
@@ -877,22 +1019,34 @@ def rate_run(bench: Bench, args: argparse.Namespace, setup: LoadSetup, how: str)
         lost += got < c.acked
         late += got > c.sent
     result = {
-        "move": how, "victim": victim, "before_per_s": rate(-w, 0), "during_per_s": rate(0, w),
-        "gap_s": new, "after_per_s": rate(new + 2, new + 2 + w) if new is not None else None,
+        "move": how,
+        "victim": victim,
+        "before_per_s": rate(-w, 0),
+        "during_per_s": rate(0, w),
+        "gap_s": new,
+        "after_per_s": rate(new + 2, new + 2 + w) if new is not None else None,
         "series": [round(rate(s, s + 1)) for s in range(-3, int((new or 0) + 2 + w))],
         "errors": dict(sorted(sum((Counter(c.errors) for c in committers), Counter()).items())),
-        "acknowledged_then_lost": lost, "above_last_sent": late,
-        "settled_per_committer": per_committer, **events,
+        "acknowledged_then_lost": lost,
+        "above_last_sent": late,
+        "settled_per_committer": per_committer,
+        **events,
     }
-    print(f"# commits, {how}: before {result['before_per_s']:.0f}/s, {w:g} s after the move "
-          f"{result['during_per_s']:.0f}/s, settled {result['after_per_s'] or 0:.0f}/s; first commit to the new "
-          f"coordinator after {new or -1:.2f} s ({', '.join(f'{k} {v:.2f}' for k, v in events.items())}); per second from -3 s: {result['series']}; errors {result['errors']}; "
-          f"lost {lost}", file=sys.stderr, flush=True)
+    print(
+        f"# commits, {how}: before {result['before_per_s']:.0f}/s, {w:g} s after the move "
+        f"{result['during_per_s']:.0f}/s, settled {result['after_per_s'] or 0:.0f}/s; first commit to the new "
+        f"coordinator after {new or -1:.2f} s ({', '.join(f'{k} {v:.2f}' for k, v in events.items())}); per second "
+        f"from -3 s: {result['series']}; errors {result['errors']}; "
+        f"lost {lost}",
+        file=sys.stderr,
+        flush=True,
+    )
     bench.restart(victim)
     return result
 
 
 # -- the machine -----------------------------------------------------------------------------------------------
+
 
 class CpuSampler:
     """On a shared machine: how much of the CPU went to this benchmark (the nodes, PostgreSQL and its backends,
@@ -933,8 +1087,12 @@ class CpuSampler:
     def usage(start: tuple[float, ...], end: tuple[float, ...]) -> dict[str, float]:
         """Cores used on average between two marks: by the benchmark, by everything else; the steal's share."""
         wall, ours, busy, steal, total = (b - a for a, b in zip(start, end))
-        return {"seconds": round(wall), "bench_cores": round(ours / wall, 2),
-                "other_cores": round(max(0.0, busy - ours) / wall, 2), "steal": round(steal / max(total, 1e-9), 3)}
+        return {
+            "seconds": round(wall),
+            "bench_cores": round(ours / wall, 2),
+            "other_cores": round(max(0.0, busy - ours) / wall, 2),
+            "steal": round(steal / max(total, 1e-9), 3),
+        }
 
     def close(self) -> None:
         self._stop.set()
@@ -943,18 +1101,33 @@ class CpuSampler:
 
 # -- driver ----------------------------------------------------------------------------------------------------
 
+
 def median_max(values: list[float | None]) -> dict[str, Any]:
     present = [v for v in values if v is not None]
-    return {"median": round(statistics.median(present), 2) if present else None,
-            "max": round(max(present), 2) if present else None, "missing": len(values) - len(present),
-            "runs": [None if v is None else round(v, 2) for v in values]}
+    return {
+        "median": round(statistics.median(present), 2) if present else None,
+        "max": round(max(present), 2) if present else None,
+        "missing": len(values) - len(present),
+        "runs": [None if v is None else round(v, 2) for v in values],
+    }
 
 
 def summarise(failovers: list[dict[str, Any]], loads: list[dict[str, Any]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if failovers:
-        out["failover"] = {key: median_max([r.get(key) for r in failovers]) for key in (
-            "all_ok_s", "all_ok_after_load_s", "first_ok_s", "expired", "moved", "taken", "named_s", "loaded_s")}
+        out["failover"] = {
+            key: median_max([r.get(key) for r in failovers])
+            for key in (
+                "all_ok_s",
+                "all_ok_after_load_s",
+                "first_ok_s",
+                "expired",
+                "moved",
+                "taken",
+                "named_s",
+                "loaded_s",
+            )
+        }
         out["failover"]["within_5s"] = sum(1 for r in failovers if r["all_ok_s"] is not None and r["all_ok_s"] <= 5)
         out["failover"]["rebalances"] = sum(r["rebalance_errors"] + r["generation_changes"] for r in failovers)
     if loads:
@@ -971,8 +1144,12 @@ def main() -> None:
     parser.add_argument("--heartbeat-ms", type=int, default=1000)
     parser.add_argument("--session-ms", type=int, default=10_000, help="the members' session timeout")
     parser.add_argument("--retry-backoff-ms", type=int, default=100)
-    parser.add_argument("--retry-backoff-max-ms", type=int, default=100,
-                        help="above --retry-backoff-ms: the backoff doubles up to it, with 20 %% jitter")
+    parser.add_argument(
+        "--retry-backoff-max-ms",
+        type=int,
+        default=100,
+        help="above --retry-backoff-ms: the backoff doubles up to it, with 20 %% jitter",
+    )
     parser.add_argument("--load-groups", type=int, default=100)
     parser.add_argument("--load-partitions", type=int, default=1000, help="offsets committed per load group")
     parser.add_argument("--load-runs", type=int, default=3)
@@ -1010,26 +1187,41 @@ def main() -> None:
 
     try:
         url = pg.create_database("herd_bench_failover", replace=True)
-        cluster = HerdCluster(Path(base) / "cluster", url, {
-            "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS), "group.initial.rebalance.delay.ms": "500",
-            "num.partitions": "1"})
+        cluster = HerdCluster(
+            Path(base) / "cluster",
+            url,
+            {
+                "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
+                "group.initial.rebalance.delay.ms": "500",
+                "num.partitions": "1",
+            },
+        )
         cluster.start(args.nodes)
-        sampler = CpuSampler(lambda: [*(n.proc.pid for n in cluster.nodes if n.proc and n.proc.poll() is None),
-                                      *children(pg.pid or 0)])
+        sampler = CpuSampler(
+            lambda: [*(n.proc.pid for n in cluster.nodes if n.proc and n.proc.poll() is None), *children(pg.pid or 0)]
+        )
         bench = Bench(cluster)
         for node in range(args.nodes):
             bench.wait_leading(node)
         num_partitions = len(bench.leaders())
-        print(f"# PostgreSQL {pg.pid}, cluster {cluster.bootstrap}, {num_partitions} {OFFSETS} partitions; data "
-              f"under {base}", file=sys.stderr, flush=True)
+        print(
+            f"# PostgreSQL {pg.pid}, cluster {cluster.bootstrap}, {num_partitions} {OFFSETS} partitions; data "
+            f"under {base}",
+            file=sys.stderr,
+            flush=True,
+        )
         mark = sampler.mark()
         if "failover" not in args.skip:
             failovers = run_failovers(bench, args, num_partitions)
             mark = used("failover", mark)
         if "load" not in args.skip or "rate" not in args.skip:
             setup = setup_load(bench, args, num_partitions)
-            print(f"# load: {setup.offsets:,} offsets of {len(setup.groups)} groups committed to {OFFSETS}-"
-                  f"{setup.partition} in {setup.seconds:.1f} s", file=sys.stderr, flush=True)
+            print(
+                f"# load: {setup.offsets:,} offsets of {len(setup.groups)} groups committed to {OFFSETS}-"
+                f"{setup.partition} in {setup.seconds:.1f} s",
+                file=sys.stderr,
+                flush=True,
+            )
         if "load" not in args.skip:
             assert setup is not None
             loads = [load_run(bench, args, setup, run) for run in range(args.load_runs)]
@@ -1045,13 +1237,25 @@ def main() -> None:
             sampler.close()
         stop_all(cluster, pg, base, args.keep_logs)
     result = {
-        "meta": {**run_meta(started, load, args), "load_after": [round(x, 2) for x in os.getloadavg()],
-                 "seconds": round(time.monotonic() - clock)},
-        "machine": machine, "summary": summarise(failovers, loads),
-        "load_setup": None if setup is None else {"partition": setup.partition, "groups": len(setup.groups),
-                                                  "offsets": setup.offsets, "seconds": round(setup.seconds, 1),
-                                                  "wrong_after_moves": wrong},
-        "failovers": failovers, "loads": loads, "rates": rates,
+        "meta": {
+            **run_meta(started, load, args),
+            "load_after": [round(x, 2) for x in os.getloadavg()],
+            "seconds": round(time.monotonic() - clock),
+        },
+        "machine": machine,
+        "summary": summarise(failovers, loads),
+        "load_setup": None
+        if setup is None
+        else {
+            "partition": setup.partition,
+            "groups": len(setup.groups),
+            "offsets": setup.offsets,
+            "seconds": round(setup.seconds, 1),
+            "wrong_after_moves": wrong,
+        },
+        "failovers": failovers,
+        "loads": loads,
+        "rates": rates,
     }
     if args.json:
         print(json.dumps(result, indent=2, default=str))
@@ -1064,31 +1268,48 @@ def print_report(result: dict[str, Any]) -> None:
     if "failover" in summary:
         f = summary["failover"]
         runs = len(result["failovers"])
-        print(f"failover, {runs} kills: every member heartbeating NONE to the new coordinator: median "
-              f"{f['all_ok_s']['median']} s, worst {f['all_ok_s']['max']} s ({f['within_5s']} of {runs} within 5 s; "
-              f"missing {f['all_ok_s']['missing']}); with a heartbeat sent after the load: median "
-              f"{f['all_ok_after_load_s']['median']} s, worst {f['all_ok_after_load_s']['max']} s; rebalances "
-              f"{f['rebalances']}")
-        for key, label in (("expired", "lease found expired"), ("moved", "move stored"),
-                           ("taken", "partitions taken by the new leaders"), ("named_s", "FindCoordinator names it"),
-                           ("loaded_s", "loaded (OffsetFetch NONE)"), ("first_ok_s", "first member NONE")):
+        print(
+            f"failover, {runs} kills: every member heartbeating NONE to the new coordinator: median "
+            f"{f['all_ok_s']['median']} s, worst {f['all_ok_s']['max']} s ({f['within_5s']} of {runs} within 5 s; "
+            f"missing {f['all_ok_s']['missing']}); with a heartbeat sent after the load: median "
+            f"{f['all_ok_after_load_s']['median']} s, worst {f['all_ok_after_load_s']['max']} s; rebalances "
+            f"{f['rebalances']}"
+        )
+        for key, label in (
+            ("expired", "lease found expired"),
+            ("moved", "move stored"),
+            ("taken", "partitions taken by the new leaders"),
+            ("named_s", "FindCoordinator names it"),
+            ("loaded_s", "loaded (OffsetFetch NONE)"),
+            ("first_ok_s", "first member NONE"),
+        ):
             print(f"  {label:40s} median {f[key]['median']}, worst {f[key]['max']} s after the kill: {f[key]['runs']}")
     if "load" in summary:
         s, setup = summary["load"], result["load_setup"]
-        print(f"load of {setup['offsets']:,} offsets in {setup['groups']} groups: taken -> loaded median "
-              f"{s['load_s']['median']} s, worst {s['load_s']['max']} s {s['load_s']['runs']}; move -> loaded "
-              f"{s['loaded_s']['runs']}; offsets not fetched back {setup['wrong_after_moves']}")
+        print(
+            f"load of {setup['offsets']:,} offsets in {setup['groups']} groups: taken -> loaded median "
+            f"{s['load_s']['median']} s, worst {s['load_s']['max']} s {s['load_s']['runs']}; move -> loaded "
+            f"{s['loaded_s']['runs']}; offsets not fetched back {setup['wrong_after_moves']}"
+        )
     for r in result["rates"]:
-        print(f"commits, {r['move']}: before {r['before_per_s']:.0f}/s, first {result['meta']['args']['rate_seconds']:g} s "
-              f"after the move {r['during_per_s']:.0f}/s, settled {r['after_per_s'] or 0:.0f}/s, gap "
-              f"{r['gap_s'] or -1:.2f} s; per second from -3 s {r['series']}; errors {r['errors']}; acknowledged then lost "
-              f"{r['acknowledged_then_lost']}")
+        print(
+            f"commits, {r['move']}: before {r['before_per_s']:.0f}/s, first "
+            f"{result['meta']['args']['rate_seconds']:g} s "
+            f"after the move {r['during_per_s']:.0f}/s, settled {r['after_per_s'] or 0:.0f}/s, gap "
+            f"{r['gap_s'] or -1:.2f} s; per second from -3 s {r['series']}; errors {r['errors']}; acknowledged "
+            f"then lost "
+            f"{r['acknowledged_then_lost']}"
+        )
     for part, u in result["machine"].items():
-        print(f"{part}: {u['seconds']} s, the benchmark used {u['bench_cores']} cores, other processes "
-              f"{u['other_cores']}, steal {100 * u['steal']:.1f} %")
+        print(
+            f"{part}: {u['seconds']} s, the benchmark used {u['bench_cores']} cores, other processes "
+            f"{u['other_cores']}, steal {100 * u['steal']:.1f} %"
+        )
     m = result["meta"]
-    print(f"commit {m['commit']}, {m['date']}, {m['seconds']} s, {m['cpus']} CPUs, load average before "
-          f"{m['load_before']}, after {m['load_after']}: {m['command']}")
+    print(
+        f"commit {m['commit']}, {m['date']}, {m['seconds']} s, {m['cpus']} CPUs, load average before "
+        f"{m['load_before']}, after {m['load_after']}: {m['command']}"
+    )
 
 
 if __name__ == "__main__":

@@ -46,12 +46,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from _broker import BenchBroker
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
 from herd.protocol.messages import request_class, response_class
 from herd.server.apis._build import make
-from _broker import BenchBroker
 
 JOIN, SYNC, HEARTBEAT, LEAVE = 11, 14, 12, 13
 VERSIONS = {JOIN: 9, SYNC: 5, HEARTBEAT: 4, LEAVE: 5}
@@ -60,12 +60,20 @@ MEMBER_ID_REQUIRED, REBALANCE_IN_PROGRESS = 79, 27
 
 # -- wire ------------------------------------------------------------------------------------------------------
 
+
 def encode(api_key: int, request: Any, correlation_id: int = 0, client_id: str = "bench") -> bytes:
     cls = request_class(api_key, VERSIONS[api_key])
     header_cls = cls.__header_schema__
     buf = io.BytesIO()
-    entity_writer(header_cls)(buf, header_cls(request_api_key=i16(api_key), request_api_version=i16(VERSIONS[api_key]),
-                                              correlation_id=i32(correlation_id), client_id=client_id))
+    entity_writer(header_cls)(
+        buf,
+        header_cls(
+            request_api_key=i16(api_key),
+            request_api_version=i16(VERSIONS[api_key]),
+            correlation_id=i32(correlation_id),
+            client_id=client_id,
+        ),
+    )
     entity_writer(cls)(buf, request)
     body = buf.getvalue()
     return struct.pack(">i", len(body)) + body
@@ -128,7 +136,7 @@ class Wire(asyncio.Protocol):
             size = struct.unpack_from(">i", buf, position)[0]
             if len(buf) - position - 4 < size:
                 break
-            frame = bytes(buf[position + 4:position + 4 + size])
+            frame = bytes(buf[position + 4 : position + 4 + size])
             position += 4 + size
             future, decode = self._waiting.pop(struct.unpack_from(">i", frame)[0])
             if not future.done():
@@ -165,6 +173,7 @@ class GroupProgress:
 
 
 # -- members ---------------------------------------------------------------------------------------------------
+
 
 @dataclass
 class Member:
@@ -204,13 +213,23 @@ class Member:
         joined_at = time.perf_counter()
         assignments = ()
         if r.leader == r.member_id:
-            assignments = tuple(build(SYNC, "SyncGroupRequestAssignment", member_id=m.member_id, assignment=b"a")
-                                for m in r.members)
+            assignments = tuple(
+                build(SYNC, "SyncGroupRequestAssignment", member_id=m.member_id, assignment=b"a") for m in r.members
+            )
         if assignments:
-            s = await self.wire.call(SYNC, build(SYNC, group_id=self.group, generation_id=r.generation_id,
-                                                 member_id=self.member_id, group_instance_id=None,
-                                                 protocol_type="consumer", protocol_name="range",
-                                                 assignments=assignments))
+            s = await self.wire.call(
+                SYNC,
+                build(
+                    SYNC,
+                    group_id=self.group,
+                    generation_id=r.generation_id,
+                    member_id=self.member_id,
+                    group_instance_id=None,
+                    protocol_type="consumer",
+                    protocol_name="range",
+                    assignments=assignments,
+                ),
+            )
         else:
             s = await self.wire.send(self._follower_sync(r.generation_id), _decoder(SYNC))
         if s.error_code:
@@ -225,9 +244,17 @@ class Member:
         """This member's JoinGroup, encoded with kio once per member id (kio's encoder takes ~44 us a request;
         1,000 members rejoining in a rebalance would spend 44 ms of the client's CPU on it)."""
         if self._join_template is None or self._join_template[0] != self.member_id:
-            join = build(JOIN, group_id=self.group, session_timeout=30_000, rebalance_timeout=30_000,
-                         member_id=self.member_id, group_instance_id=None, protocol_type="consumer", reason=None,
-                         protocols=(build(JOIN, "JoinGroupRequestProtocol", name="range", metadata=b"m"),))
+            join = build(
+                JOIN,
+                group_id=self.group,
+                session_timeout=30_000,
+                rebalance_timeout=30_000,
+                member_id=self.member_id,
+                group_instance_id=None,
+                protocol_type="consumer",
+                reason=None,
+                protocols=(build(JOIN, "JoinGroupRequestProtocol", name="range", metadata=b"m"),),
+            )
             self._join_template = (self.member_id, encode(JOIN, join))
         return self._join_template[1]
 
@@ -236,9 +263,19 @@ class Member:
         kio's encoder takes ~27 us a request, which for 1,000 followers is on the critical path of every
         rebalance this one-process client measures."""
         if self._sync_template is None or self._sync_template[0] != self.member_id:
-            frame = encode(SYNC, build(SYNC, group_id=self.group, generation_id=0, member_id=self.member_id,
-                                       group_instance_id=None, protocol_type="consumer", protocol_name="range",
-                                       assignments=()))
+            frame = encode(
+                SYNC,
+                build(
+                    SYNC,
+                    group_id=self.group,
+                    generation_id=0,
+                    member_id=self.member_id,
+                    group_instance_id=None,
+                    protocol_type="consumer",
+                    protocol_name="range",
+                    assignments=(),
+                ),
+            )
             member = self.member_id.encode()
             assert len(member) < 127  # its compact-string length is one varint byte
             # SyncGroup v5: ... group id, generation id (int32), member id (compact string), ...
@@ -250,8 +287,16 @@ class Member:
         return patched
 
     async def _heartbeat_until_rebalance(self) -> None:
-        frame = encode(HEARTBEAT, build(HEARTBEAT, group_id=self.group, generation_id=self.generation,
-                                        member_id=self.member_id, group_instance_id=None))
+        frame = encode(
+            HEARTBEAT,
+            build(
+                HEARTBEAT,
+                group_id=self.group,
+                generation_id=self.generation,
+                member_id=self.member_id,
+                group_instance_id=None,
+            ),
+        )
         while not self.stopping:
             await asyncio.sleep(self.heartbeat_ms / 1000)
             if self.stopping:
@@ -264,12 +309,21 @@ class Member:
 
     async def leave(self) -> None:
         self.stopping = True
-        await self.wire.call(LEAVE, build(LEAVE, group_id=self.group, members=(
-            build(LEAVE, "MemberIdentity", member_id=self.member_id, group_instance_id=None, reason="bench"),)))
+        await self.wire.call(
+            LEAVE,
+            build(
+                LEAVE,
+                group_id=self.group,
+                members=(
+                    build(LEAVE, "MemberIdentity", member_id=self.member_id, group_instance_id=None, reason="bench"),
+                ),
+            ),
+        )
 
 
-async def form_group(port: int, group: str, n: int, heartbeat_ms: int) -> tuple[list[Member], list[asyncio.Task],
-                                                                                 float]:
+async def form_group(
+    port: int, group: str, n: int, heartbeat_ms: int
+) -> tuple[list[Member], list[asyncio.Task], float]:
     """Start n members; returns them, their tasks, and seconds until all held the n-member generation."""
     wires = await asyncio.gather(*(Wire().connect(port) for _ in range(n)))
     progress = GroupProgress()
@@ -296,8 +350,11 @@ async def until_synced(members: list[Member], size: int) -> int:
     progress = members[0].progress
     while True:
         for generation, count in list(progress.counts.items()):
-            if count >= len(members) and all(m.synced.is_set() and m.generation == generation for m in members) \
-                    and max(m.group_size for m in members) == size:
+            if (
+                count >= len(members)
+                and all(m.synced.is_set() and m.generation == generation for m in members)
+                and max(m.group_size for m in members) == size
+            ):
                 return generation
         progress.changed.clear()
         await progress.changed.wait()
@@ -315,6 +372,7 @@ async def stop_members(members: list[Member], tasks: list[asyncio.Task]) -> None
 
 # -- scenarios -------------------------------------------------------------------------------------------------
 
+
 async def formation(port: int, n: int, heartbeat_ms: int, tag: str, broker_pid: int) -> dict[str, float]:
     """Seconds from the first JoinGroup to: every member having entered the group (its JoinGroup with a
     member id sent), the end of the join phase of the generation that has all n (its first JoinGroup answer),
@@ -322,17 +380,22 @@ async def formation(port: int, n: int, heartbeat_ms: int, tag: str, broker_pid: 
     cpu_broker, cpu_client = _cpu_seconds(broker_pid), time.process_time()
     members, tasks, elapsed = await form_group(port, f"form-{tag}-{n}", n, heartbeat_ms)
     start = time.perf_counter() - elapsed  # form_group's start, after its connections were made
-    times = {"total": elapsed,
-             "cpu_broker": _cpu_seconds(broker_pid) - cpu_broker, "cpu_client": time.process_time() - cpu_client,
-             "first_in": min(m.id_join_sent for m in members) - start,
-             "all_in": max(m.id_join_sent for m in members) - start,
-             "join_end": min(m.joined_at for m in members) - start,
-             "after_join": max(m.synced_at for m in members) - min(m.joined_at for m in members)}
+    times = {
+        "total": elapsed,
+        "cpu_broker": _cpu_seconds(broker_pid) - cpu_broker,
+        "cpu_client": time.process_time() - cpu_client,
+        "first_in": min(m.id_join_sent for m in members) - start,
+        "all_in": max(m.id_join_sent for m in members) - start,
+        "join_end": min(m.joined_at for m in members) - start,
+        "after_join": max(m.synced_at for m in members) - min(m.joined_at for m in members),
+    }
     await stop_members(members, tasks)
     return times
 
 
-async def leave_rebalance(port: int, n: int, heartbeat_ms: int, broker_pid: int) -> tuple[float, float, float, float, float]:
+async def leave_rebalance(
+    port: int, n: int, heartbeat_ms: int, broker_pid: int
+) -> tuple[float, float, float, float, float]:
     """(LeaveGroup -> all hold the new generation, the last member learning of the rebalance -> that, the last
     member learning of it -> the end of the join phase, i.e. the first JoinGroup answer; CPU seconds of the broker
     and of this client from the LeaveGroup to the end)."""
@@ -412,10 +475,17 @@ def _cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def heartbeats(port: int, n: int, connections: int, seconds: float, rate: int, broker_pid: int,
-                     memory: Callable[[], tuple[float, float]],
-                     connect: Callable[[HeartbeatLoad], Any] | None = None, group: str = "heartbeats"
-                     ) -> dict[str, float]:
+async def heartbeats(
+    port: int,
+    n: int,
+    connections: int,
+    seconds: float,
+    rate: int,
+    broker_pid: int,
+    memory: Callable[[], tuple[float, float]],
+    connect: Callable[[HeartbeatLoad], Any] | None = None,
+    group: str = "heartbeats",
+) -> dict[str, float]:
     """Heartbeats of n members of one stable group over `connections` shared connections: closed loop (every
     member always has one heartbeat in flight) when rate is 0, else paced at `rate` per second in all, sent
     in 1 ms ticks and timed from when each was due (so a slow answer also delays the count, no coordinated
@@ -425,8 +495,16 @@ async def heartbeats(port: int, n: int, connections: int, seconds: float, rate: 
     for m in members:  # from now on the load below heartbeats for them (the members' own every 20 s)
         m.heartbeat_ms = 20_000
     await asyncio.sleep(0.2)
-    frames = [encode(HEARTBEAT, build(HEARTBEAT, group_id=m.group, generation_id=m.generation, member_id=m.member_id,
-                                      group_instance_id=None), correlation_id=m.index) for m in members]
+    frames = [
+        encode(
+            HEARTBEAT,
+            build(
+                HEARTBEAT, group_id=m.group, generation_id=m.generation, member_id=m.member_id, group_instance_id=None
+            ),
+            correlation_id=m.index,
+        )
+        for m in members
+    ]
     latencies: list[float] = []
     loads = [HeartbeatLoad(frames[c::connections], latencies, closed_loop=not rate) for c in range(connections)]
     for load in loads:
@@ -467,15 +545,24 @@ async def heartbeats(port: int, n: int, connections: int, seconds: float, rate: 
     await stop_members(members, tasks)
     latencies.sort()
     count = len(latencies)
-    return {"count": count, "per_s": count / elapsed, "errors": sum(load.errors for load in loads) - errors_before,
-            "rss_mib": rss, "hwm_mib": hwm,
-            "broker_us": 1e6 * cpu_broker / count, "client_us": 1e6 * cpu_client / count,
-            "broker_cpu": cpu_broker / elapsed,
-            "p50_ms": 1000 * latencies[count // 2], "p99_ms": 1000 * latencies[int(count * 0.99)],
-            "p999_ms": 1000 * latencies[int(count * 0.999)], "mean_ms": 1000 * statistics.fmean(latencies)}
+    return {
+        "count": count,
+        "per_s": count / elapsed,
+        "errors": sum(load.errors for load in loads) - errors_before,
+        "rss_mib": rss,
+        "hwm_mib": hwm,
+        "broker_us": 1e6 * cpu_broker / count,
+        "client_us": 1e6 * cpu_client / count,
+        "broker_cpu": cpu_broker / elapsed,
+        "p50_ms": 1000 * latencies[count // 2],
+        "p99_ms": 1000 * latencies[int(count * 0.99)],
+        "p999_ms": 1000 * latencies[int(count * 0.999)],
+        "mean_ms": 1000 * statistics.fmean(latencies),
+    }
 
 
 # -- broker ----------------------------------------------------------------------------------------------------
+
 
 class Broker(BenchBroker):
     """`herd serve` in a child process on a free port."""
@@ -508,13 +595,20 @@ def main() -> None:
             broker = Broker(data, delay)
             try:
                 for n in sizes:
-                    t = {k: 1000 * v for k, v in runner(formation(broker.port, n, args.heartbeat_ms,
-                                                                    f"d{delay}", broker.proc.pid)).items()}
-                    print(f"{f'formation, {n} members, initial delay {delay} ms':<52} {t['total']:>10.0f} ms "
-                          f"({t['after_join']:.0f} ms after the join phase; first in the group at "
-                          f"{t['first_in']:.0f}, all in at {t['all_in']:.0f}, join phase ended at {t['join_end']:.0f}; CPU "
-                          f"broker {t['cpu_broker']:.0f}, client {t['cpu_client']:.0f})",
-                          flush=True)
+                    t = {
+                        k: 1000 * v
+                        for k, v in runner(
+                            formation(broker.port, n, args.heartbeat_ms, f"d{delay}", broker.proc.pid)
+                        ).items()
+                    }
+                    print(
+                        f"{f'formation, {n} members, initial delay {delay} ms':<52} {t['total']:>10.0f} ms "
+                        f"({t['after_join']:.0f} ms after the join phase; first in the group at "
+                        f"{t['first_in']:.0f}, all in at {t['all_in']:.0f}, join phase ended at "
+                        f"{t['join_end']:.0f}; CPU "
+                        f"broker {t['cpu_broker']:.0f}, client {t['cpu_client']:.0f})",
+                        flush=True,
+                    )
             finally:
                 broker.stop()
     with tempfile.TemporaryDirectory() as data:
@@ -522,21 +616,38 @@ def main() -> None:
         try:
             for n in sizes:
                 total, after_learning, join_end, cpu_broker, cpu_client = runner(
-                    leave_rebalance(broker.port, n, args.heartbeat_ms, broker.proc.pid))
-                print(f"{f'rebalance after a leave, {n} members (hb {args.heartbeat_ms} ms)':<52} "
-                      f"{total * 1000:>10.0f} ms ({after_learning * 1000:.0f} ms after the last learned, whose "
-                      f"join phase ended {join_end * 1000:.0f} ms after it; CPU broker {cpu_broker * 1000:.0f}, "
-                      f"client {cpu_client * 1000:.0f})", flush=True)
-            hb = runner(heartbeats(broker.port, args.hb_members, args.hb_connections, args.hb_seconds, args.hb_rate,
-                                   broker.proc.pid, broker.memory_mib))
+                    leave_rebalance(broker.port, n, args.heartbeat_ms, broker.proc.pid)
+                )
+                print(
+                    f"{f'rebalance after a leave, {n} members (hb {args.heartbeat_ms} ms)':<52} "
+                    f"{total * 1000:>10.0f} ms ({after_learning * 1000:.0f} ms after the last learned, whose "
+                    f"join phase ended {join_end * 1000:.0f} ms after it; CPU broker {cpu_broker * 1000:.0f}, "
+                    f"client {cpu_client * 1000:.0f})",
+                    flush=True,
+                )
+            hb = runner(
+                heartbeats(
+                    broker.port,
+                    args.hb_members,
+                    args.hb_connections,
+                    args.hb_seconds,
+                    args.hb_rate,
+                    broker.proc.pid,
+                    broker.memory_mib,
+                )
+            )
             mode = f"paced {args.hb_rate}/s" if args.hb_rate else "closed loop"
             errors = f" ({hb['errors']} errors)" if hb["errors"] else ""
-            print(f"{f'heartbeats, {args.hb_members} members / {args.hb_connections} conns, {mode}':<52} "
-                  f"{hb['per_s']:>12,.0f}/s p50 {hb['p50_ms']:.2f} p99 {hb['p99_ms']:.2f} p99.9 {hb['p999_ms']:.2f} ms; "
-                  f"broker {hb['broker_us']:.1f} us/hb ({100 * hb['broker_cpu']:.0f} % of a core), "
-                  f"client {hb['client_us']:.1f} us/hb{errors}")
-            print(f"{f'broker memory, {args.hb_members} members connected (RSS / peak)':<52} "
-                  f"{hb['rss_mib']:>17.0f} / {hb['hwm_mib']:.0f} MiB")
+            print(
+                f"{f'heartbeats, {args.hb_members} members / {args.hb_connections} conns, {mode}':<52} "
+                f"{hb['per_s']:>12,.0f}/s p50 {hb['p50_ms']:.2f} p99 {hb['p99_ms']:.2f} p99.9 {hb['p999_ms']:.2f} ms; "
+                f"broker {hb['broker_us']:.1f} us/hb ({100 * hb['broker_cpu']:.0f} % of a core), "
+                f"client {hb['client_us']:.1f} us/hb{errors}"
+            )
+            print(
+                f"{f'broker memory, {args.hb_members} members connected (RSS / peak)':<52} "
+                f"{hb['rss_mib']:>17.0f} / {hb['hwm_mib']:.0f} MiB"
+            )
         finally:
             broker.stop()
 

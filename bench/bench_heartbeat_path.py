@@ -35,9 +35,9 @@ import tempfile
 import time
 from typing import Any
 
+from bench_groups import HEARTBEAT, VERSIONS, build, encode, form_group, stop_members
 from kio.serial import entity_reader
 
-from bench_groups import HEARTBEAT, VERSIONS, build, encode, form_group, stop_members
 from herd.config import BrokerConfig
 from herd.protocol.messages import response_class
 from herd.server.connection import Connection
@@ -79,7 +79,7 @@ def _error_code(answer: bytes) -> int:
     """The error code of the first Heartbeat answer in `answer` (size, header, body)."""
     cls = response_class(HEARTBEAT, VERSIONS[HEARTBEAT])
     size = int.from_bytes(answer[:4], "big")
-    frame = answer[4:4 + size]
+    frame = answer[4 : 4 + size]
     _, offset = entity_reader(cls.__header_schema__)(frame, 0)
     return int(entity_reader(cls)(frame, offset)[0].error_code)
 
@@ -91,14 +91,22 @@ async def stable_group(server: Server) -> tuple[list[Any], list[Any], bytes]:
     for m in members:
         m.heartbeat_ms = 20_000
     await asyncio.sleep(0.2)
-    frames = b"".join(encode(HEARTBEAT, build(HEARTBEAT, group_id=m.group, generation_id=m.generation,
-                                              member_id=m.member_id, group_instance_id=None), i)
-                      for i, m in enumerate(members * (FRAMES_PER_BATCH // len(members))))
+    frames = b"".join(
+        encode(
+            HEARTBEAT,
+            build(
+                HEARTBEAT, group_id=m.group, generation_id=m.generation, member_id=m.member_id, group_instance_id=None
+            ),
+            i,
+        )
+        for i, m in enumerate(members * (FRAMES_PER_BATCH // len(members)))
+    )
     return members, tasks, frames
 
 
-def warmed_connection(server: Server, sink: Sink, frames: bytes, batches: int,
-                      cls: type[Connection] = Connection) -> Connection:
+def warmed_connection(
+    server: Server, sink: Sink, frames: bytes, batches: int, cls: type[Connection] = Connection
+) -> Connection:
     """A connection of `server` writing to `sink`, fed `batches` batches of `frames` and checked to answer them."""
     conn = cls(server)
     conn.connection_made(sink)  # type: ignore[arg-type]
@@ -127,8 +135,9 @@ def _baseline_class(path: str) -> type[Connection]:
 
 async def measure(repeats: int, batches: int, serve: bool = False, baseline: str | None = None) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="herd-bench-hb-") as data:
-        config = BrokerConfig.from_properties({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data,
-                                               "group.initial.rebalance.delay.ms": "0"})
+        config = BrokerConfig.from_properties(
+            {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data, "group.initial.rebalance.delay.ms": "0"}
+        )
         server = Server(config)
         await server.start()
         try:
@@ -158,11 +167,14 @@ async def measure(repeats: int, batches: int, serve: bool = False, baseline: str
                 ratios = [a / b for a, b in pairs]
                 per_heartbeat = [a for a, _ in pairs]
                 quartiles = statistics.quantiles(ratios, n=4)
-                return {"ns": round(statistics.median(a for a, _ in pairs)),
-                        "baseline_ns": round(statistics.median(b for _, b in pairs)),
-                        "min_ns": round(min(a for a, _ in pairs)), "baseline_min_ns": round(min(b for _, b in pairs)),
-                        "ratio_median": round(statistics.median(ratios), 4),
-                        "ratio_quartiles": [round(quartiles[0], 4), round(quartiles[2], 4)]}
+                return {
+                    "ns": round(statistics.median(a for a, _ in pairs)),
+                    "baseline_ns": round(statistics.median(b for _, b in pairs)),
+                    "min_ns": round(min(a for a, _ in pairs)),
+                    "baseline_min_ns": round(min(b for _, b in pairs)),
+                    "ratio_median": round(statistics.median(ratios), 4),
+                    "ratio_quartiles": [round(quartiles[0], 4), round(quartiles[2], 4)],
+                }
             if serve:
                 print("ready", flush=True)
                 while sys.stdin.readline():

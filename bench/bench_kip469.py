@@ -32,24 +32,27 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
+from _broker import BenchBroker
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
 from herd.protocol.messages import request_class, response_class
 from herd.server.apis._build import make
-from _broker import BenchBroker
 
 CONFIG = "herd.expected.instance.ids"
 
 
 # -- broker ----------------------------------------------------------------------------------------------------
 
+
 class Broker(BenchBroker):
     """`herd serve` in a child process on a free port."""
 
     def __init__(self, data_dir: str) -> None:
-        super().__init__(data_dir, **{"num.partitions": "1", "group.initial.rebalance.delay.ms": "0",
-                                      "group.min.session.timeout.ms": "1000"})
+        super().__init__(
+            data_dir,
+            **{"num.partitions": "1", "group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000"},
+        )
 
 
 def raw_call(port: int, api_key: int, version: int, **fields: Any) -> Any:
@@ -57,8 +60,12 @@ def raw_call(port: int, api_key: int, version: int, **fields: Any) -> Any:
     cls = request_class(api_key, version)
     header_cls = cls.__header_schema__
     buf = io.BytesIO()
-    entity_writer(header_cls)(buf, header_cls(request_api_key=i16(api_key), request_api_version=i16(version),
-                                              correlation_id=i32(1), client_id="bench"))
+    entity_writer(header_cls)(
+        buf,
+        header_cls(
+            request_api_key=i16(api_key), request_api_version=i16(version), correlation_id=i32(1), client_id="bench"
+        ),
+    )
     entity_writer(cls)(buf, make(cls, fields))
     with socket.create_connection(("127.0.0.1", port), timeout=10) as s:
         s.sendall(struct.pack(">i", len(buf.getvalue())) + buf.getvalue())
@@ -84,8 +91,15 @@ def generation(port: int, group: str) -> int:
     (g,) = raw_call(port, 15, 5, groups=(group,), include_authorized_operations=False).groups
     member = g.members[0]
     for candidate in range(1, 1000):
-        answer = raw_call(port, 12, 4, group_id=group, generation_id=candidate, member_id=member.member_id,
-                          group_instance_id=member.group_instance_id)
+        answer = raw_call(
+            port,
+            12,
+            4,
+            group_id=group,
+            generation_id=candidate,
+            member_id=member.member_id,
+            group_instance_id=member.group_instance_id,
+        )
         if answer.error_code == 0:
             return candidate
     raise RuntimeError(f"no generation of {group} answered")
@@ -110,11 +124,13 @@ def pre_register(bootstrap: str, group: str, ids: list[str]) -> None:
     entry = ConfigEntry(CONFIG, ",".join(ids), incremental_operation=AlterConfigOpType.SET)
     client = admin(bootstrap)
     (future,) = client.incremental_alter_configs(
-        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]).values()
+        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[entry])]
+    ).values()
     future.result(15)
 
 
 # -- consumers -------------------------------------------------------------------------------------------------
+
 
 @dataclass(eq=False)
 class Member(threading.Thread):
@@ -133,11 +149,20 @@ class Member(threading.Thread):
     def run(self) -> None:
         from confluent_kafka import Consumer
 
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group,
-                             "group.instance.id": self.instance_id, "session.timeout.ms": 10_000,
-                             "heartbeat.interval.ms": self.heartbeat_ms, "max.poll.interval.ms": 30_000,
-                             "enable.auto.commit": False, "partition.assignment.strategy": "range",
-                             "topic.metadata.refresh.interval.ms": 1000, "log_level": 3})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": self.group,
+                "group.instance.id": self.instance_id,
+                "session.timeout.ms": 10_000,
+                "heartbeat.interval.ms": self.heartbeat_ms,
+                "max.poll.interval.ms": 30_000,
+                "enable.auto.commit": False,
+                "partition.assignment.strategy": "range",
+                "topic.metadata.refresh.interval.ms": 1000,
+                "log_level": 3,
+            }
+        )
         work = self.processing_ms / 1000
 
         def on_assign(c: Any, partitions: Any) -> None:
@@ -198,12 +223,15 @@ def unowned(members: list[Member], partitions: int, start: float) -> tuple[float
 
 # -- the scenario ----------------------------------------------------------------------------------------------
 
+
 def scale_up(broker: Broker, args: argparse.Namespace, preregister: bool) -> dict[str, float]:
     tag = uuid.uuid4().hex[:6]
     topic, group = f"kip469-{tag}", f"kip469-{tag}"
     create_topic(broker.bootstrap, topic, args.partitions)
-    old = [Member(broker.bootstrap, topic, group, f"old-{i}", args.heartbeat_ms, args.processing_ms)
-           for i in range(args.old)]
+    old = [
+        Member(broker.bootstrap, topic, group, f"old-{i}", args.heartbeat_ms, args.processing_ms)
+        for i in range(args.old)
+    ]
     for m in old:
         m.start()
     settle(old, args.partitions, quiet_s=2.0)
@@ -235,15 +263,21 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, default=16)
     parser.add_argument("--arrival-ms", type=int, default=2000, help="time between two new instances starting")
     parser.add_argument("--heartbeat-ms", type=int, default=500)
-    parser.add_argument("--processing-ms", type=int, default=0,
-                        help="work after each poll (consume(timeout=20 ms) then this long without polling)")
+    parser.add_argument(
+        "--processing-ms",
+        type=int,
+        default=0,
+        help="work after each poll (consume(timeout=20 ms) then this long without polling)",
+    )
     parser.add_argument("--runs", type=int, default=3)
     args = parser.parse_args()
     if args.partitions < args.old + args.new:
         parser.error("--partitions must be at least --old + --new (every member owns a partition)")
-    print(f"{args.old} static members + {args.new} arriving every {args.arrival_ms} ms, {args.partitions} "
-          f"partitions, heartbeat {args.heartbeat_ms} ms, processing {args.processing_ms} ms per poll, median of "
-          f"{args.runs} runs")
+    print(
+        f"{args.old} static members + {args.new} arriving every {args.arrival_ms} ms, {args.partitions} "
+        f"partitions, heartbeat {args.heartbeat_ms} ms, processing {args.processing_ms} ms per poll, median of "
+        f"{args.runs} runs"
+    )
     print(f"{'':<26} {'rebalances':>10} {'unowned partition-s':>20} {'any unowned (s)':>16} {'scale-up (s)':>13}")
     with tempfile.TemporaryDirectory() as data:
         broker = Broker(data)
@@ -251,9 +285,13 @@ def main() -> None:
             for label, preregister in (("without pre-registration", False), ("with pre-registration", True)):
                 runs = [scale_up(broker, args, preregister) for _ in range(args.runs)]
                 med = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
-                print(f"{label:<26} {med['rebalances']:>10.0f} {med['partition_s']:>20.2f} {med['wall_s']:>16.2f} "
-                      f"{med['scale_s']:>13.2f}   (runs: "
-                      + ", ".join(f"{r['rebalances']}/{r['partition_s']:.2f}" for r in runs) + ")", flush=True)
+                print(
+                    f"{label:<26} {med['rebalances']:>10.0f} {med['partition_s']:>20.2f} {med['wall_s']:>16.2f} "
+                    f"{med['scale_s']:>13.2f}   (runs: "
+                    + ", ".join(f"{r['rebalances']}/{r['partition_s']:.2f}" for r in runs)
+                    + ")",
+                    flush=True,
+                )
         finally:
             broker.stop()
 

@@ -25,8 +25,9 @@ from herd.log.store import SegmentStore
 def make_batch(value_bytes: int, count: int) -> bytes:
     stamp = TZAwareMicros.parse(datetime.datetime.now(datetime.UTC).replace(microsecond=0))
     records = tuple(
-        Record(attributes=i8(0), timestamp=stamp, offset=i64(i), key=b"key-%d" % i, value=b"v" * value_bytes,
-               headers=())  # fmt: skip
+        Record(
+            attributes=i8(0), timestamp=stamp, offset=i64(i), key=b"key-%d" % i, value=b"v" * value_bytes, headers=()
+        )  # fmt: skip
         for i in range(count)
     )
     buffer = io.BytesIO()

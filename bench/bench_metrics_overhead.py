@@ -40,15 +40,23 @@ def heartbeats(src: str, seconds: float) -> dict[str, float]:
     match = _HEARTBEATS.search(out)
     if match is None:
         raise RuntimeError(f"no heartbeat figure in:\n{out}")
-    return {"heartbeats_per_s": float(match.group(1).replace(",", "")), "broker_us_per_heartbeat": float(match.group(2))}
+    return {
+        "heartbeats_per_s": float(match.group(1).replace(",", "")),
+        "broker_us_per_heartbeat": float(match.group(2)),
+    }
 
 
 def commits(src: str, seconds: float, committers: int) -> dict[str, float]:
-    out = _run(src, [str(BENCH / "bench_offsets.py"), "--committers", str(committers), "--seconds", str(seconds),
-                     "--skip-load"])
+    out = _run(
+        src,
+        [str(BENCH / "bench_offsets.py"), "--committers", str(committers), "--seconds", str(seconds), "--skip-load"],
+    )
     result = json.loads(out.strip().splitlines()[-1])["commits"]
-    return {"commits_per_s": float(result["per_second"]), "broker_us_per_commit": float(result["broker_us"]),
-            "commit_p50_ms": float(result["p50_ms"])}
+    return {
+        "commits_per_s": float(result["per_second"]),
+        "broker_us_per_commit": float(result["broker_us"]),
+        "commit_p50_ms": float(result["p50_ms"]),
+    }
 
 
 def heartbeat_path(before: str, after: str, pairs: int, batches: int) -> None:
@@ -69,17 +77,26 @@ def heartbeat_path(before: str, after: str, pairs: int, batches: int) -> None:
             worker.wait(60)
     ratios = [a / b for a, b in zip(figures["after"], figures["before"], strict=True)]
     for tree, values in figures.items():
-        print(f"heartbeat path, {tree:<6} ns/heartbeat: min {min(values):,.0f}  median {statistics.median(values):,.0f}")
-    print(f"heartbeat path, after/before: median of {pairs} paired ratios {statistics.median(ratios):.3f} "
-          f"(quartiles {statistics.quantiles(ratios, n=4)[0]:.3f}-{statistics.quantiles(ratios, n=4)[2]:.3f}); "
-          f"ratio of the minima {min(figures['after']) / min(figures['before']):.3f}")
+        print(
+            f"heartbeat path, {tree:<6} ns/heartbeat: min {min(values):,.0f}  median {statistics.median(values):,.0f}"
+        )
+    print(
+        f"heartbeat path, after/before: median of {pairs} paired ratios {statistics.median(ratios):.3f} "
+        f"(quartiles {statistics.quantiles(ratios, n=4)[0]:.3f}-{statistics.quantiles(ratios, n=4)[2]:.3f}); "
+        f"ratio of the minima {min(figures['after']) / min(figures['before']):.3f}"
+    )
 
 
 def _worker(src: str, batches: int) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(Path(src).resolve()), "PYTHONDONTWRITEBYTECODE": "1"}
-    worker = subprocess.Popen([sys.executable, str(BENCH / "bench_heartbeat_path.py"), "--serve", "--batches",
-                               str(batches)], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL, text=True)
+    worker = subprocess.Popen(
+        [sys.executable, str(BENCH / "bench_heartbeat_path.py"), "--serve", "--batches", str(batches)],
+        env=env,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     assert worker.stdout is not None
     if worker.stdout.readline().strip() != "ready":
         raise RuntimeError(f"the heartbeat path benchmark did not start with {src}")
@@ -117,8 +134,18 @@ def main() -> None:
     print()
     heartbeat_path(args.before, args.after, args.path_pairs, args.path_batches)
     baseline = str(Path(args.before) / "herd" / "server" / "connection.py")
-    out = _run(args.after, [str(BENCH / "bench_heartbeat_path.py"), "--baseline-connection", baseline, "--repeats",
-                            str(2 * args.path_pairs + 1), "--batches", "50"])
+    out = _run(
+        args.after,
+        [
+            str(BENCH / "bench_heartbeat_path.py"),
+            "--baseline-connection",
+            baseline,
+            "--repeats",
+            str(2 * args.path_pairs + 1),
+            "--batches",
+            "50",
+        ],
+    )
     print(f"connection.py alone, after vs before in one process: {out.strip().splitlines()[-1]}")
 
 

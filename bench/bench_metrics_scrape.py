@@ -32,8 +32,9 @@ from herd.server.server import Server  # noqa: E402
 
 async def measure(groups: int, partitions: int, max_series: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="herd-bench-scrape-") as data:
-        config = BrokerConfig.from_properties({"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data,
-                                               "herd.metrics.max.series": str(max_series)})
+        config = BrokerConfig.from_properties(
+            {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data, "herd.metrics.max.series": str(max_series)}
+        )
         server = Server(config)
         await server.start()
         try:
@@ -42,8 +43,11 @@ async def measure(groups: int, partitions: int, max_series: int) -> dict[str, fl
             topic = CommitTopic("scraped", tuple(CommitPartition(p, p + 1) for p in range(partitions)))
             pending = []
             for g in range(groups):
-                outcome = server.broker.coordinator.call(f"group-{g}", GroupCoordinatorShard.offset_commit,
-                                                         OffsetCommit(group_id=f"group-{g}", topics=(topic,)))
+                outcome = server.broker.coordinator.call(
+                    f"group-{g}",
+                    GroupCoordinatorShard.offset_commit,
+                    OffsetCommit(group_id=f"group-{g}", topics=(topic,)),
+                )
                 if isinstance(outcome, asyncio.Future):
                     pending.append(outcome)
             await asyncio.gather(*pending)
@@ -72,8 +76,14 @@ async def measure(groups: int, partitions: int, max_series: int) -> dict[str, fl
             lag_series = body.count(b"\nherd_consumer_group_lag{")
         finally:
             await server.shutdown()
-    return {"groups": groups, "offsets": groups * partitions, "scrape_ms": round(statistics.median(seconds) * 1000, 1),
-            "loop_held_max_ms": round(longest * 1000, 1), "text_kib": round(size / 1024), "lag_series": lag_series}
+    return {
+        "groups": groups,
+        "offsets": groups * partitions,
+        "scrape_ms": round(statistics.median(seconds) * 1000, 1),
+        "loop_held_max_ms": round(longest * 1000, 1),
+        "text_kib": round(size / 1024),
+        "lag_series": lag_series,
+    }
 
 
 def main() -> None:

@@ -16,7 +16,8 @@
    differs).
 2. load: --groups groups of --partitions committed offsets (1,000,000 by default), written as consumers
    commit them (one batch per group commit, all of a group's partitions), --history times each, into a
-   fresh data directory with 256 KiB `__consumer_offsets` segments (the active segment is never compacted). A fresh process then starts the
+   fresh data directory with 256 KiB `__consumer_offsets` segments (the active segment is never compacted). A fresh
+   process then starts the
    coordinator runtime on it and reports the time until every partition is loaded and its resident memory
    (VmRSS growth and peak); then every partition is compacted and the load is measured again.
 
@@ -41,12 +42,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from _broker import BenchBroker
 from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i16, i32
 
 from herd.protocol.messages import request_class, response_class
 from herd.server.apis._build import make
-from _broker import BenchBroker
 
 COMMIT, CREATE_TOPICS = 8, 19
 COMMIT_VERSION = 9
@@ -63,12 +64,20 @@ Broker = BenchBroker
 
 # -- wire ------------------------------------------------------------------------------------------------------
 
+
 def frame(api_key: int, version: int, request: Any, correlation_id: int = 1) -> bytes:
     cls = request_class(api_key, version)
     header_cls = cls.__header_schema__
     buf = io.BytesIO()
-    entity_writer(header_cls)(buf, header_cls(request_api_key=i16(api_key), request_api_version=i16(version),
-                                              correlation_id=i32(correlation_id), client_id="bench"))
+    entity_writer(header_cls)(
+        buf,
+        header_cls(
+            request_api_key=i16(api_key),
+            request_api_version=i16(version),
+            correlation_id=i32(correlation_id),
+            client_id="bench",
+        ),
+    )
     entity_writer(cls)(buf, request)
     return struct.pack(">i", len(buf.getvalue())) + buf.getvalue()
 
@@ -83,11 +92,36 @@ def build(api_key: int, version: int, class_name: str | None = None, /, **fields
 def commit_template(group: str, partition: int) -> tuple[bytes, int]:
     """An OffsetCommit frame and the position of its 8-byte offset."""
     v = COMMIT_VERSION
-    topic = build(COMMIT, v, "OffsetCommitRequestTopic", name=TOPIC, partitions=(
-        build(COMMIT, v, "OffsetCommitRequestPartition", partition_index=partition, committed_offset=SENTINEL,
-              committed_leader_epoch=-1, committed_metadata=""),))
-    data = frame(COMMIT, v, build(COMMIT, v, group_id=group, generation_id_or_member_epoch=-1, member_id="",
-                                  group_instance_id=None, topics=(topic,)))
+    topic = build(
+        COMMIT,
+        v,
+        "OffsetCommitRequestTopic",
+        name=TOPIC,
+        partitions=(
+            build(
+                COMMIT,
+                v,
+                "OffsetCommitRequestPartition",
+                partition_index=partition,
+                committed_offset=SENTINEL,
+                committed_leader_epoch=-1,
+                committed_metadata="",
+            ),
+        ),
+    )
+    data = frame(
+        COMMIT,
+        v,
+        build(
+            COMMIT,
+            v,
+            group_id=group,
+            generation_id_or_member_epoch=-1,
+            member_id="",
+            group_instance_id=None,
+            topics=(topic,),
+        ),
+    )
     return data, data.index(SENTINEL.to_bytes(8, "big"))
 
 
@@ -95,9 +129,23 @@ def ok_response(partition: int) -> bytes:
     """The body of a successful answer to `commit_template` (correlation id 1)."""
     cls = response_class(COMMIT, COMMIT_VERSION)
     module = sys.modules[cls.__module__]
-    response = make(cls, {"throttle_time": 0, "topics": (make(module.OffsetCommitResponseTopic, {
-        "name": TOPIC, "partitions": (make(module.OffsetCommitResponsePartition,
-                                           {"partition_index": partition, "error_code": 0}),)}),)})
+    response = make(
+        cls,
+        {
+            "throttle_time": 0,
+            "topics": (
+                make(
+                    module.OffsetCommitResponseTopic,
+                    {
+                        "name": TOPIC,
+                        "partitions": (
+                            make(module.OffsetCommitResponsePartition, {"partition_index": partition, "error_code": 0}),
+                        ),
+                    },
+                ),
+            ),
+        },
+    )
     buf = io.BytesIO()
     header_cls = cls.__header_schema__
     entity_writer(header_cls)(buf, header_cls(correlation_id=i32(1)))
@@ -108,10 +156,19 @@ def ok_response(partition: int) -> bytes:
 def create_topic(port: int) -> None:
     async def run() -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        topic = build(CREATE_TOPICS, 7, "CreatableTopic", name=TOPIC, num_partitions=TOPIC_PARTITIONS,
-                      replication_factor=1, assignments=(), configs=())
-        writer.write(frame(CREATE_TOPICS, 7, build(CREATE_TOPICS, 7, timeout=10_000, validate_only=False,
-                                                   topics=(topic,))))
+        topic = build(
+            CREATE_TOPICS,
+            7,
+            "CreatableTopic",
+            name=TOPIC,
+            num_partitions=TOPIC_PARTITIONS,
+            replication_factor=1,
+            assignments=(),
+            configs=(),
+        )
+        writer.write(
+            frame(CREATE_TOPICS, 7, build(CREATE_TOPICS, 7, timeout=10_000, validate_only=False, topics=(topic,)))
+        )
         size = struct.unpack(">i", await reader.readexactly(4))[0]
         await reader.readexactly(size)
         writer.close()
@@ -121,13 +178,21 @@ def create_topic(port: int) -> None:
 
 # -- 1. commits ------------------------------------------------------------------------------------------------
 
+
 def group_of(index: int, groups: int) -> str:
     """The group committer `index` commits for."""
     return f"bench-{index % groups if groups else index}"
 
 
-async def committer(port: int, index: int, groups: int, stop_at: float, latencies: list[float],
-                    errors: list[int], coordinators: Mapping[str, int] | None = None) -> None:
+async def committer(
+    port: int,
+    index: int,
+    groups: int,
+    stop_at: float,
+    latencies: list[float],
+    errors: list[int],
+    coordinators: Mapping[str, int] | None = None,
+) -> None:
     partition = index % TOPIC_PARTITIONS
     group = group_of(index, groups)
     template, at = commit_template(group, partition)
@@ -153,8 +218,15 @@ async def committer(port: int, index: int, groups: int, stop_at: float, latencie
     writer.close()
 
 
-def bench_commits(port: int, n: int, seconds: float, groups: int = 0, broker_pid: int | None = None,
-                  warmup: float = 0.0, coordinators: Mapping[str, int] | None = None) -> dict[str, Any]:
+def bench_commits(
+    port: int,
+    n: int,
+    seconds: float,
+    groups: int = 0,
+    broker_pid: int | None = None,
+    warmup: float = 0.0,
+    coordinators: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
     """`coordinators`: the port of each group's coordinator, when it is not `port` (a cluster)."""
     latencies: list[float] = []
     errors: list[int] = []
@@ -170,8 +242,9 @@ def bench_commits(port: int, n: int, seconds: float, groups: int = 0, broker_pid
             marks["started"], marks["client"] = time.monotonic(), time.process_time()
             marks["broker"] = _cpu_seconds(broker_pid) if broker_pid else 0.0
 
-        await asyncio.gather(measure(), *(committer(port, i, groups, end, latencies, errors, coordinators)
-                                               for i in range(n)))
+        await asyncio.gather(
+            measure(), *(committer(port, i, groups, end, latencies, errors, coordinators) for i in range(n))
+        )
         marks["client"] = time.process_time() - marks["client"]
         marks["broker"] = (_cpu_seconds(broker_pid) if broker_pid else 0.0) - marks["broker"]
         return time.monotonic() - marks["started"]
@@ -180,10 +253,17 @@ def bench_commits(port: int, n: int, seconds: float, groups: int = 0, broker_pid
     latencies.sort()
     q = statistics.quantiles(latencies, n=100)
     count = len(latencies)
-    result = {"committers": n, "groups": groups or n, "commits": count, "per_second": round(count / elapsed),
-              "p50_ms": round(q[49] * 1000, 2), "p99_ms": round(q[98] * 1000, 2),
-              "max_ms": round(latencies[-1] * 1000, 2), "errors": len(errors),
-              "client_us": round(1e6 * marks["client"] / count, 1)}
+    result = {
+        "committers": n,
+        "groups": groups or n,
+        "commits": count,
+        "per_second": round(count / elapsed),
+        "p50_ms": round(q[49] * 1000, 2),
+        "p99_ms": round(q[98] * 1000, 2),
+        "max_ms": round(latencies[-1] * 1000, 2),
+        "errors": len(errors),
+        "client_us": round(1e6 * marks["client"] / count, 1),
+    }
     if broker_pid:
         result["broker_us"] = round(1e6 * marks["broker"] / count, 1)
     return result
@@ -206,6 +286,7 @@ def _run(coroutine: Any) -> Any:
 
 # -- 2. load ---------------------------------------------------------------------------------------------------
 
+
 def write_history(data_dir: str, groups: int, partitions: int, history: int) -> int:
     """Commits as consumers make them, written straight to the partitions' logs; returns records written."""
     from herd.cluster.topics import Cluster
@@ -227,9 +308,12 @@ def write_history(data_dir: str, groups: int, partitions: int, history: int) -> 
     for round_ in range(history):
         for g in range(groups):
             group = f"group-{g:05d}"
-            records = [offset_commit_record(group, f"topic-{p // 10}", p % 10,
-                                            OffsetValue(1000 * round_ + p, -1, "", now + round_))
-                       for p in range(partitions)]
+            records = [
+                offset_commit_record(
+                    group, f"topic-{p // 10}", p % 10, OffsetValue(1000 * round_ + p, -1, "", now + round_)
+                )
+                for p in range(partitions)
+            ]
             log = logs[coordinator_partition(group, len(logs))]
             log.append(encode_batch(records, now + round_), now)
             written += len(records)
@@ -268,8 +352,15 @@ def measure_load(data_dir: str) -> dict[str, Any]:
         size = sum(s.log.size_in_bytes for s in shards)
         memory = _memory()
         await runtime.close()
-        return {"seconds": round(seconds, 2), "cpu_seconds": round(cpu_seconds, 2), "groups": groups, "offsets": offsets, "log_mib": round(size / 2**20, 1),
-                "rss_growth_mib": round((memory["VmRSS"] - rss_before) / 1024), "peak_rss_mib": round(memory["VmHWM"] / 1024)}
+        return {
+            "seconds": round(seconds, 2),
+            "cpu_seconds": round(cpu_seconds, 2),
+            "groups": groups,
+            "offsets": offsets,
+            "log_mib": round(size / 2**20, 1),
+            "rss_growth_mib": round((memory["VmRSS"] - rss_before) / 1024),
+            "peak_rss_mib": round(memory["VmHWM"] / 1024),
+        }
 
     result = asyncio.run(run())
     cluster.close()
@@ -305,8 +396,9 @@ def _memory() -> dict[str, int]:
 
 
 def _in_fresh_process(phase: str, data_dir: str) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, __file__, "--phase", phase, "--dir", data_dir], check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--phase", phase, "--dir", data_dir], check=True, capture_output=True, text=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -320,15 +412,20 @@ def bench_load(groups: int, partitions: int, history: int) -> dict[str, Any]:
         _in_fresh_process("compact", data_dir)
         compaction_s = time.perf_counter() - started
         after = _in_fresh_process("measure-load", data_dir)
-        return {"records_written": written, "before_compaction": before, "compaction_s": round(compaction_s, 1),
-                "after_compaction": after}
+        return {
+            "records_written": written,
+            "before_compaction": before,
+            "compaction_s": round(compaction_s, 1),
+            "after_compaction": after,
+        }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--committers", default="1,64")
-    parser.add_argument("--commit-groups", type=int, default=8, help="groups the committers are spread over "
-                        "(0: one each)")
+    parser.add_argument(
+        "--commit-groups", type=int, default=8, help="groups the committers are spread over (0: one each)"
+    )
     parser.add_argument("--seconds", type=float, default=10)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--groups", type=int, default=10_000)
@@ -353,8 +450,16 @@ def main() -> None:
                 create_topic(broker.port)
                 for n in (int(x) for x in args.committers.split(",")):
                     for _ in range(args.runs):
-                        print(json.dumps({"commits": bench_commits(broker.port, n, args.seconds, args.commit_groups,
-                                                                   broker.proc.pid, warmup=1.0)}), flush=True)
+                        print(
+                            json.dumps(
+                                {
+                                    "commits": bench_commits(
+                                        broker.port, n, args.seconds, args.commit_groups, broker.proc.pid, warmup=1.0
+                                    )
+                                }
+                            ),
+                            flush=True,
+                        )
             finally:
                 broker.stop()
     if not args.skip_load:

@@ -56,11 +56,16 @@ def create_database(server_url: str, prefix: str, partitions: int) -> str:
             await schema.migrate(conn, name)
             async with conn.transaction():
                 topic_id = uuid.uuid4()
-                await conn.execute("INSERT INTO herd_topics (topic_id, name, partitions) VALUES (%s, %s, %s)",
-                                   (topic_id, TOPIC, partitions))
+                await conn.execute(
+                    "INSERT INTO herd_topics (topic_id, name, partitions) VALUES (%s, %s, %s)",
+                    (topic_id, TOPIC, partitions),
+                )
                 for p in range(partitions):
-                    await conn.execute("INSERT INTO herd_partitions (topic_id, partition, leader, leader_epoch) "
-                                       "VALUES (%s, %s, %s, 1)", (topic_id, p, NODE))
+                    await conn.execute(
+                        "INSERT INTO herd_partitions (topic_id, partition, leader, leader_epoch) "
+                        "VALUES (%s, %s, %s, 1)",
+                        (topic_id, p, NODE),
+                    )
 
     asyncio.run(setup())
     return url
@@ -75,12 +80,19 @@ async def open_logs(url: str) -> tuple[Any, Any, list[Any]]:
     pool = await open_pool(url, min_size=4, max_size=16)
     store = PgLogStore(pool, NODE)
     async with pool.connection() as conn:
-        rows = await (await conn.execute(
-            "SELECT p.partition, p.pid, p.leader_epoch, p.log_start_offset, p.log_end_offset FROM herd_partitions p "
-            "JOIN herd_topics t USING (topic_id) WHERE t.name = %s ORDER BY p.partition", (TOPIC,))).fetchall()
+        rows = await (
+            await conn.execute(
+                "SELECT p.partition, p.pid, p.leader_epoch, p.log_start_offset, p.log_end_offset FROM "
+                "herd_partitions p "
+                "JOIN herd_topics t USING (topic_id) WHERE t.name = %s ORDER BY p.partition",
+                (TOPIC,),
+            )
+        ).fetchall()
     config = LogConfig(cleanup_policy="compact")
-    logs = [store.open_partition(TOPIC, p, config, pid=pid, leader_epoch=epoch, log_start_offset=start,
-                                 log_end_offset=end) for p, pid, epoch, start, end in rows]
+    logs = [
+        store.open_partition(TOPIC, p, config, pid=pid, leader_epoch=epoch, log_start_offset=start, log_end_offset=end)
+        for p, pid, epoch, start, end in rows
+    ]
     return pool, store, logs
 
 
@@ -97,9 +109,12 @@ def write_history(url: str, groups: int, partitions: int, history: int) -> int:
             ends: dict[int, int] = {}
             for g in range(groups):
                 group = f"group-{g:05d}"
-                records = [offset_commit_record(group, f"topic-{p // 10}", p % 10,
-                                                OffsetValue(1000 * round_ + p, -1, "", now + round_))
-                           for p in range(partitions)]
+                records = [
+                    offset_commit_record(
+                        group, f"topic-{p // 10}", p % 10, OffsetValue(1000 * round_ + p, -1, "", now + round_)
+                    )
+                    for p in range(partitions)
+                ]
                 partition = coordinator_partition(group, len(logs))
                 result = logs[partition].append(encode_batch(records, now + round_), now)
                 ends[partition] = result.last_offset + 1
@@ -126,8 +141,18 @@ def measure_load(url: str) -> dict[str, Any]:
         loop = asyncio.get_running_loop()
         flusher = Flusher(loop)
         clock = WallClock()
-        shards = [ShardRuntime(log.partition, log, config=CoordinatorConfig(), clock=clock, loop=loop,
-                               max_batch_bytes=1 << 20, flusher=flusher) for log in logs]
+        shards = [
+            ShardRuntime(
+                log.partition,
+                log,
+                config=CoordinatorConfig(),
+                clock=clock,
+                loop=loop,
+                max_batch_bytes=1 << 20,
+                flusher=flusher,
+            )
+            for log in logs
+        ]
         started, cpu_started = time.perf_counter(), time.process_time()
         await asyncio.gather(*(shard.load() for shard in shards))
         seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
@@ -140,8 +165,13 @@ def measure_load(url: str) -> dict[str, Any]:
         flusher.close()
         await store.close()
         await pool.close()
-        return {"seconds": round(seconds, 2), "cpu_seconds": round(cpu_seconds, 2), "groups": groups,
-                "offsets": offsets, "offset_range": records}
+        return {
+            "seconds": round(seconds, 2),
+            "cpu_seconds": round(cpu_seconds, 2),
+            "groups": groups,
+            "offsets": offsets,
+            "offset_range": records,
+        }
 
     return asyncio.run(run())
 
@@ -158,22 +188,30 @@ def compact_all(url: str) -> dict[str, Any]:
                 before, after = before + stats.bytes_before, after + stats.bytes_after
         await store.close()
         await pool.close()
-        return {"records_read": read, "records_kept": kept, "mib_before": round(before / 2**20, 1),
-                "mib_after": round(after / 2**20, 1)}
+        return {
+            "records_read": read,
+            "records_kept": kept,
+            "mib_before": round(before / 2**20, 1),
+            "mib_after": round(after / 2**20, 1),
+        }
 
     return asyncio.run(run())
 
 
 def _in_fresh_process(phase: str, url: str) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, __file__, "--phase", phase, "--url", url], check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--phase", phase, "--url", url], check=True, capture_output=True, text=True
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:55432/postgres",
-                        help="a server where the benchmark may create a database")
+    parser.add_argument(
+        "--url",
+        default="postgresql://postgres@127.0.0.1:55432/postgres",
+        help="a server where the benchmark may create a database",
+    )
     parser.add_argument("--db-prefix", default="bench_pg_load_")
     parser.add_argument("--groups", type=int, default=10_000)
     parser.add_argument("--partitions", type=int, default=100)
@@ -201,8 +239,19 @@ def main() -> None:
         compacted = _in_fresh_process("compact", url)
         compacted["seconds"] = round(time.perf_counter() - started, 1)
         after = _in_fresh_process("measure-load", url)
-        print(json.dumps({"load": {"records_written": written, "before_compaction": before,
-                                   "compaction": compacted, "after_compaction": after}}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "load": {
+                        "records_written": written,
+                        "before_compaction": before,
+                        "compaction": compacted,
+                        "after_compaction": after,
+                    }
+                }
+            ),
+            flush=True,
+        )
     finally:
         if not args.keep:
             with psycopg.connect(args.url, autocommit=True) as conn:

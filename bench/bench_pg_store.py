@@ -37,19 +37,30 @@ async def partitions(url: str, count: int) -> list[int]:
 
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         topic_id = uuid.uuid4()
-        await conn.execute("INSERT INTO herd_topics (topic_id, name, partitions) VALUES (%s, %s, %s)",
-                           (topic_id, f"bench-{topic_id}", count))
-        cursor = await conn.execute("INSERT INTO herd_partitions (topic_id, partition, leader, leader_epoch) "
-                                    "SELECT %s, p, %s, 0 FROM generate_series(0, %s - 1) p RETURNING pid",
-                                    (topic_id, NODE, count))
+        await conn.execute(
+            "INSERT INTO herd_topics (topic_id, name, partitions) VALUES (%s, %s, %s)",
+            (topic_id, f"bench-{topic_id}", count),
+        )
+        cursor = await conn.execute(
+            "INSERT INTO herd_partitions (topic_id, partition, leader, leader_epoch) "
+            "SELECT %s, p, %s, 0 FROM generate_series(0, %s - 1) p RETURNING pid",
+            (topic_id, NODE, count),
+        )
         return [row[0] for row in await cursor.fetchall()]
 
 
 def make_batch(records: int, record_bytes: int) -> bytes:
     from kafka.record.default_records import DefaultRecordBatchBuilder
 
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-                                        producer_epoch=-1, base_sequence=-1, batch_size=1 << 26)
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 26,
+    )
     now = int(time.time() * 1000)
     for i in range(records):
         builder.append(i, timestamp=now, key=None, value=os.urandom(record_bytes), headers=[])
@@ -64,8 +75,10 @@ async def produce(url: str, count: int, seconds: float, data: bytes, in_flight: 
     pids = await partitions(url, count)
     pool = await open_pool(url, min_size=min(count, 16), max_size=16)
     store = PgLogStore(pool, NODE)
-    logs = [store.open_partition("bench", i, LogConfig(), pid=pid, leader_epoch=0, log_start_offset=0,
-                                 log_end_offset=0) for i, pid in enumerate(pids)]
+    logs = [
+        store.open_partition("bench", i, LogConfig(), pid=pid, leader_epoch=0, log_start_offset=0, log_end_offset=0)
+        for i, pid in enumerate(pids)
+    ]
     batches = 0
     stop = time.monotonic() + seconds
 
@@ -81,10 +94,16 @@ async def produce(url: str, count: int, seconds: float, data: bytes, in_flight: 
     elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
     commits = sum(log.commits for log in logs)
     mb = batches * len(data) / 1e6
-    result = {"partitions": count, "in_flight": in_flight * count, "batch_bytes": len(data),
-              "batches_per_s": round(batches / elapsed), "mb_per_s": round(mb / elapsed, 1),
-              "commits_per_s": round(commits / elapsed), "batches_per_commit": round(batches / max(commits, 1), 2),
-              "cpu_ms_per_mb": round(1000 * cpu / mb, 1)}
+    result = {
+        "partitions": count,
+        "in_flight": in_flight * count,
+        "batch_bytes": len(data),
+        "batches_per_s": round(batches / elapsed),
+        "mb_per_s": round(mb / elapsed, 1),
+        "commits_per_s": round(commits / elapsed),
+        "batches_per_commit": round(batches / max(commits, 1), 2),
+        "cpu_ms_per_mb": round(1000 * cpu / mb, 1),
+    }
     await store.close()
     await pool.close()
     return result, [(pid, log.log_end_offset) for pid, log in zip(pids, logs)]
@@ -100,8 +119,18 @@ async def commits(url: str, seconds: float) -> dict[str, Any]:
     pids = await partitions(url, 8)
     pool = await open_pool(url, min_size=8, max_size=16)
     store = PgLogStore(pool, NODE)
-    logs = [store.open_partition("__consumer_offsets", i, LogConfig(cleanup_policy="compact"), pid=pid,
-                                 leader_epoch=0, log_start_offset=0, log_end_offset=0) for i, pid in enumerate(pids)]
+    logs = [
+        store.open_partition(
+            "__consumer_offsets",
+            i,
+            LogConfig(cleanup_policy="compact"),
+            pid=pid,
+            leader_epoch=0,
+            log_start_offset=0,
+            log_end_offset=0,
+        )
+        for i, pid in enumerate(pids)
+    ]
     done = 0
     latencies: list[float] = []
     stop = time.monotonic() + seconds
@@ -127,12 +156,16 @@ async def commits(url: str, seconds: float) -> dict[str, Any]:
     latencies.sort()
     await store.close()
     await pool.close()
-    return {"committers": 64, "partitions": 8, "commits_per_s": round(done / elapsed),
-            "transactions_per_s": round(transactions / elapsed),
-            "commits_per_transaction": round(done / transactions, 1),
-            "p50_ms": round(1000 * latencies[len(latencies) // 2], 2),
-            "p99_ms": round(1000 * latencies[int(len(latencies) * 0.99)], 2),
-            "cpu_us_per_commit": round(1e6 * cpu / done, 1)}
+    return {
+        "committers": 64,
+        "partitions": 8,
+        "commits_per_s": round(done / elapsed),
+        "transactions_per_s": round(transactions / elapsed),
+        "commits_per_transaction": round(done / transactions, 1),
+        "p50_ms": round(1000 * latencies[len(latencies) // 2], 2),
+        "p99_ms": round(1000 * latencies[int(len(latencies) * 0.99)], 2),
+        "cpu_us_per_commit": round(1e6 * cpu / done, 1),
+    }
 
 
 async def fetch(url: str, written: list[tuple[int, int]]) -> dict[str, Any]:
@@ -142,8 +175,10 @@ async def fetch(url: str, written: list[tuple[int, int]]) -> dict[str, Any]:
 
     pool = await open_pool(url, min_size=4, max_size=16)
     store = PgLogStore(pool, NODE)
-    logs = [store.open_partition("bench", i, LogConfig(), pid=pid, leader_epoch=0, log_start_offset=0,
-                                 log_end_offset=end) for i, (pid, end) in enumerate(written)]
+    logs = [
+        store.open_partition("bench", i, LogConfig(), pid=pid, leader_epoch=0, log_start_offset=0, log_end_offset=end)
+        for i, (pid, end) in enumerate(written)
+    ]
 
     async def reader(log: Any) -> int:
         offset, total = 0, 0
@@ -159,15 +194,19 @@ async def fetch(url: str, written: list[tuple[int, int]]) -> dict[str, Any]:
     await store.close()
     await pool.close()
     mb = total / 1e6
-    return {"partitions": len(logs), "mb": round(mb, 1), "mb_per_s": round(mb / elapsed, 1),
-            "cpu_ms_per_mb": round(1000 * cpu / mb, 1)}
+    return {
+        "partitions": len(logs),
+        "mb": round(mb, 1),
+        "mb_per_s": round(mb / elapsed, 1),
+        "cpu_ms_per_mb": round(1000 * cpu / mb, 1),
+    }
 
 
 def _end_of(data: bytes) -> int:
     from herd.log.batch import iter_headers
 
     last = None
-    for last in iter_headers(data):
+    for last in iter_headers(data):  # noqa: B007 (the last header is wanted)
         pass
     assert last is not None
     return last.next_offset
@@ -175,8 +214,11 @@ def _end_of(data: bytes) -> int:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--url", default="postgresql://postgres@127.0.0.1:55432/postgres",
-                        help="a server where the benchmark may create a database")
+    parser.add_argument(
+        "--url",
+        default="postgresql://postgres@127.0.0.1:55432/postgres",
+        help="a server where the benchmark may create a database",
+    )
     parser.add_argument("--db-prefix", default="bench_pg_store_")
     parser.add_argument("--seconds", type=float, default=5)
     parser.add_argument("--partitions", default="1,8")
@@ -185,8 +227,9 @@ def main() -> None:
     parser.add_argument("--in-flight", type=int, default=4)
     args = parser.parse_args()
 
-    import psycopg
     from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
 
     from herd.log.postgres import schema
 

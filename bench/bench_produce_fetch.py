@@ -200,8 +200,7 @@ class Profiler:
         try:
             _, err = self.proc.communicate(timeout=60)
             if self.proc.returncode not in (0, -signal.SIGINT):
-                print(f"py-spy exited {self.proc.returncode}: {err.decode(errors='replace')[-500:]}",
-                      file=sys.stderr)
+                print(f"py-spy exited {self.proc.returncode}: {err.decode(errors='replace')[-500:]}", file=sys.stderr)
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait()
@@ -227,15 +226,20 @@ def create_topic(bootstrap: str, topic: str, partitions: int = 1) -> None:
     while time.monotonic() < deadline:  # wait until Metadata shows a leader
         md = admin.list_topics(topic, timeout=10)
         t = md.topics.get(topic)
-        if t is not None and t.error is None and len(t.partitions) == max(partitions, 1) and all(
-                p.leader >= 0 for p in t.partitions.values()):
+        if (
+            t is not None
+            and t.error is None
+            and len(t.partitions) == max(partitions, 1)
+            and all(p.leader >= 0 for p in t.partitions.values())
+        ):
             return
         time.sleep(0.05)
     raise RuntimeError(f"topic {topic} did not appear")
 
 
-def produce(bootstrap: str, topic: str, messages: int, value_size: int, extra: dict[str, str],
-            partitions: int = 1) -> Result:
+def produce(
+    bootstrap: str, topic: str, messages: int, value_size: int, extra: dict[str, str], partitions: int = 1
+) -> Result:
     """Message i goes to partition i mod `partitions`."""
     errors: list[KafkaError] = []
 
@@ -276,8 +280,9 @@ def produce(bootstrap: str, topic: str, messages: int, value_size: int, extra: d
     return Result("produce", value_size, messages, elapsed)
 
 
-def fetch(bootstrap: str, topic: str, messages: int, value_size: int, extra: dict[str, str],
-          partitions: int = 1) -> Result:
+def fetch(
+    bootstrap: str, topic: str, messages: int, value_size: int, extra: dict[str, str], partitions: int = 1
+) -> Result:
     """Reads `messages` from the topic's first `partitions` partitions (from offset 0)."""
     consumer = Consumer({
         "bootstrap.servers": bootstrap,
@@ -368,8 +373,9 @@ def run(args: argparse.Namespace) -> list[Result]:
                 phase_results = []
                 for phase, fn, extra in (("produce", produce, args.producer_config),
                                          ("fetch", fetch, args.consumer_config)):  # fmt: skip
-                    with Profiler(args.py_spy, args.py_spy_format, pid, f"{phase}-{name}", args.py_spy_rate,
-                                  args.py_spy_native):
+                    with Profiler(
+                        args.py_spy, args.py_spy_format, pid, f"{phase}-{name}", args.py_spy_rate, args.py_spy_native
+                    ):
                         if args.wait_quiet is not None:
                             wait_quiet(pid, args.wait_quiet, args.wait_quiet_timeout)
                         b0, c0, m0 = process_cpu(pid), self_cpu(), machine_cpu()
@@ -421,34 +427,66 @@ def summarise(results: list[Result]) -> list[dict[str, object]]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--messages", type=int, default=0,
-                        help="messages per run (default: enough for --mb of values, at least 10,000)")
-    parser.add_argument("--mb", type=int, default=500,
-                        help="value megabytes per run when --messages is not given")
+    parser.add_argument(
+        "--messages", type=int, default=0, help="messages per run (default: enough for --mb of values, at least 10,000)"
+    )
+    parser.add_argument("--mb", type=int, default=500, help="value megabytes per run when --messages is not given")
     parser.add_argument("--value-size", type=int, nargs="+", default=[100, 1024], help="value sizes in bytes")
     parser.add_argument("--repeat", type=int, default=3, help="runs per case; the median is reported")
-    parser.add_argument("--partition-fetch-bytes", type=int, default=PARTITION_FETCH_BYTES,
-                        help="the consumer's max.partition.fetch.bytes (its fetch.max.bytes is 50 MiB)")
+    parser.add_argument(
+        "--partition-fetch-bytes",
+        type=int,
+        default=PARTITION_FETCH_BYTES,
+        help="the consumer's max.partition.fetch.bytes (its fetch.max.bytes is 50 MiB)",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON instead of a table")
     parser.add_argument("--src", metavar="DIR", help="run the broker from this source tree (PYTHONPATH)")
-    parser.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra broker property (repeatable)")
-    parser.add_argument("--producer-config", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra librdkafka producer property (repeatable)")
-    parser.add_argument("--consumer-config", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra librdkafka consumer property (repeatable)")
-    parser.add_argument("--broker-env", action="append", default=[], metavar="NAME=VALUE",
-                        help="extra environment variable for the broker process (repeatable)")
-    parser.add_argument("--wait-quiet", type=float, metavar="CORES",
-                        help="before each phase, wait until other processes use less than CORES of CPU")
-    parser.add_argument("--wait-quiet-timeout", type=float, default=900, metavar="SECONDS",
-                        help="longest wait for --wait-quiet before measuring anyway")
+    parser.add_argument(
+        "--override", action="append", default=[], metavar="KEY=VALUE", help="extra broker property (repeatable)"
+    )
+    parser.add_argument(
+        "--producer-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra librdkafka producer property (repeatable)",
+    )
+    parser.add_argument(
+        "--consumer-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra librdkafka consumer property (repeatable)",
+    )
+    parser.add_argument(
+        "--broker-env",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="extra environment variable for the broker process (repeatable)",
+    )
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        metavar="CORES",
+        help="before each phase, wait until other processes use less than CORES of CPU",
+    )
+    parser.add_argument(
+        "--wait-quiet-timeout",
+        type=float,
+        default=900,
+        metavar="SECONDS",
+        help="longest wait for --wait-quiet before measuring anyway",
+    )
     parser.add_argument("--broker-log-level", default="WARNING")
     parser.add_argument("--py-spy", metavar="DIR", help="record the broker with py-spy per phase into DIR")
     parser.add_argument("--py-spy-format", default="raw", choices=["raw", "speedscope", "flamegraph"])
     parser.add_argument("--py-spy-rate", type=int, default=250)
-    parser.add_argument("--py-spy-native", action="store_true",
-                        help="include C frames (py-spy --native; stops the broker for each sample)")
+    parser.add_argument(
+        "--py-spy-native",
+        action="store_true",
+        help="include C frames (py-spy --native; stops the broker for each sample)",
+    )
     args = parser.parse_args()  # fmt: skip
     args.broker_env = dict(item.split("=", 1) for item in args.broker_env)
     args.producer_config = dict(item.split("=", 1) for item in args.producer_config)
@@ -470,17 +508,23 @@ def main() -> None:
                 "broker_overrides": args.override, "broker_env": args.broker_env}  # fmt: skip
         print(json.dumps({"meta": meta, "summary": rows, "runs": [asdict(r) for r in results]}, indent=2))
         return
-    print(f"{'phase':8s} {'value':>6s} {'messages':>10s} {'msg/s':>12s} {'MB/s':>8s} {'min-max MB/s':>14s} "
-          f"{'broker CPU':>10s} {'client CPU':>10s} {'broker s/GB':>11s} {'others':>6s} {'steal':>5s}")
+    print(
+        f"{'phase':8s} {'value':>6s} {'messages':>10s} {'msg/s':>12s} {'MB/s':>8s} {'min-max MB/s':>14s} "
+        f"{'broker CPU':>10s} {'client CPU':>10s} {'broker s/GB':>11s} {'others':>6s} {'steal':>5s}"
+    )
     for row in rows:
-        print(f"{row['phase']:8s} {row['value_size']:>6d} {row['messages']:>10,d} "
-              f"{row['median_msgs_per_s']:>12,.0f} {row['median_mb_per_s']:>8.1f} "
-              f"{row['min_mb_per_s']:>6.1f}-{row['max_mb_per_s']:<7.1f} "
-              f"{row['broker_cpu_pct']:>9d}% {row['client_cpu_pct']:>9d}% "
-              f"{row['broker_cpu_s_per_gb']:>11.2f} {row['others_cpu_pct']:>5d}% {row['steal_pct']:>4d}%")
-    print(f"(median of {rows[0]['runs']} runs; MB = 10**6 value bytes; CPU = share of one core during the "
-          "phase; broker s/GB = broker CPU seconds per 10**9 value bytes; others = CPU of other processes; "
-          "steal = hypervisor steal, share of all cores)")
+        print(
+            f"{row['phase']:8s} {row['value_size']:>6d} {row['messages']:>10,d} "
+            f"{row['median_msgs_per_s']:>12,.0f} {row['median_mb_per_s']:>8.1f} "
+            f"{row['min_mb_per_s']:>6.1f}-{row['max_mb_per_s']:<7.1f} "
+            f"{row['broker_cpu_pct']:>9d}% {row['client_cpu_pct']:>9d}% "
+            f"{row['broker_cpu_s_per_gb']:>11.2f} {row['others_cpu_pct']:>5d}% {row['steal_pct']:>4d}%"
+        )
+    print(
+        f"(median of {rows[0]['runs']} runs; MB = 10**6 value bytes; CPU = share of one core during the "
+        "phase; broker s/GB = broker CPU seconds per 10**9 value bytes; others = CPU of other processes; "
+        "steal = hypervisor steal, share of all cores)"
+    )
 
 
 if __name__ == "__main__":

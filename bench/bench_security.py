@@ -9,7 +9,8 @@ Two brokers run side by side (`herd serve` subprocesses, each on free ports with
 - **secure**: a PLAINTEXT listener and a SASL_SSL listener (PEM certificates made with the tests' PKI helper,
   SCRAM-SHA-512 and PLAIN), `authorizer.class.name` set to Kafka's StandardAuthorizer with
   `allow.everyone.if.no.acl.found=false`. The admin (a PLAIN user and super user) creates the SCRAM user `bench`
-  and the ACLs it needs: READ on its groups, WRITE, READ and CREATE on its topics (auto-created), as a consumer and a producer of a locked-down
+  and the ACLs it needs: READ on its groups, WRITE, READ and CREATE on its topics (auto-created), as a consumer and a
+  producer of a locked-down
   cluster would have; User:ANONYMOUS gets the same, so that the secure broker's PLAINTEXT listener measures the
   ACL checks alone.
 
@@ -54,39 +55,79 @@ SASL_HANDSHAKE, SASL_AUTHENTICATE = 17, 36
 
 
 def secure_overrides(pki: Any) -> dict[str, str]:
-    jaas = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
-            f'password="{ADMIN_PASSWORD}" user_admin="{ADMIN_PASSWORD}";')
-    return {"listeners": "PLAINTEXT://127.0.0.1:0,SECURE://127.0.0.1:0",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL",
-            "ssl.keystore.location": str(pki.broker_keystore),
-            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
-            "listener.name.secure.plain.sasl.jaas.config": jaas,
-            "authorizer.class.name": AUTHORIZER, "super.users": "User:admin",
-            "group.initial.rebalance.delay.ms": "0"}
+    jaas = (
+        'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+        f'password="{ADMIN_PASSWORD}" user_admin="{ADMIN_PASSWORD}";'
+    )
+    return {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SECURE://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL",
+        "ssl.keystore.location": str(pki.broker_keystore),
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-512",
+        "listener.name.secure.plain.sasl.jaas.config": jaas,
+        "authorizer.class.name": AUTHORIZER,
+        "super.users": "User:admin",
+        "group.initial.rebalance.delay.ms": "0",
+    }
 
 
 def prepare_secure(broker: Broker, pki: Any) -> dict[str, str]:
     """The SCRAM user and the ACLs, made by the admin over SASL_SSL/PLAIN; the bench user's client config."""
     from confluent_kafka import KafkaException
-    from confluent_kafka.admin import (AclBinding, AclOperation, AclPermissionType, AdminClient, NewTopic,
-                                       ResourcePatternType, ResourceType, UserScramCredentialUpsertion,
-                                       ScramCredentialInfo, ScramMechanism)
+    from confluent_kafka.admin import (
+        AclBinding,
+        AclOperation,
+        AclPermissionType,
+        AdminClient,
+        NewTopic,
+        ResourcePatternType,
+        ResourceType,
+        ScramCredentialInfo,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
 
     bootstrap = f"127.0.0.1:{broker.ports['SECURE']}"
-    admin = AdminClient({"bootstrap.servers": bootstrap, "security.protocol": "SASL_SSL",
-                         "ssl.ca.location": str(pki.ca_pem), "sasl.mechanism": "PLAIN",
-                         "sasl.username": "admin", "sasl.password": ADMIN_PASSWORD})
-    upsert = UserScramCredentialUpsertion("bench", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192),
-                                          BENCH_PASSWORD.encode())
+    admin = AdminClient(
+        {
+            "bootstrap.servers": bootstrap,
+            "security.protocol": "SASL_SSL",
+            "ssl.ca.location": str(pki.ca_pem),
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": "admin",
+            "sasl.password": ADMIN_PASSWORD,
+        }
+    )
+    upsert = UserScramCredentialUpsertion(
+        "bench", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), BENCH_PASSWORD.encode()
+    )
     for future in admin.alter_user_scram_credentials([upsert]).values():
         future.result(30)
     acls = []
     for principal in ("User:bench", "User:ANONYMOUS"):
-        acls += [AclBinding(ResourceType.GROUP, GROUP, ResourcePatternType.PREFIXED, principal, "*",
-                            AclOperation.READ, AclPermissionType.ALLOW)]
-        acls += [AclBinding(ResourceType.TOPIC, TOPIC, ResourcePatternType.PREFIXED, principal, "*", operation,
-                            AclPermissionType.ALLOW)
-                 for operation in (AclOperation.WRITE, AclOperation.READ, AclOperation.CREATE)]
+        acls += [
+            AclBinding(
+                ResourceType.GROUP,
+                GROUP,
+                ResourcePatternType.PREFIXED,
+                principal,
+                "*",
+                AclOperation.READ,
+                AclPermissionType.ALLOW,
+            )
+        ]
+        acls += [
+            AclBinding(
+                ResourceType.TOPIC,
+                TOPIC,
+                ResourcePatternType.PREFIXED,
+                principal,
+                "*",
+                operation,
+                AclPermissionType.ALLOW,
+            )
+            for operation in (AclOperation.WRITE, AclOperation.READ, AclOperation.CREATE)
+        ]
     for future in admin.create_acls(acls).values():
         future.result(30)
     try:
@@ -94,13 +135,19 @@ def prepare_secure(broker: Broker, pki: Any) -> dict[str, str]:
             future.result(30)
     except KafkaException:
         pass
-    return {"security.protocol": "SASL_SSL", "ssl.ca.location": str(pki.ca_pem), "sasl.mechanism": "SCRAM-SHA-512",
-            "sasl.username": "bench", "sasl.password": BENCH_PASSWORD}
+    return {
+        "security.protocol": "SASL_SSL",
+        "ssl.ca.location": str(pki.ca_pem),
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "sasl.username": "bench",
+        "sasl.password": BENCH_PASSWORD,
+    }
 
 
 def secure_connect(port: int, context: ssl.SSLContext) -> Any:
     """Open a HeartbeatLoad's connection with TLS and the SCRAM-SHA-512 exchange (streams first, then the transport
     is handed to the load's protocol)."""
+
     async def connect(load: HeartbeatLoad) -> None:
         reader, writer = await asyncio.open_connection("127.0.0.1", port, ssl=context, server_hostname="127.0.0.1")
         correlation = 0
@@ -125,16 +172,26 @@ def secure_connect(port: int, context: ssl.SSLContext) -> Any:
         transport.set_protocol(load)
         load.transport = transport  # type: ignore[assignment]
         load.streams = (reader, writer)  # type: ignore[attr-defined]  # a collected StreamWriter closes its transport
+
     return connect
 
 
-def produce(bootstrap: str, config: dict[str, str], topic: str, messages: int, value_size: int,
-            broker_pid: int) -> tuple[float, float]:
+def produce(
+    bootstrap: str, config: dict[str, str], topic: str, messages: int, value_size: int, broker_pid: int
+) -> tuple[float, float]:
     """(MB/s of values, broker CPU seconds per GB)."""
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5, "batch.size": 1_000_000,
-                         "queue.buffering.max.messages": 2_000_000, **config})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "1",
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 2_000_000,
+            **config,
+        }
+    )
     producer.produce(topic, b"warm")
     assert producer.flush(30) == 0
     value = b"v" * value_size
@@ -180,41 +237,71 @@ def main() -> None:
             configs = {
                 "PLAINTEXT, no authorizer": (plain, plain.ports["PLAINTEXT"], None, {}),
                 "PLAINTEXT, ACLs on": (secure, secure.ports["PLAINTEXT"], None, {}),
-                "SASL_SSL SCRAM-SHA-512, ACLs on": (secure, secure.ports["PLAINTEXT"],
-                                                    secure_connect(secure.ports["SECURE"], context), secure_client),
+                "SASL_SSL SCRAM-SHA-512, ACLs on": (
+                    secure,
+                    secure.ports["PLAINTEXT"],
+                    secure_connect(secure.ports["SECURE"], context),
+                    secure_client,
+                ),
             }
             results: dict[str, dict[str, list[float]]] = {name: {} for name in configs}
             for round_ in range(args.rounds):
                 order = list(configs) if round_ % 2 == 0 else list(reversed(configs))
                 for name in order:
                     broker, port, connect, client = configs[name]
-                    hb = runner(heartbeats(port, args.hb_members, args.hb_connections, args.hb_seconds, 0,
-                                           broker.proc.pid, broker.memory_mib, connect,
-                                           group=f"{GROUP}-{round_}-{list(configs).index(name)}"))  # fresh
+                    hb = runner(
+                        heartbeats(
+                            port,
+                            args.hb_members,
+                            args.hb_connections,
+                            args.hb_seconds,
+                            0,
+                            broker.proc.pid,
+                            broker.memory_mib,
+                            connect,
+                            group=f"{GROUP}-{round_}-{list(configs).index(name)}",
+                        )
+                    )  # fresh
                     assert hb["errors"] == 0, (name, hb)
                     listener = "SECURE" if client else "PLAINTEXT"
-                    mb_s, cpu_gb = produce(f"127.0.0.1:{broker.ports[listener]}", client,
-                                           f"{TOPIC}-{round_}-{len(results[name].get('hb', []))}-{listener}",
-                                           args.messages, args.value_size, broker.proc.pid)
+                    mb_s, cpu_gb = produce(
+                        f"127.0.0.1:{broker.ports[listener]}",
+                        client,
+                        f"{TOPIC}-{round_}-{len(results[name].get('hb', []))}-{listener}",
+                        args.messages,
+                        args.value_size,
+                        broker.proc.pid,
+                    )
                     row = results[name]
-                    for key, value in (("hb", hb["per_s"]), ("hb_us", hb["broker_us"]), ("mb_s", mb_s),
-                                       ("cpu_gb", cpu_gb)):
+                    for key, value in (
+                        ("hb", hb["per_s"]),
+                        ("hb_us", hb["broker_us"]),
+                        ("mb_s", mb_s),
+                        ("cpu_gb", cpu_gb),
+                    ):
                         row.setdefault(key, []).append(value)
-                    print(f"round {round_ + 1} {name:<34} {hb['per_s']:>9,.0f} hb/s {hb['broker_us']:5.1f} us/hb "
-                          f"{mb_s:7.1f} MB/s {cpu_gb:6.1f} broker CPU s/GB", flush=True)
+                    print(
+                        f"round {round_ + 1} {name:<34} {hb['per_s']:>9,.0f} hb/s {hb['broker_us']:5.1f} us/hb "
+                        f"{mb_s:7.1f} MB/s {cpu_gb:6.1f} broker CPU s/GB",
+                        flush=True,
+                    )
         finally:
             plain.stop()
             secure.stop()
     base = {key: statistics.median(values) for key, values in results["PLAINTEXT, no authorizer"].items()}
-    print(f"\nmedian of {args.rounds} rounds ({args.hb_members} members on {args.hb_connections} connections, "
-          f"{args.messages:,} values of {args.value_size} B):")
+    print(
+        f"\nmedian of {args.rounds} rounds ({args.hb_members} members on {args.hb_connections} connections, "
+        f"{args.messages:,} values of {args.value_size} B):"
+    )
     print("| configuration | heartbeats/s | broker CPU per heartbeat | produce MB/s | broker CPU s per GB |")
     print("|---|---|---|---|---|")
     for name, row in results.items():
         med = {key: statistics.median(values) for key, values in row.items()}
-        print(f"| {name} | {med['hb']:,.0f} ({med['hb'] / base['hb']:.2f}) | {med['hb_us']:.1f} us "
-              f"({med['hb_us'] / base['hb_us']:.2f}) | {med['mb_s']:.1f} ({med['mb_s'] / base['mb_s']:.2f}) | "
-              f"{med['cpu_gb']:.1f} ({med['cpu_gb'] / base['cpu_gb']:.2f}) |")
+        print(
+            f"| {name} | {med['hb']:,.0f} ({med['hb'] / base['hb']:.2f}) | {med['hb_us']:.1f} us "
+            f"({med['hb_us'] / base['hb_us']:.2f}) | {med['mb_s']:.1f} ({med['mb_s'] / base['mb_s']:.2f}) | "
+            f"{med['cpu_gb']:.1f} ({med['cpu_gb'] / base['cpu_gb']:.2f}) |"
+        )
 
 
 if __name__ == "__main__":

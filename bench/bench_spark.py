@@ -35,10 +35,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from _broker import BenchBroker
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-
-from _broker import BenchBroker
 
 
 def fill(bootstrap: str, topic: str, partitions: int, records: int, value_size: int, varied: bool) -> float:
@@ -148,9 +147,7 @@ def read_fetch(bootstrap: str, topic: str, partitions: int, records: int) -> int
     settings, schema = ReadSettings.of(opts), arrow_schema(source_schema(False))
     per = records // partitions
     return sum(
-        b.num_rows
-        for p in range(partitions)
-        for b in read_range(settings, OffsetRange(topic, p, 0, per), schema)
+        b.num_rows for p in range(partitions) for b in read_range(settings, OffsetRange(topic, p, 0, per), schema)
     )
 
 
@@ -173,9 +170,7 @@ def write_spark(spark: Any, bootstrap: str, topic: str, records: int, value_size
         F.col("id").cast("string").cast("binary").alias("key"),
         F.expr(f"repeat('v', {value_size})").cast("binary").alias("value"),
     )
-    df.write.format("herd").mode("append").option("kafka.bootstrap.servers", bootstrap).option(
-        "topic", topic
-    ).save()
+    df.write.format("herd").mode("append").option("kafka.bootstrap.servers", bootstrap).option("topic", topic).save()
     return records
 
 

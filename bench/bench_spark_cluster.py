@@ -51,8 +51,11 @@ from sparkcluster import SparkStandalone  # noqa: E402
 def session(standalone: SparkStandalone, cores: int) -> Any:
     from herd.spark.session import local_session
 
-    spark = local_session("bench-spark-cluster", master=standalone.url, conf={
-        **standalone.executor_conf(), "spark.executor.cores": str(cores), "spark.executor.memory": "1g"})
+    spark = local_session(
+        "bench-spark-cluster",
+        master=standalone.url,
+        conf={**standalone.executor_conf(), "spark.executor.cores": str(cores), "spark.executor.memory": "1g"},
+    )
     deadline = time.monotonic() + 60  # every worker's executor registered before anything is timed
     while len(spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos()) - 1 < standalone.workers:
         assert time.monotonic() < deadline, "the executors never registered"
@@ -61,8 +64,15 @@ def session(standalone: SparkStandalone, cores: int) -> Any:
 
 
 def read_all(spark: Any, bootstrap: str, topic: str, records: int) -> int:
-    (spark.read.format("herd").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
-     .write.format("noop").mode("overwrite").save())
+    (
+        spark.read.format("herd")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .load()
+        .write.format("noop")
+        .mode("overwrite")
+        .save()
+    )
     return records
 
 
@@ -70,10 +80,18 @@ def report(workers: int, cores: int, seconds: float, rows: int, cpu: dict[str, f
     per_row = {role: t / rows * 1e9 for role, t in sorted(cpu.items()) if t > 0.005}
     total = sum(per_row.values())
     split = ", ".join(f"{role} {ns:,.0f}" for role, ns in per_row.items())
-    print(f"  {workers} worker(s) x {cores} cores: {rows / seconds:>10,.0f} rows/s ({rows:,} rows in {seconds:.2f} s;"
-          f" all runs {spread} rows/s)\n    CPU {total:,.0f} ns/row ({split})", flush=True)
-    return {"workers": workers, "rows_per_s": round(rows / seconds), "cpu_ns_per_row": round(total),
-            "cpu_by_role": {k: round(v) for k, v in per_row.items()}, "spread": spread}
+    print(
+        f"  {workers} worker(s) x {cores} cores: {rows / seconds:>10,.0f} rows/s ({rows:,} rows in {seconds:.2f} s;"
+        f" all runs {spread} rows/s)\n    CPU {total:,.0f} ns/row ({split})",
+        flush=True,
+    )
+    return {
+        "workers": workers,
+        "rows_per_s": round(rows / seconds),
+        "cpu_ns_per_row": round(total),
+        "cpu_by_role": {k: round(v) for k, v in per_row.items()},
+        "spread": spread,
+    }
 
 
 # -- the stall when a herd node dies ------------------------------------------------------------------------------
@@ -119,9 +137,16 @@ def stall(spark: Any, cluster: Any, bootstrap: str, args: argparse.Namespace) ->
 
     feeder = Feeder(bootstrap, topic, args.rate)
     feeder.start()
-    query = (spark.readStream.format("herd").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic)
-             .option("startingOffsets", "earliest").load().writeStream.foreachBatch(counted)
-             .trigger(processingTime=f"{args.trigger_ms} milliseconds").start())
+    query = (
+        spark.readStream.format("herd")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .writeStream.foreachBatch(counted)
+        .trigger(processingTime=f"{args.trigger_ms} milliseconds")
+        .start()
+    )
     last = -1
 
     def poll() -> None:
@@ -133,8 +158,9 @@ def stall(spark: Any, cluster: Any, bootstrap: str, args: argparse.Namespace) ->
                 last = progress["batchId"]
                 started = datetime.fromisoformat(progress["timestamp"]).timestamp()
                 end = json.loads(progress["sources"][0]["endOffset"])[topic]
-                ends.append((started + progress["durationMs"]["triggerExecution"] / 1000,
-                             {int(p): o for p, o in end.items()}))
+                ends.append(
+                    (started + progress["durationMs"]["triggerExecution"] / 1000, {int(p): o for p, o in end.items()})
+                )
         time.sleep(0.05)
 
     results = []
@@ -165,14 +191,24 @@ def stall(spark: Any, cluster: Any, bootstrap: str, args: argparse.Namespace) ->
                 poll()
             around = [t for t, _ in ends if at - 5 <= t]
             gaps = [b - a for a, b in zip(around, around[1:])]
-            steady = [b - a for a, b in zip([t for t, _ in ends if t < at - 0.5][-10:],
-                                            [t for t, _ in ends if t < at - 0.5][-9:])]
-            result = {"kill": kill, "node": victim, "partitions": led, "stall_s": round(max(gaps), 2),
-                      "kill_to_read_s": round(resumed, 2),
-                      "steady_gap_s": round(statistics.median(steady), 2) if steady else None}
-            print(f"  kill {kill}: node {victim} (partitions {led}): longest gap between batches "
-                  f"{result['stall_s']:.2f} s (steady {result['steady_gap_s']} s); kill to the end of the first batch "
-                  f"with records its partitions took after the kill {resumed:.2f} s", flush=True)
+            steady = [
+                b - a
+                for a, b in zip([t for t, _ in ends if t < at - 0.5][-10:], [t for t, _ in ends if t < at - 0.5][-9:])
+            ]
+            result = {
+                "kill": kill,
+                "node": victim,
+                "partitions": led,
+                "stall_s": round(max(gaps), 2),
+                "kill_to_read_s": round(resumed, 2),
+                "steady_gap_s": round(statistics.median(steady), 2) if steady else None,
+            }
+            print(
+                f"  kill {kill}: node {victim} (partitions {led}): longest gap between batches "
+                f"{result['stall_s']:.2f} s (steady {result['steady_gap_s']} s); kill to the end of the first batch "
+                f"with records its partitions took after the kill {resumed:.2f} s",
+                flush=True,
+            )
             results.append(result)
             cluster.restart_when_allowed(victim)
             time.sleep(3)  # the restarted node takes its share of leaders back before the next kill
@@ -207,34 +243,45 @@ def main() -> None:
         counts = [int(n) for n in args.workers.split(",")]
         if args.only != "stall":
             fill(bootstrap, "source", args.partitions, args.records, args.value_size, False)
-            print(f"source: {args.records:,} records of {args.value_size} B in {args.partitions} partitions, "
-                  f"leaders on nodes {sorted(set(cluster.leaders('source').values()))}", flush=True)
+            print(
+                f"source: {args.records:,} records of {args.value_size} B in {args.partitions} partitions, "
+                f"leaders on nodes {sorted(set(cluster.leaders('source').values()))}",
+                flush=True,
+            )
             out["source"] = []
             for workers in counts:
-                with SparkStandalone(Path(base) / f"spark-{workers}", workers=workers, cores=args.cores,
-                                     memory="2g") as standalone:
+                with SparkStandalone(
+                    Path(base) / f"spark-{workers}", workers=workers, cores=args.cores, memory="2g"
+                ) as standalone:
                     spark = session(standalone, args.cores)
                     try:
                         for _ in range(args.warmup):
                             read_all(spark, bootstrap, "source", args.records)
-                        seconds, rows, cpu, spread = median(args.repeat, lambda: read_all(
-                            spark, bootstrap, "source", args.records))
+                        seconds, rows, cpu, spread = median(
+                            args.repeat, lambda: read_all(spark, bootstrap, "source", args.records)
+                        )
                         out["source"].append(report(workers, args.cores, seconds, rows, cpu, spread))
                     finally:
                         spark.stop()
         if args.only != "source":
-            print(f"stall: a streaming query over {args.partitions} partitions fed {args.rate} records/s, "
-                  f"trigger {args.trigger_ms} ms, {counts[-1]} worker(s)", flush=True)
-            with SparkStandalone(Path(base) / "spark-stall", workers=counts[-1], cores=args.cores,
-                                 memory="2g") as standalone:
+            print(
+                f"stall: a streaming query over {args.partitions} partitions fed {args.rate} records/s, "
+                f"trigger {args.trigger_ms} ms, {counts[-1]} worker(s)",
+                flush=True,
+            )
+            with SparkStandalone(
+                Path(base) / "spark-stall", workers=counts[-1], cores=args.cores, memory="2g"
+            ) as standalone:
                 spark = session(standalone, args.cores)
                 try:
                     out["stall"] = stall(spark, cluster, bootstrap, args)
                 finally:
                     spark.stop()
             stalls = [r["stall_s"] for r in out["stall"]]
-            print(f"  stall: median {statistics.median(stalls):.2f} s, max {max(stalls):.2f} s over {len(stalls)} "
-                  "kills", flush=True)
+            print(
+                f"  stall: median {statistics.median(stalls):.2f} s, max {max(stalls):.2f} s over {len(stalls)} kills",
+                flush=True,
+            )
     finally:
         stop_all(cluster, pg, base, keep_logs=False)
     if args.json:

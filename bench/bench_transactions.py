@@ -72,8 +72,15 @@ def pipeline(broker: Broker, seconds: float, value: bytes, size: int = 10) -> di
         if i % 10_000 == 0:
             feeder.poll(0)
     feeder.flush(60)
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": source, "isolation.level":
-                         "read_committed", "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": source,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+        }
+    )
     consumer.subscribe([source])
     producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": sink, "linger.ms": 5})
     producer.init_transactions(30)
@@ -87,8 +94,9 @@ def pipeline(broker: Broker, seconds: float, value: bytes, size: int = 10) -> di
         producer.begin_transaction()
         for m in records:
             producer.produce(sink, m.value(), partition=m.partition())
-        producer.send_offsets_to_transaction(consumer.position(consumer.assignment()),
-                                             consumer.consumer_group_metadata(), 30)
+        producer.send_offsets_to_transaction(
+            consumer.position(consumer.assignment()), consumer.consumer_group_metadata(), 30
+        )
         producer.commit_transaction(30)
         durations.append(time.perf_counter() - t)
     elapsed, cpu = time.perf_counter() - start, process_cpu(broker.proc.pid) - cpu0
@@ -98,15 +106,20 @@ def pipeline(broker: Broker, seconds: float, value: bytes, size: int = 10) -> di
 
 def _summary(durations: list[float], elapsed: float, cpu: float, size: int) -> dict[str, float]:
     ordered = sorted(durations)
-    return {"txn_per_s": len(durations) / elapsed, "records_per_s": len(durations) * size / elapsed,
-            "p50_ms": 1000 * statistics.median(ordered), "p99_ms": 1000 * ordered[int(0.99 * (len(ordered) - 1))],
-            "broker_us_per_txn": 1e6 * cpu / max(len(durations), 1)}
+    return {
+        "txn_per_s": len(durations) / elapsed,
+        "records_per_s": len(durations) * size / elapsed,
+        "p50_ms": 1000 * statistics.median(ordered),
+        "p99_ms": 1000 * ordered[int(0.99 * (len(ordered) - 1))],
+        "broker_us_per_txn": 1e6 * cpu / max(len(durations), 1),
+    }
 
 
 def fill(broker: Broker, topic: str, mb: int, value: bytes) -> tuple[int, int]:
     """--fetch-mb of values in transactions of 100 records, every tenth aborted; (committed, written) records."""
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": topic, "linger.ms": 5,
-                         "batch.size": 1_000_000})
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap, "transactional.id": topic, "linger.ms": 5, "batch.size": 1_000_000}
+    )
     producer.init_transactions(30)
     total, committed, n = mb * 1024 * 1024 // len(value), 0, 0
     while n * 100 < total:
@@ -124,10 +137,19 @@ def fill(broker: Broker, topic: str, mb: int, value: bytes) -> tuple[int, int]:
 
 
 def fetch(broker: Broker, topic: str, isolation: str, value_size: int) -> dict[str, float]:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": f"r-{uuid.uuid4().hex[:6]}",
-                         "isolation.level": isolation, "enable.auto.commit": False, "enable.partition.eof": True,
-                         "fetch.max.bytes": 52_428_800, "max.partition.fetch.bytes": 10_485_760,
-                         "queued.min.messages": 1_000_000, "fetch.queue.backoff.ms": 5})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": f"r-{uuid.uuid4().hex[:6]}",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+            "fetch.max.bytes": 52_428_800,
+            "max.partition.fetch.bytes": 10_485_760,
+            "queued.min.messages": 1_000_000,
+            "fetch.queue.backoff.ms": 5,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
     count, ended = 0, set()
     cpu0, start = process_cpu(broker.proc.pid), time.perf_counter()
@@ -160,12 +182,18 @@ def main() -> None:
         broker.wait_ready()
         for size in (int(s) for s in args.sizes.split(",")):
             results[f"transactions-{size}"] = r = transactions(broker, size, args.seconds, value)
-            print(f"# {size:>3} records per transaction: {r['txn_per_s']:8.1f} txn/s {r['records_per_s']:10.0f} "
-                  f"records/s p50 {r['p50_ms']:.1f} ms p99 {r['p99_ms']:.1f} ms, broker "
-                  f"{r['broker_us_per_txn']:.0f} us per txn", file=sys.stderr)
+            print(
+                f"# {size:>3} records per transaction: {r['txn_per_s']:8.1f} txn/s {r['records_per_s']:10.0f} "
+                f"records/s p50 {r['p50_ms']:.1f} ms p99 {r['p99_ms']:.1f} ms, broker "
+                f"{r['broker_us_per_txn']:.0f} us per txn",
+                file=sys.stderr,
+            )
         results["pipeline-10"] = r = pipeline(broker, args.seconds, value)
-        print(f"# consume-transform-produce, 10 records: {r['txn_per_s']:.1f} txn/s p50 {r['p50_ms']:.1f} ms "
-              f"p99 {r['p99_ms']:.1f} ms", file=sys.stderr)
+        print(
+            f"# consume-transform-produce, 10 records: {r['txn_per_s']:.1f} txn/s p50 {r['p50_ms']:.1f} ms "
+            f"p99 {r['p99_ms']:.1f} ms",
+            file=sys.stderr,
+        )
         topic = f"fetch-{uuid.uuid4().hex[:6]}"
         create_topics(broker.bootstrap, topic)
         committed, written = fill(broker, topic, args.fetch_mb, value)
@@ -173,16 +201,24 @@ def main() -> None:
         for _ in range(args.repeat):
             for isolation in runs:
                 runs[isolation].append(r := fetch(broker, topic, isolation, args.value_size))
-                print(f"# fetch {isolation:<17} {r['mb_per_s']:7.1f} MB/s broker {r['broker_ms_per_mb']:.2f} ms/MB "
-                      f"({r['records']} records)", file=sys.stderr)
+                print(
+                    f"# fetch {isolation:<17} {r['mb_per_s']:7.1f} MB/s broker {r['broker_ms_per_mb']:.2f} ms/MB "
+                    f"({r['records']} records)",
+                    file=sys.stderr,
+                )
         for isolation, rs in runs.items():
             expected = committed if isolation == "read_committed" else written
             assert all(r["records"] == expected for r in rs), (isolation, [r["records"] for r in rs], expected)
             results[f"fetch-{isolation}"] = {k: statistics.median(r[k] for r in rs) for k in rs[0]}
     finally:
         broker.stop()
-    results["meta"] = {"commit": source_commit(args.src), "when": time.strftime("%Y-%m-%d %H:%M"),
-                       "cpus": os.cpu_count(), "load": os.getloadavg(), "argv": sys.argv[1:]}
+    results["meta"] = {
+        "commit": source_commit(args.src),
+        "when": time.strftime("%Y-%m-%d %H:%M"),
+        "cpus": os.cpu_count(),
+        "load": os.getloadavg(),
+        "argv": sys.argv[1:],
+    }
     if args.json:
         print(json.dumps(results, indent=2))
     else:

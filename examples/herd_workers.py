@@ -40,6 +40,7 @@ def say(text: str) -> None:
 
 def run_worker(make_member: Callable[[], Any]) -> None:
     """Run one GroupMember until SIGTERM/SIGINT, then close it (revoke, leave)."""
+
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -67,8 +68,18 @@ class Workers:
         self.deadline = time.monotonic() + args.timeout
         for i in range(1, args.workers + 1):
             name = f"worker-{i}"
-            cmd = [sys.executable, script, "--worker", name, "--group", group,
-                   "--bootstrap-server", args.bootstrap_server, "--session-timeout-ms", str(args.session_timeout_ms)]
+            cmd = [
+                sys.executable,
+                script,
+                "--worker",
+                name,
+                "--group",
+                group,
+                "--bootstrap-server",
+                args.bootstrap_server,
+                "--session-timeout-ms",
+                str(args.session_timeout_ms),
+            ]
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
             self.procs[name] = proc
             threading.Thread(target=self._pump, args=(name, proc), daemon=True).start()

@@ -53,8 +53,10 @@ class Election(GroupProtocol):
         current = sorted(mid for mid, i in info.items() if i["leading"])
         leader = current[0] if current else min(info, key=lambda mid: (info[mid]["started"], info[mid]["name"]))
         names = sorted(i["name"] for i in info.values())
-        return {mid: json.dumps({"leader": info[leader]["name"], "members": names,
-                                 "you_lead": mid == leader}).encode() for mid in info}
+        return {
+            mid: json.dumps({"leader": info[leader]["name"], "members": names, "you_lead": mid == leader}).encode()
+            for mid in info
+        }
 
     def on_assignment(self, assignment: GroupAssignment) -> None:
         self.leading = json.loads(assignment.data)["you_lead"]
@@ -72,11 +74,18 @@ def worker(name: str, bootstrap: str, group: str, session_timeout_ms: int) -> No
             say(f"{name}: FOLLOWER leader={d['leader']} generation={a.generation_id}")
 
     def member() -> GroupMember:
-        return GroupMember(bootstrap, group, Election(name), client_id=name, session_timeout_ms=session_timeout_ms,
-                           heartbeat_interval_ms=max(100, session_timeout_ms // 10), rebalance_timeout_ms=10_000,
-                           on_assigned=assigned,
-                           on_revoked=lambda a: say(f"{name}: revoked generation={a.generation_id}"),
-                           on_lost=lambda a: say(f"{name}: lost generation={a.generation_id}"))
+        return GroupMember(
+            bootstrap,
+            group,
+            Election(name),
+            client_id=name,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_interval_ms=max(100, session_timeout_ms // 10),
+            rebalance_timeout_ms=10_000,
+            on_assigned=assigned,
+            on_revoked=lambda a: say(f"{name}: revoked generation={a.generation_id}"),
+            on_lost=lambda a: say(f"{name}: lost generation={a.generation_id}"),
+        )
 
     run_worker(member)
 
@@ -86,6 +95,7 @@ def leader_known_to_all(n: int):
         if ": LEADER " in line and line.count(",") == n - 1:
             return name
         return None
+
     return check
 
 
@@ -101,10 +111,13 @@ def main() -> None:
     say(f"== {leader} leads; killing it with SIGKILL ==")
     workers.kill(leader)
     killed_at = time.monotonic()
-    successor = workers.wait_for(lambda name, line: name if name != leader and ": LEADER " in line else None,
-                                 "a new leader")
-    say(f"== {successor} leads now, {time.monotonic() - killed_at:.1f}s after the kill "
-        f"(session timeout {args.session_timeout_ms / 1000:g}s) ==")
+    successor = workers.wait_for(
+        lambda name, line: name if name != leader and ": LEADER " in line else None, "a new leader"
+    )
+    say(
+        f"== {successor} leads now, {time.monotonic() - killed_at:.1f}s after the kill "
+        f"(session timeout {args.session_timeout_ms / 1000:g}s) =="
+    )
     workers.stop()
 
 

@@ -201,8 +201,7 @@ def wait_until_drained(bootstrap: str, jobs: list[Any], tick_ms: int, timeout: f
                 raise RuntimeError(f"query {q.name} failed") from q.exception()
         progress = [q.lastProgress or {} for q in jobs]
         evicted = all(
-            p.get("numInputRows") == 0 and p.get("eventTime", {}).get("watermark", "") >= closed
-            for p in progress
+            p.get("numInputRows") == 0 and p.get("eventTime", {}).get("watermark", "") >= closed for p in progress
         )
         if evicted and all(lag(bootstrap, g) == 0 for g in GROUPS.values()):
             return
@@ -238,9 +237,9 @@ def report_commit_history(spark: Any, bootstrap: str) -> None:
         .show(truncate=False)
     )
     print("last commits:")
-    history.select("group", "partition", "offset", "commit_timestamp").orderBy(
-        F.desc("commit_timestamp")
-    ).show(6, truncate=False)
+    history.select("group", "partition", "offset", "commit_timestamp").orderBy(F.desc("commit_timestamp")).show(
+        6, truncate=False
+    )
 
 
 def report_results(spark: Any, bootstrap: str, work: Path, produced: int) -> None:
@@ -300,8 +299,7 @@ def run(bootstrap: str, seconds: float, rate: int, work: Path) -> None:
     while generator.is_alive():
         generator.join(5)
         print(
-            f"produced {produced[0]} page views; lag: "
-            + ", ".join(f"{g} {lag(bootstrap, g)}" for g in GROUPS.values())
+            f"produced {produced[0]} page views; lag: " + ", ".join(f"{g} {lag(bootstrap, g)}" for g in GROUPS.values())
         )
     wait_until_drained(bootstrap, jobs, produced[1], timeout=180)
     for job in jobs:

@@ -45,7 +45,7 @@ def balance(jobs: list[str], claims: dict[str, set[str]]) -> dict[str, list[str]
     result: dict[str, list[str]] = {m: [] for m in members}
     taken: set[str] = set()
     for m in members:
-        for job in sorted(claims[m] & set(jobs) - taken)[:quota[m]]:
+        for job in sorted(claims[m] & set(jobs) - taken)[: quota[m]]:
             result[m].append(job)
             taken.add(job)
     for job in (j for j in jobs if j not in taken):
@@ -89,13 +89,18 @@ def worker(name: str, bootstrap: str, group: str, session_timeout_ms: int, jobs:
         say(f"{name}: owns {','.join(jobs_of(a.data)) or '-'} generation={a.generation_id}")
 
     def member() -> GroupMember:
-        return GroupMember(bootstrap, group, WorkSharing(name, jobs), client_id=name,
-                           session_timeout_ms=session_timeout_ms,
-                           heartbeat_interval_ms=max(100, session_timeout_ms // 10), rebalance_timeout_ms=10_000,
-                           on_assigned=assigned,
-                           on_revoked=lambda a: say(f"{name}: releases {','.join(jobs_of(a.data))} "
-                                                    f"generation={a.generation_id}"),
-                           on_lost=lambda a: say(f"{name}: lost {','.join(jobs_of(a.data))}"))
+        return GroupMember(
+            bootstrap,
+            group,
+            WorkSharing(name, jobs),
+            client_id=name,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_interval_ms=max(100, session_timeout_ms // 10),
+            rebalance_timeout_ms=10_000,
+            on_assigned=assigned,
+            on_revoked=lambda a: say(f"{name}: releases {','.join(jobs_of(a.data))} generation={a.generation_id}"),
+            on_lost=lambda a: say(f"{name}: lost {','.join(jobs_of(a.data))}"),
+        )
 
     run_worker(member)
 
@@ -147,8 +152,10 @@ def main() -> None:
     alive.discard(victim)
     killed_at = time.monotonic()
     workers.wait_for(settled, "the survivors to own every job")
-    say(f"== {', '.join(sorted(alive))} took over {victim}'s jobs, {time.monotonic() - killed_at:.1f}s after "
-        f"the kill ==")
+    say(
+        f"== {', '.join(sorted(alive))} took over {victim}'s jobs, {time.monotonic() - killed_at:.1f}s after "
+        f"the kill =="
+    )
     ownership.show(alive)
     workers.stop()
 

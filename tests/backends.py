@@ -72,8 +72,11 @@ class EmbeddedBroker(BrokerProcess):
 
     def stored_partitions(self, topic: str) -> list[int]:
         """The partitions of `topic` that have a directory in log.dirs."""
-        return sorted(int(d.name.rpartition("-")[2]) for d in self.data_dir.glob(f"{topic}-*")
-                      if d.is_dir() and d.name.rpartition("-")[0] == topic)
+        return sorted(
+            int(d.name.rpartition("-")[2])
+            for d in self.data_dir.glob(f"{topic}-*")
+            if d.is_dir() and d.name.rpartition("-")[0] == topic
+        )
 
 
 class ClusterBroker:
@@ -94,8 +97,10 @@ class ClusterBroker:
     def port(self) -> int:
         """The node that coordinates every group (see the module's docstring)."""
         if self._coordinator_port is None:
-            raise AttributeError("this cluster has several coordinators: start it with single_coordinator=True "
-                                 "for a test that talks to one node")
+            raise AttributeError(
+                "this cluster has several coordinators: start it with single_coordinator=True "
+                "for a test that talks to one node"
+            )
         return self._coordinator_port
 
     @property
@@ -123,8 +128,11 @@ class ClusterBroker:
     def stored_partitions(self, topic: str) -> list[int]:
         """The partitions of `topic` that the database still holds."""
         with psycopg.connect(self.cluster.database_url) as conn:
-            rows = conn.execute("SELECT p.partition FROM herd_partitions p JOIN herd_topics t "
-                                "ON t.topic_id = p.topic_id WHERE t.name = %s ORDER BY 1", (topic,)).fetchall()
+            rows = conn.execute(
+                "SELECT p.partition FROM herd_partitions p JOIN herd_topics t "
+                "ON t.topic_id = p.topic_id WHERE t.name = %s ORDER BY 1",
+                (topic,),
+            ).fetchall()
         return [r[0] for r in rows]
 
 
@@ -174,11 +182,18 @@ def _wait_until_ready(cluster: HerdCluster, single_coordinator: bool) -> int | N
 
 def _registered(port: int, nodes: int) -> bool:
     with RawClient(port) as c:
-        r = c.request(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False,
-                                             include_topic_authorized_operations=False))
+        r = c.request(
+            3,
+            12,
+            MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False),
+        )
     offsets = [t for t in r.topics if t.name == OFFSETS_TOPIC]
-    return (len(r.brokers) == nodes and len(offsets) == 1 and bool(offsets[0].partitions)
-            and all(p.leader_id >= 0 for p in offsets[0].partitions))
+    return (
+        len(r.brokers) == nodes
+        and len(offsets) == 1
+        and bool(offsets[0].partitions)
+        and all(p.leader_id >= 0 for p in offsets[0].partitions)
+    )
 
 
 def _same_coordinator(ports: list[int]) -> int | None:
@@ -218,11 +233,15 @@ def xfail_on_cluster(reason: str, fixture: str) -> Callable[[Any], Any]:
     """Run a test on both backends, expecting it to fail on the cluster, where herd deviates from Kafka in the way
     `reason` says. Not strict: a deviation that depends on which node a client happens to ask may pass."""
     assert reason, "say how the cluster deviates"
-    return pytest.mark.parametrize(fixture, ["embedded", pytest.param("cluster", marks=pytest.mark.xfail(
-        reason=reason, strict=False))], indirect=True)
+    return pytest.mark.parametrize(
+        fixture,
+        ["embedded", pytest.param("cluster", marks=pytest.mark.xfail(reason=reason, strict=False))],
+        indirect=True,
+    )
 
 
 # -- tests that only the embedded node runs -------------------------------------------------------------------
+
 
 @pytest.fixture
 def backend(request: pytest.FixtureRequest) -> str:

@@ -70,9 +70,7 @@ def records_of(data: bytes) -> list[tuple[int, bytes | None]]:
     return out
 
 
-def read_all(
-    log: SegmentLog, start: int | None = None, max_bytes: int = 1 << 20
-) -> list[tuple[int, bytes | None]]:
+def read_all(log: SegmentLog, start: int | None = None, max_bytes: int = 1 << 20) -> list[tuple[int, bytes | None]]:
     """(offset, value) of every record of `log` from `start` (default its log start) to its end, fetching the
     way a consumer does: each read from the offset after the last record returned; a read that returns no
     record before the end fails the test (instead of looping)."""

@@ -21,14 +21,25 @@ class BrokerProcess:
     no node behind; in truth when the thread that started it ends, so start such a broker from the test's own
     thread, not from a worker thread."""
 
-    def __init__(self, data_dir: Path, overrides: dict[str, str] | None = None, *, config: Path | None = None,
-                 die_with_parent: bool = False, log_level: str = "INFO") -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        overrides: dict[str, str] | None = None,
+        *,
+        config: Path | None = None,
+        die_with_parent: bool = False,
+        log_level: str = "INFO",
+    ) -> None:
         self.data_dir = data_dir
         self.config = config
         self.log_level = log_level
         self.die_with_parent = die_with_parent
-        self.overrides = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(data_dir),
-                          "group.initial.rebalance.delay.ms": "0", **(overrides or {})}
+        self.overrides = {
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "log.dirs": str(data_dir),
+            "group.initial.rebalance.delay.ms": "0",
+            **(overrides or {}),
+        }
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
         self.http_port = 0  # the HTTP listener's, when herd.http.listener is set
@@ -44,17 +55,18 @@ class BrokerProcess:
         """HOST:PORT of the HTTP listener (herd.http.listener)."""
         return f"127.0.0.1:{self.http_port}"
 
-    def start(self, timeout: float = 30.0) -> "BrokerProcess":
+    def start(self, timeout: float = 30.0) -> BrokerProcess:
         self.spawn()
         return self.wait_listening(timeout)
 
     def spawn(self) -> None:
         """Start the process without waiting for it to listen (several brokers start in parallel)."""
         preexec = die_with_parent(signal.SIGKILL) if self.die_with_parent else None
-        self.proc, self._log_offset = spawn_serve(self.overrides, self.log_path, config=self.config,
-                                                  log_level=self.log_level, preexec_fn=preexec)
+        self.proc, self._log_offset = spawn_serve(
+            self.overrides, self.log_path, config=self.config, log_level=self.log_level, preexec_fn=preexec
+        )
 
-    def wait_listening(self, timeout: float = 30.0) -> "BrokerProcess":
+    def wait_listening(self, timeout: float = 30.0) -> BrokerProcess:
         assert self.proc is not None
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -85,7 +97,7 @@ class BrokerProcess:
         assert self.proc is not None
         return stop_process(self.proc, timeout)
 
-    def restart(self) -> "BrokerProcess":
+    def restart(self) -> BrokerProcess:
         """Start again on the same data directory (and the same port, so clients reconnect)."""
         if self.port:
             self.overrides["listeners"] = f"PLAINTEXT://127.0.0.1:{self.port}"

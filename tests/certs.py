@@ -57,38 +57,68 @@ def _name(common_name: str, unit: str | None = None) -> x509.Name:
 
 
 def _builder(subject: x509.Name, issuer: x509.Name, key: ec.EllipticCurvePrivateKey) -> x509.CertificateBuilder:
-    now = datetime.datetime.now(datetime.timezone.utc)
-    return (x509.CertificateBuilder().subject_name(subject).issuer_name(issuer).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(hours=1))
-            .not_valid_after(now + datetime.timedelta(days=2)))
+    now = datetime.datetime.now(datetime.UTC)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(hours=1))
+        .not_valid_after(now + datetime.timedelta(days=2))
+    )
 
 
 def make_ca(common_name: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = _key()
     name = _name(common_name)
-    cert = (_builder(name, name, key)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .add_extension(x509.KeyUsage(digital_signature=True, key_cert_sign=True, crl_sign=True,
-                                         content_commitment=False, key_encipherment=False, data_encipherment=False,
-                                         key_agreement=False, encipher_only=False, decipher_only=False), critical=True)
-            .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        _builder(name, name, key)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(
+                digital_signature=True,
+                key_cert_sign=True,
+                crl_sign=True,
+                content_commitment=False,
+                key_encipherment=False,
+                data_encipherment=False,
+                key_agreement=False,
+                encipher_only=False,
+                decipher_only=False,
+            ),
+            critical=True,
+        )
+        .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
+        .sign(key, hashes.SHA256())
+    )
     return cert, key
 
 
-def make_leaf(subject: x509.Name, ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, *,
-              server: bool) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+def make_leaf(
+    subject: x509.Name, ca: x509.Certificate, ca_key: ec.EllipticCurvePrivateKey, *, server: bool
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     """A certificate signed by `ca`: a server's for 127.0.0.1 and localhost (a client's too: a broker is its peers'
     client), or a client's."""
     key = _key()
-    builder = (_builder(subject, ca.subject, key)
-               .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-               .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
-               .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
-                                                    if server else [ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False))
+    builder = (
+        _builder(subject, ca.subject, key)
+        .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
+        .add_extension(
+            x509.ExtendedKeyUsage(
+                [ExtendedKeyUsageOID.SERVER_AUTH, ExtendedKeyUsageOID.CLIENT_AUTH]
+                if server
+                else [ExtendedKeyUsageOID.CLIENT_AUTH]
+            ),
+            critical=False,
+        )
+    )
     if server:
-        builder = builder.add_extension(x509.SubjectAlternativeName([
-            x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        builder = builder.add_extension(
+            x509.SubjectAlternativeName([x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
     return builder.sign(ca_key, hashes.SHA256()), key
 
 
@@ -97,8 +127,9 @@ def pem(cert: x509.Certificate) -> bytes:
 
 
 def key_pem(key: ec.EllipticCurvePrivateKey, password: str | None = None) -> bytes:
-    encryption = serialization.NoEncryption() if password is None else \
-        serialization.BestAvailableEncryption(password.encode())
+    encryption = (
+        serialization.NoEncryption() if password is None else serialization.BestAvailableEncryption(password.encode())
+    )
     return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, encryption)
 
 
@@ -123,8 +154,9 @@ def make_pki(directory: Path) -> Pki:
         broker_keystore=write("broker-keystore.pem", key_pem(broker_key) + pem(broker) + pem(ca)),
         broker_cert=write("broker.pem", pem(broker) + pem(ca)),
         broker_key=write("broker-key.pem", key_pem(broker_key)),
-        broker_keystore_encrypted=write("broker-keystore-encrypted.pem",
-                                        key_pem(broker_key, KEY_PASSWORD) + pem(broker) + pem(ca)),
+        broker_keystore_encrypted=write(
+            "broker-keystore-encrypted.pem", key_pem(broker_key, KEY_PASSWORD) + pem(broker) + pem(ca)
+        ),
         key_password=KEY_PASSWORD,
         client_cert=write("client.pem", pem(client)),
         client_key=write("client-key.pem", key_pem(client_key)),

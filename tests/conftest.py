@@ -5,15 +5,14 @@ the `backend` an embedded-only test names (tests/backends.py), and the Hypothesi
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from backends import backend  # noqa: F401 (fixture)
 from brokers import BrokerProcess
 from hypothesis import HealthCheck, settings
-from pgcluster import (  # noqa: F401 (fixtures)
-    new_cluster, open_tmp_path, pg_test_url, pg_url, postgres_server)
+from pgcluster import new_cluster, open_tmp_path, pg_test_url, pg_url, postgres_server  # noqa: F401 (fixtures)
 
 # Property tests: no per-example deadline (the machines are shared and noisy), and in CI a fixed derandomized
 # search so that a run is reproducible; locally every run explores new examples.

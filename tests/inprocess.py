@@ -18,8 +18,9 @@ class InProcessBroker:
     `store` replaces the one `log.dirs` would give. `run` runs a coroutine on the broker's loop."""
 
     def __init__(self, props: dict[str, str], store: TopicStore | None = None, *, timeout: float = 10.0) -> None:
-        config = BrokerConfig.from_properties({"listeners": "PLAINTEXT://127.0.0.1:0",
-                                               "group.initial.rebalance.delay.ms": "0", **props})
+        config = BrokerConfig.from_properties(
+            {"listeners": "PLAINTEXT://127.0.0.1:0", "group.initial.rebalance.delay.ms": "0", **props}
+        )
         self.timeout = timeout
         self.loop = asyncio.new_event_loop()
         self.server = Server(config, store)

@@ -29,8 +29,8 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 import psycopg
 import pytest
@@ -60,7 +60,7 @@ def database_name(text: str) -> str:
     name = re.sub(r"[^a-z0-9_]+", "_", text.lower()).strip("_") or "db"
     if len(name) > _NAME_MAX:
         digest = hashlib.sha1(text.encode()).hexdigest()[:10]
-        name = f"{name[-(_NAME_MAX - 11):]}_{digest}".lstrip("_")
+        name = f"{name[-(_NAME_MAX - 11) :]}_{digest}".lstrip("_")
     return name
 
 
@@ -89,7 +89,7 @@ class HerdCluster:
         self.nodes: list[BrokerProcess] = []
         base_dir.mkdir(parents=True, exist_ok=True)
 
-    def start(self, n: int, timeout: float = 60.0) -> "HerdCluster":
+    def start(self, n: int, timeout: float = 60.0) -> HerdCluster:
         new = [self._make_node() for _ in range(n)]
         for node in new:
             node.spawn()
@@ -106,9 +106,12 @@ class HerdCluster:
         index = len(self.nodes)
         config = self.base_dir / f"node-{index}.properties"
         write_private(config, f"herd.cluster.database.url={self.database_url}\n")
-        node = BrokerProcess(self.base_dir / f"node-{index}",
-                             {"node.id": str(index), **self.overrides, **(overrides or {})},
-                             config=config, die_with_parent=True)
+        node = BrokerProcess(
+            self.base_dir / f"node-{index}",
+            {"node.id": str(index), **self.overrides, **(overrides or {})},
+            config=config,
+            die_with_parent=True,
+        )
         self.nodes.append(node)
         return node
 
@@ -187,23 +190,27 @@ class HerdCluster:
                 break
             probes.setdefault(coordinator_partition(f"probe-{n}", partitions), f"probe-{n}")
         running = [i for i in range(len(self.nodes)) if self.running(i)]
-        request = MetadataRequest(topics=(MetadataRequestTopic(name="__consumer_offsets", topic_id=None),),
-                                  allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+        request = MetadataRequest(
+            topics=(MetadataRequestTopic(name="__consumer_offsets", topic_id=None),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
 
         def leaders(i: int) -> dict[int, int]:
             with RawClient(self.nodes[i].port) as c:
-                return {p.partition_index: p.leader_id for t in c.request(3, 12, request).topics
-                        for p in t.partitions}
+                return {p.partition_index: p.leader_id for t in c.request(3, 12, request).topics for p in t.partitions}
 
         def spread_and_loaded() -> bool:
             views = [leaders(i) for i in running]
-            if any(view != views[0] for view in views) or \
-                    sorted(views[0].values()) != sorted(running * (partitions // len(running))):
+            if any(view != views[0] for view in views) or sorted(views[0].values()) != sorted(
+                running * (partitions // len(running))
+            ):
                 return False
             for partition, leader in views[0].items():
                 with RawClient(self.nodes[leader].port) as c:
-                    (group,) = c.request(15, 5, DescribeGroupsRequest(groups=(probes[partition],),
-                                                                      include_authorized_operations=False)).groups
+                    (group,) = c.request(
+                        15, 5, DescribeGroupsRequest(groups=(probes[partition],), include_authorized_operations=False)
+                    ).groups
                 if group.error_code != 0:
                     return False
             return True
@@ -217,7 +224,8 @@ class HerdCluster:
             rows = conn.execute(
                 "SELECT b.data FROM herd_batches b JOIN herd_partitions p ON p.pid = b.pid JOIN herd_topics t "
                 "ON t.topic_id = p.topic_id WHERE t.name = %s ORDER BY p.partition, b.base_offset",
-                (OFFSETS_TOPIC,)).fetchall()
+                (OFFSETS_TOPIC,),
+            ).fetchall()
         generation = -1
         for (data,) in rows:
             for _, records in decode_batches(bytes(data)):
@@ -234,8 +242,11 @@ class HerdCluster:
 
         admin = AdminClient({"bootstrap.servers": self.bootstrap})
         admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout)
-        request = MetadataRequest(topics=(MetadataRequestTopic(name=topic, topic_id=None),),
-                                  allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+        request = MetadataRequest(
+            topics=(MetadataRequestTopic(name=topic, topic_id=None),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
 
         def knows(i: int) -> bool:
             with RawClient(self.nodes[i].port) as c:
@@ -244,8 +255,11 @@ class HerdCluster:
             found = [p for t in answer.topics if t.name == topic and t.error_code == 0 for p in t.partitions]
             return len(found) == partitions and all(p.leader_id in listed for p in found)
 
-        _until(lambda: all(knows(i) for i in range(len(self.nodes)) if self.running(i) and not self.paused(i)),
-               f"every node knowing {topic}", timeout)
+        _until(
+            lambda: all(knows(i) for i in range(len(self.nodes)) if self.running(i) and not self.paused(i)),
+            f"every node knowing {topic}",
+            timeout,
+        )
 
     def _signal(self, i: int, sig: signal.Signals) -> None:
         proc = self.nodes[i].proc
@@ -270,7 +284,7 @@ class HerdCluster:
                 proc.wait()
             timeout = 1.0  # the others had the same time already
 
-    def __enter__(self) -> "HerdCluster":
+    def __enter__(self) -> HerdCluster:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -292,6 +306,7 @@ def _until(condition: Callable[[], bool], what: str, timeout: float) -> None:
 
 
 # -- fixtures ------------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[LocalPostgres]:
@@ -315,8 +330,7 @@ def pg_url(postgres_server: LocalPostgres, request: pytest.FixtureRequest) -> st
 
 @pytest.fixture
 def pg_test_url(postgres_server: LocalPostgres, request: pytest.FixtureRequest) -> str:
-    return postgres_server.create_database(database_name(f"{module_id(request)}__{request.node.name}"),
-                                           replace=True)
+    return postgres_server.create_database(database_name(f"{module_id(request)}__{request.node.name}"), replace=True)
 
 
 @pytest.fixture

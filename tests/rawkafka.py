@@ -37,7 +37,7 @@ class RawClient:
     def close(self) -> None:
         self.sock.close()
 
-    def __enter__(self) -> "RawClient":
+    def __enter__(self) -> RawClient:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -48,8 +48,15 @@ class RawClient:
         header_cls = cls.__header_schema__
         self._correlation += 1
         buf = io.BytesIO()
-        entity_writer(header_cls)(buf, header_cls(request_api_key=i16(api_key), request_api_version=i16(version),
-                                                  correlation_id=i32(self._correlation), client_id=client_id))
+        entity_writer(header_cls)(
+            buf,
+            header_cls(
+                request_api_key=i16(api_key),
+                request_api_version=i16(version),
+                correlation_id=i32(self._correlation),
+                client_id=client_id,
+            ),
+        )
         entity_writer(cls)(buf, request)
         body = buf.getvalue()
         return struct.pack(">i", len(body)) + body
@@ -93,5 +100,5 @@ class RawClient:
                     return True
         except (ConnectionResetError, BrokenPipeError):
             return True
-        except socket.timeout:
+        except TimeoutError:
             return False

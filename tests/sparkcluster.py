@@ -38,31 +38,57 @@ class SparkStandalone:
         root.mkdir(parents=True, exist_ok=True)
 
     def _env(self) -> dict[str, str]:
-        return {**os.environ, "SPARK_HOME": spark_home(), "SPARK_LOCAL_IP": "127.0.0.1",
-                "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
-                "SPARK_WORKER_OPTS": "-Dspark.worker.cleanup.enabled=false",
-                "PYSPARK_PYTHON": sys.executable,
-                "PYTHONPATH": os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p)}
+        return {
+            **os.environ,
+            "SPARK_HOME": spark_home(),
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false",
+            "SPARK_WORKER_OPTS": "-Dspark.worker.cleanup.enabled=false",
+            "PYSPARK_PYTHON": sys.executable,
+            "PYTHONPATH": os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p),
+        }
 
     def _spawn(self, name: str, args: list[str]) -> Path:
         log = self.root / f"{name}.log"
         with open(log, "wb") as out:
-            proc = subprocess.Popen([os.path.join(spark_home(), "bin", "spark-class"), *args], stdout=out,
-                                    stderr=subprocess.STDOUT, env=self._env(), start_new_session=True)
+            proc = subprocess.Popen(
+                [os.path.join(spark_home(), "bin", "spark-class"), *args],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self._env(),
+                start_new_session=True,
+            )
         self._procs.append(proc)
         self._logs.append(log)
         return log
 
     def start(self, timeout: float = 90.0) -> SparkStandalone:
         try:
-            master_log = self._spawn("master", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
-                                                "--port", "0", "--webui-port", "0"])
+            master_log = self._spawn(
+                "master",
+                ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port", "0", "--webui-port", "0"],
+            )
             self.url = self._wait_for(master_log, _MASTER, timeout)
-            logs = [self._spawn(f"worker-{i}", ["org.apache.spark.deploy.worker.Worker", "--host", "127.0.0.1",
-                                                "--cores", str(self.cores), "--memory", self.memory,
-                                                "--webui-port", "0", "--work-dir", str(self.root / f"work-{i}"),
-                                                self.url])
-                    for i in range(self.workers)]
+            logs = [
+                self._spawn(
+                    f"worker-{i}",
+                    [
+                        "org.apache.spark.deploy.worker.Worker",
+                        "--host",
+                        "127.0.0.1",
+                        "--cores",
+                        str(self.cores),
+                        "--memory",
+                        self.memory,
+                        "--webui-port",
+                        "0",
+                        "--work-dir",
+                        str(self.root / f"work-{i}"),
+                        self.url,
+                    ],
+                )
+                for i in range(self.workers)
+            ]
             for log in logs:
                 self._wait_for(log, re.compile(r"Successfully registered with master"), timeout)
         except BaseException:
@@ -84,13 +110,15 @@ class SparkStandalone:
 
     def executor_conf(self) -> dict[str, str]:
         """A driver's settings for running on this cluster: small executors, herd on their PYTHONPATH."""
-        return {"spark.executor.memory": "512m", "spark.executor.cores": "1",
-                "spark.executorEnv.PYTHONPATH": self._env()["PYTHONPATH"],
-                "spark.executorEnv.PYSPARK_PYTHON": sys.executable}
+        return {
+            "spark.executor.memory": "512m",
+            "spark.executor.cores": "1",
+            "spark.executorEnv.PYTHONPATH": self._env()["PYTHONPATH"],
+            "spark.executorEnv.PYSPARK_PYTHON": sys.executable,
+        }
 
     def log(self) -> str:
-        return "\n".join(f"== {path.name}\n{path.read_text(errors='replace')}" for path in self._logs
-                         if path.exists())
+        return "\n".join(f"== {path.name}\n{path.read_text(errors='replace')}" for path in self._logs if path.exists())
 
     def close(self) -> None:
         for proc in reversed(self._procs):  # workers first: they would try to reconnect to a stopped master

@@ -12,9 +12,10 @@ from __future__ import annotations
 import enum
 import logging
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from herd.cluster.config_ops import (
     CLEANUP_POLICIES,
@@ -118,7 +119,11 @@ def parse_super_users(value: str | None) -> list[str]:
 
 
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
-SASL_MECHANISMS = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")  # the ones herd serves (Kafka also has GSSAPI, OAUTHBEARER)
+SASL_MECHANISMS = (
+    "PLAIN",
+    "SCRAM-SHA-256",
+    "SCRAM-SHA-512",
+)  # the ones herd serves (Kafka also has GSSAPI, OAUTHBEARER)
 TLS_VERSIONS = ("TLSv1.2", "TLSv1.3")
 # authorizer.class.name values that turn ACLs on: Kafka's two authorizers (KRaft's and ZooKeeper's) name the same
 # semantics, which herd implements (herd.security.acls)
@@ -155,6 +160,7 @@ def _subset(allowed: tuple[str, ...], what: str) -> Callable[[Any], str | None]:
         if bad:
             return f"{bad[0]} is not {what} herd supports ({', '.join(allowed)})"
         return None
+
     return check
 
 
@@ -173,180 +179,449 @@ _LISTENER_PREFIXED = re.compile(r"listener\.name\.(?P<listener>[A-Za-z_][A-Za-z0
 
 SETTINGS: tuple[Setting, ...] = (
     # Server and network
-    Setting("listeners", "string", "PLAINTEXT://127.0.0.1:9092",
-            "Comma-separated listeners, NAME://HOST:PORT; port 0 picks a free port.", check=_listeners_check),
-    Setting("advertised.listeners", "string", None,
-            "Listeners given to clients in Metadata; defaults to the bound listeners.", nullable=True,
-            check=lambda v: None if v is None else _listeners_check(v, routable=True)),
+    Setting(
+        "listeners",
+        "string",
+        "PLAINTEXT://127.0.0.1:9092",
+        "Comma-separated listeners, NAME://HOST:PORT; port 0 picks a free port.",
+        check=_listeners_check,
+    ),
+    Setting(
+        "advertised.listeners",
+        "string",
+        None,
+        "Listeners given to clients in Metadata; defaults to the bound listeners.",
+        nullable=True,
+        check=lambda v: None if v is None else _listeners_check(v, routable=True),
+    ),
     Setting("node.id", "int", 0, "This broker's id.", minimum=0),
     Setting("socket.request.max.bytes", "int", 104857600, "Largest request frame accepted.", minimum=1),
-    Setting("message.max.bytes", "int", 1048588, "Largest record batch accepted (MESSAGE_TOO_LARGE).", minimum=0,
-            dynamic=True),
-    Setting("herd.message.max.decompressed.bytes", "int", 64 * 1024 * 1024,
-            "Largest records section of one compressed batch once decompressed (MESSAGE_TOO_LARGE beyond it).",
-            minimum=1024),
-    Setting("queued.max.requests", "int", 500,
-            "Requests read and not yet answered, across the broker, before pipelined requests stop being read.",
-            minimum=1),
-    Setting("queued.max.request.bytes", "long", 268435456,
-            "Bytes of requests being received, across the broker, before reading pauses; -1 is unbounded.",
-            minimum=-1),
-    Setting("max.connections", "int", 0,
-            "Most connections the broker takes; 0: half of the open-files limit (RLIMIT_NOFILE).", minimum=0,
-            dynamic=True),
+    Setting(
+        "message.max.bytes",
+        "int",
+        1048588,
+        "Largest record batch accepted (MESSAGE_TOO_LARGE).",
+        minimum=0,
+        dynamic=True,
+    ),
+    Setting(
+        "herd.message.max.decompressed.bytes",
+        "int",
+        64 * 1024 * 1024,
+        "Largest records section of one compressed batch once decompressed (MESSAGE_TOO_LARGE beyond it).",
+        minimum=1024,
+    ),
+    Setting(
+        "queued.max.requests",
+        "int",
+        500,
+        "Requests read and not yet answered, across the broker, before pipelined requests stop being read.",
+        minimum=1,
+    ),
+    Setting(
+        "queued.max.request.bytes",
+        "long",
+        268435456,
+        "Bytes of requests being received, across the broker, before reading pauses; -1 is unbounded.",
+        minimum=-1,
+    ),
+    Setting(
+        "max.connections",
+        "int",
+        0,
+        "Most connections the broker takes; 0: half of the open-files limit (RLIMIT_NOFILE).",
+        minimum=0,
+        dynamic=True,
+    ),
     Setting("max.connections.per.ip", "int", INT_MAX, "Most connections from one address.", minimum=1, dynamic=True),
-    Setting("connections.max.idle.ms", "long", 600000,
-            "Close a connection that has sent, received and been owed nothing for this long.", minimum=1),
+    Setting(
+        "connections.max.idle.ms",
+        "long",
+        600000,
+        "Close a connection that has sent, received and been owed nothing for this long.",
+        minimum=1,
+    ),
     Setting("fetch.max.bytes", "int", 57671680, "Largest Fetch answer, whatever the request asks.", minimum=1024),
     # Security: listeners and TLS (PEM files only; Kafka's JKS and PKCS12 keystores are Java's), SASL, ACLs
-    Setting("listener.security.protocol.map", "string",
-            "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
-            "LISTENER_NAME:SECURITY_PROTOCOL pairs: which protocol each listener speaks.", check=_protocol_map_check),
-    Setting("inter.broker.listener.name", "string", None,
-            "The listener the nodes of a cluster use to reach each other; unset: the first listener.", nullable=True),
-    Setting("ssl.keystore.type", "string", "PEM", "PEM: the only keystore type herd reads.", check=_choice("PEM"),
-            per_listener=True),
-    Setting("ssl.keystore.location", "string", None,
-            "PEM file with this broker's private key and certificate chain.", nullable=True, per_listener=True),
-    Setting("ssl.keystore.key", "string", None, "The private key in PEM, instead of ssl.keystore.location.",
-            nullable=True, sensitive=True, per_listener=True),
-    Setting("ssl.keystore.certificate.chain", "string", None,
-            "The certificate chain in PEM, with ssl.keystore.key.", nullable=True, per_listener=True),
-    Setting("ssl.key.password", "string", None, "Password of an encrypted private key.", nullable=True,
-            sensitive=True, per_listener=True),
-    Setting("ssl.truststore.type", "string", "PEM", "PEM: the only truststore type herd reads.",
-            check=_choice("PEM"), per_listener=True),
-    Setting("ssl.truststore.location", "string", None,
-            "PEM file of the CA certificates client certificates are checked against.", nullable=True,
-            per_listener=True),
-    Setting("ssl.truststore.certificates", "string", None, "The trusted CA certificates in PEM, inline.",
-            nullable=True, per_listener=True),
-    Setting("ssl.client.auth", "string", "none", "none, requested or required: whether clients present a certificate.",
-            check=_choice("none", "requested", "required"), per_listener=True),
-    Setting("ssl.enabled.protocols", "list", "TLSv1.2,TLSv1.3", "TLS versions accepted.",
-            check=_subset(TLS_VERSIONS, "a TLS version"), per_listener=True),
-    Setting("ssl.principal.mapping.rules", "string", "DEFAULT",
-            "Rules from a client certificate's distinguished name to its principal's name (Kafka's syntax).",
-            per_listener=True),
-    Setting("sasl.enabled.mechanisms", "list", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
-            "SASL mechanisms offered on SASL listeners.", check=_subset(SASL_MECHANISMS, "a SASL mechanism"),
-            per_listener=True),
-    Setting("connections.max.reauth.ms", "long", 0,
-            "Longest a SASL session lasts before the client must authenticate again (KIP-368); 0: forever.",
-            minimum=0, per_listener=True),
-    Setting("authorizer.class.name", "string", "",
-            "Set to Kafka's StandardAuthorizer (or AclAuthorizer) to enforce ACLs; empty: every client may do "
-            "everything.", check=lambda v: None if v in ("", *AUTHORIZERS) else
-            f"herd implements Kafka's ACL authorizers: {' or '.join(AUTHORIZERS)}"),
-    Setting("super.users", "string", None, "Principals allowed everything, semicolon-separated (User:admin;User:ops).",
-            nullable=True, check=lambda v: None if v is None else _super_users_check(v)),
-    Setting("allow.everyone.if.no.acl.found", "bool", False,
-            "With an authorizer: allow a resource no ACL matches (else only super users may use it)."),
+    Setting(
+        "listener.security.protocol.map",
+        "string",
+        "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL",
+        "LISTENER_NAME:SECURITY_PROTOCOL pairs: which protocol each listener speaks.",
+        check=_protocol_map_check,
+    ),
+    Setting(
+        "inter.broker.listener.name",
+        "string",
+        None,
+        "The listener the nodes of a cluster use to reach each other; unset: the first listener.",
+        nullable=True,
+    ),
+    Setting(
+        "ssl.keystore.type",
+        "string",
+        "PEM",
+        "PEM: the only keystore type herd reads.",
+        check=_choice("PEM"),
+        per_listener=True,
+    ),
+    Setting(
+        "ssl.keystore.location",
+        "string",
+        None,
+        "PEM file with this broker's private key and certificate chain.",
+        nullable=True,
+        per_listener=True,
+    ),
+    Setting(
+        "ssl.keystore.key",
+        "string",
+        None,
+        "The private key in PEM, instead of ssl.keystore.location.",
+        nullable=True,
+        sensitive=True,
+        per_listener=True,
+    ),
+    Setting(
+        "ssl.keystore.certificate.chain",
+        "string",
+        None,
+        "The certificate chain in PEM, with ssl.keystore.key.",
+        nullable=True,
+        per_listener=True,
+    ),
+    Setting(
+        "ssl.key.password",
+        "string",
+        None,
+        "Password of an encrypted private key.",
+        nullable=True,
+        sensitive=True,
+        per_listener=True,
+    ),
+    Setting(
+        "ssl.truststore.type",
+        "string",
+        "PEM",
+        "PEM: the only truststore type herd reads.",
+        check=_choice("PEM"),
+        per_listener=True,
+    ),
+    Setting(
+        "ssl.truststore.location",
+        "string",
+        None,
+        "PEM file of the CA certificates client certificates are checked against.",
+        nullable=True,
+        per_listener=True,
+    ),
+    Setting(
+        "ssl.truststore.certificates",
+        "string",
+        None,
+        "The trusted CA certificates in PEM, inline.",
+        nullable=True,
+        per_listener=True,
+    ),
+    Setting(
+        "ssl.client.auth",
+        "string",
+        "none",
+        "none, requested or required: whether clients present a certificate.",
+        check=_choice("none", "requested", "required"),
+        per_listener=True,
+    ),
+    Setting(
+        "ssl.enabled.protocols",
+        "list",
+        "TLSv1.2,TLSv1.3",
+        "TLS versions accepted.",
+        check=_subset(TLS_VERSIONS, "a TLS version"),
+        per_listener=True,
+    ),
+    Setting(
+        "ssl.principal.mapping.rules",
+        "string",
+        "DEFAULT",
+        "Rules from a client certificate's distinguished name to its principal's name (Kafka's syntax).",
+        per_listener=True,
+    ),
+    Setting(
+        "sasl.enabled.mechanisms",
+        "list",
+        "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "SASL mechanisms offered on SASL listeners.",
+        check=_subset(SASL_MECHANISMS, "a SASL mechanism"),
+        per_listener=True,
+    ),
+    Setting(
+        "connections.max.reauth.ms",
+        "long",
+        0,
+        "Longest a SASL session lasts before the client must authenticate again (KIP-368); 0: forever.",
+        minimum=0,
+        per_listener=True,
+    ),
+    Setting(
+        "authorizer.class.name",
+        "string",
+        "",
+        "Set to Kafka's StandardAuthorizer (or AclAuthorizer) to enforce ACLs; empty: every client may do everything.",
+        check=lambda v: (
+            None if v in ("", *AUTHORIZERS) else f"herd implements Kafka's ACL authorizers: {' or '.join(AUTHORIZERS)}"
+        ),
+    ),
+    Setting(
+        "super.users",
+        "string",
+        None,
+        "Principals allowed everything, semicolon-separated (User:admin;User:ops).",
+        nullable=True,
+        check=lambda v: None if v is None else _super_users_check(v),
+    ),
+    Setting(
+        "allow.everyone.if.no.acl.found",
+        "bool",
+        False,
+        "With an authorizer: allow a resource no ACL matches (else only super users may use it).",
+    ),
     # Logs
-    Setting("log.dirs", "string", "./herd-data",
-            "Comma-separated directories holding the partition logs; the first also keeps topics.json.",
-            check=_log_dirs_check),
+    Setting(
+        "log.dirs",
+        "string",
+        "./herd-data",
+        "Comma-separated directories holding the partition logs; the first also keeps topics.json.",
+        check=_log_dirs_check,
+    ),
     Setting("num.partitions", "int", 1, "Partitions of an auto-created topic.", minimum=1),
     Setting("auto.create.topics.enable", "bool", True, "Create unknown topics on Metadata requests."),
     Setting("log.segment.bytes", "int", 1073741824, "Size at which a segment rolls.", minimum=14, dynamic=True),
-    Setting("log.retention.ms", "long", None, "Time-based retention; -1 keeps forever.", nullable=True, minimum=-1,
-            dynamic=True),
-    Setting("log.retention.minutes", "int", None, "Retention in minutes (if log.retention.ms unset).",
-            nullable=True, minimum=-1),
+    Setting(
+        "log.retention.ms",
+        "long",
+        None,
+        "Time-based retention; -1 keeps forever.",
+        nullable=True,
+        minimum=-1,
+        dynamic=True,
+    ),
+    Setting(
+        "log.retention.minutes",
+        "int",
+        None,
+        "Retention in minutes (if log.retention.ms unset).",
+        nullable=True,
+        minimum=-1,
+    ),
     Setting("log.retention.hours", "int", 168, "Retention in hours (if ms and minutes unset).", minimum=-1),
-    Setting("log.retention.bytes", "long", -1, "Size-based retention per partition; -1 is unlimited.", minimum=-1,
-            dynamic=True),
+    Setting(
+        "log.retention.bytes",
+        "long",
+        -1,
+        "Size-based retention per partition; -1 is unlimited.",
+        minimum=-1,
+        dynamic=True,
+    ),
     Setting("log.retention.check.interval.ms", "long", 300000, "How often retention runs.", minimum=1),
-    Setting("log.cleaner.delete.retention.ms", "long", 86400000,
-            "How long compaction keeps tombstones (delete.retention.ms of compacted topics).", minimum=0),
-    Setting("log.flush.interval.messages", "long", LONG_MAX, "fsync after this many messages.", minimum=1,
-            dynamic=True),
-    Setting("log.flush.interval.ms", "long", None, "fsync when data is this old; unset: OS decides.",
-            nullable=True, minimum=0, dynamic=True),
-    Setting("log.flush.scheduler.interval.ms", "long", LONG_MAX, "How often log.flush.interval.ms is checked.",
-            minimum=0),
+    Setting(
+        "log.cleaner.delete.retention.ms",
+        "long",
+        86400000,
+        "How long compaction keeps tombstones (delete.retention.ms of compacted topics).",
+        minimum=0,
+    ),
+    Setting(
+        "log.flush.interval.messages", "long", LONG_MAX, "fsync after this many messages.", minimum=1, dynamic=True
+    ),
+    Setting(
+        "log.flush.interval.ms",
+        "long",
+        None,
+        "fsync when data is this old; unset: OS decides.",
+        nullable=True,
+        minimum=0,
+        dynamic=True,
+    ),
+    Setting(
+        "log.flush.scheduler.interval.ms", "long", LONG_MAX, "How often log.flush.interval.ms is checked.", minimum=0
+    ),
     Setting("log.index.interval.bytes", "int", 4096, "Bytes between offset index entries.", minimum=0, dynamic=True),
-    Setting("log.message.timestamp.type", "string", "CreateTime", "CreateTime or LogAppendTime.",
-            check=lambda v: None if v in TIMESTAMP_TYPES else "must be CreateTime or LogAppendTime",
-            dynamic=True),
-    Setting("log.cleanup.policy", "list", "delete",
-            "The default cleanup.policy of topics: delete, compact or both (only __consumer_offsets is compacted).",
-            check=lambda v: None if v and all(p.strip() in CLEANUP_POLICIES for p in v.split(","))
-            else "must be delete, compact or both, comma-separated", dynamic=True),
-    Setting("compression.type", "string", "producer",
-            "The default compression.type of topics (herd stores batches as the producer compressed them).",
-            check=lambda v: None if v in COMPRESSION_TYPES else f"must be one of {', '.join(COMPRESSION_TYPES)}",
-            dynamic=True),
-    Setting("min.insync.replicas", "int", 1, "The default min.insync.replicas of topics (one replica in herd).",
-            minimum=1, dynamic=True),
+    Setting(
+        "log.message.timestamp.type",
+        "string",
+        "CreateTime",
+        "CreateTime or LogAppendTime.",
+        check=lambda v: None if v in TIMESTAMP_TYPES else "must be CreateTime or LogAppendTime",
+        dynamic=True,
+    ),
+    Setting(
+        "log.cleanup.policy",
+        "list",
+        "delete",
+        "The default cleanup.policy of topics: delete, compact or both (only __consumer_offsets is compacted).",
+        check=lambda v: (
+            None
+            if v and all(p.strip() in CLEANUP_POLICIES for p in v.split(","))
+            else "must be delete, compact or both, comma-separated"
+        ),
+        dynamic=True,
+    ),
+    Setting(
+        "compression.type",
+        "string",
+        "producer",
+        "The default compression.type of topics (herd stores batches as the producer compressed them).",
+        check=lambda v: None if v in COMPRESSION_TYPES else f"must be one of {', '.join(COMPRESSION_TYPES)}",
+        dynamic=True,
+    ),
+    Setting(
+        "min.insync.replicas",
+        "int",
+        1,
+        "The default min.insync.replicas of topics (one replica in herd).",
+        minimum=1,
+        dynamic=True,
+    ),
     Setting("delete.topic.enable", "bool", True, "Allow DeleteTopics."),
     # Idempotent producers
-    Setting("producer.id.expiration.ms", "int", 86400000,
-            "How long the state of an idempotent producer that stopped appending is kept.", minimum=1, dynamic=True),
-    Setting("herd.producer.state.max.entries", "int", 100000,
-            "Most (partition, producer id) states kept; beyond it the least recently used are forgotten.",
-            minimum=1),
+    Setting(
+        "producer.id.expiration.ms",
+        "int",
+        86400000,
+        "How long the state of an idempotent producer that stopped appending is kept.",
+        minimum=1,
+        dynamic=True,
+    ),
+    Setting(
+        "herd.producer.state.max.entries",
+        "int",
+        100000,
+        "Most (partition, producer id) states kept; beyond it the least recently used are forgotten.",
+        minimum=1,
+    ),
     # Disk failures and file handles (herd's own: Kafka has neither)
-    Setting("herd.log.recovery.backoff.ms", "long", 1000,
-            "First retry of a partition that failed on a disk error (doubling while it keeps failing).", minimum=1),
-    Setting("herd.log.recovery.backoff.max.ms", "long", 60000, "Longest wait between two such retries.",
-            minimum=1),
-    Setting("herd.log.max.open.files", "int", 0,
-            "Most segment files kept open at once (least recently used closed); 0: half of RLIMIT_NOFILE.",
-            minimum=0),
-    Setting("max.broker.partitions", "int", 10000,
-            "Most partitions this broker hosts, __consumer_offsets included (KIP-578's name); creating more gets "
-            "POLICY_VIOLATION.", minimum=1),
+    Setting(
+        "herd.log.recovery.backoff.ms",
+        "long",
+        1000,
+        "First retry of a partition that failed on a disk error (doubling while it keeps failing).",
+        minimum=1,
+    ),
+    Setting("herd.log.recovery.backoff.max.ms", "long", 60000, "Longest wait between two such retries.", minimum=1),
+    Setting(
+        "herd.log.max.open.files",
+        "int",
+        0,
+        "Most segment files kept open at once (least recently used closed); 0: half of RLIMIT_NOFILE.",
+        minimum=0,
+    ),
+    Setting(
+        "max.broker.partitions",
+        "int",
+        10000,
+        "Most partitions this broker hosts, __consumer_offsets included (KIP-578's name); creating more gets "
+        "POLICY_VIOLATION.",
+        minimum=1,
+    ),
     # Cluster mode (nodes sharing their state in PostgreSQL); without a database URL the node is on its own
-    Setting("herd.cluster.database.url", "string", None,
-            "PostgreSQL URL (postgresql://user:password@host:port/db) of a cluster's shared state; unset: this node "
-            "is a cluster of its own, with its data in log.dirs.", nullable=True),
-    Setting("broker.session.timeout.ms", "int", 9000,
-            "A node that has not renewed its lease for this long loses its partitions to the live nodes.",
-            minimum=1),
+    Setting(
+        "herd.cluster.database.url",
+        "string",
+        None,
+        "PostgreSQL URL (postgresql://user:password@host:port/db) of a cluster's shared state; unset: this node "
+        "is a cluster of its own, with its data in log.dirs.",
+        nullable=True,
+    ),
+    Setting(
+        "broker.session.timeout.ms",
+        "int",
+        9000,
+        "A node that has not renewed its lease for this long loses its partitions to the live nodes.",
+        minimum=1,
+    ),
     Setting("broker.heartbeat.interval.ms", "int", 2000, "How often a node renews its lease.", minimum=1),
-    Setting("controlled.shutdown.enable", "bool", True,
-            "On SIGTERM, hand this node's partitions to the other nodes before exiting."),
+    Setting(
+        "controlled.shutdown.enable",
+        "bool",
+        True,
+        "On SIGTERM, hand this node's partitions to the other nodes before exiting.",
+    ),
     # HTTP listener and fault injection (herd's own)
-    Setting("herd.http.listener", "string", None,
-            "HOST:PORT of the node's HTTP listener (fault injection, /metrics); port 0 picks a free port; unset: none.",
-            nullable=True, check=lambda v: None if v is None else _http_listener_check(v)),
-    Setting("herd.faults.enable", "bool", False,
-            "Let users inject faults and move coordinators/leaders over the HTTP listener (for tests only)."),
-    Setting("herd.metrics.max.series", "int", 10000,
-            "Most label sets of each per-topic or per-group-partition metric family on /metrics (herd.server.metrics); "
-            "beyond it series are dropped and counted.", minimum=1),
+    Setting(
+        "herd.http.listener",
+        "string",
+        None,
+        "HOST:PORT of the node's HTTP listener (fault injection, /metrics); port 0 picks a free port; unset: none.",
+        nullable=True,
+        check=lambda v: None if v is None else _http_listener_check(v),
+    ),
+    Setting(
+        "herd.faults.enable",
+        "bool",
+        False,
+        "Let users inject faults and move coordinators/leaders over the HTTP listener (for tests only).",
+    ),
+    Setting(
+        "herd.metrics.max.series",
+        "int",
+        10000,
+        "Most label sets of each per-topic or per-group-partition metric family on /metrics (herd.server.metrics); "
+        "beyond it series are dropped and counted.",
+        minimum=1,
+    ),
     # Group coordinator
     Setting("offsets.topic.num.partitions", "int", 50, "Partitions of __consumer_offsets.", minimum=1),
     Setting("offsets.topic.segment.bytes", "int", 104857600, "Segment size of __consumer_offsets.", minimum=1),
     Setting("group.initial.rebalance.delay.ms", "int", 3000, "Delay of a new group's first rebalance.", minimum=0),
-    Setting("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a member may ask for.",
-            minimum=0),
-    Setting("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout a member may ask for.",
-            minimum=0),
+    Setting("group.min.session.timeout.ms", "int", 6000, "Smallest session timeout a member may ask for.", minimum=0),
+    Setting("group.max.session.timeout.ms", "int", 1800000, "Largest session timeout a member may ask for.", minimum=0),
     Setting("group.max.size", "int", INT_MAX, "Most members in one group.", minimum=1),
     Setting("offsets.retention.minutes", "int", 10080, "How long offsets of an empty group are kept.", minimum=1),
     Setting("offsets.retention.check.interval.ms", "long", 600000, "How often offset expiry runs.", minimum=1),
-    Setting("offset.metadata.max.bytes", "int", 4096, "Largest metadata string of a committed offset.",
-            minimum=0),
-    Setting("herd.group.rebalance.history.size", "int", 16,
-            "Rebalances each group remembers (cause, phases, late and dropped members), kept in __consumer_offsets "
-            "and read with `herd groups history`; 0 keeps none. herd's own.", minimum=0, maximum=1000),
+    Setting("offset.metadata.max.bytes", "int", 4096, "Largest metadata string of a committed offset.", minimum=0),
+    Setting(
+        "herd.group.rebalance.history.size",
+        "int",
+        16,
+        "Rebalances each group remembers (cause, phases, late and dropped members), kept in __consumer_offsets "
+        "and read with `herd groups history`; 0 keeps none. herd's own.",
+        minimum=0,
+        maximum=1000,
+    ),
     # Transaction coordinator
     Setting("transaction.state.log.num.partitions", "int", 50, "Partitions of __transaction_state.", minimum=1),
-    Setting("transaction.state.log.segment.bytes", "int", 104857600, "Segment size of __transaction_state.",
-            minimum=1),
-    Setting("transaction.max.timeout.ms", "int", 900000, "Largest transaction.timeout.ms a producer may ask for.",
-            minimum=1),
-    Setting("transaction.abort.timed.out.transaction.cleanup.interval.ms", "int", 10000,
-            "How often transactions open longer than their timeout are aborted.", minimum=1),
-    Setting("transaction.partition.verification.enable", "bool", True,
-            "Verify with the transaction coordinator that a partition is in the producer's transaction before its "
-            "first transactional write there (KIP-890 part 1). Kafka lets it change at run time; herd reads it at start."),
-    Setting("transactional.id.expiration.ms", "int", 604800000,
-            "How long a transactional id with no transaction open is kept after its last use.", minimum=1),
-    Setting("transaction.remove.expired.transaction.cleanup.interval.ms", "int", 3600000,
-            "How often expired transactional ids are removed.", minimum=1),
+    Setting("transaction.state.log.segment.bytes", "int", 104857600, "Segment size of __transaction_state.", minimum=1),
+    Setting(
+        "transaction.max.timeout.ms", "int", 900000, "Largest transaction.timeout.ms a producer may ask for.", minimum=1
+    ),
+    Setting(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms",
+        "int",
+        10000,
+        "How often transactions open longer than their timeout are aborted.",
+        minimum=1,
+    ),
+    Setting(
+        "transaction.partition.verification.enable",
+        "bool",
+        True,
+        "Verify with the transaction coordinator that a partition is in the producer's transaction before its "
+        "first transactional write there (KIP-890 part 1). Kafka lets it change at run time; herd reads it at start.",
+    ),
+    Setting(
+        "transactional.id.expiration.ms",
+        "int",
+        604800000,
+        "How long a transactional id with no transaction open is kept after its last use.",
+        minimum=1,
+    ),
+    Setting(
+        "transaction.remove.expired.transaction.cleanup.interval.ms",
+        "int",
+        3600000,
+        "How often expired transactional ids are removed.",
+        minimum=1,
+    ),
 )
 
 SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
@@ -373,8 +648,15 @@ def setting_for(name: str) -> Setting | None:
         return base
     jaas = _JAAS.fullmatch(rest)
     if jaas and jaas.group("mechanism").upper() in SASL_MECHANISMS:
-        return Setting(rest, "string", None, "JAAS login settings of a SASL mechanism on one listener.",
-                       nullable=True, sensitive=True, per_listener=True)
+        return Setting(
+            rest,
+            "string",
+            None,
+            "JAAS login settings of a SASL mechanism on one listener.",
+            nullable=True,
+            sensitive=True,
+            per_listener=True,
+        )
     return None
 
 
@@ -497,7 +779,7 @@ class BrokerConfig:
     static_values: Mapping[str, Any] | None = None  # the values before the dynamic ones, when there are any
 
     @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> "BrokerConfig":
+    def from_properties(cls, props: Mapping[str, str]) -> BrokerConfig:
         """Raises ConfigError for an unknown name or a bad value."""
         values = {s.name: s.default for s in SETTINGS}
         explicit: set[str] = set()
@@ -520,7 +802,7 @@ class BrokerConfig:
         return config
 
     @classmethod
-    def load(cls, path: str | None, overrides: list[str]) -> "BrokerConfig":
+    def load(cls, path: str | None, overrides: list[str]) -> BrokerConfig:
         props: dict[str, str] = {}
         if path is not None:
             try:
@@ -528,8 +810,10 @@ class BrokerConfig:
             except OSError as e:
                 raise ConfigError(f"cannot read config file '{path}': {e.strerror}") from None
             except UnicodeDecodeError as e:
-                raise ConfigError(f"cannot read config file '{path}': not UTF-8 text "
-                                  f"(byte 0x{e.object[e.start]:02x} at position {e.start})") from None
+                raise ConfigError(
+                    f"cannot read config file '{path}': not UTF-8 text "
+                    f"(byte 0x{e.object[e.start]:02x} at position {e.start})"
+                ) from None
             props.update(parse_properties(text, path))
         for item in overrides:
             key, sep, value = item.partition("=")
@@ -547,8 +831,9 @@ class BrokerConfig:
         names = [listener.name.upper() for listener in self.listeners]
         for name in names:
             if name not in protocols:
-                raise ConfigError(f"listeners: no security protocol for listener {name} in "
-                                  f"listener.security.protocol.map")
+                raise ConfigError(
+                    f"listeners: no security protocol for listener {name} in listener.security.protocol.map"
+                )
         if len(set(names)) < len(names):
             raise ConfigError("listeners: each listener needs a name of its own")
         inter = self.get("inter.broker.listener.name")
@@ -559,13 +844,13 @@ class BrokerConfig:
         return self.values[name]
 
     @property
-    def static(self) -> "BrokerConfig":
+    def static(self) -> BrokerConfig:
         """The configuration the broker started with, without its dynamic configs."""
         if self.static_values is None:
             return self
         return BrokerConfig(values=self.static_values, explicit=self.explicit)
 
-    def with_dynamic(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> "BrokerConfig":
+    def with_dynamic(self, default: Mapping[str, str], per_broker: Mapping[str, str]) -> BrokerConfig:
         """The static settings with the dynamic ones over them, this broker's over the cluster default. A stored
         value herd cannot use (not dynamic, or not valid) is logged and left out, as Kafka leaves out what it
         cannot apply (DynamicBrokerConfig.fromPersistentProps)."""
@@ -574,14 +859,22 @@ class BrokerConfig:
         for layer in (default, per_broker):
             for name, raw in layer.items():
                 setting = SETTINGS_BY_NAME.get(name)
-                complaint = "not a dynamic config" if setting is None or not setting.dynamic else \
-                    dynamic_complaint(setting, raw)
+                complaint = (
+                    "not a dynamic config"
+                    if setting is None or not setting.dynamic
+                    else dynamic_complaint(setting, raw)
+                )
                 if complaint is not None or setting is None:
                     log.error("dynamic broker config %s=%s left out: %s", name, raw, complaint)
                     continue
                 values[name] = _parse_value(setting, raw)
-        return BrokerConfig(values=values, explicit=base.explicit, dynamic_default=dict(default),
-                            dynamic_broker=dict(per_broker), static_values=base.values)
+        return BrokerConfig(
+            values=values,
+            explicit=base.explicit,
+            dynamic_default=dict(default),
+            dynamic_broker=dict(per_broker),
+            static_values=base.values,
+        )
 
     def synonyms(self, name: str) -> list[tuple[str, str | None, ConfigSource]]:
         """Where the value of setting `name` may come from, highest precedence first, as Kafka's ConfigHelper
@@ -590,17 +883,21 @@ class BrokerConfig:
         precedence that is not `name` is left out, as Kafka drops it)."""
         chain = broker_synonyms(name)
         static = self.static
-        levels = ((self.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
-                  (self.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
-                  ({n: unparse(static.get(n)) for n in static.explicit}, ConfigSource.STATIC_BROKER_CONFIG),
-                  ({n: unparse(s.default) for n in chain if (s := SETTINGS_BY_NAME.get(n)) and s.default is not None},
-                   ConfigSource.DEFAULT_CONFIG))
+        levels = (
+            (self.dynamic_broker, ConfigSource.DYNAMIC_BROKER_CONFIG),
+            (self.dynamic_default, ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG),
+            ({n: unparse(static.get(n)) for n in static.explicit}, ConfigSource.STATIC_BROKER_CONFIG),
+            (
+                {n: unparse(s.default) for n in chain if (s := SETTINGS_BY_NAME.get(n)) and s.default is not None},
+                ConfigSource.DEFAULT_CONFIG,
+            ),
+        )
         found = [(n, level[n], source) for level, source in levels for n in chain if n in level]
         while found and found[0][0] != name:
             found.pop(0)
         return found
 
-    def with_overrides(self, **props: str) -> "BrokerConfig":
+    def with_overrides(self, **props: str) -> BrokerConfig:
         """A copy with some properties replaced (keys use underscores for dots)."""
         merged = {k: unparse(self.static.values[k]) for k in self.explicit}
         merged.update({k.replace("_", "."): v for k, v in props.items()})

@@ -31,6 +31,7 @@ def headers_for(i: int) -> list[tuple[str, bytes]]:
 
 # -- confluent-kafka -------------------------------------------------------------------------------------------
 
+
 def confluent_produce(bootstrap: str, topic: str, n: int, codec: str, **extra: object) -> None:
     from confluent_kafka import Producer
 
@@ -57,8 +58,16 @@ def confluent_read(bootstrap: str, topic: str, n: int, timeout_s: float = 60) ->
         while len(out) < n and time.monotonic() < deadline:
             for m in c.consume(5000, timeout=0.5):
                 if m.error() is None:
-                    out.append(Msg(m.partition(), m.offset(), m.key(), m.value(),
-                                   tuple((k, v) for k, v in (m.headers() or [])), m.timestamp()[1]))
+                    out.append(
+                        Msg(
+                            m.partition(),
+                            m.offset(),
+                            m.key(),
+                            m.value(),
+                            tuple((k, v) for k, v in (m.headers() or [])),
+                            m.timestamp()[1],
+                        )
+                    )
     finally:
         c.close()
     return out
@@ -72,8 +81,14 @@ def confluent_read_all(bootstrap: str, topic: str, expected: int, timeout_s: flo
 
     from confluent_kafka import Consumer
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"read-all-{time.monotonic_ns()}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"read-all-{time.monotonic_ns()}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.subscribe([topic])
     values: dict[int, list[bytes]] = defaultdict(list)
     count = 0
@@ -95,6 +110,7 @@ def confluent_read_all(bootstrap: str, topic: str, expected: int, timeout_s: flo
 
 
 # -- kafka-python ----------------------------------------------------------------------------------------------
+
 
 def kafka_python_produce(bootstrap: str, topic: str, n: int, codec: str) -> None:
     from kafka import KafkaProducer
@@ -127,6 +143,7 @@ def kafka_python_read(bootstrap: str, topic: str, n: int, timeout_s: float = 60)
 
 # -- aiokafka --------------------------------------------------------------------------------------------------
 
+
 def aiokafka_produce(bootstrap: str, topic: str, n: int, codec: str) -> None:
     async def run() -> None:
         from aiokafka import AIOKafkaProducer
@@ -134,8 +151,7 @@ def aiokafka_produce(bootstrap: str, topic: str, n: int, codec: str) -> None:
         p = AIOKafkaProducer(bootstrap_servers=bootstrap, compression_type=None if codec == "none" else codec)
         await p.start()
         try:
-            futures = [await p.send(topic, key=b"k%d" % i, value=payload(i), headers=headers_for(i))
-                       for i in range(n)]
+            futures = [await p.send(topic, key=b"k%d" % i, value=payload(i), headers=headers_for(i)) for i in range(n)]
             await asyncio.gather(*futures)
         finally:
             await p.stop()
@@ -158,8 +174,7 @@ def aiokafka_read(bootstrap: str, topic: str, n: int, timeout_s: float = 60) -> 
             deadline = loop.time() + timeout_s
             while len(out) < n and loop.time() < deadline:
                 for tp, records in (await c.getmany(timeout_ms=500, max_records=5000)).items():
-                    out += [Msg(tp.partition, r.offset, r.key, r.value, tuple(r.headers), r.timestamp)
-                            for r in records]
+                    out += [Msg(tp.partition, r.offset, r.key, r.value, tuple(r.headers), r.timestamp) for r in records]
         finally:
             await c.stop()
         return out
@@ -168,6 +183,7 @@ def aiokafka_read(bootstrap: str, topic: str, n: int, timeout_s: float = 60) -> 
 
 
 # -- a consumer group's round trip, with any client settings (the security tests) ------------------------------
+
 
 def confluent_group_round_trip(config: dict[str, Any], topic: str, n: int, group: str) -> tuple[list[bytes], int]:
     """Produce values v0..v{n-1} with `config`, read them in consumer group `group` from the earliest offset and
@@ -203,8 +219,9 @@ def kafka_python_group_round_trip(config: dict[str, Any], topic: str, n: int, gr
     for i in range(n):
         producer.send(topic, key=b"k%d" % i, value=b"v%d" % i).get(30)
     producer.close()
-    consumer = kafka_python_subscriber(topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,
-                                       **config)
+    consumer = kafka_python_subscriber(
+        topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False, **config
+    )
     values: list[bytes] = []
     try:
         deadline = time.monotonic() + 60
@@ -230,8 +247,9 @@ def aiokafka_group_round_trip(config: dict[str, Any], topic: str, n: int, group:
                 await producer.send_and_wait(topic, key=b"k%d" % i, value=b"v%d" % i)
         finally:
             await producer.stop()
-        consumer = AIOKafkaConsumer(topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False,
-                                    **config)
+        consumer = AIOKafkaConsumer(
+            topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False, **config
+        )
         await consumer.start()
         values: list[bytes] = []
         try:

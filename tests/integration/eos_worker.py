@@ -6,7 +6,8 @@ test_transactions_clients: run as a process, killed with SIGKILL and restarted b
 It reads INPUT with read_committed in GROUP (a static member, so that a restarted worker takes its place at
 once), and for each batch of records, in one transaction, writes "out:<value>" to OUTPUT (same partition) and
 the consumed offsets with `send_offsets_to_transaction`. It exits 0 once the group's committed offsets cover
-EXPECTED input records. Transactions are small (BATCH records). Its restarts share TRANSACTIONAL_ID, so a restart fences the killed one's transaction.
+EXPECTED input records. Transactions are small (BATCH records). Its restarts share TRANSACTIONAL_ID, so a restart fences
+the killed one's transaction.
 """
 
 from __future__ import annotations
@@ -21,11 +22,25 @@ BATCH = 20  # records per transaction: small, so that a kill finds the worker mi
 
 def main() -> int:
     bootstrap, source, sink, group, transactional_id, expected = sys.argv[1:7]
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.instance.id": "worker",
-                         "isolation.level": "read_committed", "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "session.timeout.ms": 6000})
-    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id, "linger.ms": 5,
-                         "transaction.timeout.ms": 10000})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.instance.id": "worker",
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+        }
+    )
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "transactional.id": transactional_id,
+            "linger.ms": 5,
+            "transaction.timeout.ms": 10000,
+        }
+    )
     producer.init_transactions(30)
     consumer.subscribe([source])
     done = 0

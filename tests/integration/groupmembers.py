@@ -55,14 +55,18 @@ def kafka_python_subscriber(topic: str, **config: Any) -> Any:
     return consumer
 
 
-BROKER_OVERRIDES = {"group.min.session.timeout.ms": "1000", "offsets.topic.num.partitions": "10",
-                    "num.partitions": "1"}
+BROKER_OVERRIDES = {"group.min.session.timeout.ms": "1000", "offsets.topic.num.partitions": "10", "num.partitions": "1"}
 
 T = TypeVar("T")
 
 
-def wait_for(condition: Callable[[], T], timeout: float = 30.0, what: str = "condition",
-             interval: float = 0.02, ignore: tuple[type[BaseException], ...] = ()) -> T:
+def wait_for(
+    condition: Callable[[], T],
+    timeout: float = 30.0,
+    what: str = "condition",
+    interval: float = 0.02,
+    ignore: tuple[type[BaseException], ...] = (),
+) -> T:
     """Poll `condition` until it returns something truthy; fail with `what` after `timeout` seconds. An
     exception of `ignore` counts as not yet (e.g. a client's error while a node is not ready)."""
     deadline = time.monotonic() + timeout
@@ -99,11 +103,11 @@ def balanced(members: Iterable[Member], partitions: int) -> bool:
     held = [m.assigned for m in members]
     union = frozenset().union(*held)
     sizes = [len(h) for h in held]
-    return (sum(sizes) == partitions and union == frozenset(range(partitions))
-            and max(sizes) - min(sizes) <= 1)
+    return sum(sizes) == partitions and union == frozenset(range(partitions)) and max(sizes) - min(sizes) <= 1
 
 
 # -- topics and data -------------------------------------------------------------------------------------------
+
 
 def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -145,6 +149,7 @@ def committed_offsets(bootstrap: str, group: str, topic: str, partitions: int, *
 
 # -- members ---------------------------------------------------------------------------------------------------
 
+
 class Producing(threading.Thread):
     """Numbered records to every partition of `topic` at a steady pace (confluent-kafka, idempotent, acks=all)
     until stopped; `acked` holds (when produce was called, value) of each acknowledged record, `errors` the
@@ -154,9 +159,16 @@ class Producing(threading.Thread):
         from confluent_kafka import Producer
 
         super().__init__(daemon=True)
-        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                                  "linger.ms": 5, "message.timeout.ms": 60000,
-                                  "topic.metadata.refresh.interval.ms": 1000})
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                "message.timeout.ms": 60000,
+                "topic.metadata.refresh.interval.ms": 1000,
+            }
+        )
         self.topic, self.partitions, self.poll_s = topic, partitions, poll_s
         self.acked: list[tuple[float, bytes]] = []
         self.errors: list[Any] = []
@@ -167,8 +179,12 @@ class Producing(threading.Thread):
         while not self._stop_event.is_set():
             for _ in range(self.partitions):
                 at = time.monotonic()
-                self.producer.produce(self.topic, value=b"v-%07d" % sent, partition=sent % self.partitions,
-                                      on_delivery=lambda e, m, at=at: self._delivered(e, m, at))
+                self.producer.produce(
+                    self.topic,
+                    value=b"v-%07d" % sent,
+                    partition=sent % self.partitions,
+                    on_delivery=lambda e, m, at=at: self._delivered(e, m, at),
+                )
                 sent += 1
             self.producer.poll(self.poll_s)
         self.producer.flush(60)
@@ -196,8 +212,17 @@ class Member(threading.Thread):
 
     client = ""
 
-    def __init__(self, bootstrap: str, topic: str, group: str, *, name: str = "m", instance_id: str | None = None,
-                 assignor: str = "range", session_ms: int = SESSION_MS) -> None:
+    def __init__(
+        self,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        *,
+        name: str = "m",
+        instance_id: str | None = None,
+        assignor: str = "range",
+        session_ms: int = SESSION_MS,
+    ) -> None:
         super().__init__(name=f"{self.client}-{name}", daemon=True)
         self.bootstrap, self.topic, self.group = bootstrap, topic, group
         self.member_name, self.instance_id, self.assignor, self.session_ms = name, instance_id, assignor, session_ms
@@ -256,13 +281,25 @@ class KafkaPythonMember(Member):
         from kafka.coordinator.assignors.range import RangePartitionAssignor
         from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
-        assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor,
-                     "cooperative-sticky": CooperativeStickyAssignor}
-        return dict(bootstrap_servers=self.bootstrap, group_id=self.group, client_id=f"kp-{self.member_name}",
-                    group_instance_id=self.instance_id, session_timeout_ms=self.session_ms,
-                    heartbeat_interval_ms=HEARTBEAT_MS, max_poll_interval_ms=REBALANCE_MS,
-                    enable_auto_commit=False, auto_offset_reset="earliest", metadata_max_age_ms=METADATA_MS,
-                    partition_assignment_strategy=[assignors[self.assignor]], fetch_max_wait_ms=100)
+        assignors = {
+            "range": RangePartitionAssignor,
+            "roundrobin": RoundRobinPartitionAssignor,
+            "cooperative-sticky": CooperativeStickyAssignor,
+        }
+        return dict(
+            bootstrap_servers=self.bootstrap,
+            group_id=self.group,
+            client_id=f"kp-{self.member_name}",
+            group_instance_id=self.instance_id,
+            session_timeout_ms=self.session_ms,
+            heartbeat_interval_ms=HEARTBEAT_MS,
+            max_poll_interval_ms=REBALANCE_MS,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            metadata_max_age_ms=METADATA_MS,
+            partition_assignment_strategy=[assignors[self.assignor]],
+            fetch_max_wait_ms=100,
+        )
 
     def _run(self) -> None:
         from kafka import KafkaConsumer
@@ -273,13 +310,17 @@ class KafkaPythonMember(Member):
 
         class Listener(ConsumerRebalanceListener):
             def on_partitions_revoked(self, revoked: Any) -> None:  # runs on kafka-python's IO thread: no commit
-                member._on_event("revoked", [tp.partition for tp in revoked],
-                                 [tp.partition for tp in consumer.assignment() if tp not in set(revoked)])
+                member._on_event(
+                    "revoked",
+                    [tp.partition for tp in revoked],
+                    [tp.partition for tp in consumer.assignment() if tp not in set(revoked)],
+                )
 
             def on_partitions_assigned(self, assigned: Any) -> None:
                 member.generation = consumer._coordinator._generation.generation_id
-                member._on_event("assigned", [tp.partition for tp in assigned],
-                                 [tp.partition for tp in consumer.assignment()])
+                member._on_event(
+                    "assigned", [tp.partition for tp in assigned], [tp.partition for tp in consumer.assignment()]
+                )
 
         # kafka-python 3.0.12 drops a finished join when, while poll() had timed out, the leader's own assignment
         # cleared the metadata change that made it rejoin (need_rejoin() turns False, the join's result is never
@@ -308,11 +349,19 @@ class ConfluentMember(Member):
     client = "confluent"
 
     def _config(self) -> dict[str, Any]:
-        config = {"bootstrap.servers": self.bootstrap, "group.id": self.group, "client.id": f"cf-{self.member_name}",
-                  "session.timeout.ms": self.session_ms, "heartbeat.interval.ms": HEARTBEAT_MS,
-                  "max.poll.interval.ms": REBALANCE_MS, "enable.auto.commit": False,
-                  "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": METADATA_MS,
-                  "partition.assignment.strategy": self.assignor, "fetch.wait.max.ms": 100}
+        config = {
+            "bootstrap.servers": self.bootstrap,
+            "group.id": self.group,
+            "client.id": f"cf-{self.member_name}",
+            "session.timeout.ms": self.session_ms,
+            "heartbeat.interval.ms": HEARTBEAT_MS,
+            "max.poll.interval.ms": REBALANCE_MS,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "topic.metadata.refresh.interval.ms": METADATA_MS,
+            "partition.assignment.strategy": self.assignor,
+            "fetch.wait.max.ms": 100,
+        }
         if self.instance_id is not None:
             config["group.instance.id"] = self.instance_id
         return config
@@ -365,12 +414,21 @@ class AiokafkaMember(Member):
         from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
         assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
-        return dict(bootstrap_servers=self.bootstrap, group_id=self.group, client_id=f"ak-{self.member_name}",
-                    group_instance_id=self.instance_id, session_timeout_ms=self.session_ms,
-                    heartbeat_interval_ms=HEARTBEAT_MS, max_poll_interval_ms=REBALANCE_MS,
-                    rebalance_timeout_ms=REBALANCE_MS, enable_auto_commit=False, auto_offset_reset="earliest",
-                    metadata_max_age_ms=METADATA_MS, partition_assignment_strategy=(assignors[self.assignor],),
-                    fetch_max_wait_ms=100)
+        return dict(
+            bootstrap_servers=self.bootstrap,
+            group_id=self.group,
+            client_id=f"ak-{self.member_name}",
+            group_instance_id=self.instance_id,
+            session_timeout_ms=self.session_ms,
+            heartbeat_interval_ms=HEARTBEAT_MS,
+            max_poll_interval_ms=REBALANCE_MS,
+            rebalance_timeout_ms=REBALANCE_MS,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            metadata_max_age_ms=METADATA_MS,
+            partition_assignment_strategy=(assignors[self.assignor],),
+            fetch_max_wait_ms=100,
+        )
 
     async def _revoking(self) -> None:
         """Called in the revocation callback, after the commit: a subclass may hold the member there."""
@@ -414,8 +472,9 @@ class AiokafkaMember(Member):
 MEMBERS: dict[str, type[Member]] = {m.client: m for m in (KafkaPythonMember, ConfluentMember, AiokafkaMember)}
 
 
-def start_members(client: str | Iterable[str], bootstrap: str, topic: str, group: str, n: int = 3,
-                  prefix: str = "m", **kw: Any) -> list[Member]:
+def start_members(
+    client: str | Iterable[str], bootstrap: str, topic: str, group: str, n: int = 3, prefix: str = "m", **kw: Any
+) -> list[Member]:
     clients = [client] * n if isinstance(client, str) else list(client)
     members = [MEMBERS[c](bootstrap, topic, group, name=f"{prefix}{i}", **kw) for i, c in enumerate(clients)]
     for m in members:
@@ -437,6 +496,7 @@ def consumed_values(members: Iterable[Member]) -> list[bytes]:
 
 # -- admin -----------------------------------------------------------------------------------------------------
 
+
 def admin_groups(client: str, bootstrap: str, group_ids: list[str]) -> tuple[dict[str, str], dict[str, Any]]:
     """(group id -> state from ListGroups, group id -> {"state", "members": [(client_id, partitions)]} from
     DescribeGroups), through `client`'s admin API."""
@@ -451,8 +511,13 @@ def _kp_admin(bootstrap: str, group_ids: list[str]) -> tuple[dict[str, str], dic
         listed = {g["group_id"]: g["group_state"] for g in admin.list_groups()}
         described = {}
         for gid, d in admin.describe_groups(group_ids).items():
-            members = [(m["client_id"], sorted(p for t in m["member_assignment"]["assigned_partitions"]
-                                               for p in t["partitions"])) for m in d["members"]]
+            members = [
+                (
+                    m["client_id"],
+                    sorted(p for t in m["member_assignment"]["assigned_partitions"] for p in t["partitions"]),
+                )
+                for m in d["members"]
+            ]
             described[gid] = {"state": d["group_state"], "protocol": d["protocol_data"], "members": sorted(members)}
     finally:
         admin.close()
@@ -484,12 +549,15 @@ def _ak_admin(bootstrap: str, group_ids: list[str]) -> tuple[dict[str, str], dic
             listed = {g[0]: "?" for g in await admin.list_consumer_groups()}
             described = {}
             for response in await admin.describe_consumer_groups(group_ids):
-                for error, gid, state, _, protocol, members, *_ in response.groups:
+                for _error, gid, state, _, protocol, members, *_ in response.groups:
                     parsed = []
-                    for member_id, *rest in members:
+                    for _member_id, *rest in members:
                         client_id, assignment = rest[-4], rest[-1]
-                        partitions = sorted(p for _, ps in MemberAssignment.decode(assignment).assignment
-                                            for p in ps) if assignment else []
+                        partitions = (
+                            sorted(p for _, ps in MemberAssignment.decode(assignment).assignment for p in ps)
+                            if assignment
+                            else []
+                        )
                         parsed.append((client_id, partitions))
                     described[gid] = {"state": state, "protocol": protocol, "members": sorted(parsed)}
         finally:
@@ -501,14 +569,28 @@ def _ak_admin(bootstrap: str, group_ids: list[str]) -> tuple[dict[str, str], dic
 
 # -- a member in a child process -------------------------------------------------------------------------------
 
+
 class ChildMember:
     """A member of `client` in a child process; `kill()` is SIGKILL: it dies without leaving the group."""
 
     def __init__(self, client: str, bootstrap: str, topic: str, group: str, **kw: Any) -> None:
-        args = [sys.executable, __file__, "--client", client, "--bootstrap", bootstrap, "--topic", topic,
-                "--group", group, "--options", json.dumps(kw)]
-        self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        args = [
+            sys.executable,
+            __file__,
+            "--client",
+            client,
+            "--bootstrap",
+            bootstrap,
+            "--topic",
+            topic,
+            "--group",
+            group,
+            "--options",
+            json.dumps(kw),
+        ]
+        self.proc = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+        )
         self.assigned: frozenset[int] = frozenset()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -517,7 +599,7 @@ class ChildMember:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
             if line.startswith(b"ASSIGNED"):
-                self.assigned = frozenset(json.loads(line[len(b"ASSIGNED"):]))
+                self.assigned = frozenset(json.loads(line[len(b"ASSIGNED") :]))
 
     def kill(self) -> None:
         self.proc.kill()

@@ -14,7 +14,6 @@ from typing import Any
 
 from brokers import BrokerProcess
 
-
 ADMIN_PASSWORD = "admin-secret-0"
 ALICE_PASSWORD = "alice-secret-1"
 CAROL_PASSWORD = "carol-secret-2"
@@ -38,18 +37,25 @@ class SecureBroker:
     def bootstrap(self, listener: str = "PLAINTEXT") -> str:
         return f"127.0.0.1:{self.ports[listener]}"
 
-    def scram(self, user: str, password: str, mechanism: str = "SCRAM-SHA-512", protocol: str = "SASL_PLAINTEXT"
-              ) -> dict[str, str]:
-        props = {"security.protocol": protocol, "sasl.mechanism": mechanism,
-                 "sasl.jaas.config": f'org.apache.kafka.common.security.scram.ScramLoginModule required '
-                                     f'username="{user}" password="{password}";'}
+    def scram(
+        self, user: str, password: str, mechanism: str = "SCRAM-SHA-512", protocol: str = "SASL_PLAINTEXT"
+    ) -> dict[str, str]:
+        props = {
+            "security.protocol": protocol,
+            "sasl.mechanism": mechanism,
+            "sasl.jaas.config": f"org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="{user}" password="{password}";',
+        }
         if protocol == "SASL_SSL":
             props["ssl.truststore.location"] = str(self.pki.ca_pem)
         return props
 
     def mtls(self) -> dict[str, str]:
-        return {"security.protocol": "SSL", "ssl.truststore.location": str(self.pki.ca_pem),
-                "ssl.keystore.location": str(self.pki.client_keystore())}
+        return {
+            "security.protocol": "SSL",
+            "ssl.truststore.location": str(self.pki.ca_pem),
+            "ssl.keystore.location": str(self.pki.client_keystore()),
+        }
 
 
 def start_secure_broker(root: Path, extra: dict[str, str] | None = None) -> SecureBroker:
@@ -59,11 +65,15 @@ def start_secure_broker(root: Path, extra: dict[str, str] | None = None) -> Secu
     config = root / "server.properties"
     config.write_text(
         "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.PlainLoginModule "
-        f'required user_carol="{CAROL_PASSWORD}";\n')
+        f'required user_carol="{CAROL_PASSWORD}";\n'
+    )
     overrides = {
         "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_SSL://127.0.0.1:0",
-        "ssl.keystore.location": str(pki.broker_keystore), "ssl.truststore.location": str(pki.ca_pem),
-        "listener.name.ssl.ssl.client.auth": "required", "offsets.topic.num.partitions": "3",
-        **{k: v.replace("{client}", pki.client_subject) for k, v in (extra or {}).items()}}
+        "ssl.keystore.location": str(pki.broker_keystore),
+        "ssl.truststore.location": str(pki.ca_pem),
+        "listener.name.ssl.ssl.client.auth": "required",
+        "offsets.topic.num.partitions": "3",
+        **{k: v.replace("{client}", pki.client_subject) for k, v in (extra or {}).items()},
+    }
     broker = BrokerProcess(root / "data", overrides, config=config).start()
     return SecureBroker(broker, listener_ports(broker, 4), pki)

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from brokers import BrokerProcess
@@ -45,34 +46,81 @@ def unique(prefix: str) -> str:
 
 def create_acls(port: int, *acls: tuple[Any, ...], version: int = 3) -> list[tuple[int, str | None]]:
     """Raw CreateAcls of (type, name, pattern, principal, host, operation, permission) tuples."""
-    creations = tuple(part(30, version, "AclCreation", resource_type=a[0], resource_name=a[1],
-                           resource_pattern_type=a[2], principal=a[3], host=a[4], operation=a[5],
-                           permission_type=a[6]) for a in acls)
+    creations = tuple(
+        part(
+            30,
+            version,
+            "AclCreation",
+            resource_type=a[0],
+            resource_name=a[1],
+            resource_pattern_type=a[2],
+            principal=a[3],
+            host=a[4],
+            operation=a[5],
+            permission_type=a[6],
+        )
+        for a in acls
+    )
     with RawClient(port) as c:
         r = c.request(30, version, req(30, version, creations=creations))
     return [(int(x.error_code), x.error_message) for x in r.results]
 
 
-def describe_acls(port: int, rtype: int = ANY_TYPE, name: str | None = None, pattern: int = ANY_TYPE,
-                  principal: str | None = None, host: str | None = None, op: int = ANY_OP,
-                  perm: int = ANY_PERM, version: int = 3) -> Any:
+def describe_acls(
+    port: int,
+    rtype: int = ANY_TYPE,
+    name: str | None = None,
+    pattern: int = ANY_TYPE,
+    principal: str | None = None,
+    host: str | None = None,
+    op: int = ANY_OP,
+    perm: int = ANY_PERM,
+    version: int = 3,
+) -> Any:
     with RawClient(port) as c:
-        return c.request(29, version, req(29, version, resource_type_filter=rtype, resource_name_filter=name,
-                                          pattern_type_filter=pattern, principal_filter=principal,
-                                          host_filter=host, operation=op, permission_type=perm))
+        return c.request(
+            29,
+            version,
+            req(
+                29,
+                version,
+                resource_type_filter=rtype,
+                resource_name_filter=name,
+                pattern_type_filter=pattern,
+                principal_filter=principal,
+                host_filter=host,
+                operation=op,
+                permission_type=perm,
+            ),
+        )
 
 
 def delete_acls(port: int, *filters: tuple[Any, ...], version: int = 3) -> Any:
-    entries = tuple(part(31, version, "DeleteAclsFilter", resource_type_filter=f[0], resource_name_filter=f[1],
-                         pattern_type_filter=f[2], principal_filter=f[3], host_filter=f[4], operation=f[5],
-                         permission_type=f[6]) for f in filters)
+    entries = tuple(
+        part(
+            31,
+            version,
+            "DeleteAclsFilter",
+            resource_type_filter=f[0],
+            resource_name_filter=f[1],
+            pattern_type_filter=f[2],
+            principal_filter=f[3],
+            host_filter=f[4],
+            operation=f[5],
+            permission_type=f[6],
+        )
+        for f in filters
+    )
     with RawClient(port) as c:
         return c.request(31, version, req(31, version, filters=entries))
 
 
 def described(response: Any) -> set[tuple[Any, ...]]:
-    return {(r.resource_type, r.resource_name, r.pattern_type, a.principal, a.host, a.operation, a.permission_type)
-            for r in response.resources for a in r.acls}
+    return {
+        (r.resource_type, r.resource_name, r.pattern_type, a.principal, a.host, a.operation, a.permission_type)
+        for r in response.resources
+        for a in r.acls
+    }
 
 
 # -- the ACL APIs ------------------------------------------------------------------------------------------------
@@ -92,16 +140,44 @@ def test_confluent_admin_creates_describes_and_deletes_with_every_filter_form(br
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     t, p = unique("cf-topic"), unique("cf-pre")
     bindings = [
-        AclBinding(ResourceType.TOPIC, t, ResourcePatternType.LITERAL, "User:alice", "*", AclOperation.READ,
-                   AclPermissionType.ALLOW),
-        AclBinding(ResourceType.TOPIC, p, ResourcePatternType.PREFIXED, "User:bob", "10.0.0.1", AclOperation.WRITE,
-                   AclPermissionType.DENY),
-        AclBinding(ResourceType.GROUP, p, ResourcePatternType.PREFIXED, "User:alice", "*", AclOperation.ALL,
-                   AclPermissionType.ALLOW),
+        AclBinding(
+            ResourceType.TOPIC,
+            t,
+            ResourcePatternType.LITERAL,
+            "User:alice",
+            "*",
+            AclOperation.READ,
+            AclPermissionType.ALLOW,
+        ),
+        AclBinding(
+            ResourceType.TOPIC,
+            p,
+            ResourcePatternType.PREFIXED,
+            "User:bob",
+            "10.0.0.1",
+            AclOperation.WRITE,
+            AclPermissionType.DENY,
+        ),
+        AclBinding(
+            ResourceType.GROUP,
+            p,
+            ResourcePatternType.PREFIXED,
+            "User:alice",
+            "*",
+            AclOperation.ALL,
+            AclPermissionType.ALLOW,
+        ),
         # an ACL on the cluster ends allow.everyone.if.no.acl.found there: ANONYMOUS keeps ALTER (and so
         # DESCRIBE) to go on managing ACLs
-        AclBinding(ResourceType.BROKER, "kafka-cluster", ResourcePatternType.LITERAL, ANON, "*",
-                   AclOperation.ALTER, AclPermissionType.ALLOW),
+        AclBinding(
+            ResourceType.BROKER,
+            "kafka-cluster",
+            ResourcePatternType.LITERAL,
+            ANON,
+            "*",
+            AclOperation.ALTER,
+            AclPermissionType.ALLOW,
+        ),
     ]
     for future in admin.create_acls(bindings).values():
         assert future.result(10) is None
@@ -109,9 +185,15 @@ def test_confluent_admin_creates_describes_and_deletes_with_every_filter_form(br
     def find(flt: AclBindingFilter) -> set[AclBinding]:
         return set(admin.describe_acls(flt).result(10))
 
-    def flt(rtype: Any = ResourceType.ANY, name: str | None = None, pattern: Any = ResourcePatternType.ANY,
-            principal: str | None = None, host: str | None = None, op: Any = AclOperation.ANY,
-            perm: Any = AclPermissionType.ANY) -> AclBindingFilter:
+    def flt(
+        rtype: Any = ResourceType.ANY,
+        name: str | None = None,
+        pattern: Any = ResourcePatternType.ANY,
+        principal: str | None = None,
+        host: str | None = None,
+        op: Any = AclOperation.ANY,
+        perm: Any = AclPermissionType.ANY,
+    ) -> AclBindingFilter:
         return AclBindingFilter(rtype, name, pattern, principal, host, op, perm)
 
     assert set(bindings) <= find(flt())
@@ -151,12 +233,22 @@ def test_kafka_python_admin_creates_describes_and_deletes(broker) -> None:
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     try:
         name = unique("kp")
-        acl = ACL("User:carol", "*", ACLOperation.DESCRIBE, ACLPermissionType.ALLOW,
-                  ResourcePattern(ResourceType.TOPIC, name, ACLResourcePatternType.PREFIXED))
+        acl = ACL(
+            "User:carol",
+            "*",
+            ACLOperation.DESCRIBE,
+            ACLPermissionType.ALLOW,
+            ResourcePattern(ResourceType.TOPIC, name, ACLResourcePatternType.PREFIXED),
+        )
         created = admin.create_acls([acl])
         assert created["succeeded"] == [acl] and not created["failed"]
-        match = ACLFilter("User:carol", None, ACLOperation.ANY, ACLPermissionType.ANY,
-                          ResourcePatternFilter(ResourceType.TOPIC, name + "-x", ACLResourcePatternType.MATCH))
+        match = ACLFilter(
+            "User:carol",
+            None,
+            ACLOperation.ANY,
+            ACLPermissionType.ANY,
+            ResourcePatternFilter(ResourceType.TOPIC, name + "-x", ACLResourcePatternType.MATCH),
+        )
         found, error = admin.describe_acls(match)
         assert found == [acl] and error.errno == 0
         (results,) = admin.delete_acls([match])
@@ -191,9 +283,13 @@ def test_validations_and_versions(broker) -> None:
         assert r.error_code == 0 and described(r) == {(TOPIC, name, LITERAL, ANON, "*", READ, ALLOW)}
     bad = describe_acls(broker.port, TOPIC, name, 0)
     assert bad.error_code == ErrorCode.invalid_request and not bad.resources
-    r = delete_acls(broker.port, (TOPIC, name, 0, None, None, ANY_OP, ANY_PERM),
-                    (TOPIC, name, LITERAL, None, None, ANY_OP, ANY_PERM), (TOPIC, name, LITERAL, None, None, ANY_OP,
-                                                                           ANY_PERM), version=2)
+    r = delete_acls(
+        broker.port,
+        (TOPIC, name, 0, None, None, ANY_OP, ANY_PERM),
+        (TOPIC, name, LITERAL, None, None, ANY_OP, ANY_PERM),
+        (TOPIC, name, LITERAL, None, None, ANY_OP, ANY_PERM),
+        version=2,
+    )
     assert r.filter_results[0].error_code == ErrorCode.invalid_request
     assert [len(f.matching_acls) for f in r.filter_results[1:]] == [1, 1]  # both filters answer the deleted ACL
     assert not describe_acls(broker.port, TOPIC, name).resources
@@ -225,8 +321,9 @@ def test_consumer_denied_read_on_its_group_or_topic(broker) -> None:
     _deny(broker, TOPIC, other, READ)
 
     async def consume(group_id: str, name: str) -> Any:
-        consumer = AIOKafkaConsumer(name, bootstrap_servers=broker.bootstrap, group_id=group_id,
-                                    auto_offset_reset="earliest")
+        consumer = AIOKafkaConsumer(
+            name, bootstrap_servers=broker.bootstrap, group_id=group_id, auto_offset_reset="earliest"
+        )
         try:
             await consumer.start()
             return await asyncio.wait_for(consumer.getmany(timeout_ms=3000), 20)
@@ -272,9 +369,20 @@ def test_metadata_hides_undescribable_topics(broker) -> None:
     listed = AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(timeout=10).topics
     assert seen in listed and hidden not in listed
     with RawClient(broker.port) as c:
-        r = c.request(3, 12, req(3, 12, topics=(part(3, 12, "MetadataRequestTopic", name=hidden, topic_id=None),
-                                                part(3, 12, "MetadataRequestTopic", name=seen, topic_id=None)),
-                                 allow_auto_topic_creation=False, include_topic_authorized_operations=True))
+        r = c.request(
+            3,
+            12,
+            req(
+                3,
+                12,
+                topics=(
+                    part(3, 12, "MetadataRequestTopic", name=hidden, topic_id=None),
+                    part(3, 12, "MetadataRequestTopic", name=seen, topic_id=None),
+                ),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=True,
+            ),
+        )
     by_name = {t.name: t for t in r.topics}
     assert by_name[hidden].error_code == ErrorCode.topic_authorization_failed and not by_name[hidden].partitions
     assert by_name[seen].error_code == 0
@@ -291,12 +399,15 @@ def test_super_users_bypass_deny_and_the_default_is_deny(broker_factory) -> None
 
     assert topic in AdminClient({"bootstrap.servers": b.bootstrap}).list_topics(timeout=10).topics
     closed = broker_factory({"authorizer.class.name": AUTHORIZER}, name="closed")
-    assert create_acls(closed.port, (TOPIC, "t", LITERAL, ANON, "*", READ, ALLOW))[0][0] == \
-        ErrorCode.cluster_authorization_failed
+    assert (
+        create_acls(closed.port, (TOPIC, "t", LITERAL, ANON, "*", READ, ALLOW))[0][0]
+        == ErrorCode.cluster_authorization_failed
+    )
     assert describe_acls(closed.port).error_code == ErrorCode.cluster_authorization_failed
     with RawClient(closed.port) as c:
-        r = c.request(3, 12, req(3, 12, topics=None, allow_auto_topic_creation=False,
-                                 include_topic_authorized_operations=False))
+        r = c.request(
+            3, 12, req(3, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+        )
     assert r.topics == ()  # not even __consumer_offsets may be described
 
 
@@ -323,17 +434,31 @@ def test_acls_are_shared_by_the_nodes_of_a_cluster(pg_test_url: str, tmp_path) -
         topic = unique("shared")
         acl = (TOPIC, topic, LITERAL, ANON, "*", DESCRIBE, DENY)
         assert create_acls(first, acl) == [(0, None)]
-        wait_for(lambda: described(describe_acls(second, TOPIC)) >= {acl}, 10, "the second node seeing the ACL",
-                 interval=0.05)
+        wait_for(
+            lambda: described(describe_acls(second, TOPIC)) >= {acl},
+            10,
+            "the second node seeing the ACL",
+            interval=0.05,
+        )
         create_topic(cluster.bootstrap, topic, 1)
         with RawClient(second) as c:
-            r = c.request(3, 12, req(3, 12, topics=(part(3, 12, "MetadataRequestTopic", name=topic, topic_id=None),),
-                                     allow_auto_topic_creation=False, include_topic_authorized_operations=False))
+            r = c.request(
+                3,
+                12,
+                req(
+                    3,
+                    12,
+                    topics=(part(3, 12, "MetadataRequestTopic", name=topic, topic_id=None),),
+                    allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=False,
+                ),
+            )
         assert r.topics[0].error_code == ErrorCode.topic_authorization_failed
         r = delete_acls(second, (TOPIC, topic, LITERAL, None, None, ANY_OP, ANY_PERM))
         assert len(r.filter_results[0].matching_acls) == 1
-        wait_for(lambda: not describe_acls(first, TOPIC, topic).resources, 10, "the first node forgetting it",
-                 interval=0.05)
+        wait_for(
+            lambda: not describe_acls(first, TOPIC, topic).resources, 10, "the first node forgetting it", interval=0.05
+        )
         kept = (GROUP, unique("kept"), LITERAL, ANON, "*", READ, DENY)
         assert create_acls(second, kept) == [(0, None)]
         for i in range(2):  # every node stops: the ACLs are in PostgreSQL, not in any node

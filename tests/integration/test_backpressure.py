@@ -17,7 +17,6 @@ from datetime import timedelta
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-
 from rawkafka import RawClient
 
 MiB = 1 << 20
@@ -29,10 +28,21 @@ def _rss_mib(pid: int) -> float:
 
 
 def _fetch(topic: str, max_wait_ms: int = 0, max_bytes: int = MiB) -> FetchRequest:
-    return FetchRequest(max_wait=timedelta(milliseconds=max_wait_ms), min_bytes=1, max_bytes=max_bytes,
-                        isolation_level=0, session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=(),
-                        topics=(FetchTopic(topic=topic, partitions=(
-                            FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=max_bytes),)),))
+    return FetchRequest(
+        max_wait=timedelta(milliseconds=max_wait_ms),
+        min_bytes=1,
+        max_bytes=max_bytes,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        rack_id="",
+        forgotten_topics_data=(),
+        topics=(
+            FetchTopic(
+                topic=topic, partitions=(FetchPartition(partition=0, fetch_offset=0, partition_max_bytes=max_bytes),)
+            ),
+        ),
+    )
 
 
 def _api_versions() -> ApiVersionsRequest:
@@ -94,8 +104,15 @@ def test_idle_connections_and_stalled_half_frames_are_closed(broker_factory):
     silent = socket.create_connection(("127.0.0.1", broker.port))
     active = RawClient(broker.port)
     waiting = RawClient(broker.port)  # owed an answer (a long poll longer than the idle time): not idle
-    waiting.request(3, 12, MetadataRequest(topics=(MetadataRequestTopic(topic_id=None, name="quiet"),),
-                                           allow_auto_topic_creation=True, include_topic_authorized_operations=False))
+    waiting.request(
+        3,
+        12,
+        MetadataRequest(
+            topics=(MetadataRequestTopic(topic_id=None, name="quiet"),),
+            allow_auto_topic_creation=True,
+            include_topic_authorized_operations=False,
+        ),
+    )
     waiting.send_raw(waiting.encode(1, 12, _fetch("quiet", max_wait_ms=2500)))
     started = time.monotonic()
     while time.monotonic() - started < 3:
@@ -123,7 +140,7 @@ def test_a_frame_beyond_queued_max_request_bytes_waits_for_memory(broker_factory
     try:
         other.read_response(18, 3)
         raise AssertionError("answered while the request memory was spent")
-    except socket.timeout:
+    except TimeoutError:
         pass
     big.send_raw(frame[3000:])
     assert big.read_response(18, 3).error_code == 0
@@ -136,14 +153,22 @@ def test_answers_held_behind_a_long_poll_are_bounded_and_sent_in_order(broker_fa
     broker = broker_factory({"num.partitions": "1"})
     _produce(broker.bootstrap, "big", 20, 100_000)
     with RawClient(broker.port) as client:
-        client.request(3, 12, MetadataRequest(topics=(MetadataRequestTopic(topic_id=None, name="quiet"),),
-                                              allow_auto_topic_creation=True,
-                                              include_topic_authorized_operations=False))
+        client.request(
+            3,
+            12,
+            MetadataRequest(
+                topics=(MetadataRequestTopic(topic_id=None, name="quiet"),),
+                allow_auto_topic_creation=True,
+                include_topic_authorized_operations=False,
+            ),
+        )
         first = client._correlation + 1
         # A long poll at the head, then 12 Fetches answered at once (~1 MiB each) that must wait behind it: the
         # broker stops taking them after 4 MiB and takes the rest when the head is answered.
-        client.send_raw(client.encode(1, 12, _fetch("quiet", max_wait_ms=1000))
-                        + b"".join(client.encode(1, 12, _fetch("big")) for _ in range(12)))
+        client.send_raw(
+            client.encode(1, 12, _fetch("quiet", max_wait_ms=1000))
+            + b"".join(client.encode(1, 12, _fetch("big")) for _ in range(12))
+        )
         assert client.read_response(1, 12).responses[0].topic == "quiet"
         assert client.last_correlation_id == first
         for i in range(1, 13):

@@ -2,7 +2,8 @@
 
 Failures run as real processes (`fails`: one line on stderr, the exit code, never a traceback); commands that
 succeed run in this process through click (`ok`: the same command line, its stdout), which spares a Python
-start per command. Output is checked as printed (Kafka's column names, aligned; "-" for missing values) and as JSON; every
+start per command. Output is checked as printed (Kafka's column names, aligned; "-" for missing values) and as JSON;
+every
 failure must be one line on stderr (`herd: error: ...`) with exit code 1, bad arguments exit code 2, and
 never a traceback.
 """
@@ -18,17 +19,30 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable
+
 import pytest
+from brokers import BrokerProcess
 from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestProtocol
 from kio.schema.sync_group.v3.request import SyncGroupRequest
-
-from brokers import BrokerProcess
 from rawkafka import RawClient
 
-OVERRIDES = {"group.min.session.timeout.ms": "500", "offsets.topic.num.partitions": "5",
-             "group.initial.rebalance.delay.ms": "0", "num.partitions": "1"}
-OFFSET_HEADER = ["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID", "HOST",
-                 "CLIENT-ID"]
+OVERRIDES = {
+    "group.min.session.timeout.ms": "500",
+    "offsets.topic.num.partitions": "5",
+    "group.initial.rebalance.delay.ms": "0",
+    "num.partitions": "1",
+}
+OFFSET_HEADER = [
+    "GROUP",
+    "TOPIC",
+    "PARTITION",
+    "CURRENT-OFFSET",
+    "LOG-END-OFFSET",
+    "LAG",
+    "CONSUMER-ID",
+    "HOST",
+    "CLIENT-ID",
+]
 
 
 @pytest.fixture(scope="module")
@@ -90,9 +104,16 @@ class ConfluentMember:
     def __init__(self, bootstrap: str, group: str, topic: str, partitions: int) -> None:
         from confluent_kafka import Consumer
 
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "lag-checker",
-                                  "enable.auto.commit": False, "session.timeout.ms": 6000,
-                                  "partition.assignment.strategy": "range"})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "client.id": "lag-checker",
+                "enable.auto.commit": False,
+                "session.timeout.ms": 6000,
+                "partition.assignment.strategy": "range",
+            }
+        )
         self.consumer.subscribe([topic])
         deadline = time.monotonic() + 30
         while len(self.consumer.assignment()) < partitions:
@@ -112,14 +133,31 @@ def static_member(port: int, group: str, instance_id: str) -> str:
     """Join and sync a static member over the raw protocol (it never heartbeats: session 30s)."""
     with RawClient(port) as client:
         protocol = JoinGroupRequestProtocol(name="range", metadata=b"")
-        join = client.request(11, 5, JoinGroupRequest(group_id=group, session_timeout=datetime.timedelta(seconds=30),
-                                                      rebalance_timeout=datetime.timedelta(seconds=30),
-                                                      member_id="", group_instance_id=instance_id,
-                                                      protocol_type="consumer", protocols=(protocol,)))
+        join = client.request(
+            11,
+            5,
+            JoinGroupRequest(
+                group_id=group,
+                session_timeout=datetime.timedelta(seconds=30),
+                rebalance_timeout=datetime.timedelta(seconds=30),
+                member_id="",
+                group_instance_id=instance_id,
+                protocol_type="consumer",
+                protocols=(protocol,),
+            ),
+        )
         assert join.error_code == 0, join
-        sync = client.request(14, 3, SyncGroupRequest(group_id=group, generation_id=join.generation_id,
-                                                      member_id=join.member_id, group_instance_id=instance_id,
-                                                      assignments=()))
+        sync = client.request(
+            14,
+            3,
+            SyncGroupRequest(
+                group_id=group,
+                generation_id=join.generation_id,
+                member_id=join.member_id,
+                group_instance_id=instance_id,
+                assignments=(),
+            ),
+        )
         assert sync.error_code == 0, sync
         return join.member_id
 
@@ -129,8 +167,22 @@ def static_member(port: int, group: str, instance_id: str) -> str:
 
 def test_topics_create_list_describe_alter_delete(cli_broker):
     b, topic = cli_broker.bootstrap, unique("orders")
-    assert ok("topics", "create", "--topic", topic, "--partitions", "3", "--replication-factor", "1",
-              "--config", "retention.ms=86400000", bootstrap=b) == f"Created topic {topic}.\n"
+    assert (
+        ok(
+            "topics",
+            "create",
+            "--topic",
+            topic,
+            "--partitions",
+            "3",
+            "--replication-factor",
+            "1",
+            "--config",
+            "retention.ms=86400000",
+            bootstrap=b,
+        )
+        == f"Created topic {topic}.\n"
+    )
     assert topic in ok("topics", "list", bootstrap=b).split()
     assert "__consumer_offsets" not in ok("topics", "list", "--exclude-internal", bootstrap=b).split()
 
@@ -186,13 +238,14 @@ def test_describe_shows_lag_members_and_state_while_a_consumer_is_in_the_group(c
     assert consumer_id.startswith("lag-checker-") and host == "/127.0.0.1" and client_id == "lag-checker"
 
     data = json.loads(ok("groups", "describe", "--group", group, "--output", "json", bootstrap=b))
-    assert [(r["partition"], r["current_offset"], r["log_end_offset"], r["lag"]) for r in data] == [(0, 3, 10, 7),
-                                                                                                 (1, 4, 4, 0)]
+    assert [(r["partition"], r["current_offset"], r["log_end_offset"], r["lag"]) for r in data] == [
+        (0, 3, 10, 7),
+        (1, 4, 4, 0),
+    ]
     assert {r["consumer_id"] for r in data} == {consumer_id}
 
     members = rows(ok("groups", "describe", "--group", group, "--members", "--verbose", bootstrap=b))
-    assert members[0] == ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS",
-                          "ASSIGNMENT"]
+    assert members[0] == ["GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS", "ASSIGNMENT"]
     assert members[1] == [group, consumer_id, "-", "/127.0.0.1", "lag-checker", "2", f"{topic}(0,1)"]
     [member] = json.loads(ok("groups", "describe", "--group", group, "--members", "--output", "json", bootstrap=b))
     assert member["assignment"] == [{"topic": topic, "partition": 0}, {"topic": topic, "partition": 1}]
@@ -217,9 +270,12 @@ def test_describe_shows_lag_members_and_state_while_a_consumer_is_in_the_group(c
 def test_reset_offsets_is_refused_while_the_group_has_members(cli_broker, committed_group):
     b, (topic, group, _) = cli_broker.bootstrap, committed_group
     for mode in ("--dry-run", "--execute"):
-        assert fails("groups", "reset-offsets", "--group", group, "--topic", topic, "--to-earliest", mode,
-                     bootstrap=b) == (f"herd: error: Assignments can only be reset if the group '{group}' is "
-                                      f"inactive, but the current state is Stable.")
+        assert fails(
+            "groups", "reset-offsets", "--group", group, "--topic", topic, "--to-earliest", mode, bootstrap=b
+        ) == (
+            f"herd: error: Assignments can only be reset if the group '{group}' is "
+            f"inactive, but the current state is Stable."
+        )
     assert "The group is not empty" in fails("groups", "delete", "--group", group, bootstrap=b)
 
 
@@ -238,8 +294,11 @@ def test_reset_offsets_dry_run_then_execute(cli_broker, committed_group):
 
     dry = herd("groups", "reset-offsets", "--group", group, "--topic", topic, "--to-earliest", bootstrap=b)
     assert "No action will be performed as the --execute option is missing" in dry.stderr
-    assert rows(dry.stdout) == [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"], [group, topic, "0", "0"],
-                                [group, topic, "1", "0"]]
+    assert rows(dry.stdout) == [
+        ["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"],
+        [group, topic, "0", "0"],
+        [group, topic, "1", "0"],
+    ]
     assert reset("--to-earliest", "--dry-run") == rows(dry.stdout) and current() == ["3", "4"]
 
     reset("--to-earliest", "--execute")
@@ -252,23 +311,51 @@ def test_reset_offsets_dry_run_then_execute(cli_broker, committed_group):
     assert [r[3] for r in reset("--to-datetime", "2000-01-01T00:00:00", "--dry-run")[1:]] == ["0", "0"]
     assert current() == ["2", "2"]
 
-    planned = json.loads(ok("groups", "reset-offsets", "--group", group, "--all-topics", "--to-latest", "--execute",
-                            "--output", "json", bootstrap=b))
+    planned = json.loads(
+        ok(
+            "groups",
+            "reset-offsets",
+            "--group",
+            group,
+            "--all-topics",
+            "--to-latest",
+            "--execute",
+            "--output",
+            "json",
+            bootstrap=b,
+        )
+    )
     assert [(p["topic"], p["partition"], p["new_offset"]) for p in planned] == [(topic, 0, 10), (topic, 1, 4)]
     data = json.loads(ok("groups", "describe", "--group", group, "--output", "json", bootstrap=b))
     assert [(r["current_offset"], r["lag"], r["consumer_id"]) for r in data] == [(10, 0, None), (4, 0, None)]
-    only = rows(ok("groups", "reset-offsets", "--group", group, "--topic", f"{topic}:1", "--to-offset", "1",
-                   "--execute", bootstrap=b))
+    only = rows(
+        ok(
+            "groups",
+            "reset-offsets",
+            "--group",
+            group,
+            "--topic",
+            f"{topic}:1",
+            "--to-offset",
+            "1",
+            "--execute",
+            bootstrap=b,
+        )
+    )
     assert only[1:] == [[group, topic, "1", "1"]] and current() == ["10", "1"]
 
 
 def test_delete_group(cli_broker, committed_group):
     b, (_, group, member) = cli_broker.bootstrap, committed_group
     member.close()
-    assert ok("groups", "delete", "--group", group, bootstrap=b) == \
-        f"Deletion of requested consumer groups ('{group}') was successful.\n"
-    assert fails("groups", "describe", "--group", group, bootstrap=b) == \
-        f"herd: error: Consumer group '{group}' does not exist."
+    assert (
+        ok("groups", "delete", "--group", group, bootstrap=b)
+        == f"Deletion of requested consumer groups ('{group}') was successful.\n"
+    )
+    assert (
+        fails("groups", "describe", "--group", group, bootstrap=b)
+        == f"herd: error: Consumer group '{group}' does not exist."
+    )
     assert "does not exist" in fails("groups", "delete", "--group", group, bootstrap=b)
 
 
@@ -278,10 +365,13 @@ def test_remove_a_static_member_by_instance_id(cli_broker):
     [listed] = json.loads(ok("groups", "describe", "--group", group, "--members", "--output", "json", bootstrap=b))
     assert (listed["consumer_id"], listed["group_instance_id"]) == (member_id, "instance-a")
 
-    assert "UNKNOWN_MEMBER_ID" in fails("groups", "remove-members", "--group", group, "--instance-id", "nobody",
-                                        bootstrap=b)
-    assert ok("groups", "remove-members", "--group", group, "--instance-id", "instance-a", bootstrap=b) == \
-        f"Removed members with group.instance.id instance-a from group '{group}'.\n"
+    assert "UNKNOWN_MEMBER_ID" in fails(
+        "groups", "remove-members", "--group", group, "--instance-id", "nobody", bootstrap=b
+    )
+    assert (
+        ok("groups", "remove-members", "--group", group, "--instance-id", "instance-a", bootstrap=b)
+        == f"Removed members with group.instance.id instance-a from group '{group}'.\n"
+    )
     assert json.loads(ok("groups", "describe", "--group", group, "--members", "--output", "json", bootstrap=b)) == []
     [state] = json.loads(ok("groups", "describe", "--group", group, "--state", "--output", "json", bootstrap=b))
     assert state["state"] == "Empty"
@@ -291,47 +381,71 @@ def test_delete_offsets(cli_broker, committed_group):
     b, (topic, group, member) = cli_broker.bootstrap, committed_group
     result = herd("groups", "delete-offsets", "--group", group, "--topic", topic, bootstrap=b)
     assert result.returncode == 1  # the group still consumes the topic: Kafka refuses, per partition
-    assert rows(result.stdout)[1:] == [[topic, "0", "GROUP_SUBSCRIBED_TO_TOPIC"], [topic, "1", "GROUP_SUBSCRIBED_TO_TOPIC"]]
-    assert result.stderr.strip() == (f"herd: error: Offsets of group '{group}' could not all be deleted: "
-                                     f"GROUP_SUBSCRIBED_TO_TOPIC.")
+    assert rows(result.stdout)[1:] == [
+        [topic, "0", "GROUP_SUBSCRIBED_TO_TOPIC"],
+        [topic, "1", "GROUP_SUBSCRIBED_TO_TOPIC"],
+    ]
+    assert result.stderr.strip() == (
+        f"herd: error: Offsets of group '{group}' could not all be deleted: GROUP_SUBSCRIBED_TO_TOPIC."
+    )
     member.close()
-    out = json.loads(ok("groups", "delete-offsets", "--group", group, "--topic", f"{topic}:1", "--output", "json",
-                        bootstrap=b))
+    out = json.loads(
+        ok("groups", "delete-offsets", "--group", group, "--topic", f"{topic}:1", "--output", "json", bootstrap=b)
+    )
     assert out == [{"topic": topic, "partition": 1, "error": None}]
-    assert [r[:4] for r in rows(ok("groups", "describe", "--group", group, bootstrap=b))[1:]] == \
-        [[group, topic, "0", "3"]]
-    assert ok("groups", "delete-offsets", "--group", group, "--topic", topic, bootstrap=b).splitlines()[0].split() == \
-        ["TOPIC", "PARTITION", "STATUS"]
+    assert [r[:4] for r in rows(ok("groups", "describe", "--group", group, bootstrap=b))[1:]] == [
+        [group, topic, "0", "3"]
+    ]
+    assert ok("groups", "delete-offsets", "--group", group, "--topic", topic, bootstrap=b).splitlines()[0].split() == [
+        "TOPIC",
+        "PARTITION",
+        "STATUS",
+    ]
     assert json.loads(ok("groups", "describe", "--group", group, "--output", "json", bootstrap=b)) == []
 
 
 def test_delete_offsets_of_an_unknown_topic_is_one_line(cli_broker):
-    assert fails("groups", "delete-offsets", "--group", unique("g"), "--topic", "no-such-topic",
-                 bootstrap=cli_broker.bootstrap) == "herd: error: Topic 'no-such-topic' does not exist."
+    assert (
+        fails(
+            "groups",
+            "delete-offsets",
+            "--group",
+            unique("g"),
+            "--topic",
+            "no-such-topic",
+            bootstrap=cli_broker.bootstrap,
+        )
+        == "herd: error: Topic 'no-such-topic' does not exist."
+    )
 
 
 # -- bad arguments and unreachable brokers ------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("args,message", [
-    (["groups", "describe"], "takes --group (one or more) or --all-groups"),
-    (["groups", "describe", "--group", "g", "--all-groups"], "takes --group (one or more) or --all-groups"),
-    (["groups", "reset-offsets", "--group", "g", "--topic", "t"], "exactly one of --to-earliest"),
-    (["groups", "reset-offsets", "--group", "g", "--to-earliest"], "exactly one of --topic, --all-topics"),
-    (["groups", "reset-offsets", "--group", "g", "--all-topics", "--to-latest", "--to-earliest"], "exactly one of"),
-    (["groups", "reset-offsets", "--group", "g", "--all-topics", "--to-latest", "--dry-run", "--execute"],
-     "mutually exclusive"),
-    (["groups", "reset-offsets", "--group", "g", "--all-topics", "--to-offset", "x"], "'x' is not a valid integer"),
-    (["groups", "reset-offsets", "--group", "g", "--all-topics", "--to-datetime", "yesterday"], "invalid datetime"),
-    (["groups", "reset-offsets", "--group", "g", "--topic", "t:a", "--to-latest"], "TOPIC:PARTITION"),
-    (["groups", "describe", "--group", "g", "--bootstrap-server", "nonsense"], "is not HOST:PORT"),
-    (["groups", "remove-members", "--group", "g"], "Missing option '--instance-id'"),
-    (["groups", "frobnicate"], "No such command 'frobnicate'"),
-    (["topics", "create", "--topic", "t", "--partitions", "0"], "0 is not in the range x>=1"),
-    (["topics", "create", "--topic", "t", "--config", "novalue"], "is not KEY=VALUE"),
-    (["topics", "alter", "--topic", "t"], "Missing option '--partitions'"),
-    (["groups", "list", "--output", "yaml"], "'yaml' is not one of"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["groups", "describe"], "takes --group (one or more) or --all-groups"),
+        (["groups", "describe", "--group", "g", "--all-groups"], "takes --group (one or more) or --all-groups"),
+        (["groups", "reset-offsets", "--group", "g", "--topic", "t"], "exactly one of --to-earliest"),
+        (["groups", "reset-offsets", "--group", "g", "--to-earliest"], "exactly one of --topic, --all-topics"),
+        (["groups", "reset-offsets", "--group", "g", "--all-topics", "--to-latest", "--to-earliest"], "exactly one of"),
+        (
+            ["groups", "reset-offsets", "--group", "g", "--all-topics", "--to-latest", "--dry-run", "--execute"],
+            "mutually exclusive",
+        ),
+        (["groups", "reset-offsets", "--group", "g", "--all-topics", "--to-offset", "x"], "'x' is not a valid integer"),
+        (["groups", "reset-offsets", "--group", "g", "--all-topics", "--to-datetime", "yesterday"], "invalid datetime"),
+        (["groups", "reset-offsets", "--group", "g", "--topic", "t:a", "--to-latest"], "TOPIC:PARTITION"),
+        (["groups", "describe", "--group", "g", "--bootstrap-server", "nonsense"], "is not HOST:PORT"),
+        (["groups", "remove-members", "--group", "g"], "Missing option '--instance-id'"),
+        (["groups", "frobnicate"], "No such command 'frobnicate'"),
+        (["topics", "create", "--topic", "t", "--partitions", "0"], "0 is not in the range x>=1"),
+        (["topics", "create", "--topic", "t", "--config", "novalue"], "is not KEY=VALUE"),
+        (["topics", "alter", "--topic", "t"], "Missing option '--partitions'"),
+        (["groups", "list", "--output", "yaml"], "'yaml' is not one of"),
+    ],
+)
 def test_bad_arguments_are_one_line_and_exit_2(args, message):
     assert message in fails(*args, code=2)
 
@@ -341,10 +455,13 @@ def test_an_unreachable_broker_is_one_line_and_exit_1():
     assert "cannot connect to 127.0.0.1:1" in line
 
 
-@pytest.mark.parametrize("answer", [
-    b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/html\r\n\r\n<!DOCTYPE html><html>...</html>\n",
-    b"\x00\x00\x00\x08\x7f\xff\xff\xffjunk",  # a plausible size, but not the id the request carried
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        b"HTTP/1.0 400 Bad Request\r\nContent-Type: text/html\r\n\r\n<!DOCTYPE html><html>...</html>\n",
+        b"\x00\x00\x00\x08\x7f\xff\xff\xffjunk",  # a plausible size, but not the id the request carried
+    ],
+)
 def test_a_port_that_does_not_speak_kafka_is_one_line_and_exit_1(answer):
     """An HTTP server (or anything else) answers the client's ApiVersions with bytes that are no Kafka answer:
     one line saying so, at once, not "400 bytes read on a total of 1008813135 expected bytes"."""
@@ -370,5 +487,7 @@ def test_a_port_that_does_not_speak_kafka_is_one_line_and_exit_1(answer):
 def test_unknown_group_is_one_line(cli_broker):
     group = unique("nobody")
     for view in ([], ["--members"], ["--state"]):
-        assert fails("groups", "describe", "--group", group, *view, bootstrap=cli_broker.bootstrap) == \
-            f"herd: error: Consumer group '{group}' does not exist."
+        assert (
+            fails("groups", "describe", "--group", group, *view, bootstrap=cli_broker.bootstrap)
+            == f"herd: error: Consumer group '{group}' does not exist."
+        )

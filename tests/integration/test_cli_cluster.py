@@ -21,8 +21,9 @@ from herd.cli.localpg import free_port, port_is_free
 
 
 def _up(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "herd.cli", "cluster", "up", *args], capture_output=True,
-                          text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "herd.cli", "cluster", "up", *args], capture_output=True, text=True, timeout=60
+    )
 
 
 def _free_ports(count: int) -> int:
@@ -83,8 +84,20 @@ class Launcher:
     def __init__(self, data_dir: Path, nodes: int, *extra: str) -> None:
         self.data_dir = data_dir
         self.base_port = _free_ports(nodes)
-        args = [sys.executable, "-m", "herd.cli", "cluster", "up", "--nodes", str(nodes), "--data-dir",
-                str(data_dir), "--base-port", str(self.base_port), *extra]
+        args = [
+            sys.executable,
+            "-m",
+            "herd.cli",
+            "cluster",
+            "up",
+            "--nodes",
+            str(nodes),
+            "--data-dir",
+            str(data_dir),
+            "--base-port",
+            str(self.base_port),
+            *extra,
+        ]
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: queue.Queue[tuple[str, str]] = queue.Queue()
         self.seen: list[tuple[str, str]] = []
@@ -138,16 +151,18 @@ def launchers(open_tmp_path):
         launcher.close()
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--nodes", "0"], "Invalid value for '--nodes'"),
-    (["--override", "node.id=5"], "node.id is set by herd cluster up (node ids are 0..N-1)"),
-    (["--override", "listeners=PLAINTEXT://127.0.0.1:1"],
-     "listeners is set by herd cluster up (use --base-port)"),
-    (["--override", "bogus.key=1"], "unknown setting 'bogus.key'"),
-    (["--override", "num.partitions=x"], "num.partitions: 'x' is not a whole number"),
-    (["--override", "novalue"], "'novalue' is not KEY=VALUE"),
-    (["--base-port", "65535", "--nodes", "2"], "--base-port 65535 leaves no room for 2 nodes"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--nodes", "0"], "Invalid value for '--nodes'"),
+        (["--override", "node.id=5"], "node.id is set by herd cluster up (node ids are 0..N-1)"),
+        (["--override", "listeners=PLAINTEXT://127.0.0.1:1"], "listeners is set by herd cluster up (use --base-port)"),
+        (["--override", "bogus.key=1"], "unknown setting 'bogus.key'"),
+        (["--override", "num.partitions=x"], "num.partitions: 'x' is not a whole number"),
+        (["--override", "novalue"], "'novalue' is not KEY=VALUE"),
+        (["--base-port", "65535", "--nodes", "2"], "--base-port 65535 leaves no room for 2 nodes"),
+    ],
+)
 def test_bad_arguments_get_one_line_and_exit_2(args, message, tmp_path):
     result = _up("--data-dir", str(tmp_path / "c"), *args)
     assert result.returncode == 2, result.stderr
@@ -165,13 +180,14 @@ def test_a_taken_port_is_one_line(tmp_path):
     assert result.returncode == 2
     # The second node's port is the one held here; the first (port - 1) is usually free, but another process on
     # the machine may hold it by chance, and then the error names it instead.
-    assert result.stderr in {f"herd: error: port {p} on 127.0.0.1 is in use (--base-port chooses others)\n"
-                             for p in (port, port - 1)}
+    assert result.stderr in {
+        f"herd: error: port {p} on 127.0.0.1 is in use (--base-port chooses others)\n" for p in (port, port - 1)
+    }
 
 
 def test_sigterm_stops_nodes_then_postgres_and_a_second_run_reuses_the_data(launchers, open_tmp_path):
     data_dir = open_tmp_path / "cluster"
-    for run in range(2):
+    for _run in range(2):
         launcher = launchers(2, data_dir=data_dir)
         servers = launcher.bootstrap()
         assert servers == [f"127.0.0.1:{launcher.base_port}", f"127.0.0.1:{launcher.base_port + 1}"]
@@ -199,8 +215,9 @@ def test_a_node_that_dies_is_reported_and_the_others_keep_running(launchers, ope
     servers = launcher.bootstrap()
     launcher.expect("Ctrl-C stops the cluster.")
     config = str(open_tmp_path / "cluster" / "node-1.properties")
-    (victim,) = [pid for pid in _processes_under(open_tmp_path / "cluster")
-                 if config in Path(f"/proc/{pid}/cmdline").read_text()]
+    (victim,) = [
+        pid for pid in _processes_under(open_tmp_path / "cluster") if config in Path(f"/proc/{pid}/cmdline").read_text()
+    ]
     os.kill(victim, signal.SIGKILL)
     line = launcher.expect("herd cluster: node 1 exited", stream="err")
     assert line.startswith("herd cluster: node 1 exited with code -9 (log ")
@@ -240,8 +257,9 @@ def test_three_nodes_serve_one_cluster_to_confluent_kafka_and_ctrl_c_stops_it(la
     admin.create_topics([NewTopic("spread", num_partitions=6, replication_factor=1)])["spread"].result(30)
     deadline = time.monotonic() + 30
     while True:  # every node learns of the topic
-        views = [AdminClient({"bootstrap.servers": s}).list_topics("spread", timeout=10).topics["spread"]
-                 for s in servers]
+        views = [
+            AdminClient({"bootstrap.servers": s}).list_topics("spread", timeout=10).topics["spread"] for s in servers
+        ]
         if all(v.error is None and len(v.partitions) == 6 for v in views) or time.monotonic() > deadline:
             break
         time.sleep(0.2)
@@ -251,12 +269,22 @@ def test_three_nodes_serve_one_cluster_to_confluent_kafka_and_ctrl_c_stops_it(la
     producer = Producer({"bootstrap.servers": servers[0], "acks": "all", "enable.idempotence": True})
     failures: list[str] = []
     for i in range(600):
-        producer.produce("spread", key=str(i % 60).encode(), value=str(i).encode(),
-                         on_delivery=lambda err, msg: failures.append(str(err)) if err else None)
+        producer.produce(
+            "spread",
+            key=str(i % 60).encode(),
+            value=str(i).encode(),
+            on_delivery=lambda err, msg: failures.append(str(err)) if err else None,
+        )
     assert producer.flush(30) == 0 and failures == []
 
-    consumer = Consumer({"bootstrap.servers": servers[2], "group.id": "across",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": servers[2],
+            "group.id": "across",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.subscribe(["spread"])
     got: dict[int, list[int]] = {}
     deadline = time.monotonic() + 60

@@ -15,8 +15,9 @@ from herd.cli.configs import parse_add_config
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory) -> Iterable[BrokerProcess]:
-    process = BrokerProcess(tmp_path_factory.mktemp("cli-configs") / "data",
-                            {"offsets.topic.num.partitions": "1", "num.partitions": "1"}).start()
+    process = BrokerProcess(
+        tmp_path_factory.mktemp("cli-configs") / "data", {"offsets.topic.num.partitions": "1", "num.partitions": "1"}
+    ).start()
     yield process
     process.stop()
 
@@ -24,46 +25,130 @@ def broker(tmp_path_factory) -> Iterable[BrokerProcess]:
 def test_alter_and_describe_a_topic(broker):
     b = broker.bootstrap
     ok("topics", "create", "--topic", "orders", bootstrap=b)
-    assert ok("configs", "alter", "--entity-type", "topics", "--entity-name", "orders",
-              "--add-config", "retention.ms=60000,cleanup.policy=[compact,delete]", bootstrap=b) == \
-        "Completed updating config for topic orders.\n"
-    assert ok("topics", "alter", "--topic", "orders", "--config", "max.message.bytes=5000",
-              "--delete-config", "retention.ms", bootstrap=b) == "Completed updating config for topic orders.\n"
+    assert (
+        ok(
+            "configs",
+            "alter",
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            "orders",
+            "--add-config",
+            "retention.ms=60000,cleanup.policy=[compact,delete]",
+            bootstrap=b,
+        )
+        == "Completed updating config for topic orders.\n"
+    )
+    assert (
+        ok(
+            "topics",
+            "alter",
+            "--topic",
+            "orders",
+            "--config",
+            "max.message.bytes=5000",
+            "--delete-config",
+            "retention.ms",
+            bootstrap=b,
+        )
+        == "Completed updating config for topic orders.\n"
+    )
     lines = ok("configs", "describe", "--entity-type", "topics", "--entity-name", "orders", bootstrap=b).splitlines()
     assert lines[0] == "Dynamic configs for topic orders are:"
     assert sorted(lines[1:]) == [
         "  cleanup.policy=compact,delete sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:cleanup.policy=compact,delete, "
         "DEFAULT_CONFIG:log.cleanup.policy=delete}",
         "  max.message.bytes=5000 sensitive=false synonyms={DYNAMIC_TOPIC_CONFIG:max.message.bytes=5000, "
-        "DEFAULT_CONFIG:message.max.bytes=1048588}"]
+        "DEFAULT_CONFIG:message.max.bytes=1048588}",
+    ]
 
 
 def test_broker_defaults_and_errors(broker):
     b = broker.bootstrap
-    altered = ok("configs", "alter", "--entity-type", "brokers", "--entity-default", "--add-config",
-                 "log.retention.ms=3600000", bootstrap=b)
+    altered = ok(
+        "configs",
+        "alter",
+        "--entity-type",
+        "brokers",
+        "--entity-default",
+        "--add-config",
+        "log.retention.ms=3600000",
+        bootstrap=b,
+    )
     assert altered == "Completed updating default config for brokers in the cluster.\n"
-    described = json.loads(ok("configs", "describe", "--entity-type", "brokers", "--entity-name", "0", "--all",
-                              "--output", "json", bootstrap=b))
+    described = json.loads(
+        ok(
+            "configs",
+            "describe",
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "0",
+            "--all",
+            "--output",
+            "json",
+            bootstrap=b,
+        )
+    )
     retention = next(e for e in described if e["name"] == "log.retention.ms")
     assert (retention["value"], retention["source"], retention["read_only"]) == (
-        "3600000", "DYNAMIC_DEFAULT_BROKER_CONFIG", False)
+        "3600000",
+        "DYNAMIC_DEFAULT_BROKER_CONFIG",
+        False,
+    )
     assert next(e for e in described if e["name"] == "log.dirs")["read_only"] is True
     # without --all, as kafka-configs.sh: a named broker shows its own dynamic configs, not the cluster defaults
-    ok("configs", "alter", "--entity-type", "brokers", "--entity-name", "00", "--add-config",
-       "log.retention.bytes=123456789", bootstrap=b)  # "00" names node 0, as Kafka parses it
+    ok(
+        "configs",
+        "alter",
+        "--entity-type",
+        "brokers",
+        "--entity-name",
+        "00",
+        "--add-config",
+        "log.retention.bytes=123456789",
+        bootstrap=b,
+    )  # "00" names node 0, as Kafka parses it
     assert ok("configs", "describe", "--entity-type", "brokers", "--entity-name", "0", bootstrap=b).splitlines() == [
         "Dynamic configs for broker 0 are:",
-        "  log.retention.bytes=123456789 sensitive=false synonyms={DYNAMIC_BROKER_CONFIG:log.retention.bytes=123456789, "
-        "DEFAULT_CONFIG:log.retention.bytes=-1}"]
+        "  log.retention.bytes=123456789 sensitive=false "
+        "synonyms={DYNAMIC_BROKER_CONFIG:log.retention.bytes=123456789, "
+        "DEFAULT_CONFIG:log.retention.bytes=-1}",
+    ]
     assert ok("configs", "describe", "--entity-type", "brokers", "--entity-default", bootstrap=b).splitlines()[1:] == [
-        "  log.retention.ms=3600000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=3600000}"]
-    assert fails("configs", "alter", "--entity-type", "brokers", "--entity-name", "0", "--add-config", "log.dirs=/x",
-                 bootstrap=b) == "herd: error: Cannot update these configs dynamically: Set(log.dirs)"
-    assert fails("configs", "alter", "--entity-type", "topics", "--entity-name", "nope", "--add-config",
-                 "retention.ms=1", bootstrap=b) == "herd: error: The topic 'nope' does not exist."
-    assert "--add-config or --delete-config" in fails("configs", "alter", "--entity-type", "topics",
-                                                      "--entity-name", "orders", bootstrap=b, code=2)
+        "  log.retention.ms=3600000 sensitive=false synonyms={DYNAMIC_DEFAULT_BROKER_CONFIG:log.retention.ms=3600000}"
+    ]
+    assert (
+        fails(
+            "configs",
+            "alter",
+            "--entity-type",
+            "brokers",
+            "--entity-name",
+            "0",
+            "--add-config",
+            "log.dirs=/x",
+            bootstrap=b,
+        )
+        == "herd: error: Cannot update these configs dynamically: Set(log.dirs)"
+    )
+    assert (
+        fails(
+            "configs",
+            "alter",
+            "--entity-type",
+            "topics",
+            "--entity-name",
+            "nope",
+            "--add-config",
+            "retention.ms=1",
+            bootstrap=b,
+        )
+        == "herd: error: The topic 'nope' does not exist."
+    )
+    assert "--add-config or --delete-config" in fails(
+        "configs", "alter", "--entity-type", "topics", "--entity-name", "orders", bootstrap=b, code=2
+    )
 
 
 def test_add_config_takes_kafka_configs_lists():

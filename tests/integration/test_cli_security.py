@@ -16,21 +16,24 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from securebrokers import ADMIN_PASSWORD, SecureBroker, start_secure_broker
 
 from herd.cli import cli
 from herd.client.admin import Admin
 from herd.client.consumer import GroupConsumer
-from securebrokers import ADMIN_PASSWORD, SecureBroker, start_secure_broker
-
 
 BOB_PASSWORD = "bob-secret-3"
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureBroker]:
-    b = start_secure_broker(tmp_path_factory.mktemp("cli-security"), {
-        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-        "super.users": "User:ANONYMOUS;User:admin;User:{client}"})
+    b = start_secure_broker(
+        tmp_path_factory.mktemp("cli-security"),
+        {
+            "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+            "super.users": "User:ANONYMOUS;User:admin;User:{client}",
+        },
+    )
 
     async def setup() -> None:
         async with Admin(b.bootstrap()) as admin:
@@ -52,8 +55,9 @@ def write_properties(path: Path, props: dict[str, str]) -> str:
 
 @pytest.fixture(scope="module")
 def sasl_config(broker: SecureBroker, tmp_path_factory: pytest.TempPathFactory) -> str:
-    return write_properties(tmp_path_factory.mktemp("props") / "admin.properties",
-                            broker.scram("admin", ADMIN_PASSWORD))
+    return write_properties(
+        tmp_path_factory.mktemp("props") / "admin.properties", broker.scram("admin", ADMIN_PASSWORD)
+    )
 
 
 @pytest.fixture(scope="module")
@@ -90,14 +94,17 @@ def test_users_create_list_delete(broker: SecureBroker, sasl_config: str, tmp_pa
     as_json = json.loads(ok("users", "list", "--user", "bob", "--output", "json", *where))
     assert sorted(as_json, key=lambda r: r["mechanism"]) == [
         {"user": "bob", "mechanism": "SCRAM-SHA-256", "iterations": 8192},
-        {"user": "bob", "mechanism": "SCRAM-SHA-512", "iterations": 8192}]
+        {"user": "bob", "mechanism": "SCRAM-SHA-512", "iterations": 8192},
+    ]
 
     # bob can now authenticate with his password, and the CLI never printed it
     bob = write_properties(tmp_path / "bob.properties", broker.scram("bob", BOB_PASSWORD))
     ok("topics", "list", "--bootstrap-server", broker.bootstrap("SASL_PLAINTEXT"), "--command-config", bob)
 
-    assert ok("users", "delete", "--user", "bob", "--mechanism", "SCRAM-SHA-256", *where).strip() == \
-        "Deleted SCRAM-SHA-256 credential of user 'bob'."
+    assert (
+        ok("users", "delete", "--user", "bob", "--mechanism", "SCRAM-SHA-256", *where).strip()
+        == "Deleted SCRAM-SHA-256 credential of user 'bob'."
+    )
     assert ok("users", "delete", "--user", "bob", *where).strip() == "Deleted SCRAM-SHA-512 credential of user 'bob'."
     assert "bob" not in ok("users", "list", *where)
     result = herd("users", "delete", "--user", "bob", *where)
@@ -118,62 +125,175 @@ def test_refused_credentials_are_one_line_without_the_password(broker: SecureBro
 @pytest.mark.parametrize("config", ["sasl_config", "ssl_config"])
 def test_groups_list_with_command_config(broker: SecureBroker, config: str, request: pytest.FixtureRequest) -> None:
     listener = "SASL_PLAINTEXT" if config == "sasl_config" else "SSL"
-    out = ok("groups", "list", "--bootstrap-server", broker.bootstrap(listener), "--command-config",
-             request.getfixturevalue(config))
+    out = ok(
+        "groups",
+        "list",
+        "--bootstrap-server",
+        broker.bootstrap(listener),
+        "--command-config",
+        request.getfixturevalue(config),
+    )
     assert "billing" in out.split()
-    described = ok("groups", "describe", "--group", "billing", "--bootstrap-server", broker.bootstrap(listener),
-                   "--command-config", request.getfixturevalue(config))
+    described = ok(
+        "groups",
+        "describe",
+        "--group",
+        "billing",
+        "--bootstrap-server",
+        broker.bootstrap(listener),
+        "--command-config",
+        request.getfixturevalue(config),
+    )
     assert "orders" in described
 
 
 def test_acls_add_list_remove(broker: SecureBroker, sasl_config: str) -> None:
     where = ["--bootstrap-server", broker.bootstrap("SASL_PLAINTEXT"), "--command-config", sasl_config]
     topic, group = f"acl-{uuid.uuid4().hex[:6]}", f"g-{uuid.uuid4().hex[:6]}"
-    added = rows(ok("acls", "add", "--allow-principal", "User:bob", "--operation", "Read", "--operation", "Describe",
-                    "--topic", topic, "--group", group, *where))
+    added = rows(
+        ok(
+            "acls",
+            "add",
+            "--allow-principal",
+            "User:bob",
+            "--operation",
+            "Read",
+            "--operation",
+            "Describe",
+            "--topic",
+            topic,
+            "--group",
+            group,
+            *where,
+        )
+    )
     assert added[0] == ["Added", "4", "ACLs:"]
-    assert added[1] == ["PRINCIPAL", "HOST", "OPERATION", "PERMISSION", "RESOURCE-TYPE", "RESOURCE-NAME",
-                        "PATTERN-TYPE"]
-    assert sorted(added[2:]) == sorted([["User:bob", "*", op, "ALLOW", kind, name, "LITERAL"]
-                                        for op in ("READ", "DESCRIBE")
-                                        for kind, name in (("TOPIC", topic), ("GROUP", group))])
-    ok("acls", "add", "--deny-principal", "User:mallory", "--deny-host", "10.1.2.3", "--topic", topic[:6],
-       "--resource-pattern-type", "prefixed", "--operation", "Write", *where)
+    assert added[1] == [
+        "PRINCIPAL",
+        "HOST",
+        "OPERATION",
+        "PERMISSION",
+        "RESOURCE-TYPE",
+        "RESOURCE-NAME",
+        "PATTERN-TYPE",
+    ]
+    assert sorted(added[2:]) == sorted(
+        [
+            ["User:bob", "*", op, "ALLOW", kind, name, "LITERAL"]
+            for op in ("READ", "DESCRIBE")
+            for kind, name in (("TOPIC", topic), ("GROUP", group))
+        ]
+    )
+    ok(
+        "acls",
+        "add",
+        "--deny-principal",
+        "User:mallory",
+        "--deny-host",
+        "10.1.2.3",
+        "--topic",
+        topic[:6],
+        "--resource-pattern-type",
+        "prefixed",
+        "--operation",
+        "Write",
+        *where,
+    )
 
     literal = json.loads(ok("acls", "list", "--topic", topic, "--output", "json", *where))
     assert sorted((a["principal"], a["operation"]) for a in literal) == [("User:bob", "DESCRIBE"), ("User:bob", "READ")]
-    matching = json.loads(ok("acls", "list", "--topic", topic, "--resource-pattern-type", "match", "--output", "json",
-                             *where))
-    assert {"principal": "User:mallory", "host": "10.1.2.3", "operation": "WRITE", "permission": "DENY",
-            "resource_type": "TOPIC", "resource_name": topic[:6], "pattern_type": "PREFIXED"} in matching
+    matching = json.loads(
+        ok("acls", "list", "--topic", topic, "--resource-pattern-type", "match", "--output", "json", *where)
+    )
+    assert {
+        "principal": "User:mallory",
+        "host": "10.1.2.3",
+        "operation": "WRITE",
+        "permission": "DENY",
+        "resource_type": "TOPIC",
+        "resource_name": topic[:6],
+        "pattern_type": "PREFIXED",
+    } in matching
     assert len(matching) == 3
     by_principal = rows(ok("acls", "list", "--principal", "User:bob", *where))
     assert len([r for r in by_principal if r[0] == "User:bob" and r[5] in (topic, group)]) == 4
 
-    removed = rows(ok("acls", "remove", "--allow-principal", "User:bob", "--operation", "Read", "--topic", topic,
-                      "--force", *where))
+    removed = rows(
+        ok(
+            "acls",
+            "remove",
+            "--allow-principal",
+            "User:bob",
+            "--operation",
+            "Read",
+            "--topic",
+            topic,
+            "--force",
+            *where,
+        )
+    )
     assert removed[0] == ["Removed", "1", "ACL:"] and removed[2][:3] == ["User:bob", "*", "READ"]
     assert rows(ok("acls", "remove", "--topic", topic, "--group", group, "--force", *where))[0] == [
-        "Removed", "3", "ACLs:"]  # the topic's DESCRIBE, the group's READ and DESCRIBE
+        "Removed",
+        "3",
+        "ACLs:",
+    ]  # the topic's DESCRIBE, the group's READ and DESCRIBE
     assert ok("acls", "remove", "--topic", topic, "--force", *where).strip() == "No ACL matched."
     ok("acls", "remove", "--topic", topic[:6], "--resource-pattern-type", "prefixed", "--force", *where)
     assert rows(ok("acls", "list", "--topic", topic, "--resource-pattern-type", "match", *where)) == [
-        ["PRINCIPAL", "HOST", "OPERATION", "PERMISSION", "RESOURCE-TYPE", "RESOURCE-NAME", "PATTERN-TYPE"]]
+        ["PRINCIPAL", "HOST", "OPERATION", "PERMISSION", "RESOURCE-TYPE", "RESOURCE-NAME", "PATTERN-TYPE"]
+    ]
 
 
 def test_acls_add_producer_and_consumer(broker: SecureBroker, sasl_config: str) -> None:
     """kafka-acls.sh's convenience options: what a producer and a consumer need."""
     where = ["--bootstrap-server", broker.bootstrap("SASL_PLAINTEXT"), "--command-config", sasl_config]
     topic, group, tx = (f"{kind}-{uuid.uuid4().hex[:6]}" for kind in ("t", "g", "tx"))
-    ok("acls", "add", "--allow-principal", "User:app", "--producer", "--idempotent", "--topic", topic,
-       "--transactional-id", tx, *where)
+    ok(
+        "acls",
+        "add",
+        "--allow-principal",
+        "User:app",
+        "--producer",
+        "--idempotent",
+        "--topic",
+        topic,
+        "--transactional-id",
+        tx,
+        *where,
+    )
     ok("acls", "add", "--allow-principal", "User:app", "--consumer", "--topic", topic, "--group", group, *where)
     listed = json.loads(ok("acls", "list", "--principal", "User:app", "--output", "json", *where))
-    mine = sorted((a["resource_type"], a["operation"]) for a in listed if a["resource_name"] in (topic, group, tx)
-                  or a["resource_type"] == "CLUSTER")
-    assert mine == sorted([("TOPIC", "WRITE"), ("TOPIC", "DESCRIBE"), ("TOPIC", "CREATE"), ("TOPIC", "READ"),
-                           ("TRANSACTIONAL_ID", "WRITE"), ("TRANSACTIONAL_ID", "DESCRIBE"),
-                           ("CLUSTER", "IDEMPOTENT_WRITE"), ("GROUP", "READ")])
-    ok("acls", "remove", "--topic", topic, "--group", group, "--transactional-id", tx, "--cluster",
-       "--allow-principal", "User:app", "--force", *where)
+    mine = sorted(
+        (a["resource_type"], a["operation"])
+        for a in listed
+        if a["resource_name"] in (topic, group, tx) or a["resource_type"] == "CLUSTER"
+    )
+    assert mine == sorted(
+        [
+            ("TOPIC", "WRITE"),
+            ("TOPIC", "DESCRIBE"),
+            ("TOPIC", "CREATE"),
+            ("TOPIC", "READ"),
+            ("TRANSACTIONAL_ID", "WRITE"),
+            ("TRANSACTIONAL_ID", "DESCRIBE"),
+            ("CLUSTER", "IDEMPOTENT_WRITE"),
+            ("GROUP", "READ"),
+        ]
+    )
+    ok(
+        "acls",
+        "remove",
+        "--topic",
+        topic,
+        "--group",
+        group,
+        "--transactional-id",
+        tx,
+        "--cluster",
+        "--allow-principal",
+        "User:app",
+        "--force",
+        *where,
+    )
     assert json.loads(ok("acls", "list", "--principal", "User:app", "--output", "json", *where)) == []

@@ -34,19 +34,24 @@ OK = ErrorCode.none
 OLD_MS = 1_000  # a batch timestamp long past, so that the producer's transaction is older than any timeout
 
 
-
-
-
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessBroker]:
     # without KIP-890 verification, as a broker before Kafka 3.6: the ghost producer below leaves a hanging
     # transaction, which find-hanging and abort are for
-    b = InProcessBroker({"log.dirs": str(tmp_path_factory.mktemp("cli-txn")), "num.partitions": "1",
-                         "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1",
-                         "transaction.partition.verification.enable": "false"})
+    b = InProcessBroker(
+        {
+            "log.dirs": str(tmp_path_factory.mktemp("cli-txn")),
+            "num.partitions": "1",
+            "offsets.topic.num.partitions": "1",
+            "transaction.state.log.num.partitions": "1",
+            "transaction.partition.verification.enable": "false",
+        }
+    )
     with RawClient(b.port) as c:  # the first lookup of a transactional id may be what makes __transaction_state
         assert c.request(FIND, 3, req(FIND, 3, key="any", key_type=1)).error_code in (
-            OK, ErrorCode.coordinator_not_available)
+            OK,
+            ErrorCode.coordinator_not_available,
+        )
     b.run(b.server.broker.transactions.wait_loaded())
     for topic in ("orders", "plain", "hang", "young"):
         b.run(_create(b, topic))
@@ -78,24 +83,54 @@ def open_transaction(c: RawClient, tid: str, topic: str) -> Any:
     p = c.request(INIT, 5, req(INIT, 5, transactional_id=tid, transaction_timeout=60_000))
     assert p.error_code == OK
     t = part(ADD_PARTITIONS, 3, "AddPartitionsToTxnTopic", name=topic, partitions=(0,))
-    r = c.request(ADD_PARTITIONS, 3, req(ADD_PARTITIONS, 3, v3_and_below_transactional_id=tid,
-                                         v3_and_below_producer_id=p.producer_id,
-                                         v3_and_below_producer_epoch=p.producer_epoch, v3_and_below_topics=(t,)))
+    r = c.request(
+        ADD_PARTITIONS,
+        3,
+        req(
+            ADD_PARTITIONS,
+            3,
+            v3_and_below_transactional_id=tid,
+            v3_and_below_producer_id=p.producer_id,
+            v3_and_below_producer_epoch=p.producer_epoch,
+            v3_and_below_topics=(t,),
+        ),
+    )
     assert r.results_by_topic_v3_and_below[0].results_by_partition[0].partition_error_code == OK
     return p
 
 
-def produce(c: RawClient, topic: str, producer_id: int, epoch: int, sequence: int, *,
-            transactional_id: str | None = None, count: int = 2, timestamp: int = OLD_MS) -> Any:
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=transactional_id is not None,
-                                        producer_id=producer_id, producer_epoch=epoch, base_sequence=sequence,
-                                        batch_size=1 << 20)
+def produce(
+    c: RawClient,
+    topic: str,
+    producer_id: int,
+    epoch: int,
+    sequence: int,
+    *,
+    transactional_id: str | None = None,
+    count: int = 2,
+    timestamp: int = OLD_MS,
+) -> Any:
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=transactional_id is not None,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=sequence,
+        batch_size=1 << 20,
+    )
     for i in range(count):
         builder.append(i, timestamp=timestamp + i, key=None, value=b"v", headers=[])
-    data = part(PRODUCE, 9, "TopicProduceData", name=topic, partition_data=(
-        part(PRODUCE, 9, "PartitionProduceData", index=0, records=bytes(builder.build())),))
-    r = c.request(PRODUCE, 9, req(PRODUCE, 9, transactional_id=transactional_id, acks=-1, timeout=5000,
-                                  topic_data=(data,)))
+    data = part(
+        PRODUCE,
+        9,
+        "TopicProduceData",
+        name=topic,
+        partition_data=(part(PRODUCE, 9, "PartitionProduceData", index=0, records=bytes(builder.build())),),
+    )
+    r = c.request(
+        PRODUCE, 9, req(PRODUCE, 9, transactional_id=transactional_id, acks=-1, timeout=5000, topic_data=(data,))
+    )
     return r.responses[0].partition_responses[0]
 
 
@@ -118,8 +153,12 @@ def test_list_filters_and_json(broker: InProcessBroker, ongoing: Any) -> None:
     assert ["tx-list", "0", str(p.producer_id), "Ongoing"] in table[1:]
     assert ["tx-done", "0", str(done.producer_id), "Empty"] in table[1:]
     ongoing_only = json.loads(herd_ok(broker, "list", "--state", "ongoing", "--output", "json"))
-    assert {"transactional_id": "tx-list", "coordinator": 0, "producer_id": p.producer_id,
-            "state": "Ongoing"} in ongoing_only
+    assert {
+        "transactional_id": "tx-list",
+        "coordinator": 0,
+        "producer_id": p.producer_id,
+        "state": "Ongoing",
+    } in ongoing_only
     assert all(t["state"] == "Ongoing" for t in ongoing_only)
     by_producer = rows(herd_ok(broker, "list", "--producer-id", str(done.producer_id)))
     assert by_producer[1:] == [["tx-done", "0", str(done.producer_id), "Empty"]]
@@ -133,16 +172,35 @@ def test_describe_a_transactional_id(broker: InProcessBroker, ongoing: Any) -> N
     p, _, _ = ongoing
     before = int(time.time() * 1000)
     header, row = rows(herd_ok(broker, "describe", "--transactional-id", "tx-list"))
-    assert header == ["CoordinatorId", "TransactionalId", "ProducerId", "ProducerEpoch", "TransactionState",
-                      "TransactionTimeoutMs", "CurrentTransactionStartTimeMs", "TransactionDurationMs",
-                      "TopicPartitions"]
-    assert row[:6] + row[8:] == ["0", "tx-list", str(p.producer_id), str(p.producer_epoch), "Ongoing", "60000",
-                                 "orders-0"]
+    assert header == [
+        "CoordinatorId",
+        "TransactionalId",
+        "ProducerId",
+        "ProducerEpoch",
+        "TransactionState",
+        "TransactionTimeoutMs",
+        "CurrentTransactionStartTimeMs",
+        "TransactionDurationMs",
+        "TopicPartitions",
+    ]
+    assert row[:6] + row[8:] == [
+        "0",
+        "tx-list",
+        str(p.producer_id),
+        str(p.producer_epoch),
+        "Ongoing",
+        "60000",
+        "orders-0",
+    ]
     start, duration = int(row[6]), int(row[7])
     assert before - 60_000 < start <= before and 0 <= duration < 60_000
     empty = json.loads(herd_ok(broker, "describe", "--transactional-id", "tx-done", "--output", "json"))
     assert (empty["state"], empty["start_time_ms"], empty["duration_ms"], empty["partitions"]) == (
-        "Empty", None, None, [])
+        "Empty",
+        None,
+        None,
+        [],
+    )
     with pytest.raises(AdminError) as e:
         admin_call(broker, lambda admin: admin.describe_transaction("nobody"))
     assert e.value.code == ErrorCode.transactional_id_not_found
@@ -151,16 +209,34 @@ def test_describe_a_transactional_id(broker: InProcessBroker, ongoing: Any) -> N
 def test_describe_producers_of_a_partition(broker: InProcessBroker, ongoing: Any) -> None:
     _, _, idem = ongoing
     header, *producers = rows(herd_ok(broker, "describe-producers", "--topic", "plain", "--partition", "0"))
-    assert header == ["ProducerId", "ProducerEpoch", "LatestCoordinatorEpoch", "LastSequence", "LastTimestamp",
-                      "CurrentTransactionStartOffset"]
+    assert header == [
+        "ProducerId",
+        "ProducerEpoch",
+        "LatestCoordinatorEpoch",
+        "LastSequence",
+        "LastTimestamp",
+        "CurrentTransactionStartOffset",
+    ]
     assert producers == [[str(idem.producer_id), str(idem.producer_epoch), "-1", "1", str(OLD_MS + 1), "None"]]
-    asked_of_broker = json.loads(herd_ok(broker, "describe-producers", "--topic", "plain", "--partition", "0",
-                                         "--broker-id", "0", "--output", "json"))
-    assert asked_of_broker == [{"producer_id": idem.producer_id, "producer_epoch": idem.producer_epoch,
-                                "coordinator_epoch": None, "last_sequence": 1, "last_timestamp": OLD_MS + 1,
-                                "current_transaction_start_offset": None}]
-    for partitions, message in (([TopicPartition("nope", 0)], "Topic 'nope' does not exist."),
-                                ([TopicPartition("plain", 3)], "Partition 3 of topic 'plain' does not exist.")):
+    asked_of_broker = json.loads(
+        herd_ok(
+            broker, "describe-producers", "--topic", "plain", "--partition", "0", "--broker-id", "0", "--output", "json"
+        )
+    )
+    assert asked_of_broker == [
+        {
+            "producer_id": idem.producer_id,
+            "producer_epoch": idem.producer_epoch,
+            "coordinator_epoch": None,
+            "last_sequence": 1,
+            "last_timestamp": OLD_MS + 1,
+            "current_transaction_start_offset": None,
+        }
+    ]
+    for partitions, message in (
+        ([TopicPartition("nope", 0)], "Topic 'nope' does not exist."),
+        ([TopicPartition("plain", 3)], "Partition 3 of topic 'plain' does not exist."),
+    ):
         with pytest.raises(AdminError) as e:
             admin_call(broker, lambda admin: admin.describe_producers(partitions))
         assert e.value.message == message
@@ -169,20 +245,46 @@ def test_describe_producers_of_a_partition(broker: InProcessBroker, ongoing: Any
 def test_the_commands_as_processes_exit_codes_and_one_line_errors(broker: InProcessBroker, ongoing: Any) -> None:
     assert fails("transactions", "describe", "--transactional-id", "nobody", bootstrap=broker.bootstrap) == (
         "herd: error: Failed to describe transaction state of transactional-id `nobody`: DescribeTransactions "
-        "request for transactionalId `nobody` failed because the ID could not be found.")
-    assert fails("transactions", "abort", "--topic", "orders", "--partition", "0", "--producer-id", "5",
-                 bootstrap=broker.bootstrap, code=2) == "herd: error: Missing required argument --producer-epoch"
+        "request for transactionalId `nobody` failed because the ID could not be found."
+    )
+    assert (
+        fails(
+            "transactions",
+            "abort",
+            "--topic",
+            "orders",
+            "--partition",
+            "0",
+            "--producer-id",
+            "5",
+            bootstrap=broker.bootstrap,
+            code=2,
+        )
+        == "herd: error: Missing required argument --producer-epoch"
+    )
 
 
 def test_find_hanging_needs_a_scope_and_finds_nothing_in_a_partition_without_transactions(
-        broker: InProcessBroker, ongoing: Any) -> None:
+    broker: InProcessBroker, ongoing: Any
+) -> None:
     result = CliRunner().invoke(cli, ["transactions", "find-hanging", "--partition", "0"])
     assert result.exit_code == 2 and "requires either --topic or --broker-id" in result.output
     assert rows(herd_ok(broker, "find-hanging", "--topic", "plain", "--max-transaction-timeout", "0")) == [
-        ["Topic", "Partition", "ProducerId", "ProducerEpoch", "CoordinatorEpoch", "StartOffset", "LastTimestamp",
-         "Duration(min)"]]
-    assert admin_call(broker, lambda admin: admin.find_hanging(int(time.time() * 1000), broker_id=0,
-                                                               max_timeout_ms=0)) == []
+        [
+            "Topic",
+            "Partition",
+            "ProducerId",
+            "ProducerEpoch",
+            "CoordinatorEpoch",
+            "StartOffset",
+            "LastTimestamp",
+            "Duration(min)",
+        ]
+    ]
+    assert (
+        admin_call(broker, lambda admin: admin.find_hanging(int(time.time() * 1000), broker_id=0, max_timeout_ms=0))
+        == []
+    )
 
 
 # -- with the data path of issue 17 --------------------------------------------------------------------------------
@@ -190,8 +292,7 @@ def test_find_hanging_needs_a_scope_and_finds_nothing_in_a_partition_without_tra
 
 def _start_offsets(b: InProcessBroker, topic: str) -> dict[int, int | None]:
     tp = TopicPartition(topic, 0)
-    return {p.producer_id: p.txn_start_offset
-            for p in admin_call(b, lambda admin: admin.describe_producers([tp]))[tp]}
+    return {p.producer_id: p.txn_start_offset for p in admin_call(b, lambda admin: admin.describe_producers([tp]))[tp]}
 
 
 @pytest.fixture(scope="module")
@@ -203,8 +304,7 @@ def transactional(broker: InProcessBroker, ongoing: Any) -> Any:
         written = produce(c, "orders", p.producer_id, p.producer_epoch, 0, transactional_id="tx-list")
         assert written.error_code == OK, written
         ghost = c.request(INIT, 5, req(INIT, 5, transactional_id=None, transaction_timeout=30_000))
-        assert produce(c, "hang", ghost.producer_id, ghost.producer_epoch, 0,
-                       transactional_id="ghost").error_code == OK
+        assert produce(c, "hang", ghost.producer_id, ghost.producer_epoch, 0, transactional_id="ghost").error_code == OK
     assert _start_offsets(broker, "orders").get(p.producer_id) == 0
     return p, ghost
 
@@ -226,7 +326,8 @@ def test_abort_by_start_offset_and_by_producer(broker: InProcessBroker, transact
     p, ghost = transactional
     assert herd_ok(broker, "abort", "--topic", "hang", "--partition", "0", "--start-offset", "0") == (
         f"Aborted the transaction of producer {ghost.producer_id} (epoch {ghost.producer_epoch}, coordinator epoch 0) "
-        f"on hang-0.\n")
+        f"on hang-0.\n"
+    )
     assert _start_offsets(broker, "hang").get(ghost.producer_id) is None
     with pytest.raises(AdminError) as e:
         admin_call(broker, lambda admin: admin.abort_spec(TopicPartition("hang", 0), 0))
@@ -245,8 +346,18 @@ def test_find_hanging_leaves_out_a_transaction_younger_than_the_timeout(broker: 
     kafka-transactions.sh's --max-transaction-timeout)."""
     with RawClient(broker.port) as c:
         young = c.request(INIT, 5, req(INIT, 5, transactional_id=None, transaction_timeout=30_000))
-        assert produce(c, "young", young.producer_id, young.producer_epoch, 0, transactional_id="ghost-2",
-                       timestamp=int(time.time() * 1000)).error_code == OK
+        assert (
+            produce(
+                c,
+                "young",
+                young.producer_id,
+                young.producer_epoch,
+                0,
+                transactional_id="ghost-2",
+                timestamp=int(time.time() * 1000),
+            ).error_code
+            == OK
+        )
     assert rows(herd_ok(broker, "find-hanging", "--topic", "young"))[1:] == []
     found = rows(herd_ok(broker, "find-hanging", "--topic", "young", "--max-transaction-timeout", "0"))[1:]
     assert [r[:3] for r in found] == [["young", "0", str(young.producer_id)]]

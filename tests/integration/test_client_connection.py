@@ -17,8 +17,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-
 from brokers import BrokerProcess
+
 from herd.client.admin import Admin
 from herd.client.connection import Backoff, BrokerConnection, KafkaClient
 from herd.client.errors import ConnectionLost, KafkaError
@@ -29,8 +29,11 @@ from herd.client.wire import CLIENT_VERSIONS
 from herd.protocol.messages import decode_request, encode_response, peek_prefix
 from herd.server.apis._build import builder
 
-OVERRIDES = {"group.min.session.timeout.ms": "500", "offsets.topic.num.partitions": "5",
-             "group.initial.rebalance.delay.ms": "0"}
+OVERRIDES = {
+    "group.min.session.timeout.ms": "500",
+    "offsets.topic.num.partitions": "5",
+    "group.initial.rebalance.delay.ms": "0",
+}
 Handler = Callable[[int, Any], Any]  # (version, request) -> response, or None to drop the connection
 
 
@@ -50,10 +53,13 @@ def test_pipelined_requests_are_answered_in_order(conn_broker):
         connection = BrokerConnection("127.0.0.1", conn_broker.port, "pipeline")
         await connection.connect()
         try:
+
             def metadata(i: int) -> Any:
-                return lambda b: b.request(topics=(b("MetadataRequestTopic", name=f"missing-{i}", topic_id=None),),
-                                           allow_auto_topic_creation=False,
-                                           include_topic_authorized_operations=False)
+                return lambda b: b.request(
+                    topics=(b("MetadataRequestTopic", name=f"missing-{i}", topic_id=None),),
+                    allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=False,
+                )
 
             answers = await asyncio.gather(*(connection.send(3, metadata(i)) for i in range(100)))
             assert [body.topics[0].name for _, body in answers] == [f"missing-{i}" for i in range(100)]
@@ -132,6 +138,7 @@ def _metadata(port: int) -> Handler:
         b = builder(3, version)
         broker = b("MetadataResponseBroker", node_id=7, host="127.0.0.1", port=port, rack=None)
         return b.response(throttle_time=0, brokers=(broker,), cluster_id="fake", controller_id=7, topics=())
+
     return answer
 
 
@@ -139,18 +146,28 @@ def _find_coordinator(port: int, errors: list[int]) -> Handler:
     def answer(version: int, request: Any) -> Any:
         error = errors.pop(0) if errors else 0
         b = builder(10, version)
-        fields = dict(node_id=-1 if error else 7, host="" if error else "127.0.0.1", port=-1 if error else port,
-                      error_code=error, error_message=None)
+        fields = dict(
+            node_id=-1 if error else 7,
+            host="" if error else "127.0.0.1",
+            port=-1 if error else port,
+            error_code=error,
+            error_message=None,
+        )
         if version >= 4:
-            return b.response(throttle_time=0, coordinators=(b("Coordinator", key=request.coordinator_keys[0],
-                                                                **fields),))
+            return b.response(
+                throttle_time=0, coordinators=(b("Coordinator", key=request.coordinator_keys[0], **fields),)
+            )
         return b.response(throttle_time=0, **fields)
+
     return answer
 
 
 def fake_handlers(port_of: Callable[[], int], coordinator_errors: list[int]) -> dict[int, Handler]:
-    return {18: lambda v, r: _api_versions(v), 3: lambda v, r: _metadata(port_of())(v, r),
-            10: lambda v, r: _find_coordinator(port_of(), coordinator_errors)(v, r)}
+    return {
+        18: lambda v, r: _api_versions(v),
+        3: lambda v, r: _metadata(port_of())(v, r),
+        10: lambda v, r: _find_coordinator(port_of(), coordinator_errors)(v, r),
+    }
 
 
 def test_an_older_broker_gets_an_api_versions_it_knows_and_the_common_versions():
@@ -249,8 +266,7 @@ def test_a_request_that_times_out_closes_the_connection_and_fails_the_others():
             await connection.connect()
 
             def build(b: Any) -> Any:
-                return b.request(topics=(), allow_auto_topic_creation=False,
-                                 include_topic_authorized_operations=False)
+                return b.request(topics=(), allow_auto_topic_creation=False, include_topic_authorized_operations=False)
 
             slow = asyncio.ensure_future(connection.send(3, build, timeout_ms=5000))
             await asyncio.sleep(0.05)
@@ -280,9 +296,15 @@ def test_a_member_rides_out_a_broker_restart(conn_broker):
             return g.state, [m.member_id for m in g.members]
 
     async def main() -> None:
-        member = GroupMember(conn_broker.bootstrap, group, SimpleProtocol("election", "v1"),
-                             session_timeout_ms=session_ms, heartbeat_interval_ms=200, retry_backoff_ms=50,
-                             request_timeout_ms=3000)
+        member = GroupMember(
+            conn_broker.bootstrap,
+            group,
+            SimpleProtocol("election", "v1"),
+            session_timeout_ms=session_ms,
+            heartbeat_interval_ms=200,
+            retry_backoff_ms=50,
+            request_timeout_ms=3000,
+        )
         async with member:
             await member.wait_for_assignment(20)
             await asyncio.to_thread(conn_broker.kill)

@@ -18,14 +18,16 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-
 from brokers import BrokerProcess
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SESSION_MS = 1500
 SLACK_S = 3.0  # the survivors learn of the rebalance from a heartbeat, then rejoin and sync
-OVERRIDES = {"group.min.session.timeout.ms": "500", "offsets.topic.num.partitions": "5",
-             "group.initial.rebalance.delay.ms": "0"}
+OVERRIDES = {
+    "group.min.session.timeout.ms": "500",
+    "offsets.topic.num.partitions": "5",
+    "group.initial.rebalance.delay.ms": "0",
+}
 
 
 @pytest.fixture(scope="module")
@@ -41,9 +43,23 @@ class Worker:
     def __init__(self, name: str, bootstrap: str, group: str, lines: queue.Queue[tuple[float, str, str]]) -> None:
         self.name = name
         self.proc = subprocess.Popen(
-            [sys.executable, str(EXAMPLES / "leader_election.py"), "--worker", name, "--group", group,
-             "--bootstrap-server", bootstrap, "--session-timeout-ms", str(SESSION_MS)],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1)
+            [
+                sys.executable,
+                str(EXAMPLES / "leader_election.py"),
+                "--worker",
+                name,
+                "--group",
+                group,
+                "--bootstrap-server",
+                bootstrap,
+                "--session-timeout-ms",
+                str(SESSION_MS),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
         threading.Thread(target=self._pump, args=(lines,), daemon=True).start()
 
     def _pump(self, lines: queue.Queue[tuple[float, str, str]]) -> None:
@@ -52,8 +68,9 @@ class Worker:
             lines.put((time.monotonic(), self.name, line.rstrip()))
 
 
-def next_leader(lines: queue.Queue[tuple[float, str, str]], members: int, exclude: str | None = None,
-                timeout: float = 30.0) -> tuple[float, str]:
+def next_leader(
+    lines: queue.Queue[tuple[float, str, str]], members: int, exclude: str | None = None, timeout: float = 30.0
+) -> tuple[float, str]:
     """The first LEADER line naming `members` members, from a worker other than `exclude`."""
     deadline = time.monotonic() + timeout
     while True:
@@ -90,15 +107,31 @@ def test_killing_the_leader_elects_another_within_the_session_timeout(election_b
             w.proc.wait(15)
 
 
-@pytest.mark.parametrize("script,expected", [
-    ("leader_election.py", "leads now"),
-    ("work_distribution.py", "took over"),
-])
+@pytest.mark.parametrize(
+    "script,expected",
+    [
+        ("leader_election.py", "leads now"),
+        ("work_distribution.py", "took over"),
+    ],
+)
 def test_example_runs_with_one_command(election_broker, script, expected):
-    result = subprocess.run([sys.executable, str(EXAMPLES / script), "--bootstrap-server",
-                             election_broker.bootstrap, "--session-timeout-ms", str(SESSION_MS),
-                             "--group", f"demo-{uuid.uuid4().hex[:8]}", "--timeout", "40"],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(EXAMPLES / script),
+            "--bootstrap-server",
+            election_broker.bootstrap,
+            "--session-timeout-ms",
+            str(SESSION_MS),
+            "--group",
+            f"demo-{uuid.uuid4().hex[:8]}",
+            "--timeout",
+            "40",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert expected in result.stdout
     assert "Traceback" not in result.stdout + result.stderr

@@ -16,16 +16,19 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
-
 from brokers import BrokerProcess
 from groupmembers import wait_for
+
 from herd.client.admin import Admin
 from herd.client.consumer import GroupConsumer
 
 PARTITIONS = 6
 SESSION_MS, HEARTBEAT_MS = 4000, 250
-OVERRIDES = {"group.min.session.timeout.ms": "500", "offsets.topic.num.partitions": "5",
-             "group.initial.rebalance.delay.ms": "0"}
+OVERRIDES = {
+    "group.min.session.timeout.ms": "500",
+    "offsets.topic.num.partitions": "5",
+    "group.initial.rebalance.delay.ms": "0",
+}
 KINDS = ("herd", "kafka-python", "confluent")
 
 
@@ -74,13 +77,21 @@ class Member(threading.Thread):
 
     def _herd(self) -> None:
         async def main() -> None:
-            consumer = GroupConsumer(self.bootstrap, self.group, [self.topic], assignors=[self.assignor],
-                                     client_id=self.client_id, session_timeout_ms=SESSION_MS,
-                                     heartbeat_interval_ms=HEARTBEAT_MS, rebalance_timeout_ms=10_000)
+            consumer = GroupConsumer(
+                self.bootstrap,
+                self.group,
+                [self.topic],
+                assignors=[self.assignor],
+                client_id=self.client_id,
+                session_timeout_ms=SESSION_MS,
+                heartbeat_interval_ms=HEARTBEAT_MS,
+                rebalance_timeout_ms=10_000,
+            )
 
             def changed(kind: str) -> Callable[[frozenset], None]:
-                return lambda parts: self._set(kind, {tp.partition for tp in parts},
-                                               {tp.partition for tp in consumer.assignment})
+                return lambda parts: self._set(
+                    kind, {tp.partition for tp in parts}, {tp.partition for tp in consumer.assignment}
+                )
 
             consumer.user_callbacks = {k: changed(k) for k in ("assigned", "revoked", "lost")}
             async with consumer:
@@ -98,12 +109,21 @@ class Member(threading.Thread):
         from kafka.coordinator.assignors.range import RangePartitionAssignor
         from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 
-        assignors = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor,
-                     "cooperative-sticky": CooperativeStickyAssignor}
-        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, group_id=self.group, client_id=self.client_id,
-                                 session_timeout_ms=SESSION_MS, heartbeat_interval_ms=HEARTBEAT_MS,
-                                 partition_assignment_strategy=[assignors[self.assignor]], fetch_max_wait_ms=100,
-                                 metadata_max_age_ms=500)
+        assignors = {
+            "range": RangePartitionAssignor,
+            "roundrobin": RoundRobinPartitionAssignor,
+            "cooperative-sticky": CooperativeStickyAssignor,
+        }
+        consumer = KafkaConsumer(
+            bootstrap_servers=self.bootstrap,
+            group_id=self.group,
+            client_id=self.client_id,
+            session_timeout_ms=SESSION_MS,
+            heartbeat_interval_ms=HEARTBEAT_MS,
+            partition_assignment_strategy=[assignors[self.assignor]],
+            fetch_max_wait_ms=100,
+            metadata_max_age_ms=500,
+        )
         member = self
 
         class Listener(ConsumerRebalanceListener):
@@ -111,8 +131,9 @@ class Member(threading.Thread):
                 member._set("revoked", {tp.partition for tp in revoked}, member.held - {tp.partition for tp in revoked})
 
             def on_partitions_assigned(self, assigned: Any) -> None:
-                member._set("assigned", {tp.partition for tp in assigned},
-                            {tp.partition for tp in consumer.assignment()})
+                member._set(
+                    "assigned", {tp.partition for tp in assigned}, {tp.partition for tp in consumer.assignment()}
+                )
 
         # kafka-python 3.0.12 drops a finished join when poll() timed out while it was in flight and the
         # leader's own assignment cleared the metadata change that made it rejoin (need_rejoin() turns False,
@@ -127,10 +148,18 @@ class Member(threading.Thread):
     def _confluent(self) -> None:
         from confluent_kafka import Consumer
 
-        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": self.group,
-                             "client.id": self.client_id, "session.timeout.ms": SESSION_MS,
-                             "heartbeat.interval.ms": HEARTBEAT_MS, "enable.auto.commit": False,
-                             "partition.assignment.strategy": self.assignor, "topic.metadata.refresh.interval.ms": 500})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": self.bootstrap,
+                "group.id": self.group,
+                "client.id": self.client_id,
+                "session.timeout.ms": SESSION_MS,
+                "heartbeat.interval.ms": HEARTBEAT_MS,
+                "enable.auto.commit": False,
+                "partition.assignment.strategy": self.assignor,
+                "topic.metadata.refresh.interval.ms": 500,
+            }
+        )
         cooperative = self.assignor == "cooperative-sticky"
 
         def on_assign(c: Any, partitions: Any) -> None:
@@ -161,12 +190,16 @@ class Member(threading.Thread):
 def balanced(members: list[Member], partitions: int = PARTITIONS) -> bool:
     held = [m.held for m in members]
     sizes = [len(h) for h in held]
-    return (sum(sizes) == partitions and frozenset().union(*held) == frozenset(range(partitions))
-            and max(sizes) - min(sizes) <= 1)
+    return (
+        sum(sizes) == partitions
+        and frozenset().union(*held) == frozenset(range(partitions))
+        and max(sizes) - min(sizes) <= 1
+    )
 
 
 def describe_members(bootstrap: str, group: str) -> dict[str, str]:
     """member id -> client id, as the coordinator sees the group."""
+
     async def describe() -> dict[str, str]:
         async with Admin(bootstrap) as admin:
             return {m.member_id: m.client_id for m in (await admin.describe_group(group)).members}
@@ -186,8 +219,10 @@ def test_three_clients_share_one_assignment_whoever_leads(group_broker, first, a
         members += [Member(k, bootstrap, group, topic, assignor) for k in KINDS if k != first]
         wait_for(lambda: balanced(members), what="a balanced assignment over three clients")
         herd = next(m for m in members if m.kind == "herd")
-        wait_for(lambda: herd.leader_id is not None and len(describe_members(bootstrap, group)) == 3,
-                 what="the group to settle")
+        wait_for(
+            lambda: herd.leader_id is not None and len(describe_members(bootstrap, group)) == 3,
+            what="the group to settle",
+        )
         assert describe_members(bootstrap, group)[herd.leader_id] == f"{first}-member"
 
         leader.stop()
@@ -237,8 +272,9 @@ def produce(bootstrap: str, topic: str, n: int, partitions: int = PARTITIONS) ->
     for c, codec in enumerate(CODECS):
         producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "compression.type": codec})
         for i in range(c * chunk, min(n, (c + 1) * chunk)):
-            producer.produce(topic, key=b"k%d" % i, value=b"v%d" % i, partition=i % partitions,
-                             headers=[("i", b"%d" % i)])
+            producer.produce(
+                topic, key=b"k%d" % i, value=b"v%d" % i, partition=i % partitions, headers=[("i", b"%d" % i)]
+            )
         assert producer.flush(30) == 0
 
 
@@ -248,8 +284,15 @@ def test_group_consumer_fetches_every_codec_commits_and_resumes_from_its_commits
     produce(bootstrap, topic, 60)
 
     async def consume(until: int, seen: list) -> None:
-        consumer = GroupConsumer(bootstrap, group, [topic], assignors=["range"], auto_offset_reset="earliest",
-                                 session_timeout_ms=SESSION_MS, heartbeat_interval_ms=HEARTBEAT_MS)
+        consumer = GroupConsumer(
+            bootstrap,
+            group,
+            [topic],
+            assignors=["range"],
+            auto_offset_reset="earliest",
+            session_timeout_ms=SESSION_MS,
+            heartbeat_interval_ms=HEARTBEAT_MS,
+        )
         async with consumer:
             await consumer.wait_for_assignment(20)
             loop = asyncio.get_running_loop()
@@ -262,8 +305,9 @@ def test_group_consumer_fetches_every_codec_commits_and_resumes_from_its_commits
     first: list = []
     asyncio.run(consume(60, first))
     assert sorted(int(dict(r.headers)["i"]) for r in first) == list(range(60))
-    assert all(r.key == b"k%d" % int(dict(r.headers)["i"]) and r.partition == int(r.value[1:]) % PARTITIONS
-               for r in first)
+    assert all(
+        r.key == b"k%d" % int(dict(r.headers)["i"]) and r.partition == int(r.value[1:]) % PARTITIONS for r in first
+    )
 
     async def lag() -> list[int | None]:
         async with Admin(bootstrap) as admin:

@@ -29,8 +29,14 @@ SALT, ITERATIONS = b"salt-of-the-fake", 4096
 class FakeScramBroker:
     """ApiVersions, SaslHandshake v1, SaslAuthenticate (SCRAM-SHA-512 server side) and Metadata."""
 
-    def __init__(self, *, tamper: bool = False, iterations: int = ITERATIONS, handshake: bool = True,
-                 mechanisms: tuple[str, ...] = ("SCRAM-SHA-512",)) -> None:
+    def __init__(
+        self,
+        *,
+        tamper: bool = False,
+        iterations: int = ITERATIONS,
+        handshake: bool = True,
+        mechanisms: tuple[str, ...] = ("SCRAM-SHA-512",),
+    ) -> None:
         self.tamper, self.iterations, self.handshake, self.mechanisms = tamper, iterations, handshake, mechanisms
         self.calls: list[int] = []
         self.proof_ok: bool | None = None
@@ -71,11 +77,16 @@ class FakeScramBroker:
             ok = request.mechanism in self.mechanisms
             return b.response(error_code=0 if ok else ErrorCode.unsupported_sasl_mechanism, mechanisms=self.mechanisms)
         if api_key == 36:
-            return b.response(error_code=0, error_message=None, auth_bytes=self._scram(bytes(request.auth_bytes)),
-                              session_lifetime=0)
-        return b.response(throttle_time=0, brokers=(b("MetadataResponseBroker", node_id=1, host="127.0.0.1",
-                                                      port=self.port, rack=None),),
-                          cluster_id="fake", controller_id=1, topics=())
+            return b.response(
+                error_code=0, error_message=None, auth_bytes=self._scram(bytes(request.auth_bytes)), session_lifetime=0
+            )
+        return b.response(
+            throttle_time=0,
+            brokers=(b("MetadataResponseBroker", node_id=1, host="127.0.0.1", port=self.port, rack=None),),
+            cluster_id="fake",
+            controller_id=1,
+            topics=(),
+        )
 
     def _scram(self, message: bytes) -> bytes:
         text = message.decode()
@@ -98,8 +109,12 @@ class FakeScramBroker:
 
 
 def security(mechanism: str = "SCRAM-SHA-512") -> dict[str, str]:
-    return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": mechanism, "sasl.username": "alice",
-            "sasl.password": PASSWORD}
+    return {
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": mechanism,
+        "sasl.username": "alice",
+        "sasl.password": PASSWORD,
+    }
 
 
 def test_the_exchange_in_order_and_the_proof_verifies() -> None:
@@ -112,14 +127,18 @@ def test_the_exchange_in_order_and_the_proof_verifies() -> None:
     asyncio.run(main())
 
 
-@pytest.mark.parametrize("fake_args, mechanism, code, words", [
-    ({"tamper": True}, "SCRAM-SHA-512", ErrorCode.sasl_authentication_failed, "signature is wrong"),
-    ({"iterations": 1024}, "SCRAM-SHA-512", ErrorCode.sasl_authentication_failed, "iteration count"),
-    ({"handshake": False}, "SCRAM-SHA-512", ErrorCode.illegal_sasl_state, "does not serve SaslHandshake v1"),
-    ({}, "PLAIN", ErrorCode.unsupported_sasl_mechanism, "refused SASL mechanism PLAIN"),
-])
-def test_what_a_client_refuses_or_is_refused(fake_args: dict[str, Any], mechanism: str, code: ErrorCode,
-                                             words: str) -> None:
+@pytest.mark.parametrize(
+    "fake_args, mechanism, code, words",
+    [
+        ({"tamper": True}, "SCRAM-SHA-512", ErrorCode.sasl_authentication_failed, "signature is wrong"),
+        ({"iterations": 1024}, "SCRAM-SHA-512", ErrorCode.sasl_authentication_failed, "iteration count"),
+        ({"handshake": False}, "SCRAM-SHA-512", ErrorCode.illegal_sasl_state, "does not serve SaslHandshake v1"),
+        ({}, "PLAIN", ErrorCode.unsupported_sasl_mechanism, "refused SASL mechanism PLAIN"),
+    ],
+)
+def test_what_a_client_refuses_or_is_refused(
+    fake_args: dict[str, Any], mechanism: str, code: ErrorCode, words: str
+) -> None:
     async def main() -> None:
         async with FakeScramBroker(**fake_args) as fake:
             client = KafkaClient(f"127.0.0.1:{fake.port}", security=security(mechanism))

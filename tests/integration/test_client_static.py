@@ -13,15 +13,18 @@ import uuid
 from collections.abc import Iterable, Sequence
 
 import pytest
-
 from brokers import BrokerProcess
+
 from herd.client.errors import ErrorCode
 from herd.client.group import GroupMember
 from herd.client.group_protocol import JoinedMember, SimpleProtocol
 from herd.client.membership import MemberState
 
-OVERRIDES = {"group.min.session.timeout.ms": "500", "offsets.topic.num.partitions": "5",
-             "group.initial.rebalance.delay.ms": "0"}
+OVERRIDES = {
+    "group.min.session.timeout.ms": "500",
+    "offsets.topic.num.partitions": "5",
+    "group.initial.rebalance.delay.ms": "0",
+}
 
 
 @pytest.fixture(scope="module")
@@ -36,8 +39,15 @@ def by_instance(members: Sequence[JoinedMember]) -> dict[str, bytes]:
 
 
 def member(bootstrap: str, group: str, instance_id: str) -> GroupMember:
-    return GroupMember(bootstrap, group, SimpleProtocol("work", "v1", by_instance), group_instance_id=instance_id,
-                       session_timeout_ms=5000, heartbeat_interval_ms=200, client_id=instance_id)
+    return GroupMember(
+        bootstrap,
+        group,
+        SimpleProtocol("work", "v1", by_instance),
+        group_instance_id=instance_id,
+        session_timeout_ms=5000,
+        heartbeat_interval_ms=200,
+        client_id=instance_id,
+    )
 
 
 def test_a_restarted_static_member_takes_its_place_back_without_a_rebalance(static_broker):

@@ -13,9 +13,11 @@ from collections import defaultdict
 import psycopg
 import pytest
 from aiokafka import AIOKafkaConsumer
+from clients import confluent_read_all
 from confluent_kafka import Consumer, KafkaError, Producer
 from confluent_kafka import TopicPartition as TopicPartition_
 from confluent_kafka.admin import AdminClient, ConfigResource, ResourceType
+from groupmembers import wait_for
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.schema.offset_for_leader_epoch.v4.request import (
@@ -23,14 +25,15 @@ from kio.schema.offset_for_leader_epoch.v4.request import (
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
 )
-
-from clients import confluent_read_all
-from groupmembers import wait_for
 from pgcluster import HerdCluster
 from rawkafka import RawClient
 
-FAST = {"broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
-        "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "6"}
+FAST = {
+    "broker.session.timeout.ms": "3000",
+    "broker.heartbeat.interval.ms": "500",
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.num.partitions": "6",
+}
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -62,7 +65,9 @@ def _stored(pg_url: str, topic: str) -> dict[int, list[tuple[int, int, int]]]:
         rows = conn.execute(
             "SELECT p.partition, b.base_offset, b.last_offset, b.leader_epoch FROM herd_batches b "
             "JOIN herd_partitions p ON p.pid = b.pid JOIN herd_topics t ON t.topic_id = p.topic_id "
-            "WHERE t.name = %s ORDER BY p.partition, b.base_offset", (topic,)).fetchall()
+            "WHERE t.name = %s ORDER BY p.partition, b.base_offset",
+            (topic,),
+        ).fetchall()
     stored: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
     for partition, base, last, epoch in rows:
         stored[partition].append((base, last, epoch))
@@ -74,9 +79,17 @@ class _Producing:
     stopped: which were acknowledged, and every delivery error with whether it was retriable."""
 
     def __init__(self, bootstrap: str, topic: str, partitions: int) -> None:
-        self.producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                                  "linger.ms": 5, "message.timeout.ms": 60000, "retry.backoff.ms": 100,
-                                  "topic.metadata.refresh.interval.ms": 1000})
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                "message.timeout.ms": 60000,
+                "retry.backoff.ms": 100,
+                "topic.metadata.refresh.interval.ms": 1000,
+            }
+        )
         self.topic, self.partitions = topic, partitions
         self.acked: dict[int, list[bytes]] = defaultdict(list)
         self.failed: list[KafkaError] = []
@@ -101,8 +114,9 @@ class _Producing:
         while not self._stop.is_set():
             for _ in range(20):
                 partition = self.sent % self.partitions
-                self.producer.produce(self.topic, value=b"%08d" % self.sent, partition=partition,
-                                      on_delivery=self._delivered)
+                self.producer.produce(
+                    self.topic, value=b"%08d" % self.sent, partition=partition, on_delivery=self._delivered
+                )
                 self.sent += 1
             self.producer.poll(0.01)
         self.producer.flush(90)
@@ -112,8 +126,7 @@ class _Producing:
         self._thread.join(120)
 
     def wait_acked(self, count: int, timeout: float = 60.0) -> None:
-        _wait_for(lambda: sum(len(v) for v in self.acked.values()) >= count, f"{count} records acknowledged",
-                  timeout)
+        _wait_for(lambda: sum(len(v) for v in self.acked.values()) >= count, f"{count} records acknowledged", timeout)
 
 
 def _check_exactly_once_in_order(acked: dict[int, list[bytes]], read: dict[int, list[bytes]]) -> None:
@@ -152,8 +165,13 @@ def test_every_node_answers_for_the_cluster_with_three_clients(new_cluster: Herd
     assert sorted(v for values in read.values() for v in values) == [b"%08d" % i for i in range(300)]
 
     async def aio() -> list[bytes]:
-        consumer = AIOKafkaConsumer("spread", bootstrap_servers=cluster.address(2), group_id="aio-group",
-                                    auto_offset_reset="earliest", enable_auto_commit=False)
+        consumer = AIOKafkaConsumer(
+            "spread",
+            bootstrap_servers=cluster.address(2),
+            group_id="aio-group",
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+        )
         await consumer.start()
         try:
             got: list[bytes] = []
@@ -176,8 +194,9 @@ def test_every_node_answers_for_the_cluster_with_three_clients(new_cluster: Herd
     assert sum(committed.values()) == 300
 
 
-def test_kill_9_during_acks_all_produce_loses_nothing_and_duplicates_nothing(new_cluster: HerdCluster,
-                                                                             pg_test_url: str) -> None:
+def test_kill_9_during_acks_all_produce_loses_nothing_and_duplicates_nothing(
+    new_cluster: HerdCluster, pg_test_url: str
+) -> None:
     cluster = _start(new_cluster)
     cluster.create_topic("orders", 6)
     victim = 1
@@ -194,7 +213,7 @@ def test_kill_9_during_acks_all_produce_loses_nothing_and_duplicates_nothing(new
     _check_exactly_once_in_order(producing.acked, read)
     # the stored log is one sequence per partition: batches contiguous, epochs never going back
     for partition, batches in _stored(pg_test_url, "orders").items():
-        for (base, last, epoch), (next_base, _, next_epoch) in zip(batches, batches[1:]):
+        for (_base, last, epoch), (next_base, _, next_epoch) in zip(batches, batches[1:]):
             assert next_base == last + 1, f"partition {partition}: a gap or overlap at {next_base}"
             assert next_epoch >= epoch
 
@@ -208,24 +227,42 @@ def test_a_node_paused_past_its_lease_never_appends_again(new_cluster: HerdClust
     led_by_2 = [p for p, node in _leaders(cluster.address(0), "paused").items() if node == 2]
     assert led_by_2
     # a producer connected to node 2 only, with writes waiting in it when it stops
-    stuck = Producer({"bootstrap.servers": cluster.address(2), "acks": "all", "linger.ms": 0,
-                      "message.timeout.ms": 120000, "enable.idempotence": True})
+    stuck = Producer(
+        {
+            "bootstrap.servers": cluster.address(2),
+            "acks": "all",
+            "linger.ms": 0,
+            "message.timeout.ms": 120000,
+            "enable.idempotence": True,
+        }
+    )
     stuck.produce("paused", b"warm-up", partition=led_by_2[0])
     assert stuck.flush(20) == 0
     cluster.pause(2)
     stuck_failures: list[KafkaError] = []
     for i in range(50):
-        stuck.produce("paused", b"during-pause-%d" % i, partition=led_by_2[0],
-                      on_delivery=lambda e, m: stuck_failures.append(e) if e else None)
+        stuck.produce(
+            "paused",
+            b"during-pause-%d" % i,
+            partition=led_by_2[0],
+            on_delivery=lambda e, m: stuck_failures.append(e) if e else None,
+        )
     stuck.poll(0)
-    _wait_for(lambda: not set(led_by_2) & {p for p, n in _leaders(cluster.address(0), "paused").items() if n == 2},
-              "node 2's partitions moved", 20)
-    epochs_after_move = {p: max(e for _, _, e in batches) if batches else -1
-                         for p, batches in _stored(pg_test_url, "paused").items()}
+    _wait_for(
+        lambda: not set(led_by_2) & {p for p, n in _leaders(cluster.address(0), "paused").items() if n == 2},
+        "node 2's partitions moved",
+        20,
+    )
+    epochs_after_move = {
+        p: max(e for _, _, e in batches) if batches else -1 for p, batches in _stored(pg_test_url, "paused").items()
+    }
     with psycopg.connect(pg_test_url) as conn:
-        new_epochs = dict(conn.execute(
-            "SELECT p.partition, p.leader_epoch FROM herd_partitions p JOIN herd_topics t USING (topic_id) "
-            "WHERE t.name = 'paused'").fetchall())
+        new_epochs = dict(
+            conn.execute(
+                "SELECT p.partition, p.leader_epoch FROM herd_partitions p JOIN herd_topics t USING (topic_id) "
+                "WHERE t.name = 'paused'"
+            ).fetchall()
+        )
     before = _stored(pg_test_url, "paused")
     cluster.resume(2)
     time.sleep(3)  # node 2 wakes, its pending commits run (and must be fenced), it sees it lost everything
@@ -234,7 +271,8 @@ def test_a_node_paused_past_its_lease_never_appends_again(new_cluster: HerdClust
     for partition in led_by_2:
         old_batches = [b for b in after.get(partition, []) if b not in before.get(partition, [])]
         assert all(epoch >= new_epochs[partition] for _, _, epoch in old_batches), (
-            f"partition {partition}: node 2 appended after losing it: {old_batches}")
+            f"partition {partition}: node 2 appended after losing it: {old_batches}"
+        )
     assert epochs_after_move  # the log was read
     log_text = cluster.log(2)
     assert "Traceback" not in log_text
@@ -265,8 +303,9 @@ def test_a_joining_node_takes_its_share_while_clients_produce(new_cluster: HerdC
     with _Producing(cluster.bootstrap, "growing", 6) as producing:
         producing.wait_acked(1000)
         cluster.add_node()
-        _wait_for(lambda: list(_leaders(cluster.address(0), "growing").values()).count(2) == 2,
-                  "node 2 leads its share", 20)
+        _wait_for(
+            lambda: list(_leaders(cluster.address(0), "growing").values()).count(2) == 2, "node 2 leads its share", 20
+        )
         sent = producing.sent
         _wait_for(lambda: producing.sent > sent + 1000, "producing goes on")
     assert not [e for e in producing.failed if not e.retriable()], producing.failed
@@ -275,7 +314,8 @@ def test_a_joining_node_takes_its_share_while_clients_produce(new_cluster: HerdC
 
 
 def test_a_topic_deleted_through_one_node_loses_its_committed_offsets_on_every_coordinator(
-        new_cluster: HerdCluster) -> None:
+    new_cluster: HerdCluster,
+) -> None:
     """Groups coordinated by all three nodes commit offsets on a topic; deleting it through node 0 makes every
     coordinator drop them (Kafka's onPartitionsDeleted), and every node stops listing it."""
     cluster = _start(new_cluster)
@@ -304,7 +344,8 @@ def test_a_topic_deleted_through_one_node_loses_its_committed_offsets_on_every_c
 
 
 def test_a_kafka_python_consumer_reads_on_across_a_leader_move_and_earlier_epochs_end_where_the_next_began(
-        new_cluster: HerdCluster) -> None:
+    new_cluster: HerdCluster,
+) -> None:
     """kafka-python validates its position with OffsetForLeaderEpoch when a partition's leader epoch changes
     (KIP-320) and fetches nothing from the partition until it has an answer; the new leader answers the earlier
     epoch with the offset its own epoch began at."""
@@ -314,8 +355,12 @@ def test_a_kafka_python_consumer_reads_on_across_a_leader_move_and_earlier_epoch
     for i in range(20):
         producer.send("moving", value=b"%d" % i, partition=i % 2)
     producer.flush(20)
-    consumer = KafkaConsumer(bootstrap_servers=cluster.address(0), enable_auto_commit=False,
-                             auto_offset_reset="earliest", metadata_max_age_ms=1000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=cluster.address(0),
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        metadata_max_age_ms=1000,
+    )
     consumer.assign([TopicPartition("moving", 0), TopicPartition("moving", 1)])
     seen: list[bytes] = []
 
@@ -342,16 +387,31 @@ def test_a_kafka_python_consumer_reads_on_across_a_leader_move_and_earlier_epoch
     assert sorted(int(v) for v in seen) == list(range(40))
 
     with RawClient(cluster.nodes[0].port) as client:
-        epochs = {p.partition_index: p.leader_epoch for p in client.request(3, 12, _raw_metadata("moving")).topics[0]
-                  .partitions}
+        epochs = {
+            p.partition_index: p.leader_epoch
+            for p in client.request(3, 12, _raw_metadata("moving")).topics[0].partitions
+        }
         partition = moved[0]
-        request = OffsetForLeaderEpochRequest(replica_id=-1, topics=(OffsetForLeaderTopic(topic="moving", partitions=(
-            OffsetForLeaderPartition(partition=partition, current_leader_epoch=-1,
-                                     leader_epoch=epochs[partition] - 1),)),))
+        request = OffsetForLeaderEpochRequest(
+            replica_id=-1,
+            topics=(
+                OffsetForLeaderTopic(
+                    topic="moving",
+                    partitions=(
+                        OffsetForLeaderPartition(
+                            partition=partition, current_leader_epoch=-1, leader_epoch=epochs[partition] - 1
+                        ),
+                    ),
+                ),
+            ),
+        )
         answer = client.request(23, 4, request).topics[0].partitions[0]
     assert (answer.error_code, answer.leader_epoch, answer.end_offset) == (0, epochs[partition] - 1, 10)
 
 
 def _raw_metadata(topic: str) -> MetadataRequest:
-    return MetadataRequest(topics=(MetadataRequestTopic(name=topic, topic_id=None),), allow_auto_topic_creation=False,
-                           include_topic_authorized_operations=False)
+    return MetadataRequest(
+        topics=(MetadataRequestTopic(name=topic, topic_id=None),),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )

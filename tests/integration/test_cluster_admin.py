@@ -18,9 +18,9 @@ import pytest
 from backends import BACKENDS, start_broker
 from groupmembers import wait_for
 from kio.schema.errors import ErrorCode
+from rawkafka import RawClient
 
 from herd.client.wire import request_builder
-from rawkafka import RawClient
 
 TOPIC_OPERATIONS = 0b110111111000  # READ..ALTER_CONFIGS (3-8, 10, 11), a broker without an authorizer
 CLUSTER_OPERATIONS = 0b1111110100000  # CREATE 5, ALTER 7 .. IDEMPOTENT_WRITE 12
@@ -28,12 +28,27 @@ CLUSTER_OPERATIONS = 0b1111110100000  # CREATE 5, ALTER 7 .. IDEMPOTENT_WRITE 12
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def broker(request, tmp_path_factory):
-    with start_broker(request, tmp_path_factory, "clusterops", {"auto.create.topics.enable": "false"},
-                      single_coordinator=True) as b:
+    with start_broker(
+        request, tmp_path_factory, "clusterops", {"auto.create.topics.enable": "false"}, single_coordinator=True
+    ) as b:
         for name, partitions in (("dtp-a", 3), ("dtp-b", 2), ("moves", 3)):
-            _request(b, 19, 7, topics=(_b(19, 7)("CreatableTopic", name=name, num_partitions=partitions,
-                                                  replication_factor=1, assignments=(), configs=()),),
-                     timeout=10000, validate_only=False)
+            _request(
+                b,
+                19,
+                7,
+                topics=(
+                    _b(19, 7)(
+                        "CreatableTopic",
+                        name=name,
+                        num_partitions=partitions,
+                        replication_factor=1,
+                        assignments=(),
+                        configs=(),
+                    ),
+                ),
+                timeout=10000,
+                validate_only=False,
+            )
         yield b
 
 
@@ -61,18 +76,25 @@ def _node_ids(broker: Any) -> list[int]:
 
 
 def _leaders(broker: Any, topic: str) -> list[int]:
-    response = _request(broker, 75, 0, topics=(_b(75, 0)("TopicRequest", name=topic),), response_partition_limit=100,
-                        cursor=None)
+    response = _request(
+        broker, 75, 0, topics=(_b(75, 0)("TopicRequest", name=topic),), response_partition_limit=100, cursor=None
+    )
     return [p.leader_id for p in response.topics[0].partitions]
 
 
 # -- DescribeTopicPartitions ---------------------------------------------------------------------------------------
 
+
 def _describe(broker: Any, names: tuple[str, ...], limit: int = 2000, cursor: tuple[str, int] | None = None) -> Any:
     b = _b(75, 0)
-    return _request(broker, 75, 0, topics=tuple(b("TopicRequest", name=n) for n in names),
-                    response_partition_limit=limit,
-                    cursor=b("Cursor", topic_name=cursor[0], partition_index=cursor[1]) if cursor else None)
+    return _request(
+        broker,
+        75,
+        0,
+        topics=tuple(b("TopicRequest", name=n) for n in names),
+        response_partition_limit=limit,
+        cursor=b("Cursor", topic_name=cursor[0], partition_index=cursor[1]) if cursor else None,
+    )
 
 
 def _pages(response: Any) -> list[tuple[str, list[int]]]:
@@ -116,7 +138,8 @@ def test_describe_topic_partitions_unknown_topics_and_bad_cursors(broker):
     unknown = _describe(broker, ("nope", "bad/name"))
     assert [(t.name, t.error_code, t.partitions, t.topic_id) for t in unknown.topics] == [  # the zero id: None
         ("bad/name", ErrorCode.invalid_topic_exception, (), None),
-        ("nope", ErrorCode.unknown_topic_or_partition, (), None)]
+        ("nope", ErrorCode.unknown_topic_or_partition, (), None),
+    ]
     for names, cursor in ((("dtp-a",), ("dtp-b", 0)), (("dtp-a",), ("dtp-a", -1))):
         refused = _describe(broker, names, cursor=cursor)
         assert [(t.name, t.error_code) for t in refused.topics] == [("dtp-a", ErrorCode.invalid_request)]
@@ -126,18 +149,32 @@ def test_describe_topic_partitions_unknown_topics_and_bad_cursors(broker):
 def test_describe_topic_partitions_through_kafka_python(broker, kp_admin):
     page = kp_admin.describe_topic_partitions(["dtp-a", "dtp-b"], response_partition_limit=4)
     assert [(t["name"], [p["partition_index"] for p in t["partitions"]]) for t in page["topics"]] == [
-        ("dtp-a", [0, 1, 2]), ("dtp-b", [0])]
+        ("dtp-a", [0, 1, 2]),
+        ("dtp-b", [0]),
+    ]
     rest = kp_admin.describe_topic_partitions(["dtp-a", "dtp-b"], cursor=page["next_cursor"])
     assert [p["partition_index"] for p in rest["topics"][0]["partitions"]] == [1] and rest["next_cursor"] is None
 
 
 # -- ListConfigResources -------------------------------------------------------------------------------------------
 
+
 def _register(broker: Any, group: str) -> None:
     b = _b(44, 1)
-    response = _request(broker, 44, 1, validate_only=False, resources=(b(
-        "AlterConfigsResource", resource_type=32, resource_name=group, configs=(b(
-            "AlterableConfig", name="herd.expected.instance.ids", config_operation=0, value="i-1"),)),))
+    response = _request(
+        broker,
+        44,
+        1,
+        validate_only=False,
+        resources=(
+            b(
+                "AlterConfigsResource",
+                resource_type=32,
+                resource_name=group,
+                configs=(b("AlterableConfig", name="herd.expected.instance.ids", config_operation=0, value="i-1"),),
+            ),
+        ),
+    )
     assert response.responses[0].error_code == ErrorCode.none
 
 
@@ -179,32 +216,40 @@ def test_list_config_resources_through_kafka_python(broker, kp_admin):
 
 # -- DescribeCluster -----------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_describe_cluster_at_every_version(broker, version):
-    response = _request(broker, 60, version, include_cluster_authorized_operations=True, endpoint_type=1,
-                        include_fenced_brokers=True)
+    response = _request(
+        broker, 60, version, include_cluster_authorized_operations=True, endpoint_type=1, include_fenced_brokers=True
+    )
     assert response.error_code == ErrorCode.none and response.error_message is None
     assert response.cluster_authorized_operations == CLUSTER_OPERATIONS
     assert response.controller_id in [b.broker_id for b in response.brokers]
     assert response.cluster_id
     if version == 2:
         assert not any(b.is_fenced for b in response.brokers)
-    plain = _request(broker, 60, version, include_cluster_authorized_operations=False, endpoint_type=1,
-                     include_fenced_brokers=False)
+    plain = _request(
+        broker, 60, version, include_cluster_authorized_operations=False, endpoint_type=1, include_fenced_brokers=False
+    )
     assert plain.cluster_authorized_operations == -(2**31)
 
 
 @pytest.mark.parametrize("version", [1, 2])
 def test_describe_cluster_refuses_controller_and_unknown_endpoints(broker, version):
-    controllers = _request(broker, 60, version, include_cluster_authorized_operations=False, endpoint_type=2,
-                           include_fenced_brokers=False)
+    controllers = _request(
+        broker, 60, version, include_cluster_authorized_operations=False, endpoint_type=2, include_fenced_brokers=False
+    )
     assert controllers.error_code == ErrorCode.mismatched_endpoint_type and controllers.brokers == ()
-    assert controllers.error_message == ("The request was sent to an endpoint of type BROKER, but we wanted an "
-                                         "endpoint of type CONTROLLER")
-    unknown = _request(broker, 60, version, include_cluster_authorized_operations=False, endpoint_type=7,
-                       include_fenced_brokers=False)
-    assert (unknown.error_code, unknown.error_message) == (ErrorCode.unsupported_endpoint_type,
-                                                           "Unsupported endpoint type 7")
+    assert controllers.error_message == (
+        "The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type CONTROLLER"
+    )
+    unknown = _request(
+        broker, 60, version, include_cluster_authorized_operations=False, endpoint_type=7, include_fenced_brokers=False
+    )
+    assert (unknown.error_code, unknown.error_message) == (
+        ErrorCode.unsupported_endpoint_type,
+        "Unsupported endpoint type 7",
+    )
     assert (unknown.cluster_id, unknown.controller_id, unknown.endpoint_type) == ("", -1, 1)
 
 
@@ -241,9 +286,15 @@ def test_metadata_answers_authorized_operations_only_when_asked(broker, version)
 
     b = _b(3, version)
     for asked in (True, False):
-        response = _request(broker, 3, version, allow_auto_topic_creation=False,
-                            topics=(b("MetadataRequestTopic", name="dtp-a", topic_id=uuid.UUID(int=0)),),
-                            include_topic_authorized_operations=asked, include_cluster_authorized_operations=asked)
+        response = _request(
+            broker,
+            3,
+            version,
+            allow_auto_topic_creation=False,
+            topics=(b("MetadataRequestTopic", name="dtp-a", topic_id=uuid.UUID(int=0)),),
+            include_topic_authorized_operations=asked,
+            include_cluster_authorized_operations=asked,
+        )
         assert response.topics[0].topic_authorized_operations == (TOPIC_OPERATIONS if asked else -(2**31))
         if version < 11:
             assert response.cluster_authorized_operations == (CLUSTER_OPERATIONS if asked else -(2**31))
@@ -254,8 +305,9 @@ def test_confluent_describes_authorized_operations(broker):
     from confluent_kafka.admin import AclOperation, AdminClient
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # kept: a collected client fails its futures
-    topic = admin.describe_topics(TopicCollection(["dtp-a"]), include_authorized_operations=True,
-                                  request_timeout=10)["dtp-a"].result()
+    topic = admin.describe_topics(TopicCollection(["dtp-a"]), include_authorized_operations=True, request_timeout=10)[
+        "dtp-a"
+    ].result()
     assert {AclOperation.READ, AclOperation.WRITE, AclOperation.DESCRIBE} <= set(topic.authorized_operations)
     cluster = admin.describe_cluster(include_authorized_operations=True, request_timeout=10).result()
     assert AclOperation.IDEMPOTENT_WRITE in set(cluster.authorized_operations)
@@ -263,25 +315,43 @@ def test_confluent_describes_authorized_operations(broker):
 
 # -- ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments -----------------------------------------
 
+
 def _elect(broker: Any, version: int, election: int, partitions: dict[str, list[int]] | None) -> Any:
     b = _b(43, version)
-    asked = None if partitions is None else tuple(b("TopicPartitions", topic=t, partitions=tuple(ps))
-                                                  for t, ps in partitions.items())
+    asked = (
+        None
+        if partitions is None
+        else tuple(b("TopicPartitions", topic=t, partitions=tuple(ps)) for t, ps in partitions.items())
+    )
     return _request(broker, 43, version, election_type=election, topic_partitions=asked, timeout=10000)
 
 
 def _results(response: Any) -> dict[tuple[str, int], ErrorCode]:
-    return {(t.topic, p.partition_id): p.error_code for t in response.replica_election_results
-            for p in t.partition_result}
+    return {
+        (t.topic, p.partition_id): p.error_code for t in response.replica_election_results for p in t.partition_result
+    }
 
 
 def _reassign(broker: Any, version: int, topic: str, replicas: dict[int, list[int] | None],
               allow: bool = True) -> dict[int, tuple[ErrorCode, str | None]]:  # fmt: skip
     b = _b(45, version)
-    response = _request(broker, 45, version, timeout=10000, allow_replication_factor_change=allow, topics=(
-        b("ReassignableTopic", name=topic, partitions=tuple(
-            b("ReassignablePartition", partition_index=i, replicas=None if r is None else tuple(r))
-            for i, r in replicas.items())),))
+    response = _request(
+        broker,
+        45,
+        version,
+        timeout=10000,
+        allow_replication_factor_change=allow,
+        topics=(
+            b(
+                "ReassignableTopic",
+                name=topic,
+                partitions=tuple(
+                    b("ReassignablePartition", partition_index=i, replicas=None if r is None else tuple(r))
+                    for i, r in replicas.items()
+                ),
+            ),
+        ),
+    )
     assert response.error_code == ErrorCode.none
     return {p.partition_index: (p.error_code, p.error_message) for p in response.responses[0].partitions}
 
@@ -314,14 +384,21 @@ def test_reassignment_errors(broker, version):
     assert answers == {
         0: (ErrorCode.no_reassignment_in_progress, "No partition reassignment is in progress."),
         1: (ErrorCode.invalid_replica_assignment, "The manual partition assignment includes an empty replica list."),
-        2: (ErrorCode.invalid_replica_assignment,
-            "The manual partition assignment includes broker 99, but no such broker is registered."),
-        7: (ErrorCode.unknown_topic_or_partition, "Unable to find partition moves:7.")}
+        2: (
+            ErrorCode.invalid_replica_assignment,
+            "The manual partition assignment includes broker 99, but no such broker is registered.",
+        ),
+        7: (ErrorCode.unknown_topic_or_partition, "Unable to find partition moves:7."),
+    }
     twice = _reassign(broker, version, "moves", {0: [leader, leader]})[0]
-    assert twice == (ErrorCode.invalid_replica_assignment,
-                     f"The manual partition assignment includes the broker {leader} more than once.")
+    assert twice == (
+        ErrorCode.invalid_replica_assignment,
+        f"The manual partition assignment includes the broker {leader} more than once.",
+    )
     assert _reassign(broker, version, "nope", {0: [leader]})[0] == (
-        ErrorCode.unknown_topic_or_partition, "Unable to find a topic named nope.")
+        ErrorCode.unknown_topic_or_partition,
+        "Unable to find a topic named nope.",
+    )
     assert _reassign(broker, version, "moves", {0: [leader]})[0] == (ErrorCode.none, None)  # nothing to change
     if len(nodes) > 1:
         several = _reassign(broker, version, "moves", {0: nodes}, allow=version == 0)[0]
@@ -345,13 +422,15 @@ def test_a_reassignment_moves_leadership_and_a_preferred_election_balances_it(br
     before = _leaders(broker, "moves")
     if len(nodes) == 1:  # one node: the only reassignment there is changes nothing
         assert kp_admin.alter_partition_reassignments({TopicPartition("moves", 0): [nodes[0]]}) == {
-            TopicPartition("moves", 0): None}
+            TopicPartition("moves", 0): None
+        }
         assert _leaders(broker, "moves") == before
         return
     target = next(n for n in nodes if n != before[0])
     epoch = _describe(broker, ("moves",)).topics[0].partitions[0].leader_epoch
     assert kp_admin.alter_partition_reassignments({TopicPartition("moves", 0): [target]}) == {
-        TopicPartition("moves", 0): None}
+        TopicPartition("moves", 0): None
+    }
 
     def moved() -> tuple[int, int]:
         partition = _describe(broker, ("moves",)).topics[0].partitions[0]
@@ -365,8 +444,12 @@ def test_a_reassignment_moves_leadership_and_a_preferred_election_balances_it(br
     # the move left the data partitions unbalanced; a preferred election of all of them balances them again
     response = _elect(broker, 2, 0, None)
     assert set(_results(response).values()) <= {ErrorCode.none} and _results(response)
-    data = Counter(leader for t in _describe(broker, ()).topics if t.name != "__consumer_offsets"
-                   for leader in (p.leader_id for p in t.partitions))
+    data = Counter(
+        leader
+        for t in _describe(broker, ()).topics
+        if t.name != "__consumer_offsets"
+        for leader in (p.leader_id for p in t.partitions)
+    )
     assert max(data.values()) - min(data[n] for n in nodes) <= 1
     again = _results(_elect(broker, 2, 0, {"moves": [0, 1, 2]}))
     assert set(again.values()) == {ErrorCode.election_not_needed}
@@ -378,13 +461,16 @@ def test_elect_leaders_through_the_clients(broker, kp_admin):
     from kafka.errors import UnknownTopicOrPartitionError
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    outcome = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition("dtp-b", 0), TopicPartition("dtp-b", 1)]
-                                  ).result(15)
+    outcome = admin.elect_leaders(
+        ElectionType.PREFERRED, [TopicPartition("dtp-b", 0), TopicPartition("dtp-b", 1)]
+    ).result(15)
     assert {tp.partition: (e.code() if e else None) for tp, e in outcome.items()} == {
-        0: ErrorCode.election_not_needed.value, 1: ErrorCode.election_not_needed.value}
+        0: ErrorCode.election_not_needed.value,
+        1: ErrorCode.election_not_needed.value,
+    }
     response = kp_admin.elect_leaders(1, {"dtp-b": [0, 1]})  # unclean: ELECTION_NOT_NEEDED is not an error
     assert {p.error_code for t in response.replica_election_results for p in t.partition_result} == {
-        ErrorCode.election_not_needed.value}
+        ErrorCode.election_not_needed.value
+    }
     with pytest.raises(UnknownTopicOrPartitionError):
         kp_admin.elect_leaders(0, {"no-such-topic": [0]})
-

@@ -17,21 +17,35 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from clients import confluent_read_all
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-
-from herd.cli.localpg import LocalPostgres, free_port
-from clients import confluent_read_all
 from groupmembers import wait_for
 from pgcluster import HerdCluster
+
+from herd.cli.localpg import LocalPostgres, free_port
 
 pytestmark = pytest.mark.timeout(240)
 
 
 def _serve(url: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "herd", "serve", "--override", f"herd.cluster.database.url={url}",
-                           "--override", "listeners=PLAINTEXT://127.0.0.1:0", "--override",
-                           f"log.dirs={tmp_path / 'data'}"], capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "herd",
+            "serve",
+            "--override",
+            f"herd.cluster.database.url={url}",
+            "--override",
+            "listeners=PLAINTEXT://127.0.0.1:0",
+            "--override",
+            f"log.dirs={tmp_path / 'data'}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def _with_password(url: str, password: str, user: str | None = None) -> str:
@@ -82,7 +96,8 @@ def test_a_newer_schema_is_refused_in_one_line(pg_test_url: str, tmp_path: Path)
 
 @pytest.mark.parametrize("outage_s", [2.0, 4.5], ids=["shorter-than-the-lease", "longer-than-the-lease"])
 def test_the_database_gone_while_running_costs_only_retriable_errors_and_the_nodes_recover(
-        open_tmp_path: Path, tmp_path: Path, outage_s: float) -> None:
+    open_tmp_path: Path, tmp_path: Path, outage_s: float
+) -> None:
     """PostgreSQL (a server of this test's own) is stopped while a producer sends and a consumer commits, then
     started again on the same port: every produce and commit during the outage fails retriably or waits; once
     it is back, everything acknowledged is readable exactly once and commits succeed, with no node restarted.
@@ -91,9 +106,16 @@ def test_the_database_gone_while_running_costs_only_retriable_errors_and_the_nod
     server = LocalPostgres(open_tmp_path / "pg").start()
     try:
         url = server.create_database("outage")
-        cluster = HerdCluster(tmp_path / "cluster", url, {
-            "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500",
-            "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": "3"})
+        cluster = HerdCluster(
+            tmp_path / "cluster",
+            url,
+            {
+                "broker.session.timeout.ms": "3000",
+                "broker.heartbeat.interval.ms": "500",
+                "group.initial.rebalance.delay.ms": "0",
+                "offsets.topic.num.partitions": "3",
+            },
+        )
         with cluster:
             cluster.start(2)
             admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
@@ -101,9 +123,16 @@ def test_the_database_gone_while_running_costs_only_retriable_errors_and_the_nod
             admin.create_topics([NewTopic("outage", 4, 1)])["outage"].result(20)
             acked: dict[int, list[bytes]] = defaultdict(list)
             failed: list[KafkaError] = []
-            producer = Producer({"bootstrap.servers": cluster.bootstrap, "acks": "all", "enable.idempotence": True,
-                                 "linger.ms": 5, "message.timeout.ms": 120000,
-                                 "topic.metadata.refresh.interval.ms": 1000})
+            producer = Producer(
+                {
+                    "bootstrap.servers": cluster.bootstrap,
+                    "acks": "all",
+                    "enable.idempotence": True,
+                    "linger.ms": 5,
+                    "message.timeout.ms": 120000,
+                    "topic.metadata.refresh.interval.ms": 1000,
+                }
+            )
 
             def delivered(error: KafkaError | None, message) -> None:  # type: ignore[no-untyped-def]
                 if error is not None:
@@ -126,9 +155,14 @@ def test_the_database_gone_while_running_costs_only_retriable_errors_and_the_nod
             thread.start()
             _eventually(lambda: sum(map(len, acked.values())) >= 500)
             commits: list[tuple[KafkaError | None, int]] = []
-            consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "outage-group",
-                                 "enable.auto.commit": False,
-                                 "on_commit": lambda e, tps: commits.append((e, tps[0].offset if tps else -1))})
+            consumer = Consumer(
+                {
+                    "bootstrap.servers": cluster.bootstrap,
+                    "group.id": "outage-group",
+                    "enable.auto.commit": False,
+                    "on_commit": lambda e, tps: commits.append((e, tps[0].offset if tps else -1)),
+                }
+            )
             consumer.commit(offsets=[TopicPartition("outage", 0, 5)], asynchronous=False)
 
             server.stop()
@@ -172,9 +206,14 @@ def test_the_database_gone_while_running_costs_only_retriable_errors_and_the_nod
 # a node whose lease ran out leaves the metadata until it registers again, and librdkafka tears down the
 # connection to a broker that left it, failing the commit in flight on it (a node's own error would have left a
 # Traceback in its log, which is checked first).
-_COORDINATOR_ERRORS = {KafkaError.NOT_COORDINATOR, KafkaError.COORDINATOR_NOT_AVAILABLE,
-                       KafkaError.COORDINATOR_LOAD_IN_PROGRESS, KafkaError.REQUEST_TIMED_OUT,
-                       KafkaError._TIMED_OUT, KafkaError._TRANSPORT}
+_COORDINATOR_ERRORS = {
+    KafkaError.NOT_COORDINATOR,
+    KafkaError.COORDINATOR_NOT_AVAILABLE,
+    KafkaError.COORDINATOR_LOAD_IN_PROGRESS,
+    KafkaError.REQUEST_TIMED_OUT,
+    KafkaError._TIMED_OUT,
+    KafkaError._TRANSPORT,
+}
 
 
 def _commit(consumer: Consumer, offset: int) -> bool:
@@ -205,8 +244,7 @@ def _postgres_processes(postmaster: int) -> list[int]:
     return found
 
 
-def test_a_node_whose_database_hangs_still_stops_within_its_shutdown_limit(open_tmp_path: Path,
-                                                                          tmp_path: Path) -> None:
+def test_a_node_whose_database_hangs_still_stops_within_its_shutdown_limit(open_tmp_path: Path, tmp_path: Path) -> None:
     """Every PostgreSQL process is frozen (SIGSTOP: connections neither answer nor fail), then the node gets
     SIGTERM. Each step of its controlled shutdown waits up to the session timeout, and the waits add up; the
     node exits by twice the session timeout plus the connections' grace (herd.server.server.shutdown_limit_s:
@@ -215,9 +253,15 @@ def test_a_node_whose_database_hangs_still_stops_within_its_shutdown_limit(open_
     frozen: list[int] = []
     try:
         url = server.create_database("frozen")
-        cluster = HerdCluster(tmp_path / "cluster", url, {
-            "broker.session.timeout.ms": "2000", "broker.heartbeat.interval.ms": "500",
-            "offsets.topic.num.partitions": "3"})
+        cluster = HerdCluster(
+            tmp_path / "cluster",
+            url,
+            {
+                "broker.session.timeout.ms": "2000",
+                "broker.heartbeat.interval.ms": "500",
+                "offsets.topic.num.partitions": "3",
+            },
+        )
         with cluster:
             cluster.start(1)
             node = cluster.nodes[0]

@@ -8,19 +8,26 @@ from pathlib import Path
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-
 from inprocess import InProcessBroker
 
 
 def _node(url: str, node_id: int, tmp_path: Path) -> InProcessBroker:
-    return InProcessBroker({"herd.cluster.database.url": url, "node.id": str(node_id),
-                            "log.dirs": str(tmp_path / f"node-{node_id}"), "offsets.topic.num.partitions": "2",
-                            "broker.session.timeout.ms": "3000", "broker.heartbeat.interval.ms": "500"},
-                           timeout=30)
+    return InProcessBroker(
+        {
+            "herd.cluster.database.url": url,
+            "node.id": str(node_id),
+            "log.dirs": str(tmp_path / f"node-{node_id}"),
+            "offsets.topic.num.partitions": "2",
+            "broker.session.timeout.ms": "3000",
+            "broker.heartbeat.interval.ms": "500",
+        },
+        timeout=30,
+    )
 
 
-def test_a_node_rebuilds_the_producers_of_the_partitions_it_takes_while_starting(pg_test_url: str,
-                                                                                  tmp_path: Path) -> None:
+def test_a_node_rebuilds_the_producers_of_the_partitions_it_takes_while_starting(
+    pg_test_url: str, tmp_path: Path
+) -> None:
     """Node 1 joins a node that leads everything and takes its share in its first step, before it serves: the
     idempotent producer's state of every data partition it took is rebuilt from the stored batches, as for any
     later move (otherwise a retry of a batch node 0 stored would be appended again)."""

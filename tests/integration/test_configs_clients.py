@@ -15,8 +15,9 @@ from groupmembers import wait_for
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def broker(request, tmp_path_factory):
-    with start_broker(request, tmp_path_factory, "configs", {"num.partitions": "1",
-                                                              "log.retention.check.interval.ms": "200"}) as b:
+    with start_broker(
+        request, tmp_path_factory, "configs", {"num.partitions": "1", "log.retention.check.interval.ms": "200"}
+    ) as b:
         yield b
 
 
@@ -55,8 +56,7 @@ def _produce(bootstrap: str, topic: str, value: bytes, timestamp: int | None = N
     errors: list[str | None] = []
     p = Producer({"bootstrap.servers": bootstrap, "linger.ms": 0, "message.send.max.retries": 0})
     kwargs = {} if timestamp is None else {"timestamp": timestamp}
-    p.produce(topic, value=value, partition=0, on_delivery=lambda err, _m: errors.append(err and err.name()),
-              **kwargs)
+    p.produce(topic, value=value, partition=0, on_delivery=lambda err, _m: errors.append(err and err.name()), **kwargs)
     assert p.flush(10) == 0
     return errors[0]
 
@@ -66,29 +66,57 @@ def test_confluent_incremental_alter_refuses_what_is_now_too_large(broker, admin
 
     _create(admin, "small-messages")
     assert _produce(broker.bootstrap, "small-messages", b"x" * 3000) is None
-    _incremental(admin, ConfigResource("topic", "small-messages", incremental_configs=[
-        ConfigEntry("max.message.bytes", "1000", incremental_operation=AlterConfigOpType.SET),
-        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)]))
-    wait_for(lambda: _produce(broker.bootstrap, "small-messages", b"x" * 3000) == "MSG_SIZE_TOO_LARGE", 10,
-             "a 3000-byte record refused", interval=0.1)
+    _incremental(
+        admin,
+        ConfigResource(
+            "topic",
+            "small-messages",
+            incremental_configs=[
+                ConfigEntry("max.message.bytes", "1000", incremental_operation=AlterConfigOpType.SET),
+                ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND),
+            ],
+        ),
+    )
+    wait_for(
+        lambda: _produce(broker.bootstrap, "small-messages", b"x" * 3000) == "MSG_SIZE_TOO_LARGE",
+        10,
+        "a 3000-byte record refused",
+        interval=0.1,
+    )
     (future,) = admin.describe_configs([ConfigResource("topic", "small-messages")]).values()
     entries = future.result(10)
     assert entries["max.message.bytes"].value == "1000"
     assert entries["max.message.bytes"].source == 1  # DYNAMIC_TOPIC_CONFIG
     assert entries["cleanup.policy"].value == "delete,compact"
     assert entries["segment.bytes"].source == 5  # DEFAULT_CONFIG
-    _incremental(admin, ConfigResource("topic", "small-messages", incremental_configs=[
-        ConfigEntry("max.message.bytes", None, incremental_operation=AlterConfigOpType.DELETE)]))
-    wait_for(lambda: _produce(broker.bootstrap, "small-messages", b"x" * 3000) is None, 10,
-             "a 3000-byte record stored", interval=0.1)
+    _incremental(
+        admin,
+        ConfigResource(
+            "topic",
+            "small-messages",
+            incremental_configs=[
+                ConfigEntry("max.message.bytes", None, incremental_operation=AlterConfigOpType.DELETE)
+            ],
+        ),
+    )
+    wait_for(
+        lambda: _produce(broker.bootstrap, "small-messages", b"x" * 3000) is None,
+        10,
+        "a 3000-byte record stored",
+        interval=0.1,
+    )
 
 
 def test_confluent_errors(admin):
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
     def alter(resource_type: str, name: str, key: str, value: str, op=AlterConfigOpType.SET):  # type: ignore
-        return lambda: _incremental(admin, ConfigResource(resource_type, name, incremental_configs=[
-            ConfigEntry(key, value, incremental_operation=op)]))
+        return lambda: _incremental(
+            admin,
+            ConfigResource(
+                resource_type, name, incremental_configs=[ConfigEntry(key, value, incremental_operation=op)]
+            ),
+        )
 
     _create(admin, "refusing")
     assert _error(alter("topic", "never-made", "retention.ms", "1")) == "UNKNOWN_TOPIC_OR_PART"
@@ -107,8 +135,12 @@ def test_retention_and_segment_size_changed_at_run_time_remove_old_data(broker, 
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
     def set_segment_bytes(value: str | None, op=AlterConfigOpType.SET):  # type: ignore[no-untyped-def]
-        _incremental(admin, ConfigResource("broker", "0", incremental_configs=[
-            ConfigEntry("log.segment.bytes", value, incremental_operation=op)]))
+        _incremental(
+            admin,
+            ConfigResource(
+                "broker", "0", incremental_configs=[ConfigEntry("log.segment.bytes", value, incremental_operation=op)]
+            ),
+        )
 
     # every batch rolls a segment (embedded; PostgreSQL removes batches, not segments): old ones can go
     set_segment_bytes("200")
@@ -126,8 +158,14 @@ def test_retention_and_segment_size_changed_at_run_time_remove_old_data(broker, 
             return consumer.get_watermark_offsets(TopicPartition("expiring", 0), timeout=10)[0]
 
         assert earliest() == 0
-        _incremental(admin, ConfigResource("topic", "expiring", incremental_configs=[
-            ConfigEntry("retention.ms", "60000", incremental_operation=AlterConfigOpType.SET)]))
+        _incremental(
+            admin,
+            ConfigResource(
+                "topic",
+                "expiring",
+                incremental_configs=[ConfigEntry("retention.ms", "60000", incremental_operation=AlterConfigOpType.SET)],
+            ),
+        )
         wait_for(lambda: earliest() >= 4, 10, "the records older than retention.ms removed", interval=0.1)
         consumer.close()
     finally:
@@ -142,18 +180,22 @@ def test_kafka_python_alter_and_describe(admin):
     client = KafkaAdminClient(bootstrap_servers=admin_bootstrap(admin))
     topic = ConfigResourceType.TOPIC
     try:
-        replaced = client.alter_configs([ConfigResource(topic, "legacy-alter", configs={"max.message.bytes": "4000"})],
-                                        incremental=False)  # AlterConfigs: the whole set replaced
+        replaced = client.alter_configs(
+            [ConfigResource(topic, "legacy-alter", configs={"max.message.bytes": "4000"})], incremental=False
+        )  # AlterConfigs: the whole set replaced
         assert replaced == {"topic": {"legacy-alter": "OK"}}
-        appended = client.alter_configs([ConfigResource(topic, "legacy-alter",
-                                                        configs={"cleanup.policy": ("APPEND", "compact")})])
+        appended = client.alter_configs(
+            [ConfigResource(topic, "legacy-alter", configs={"cleanup.policy": ("APPEND", "compact")})]
+        )
         assert appended == {"topic": {"legacy-alter": "OK"}}
         described = client.describe_configs([ConfigResource(topic, "legacy-alter")], include_synonyms=True)
         entries = described["topic"]["legacy-alter"]
         assert entries["max.message.bytes"]["value"] == "4000"  # (kafka-python sent retention.ms again: still set)
         assert entries["cleanup.policy"]["value"] == "delete,compact"
-        assert [s["source"] for s in entries["max.message.bytes"]["synonyms"]] == ["DYNAMIC_TOPIC_CONFIG",
-                                                                                  "DEFAULT_CONFIG"]
+        assert [s["source"] for s in entries["max.message.bytes"]["synonyms"]] == [
+            "DYNAMIC_TOPIC_CONFIG",
+            "DEFAULT_CONFIG",
+        ]
         refused = client.alter_configs([ConfigResource(topic, "legacy-alter", configs={"segment.bytes": "10"})])
         assert "InvalidConfigurationError" in refused["topic"]["legacy-alter"]
         with pytest.raises(ValueError, match="log.dirs"):  # read_only in DescribeConfigs: refused by the client

@@ -18,9 +18,16 @@ from typing import Any
 import consolebrowser
 import pytest
 from brokers import BrokerProcess
-from groupmembers import (BROKER_OVERRIDES, AiokafkaMember, ConfluentMember, create_topic, produce, settled,
-                          start_members, wait_for)
-
+from groupmembers import (
+    BROKER_OVERRIDES,
+    AiokafkaMember,
+    ConfluentMember,
+    create_topic,
+    produce,
+    settled,
+    start_members,
+    wait_for,
+)
 
 TOPIC, GROUP, PARTITIONS = "console-orders", "console-shop", 4
 LATE_S = 1.5  # how long the late member holds its revocation callback before it rejoins
@@ -39,8 +46,9 @@ class LateMember(AiokafkaMember):
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    broker = BrokerProcess(tmp_path_factory.mktemp("console") / "data",
-                           {**BROKER_OVERRIDES, "herd.http.listener": "127.0.0.1:0"}).start()
+    broker = BrokerProcess(
+        tmp_path_factory.mktemp("console") / "data", {**BROKER_OVERRIDES, "herd.http.listener": "127.0.0.1:0"}
+    ).start()
     yield broker
     broker.stop()
 
@@ -117,18 +125,44 @@ def test_the_timeline_draws_phases_late_and_dropped_members_of_each_rebalance(no
     running rebalance, one with late members (their delay, a tick on the join bar) and dropped ones, bars scaled
     by duration."""
     member = "kp-a-8f14e45f-ceea-467f-a8f5-6d4b5a1c0b2e"
-    late = {"member_id": "ak-slow-c9f0f895-fb98-4b91-9a5a-0c5b7e6d1e2f", "group_instance_id": "slow-1",
-            "after_ms": 1830}
+    late = {
+        "member_id": "ak-slow-c9f0f895-fb98-4b91-9a5a-0c5b7e6d1e2f",
+        "group_instance_id": "slow-1",
+        "after_ms": 1830,
+    }
     entries = [
         _entry(4, 3, "member-join", join_ms=200, sync_ms=20, outcome="stable", member_id=member),
-        _entry(5, 4, "session-timeout", join_ms=2000, sync_ms=50, outcome="stable", late=[late],
-               dropped=[{"member_id": "cf-gone-45c48cce-2e2d-4fbd-a1b2-3c4d5e6f7a8b", "group_instance_id": None,
-                         "phase": "join"}]),
+        _entry(
+            5,
+            4,
+            "session-timeout",
+            join_ms=2000,
+            sync_ms=50,
+            outcome="stable",
+            late=[late],
+            dropped=[
+                {
+                    "member_id": "cf-gone-45c48cce-2e2d-4fbd-a1b2-3c4d5e6f7a8b",
+                    "group_instance_id": None,
+                    "phase": "join",
+                }
+            ],
+        ),
         _entry(None, 5, "member-leave", join_ms=None, sync_ms=None, outcome=None),
     ]
-    document = {"group": "drawn", "state": "PreparingRebalance", "protocol_type": "consumer", "protocol": "range",
-                "generation": 5, "members": [], "coordinator": 0, "lag": None, "leader": None, "partitions": [],
-                "rebalances": entries}
+    document = {
+        "group": "drawn",
+        "state": "PreparingRebalance",
+        "protocol_type": "consumer",
+        "protocol": "range",
+        "generation": 5,
+        "members": [],
+        "coordinator": 0,
+        "lag": None,
+        "leader": None,
+        "partitions": [],
+        "rebalances": entries,
+    }
     page = browser.new_page(viewport={"width": 1280, "height": 900})
     page.route("**/v1/groups/drawn", lambda route: route.fulfill(json=document))
     page.goto(f"http://{node.http}/groups/drawn")
@@ -141,20 +175,44 @@ def test_the_timeline_draws_phases_late_and_dropped_members_of_each_rebalance(no
     assert slow.locator(".late-member").inner_text() == "ak-slow-c9f0f895 (slow-1) +1.83 s"
     assert slow.locator(".dropped-member").inner_text() == "cf-gone-45c48cce (join)"
     assert slow.locator(".phase.join .tick").count() == 1
-    widths = [page.evaluate("e => e.getBoundingClientRect().width", cards.nth(i).locator(".phase.join").element_handle())
-              for i in (1, 2)]
+    widths = [
+        page.evaluate("e => e.getBoundingClientRect().width", cards.nth(i).locator(".phase.join").element_handle())
+        for i in (1, 2)
+    ]
     assert widths[0] == pytest.approx(widths[1] * 10, rel=0.05)  # 2000 ms against 200 ms
     assert cards.nth(2).locator(".by").inner_text() == "by kp-a-8f14e45f"
     page.close()
 
 
-def _entry(generation: int | None, from_generation: int, cause: str, *, join_ms: int | None, sync_ms: int | None,
-           outcome: str | None, member_id: str | None = None, late: list[Any] = (), dropped: list[Any] = ()
-           ) -> dict[str, Any]:
+def _entry(
+    generation: int | None,
+    from_generation: int,
+    cause: str,
+    *,
+    join_ms: int | None,
+    sync_ms: int | None,
+    outcome: str | None,
+    member_id: str | None = None,
+    late: list[Any] = (),
+    dropped: list[Any] = (),
+) -> dict[str, Any]:
     started = 1_795_000_000_000 + from_generation * 10_000
-    return {"generation": generation, "from_generation": from_generation, "cause": cause,
-            "reason": f"{cause} (a test's words)", "member_id": member_id, "group_instance_id": None,
-            "started_ms": started, "join_completed_ms": None if join_ms is None else started + join_ms,
-            "completed_ms": None if sync_ms is None else started + join_ms + sync_ms, "join_ms": join_ms,
-            "sync_ms": sync_ms, "protocol": "range", "leader": None, "members": [], "late": list(late),
-            "dropped": list(dropped), "outcome": outcome}
+    return {
+        "generation": generation,
+        "from_generation": from_generation,
+        "cause": cause,
+        "reason": f"{cause} (a test's words)",
+        "member_id": member_id,
+        "group_instance_id": None,
+        "started_ms": started,
+        "join_completed_ms": None if join_ms is None else started + join_ms,
+        "completed_ms": None if sync_ms is None else started + join_ms + sync_ms,
+        "join_ms": join_ms,
+        "sync_ms": sync_ms,
+        "protocol": "range",
+        "leader": None,
+        "members": [],
+        "late": list(late),
+        "dropped": list(dropped),
+        "outcome": outcome,
+    }

@@ -15,7 +15,6 @@ from kio.schema.errors import ErrorCode
 from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
-
 from rawkafka import RawClient
 
 from herd.log.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_SIZE, iter_headers
@@ -23,10 +22,18 @@ from herd.log.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_SIZE, iter_head
 
 def produce_raw(port: int, topic: str, records: bytes) -> tuple[ErrorCode, str | None]:
     with RawClient(port) as client:
-        resp = client.request(0, 9, ProduceRequest(
-            transactional_id=None, acks=i16(-1), timeout=i32Timedelta.parse(__import__("datetime").timedelta(seconds=5)),
-            topic_data=(TopicProduceData(name=topic, partition_data=(PartitionProduceData(index=i32(0),
-                                                                                          records=records),)),)))
+        resp = client.request(
+            0,
+            9,
+            ProduceRequest(
+                transactional_id=None,
+                acks=i16(-1),
+                timeout=i32Timedelta.parse(__import__("datetime").timedelta(seconds=5)),
+                topic_data=(
+                    TopicProduceData(name=topic, partition_data=(PartitionProduceData(index=i32(0), records=records),)),
+                ),
+            ),
+        )
     partition = resp.responses[0].partition_responses[0]
     return partition.error_code, partition.error_message
 

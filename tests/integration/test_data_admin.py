@@ -50,9 +50,16 @@ def test_confluent_topic_lifecycle(broker):
     from confluent_kafka.admin import AdminClient, ConfigResource, NewPartitions, NewTopic
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    res = _wait(admin.create_topics([NewTopic("life", 2, 1, config={"retention.ms": "3600000"}),
-                                     NewTopic("bad name!", 1, 1), NewTopic("rf4", 1, 4),
-                                     NewTopic("badcfg", 1, 1, config={"no.such.config": "1"})]))
+    res = _wait(
+        admin.create_topics(
+            [
+                NewTopic("life", 2, 1, config={"retention.ms": "3600000"}),
+                NewTopic("bad name!", 1, 1),
+                NewTopic("rf4", 1, 4),
+                NewTopic("badcfg", 1, 1, config={"no.such.config": "1"}),
+            ]
+        )
+    )
     assert res["life"] is None
     assert res["bad name!"].args[0].code() == KafkaError.TOPIC_EXCEPTION
     assert res["rf4"].args[0].code() == KafkaError.INVALID_REPLICATION_FACTOR  # more replicas than nodes
@@ -87,14 +94,17 @@ def test_confluent_topic_lifecycle(broker):
     assert broker.stored_partitions("life") == []
 
 
-@pytest.mark.parametrize("name,value,complaint", [
-    ("max.message.bytes", "-5", "Value must be at least 0"),
-    ("retention.ms", "-99", "Value must be at least -1"),
-    ("segment.bytes", "1", "Value must be at least 1048576"),
-    ("segment.bytes", "99999999999", "Not a number of type INT"),
-    ("flush.messages", "0", "Value must be at least 1"),
-    ("cleanup.policy", "sometimes", "String must be one of"),
-])
+@pytest.mark.parametrize(
+    "name,value,complaint",
+    [
+        ("max.message.bytes", "-5", "Value must be at least 0"),
+        ("retention.ms", "-99", "Value must be at least -1"),
+        ("segment.bytes", "1", "Value must be at least 1048576"),
+        ("segment.bytes", "99999999999", "Not a number of type INT"),
+        ("flush.messages", "0", "Value must be at least 1"),
+        ("cleanup.policy", "sometimes", "String must be one of"),
+    ],
+)
 def test_out_of_range_topic_configs_are_refused_as_kafka_does(broker, name, value, complaint):
     from confluent_kafka import KafkaError
     from confluent_kafka.admin import AdminClient, NewTopic
@@ -116,8 +126,9 @@ def test_kafka_python_topic_lifecycle(broker):
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
     admin.create_topics([NewTopic("kp", 1, 1)])
     with pytest.raises(TopicAlreadyExistsError):
-        admin.create_topics([NewTopic("kp", 1, 1)], raise_on_error=True) if _has_kw(admin.create_topics) \
-            else admin.create_topics([NewTopic("kp", 1, 1)])
+        admin.create_topics([NewTopic("kp", 1, 1)], raise_on_error=True) if _has_kw(
+            admin.create_topics
+        ) else admin.create_topics([NewTopic("kp", 1, 1)])
     admin.create_partitions({"kp": NewPartitions(total_count=4)})
     _soon(lambda: len(admin.describe_topics(["kp"])[0]["partitions"]) == 4, "kp described with 4 partitions")
     with pytest.raises(InvalidPartitionsError):

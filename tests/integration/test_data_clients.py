@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 from backends import BACKENDS, embedded_only, start_broker
-
 from clients import N_PARTITIONS, PRODUCERS, READERS, check_exact
 
 CLIENTS = ["confluent", "kafka-python", "aiokafka"]
@@ -56,9 +55,8 @@ def test_idempotent_producers(shared_broker):
     confluent_produce(shared_broker.bootstrap, "idem-confluent", 5000, "lz4", **{"enable.idempotence": True})
     check_exact(READERS["confluent"](shared_broker.bootstrap, "idem-confluent", 5000), 5000)
 
-    from kafka import KafkaProducer
-
     from clients import headers_for, payload
+    from kafka import KafkaProducer
 
     p = KafkaProducer(bootstrap_servers=shared_broker.bootstrap, enable_idempotence=True, acks="all")
     futures = [p.send("idem-kp", key=b"k%d" % i, value=payload(i), headers=headers_for(i)) for i in range(2000)]

@@ -47,8 +47,14 @@ def produce(bootstrap: str, topic: str, values: list[bytes]) -> None:
 def consume(bootstrap: str, topic: str, n: int, group: str = "g") -> list[bytes]:
     from confluent_kafka import Consumer
 
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                  "enable.auto.commit": False})
+    c = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     c.subscribe([topic])
     got: list[bytes] = []
     try:
@@ -95,8 +101,8 @@ def partition_dirs(broker: Any) -> set[str]:
 
 # -- item 2: one broker per log.dirs ---------------------------------------------------------------------------
 
-def test_a_second_broker_on_the_same_log_dirs_refuses_naming_the_first_and_a_new_one_starts_after_kill(
-        broker_factory):
+
+def test_a_second_broker_on_the_same_log_dirs_refuses_naming_the_first_and_a_new_one_starts_after_kill(broker_factory):
     first = broker_factory()
     with pytest.raises(RuntimeError) as refused:
         broker_factory()  # same tmp_path / "data"
@@ -112,6 +118,7 @@ def test_a_second_broker_on_the_same_log_dirs_refuses_naming_the_first_and_a_new
 
 
 # -- item 3: topics.json deleted or damaged --------------------------------------------------------------------
+
 
 def test_a_deleted_topics_json_is_rebuilt_keeping_topic_ids_records_and_committed_offsets(broker_factory):
     broker = broker_factory({"offsets.topic.num.partitions": "3"})
@@ -176,6 +183,7 @@ def test_an_offsets_topic_the_broker_cannot_hold_stops_the_start_with_one_line(b
 
 # -- item 6: the longest topic names -----------------------------------------------------------------------------
 
+
 def test_deleting_a_topic_with_a_249_character_name_works_and_the_broker_restarts(broker_factory):
     from confluent_kafka.admin import NewTopic
 
@@ -197,6 +205,7 @@ def test_deleting_a_topic_with_a_249_character_name_works_and_the_broker_restart
 
 # -- item 7: partition counts no broker can hold ---------------------------------------------------------------
 
+
 @pytest.mark.parametrize("count", [2_147_483_647, 100_000])
 def test_an_excessive_partition_count_is_refused_at_once_and_the_broker_keeps_working(broker_factory, count):
     """kafka-python's admin client (confluent-kafka refuses more than 100,000 partitions itself)."""
@@ -212,8 +221,10 @@ def test_an_excessive_partition_count_is_refused_at_once_and_the_broker_keeps_wo
         started = time.monotonic()
         answer = client.create_topics([NewTopic("huge", count, 1)], raise_errors=False)
         (topic,) = answer["topics"]
-        assert (topic["error_code"], topic["error_message"]) == (44, "Excessively large number of partitions per "
-                                                                     "request.")  # POLICY_VIOLATION
+        assert (topic["error_code"], topic["error_message"]) == (
+            44,
+            "Excessively large number of partitions per request.",
+        )  # POLICY_VIOLATION
         client.create_topics([NewTopic("small", 1, 1)])
         answer = client.create_partitions({"small": NewPartitions(count)}, raise_errors=False)
         (topic,) = answer.results
@@ -241,6 +252,7 @@ def test_max_broker_partitions_refuses_what_would_pass_it(broker_factory):
 
 # -- item 4: a metadata write the disk refuses -------------------------------------------------------------------
 
+
 def memory_broker(fs: MemoryFileSystem) -> InProcessBroker:
     """herd's Server in this process, its data on a MemoryFileSystem that can fail a write."""
     return InProcessBroker({"log.dirs": "/data", "offsets.topic.num.partitions": "1"}, SegmentStore("/data", fs))
@@ -249,8 +261,14 @@ def memory_broker(fs: MemoryFileSystem) -> InProcessBroker:
 def metadata(client: RawClient, topic: str) -> Any:
     cls = request_class(3, 12)
     module = __import__(cls.__module__, fromlist=["MetadataRequestTopic"])
-    request = make(cls, {"topics": (make(module.MetadataRequestTopic, {"name": topic, "topic_id": None}),),
-                         "allow_auto_topic_creation": True, "include_topic_authorized_operations": False})
+    request = make(
+        cls,
+        {
+            "topics": (make(module.MetadataRequestTopic, {"name": topic, "topic_id": None}),),
+            "allow_auto_topic_creation": True,
+            "include_topic_authorized_operations": False,
+        },
+    )
     return client.request(3, 12, request).topics[0]
 
 

@@ -16,7 +16,6 @@ from groupmembers import wait_for
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
-
 from rawkafka import RawClient
 
 from herd.client.wire import request_builder
@@ -52,9 +51,15 @@ def _read_all(bootstrap: str, topic: str) -> list[bytes]:
 def _leader_of(broker, topic: str) -> tuple[int, int]:  # type: ignore[no-untyped-def]
     """The port of the node leading partition 0 of `topic` (any node of a cluster may), and its leader epoch."""
     with RawClient(broker.port) as client:
-        meta = client.request(3, 12, MetadataRequest(topics=(MetadataRequestTopic(name=topic, topic_id=None),),
-                                                     allow_auto_topic_creation=False,
-                                                     include_topic_authorized_operations=False))
+        meta = client.request(
+            3,
+            12,
+            MetadataRequest(
+                topics=(MetadataRequestTopic(name=topic, topic_id=None),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
     partition = meta.topics[0].partitions[0]
     return next(b.port for b in meta.brokers if b.node_id == partition.leader_id), partition.leader_epoch
 
@@ -63,32 +68,65 @@ def _reassign_to_another_node(broker, topic: str) -> None:  # type: ignore[no-un
     """Move the leadership of partition 0 to another node (AlterPartitionReassignments) and wait until its new
     leader answers for it at the new epoch."""
     with RawClient(broker.port) as client:
-        meta = client.request(3, 12, MetadataRequest(topics=(MetadataRequestTopic(name=topic, topic_id=None),),
-                                                     allow_auto_topic_creation=False,
-                                                     include_topic_authorized_operations=False))
+        meta = client.request(
+            3,
+            12,
+            MetadataRequest(
+                topics=(MetadataRequestTopic(name=topic, topic_id=None),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
         leader = meta.topics[0].partitions[0].leader_id
         target = next(n.node_id for n in meta.brokers if n.node_id != leader)
         b = request_builder(45, 0)
-        answer = client.request(45, 0, b.request(timeout=10000, topics=(b("ReassignableTopic", name=topic, partitions=(
-            b("ReassignablePartition", partition_index=0, replicas=(target,)),)),)))
+        answer = client.request(
+            45,
+            0,
+            b.request(
+                timeout=10000,
+                topics=(
+                    b(
+                        "ReassignableTopic",
+                        name=topic,
+                        partitions=(b("ReassignablePartition", partition_index=0, replicas=(target,)),),
+                    ),
+                ),
+            ),
+        )
         assert answer.responses[0].partitions[0].error_code == ErrorCode.none
-    wait_for(lambda: _leader_of(broker, topic)[1] > 0 and _list_offsets_error(broker, topic) == ErrorCode.none, 10,
-             "the new leader answering at its new epoch")
+    wait_for(
+        lambda: _leader_of(broker, topic)[1] > 0 and _list_offsets_error(broker, topic) == ErrorCode.none,
+        10,
+        "the new leader answering at its new epoch",
+    )
 
 
 def _list_offsets_error(broker, topic: str) -> ErrorCode:  # type: ignore[no-untyped-def]
     port, _ = _leader_of(broker, topic)
     b = request_builder(2, 4)
-    request = b.request(replica_id=-1, isolation_level=0, topics=(b("ListOffsetsTopic", name=topic, partitions=(
-        b("ListOffsetsPartition", partition_index=0, current_leader_epoch=-1, timestamp=-1),)),))
+    request = b.request(
+        replica_id=-1,
+        isolation_level=0,
+        topics=(
+            b(
+                "ListOffsetsTopic",
+                name=topic,
+                partitions=(b("ListOffsetsPartition", partition_index=0, current_leader_epoch=-1, timestamp=-1),),
+            ),
+        ),
+    )
     with RawClient(port) as client:
         return client.request(2, 4, request).topics[0].partitions[0].error_code
 
 
 def _metadata_ok(port: int) -> None:
     with RawClient(port) as client:
-        resp = client.request(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False,
-                                                     include_topic_authorized_operations=False))
+        resp = client.request(
+            3,
+            12,
+            MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False),
+        )
         assert port in [b.port for b in resp.brokers]
 
 
@@ -128,8 +166,11 @@ def test_bad_input_closes_only_that_connection(small_frames, name):
             bad.send_raw(BAD_INPUTS[name])
             assert bad.is_closed_by_peer(), f"{name}: the broker kept the connection open"
         # The healthy connection, opened before, still answers; new clients still work; nothing was lost.
-        resp = healthy.request(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False,
-                                                      include_topic_authorized_operations=False))
+        resp = healthy.request(
+            3,
+            12,
+            MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False),
+        )
         assert "keep" in [t.name for t in resp.topics]
     _produce_and_count(broker.bootstrap, "keep", 50)
     assert _read_all(broker.bootstrap, "keep") == [b"v%d" % i for i in range(100)] + [b"v%d" % i for i in range(50)]
@@ -153,8 +194,11 @@ def test_frame_at_the_limit_is_read_and_one_over_is_refused(small_frames):
     with RawClient(broker.port) as client:
         # A Metadata v12 request padded to exactly the limit: read, decoded (trailing bytes are ignored, as in
         # Kafka) and answered.
-        request = client.encode(3, 12, MetadataRequest(topics=None, allow_auto_topic_creation=False,
-                                                       include_topic_authorized_operations=False))
+        request = client.encode(
+            3,
+            12,
+            MetadataRequest(topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False),
+        )
         padded = request[4:] + b"\x00" * (4096 - len(request) + 4)
         client.send_raw(struct.pack(">i", len(padded)) + padded)
         assert client.read_response(3, 12).brokers[0].port == broker.port
@@ -182,9 +226,15 @@ def test_api_versions_too_new_is_answered_in_v0(broker):
 def test_pipelined_requests_are_answered_in_order(broker):
     with RawClient(broker.port) as client:
         frames = b"".join(
-            client.encode(3, 12, MetadataRequest(topics=(MetadataRequestTopic(topic_id=None, name=f"p{i}"),),
-                                                 allow_auto_topic_creation=True,
-                                                 include_topic_authorized_operations=False))
+            client.encode(
+                3,
+                12,
+                MetadataRequest(
+                    topics=(MetadataRequestTopic(topic_id=None, name=f"p{i}"),),
+                    allow_auto_topic_creation=True,
+                    include_topic_authorized_operations=False,
+                ),
+            )
             for i in range(50)
         )
         client.send_raw(frames)
@@ -206,16 +256,33 @@ def test_metadata_refuses_topics_it_cannot_look_up_with_invalid_request(broker):
     some_id = uuid.uuid4()
     with RawClient(broker.port) as client:
         for topics in ((TopicV11(topic_id=None, name=None),), (TopicV11(topic_id=some_id, name="t"),)):
-            resp = client.request(3, 11, MetadataRequestV11(topics=topics, allow_auto_topic_creation=False,
-                                                            include_topic_authorized_operations=False))
+            resp = client.request(
+                3,
+                11,
+                MetadataRequestV11(
+                    topics=topics, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+                ),
+            )
             assert [(t.name, t.error_code) for t in resp.topics] == [(topics[0].name or "", ErrorCode.invalid_request)]
-        resp = client.request(3, 12, MetadataRequest(topics=(MetadataRequestTopic(topic_id=None, name=None),),
-                                                     allow_auto_topic_creation=False,
-                                                     include_topic_authorized_operations=False))
+        resp = client.request(
+            3,
+            12,
+            MetadataRequest(
+                topics=(MetadataRequestTopic(topic_id=None, name=None),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
         assert [t.error_code for t in resp.topics] == [ErrorCode.invalid_request]
-        resp = client.request(3, 12, MetadataRequest(topics=(MetadataRequestTopic(topic_id=some_id, name=None),),
-                                                     allow_auto_topic_creation=False,
-                                                     include_topic_authorized_operations=False))
+        resp = client.request(
+            3,
+            12,
+            MetadataRequest(
+                topics=(MetadataRequestTopic(topic_id=some_id, name=None),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
         assert [(t.topic_id, t.error_code) for t in resp.topics] == [(some_id, ErrorCode.unknown_topic_id)]
     _metadata_ok(broker.port)
 
@@ -225,9 +292,8 @@ def test_fetch_and_list_offsets_check_the_clients_current_leader_epoch_as_kafka_
     (Kafka's FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH); -1 (not given) and 0 read."""
     from datetime import timedelta
 
-    from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
-
     from confluent_kafka import Producer
+    from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopic
 
     producer = Producer({"bootstrap.servers": broker.bootstrap})
     producer.produce("epochs", b"x")
@@ -235,11 +301,26 @@ def test_fetch_and_list_offsets_check_the_clients_current_leader_epoch_as_kafka_
     leader_port, _ = _leader_of(broker, "epochs")
 
     def fetch(epoch: int) -> ErrorCode:
-        request = FetchRequest(max_wait=timedelta(0), min_bytes=1, max_bytes=1 << 20, isolation_level=0,
-                               session_id=0, session_epoch=-1, rack_id="", forgotten_topics_data=(),
-                               topics=(FetchTopic(topic="epochs", partitions=(FetchPartition(
-                                   partition=0, fetch_offset=0, partition_max_bytes=1 << 20,
-                                   current_leader_epoch=epoch),)),))
+        request = FetchRequest(
+            max_wait=timedelta(0),
+            min_bytes=1,
+            max_bytes=1 << 20,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            rack_id="",
+            forgotten_topics_data=(),
+            topics=(
+                FetchTopic(
+                    topic="epochs",
+                    partitions=(
+                        FetchPartition(
+                            partition=0, fetch_offset=0, partition_max_bytes=1 << 20, current_leader_epoch=epoch
+                        ),
+                    ),
+                ),
+            ),
+        )
         with RawClient(leader_port) as client:
             return client.request(1, 12, request).responses[0].partitions[0].error_code
 
@@ -251,8 +332,9 @@ def test_fetch_and_list_offsets_check_the_clients_current_leader_epoch_as_kafka_
 
     def list_offsets(epoch: int) -> ErrorCode:
         partition = ListOffsetsPartition(partition_index=0, current_leader_epoch=epoch, timestamp=-1)
-        request = ListOffsetsRequest(replica_id=-1, isolation_level=0,
-                                     topics=(ListOffsetsTopic(name="epochs", partitions=(partition,)),))
+        request = ListOffsetsRequest(
+            replica_id=-1, isolation_level=0, topics=(ListOffsetsTopic(name="epochs", partitions=(partition,)),)
+        )
         with RawClient(leader_port) as client:
             return client.request(2, 4, request).topics[0].partitions[0].error_code
 

@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 from backends import BACKENDS, Broker, start_broker
 from kio.schema.errors import ErrorCode
+from rawkafka import RawClient
 
 from herd.client.wire import request_builder
-from rawkafka import RawClient
 
 RECORDS = 10  # per partition
 VERSIONS = (0, 1, 2)
@@ -35,9 +35,15 @@ def _leaders(port: int, topic: str) -> dict[int, int] | None:
     """Partition -> the port of its leader, as the node on `port` sees it; None until it knows every leader."""
     b = request_builder(3, 12)
     with RawClient(port) as c:
-        meta = c.request(3, 12, b.request(topics=(b("MetadataRequestTopic", name=topic, topic_id=None),),
-                                          allow_auto_topic_creation=False,
-                                          include_topic_authorized_operations=False))
+        meta = c.request(
+            3,
+            12,
+            b.request(
+                topics=(b("MetadataRequestTopic", name=topic, topic_id=None),),
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            ),
+        )
     ports = {n.node_id: n.port for n in meta.brokers}
     found = meta.topics[0]
     if found.error_code != ErrorCode.none or any(p.leader_id < 0 for p in found.partitions):
@@ -73,10 +79,19 @@ Answers = dict[tuple[str, int], tuple[int, int]]  # (topic, partition) -> (low w
 def _delete(port: int, version: int, partitions: dict[str, list[tuple[int, int]]]) -> Answers:
     """Send DeleteRecords at `version`; the answer of each partition."""
     b = request_builder(21, version)
-    request = b.request(timeout=5000, topics=tuple(
-        b("DeleteRecordsTopic", name=name, partitions=tuple(
-            b("DeleteRecordsPartition", partition_index=index, offset=offset) for index, offset in entries))
-        for name, entries in partitions.items()))
+    request = b.request(
+        timeout=5000,
+        topics=tuple(
+            b(
+                "DeleteRecordsTopic",
+                name=name,
+                partitions=tuple(
+                    b("DeleteRecordsPartition", partition_index=index, offset=offset) for index, offset in entries
+                ),
+            )
+            for name, entries in partitions.items()
+        ),
+    )
     with RawClient(port) as c:
         answer = c.request(21, version, request)
     assert answer.throttle_time.total_seconds() == 0
@@ -86,11 +101,33 @@ def _delete(port: int, version: int, partitions: dict[str, list[tuple[int, int]]
 def _fetch(port: int, topic: str, partition: int, offset: int) -> tuple[int, int, int]:
     """A Fetch v11 of one partition from `offset`: (error code, log start offset, records' bytes)."""
     b = request_builder(1, 11)
-    request = b.request(replica_id=-1, max_wait=0, min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0,
-                        session_epoch=-1, forgotten_topics_data=(), rack_id="", topics=(
-                            b("FetchTopic", topic=topic, partitions=(
-                                b("FetchPartition", partition=partition, current_leader_epoch=-1,
-                                  fetch_offset=offset, log_start_offset=-1, partition_max_bytes=1 << 20),)),))
+    request = b.request(
+        replica_id=-1,
+        max_wait=0,
+        min_bytes=0,
+        max_bytes=1 << 20,
+        isolation_level=0,
+        session_id=0,
+        session_epoch=-1,
+        forgotten_topics_data=(),
+        rack_id="",
+        topics=(
+            b(
+                "FetchTopic",
+                topic=topic,
+                partitions=(
+                    b(
+                        "FetchPartition",
+                        partition=partition,
+                        current_leader_epoch=-1,
+                        fetch_offset=offset,
+                        log_start_offset=-1,
+                        partition_max_bytes=1 << 20,
+                    ),
+                ),
+            ),
+        ),
+    )
     with RawClient(port) as c:
         data = c.request(1, 11, request).responses[0].partitions[0]
     return data.error_code, data.log_start_offset, len(data.records or b"")
@@ -99,8 +136,19 @@ def _fetch(port: int, topic: str, partition: int, offset: int) -> tuple[int, int
 def _earliest(port: int, topic: str, partition: int) -> int:
     """ListOffsets EARLIEST (v7)."""
     b = request_builder(2, 7)
-    request = b.request(replica_id=-1, isolation_level=0, topics=(b("ListOffsetsTopic", name=topic, partitions=(
-        b("ListOffsetsPartition", partition_index=partition, current_leader_epoch=-1, timestamp=-2),)),))
+    request = b.request(
+        replica_id=-1,
+        isolation_level=0,
+        topics=(
+            b(
+                "ListOffsetsTopic",
+                name=topic,
+                partitions=(
+                    b("ListOffsetsPartition", partition_index=partition, current_leader_epoch=-1, timestamp=-2),
+                ),
+            ),
+        ),
+    )
     with RawClient(port) as c:
         return c.request(2, 7, request).topics[0].partitions[0].offset
 
@@ -131,12 +179,15 @@ def test_each_version_moves_the_start_and_fetch_and_list_offsets_follow(broker, 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_each_version_answers_kafkas_refusals_with_low_watermark_minus_one(broker, raw_topic, version):
     port = raw_topic[0]
-    answer = _delete(port, version, {"raw": [(0, RECORDS + 1), (99, 0)], "nope": [(0, 0)],
-                                     "__consumer_offsets": [(0, 0)]})
-    assert answer == {("raw", 0): (-1, ErrorCode.offset_out_of_range),  # beyond the high watermark
-                      ("raw", 99): (-1, ErrorCode.unknown_topic_or_partition),
-                      ("nope", 0): (-1, ErrorCode.unknown_topic_or_partition),
-                      ("__consumer_offsets", 0): (-1, ErrorCode.invalid_topic_exception)}
+    answer = _delete(
+        port, version, {"raw": [(0, RECORDS + 1), (99, 0)], "nope": [(0, 0)], "__consumer_offsets": [(0, 0)]}
+    )
+    assert answer == {
+        ("raw", 0): (-1, ErrorCode.offset_out_of_range),  # beyond the high watermark
+        ("raw", 99): (-1, ErrorCode.unknown_topic_or_partition),
+        ("nope", 0): (-1, ErrorCode.unknown_topic_or_partition),
+        ("__consumer_offsets", 0): (-1, ErrorCode.invalid_topic_exception),
+    }
     assert _delete(port, version, {"raw": [(0, -2)]}) == {("raw", 0): (-1, ErrorCode.offset_out_of_range)}
 
 
@@ -241,8 +292,14 @@ def _first_offset(broker: Broker, topic: str, reset: str, position: int, nudge: 
     called whenever a poll brings nothing (a consumer reset to the end needs something written after it)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused", "enable.auto.commit": False,
-                         "auto.offset.reset": reset})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+            "auto.offset.reset": reset,
+        }
+    )
     try:
         consumer.assign([TopicPartition(topic, 0, position)])
         deadline = time.monotonic() + 15

@@ -12,7 +12,6 @@ from backends import BACKENDS, start_broker
 from kio.schema.describe_producers.v0.request import DescribeProducersRequest, TopicRequest
 from kio.schema.errors import ErrorCode
 from kio.static.primitive import i32
-
 from rawkafka import RawClient
 
 TOPIC = "described"
@@ -30,8 +29,15 @@ def broker(request, tmp_path_factory):
 def _produce(bootstrap: str) -> None:
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "acks": "all",
-                         "linger.ms": 0, "message.timeout.ms": 30000})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "enable.idempotence": True,
+            "acks": "all",
+            "linger.ms": 0,
+            "message.timeout.ms": 30000,
+        }
+    )
     for partition, count in COUNTS.items():
         for i in range(count):
             producer.produce(TOPIC, b"value-%d" % i, partition=partition)
@@ -40,9 +46,16 @@ def _produce(bootstrap: str) -> None:
 
 def _describe(port: int, *topics: tuple[str, tuple[int, ...]]) -> dict[tuple[str, int], Any]:
     with RawClient(port) as client:
-        resp = client.request(61, 0, DescribeProducersRequest(topics=tuple(
-            TopicRequest(name=name, partition_indexes=tuple(i32(p) for p in partitions))
-            for name, partitions in topics)))
+        resp = client.request(
+            61,
+            0,
+            DescribeProducersRequest(
+                topics=tuple(
+                    TopicRequest(name=name, partition_indexes=tuple(i32(p) for p in partitions))
+                    for name, partitions in topics
+                )
+            ),
+        )
     assert resp.throttle_time.total_seconds() == 0
     return {(t.name, p.partition_index): p for t in resp.topics for p in t.partitions}
 
@@ -86,7 +99,8 @@ def test_kafka_python_describe_producers(broker) -> None:
     try:
         states = admin.describe_producers([TopicPartition(TOPIC, p) for p in COUNTS])  # each from its leader
         assert {tp.partition: [p.last_sequence for p in s.active_producers] for tp, s in states.items()} == {
-            p: [count - 1] for p, count in COUNTS.items()}
+            p: [count - 1] for p, count in COUNTS.items()
+        }
         nodes = [n.node_id for n in admin._client.cluster.brokers()]
         with pytest.raises(UnknownTopicOrPartitionError):
             admin.describe_producers([TopicPartition(TOPIC, 7)], broker_id=nodes[0])

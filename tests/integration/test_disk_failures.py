@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from kio.schema.errors import ErrorCode
 from inprocess import InProcessBroker
+from kio.schema.errors import ErrorCode
 from rawkafka import RawClient
 from test_groups_api import part, req
 
@@ -30,22 +30,46 @@ def fs() -> MemoryFileSystem:
 
 @pytest.fixture
 def broker(tmp_path: Path, fs: MemoryFileSystem) -> Any:
-    node = InProcessBroker({"log.dirs": "/data", "offsets.topic.num.partitions": "2",
-                            "herd.log.recovery.backoff.ms": "100", "herd.log.recovery.backoff.max.ms": "400",
-                            "log.segment.bytes": "4000", "log.index.interval.bytes": "100"},
-                           SegmentStore("/data", fs), timeout=20)
+    node = InProcessBroker(
+        {
+            "log.dirs": "/data",
+            "offsets.topic.num.partitions": "2",
+            "herd.log.recovery.backoff.ms": "100",
+            "herd.log.recovery.backoff.max.ms": "400",
+            "log.segment.bytes": "4000",
+            "log.index.interval.bytes": "100",
+        },
+        SegmentStore("/data", fs),
+        timeout=20,
+    )
     yield node
     node.stop()
 
 
 def commit(port: int, group: str, offsets: dict[int, int]) -> dict[int, int]:
     """OffsetCommit v9 as a standalone committer (generation -1); the error code of each partition."""
-    topic = part(COMMIT, 9, "OffsetCommitRequestTopic", name="data", partitions=tuple(
-        part(COMMIT, 9, "OffsetCommitRequestPartition", partition_index=p, committed_offset=o,
-             committed_leader_epoch=-1, committed_metadata="") for p, o in offsets.items()))
+    topic = part(
+        COMMIT,
+        9,
+        "OffsetCommitRequestTopic",
+        name="data",
+        partitions=tuple(
+            part(
+                COMMIT,
+                9,
+                "OffsetCommitRequestPartition",
+                partition_index=p,
+                committed_offset=o,
+                committed_leader_epoch=-1,
+                committed_metadata="",
+            )
+            for p, o in offsets.items()
+        ),
+    )
     with RawClient(port) as c:
-        r = c.request(COMMIT, 9, req(COMMIT, 9, group_id=group, generation_id_or_member_epoch=-1, member_id="",
-                                     topics=(topic,)))
+        r = c.request(
+            COMMIT, 9, req(COMMIT, 9, group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=(topic,))
+        )
     return {p.partition_index: p.error_code for p in r.topics[0].partitions}
 
 
@@ -77,12 +101,15 @@ def test_a_full_disk_under_an_offsets_partition_answers_at_once_and_recovers(bro
     assert commit(port, full, {0: 5}) == {0: ErrorCode.none}
 
     fs.set_full(True, under="/data/__consumer_offsets-1")
-    for attempt in range(5):  # answered at once, every time; logged once
+    for _attempt in range(5):  # answered at once, every time; logged once
         started = time.monotonic()
         codes = commit(port, full, {1: 7})
         assert time.monotonic() - started < 2
-        assert codes[1] in (ErrorCode.not_coordinator, ErrorCode.coordinator_not_available,
-                            ErrorCode.coordinator_load_in_progress), codes
+        assert codes[1] in (
+            ErrorCode.not_coordinator,
+            ErrorCode.coordinator_not_available,
+            ErrorCode.coordinator_load_in_progress,
+        ), codes
         time.sleep(0.15)
     assert commit(port, other, {0: 1}) == {0: ErrorCode.none}  # other groups keep working
     failures = [r for r in caplog.records if r.levelno >= logging.ERROR and "__consumer_offsets-1" in r.getMessage()]
@@ -96,7 +123,7 @@ def test_a_full_disk_under_an_offsets_partition_answers_at_once_and_recovers(bro
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, group_id=full, enable_auto_commit=False)
     try:
         started = time.monotonic()
-        with pytest.raises(Exception):
+        with pytest.raises(Exception):  # noqa: B017 (kafka-python's error type varies by version)
             consumer.commit({TopicPartition("data", 1): OffsetAndMetadata(7, "", -1)}, timeout_ms=2000)
         assert time.monotonic() - started < 10
 
@@ -165,7 +192,7 @@ def test_a_data_partition_that_failed_is_recovered_from_disk(broker, fs, caplog)
         producer.send("data", b"v", key=b"%d" % i, partition=0).get(10)
     log.flush()
     fs.fail("fsync")
-    with pytest.raises(Exception):
+    with pytest.raises(Exception):  # noqa: B017 (the OSError the fault injector raises, wrapped or not)
         broker.run(_flush(log))  # a failed fsync: the partition is offline until it is recovered
     assert log.failure is not None
     deadline = time.monotonic() + 10

@@ -54,9 +54,14 @@ from herd.client.consumer_protocol import decode_assignment
 
 NODES = 3
 OFFSETS_PARTITIONS = 6
-CLUSTER_OVERRIDES = {"broker.session.timeout.ms": "2500", "broker.heartbeat.interval.ms": "500",
-                     "group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000",
-                     "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS), "num.partitions": "1"}
+CLUSTER_OVERRIDES = {
+    "broker.session.timeout.ms": "2500",
+    "broker.heartbeat.interval.ms": "500",
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "1000",
+    "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+    "num.partitions": "1",
+}
 SESSION_MS = 10000  # the members' session timeout: a failover must fit in it
 HEARTBEAT_MS = 1000
 REBALANCE_MS = 20000  # max.poll.interval.ms, the rebalance timeout: a held rebalance must fit in it
@@ -68,6 +73,7 @@ _names = itertools.count()
 
 
 # -- the cluster -----------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def herd(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HerdCluster]:
@@ -110,6 +116,7 @@ def _new_topic(cluster: HerdCluster, stem: str, partitions: int) -> str:
 
 # -- the group as its coordinator sees it ------------------------------------------------------------------------
 
+
 def _coordinator(cluster: HerdCluster, group: str) -> int | None:
     """The node the first live node names as the group's coordinator (None if it names none)."""
     for i in range(NODES):
@@ -141,6 +148,7 @@ def _partitions(assignment: bytes) -> frozenset[int]:
 
 def _current(cluster: HerdCluster, group: str) -> tuple[int, str, Assignments]:
     """(coordinator, state, assignments) once a live node names a live coordinator that has loaded the group."""
+
     def ask() -> tuple[int, str, Assignments] | None:
         node = _coordinator(cluster, group)
         if node is None or not cluster.running(node):
@@ -156,6 +164,7 @@ def _wait_state(cluster: HerdCluster, group: str, state: str) -> None:
 
 def _stable(cluster: HerdCluster, group: str, members: int) -> Assignments:
     """Wait until the group is Stable with `members` members; their assignments."""
+
     def ask() -> Assignments | None:
         _, state, assignments = _current(cluster, group)
         return assignments if state == "Stable" and len(assignments) == members else None
@@ -173,6 +182,7 @@ def _kill_coordinator(cluster: HerdCluster, group: str) -> int:
 def _failed_over(cluster: HerdCluster, group: str, dead: int) -> tuple[int, str, Assignments]:
     """Wait until a live node other than `dead` coordinates the group and has loaded it; (that node, the group's
     state and assignments there)."""
+
     def moved() -> tuple[int, str, Assignments] | None:
         current = _current(cluster, group)
         return current if current[0] != dead else None
@@ -187,6 +197,7 @@ def _assigned_as_clients_say(cluster: HerdCluster, group: str, members: list[Any
 
 
 # -- members that say what they committed -----------------------------------------------------------------------
+
 
 class _Tracking(Member):
     """A member that commits, after each batch, exactly the offsets after the records it consumed of the
@@ -227,8 +238,12 @@ class _Tracking(Member):
 
 class _KafkaPython(_Tracking, KafkaPythonMember):
     def _config(self) -> dict[str, Any]:
-        return {**super()._config(), "heartbeat_interval_ms": HEARTBEAT_MS, "max_poll_interval_ms": REBALANCE_MS,
-                "partition_assignment_strategy": [_gated_range()]}
+        return {
+            **super()._config(),
+            "heartbeat_interval_ms": HEARTBEAT_MS,
+            "max_poll_interval_ms": REBALANCE_MS,
+            "partition_assignment_strategy": [_gated_range()],
+        }
 
     def _commit(self, consumer: Any) -> None:
         from kafka import TopicPartition
@@ -257,8 +272,9 @@ class _Confluent(_Tracking, ConfluentMember):
         if not offsets:
             return
         try:
-            result = consumer.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in offsets.items()],
-                                     asynchronous=False)
+            result = consumer.commit(
+                offsets=[TopicPartition(self.topic, p, o) for p, o in offsets.items()], asynchronous=False
+            )
         except KafkaException:
             self.commit_failures += 1
             return
@@ -280,8 +296,12 @@ class _Aiokafka(_Tracking, AiokafkaMember):
         self.revoking = threading.Event()
 
     def _config(self) -> dict[str, Any]:
-        return {**super()._config(), "heartbeat_interval_ms": HEARTBEAT_MS, "max_poll_interval_ms": REBALANCE_MS,
-                "rebalance_timeout_ms": REBALANCE_MS}
+        return {
+            **super()._config(),
+            "heartbeat_interval_ms": HEARTBEAT_MS,
+            "max_poll_interval_ms": REBALANCE_MS,
+            "rebalance_timeout_ms": REBALANCE_MS,
+        }
 
     async def _revoking(self) -> None:
         while self.slow_revocation.is_set() and not self.stopping:
@@ -303,8 +323,7 @@ class _Aiokafka(_Tracking, AiokafkaMember):
             self._acknowledged(offsets)
 
 
-_MEMBERS: dict[str, type[_Tracking]] = {"kafka-python": _KafkaPython, "confluent": _Confluent,
-                                        "aiokafka": _Aiokafka}
+_MEMBERS: dict[str, type[_Tracking]] = {"kafka-python": _KafkaPython, "confluent": _Confluent, "aiokafka": _Aiokafka}
 
 
 def _start(client: str, cluster: HerdCluster, topic: str, group: str, n: int, prefix: str = "m") -> list[Any]:
@@ -340,6 +359,7 @@ def _gated_range() -> type:
 
 # -- records -----------------------------------------------------------------------------------------------------
 
+
 def _consumed(members: list[Member]) -> set[bytes]:
     return {value for m in members for _, _, value in list(m.consumed)}
 
@@ -357,8 +377,10 @@ def _wait_consumed(members: list[Member], values: set[bytes], partitions: int, w
 
 # -- 1. stable and committing -------------------------------------------------------------------------------------
 
-def _no_rebalance(cluster: HerdCluster, group: str, before: Assignments, generation: int, members: list[Any],
-                  events: list[int]) -> None:
+
+def _no_rebalance(
+    cluster: HerdCluster, group: str, before: Assignments, generation: int, members: list[Any], events: list[int]
+) -> None:
     assert _stable(cluster, group, len(before)) == before, "the members or their assignments changed"
     assert cluster.stored_generation(group) == generation, "a rebalance completed"
     assert [m.event_count() for m in members] == events, "a client saw its partitions revoked or assigned"
@@ -376,8 +398,9 @@ def _no_acknowledged_commit_lost(cluster: HerdCluster, group: str, topic: str, m
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_a_stable_committing_group_survives_its_coordinator_killed(cluster: HerdCluster, members: list[Member],
-                                                                   client: str) -> None:
+def test_a_stable_committing_group_survives_its_coordinator_killed(
+    cluster: HerdCluster, members: list[Member], client: str
+) -> None:
     """Three members consume and commit while records flow; the coordinator node is killed and a live node loads
     the group; the killed node comes back and takes its share of the offsets partitions again (a second move).
     No rebalance: the stored generation, each member's assignment and every client's assignment callbacks stay
@@ -408,8 +431,11 @@ def test_a_stable_committing_group_survives_its_coordinator_killed(cluster: Herd
         restarted_at = time.monotonic()
         wait_for(lambda: len(producing.since(restarted_at)) >= 60, FAILOVER_S, "records acknowledged", 0.1)
         _wait_consumed(tracked, producing.since(killed_at), 6, "after the kill")
-        wait_for(lambda: all(m.commits_since(restarted_at) for m in tracked), FAILOVER_S,
-                 "every member committing after the restart")
+        wait_for(
+            lambda: all(m.commits_since(restarted_at) for m in tracked),
+            FAILOVER_S,
+            "every member committing after the restart",
+        )
     finally:
         producing.stop()
     _no_rebalance(cluster, group, before, generation, tracked, events)
@@ -420,6 +446,7 @@ def test_a_stable_committing_group_survives_its_coordinator_killed(cluster: Herd
 
 
 # -- a group interrupted by the failover, recovering (2, 3 and 5) --------------------------------------------------
+
 
 def _stable_group(cluster: HerdCluster, members: list[Member], client: str, stem: str, n: int,
                   partitions: int = 6) -> tuple[str, str, list[Any], int]:  # fmt: skip
@@ -448,11 +475,14 @@ def _recovered(cluster: HerdCluster, dead: int, topic: str, group: str, everyone
 
 # -- 2. the join phase ---------------------------------------------------------------------------------------------
 
-def test_killed_in_the_join_phase_the_group_ends_stable_with_everyone_assigned(cluster: HerdCluster,
-                                                                                members: list[Member]) -> None:
+
+def test_killed_in_the_join_phase_the_group_ends_stable_with_everyone_assigned(
+    cluster: HerdCluster, members: list[Member]
+) -> None:
     """Two aiokafka members are Stable; a third joins; one of the two rejoins at once (its JoinGroup parked), the
     other is slow to give its partitions up (its revocation callback holds it back from rejoining, heartbeating
-    meanwhile), so the group waits in PreparingRebalance; the coordinator dies there. The new coordinator loads the last completed generation
+    meanwhile), so the group waits in PreparingRebalance; the coordinator dies there. The new coordinator loads the last
+    completed generation
     (the join phase is lost, as in Kafka); the members rejoin, and the group ends Stable with the three of them
     balanced, each consuming."""
     topic, group, first, generation = _stable_group(cluster, members, "aiokafka", "join", 2)
@@ -475,8 +505,10 @@ def test_killed_in_the_join_phase_the_group_ends_stable_with_everyone_assigned(c
 
 # -- 3. the sync phase ---------------------------------------------------------------------------------------------
 
-def test_killed_in_the_sync_phase_the_group_ends_stable_with_everyone_assigned(cluster: HerdCluster,
-                                                                                members: list[Member]) -> None:
+
+def test_killed_in_the_sync_phase_the_group_ends_stable_with_everyone_assigned(
+    cluster: HerdCluster, members: list[Member]
+) -> None:
     """Two kafka-python members are Stable; a third joins; the join phase completes, and the leader is slow to
     compute its assignment (held in its assignor), so the group waits in CompletingRebalance with the followers'
     SyncGroups parked; the coordinator dies there. The generation the leader never synced was not stored (Kafka
@@ -500,8 +532,10 @@ def test_killed_in_the_sync_phase_the_group_ends_stable_with_everyone_assigned(c
 
 # -- 4. a member dying during the failover ----------------------------------------------------------------------
 
-def test_a_member_dying_during_the_failover_is_expired_in_one_rebalance(cluster: HerdCluster,
-                                                                        members: list[Member]) -> None:
+
+def test_a_member_dying_during_the_failover_is_expired_in_one_rebalance(
+    cluster: HerdCluster, members: list[Member]
+) -> None:
     """Three confluent-kafka members are Stable, one in a child process; it is killed (it never leaves) and the
     coordinator node with it. The new coordinator loads the group with the three members and re-arms their
     sessions; the dead one never heartbeats, so its session runs out and the two survivors take all six
@@ -536,6 +570,7 @@ def test_a_member_dying_during_the_failover_is_expired_in_one_rebalance(cluster:
 
 
 # -- 5. partitions added during the failover ---------------------------------------------------------------------
+
 
 def test_partitions_added_during_the_failover_are_assigned(cluster: HerdCluster, members: list[Member]) -> None:
     """Two aiokafka members share a topic of four partitions; the coordinator node is killed and the topic

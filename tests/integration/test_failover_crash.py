@@ -55,13 +55,20 @@ KILLS = 20
 WINDOW = 4  # commits sent back to back, in flight together
 PAUSE_S = 0.05  # between two bursts: the machine has two cores for everything
 SESSION_MS = 1500
-SETTINGS = {"broker.session.timeout.ms": str(SESSION_MS), "broker.heartbeat.interval.ms": "500",
-            "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS)}
+SETTINGS = {
+    "broker.session.timeout.ms": str(SESSION_MS),
+    "broker.heartbeat.interval.ms": "500",
+    "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+}
 # what the Java consumer retries after an OffsetCommit (apache/kafka clients/src/main/java/org/apache/kafka/
 # clients/consumer/internals/ConsumerCoordinator.java, OffsetCommitResponseHandler)
-RETRIABLE = {ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress,
-             ErrorCode.coordinator_not_available, ErrorCode.request_timed_out,
-             ErrorCode.unknown_topic_or_partition}
+RETRIABLE = {
+    ErrorCode.not_coordinator,
+    ErrorCode.coordinator_load_in_progress,
+    ErrorCode.coordinator_not_available,
+    ErrorCode.request_timed_out,
+    ErrorCode.unknown_topic_or_partition,
+}
 IO_TIMEOUT_S = 15.0  # a dead node resets its connections at once; this only bounds a hang
 FAILOVER_TIMEOUT_S = 30.0  # from a kill until every group answers again: ~1.5 s expected, generous for load
 
@@ -125,18 +132,43 @@ def fetch_offsets(ports: list[int], groups: list[str], rng: random.Random,
 
 
 def fetch_request(groups: list[str]) -> Any:
-    topic = part(FETCH, FETCH_V, "OffsetFetchRequestTopics", name=TOPIC,
-                 partition_indexes=tuple(range(PARTITIONS)))
-    return req(FETCH, FETCH_V, require_stable=True, groups=tuple(
-        part(FETCH, FETCH_V, "OffsetFetchRequestGroup", group_id=g, topics=(topic,)) for g in groups))
+    topic = part(FETCH, FETCH_V, "OffsetFetchRequestTopics", name=TOPIC, partition_indexes=tuple(range(PARTITIONS)))
+    return req(
+        FETCH,
+        FETCH_V,
+        require_stable=True,
+        groups=tuple(part(FETCH, FETCH_V, "OffsetFetchRequestGroup", group_id=g, topics=(topic,)) for g in groups),
+    )
 
 
 def commit_request(group: str, offsets: dict[int, int]) -> Any:
-    topic = part(COMMIT, COMMIT_V, "OffsetCommitRequestTopic", name=TOPIC, partitions=tuple(
-        part(COMMIT, COMMIT_V, "OffsetCommitRequestPartition", partition_index=p, committed_offset=o,
-             committed_leader_epoch=-1, committed_metadata="") for p, o in offsets.items()))
-    return req(COMMIT, COMMIT_V, group_id=group, generation_id_or_member_epoch=-1, member_id="",
-               group_instance_id=None, topics=(topic,))
+    topic = part(
+        COMMIT,
+        COMMIT_V,
+        "OffsetCommitRequestTopic",
+        name=TOPIC,
+        partitions=tuple(
+            part(
+                COMMIT,
+                COMMIT_V,
+                "OffsetCommitRequestPartition",
+                partition_index=p,
+                committed_offset=o,
+                committed_leader_epoch=-1,
+                committed_metadata="",
+            )
+            for p, o in offsets.items()
+        ),
+    )
+    return req(
+        COMMIT,
+        COMMIT_V,
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        group_instance_id=None,
+        topics=(topic,),
+    )
 
 
 Offsets = dict[str, list[int]]  # group -> an offset for each partition (-1: none)
@@ -335,8 +367,10 @@ def test_acknowledged_commits_survive_kill_9_of_random_coordinators(new_cluster:
             fetched = checking.fetched
             failovers.append(checking.answered_at - killed_at)
         acks_at_last_kill = {c.group: c.acks for c in committers}
-        wait_until(lambda: all(c.acks > acks_at_last_kill[c.group] for c in committers),
-                   "every group's commits acknowledged after the last kill")
+        wait_until(
+            lambda: all(c.acks > acks_at_last_kill[c.group] for c in committers),
+            "every group's commits acknowledged after the last kill",
+        )
     finally:
         stopping.set()
         for c in committers:
@@ -350,12 +384,14 @@ def test_acknowledged_commits_survive_kill_9_of_random_coordinators(new_cluster:
     failovers.sort()
     by_node = "/".join(str(kills.count(i)) for i in range(NODES))
     median, worst = failovers[len(failovers) // 2], failovers[-1]
-    print(f"\nfailover crash: {len(kills)} kills (node 0/1/2: {by_node}), "
-          f"{sum(c.acks for c in committers)} partition commits acknowledged, "
-          f"{sum(c.refused for c in committers)} refused (retriable), "
-          f"{sum(c.unknown for c in committers)} lost in flight with their connection; every group answering "
-          f"again {median:.1f} s (median) / {worst:.1f} s (max) after a kill; "
-          f"{time.monotonic() - started:.0f} s (seed {seed})")
+    print(
+        f"\nfailover crash: {len(kills)} kills (node 0/1/2: {by_node}), "
+        f"{sum(c.acks for c in committers)} partition commits acknowledged, "
+        f"{sum(c.refused for c in committers)} refused (retriable), "
+        f"{sum(c.unknown for c in committers)} lost in flight with their connection; every group answering "
+        f"again {median:.1f} s (median) / {worst:.1f} s (max) after a kill; "
+        f"{time.monotonic() - started:.0f} s (seed {seed})"
+    )
 
 
 def report(cluster: HerdCluster, tmp_path: Path, seed: int, victim: int, kill: int, found: list[str]) -> str:
@@ -373,10 +409,25 @@ def report(cluster: HerdCluster, tmp_path: Path, seed: int, victim: int, kill: i
 def test_the_check_finds_each_kind_of_violation() -> None:
     """The harness itself: what the crash test would report, on made-up offsets."""
     groups = ["g"]
-    assert violations(groups, acked={"g": [5, -1, 3, 0]}, fetched={"g": [5, -1, 4, 0]},
-                      attempted={"g": [6, -1, 4, 2]}, before={"g": [5, -1, 2, 0]}) == []
-    found = violations(groups, acked={"g": [5, 0, 0, 0]}, fetched={"g": [4, 7, 1, 0]},
-                       attempted={"g": [6, 6, 1, 0]}, before={"g": [0, 0, 2, 0]})
-    assert found == [f"g/{TOPIC}-0: acknowledged 5, fetched 4 (an acknowledged commit lost)",
-                     f"g/{TOPIC}-1: fetched 7, last attempted 6 (never sent)",
-                     f"g/{TOPIC}-2: fetched 2 before, 1 now (a commit visible before it was durable)"]
+    assert (
+        violations(
+            groups,
+            acked={"g": [5, -1, 3, 0]},
+            fetched={"g": [5, -1, 4, 0]},
+            attempted={"g": [6, -1, 4, 2]},
+            before={"g": [5, -1, 2, 0]},
+        )
+        == []
+    )
+    found = violations(
+        groups,
+        acked={"g": [5, 0, 0, 0]},
+        fetched={"g": [4, 7, 1, 0]},
+        attempted={"g": [6, 6, 1, 0]},
+        before={"g": [0, 0, 2, 0]},
+    )
+    assert found == [
+        f"g/{TOPIC}-0: acknowledged 5, fetched 4 (an acknowledged commit lost)",
+        f"g/{TOPIC}-1: fetched 7, last attempted 6 (never sent)",
+        f"g/{TOPIC}-2: fetched 2 before, 1 now (a commit visible before it was durable)",
+    ]

@@ -31,24 +31,28 @@ from typing import Any
 import psycopg
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
-from kio.schema.errors import ErrorCode
-
 from groupmembers import wait_for
+from kio.schema.errors import ErrorCode
+from pgcluster import HerdCluster
+from rawkafka import RawClient
+
 from herd.client.consumer_protocol import Subscription, encode_subscription
 from herd.coordinator import coordinator_partition
 from herd.protocol.messages import request_class
 from herd.protocol.values import make
-from pgcluster import HerdCluster
-from rawkafka import RawClient
 
 pytestmark = pytest.mark.timeout(240)
 
 NODES = 3
 OFFSETS_PARTITIONS = 6
 OFFSETS_TOPIC = "__consumer_offsets"
-OVERRIDES = {"broker.session.timeout.ms": "2000", "broker.heartbeat.interval.ms": "500",
-             "group.initial.rebalance.delay.ms": "0", "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
-             "group.min.session.timeout.ms": "1000"}
+OVERRIDES = {
+    "broker.session.timeout.ms": "2000",
+    "broker.heartbeat.interval.ms": "500",
+    "group.initial.rebalance.delay.ms": "0",
+    "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+    "group.min.session.timeout.ms": "1000",
+}
 SESSION_MS = 10_000  # every member's session timeout
 REBALANCE_MS = 60_000  # every member's rebalance timeout: no join phase or KIP-469 hold ends by itself in a test
 
@@ -115,9 +119,16 @@ class RawMember:
         return other
 
     def send_join(self) -> None:
-        self.raw.send(JOIN, group_id=self.group, session_timeout=SESSION_MS, rebalance_timeout=REBALANCE_MS,
-                      member_id=self.member_id, group_instance_id=self.instance_id, protocol_type="consumer",
-                      protocols=(part(JOIN, "JoinGroupRequestProtocol", name="range", metadata=SUBSCRIPTION),))
+        self.raw.send(
+            JOIN,
+            group_id=self.group,
+            session_timeout=SESSION_MS,
+            rebalance_timeout=REBALANCE_MS,
+            member_id=self.member_id,
+            group_instance_id=self.instance_id,
+            protocol_type="consumer",
+            protocols=(part(JOIN, "JoinGroupRequestProtocol", name="range", metadata=SUBSCRIPTION),),
+        )
 
     def start_join(self) -> Any | None:
         """Join up to the JoinGroup the coordinator may park. A dynamic member without a member id is first
@@ -149,10 +160,17 @@ class RawMember:
         return answer
 
     def send_sync(self, assignments: dict[str, bytes] | None = None) -> None:
-        self.raw.send(SYNC, group_id=self.group, generation_id=self.generation, member_id=self.member_id,
-                      group_instance_id=self.instance_id, assignments=tuple(
-                          part(SYNC, "SyncGroupRequestAssignment", member_id=m, assignment=a)
-                          for m, a in (assignments or {}).items()))
+        self.raw.send(
+            SYNC,
+            group_id=self.group,
+            generation_id=self.generation,
+            member_id=self.member_id,
+            group_instance_id=self.instance_id,
+            assignments=tuple(
+                part(SYNC, "SyncGroupRequestAssignment", member_id=m, assignment=a)
+                for m, a in (assignments or {}).items()
+            ),
+        )
 
     def sync(self, assignments: dict[str, bytes] | None = None) -> Any:
         self.send_sync(assignments)
@@ -161,16 +179,39 @@ class RawMember:
         return answer
 
     def heartbeat(self, generation: int | None = None) -> ErrorCode:
-        return self.raw.call(HEARTBEAT, group_id=self.group, member_id=self.member_id,
-                             generation_id=self.generation if generation is None else generation,
-                             group_instance_id=self.instance_id).error_code
+        return self.raw.call(
+            HEARTBEAT,
+            group_id=self.group,
+            member_id=self.member_id,
+            generation_id=self.generation if generation is None else generation,
+            group_instance_id=self.instance_id,
+        ).error_code
 
     def commit_fields(self, topic: str, offsets: dict[int, int]) -> dict[str, Any]:
-        return dict(group_id=self.group, generation_id_or_member_epoch=self.generation, member_id=self.member_id,
-                    group_instance_id=self.instance_id, topics=(part(COMMIT, "OffsetCommitRequestTopic", name=topic,
-                    partitions=tuple(part(COMMIT, "OffsetCommitRequestPartition", partition_index=p, committed_offset=o,
-                                          committed_leader_epoch=-1, committed_metadata="")
-                                     for p, o in offsets.items())),))
+        return dict(
+            group_id=self.group,
+            generation_id_or_member_epoch=self.generation,
+            member_id=self.member_id,
+            group_instance_id=self.instance_id,
+            topics=(
+                part(
+                    COMMIT,
+                    "OffsetCommitRequestTopic",
+                    name=topic,
+                    partitions=tuple(
+                        part(
+                            COMMIT,
+                            "OffsetCommitRequestPartition",
+                            partition_index=p,
+                            committed_offset=o,
+                            committed_leader_epoch=-1,
+                            committed_metadata="",
+                        )
+                        for p, o in offsets.items()
+                    ),
+                ),
+            ),
+        )
 
     def commit(self, topic: str, offsets: dict[int, int]) -> ErrorCode:
         return commit_error(self.raw.call(COMMIT, **self.commit_fields(topic, offsets)))
@@ -186,8 +227,11 @@ def commit_error(answer: Any) -> ErrorCode:
 def committed(port: int, group: str, topic: str, partitions: int) -> dict[int, int]:
     """The group's committed offsets as its coordinator at `port` answers OffsetFetch."""
     with Raw(port) as raw:
-        answer = raw.call(FETCH, group_id=group, topics=(part(FETCH, "OffsetFetchRequestTopic", name=topic,
-                                                             partition_indexes=tuple(range(partitions))),))
+        answer = raw.call(
+            FETCH,
+            group_id=group,
+            topics=(part(FETCH, "OffsetFetchRequestTopic", name=topic, partition_indexes=tuple(range(partitions))),),
+        )
     assert answer.error_code == NONE, answer
     return {p.partition_index: p.committed_offset for t in answer.topics for p in t.partitions}
 
@@ -207,8 +251,13 @@ def generation(port: int, group: str) -> int:
         assert g.group_state == "Stable" and g.members, g
         member = g.members[0]
         for candidate in range(1, 100):
-            answer = raw.call(HEARTBEAT, group_id=group, generation_id=candidate, member_id=member.member_id,
-                              group_instance_id=member.group_instance_id)
+            answer = raw.call(
+                HEARTBEAT,
+                group_id=group,
+                generation_id=candidate,
+                member_id=member.member_id,
+                group_instance_id=member.group_instance_id,
+            )
             if answer.error_code == NONE:
                 return candidate
     raise AssertionError(f"no generation of {group} below 100 answered")
@@ -253,8 +302,12 @@ def port(cluster: HerdCluster, node: int) -> int:
 def offsets_leaders(port_: int) -> dict[int, int]:
     """__consumer_offsets partition -> leader, as the node at `port_` sees them."""
     with Raw(port_) as raw:
-        answer = raw.call(METADATA, topics=(part(METADATA, "MetadataRequestTopic", name=OFFSETS_TOPIC, topic_id=None),),
-                          allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+        answer = raw.call(
+            METADATA,
+            topics=(part(METADATA, "MetadataRequestTopic", name=OFFSETS_TOPIC, topic_id=None),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+        )
     return {p.partition_index: p.leader_id for t in answer.topics for p in t.partitions}
 
 
@@ -273,8 +326,14 @@ def coordinators(cluster: HerdCluster, groups: list[str], avoid: tuple[int, ...]
 def groups_on(cluster: HerdCluster, node: int, *prefixes: str, partition: int | None = None) -> list[str]:
     """For each prefix a group id `prefix-N` that `node` coordinates (stored in offsets partition `partition`,
     when given)."""
-    candidates = {prefix: [name for name in (f"{prefix}-{i}" for i in range(200)) if partition in (
-        None, coordinator_partition(name, OFFSETS_PARTITIONS))][:40] for prefix in prefixes}
+    candidates = {
+        prefix: [
+            name
+            for name in (f"{prefix}-{i}" for i in range(200))
+            if partition in (None, coordinator_partition(name, OFFSETS_PARTITIONS))
+        ][:40]
+        for prefix in prefixes
+    }
     found = coordinators(cluster, [name for names in candidates.values() for name in names])
     return [next(name for name in candidates[prefix] if found[name] == node) for prefix in prefixes]
 
@@ -301,8 +360,15 @@ def end_offsets(cluster: HerdCluster, topic: str, partitions: int) -> dict[int, 
     """Each partition's log end offset (the high watermark), read with confluent-kafka."""
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": "end-offsets"})
     try:
-        return wait_for(lambda: {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
-                                 for p in range(partitions)}, 30, f"the end offsets of {topic}", 0.1, (KafkaException,))
+        return wait_for(
+            lambda: {
+                p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1] for p in range(partitions)
+            },
+            30,
+            f"the end offsets of {topic}",
+            0.1,
+            (KafkaException,),
+        )
     finally:
         consumer.close()
 
@@ -312,7 +378,9 @@ def stored_batches(url: str, partitions: set[int]) -> set[tuple[int, int, int]]:
     with psycopg.connect(url) as conn:
         rows = conn.execute(
             "SELECT p.partition, b.base_offset, b.leader_epoch FROM herd_batches b JOIN herd_partitions p "
-            "ON p.pid = b.pid JOIN herd_topics t ON t.topic_id = p.topic_id WHERE t.name = %s", (OFFSETS_TOPIC,))
+            "ON p.pid = b.pid JOIN herd_topics t ON t.topic_id = p.topic_id WHERE t.name = %s",
+            (OFFSETS_TOPIC,),
+        )
         return {row for row in rows.fetchall() if row[0] in partitions}
 
 
@@ -321,7 +389,9 @@ def leader_epochs(url: str, partitions: set[int]) -> dict[int, tuple[int, int]]:
     with psycopg.connect(url) as conn:
         rows = conn.execute(
             "SELECT p.partition, p.leader, p.leader_epoch FROM herd_partitions p JOIN herd_topics t "
-            "ON t.topic_id = p.topic_id WHERE t.name = %s", (OFFSETS_TOPIC,)).fetchall()
+            "ON t.topic_id = p.topic_id WHERE t.name = %s",
+            (OFFSETS_TOPIC,),
+        ).fetchall()
     return {partition: (leader, epoch) for partition, leader, epoch in rows if partition in partitions}
 
 
@@ -333,18 +403,28 @@ class RowLock:
     def __init__(self, url: str, partition: int) -> None:
         self.url = url
         self.conn = psycopg.connect(url)
-        self.conn.execute("SELECT 1 FROM herd_partitions p JOIN herd_topics t ON t.topic_id = p.topic_id "
-                          "WHERE t.name = %s AND p.partition = %s FOR UPDATE OF p", (OFFSETS_TOPIC, partition))
+        self.conn.execute(
+            "SELECT 1 FROM herd_partitions p JOIN herd_topics t ON t.topic_id = p.topic_id "
+            "WHERE t.name = %s AND p.partition = %s FOR UPDATE OF p",
+            (OFFSETS_TOPIC, partition),
+        )
         self.xid = self.conn.execute("SELECT pg_current_xact_id()::xid::text").fetchone()[0]
 
     def wait_for_commit(self) -> None:
         """Wait until a leader's commit (herd.log.postgres.sql.COMMIT) waits for the row: for this transaction."""
+
         def waiting() -> bool:
             with psycopg.connect(self.url) as conn:
-                return conn.execute(
-                    "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted "
-                    "AND l.locktype = 'transactionid' AND l.transactionid::text = %s "
-                    "AND a.query LIKE '%%INSERT INTO herd_batches%%'", (self.xid,)).fetchone()[0] > 0
+                return (
+                    conn.execute(
+                        "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid WHERE NOT l.granted "
+                        "AND l.locktype = 'transactionid' AND l.transactionid::text = %s "
+                        "AND a.query LIKE '%%INSERT INTO herd_batches%%'",
+                        (self.xid,),
+                    ).fetchone()[0]
+                    > 0
+                )
+
         wait_for(waiting, 30, "a commit waiting for the partition's row", 0.02)
 
     def release(self) -> None:
@@ -360,8 +440,14 @@ class Feeding(threading.Thread):
 
     def __init__(self, bootstrap: str, topic: str, partitions: int, per_second: int = 200) -> None:
         super().__init__(daemon=True)
-        self.producer = Producer({"bootstrap.servers": bootstrap, "linger.ms": 5, "message.timeout.ms": 60000,
-                                  "topic.metadata.refresh.interval.ms": 1000})
+        self.producer = Producer(
+            {
+                "bootstrap.servers": bootstrap,
+                "linger.ms": 5,
+                "message.timeout.ms": 60000,
+                "topic.metadata.refresh.interval.ms": 1000,
+            }
+        )
         self.topic, self.partitions, self.per_second = topic, partitions, per_second
         self.sent = 0
         self._halt = threading.Event()
@@ -391,11 +477,20 @@ class Member(threading.Thread):
 
     def __init__(self, bootstrap: str, topic: str, group: str, name: str, instance_id: str | None = None) -> None:
         super().__init__(name=name, daemon=True)
-        self.config = {"bootstrap.servers": bootstrap, "group.id": group, "client.id": name,
-                       "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": 500,
-                       "max.poll.interval.ms": REBALANCE_MS, "enable.auto.commit": False,
-                       "auto.offset.reset": "earliest", "topic.metadata.refresh.interval.ms": 1000,
-                       "fetch.wait.max.ms": 100, "statistics.interval.ms": 250, "stats_cb": self._stats}
+        self.config = {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "client.id": name,
+            "session.timeout.ms": SESSION_MS,
+            "heartbeat.interval.ms": 500,
+            "max.poll.interval.ms": REBALANCE_MS,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "topic.metadata.refresh.interval.ms": 1000,
+            "fetch.wait.max.ms": 100,
+            "statistics.interval.ms": 250,
+            "stats_cb": self._stats,
+        }
         if instance_id is not None:
             self.config["group.instance.id"] = instance_id
         self.topic = topic
@@ -440,9 +535,12 @@ class Member(threading.Thread):
     def _stats(self, text: str) -> None:
         stats = json.loads(text)
         coordinator = stats["brokers"].get("GroupCoordinator", {})
-        self.stats = {"rebalances": stats.get("cgrp", {}).get("rebalance_cnt"),
-                      "coordinator": coordinator.get("nodename"), "coordinator_state": coordinator.get("state"),
-                      "heartbeats": coordinator.get("req", {}).get("Heartbeat", 0)}
+        self.stats = {
+            "rebalances": stats.get("cgrp", {}).get("rebalance_cnt"),
+            "coordinator": coordinator.get("nodename"),
+            "coordinator_state": coordinator.get("state"),
+            "heartbeats": coordinator.get("req", {}).get("Heartbeat", 0),
+        }
 
     def stop(self) -> None:
         self._halt.set()
@@ -497,17 +595,31 @@ def members_settled(members: list[Member], partitions: int, quiet_s: float = 1.0
 
 def heartbeating_to(members: list[Member], address: str) -> None:
     """Wait until each member's coordinator connection goes to `address` and two more heartbeats went out on it."""
-    wait_for(lambda: all(m.stats.get("coordinator") == address and m.stats.get("coordinator_state") == "UP"
-                         for m in members), 30, f"the members' coordinator being {address}", 0.05)
+    wait_for(
+        lambda: all(
+            m.stats.get("coordinator") == address and m.stats.get("coordinator_state") == "UP" for m in members
+        ),
+        30,
+        f"the members' coordinator being {address}",
+        0.05,
+    )
     sent = [m.stats["heartbeats"] for m in members]
-    wait_for(lambda: all(m.stats["heartbeats"] >= n + 2 for m, n in zip(members, sent)), 30,
-             "heartbeats to the new coordinator", 0.05)
+    wait_for(
+        lambda: all(m.stats["heartbeats"] >= n + 2 for m, n in zip(members, sent)),
+        30,
+        "heartbeats to the new coordinator",
+        0.05,
+    )
 
 
 def herd_cli(*args: str, bootstrap: str) -> subprocess.CompletedProcess[str]:
     """`herd ...` as a user runs it, in a child process."""
-    return subprocess.run([sys.executable, "-m", "herd", *args, "--bootstrap-server", bootstrap],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "herd", *args, "--bootstrap-server", bootstrap],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def ok(result: subprocess.CompletedProcess[str]) -> str:
@@ -538,10 +650,19 @@ class HerdConsumers(threading.Thread):
     async def _main(self) -> None:
         from herd.client import GroupConsumer
 
-        self.consumers = [GroupConsumer(self.bootstrap, self.group, [self.topic], client_id=f"herd-{i}",
-                                        session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500,
-                                        rebalance_timeout_ms=REBALANCE_MS, auto_offset_reset="earliest")
-                          for i in range(self.n)]
+        self.consumers = [
+            GroupConsumer(
+                self.bootstrap,
+                self.group,
+                [self.topic],
+                client_id=f"herd-{i}",
+                session_timeout_ms=SESSION_MS,
+                heartbeat_interval_ms=500,
+                rebalance_timeout_ms=REBALANCE_MS,
+                auto_offset_reset="earliest",
+            )
+            for i in range(self.n)
+        ]
         try:
             for consumer in self.consumers:
                 await consumer.start()
@@ -583,7 +704,8 @@ class HerdConsumers(threading.Thread):
 
 
 def test_a_coordinator_paused_past_its_lease_is_fenced_while_its_groups_carry_on_elsewhere(
-        nodes: HerdCluster, pg_url: str) -> None:
+    nodes: HerdCluster, pg_url: str
+) -> None:
     """SIGSTOP node 2, which coordinates five groups, until they moved; then SIGCONT it. An offset commit it was
     storing when it stopped is stored, loaded by the new coordinator and acknowledged when the node wakes; what
     it held pending behind that commit (an offset commit, a static member's replacement), what it had parked (a
@@ -599,8 +721,9 @@ def test_a_coordinator_paused_past_its_lease_is_fenced_while_its_groups_carry_on
     # locks, and one for the others, which keep writing meanwhile
     held, other = sorted(p for p, leader in offsets_leaders(at).items() if leader == victim)
     commit_g, static_g = groups_on(cluster, victim, "fenced-commits", "fenced-static", partition=held)
-    join_g, sync_g, real_g, herd_g = groups_on(cluster, victim, "fenced-join", "fenced-sync", "fenced-real",
-                                               "fenced-herd", partition=other)
+    join_g, sync_g, real_g, herd_g = groups_on(
+        cluster, victim, "fenced-join", "fenced-sync", "fenced-real", "fenced-herd", partition=other
+    )
     groups = [commit_g, join_g, sync_g, static_g, real_g, herd_g]
     topic, partitions = RAW_TOPIC, 4
     cluster.create_topic(topic, partitions)
@@ -705,8 +828,7 @@ def test_a_coordinator_paused_past_its_lease_is_fenced_while_its_groups_carry_on
             assert commit_error(late.raw.receive()) == NOT_COORDINATOR
 
             ends = end_offsets(cluster, topic, partitions)
-            wait_for(lambda: caught_up(real, ends) and herd.caught_up(ends), 60, "the consumers catching up",
-                     0.05)
+            wait_for(lambda: caught_up(real, ends) and herd.caught_up(ends), 60, "the consumers catching up", 0.05)
             assert herd.error is None and not herd.commit_errors, (herd.error, herd.commit_errors)
         finally:
             stop_members(real)
@@ -725,7 +847,8 @@ def test_a_coordinator_paused_past_its_lease_is_fenced_while_its_groups_carry_on
 
 
 def test_static_members_keep_their_generation_and_assignments_through_a_kill_9_of_their_coordinator(
-        nodes: HerdCluster) -> None:
+    nodes: HerdCluster,
+) -> None:
     """Three static confluent-kafka consumers; kill -9 their coordinator. Each heartbeats to the new one, where
     the group is the same (members, assignments, generation), nobody rebalances, and consumption goes on."""
     cluster, victim = nodes, 1
@@ -733,12 +856,17 @@ def test_static_members_keep_their_generation_and_assignments_through_a_kill_9_o
     topic, partitions = "static-fleet", 6
     cluster.create_topic(topic, partitions)
     with Feeding(cluster.bootstrap, topic, partitions):
-        members = start_members(*(Member(cluster.bootstrap, topic, group, f"static-{i}", instance_id=f"static-{i}")
-                                  for i in range(3)))
+        members = start_members(
+            *(Member(cluster.bootstrap, topic, group, f"static-{i}", instance_id=f"static-{i}") for i in range(3))
+        )
         try:
             members_settled(members, partitions)
-            wait_for(lambda: len(acked(members)) == partitions and all(m.stats for m in members), 30,
-                     "the members committing", 0.05)
+            wait_for(
+                lambda: len(acked(members)) == partitions and all(m.stats for m in members),
+                30,
+                "the members committing",
+                0.05,
+            )
             at = port(cluster, victim)
             before = described(at, group), generation(at, group)
             rebalances = [(m.stats["rebalances"], list(m.events)) for m in members]
@@ -755,7 +883,8 @@ def test_static_members_keep_their_generation_and_assignments_through_a_kill_9_o
 
 
 def test_a_pre_registration_made_before_a_kill_9_of_the_coordinator_still_holds_the_group_after_it(
-        nodes: HerdCluster) -> None:
+    nodes: HerdCluster,
+) -> None:
     """KIP-469: a static consumer holds four partitions; `herd groups add-members` pre-registers two more
     instances and the first of them joins, held in the group without partitions. After a kill -9 of the
     coordinator the new one holds the group the same way (same members and generation, the third instance still
@@ -767,8 +896,11 @@ def test_a_pre_registration_made_before_a_kill_9_of_the_coordinator_still_holds_
     members = start_members(Member(cluster.bootstrap, topic, group, "pre-a", instance_id="pre-a"))
     try:
         members_settled(members, partitions)
-        out = ok(herd_cli("groups", "add-members", "--group", group, "--instance-ids", "pre-b,pre-c",
-                          bootstrap=cluster.bootstrap))
+        out = ok(
+            herd_cli(
+                "groups", "add-members", "--group", group, "--instance-ids", "pre-b,pre-c", bootstrap=cluster.bootstrap
+            )
+        )
         assert out.endswith("waits for 2 pre-registered members: pre-b, pre-c.\n"), out
         members += start_members(Member(cluster.bootstrap, topic, group, "pre-b", instance_id="pre-b"))
         at = port(cluster, victim)
@@ -782,21 +914,37 @@ def test_a_pre_registration_made_before_a_kill_9_of_the_coordinator_still_holds_
         new = wait_coordinated(cluster, [group], not_by=victim)[group]
         heartbeating_to(members, cluster.address(new))
         assert (described(port(cluster, new), group), generation(port(cluster, new), group)) == held
-        listed = json.loads(ok(herd_cli("groups", "describe", "--group", group, "--members", "--output", "json",
-                                        bootstrap=cluster.bootstrap)))
-        assert sorted((m["group_instance_id"], m["joined"], m["partitions"]) for m in listed) == \
-            [("pre-a", True, partitions), ("pre-b", True, 0), ("pre-c", False, None)]
+        listed = json.loads(
+            ok(
+                herd_cli(
+                    "groups", "describe", "--group", group, "--members", "--output", "json", bootstrap=cluster.bootstrap
+                )
+            )
+        )
+        assert sorted((m["group_instance_id"], m["joined"], m["partitions"]) for m in listed) == [
+            ("pre-a", True, partitions),
+            ("pre-b", True, 0),
+            ("pre-c", False, None),
+        ]
         assert [list(m.events) for m in members] == events
 
         members += start_members(Member(cluster.bootstrap, topic, group, "pre-c", instance_id="pre-c"))
         members_settled(members, partitions)
         assert generation(port(cluster, new), group) == held[1] + 1
         for m, seen in zip(members, events + [[]]):
-            assert [kind for kind, _ in m.events[len(seen):]].count("assigned") == 1, (m.name, m.events)
-        listed = json.loads(ok(herd_cli("groups", "describe", "--group", group, "--members", "--output", "json",
-                                        bootstrap=cluster.bootstrap)))
-        assert sorted((m["group_instance_id"], m["joined"]) for m in listed) == \
-            [("pre-a", True), ("pre-b", True), ("pre-c", True)]
+            assert [kind for kind, _ in m.events[len(seen) :]].count("assigned") == 1, (m.name, m.events)
+        listed = json.loads(
+            ok(
+                herd_cli(
+                    "groups", "describe", "--group", group, "--members", "--output", "json", bootstrap=cluster.bootstrap
+                )
+            )
+        )
+        assert sorted((m["group_instance_id"], m["joined"]) for m in listed) == [
+            ("pre-a", True),
+            ("pre-b", True),
+            ("pre-c", True),
+        ]
     finally:
         stop_members(members)
 
@@ -815,19 +963,25 @@ def test_herd_client_and_cli_follow_a_kill_9_of_the_coordinator(nodes: HerdClust
         consuming = HerdConsumers(cluster.bootstrap, topic, group, 2)
         consuming.start()
         try:
-            wait_for(lambda: len(consuming.acked) == partitions or consuming.error, 60, "the herd consumers committing",
-                     0.05)
+            wait_for(
+                lambda: len(consuming.acked) == partitions or consuming.error, 60, "the herd consumers committing", 0.05
+            )
             assert consuming.error is None, consuming.error
             before = [(c.member.generation_id, list(c.events)) for c in consuming.consumers]
 
             cluster.kill(victim)
-            during = [subprocess.Popen([sys.executable, "-m", "herd", "groups", *args, "--bootstrap-server", bootstrap],
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-                      for args in (("list",), ("describe", "--group", group, "--state", "--output", "json"))]
+            during = [
+                subprocess.Popen(
+                    [sys.executable, "-m", "herd", "groups", *args, "--bootstrap-server", bootstrap],
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                )
+                for args in (("list",), ("describe", "--group", group, "--state", "--output", "json"))
+            ]
             new = wait_coordinated(cluster, [group], not_by=victim)[group]
             ends = end_offsets(cluster, topic, partitions)
-            wait_for(lambda: consuming.caught_up(ends), 60, "consuming on, committed at the new coordinator",
-                     0.05)
+            wait_for(lambda: consuming.caught_up(ends), 60, "consuming on, committed at the new coordinator", 0.05)
             assert consuming.error is None and not consuming.commit_errors, (consuming.error, consuming.commit_errors)
             assert [(c.member.generation_id, list(c.events)) for c in consuming.consumers] == before
 
@@ -840,8 +994,10 @@ def test_herd_client_and_cli_follow_a_kill_9_of_the_coordinator(nodes: HerdClust
             out = ok(herd_cli("groups", "describe", "--group", group, "--state", bootstrap=bootstrap))
             assert out.splitlines()[1].split() == [group, f"{cluster.address(new)}", f"({new})", "range", "Stable", "2"]
             assert group in ok(herd_cli("groups", "list", bootstrap=bootstrap)).split()
-            rows = [line.split() for line in ok(herd_cli("groups", "describe", "--group", group,
-                                                         bootstrap=bootstrap)).splitlines()[1:]]
+            rows = [
+                line.split()
+                for line in ok(herd_cli("groups", "describe", "--group", group, bootstrap=bootstrap)).splitlines()[1:]
+            ]
             assert sorted(int(r[2]) for r in rows) == list(range(partitions))
         finally:
             consuming.stop()

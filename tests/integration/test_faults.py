@@ -15,20 +15,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from brokers import BrokerProcess
 from confluent_kafka import Producer
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
+from rawkafka import RawClient
 
-from brokers import BrokerProcess
 from herd.client.wire import request_builder
 from herd.testing.faults import FaultError, Faults
-from rawkafka import RawClient
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
-    b = BrokerProcess(tmp_path_factory.mktemp("faults") / "data",
-                      {"herd.http.listener": "127.0.0.1:0", "herd.faults.enable": "true"}).start()
+    b = BrokerProcess(
+        tmp_path_factory.mktemp("faults") / "data", {"herd.http.listener": "127.0.0.1:0", "herd.faults.enable": "true"}
+    ).start()
     yield b
     b.stop()
 
@@ -42,23 +43,49 @@ def faults(broker: BrokerProcess) -> Iterator[Faults]:
 
 def _commit(group: str, offset: int) -> Any:
     b = request_builder(8, 9)
-    return b.request(group_id=group, generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
-                     topics=(b("OffsetCommitRequestTopic", name="t", partitions=(
-                         b("OffsetCommitRequestPartition", partition_index=0, committed_offset=offset,
-                           committed_leader_epoch=-1, committed_metadata=""),)),))
+    return b.request(
+        group_id=group,
+        generation_id_or_member_epoch=-1,
+        member_id="",
+        group_instance_id=None,
+        topics=(
+            b(
+                "OffsetCommitRequestTopic",
+                name="t",
+                partitions=(
+                    b(
+                        "OffsetCommitRequestPartition",
+                        partition_index=0,
+                        committed_offset=offset,
+                        committed_leader_epoch=-1,
+                        committed_metadata="",
+                    ),
+                ),
+            ),
+        ),
+    )
 
 
 def _committed(broker: BrokerProcess, group: str) -> int:
     b = request_builder(9, 8)
-    request = b.request(require_stable=False, groups=(b("OffsetFetchRequestGroup", group_id=group, topics=(
-        b("OffsetFetchRequestTopics", name="t", partition_indexes=(0,)),)),))
+    request = b.request(
+        require_stable=False,
+        groups=(
+            b(
+                "OffsetFetchRequestGroup",
+                group_id=group,
+                topics=(b("OffsetFetchRequestTopics", name="t", partition_indexes=(0,)),),
+            ),
+        ),
+    )
     with RawClient(broker.port) as client:
         return client.request(9, 8, request).groups[0].topics[0].partitions[0].committed_offset
 
 
 def _api_versions(client: RawClient, client_id: str) -> bytes:
-    return client.encode(18, 3, request_builder(18, 3).request(client_software_name="raw",
-                                                               client_software_version="1"), client_id)
+    return client.encode(
+        18, 3, request_builder(18, 3).request(client_software_name="raw", client_software_version="1"), client_id
+    )
 
 
 def _readable(client: RawClient, seconds: float) -> bool:
@@ -66,7 +93,8 @@ def _readable(client: RawClient, seconds: float) -> bool:
 
 
 def test_a_producer_retries_injected_not_leader_and_a_consumer_recommits_after_not_coordinator(
-        broker: BrokerProcess, faults: Faults) -> None:
+    broker: BrokerProcess, faults: Faults
+) -> None:
     produce = faults.add(action="error", api="Produce", topic="t", error="NOT_LEADER_OR_FOLLOWER", count=2)
     producer = Producer({"bootstrap.servers": broker.bootstrap, "retry.backoff.ms": 50})
     delivered: list[Any] = []
@@ -89,7 +117,8 @@ def test_a_producer_retries_injected_not_leader_and_a_consumer_recommits_after_n
 
 
 def test_a_delayed_answer_keeps_its_place_and_a_stall_holds_the_connection_until_removed(
-        broker: BrokerProcess, faults: Faults) -> None:
+    broker: BrokerProcess, faults: Faults
+) -> None:
     faults.add(action="delay", api="ApiVersions", client_id="slow", delay_ms=200, count=1)
     with RawClient(broker.port) as client:
         client.send_raw(_api_versions(client, "slow") + _api_versions(client, "slow"))
@@ -112,12 +141,14 @@ def test_a_delayed_answer_keeps_its_place_and_a_stall_holds_the_connection_until
 
 
 def test_drops_close_only_their_connection_and_after_means_applied_but_unanswered(
-        broker: BrokerProcess, faults: Faults) -> None:
+    broker: BrokerProcess, faults: Faults
+) -> None:
     faults.add(action="drop", api="OffsetCommit", group="after", when="after", count=1)
     faults.add(action="drop", api="OffsetCommit", group="before", count=1)
     with RawClient(broker.port) as bystander:
-        bystander.request(18, 3, request_builder(18, 3).request(client_software_name="raw",
-                                                                client_software_version="1"))
+        bystander.request(
+            18, 3, request_builder(18, 3).request(client_software_name="raw", client_software_version="1")
+        )
         for group in ("after", "before"):
             with RawClient(broker.port) as client:
                 client.send_raw(client.encode(8, 9, _commit(group, 42)))
@@ -149,19 +180,32 @@ def test_the_python_client_reports_the_nodes_one_line_refusals(faults: Faults) -
 
 
 def _herd(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "herd.cli", "faults", *args], capture_output=True, text=True,
-                          timeout=30, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "herd.cli", "faults", *args], capture_output=True, text=True, timeout=30, env=env
+    )
 
 
 def test_the_cli_end_to_end(broker: BrokerProcess, faults: Faults) -> None:
-    added = _herd("add", "--http", broker.http, "--api", "Heartbeat", "--group", "g", "--error",
-                  "REBALANCE_IN_PROGRESS", "--count", "1")
+    added = _herd(
+        "add",
+        "--http",
+        broker.http,
+        "--api",
+        "Heartbeat",
+        "--group",
+        "g",
+        "--error",
+        "REBALANCE_IN_PROGRESS",
+        "--count",
+        "1",
+    )
     assert added.returncode == 0, added.stderr
     assert added.stdout.startswith("added fault rule ")
     listed = _herd("list", "--output", "json", env={**os.environ, "HERD_HTTP": broker.http})
     rules = json.loads(listed.stdout)
-    assert [(r["api"], r["group"], r["error"], r["count"], r["hits"]) for r in rules] == \
-        [("Heartbeat", "g", "REBALANCE_IN_PROGRESS", 1, 0)]
+    assert [(r["api"], r["group"], r["error"], r["count"], r["hits"]) for r in rules] == [
+        ("Heartbeat", "g", "REBALANCE_IN_PROGRESS", 1, 0)
+    ]
     table = _herd("list", "--http", broker.http).stdout.splitlines()
     assert table[0].split()[:4] == ["ID", "ACTION", "API", "GROUP"]
     assert table[1].split()[1:4] == ["error", "Heartbeat", "g"]
@@ -190,24 +234,36 @@ def test_a_node_without_herd_faults_enable_refuses_with_403(tmp_path: Path) -> N
     assert "herd http listening" in node.log()
 
 
-@pytest.mark.parametrize("headers", [{"Origin": "http://elsewhere.example"}, {"Sec-Fetch-Site": "cross-site"}],
-                         ids=["origin", "sec-fetch-site"])
-def test_another_sites_page_cannot_inject_faults(broker: BrokerProcess, faults: Faults,
-                                                  headers: dict[str, str]) -> None:
+@pytest.mark.parametrize(
+    "headers",
+    [{"Origin": "http://elsewhere.example"}, {"Sec-Fetch-Site": "cross-site"}],
+    ids=["origin", "sec-fetch-site"],
+)
+def test_another_sites_page_cannot_inject_faults(
+    broker: BrokerProcess, faults: Faults, headers: dict[str, str]
+) -> None:
     """A page on another site that the operator's browser runs must not add rules through the listener (the
     browser names the page's origin); the node's own console and scripts (no Origin) still can."""
     import urllib.error
     import urllib.request
 
     body = json.dumps({"action": "drop"}).encode()
-    request = urllib.request.Request(f"http://{broker.http}/v1/faults", data=body, method="POST",
-                                     headers={"Content-Type": "application/json", **headers})
+    request = urllib.request.Request(
+        f"http://{broker.http}/v1/faults",
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/json", **headers},
+    )
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(request, timeout=10)
     assert refused.value.code == 403 and b"another site" in refused.value.read()
     assert faults.list() == []
-    same = urllib.request.Request(f"http://{broker.http}/v1/faults", data=body, method="POST",
-                                  headers={"Content-Type": "application/json", "Origin": f"http://{broker.http}"})
+    same = urllib.request.Request(
+        f"http://{broker.http}/v1/faults",
+        data=body,
+        method="POST",
+        headers={"Content-Type": "application/json", "Origin": f"http://{broker.http}"},
+    )
     with urllib.request.urlopen(same, timeout=10) as answer:
         assert answer.status in (200, 201)
     assert len(faults.list()) == 1

@@ -16,25 +16,26 @@ import struct
 from typing import Any
 
 import pytest
+from brokers import BrokerProcess
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kio.serial import entity_reader
 from kio.static.primitive import Records
+from rawkafka import RawClient
 
-from brokers import BrokerProcess
 from herd.coordinator import Record
 from herd.protocol.messages import request_class, response_class
 from herd.runtime.batches import encode_batch
 from herd.server import apis
-from rawkafka import RawClient
 
 PRODUCE, FETCH, JOIN_GROUP, SYNC_GROUP = 0, 1, 11, 14
 MAY_PARK = {JOIN_GROUP, SYNC_GROUP}
 # Record data is opaque bytes to kio: garbage, and now and then a valid batch (Produce must take it).
 VALID_BATCH = encode_batch((Record(b"k", b"value"),), 0)
 st.register_type_strategy(Records, st.one_of(st.binary(max_size=200), st.just(VALID_BATCH)).map(Records))
-CASES = [(spec.key, version) for spec in apis.table().values()
-         for version in range(spec.min_version, spec.max_version + 1)]
+CASES = [
+    (spec.key, version) for spec in apis.table().values() for version in range(spec.min_version, spec.max_version + 1)
+]
 
 
 @pytest.fixture(scope="module")
@@ -54,12 +55,21 @@ def requests(api_key: int, version: int) -> st.SearchStrategy[Any]:
 
 
 @pytest.mark.parametrize(("api_key", "version"), CASES, ids=[f"{apis.table()[k].name}-v{v}" for k, v in CASES])
-@settings(max_examples=12, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.filter_too_much,
-                                 HealthCheck.data_too_large])
+@settings(
+    max_examples=12,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[
+        HealthCheck.function_scoped_fixture,
+        HealthCheck.too_slow,
+        HealthCheck.filter_too_much,
+        HealthCheck.data_too_large,
+    ],
+)
 @given(data=st.data())
-def test_any_encodable_request_is_answered_and_the_connection_stays_open(fuzz_broker: BrokerProcess, api_key: int,
-                                                                        version: int, data: st.DataObject) -> None:
+def test_any_encodable_request_is_answered_and_the_connection_stays_open(
+    fuzz_broker: BrokerProcess, api_key: int, version: int, data: st.DataObject
+) -> None:
     request = data.draw(requests(api_key, version), label="request")
     with RawClient(fuzz_broker.port, timeout=3 if api_key in MAY_PARK else 10) as client:
         frame = client.encode(api_key, version, request)

@@ -17,18 +17,20 @@ from inprocess import InProcessBroker
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient, part, req
 
-
 JOIN, SYNC, HEARTBEAT, LEAVE, DESCRIBE, LIST, DELETE, COMMIT, FETCH, FIND = 11, 14, 12, 13, 15, 16, 42, 8, 9, 10
 
 
-
-
-
-
 def join(c: RawClient, v: int, group: str, member_id: str = "", **kw: Any) -> Any:
-    fields = dict(group_id=group, session_timeout=10_000, rebalance_timeout=10_000, member_id=member_id,
-                  group_instance_id=None, protocol_type="consumer", reason="test",
-                  protocols=(part(JOIN, v, "JoinGroupRequestProtocol", name="range", metadata=b"meta"),))
+    fields = dict(
+        group_id=group,
+        session_timeout=10_000,
+        rebalance_timeout=10_000,
+        member_id=member_id,
+        group_instance_id=None,
+        protocol_type="consumer",
+        reason="test",
+        protocols=(part(JOIN, v, "JoinGroupRequestProtocol", name="range", metadata=b"meta"),),
+    )
     fields.update(kw)
     return c.request(JOIN, v, req(JOIN, v, **fields))
 
@@ -43,17 +45,37 @@ def joined(c: RawClient, v: int, group: str) -> Any:
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def broker(request, tmp_path_factory):
-    with start_broker(request, tmp_path_factory, "groups-api", {"offsets.topic.num.partitions": "5"},
-                      single_coordinator=True) as b:
+    with start_broker(
+        request, tmp_path_factory, "groups-api", {"offsets.topic.num.partitions": "5"}, single_coordinator=True
+    ) as b:
         yield b
 
 
 @pytest.fixture(scope="module")
 def topic_id(broker):
     with RawClient(broker.port) as c:
-        response = c.request(19, 7, req(19, 7, timeout=10_000, validate_only=False, topics=(
-            part(19, 7, "CreatableTopic", name="data", num_partitions=3, replication_factor=1, assignments=(),
-                 configs=()),)))
+        response = c.request(
+            19,
+            7,
+            req(
+                19,
+                7,
+                timeout=10_000,
+                validate_only=False,
+                topics=(
+                    part(
+                        19,
+                        7,
+                        "CreatableTopic",
+                        name="data",
+                        num_partitions=3,
+                        replication_factor=1,
+                        assignments=(),
+                        configs=(),
+                    ),
+                ),
+            ),
+        )
         return response.topics[0].topic_id
 
 
@@ -70,15 +92,31 @@ def test_join_sync_heartbeat_leave_describe_at_every_version(broker, v):
         me = r.member_id
 
         assignment = (part(SYNC, sv, "SyncGroupRequestAssignment", member_id=me, assignment=b"mine"),)
-        s = c.request(SYNC, sv, req(SYNC, sv, group_id=group, generation_id=1, member_id=me, group_instance_id=None,
-                                    protocol_type="consumer", protocol_name="range", assignments=assignment))
+        s = c.request(
+            SYNC,
+            sv,
+            req(
+                SYNC,
+                sv,
+                group_id=group,
+                generation_id=1,
+                member_id=me,
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=assignment,
+            ),
+        )
         assert s.error_code == ErrorCode.none and s.assignment == b"mine"
         if sv >= 5:
             assert (s.protocol_type, s.protocol_name) == ("consumer", "range")
 
         def heartbeat(generation: int, member: str) -> ErrorCode:
-            return c.request(HEARTBEAT, hv, req(HEARTBEAT, hv, group_id=group, generation_id=generation,
-                                                member_id=member, group_instance_id=None)).error_code
+            return c.request(
+                HEARTBEAT,
+                hv,
+                req(HEARTBEAT, hv, group_id=group, generation_id=generation, member_id=member, group_instance_id=None),
+            ).error_code
 
         assert heartbeat(1, me) == ErrorCode.none
         assert heartbeat(2, me) == ErrorCode.illegal_generation
@@ -87,8 +125,9 @@ def test_join_sync_heartbeat_leave_describe_at_every_version(broker, v):
         d = c.request(DESCRIBE, dv, req(DESCRIBE, dv, groups=(group,), include_authorized_operations=False))
         g = d.groups[0]
         assert (g.error_code, g.group_state, g.protocol_type, g.protocol_data) == (0, "Stable", "consumer", "range")
-        assert [(m.member_id, m.client_id, m.client_host, m.member_metadata, m.member_assignment)
-                for m in g.members] == [(me, "raw", "/127.0.0.1", b"meta", b"mine")]
+        assert [
+            (m.member_id, m.client_id, m.client_host, m.member_metadata, m.member_assignment) for m in g.members
+        ] == [(me, "raw", "/127.0.0.1", b"meta", b"mine")]
 
         members = (part(LEAVE, lv, "MemberIdentity", member_id=me, group_instance_id=None, reason="done"),)
         left = c.request(LEAVE, lv, req(LEAVE, lv, group_id=group, member_id=me, members=members))
@@ -104,11 +143,39 @@ def test_commit_and_fetch_offsets_at_every_version(broker, topic_id, v):
     group = f"offsets-{v}"
     fv = v if v > 1 else 1
     with RawClient(broker.port) as c:
-        topic = part(COMMIT, v, "OffsetCommitRequestTopic", name="data", topic_id=topic_id, partitions=tuple(
-            part(COMMIT, v, "OffsetCommitRequestPartition", partition_index=p, committed_offset=100 + p,
-                 committed_leader_epoch=3, committed_metadata=f"m{p}") for p in range(3)))
-        r = c.request(COMMIT, v, req(COMMIT, v, group_id=group, generation_id_or_member_epoch=-1, member_id="",
-                                     group_instance_id=None, retention_time=-1, topics=(topic,)))
+        topic = part(
+            COMMIT,
+            v,
+            "OffsetCommitRequestTopic",
+            name="data",
+            topic_id=topic_id,
+            partitions=tuple(
+                part(
+                    COMMIT,
+                    v,
+                    "OffsetCommitRequestPartition",
+                    partition_index=p,
+                    committed_offset=100 + p,
+                    committed_leader_epoch=3,
+                    committed_metadata=f"m{p}",
+                )
+                for p in range(3)
+            ),
+        )
+        r = c.request(
+            COMMIT,
+            v,
+            req(
+                COMMIT,
+                v,
+                group_id=group,
+                generation_id_or_member_epoch=-1,
+                member_id="",
+                group_instance_id=None,
+                retention_time=-1,
+                topics=(topic,),
+            ),
+        )
         assert [(p.partition_index, p.error_code) for p in r.topics[0].partitions] == [(p, 0) for p in range(3)]
         assert (r.topics[0].topic_id if v >= 10 else r.topics[0].name) == (topic_id if v >= 10 else "data")
 
@@ -118,11 +185,11 @@ def test_commit_and_fetch_offsets_at_every_version(broker, topic_id, v):
 
 def _fetch(c: RawClient, v: int, group: str, topic_id: Any, partitions: tuple[int, ...]) -> dict[int, tuple]:
     suffix = "s" if v >= 8 else ""
-    topic = part(FETCH, v, "OffsetFetchRequestTopic" + suffix, name="data", topic_id=topic_id,
-                 partition_indexes=partitions)
+    topic = part(
+        FETCH, v, "OffsetFetchRequestTopic" + suffix, name="data", topic_id=topic_id, partition_indexes=partitions
+    )
     group_entry = part(FETCH, v, "OffsetFetchRequestGroup", group_id=group, topics=(topic,)) if v >= 8 else None
-    r = c.request(FETCH, v, req(FETCH, v, group_id=group, topics=(topic,), groups=(group_entry,),
-                                require_stable=False))
+    r = c.request(FETCH, v, req(FETCH, v, group_id=group, topics=(topic,), groups=(group_entry,), require_stable=False))
     topics = r.groups[0].topics if v >= 8 else r.topics
     return {p.partition_index: (p.committed_offset, p.metadata) for t in topics for p in t.partitions}
 
@@ -130,18 +197,37 @@ def _fetch(c: RawClient, v: int, group: str, topic_id: Any, partitions: tuple[in
 @pytest.mark.parametrize("v", range(1, 11))
 def test_offset_fetch_reads_every_version_and_all_offsets_of_a_group(broker, topic_id, v):
     with RawClient(broker.port) as c:
-        topic = part(COMMIT, 9, "OffsetCommitRequestTopic", name="data", partitions=(
-            part(COMMIT, 9, "OffsetCommitRequestPartition", partition_index=1, committed_offset=5,
-                 committed_leader_epoch=-1, committed_metadata=None),))
-        c.request(COMMIT, 9, req(COMMIT, 9, group_id=f"all-{v}", generation_id_or_member_epoch=-1, member_id="",
-                                 topics=(topic,)))
+        topic = part(
+            COMMIT,
+            9,
+            "OffsetCommitRequestTopic",
+            name="data",
+            partitions=(
+                part(
+                    COMMIT,
+                    9,
+                    "OffsetCommitRequestPartition",
+                    partition_index=1,
+                    committed_offset=5,
+                    committed_leader_epoch=-1,
+                    committed_metadata=None,
+                ),
+            ),
+        )
+        c.request(
+            COMMIT,
+            9,
+            req(COMMIT, 9, group_id=f"all-{v}", generation_id_or_member_epoch=-1, member_id="", topics=(topic,)),
+        )
         assert _fetch(c, v, f"all-{v}", topic_id, (1,)) == {1: (5, "")}
         if v >= 2:  # a null topic list: every committed offset of the group
             entry = part(FETCH, v, "OffsetFetchRequestGroup", group_id=f"all-{v}", topics=None) if v >= 8 else None
             r = c.request(FETCH, v, req(FETCH, v, group_id=f"all-{v}", topics=None, groups=(entry,)))
             topics = r.groups[0].topics if v >= 8 else r.topics
-            assert [(t.topic_id if v >= 10 else t.name, [(p.partition_index, p.committed_offset) for p in t.partitions])
-                    for t in topics] == [("data" if v < 10 else topic_id, [(1, 5)])]
+            assert [
+                (t.topic_id if v >= 10 else t.name, [(p.partition_index, p.committed_offset) for p in t.partitions])
+                for t in topics
+            ] == [("data" if v < 10 else topic_id, [(1, 5)])]
 
 
 @pytest.mark.parametrize("v", range(6))
@@ -164,15 +250,35 @@ def test_list_groups_with_filters_at_every_version(broker, v):
 def test_delete_groups_at_every_version(broker, v):
     with RawClient(broker.port) as c:
         joined(c, 9, f"busy-{v}")
-        topic = part(COMMIT, 9, "OffsetCommitRequestTopic", name="data", partitions=(
-            part(COMMIT, 9, "OffsetCommitRequestPartition", partition_index=0, committed_offset=1,
-                 committed_leader_epoch=-1, committed_metadata=None),))
-        c.request(COMMIT, 9, req(COMMIT, 9, group_id=f"idle-{v}", generation_id_or_member_epoch=-1, member_id="",
-                                 topics=(topic,)))
+        topic = part(
+            COMMIT,
+            9,
+            "OffsetCommitRequestTopic",
+            name="data",
+            partitions=(
+                part(
+                    COMMIT,
+                    9,
+                    "OffsetCommitRequestPartition",
+                    partition_index=0,
+                    committed_offset=1,
+                    committed_leader_epoch=-1,
+                    committed_metadata=None,
+                ),
+            ),
+        )
+        c.request(
+            COMMIT,
+            9,
+            req(COMMIT, 9, group_id=f"idle-{v}", generation_id_or_member_epoch=-1, member_id="", topics=(topic,)),
+        )
         r = c.request(DELETE, v, req(DELETE, v, groups_names=(f"idle-{v}", f"busy-{v}", "never", "")))
         assert [(x.group_id, x.error_code) for x in r.results] == [
-            (f"idle-{v}", ErrorCode.none), (f"busy-{v}", ErrorCode.non_empty_group),
-            ("never", ErrorCode.group_id_not_found), ("", ErrorCode.invalid_group_id)]
+            (f"idle-{v}", ErrorCode.none),
+            (f"busy-{v}", ErrorCode.non_empty_group),
+            ("never", ErrorCode.group_id_not_found),
+            ("", ErrorCode.invalid_group_id),
+        ]
         assert _fetch(c, 9, f"idle-{v}", None, (0,)) == {0: (-1, "")}
 
 
@@ -190,11 +296,27 @@ def test_invalid_requests_get_kafkas_error_codes(broker, topic_id):
         assert s.error_code == ErrorCode.unknown_member_id
 
         def commit(v: int, group: str, name: str, partition: int, topic: Any = None) -> ErrorCode:
-            t = part(COMMIT, v, "OffsetCommitRequestTopic", name=name, topic_id=topic, partitions=(
-                part(COMMIT, v, "OffsetCommitRequestPartition", partition_index=partition, committed_offset=1,
-                     committed_leader_epoch=-1, committed_metadata=None),))
-            r = c.request(COMMIT, v, req(COMMIT, v, group_id=group, generation_id_or_member_epoch=-1,
-                                         member_id="", topics=(t,)))
+            t = part(
+                COMMIT,
+                v,
+                "OffsetCommitRequestTopic",
+                name=name,
+                topic_id=topic,
+                partitions=(
+                    part(
+                        COMMIT,
+                        v,
+                        "OffsetCommitRequestPartition",
+                        partition_index=partition,
+                        committed_offset=1,
+                        committed_leader_epoch=-1,
+                        committed_metadata=None,
+                    ),
+                ),
+            )
+            r = c.request(
+                COMMIT, v, req(COMMIT, v, group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=(t,))
+            )
             return r.topics[0].partitions[0].error_code
 
         assert commit(9, "g", "data", 0) == ErrorCode.none
@@ -204,20 +326,39 @@ def test_invalid_requests_get_kafkas_error_codes(broker, topic_id):
         assert commit(10, "g", "", 0, topic=topic_id) == ErrorCode.none
         assert commit(10, "g", "", 0, topic=uuid.uuid4()) == ErrorCode.unknown_topic_id
         # A commit with a generation to a group that does not exist: ILLEGAL_GENERATION before v9.
-        t = part(COMMIT, 8, "OffsetCommitRequestTopic", name="data", partitions=(
-            part(COMMIT, 8, "OffsetCommitRequestPartition", partition_index=0, committed_offset=1,
-                 committed_leader_epoch=-1, committed_metadata=None),))
+        t = part(
+            COMMIT,
+            8,
+            "OffsetCommitRequestTopic",
+            name="data",
+            partitions=(
+                part(
+                    COMMIT,
+                    8,
+                    "OffsetCommitRequestPartition",
+                    partition_index=0,
+                    committed_offset=1,
+                    committed_leader_epoch=-1,
+                    committed_metadata=None,
+                ),
+            ),
+        )
         for v, code in ((8, ErrorCode.illegal_generation), (9, ErrorCode.group_id_not_found)):
-            r = c.request(COMMIT, v, req(COMMIT, v, group_id="ghost", generation_id_or_member_epoch=4,
-                                         member_id="m", topics=(t,)))
+            r = c.request(
+                COMMIT, v, req(COMMIT, v, group_id="ghost", generation_id_or_member_epoch=4, member_id="m", topics=(t,))
+            )
             assert r.topics[0].partitions[0].error_code == code
 
-        fetched = c.request(FETCH, 9, req(FETCH, 9, groups=(part(FETCH, 9, "OffsetFetchRequestGroup", group_id="",
-                                                                 topics=None),)))
+        fetched = c.request(
+            FETCH, 9, req(FETCH, 9, groups=(part(FETCH, 9, "OffsetFetchRequestGroup", group_id="", topics=None),))
+        )
         assert fetched.groups[0].error_code == ErrorCode.none and fetched.groups[0].topics[0].name == "data"
         unknown = part(FETCH, 10, "OffsetFetchRequestTopics", topic_id=uuid.uuid4(), partition_indexes=(0,))
-        fetched = c.request(FETCH, 10, req(FETCH, 10, groups=(part(FETCH, 10, "OffsetFetchRequestGroup", group_id="g",
-                                                                   topics=(unknown,)),)))
+        fetched = c.request(
+            FETCH,
+            10,
+            req(FETCH, 10, groups=(part(FETCH, 10, "OffsetFetchRequestGroup", group_id="g", topics=(unknown,)),)),
+        )
         assert fetched.groups[0].topics[0].partitions[0].error_code == ErrorCode.unknown_topic_id
         nameless = part(FETCH, 5, "OffsetFetchRequestTopic", name="", partition_indexes=(0,))
         fetched = c.request(FETCH, 5, req(FETCH, 5, group_id="g", topics=(nameless,)))
@@ -236,8 +377,11 @@ def test_find_coordinator_answers_this_node_for_every_group(broker):
 
 # -- a node that hosts only some coordinator partitions -----------------------------------------------------------
 
-@embedded_only("moves a coordinator partition away and back inside one in-process node; a cluster moves them "
-               "between nodes (test_cluster)")
+
+@embedded_only(
+    "moves a coordinator partition away and back inside one in-process node; a cluster moves them "
+    "between nodes (test_cluster)"
+)
 def test_groups_of_a_partition_this_node_does_not_host_get_not_coordinator(tmp_path):
     node = InProcessBroker({"log.dirs": str(tmp_path / "data"), "offsets.topic.num.partitions": "3"})
     runtime = node.server.broker.coordinator
@@ -253,11 +397,28 @@ def test_groups_of_a_partition_this_node_does_not_host_get_not_coordinator(tmp_p
             assert join(c, 9, group).error_code == ErrorCode.not_coordinator
             hb = c.request(HEARTBEAT, 4, req(HEARTBEAT, 4, group_id=group, generation_id=1, member_id=member))
             assert hb.error_code == ErrorCode.not_coordinator
-            t = part(COMMIT, 9, "OffsetCommitRequestTopic", name="__consumer_offsets", partitions=(
-                part(COMMIT, 9, "OffsetCommitRequestPartition", partition_index=0, committed_offset=1,
-                     committed_leader_epoch=-1, committed_metadata=None),))
-            r = c.request(COMMIT, 9, req(COMMIT, 9, group_id=group, generation_id_or_member_epoch=1, member_id=member,
-                                         topics=(t,)))
+            t = part(
+                COMMIT,
+                9,
+                "OffsetCommitRequestTopic",
+                name="__consumer_offsets",
+                partitions=(
+                    part(
+                        COMMIT,
+                        9,
+                        "OffsetCommitRequestPartition",
+                        partition_index=0,
+                        committed_offset=1,
+                        committed_leader_epoch=-1,
+                        committed_metadata=None,
+                    ),
+                ),
+            )
+            r = c.request(
+                COMMIT,
+                9,
+                req(COMMIT, 9, group_id=group, generation_id_or_member_epoch=1, member_id=member, topics=(t,)),
+            )
             assert r.topics[0].partitions[0].error_code == ErrorCode.not_coordinator
             d = c.request(DESCRIBE, 5, req(DESCRIBE, 5, groups=(group,), include_authorized_operations=False))
             assert d.groups[0].error_code == ErrorCode.not_coordinator
@@ -281,33 +442,80 @@ def test_a_join_parked_on_a_connection_that_closes_is_answered_into_the_void_and
     # (the silent member is dropped when it never sends SyncGroup, as in Kafka).
     group = f"parked-{uuid.uuid4()}"
     with RawClient(broker.port) as a:
-        first = join(a, 9, group, member_id=join(a, 9, group, rebalance_timeout=1_000).member_id,
-                     rebalance_timeout=1_000)
+        first = join(
+            a, 9, group, member_id=join(a, 9, group, rebalance_timeout=1_000).member_id, rebalance_timeout=1_000
+        )
         assert first.error_code == ErrorCode.none and first.generation_id == 1
-        assert a.request(SYNC, 5, req(SYNC, 5, group_id=group, generation_id=1, member_id=first.member_id,
-                                      group_instance_id=None, protocol_type="consumer", protocol_name="range",
-                                      assignments=())).error_code == ErrorCode.none
+        assert (
+            a.request(
+                SYNC,
+                5,
+                req(
+                    SYNC,
+                    5,
+                    group_id=group,
+                    generation_id=1,
+                    member_id=first.member_id,
+                    group_instance_id=None,
+                    protocol_type="consumer",
+                    protocol_name="range",
+                    assignments=(),
+                ),
+            ).error_code
+            == ErrorCode.none
+        )
         b = RawClient(broker.port)
         b_first = join(b, 9, group, rebalance_timeout=1_000)
-        b.send_raw(b.encode(JOIN, 9, req(JOIN, 9, group_id=group, session_timeout=10_000, rebalance_timeout=1_000,
-                                         member_id=b_first.member_id, group_instance_id=None,
-                                         protocol_type="consumer", reason="test", protocols=(
-                                             part(JOIN, 9, "JoinGroupRequestProtocol", name="range",
-                                                  metadata=b"meta"),))))
+        b.send_raw(
+            b.encode(
+                JOIN,
+                9,
+                req(
+                    JOIN,
+                    9,
+                    group_id=group,
+                    session_timeout=10_000,
+                    rebalance_timeout=1_000,
+                    member_id=b_first.member_id,
+                    group_instance_id=None,
+                    protocol_type="consumer",
+                    reason="test",
+                    protocols=(part(JOIN, 9, "JoinGroupRequestProtocol", name="range", metadata=b"meta"),),
+                ),
+            )
+        )
         hb = req(HEARTBEAT, 4, group_id=group, generation_id=1, member_id=first.member_id, group_instance_id=None)
         assert a.request(HEARTBEAT, 4, hb).error_code == ErrorCode.rebalance_in_progress  # b's join is parked
         b.close()
         second = join(a, 9, group, member_id=first.member_id, rebalance_timeout=1_000)  # completes the join phase
         assert second.error_code == ErrorCode.none and second.generation_id == 2
         assert sorted(m.member_id for m in second.members) == sorted([first.member_id, b_first.member_id])
-        synced = a.request(SYNC, 5, req(SYNC, 5, group_id=group, generation_id=2, member_id=first.member_id,
-                                        group_instance_id=None, protocol_type="consumer", protocol_name="range",
-                                        assignments=()))
+        synced = a.request(
+            SYNC,
+            5,
+            req(
+                SYNC,
+                5,
+                group_id=group,
+                generation_id=2,
+                member_id=first.member_id,
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=(),
+            ),
+        )
         assert synced.error_code == ErrorCode.none
         # b never syncs: after the rebalance timeout (1 s) it is removed and a rebalances alone.
         deadline = time.monotonic() + 10
-        while a.request(HEARTBEAT, 4, req(HEARTBEAT, 4, group_id=group, generation_id=2, member_id=first.member_id,
-                                          group_instance_id=None)).error_code != ErrorCode.rebalance_in_progress:
+        while (
+            a.request(
+                HEARTBEAT,
+                4,
+                req(HEARTBEAT, 4, group_id=group, generation_id=2, member_id=first.member_id, group_instance_id=None),
+            ).error_code
+            != ErrorCode.rebalance_in_progress
+        ):
             assert time.monotonic() < deadline, "b was never removed"
         third = join(a, 9, group, member_id=first.member_id, rebalance_timeout=1_000)
         assert third.error_code == ErrorCode.none and [m.member_id for m in third.members] == [first.member_id]

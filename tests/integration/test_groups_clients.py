@@ -67,8 +67,10 @@ def test_balanced_exactly_once_and_a_leaving_member(shared_broker, topic, member
     second = produce(bootstrap, topic, 6, 300, start=300)
     wait_for(lambda: len(consumed_values(members)) >= 600, what="600 messages consumed")
     _exactly_once(consumed_values(members), first + second)
-    wait_for(lambda: committed_offsets(bootstrap, f"g-{topic}", topic, 6) == {p: 100 for p in range(6)},
-             what="every partition committed at its end")
+    wait_for(
+        lambda: committed_offsets(bootstrap, f"g-{topic}", topic, 6) == {p: 100 for p in range(6)},
+        what="every partition committed at its end",
+    )
     for m in members:
         m.check()
 

@@ -54,7 +54,7 @@ def test_cooperative_sticky_moves_only_what_must_move(shared_broker, members, cl
     newcomer = members[-1]
     assert len(newcomer.assigned) == 2
     for m in members[:2]:
-        revoked = frozenset().union(*(p for kind, p in m.events[marks[m.name]:] if kind == "revoked"))
+        revoked = frozenset().union(*(p for kind, p in m.events[marks[m.name] :] if kind == "revoked"))
         assert len(revoked) == 1, f"{m.name} gave up {sorted(revoked)}, not just the one partition that had to move"
         assert m.assigned == before[m.name] - revoked, f"{m.name} lost or gained more than the moved partition"
     assert newcomer.assigned == frozenset().union(*before.values()) - members[0].assigned - members[1].assigned
@@ -91,8 +91,10 @@ def test_commits_survive_a_broker_sigkill(broker_factory):
         for m in members:
             wait_for(lambda: sorted(v for _, _, v in m.consumed) == sorted(first), what=f"{m.name} reading all")
         for client, group in groups.items():
-            wait_for(lambda: committed_offsets(bootstrap, group, topic, 6) == {p: 20 for p in range(6)},
-                     what=f"{client}'s commits")
+            wait_for(
+                lambda: committed_offsets(bootstrap, group, topic, 6) == {p: 20 for p in range(6)},
+                what=f"{client}'s commits",
+            )
     finally:
         stop_all(members)
 

@@ -49,9 +49,17 @@ class Member:
     def send_join(self, reason: str | None = None) -> None:
         self.reason = reason  # sent again with the member id KIP-394 hands out, as clients do
         protocol = part(JOIN, VERSIONS[JOIN], "JoinGroupRequestProtocol", name="range", metadata=SUBSCRIPTION)
-        self.send(JOIN, group_id=self.group, session_timeout=10_000, rebalance_timeout=30_000,
-                  member_id=self.member_id, group_instance_id=None, protocol_type="consumer", protocols=(protocol,),
-                  reason=reason)
+        self.send(
+            JOIN,
+            group_id=self.group,
+            session_timeout=10_000,
+            rebalance_timeout=30_000,
+            member_id=self.member_id,
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocols=(protocol,),
+            reason=reason,
+        )
 
     def join_answer(self) -> Any:
         answer = self.receive(JOIN)
@@ -64,16 +72,32 @@ class Member:
         return answer
 
     def sync(self, assignments: dict[str, list[int]] | None = None) -> Any:
-        given = tuple(part(SYNC, VERSIONS[SYNC], "SyncGroupRequestAssignment", member_id=m,
-                           assignment=encode_assignment(Assignment(tuple((TOPIC, p) for p in ps))))
-                      for m, ps in (assignments or {}).items())
-        self.send(SYNC, group_id=self.group, generation_id=self.generation, member_id=self.member_id,
-                  group_instance_id=None, protocol_type="consumer", protocol_name="range", assignments=given)
+        given = tuple(
+            part(
+                SYNC,
+                VERSIONS[SYNC],
+                "SyncGroupRequestAssignment",
+                member_id=m,
+                assignment=encode_assignment(Assignment(tuple((TOPIC, p) for p in ps))),
+            )
+            for m, ps in (assignments or {}).items()
+        )
+        self.send(
+            SYNC,
+            group_id=self.group,
+            generation_id=self.generation,
+            member_id=self.member_id,
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=given,
+        )
         return self
 
     def leave(self, reason: str) -> None:
-        who = part(LEAVE, VERSIONS[LEAVE], "MemberIdentity", member_id=self.member_id, group_instance_id=None,
-                   reason=reason)
+        who = part(
+            LEAVE, VERSIONS[LEAVE], "MemberIdentity", member_id=self.member_id, group_instance_id=None, reason=reason
+        )
         self.send(LEAVE, group_id=self.group, members=(who,))
         assert self.receive(LEAVE).error_code == ErrorCode.none
 
@@ -125,7 +149,10 @@ def history_json(group: str, bootstrap: str) -> dict[str, Any]:
 def check_history(found: dict[str, Any], a: Member, b: Member) -> None:
     rebalances = found["rebalances"]
     assert [(r["cause"], r["generation"], r["outcome"]) for r in rebalances] == [
-        ("member-join", 1, "stable"), ("member-join", 2, "stable"), ("member-leave", 3, "stable")]
+        ("member-join", 1, "stable"),
+        ("member-join", 2, "stable"),
+        ("member-leave", 3, "stable"),
+    ]
     first, joined, left = rebalances
     assert first["member_id"] == a.member_id and "starting" in first["reason"]
     assert joined["member_id"] == b.member_id and "scaling out" in joined["reason"]
@@ -146,11 +173,24 @@ def test_history_is_printed_as_a_table_and_json_and_survives_a_restart(broker_fa
         table = herd("history", "--group", group, bootstrap=bootstrap)
         assert table.exit_code == 0 and not table.stderr, table
         header, *cells = [re.split(" {2,}", line.strip()) for line in table.stdout.splitlines()]
-        assert header == ["GENERATION", "CAUSE", "REASON", "MEMBER", "STARTED", "JOIN", "SYNC", "MEMBERS", "LATE",
-                          "DROPPED", "OUTCOME"]
+        assert header == [
+            "GENERATION",
+            "CAUSE",
+            "REASON",
+            "MEMBER",
+            "STARTED",
+            "JOIN",
+            "SYNC",
+            "MEMBERS",
+            "LATE",
+            "DROPPED",
+            "OUTCOME",
+        ]
         assert [(r[0], r[1], r[2], r[-1]) for r in cells] == [
-            ("1", "member-join", "starting", "stable"), ("2", "member-join", "scaling out", "stable"),
-            ("3", "member-leave", "the consumer is being closed", "stable")]
+            ("1", "member-join", "starting", "stable"),
+            ("2", "member-join", "scaling out", "stable"),
+            ("3", "member-leave", "the consumer is being closed", "stable"),
+        ]
         assert cells[1][8].startswith(f"{a.member_id}+") and cells[1][7] == "2" and cells[1][9] == "-"
     finally:
         a.close()
@@ -170,8 +210,12 @@ def cluster(postgres_server, request, tmp_path):
     from pgcluster import HerdCluster, database_name, module_id
 
     url = postgres_server.create_database(database_name(f"{module_id(request)}__history"), replace=True)
-    overrides = {**OVERRIDES, "offsets.topic.num.partitions": "3", "broker.session.timeout.ms": "2000",
-                 "broker.heartbeat.interval.ms": "500"}
+    overrides = {
+        **OVERRIDES,
+        "offsets.topic.num.partitions": "3",
+        "broker.session.timeout.ms": "2000",
+        "broker.heartbeat.interval.ms": "500",
+    }
     with HerdCluster(tmp_path, url, overrides) as nodes:
         nodes.start(3)
         yield nodes
@@ -194,11 +238,20 @@ def coordinator(cluster: Any, group: str, among: list[int]) -> int:
 
 
 def described_history(port: int, group: str) -> dict[str, Any]:
-    resource = part(DESCRIBE_CONFIGS, 4, "DescribeConfigsResource", resource_type=32, resource_name=group,
-                    configuration_keys=(HISTORY,))
+    resource = part(
+        DESCRIBE_CONFIGS,
+        4,
+        "DescribeConfigsResource",
+        resource_type=32,
+        resource_name=group,
+        configuration_keys=(HISTORY,),
+    )
     with RawClient(port) as c:
-        answer = c.request(DESCRIBE_CONFIGS, 4, req(DESCRIBE_CONFIGS, 4, resources=(resource,),
-                                                    include_synonyms=False, include_documentation=False))
+        answer = c.request(
+            DESCRIBE_CONFIGS,
+            4,
+            req(DESCRIBE_CONFIGS, 4, resources=(resource,), include_synonyms=False, include_documentation=False),
+        )
     (result,) = answer.results
     assert result.error_code == ErrorCode.none, result
     (config,) = result.configs

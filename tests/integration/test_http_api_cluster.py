@@ -25,9 +25,15 @@ FORWARDED = {"X-Herd-Forwarded-By": "99"}
 @pytest.fixture(scope="module")
 def cluster(request, postgres_server, tmp_path_factory):
     url = postgres_server.create_database(database_name(module_id(request)), replace=True)
-    herd = HerdCluster(tmp_path_factory.mktemp("http-cluster"), url, {
-        "herd.http.listener": "127.0.0.1:0", "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
-        "group.min.session.timeout.ms": "1000"})
+    herd = HerdCluster(
+        tmp_path_factory.mktemp("http-cluster"),
+        url,
+        {
+            "herd.http.listener": "127.0.0.1:0",
+            "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+            "group.min.session.timeout.ms": "1000",
+        },
+    )
     try:
         herd.start(NODES)
         herd.wait_offsets_spread(OFFSETS_PARTITIONS)
@@ -57,16 +63,20 @@ def commit(cluster: HerdCluster, group: str, offset: int) -> None:
 
 
 def test_every_node_shows_every_group_and_proxies_a_group_to_its_coordinator(cluster, members):
-    groups = [next(f"cl-{p}-{n}" for n in range(100) if coordinator_partition(f"cl-{p}-{n}", OFFSETS_PARTITIONS) == p)
-              for p in range(OFFSETS_PARTITIONS)]  # one group in each __consumer_offsets partition: on each node
+    groups = [
+        next(f"cl-{p}-{n}" for n in range(100) if coordinator_partition(f"cl-{p}-{n}", OFFSETS_PARTITIONS) == p)
+        for p in range(OFFSETS_PARTITIONS)
+    ]  # one group in each __consumer_offsets partition: on each node
     for group in groups:
         commit(cluster, group, 0)
     members.append(ConfluentMember(cluster.bootstrap, TOPIC, groups[0], name="live"))
     members[0].start()
     settled(members, 2, quiet_s=0.2)
 
-    local = {node: {g["group"]: g for g in get(cluster, node, "/v1/groups?scope=local")[1]["groups"]}
-             for node in range(NODES)}
+    local = {
+        node: {g["group"]: g for g in get(cluster, node, "/v1/groups?scope=local")[1]["groups"]}
+        for node in range(NODES)
+    }
     owner = {group: node for node, found in local.items() for group in found}
     assert sorted(owner) == sorted(groups) and sorted(owner.values()) == list(range(NODES))
     assert all(g["coordinator"] == node for node, found in local.items() for g in found.values())
@@ -92,9 +102,14 @@ def test_every_node_shows_every_group_and_proxies_a_group_to_its_coordinator(clu
 
 def own_groups(cluster: HerdCluster, prefix: str) -> list[str]:
     """One group per __consumer_offsets partition (so on every node), each with a committed offset."""
-    groups = [next(f"{prefix}-{p}-{n}" for n in range(100)
-                   if coordinator_partition(f"{prefix}-{p}-{n}", OFFSETS_PARTITIONS) == p)
-              for p in range(OFFSETS_PARTITIONS)]
+    groups = [
+        next(
+            f"{prefix}-{p}-{n}"
+            for n in range(100)
+            if coordinator_partition(f"{prefix}-{p}-{n}", OFFSETS_PARTITIONS) == p
+        )
+        for p in range(OFFSETS_PARTITIONS)
+    ]
     for group in groups:
         commit(cluster, group, 0)
     return groups
@@ -108,8 +123,9 @@ def test_the_console_of_any_node_shows_every_group(cluster):
         page = chromium.new_page()
         page.goto(f"http://{cluster.nodes[1].http}/")
         page.wait_for_function(f"document.querySelectorAll('#groups tbody tr').length === {len(owner)}")
-        assert page.locator(f'#groups tr[data-group="{elsewhere}"] td').nth(5).inner_text() == \
-            f"node {owner[elsewhere]}"
+        assert (
+            page.locator(f'#groups tr[data-group="{elsewhere}"] td').nth(5).inner_text() == f"node {owner[elsewhere]}"
+        )
         page.goto(f"http://{cluster.nodes[1].http}/groups/{elsewhere}")
         page.locator(".facts").wait_for()
         assert f"node {owner[elsewhere]}" in page.locator(".facts").inner_text()
@@ -118,8 +134,12 @@ def test_the_console_of_any_node_shows_every_group(cluster):
 def test_a_node_that_does_not_answer_is_reported(cluster):
     """Its own groups (one per __consumer_offsets partition, so on every node), not those of the other tests."""
     groups = own_groups(cluster, "cl-quiet")
-    owner = {g["group"]: node for node in range(NODES)
-             for g in get(cluster, node, "/v1/groups?scope=local")[1]["groups"] if g["group"] in groups}
+    owner = {
+        g["group"]: node
+        for node in range(NODES)
+        for g in get(cluster, node, "/v1/groups?scope=local")[1]["groups"]
+        if g["group"] in groups
+    }
     answering = sorted(group for group, node in owner.items() if node != 2)
     assert sorted(owner) == sorted(groups) and answering
     cluster.pause(2)

@@ -19,8 +19,9 @@ TOPIC, PARTITIONS = "api-orders", 4
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    broker = BrokerProcess(tmp_path_factory.mktemp("http-api") / "data",
-                           {**BROKER_OVERRIDES, "herd.http.listener": "127.0.0.1:0"}).start()
+    broker = BrokerProcess(
+        tmp_path_factory.mktemp("http-api") / "data", {**BROKER_OVERRIDES, "herd.http.listener": "127.0.0.1:0"}
+    ).start()
     create_topic(broker.bootstrap, TOPIC, PARTITIONS)
     yield broker
     broker.stop()
@@ -66,10 +67,17 @@ def test_a_live_group_its_members_assignments_lag_and_history(node, members):
     status, listed = get(node, "/v1/groups")
     assert status == 200 and listed["unreachable"] == [] and listed["nodes"] == [0]
     (summary,) = [g for g in listed["groups"] if g["group"] == "api-live"]
-    assert summary == {"group": "api-live", "state": "Stable", "protocol_type": "consumer", "protocol": "range",
-                       "generation": group["generation"], "members": 2, "coordinator": 0, "lag": 0,
-                       "last_rebalance": {key: last[key] for key in ("generation", "cause", "started_ms",
-                                                                      "completed_ms", "outcome")}}
+    assert summary == {
+        "group": "api-live",
+        "state": "Stable",
+        "protocol_type": "consumer",
+        "protocol": "range",
+        "generation": group["generation"],
+        "members": 2,
+        "coordinator": 0,
+        "lag": 0,
+        "last_rebalance": {key: last[key] for key in ("generation", "cause", "started_ms", "completed_ms", "outcome")},
+    }
 
     stop_all(members)  # they leave: the group is empty, its offsets stay; new messages are lag
     produce(node.bootstrap, TOPIC, PARTITIONS, 8, start=20)
@@ -88,14 +96,21 @@ def test_a_group_with_committed_offsets_only(node):
     finally:
         consumer.close()
     status, group = get(node, "/v1/groups/api-offsets")
-    ends = {p["partition"]: p["end_offset"] for t in get(node, "/v1/topics")[1]["topics"] if t["topic"] == TOPIC
-            for p in t["partitions"]}
+    ends = {
+        p["partition"]: p["end_offset"]
+        for t in get(node, "/v1/topics")[1]["topics"]
+        if t["topic"] == TOPIC
+        for p in t["partitions"]
+    }
     assert status == 200 and group["members"] == [] and group["state"] == "Empty"
-    assert [(p["partition"], p["committed"], p["lag"], p["member_id"]) for p in group["partitions"]] == \
-        [(1, 1, ends[1] - 1, None), (2, 0, ends[2], None)]
+    assert [(p["partition"], p["committed"], p["lag"], p["member_id"]) for p in group["partitions"]] == [
+        (1, 1, ends[1] - 1, None),
+        (2, 0, ends[2], None),
+    ]
     listed = get(node, "/v1/groups")[1]["groups"]
-    assert {"group": "api-offsets", "members": 0, "lag": ends[1] - 1 + ends[2]}.items() <= \
-        next(g for g in listed if g["group"] == "api-offsets").items()
+    assert {"group": "api-offsets", "members": 0, "lag": ends[1] - 1 + ends[2]}.items() <= next(
+        g for g in listed if g["group"] == "api-offsets"
+    ).items()
 
 
 def test_topics_with_partitions_offsets_and_sizes(node):

@@ -63,9 +63,16 @@ def generation(port: int, group: str) -> int:
         assert g.group_state == "Stable" and g.members, g
         member = g.members[0]
         for candidate in range(1, 100):
-            answer = client.request(12, 4, HeartbeatRequest(group_id=group, generation_id=candidate,
-                                                             member_id=member.member_id,
-                                                             group_instance_id=member.group_instance_id))
+            answer = client.request(
+                12,
+                4,
+                HeartbeatRequest(
+                    group_id=group,
+                    generation_id=candidate,
+                    member_id=member.member_id,
+                    group_instance_id=member.group_instance_id,
+                ),
+            )
             if answer.error_code == 0:
                 return candidate
     raise AssertionError(f"no generation of {group} below 100 answered")
@@ -77,8 +84,9 @@ def admin(bootstrap: str):  # noqa: ANN201 - confluent_kafka.admin.AdminClient
     return AdminClient({"bootstrap.servers": bootstrap})
 
 
-def alter(bootstrap: str, group: str, value: str | None, op: str = "SET", name: str = CONFIG,
-          resource_type: str = "GROUP") -> None:
+def alter(
+    bootstrap: str, group: str, value: str | None, op: str = "SET", name: str = CONFIG, resource_type: str = "GROUP"
+) -> None:
     """IncrementalAlterConfigs through confluent-kafka; raises its KafkaException on an error."""
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
 
@@ -124,23 +132,39 @@ def test_every_node_takes_the_group_config_and_a_forwarded_request_is_not_forwar
         with RawClient(port) as client:
             value = f"member-{i}"
             op = ALTER_OP(name=CONFIG, config_operation=0, value=value)
-            answer = client.request(44, 1, ALTER(resources=(ALTER_RESOURCE(resource_type=32, resource_name=group,
-                                                                           configs=(op,)),), validate_only=False))
+            answer = client.request(
+                44,
+                1,
+                ALTER(
+                    resources=(ALTER_RESOURCE(resource_type=32, resource_name=group, configs=(op,)),),
+                    validate_only=False,
+                ),
+            )
             assert [(r.error_code, r.error_message) for r in answer.responses] == [(0, None)], port
             for asked in ports:
                 with RawClient(asked) as other:
-                    (result,) = other.request(32, 4, DESCRIBE(
-                        resources=(DESCRIBE_RESOURCE(resource_type=32, resource_name=group,
-                                                     configuration_keys=(CONFIG,)),),
-                        include_synonyms=False, include_documentation=False)).results
+                    (result,) = other.request(
+                        32,
+                        4,
+                        DESCRIBE(
+                            resources=(
+                                DESCRIBE_RESOURCE(resource_type=32, resource_name=group, configuration_keys=(CONFIG,)),
+                            ),
+                            include_synonyms=False,
+                            include_documentation=False,
+                        ),
+                    ).results
                     assert result.error_code == 0 and [(c.name, c.value) for c in result.configs] == [
-                        (CONFIG, value)], (port, asked)
+                        (CONFIG, value)
+                    ], (port, asked)
     if len(ports) > 1:
         elsewhere = next(p for p in ports if p != kip469_broker.port)
         with RawClient(elsewhere) as client:
-            request = DESCRIBE(resources=(DESCRIBE_RESOURCE(resource_type=32, resource_name=group,
-                                                            configuration_keys=None),),
-                               include_synonyms=False, include_documentation=False)
+            request = DESCRIBE(
+                resources=(DESCRIBE_RESOURCE(resource_type=32, resource_name=group, configuration_keys=None),),
+                include_synonyms=False,
+                include_documentation=False,
+            )
             client.send_raw(client.encode(32, 4, request, client_id=f"{FORWARDED_CLIENT_ID}9"))
             (result,) = client.read_response(32, 4).results
             assert result.error_code == 16  # NOT_COORDINATOR: not sent on a second time
@@ -150,12 +174,14 @@ def test_every_node_takes_the_group_config_and_a_forwarded_request_is_not_forwar
 
 
 @pytest.mark.parametrize("client", CLIENTS)
-def test_a_stable_static_group_scaled_up_by_four_pre_registered_members_rebalances_once(kip469_broker, members,
-                                                                                        client):
+def test_a_stable_static_group_scaled_up_by_four_pre_registered_members_rebalances_once(kip469_broker, members, client):
     b, topic, group = kip469_broker.bootstrap, unique("fleet"), unique("fleet")
     create_topic(b, topic, PARTITIONS)
-    old = [m for i in range(4) for m in start_members(client, b, topic, group, n=1, prefix=f"old{i}-",
-                                                       instance_id=f"old-{i}")]
+    old = [
+        m
+        for i in range(4)
+        for m in start_members(client, b, topic, group, n=1, prefix=f"old{i}-", instance_id=f"old-{i}")
+    ]
     members += old
     settled(members, PARTITIONS)
     before = generation(kip469_broker.port, group)
@@ -172,8 +198,9 @@ def test_a_stable_static_group_scaled_up_by_four_pre_registered_members_rebalanc
     assert [m.event_count() for m in old] == seen, "an old member saw a rebalance before the last arrival"
     assert generation(kip469_broker.port, group) == before
     held = assignments(b, group)
-    assert all(held[i] == [] for i in new_ids[:3]) and sorted(p for i in held for p in held[i]) == \
-        list(range(PARTITIONS))
+    assert all(held[i] == [] for i in new_ids[:3]) and sorted(p for i in held for p in held[i]) == list(
+        range(PARTITIONS)
+    )
     members += start_members(client, b, topic, group, n=1, prefix="new-3-", instance_id=new_ids[3])
     settled(members, PARTITIONS)
 
@@ -207,8 +234,10 @@ def test_group_config_operations_and_errors_through_confluent_kafka(kip469_broke
     assert error_of(lambda: alter(b, group, ",".join(f"i{n}" for n in range(1001)))) == "INVALID_CONFIG"
     assert error_of(lambda: alter(b, group, "45000", name="consumer.session.timeout.ms")) == "INVALID_CONFIG"
     # topic configs are altered too now (test_configs_api.py): a topic that does not exist, as Kafka answers it
-    assert error_of(lambda: alter(b, "some-topic", "1", name="retention.ms", resource_type="TOPIC")) == \
-        "UNKNOWN_TOPIC_OR_PART"
+    assert (
+        error_of(lambda: alter(b, "some-topic", "1", name="retention.ms", resource_type="TOPIC"))
+        == "UNKNOWN_TOPIC_OR_PART"
+    )
     assert described(b, group)[0] == "b,c"  # nothing changed by the refused requests
 
     alter(b, group, None, op="DELETE")
@@ -219,8 +248,12 @@ def test_group_config_operations_and_errors_through_confluent_kafka(kip469_broke
 
 
 def herd(*args: str, bootstrap: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "herd.cli", *args, "--bootstrap-server", bootstrap],
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "herd.cli", *args, "--bootstrap-server", bootstrap],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def ok(*args: str, bootstrap: str) -> str:
@@ -235,7 +268,8 @@ def test_cli_pre_registration_is_described_survives_a_restart_and_is_withdrawn(b
     b, group = broker.bootstrap, "scale-me"
     assert ok("groups", "add-members", "--group", group, "--instance-ids", "a,b,c", bootstrap=b) == (
         f"Pre-registered group.instance.id a, b, c in group '{group}'.\n"
-        f"Group '{group}' waits for 3 pre-registered members: a, b, c.\n")
+        f"Group '{group}' waits for 3 pre-registered members: a, b, c.\n"
+    )
     result = herd("groups", "describe", "--group", group, "--members", bootstrap=b)
     assert result.returncode == 0
     lines = [line.split() for line in result.stdout.strip().splitlines()]
@@ -248,8 +282,9 @@ def test_cli_pre_registration_is_described_survives_a_restart_and_is_withdrawn(b
     assert [(m["group_instance_id"], m["joined"]) for m in listed] == [("a", False), ("b", False), ("c", False)]
 
     ok("groups", "remove-expected-members", "--group", group, "--instance-ids", "b", bootstrap=b)
-    assert json.loads(ok("groups", "add-members", "--group", group, "--instance-ids", "c,d", "--output", "json",
-                         bootstrap=b)) == {"group": group, "expected_members": ["a", "c", "d"]}
+    assert json.loads(
+        ok("groups", "add-members", "--group", group, "--instance-ids", "c,d", "--output", "json", bootstrap=b)
+    ) == {"group": group, "expected_members": ["a", "c", "d"]}
     ok("groups", "remove-expected-members", "--group", group, "--all", bootstrap=b)
     failed = herd("groups", "describe", "--group", group, "--members", bootstrap=b)
     assert failed.returncode == 1 and f"Consumer group '{group}' does not exist." in failed.stderr
@@ -258,7 +293,8 @@ def test_cli_pre_registration_is_described_survives_a_restart_and_is_withdrawn(b
 
 
 def test_a_pre_registered_member_that_never_comes_delays_the_rebalance_by_the_rebalance_timeout_only(
-        kip469_broker, members):
+    kip469_broker, members
+):
     b, topic, group = kip469_broker.bootstrap, unique("late"), unique("late")
     create_topic(b, topic, 2)
     members += start_members("confluent", b, topic, group, n=1, prefix="s0-", instance_id="s0")
@@ -266,8 +302,11 @@ def test_a_pre_registered_member_that_never_comes_delays_the_rebalance_by_the_re
     alter(b, group, "s1,ghost")
     started = time.monotonic()
     members += start_members("confluent", b, topic, group, n=1, prefix="s1-", instance_id="s1")
-    wait_for(lambda: len(assignments(b, group)) == 2 and all(assignments(b, group).values()), timeout=30,
-             what="both members assigned once the join phase is released")
+    wait_for(
+        lambda: len(assignments(b, group)) == 2 and all(assignments(b, group).values()),
+        timeout=30,
+        what="both members assigned once the join phase is released",
+    )
     waited = time.monotonic() - started
     assert 8 <= waited <= 20, waited  # the rebalance timeout (max.poll.interval.ms) is 10 s
     assert described(b, group)[0] == ""  # "ghost" was released, "s1" fulfilled

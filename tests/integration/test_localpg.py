@@ -101,8 +101,10 @@ def test_no_binaries_is_one_line(monkeypatch, open_tmp_path):
 
 
 def test_binaries_found_without_importing_pgserver():
-    code = ("import sys; from herd.cli.localpg import find_binaries; print(find_binaries()); "
-            "print('pgserver' in sys.modules)")
+    code = (
+        "import sys; from herd.cli.localpg import find_binaries; print(find_binaries()); "
+        "print('pgserver' in sys.modules)"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     out = result.stdout.split()
     assert out[0].endswith("pgserver/pginstall/bin")
@@ -112,8 +114,7 @@ def test_binaries_found_without_importing_pgserver():
 def test_initdb_failure_shows_the_end_of_its_log(monkeypatch, open_tmp_path):
     fake = open_tmp_path / "bin"
     fake.mkdir()
-    (fake / "initdb").write_text("#!/bin/sh\necho starting\n"
-                                 "echo 'initdb: error: something broke' >&2\nexit 1\n")
+    (fake / "initdb").write_text("#!/bin/sh\necho starting\necho 'initdb: error: something broke' >&2\nexit 1\n")
     (fake / "postgres").write_text("#!/bin/sh\nexit 1\n")
     for name in ("initdb", "postgres"):
         os.chmod(fake / name, 0o755)
@@ -149,8 +150,10 @@ def test_a_second_server_on_the_same_directory_is_one_line(open_tmp_path):
     with LocalPostgres(open_tmp_path / "data") as first:
         with pytest.raises(LocalPostgresError) as e:
             LocalPostgres(open_tmp_path / "data").start()
-        assert str(e.value) == (f"a PostgreSQL server (pid {first.pid}) already runs on "
-                                f"{open_tmp_path / 'data'}; stop it first (kill -INT {first.pid})")
+        assert str(e.value) == (
+            f"a PostgreSQL server (pid {first.pid}) already runs on "
+            f"{open_tmp_path / 'data'}; stop it first (kill -INT {first.pid})"
+        )
         assert first.running
 
 
@@ -160,7 +163,7 @@ def test_a_killed_launcher_leaves_no_server_and_the_next_start_works(open_tmp_pa
     script = textwrap.dedent(f"""
         import sys, time
         from herd.cli.localpg import LocalPostgres
-        pg = LocalPostgres({str(open_tmp_path / 'data')!r}).start()
+        pg = LocalPostgres({str(open_tmp_path / "data")!r}).start()
         print(pg.pid, flush=True)
         time.sleep(600)
     """)

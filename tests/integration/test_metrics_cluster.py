@@ -6,10 +6,9 @@ from __future__ import annotations
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient
+from groupmembers import wait_for
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
-
-from groupmembers import wait_for
 from pgcluster import HerdCluster
 from test_metrics_scrape import Samples, scrape, value
 
@@ -37,8 +36,11 @@ def test_the_coordinator_reports_the_lag_of_partitions_led_elsewhere(new_cluster
 
     def lag_on(node: int) -> Samples | None:
         samples = scrape(cluster.nodes[node])
-        return samples if any(name == "herd_consumer_group_lag" and ("group", group) in labels
-                              for name, labels in samples) else None
+        return (
+            samples
+            if any(name == "herd_consumer_group_lag" and ("group", group) in labels for name, labels in samples)
+            else None
+        )
 
     reporting = wait_for(lambda: [n for n in (0, 1) if lag_on(n)], timeout=15, what="a node reporting the lag")
     assert len(reporting) == 1, reporting

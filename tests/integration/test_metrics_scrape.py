@@ -11,13 +11,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from brokers import BrokerProcess
 from confluent_kafka import Producer
+from groupmembers import create_topic, kafka_python_subscriber, wait_for
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 from prometheus_client.parser import text_string_to_metric_families
-
-from brokers import BrokerProcess
-from groupmembers import create_topic, kafka_python_subscriber, wait_for
 from rawkafka import RawClient, part, req
 
 JOIN = 11
@@ -29,8 +28,11 @@ def scrape(broker: BrokerProcess) -> Samples:
     with urllib.request.urlopen(f"http://{broker.http}/metrics", timeout=10) as response:
         assert response.headers["Content-Type"].startswith("text/plain")
         text = response.read().decode()
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for family in text_string_to_metric_families(text) for s in family.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:
@@ -75,9 +77,15 @@ def test_a_consumer_group_moves_the_metrics(broker: BrokerProcess) -> None:
     before = scrape(broker)
     assert value(before, "herd_topic_messages_in_total", topic=topic) == 18
     assert value(before, "herd_topic_bytes_in_total", topic=topic) > 0
-    consumer = kafka_python_subscriber(topic, bootstrap_servers=broker.bootstrap, group_id=group,
-                                       auto_offset_reset="earliest", enable_auto_commit=False,
-                                       heartbeat_interval_ms=100, session_timeout_ms=6000)
+    consumer = kafka_python_subscriber(
+        topic,
+        bootstrap_servers=broker.bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        heartbeat_interval_ms=100,
+        session_timeout_ms=6000,
+    )
     try:
         seen = 0
         deadline = time.monotonic() + 20
@@ -86,18 +94,21 @@ def test_a_consumer_group_moves_the_metrics(broker: BrokerProcess) -> None:
         assert seen == 18
         committed = {0: 2, 1: 6, 2: 0}
         consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in committed.items()})
-        samples = scraped_until(broker, lambda s: value(s, "herd_group_coordinator_heartbeats_total") >= 2,
-                                "heartbeats counted")
+        samples = scraped_until(
+            broker, lambda s: value(s, "herd_group_coordinator_heartbeats_total") >= 2, "heartbeats counted"
+        )
         for api in ("JoinGroup", "SyncGroup", "Heartbeat", "OffsetCommit", "Fetch", "Produce", "FindCoordinator"):
             assert value(samples, "herd_requests_total", api=api) >= 1, api
             count = value(samples, "herd_request_latency_seconds_count", api=api)
             assert count == value(samples, "herd_requests_total", api=api)
             assert value(samples, "herd_request_latency_seconds_bucket", api=api, le="+Inf") == count
             assert value(samples, "herd_request_latency_seconds_sum", api=api) > 0
-        assert value(samples, "herd_group_coordinator_heartbeats_total") == value(samples, "herd_requests_total",
-                                                                                 api="Heartbeat")
-        assert value(samples, "herd_topic_bytes_out_total", topic=topic) >= value(samples, "herd_topic_bytes_in_total",
-                                                                                 topic=topic)
+        assert value(samples, "herd_group_coordinator_heartbeats_total") == value(
+            samples, "herd_requests_total", api="Heartbeat"
+        )
+        assert value(samples, "herd_topic_bytes_out_total", topic=topic) >= value(
+            samples, "herd_topic_bytes_in_total", topic=topic
+        )
         assert value(samples, "herd_group_coordinator_offset_commits_total") >= 3
         assert value(samples, "herd_group_coordinator_offset_commit_latency_seconds_count") >= 1
         assert value(samples, "herd_group_coordinator_fsync_latency_seconds_count") >= 1  # the commit and the join
@@ -106,8 +117,9 @@ def test_a_consumer_group_moves_the_metrics(broker: BrokerProcess) -> None:
             assert value(samples, "herd_consumer_group_offset", **labels) == offset
             assert value(samples, "herd_consumer_group_lag", **labels) == counts[p] - offset
         assert value(samples, "herd_consumer_group_sum_lag", group=group) == 3 + 0 + 7
-        assert value(samples, "herd_group_coordinator_classic_group_count", state="Stable",
-                     protocol_type="consumer") >= 1
+        assert (
+            value(samples, "herd_group_coordinator_classic_group_count", state="Stable", protocol_type="consumer") >= 1
+        )
         assert value(samples, "herd_group_coordinator_group_count", protocol="classic") >= 1
         assert value(samples, "herd_group_coordinator_offset_count") >= 3
         assert value(samples, "herd_connections") >= 1
@@ -119,8 +131,11 @@ def test_a_consumer_group_moves_the_metrics(broker: BrokerProcess) -> None:
         assert value(samples, "herd_group_coordinator_rebalance_sync_seconds_count") >= 1
     finally:
         consumer.close()
-    after = scraped_until(broker, lambda s: value(s, "herd_group_coordinator_classic_group_count", state="Empty",
-                                                  protocol_type="consumer") >= 1, "the group empty")
+    after = scraped_until(
+        broker,
+        lambda s: value(s, "herd_group_coordinator_classic_group_count", state="Empty", protocol_type="consumer") >= 1,
+        "the group empty",
+    )
     assert value(after, "herd_connections_closed_total") >= 1
     assert value(after, "herd_connections_accepted_total") >= value(after, "herd_connections_closed_total")
     assert total(after, "herd_group_coordinator_rebalances_total", cause="member-leave") >= 1
@@ -129,8 +144,9 @@ def test_a_consumer_group_moves_the_metrics(broker: BrokerProcess) -> None:
 def test_the_series_cap_drops_and_counts(tmp_path: Path) -> None:
     """herd.metrics.max.series=2: a third topic gets no per-topic series; lag series go by whole groups in
     group-id order, so a second group that would make three is left out; both are counted."""
-    broker = BrokerProcess(tmp_path / "data", {"herd.http.listener": "127.0.0.1:0",
-                                               "herd.metrics.max.series": "2"}).start()
+    broker = BrokerProcess(
+        tmp_path / "data", {"herd.http.listener": "127.0.0.1:0", "herd.metrics.max.series": "2"}
+    ).start()
     try:
         for name in ("cap-a", "cap-b", "cap-c"):
             create_topic(broker.bootstrap, name, 3)
@@ -146,8 +162,11 @@ def test_the_series_cap_drops_and_counts(tmp_path: Path) -> None:
         topics = {dict(labels)["topic"] for (name, labels) in samples if name == "herd_topic_bytes_in_total"}
         assert topics == {"cap-a", "cap-b"}
         assert value(samples, "herd_metrics_dropped_updates_total", family="topic") >= 1
-        offsets = {(dict(labels)["group"], dict(labels)["partition"]) for (name, labels) in samples
-                   if name == "herd_consumer_group_offset"}
+        offsets = {
+            (dict(labels)["group"], dict(labels)["partition"])
+            for (name, labels) in samples
+            if name == "herd_consumer_group_offset"
+        }
         assert offsets == {("cap-g1", "0"), ("cap-g1", "1")}
         assert value(samples, "herd_consumer_group_lag", group="cap-g1", topic="cap-a", partition="0") == 1
         assert value(samples, "herd_metrics_series_dropped", family="consumer_group_lag") == 4
@@ -169,8 +188,11 @@ def test_a_long_group_id_is_dropped_and_a_negative_commit_has_no_lag(broker: Bro
             consumer.commit({TopicPartition("labels", 0): OffsetAndMetadata(offset, "", -1)})
         finally:
             consumer.close()
-    samples = scraped_until(broker, lambda s: ("herd_consumer_group_offset", (("group", "negative"),
-                            ("partition", "0"), ("topic", "labels"))) in s, "the negative group's offset series")
+    samples = scraped_until(
+        broker,
+        lambda s: ("herd_consumer_group_offset", (("group", "negative"), ("partition", "0"), ("topic", "labels"))) in s,
+        "the negative group's offset series",
+    )
     assert not [labels for (_, labels) in samples if ("group", long_id) in labels]
     assert value(samples, "herd_metrics_series_dropped", family="consumer_group_sum_lag") >= 1
     assert value(samples, "herd_consumer_group_offset", group="negative", topic="labels", partition="0") == -1
@@ -184,12 +206,26 @@ def test_a_long_protocol_type_is_dropped_from_the_group_counts(broker: BrokerPro
     with RawClient(broker.port, timeout=30) as c:
         # JoinGroup v3 (no KIP-394 member id round trip): the broker adds the member as it reads the request; the
         # answer waits for the end of the join phase, which this test has no need of.
-        c.send_raw(c.encode(JOIN, 3, req(JOIN, 3, group_id="long-type", session_timeout=30_000,
-                                         rebalance_timeout=30_000, member_id="", protocol_type=long_type,
-                                         protocols=(part(JOIN, 3, "JoinGroupRequestProtocol", name="p",
-                                                         metadata=b""),))))
-        samples = scraped_until(broker, lambda s: value(s, "herd_metrics_series_dropped",
-                                                        family="classic_group_count") >= 1,
-                                "the long protocol type counted as dropped")
+        c.send_raw(
+            c.encode(
+                JOIN,
+                3,
+                req(
+                    JOIN,
+                    3,
+                    group_id="long-type",
+                    session_timeout=30_000,
+                    rebalance_timeout=30_000,
+                    member_id="",
+                    protocol_type=long_type,
+                    protocols=(part(JOIN, 3, "JoinGroupRequestProtocol", name="p", metadata=b""),),
+                ),
+            )
+        )
+        samples = scraped_until(
+            broker,
+            lambda s: value(s, "herd_metrics_series_dropped", family="classic_group_count") >= 1,
+            "the long protocol type counted as dropped",
+        )
     assert not [labels for (_, labels) in samples if ("protocol_type", long_type) in labels]
     assert value(samples, "herd_group_coordinator_group_count", protocol="classic") >= 1

@@ -27,6 +27,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from brokers import BrokerProcess
 from groupmembers import (
     ConfluentMember,
     Member,
@@ -44,7 +45,6 @@ from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.join_group.v9.request import JoinGroupRequestProtocol
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.static.primitive import i8
-from brokers import BrokerProcess
 from pgcluster import HerdCluster
 from rawkafka import RawClient
 
@@ -59,10 +59,16 @@ from herd.server.apis._build import make
 
 JOIN, SYNC, HEARTBEAT = 11, 14, 12
 OFFSETS_PARTITIONS = 6
-CLUSTER_OVERRIDES = {"broker.session.timeout.ms": "2500", "broker.heartbeat.interval.ms": "500",
-                     "group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "1000",
-                     "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS), "num.partitions": "1",
-                     "herd.http.listener": "127.0.0.1:0", "herd.faults.enable": "true"}
+CLUSTER_OVERRIDES = {
+    "broker.session.timeout.ms": "2500",
+    "broker.heartbeat.interval.ms": "500",
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "1000",
+    "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
+    "num.partitions": "1",
+    "herd.http.listener": "127.0.0.1:0",
+    "herd.faults.enable": "true",
+}
 WAIT_S = 30.0  # generous deadlines: the machine is shared
 _HTTP_LISTENING = re.compile(r"herd http listening on ([\w.:\[\]-]+):(\d+)")
 
@@ -71,9 +77,14 @@ pytestmark = pytest.mark.timeout(180)
 
 # -- asking for a move ---------------------------------------------------------------------------------------------
 
+
 def _post(address: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    request = urllib.request.Request(f"http://{address}/v1/moves", json.dumps(body).encode(), method="POST",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"http://{address}/v1/moves",
+        json.dumps(body).encode(),
+        method="POST",
+        headers={"Content-Type": "application/json"},
+    )
     try:
         with urllib.request.urlopen(request, timeout=WAIT_S) as response:
             return response.status, json.load(response)
@@ -95,6 +106,7 @@ def _move(cluster: HerdCluster, **body: Any) -> dict[str, Any]:
 
 
 # -- the cluster and what it says ------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="module")
 def herd(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HerdCluster]:
@@ -122,19 +134,27 @@ def _described(cluster: HerdCluster, node: int, group: str) -> tuple[str, dict[s
 
 def _leaders(cluster: HerdCluster, node: int, topic: str) -> dict[int, tuple[int, int]]:
     """partition -> (leader, leader epoch) as `node` tells clients."""
-    request = MetadataRequest(topics=(MetadataRequestTopic(name=topic, topic_id=None),),
-                              allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    request = MetadataRequest(
+        topics=(MetadataRequestTopic(name=topic, topic_id=None),),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
     with RawClient(cluster.nodes[node].port) as c:
         (t,) = c.request(3, 12, request).topics
     return {p.partition_index: (p.leader_id, p.leader_epoch) for p in t.partitions}
 
 
 def _everyone_says(cluster: HerdCluster, topic: str, partition: int, leader: int, epoch: int) -> None:
-    wait_for(lambda: all(_leaders(cluster, i, topic)[partition] == (leader, epoch) for i in range(3)), WAIT_S,
-             f"every node naming node {leader} at epoch {epoch} for {topic}-{partition}", 0.05)
+    wait_for(
+        lambda: all(_leaders(cluster, i, topic)[partition] == (leader, epoch) for i in range(3)),
+        WAIT_S,
+        f"every node naming node {leader} at epoch {epoch} for {topic}-{partition}",
+        0.05,
+    )
 
 
 # -- clients that say what was acknowledged ----------------------------------------------------------------------
+
 
 class _Committing(ConfluentMember):
     """A confluent-kafka member that records every commit the client reported successful, and when."""
@@ -165,8 +185,10 @@ class _Committing(ConfluentMember):
 
 # -- a group's coordinator -------------------------------------------------------------------------------------------
 
-def test_a_group_whose_coordinator_moves_keeps_its_generation_members_and_commits(herd: HerdCluster,
-                                                                                  members: list[Member]) -> None:
+
+def test_a_group_whose_coordinator_moves_keeps_its_generation_members_and_commits(
+    herd: HerdCluster, members: list[Member]
+) -> None:
     """Three confluent-kafka members consume and commit while records flow; their coordinator is moved to the
     next node. Every node then names the new one, which has loaded the group: Stable with the same members and
     assignments, the same stored generation, no client saw a rebalance; the members commit again, and every
@@ -214,6 +236,7 @@ def test_a_group_whose_coordinator_moves_keeps_its_generation_members_and_commit
 
 # -- a data partition's leadership -------------------------------------------------------------------------------------
 
+
 def test_a_partition_moved_under_a_producer_and_a_consumer_loses_no_acknowledged_record(herd: HerdCluster) -> None:
     """An idempotent acks=all producer writes to two partitions and a kafka-python consumer (which validates its
     position with OffsetForLeaderEpoch after a leader change, KIP-320) reads them; partition 0 moves to a node
@@ -224,8 +247,13 @@ def test_a_partition_moved_under_a_producer_and_a_consumer_loses_no_acknowledged
     topic = "moving"
     herd.create_topic(topic, 2, WAIT_S)
     leader, epoch = _leaders(herd, 0, topic)[0]
-    consumer = KafkaConsumer(bootstrap_servers=herd.bootstrap, enable_auto_commit=False,
-                             auto_offset_reset="earliest", metadata_max_age_ms=1000, fetch_max_wait_ms=100)
+    consumer = KafkaConsumer(
+        bootstrap_servers=herd.bootstrap,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        metadata_max_age_ms=1000,
+        fetch_max_wait_ms=100,
+    )
     consumer.assign([TopicPartition(topic, 0), TopicPartition(topic, 1)])
     seen: list[bytes] = []
     producing = Producing(herd.bootstrap, topic, 2, poll_s=0.02)
@@ -255,13 +283,19 @@ def test_a_partition_moved_under_a_producer_and_a_consumer_loses_no_acknowledged
     assert not producing.errors
     assert len(seen) == len(set(seen)), "a record was read twice"
     with psycopg.connect(herd.database_url) as conn:
-        epochs = {r[0] for r in conn.execute(
-            "SELECT DISTINCT b.leader_epoch FROM herd_batches b JOIN herd_partitions p ON p.pid = b.pid "
-            "JOIN herd_topics t ON t.topic_id = p.topic_id WHERE t.name = %s AND p.partition = 0", (topic,))}
+        epochs = {
+            r[0]
+            for r in conn.execute(
+                "SELECT DISTINCT b.leader_epoch FROM herd_batches b JOIN herd_partitions p ON p.pid = b.pid "
+                "JOIN herd_topics t ON t.topic_id = p.topic_id WHERE t.name = %s AND p.partition = 0",
+                (topic,),
+            )
+        }
     assert epochs == {epoch, epoch + 1}, "records stored by the old leader and by the new one"
 
 
 # -- the move stays, and what is refused -----------------------------------------------------------------------------
+
 
 class _Store:
     """A stand-in log store: leadership is what is tested here."""
@@ -277,8 +311,16 @@ async def _member(url: str, node_id: int) -> SharedCluster:
     pool = await open_pool(url, min_size=1, max_size=2)
     async with pool.connection() as conn:
         cluster_id = await migrate(conn, "test")
-    cluster = SharedCluster(pool, _Store(), LogConfig(), node_id=node_id, endpoint=("127.0.0.1", 9000 + node_id),
-                            session_timeout_ms=3000, heartbeat_interval_ms=500, cluster_id=cluster_id)
+    cluster = SharedCluster(
+        pool,
+        _Store(),
+        LogConfig(),
+        node_id=node_id,
+        endpoint=("127.0.0.1", 9000 + node_id),
+        session_timeout_ms=3000,
+        heartbeat_interval_ms=500,
+        cluster_id=cluster_id,
+    )
     await cluster.start()
     return cluster
 
@@ -288,6 +330,7 @@ def test_a_move_stays_through_controller_steps_and_bad_moves_are_refused(pg_test
     effect in every view with the next epoch and a new entry in the partition's epoch history; controller steps
     leave it where it is, even where it made the nodes uneven; a node that joins afterwards balances again.
     Unknown topics and partitions, a `to` that is not a live node and a move onto the leader are refused."""
+
     async def test(nodes: list[SharedCluster]) -> None:
         a, b, c = nodes[:3]
         await a.create_topic("t", 3)
@@ -307,13 +350,20 @@ def test_a_move_stays_through_controller_steps_and_bad_moves_are_refused(pg_test
         await a._refresh()
         assert (a.leader("t", 0), a.leader("t", other)) == ((target, 1), (target, 0))
         async with a._pool.connection() as conn:
-            row = await (await conn.execute(
-                "SELECT epochs, epoch_starts FROM herd_partitions p JOIN herd_topics t ON t.topic_id = p.topic_id "
-                "WHERE t.name = 't' AND p.partition = 0")).fetchone()
+            row = await (
+                await conn.execute(
+                    "SELECT epochs, epoch_starts FROM herd_partitions p JOIN herd_topics t ON t.topic_id = p.topic_id "
+                    "WHERE t.name = 't' AND p.partition = 0"
+                )
+            ).fetchone()
         assert row is not None and list(row[0]) == [0, 1] and len(row[1]) == 2
 
-        for args, status, words in [(("nope", 0, None), 404, "unknown topic"), (("t", 3, None), 404, "no partition 3"),
-                                    (("t", 0, 7), 400, "not a live node"), (("t", 0, target), 409, "already led")]:
+        for args, status, words in [
+            (("nope", 0, None), 404, "unknown topic"),
+            (("t", 3, None), 404, "no partition 3"),
+            (("t", 0, 7), 400, "not a live node"),
+            (("t", 0, target), 409, "already led"),
+        ]:
             with pytest.raises(MoveError, match=words) as refused:
                 await b.move_partition(*args)
             assert refused.value.status == status
@@ -339,8 +389,10 @@ def test_a_move_stays_through_controller_steps_and_bad_moves_are_refused(pg_test
 
 # -- one node -----------------------------------------------------------------------------------------------------
 
+
 def test_on_one_node_a_group_move_unloads_and_reloads_its_coordinator_without_a_rebalance(
-        tmp_path: Path, members: list[Member]) -> None:
+    tmp_path: Path, members: list[Member]
+) -> None:
     """Embedded mode: the group's `__consumer_offsets` partition is unloaded (clients get NOT_COORDINATOR) for
     `unavailable_ms` and loaded again from the log; two confluent-kafka members stay in their generation with the
     same assignments and commit again. A data partition's move is refused: it needs cluster mode."""
@@ -361,8 +413,12 @@ def test_on_one_node_a_group_move_unloads_and_reloads_its_coordinator_without_a_
         moved_at = time.monotonic()
         status, answer = broker.move({"group": group, "unavailable_ms": 300})
         partition = coordinator_partition(group, 10)
-        assert status == 0 and answer == {"partition": [OFFSETS_TOPIC, partition], "from": 0, "to": 0,
-                                             "leader_epoch": 0}
+        assert status == 0 and answer == {
+            "partition": [OFFSETS_TOPIC, partition],
+            "from": 0,
+            "to": 0,
+            "leader_epoch": 0,
+        }
         produce(broker.bootstrap, topic, 4, 40, start=40)
         wait_for(lambda: all(m.commits_since(moved_at) for m in started), WAIT_S, "every member committing again")
         assert [m.event_count() for m in started] == events, "a client saw a rebalance"
@@ -380,10 +436,19 @@ def test_on_one_node_a_group_move_unloads_and_reloads_its_coordinator_without_a_
 
 
 def _join(c: RawClient, group: str, member_id: str = "", *, send_only: bool = False) -> Any:
-    request = make(request_class(JOIN, 9), dict(
-        group_id=group, session_timeout=10_000, rebalance_timeout=10_000, member_id=member_id,
-        group_instance_id=None, protocol_type="consumer", reason="test",
-        protocols=(make(JoinGroupRequestProtocol, dict(name="range", metadata=b"")),)))
+    request = make(
+        request_class(JOIN, 9),
+        dict(
+            group_id=group,
+            session_timeout=10_000,
+            rebalance_timeout=10_000,
+            member_id=member_id,
+            group_instance_id=None,
+            protocol_type="consumer",
+            reason="test",
+            protocols=(make(JoinGroupRequestProtocol, dict(name="range", metadata=b"")),),
+        ),
+    )
     if send_only:
         c.send_raw(c.encode(JOIN, 9, request))
         return None
@@ -397,15 +462,29 @@ def _a_parked_join_is_answered_not_coordinator(broker: _EmbeddedBroker) -> None:
     with RawClient(port) as a, RawClient(port) as b:
         first = _join(a, group, _join(a, group).member_id)
         assert first.error_code == ErrorCode.none and first.generation_id == 1
-        sync = make(request_class(SYNC, 5), dict(group_id=group, generation_id=1, member_id=first.member_id,
-                                                 group_instance_id=None, protocol_type="consumer",
-                                                 protocol_name="range", assignments=()))
+        sync = make(
+            request_class(SYNC, 5),
+            dict(
+                group_id=group,
+                generation_id=1,
+                member_id=first.member_id,
+                group_instance_id=None,
+                protocol_type="consumer",
+                protocol_name="range",
+                assignments=(),
+            ),
+        )
         assert a.request(SYNC, 5, sync).error_code == ErrorCode.none
         _join(b, group, _join(b, group).member_id, send_only=True)
-        heartbeat = make(request_class(HEARTBEAT, 4), dict(group_id=group, generation_id=1,
-                                                           member_id=first.member_id, group_instance_id=None))
-        wait_for(lambda: a.request(HEARTBEAT, 4, heartbeat).error_code == ErrorCode.rebalance_in_progress, WAIT_S,
-                 "the second member's join parked")
+        heartbeat = make(
+            request_class(HEARTBEAT, 4),
+            dict(group_id=group, generation_id=1, member_id=first.member_id, group_instance_id=None),
+        )
+        wait_for(
+            lambda: a.request(HEARTBEAT, 4, heartbeat).error_code == ErrorCode.rebalance_in_progress,
+            WAIT_S,
+            "the second member's join parked",
+        )
         assert broker.move({"group": group})[0] == 0
         assert b.read_response(JOIN, 9).error_code == ErrorCode.not_coordinator
 
@@ -414,8 +493,12 @@ class _EmbeddedBroker:
     """One node: a `herd serve` process with its HTTP listener; moves are asked for with `herd faults move`."""
 
     def __init__(self, tmp_path: Path) -> None:
-        props = {"group.min.session.timeout.ms": "1000", "offsets.topic.num.partitions": "10",
-                 "herd.http.listener": "127.0.0.1:0", "herd.faults.enable": "true"}
+        props = {
+            "group.min.session.timeout.ms": "1000",
+            "offsets.topic.num.partitions": "10",
+            "herd.http.listener": "127.0.0.1:0",
+            "herd.faults.enable": "true",
+        }
         self.process = BrokerProcess(tmp_path / "node", props).start()
         self.bootstrap = self.process.bootstrap
 
@@ -425,8 +508,17 @@ class _EmbeddedBroker:
     def move(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
         """`herd faults move` with `body`'s fields as options: (0, its JSON answer) when it worked, else (its exit
         code, {"error": its one line without the `herd: error: ` prefix})."""
-        args = [sys.executable, "-m", "herd.cli", "faults", "move", "--http", _http_address(self.process.log()),
-                "--output", "json"]
+        args = [
+            sys.executable,
+            "-m",
+            "herd.cli",
+            "faults",
+            "move",
+            "--http",
+            _http_address(self.process.log()),
+            "--output",
+            "json",
+        ]
         for name, value in body.items():
             args += [f"--{name.replace('_', '-')}", str(value)]
         done = subprocess.run(args, capture_output=True, text=True, timeout=WAIT_S)

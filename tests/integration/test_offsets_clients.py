@@ -25,15 +25,37 @@ from herd.client.consumer_protocol import Subscription, encode_subscription
 TOPIC = "orders"
 PARTITIONS = 3
 JOIN, SYNC, LEAVE, DESCRIBE, CREATE_TOPICS = 11, 14, 13, 15, 19
-OVERRIDES = {"offsets.topic.num.partitions": "4", "group.initial.rebalance.delay.ms": "0",
-             "group.min.session.timeout.ms": "1000"}
+OVERRIDES = {
+    "offsets.topic.num.partitions": "4",
+    "group.initial.rebalance.delay.ms": "0",
+    "group.min.session.timeout.ms": "1000",
+}
 
 
 def create_topic(port: int, name: str = TOPIC) -> None:
     with RawClient(port) as c:
-        c.request(CREATE_TOPICS, 7, req(CREATE_TOPICS, 7, timeout=10_000, validate_only=False, topics=(
-            part(CREATE_TOPICS, 7, "CreatableTopic", name=name, num_partitions=PARTITIONS, replication_factor=1,
-                 assignments=(), configs=()),)))
+        c.request(
+            CREATE_TOPICS,
+            7,
+            req(
+                CREATE_TOPICS,
+                7,
+                timeout=10_000,
+                validate_only=False,
+                topics=(
+                    part(
+                        CREATE_TOPICS,
+                        7,
+                        "CreatableTopic",
+                        name=name,
+                        num_partitions=PARTITIONS,
+                        replication_factor=1,
+                        assignments=(),
+                        configs=(),
+                    ),
+                ),
+            ),
+        )
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -51,8 +73,7 @@ def confluent_commit(bootstrap: str, group: str, offsets: dict[int, tuple[int, s
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
     try:
-        c.commit(offsets=[TopicPartition(TOPIC, p, o, metadata=m) for p, (o, m) in offsets.items()],
-                 asynchronous=False)
+        c.commit(offsets=[TopicPartition(TOPIC, p, o, metadata=m) for p, (o, m) in offsets.items()], asynchronous=False)
     finally:
         c.close()
 
@@ -122,9 +143,11 @@ def aiokafka_fetch(bootstrap: str, group: str) -> dict[int, tuple[int, str]]:
     return asyncio.run(run())
 
 
-COMMITTERS = {"confluent": (confluent_commit, confluent_fetch), "kafka-python": (kafka_python_commit,
-                                                                                 kafka_python_fetch),
-              "aiokafka": (aiokafka_commit, aiokafka_fetch)}
+COMMITTERS = {
+    "confluent": (confluent_commit, confluent_fetch),
+    "kafka-python": (kafka_python_commit, kafka_python_fetch),
+    "aiokafka": (aiokafka_commit, aiokafka_fetch),
+}
 
 
 @embedded_only("a kill -9 and restart of the one broker on its data directory (test_cluster kills a node)")
@@ -161,21 +184,49 @@ class Intruder(threading.Thread):
     def run(self) -> None:
         metadata = encode_subscription(Subscription(topics=(TOPIC,)))
         with RawClient(self.port, timeout=30) as c:
+
             def join(member_id: str) -> Any:
-                return c.request(JOIN, 9, req(JOIN, 9, group_id=self.group, session_timeout=30_000,
-                                              rebalance_timeout=1_000, member_id=member_id, group_instance_id=None,
-                                              protocol_type="consumer", reason="intruder", protocols=tuple(
-                        part(JOIN, 9, "JoinGroupRequestProtocol", name=name, metadata=metadata)
-                        for name in ("range", "roundrobin"))))
+                return c.request(
+                    JOIN,
+                    9,
+                    req(
+                        JOIN,
+                        9,
+                        group_id=self.group,
+                        session_timeout=30_000,
+                        rebalance_timeout=1_000,
+                        member_id=member_id,
+                        group_instance_id=None,
+                        protocol_type="consumer",
+                        reason="intruder",
+                        protocols=tuple(
+                            part(JOIN, 9, "JoinGroupRequestProtocol", name=name, metadata=metadata)
+                            for name in ("range", "roundrobin")
+                        ),
+                    ),
+                )
 
             joined = join(join("").member_id)
             assert joined.error_code == ErrorCode.none, joined
-            assignments = tuple(part(SYNC, 5, "SyncGroupRequestAssignment", member_id=m.member_id, assignment=b"")
-                                for m in joined.members)
-            synced = c.request(SYNC, 5, req(SYNC, 5, group_id=self.group, generation_id=joined.generation_id,
-                                            member_id=joined.member_id, group_instance_id=None,
-                                            protocol_type="consumer", protocol_name=joined.protocol_name,
-                                            assignments=assignments))
+            assignments = tuple(
+                part(SYNC, 5, "SyncGroupRequestAssignment", member_id=m.member_id, assignment=b"")
+                for m in joined.members
+            )
+            synced = c.request(
+                SYNC,
+                5,
+                req(
+                    SYNC,
+                    5,
+                    group_id=self.group,
+                    generation_id=joined.generation_id,
+                    member_id=joined.member_id,
+                    group_instance_id=None,
+                    protocol_type="consumer",
+                    protocol_name=joined.protocol_name,
+                    assignments=assignments,
+                ),
+            )
             assert synced.error_code == ErrorCode.none
             self.member_id = joined.member_id
 
@@ -184,9 +235,16 @@ def test_kafka_python_consumer_that_missed_a_rebalance_is_rejected_and_rejoins(s
     from kafka.errors import CommitFailedError
 
     group = "missed-kafka-python"
-    c = kafka_python_subscriber(TOPIC, bootstrap_servers=shared.bootstrap, group_id=group, enable_auto_commit=False,
-                                session_timeout_ms=60_000, heartbeat_interval_ms=50_000, max_poll_interval_ms=2_000,
-                                auto_offset_reset="earliest")
+    c = kafka_python_subscriber(
+        TOPIC,
+        bootstrap_servers=shared.bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        session_timeout_ms=60_000,
+        heartbeat_interval_ms=50_000,
+        max_poll_interval_ms=2_000,
+        auto_offset_reset="earliest",
+    )
     try:
         wait_for(lambda: c.poll(timeout_ms=100) is not None and c.assignment(), what="the first assignment")
         c.commit()
@@ -212,9 +270,17 @@ def test_aiokafka_consumer_that_missed_a_rebalance_is_rejected_and_rejoins(share
         group = "missed-aiokafka"
         # aiokafka heartbeats at least every max.poll.interval.ms; its join phase is bounded by its own
         # rebalance timeout, so a 1 s rebalance ends long before its next heartbeat.
-        c = AIOKafkaConsumer(TOPIC, bootstrap_servers=shared.bootstrap, group_id=group, enable_auto_commit=False,
-                             session_timeout_ms=60_000, heartbeat_interval_ms=50_000, max_poll_interval_ms=30_000,
-                             rebalance_timeout_ms=1_000, auto_offset_reset="earliest")
+        c = AIOKafkaConsumer(
+            TOPIC,
+            bootstrap_servers=shared.bootstrap,
+            group_id=group,
+            enable_auto_commit=False,
+            session_timeout_ms=60_000,
+            heartbeat_interval_ms=50_000,
+            max_poll_interval_ms=30_000,
+            rebalance_timeout_ms=1_000,
+            auto_offset_reset="earliest",
+        )
         await c.start()
         try:
             while not c.assignment():
@@ -250,16 +316,32 @@ def test_confluent_consumer_removed_from_its_group_is_rejected_and_rejoins(share
     from confluent_kafka import Consumer, KafkaError, KafkaException
 
     group = "missed-confluent"
-    c = Consumer({"bootstrap.servers": shared.bootstrap, "group.id": group, "enable.auto.commit": False,
-                  "session.timeout.ms": 60_000, "heartbeat.interval.ms": 50_000, "auto.offset.reset": "earliest"})
+    c = Consumer(
+        {
+            "bootstrap.servers": shared.bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "session.timeout.ms": 60_000,
+            "heartbeat.interval.ms": 50_000,
+            "auto.offset.reset": "earliest",
+        }
+    )
     try:
         c.subscribe([TOPIC])
         wait_for(lambda: c.poll(0.1) is None and c.assignment(), what="the first assignment")
         c.commit(offsets=_positions(c), asynchronous=False)
         (me,) = member_ids(shared.port, group)
         with RawClient(shared.port) as raw:
-            left = raw.request(LEAVE, 3, req(LEAVE, 3, group_id=group, members=(
-                part(LEAVE, 3, "MemberIdentity", member_id=me, group_instance_id=None),)))
+            left = raw.request(
+                LEAVE,
+                3,
+                req(
+                    LEAVE,
+                    3,
+                    group_id=group,
+                    members=(part(LEAVE, 3, "MemberIdentity", member_id=me, group_instance_id=None),),
+                ),
+            )
         assert left.members[0].error_code == ErrorCode.none and member_ids(shared.port, group) == []
         with pytest.raises(KafkaException) as rejected:
             c.commit(offsets=_positions(c), asynchronous=False)
@@ -295,12 +377,16 @@ def test_confluent_admin_alters_lists_and_deletes_group_offsets(shared):
 
     admin = AdminClient({"bootstrap.servers": shared.bootstrap})
     group = "admin-confluent"
-    altered = admin.alter_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [
-        TopicPartition(TOPIC, 0, 10), TopicPartition(TOPIC, 2, 30)])])[group].result(timeout=20)
-    assert sorted((tp.partition, tp.offset, tp.error) for tp in altered.topic_partitions) == [(0, 10, None),
-                                                                                            (2, 30, None)]
-    listed = admin.list_consumer_group_offsets([ConsumerGroupTopicPartitions(group, [
-        TopicPartition(TOPIC, p) for p in range(PARTITIONS)])])[group].result(timeout=20)
+    altered = admin.alter_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group, [TopicPartition(TOPIC, 0, 10), TopicPartition(TOPIC, 2, 30)])]
+    )[group].result(timeout=20)
+    assert sorted((tp.partition, tp.offset, tp.error) for tp in altered.topic_partitions) == [
+        (0, 10, None),
+        (2, 30, None),
+    ]
+    listed = admin.list_consumer_group_offsets(
+        [ConsumerGroupTopicPartitions(group, [TopicPartition(TOPIC, p) for p in range(PARTITIONS)])]
+    )[group].result(timeout=20)
     assert {tp.partition: tp.offset for tp in listed.topic_partitions} == {0: 10, 1: -1001, 2: 30}
     admin.delete_consumer_groups([group])[group].result(timeout=20)
     assert confluent_fetch(shared.bootstrap, group) == {}
@@ -320,13 +406,19 @@ def test_kafka_python_admin_alters_lists_deletes_offsets_and_groups(shared):
         assert set(result.values()) == {NoError}
         listed = admin.list_group_offsets({group: None})[group]
         assert {tp.partition: (om.offset, om.metadata) for tp, om in listed.items()} == {
-            p: (100 + p, "m") for p in range(PARTITIONS)}
+            p: (100 + p, "m") for p in range(PARTITIONS)
+        }
         assert admin.delete_group_offsets(group, [tps[1]]) == {tps[1]: NoError}
         assert sorted(tp.partition for tp in admin.list_group_offsets({group: None})[group]) == [0, 2]
 
         # A live consumer group keeps the offsets of the topics it subscribes to.
-        c = kafka_python_subscriber(TOPIC, bootstrap_servers=shared.bootstrap, group_id=group,
-                                    enable_auto_commit=False, auto_offset_reset="earliest")
+        c = kafka_python_subscriber(
+            TOPIC,
+            bootstrap_servers=shared.bootstrap,
+            group_id=group,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
         try:
             wait_for(lambda: c.poll(timeout_ms=100) is not None and c.assignment(), what="an assignment")
             assert admin.delete_group_offsets(group, [tps[0]]) == {tps[0]: GroupSubscribedToTopicError}

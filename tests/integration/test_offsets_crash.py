@@ -64,9 +64,23 @@ class Committer(threading.Thread):
 
 
 def commit_request(group: str, partition: int, value: int) -> Any:
-    topic = part(COMMIT, 9, "OffsetCommitRequestTopic", name="data", partitions=(
-        part(COMMIT, 9, "OffsetCommitRequestPartition", partition_index=partition, committed_offset=value,
-             committed_leader_epoch=-1, committed_metadata=""),))
+    topic = part(
+        COMMIT,
+        9,
+        "OffsetCommitRequestTopic",
+        name="data",
+        partitions=(
+            part(
+                COMMIT,
+                9,
+                "OffsetCommitRequestPartition",
+                partition_index=partition,
+                committed_offset=value,
+                committed_leader_epoch=-1,
+                committed_metadata="",
+            ),
+        ),
+    )
     return req(COMMIT, 9, group_id=group, generation_id_or_member_epoch=-1, member_id="", topics=(topic,))
 
 
@@ -87,12 +101,32 @@ def committed(port: int, group: str, timeout: float = 20.0) -> dict[int, int]:
 @pytest.mark.slow
 def test_acknowledged_commits_survive_kill_9_at_random_moments(tmp_path):
     rng = random.Random(20261121)
-    broker = BrokerProcess(tmp_path / "data", {"offsets.topic.num.partitions": "1",
-                                               "offsets.topic.segment.bytes": "16384"}).start()
+    broker = BrokerProcess(
+        tmp_path / "data", {"offsets.topic.num.partitions": "1", "offsets.topic.segment.bytes": "16384"}
+    ).start()
     with RawClient(broker.port) as c:
-        c.request(CREATE_TOPICS, 7, req(CREATE_TOPICS, 7, timeout=10_000, validate_only=False, topics=(
-            part(CREATE_TOPICS, 7, "CreatableTopic", name="data", num_partitions=PARTITIONS, replication_factor=1,
-                 assignments=(), configs=()),)))
+        c.request(
+            CREATE_TOPICS,
+            7,
+            req(
+                CREATE_TOPICS,
+                7,
+                timeout=10_000,
+                validate_only=False,
+                topics=(
+                    part(
+                        CREATE_TOPICS,
+                        7,
+                        "CreatableTopic",
+                        name="data",
+                        num_partitions=PARTITIONS,
+                        replication_factor=1,
+                        assignments=(),
+                        configs=(),
+                    ),
+                ),
+            ),
+        )
     sent: dict[int, list[int]] = {p: [] for p in range(PARTITIONS)}
     acked: dict[int, int] = {}
     answered = 0

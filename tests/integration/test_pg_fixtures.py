@@ -46,11 +46,13 @@ def test_database_names_are_valid_and_distinct():
 def test_two_modules_get_their_own_databases_and_the_session_leaves_no_server(tmp_path):
     """A pytest session of its own, with two modules: each gets its database on the one server, and when the
     session ends that server is gone with its directory."""
-    (tmp_path / "conftest.py").write_text(textwrap.dedent(f"""
+    (tmp_path / "conftest.py").write_text(
+        textwrap.dedent(f"""
         import sys
         sys.path.insert(0, {str(TESTS_DIR)!r})
         from pgcluster import pg_url, postgres_server  # noqa: F401
-    """))
+    """)
+    )
     body = textwrap.dedent("""
         import psycopg
 
@@ -64,8 +66,13 @@ def test_two_modules_get_their_own_databases_and_the_session_leaves_no_server(tm
     out = tmp_path / "seen.txt"
     for module in ("test_first.py", "test_second.py"):
         (tmp_path / module).write_text(body.format(out=str(out)))
-    result = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
-                            capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     seen = [line.split() for line in out.read_text().splitlines()]
     assert sorted(name for name, _, _ in seen) == ["test_first", "test_second"]
@@ -105,4 +112,3 @@ def test_herd_cluster_runs_signals_and_closes_its_nodes(pg_test_url, tmp_path):
         cluster.pause(0)  # close() copes with a paused node
         pids = [node.proc.pid for node in cluster.nodes]
     assert not any(_alive(pid) for pid in pids)
-

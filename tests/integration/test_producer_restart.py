@@ -16,7 +16,6 @@ from kio.schema.errors import ErrorCode
 from kio.schema.list_offsets.v7.request import ListOffsetsPartition, ListOffsetsRequest, ListOffsetsTopic
 from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
 from kio.static.primitive import i8, i16, i32, i32Timedelta, i64
-
 from rawkafka import RawClient
 
 TOPIC = "idempotent"
@@ -26,8 +25,15 @@ PID = 4242
 def batch(seq: int, count: int = 2, epoch: int = 0) -> bytes:
     """A batch of producer PID, stamped now (a producer whose last batch is older than producer.id.expiration.ms
     is not restored, as on Kafka)."""
-    return idempotent_batch(PID, epoch, seq, count, timestamp=int(time.time() * 1000), timestamp_step=0,
-                            value=lambda i: b"value-%d" % (seq + i))
+    return idempotent_batch(
+        PID,
+        epoch,
+        seq,
+        count,
+        timestamp=int(time.time() * 1000),
+        timestamp_step=0,
+        value=lambda i: b"value-%d" % (seq + i),
+    )
 
 
 def produce(port: int, records: bytes) -> tuple[ErrorCode, int]:
@@ -45,8 +51,13 @@ def log_end(port: int) -> int:
     """The partition's latest offset (ListOffsets LATEST, v7): its log end on a single broker."""
     with RawClient(port) as client:
         latest = ListOffsetsPartition(partition_index=i32(0), current_leader_epoch=i32(-1), timestamp=i64(-1))
-        resp = client.request(2, 7, ListOffsetsRequest(replica_id=i32(-1), isolation_level=i8(0), topics=(
-            ListOffsetsTopic(name=TOPIC, partitions=(latest,)),)))
+        resp = client.request(
+            2,
+            7,
+            ListOffsetsRequest(
+                replica_id=i32(-1), isolation_level=i8(0), topics=(ListOffsetsTopic(name=TOPIC, partitions=(latest,)),)
+            ),
+        )
     (partition,) = resp.topics[0].partitions
     assert partition.error_code == ErrorCode.none
     return partition.offset
@@ -54,8 +65,9 @@ def log_end(port: int) -> int:
 
 def producers(port: int) -> list[Any]:
     with RawClient(port) as client:
-        resp = client.request(61, 0, DescribeProducersRequest(
-            topics=(TopicRequest(name=TOPIC, partition_indexes=(i32(0),)),)))
+        resp = client.request(
+            61, 0, DescribeProducersRequest(topics=(TopicRequest(name=TOPIC, partition_indexes=(i32(0),)),))
+        )
     (partition,) = resp.topics[0].partitions
     assert partition.error_code == ErrorCode.none
     return list(partition.active_producers)

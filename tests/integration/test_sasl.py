@@ -18,8 +18,9 @@ import os
 import socket
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from brokers import BrokerProcess
@@ -27,8 +28,10 @@ from clients import aiokafka_group_round_trip, confluent_group_round_trip, kafka
 from groupmembers import kafka_python_subscriber
 from rawkafka import RawClient, part, req
 
-JAAS = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
-        'password="admin-secret" user_admin="admin-secret" user_plainuser="plain-secret-77";')
+JAAS = (
+    'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+    'password="admin-secret" user_admin="admin-secret" user_plainuser="plain-secret-77";'
+)
 ADMIN = {"sasl.mechanism": "PLAIN", "sasl.username": "admin", "sasl.password": "admin-secret"}
 USERS = {  # user -> (mechanism, password)
     "alice": ("SCRAM-SHA-512", "alice-secret-512"),
@@ -46,21 +49,32 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def sasl_broker(directory: Path, overrides: dict[str, str] | None = None, *,
-                listeners: str = "SASL_PLAINTEXT://127.0.0.1:0", log_level: str = "INFO") -> BrokerProcess:
+def sasl_broker(
+    directory: Path,
+    overrides: dict[str, str] | None = None,
+    *,
+    listeners: str = "SASL_PLAINTEXT://127.0.0.1:0",
+    log_level: str = "INFO",
+) -> BrokerProcess:
     directory.mkdir(parents=True, exist_ok=True)
     props = directory / "sasl.properties"
     props.write_text(f"listener.name.sasl_plaintext.plain.sasl.jaas.config={JAAS}\n")
     props.chmod(0o600)
-    broker = BrokerProcess(directory / "data", {"listeners": listeners, **(overrides or {})}, config=props,
-                           log_level=log_level)
+    broker = BrokerProcess(
+        directory / "data", {"listeners": listeners, **(overrides or {})}, config=props, log_level=log_level
+    )
     return broker.start()
 
 
 def confluent_config(broker: BrokerProcess, user: str, password: str | None = None) -> dict[str, Any]:
     mechanism, known = USERS.get(user, ("SCRAM-SHA-512", None))
-    return {"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_PLAINTEXT",
-            "sasl.mechanism": mechanism, "sasl.username": user, "sasl.password": password or known}
+    return {
+        "bootstrap.servers": broker.bootstrap,
+        "security.protocol": "SASL_PLAINTEXT",
+        "sasl.mechanism": mechanism,
+        "sasl.username": user,
+        "sasl.password": password or known,
+    }
 
 
 def create_scram_users(broker: BrokerProcess) -> None:
@@ -73,9 +87,11 @@ def create_scram_users(broker: BrokerProcess) -> None:
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap, "security.protocol": "SASL_PLAINTEXT", **ADMIN})
     mechanisms = {"SCRAM-SHA-256": ScramMechanism.SCRAM_SHA_256, "SCRAM-SHA-512": ScramMechanism.SCRAM_SHA_512}
-    upsertions = [UserScramCredentialUpsertion(user, ScramCredentialInfo(mechanisms[mechanism], 8192),
-                                               password.encode())
-                  for user, (mechanism, password) in USERS.items() if mechanism in mechanisms]
+    upsertions = [
+        UserScramCredentialUpsertion(user, ScramCredentialInfo(mechanisms[mechanism], 8192), password.encode())
+        for user, (mechanism, password) in USERS.items()
+        if mechanism in mechanisms
+    ]
     for future in admin.alter_user_scram_credentials(upsertions).values():
         assert future.result(30) is None
     described = {u: f.result(30) for u, f in admin.describe_user_scram_credentials(["alice", "bob"]).items()}
@@ -100,10 +116,16 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
 
 # -- the three clients -------------------------------------------------------------------------------------------
 
+
 def kafka_python_config(broker: BrokerProcess, user: str) -> dict[str, Any]:
     mechanism, password = USERS[user]
-    return {"bootstrap_servers": broker.bootstrap, "security_protocol": "SASL_PLAINTEXT",
-            "sasl_mechanism": mechanism, "sasl_plain_username": user, "sasl_plain_password": password}
+    return {
+        "bootstrap_servers": broker.bootstrap,
+        "security_protocol": "SASL_PLAINTEXT",
+        "sasl_mechanism": mechanism,
+        "sasl_plain_username": user,
+        "sasl_plain_password": password,
+    }
 
 
 def confluent_round_trip(broker: BrokerProcess, user: str, topic: str, n: int = 20) -> None:
@@ -142,12 +164,16 @@ def test_aiokafka_produces_consumes_and_commits(broker: BrokerProcess, user: str
 
 # -- failures ----------------------------------------------------------------------------------------------------
 
+
 def confluent_failure(broker: BrokerProcess, user: str, password: str, mechanism: str) -> str:
     from confluent_kafka import Producer
 
     errors: list[str] = []
-    config = {**confluent_config(broker, user, password), "sasl.mechanism": mechanism,
-              "error_cb": lambda e: errors.append(e.str())}
+    config = {
+        **confluent_config(broker, user, password),
+        "sasl.mechanism": mechanism,
+        "error_cb": lambda e: errors.append(e.str()),
+    }
     p = Producer(config)
     deadline = time.monotonic() + 20
     while not errors and time.monotonic() < deadline:
@@ -163,7 +189,7 @@ def test_a_wrong_password_and_an_unknown_user_get_the_same_answer(broker: Broker
     unknown = confluent_failure(broker, "nobody-" + uuid.uuid4().hex[:6], WRONG, mechanism)
     assert FAILED.format(mechanism) in wrong and FAILED.format(mechanism) in unknown
     # the same but for librdkafka's own prefix and timings
-    strip = lambda text: text[text.index("SASL authentication error"):text.index(" (after")]  # noqa: E731
+    strip = lambda text: text[text.index("SASL authentication error") : text.index(" (after")]  # noqa: E731
     assert strip(wrong) == strip(unknown)
 
 
@@ -218,6 +244,7 @@ def test_authenticate_again_without_a_handshake_is_an_illegal_state(broker: Brok
 
 # -- re-authentication (KIP-368) ------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def reauth_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     b = sasl_broker(tmp_path_factory.mktemp("reauth"), {"connections.max.reauth.ms": "2000"})
@@ -247,8 +274,9 @@ def test_reauthentication_as_another_user_fails(reauth_broker: BrokerProcess) ->
         assert plain_login(client, "admin", "admin-secret").error_code == 0
         answer = plain_login(client, "plainuser", "plain-secret-77")
         assert answer.error_code == 58
-        assert answer.error_message == ("Cannot change principals during re-authentication from User.admin: "
-                                        "User.plainuser")
+        assert answer.error_message == (
+            "Cannot change principals during re-authentication from User.admin: User.plainuser"
+        )
         assert client.is_closed_by_peer()
 
 
@@ -272,11 +300,13 @@ def test_long_running_consumers_reauthenticate(reauth_broker: BrokerProcess) -> 
     producer.produce(topic, value=b"m0")  # the topic is created before the consumers join
     assert producer.flush(20) == 0
     sent = 1
-    consumer = Consumer({**confluent_config(reauth_broker, "bob"), "group.id": "reauth-c",
-                         "auto.offset.reset": "earliest"})
+    consumer = Consumer(
+        {**confluent_config(reauth_broker, "bob"), "group.id": "reauth-c", "auto.offset.reset": "earliest"}
+    )
     consumer.subscribe([topic])
-    other = kafka_python_subscriber(topic, group_id="reauth-k", auto_offset_reset="earliest",
-                                    **kafka_python_config(reauth_broker, "alice"))
+    other = kafka_python_subscriber(
+        topic, group_id="reauth-k", auto_offset_reset="earliest", **kafka_python_config(reauth_broker, "alice")
+    )
     got_c: list[bytes] = []
     got_k: list[bytes] = []
     try:
@@ -303,9 +333,9 @@ def test_long_running_consumers_reauthenticate(reauth_broker: BrokerProcess) -> 
 
 # -- the credentials: bootstrap over PLAINTEXT, durable ------------------------------------------------------------
 
+
 def salted(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
-    return hashlib.pbkdf2_hmac("sha512" if mechanism.endswith("512") else "sha256", password.encode(), salt,
-                               iterations)
+    return hashlib.pbkdf2_hmac("sha512" if mechanism.endswith("512") else "sha256", password.encode(), salt, iterations)
 
 
 def test_users_made_over_plaintext_log_in_and_survive_a_restart(tmp_path: Path) -> None:
@@ -314,10 +344,26 @@ def test_users_made_over_plaintext_log_in_and_survive_a_restart(tmp_path: Path) 
     b = sasl_broker(tmp_path / "b", listeners=listeners)
     try:
         salt = os.urandom(24)
-        upsertion = part(51, 0, "ScramCredentialUpsertion", name="carol", mechanism=2, iterations=4096, salt=salt,
-                         salted_password=salted("SCRAM-SHA-512", "carol-pw", salt, 4096))
-        too_few = part(51, 0, "ScramCredentialUpsertion", name="dave", mechanism=2, iterations=1000, salt=salt,
-                       salted_password=b"x")
+        upsertion = part(
+            51,
+            0,
+            "ScramCredentialUpsertion",
+            name="carol",
+            mechanism=2,
+            iterations=4096,
+            salt=salt,
+            salted_password=salted("SCRAM-SHA-512", "carol-pw", salt, 4096),
+        )
+        too_few = part(
+            51,
+            0,
+            "ScramCredentialUpsertion",
+            name="dave",
+            mechanism=2,
+            iterations=1000,
+            salt=salt,
+            salted_password=b"x",
+        )
         with RawClient(port) as client:  # PLAINTEXT: no authentication, and the request is served
             answer = client.request(51, 0, req(51, 0, deletions=(), upsertions=(upsertion, too_few)))
             # SASL requests on a listener without SASL: Kafka's KafkaApis answers ILLEGAL_SASL_STATE
@@ -332,8 +378,9 @@ def test_users_made_over_plaintext_log_in_and_survive_a_restart(tmp_path: Path) 
         b = sasl_broker(tmp_path / "b", listeners=listeners)
         confluent_round_trip(b, "carol", "carol-after")
         with RawClient(port) as client:
-            described = client.request(50, 0, req(50, 0, users=(part(50, 0, "UserName", name="carol"),
-                                                                part(50, 0, "UserName", name="nobody"))))
+            described = client.request(
+                50, 0, req(50, 0, users=(part(50, 0, "UserName", name="carol"), part(50, 0, "UserName", name="nobody")))
+            )
         by_user = {r.user: r for r in described.results}
         assert [(i.mechanism, i.iterations) for i in by_user["carol"].credential_infos] == [(2, 4096)]
         assert by_user["nobody"].error_code == 91
@@ -346,8 +393,10 @@ def test_users_made_over_plaintext_log_in_and_survive_a_restart(tmp_path: Path) 
 
 def test_a_malformed_jaas_value_stops_the_broker_with_one_line(tmp_path: Path) -> None:
     props = tmp_path / "bad.properties"
-    props.write_text('listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain.'
-                     'PlainLoginModule required user_admin="s3cret-value"\n')
+    props.write_text(
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config=org.apache.kafka.common.security.plain."
+        'PlainLoginModule required user_admin="s3cret-value"\n'
+    )
     b = BrokerProcess(tmp_path / "data", {"listeners": "SASL_PLAINTEXT://127.0.0.1:0"}, config=props)
     with pytest.raises(RuntimeError) as failed:
         b.start()
@@ -355,8 +404,8 @@ def test_a_malformed_jaas_value_stops_the_broker_with_one_line(tmp_path: Path) -
     assert "s3cret-value" not in str(failed.value)
 
 
-
 # -- cluster mode: herd_scram_credentials, seen by every node ------------------------------------------------------
+
 
 def scram_login(client: RawClient, user: str, password: str, mechanism: str = "SCRAM-SHA-512") -> Any:
     """A SCRAM exchange over `client` (RFC 5802, written here); the last SaslAuthenticate answer."""
@@ -367,8 +416,7 @@ def scram_login(client: RawClient, user: str, password: str, mechanism: str = "S
     assert first.error_code == 0
     server_first = first.auth_bytes.decode()
     fields = dict(item.split("=", 1) for item in server_first.split(","))
-    salted_password = hashlib.pbkdf2_hmac(hash_name, password.encode(), base64.b64decode(fields["s"]),
-                                          int(fields["i"]))
+    salted_password = hashlib.pbkdf2_hmac(hash_name, password.encode(), base64.b64decode(fields["s"]), int(fields["i"]))
     client_key = hmac.new(salted_password, b"Client Key", hash_name).digest()
     without_proof = f"c=biws,r={fields['r']}"
     auth = f"{bare},{server_first},{without_proof}".encode()
@@ -378,13 +426,22 @@ def scram_login(client: RawClient, user: str, password: str, mechanism: str = "S
 
 
 def test_cluster_nodes_share_the_credentials(new_cluster) -> None:  # type: ignore[no-untyped-def]
-    new_cluster.overrides.update({"listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-                                  "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS})
+    new_cluster.overrides.update(
+        {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS}
+    )
     cluster = new_cluster.start(2)
     first, second = cluster.nodes
     salt = os.urandom(16)
-    upsertion = part(51, 0, "ScramCredentialUpsertion", name="erin", mechanism=2, iterations=4096, salt=salt,
-                     salted_password=salted("SCRAM-SHA-512", "erin-pw", salt, 4096))
+    upsertion = part(
+        51,
+        0,
+        "ScramCredentialUpsertion",
+        name="erin",
+        mechanism=2,
+        iterations=4096,
+        salt=salt,
+        salted_password=salted("SCRAM-SHA-512", "erin-pw", salt, 4096),
+    )
     with RawClient(first.port) as client:
         assert plain_login(client, "admin", "admin-secret").error_code == 0
         answer = client.request(51, 0, req(51, 0, deletions=(), upsertions=(upsertion,)))
@@ -404,15 +461,21 @@ def test_cluster_nodes_share_the_credentials(new_cluster) -> None:  # type: igno
     groups = [f"group-{i}" for i in range(12)]
     with RawClient(first.port) as client:
         assert plain_login(client, "admin", "admin-secret").error_code == 0
-        resources = tuple(part(32, 4, "DescribeConfigsResource", resource_type=32, resource_name=g,
-                               configuration_keys=None) for g in groups)
-        described = client.request(32, 4, req(32, 4, resources=resources, include_synonyms=False,
-                                              include_documentation=False))
+        resources = tuple(
+            part(32, 4, "DescribeConfigsResource", resource_type=32, resource_name=g, configuration_keys=None)
+            for g in groups
+        )
+        described = client.request(
+            32, 4, req(32, 4, resources=resources, include_synonyms=False, include_documentation=False)
+        )
     assert [(r.resource_name, r.error_code) for r in described.results] == [(g, 0) for g in groups]
     with RawClient(second.port) as client:  # delete through the other node
         assert plain_login(client, "admin", "admin-secret").error_code == 0
-        answer = client.request(51, 0, req(51, 0, deletions=(part(51, 0, "ScramCredentialDeletion", name="erin",
-                                                                      mechanism=2),), upsertions=()))
+        answer = client.request(
+            51,
+            0,
+            req(51, 0, deletions=(part(51, 0, "ScramCredentialDeletion", name="erin", mechanism=2),), upsertions=()),
+        )
         assert answer.results[0].error_code == 0
     deadline = time.monotonic() + 20
     while True:

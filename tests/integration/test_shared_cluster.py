@@ -17,9 +17,10 @@ import sys
 import textwrap
 import time
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -44,6 +45,7 @@ _sequence = itertools.count()
 
 # -- the database ----------------------------------------------------------------------------------------------
 
+
 @pytest.fixture
 def db(pg_url: str) -> str:
     """The module's database, migrated and emptied for this test."""
@@ -60,6 +62,7 @@ def db(pg_url: str) -> str:
 
 # -- a recording stand-in for the log store --------------------------------------------------------------------
 
+
 @dataclass
 class FakeLog:
     topic: str
@@ -73,8 +76,17 @@ class RecordingStore:
     events: list[tuple[Any, ...]] = field(default_factory=list)  # (sequence, what, topic, partition, epoch, ...)
     open: dict[tuple[str, int], FakeLog] = field(default_factory=dict)
 
-    def open_partition(self, topic: str, partition: int, config: LogConfig, *, pid: int, leader_epoch: int,
-                       log_start_offset: int, log_end_offset: int) -> FakeLog:
+    def open_partition(
+        self,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        *,
+        pid: int,
+        leader_epoch: int,
+        log_start_offset: int,
+        log_end_offset: int,
+    ) -> FakeLog:
         assert (topic, partition) not in self.open, "opened twice"
         opened = FakeLog(topic, partition, pid, leader_epoch)
         self.open[topic, partition] = opened
@@ -103,17 +115,32 @@ class Nodes:
         self.url = url
         self.members: list[Member] = []
 
-    async def start(self, node_id: int, *, url: str | None = None, session_ms: int = 3000,
-                    heartbeat_ms: int = 500, max_partitions: int = 10_000) -> Member:
+    async def start(
+        self,
+        node_id: int,
+        *,
+        url: str | None = None,
+        session_ms: int = 3000,
+        heartbeat_ms: int = 500,
+        max_partitions: int = 10_000,
+    ) -> Member:
         pool = await open_pool(url or self.url, min_size=1, max_size=4)
         async with pool.connection() as conn:
             cluster_id = await migrate(conn, "test")
         store = RecordingStore()
         changes: list[tuple[str, int, Any]] = []
-        cluster = SharedCluster(pool, store, LogConfig(), node_id=node_id, endpoint=("127.0.0.1", 9000 + node_id),
-                                session_timeout_ms=session_ms, heartbeat_interval_ms=heartbeat_ms,
-                                max_partitions=max_partitions, cluster_id=cluster_id,
-                                on_leadership=lambda t, i, p: changes.append((t, i, p)))
+        cluster = SharedCluster(
+            pool,
+            store,
+            LogConfig(),
+            node_id=node_id,
+            endpoint=("127.0.0.1", 9000 + node_id),
+            session_timeout_ms=session_ms,
+            heartbeat_interval_ms=heartbeat_ms,
+            max_partitions=max_partitions,
+            cluster_id=cluster_id,
+            on_leadership=lambda t, i, p: changes.append((t, i, p)),
+        )
         member = Member(cluster, store, changes)
         try:
             await cluster.start()
@@ -155,8 +182,9 @@ async def eventually(check: Callable[[], bool], timeout: float = 10.0, what: str
 
 
 def leaders(member: Member) -> dict[tuple[str, int], tuple[int, int]]:
-    return {(t.name, i): member.cluster.leader(t.name, i) for t in member.cluster.topics()
-            for i in range(len(t.partitions))}
+    return {
+        (t.name, i): member.cluster.leader(t.name, i) for t in member.cluster.topics() for i in range(len(t.partitions))
+    }
 
 
 def agreed(members: list[Member]) -> bool:
@@ -180,6 +208,7 @@ def spread(member: Member, topic: str) -> Counter[int]:
 
 
 # -- placement and views ---------------------------------------------------------------------------------------
+
 
 def test_partitions_spread_evenly_and_every_node_sees_the_same_leaders(db: str) -> None:
     async def test(nodes: Nodes) -> None:
@@ -211,8 +240,10 @@ def test_a_joining_node_takes_its_share_with_new_epochs(db: str) -> None:
         moved = b.led()
         assert all(b.store.open[k].leader_epoch == 1 for k in moved)  # one leadership change each
         # the old leader closes what it gave up in the background: the views may agree before it is done
-        await eventually(lambda: {(e[2], e[3]) for e in a.store.events if e[1] == "close"} == moved,
-                         what="the old leader closing what moved")
+        await eventually(
+            lambda: {(e[2], e[3]) for e in a.store.events if e[1] == "close"} == moved,
+            what="the old leader closing what moved",
+        )
         assert {(t, i) for t, i, p in a.changes if p is None} == moved  # the old leader was told, too
 
     run(db, test)
@@ -249,9 +280,12 @@ NODE_PROCESS = textwrap.dedent("""
 
 
 def node_process(url: str, node_id: int, session_ms: int, heartbeat_ms: int) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-c", NODE_PROCESS, url, str(node_id), str(session_ms),
-                             str(heartbeat_ms)], stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": SRC})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", NODE_PROCESS, url, str(node_id), str(session_ms), str(heartbeat_ms)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": SRC},
+    )
     assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
     return proc
 
@@ -271,6 +305,7 @@ def test_the_partitions_of_a_killed_node_move_within_the_session_timeout(db: str
     epoch. The figure printed is the time from the kill until the last of them was opened on its new leader
     (broker.session.timeout.ms 3000); the issue asks for at most session timeout + 1 s. Not asserted: the
     machines are shared."""
+
     async def test(nodes: Nodes) -> None:
         a = await nodes.start(1, session_ms=3000, heartbeat_ms=heartbeat_ms)
         await a.cluster.create_topic(OFFSETS_TOPIC, 12)
@@ -289,8 +324,10 @@ def test_the_partitions_of_a_killed_node_move_within_the_session_timeout(db: str
             victim.wait()
         assert all(a.store.open[k].leader_epoch == epochs[k] + 1 for k in theirs)
         assert [n.node_id for n in a.cluster.nodes()] == [1]
-        print(f"\nkilled node's {len(theirs)} partitions led again {time.monotonic() - killed:.2f} s after the kill "
-              f"(session timeout 3.0 s, heartbeat {heartbeat_ms / 1000:.1f} s; waited {took:.2f} s)")
+        print(
+            f"\nkilled node's {len(theirs)} partitions led again {time.monotonic() - killed:.2f} s after the kill "
+            f"(session timeout 3.0 s, heartbeat {heartbeat_ms / 1000:.1f} s; waited {took:.2f} s)"
+        )
 
     run(db, test)
 
@@ -377,8 +414,9 @@ def test_a_node_cut_off_from_the_database_gives_up_everything_and_comes_back_wit
             assert all(a.cluster.leader(*k)[1] == before[k][1] + 1 for k in theirs)
             assert gave_up < 2.5, gave_up  # its own clock: the session timeout, whatever the database does
             proxy.mode = "carry"
-            await eventually(lambda: len(b.led()) == 2 and agreed([a, b]), timeout=20,
-                             what="the node comes back and takes its share")
+            await eventually(
+                lambda: len(b.led()) == 2 and agreed([a, b]), timeout=20, what="the node comes back and takes its share"
+            )
             assert all(b.store.open[k].leader_epoch > before[k][1] for k in b.led())  # moved again: next epoch
 
     run(db, test)
@@ -401,8 +439,9 @@ def test_controlled_shutdown_commits_first_then_hands_over(db: str) -> None:
         assert all(opens[k][4] == epochs[k] + 1 for k in theirs)
         assert [n.node_id for n in a.cluster.nodes()] == [1]
         async with await psycopg.AsyncConnection.connect(db) as conn:
-            cursor = await conn.execute("SELECT state, lease_until <= clock_timestamp() FROM herd_nodes "
-                                        "WHERE node_id = 2")
+            cursor = await conn.execute(
+                "SELECT state, lease_until <= clock_timestamp() FROM herd_nodes WHERE node_id = 2"
+            )
             assert await cursor.fetchone() == ("stopped", True)
         b2 = await nodes.start(2)  # the same node.id at once: its row was released
         await eventually(lambda: agreed([a, b2]))
@@ -427,6 +466,7 @@ def test_a_second_live_process_with_the_same_node_id_is_refused(db: str) -> None
 
 # -- admin changes ---------------------------------------------------------------------------------------------
 
+
 def test_admin_changes_from_any_node_are_seen_by_every_node_at_once(db: str) -> None:
     async def test(nodes: Nodes) -> None:
         # session timeout 60 s: the periodic re-read cannot explain what the other node sees; NOTIFY must
@@ -443,9 +483,12 @@ def test_admin_changes_from_any_node_are_seen_by_every_node_at_once(db: str) -> 
         async with await psycopg.AsyncConnection.connect(db) as conn:  # the deleted topic's data goes too
             cursor = await conn.execute("SELECT pid FROM herd_partitions")
             for (pid,) in await cursor.fetchall():
-                await conn.execute("INSERT INTO herd_batches (pid, base_offset, last_offset, max_timestamp, "
-                                   "leader_epoch, record_count, size, data) SELECT %s, o, o, 0, 0, 1, 1, 'x' "
-                                   "FROM generate_series(0, 4999) o", (pid,))
+                await conn.execute(
+                    "INSERT INTO herd_batches (pid, base_offset, last_offset, max_timestamp, "
+                    "leader_epoch, record_count, size, data) SELECT %s, o, o, 0, 0, 1, 1, 'x' "
+                    "FROM generate_series(0, 4999) o",
+                    (pid,),
+                )
             await conn.commit()
         deleted = await a.cluster.delete_topic("orders")
         assert deleted.topic_id == created.topic_id
@@ -454,8 +497,9 @@ def test_admin_changes_from_any_node_are_seen_by_every_node_at_once(db: str) -> 
 
         async def rows() -> tuple[int, int]:
             async with await psycopg.AsyncConnection.connect(db) as conn:
-                cursor = await conn.execute("SELECT (SELECT count(*) FROM herd_batches), "
-                                            "(SELECT count(*) FROM herd_partitions)")
+                cursor = await conn.execute(
+                    "SELECT (SELECT count(*) FROM herd_batches), (SELECT count(*) FROM herd_partitions)"
+                )
                 return await cursor.fetchone()
 
         for _ in range(200):
@@ -480,10 +524,14 @@ def test_admin_errors_are_the_embedded_clusters(db: str) -> None:
             return e.value.error_code, str(e.value)
 
         assert await refused(b.cluster.create_topic("t", 1)) == (TOPIC_ALREADY_EXISTS, "Topic 't' already exists.")
-        assert (await refused(b.cluster.add_partitions("t", 2)) ==
-                (INVALID_PARTITIONS, "Topic currently has 2 partitions, 2 would not be an increase."))
-        assert await refused(b.cluster.delete_topic("nope")) == (UNKNOWN_TOPIC_OR_PARTITION,
-                                                                  "This server does not host this topic-partition.")
+        assert await refused(b.cluster.add_partitions("t", 2)) == (
+            INVALID_PARTITIONS,
+            "Topic currently has 2 partitions, 2 would not be an increase.",
+        )
+        assert await refused(b.cluster.delete_topic("nope")) == (
+            UNKNOWN_TOPIC_OR_PARTITION,
+            "This server does not host this topic-partition.",
+        )
         code, message = await refused(b.cluster.create_topic("big", 9))
         assert code == POLICY_VIOLATION and "max.broker.partitions=10" in message
         await b.cluster.create_topic("dry", 3, validate_only=True)
@@ -497,8 +545,9 @@ def test_concurrent_creates_of_one_topic_on_two_nodes(db: str) -> None:
         a, b = await nodes.start(1), await nodes.start(2)
         for round in range(5):
             name = f"race-{round}"
-            results = await asyncio.gather(a.cluster.create_topic(name, 4), b.cluster.create_topic(name, 4),
-                                           return_exceptions=True)
+            results = await asyncio.gather(
+                a.cluster.create_topic(name, 4), b.cluster.create_topic(name, 4), return_exceptions=True
+            )
             errors = [r for r in results if isinstance(r, TopicError)]
             assert len(errors) == 1 and errors[0].error_code == TOPIC_ALREADY_EXISTS, results
             assert a.cluster.get(name) is not None and b.cluster.get(name) is not None  # both see the winner
@@ -522,8 +571,9 @@ def test_the_background_work_survives_the_database_going_away(db: str, caplog: p
                 proxy.mode = "carry"
                 await eventually(lambda: len(a.led()) == 2, timeout=20, what="back with its partitions")
                 await a.cluster.create_topic("after", 1)
-            failures = Counter(r.getMessage().split(" failed")[0] for r in caplog.records
-                               if "failed (retrying)" in r.getMessage())
+            failures = Counter(
+                r.getMessage().split(" failed")[0] for r in caplog.records if "failed (retrying)" in r.getMessage()
+            )
             assert failures and all(n == 1 for n in failures.values()), failures  # once each, not every retry
             assert any("works again" in r.getMessage() for r in caplog.records)
 
@@ -533,6 +583,7 @@ def test_the_background_work_survives_the_database_going_away(db: str, caplog: p
 def test_a_topic_made_again_under_its_name_gets_new_logs_everywhere(db: str) -> None:
     """The other node hears of the delete and the new create at once (its connections held up meanwhile):
     the same leaders and epochs as before, only the partitions' ids differ."""
+
     async def test(nodes: Nodes) -> None:
         async with Proxy(db) as proxy:
             a, b = await nodes.start(1, url=proxy.url), await nodes.start(2)
@@ -555,6 +606,7 @@ def test_a_topic_made_again_under_its_name_gets_new_logs_everywhere(db: str) -> 
 def test_a_node_stopped_past_its_lease_loses_its_partitions_and_rejoins_when_resumed(db: str) -> None:
     """SIGSTOP of a node process: its partitions move at the next epoch; after SIGCONT it registers again
     (a new incarnation) and takes its share back, at yet another epoch."""
+
     async def test(nodes: Nodes) -> None:
         a = await nodes.start(1, session_ms=2000, heartbeat_ms=300)
         await a.cluster.create_topic("events", 4)
@@ -567,8 +619,10 @@ def test_a_node_stopped_past_its_lease_loses_its_partitions_and_rejoins_when_res
             await eventually(lambda: len(a.led()) == 4, what="the stopped node's partitions")
             assert all(a.cluster.leader(*k) == (1, epochs[k] + 1) for k in theirs)
             paused.send_signal(signal.SIGCONT)
-            await eventually(lambda: len(a.led()) == 2 and {n.node_id for n in a.cluster.nodes()} == {1, 2},
-                             what="the resumed node is back with its share")
+            await eventually(
+                lambda: len(a.led()) == 2 and {n.node_id for n in a.cluster.nodes()} == {1, 2},
+                what="the resumed node is back with its share",
+            )
             assert all(a.cluster.leader(*k)[1] == epochs[k] + 2 for k in theirs if a.cluster.leader(*k)[0] == 2)
         finally:
             paused.kill()

@@ -38,10 +38,14 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
 
 def tls_props(pki: Pki, client_auth: str = "required", **more: str) -> dict[str, str]:
     """PLAINTEXT and SSL listeners, the SSL one with the broker's keystore and the CA as its truststore."""
-    return {"listeners": "PLAINTEXT://127.0.0.1:0,SECURE://127.0.0.1:0",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:SSL",
-            "ssl.keystore.location": str(pki.broker_keystore), "ssl.truststore.location": str(pki.ca_pem),
-            "ssl.client.auth": client_auth, **more}
+    return {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SECURE://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:SSL",
+        "ssl.keystore.location": str(pki.broker_keystore),
+        "ssl.truststore.location": str(pki.ca_pem),
+        "ssl.client.auth": client_auth,
+        **more,
+    }
 
 
 def listener_ports(broker: BrokerProcess) -> dict[str, int]:
@@ -66,8 +70,14 @@ def tls_socket(port: int, context: ssl.SSLContext) -> ssl.SSLSocket:
 
 
 def confluent_ssl(pki: Pki, port: int, **more: object) -> dict[str, object]:
-    return {"bootstrap.servers": f"127.0.0.1:{port}", "security.protocol": "SSL", "ssl.ca.location": str(pki.ca_pem),
-            "ssl.certificate.location": str(pki.client_cert), "ssl.key.location": str(pki.client_key), **more}
+    return {
+        "bootstrap.servers": f"127.0.0.1:{port}",
+        "security.protocol": "SSL",
+        "ssl.ca.location": str(pki.ca_pem),
+        "ssl.certificate.location": str(pki.client_cert),
+        "ssl.key.location": str(pki.client_key),
+        **more,
+    }
 
 
 def confluent_roundtrip(config: dict[str, object], topic: str, count: int = 20) -> None:
@@ -78,8 +88,9 @@ def confluent_roundtrip(config: dict[str, object], topic: str, count: int = 20) 
     for i in range(count):
         producer.produce(topic, f"v{i}".encode(), key=f"k{i}".encode())
     assert producer.flush(20) == 0
-    consumer = ck.Consumer({**config, "group.id": f"g-{topic}", "auto.offset.reset": "earliest",
-                            "enable.auto.commit": False})
+    consumer = ck.Consumer(
+        {**config, "group.id": f"g-{topic}", "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    )
     consumer.subscribe([topic])
     got: list[bytes] = []
     deadline = time.monotonic() + 30
@@ -107,15 +118,26 @@ def test_kafka_python_over_ssl_with_client_auth_required(tls_broker: BrokerProce
     from kafka import KafkaProducer, TopicPartition
 
     port = listener_ports(tls_broker)["SECURE"]
-    ssl_args = {"bootstrap_servers": f"127.0.0.1:{port}", "security_protocol": "SSL", "ssl_cafile": str(pki.ca_pem),
-                "ssl_certfile": str(pki.client_cert), "ssl_keyfile": str(pki.client_key)}
+    ssl_args = {
+        "bootstrap_servers": f"127.0.0.1:{port}",
+        "security_protocol": "SSL",
+        "ssl_cafile": str(pki.ca_pem),
+        "ssl_certfile": str(pki.client_cert),
+        "ssl_keyfile": str(pki.client_key),
+    }
     topic = f"tls-kp-{uuid.uuid4().hex[:8]}"
     producer = KafkaProducer(**ssl_args)
     for i in range(10):
         producer.send(topic, f"v{i}".encode()).get(timeout=20)
     producer.close()
-    consumer = kafka_python_subscriber(topic, group_id=f"g-{topic}", auto_offset_reset="earliest",
-                                       enable_auto_commit=False, consumer_timeout_ms=15000, **ssl_args)
+    consumer = kafka_python_subscriber(
+        topic,
+        group_id=f"g-{topic}",
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        consumer_timeout_ms=15000,
+        **ssl_args,
+    )
     got = []
     for message in consumer:
         got.append(message.value)
@@ -143,8 +165,9 @@ def test_aiokafka_over_ssl_with_client_auth_required(tls_broker: BrokerProcess, 
                 await producer.send_and_wait(topic, f"v{i}".encode())
         finally:
             await producer.stop()
-        consumer = AIOKafkaConsumer(topic, group_id=f"g-{topic}", auto_offset_reset="earliest",
-                                    enable_auto_commit=False, **common)
+        consumer = AIOKafkaConsumer(
+            topic, group_id=f"g-{topic}", auto_offset_reset="earliest", enable_auto_commit=False, **common
+        )
         await consumer.start()
         got: list[bytes] = []
         try:
@@ -166,17 +189,30 @@ def test_each_listener_answers_with_its_own_ports(tls_broker: BrokerProcess, pki
     ports = listener_ports(tls_broker)
     assert set(ports) == {"PLAINTEXT", "SECURE"} and ports["PLAINTEXT"] == tls_broker.port
     context = client_context(pki, pki.client_cert, pki.client_key)
-    for name, client in (("PLAINTEXT", RawClient(ports["PLAINTEXT"])),
-                         ("SECURE", RawClient(0, sock=tls_socket(ports["SECURE"], context)))):
+    for name, client in (
+        ("PLAINTEXT", RawClient(ports["PLAINTEXT"])),
+        ("SECURE", RawClient(0, sock=tls_socket(ports["SECURE"], context))),
+    ):
         with client:
-            metadata = client.request(METADATA, 12, req(METADATA, 12, topics=None, allow_auto_topic_creation=False,
-                                                        include_topic_authorized_operations=False))
+            metadata = client.request(
+                METADATA,
+                12,
+                req(
+                    METADATA,
+                    12,
+                    topics=None,
+                    allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=False,
+                ),
+            )
             assert [(b.host, b.port) for b in metadata.brokers] == [("127.0.0.1", ports[name])]
-            found = client.request(FIND_COORDINATOR, 4, req(FIND_COORDINATOR, 4, key_type=0,
-                                                            coordinator_keys=("some-group",)))
+            found = client.request(
+                FIND_COORDINATOR, 4, req(FIND_COORDINATOR, 4, key_type=0, coordinator_keys=("some-group",))
+            )
             assert [(c.host, c.port) for c in found.coordinators] == [("127.0.0.1", ports[name])]
-            cluster = client.request(DESCRIBE_CLUSTER, 1, req(DESCRIBE_CLUSTER, 1,
-                                                              include_cluster_authorized_operations=False))
+            cluster = client.request(
+                DESCRIBE_CLUSTER, 1, req(DESCRIBE_CLUSTER, 1, include_cluster_authorized_operations=False)
+            )
             assert [(b.host, b.port) for b in cluster.brokers] == [("127.0.0.1", ports[name])]
     # and librdkafka, which connects to what Metadata names: each listener's clients stay on its port
     from confluent_kafka.admin import AdminClient
@@ -188,16 +224,24 @@ def test_each_listener_answers_with_its_own_ports(tls_broker: BrokerProcess, pki
 
 
 def test_advertised_listeners_by_name(broker_factory, pki: Pki) -> None:
-    broker = broker_factory(tls_props(pki, **{
-        "advertised.listeners": "PLAINTEXT://localhost:0,SECURE://broker.example:19093"}))
+    broker = broker_factory(
+        tls_props(pki, **{"advertised.listeners": "PLAINTEXT://localhost:0,SECURE://broker.example:19093"})
+    )
     ports = listener_ports(broker)
-    assert re.search(r"herd listener SECURE \(SSL\) on 127\.0\.0\.1:\d+, advertised as broker\.example:19093",
-                     broker.log())
-    assert re.search(rf"herd listener PLAINTEXT \(PLAINTEXT\) on 127\.0\.0\.1:{broker.port}, advertised as "
-                     rf"localhost:{broker.port}", broker.log())
+    assert re.search(
+        r"herd listener SECURE \(SSL\) on 127\.0\.0\.1:\d+, advertised as broker\.example:19093", broker.log()
+    )
+    assert re.search(
+        rf"herd listener PLAINTEXT \(PLAINTEXT\) on 127\.0\.0\.1:{broker.port}, advertised as "
+        rf"localhost:{broker.port}",
+        broker.log(),
+    )
     with RawClient(broker.port) as client:
-        metadata = client.request(METADATA, 12, req(METADATA, 12, topics=None, allow_auto_topic_creation=False,
-                                                    include_topic_authorized_operations=False))
+        metadata = client.request(
+            METADATA,
+            12,
+            req(METADATA, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False),
+        )
     assert [(b.host, b.port) for b in metadata.brokers] == [("localhost", ports["PLAINTEXT"])]
 
 
@@ -218,12 +262,14 @@ def test_failed_handshakes_close_only_their_own_connection(tls_broker: BrokerPro
         assert closed_by_peer(garbage)
     with pytest.raises((ssl.SSLError, ConnectionError, OSError)) as refused_untrusted:
         with tls_socket(port, client_context(pki, pki.untrusted_client_cert, pki.untrusted_client_key)) as untrusted:
-            RawClient(0, sock=untrusted).request(API_VERSIONS, 3, req(API_VERSIONS, 3, client_software_name="x",
-                                                                       client_software_version="1"))
+            RawClient(0, sock=untrusted).request(
+                API_VERSIONS, 3, req(API_VERSIONS, 3, client_software_name="x", client_software_version="1")
+            )
     with pytest.raises((ssl.SSLError, ConnectionError, OSError)) as refused_anonymous:
         with tls_socket(port, client_context(pki)) as no_certificate:  # ssl.client.auth=required
-            RawClient(0, sock=no_certificate).request(API_VERSIONS, 3, req(
-                API_VERSIONS, 3, client_software_name="x", client_software_version="1"))
+            RawClient(0, sock=no_certificate).request(
+                API_VERSIONS, 3, req(API_VERSIONS, 3, client_software_name="x", client_software_version="1")
+            )
     for refused in (refused_untrusted, refused_anonymous):  # refused, not a broker that took it and went quiet
         assert not isinstance(refused.value, TimeoutError), refused.value
 
@@ -237,9 +283,12 @@ def test_failed_handshakes_close_only_their_own_connection(tls_broker: BrokerPro
         sock.close()
     log = tls_broker.log()
     assert "Traceback" not in log
-    assert re.search(r"INFO herd.server.server: 1 TLS handshake failed on listener SECURE \(not TLS, a client "
-                     r"certificate the truststore does not vouch for or none where ssl.client.auth=required, or not "
-                     r"done within 10 s\); each closed that connection only", log), log
+    assert re.search(
+        r"INFO herd.server.server: 1 TLS handshake failed on listener SECURE \(not TLS, a client "
+        r"certificate the truststore does not vouch for or none where ssl.client.auth=required, or not "
+        r"done within 10 s\); each closed that connection only",
+        log,
+    ), log
     assert tls_broker.proc is not None and tls_broker.proc.poll() is None
 
 
@@ -256,31 +305,37 @@ def closed_by_peer(sock: socket.socket) -> bool:
 def test_principal_from_the_client_certificate() -> None:
     pki = make_pki(Path(__import__("tempfile").mkdtemp(prefix="herd-pki-")))
     rules = "RULE:^CN=([^,]+),OU=clients,.*$/$1@clients/U,DEFAULT"
-    broker = InProcessBroker({**tls_props(pki, "requested"), "ssl.principal.mapping.rules": rules,
-                              # a second SSL listener with the default rules, and the keystore and CA inline
-                              "listeners": "PLAINTEXT://127.0.0.1:0,SECURE://127.0.0.1:0,OTHER://127.0.0.1:0",
-                              "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:SSL,OTHER:SSL",
-                              "listener.name.other.ssl.principal.mapping.rules": "DEFAULT",
-                              "listener.name.other.ssl.keystore.key": pki.broker_key.read_text(),
-                              "listener.name.other.ssl.keystore.certificate.chain": pki.broker_cert.read_text(),
-                              "listener.name.other.ssl.truststore.certificates": pki.ca_pem.read_text()})
+    broker = InProcessBroker(
+        {
+            **tls_props(pki, "requested"),
+            "ssl.principal.mapping.rules": rules,
+            # a second SSL listener with the default rules, and the keystore and CA inline
+            "listeners": "PLAINTEXT://127.0.0.1:0,SECURE://127.0.0.1:0,OTHER://127.0.0.1:0",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SECURE:SSL,OTHER:SSL",
+            "listener.name.other.ssl.principal.mapping.rules": "DEFAULT",
+            "listener.name.other.ssl.keystore.key": pki.broker_key.read_text(),
+            "listener.name.other.ssl.keystore.certificate.chain": pki.broker_cert.read_text(),
+            "listener.name.other.ssl.truststore.certificates": pki.ca_pem.read_text(),
+        }
+    )
     try:
         ports = {name: bound[1] for name, bound in broker.server.bound.items()}
         principals = {}
         for case, port, context in (
-                ("mapped", ports["SECURE"], client_context(pki, pki.client_cert, pki.client_key)),
-                ("anonymous", ports["SECURE"], client_context(pki)),
-                ("default", ports["OTHER"], client_context(pki, pki.client_cert, pki.client_key))):
+            ("mapped", ports["SECURE"], client_context(pki, pki.client_cert, pki.client_key)),
+            ("anonymous", ports["SECURE"], client_context(pki)),
+            ("default", ports["OTHER"], client_context(pki, pki.client_cert, pki.client_key)),
+        ):
             with RawClient(0, sock=tls_socket(port, context)) as client:
-                client.request(API_VERSIONS, 3, req(API_VERSIONS, 3, client_software_name=case,
-                                                    client_software_version="1"))
+                client.request(
+                    API_VERSIONS, 3, req(API_VERSIONS, 3, client_software_name=case, client_software_version="1")
+                )
                 principals[case] = broker.run(sessions(broker, client.sock))
         assert principals["mapped"] == [("SECURE", "User:ALICE@CLIENTS")]
         assert principals["anonymous"] == [("SECURE", ANONYMOUS)]
         assert principals["default"] == [("OTHER", f"User:{pki.client_subject}")]
         with RawClient(ports["PLAINTEXT"]) as client:  # PLAINTEXT: no principal from anywhere
-            client.request(API_VERSIONS, 3, req(API_VERSIONS, 3, client_software_name="p",
-                                                client_software_version="1"))
+            client.request(API_VERSIONS, 3, req(API_VERSIONS, 3, client_software_name="p", client_software_version="1"))
             assert broker.run(sessions(broker, client.sock)) == [("PLAINTEXT", ANONYMOUS)]
     finally:
         broker.stop()
@@ -301,17 +356,23 @@ def serve_error(tmp_path: Path, **props: str) -> tuple[int, str]:
     return done.returncode, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("case, expected", [
-    ("missing file", r"ssl\.keystore\.location: cannot read '.*nowhere\.pem': no such file"),
-    ("wrong password", r"ssl\.keystore\.location: the private key cannot be decrypted with ssl\.key\.password"),
-    ("no password", r"listener\.name\.secure\.ssl\.keystore\.location: the private key is encrypted; set "
-                    r"ssl\.key\.password"),
-    ("no keystore", r"ssl\.keystore\.location: listener SECURE speaks TLS and needs a PEM keystore"),
-    ("key of another certificate", r"ssl\.keystore\.location: the private key does not match the certificate"),
-    ("bad truststore", r"ssl\.truststore\.location: no PEM certificates could be read"),
-    ("bad rules", r"ssl\.principal\.mapping\.rules: invalid rule `RULE:x/y`"),
-    ("advertised unknown", r"advertised\.listeners: OTHER is not one of the listeners \(PLAINTEXT, SECURE\)"),
-])
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("missing file", r"ssl\.keystore\.location: cannot read '.*nowhere\.pem': no such file"),
+        ("wrong password", r"ssl\.keystore\.location: the private key cannot be decrypted with ssl\.key\.password"),
+        (
+            "no password",
+            r"listener\.name\.secure\.ssl\.keystore\.location: the private key is encrypted; set "
+            r"ssl\.key\.password",
+        ),
+        ("no keystore", r"ssl\.keystore\.location: listener SECURE speaks TLS and needs a PEM keystore"),
+        ("key of another certificate", r"ssl\.keystore\.location: the private key does not match the certificate"),
+        ("bad truststore", r"ssl\.truststore\.location: no PEM certificates could be read"),
+        ("bad rules", r"ssl\.principal\.mapping\.rules: invalid rule `RULE:x/y`"),
+        ("advertised unknown", r"advertised\.listeners: OTHER is not one of the listeners \(PLAINTEXT, SECURE\)"),
+    ],
+)
 def test_unusable_tls_setup_is_one_line_at_start(tmp_path: Path, pki: Pki, case: str, expected: str) -> None:
     props = tls_props(pki, "required")
     if case == "missing file":
@@ -341,29 +402,47 @@ def test_unusable_tls_setup_is_one_line_at_start(tmp_path: Path, pki: Pki, case:
 
 
 def test_encrypted_keystore_and_inline_pem_are_read(pki: Pki) -> None:
-    config = BrokerConfig.from_properties(tls_props(pki) | {"ssl.keystore.location": str(pki.broker_keystore_encrypted),
-                                                            "ssl.key.password": pki.key_password})
+    config = BrokerConfig.from_properties(
+        tls_props(pki)
+        | {"ssl.keystore.location": str(pki.broker_keystore_encrypted), "ssl.key.password": pki.key_password}
+    )
     assert server_context(config, "SECURE").verify_mode == ssl.CERT_REQUIRED
-    inline = BrokerConfig.from_properties({**tls_props(pki, "none"), "ssl.keystore.location": "",
-                                           "ssl.keystore.key": pki.broker_key.read_text(),
-                                           "ssl.keystore.certificate.chain": pki.broker_cert.read_text(),
-                                           "ssl.enabled.protocols": "TLSv1.3"})
+    inline = BrokerConfig.from_properties(
+        {
+            **tls_props(pki, "none"),
+            "ssl.keystore.location": "",
+            "ssl.keystore.key": pki.broker_key.read_text(),
+            "ssl.keystore.certificate.chain": pki.broker_cert.read_text(),
+            "ssl.enabled.protocols": "TLSv1.3",
+        }
+    )
     context = server_context(inline, "SECURE")
     assert context.verify_mode == ssl.CERT_NONE
     assert context.minimum_version == context.maximum_version == ssl.TLSVersion.TLSv1_3
     with pytest.raises(ConfigError, match="^ssl.keystore.certificate.chain: listener SECURE has an inline keystore"):
-        server_context(BrokerConfig.from_properties({**tls_props(pki), "ssl.keystore.location": "",
-                                                     "ssl.keystore.key": pki.broker_key.read_text()}), "SECURE")
+        server_context(
+            BrokerConfig.from_properties(
+                {**tls_props(pki), "ssl.keystore.location": "", "ssl.keystore.key": pki.broker_key.read_text()}
+            ),
+            "SECURE",
+        )
 
 
 def test_describe_configs_never_returns_the_key_password(broker_factory, pki: Pki) -> None:
     from confluent_kafka.admin import AdminClient, ConfigResource
 
-    broker = broker_factory(tls_props(pki) | {"ssl.keystore.location": str(pki.broker_keystore_encrypted),
-                                              "ssl.key.password": pki.key_password,
-                                              "listener.name.secure.ssl.key.password": pki.key_password})
-    for bootstrap, config in ((broker.bootstrap, {}), (f"127.0.0.1:{listener_ports(broker)['SECURE']}",
-                                                       confluent_ssl(pki, listener_ports(broker)["SECURE"]))):
+    broker = broker_factory(
+        tls_props(pki)
+        | {
+            "ssl.keystore.location": str(pki.broker_keystore_encrypted),
+            "ssl.key.password": pki.key_password,
+            "listener.name.secure.ssl.key.password": pki.key_password,
+        }
+    )
+    for bootstrap, config in (
+        (broker.bootstrap, {}),
+        (f"127.0.0.1:{listener_ports(broker)['SECURE']}", confluent_ssl(pki, listener_ports(broker)["SECURE"])),
+    ):
         admin = AdminClient({**config, "bootstrap.servers": bootstrap})
         (future,) = admin.describe_configs([ConfigResource("broker", "0")]).values()
         entries = future.result(timeout=20)
@@ -393,11 +472,14 @@ def test_a_certificate_no_rule_maps_is_refused(pki: Pki, caplog: pytest.LogCaptu
             with tls_socket(port, client_context(pki, pki.client_cert, pki.client_key)) as refused:
                 refused.settimeout(10)
                 assert closed_by_peer(refused)
-        assert any("no rule of ssl.principal.mapping.rules applies to CN=alice,OU=clients,O=herd,C=US" in r.message
-                   for r in caplog.records), caplog.text
+        assert any(
+            "no rule of ssl.principal.mapping.rules applies to CN=alice,OU=clients,O=herd,C=US" in r.message
+            for r in caplog.records
+        ), caplog.text
         with RawClient(0, sock=tls_socket(port, client_context(pki))) as anonymous:  # no certificate: ANONYMOUS
-            anonymous.request(API_VERSIONS, 3, req(API_VERSIONS, 3, client_software_name="a",
-                                                   client_software_version="1"))
+            anonymous.request(
+                API_VERSIONS, 3, req(API_VERSIONS, 3, client_software_name="a", client_software_version="1")
+            )
             assert broker.run(sessions(broker, anonymous.sock)) == [("SECURE", ANONYMOUS)]
     finally:
         broker.stop()

@@ -29,9 +29,15 @@ PARTITIONS = 3
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    process = BrokerProcess(tmp_path_factory.mktemp("txn") / "data", {
-        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
-        "transaction.state.log.num.partitions": "4", "offsets.topic.num.partitions": "4"}, die_with_parent=True)
+    process = BrokerProcess(
+        tmp_path_factory.mktemp("txn") / "data",
+        {
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": "500",
+            "transaction.state.log.num.partitions": "4",
+            "offsets.topic.num.partitions": "4",
+        },
+        die_with_parent=True,
+    )
     process.start()
     yield process
     process.stop()
@@ -55,12 +61,26 @@ def produce_plain(bootstrap: str, topic: str, count: int) -> None:
     assert producer.flush(30) == 0
 
 
-def read_to_end(bootstrap: str, topic: str, isolation: str, *, partitions: int = PARTITIONS, expected: int = 0,
-                timeout: float = 30.0) -> list[bytes]:
+def read_to_end(
+    bootstrap: str,
+    topic: str,
+    isolation: str,
+    *,
+    partitions: int = PARTITIONS,
+    expected: int = 0,
+    timeout: float = 30.0,
+) -> list[bytes]:
     """Every value of the topic up to each partition's end (for read_committed: the last stable offset), read
     until at least `expected` arrived (an end reached before the last stable offset moved is passed again)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": unique("reader"), "isolation.level": isolation,
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": unique("reader"),
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values, ended = [], set()
     deadline = time.monotonic() + timeout
@@ -127,7 +147,8 @@ def test_a_producer_killed_mid_transaction_is_aborted_after_its_timeout(broker):
         "p.init_transactions(30); p.begin_transaction()\n"
         f"[p.produce('{topic}', value=b'doomed', partition=i % {PARTITIONS}) for i in range(30)]\n"
         "assert p.flush(30) == 0\n"
-        "print('sent', flush=True); time.sleep(60)\n")
+        "print('sent', flush=True); time.sleep(60)\n"
+    )
     doomed = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
     assert doomed.stdout.readline().strip() == b"sent"
     doomed.send_signal(signal.SIGKILL)
@@ -161,8 +182,11 @@ def test_a_zombie_producer_is_fenced_by_a_newer_one_with_the_same_transactional_
         zombie.produce(topic, value=b"zombie-2", partition=0)
         zombie.commit_transaction(30)
     error = raised.value.args[0]
-    assert error.fatal() or error.code() in (KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
-                                             KafkaError.INVALID_PRODUCER_EPOCH), error
+    assert error.fatal() or error.code() in (
+        KafkaError._FENCED,
+        KafkaError.PRODUCER_FENCED,
+        KafkaError.INVALID_PRODUCER_EPOCH,
+    ), error
     assert read_to_end(broker.bootstrap, topic, "read_committed") == [b"newer"]
 
 
@@ -203,8 +227,12 @@ def test_aiokafkas_transactional_producer_commits_and_aborts(broker):
             await producer.abort_transaction()
         finally:
             await producer.stop()
-        consumer = AIOKafkaConsumer(bootstrap_servers=broker.bootstrap, isolation_level="read_committed",
-                                    enable_auto_commit=False, auto_offset_reset="earliest")
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=broker.bootstrap,
+            isolation_level="read_committed",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
         await consumer.start()
         try:
             partitions = [AioPartition(topic, p) for p in range(PARTITIONS)]

@@ -21,16 +21,22 @@ TXN_COORDINATOR_KEY = 1
 
 def coordinator_of(port: int, transactional_id: str) -> int:
     with RawClient(port) as client:
-        (found,) = client.request(10, 4, FindCoordinatorRequest(key_type=i8(TXN_COORDINATOR_KEY),
-                                                                coordinator_keys=(transactional_id,))).coordinators
+        (found,) = client.request(
+            10, 4, FindCoordinatorRequest(key_type=i8(TXN_COORDINATOR_KEY), coordinator_keys=(transactional_id,))
+        ).coordinators
     assert found.error_code == 0, found
     return found.node_id
 
 
 def test_transactions_across_three_nodes_survive_the_coordinators_kill(new_cluster):
     cluster = new_cluster
-    cluster.overrides.update({"broker.session.timeout.ms": "3000", "transaction.state.log.num.partitions": "3",
-                              "offsets.topic.num.partitions": "3"})
+    cluster.overrides.update(
+        {
+            "broker.session.timeout.ms": "3000",
+            "transaction.state.log.num.partitions": "3",
+            "offsets.topic.num.partitions": "3",
+        }
+    )
     cluster.start(3)
     topic, txn_id = f"t-{uuid.uuid4().hex[:6]}", f"x-{uuid.uuid4().hex[:6]}"
     cluster.create_topic(topic, PARTITIONS)
@@ -51,4 +57,6 @@ def test_transactions_across_three_nodes_survive_the_coordinators_kill(new_clust
     victim = coordinator_of(int(cluster.address(0).rsplit(":", 1)[1]), txn_id)
     cluster.kill(victim)  # right after the last commit: its markers may not all be written yet
     survivors = ",".join(cluster.address(i) for i in range(3) if i != victim)
-    assert sorted(read_to_end(survivors, topic, "read_committed", partitions=PARTITIONS, expected=len(committed))) == sorted(committed)
+    assert sorted(
+        read_to_end(survivors, topic, "read_committed", partitions=PARTITIONS, expected=len(committed))
+    ) == sorted(committed)

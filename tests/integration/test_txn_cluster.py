@@ -12,11 +12,8 @@ from kio.schema.errors import ErrorCode
 from pgcluster import HerdCluster
 from rawkafka import RawClient, req
 
-
 FIND, INIT = 10, 22
 TID = "tx-cluster"
-
-
 
 
 def coordinator(cluster: HerdCluster, via: int, timeout: float = 30.0) -> int:
@@ -39,8 +36,10 @@ def init(cluster: HerdCluster, node: int, timeout: float = 30.0, **kw: Any) -> A
     while True:
         with RawClient(int(port), host) as c:
             r = c.request(INIT, 5, req(INIT, 5, transactional_id=TID, transaction_timeout=60_000, **kw))
-        if r.error_code not in (ErrorCode.coordinator_load_in_progress, ErrorCode.not_coordinator) \
-                or time.monotonic() > deadline:
+        if (
+            r.error_code not in (ErrorCode.coordinator_load_in_progress, ErrorCode.not_coordinator)
+            or time.monotonic() > deadline
+        ):
             return r
         time.sleep(0.1)
 

@@ -10,11 +10,11 @@ import time
 from typing import Any
 
 from batches import idempotent_batch, records_of
+from inprocess import InProcessBroker
 from kio.schema.errors import ErrorCode
+from rawkafka import RawClient
 
 from herd.client.wire import request_builder
-from inprocess import InProcessBroker
-from rawkafka import RawClient
 
 P = 8800
 # the data path alone: a producer id no transaction coordinator knows, markers appended to the log directly, so
@@ -24,26 +24,64 @@ UNVERIFIED = {"offsets.topic.num.partitions": "1", "transaction.partition.verifi
 
 def produce(client: RawClient, records: bytes) -> Any:
     b = request_builder(0, 9)
-    request = b.request(transactional_id="tx", acks=-1, timeout=5000, topic_data=(b("TopicProduceData", name="t",
-                        partition_data=(b("PartitionProduceData", index=0, records=records),)),))
+    request = b.request(
+        transactional_id="tx",
+        acks=-1,
+        timeout=5000,
+        topic_data=(
+            b("TopicProduceData", name="t", partition_data=(b("PartitionProduceData", index=0, records=records),)),
+        ),
+    )
     return client.request(0, 9, request).responses[0].partition_responses[0]
 
 
 def fetch(client: RawClient, version: int, offset: int, topic_id: Any = None, wait_ms: int = 0) -> Any:
     b = request_builder(1, version)
-    request = b.request(replica_id=-1, max_wait=wait_ms, min_bytes=1, max_bytes=1 << 20, isolation_level=1,
-                        session_id=0, session_epoch=-1, forgotten_topics_data=(), rack_id="", topics=(
-                            b("FetchTopic", topic="t", topic_id=topic_id, partitions=(
-                                b("FetchPartition", partition=0, current_leader_epoch=-1, fetch_offset=offset,
-                                  log_start_offset=-1, partition_max_bytes=1 << 20),)),))
+    request = b.request(
+        replica_id=-1,
+        max_wait=wait_ms,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        isolation_level=1,
+        session_id=0,
+        session_epoch=-1,
+        forgotten_topics_data=(),
+        rack_id="",
+        topics=(
+            b(
+                "FetchTopic",
+                topic="t",
+                topic_id=topic_id,
+                partitions=(
+                    b(
+                        "FetchPartition",
+                        partition=0,
+                        current_leader_epoch=-1,
+                        fetch_offset=offset,
+                        log_start_offset=-1,
+                        partition_max_bytes=1 << 20,
+                    ),
+                ),
+            ),
+        ),
+    )
     return client.request(1, version, request).responses[0].partitions[0]
 
 
 def latest_committed(client: RawClient) -> int:
     b = request_builder(2, 11)
-    request = b.request(replica_id=-1, isolation_level=1, timeout=5000, topics=(b("ListOffsetsTopic", name="t",
-                        partitions=(b("ListOffsetsPartition", partition_index=0, current_leader_epoch=-1,
-                                      timestamp=-1),)),))
+    request = b.request(
+        replica_id=-1,
+        isolation_level=1,
+        timeout=5000,
+        topics=(
+            b(
+                "ListOffsetsTopic",
+                name="t",
+                partitions=(b("ListOffsetsPartition", partition_index=0, current_leader_epoch=-1, timestamp=-1),),
+            ),
+        ),
+    )
     return client.request(2, 11, request).topics[0].partitions[0].offset
 
 
@@ -113,8 +151,14 @@ def test_librdkafka_read_committed_skips_aborted_records_and_markers(tmp_path) -
         for isolation, expected in (("read_committed", [b"committed-0", b"committed-1", b"committed-2", b"plain"]),
                                     ("read_uncommitted", [b"committed-0", b"committed-1", b"committed-2",
                                                           b"aborted", b"aborted", b"plain"])):  # fmt: skip
-            consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "g", "isolation.level": isolation,
-                                 "enable.auto.commit": False})
+            consumer = Consumer(
+                {
+                    "bootstrap.servers": broker.bootstrap,
+                    "group.id": "g",
+                    "isolation.level": isolation,
+                    "enable.auto.commit": False,
+                }
+            )
             consumer.assign([TopicPartition("t", 0, 0)])
             got: list[bytes] = []
             deadline = time.monotonic() + 20

@@ -15,19 +15,38 @@ from rawkafka import RawClient
 from test_groups_api import part, req
 from test_offsets_api import member_of
 
-
 TXN_COMMIT, FETCH = 28, 9
 PID, EPOCH = 77, 1
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
-    node = InProcessBroker({"log.dirs": str(tmp_path_factory.mktemp("txn-offsets")),
-                            "offsets.topic.num.partitions": "1"})
+    node = InProcessBroker(
+        {"log.dirs": str(tmp_path_factory.mktemp("txn-offsets")), "offsets.topic.num.partitions": "1"}
+    )
     with RawClient(node.port) as c:
-        c.request(19, 7, req(19, 7, timeout=10_000, validate_only=False, topics=(
-            part(19, 7, "CreatableTopic", name="data", num_partitions=2, replication_factor=1, assignments=(),
-                 configs=()),)))
+        c.request(
+            19,
+            7,
+            req(
+                19,
+                7,
+                timeout=10_000,
+                validate_only=False,
+                topics=(
+                    part(
+                        19,
+                        7,
+                        "CreatableTopic",
+                        name="data",
+                        num_partitions=2,
+                        replication_factor=1,
+                        assignments=(),
+                        configs=(),
+                    ),
+                ),
+            ),
+        )
     yield node
     node.stop()
 
@@ -44,15 +63,53 @@ def served(node):
     broker.transactions = had
 
 
-def txn_commit(c: RawClient, v: int, group: str, offsets: dict[int, int], *, topic: str = "data", gen: int = -1,
-               member: str = "", instance: str | None = None, pid: int = PID,
-               epoch: int = EPOCH) -> list[tuple[int, int]]:
-    t = part(TXN_COMMIT, v, "TxnOffsetCommitRequestTopic", name=topic, partitions=tuple(
-        part(TXN_COMMIT, v, "TxnOffsetCommitRequestPartition", partition_index=p, committed_offset=o,
-             committed_leader_epoch=-1, committed_metadata=None) for p, o in offsets.items()))
-    r = c.request(TXN_COMMIT, v, req(TXN_COMMIT, v, transactional_id="tx", group_id=group, producer_id=pid,
-                                     producer_epoch=epoch, generation_id=gen, member_id=member,
-                                     group_instance_id=instance, topics=(t,)))
+def txn_commit(
+    c: RawClient,
+    v: int,
+    group: str,
+    offsets: dict[int, int],
+    *,
+    topic: str = "data",
+    gen: int = -1,
+    member: str = "",
+    instance: str | None = None,
+    pid: int = PID,
+    epoch: int = EPOCH,
+) -> list[tuple[int, int]]:
+    t = part(
+        TXN_COMMIT,
+        v,
+        "TxnOffsetCommitRequestTopic",
+        name=topic,
+        partitions=tuple(
+            part(
+                TXN_COMMIT,
+                v,
+                "TxnOffsetCommitRequestPartition",
+                partition_index=p,
+                committed_offset=o,
+                committed_leader_epoch=-1,
+                committed_metadata=None,
+            )
+            for p, o in offsets.items()
+        ),
+    )
+    r = c.request(
+        TXN_COMMIT,
+        v,
+        req(
+            TXN_COMMIT,
+            v,
+            transactional_id="tx",
+            group_id=group,
+            producer_id=pid,
+            producer_epoch=epoch,
+            generation_id=gen,
+            member_id=member,
+            group_instance_id=instance,
+            topics=(t,),
+        ),
+    )
     return [(p.partition_index, p.error_code) for topic_ in r.topics for p in topic_.partitions]
 
 
@@ -91,10 +148,12 @@ def test_kip_447_fencing(served, v):
         assert txn_commit(c, v, group, {0: 1}, gen=1, member="m") == [(0, ErrorCode.illegal_generation)]
         me, generation = member_of(c, group, "data", instance="i")
         assert txn_commit(c, v, group, {0: 1}, gen=generation + 1, member=me, instance="i") == [
-            (0, ErrorCode.illegal_generation)]
+            (0, ErrorCode.illegal_generation)
+        ]
         assert txn_commit(c, v, group, {0: 1}, gen=generation, member="zombie") == [(0, ErrorCode.unknown_member_id)]
         assert txn_commit(c, v, group, {0: 1}, gen=generation, member="zombie", instance="i") == [
-            (0, ErrorCode.fenced_instance_id)]
+            (0, ErrorCode.fenced_instance_id)
+        ]
         assert fetch(c, group) == {0: (-1, NONE), 1: (-1, NONE)}  # nothing was staged
         assert txn_commit(c, v, group, {0: 9}, gen=generation, member=me, instance="i") == [(0, NONE)]
         complete(served, True)
@@ -117,14 +176,15 @@ def test_unknown_topics_and_partitions_and_the_empty_group_id(served):
     with RawClient(served.port) as c:
         assert txn_commit(c, 5, "g", {0: 1}, topic="nope") == [(0, ErrorCode.unknown_topic_or_partition)]
         assert txn_commit(c, 5, "g", {1: 1, 7: 1}) == [(1, NONE), (7, ErrorCode.unknown_topic_or_partition)]
-        assert txn_commit(c, 5, "", {0: 1, 7: 1}) == [(0, ErrorCode.invalid_group_id),
-                                                      (7, ErrorCode.unknown_topic_or_partition)]
+        assert txn_commit(c, 5, "", {0: 1, 7: 1}) == [
+            (0, ErrorCode.invalid_group_id),
+            (7, ErrorCode.unknown_topic_or_partition),
+        ]
         complete(served, False)
 
 
 def test_send_offsets_to_transaction_with_a_real_client(node):
-    """confluent-kafka's transactional producer: committed, aborted, and pending across a coordinator reload.
-    """
+    """confluent-kafka's transactional producer: committed, aborted, and pending across a coordinator reload."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
     group = Consumer({"bootstrap.servers": node.bootstrap, "group.id": "eos", "isolation.level": "read_committed"})

@@ -54,10 +54,17 @@ class ConfluentApp:
         self.assignments: list[list[int]] = []
         self.received: list[bytes] = []
         self.errors: list[Any] = []
-        self.consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                                  "session.timeout.ms": SESSION_MS, "heartbeat.interval.ms": HEARTBEAT_MS,
-                                  **config})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "session.timeout.ms": SESSION_MS,
+                "heartbeat.interval.ms": HEARTBEAT_MS,
+                **config,
+            }
+        )
         self.consumer.subscribe([topic], on_assign=self._assigned)
 
     def _assigned(self, consumer: Any, partitions: list[Any]) -> None:
@@ -107,13 +114,19 @@ class AioApp:
         self.assignments: list[list[int]] = []
         self.received: list[bytes] = []
         self.errors: list[Exception] = []
-        self.consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                                         auto_offset_reset="earliest", enable_auto_commit=False,
-                                         session_timeout_ms=SESSION_MS, heartbeat_interval_ms=HEARTBEAT_MS,
-                                         retry_backoff_ms=50, **config)
+        self.consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=SESSION_MS,
+            heartbeat_interval_ms=HEARTBEAT_MS,
+            retry_backoff_ms=50,
+            **config,
+        )
         self.consumer.subscribe([topic], listener=Listener())
 
-    async def __aenter__(self) -> "AioApp":
+    async def __aenter__(self) -> AioApp:
         await self.consumer.start()
         return self
 

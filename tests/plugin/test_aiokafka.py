@@ -45,8 +45,9 @@ class Scene:
 
 
 @pytest.fixture
-def scene(herd_broker: HerdBroker, herd_topic: str, herd_group: str, herd_faults: Faults,
-          herd_admin: HerdAdmin) -> Scene:
+def scene(
+    herd_broker: HerdBroker, herd_topic: str, herd_group: str, herd_faults: Faults, herd_admin: HerdAdmin
+) -> Scene:
     return Scene(herd_broker, herd_topic, herd_group, herd_faults, herd_admin)
 
 
@@ -58,11 +59,13 @@ def test_rebalance_in_progress_makes_it_join_again(scene: Scene) -> None:
     async def story() -> None:
         async with scene.app() as app:
             await scene.settle(app)
-            rule = scene.faults.add(action="error", api="Heartbeat", group=scene.group,
-                                    error="REBALANCE_IN_PROGRESS", count=1)
+            rule = scene.faults.add(
+                action="error", api="Heartbeat", group=scene.group, error="REBALANCE_IN_PROGRESS", count=1
+            )
             await app.wait_hit(scene.faults, rule)
             await app.consume_until(lambda: len(app.assignments) == 2)
             await scene.carry_on(app)
+
     run(story)
 
 
@@ -71,27 +74,29 @@ def test_not_coordinator_sends_it_looking_for_the_coordinator(api: str, scene: S
     async def story() -> None:
         async with scene.app() as app:
             member = await scene.settle(app)
-            rule = scene.faults.add(action="error", api=api, group=scene.group, error="NOT_COORDINATOR",
-                                    count=1)
+            rule = scene.faults.add(action="error", api=api, group=scene.group, error="NOT_COORDINATOR", count=1)
             if api == "Heartbeat":
                 await app.wait_hit(scene.faults, rule)
             await scene.carry_on(app)  # the first commit meets it
             assert scene.faults.list() == []
             assert app.assignments == [[0]]
             assert await scene.member_id() == member
+
     run(story)
 
 
 def test_joining_through_not_coordinator_and_load_in_progress(scene: Scene) -> None:
     async def story() -> None:
         scene.faults.add(action="error", api="JoinGroup", group=scene.group, error="NOT_COORDINATOR", count=1)
-        scene.faults.add(action="error", api="OffsetFetch", group=scene.group,
-                         error="COORDINATOR_LOAD_IN_PROGRESS", count=1)
+        scene.faults.add(
+            action="error", api="OffsetFetch", group=scene.group, error="COORDINATOR_LOAD_IN_PROGRESS", count=1
+        )
         async with scene.app() as app:
             await scene.settle(app)
             assert scene.faults.list() == []
             await scene.carry_on(app)
             assert app.assignments == [[0]]
+
     run(story)
 
 
@@ -101,12 +106,14 @@ def test_unknown_member_id_makes_it_join_again_as_a_new_member(scene: Scene) -> 
     async def story() -> None:
         async with scene.app(group_instance_id="worker-1") as app:
             before = await scene.settle(app)
-            rule = scene.faults.add(action="error", api="Heartbeat", group=scene.group,
-                                    error="UNKNOWN_MEMBER_ID", count=1)
+            rule = scene.faults.add(
+                action="error", api="Heartbeat", group=scene.group, error="UNKNOWN_MEMBER_ID", count=1
+            )
             await app.wait_hit(scene.faults, rule)
             await app.consume_until(lambda: len(app.assignments) == 2)
             assert await scene.member_id() != before
             await scene.carry_on(app)
+
     run(story)
 
 
@@ -118,14 +125,13 @@ def test_a_fenced_static_member_surfaces_the_error(scene: Scene) -> None:
     async def story() -> None:
         async with scene.app(group_instance_id="worker-1") as app:
             await scene.settle(app)
-            scene.faults.add(action="error", api="JoinGroup", member="worker-1", error="FENCED_INSTANCE_ID",
-                             count=1)
-            scene.faults.add(action="error", api="Heartbeat", group=scene.group,
-                             error="REBALANCE_IN_PROGRESS", count=1)
+            scene.faults.add(action="error", api="JoinGroup", member="worker-1", error="FENCED_INSTANCE_ID", count=1)
+            scene.faults.add(action="error", api="Heartbeat", group=scene.group, error="REBALANCE_IN_PROGRESS", count=1)
             await app.consume_until(lambda: bool(app.errors))
             assert scene.faults.list() == []
             await scene.carry_on(app)
             assert app.errors and all(str(e) == "KafkaError: UnknownError()" for e in app.errors), app.errors
+
     run(story)
 
 
@@ -137,4 +143,5 @@ def test_a_coordinator_move_is_followed(scene: Scene) -> None:
             assert moved["partition"][0] == "__consumer_offsets"
             await scene.carry_on(app)
             assert await scene.member_id() == member
+
     run(story)

@@ -21,8 +21,7 @@ if TYPE_CHECKING:
 
 
 @pytest.fixture
-def start_app(herd_broker: HerdBroker, herd_topic: str,
-              herd_group: str) -> Iterator[Callable[..., ConfluentApp]]:
+def start_app(herd_broker: HerdBroker, herd_topic: str, herd_group: str) -> Iterator[Callable[..., ConfluentApp]]:
     apps: list[ConfluentApp] = []
 
     def start(**config: Any) -> ConfluentApp:
@@ -38,8 +37,13 @@ def start_app(herd_broker: HerdBroker, herd_topic: str,
 
 
 @pytest.fixture
-def settled(herd_broker: HerdBroker, herd_topic: str, herd_group: str, herd_admin: HerdAdmin,
-            start_app: Callable[..., ConfluentApp]) -> ConfluentApp:
+def settled(
+    herd_broker: HerdBroker,
+    herd_topic: str,
+    herd_group: str,
+    herd_admin: HerdAdmin,
+    start_app: Callable[..., ConfluentApp],
+) -> ConfluentApp:
     """A consumer that has taken and committed the first three values, in a Stable group of one."""
     produce(herd_broker.bootstrap, herd_topic, values(0, 3))
     app = start_app()
@@ -57,15 +61,19 @@ def carry_on(app: ConfluentApp, bootstrap: str, topic: str, group: str, admin: H
 
 
 def test_not_coordinator_sends_it_looking_for_the_coordinator(
-        settled: ConfluentApp, herd_broker: HerdBroker, herd_topic: str, herd_group: str, herd_faults: Faults,
-        herd_admin: HerdAdmin) -> None:
+    settled: ConfluentApp,
+    herd_broker: HerdBroker,
+    herd_topic: str,
+    herd_group: str,
+    herd_faults: Faults,
+    herd_admin: HerdAdmin,
+) -> None:
     # On Heartbeat only: after NOT_COORDINATOR on a synchronous OffsetCommit, librdkafka 2.16 often (in about
     # half the runs here) keeps marking the coordinator dead as the retried commit fails on the coordinator
     # connection it has just closed, until the session expires (UNKNOWN_MEMBER_ID): too erratic for a test.
     # aiokafka's test covers OffsetCommit.
     member = herd_admin.describe_group(herd_group).members[0].member_id
-    rule = herd_faults.add(action="error", api="Heartbeat", group=herd_group, error="NOT_COORDINATOR",
-                           count=1)
+    rule = herd_faults.add(action="error", api="Heartbeat", group=herd_group, error="NOT_COORDINATOR", count=1)
     wait_hit(herd_faults, rule, settled.poll)
     carry_on(settled, herd_broker.bootstrap, herd_topic, herd_group, herd_admin)
     # No rebalance: the member found the coordinator again (FindCoordinator) and went on as it was.
@@ -74,13 +82,17 @@ def test_not_coordinator_sends_it_looking_for_the_coordinator(
 
 
 def test_joining_through_not_coordinator_and_load_in_progress(
-        herd_broker: HerdBroker, herd_topic: str, herd_group: str, herd_faults: Faults, herd_admin: HerdAdmin,
-        start_app: Callable[..., ConfluentApp]) -> None:
+    herd_broker: HerdBroker,
+    herd_topic: str,
+    herd_group: str,
+    herd_faults: Faults,
+    herd_admin: HerdAdmin,
+    start_app: Callable[..., ConfluentApp],
+) -> None:
     # What a consumer meets when it starts while its coordinator moves: the old one says NOT_COORDINATOR,
     # the new one COORDINATOR_LOAD_IN_PROGRESS until it has read the group's records.
     herd_faults.add(action="error", api="JoinGroup", group=herd_group, error="NOT_COORDINATOR", count=1)
-    herd_faults.add(action="error", api="OffsetFetch", group=herd_group, error="COORDINATOR_LOAD_IN_PROGRESS",
-                    count=1)
+    herd_faults.add(action="error", api="OffsetFetch", group=herd_group, error="COORDINATOR_LOAD_IN_PROGRESS", count=1)
     produce(herd_broker.bootstrap, herd_topic, values(0, 3))
     app = start_app()
     app.consume(3)
@@ -90,14 +102,18 @@ def test_joining_through_not_coordinator_and_load_in_progress(
 
 
 def test_unknown_member_id_makes_it_join_again_as_a_new_member(
-        settled: ConfluentApp, herd_broker: HerdBroker, herd_topic: str, herd_group: str, herd_faults: Faults,
-        herd_admin: HerdAdmin) -> None:
+    settled: ConfluentApp,
+    herd_broker: HerdBroker,
+    herd_topic: str,
+    herd_group: str,
+    herd_faults: Faults,
+    herd_admin: HerdAdmin,
+) -> None:
     # The coordinator still counts the member it called unknown, so the rebalance its new self starts waits
     # for that one's session to end (session.timeout.ms, 6 s): Kafka would wait as long. aiokafka's test uses
     # a static member, which takes its old place at once.
     before = herd_admin.describe_group(herd_group).members[0].member_id
-    rule = herd_faults.add(action="error", api="Heartbeat", group=herd_group, error="UNKNOWN_MEMBER_ID",
-                           count=1)
+    rule = herd_faults.add(action="error", api="Heartbeat", group=herd_group, error="UNKNOWN_MEMBER_ID", count=1)
     wait_hit(herd_faults, rule, settled.poll)
     settled.consume_until(lambda: len(settled.assignments) == 2)
     after = herd_admin.wait_for_members(herd_group, 1).members[0].member_id
@@ -106,8 +122,13 @@ def test_unknown_member_id_makes_it_join_again_as_a_new_member(
 
 
 def test_a_fenced_static_member_stops_with_a_fatal_error(
-        herd_broker: HerdBroker, herd_topic: str, herd_group: str, herd_faults: Faults, herd_admin: HerdAdmin,
-        start_app: Callable[..., ConfluentApp]) -> None:
+    herd_broker: HerdBroker,
+    herd_topic: str,
+    herd_group: str,
+    herd_faults: Faults,
+    herd_admin: HerdAdmin,
+    start_app: Callable[..., ConfluentApp],
+) -> None:
     # Kafka answers FENCED_INSTANCE_ID when another process joined with the same group.instance.id; librdkafka
     # (like Java's FencedInstanceIdException) treats it as fatal: the consumer must be closed and replaced.
     produce(herd_broker.bootstrap, herd_topic, values(0, 3))
@@ -123,8 +144,14 @@ def test_a_fenced_static_member_stops_with_a_fatal_error(
     assert raised.value.args[0].code() == KafkaError._FATAL
 
 
-def test_a_coordinator_move_is_followed(settled: ConfluentApp, herd_broker: HerdBroker, herd_topic: str,
-                                        herd_group: str, herd_faults: Faults, herd_admin: HerdAdmin) -> None:
+def test_a_coordinator_move_is_followed(
+    settled: ConfluentApp,
+    herd_broker: HerdBroker,
+    herd_topic: str,
+    herd_group: str,
+    herd_faults: Faults,
+    herd_admin: HerdAdmin,
+) -> None:
     moved = herd_faults.move_coordinator(herd_group, unavailable_ms=200)
     assert moved["partition"][0] == "__consumer_offsets"
     carry_on(settled, herd_broker.bootstrap, herd_topic, herd_group, herd_admin)

@@ -28,17 +28,22 @@ def consume(consumer, received, until):
 def test_consumer_survives_a_forced_rebalance(herd_broker, herd_topic, herd_group, herd_faults, herd_admin):
     produce(herd_broker.bootstrap, herd_topic, [b"a", b"b", b"c"])
     assignments, received = [], []
-    consumer = Consumer({"bootstrap.servers": herd_broker.bootstrap, "group.id": herd_group,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "heartbeat.interval.ms": 100})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": herd_broker.bootstrap,
+            "group.id": herd_group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "heartbeat.interval.ms": 100,
+        }
+    )
     consumer.subscribe([herd_topic], on_assign=lambda c, partitions: assignments.append(partitions))
     try:
         consume(consumer, received, until=lambda: len(received) == 3)
 
         # The coordinator answers the next heartbeat REBALANCE_IN_PROGRESS, as Kafka does when another member
         # joins: the consumer must give its partitions up, join again and carry on where it committed.
-        herd_faults.add(action="error", api="Heartbeat", group=herd_group, error="REBALANCE_IN_PROGRESS",
-                        count=1)
+        herd_faults.add(action="error", api="Heartbeat", group=herd_group, error="REBALANCE_IN_PROGRESS", count=1)
         consume(consumer, received, until=lambda: len(assignments) == 2)
         herd_admin.wait_for_members(herd_group, 1)
 

@@ -14,8 +14,7 @@ from plugin_clients import AioApp, produce, values
 from herd.testing import HerdAdmin, HerdCluster
 
 
-def test_a_consumer_follows_its_coordinator_to_another_node(herd_cluster: HerdCluster,
-                                                            herd_group: str) -> None:
+def test_a_consumer_follows_its_coordinator_to_another_node(herd_cluster: HerdCluster, herd_group: str) -> None:
     admin = HerdAdmin(herd_cluster.bootstrap)
     topic = admin.create_topic(partitions=1)
     produce(herd_cluster.bootstrap, topic, values(0, 3))

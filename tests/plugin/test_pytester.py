@@ -72,8 +72,7 @@ def test_a_users_session_passes_and_leaves_no_process(pytester: pytest.Pytester)
     # The docs' example, then a test that crashes the broker: the next one finds it running again (with the
     # session's --herd-override), and the rule that one adds is gone for the last.
     pytester.makepyfile(test_app=docs_example(), test_session=SESSION)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q",
-                                           "--herd-override", "num.partitions=2")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", "--herd-override", "num.partitions=2")
     result.assert_outcomes(passed=4)
     (log,) = pytester.path.glob("runpytest-[0-9]*/herd-broker[0-9]*/herd.log")
     assert "herd listening on" in log.read_text()
@@ -87,10 +86,12 @@ def test_attached(herd_broker, herd_faults):
 """
 
 
-def test_options_point_the_fixtures_at_a_running_broker(pytester: pytest.Pytester, herd_broker: HerdBroker,
-                                                        herd_faults: Faults) -> None:
+def test_options_point_the_fixtures_at_a_running_broker(
+    pytester: pytest.Pytester, herd_broker: HerdBroker, herd_faults: Faults
+) -> None:
     pytester.makepyfile(test_attached=ATTACHED.format(bootstrap=herd_broker.bootstrap))
     http = herd_broker.http.removeprefix("http://")
-    pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", f"--herd-bootstrap={herd_broker.bootstrap}",
-                                  f"--herd-http={http}").assert_outcomes(passed=1)
+    pytester.runpytest_subprocess(
+        "-p", "no:cacheprovider", "-q", f"--herd-bootstrap={herd_broker.bootstrap}", f"--herd-http={http}"
+    ).assert_outcomes(passed=1)
     assert herd_faults.list() == []  # the other session removed its rule when its test ended

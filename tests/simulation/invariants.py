@@ -26,8 +26,13 @@ from herd.coordinator import CoordinatorConfig, GroupCoordinatorShard, GroupStat
 from herd.coordinator import requests as rq
 from herd.coordinator import responses as rs
 from herd.coordinator.group import ClassicGroup
-from herd.coordinator.records import GROUP_METADATA_KEY_TYPE, OFFSET_COMMIT_KEY_TYPES, decode_group_metadata_key
-from herd.coordinator.records import decode_offset_commit, record_type
+from herd.coordinator.records import (
+    GROUP_METADATA_KEY_TYPE,
+    OFFSET_COMMIT_KEY_TYPES,
+    decode_group_metadata_key,
+    decode_offset_commit,
+    record_type,
+)
 from herd.runtime.batches import decode_batches
 
 from .runtime import Observer, Pending
@@ -41,8 +46,9 @@ Projection = tuple[str, int, str | None, str | None, tuple[tuple[str, str | None
 # --- the invariants -----------------------------------------------------------------------------------
 
 
-def check_assignment_source(group: str, generation: int, leader_maps: list[dict[str, bytes]],
-                            delivered: Mapping[str, bytes]) -> str | None:
+def check_assignment_source(
+    group: str, generation: int, leader_maps: list[dict[str, bytes]], delivered: Mapping[str, bytes]
+) -> str | None:
     """One generation's assignments come from one leader's SyncGroup and each member received exactly its
     part: some single accepted leader assignment for (group, generation) gives every member that was answered
     NONE exactly the bytes it got (no member gets another's part, nor a part from another generation or from
@@ -50,8 +56,10 @@ def check_assignment_source(group: str, generation: int, leader_maps: list[dict[
     for leader_map in leader_maps:
         if all(leader_map.get(who, b"") == got for who, got in delivered.items()):
             return None
-    return (f"{group} generation {generation}: the assignments handed out {dict(delivered)} match no single "
-            f"leader SyncGroup accepted for that generation ({len(leader_maps)} of them: {leader_maps})")
+    return (
+        f"{group} generation {generation}: the assignments handed out {dict(delivered)} match no single "
+        f"leader SyncGroup accepted for that generation ({len(leader_maps)} of them: {leader_maps})"
+    )
 
 
 def check_generation_grows(group: str, previous: int, current: int) -> str | None:
@@ -81,8 +89,10 @@ def check_static_mapping(group: ClassicGroup) -> str | None:
             return f"{group.group_id}: instance {iid} is held by {seen[iid]} and {member.member_id}"
         seen[iid] = member.member_id
         if group.static_members.get(iid) != member.member_id:
-            return f"{group.group_id}: member {member.member_id} has instance {iid}, the index says " \
-                   f"{group.static_members.get(iid)}"
+            return (
+                f"{group.group_id}: member {member.member_id} has instance {iid}, the index says "
+                f"{group.static_members.get(iid)}"
+            )
     for iid, mid in group.static_members.items():
         if seen.get(iid) != mid:
             return f"{group.group_id}: the index maps instance {iid} to {mid}, which is not a member with it"
@@ -196,12 +206,19 @@ class Checker(Observer):
     def _leader_sync(self, shard: GroupCoordinatorShard, request: object) -> None:
         assert isinstance(request, mm.SyncGroupRequest)
         group = shard.group(request.group_id)
-        if (group is None or group.generation_id != request.generation_id or group.state is not GroupState.STABLE
-                or group.leader_id != request.member_id or not request.assignments and group.members):
+        if (
+            group is None
+            or group.generation_id != request.generation_id
+            or group.state is not GroupState.STABLE
+            or group.leader_id != request.member_id
+            or not request.assignments
+            and group.members
+        ):
             return
         given = dict(request.assignments)
-        leader_map = {_who(m.member_id, m.group_instance_id): given.get(m.member_id, b"")
-                      for m in group.members.values()}
+        leader_map = {
+            _who(m.member_id, m.group_instance_id): given.get(m.member_id, b"") for m in group.members.values()
+        }
         self.leader_maps.setdefault((request.group_id, request.generation_id), []).append(leader_map)
 
     def durable(self, batch: bytes, entries: list[Pending]) -> None:
@@ -217,7 +234,8 @@ class Checker(Observer):
         if kind in OFFSET_COMMIT_KEY_TYPES:
             group, topic, partition, offset = decode_offset_commit(key, value)
             self.writes.setdefault((group, topic, partition), []).append(
-                (index, None if offset is None else offset.offset))
+                (index, None if offset is None else offset.offset)
+            )
         if kind == GROUP_METADATA_KEY_TYPE and value is None:
             group = decode_group_metadata_key(key).group  # deleted: its generations start again from 0
             self.handed_out.pop(group, None)
@@ -242,8 +260,9 @@ class Checker(Observer):
         key = (request.group_id, request.generation_id)
         delivered = self.delivered.setdefault(key, {})
         delivered[_who(request.member_id, request.group_instance_id)] = assignment
-        self.fail(check_assignment_source(request.group_id, request.generation_id,
-                                          self.leader_maps.get(key, []), delivered))
+        self.fail(
+            check_assignment_source(request.group_id, request.generation_id, self.leader_maps.get(key, []), delivered)
+        )
         if request.generation_id > self.handed_out.get(request.group_id, 0):
             self.handed_out[request.group_id] = request.generation_id
 
@@ -255,8 +274,13 @@ class Checker(Observer):
                     self._commit_acked(request, (request.group_id, topic.name, part.partition_index))
 
     def _commit_acked(self, request: rq.OffsetCommit, key: Key) -> None:
-        offset = next(p.committed_offset for t in request.topics if t.name == key[1]
-                      for p in t.partitions if p.partition_index == key[2])
+        offset = next(
+            p.committed_offset
+            for t in request.topics
+            if t.name == key[1]
+            for p in t.partitions
+            if p.partition_index == key[2]
+        )
         index = max((i for i, o in self.writes.get(key, ()) if o == offset), default=None)
         if index is None:
             self.fail(f"{key}: the commit of offset {offset} was answered NONE before it was durable")
@@ -297,8 +321,9 @@ class Checker(Observer):
             live = shard.group(group_id)
             if live is None or live.state in (GroupState.STABLE, GroupState.EMPTY):
                 self.fail(check_projection(group_id, projection(live), projection(self.shadow.group(group_id))))
-            self.fail(check_offsets(group_id, shard.committed_offsets(group_id),
-                                    self.shadow.committed_offsets(group_id)))
+            self.fail(
+                check_offsets(group_id, shard.committed_offsets(group_id), self.shadow.committed_offsets(group_id))
+            )
         for key, (index, offset) in self.acked.items():
             if self.writes[key][-1][0] == index:
                 value = shard.committed_offsets(key[0]).get((key[1], key[2]))

@@ -23,7 +23,7 @@ from herd.client import membership as ms
 from herd.client import membership_messages as mm
 from herd.client.assignors import Cluster
 from herd.client.consumer import ConsumerGroupProtocol, partitions_of
-from herd.client.membership import MemberState, MembershipConfig, MembershipMachine
+from herd.client.membership import MembershipConfig, MembershipMachine, MemberState
 from herd.coordinator import requests as rq
 
 from .loop import Event
@@ -77,10 +77,18 @@ class SimMember:
             return
         self.runs += 1
         s = self.spec
-        protocol = ConsumerGroupProtocol(sorted(s.topics), (s.assignor,),
-                                         cluster=lambda topics: Cluster(dict(s.topics)))
-        config = MembershipConfig(s.group_id, s.session_timeout_ms, s.rebalance_timeout_ms,
-                                  s.heartbeat_interval_ms, 100, 1000, self.instance_id)
+        protocol = ConsumerGroupProtocol(
+            sorted(s.topics), (s.assignor,), cluster=lambda topics: Cluster(dict(s.topics))
+        )
+        config = MembershipConfig(
+            s.group_id,
+            s.session_timeout_ms,
+            s.rebalance_timeout_ms,
+            s.heartbeat_interval_ms,
+            100,
+            1000,
+            self.instance_id,
+        )
         self.machine = MembershipMachine(config, protocol, self.sim.loop.clock)
         self.status, self.conn, self.inbox = "up", None, []
         self.sim.trace(f"{self.name} starts (run {self.runs})")
@@ -226,9 +234,13 @@ class SimMember:
         for tp in parts:
             offset = self.sim.next_offset(self.spec.group_id, tp)
             by_topic.setdefault(tp.topic, []).append(rq.CommitPartition(tp.partition, offset))
-        request = rq.OffsetCommit(group_id=self.spec.group_id, generation_id_or_member_epoch=machine.generation_id,
-                                  member_id=machine.member_id, group_instance_id=self.instance_id,
-                                  topics=tuple(rq.CommitTopic(t, tuple(p)) for t, p in by_topic.items()))
+        request = rq.OffsetCommit(
+            group_id=self.spec.group_id,
+            generation_id_or_member_epoch=machine.generation_id,
+            member_id=machine.member_id,
+            group_instance_id=self.instance_id,
+            topics=tuple(rq.CommitTopic(t, tuple(p)) for t, p in by_topic.items()),
+        )
         if self.conn is None or not self.conn.open:
             self.conn = self.sim.network.connect(self)
         self.sim.network.send(self.conn, request)

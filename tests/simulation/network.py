@@ -154,19 +154,29 @@ class Server:
 
 
 _METHODS: dict[type, str] = {
-    mm.JoinGroupRequest: "join_group", mm.SyncGroupRequest: "sync_group", mm.LeaveGroupRequest: "leave_group",
-    rq.OffsetCommit: "offset_commit", rq.LeaveGroup: "leave_group", rq.DeleteGroups: "delete_groups",
+    mm.JoinGroupRequest: "join_group",
+    mm.SyncGroupRequest: "sync_group",
+    mm.LeaveGroupRequest: "leave_group",
+    rq.OffsetCommit: "offset_commit",
+    rq.LeaveGroup: "leave_group",
+    rq.DeleteGroups: "delete_groups",
 }
 
 _EMPTY_RESPONSES: dict[str, Callable[[object], object]] = {
     "join_group": lambda r: rs.JoinGroupResponse(member_id=r.member_id),  # type: ignore[attr-defined]
     "sync_group": lambda r: rs.SyncGroupResponse(),
     "leave_group": lambda r: rs.LeaveGroupResponse(),
-    "offset_commit": lambda r: rs.OffsetCommitResponse(topics=tuple(  # type: ignore[attr-defined]
-        rs.CommitTopicResponse(t.name, tuple(rs.CommitPartitionResponse(p.partition_index) for p in t.partitions))
-        for t in r.topics)),
-    "delete_groups": lambda r: rs.DeleteGroupsResponse(results=tuple(  # type: ignore[attr-defined]
-        rs.DeletableGroupResult(g) for g in r.groups_names)),
+    "offset_commit": lambda r: rs.OffsetCommitResponse(
+        topics=tuple(  # type: ignore[attr-defined]
+            rs.CommitTopicResponse(t.name, tuple(rs.CommitPartitionResponse(p.partition_index) for p in t.partitions))
+            for t in r.topics
+        )
+    ),
+    "delete_groups": lambda r: rs.DeleteGroupsResponse(
+        results=tuple(  # type: ignore[attr-defined]
+            rs.DeletableGroupResult(g) for g in r.groups_names
+        )
+    ),
 }
 
 
@@ -175,20 +185,36 @@ def to_core(request: object) -> object:
     client = dict(client_id="sim", client_host="/sim")
     match request:
         case mm.JoinGroupRequest():
-            return rq.JoinGroup(group_id=request.group_id, session_timeout_ms=request.session_timeout_ms,
-                                rebalance_timeout_ms=request.rebalance_timeout_ms, member_id=request.member_id,
-                                group_instance_id=request.group_instance_id, protocol_type=request.protocol_type,
-                                protocols=tuple(Protocol(n, m) for n, m in request.protocols),
-                                reason=request.reason, **client)
+            return rq.JoinGroup(
+                group_id=request.group_id,
+                session_timeout_ms=request.session_timeout_ms,
+                rebalance_timeout_ms=request.rebalance_timeout_ms,
+                member_id=request.member_id,
+                group_instance_id=request.group_instance_id,
+                protocol_type=request.protocol_type,
+                protocols=tuple(Protocol(n, m) for n, m in request.protocols),
+                reason=request.reason,
+                **client,
+            )
         case mm.SyncGroupRequest():
-            return rq.SyncGroup(group_id=request.group_id, generation_id=request.generation_id,
-                                member_id=request.member_id, group_instance_id=request.group_instance_id,
-                                protocol_type=request.protocol_type, protocol_name=request.protocol_name,
-                                assignments=tuple(rq.SyncAssignment(m, a) for m, a in request.assignments),
-                                **client)
+            return rq.SyncGroup(
+                group_id=request.group_id,
+                generation_id=request.generation_id,
+                member_id=request.member_id,
+                group_instance_id=request.group_instance_id,
+                protocol_type=request.protocol_type,
+                protocol_name=request.protocol_name,
+                assignments=tuple(rq.SyncAssignment(m, a) for m, a in request.assignments),
+                **client,
+            )
         case mm.HeartbeatRequest():
-            return rq.Heartbeat(group_id=request.group_id, generation_id=request.generation_id,
-                                member_id=request.member_id, group_instance_id=request.group_instance_id, **client)
+            return rq.Heartbeat(
+                group_id=request.group_id,
+                generation_id=request.generation_id,
+                member_id=request.member_id,
+                group_instance_id=request.group_instance_id,
+                **client,
+            )
         case mm.LeaveGroupRequest():
             who = rq.MemberIdentity(request.member_id, request.group_instance_id, request.reason)
             return rq.LeaveGroup(group_id=request.group_id, members=(who,), **client)
@@ -200,12 +226,20 @@ def to_client(request: object, response: object) -> object:
     match response:
         case rs.JoinGroupResponse():
             members = tuple(JoinedMember(m.member_id, m.group_instance_id, m.metadata) for m in response.members)
-            return mm.JoinGroupResponse(response.error_code, response.generation_id, response.protocol_type,
-                                        response.protocol_name, response.leader, response.member_id, members,
-                                        response.skip_assignment)
+            return mm.JoinGroupResponse(
+                response.error_code,
+                response.generation_id,
+                response.protocol_type,
+                response.protocol_name,
+                response.leader,
+                response.member_id,
+                members,
+                response.skip_assignment,
+            )
         case rs.SyncGroupResponse():
-            return mm.SyncGroupResponse(response.error_code, response.assignment, response.protocol_type,
-                                        response.protocol_name)
+            return mm.SyncGroupResponse(
+                response.error_code, response.assignment, response.protocol_type, response.protocol_name
+            )
         case rs.HeartbeatResponse():
             return mm.HeartbeatResponse(response.error_code)
         case rs.LeaveGroupResponse() if isinstance(request, mm.LeaveGroupRequest):

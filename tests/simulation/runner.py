@@ -26,8 +26,10 @@ class Report:
 
     def summary(self) -> str:
         rate = self.schedules / self.seconds if self.seconds else 0.0
-        return (f"{self.schedules} schedules, {self.steps} steps, {len(self.failures)} failures in "
-                f"{self.seconds:.1f} s ({rate:.0f} schedules/s)")
+        return (
+            f"{self.schedules} schedules, {self.steps} steps, {len(self.failures)} failures in "
+            f"{self.seconds:.1f} s ({rate:.0f} schedules/s)"
+        )
 
 
 def run_one(seed: int, size: str) -> tuple[int, str | None]:
@@ -52,8 +54,7 @@ def run_chunk(args: tuple[int, int, str]) -> tuple[int, int, list[str]]:
     return count, steps, failures
 
 
-def run_many(schedules: int | None, minutes: float | None, jobs: int, first: int | None,
-             size: str = "ci") -> Report:
+def run_many(schedules: int | None, minutes: float | None, jobs: int, first: int | None, size: str = "ci") -> Report:
     """Run `schedules` schedules (or until `minutes` passed) from seed `first` on `jobs` processes."""
     start = time.monotonic()
     first = random.randrange(10**9) if first is None else first
@@ -101,6 +102,8 @@ def replay(seed: int, size: str = "ci") -> int:
         print(f"replay: {replay_command(seed, size)}")
         return 1
     print("\n".join(sim.lines))
-    print(f"seed {seed}: {sim.steps} steps, {sim.loop.now()} ms simulated, {sim.checker.rebalances} rebalances, "
-          f"causes {sim.checker.causes}, trace hash {sim.hash:08x}: every invariant held")
+    print(
+        f"seed {seed}: {sim.steps} steps, {sim.loop.now()} ms simulated, {sim.checker.rebalances} rebalances, "
+        f"causes {sim.checker.causes}, trace hash {sim.hash:08x}: every invariant held"
+    )
     return 0

@@ -112,8 +112,9 @@ class Incarnation:
         self.state = State.LOADING
         self.timer = SimTimer(host.loop, self._fire)
         ids = itertools.count()
-        self.shard = GroupCoordinatorShard(clock=host.loop.clock, timer=self.timer, config=host.config,
-                                           uuid_factory=lambda: f"u{number}-{next(ids)}")
+        self.shard = GroupCoordinatorShard(
+            clock=host.loop.clock, timer=self.timer, config=host.config, uuid_factory=lambda: f"u{number}-{next(ids)}"
+        )
         self.staged: list[Pending] = []
         self.in_flight: list[Pending] = []
         self.draining = False  # failed for a refused batch while a write was in flight (see `_drained`)
@@ -280,8 +281,15 @@ class Incarnation:
 class Host:
     """One coordinator partition: its durable log and the incarnation serving it (see the module docstring)."""
 
-    def __init__(self, loop: EventLoop, rng: random.Random, config: CoordinatorConfig, deliver: Deliver,
-                 observer: Observer, note: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        loop: EventLoop,
+        rng: random.Random,
+        config: CoordinatorConfig,
+        deliver: Deliver,
+        observer: Observer,
+        note: Callable[[str], None],
+    ) -> None:
         self.loop, self.rng, self.config = loop, rng, config
         self._deliver = deliver
         self.observer = observer
@@ -346,8 +354,9 @@ class Host:
         partition was unloaded and loaded again meanwhile (a move under way when the write failed), as
         CoordinatorRuntime._reload returns when the failed shard is no longer the one it hosts."""
         load_ms = self.rng.randint(1, 200)
-        self.loop.after(self.rng.randint(20, 500), lambda: self._reload(load_ms) if old is self.current else None,
-                        "recover")
+        self.loop.after(
+            self.rng.randint(20, 500), lambda: self._reload(load_ms) if old is self.current else None, "recover"
+        )
 
     def _reload(self, load_ms: int) -> None:
         # Two live incarnations would both run timers and write to one log, which no real node does (embedded: one

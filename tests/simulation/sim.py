@@ -37,11 +37,29 @@ from .network import Network, Server
 from .runtime import Host
 
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
-FAULTS = ("crash", "crash", "close", "pause", "pause", "drop", "drop", "join", "move", "node-crash",
-          "refuse", "fail-write", "admin-delete", "admin-remove")
+FAULTS = (
+    "crash",
+    "crash",
+    "close",
+    "pause",
+    "pause",
+    "drop",
+    "drop",
+    "join",
+    "move",
+    "node-crash",
+    "refuse",
+    "fail-write",
+    "admin-delete",
+    "admin-remove",
+)
 # a member of a loaded generation that rejoins may start the first rebalance after a coordinator move
-JOIN_CAUSES = {"new": {"member-join"}, "leader": {"leader-rejoin", "coordinator-moved"},
-               "metadata": {"protocol-change", "coordinator-moved"}, "static": {"static-member-replaced"}}
+JOIN_CAUSES = {
+    "new": {"member-join"},
+    "leader": {"leader-rejoin", "coordinator-moved"},
+    "metadata": {"protocol-change", "coordinator-moved"},
+    "static": {"static-member-replaced"},
+}
 
 
 class Simulation:
@@ -57,8 +75,9 @@ class Simulation:
         ci = size == "ci"
         self.max_members = rng.choice((2, 3, 3, 4, 4, 6)) if ci else rng.randint(2, 10)
         self.fault_ms = rng.randint(500, 6_000) if ci else rng.randint(1_000, 120_000)
-        self.config = CoordinatorConfig(group_initial_rebalance_delay_ms=rng.choice((0, 0, 300, 3000)),
-                                        new_member_join_timeout_ms=6000)
+        self.config = CoordinatorConfig(
+            group_initial_rebalance_delay_ms=rng.choice((0, 0, 300, 3000)), new_member_join_timeout_ms=6000
+        )
         self.specs = [self._group_spec(i) for i in range(rng.choice((1, 1, 1, 2)) if ci else rng.choice((1, 2, 3)))]
         self.group_ids = [s.group_id for s in self.specs]
         self.checker = Checker(self, self.config)
@@ -80,12 +99,13 @@ class Simulation:
         rng = self.rng
         topics = {f"t{index}{c}": rng.randint(1, 6) for c in "ab"[: rng.choice((1, 1, 2))]}
         session = rng.choice((6000, 10000))
-        return GroupSpec(f"g{index}", topics, rng.choice(ASSIGNORS), session,
-                         rng.choice((8000, 12000, 20000)), session // 3)
+        return GroupSpec(
+            f"g{index}", topics, rng.choice(ASSIGNORS), session, rng.choice((8000, 12000, 20000)), session // 3
+        )
 
     def _populate(self) -> None:
         for spec in self.specs:
-            for i in range(self.rng.randint(min(2, self.max_members), self.max_members)):
+            for _i in range(self.rng.randint(min(2, self.max_members), self.max_members)):
                 self._add_member(spec, self.rng.randint(0, 1500))
 
     def _add_member(self, spec: GroupSpec, at: int) -> SimMember:
@@ -173,8 +193,9 @@ class Simulation:
         self.offsets[(group_id, tp)] = value
         return value
 
-    def explained_causes(self, kind: str, detail: object, facts: dict[str, bool] | None,
-                         entry: Rebalance, previous: Rebalance | None) -> frozenset[str]:
+    def explained_causes(
+        self, kind: str, detail: object, facts: dict[str, bool] | None, entry: Rebalance, previous: Rebalance | None
+    ) -> frozenset[str]:
         """The rebalance causes the event that ran can explain (`check_cause`)."""
         if kind == "join_group" and facts is not None:
             return frozenset(c for fact, causes in JOIN_CAUSES.items() if facts[fact] for c in causes)
@@ -202,7 +223,7 @@ class Simulation:
             return True
         window = owner.spec.session_timeout_ms + 2 * self.network.max_delay_ms + 1000
         now = self.loop.now()
-        return max(self.fault_times.get(owner.name, -10**9), self.fault_times.get("*", -10**9)) >= now - window
+        return max(self.fault_times.get(owner.name, -(10**9)), self.fault_times.get("*", -(10**9))) >= now - window
 
     # -- running ------------------------------------------------------------------------------------
 
@@ -260,16 +281,29 @@ class Simulation:
                 if problem is None:
                     return
                 if loop.now() > deadline:
-                    raise Violation(f"liveness: {self.bound_ms} ms after the faults stopped, {problem}; "
-                                    f"{self.describe()}")
+                    raise Violation(
+                        f"liveness: {self.bound_ms} ms after the faults stopped, {problem}; {self.describe()}"
+                    )
 
     def describe(self) -> str:
         """The coordinator's groups and the members' machines, for a failure message."""
         shard = self.host.current.shard
-        groups = [(g, shard.group(g) and (shard.group(g).state.value, shard.group(g).generation_id,  # type: ignore
-                                         list(shard.group(g).members))) for g in self.group_ids]  # type: ignore
-        members = [(m.name, m.status, m.machine and (m.machine.state.value, m.machine.member_id,
-                                                    m.machine.generation_id)) for m in self.members]
+        groups = [
+            (
+                g,
+                shard.group(g)
+                and (
+                    shard.group(g).state.value,
+                    shard.group(g).generation_id,  # type: ignore
+                    list(shard.group(g).members),
+                ),
+            )
+            for g in self.group_ids
+        ]  # type: ignore
+        members = [
+            (m.name, m.status, m.machine and (m.machine.state.value, m.machine.member_id, m.machine.generation_id))
+            for m in self.members
+        ]
         return f"groups {groups}, members {members}"
 
     def convergence(self) -> str | None:

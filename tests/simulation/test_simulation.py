@@ -44,8 +44,9 @@ def test_ten_thousand_schedules() -> None:
     assert report.schedules >= SCHEDULES
 
 
-@pytest.mark.parametrize(("seed", "size"), [(223, "ci"), (660, "ci"), (90820, "soak"), (11108, "ci"),
-                                            (401216048, "ci")])
+@pytest.mark.parametrize(
+    ("seed", "size"), [(223, "ci"), (660, "ci"), (90820, "soak"), (11108, "ci"), (401216048, "ci")]
+)
 def test_the_seeds_that_found_bugs_hold_every_invariant(seed: int, size: str) -> None:
     """Regression seeds of the two bugs the simulator found (issue 15): 223, 660 and 90820 refuse the write of a
     group that has just become Empty (the shard now reloads); 11108 and 401216048 put a cooperative-sticky static

@@ -44,9 +44,7 @@ def numbered(topic_partitions: int, count: int, start: int = 0) -> list[tuple[in
 
 
 def read_all(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30) -> list[Any]:
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "sparkkit-reader", "enable.auto.commit": False}
-    )
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "sparkkit-reader", "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
     out: list[Any] = []
     deadline = time.monotonic() + timeout

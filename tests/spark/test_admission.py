@@ -64,9 +64,7 @@ def test_max_and_min_together_and_read_all_available(broker, topic_name) -> None
     assert reader.latestOffset(_at(topic, 3), ReadMaxRows(8)) == _at(topic, 3)  # 3 < min 5
     _fill(broker.bootstrap, topic, 20)
     assert reader.latestOffset(_at(topic, 3), ReadMaxRows(8)) == _at(topic, 11)  # capped at max 8
-    assert reader.latestOffset(_at(topic, 11), ReadAllAvailable()) == _at(
-        topic, 26
-    )  # the engine's limit wins
+    assert reader.latestOffset(_at(topic, 11), ReadAllAvailable()) == _at(topic, 26)  # the engine's limit wins
     reader.stop()
 
 

@@ -27,9 +27,7 @@ def test_rate_limit_is_proportional_and_starves_nobody() -> None:
     st.lists(st.tuples(st.integers(0, 1000), st.integers(0, 1000)), min_size=1, max_size=8),
     st.integers(1, 5000),
 )
-def test_rate_limit_never_passes_latest_and_always_progresses(
-    sizes: list[tuple[int, int]], limit: int
-) -> None:
+def test_rate_limit_never_passes_latest_and_always_progresses(sizes: list[tuple[int, int]], limit: int) -> None:
     start = {("t", i): s for i, (s, _) in enumerate(sizes)}
     latest = {("t", i): s + n for i, (s, n) in enumerate(sizes)}
     end = rate_limit(start, latest, limit)
@@ -59,9 +57,7 @@ def test_split_ranges_caps_records_per_partition() -> None:
     assert [(p.start, p.end) for p in parts] == [(0, 8), (8, 16), (16, 25)]
 
 
-@given(
-    st.lists(st.integers(0, 500), min_size=1, max_size=6), st.integers(1, 20), st.none() | st.integers(1, 200)
-)
+@given(st.lists(st.integers(0, 500), min_size=1, max_size=6), st.integers(1, 20), st.none() | st.integers(1, 200))
 def test_split_ranges_tile_the_input(sizes: list[int], min_partitions: int, max_records: int | None) -> None:
     ranges = [OffsetRange("t", i, 100, 100 + n) for i, n in enumerate(sizes)]
     parts = split_ranges(ranges, min_partitions, max_records)

@@ -80,9 +80,7 @@ def test_defaults_follow_spark() -> None:
         "earliest",
         "latest",
     )
-    assert (
-        stream.subscription.topics == ("a", "b") and stream.fail_on_data_loss and not stream.include_headers
-    )
+    assert stream.subscription.topics == ("a", "b") and stream.fail_on_data_loss and not stream.include_headers
     assert stream.client == {"bootstrap.servers": "127.0.0.1:9092", "client.id": "x"}
     assert stream.max_trigger_delay_ms == 15 * 60_000
 
@@ -97,9 +95,8 @@ def _error_text(excinfo: pytest.ExceptionInfo) -> str:
 def test_load_without_subscription_fails_clearly(spark, broker) -> None:
     with pytest.raises(Exception) as caught:
         source(spark, broker.bootstrap)
-    assert (
-        "exactly one of the options 'subscribe', 'subscribePattern', 'assign' must be specified"
-        in _error_text(caught)
+    assert "exactly one of the options 'subscribe', 'subscribePattern', 'assign' must be specified" in _error_text(
+        caught
     )
 
 

@@ -54,9 +54,7 @@ def test_batch_sink_round_trips_keys_values_headers(spark, broker, topic_name) -
     assert _as_written(read_all(broker.bootstrap, topic, 2, len(ROWS))) == _expected()
 
     for fetcher in ("native", "librdkafka"):
-        back = source(
-            spark, broker.bootstrap, subscribe=topic, includeHeaders="true", fetcher=fetcher
-        ).collect()
+        back = source(spark, broker.bootstrap, subscribe=topic, includeHeaders="true", fetcher=fetcher).collect()
         got = sorted(
             ((r.partition, r.key, r.value, [(h.key, h.value) for h in r.headers or []]) for r in back),
             key=repr,
@@ -69,9 +67,7 @@ def test_stream_sink_with_topic_column_and_string_values(spark, broker, topic_na
     """Read a topic as a stream, transform, and write through the streaming sink, topic per row."""
     src, even, odd = (create_topic(broker.bootstrap, topic_name(s), 1) for s in ("src", "even", "odd"))
     produce(broker.bootstrap, src, [(0, b"%d" % i, b"value %d" % i) for i in range(50)], headers=True)
-    df = source(
-        spark, broker.bootstrap, stream=True, subscribe=src, startingOffsets="earliest", includeHeaders="true"
-    )
+    df = source(spark, broker.bootstrap, stream=True, subscribe=src, startingOffsets="earliest", includeHeaders="true")
     out = df.select(
         F.col("key").cast("string").alias("key"),
         F.upper(F.col("value").cast("string")).alias("value"),

@@ -19,10 +19,7 @@ def _run(spark: Any, df: Any, checkpoint: str, sink: list[tuple[int, list[tuple[
         sink.append((batch_id, sorted(batch.select("partition", "offset", "value").collect())))
 
     query = (
-        df.writeStream.foreachBatch(collect)
-        .option("checkpointLocation", checkpoint)
-        .trigger(availableNow=True)
-        .start()
+        df.writeStream.foreachBatch(collect).option("checkpointLocation", checkpoint).trigger(availableNow=True).start()
     )
     assert query.awaitTermination(120), "the AvailableNow run did not finish"
     assert query.exception() is None
@@ -123,9 +120,7 @@ def test_stream_offsets_are_sorted_json(spark, broker, topic_name, checkpoint) -
         create_topic(broker.bootstrap, name, 11)
         produce(broker.bootstrap, name, numbered(11, 22))
     ck = checkpoint()
-    df = source(
-        spark, broker.bootstrap, stream=True, subscribe=",".join(reversed(names)), startingOffsets="earliest"
-    )
+    df = source(spark, broker.bootstrap, stream=True, subscribe=",".join(reversed(names)), startingOffsets="earliest")
     query = _run(spark, df, ck, [])
     end = query.recentProgress[-1]["sources"][0]["endOffset"]
     assert list(json.loads(end)) == names

@@ -26,8 +26,11 @@ from herd.spark import offsets_behind  # noqa: E402
 from herd.spark.session import local_session  # noqa: E402
 
 root, bootstrap, total = settings["dir"], settings["bootstrap"], settings["total"]
-spark = local_session("herd-standalone-stream", master=settings["master"],
-                      conf={**settings["conf"], "spark.sql.streaming.minBatchesToRetain": "100"})
+spark = local_session(
+    "herd-standalone-stream",
+    master=settings["master"],
+    conf={**settings["conf"], "spark.sql.streaming.minBatchesToRetain": "100"},
+)
 
 
 def say(what: str) -> None:
@@ -39,17 +42,26 @@ say("session started")
 
 
 class Progress(StreamingQueryListener):
-    def onQueryStarted(self, event): pass
+    def onQueryStarted(self, event):
+        pass
 
-    def onQueryIdle(self, event): pass
+    def onQueryIdle(self, event):
+        pass
 
-    def onQueryTerminated(self, event): pass
+    def onQueryTerminated(self, event):
+        pass
 
     def onQueryProgress(self, event):
         p = event.progress
         source = p.sources[0]
-        line = {"query": p.name, "batch": p.batchId, "rows": p.numInputRows, "at": time.time(),
-                "end": json.loads(source.endOffset), "behind": offsets_behind(source)}
+        line = {
+            "query": p.name,
+            "batch": p.batchId,
+            "rows": p.numInputRows,
+            "at": time.time(),
+            "end": json.loads(source.endOffset),
+            "behind": offsets_behind(source),
+        }
         with open(settings["progress"], "a") as out:
             out.write(json.dumps(line) + "\n")
 
@@ -58,9 +70,14 @@ spark.streams.addListener(Progress())
 
 
 def source():
-    return (spark.readStream.format("herd").option("kafka.bootstrap.servers", bootstrap)
-            .option("subscribe", settings["topic"]).option("startingOffsets", "earliest")
-            .option("maxOffsetsPerTrigger", settings["per_trigger"]).load())
+    return (
+        spark.readStream.format("herd")
+        .option("kafka.bootstrap.servers", bootstrap)
+        .option("subscribe", settings["topic"])
+        .option("startingOffsets", "earliest")
+        .option("maxOffsetsPerTrigger", settings["per_trigger"])
+        .load()
+    )
 
 
 def write_batch(frame, batch_id):
@@ -69,14 +86,30 @@ def write_batch(frame, batch_id):
 
 trigger = {"processingTime": "300 milliseconds"}
 queries = [
-    source().selectExpr("CAST(value AS STRING) AS v", "partition", "offset").writeStream.queryName("parquet")
-    .format("parquet").option("path", f"{root}/parquet").option("checkpointLocation", f"{root}/cp-parquet")
-    .trigger(**trigger).start(),
-    source().selectExpr("CAST(value AS STRING) AS v").writeStream.queryName("foreach").foreachBatch(write_batch)
-    .option("checkpointLocation", f"{root}/cp-foreach").trigger(**trigger).start(),
-    source().select("key", "value").writeStream.queryName("copy").format("herd")
-    .option("kafka.bootstrap.servers", bootstrap).option("topic", settings["sink_topic"])
-    .option("checkpointLocation", f"{root}/cp-copy").trigger(**trigger).start(),
+    source()
+    .selectExpr("CAST(value AS STRING) AS v", "partition", "offset")
+    .writeStream.queryName("parquet")
+    .format("parquet")
+    .option("path", f"{root}/parquet")
+    .option("checkpointLocation", f"{root}/cp-parquet")
+    .trigger(**trigger)
+    .start(),
+    source()
+    .selectExpr("CAST(value AS STRING) AS v")
+    .writeStream.queryName("foreach")
+    .foreachBatch(write_batch)
+    .option("checkpointLocation", f"{root}/cp-foreach")
+    .trigger(**trigger)
+    .start(),
+    source()
+    .select("key", "value")
+    .writeStream.queryName("copy")
+    .format("herd")
+    .option("kafka.bootstrap.servers", bootstrap)
+    .option("topic", settings["sink_topic"])
+    .option("checkpointLocation", f"{root}/cp-copy")
+    .trigger(**trigger)
+    .start(),
 ]
 
 
@@ -88,9 +121,13 @@ def batch_job(topic: str, rows: int) -> dict:
     read = spark.read.format("herd").option("kafka.bootstrap.servers", bootstrap).option("subscribe", topic).load()
     readers = read.rdd.mapPartitions(lambda rows: [(os.getpid(), [bytes(r.value) for r in rows])]).collect()
     executors = spark.sparkContext._jsc.sc().statusTracker().getExecutorInfos()
-    return {"master": spark.sparkContext.master, "executors": len(executors) - 1, "driver_pid": os.getpid(),
-            "reader_pids": sorted({pid for pid, _ in readers}),
-            "values": sorted(v.decode() for _, values in readers for v in values)}
+    return {
+        "master": spark.sparkContext.master,
+        "executors": len(executors) - 1,
+        "driver_pid": os.getpid(),
+        "reader_pids": sorted({pid for pid, _ in readers}),
+        "values": sorted(v.decode() for _, values in readers for v in values),
+    }
 
 
 say("queries started")

@@ -25,8 +25,13 @@ from herd.spark.broker import BrokerView  # noqa: E402
 from herd.spark.offsets import OffsetRange  # noqa: E402
 
 RECORDS = 1200
-OVERRIDES = {"broker.session.timeout.ms": "2500", "broker.heartbeat.interval.ms": "500",
-             "offsets.topic.num.partitions": "3", "herd.http.listener": "127.0.0.1:0", "herd.faults.enable": "true"}
+OVERRIDES = {
+    "broker.session.timeout.ms": "2500",
+    "broker.heartbeat.interval.ms": "500",
+    "offsets.topic.num.partitions": "3",
+    "herd.http.listener": "127.0.0.1:0",
+    "herd.faults.enable": "true",
+}
 _HTTP = re.compile(r"herd http listening on ([\w.:\[\]-]+):(\d+)")
 
 
@@ -52,8 +57,9 @@ def _move(herd: HerdCluster, topic: str, to: int) -> None:
     """Move partition 0's leadership to node `to` (POST /v1/moves on node 0's HTTP listener)."""
     host, port = _HTTP.search(herd.log(0)).groups()
     body = json.dumps({"topic": topic, "partition": 0, "to": to}).encode()
-    request = urllib.request.Request(f"http://{host}:{port}/v1/moves", body, method="POST",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"http://{host}:{port}/v1/moves", body, method="POST", headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=30) as answer:
         assert answer.status == 200
 
@@ -82,17 +88,26 @@ def _read_across_a_move_and_a_kill(herd: HerdCluster, topic: str, chunks: Iterat
 
 def _native_chunks(bootstrap: str, topic: str) -> Iterator[list[int]]:
     settings = native.NativeSettings.of({"bootstrap.servers": bootstrap, "max.partition.fetch.bytes": 1024})
-    for columns in native.read_columns(settings, OffsetRange(topic, 0, 0, RECORDS), fail_on_data_loss=True,
-                                       with_headers=False, poll_timeout_ms=30_000):
+    for columns in native.read_columns(
+        settings, OffsetRange(topic, 0, 0, RECORDS), fail_on_data_loss=True, with_headers=False, poll_timeout_ms=30_000
+    ):
         yield [o for o in columns.offsets.to_pylist() if o < RECORDS]
 
 
 def _librdkafka_chunks(bootstrap: str, topic: str) -> Iterator[list[int]]:
     # a small local queue: librdkafka must keep fetching while the leader moves and dies, not prefetch it all
-    config = {"bootstrap.servers": bootstrap, "group.id": "leaders-reader", "enable.auto.commit": False,
-              "enable.partition.eof": True, "auto.offset.reset": "error", "max.partition.fetch.bytes": 1024,
-              "fetch.wait.max.ms": 100, "queued.min.messages": 20, "queued.max.messages.kbytes": 1,
-              "fetch.queue.backoff.ms": 20}
+    config = {
+        "bootstrap.servers": bootstrap,
+        "group.id": "leaders-reader",
+        "enable.auto.commit": False,
+        "enable.partition.eof": True,
+        "auto.offset.reset": "error",
+        "max.partition.fetch.bytes": 1024,
+        "fetch.wait.max.ms": 100,
+        "queued.min.messages": 20,
+        "queued.max.messages.kbytes": 1,
+        "fetch.queue.backoff.ms": 20,
+    }
     settings = fetch.ReadSettings(tuple(sorted(config.items())), True, False, 30_000, 100, "librdkafka")
     for messages in fetch.read_messages(settings, OffsetRange(topic, 0, 0, RECORDS)):
         yield [m.offset() for m in messages]

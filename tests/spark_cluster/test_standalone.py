@@ -29,8 +29,11 @@ pytest.importorskip("pyspark")
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
 
 # A node's lease is renewed every 500 ms for 2.5 s, so a killed node's partitions move within about 3 s.
-HERD_OVERRIDES = {"offsets.topic.num.partitions": "3", "broker.session.timeout.ms": "2500",
-                  "broker.heartbeat.interval.ms": "500"}
+HERD_OVERRIDES = {
+    "offsets.topic.num.partitions": "3",
+    "broker.session.timeout.ms": "2500",
+    "broker.heartbeat.interval.ms": "500",
+}
 
 
 @pytest.fixture(scope="module")
@@ -100,9 +103,19 @@ def pipeline(standalone: SparkStandalone, herd: HerdCluster, tmp_path_factory: p
     tmp_path = tmp_path_factory.mktemp("pipeline")
     work, progress = tmp_path / "stream", tmp_path / "progress.jsonl"
     bootstrap = herd.bootstrap  # every node, the killed one included: clients must find the others
-    settings = {"master": standalone.url, "conf": standalone.executor_conf(), "topic": "events",
-                "sink_topic": "copied", "dir": str(work), "progress": str(progress), "per_trigger": per_trigger,
-                "bootstrap": bootstrap, "total": 3 * phase, "batch_topic": "spread", "batch_rows": 300}
+    settings = {
+        "master": standalone.url,
+        "conf": standalone.executor_conf(),
+        "topic": "events",
+        "sink_topic": "copied",
+        "dir": str(work),
+        "progress": str(progress),
+        "per_trigger": per_trigger,
+        "bootstrap": bootstrap,
+        "total": 3 * phase,
+        "batch_topic": "spread",
+        "batch_rows": 300,
+    }
     for topic in ("events", "copied", "spread"):
         herd.create_topic(topic, 4)
     produced: list[str] = []
@@ -125,24 +138,35 @@ def pipeline(standalone: SparkStandalone, herd: HerdCluster, tmp_path_factory: p
         herd.kill(victim)
         before = _read_up_to(progress, "parquet", "events", led)
         produce(phase)  # the idempotent producer waits out the failover of the partitions `victim` led
-        _wait(lambda: _read_up_to(progress, "parquet", "events", led) > before
-              and _read_up_to(progress, "copy", "events", led) > before,
-              f"reads of {sorted(led)} going on without node {victim}", first)
+        _wait(
+            lambda: (
+                _read_up_to(progress, "parquet", "events", led) > before
+                and _read_up_to(progress, "copy", "events", led) > before
+            ),
+            f"reads of {sorted(led)} going on without node {victim}",
+            first,
+        )
         herd.restart_when_allowed(victim)
         produce(phase // 2)
-        _wait(lambda: _read_up_to(progress, "parquet", "events") > 2 * phase, "a batch of the last records",
-              first)
+        _wait(lambda: _read_up_to(progress, "parquet", "events") > 2 * phase, "a batch of the last records", first)
     finally:
         first.kill()
     produce(phase // 2)  # what only the restarted driver can read
 
     result = Driver(settings, "second").result(timeout=300)
-    return {**result, "produced": sorted(produced), "per_trigger": per_trigger, "progress": _progress(progress),
-            "copied": Counter(_topic_values(bootstrap, "copied")), "leaders of spread": herd.leaders("spread")}
+    return {
+        **result,
+        "produced": sorted(produced),
+        "per_trigger": per_trigger,
+        "progress": _progress(progress),
+        "copied": Counter(_topic_values(bootstrap, "copied")),
+        "leaders of spread": herd.leaders("spread"),
+    }
 
 
 def test_the_executors_of_two_workers_write_to_and_read_from_a_three_node_herd_cluster(
-        standalone: SparkStandalone, pipeline: dict) -> None:
+    standalone: SparkStandalone, pipeline: dict
+) -> None:
     """format("herd") as a sink and as a source on the executors of both workers: the partitions' leaders are spread
     over the three nodes, and every row written is read back once, by Python workers that are not the driver."""
     batch = pipeline["batch"]
@@ -164,8 +188,11 @@ def test_a_streaming_pipeline_rides_through_a_killed_herd_node_and_a_killed_driv
     assert duplicates <= pipeline["per_trigger"] + 4, f"{duplicates} duplicates: more than the one batch run again"
     lines = [line for line in pipeline["progress"] if line["query"] == "parquet" and line["rows"]]
     assert any(line["behind"]["maxOffsetsBehindLatest"] > 0 for line in lines)  # maxOffsetsPerTrigger held it back
-    assert lines[-1]["behind"] == {"minOffsetsBehindLatest": 0, "maxOffsetsBehindLatest": 0,
-                                   "avgOffsetsBehindLatest": 0.0}
+    assert lines[-1]["behind"] == {
+        "minOffsetsBehindLatest": 0,
+        "maxOffsetsBehindLatest": 0,
+        "avgOffsetsBehindLatest": 0.0,
+    }
 
 
 class Driver:
@@ -177,9 +204,13 @@ class Driver:
         self.out, self.err = base.with_suffix(".out"), base.with_suffix(".log")
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (SRC, os.environ.get("PYTHONPATH")) if p)}
         with open(self.out, "wb") as out, open(self.err, "wb") as err:
-            self.proc = subprocess.Popen([sys.executable, str(Path(__file__).with_name("driver_stream.py")),
-                                          str(base.with_suffix(".json"))], stdout=out, stderr=err, env=env,
-                                         start_new_session=True)
+            self.proc = subprocess.Popen(
+                [sys.executable, str(Path(__file__).with_name("driver_stream.py")), str(base.with_suffix(".json"))],
+                stdout=out,
+                stderr=err,
+                env=env,
+                start_new_session=True,
+            )
 
     def log(self) -> str:
         return self.err.read_text(errors="replace")[-4000:]

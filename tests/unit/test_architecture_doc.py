@@ -129,9 +129,7 @@ def _broken_dotted(reference: str) -> list[str]:
 def test_every_file_and_name_the_architecture_page_mentions_exists() -> None:
     text = DOC.read_text(encoding="utf-8")
     broken = broken_references(text)
-    assert not broken, "docs/architecture.md names what does not exist (renamed or moved?):\n" + "\n".join(
-        broken
-    )
+    assert not broken, "docs/architecture.md names what does not exist (renamed or moved?):\n" + "\n".join(broken)
 
 
 def test_the_page_is_really_checked() -> None:

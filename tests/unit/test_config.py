@@ -16,25 +16,30 @@ def test_defaults_are_kafkas():
     assert c.get("socket.request.max.bytes") == 104857600
     assert c.get("message.max.bytes") == 1048588
     assert c.retention_ms == 168 * 3600 * 1000
-    assert [(l.host, l.port) for l in c.listeners] == [("127.0.0.1", 9092)]
+    assert [(listener.host, listener.port) for listener in c.listeners] == [("127.0.0.1", 9092)]
 
 
 def test_every_setting_the_issue_names_is_known():
     names = {s.name for s in SETTINGS}
-    for name in ("listeners advertised.listeners node.id log.dirs num.partitions auto.create.topics.enable "
-                 "log.segment.bytes log.retention.ms log.retention.bytes log.flush.interval.messages "
-                 "log.flush.interval.ms socket.request.max.bytes message.max.bytes offsets.topic.num.partitions "
-                 "group.initial.rebalance.delay.ms group.min.session.timeout.ms group.max.session.timeout.ms "
-                 "group.max.size offsets.retention.minutes offsets.retention.check.interval.ms "
-                 "offset.metadata.max.bytes").split():
+    for name in (
+        "listeners advertised.listeners node.id log.dirs num.partitions auto.create.topics.enable "
+        "log.segment.bytes log.retention.ms log.retention.bytes log.flush.interval.messages "
+        "log.flush.interval.ms socket.request.max.bytes message.max.bytes offsets.topic.num.partitions "
+        "group.initial.rebalance.delay.ms group.min.session.timeout.ms group.max.session.timeout.ms "
+        "group.max.size offsets.retention.minutes offsets.retention.check.interval.ms "
+        "offset.metadata.max.bytes"
+    ).split():
         assert name in names
 
 
 def test_properties_file_syntax():
-    text = "# comment\n! also\nnum.partitions=3\nlog.dirs : /tmp/x\nlisteners PLAINTEXT://h:1\n" \
-           "node.id=\\\n  7\n"
-    assert parse_properties(text) == {"num.partitions": "3", "log.dirs": "/tmp/x", "listeners": "PLAINTEXT://h:1",
-                                      "node.id": "7"}
+    text = "# comment\n! also\nnum.partitions=3\nlog.dirs : /tmp/x\nlisteners PLAINTEXT://h:1\nnode.id=\\\n  7\n"
+    assert parse_properties(text) == {
+        "num.partitions": "3",
+        "log.dirs": "/tmp/x",
+        "listeners": "PLAINTEXT://h:1",
+        "node.id": "7",
+    }
 
 
 def test_properties_are_read_as_java_reads_them_and_a_bad_line_is_named_not_shown():
@@ -47,18 +52,21 @@ def test_properties_are_read_as_java_reads_them_and_a_bad_line_is_named_not_show
     assert "s3cr" not in str(caught.value)
 
 
-@pytest.mark.parametrize("props,message", [
-    ({"no.such.thing": "1"}, "unknown setting 'no.such.thing'"),
-    ({"num.partitions": "three"}, "num.partitions: 'three' is not a whole number"),
-    ({"num.partitions": "0"}, "num.partitions: 0 is out of range"),
-    ({"auto.create.topics.enable": "yes"}, "auto.create.topics.enable: 'yes' is not true or false"),
-    ({"listeners": "127.0.0.1:9092"}, "is not a listener of the form"),
-    ({"listeners": "PLAINTEXT://127.0.0.1:99999"}, "port 99999 is out of range [0, 65535]"),
-    ({"advertised.listeners": "PLAINTEXT://h:65536"}, "port 65536 is out of range"),
-    ({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}, "clients cannot connect to the wildcard address"),
-    ({"node.id": "99999999999"}, "out of range"),
-    ({"group.min.session.timeout.ms": "10", "group.max.session.timeout.ms": "5"}, "must not exceed"),
-])
+@pytest.mark.parametrize(
+    "props,message",
+    [
+        ({"no.such.thing": "1"}, "unknown setting 'no.such.thing'"),
+        ({"num.partitions": "three"}, "num.partitions: 'three' is not a whole number"),
+        ({"num.partitions": "0"}, "num.partitions: 0 is out of range"),
+        ({"auto.create.topics.enable": "yes"}, "auto.create.topics.enable: 'yes' is not true or false"),
+        ({"listeners": "127.0.0.1:9092"}, "is not a listener of the form"),
+        ({"listeners": "PLAINTEXT://127.0.0.1:99999"}, "port 99999 is out of range [0, 65535]"),
+        ({"advertised.listeners": "PLAINTEXT://h:65536"}, "port 65536 is out of range"),
+        ({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}, "clients cannot connect to the wildcard address"),
+        ({"node.id": "99999999999"}, "out of range"),
+        ({"group.min.session.timeout.ms": "10", "group.max.session.timeout.ms": "5"}, "must not exceed"),
+    ],
+)
 def test_bad_settings_are_refused_with_one_line(props, message):
     with pytest.raises(ConfigError) as info:
         BrokerConfig.from_properties(props)

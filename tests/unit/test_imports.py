@@ -23,7 +23,7 @@ def test_the_layer_contracts_hold() -> None:
          "sys.exit(lint_imports_command())", "--config", str(ROOT / "pyproject.toml"), "--no-cache"],
         cwd=ROOT, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
-    report = run.stdout[run.stdout.find("Contracts"):] + run.stderr
+    report = run.stdout[run.stdout.find("Contracts") :] + run.stderr
     assert run.returncode == 0, f"import contracts broken (run `lint-imports` to see this again):\n{report}"
 
 
@@ -58,8 +58,10 @@ def test_no_module_imports_a_module_that_imports_it() -> None:
 
 def test_serve_does_not_load_the_client_library() -> None:
     """The admin commands are imported by name when used; the broker never imports herd.client."""
-    code = ("import sys, herd.cli, herd.server.server; "
-            "print(sorted(m for m in sys.modules if m.startswith(('herd.client', 'herd.cli.'))))")
+    code = (
+        "import sys, herd.cli, herd.server.server; "
+        "print(sorted(m for m in sys.modules if m.startswith(('herd.client', 'herd.cli.'))))"
+    )
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == "[]"

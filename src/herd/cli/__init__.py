@@ -29,10 +29,16 @@ class HerdCli(click.Group):
     """The top-level group; the admin command groups are imported only when used, so `herd serve` starts
     without loading the client library."""
 
-    LAZY = {"acls": ("herd.cli.acls", "acls"), "cluster": ("herd.cli.cluster", "cluster"),
-            "configs": ("herd.cli.configs", "configs"), "faults": ("herd.cli.faults", "faults"),
-            "groups": ("herd.cli.groups", "groups"), "topics": ("herd.cli.topics", "topics"),
-            "transactions": ("herd.cli.transactions", "transactions"), "users": ("herd.cli.users", "users")}
+    LAZY = {
+        "acls": ("herd.cli.acls", "acls"),
+        "cluster": ("herd.cli.cluster", "cluster"),
+        "configs": ("herd.cli.configs", "configs"),
+        "faults": ("herd.cli.faults", "faults"),
+        "groups": ("herd.cli.groups", "groups"),
+        "topics": ("herd.cli.topics", "topics"),
+        "transactions": ("herd.cli.transactions", "transactions"),
+        "users": ("herd.cli.users", "users"),
+    }
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.LAZY])
@@ -52,10 +58,19 @@ def cli() -> None:
 
 @cli.command()
 @click.option("--config", "config_path", metavar="FILE", help="A Kafka server.properties file.")
-@click.option("--override", "overrides", metavar="KEY=VALUE", multiple=True,
-              help="Set one broker property (repeatable), e.g. --override listeners=PLAINTEXT://127.0.0.1:9093")
-@click.option("--log-level", default="INFO", show_default=True,
-              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+@click.option(
+    "--override",
+    "overrides",
+    metavar="KEY=VALUE",
+    multiple=True,
+    help="Set one broker property (repeatable), e.g. --override listeners=PLAINTEXT://127.0.0.1:9093",
+)
+@click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+)
 def serve(config_path: str | None, overrides: tuple[str, ...], log_level: str) -> None:
     """Run the broker (Ctrl-C or SIGTERM stops it gracefully)."""
     try:
@@ -65,8 +80,8 @@ def serve(config_path: str | None, overrides: tuple[str, ...], log_level: str) -
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from herd.cluster.topics import OFFSETS_TOPIC, MetadataError, TopicError
     from herd.log.fs import DirectoryLockedError
-    from herd.log.store import LogDirsError
     from herd.log.postgres.errors import DatabaseError
+    from herd.log.store import LogDirsError
     from herd.server.server import run_server
 
     try:

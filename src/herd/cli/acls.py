@@ -46,11 +46,28 @@ HEADERS = ["PRINCIPAL", "HOST", "OPERATION", "PERMISSION", "RESOURCE-TYPE", "RES
 _O = AclOperation
 # The operations that apply to each resource type (AclCommand's ResourceToValidOperations / AclEntry).
 VALID_OPERATIONS = {
-    ResourceType.TOPIC: {_O.READ, _O.WRITE, _O.CREATE, _O.DESCRIBE, _O.DELETE, _O.ALTER, _O.DESCRIBE_CONFIGS,
-                         _O.ALTER_CONFIGS, _O.ALL},
+    ResourceType.TOPIC: {
+        _O.READ,
+        _O.WRITE,
+        _O.CREATE,
+        _O.DESCRIBE,
+        _O.DELETE,
+        _O.ALTER,
+        _O.DESCRIBE_CONFIGS,
+        _O.ALTER_CONFIGS,
+        _O.ALL,
+    },
     ResourceType.GROUP: {_O.READ, _O.DESCRIBE, _O.DELETE, _O.ALL},
-    ResourceType.CLUSTER: {_O.CREATE, _O.CLUSTER_ACTION, _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS, _O.IDEMPOTENT_WRITE,
-                           _O.ALTER, _O.DESCRIBE, _O.ALL},
+    ResourceType.CLUSTER: {
+        _O.CREATE,
+        _O.CLUSTER_ACTION,
+        _O.DESCRIBE_CONFIGS,
+        _O.ALTER_CONFIGS,
+        _O.IDEMPOTENT_WRITE,
+        _O.ALTER,
+        _O.DESCRIBE,
+        _O.ALL,
+    },
     ResourceType.TRANSACTIONAL_ID: {_O.DESCRIBE, _O.WRITE, _O.ALL},
 }
 OPERATION_NAMES = {op.name.replace("_", ""): op for op in AclOperation if op not in (_O.ANY, _O.UNKNOWN)}
@@ -77,49 +94,102 @@ def _principals(ctx: click.Context, param: click.Parameter, values: tuple[str, .
 
 
 def _resource_options(fn):  # type: ignore[no-untyped-def]
-    for decorator in reversed([
-        click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="A topic (repeatable; '*': all)."),
-        click.option("--group", "groups", multiple=True, metavar="GROUP", help="A consumer group (repeatable)."),
-        click.option("--cluster", is_flag=True, help="The cluster."),
-        click.option("--transactional-id", "transactional_ids", multiple=True, metavar="ID",
-                     help="A transactional id (repeatable)."),
-        click.option("--resource-pattern-type", type=click.Choice(["literal", "prefixed", "match", "any"],
-                                                                  case_sensitive=False),
-                     default=None, help="How resource names match: literal (default), prefixed; match and any "
-                                        "only to list or remove."),
-    ]):
+    for decorator in reversed(
+        [
+            click.option("--topic", "topics", multiple=True, metavar="TOPIC", help="A topic (repeatable; '*': all)."),
+            click.option("--group", "groups", multiple=True, metavar="GROUP", help="A consumer group (repeatable)."),
+            click.option("--cluster", is_flag=True, help="The cluster."),
+            click.option(
+                "--transactional-id",
+                "transactional_ids",
+                multiple=True,
+                metavar="ID",
+                help="A transactional id (repeatable).",
+            ),
+            click.option(
+                "--resource-pattern-type",
+                type=click.Choice(["literal", "prefixed", "match", "any"], case_sensitive=False),
+                default=None,
+                help="How resource names match: literal (default), prefixed; match and any only to list or remove.",
+            ),
+        ]
+    ):
         fn = decorator(fn)
     return fn
 
 
 def _entry_options(fn):  # type: ignore[no-untyped-def]
-    for decorator in reversed([
-        click.option("--allow-principal", "allow_principals", multiple=True, metavar="User:NAME",
-                     callback=_principals, help="Principal the ACL allows (repeatable)."),
-        click.option("--deny-principal", "deny_principals", multiple=True, metavar="User:NAME",
-                     callback=_principals, help="Principal the ACL denies (repeatable)."),
-        click.option("--allow-host", "allow_hosts", multiple=True, metavar="HOST",
-                     help="Host the allowing ACLs apply to (repeatable; default '*')."),
-        click.option("--deny-host", "deny_hosts", multiple=True, metavar="HOST",
-                     help="Host the denying ACLs apply to (repeatable; default '*')."),
-        click.option("--operation", "operations", multiple=True, metavar="OPERATION", callback=_operation,
-                     help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, "
-                          "AlterConfigs, IdempotentWrite, All (repeatable)."),
-    ]):
+    for decorator in reversed(
+        [
+            click.option(
+                "--allow-principal",
+                "allow_principals",
+                multiple=True,
+                metavar="User:NAME",
+                callback=_principals,
+                help="Principal the ACL allows (repeatable).",
+            ),
+            click.option(
+                "--deny-principal",
+                "deny_principals",
+                multiple=True,
+                metavar="User:NAME",
+                callback=_principals,
+                help="Principal the ACL denies (repeatable).",
+            ),
+            click.option(
+                "--allow-host",
+                "allow_hosts",
+                multiple=True,
+                metavar="HOST",
+                help="Host the allowing ACLs apply to (repeatable; default '*').",
+            ),
+            click.option(
+                "--deny-host",
+                "deny_hosts",
+                multiple=True,
+                metavar="HOST",
+                help="Host the denying ACLs apply to (repeatable; default '*').",
+            ),
+            click.option(
+                "--operation",
+                "operations",
+                multiple=True,
+                metavar="OPERATION",
+                callback=_operation,
+                help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, DescribeConfigs, "
+                "AlterConfigs, IdempotentWrite, All (repeatable).",
+            ),
+        ]
+    ):
         fn = decorator(fn)
     return fn
 
 
-def _resources(topics: tuple[str, ...], groups: tuple[str, ...], cluster: bool,
-               transactional_ids: tuple[str, ...]) -> list[Resource]:
-    return ([(ResourceType.TOPIC, t) for t in topics] + [(ResourceType.GROUP, g) for g in groups]
-            + ([(ResourceType.CLUSTER, CLUSTER_NAME)] if cluster else [])
-            + [(ResourceType.TRANSACTIONAL_ID, t) for t in transactional_ids])
+def _resources(
+    topics: tuple[str, ...], groups: tuple[str, ...], cluster: bool, transactional_ids: tuple[str, ...]
+) -> list[Resource]:
+    return (
+        [(ResourceType.TOPIC, t) for t in topics]
+        + [(ResourceType.GROUP, g) for g in groups]
+        + ([(ResourceType.CLUSTER, CLUSTER_NAME)] if cluster else [])
+        + [(ResourceType.TRANSACTIONAL_ID, t) for t in transactional_ids]
+    )
 
 
 def _rows(bindings: list[AclBinding]) -> list[list[str]]:
-    return [[a.principal, a.host, a.operation.name, a.permission.name, a.resource_type.name, a.resource_name,
-             a.pattern_type.name] for a in bindings]
+    return [
+        [
+            a.principal,
+            a.host,
+            a.operation.name,
+            a.permission.name,
+            a.resource_type.name,
+            a.resource_name,
+            a.pattern_type.name,
+        ]
+        for a in bindings
+    ]
 
 
 def _echo(bindings: list[AclBinding], output: str = "table") -> None:
@@ -134,8 +204,14 @@ def acls() -> None:
     """ACLs: add, list, remove (kafka-acls.sh); the broker enforces them with authorizer.class.name set."""
 
 
-def _convenience(producer: bool, consumer: bool, idempotent: bool, topics: tuple[str, ...], groups: tuple[str, ...],
-                 transactional_ids: tuple[str, ...]) -> list[tuple[Resource, tuple[AclOperation, ...]]]:
+def _convenience(
+    producer: bool,
+    consumer: bool,
+    idempotent: bool,
+    topics: tuple[str, ...],
+    groups: tuple[str, ...],
+    transactional_ids: tuple[str, ...],
+) -> list[tuple[Resource, tuple[AclOperation, ...]]]:
     """kafka-acls.sh's --producer and --consumer (AclCommand.getProducerResourceFilterToAcls and
     getConsumerResourceFilterToAcls): what a producer or a consumer of the topics needs."""
     if not topics:
@@ -158,28 +234,47 @@ def _convenience(producer: bool, consumer: bool, idempotent: bool, topics: tuple
 @bootstrap_option
 @_entry_options
 @_resource_options
-@click.option("--producer", is_flag=True, help="What a producer needs: Write, Describe, Create on the topics "
-                                               "(Write, Describe on the transactional ids).")
-@click.option("--consumer", is_flag=True, help="What a consumer needs: Read, Describe on the topics, Read on the "
-                                               "groups.")
+@click.option(
+    "--producer",
+    is_flag=True,
+    help="What a producer needs: Write, Describe, Create on the topics (Write, Describe on the transactional ids).",
+)
+@click.option(
+    "--consumer", is_flag=True, help="What a consumer needs: Read, Describe on the topics, Read on the groups."
+)
 @click.option("--idempotent", is_flag=True, help="With --producer: IdempotentWrite on the cluster.")
-def add(bootstrap: str, allow_principals: tuple[str, ...], deny_principals: tuple[str, ...],
-        allow_hosts: tuple[str, ...], deny_hosts: tuple[str, ...], operations: tuple[AclOperation, ...],
-        topics: tuple[str, ...], groups: tuple[str, ...], cluster: bool, transactional_ids: tuple[str, ...],
-        resource_pattern_type: str | None, producer: bool, consumer: bool, idempotent: bool) -> None:
+def add(
+    bootstrap: str,
+    allow_principals: tuple[str, ...],
+    deny_principals: tuple[str, ...],
+    allow_hosts: tuple[str, ...],
+    deny_hosts: tuple[str, ...],
+    operations: tuple[AclOperation, ...],
+    topics: tuple[str, ...],
+    groups: tuple[str, ...],
+    cluster: bool,
+    transactional_ids: tuple[str, ...],
+    resource_pattern_type: str | None,
+    producer: bool,
+    consumer: bool,
+    idempotent: bool,
+) -> None:
     """Add ACLs: every principal x host x operation, on every resource."""
     if not allow_principals and not deny_principals:
         raise click.UsageError("give --allow-principal or --deny-principal to add ACLs")
     pattern = PatternType[(resource_pattern_type or "literal").upper()]
     if pattern not in (PatternType.LITERAL, PatternType.PREFIXED):
-        raise click.UsageError(f"--resource-pattern-type {pattern.name.lower()} is not valid when adding ACLs: "
-                               f"use literal or prefixed")
+        raise click.UsageError(
+            f"--resource-pattern-type {pattern.name.lower()} is not valid when adding ACLs: use literal or prefixed"
+        )
     if idempotent and not producer:
         raise click.UsageError("--idempotent goes with --producer")
     if producer or consumer:
         if operations or cluster or deny_principals or deny_hosts:  # as kafka-acls.sh's checkInvalidArgs
-            raise click.UsageError("--producer and --consumer allow what they name: leave out --operation, "
-                                   "--cluster, --deny-principal and --deny-host")
+            raise click.UsageError(
+                "--producer and --consumer allow what they name: leave out --operation, "
+                "--cluster, --deny-principal and --deny-host"
+            )
         plan = _convenience(producer, consumer, idempotent, topics, groups, transactional_ids)
     else:
         resources = _resources(topics, groups, cluster, transactional_ids)
@@ -190,25 +285,35 @@ def add(bootstrap: str, allow_principals: tuple[str, ...], deny_principals: tupl
         bad = [op for op in ops if op not in VALID_OPERATIONS[kind]]
         if bad:
             valid = ", ".join(sorted(o.name for o in VALID_OPERATIONS[kind]))
-            raise click.UsageError(f"{kind.name} resources do not support {', '.join(o.name for o in bad)}; "
-                                   f"they support {valid}")
-    found = {AclBinding(kind, name, pattern, principal, host, op, permission): None
-             for (kind, name), ops in plan
-             for permission, principals, hosts in ((AclPermissionType.ALLOW, allow_principals, allow_hosts),
-                                                   (AclPermissionType.DENY, deny_principals, deny_hosts))
-             for principal, host, op in itertools.product(principals, hosts or ("*",), ops)}
+            raise click.UsageError(
+                f"{kind.name} resources do not support {', '.join(o.name for o in bad)}; they support {valid}"
+            )
+    found = {
+        AclBinding(kind, name, pattern, principal, host, op, permission): None
+        for (kind, name), ops in plan
+        for permission, principals, hosts in (
+            (AclPermissionType.ALLOW, allow_principals, allow_hosts),
+            (AclPermissionType.DENY, deny_principals, deny_hosts),
+        )
+        for principal, host, op in itertools.product(principals, hosts or ("*",), ops)
+    }
     bindings = list(found)
     run_admin(bootstrap, lambda admin: admin.create_acls(bindings))
     click.echo(f"Added {len(bindings)} ACL{'s' if len(bindings) != 1 else ''}:")
     _echo(sorted(bindings, key=lambda a: (a.resource_type, a.resource_name, a.principal, a.host, a.operation)))
 
 
-def _filters(resources: list[Resource], pattern: PatternType, principals: list[tuple[str | None,
-             AclPermissionType, tuple[str, ...]]], operations: tuple[AclOperation, ...]) -> list[AclFilter]:
+def _filters(
+    resources: list[Resource],
+    pattern: PatternType,
+    principals: list[tuple[str | None, AclPermissionType, tuple[str, ...]]],
+    operations: tuple[AclOperation, ...],
+) -> list[AclFilter]:
     targets: list[tuple[ResourceType, str | None]] = list(resources) or [(ResourceType.ANY, None)]
     out = []
     for (kind, name), (principal, permission, hosts), op in itertools.product(
-            targets, principals, operations or (AclOperation.ANY,)):
+        targets, principals, operations or (AclOperation.ANY,)
+    ):
         for host in hosts or (None,):
             out.append(AclFilter(kind, name, pattern, principal, host, op, permission))
     return out
@@ -217,12 +322,25 @@ def _filters(resources: list[Resource], pattern: PatternType, principals: list[t
 @acls.command("list")
 @bootstrap_option
 @_resource_options
-@click.option("--principal", "principals", multiple=True, metavar="User:NAME", callback=_principals,
-              help="Only the ACLs of this principal (repeatable).")
+@click.option(
+    "--principal",
+    "principals",
+    multiple=True,
+    metavar="User:NAME",
+    callback=_principals,
+    help="Only the ACLs of this principal (repeatable).",
+)
 @output_option
-def list_acls(bootstrap: str, topics: tuple[str, ...], groups: tuple[str, ...], cluster: bool,
-              transactional_ids: tuple[str, ...], resource_pattern_type: str | None, principals: tuple[str, ...],
-              output: str) -> None:
+def list_acls(
+    bootstrap: str,
+    topics: tuple[str, ...],
+    groups: tuple[str, ...],
+    cluster: bool,
+    transactional_ids: tuple[str, ...],
+    resource_pattern_type: str | None,
+    principals: tuple[str, ...],
+    output: str,
+) -> None:
     """List ACLs: all of them, or those of the resources and principals given."""
     resources = _resources(topics, groups, cluster, transactional_ids)
     pattern = PatternType[(resource_pattern_type or ("literal" if resources else "any")).upper()]
@@ -242,18 +360,28 @@ def list_acls(bootstrap: str, topics: tuple[str, ...], groups: tuple[str, ...], 
 @_entry_options
 @_resource_options
 @click.option("--force", is_flag=True, help="Do not ask for confirmation.")
-def remove(bootstrap: str, allow_principals: tuple[str, ...], deny_principals: tuple[str, ...],
-           allow_hosts: tuple[str, ...], deny_hosts: tuple[str, ...], operations: tuple[AclOperation, ...],
-           topics: tuple[str, ...], groups: tuple[str, ...], cluster: bool, transactional_ids: tuple[str, ...],
-           resource_pattern_type: str | None, force: bool) -> None:
+def remove(
+    bootstrap: str,
+    allow_principals: tuple[str, ...],
+    deny_principals: tuple[str, ...],
+    allow_hosts: tuple[str, ...],
+    deny_hosts: tuple[str, ...],
+    operations: tuple[AclOperation, ...],
+    topics: tuple[str, ...],
+    groups: tuple[str, ...],
+    cluster: bool,
+    transactional_ids: tuple[str, ...],
+    resource_pattern_type: str | None,
+    force: bool,
+) -> None:
     """Remove the ACLs of the resources (only those of the principals, hosts and operations given)."""
     resources = _resources(topics, groups, cluster, transactional_ids)
     if not resources:
         raise click.UsageError("give --topic, --group, --cluster or --transactional-id to remove ACLs")
     pattern = PatternType[(resource_pattern_type or "literal").upper()]
-    entries: list[tuple[str | None, AclPermissionType, tuple[str, ...]]] = (
-        [(p, AclPermissionType.ALLOW, allow_hosts) for p in allow_principals]
-        + [(p, AclPermissionType.DENY, deny_hosts) for p in deny_principals])
+    entries: list[tuple[str | None, AclPermissionType, tuple[str, ...]]] = [
+        (p, AclPermissionType.ALLOW, allow_hosts) for p in allow_principals
+    ] + [(p, AclPermissionType.DENY, deny_hosts) for p in deny_principals]
     if not entries:
         if allow_hosts or deny_hosts:
             raise click.UsageError("--allow-host and --deny-host need --allow-principal or --deny-principal")

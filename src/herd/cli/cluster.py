@@ -30,8 +30,7 @@ from pathlib import Path
 
 import click
 
-from herd.cli.localpg import (
-    LocalPostgres, LocalPostgresError, die_with_parent, port_is_free, read_log, write_private)
+from herd.cli.localpg import LocalPostgres, LocalPostgresError, die_with_parent, port_is_free, read_log, write_private
 from herd.config import BrokerConfig, ConfigError
 
 __all__ = ["cluster"]
@@ -41,9 +40,13 @@ NODE_START_TIMEOUT_S = 60.0
 NODE_STOP_TIMEOUT_S = 60.0
 _LISTENING = re.compile(r"herd listening on \S+:(\d+)")
 # What `herd cluster up` sets on every node itself; an --override of one of them would break the cluster.
-_RESERVED = {"node.id": "node ids are 0..N-1", "listeners": "use --base-port",
-             "advertised.listeners": "each node advertises its own listener", "log.dirs": "use --data-dir",
-             "herd.cluster.database.url": "the command starts its own PostgreSQL"}
+_RESERVED = {
+    "node.id": "node ids are 0..N-1",
+    "listeners": "use --base-port",
+    "advertised.listeners": "each node advertises its own listener",
+    "log.dirs": "use --data-dir",
+    "herd.cluster.database.url": "the command starts its own PostgreSQL",
+}
 
 
 @dataclass
@@ -65,8 +68,12 @@ class _Node:
         return self.data_dir.parent / f"node-{self.index}.properties"
 
     def overrides(self, database_url: str) -> list[str]:
-        return [f"node.id={self.index}", f"listeners=PLAINTEXT://{self.address}", f"log.dirs={self.data_dir}",
-                f"herd.cluster.database.url={database_url}"]
+        return [
+            f"node.id={self.index}",
+            f"listeners=PLAINTEXT://{self.address}",
+            f"log.dirs={self.data_dir}",
+            f"herd.cluster.database.url={database_url}",
+        ]
 
     def write_config(self, database_url: str) -> None:
         """The node's own settings as a properties file readable by its owner only: the database URL carries
@@ -78,6 +85,7 @@ class _Node:
 @dataclass
 class _Signals:
     """SIGINT and SIGTERM counted instead of raised, so that stopping is one ordered path."""
+
     received: int = 0
     event: threading.Event = field(default_factory=threading.Event)
 
@@ -101,8 +109,7 @@ def _parse_overrides(overrides: tuple[str, ...]) -> list[str]:
         if not sep or not key:
             raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="'--override'")
         if key in _RESERVED:
-            raise click.BadParameter(f"{key} is set by herd cluster up ({_RESERVED[key]})",
-                                     param_hint="'--override'")
+            raise click.BadParameter(f"{key} is set by herd cluster up ({_RESERVED[key]})", param_hint="'--override'")
         items.append(f"{key}={value}")
     return items
 
@@ -124,27 +131,55 @@ def cluster() -> None:
 
 
 @cluster.command("up")
-@click.option("--nodes", "count", type=click.IntRange(min=1, max=64), default=3, show_default=True,
-              help="How many herd nodes to run.")
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), default=Path("herd-cluster"),
-              show_default=True, help="Holds PostgreSQL's data (postgres/) and each node's (node-<i>).")
-@click.option("--base-port", type=click.IntRange(min=1, max=65535), default=9092, show_default=True,
-              help="Node i listens on 127.0.0.1:<base-port + i>.")
-@click.option("--pg-port", type=click.IntRange(min=0, max=65535), default=0, show_default=True,
-              help="PostgreSQL's port on 127.0.0.1 (0: a free one).")
-@click.option("--override", "overrides", metavar="KEY=VALUE", multiple=True,
-              help="A broker property for every node (repeatable), as herd serve --override.")
-@click.option("--log-level", default="INFO", show_default=True,
-              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-              help="The nodes' log level.")
-def up(count: int, data_dir: Path, base_port: int, pg_port: int, overrides: tuple[str, ...],
-       log_level: str) -> None:
+@click.option(
+    "--nodes",
+    "count",
+    type=click.IntRange(min=1, max=64),
+    default=3,
+    show_default=True,
+    help="How many herd nodes to run.",
+)
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("herd-cluster"),
+    show_default=True,
+    help="Holds PostgreSQL's data (postgres/) and each node's (node-<i>).",
+)
+@click.option(
+    "--base-port",
+    type=click.IntRange(min=1, max=65535),
+    default=9092,
+    show_default=True,
+    help="Node i listens on 127.0.0.1:<base-port + i>.",
+)
+@click.option(
+    "--pg-port",
+    type=click.IntRange(min=0, max=65535),
+    default=0,
+    show_default=True,
+    help="PostgreSQL's port on 127.0.0.1 (0: a free one).",
+)
+@click.option(
+    "--override",
+    "overrides",
+    metavar="KEY=VALUE",
+    multiple=True,
+    help="A broker property for every node (repeatable), as herd serve --override.",
+)
+@click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+    help="The nodes' log level.",
+)
+def up(count: int, data_dir: Path, base_port: int, pg_port: int, overrides: tuple[str, ...], log_level: str) -> None:
     """Start PostgreSQL and the nodes, print the bootstrap servers; Ctrl-C stops them all."""
     if base_port + count - 1 > 65535:
         raise click.UsageError(f"--base-port {base_port} leaves no room for {count} nodes below port 65536")
     data_dir = data_dir.absolute()
-    nodes = [_Node(i, base_port + i, data_dir / f"node-{i}", data_dir / f"node-{i}.log")
-             for i in range(count)]
+    nodes = [_Node(i, base_port + i, data_dir / f"node-{i}", data_dir / f"node-{i}.log") for i in range(count)]
     settings = _parse_overrides(overrides)
     _check_settings(settings, nodes)
     signals = _Signals()
@@ -173,20 +208,26 @@ def up(count: int, data_dir: Path, base_port: int, pg_port: int, overrides: tupl
     click.echo("herd cluster: stopped")
 
 
-def _start_nodes(nodes: list[_Node], settings: list[str], database_url: str, log_level: str,
-                 signals: _Signals) -> str | None:
+def _start_nodes(
+    nodes: list[_Node], settings: list[str], database_url: str, log_level: str, signals: _Signals
+) -> str | None:
     """Start every node and wait until each listens; a line saying why not, or None."""
     for node in nodes:
         node.data_dir.mkdir(parents=True, exist_ok=True)
         node.write_config(database_url)
-        args = [sys.executable, "-m", "herd.cli", "serve", "--config", str(node.config_path),
-                "--log-level", log_level]
+        args = [sys.executable, "-m", "herd.cli", "serve", "--config", str(node.config_path), "--log-level", log_level]
         for item in settings:
             args += ["--override", item]
         with open(node.log_path, "ab") as log:
             node.log_offset = log.tell()
-            node.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         start_new_session=True, preexec_fn=die_with_parent(signal.SIGTERM))
+            node.proc = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                preexec_fn=die_with_parent(signal.SIGTERM),
+            )
     deadline = time.monotonic() + NODE_START_TIMEOUT_S
     waiting = list(nodes)
     while waiting:
@@ -196,14 +237,12 @@ def _start_nodes(nodes: list[_Node], settings: list[str], database_url: str, log
             if _LISTENING.search(text):
                 waiting.remove(node)
             elif node.proc.poll() is not None:
-                return (f"node {node.index} exited at start with code {node.proc.returncode}: "
-                        f"{_last_line(text)}")
+                return f"node {node.index} exited at start with code {node.proc.returncode}: {_last_line(text)}"
         if not waiting:
             break
         if time.monotonic() > deadline:
             late = waiting[0]
-            return (f"node {late.index} did not start within {NODE_START_TIMEOUT_S:.0f} s "
-                    f"(log {late.log_path})")
+            return f"node {late.index} did not start within {NODE_START_TIMEOUT_S:.0f} s (log {late.log_path})"
         if signals.wait(0.05):
             return None
     return None
@@ -226,8 +265,11 @@ def _watch(nodes: list[_Node], postgres: LocalPostgres, signals: _Signals) -> st
             code = node.proc.poll()
             if code is not None and not node.reported:
                 node.reported = True
-                click.echo(f"herd cluster: node {node.index} exited with code {code} (log {node.log_path}); "
-                           f"the others keep running", err=True)
+                click.echo(
+                    f"herd cluster: node {node.index} exited with code {code} (log {node.log_path}); "
+                    f"the others keep running",
+                    err=True,
+                )
         if not postgres.running and not postgres_reported:
             postgres_reported = True
             click.echo(f"herd cluster: PostgreSQL exited (log {postgres.log_path})", err=True)

@@ -56,11 +56,22 @@ def _read_command_config(ctx: click.Context, param: click.Parameter, value: str 
 
 def bootstrap_option(fn: Callable[..., Any]) -> Callable[..., Any]:
     """--bootstrap-server (the command's `bootstrap` argument) and --command-config (read into the context)."""
-    fn = click.option("--command-config", metavar="FILE", expose_value=False, callback=_read_command_config,
-                      help="A properties file of Kafka client settings: security.protocol, ssl.*, sasl.*.")(fn)
-    return click.option("--bootstrap-server", "bootstrap", default=DEFAULT_BOOTSTRAP, show_default=True,
-                        metavar="HOST:PORT", callback=_check_bootstrap,
-                        help="The broker to connect to (several: comma-separated).")(fn)
+    fn = click.option(
+        "--command-config",
+        metavar="FILE",
+        expose_value=False,
+        callback=_read_command_config,
+        help="A properties file of Kafka client settings: security.protocol, ssl.*, sasl.*.",
+    )(fn)
+    return click.option(
+        "--bootstrap-server",
+        "bootstrap",
+        default=DEFAULT_BOOTSTRAP,
+        show_default=True,
+        metavar="HOST:PORT",
+        callback=_check_bootstrap,
+        help="The broker to connect to (several: comma-separated).",
+    )(fn)
 
 
 def command_security() -> ClientSecurity | None:
@@ -70,12 +81,18 @@ def command_security() -> ClientSecurity | None:
 
 
 def output_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--output", type=click.Choice(["table", "json"]), default="table", show_default=True,
-                        help="Aligned table for people, JSON for scripts.")(fn)
+    return click.option(
+        "--output",
+        type=click.Choice(["table", "json"]),
+        default="table",
+        show_default=True,
+        help="Aligned table for people, JSON for scripts.",
+    )(fn)
 
 
 def run_admin(bootstrap: str, fn: Callable[[Admin], Awaitable[T]]) -> T:
     """Run `fn` against a connected Admin; raises click.ClickException (one line) on any failure."""
+
     async def main() -> T:
         async with Admin(bootstrap, request_timeout_ms=15_000, security=command_security()) as admin:
             return await fn(admin)

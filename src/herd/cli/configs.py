@@ -23,6 +23,7 @@ from herd.client.admin_configs import RESOURCE_TYPES, ConfigEntryDescription
 
 __all__ = ["configs", "parse_add_config"]
 
+
 def own_source(entity_type: str, name: str) -> str:
     """The source of the configs set on the entity itself, which `describe` shows without --all, as
     kafka-configs.sh filters them (ConfigCommand.describeResourceConfig): a topic's, one broker's dynamic configs,
@@ -78,11 +79,13 @@ def _line(entry: ConfigEntryDescription) -> str:
     return f"  {entry.name}={value} sensitive={str(entry.sensitive).lower()} synonyms={{{synonyms}}}"
 
 
-entity_type_option = click.option("--entity-type", required=True, type=click.Choice(sorted(RESOURCE_TYPES)),
-                                  help="What to configure.")
+entity_type_option = click.option(
+    "--entity-type", required=True, type=click.Choice(sorted(RESOURCE_TYPES)), help="What to configure."
+)
 entity_name_option = click.option("--entity-name", metavar="NAME", help="The topic name or the broker id.")
-entity_default_option = click.option("--entity-default", is_flag=True,
-                                     help="The cluster-wide default of broker configs.")
+entity_default_option = click.option(
+    "--entity-default", is_flag=True, help="The cluster-wide default of broker configs."
+)
 
 
 @click.group("configs")
@@ -97,17 +100,28 @@ def configs() -> None:
 @entity_default_option
 @click.option("--all", "everything", is_flag=True, help="Every config, not only those set on the entity.")
 @output_option
-def describe(bootstrap: str, entity_type: str, entity_name: str | None, entity_default: bool, everything: bool,
-             output: str) -> None:
+def describe(
+    bootstrap: str, entity_type: str, entity_name: str | None, entity_default: bool, everything: bool, output: str
+) -> None:
     """Describe the configs of a topic or a broker."""
     name = _entity(entity_type, entity_name, entity_default)
     entries = run_admin(bootstrap, lambda admin: admin.describe_configs(entity_type, name))
     if not everything:
         entries = [e for e in entries if e.source == own_source(entity_type, name)]
     if output == "json":
-        echo_json([{"name": e.name, "value": e.value, "source": e.source, "sensitive": e.sensitive,
-                    "read_only": e.read_only, "synonyms": [{"name": n, "value": v, "source": s}
-                                                           for n, v, s in e.synonyms]} for e in entries])
+        echo_json(
+            [
+                {
+                    "name": e.name,
+                    "value": e.value,
+                    "source": e.source,
+                    "sensitive": e.sensitive,
+                    "read_only": e.read_only,
+                    "synonyms": [{"name": n, "value": v, "source": s} for n, v, s in e.synonyms],
+                }
+                for e in entries
+            ]
+        )
         return
     click.echo(_title(entity_type, name, everything))
     for entry in entries:
@@ -121,8 +135,9 @@ def describe(bootstrap: str, entity_type: str, entity_name: str | None, entity_d
 @entity_default_option
 @click.option("--add-config", "add", metavar="K=V,...", help="Configs to set (a list value in [a,b]).")
 @click.option("--delete-config", "delete", metavar="K,...", help="Configs to remove.")
-def alter(bootstrap: str, entity_type: str, entity_name: str | None, entity_default: bool, add: str | None,
-          delete: str | None) -> None:
+def alter(
+    bootstrap: str, entity_type: str, entity_name: str | None, entity_default: bool, add: str | None, delete: str | None
+) -> None:
     """Set or remove configs of a topic or a broker."""
     if entity_type == "brokers" and entity_name is None and not entity_default:
         raise click.UsageError("--entity-name or --entity-default must be given to alter brokers")

@@ -18,7 +18,8 @@ as those of herd.testing.Faults, the same API for Python.
 from __future__ import annotations
 
 import json
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import click
 
@@ -27,8 +28,22 @@ from herd.client.node_http import NodeHttpError, call_node
 
 __all__ = ["faults"]
 
-COLUMNS = ("ID", "ACTION", "API", "GROUP", "TOPIC", "MEMBER", "CLIENT-ID", "ERROR", "DELAY-MS", "WHEN", "COUNT",
-           "PROBABILITY", "SEED", "HITS")
+COLUMNS = (
+    "ID",
+    "ACTION",
+    "API",
+    "GROUP",
+    "TOPIC",
+    "MEMBER",
+    "CLIENT-ID",
+    "ERROR",
+    "DELAY-MS",
+    "WHEN",
+    "COUNT",
+    "PROBABILITY",
+    "SEED",
+    "HITS",
+)
 
 
 def _check_http(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
@@ -42,8 +57,14 @@ def _check_http(ctx: click.Context, param: click.Parameter, value: str | None) -
 
 
 def http_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    return click.option("--http", "http", envvar="HERD_HTTP", metavar="HOST:PORT", callback=_check_http,
-                        help="The node's HTTP listener (herd.http.listener); env HERD_HTTP.")(fn)
+    return click.option(
+        "--http",
+        "http",
+        envvar="HERD_HTTP",
+        metavar="HOST:PORT",
+        callback=_check_http,
+        help="The node's HTTP listener (herd.http.listener); env HERD_HTTP.",
+    )(fn)
 
 
 def call(address: str, method: str, path: str, body: Any = None) -> Any:
@@ -69,8 +90,11 @@ def faults() -> None:
 
 @faults.command("add")
 @http_option
-@click.option("--action", type=click.Choice(["error", "delay", "drop", "stall"]),
-              help="What to do with matching requests (default: error when --error is given).")
+@click.option(
+    "--action",
+    type=click.Choice(["error", "delay", "drop", "stall"]),
+    help="What to do with matching requests (default: error when --error is given).",
+)
 @click.option("--api", metavar="API", help="Kafka API name (e.g. Heartbeat) or key.")
 @click.option("--group", metavar="GROUP", help="Only requests about this group.")
 @click.option("--topic", metavar="TOPIC", help="Only requests naming this topic.")
@@ -146,11 +170,21 @@ def drop_connections(http: str, client_id: str | None, host: str | None, output:
 @click.option("--topic", metavar="TOPIC", help="Move the leadership of a partition of this topic (cluster mode).")
 @click.option("--partition", type=click.IntRange(min=0), help="The partition, with --topic.")
 @click.option("--to", "to", type=click.IntRange(min=0), metavar="NODE", help="The node to move to (cluster mode).")
-@click.option("--unavailable-ms", type=click.IntRange(min=0),
-              help="Embedded mode, --group: answer NOT_COORDINATOR this long before reloading.")
+@click.option(
+    "--unavailable-ms",
+    type=click.IntRange(min=0),
+    help="Embedded mode, --group: answer NOT_COORDINATOR this long before reloading.",
+)
 @output_option
-def move(http: str, group: str | None, topic: str | None, partition: int | None, to: int | None,
-         unavailable_ms: int | None, output: str) -> None:
+def move(
+    http: str,
+    group: str | None,
+    topic: str | None,
+    partition: int | None,
+    to: int | None,
+    unavailable_ms: int | None,
+    output: str,
+) -> None:
     """Move a group's coordinator or a partition's leadership, as a failover would."""
     if (group is None) == (topic is None):
         raise click.UsageError("move takes --group, or --topic with --partition")
@@ -160,6 +194,13 @@ def move(http: str, group: str | None, topic: str | None, partition: int | None,
     body.update({k: v for k, v in (("to", to), ("unavailable_ms", unavailable_ms)) if v is not None})
     answer = call(http, "POST", "/v1/moves", body)
     where = answer.get("partition")
-    show(output, answer, lambda: f"moved {where[0]}-{where[1]} from node {answer.get('from')} to node "
-                                 f"{answer.get('to')} (leader epoch {answer.get('leader_epoch')})"
-         if where else json.dumps(answer))
+    show(
+        output,
+        answer,
+        lambda: (
+            f"moved {where[0]}-{where[1]} from node {answer.get('from')} to node "
+            f"{answer.get('to')} (leader epoch {answer.get('leader_epoch')})"
+            if where
+            else json.dumps(answer)
+        ),
+    )

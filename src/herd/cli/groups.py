@@ -45,22 +45,50 @@ from herd.client.errors import error_name
 
 __all__ = ["groups"]
 
-OFFSET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG", "CONSUMER-ID",
-                  "HOST", "CLIENT-ID")
+OFFSET_COLUMNS = (
+    "GROUP",
+    "TOPIC",
+    "PARTITION",
+    "CURRENT-OFFSET",
+    "LOG-END-OFFSET",
+    "LAG",
+    "CONSUMER-ID",
+    "HOST",
+    "CLIENT-ID",
+)
 MEMBER_COLUMNS = ("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
 STATE_COLUMNS = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
 RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
-HISTORY_COLUMNS = ("GENERATION", "CAUSE", "REASON", "MEMBER", "STARTED", "JOIN", "SYNC", "MEMBERS", "LATE", "DROPPED",
-                   "OUTCOME")
+HISTORY_COLUMNS = (
+    "GENERATION",
+    "CAUSE",
+    "REASON",
+    "MEMBER",
+    "STARTED",
+    "JOIN",
+    "SYNC",
+    "MEMBERS",
+    "LATE",
+    "DROPPED",
+    "OUTCOME",
+)
 REASON_WIDTH = 48
 LISTED = 3  # late or dropped members shown per row (then "+N")
-DELETE_REASONS = {ErrorCode.group_id_not_found: "The group does not exist",
-                  ErrorCode.non_empty_group: "The group is not empty"}
+DELETE_REASONS = {
+    ErrorCode.group_id_not_found: "The group does not exist",
+    ErrorCode.non_empty_group: "The group is not empty",
+}
 
 
 def group_option(multiple: bool = False) -> Any:
-    return click.option("--group", "group", required=True, multiple=multiple, metavar="GROUP",
-                        help="The group id" + (" (repeatable)." if multiple else "."))
+    return click.option(
+        "--group",
+        "group",
+        required=True,
+        multiple=multiple,
+        metavar="GROUP",
+        help="The group id" + (" (repeatable)." if multiple else "."),
+    )
 
 
 def parse_topic_partitions(values: tuple[str, ...]) -> dict[str, list[int] | None]:
@@ -91,8 +119,13 @@ def groups() -> None:
 
 @groups.command("list")
 @bootstrap_option
-@click.option("--state", "states", multiple=True, metavar="STATE",
-              help="Only groups in this state (repeatable or comma-separated): Stable, Empty, ...")
+@click.option(
+    "--state",
+    "states",
+    multiple=True,
+    metavar="STATE",
+    help="Only groups in this state (repeatable or comma-separated): Stable, Empty, ...",
+)
 @click.option("--type", "types", multiple=True, metavar="TYPE", help="Only groups of this type (classic).")
 @output_option
 def list_groups(bootstrap: str, states: tuple[str, ...], types: tuple[str, ...], output: str) -> None:
@@ -101,8 +134,12 @@ def list_groups(bootstrap: str, states: tuple[str, ...], types: tuple[str, ...],
     types = tuple(t.strip() for v in types for t in v.split(",") if t.strip())
     listings = run_admin(bootstrap, lambda admin: admin.list_groups(states, types))
     if output == "json":
-        echo_json([{"group": g.group_id, "protocol_type": g.protocol_type, "state": g.state, "type": g.group_type}
-                   for g in listings])
+        echo_json(
+            [
+                {"group": g.group_id, "protocol_type": g.protocol_type, "state": g.state, "type": g.group_type}
+                for g in listings
+            ]
+        )
     elif states or types:
         echo_table(("GROUP", "TYPE", "STATE"), [(g.group_id, g.group_type, g.state) for g in listings])
     else:
@@ -122,8 +159,7 @@ def list_groups(bootstrap: str, states: tuple[str, ...], types: tuple[str, ...],
 @click.option("--offsets", "view", flag_value="offsets", default=True, help="Show offsets and lag (default).")
 @click.option("--verbose", is_flag=True, help="With --members: each member's assigned partitions.")
 @output_option
-def describe(bootstrap: str, group: tuple[str, ...], all_groups: bool, view: str, verbose: bool,
-             output: str) -> None:
+def describe(bootstrap: str, group: tuple[str, ...], all_groups: bool, view: str, verbose: bool, output: str) -> None:
     """Describe groups: offsets with lag (default), --members, or --state."""
     if bool(group) == all_groups:
         raise click.UsageError("describe takes --group (one or more) or --all-groups.")
@@ -146,8 +182,11 @@ async def _each(admin: Admin, fn: Any, group_ids: tuple[str, ...], all_groups: b
 
 def _notices(group: GroupDescription) -> None:
     if group.expected_members:
-        click.echo(f"Consumer group '{group.group_id}' expects {len(group.expected_members)} pre-registered "
-                   f"members that have not joined yet: {', '.join(group.expected_members)}.", err=True)
+        click.echo(
+            f"Consumer group '{group.group_id}' expects {len(group.expected_members)} pre-registered "
+            f"members that have not joined yet: {', '.join(group.expected_members)}.",
+            err=True,
+        )
     if group.state == "Empty":
         click.echo(f"Consumer group '{group.group_id}' has no active members.", err=True)
     elif group.state in ("PreparingRebalance", "CompletingRebalance"):
@@ -159,12 +198,40 @@ def _print_offsets(results: list[tuple[GroupDescription, list[OffsetRow]]], outp
     for group, _ in results:
         _notices(group)
     if output == "json":
-        echo_json([{"group": r.group, "topic": r.topic, "partition": r.partition,
-                    "current_offset": r.current_offset, "log_end_offset": r.log_end_offset, "lag": r.lag,
-                    "consumer_id": r.consumer_id, "host": r.host, "client_id": r.client_id} for r in rows])
+        echo_json(
+            [
+                {
+                    "group": r.group,
+                    "topic": r.topic,
+                    "partition": r.partition,
+                    "current_offset": r.current_offset,
+                    "log_end_offset": r.log_end_offset,
+                    "lag": r.lag,
+                    "consumer_id": r.consumer_id,
+                    "host": r.host,
+                    "client_id": r.client_id,
+                }
+                for r in rows
+            ]
+        )
         return
-    echo_table(OFFSET_COLUMNS, [(r.group, r.topic, r.partition, r.current_offset, r.log_end_offset, r.lag,
-                                 r.consumer_id, r.host, r.client_id) for r in rows])
+    echo_table(
+        OFFSET_COLUMNS,
+        [
+            (
+                r.group,
+                r.topic,
+                r.partition,
+                r.current_offset,
+                r.log_end_offset,
+                r.lag,
+                r.consumer_id,
+                r.host,
+                r.client_id,
+            )
+            for r in rows
+        ],
+    )
 
 
 def _assignment_text(partitions: tuple[TopicPartition, ...] | None) -> str:
@@ -175,15 +242,38 @@ def _assignment_text(partitions: tuple[TopicPartition, ...] | None) -> str:
 
 def _print_members(groups_: list[GroupDescription], verbose: bool, output: str) -> None:
     if output == "json":
-        echo_json([{"group": g.group_id, "consumer_id": m.member_id, "group_instance_id": m.group_instance_id,
-                    "host": m.host, "client_id": m.client_id,
+        echo_json(
+            [
+                {
+                    "group": g.group_id,
+                    "consumer_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "host": m.host,
+                    "client_id": m.client_id,
                     "partitions": None if m.assignment is None else len(m.assignment),
-                    "assignment": None if m.assignment is None else
-                    [{"topic": tp.topic, "partition": tp.partition} for tp in m.assignment], "joined": True}
-                   for g in groups_ for m in g.members]
-                  + [{"group": g.group_id, "consumer_id": None, "group_instance_id": i, "host": None,
-                      "client_id": None, "partitions": None, "assignment": None, "joined": False}
-                     for g in groups_ for i in g.expected_members])
+                    "assignment": None
+                    if m.assignment is None
+                    else [{"topic": tp.topic, "partition": tp.partition} for tp in m.assignment],
+                    "joined": True,
+                }
+                for g in groups_
+                for m in g.members
+            ]
+            + [
+                {
+                    "group": g.group_id,
+                    "consumer_id": None,
+                    "group_instance_id": i,
+                    "host": None,
+                    "client_id": None,
+                    "partitions": None,
+                    "assignment": None,
+                    "joined": False,
+                }
+                for g in groups_
+                for i in g.expected_members
+            ]
+        )
         return
     for g in groups_:
         _notices(g)
@@ -201,14 +291,37 @@ def _print_members(groups_: list[GroupDescription], verbose: bool, output: str) 
 
 def _print_states(groups_: list[GroupDescription], output: str) -> None:
     if output == "json":
-        echo_json([{"group": g.group_id, "coordinator": {"id": g.coordinator.node_id, "host": g.coordinator.host,
-                                                         "port": g.coordinator.port},
-                    "assignment_strategy": g.protocol, "state": g.state, "members": len(g.members),
-                    "expected_members": list(g.expected_members)}
-                   for g in groups_])
+        echo_json(
+            [
+                {
+                    "group": g.group_id,
+                    "coordinator": {
+                        "id": g.coordinator.node_id,
+                        "host": g.coordinator.host,
+                        "port": g.coordinator.port,
+                    },
+                    "assignment_strategy": g.protocol,
+                    "state": g.state,
+                    "members": len(g.members),
+                    "expected_members": list(g.expected_members),
+                }
+                for g in groups_
+            ]
+        )
         return
-    echo_table(STATE_COLUMNS, [(g.group_id, f"{g.coordinator.host}:{g.coordinator.port} ({g.coordinator.node_id})",
-                                g.protocol, g.state, len(g.members)) for g in groups_])
+    echo_table(
+        STATE_COLUMNS,
+        [
+            (
+                g.group_id,
+                f"{g.coordinator.host}:{g.coordinator.port} ({g.coordinator.node_id})",
+                g.protocol,
+                g.state,
+                len(g.members),
+            )
+            for g in groups_
+        ],
+    )
 
 
 # -- delete, delete-offsets, remove-members -------------------------------------------------------------------
@@ -232,8 +345,14 @@ def delete(bootstrap: str, group: tuple[str, ...]) -> None:
 @groups.command("delete-offsets")
 @bootstrap_option
 @group_option()
-@click.option("--topic", "topics", required=True, multiple=True, metavar="TOPIC[:P,P]",
-              help="A topic, or some of its partitions (repeatable).")
+@click.option(
+    "--topic",
+    "topics",
+    required=True,
+    multiple=True,
+    metavar="TOPIC[:P,P]",
+    help="A topic, or some of its partitions (repeatable).",
+)
 @output_option
 def delete_offsets(bootstrap: str, group: str, topics: tuple[str, ...], output: str) -> None:
     """Delete the committed offsets of topics the group no longer consumes (OffsetDelete)."""
@@ -245,11 +364,20 @@ def delete_offsets(bootstrap: str, group: str, topics: tuple[str, ...], output: 
 
     results = run_admin(bootstrap, call)
     if output == "json":
-        echo_json([{"topic": tp.topic, "partition": tp.partition, "error": error_name(code) if code else None}
-                   for tp, code in sorted(results.items())])
+        echo_json(
+            [
+                {"topic": tp.topic, "partition": tp.partition, "error": error_name(code) if code else None}
+                for tp, code in sorted(results.items())
+            ]
+        )
     else:
-        echo_table(("TOPIC", "PARTITION", "STATUS"), [(tp.topic, tp.partition, error_name(code) if code
-                                                       else "Successful") for tp, code in sorted(results.items())])
+        echo_table(
+            ("TOPIC", "PARTITION", "STATUS"),
+            [
+                (tp.topic, tp.partition, error_name(code) if code else "Successful")
+                for tp, code in sorted(results.items())
+            ],
+        )
     failed = sorted({error_name(code) for code in results.values() if code})
     if failed:
         raise click.ClickException(f"Offsets of group '{group}' could not all be deleted: {', '.join(failed)}.")
@@ -264,16 +392,24 @@ async def _expand(admin: Admin, scope: dict[str, list[int] | None]) -> list[Topi
 @groups.command("remove-members")
 @bootstrap_option
 @group_option()
-@click.option("--instance-id", "--group-instance-id", "instance_ids", required=True, multiple=True,
-              metavar="ID", help="The group.instance.id of a static member to remove (repeatable).")
+@click.option(
+    "--instance-id",
+    "--group-instance-id",
+    "instance_ids",
+    required=True,
+    multiple=True,
+    metavar="ID",
+    help="The group.instance.id of a static member to remove (repeatable).",
+)
 def remove_members(bootstrap: str, group: str, instance_ids: tuple[str, ...]) -> None:
     """Remove static members by group.instance.id (KIP-345), in one rebalance."""
     results = run_admin(bootstrap, lambda admin: admin.remove_members(group, instance_ids))
     failed = {i: code for i, code in results.items() if code}
     if failed:
         i, code = next(iter(failed.items()))
-        raise click.ClickException(f"Removing member with group.instance.id '{i}' from group '{group}' "
-                                   f"failed: {error_name(code)}.")
+        raise click.ClickException(
+            f"Removing member with group.instance.id '{i}' from group '{group}' failed: {error_name(code)}."
+        )
     ids = ", ".join(instance_ids)
     click.echo(f"Removed members with group.instance.id {ids} from group '{group}'.")
 
@@ -282,9 +418,16 @@ def remove_members(bootstrap: str, group: str, instance_ids: tuple[str, ...]) ->
 
 
 def instance_ids_option(required: bool) -> Any:
-    return click.option("--instance-ids", "--instance-id", "--group-instance-id", "instance_ids", required=required,
-                        multiple=True, metavar="ID[,ID...]",
-                        help="group.instance.ids, comma-separated or repeated.")
+    return click.option(
+        "--instance-ids",
+        "--instance-id",
+        "--group-instance-id",
+        "instance_ids",
+        required=required,
+        multiple=True,
+        metavar="ID[,ID...]",
+        help="group.instance.ids, comma-separated or repeated.",
+    )
 
 
 def _instance_ids(values: tuple[str, ...]) -> list[str]:
@@ -327,15 +470,19 @@ def add_members(bootstrap: str, group: str, instance_ids: tuple[str, ...], outpu
 @instance_ids_option(required=False)
 @click.option("--all", "all_ids", is_flag=True, help="Withdraw every pre-registration of the group.")
 @output_option
-def remove_expected_members(bootstrap: str, group: str, instance_ids: tuple[str, ...], all_ids: bool,
-                            output: str) -> None:
+def remove_expected_members(
+    bootstrap: str, group: str, instance_ids: tuple[str, ...], all_ids: bool, output: str
+) -> None:
     """Withdraw pre-registrations made with add-members (members that joined stay members)."""
     if bool(instance_ids) == all_ids:
         raise click.UsageError("remove-expected-members takes --instance-ids or --all.")
     ids = None if all_ids else _instance_ids(instance_ids)
     waiting = run_admin(bootstrap, lambda admin: admin.remove_expected_members(group, ids))
-    done = (f"Withdrew every pre-registration of group '{group}'." if ids is None else
-            f"Withdrew the pre-registration of group.instance.id {', '.join(ids)} in group '{group}'.")
+    done = (
+        f"Withdrew every pre-registration of group '{group}'."
+        if ids is None
+        else f"Withdrew the pre-registration of group.instance.id {', '.join(ids)} in group '{group}'."
+    )
     _print_expected(group, waiting, output, done, [])
 
 
@@ -352,8 +499,14 @@ def history(bootstrap: str, group: str, output: str) -> None:
     if not found.exists:
         raise click.ClickException(f"Consumer group '{group}' does not exist.")
     if output == "json":
-        echo_json({"group": found.group_id, "state": found.state, "rebalances": list(found.rebalances),
-                   "omitted": found.omitted})
+        echo_json(
+            {
+                "group": found.group_id,
+                "state": found.state,
+                "rebalances": list(found.rebalances),
+                "omitted": found.omitted,
+            }
+        )
         return
     if not found.rebalances:
         click.echo(f"Consumer group '{group}' has no rebalance history.", err=True)
@@ -363,12 +516,19 @@ def history(bootstrap: str, group: str, output: str) -> None:
 
 
 def _history_row(e: dict[str, Any]) -> tuple[Any, ...]:
-    return (e.get("generation"), e.get("cause"), _short_reason(e.get("reason") or ""),
-            e.get("group_instance_id") or e.get("member_id"), _utc(e.get("started_ms")), _duration(e.get("join_ms")),
-            _duration(e.get("sync_ms")), e.get("members_total"),
-            _listed([f"{_who(m)}+{_duration(m.get('after_ms'))}" for m in e.get("late") or ()]),
-            _listed([f"{_who(m)}({m.get('phase')})" for m in e.get("dropped") or ()]),
-            e.get("outcome") or "running")
+    return (
+        e.get("generation"),
+        e.get("cause"),
+        _short_reason(e.get("reason") or ""),
+        e.get("group_instance_id") or e.get("member_id"),
+        _utc(e.get("started_ms")),
+        _duration(e.get("join_ms")),
+        _duration(e.get("sync_ms")),
+        e.get("members_total"),
+        _listed([f"{_who(m)}+{_duration(m.get('after_ms'))}" for m in e.get("late") or ()]),
+        _listed([f"{_who(m)}({m.get('phase')})" for m in e.get("dropped") or ()]),
+        e.get("outcome") or "running",
+    )
 
 
 def _who(member: dict[str, Any]) -> str:
@@ -380,7 +540,7 @@ def _short_reason(reason: str) -> str:
     _, sep, client = reason.rpartition("client reason: ")
     text = client.split(")")[0] if sep and not client.startswith("not provided") else reason
     text = " ".join(text.split())
-    return text if len(text) <= REASON_WIDTH else text[:REASON_WIDTH - 3] + "..."
+    return text if len(text) <= REASON_WIDTH else text[: REASON_WIDTH - 3] + "..."
 
 
 def _duration(ms: int | None) -> str | None:
@@ -406,13 +566,24 @@ def _listed(items: list[str]) -> str | None:
 # -- reset-offsets ----------------------------------------------------------------------------------------
 
 
-def _reset_spec(to_earliest: bool, to_latest: bool, to_offset: int | None, to_datetime: str | None,
-                shift_by: int | None) -> ResetSpec:
-    chosen = [k for k, v in (("earliest", to_earliest), ("latest", to_latest), ("offset", to_offset is not None),
-                             ("datetime", to_datetime is not None), ("shift", shift_by is not None)) if v]
+def _reset_spec(
+    to_earliest: bool, to_latest: bool, to_offset: int | None, to_datetime: str | None, shift_by: int | None
+) -> ResetSpec:
+    chosen = [
+        k
+        for k, v in (
+            ("earliest", to_earliest),
+            ("latest", to_latest),
+            ("offset", to_offset is not None),
+            ("datetime", to_datetime is not None),
+            ("shift", shift_by is not None),
+        )
+        if v
+    ]
     if len(chosen) != 1:
-        raise click.UsageError("reset-offsets takes exactly one of --to-earliest, --to-latest, --to-offset, "
-                               "--to-datetime, --shift-by.")
+        raise click.UsageError(
+            "reset-offsets takes exactly one of --to-earliest, --to-latest, --to-offset, --to-datetime, --shift-by."
+        )
     kind = chosen[0]
     if kind == "datetime":
         try:
@@ -431,15 +602,29 @@ def _reset_spec(to_earliest: bool, to_latest: bool, to_offset: int | None, to_da
 @click.option("--to-earliest", is_flag=True, help="Reset to the earliest offset.")
 @click.option("--to-latest", is_flag=True, help="Reset to the log end offset.")
 @click.option("--to-offset", type=int, metavar="N", help="Reset to offset N (kept within the log).")
-@click.option("--to-datetime", metavar="YYYY-MM-DDTHH:mm:SS.sss", help="Reset to the first offset at or "
-              "after this time (UTC unless a zone is given).")
+@click.option(
+    "--to-datetime",
+    metavar="YYYY-MM-DDTHH:mm:SS.sss",
+    help="Reset to the first offset at or after this time (UTC unless a zone is given).",
+)
 @click.option("--shift-by", type=int, metavar="N", help="Move the committed offset by N (may be negative).")
 @click.option("--dry-run", is_flag=True, help="Only show the new offsets (the default).")
 @click.option("--execute", is_flag=True, help="Commit the new offsets.")
 @output_option
-def reset_offsets(bootstrap: str, group: str, topics: tuple[str, ...], all_topics: bool, to_earliest: bool,
-                  to_latest: bool, to_offset: int | None, to_datetime: str | None, shift_by: int | None,
-                  dry_run: bool, execute: bool, output: str) -> None:
+def reset_offsets(
+    bootstrap: str,
+    group: str,
+    topics: tuple[str, ...],
+    all_topics: bool,
+    to_earliest: bool,
+    to_latest: bool,
+    to_offset: int | None,
+    to_datetime: str | None,
+    shift_by: int | None,
+    dry_run: bool,
+    execute: bool,
+    output: str,
+) -> None:
     """Reset a group's committed offsets (refused while the group has members)."""
     if bool(topics) == all_topics:
         raise click.UsageError("reset-offsets takes exactly one of --topic, --all-topics.")
@@ -458,7 +643,11 @@ def reset_offsets(bootstrap: str, group: str, topics: tuple[str, ...], all_topic
     if not dry_run and not execute:
         click.echo("WARN: No action will be performed as the --execute option is missing.", err=True)
     if output == "json":
-        echo_json([{"group": group, "topic": tp.topic, "partition": tp.partition, "new_offset": offset}
-                   for tp, offset in sorted(planned.items())])
+        echo_json(
+            [
+                {"group": group, "topic": tp.topic, "partition": tp.partition, "new_offset": offset}
+                for tp, offset in sorted(planned.items())
+            ]
+        )
     else:
         echo_table(RESET_COLUMNS, [(group, tp.topic, tp.partition, o) for tp, o in sorted(planned.items())])

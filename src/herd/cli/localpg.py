@@ -31,8 +31,8 @@ PostgreSQL itself, which removes it when its process is gone; a live one is repo
 from __future__ import annotations
 
 import glob
-import importlib.util
 import grp
+import importlib.util
 import os
 import pwd
 import re
@@ -44,9 +44,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Callable
 
 UNPRIVILEGED_USER = "nobody"
 UNPRIVILEGED_GROUP = "nogroup"
@@ -82,9 +82,11 @@ def find_binaries() -> Path:
     for candidate in [*_pgserver_bin(), *_machine_bins()]:
         if _has_binaries(candidate):
             return candidate
-    raise LocalPostgresError("no PostgreSQL server binaries found: pip install herd[cluster] (bundles them), "
-                             "install PostgreSQL, or set HERD_PG_BIN to the directory holding initdb and "
-                             "postgres")
+    raise LocalPostgresError(
+        "no PostgreSQL server binaries found: pip install herd[cluster] (bundles them), "
+        "install PostgreSQL, or set HERD_PG_BIN to the directory holding initdb and "
+        "postgres"
+    )
 
 
 def _has_binaries(directory: Path) -> bool:
@@ -107,6 +109,7 @@ def _machine_bins() -> list[Path]:
     def version(path: str) -> tuple[int, ...]:
         digits = re.findall(r"\d+", Path(path).parent.name)
         return tuple(int(d) for d in digits)
+
     return [Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=version, reverse=True)]
 
 
@@ -163,6 +166,7 @@ def die_with_parent(sig: int) -> Callable[[], None] | None:
 
     def preexec() -> None:
         prctl(pr_set_pdeathsig, int(sig), 0, 0, 0)
+
     return preexec
 
 
@@ -178,8 +182,10 @@ class _RunAs:
             self.uid = pwd.getpwnam(UNPRIVILEGED_USER).pw_uid
             self.gid = grp.getgrnam(UNPRIVILEGED_GROUP).gr_gid
         except KeyError:
-            raise LocalPostgresError(f"PostgreSQL refuses to run as root and this machine has no "
-                                     f"{UNPRIVILEGED_USER}/{UNPRIVILEGED_GROUP} user to run it as") from None
+            raise LocalPostgresError(
+                f"PostgreSQL refuses to run as root and this machine has no "
+                f"{UNPRIVILEGED_USER}/{UNPRIVILEGED_GROUP} user to run it as"
+            ) from None
         self.name = UNPRIVILEGED_USER
 
     def popen_args(self) -> dict:
@@ -204,7 +210,8 @@ class _RunAs:
                 raise LocalPostgresError(
                     f"PostgreSQL runs as {self.name} (it refuses root) and cannot reach the {what} {path}: "
                     f"{directory} is not searchable by {self.name}; use a directory under /tmp or "
-                    f"chmod o+x {directory}")
+                    f"chmod o+x {directory}"
+                )
 
 
 class LocalPostgres:
@@ -223,7 +230,7 @@ class LocalPostgres:
 
     # -- the server ------------------------------------------------------------------------------------------
 
-    def start(self, timeout: float = START_TIMEOUT_S) -> "LocalPostgres":
+    def start(self, timeout: float = START_TIMEOUT_S) -> LocalPostgres:
         """Initialise the data directory if needed, start the server, return when it accepts connections."""
         if self.proc is not None and self.proc.poll() is None:
             return self
@@ -293,11 +300,12 @@ class LocalPostgres:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc is not None else None
 
-    def __enter__(self) -> "LocalPostgres":
+    def __enter__(self) -> LocalPostgres:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
     # -- databases -------------------------------------------------------------------------------------------
@@ -329,8 +337,9 @@ class LocalPostgres:
                 if not exists:
                     conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
         except psycopg.Error as e:
-            raise LocalPostgresError(f"cannot create database {name} on {self.display_url()}: "
-                                     f"{str(e).strip().splitlines()[-1]}") from None
+            raise LocalPostgresError(
+                f"cannot create database {name} on {self.display_url()}: {str(e).strip().splitlines()[-1]}"
+            ) from None
         return self.url(name)
 
     # -- internals -------------------------------------------------------------------------------------------
@@ -350,11 +359,21 @@ class LocalPostgres:
             pwfile.flush()
             if run_as.root:
                 os.chown(pwfile.name, run_as.uid, run_as.gid)
-            args = [str(bin_dir / "initdb"), "-D", str(self.data_dir), "-U", SUPERUSER,
-                    f"--pwfile={pwfile.name}",
-                    "--auth-host=scram-sha-256", "--auth-local=trust", "--encoding=UTF8", "--locale=C"]
-            result = subprocess.run(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd="/",
-                                    env=self._env(), **run_as.popen_args())
+            args = [
+                str(bin_dir / "initdb"),
+                "-D",
+                str(self.data_dir),
+                "-U",
+                SUPERUSER,
+                f"--pwfile={pwfile.name}",
+                "--auth-host=scram-sha-256",
+                "--auth-local=trust",
+                "--encoding=UTF8",
+                "--locale=C",
+            ]
+            result = subprocess.run(
+                args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd="/", env=self._env(), **run_as.popen_args()
+            )
         with open(self.log_path, "ab") as log:
             log.write(result.stdout)
         if result.returncode != 0:
@@ -384,16 +403,31 @@ class LocalPostgres:
             return None
 
     def _run(self, bin_dir: Path, run_as: _RunAs, timeout: float) -> None:
-        args = [str(bin_dir / "postgres"), "-D", str(self.data_dir), "-p", str(self.port),
-                "-c", f"unix_socket_directories={self._socket_dir()}"]
+        args = [
+            str(bin_dir / "postgres"),
+            "-D",
+            str(self.data_dir),
+            "-p",
+            str(self.port),
+            "-c",
+            f"unix_socket_directories={self._socket_dir()}",
+        ]
         for key, value in SETTINGS.items():
             args += ["-c", f"{key}={value}"]
         log = open(self.log_path, "ab")
         offset = log.tell()
         try:
-            self.proc = subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                         cwd="/", env=self._env(), start_new_session=True,
-                                         preexec_fn=die_with_parent(signal.SIGINT), **run_as.popen_args())
+            self.proc = subprocess.Popen(
+                args,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd="/",
+                env=self._env(),
+                start_new_session=True,
+                preexec_fn=die_with_parent(signal.SIGINT),
+                **run_as.popen_args(),
+            )
         finally:
             log.close()
         self._wait_ready(offset, timeout)
@@ -420,8 +454,9 @@ class LocalPostgres:
             time.sleep(0.02)
         else:
             self.stop()
-            raise LocalPostgresError(f"PostgreSQL did not start within {timeout:.0f} s; log {self.log_path}: "
-                                     f"{self._log_tail(log_offset)}")
+            raise LocalPostgresError(
+                f"PostgreSQL did not start within {timeout:.0f} s; log {self.log_path}: {self._log_tail(log_offset)}"
+            )
         self._check_connect(deadline)
 
     def _pid_file_ready(self) -> bool:
@@ -442,8 +477,10 @@ class LocalPostgres:
             except psycopg.OperationalError as e:
                 if time.monotonic() > deadline:
                     self.stop()
-                    raise LocalPostgresError(f"PostgreSQL at {self.display_url()} started but refuses "
-                                             f"connections: {str(e).strip().splitlines()[-1]}") from None
+                    raise LocalPostgresError(
+                        f"PostgreSQL at {self.display_url()} started but refuses "
+                        f"connections: {str(e).strip().splitlines()[-1]}"
+                    ) from None
                 time.sleep(0.1)
 
     def _fail(self, log_offset: int) -> None:
@@ -454,10 +491,13 @@ class LocalPostgres:
             raise _PortTaken()
         running = re.search(r'lock file "postmaster.pid" already exists.*?\(PID (\d+)\)', text, re.S)
         if running:
-            raise LocalPostgresError(f"a PostgreSQL server (pid {running.group(1)}) already runs on "
-                                     f"{self.data_dir}; stop it first (kill -INT {running.group(1)})")
-        raise LocalPostgresError(f"PostgreSQL exited at start (exit {code}; log {self.log_path}): "
-                                 f"{self._log_tail(log_offset)}")
+            raise LocalPostgresError(
+                f"a PostgreSQL server (pid {running.group(1)}) already runs on "
+                f"{self.data_dir}; stop it first (kill -INT {running.group(1)})"
+            )
+        raise LocalPostgresError(
+            f"PostgreSQL exited at start (exit {code}; log {self.log_path}): {self._log_tail(log_offset)}"
+        )
 
     def _log_tail(self, offset: int, lines: int = 3) -> str:
         text = [line.strip() for line in read_log(self.log_path, offset).splitlines() if line.strip()]

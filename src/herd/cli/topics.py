@@ -45,8 +45,14 @@ def topics() -> None:
 @click.option("--replication-factor", type=click.IntRange(min=1), help="Replication factor (broker default).")
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", help="A topic config (repeatable).")
 @click.option("--if-not-exists", is_flag=True, help="Succeed quietly when the topic already exists.")
-def create(bootstrap: str, topic: str, partitions: int | None, replication_factor: int | None,
-           configs: tuple[str, ...], if_not_exists: bool) -> None:
+def create(
+    bootstrap: str,
+    topic: str,
+    partitions: int | None,
+    replication_factor: int | None,
+    configs: tuple[str, ...],
+    if_not_exists: bool,
+) -> None:
     """Create a topic."""
     settings = _configs(configs)
 
@@ -76,19 +82,31 @@ def list_topics(bootstrap: str, exclude_internal: bool, output: str) -> None:
 
 def _describe_lines(t: TopicDescription) -> list[str]:
     configs = ",".join(f"{k}={v}" for k, v in sorted(t.configs.items()))
-    lines = [f"Topic: {t.name}\tTopicId: {t.topic_id or '-'}\tPartitionCount: {len(t.partitions)}\t"
-             f"ReplicationFactor: {t.replication_factor}\tConfigs: {configs}"]
+    lines = [
+        f"Topic: {t.name}\tTopicId: {t.topic_id or '-'}\tPartitionCount: {len(t.partitions)}\t"
+        f"ReplicationFactor: {t.replication_factor}\tConfigs: {configs}"
+    ]
     for p in t.partitions:
-        lines.append(f"\tTopic: {t.name}\tPartition: {p.partition}\tLeader: {p.leader}\t"
-                     f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}")
+        lines.append(
+            f"\tTopic: {t.name}\tPartition: {p.partition}\tLeader: {p.leader}\t"
+            f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
+        )
     return lines
 
 
 def _describe_json(t: TopicDescription) -> dict[str, object]:
-    return {"topic": t.name, "topic_id": t.topic_id, "partition_count": len(t.partitions),
-            "replication_factor": t.replication_factor, "configs": dict(t.configs), "internal": t.internal,
-            "partitions": [{"partition": p.partition, "leader": p.leader, "replicas": list(p.replicas),
-                            "isr": list(p.isr)} for p in t.partitions]}
+    return {
+        "topic": t.name,
+        "topic_id": t.topic_id,
+        "partition_count": len(t.partitions),
+        "replication_factor": t.replication_factor,
+        "configs": dict(t.configs),
+        "internal": t.internal,
+        "partitions": [
+            {"partition": p.partition, "leader": p.leader, "replicas": list(p.replicas), "isr": list(p.isr)}
+            for p in t.partitions
+        ],
+    }
 
 
 @topics.command("describe")
@@ -112,10 +130,10 @@ def describe(bootstrap: str, names: tuple[str, ...], exclude_internal: bool, out
 @click.option("--topic", required=True, metavar="TOPIC", help="The topic to change.")
 @click.option("--partitions", type=click.IntRange(min=1), help="The new partition count.")
 @click.option("--config", "configs", multiple=True, metavar="KEY=VALUE", help="A topic config to set (repeatable).")
-@click.option("--delete-config", "deleted", multiple=True, metavar="KEY", help="A topic config to remove "
-              "(repeatable).")
-def alter(bootstrap: str, topic: str, partitions: int | None, configs: tuple[str, ...],
-          deleted: tuple[str, ...]) -> None:
+@click.option("--delete-config", "deleted", multiple=True, metavar="KEY", help="A topic config to remove (repeatable).")
+def alter(
+    bootstrap: str, topic: str, partitions: int | None, configs: tuple[str, ...], deleted: tuple[str, ...]
+) -> None:
     """Add partitions to a topic, or set or remove its configs (herd configs alter does the same)."""
     settings = _configs(configs)
     if partitions is None and not settings and not deleted:
@@ -136,8 +154,7 @@ def alter(bootstrap: str, topic: str, partitions: int | None, configs: tuple[str
 
 @topics.command("delete")
 @bootstrap_option
-@click.option("--topic", "names", required=True, multiple=True, metavar="TOPIC", help="Topic to delete "
-              "(repeatable).")
+@click.option("--topic", "names", required=True, multiple=True, metavar="TOPIC", help="Topic to delete (repeatable).")
 def delete(bootstrap: str, names: tuple[str, ...]) -> None:
     """Delete topics."""
     run_admin(bootstrap, lambda admin: admin.delete_topics(list(names)))

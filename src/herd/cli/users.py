@@ -42,8 +42,7 @@ def _password(password: str | None, password_file: str | None) -> str:
             lines = Path(password_file).read_text().splitlines()
         except (OSError, UnicodeDecodeError) as exc:
             reason = getattr(exc, "strerror", None) or "not UTF-8 text"
-            raise click.BadParameter(f"cannot read {password_file}: {reason}",
-                                     param_hint="'--password-file'") from None
+            raise click.BadParameter(f"cannot read {password_file}: {reason}", param_hint="'--password-file'") from None
         password = lines[0] if lines else ""
     assert password is not None
     if not password:
@@ -54,14 +53,21 @@ def _password(password: str | None, password_file: str | None) -> str:
 @users.command("create")
 @bootstrap_option
 @click.option("--user", required=True, metavar="NAME", help="The user whose credential is created or replaced.")
-@click.option("--password", metavar="PASSWORD", help="The password (prefer --password-file: a command line is "
-                                                     "visible to others).")
+@click.option(
+    "--password", metavar="PASSWORD", help="The password (prefer --password-file: a command line is visible to others)."
+)
 @click.option("--password-file", metavar="FILE", help="A file whose first line is the password.")
 @click.option("--mechanism", type=MECHANISMS, default="SCRAM-SHA-512", show_default=True)
-@click.option("--iterations", type=click.IntRange(MIN_ITERATIONS, MAX_ITERATIONS), default=8192, show_default=True,
-              help="PBKDF2 iterations of the salted password.")
-def create(bootstrap: str, user: str, password: str | None, password_file: str | None, mechanism: str,
-           iterations: int) -> None:
+@click.option(
+    "--iterations",
+    type=click.IntRange(MIN_ITERATIONS, MAX_ITERATIONS),
+    default=8192,
+    show_default=True,
+    help="PBKDF2 iterations of the salted password.",
+)
+def create(
+    bootstrap: str, user: str, password: str | None, password_file: str | None, mechanism: str, iterations: int
+) -> None:
     """Create or replace a user's SCRAM credential."""
     secret = _password(password, password_file)
     mechanism = mechanism.upper()
@@ -72,10 +78,16 @@ def create(bootstrap: str, user: str, password: str | None, password_file: str |
 @users.command("delete")
 @bootstrap_option
 @click.option("--user", required=True, metavar="NAME")
-@click.option("--mechanism", "mechanisms", type=MECHANISMS, multiple=True,
-              help="The mechanism whose credential goes (repeatable); default: every one the user has.")
+@click.option(
+    "--mechanism",
+    "mechanisms",
+    type=MECHANISMS,
+    multiple=True,
+    help="The mechanism whose credential goes (repeatable); default: every one the user has.",
+)
 def delete(bootstrap: str, user: str, mechanisms: tuple[str, ...]) -> None:
     """Delete a user's SCRAM credentials."""
+
     async def call(admin: Admin) -> list[str]:
         chosen = [m.upper() for m in mechanisms]
         if not chosen:
@@ -97,7 +109,8 @@ def delete(bootstrap: str, user: str, mechanisms: tuple[str, ...]) -> None:
 def list_users(bootstrap: str, names: tuple[str, ...], output: str) -> None:
     """List the users with SCRAM credentials (mechanisms and iterations; never secrets)."""
     found: list[UserScramCredentials] = run_admin(
-        bootstrap, lambda admin: admin.describe_user_scram_credentials(list(names) or None))
+        bootstrap, lambda admin: admin.describe_user_scram_credentials(list(names) or None)
+    )
     rows = [(u.user, c.mechanism, c.iterations) for u in found for c in u.credentials]
     if output == "json":
         echo_json([{"user": user, "mechanism": m, "iterations": i} for user, m, i in rows])

@@ -152,8 +152,9 @@ def reset_target(spec: ResetSpec, current: int | None, earliest: int, latest: in
         wanted = spec.value
     else:
         if current is None:
-            raise AdminError(ErrorCode.invalid_request, "Cannot shift offset for a partition without a "
-                                                        "current committed offset.")
+            raise AdminError(
+                ErrorCode.invalid_request, "Cannot shift offset for a partition without a current committed offset."
+            )
         wanted = current + spec.value
     return min(max(wanted, earliest), latest)
 
@@ -165,7 +166,7 @@ def parse_datetime(text: str) -> int:
     except ValueError:
         raise ValueError(f"invalid datetime {text!r}: expected YYYY-MM-DDTHH:mm:SS.sss") from None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=datetime.timezone.utc)
+        moment = moment.replace(tzinfo=datetime.UTC)
     return int(moment.timestamp() * 1000)
 
 
@@ -180,13 +181,19 @@ class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, HistoryAdmin, Transac
 
     error_type = AdminError
 
-    def __init__(self, bootstrap_servers: str | Sequence[str] = "127.0.0.1:9092", *,
-                 client_id: str = "herd-admin", request_timeout_ms: int = 30_000,
-                 security: ClientSecurity | Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str] = "127.0.0.1:9092",
+        *,
+        client_id: str = "herd-admin",
+        request_timeout_ms: int = 30_000,
+        security: ClientSecurity | Mapping[str, str] | None = None,
+    ) -> None:
         """`security`: a ClientSecurity or Kafka client properties (herd.client.security); raises
         SecurityConfigError when they are unusable."""
-        self.client = KafkaClient(bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms,
-                                  security=security)
+        self.client = KafkaClient(
+            bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms, security=security
+        )
 
     async def __aenter__(self) -> Admin:
         await self.client.start()
@@ -217,23 +224,31 @@ class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, HistoryAdmin, Transac
 
         return await self.client.retrying(every_broker)
 
-    async def _list_groups_at(self, node: int, states: tuple[str, ...], types: tuple[str, ...]
-                              ) -> list[GroupListing]:
+    async def _list_groups_at(self, node: int, states: tuple[str, ...], types: tuple[str, ...]) -> list[GroupListing]:
         def build(b: RequestBuilder) -> Any:
             return b.request(states_filter=states, types_filter=types)
 
         version, body = await self.client.send(LIST_GROUPS, build, node=node)
         if body.error_code:
             raise AdminError(body.error_code, f"ListGroups failed: {error_name(body.error_code)}")
-        out = [GroupListing(g.group_id, g.protocol_type, getattr(g, "group_state", ""),
-                            getattr(g, "group_type", "") or "classic") for g in body.groups]
+        out = [
+            GroupListing(
+                g.group_id, g.protocol_type, getattr(g, "group_state", ""), getattr(g, "group_type", "") or "classic"
+            )
+            for g in body.groups
+        ]
         wanted_states = {s.lower() for s in states}
         wanted_types = {t.lower() for t in types}
-        return [g for g in out if (not wanted_states or g.state.lower() in wanted_states)
-                and (not wanted_types or g.group_type.lower() in wanted_types)]
+        return [
+            g
+            for g in out
+            if (not wanted_states or g.state.lower() in wanted_states)
+            and (not wanted_types or g.group_type.lower() in wanted_types)
+        ]
 
     async def describe_group(self, group_id: str) -> GroupDescription:
         """State, protocol and members of one group ("Dead" when it does not exist)."""
+
         def build(b: RequestBuilder) -> Any:
             return b.request(groups=(group_id,), include_authorized_operations=False)
 
@@ -250,8 +265,15 @@ class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, HistoryAdmin, Transac
             return GroupDescription(group_id, "Dead", "", "", (), node, waiting)
         members = tuple(_member(g.protocol_type, m) for m in g.members)
         joined = {m.group_instance_id for m in members}
-        return GroupDescription(group_id, g.group_state, g.protocol_type, g.protocol_data, members, node,
-                                tuple(i for i in waiting if i not in joined))
+        return GroupDescription(
+            group_id,
+            g.group_state,
+            g.protocol_type,
+            g.protocol_data,
+            members,
+            node,
+            tuple(i for i in waiting if i not in joined),
+        )
 
     async def require_group(self, group_id: str) -> GroupDescription:
         """describe_group, raising AdminError when the group does not exist (and expects nobody)."""
@@ -276,9 +298,19 @@ class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, HistoryAdmin, Transac
             end = ends.get(tp)
             lag = end - current if end is not None and current is not None else None
             owner = owners.get(tp)
-            rows.append(OffsetRow(group_id, tp.topic, tp.partition, current, end, lag,
-                                  owner.member_id if owner else None, owner.host if owner else None,
-                                  owner.client_id if owner else None))
+            rows.append(
+                OffsetRow(
+                    group_id,
+                    tp.topic,
+                    tp.partition,
+                    current,
+                    end,
+                    lag,
+                    owner.member_id if owner else None,
+                    owner.host if owner else None,
+                    owner.client_id if owner else None,
+                )
+            )
         return group, rows
 
     async def _log_end_offsets(self, partitions: list[TopicPartition]) -> dict[TopicPartition, int]:
@@ -288,8 +320,13 @@ class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, HistoryAdmin, Transac
     async def _existing(self, partitions: Iterable[TopicPartition]) -> list[TopicPartition]:
         partitions = list(partitions)
         metadata = await self.client.metadata(sorted({tp.topic for tp in partitions}))
-        return [tp for tp in partitions if tp.topic in metadata.topics
-                and not metadata.topics[tp.topic].error_code and tp.partition in metadata.topics[tp.topic].partitions]
+        return [
+            tp
+            for tp in partitions
+            if tp.topic in metadata.topics
+            and not metadata.topics[tp.topic].error_code
+            and tp.partition in metadata.topics[tp.topic].partitions
+        ]
 
     # -- changing groups ----------------------------------------------------------------------------------
 
@@ -297,6 +334,7 @@ class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, HistoryAdmin, Transac
         """Delete empty groups; the error code per group (0 when deleted)."""
         result = {}
         for group_id in group_ids:
+
             def build(b: RequestBuilder, group_id: str = group_id) -> Any:
                 return b.request(groups_names=(group_id,))
 
@@ -315,37 +353,50 @@ class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, HistoryAdmin, Transac
         parts = sorted(set(partitions))
 
         def build(b: RequestBuilder) -> Any:
-            topics = tuple(b("OffsetDeleteRequestTopic", name=t, partitions=tuple(
-                b("OffsetDeleteRequestPartition", partition_index=p) for p in ps))
-                for t, ps in group_by_topic(parts).items())
+            topics = tuple(
+                b(
+                    "OffsetDeleteRequestTopic",
+                    name=t,
+                    partitions=tuple(b("OffsetDeleteRequestPartition", partition_index=p) for p in ps),
+                )
+                for t, ps in group_by_topic(parts).items()
+            )
             return b.request(group_id=group_id, topics=topics)
 
-        _, body = await self.client.call_coordinator(group_id, OFFSET_DELETE, build,
-                                                     lambda v, body: int(body.error_code))
+        _, body = await self.client.call_coordinator(
+            group_id, OFFSET_DELETE, build, lambda v, body: int(body.error_code)
+        )
         if body.error_code:
             raise _group_error(group_id, body.error_code)
-        return {TopicPartition(t.name, int(p.partition_index)): int(p.error_code)
-                for t in body.topics for p in t.partitions}
+        return {
+            TopicPartition(t.name, int(p.partition_index)): int(p.error_code) for t in body.topics for p in t.partitions
+        }
 
-    async def plan_reset(self, group_id: str, spec: ResetSpec, topics: Mapping[str, Sequence[int] | None] | None
-                         ) -> dict[TopicPartition, int]:
+    async def plan_reset(
+        self, group_id: str, spec: ResetSpec, topics: Mapping[str, Sequence[int] | None] | None
+    ) -> dict[TopicPartition, int]:
         """The new offset per partition. `topics`: topic -> partitions (None: all); None: every topic
         the group has committed offsets for. Raises AdminError while the group has members."""
         group = await self.describe_group(group_id)
         if group.state not in INACTIVE_STATES:
-            raise AdminError(ErrorCode.non_empty_group, f"Assignments can only be reset if the group "
-                                                        f"'{group_id}' is inactive, but the current state "
-                                                        f"is {group.state}.")
+            raise AdminError(
+                ErrorCode.non_empty_group,
+                f"Assignments can only be reset if the group "
+                f"'{group_id}' is inactive, but the current state "
+                f"is {group.state}.",
+            )
         committed = {tp: c.offset for tp, c in (await fetch_committed(self.client, group_id)).items()}
         partitions = await self._reset_scope(topics, committed)
         earliest = await list_offsets(self.client, partitions, EARLIEST)
         latest = await list_offsets(self.client, partitions, LATEST)
         by_time = await list_offsets(self.client, partitions, spec.value) if spec.kind == "datetime" else {}
-        return {tp: reset_target(spec, committed.get(tp), earliest[tp], latest[tp], by_time.get(tp))
-                for tp in partitions}
+        return {
+            tp: reset_target(spec, committed.get(tp), earliest[tp], latest[tp], by_time.get(tp)) for tp in partitions
+        }
 
-    async def _reset_scope(self, topics: Mapping[str, Sequence[int] | None] | None,
-                           committed: Mapping[TopicPartition, int]) -> list[TopicPartition]:
+    async def _reset_scope(
+        self, topics: Mapping[str, Sequence[int] | None] | None, committed: Mapping[TopicPartition, int]
+    ) -> list[TopicPartition]:
         if topics is None:
             return sorted(committed)
         metadata = await self.client.metadata(sorted(topics))
@@ -354,10 +405,11 @@ class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, HistoryAdmin, Transac
             info = metadata.topics.get(topic)
             if info is None or info.error_code:
                 raise AdminError(ErrorCode.unknown_topic_or_partition, f"Topic '{topic}' does not exist.")
-            for p in (sorted(info.partitions) if wanted is None else wanted):
+            for p in sorted(info.partitions) if wanted is None else wanted:
                 if p not in info.partitions:
-                    raise AdminError(ErrorCode.unknown_topic_or_partition,
-                                     f"Partition {p} of topic '{topic}' does not exist.")
+                    raise AdminError(
+                        ErrorCode.unknown_topic_or_partition, f"Partition {p} of topic '{topic}' does not exist."
+                    )
                 out.append(TopicPartition(topic, p))
         return sorted(out)
 
@@ -367,22 +419,26 @@ class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, HistoryAdmin, Transac
         failed = {tp: code for tp, code in errors.items() if code}
         if failed:
             tp, code = next(iter(sorted(failed.items())))
-            raise AdminError(code, f"Error resetting offsets of group '{group_id}' for {tp.topic}-{tp.partition}: "
-                                   f"{error_name(code)}")
+            raise AdminError(
+                code, f"Error resetting offsets of group '{group_id}' for {tp.topic}-{tp.partition}: {error_name(code)}"
+            )
 
     async def remove_members(self, group_id: str, instance_ids: Sequence[str]) -> dict[str, int]:
         """KIP-345: remove static members by group.instance.id in one LeaveGroup (v3+); error per id. The reason
         (LeaveGroup v5, KIP-800) is the one Kafka's admin client sends (KafkaAdminClient.DEFAULT_LEAVE_GROUP_REASON)."""
+
         def build(b: RequestBuilder) -> Any:
             if b.version < 3:
-                raise AdminError(ErrorCode.unsupported_version, "the broker cannot remove members by "
-                                                                "group.instance.id (LeaveGroup v3+)")
-            members = tuple(b("MemberIdentity", member_id="", group_instance_id=i,
-                              reason=ADMIN_LEAVE_REASON) for i in instance_ids)
+                raise AdminError(
+                    ErrorCode.unsupported_version,
+                    "the broker cannot remove members by group.instance.id (LeaveGroup v3+)",
+                )
+            members = tuple(
+                b("MemberIdentity", member_id="", group_instance_id=i, reason=ADMIN_LEAVE_REASON) for i in instance_ids
+            )
             return b.request(group_id=group_id, members=members)
 
-        _, body = await self.client.call_coordinator(group_id, LEAVE_GROUP, build,
-                                                     lambda v, body: int(body.error_code))
+        _, body = await self.client.call_coordinator(group_id, LEAVE_GROUP, build, lambda v, body: int(body.error_code))
         if body.error_code:
             raise _group_error(group_id, body.error_code)
         return {m.group_instance_id: int(m.error_code) for m in body.members}
@@ -399,5 +455,6 @@ def _member(protocol_type: str, m: Any) -> MemberDescription:
             topics = decode_subscription(m.member_metadata).topics if m.member_metadata else None
         except ConsumerProtocolError:
             topics = None
-    return MemberDescription(m.member_id, getattr(m, "group_instance_id", None), m.client_id, m.client_host,
-                             assignment, topics)
+    return MemberDescription(
+        m.member_id, getattr(m, "group_instance_id", None), m.client_id, m.client_host, assignment, topics
+    )

@@ -27,8 +27,14 @@ INCREMENTAL_ALTER_CONFIGS: Final = 44
 RESOURCE_TYPES: Final = {"topics": 2, "brokers": 4}
 SET, DELETE = 0, 1
 # DescribeConfigsResponse.ConfigSource names, as kafka-configs.sh prints them
-SOURCES: Final = {1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG", 3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
-                  4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG", 8: "DYNAMIC_GROUP_CONFIG"}
+SOURCES: Final = {
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    8: "DYNAMIC_GROUP_CONFIG",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,32 +55,51 @@ class ConfigAdmin:
 
     async def describe_configs(self, entity_type: str, name: str) -> list[ConfigEntryDescription]:
         """Every config of the resource with its value, source and synonyms; raises on an error."""
+
         def build(b: RequestBuilder) -> Any:
-            resource = b("DescribeConfigsResource", resource_type=RESOURCE_TYPES[entity_type], resource_name=name,
-                         configuration_keys=None)
+            resource = b(
+                "DescribeConfigsResource",
+                resource_type=RESOURCE_TYPES[entity_type],
+                resource_name=name,
+                configuration_keys=None,
+            )
             return b.request(resources=(resource,), include_synonyms=True, include_documentation=False)
 
         _, body = await self.client.send(DESCRIBE_CONFIGS, build, node=await self._answering_node(entity_type, name))
         result = body.results[0]
         if result.error_code:
             raise self._config_error(entity_type, name, result.error_code, result.error_message)
-        return [ConfigEntryDescription(c.name, c.value, SOURCES.get(c.config_source, "UNKNOWN"), c.is_sensitive,
-                                       c.read_only, tuple((s.name, s.value, SOURCES.get(s.source, "UNKNOWN"))
-                                                          for s in c.synonyms))
-                for c in result.configs]
+        return [
+            ConfigEntryDescription(
+                c.name,
+                c.value,
+                SOURCES.get(c.config_source, "UNKNOWN"),
+                c.is_sensitive,
+                c.read_only,
+                tuple((s.name, s.value, SOURCES.get(s.source, "UNKNOWN")) for s in c.synonyms),
+            )
+            for c in result.configs
+        ]
 
-    async def alter_configs(self, entity_type: str, name: str, add: Mapping[str, str] | None = None,
-                            delete: Sequence[str] = ()) -> None:
+    async def alter_configs(
+        self, entity_type: str, name: str, add: Mapping[str, str] | None = None, delete: Sequence[str] = ()
+    ) -> None:
         """SET each of `add` and DELETE each of `delete` in one IncrementalAlterConfigs; raises on an error."""
+
         def build(b: RequestBuilder) -> Any:
             ops = [b("AlterableConfig", name=k, config_operation=SET, value=v) for k, v in (add or {}).items()]
             ops += [b("AlterableConfig", name=k, config_operation=DELETE, value=None) for k in delete]
-            resource = b("AlterConfigsResource", resource_type=RESOURCE_TYPES[entity_type], resource_name=name,
-                         configs=tuple(ops))
+            resource = b(
+                "AlterConfigsResource",
+                resource_type=RESOURCE_TYPES[entity_type],
+                resource_name=name,
+                configs=tuple(ops),
+            )
             return b.request(resources=(resource,), validate_only=False)
 
-        _, body = await self.client.send(INCREMENTAL_ALTER_CONFIGS, build,
-                                         node=await self._answering_node(entity_type, name))
+        _, body = await self.client.send(
+            INCREMENTAL_ALTER_CONFIGS, build, node=await self._answering_node(entity_type, name)
+        )
         result = body.responses[0]
         if result.error_code:
             raise self._config_error(entity_type, name, result.error_code, result.error_message)

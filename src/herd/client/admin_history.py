@@ -52,12 +52,16 @@ class HistoryAdmin:
         result = await describe_group_config(self.client, group_id, HISTORY_CONFIG)
         if result.error_code:
             detail = f": {result.error_message}" if result.error_message else ""
-            raise self.error_type(result.error_code, f"The rebalance history of group '{group_id}' could not be "
-                                                     f"read: {error_name(result.error_code)}{detail}")
+            raise self.error_type(
+                result.error_code,
+                f"The rebalance history of group '{group_id}' could not be "
+                f"read: {error_name(result.error_code)}{detail}",
+            )
         value = next((c.value for c in result.configs if c.name == HISTORY_CONFIG), None)
         if value is None:
-            raise self.error_type(ErrorCode.invalid_config, f"The broker keeps no rebalance history (no group "
-                                                            f"config {HISTORY_CONFIG}).")
+            raise self.error_type(
+                ErrorCode.invalid_config, f"The broker keeps no rebalance history (no group config {HISTORY_CONFIG})."
+            )
         try:
             return parse_history(group_id, value)
         except ValueError as e:
@@ -69,5 +73,9 @@ def parse_history(group_id: str, value: str) -> RebalanceHistory:
     data = json.loads(value)
     if not isinstance(data, dict) or not isinstance(data.get("rebalances"), list):
         raise ValueError(f"{HISTORY_CONFIG} of group '{group_id}' is not a history: {value[:80]!r}")
-    return RebalanceHistory(str(data.get("group", group_id)), str(data.get("state", "")),
-                            tuple(data["rebalances"]), int(data.get("omitted", 0)))
+    return RebalanceHistory(
+        str(data.get("group", group_id)),
+        str(data.get("state", "")),
+        tuple(data["rebalances"]),
+        int(data.get("omitted", 0)),
+    )

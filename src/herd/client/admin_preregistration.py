@@ -40,8 +40,9 @@ class PreregistrationAdmin:
         await self._alter_expected(group_id, APPEND, self._joined(instance_ids))
         return await self.expected_members(group_id)
 
-    async def remove_expected_members(self, group_id: str, instance_ids: Sequence[str] | None = None
-                                      ) -> tuple[str, ...]:
+    async def remove_expected_members(
+        self, group_id: str, instance_ids: Sequence[str] | None = None
+    ) -> tuple[str, ...]:
         """Withdraw pre-registrations (all of them when `instance_ids` is None); returns what is left."""
         if instance_ids is None:
             await self._alter_expected(group_id, DELETE, None)
@@ -77,12 +78,14 @@ class PreregistrationAdmin:
     async def _alter_expected(self, group_id: str, operation: int, value: str | None) -> None:
         def build(b: RequestBuilder) -> Any:
             config = b("AlterableConfig", name=EXPECTED_MEMBERS_CONFIG, config_operation=operation, value=value)
-            resource = b("AlterConfigsResource", resource_type=GROUP_RESOURCE, resource_name=group_id,
-                         configs=(config,))
+            resource = b(
+                "AlterConfigsResource", resource_type=GROUP_RESOURCE, resource_name=group_id, configs=(config,)
+            )
             return b.request(resources=(resource,), validate_only=False)
 
-        _, body = await self.client.call_coordinator(group_id, INCREMENTAL_ALTER_CONFIGS, build,
-                                                     lambda v, body: int(body.responses[0].error_code))
+        _, body = await self.client.call_coordinator(
+            group_id, INCREMENTAL_ALTER_CONFIGS, build, lambda v, body: int(body.responses[0].error_code)
+        )
         result = body.responses[0]
         if result.error_code:
             raise self._error(group_id, result.error_code, result.error_message)
@@ -95,18 +98,22 @@ class PreregistrationAdmin:
 
     def _error(self, group_id: str, code: int, message: str | None) -> KafkaError:
         detail = f": {message}" if message else ""
-        return self.error_type(code, f"Pre-registration of members of group '{group_id}' failed: "
-                                     f"{error_name(code)}{detail}")
+        return self.error_type(
+            code, f"Pre-registration of members of group '{group_id}' failed: {error_name(code)}{detail}"
+        )
 
 
 async def describe_group_config(client: KafkaClient, group_id: str, name: str) -> Any:
     """DescribeConfigs of the group config `name`, asked of the group's coordinator: the group's result (its
     error_code, error_message and configs), for the caller to read or to raise on in its own words."""
+
     def build(b: RequestBuilder) -> Any:
-        resource = b("DescribeConfigsResource", resource_type=GROUP_RESOURCE, resource_name=group_id,
-                     configuration_keys=(name,))
+        resource = b(
+            "DescribeConfigsResource", resource_type=GROUP_RESOURCE, resource_name=group_id, configuration_keys=(name,)
+        )
         return b.request(resources=(resource,), include_synonyms=False, include_documentation=False)
 
-    _, body = await client.call_coordinator(group_id, DESCRIBE_CONFIGS, build,
-                                            lambda v, body: int(body.results[0].error_code))
+    _, body = await client.call_coordinator(
+        group_id, DESCRIBE_CONFIGS, build, lambda v, body: int(body.results[0].error_code)
+    )
     return body.results[0]

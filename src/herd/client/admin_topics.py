@@ -65,14 +65,25 @@ class TopicAdmin:
     client: KafkaClient
     error_type: type[KafkaError] = KafkaError
 
-    async def create_topic(self, name: str, partitions: int | None = None, replication_factor: int | None = None,
-                           configs: Mapping[str, str] | None = None) -> None:
+    async def create_topic(
+        self,
+        name: str,
+        partitions: int | None = None,
+        replication_factor: int | None = None,
+        configs: Mapping[str, str] | None = None,
+    ) -> None:
         """Create a topic (broker defaults for what is None); raises on any error."""
+
         def build(b: RequestBuilder) -> Any:
             entries = tuple(b("CreatableTopicConfig", name=k, value=v) for k, v in (configs or {}).items())
-            topic = b("CreatableTopic", name=name, num_partitions=-1 if partitions is None else partitions,
-                      replication_factor=-1 if replication_factor is None else replication_factor,
-                      assignments=(), configs=entries)
+            topic = b(
+                "CreatableTopic",
+                name=name,
+                num_partitions=-1 if partitions is None else partitions,
+                replication_factor=-1 if replication_factor is None else replication_factor,
+                assignments=(),
+                configs=entries,
+            )
             return b.request(topics=(topic,), timeout=TIMEOUT_MS, validate_only=False)
 
         _, body = await self.client.send(CREATE_TOPICS, build)
@@ -91,29 +102,38 @@ class TopicAdmin:
         for name in sorted(metadata.topics) if names is None else names:
             t = metadata.topics.get(name)
             if t is None or t.error_code:
-                raise _topic_error(self.error_type, name, t.error_code if t else ErrorCode.unknown_topic_or_partition,
-                                   None)
-            parts = tuple(PartitionDescription(p, t.partitions[p], t.replicas.get(p, ()), t.isr.get(p, ()))
-                          for p in sorted(t.partitions))
+                raise _topic_error(
+                    self.error_type, name, t.error_code if t else ErrorCode.unknown_topic_or_partition, None
+                )
+            parts = tuple(
+                PartitionDescription(p, t.partitions[p], t.replicas.get(p, ()), t.isr.get(p, ()))
+                for p in sorted(t.partitions)
+            )
             out.append(TopicDescription(name, t.topic_id, parts, await self.topic_configs(name), t.internal))
         return out
 
     async def topic_configs(self, name: str) -> dict[str, str]:
         """The configs set on the topic itself (source TOPIC_CONFIG)."""
+
         def build(b: RequestBuilder) -> Any:
-            resource = b("DescribeConfigsResource", resource_type=TOPIC_RESOURCE, resource_name=name,
-                         configuration_keys=None)
+            resource = b(
+                "DescribeConfigsResource", resource_type=TOPIC_RESOURCE, resource_name=name, configuration_keys=None
+            )
             return b.request(resources=(resource,), include_synonyms=False, include_documentation=False)
 
         _, body = await self.client.send(DESCRIBE_CONFIGS, build)
         result = body.results[0]
         if result.error_code:
             return {}
-        return {c.name: c.value for c in result.configs
-                if getattr(c, "config_source", TOPIC_CONFIG_SOURCE) == TOPIC_CONFIG_SOURCE and c.value is not None}
+        return {
+            c.name: c.value
+            for c in result.configs
+            if getattr(c, "config_source", TOPIC_CONFIG_SOURCE) == TOPIC_CONFIG_SOURCE and c.value is not None
+        }
 
     async def alter_partitions(self, name: str, count: int) -> None:
         """Grow a topic to `count` partitions; raises on any error (a count not above the current one)."""
+
         def build(b: RequestBuilder) -> Any:
             topic = b("CreatePartitionsTopic", name=name, count=count, assignments=None)
             return b.request(topics=(topic,), timeout=TIMEOUT_MS, validate_only=False)
@@ -125,6 +145,7 @@ class TopicAdmin:
 
     async def delete_topics(self, names: Sequence[str]) -> None:
         """Delete topics; raises for the first that fails."""
+
         def build(b: RequestBuilder) -> Any:
             states = tuple(b("DeleteTopicState", name=n, topic_id=None) for n in names)
             return b.request(topics=states, topic_names=tuple(names), timeout=TIMEOUT_MS)
@@ -132,5 +153,6 @@ class TopicAdmin:
         _, body = await self.client.send(DELETE_TOPICS, build)
         for result in body.responses:
             if result.error_code:
-                raise _topic_error(self.error_type, result.name, result.error_code,
-                                   getattr(result, "error_message", None))
+                raise _topic_error(
+                    self.error_type, result.name, result.error_code, getattr(result, "error_message", None)
+                )

@@ -66,8 +66,15 @@ DESCRIBE_TRANSACTIONS: Final = 65
 LIST_TRANSACTIONS: Final = 66
 TRANSACTION_KEY_TYPE: Final = 1
 # Kafka's org.apache.kafka.clients.admin.TransactionState names, which ListTransactions filters by.
-TRANSACTION_STATES: Final = ("Ongoing", "PrepareAbort", "PrepareCommit", "CompleteAbort", "CompleteCommit", "Empty",
-                             "PrepareEpochFence")
+TRANSACTION_STATES: Final = (
+    "Ongoing",
+    "PrepareAbort",
+    "PrepareCommit",
+    "CompleteAbort",
+    "CompleteCommit",
+    "Empty",
+    "PrepareEpochFence",
+)
 LEADER_ERRORS: Final = frozenset({ErrorCode.not_leader_or_follower, ErrorCode.unknown_topic_or_partition})
 ABORT_RETRIED: Final = LEADER_ERRORS | {ErrorCode.replica_not_available, ErrorCode.broker_not_available}
 MINUTE_MS: Final = 60_000
@@ -115,8 +122,10 @@ class AbortSpec:
     coordinator_epoch: int
 
     def __str__(self) -> str:  # as Kafka's AbortTransactionSpec.toString
-        return (f"AbortTransactionSpec(topicPartition={partition_name(self.partition)}, producerId={self.producer_id}, "
-                f"producerEpoch={self.producer_epoch}, coordinatorEpoch={self.coordinator_epoch})")
+        return (
+            f"AbortTransactionSpec(topicPartition={partition_name(self.partition)}, producerId={self.producer_id}, "
+            f"producerEpoch={self.producer_epoch}, coordinatorEpoch={self.coordinator_epoch})"
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,32 +146,47 @@ class TransactionAdmin:
 
     # -- ListTransactions ----------------------------------------------------------------------------------
 
-    async def list_transactions(self, states: Iterable[str] = (), producer_ids: Iterable[int] = (),
-                                duration_ms: int | None = None) -> dict[int, list[TransactionListing]]:
+    async def list_transactions(
+        self, states: Iterable[str] = (), producer_ids: Iterable[int] = (), duration_ms: int | None = None
+    ) -> dict[int, list[TransactionListing]]:
         """Every broker's transactions matching the filters (states: TRANSACTION_STATES names; duration: only
         those running longer than that), by broker id, each sorted by transactional id."""
         states, producer_ids = tuple(states), tuple(producer_ids)
         unknown = [s for s in states if s not in TRANSACTION_STATES]
         if unknown:
-            raise self.error_type(ErrorCode.invalid_request, f"Unknown transaction state '{unknown[0]}' (one of "
-                                                             f"{', '.join(TRANSACTION_STATES)}).")
+            raise self.error_type(
+                ErrorCode.invalid_request,
+                f"Unknown transaction state '{unknown[0]}' (one of {', '.join(TRANSACTION_STATES)}).",
+            )
 
         def build(b: RequestBuilder) -> Any:
             if duration_ms is not None and duration_ms >= 0 and b.version < 1:
-                raise self.error_type(ErrorCode.unsupported_version, "Duration filter can be set only when using "
-                                                                     "API version 1 or higher")
-            return b.request(state_filters=states, producer_id_filters=producer_ids,
-                             duration_filter=-1 if duration_ms is None else duration_ms)
+                raise self.error_type(
+                    ErrorCode.unsupported_version, "Duration filter can be set only when using API version 1 or higher"
+                )
+            return b.request(
+                state_filters=states,
+                producer_id_filters=producer_ids,
+                duration_filter=-1 if duration_ms is None else duration_ms,
+            )
 
         async def at(node: int) -> list[TransactionListing]:
             _, body = await self.client.send(LIST_TRANSACTIONS, build, node=node)
             if body.error_code == ErrorCode.coordinator_load_in_progress:
                 raise _Retry(body.error_code)
             if body.error_code:
-                raise self.error_type(body.error_code, f"Failed to list transactions: ListTransactions request "
-                                                       f"sent to broker {node} failed: {error_name(body.error_code)}")
-            return sorted((TransactionListing(t.transactional_id, int(t.producer_id), t.transaction_state)
-                           for t in body.transaction_states), key=lambda t: t.transactional_id)
+                raise self.error_type(
+                    body.error_code,
+                    f"Failed to list transactions: ListTransactions request "
+                    f"sent to broker {node} failed: {error_name(body.error_code)}",
+                )
+            return sorted(
+                (
+                    TransactionListing(t.transactional_id, int(t.producer_id), t.transaction_state)
+                    for t in body.transaction_states
+                ),
+                key=lambda t: t.transactional_id,
+            )
 
         brokers = sorted((await self.client.metadata([])).brokers)
         answers = await asyncio.gather(*(self._retrying(lambda node=node: at(node)) for node in brokers))
@@ -179,20 +203,31 @@ class TransactionAdmin:
 
         async def attempt() -> TransactionDescription:
             node = await self._transaction_coordinator(transactional_id)
-            _, states = await self.client.send(DESCRIBE_TRANSACTIONS, build, node=node.node_id,
-                                               decode=_decode_describe_transactions)
+            _, states = await self.client.send(
+                DESCRIBE_TRANSACTIONS, build, node=node.node_id, decode=_decode_describe_transactions
+            )
             state = states[0]
             if state.error_code in COORDINATOR_ERRORS:
                 raise _Retry(state.error_code)
             if state.error_code == ErrorCode.transactional_id_not_found:
-                raise self.error_type(state.error_code, f"{failed}: DescribeTransactions request for transactionalId "
-                                                        f"`{transactional_id}` failed because the ID could not be "
-                                                        f"found.")
+                raise self.error_type(
+                    state.error_code,
+                    f"{failed}: DescribeTransactions request for transactionalId "
+                    f"`{transactional_id}` failed because the ID could not be "
+                    f"found.",
+                )
             if state.error_code:
                 raise self.error_type(state.error_code, f"{failed}: {error_name(state.error_code)}.")
-            return TransactionDescription(node.node_id, transactional_id, state.producer_id, state.producer_epoch,
-                                          state.state, state.timeout_ms,
-                                          None if state.start_ms < 0 else state.start_ms, state.partitions)
+            return TransactionDescription(
+                node.node_id,
+                transactional_id,
+                state.producer_id,
+                state.producer_epoch,
+                state.state,
+                state.timeout_ms,
+                None if state.start_ms < 0 else state.start_ms,
+                state.partitions,
+            )
 
         return await self._retrying(attempt, failed)
 
@@ -209,8 +244,9 @@ class TransactionAdmin:
 
     # -- DescribeProducers ---------------------------------------------------------------------------------
 
-    async def describe_producers(self, partitions: Sequence[TopicPartition], broker_id: int | None = None
-                                 ) -> dict[TopicPartition, list[ProducerState]]:
+    async def describe_producers(
+        self, partitions: Sequence[TopicPartition], broker_id: int | None = None
+    ) -> dict[TopicPartition, list[ProducerState]]:
         """The active producers of each partition, from its leader (or from `broker_id`), by producer id."""
         wanted = sorted(set(partitions))
         where = "leader" if broker_id is None else f"broker {broker_id}"
@@ -219,14 +255,20 @@ class TransactionAdmin:
             return f"Failed to describe producers for partition {partition_name(tp)} on {where}"
 
         if broker_id is not None and broker_id not in (await self.client.metadata([])).brokers:
-            raise self.error_type(ErrorCode.broker_not_available,
-                                  f"{failed(wanted[0])}: broker {broker_id} is not in the cluster.")
+            raise self.error_type(
+                ErrorCode.broker_not_available, f"{failed(wanted[0])}: broker {broker_id} is not in the cluster."
+            )
         result: dict[TopicPartition, list[ProducerState]] = {}
 
         def build_for(parts: list[TopicPartition]) -> Callable[[RequestBuilder], Any]:
             def build(b: RequestBuilder) -> Any:
-                return b.request(topics=tuple(b("TopicRequest", name=t, partition_indexes=tuple(ps))
-                                              for t, ps in group_by_topic(parts).items()))
+                return b.request(
+                    topics=tuple(
+                        b("TopicRequest", name=t, partition_indexes=tuple(ps))
+                        for t, ps in group_by_topic(parts).items()
+                    )
+                )
+
             return build
 
         async def attempt() -> dict[TopicPartition, list[ProducerState]]:
@@ -245,10 +287,10 @@ class TransactionAdmin:
                         tp = TopicPartition(topic.name, int(p.partition_index))
                         code = p.error_code
                         if not code:
-                            result[tp] = sorted((_producer(s) for s in p.active_producers),
-                                                key=lambda s: s.producer_id)
-                        elif code in LEADER_ERRORS and not (broker_id is not None
-                                                            and code == ErrorCode.not_leader_or_follower):
+                            result[tp] = sorted((_producer(s) for s in p.active_producers), key=lambda s: s.producer_id)
+                        elif code in LEADER_ERRORS and not (
+                            broker_id is not None and code == ErrorCode.not_leader_or_follower
+                        ):
                             retry = _Retry(code, f"{failed(tp)}: {error_name(code)}.")
                         else:
                             reason = p.error_message or error_name(code)
@@ -272,8 +314,10 @@ class TransactionAdmin:
             if topic.error_code:
                 raise _Retry(topic.error_code, f"topic '{tp.topic}': {error_name(topic.error_code)}")
             if tp.partition not in topic.partitions:
-                raise self.error_type(ErrorCode.unknown_topic_or_partition,
-                                      f"Partition {tp.partition} of topic '{tp.topic}' does not exist.")
+                raise self.error_type(
+                    ErrorCode.unknown_topic_or_partition,
+                    f"Partition {tp.partition} of topic '{tp.topic}' does not exist.",
+                )
             leader = topic.partitions[tp.partition]
             if leader < 0:
                 raise _Retry(ErrorCode.leader_not_available, f"{partition_name(tp)} has no leader")
@@ -289,8 +333,11 @@ class TransactionAdmin:
         for p in producers:
             if p.txn_start_offset == start_offset:
                 return AbortSpec(partition, p.producer_id, p.producer_epoch, p.coordinator_epoch or 0)
-        raise self.error_type(ErrorCode.invalid_txn_state, f"Could not find any open transactions starting at offset "
-                                                           f"{start_offset} on partition {partition_name(partition)}")
+        raise self.error_type(
+            ErrorCode.invalid_txn_state,
+            f"Could not find any open transactions starting at offset "
+            f"{start_offset} on partition {partition_name(partition)}",
+        )
 
     async def abort_transaction(self, spec: AbortSpec) -> None:
         """Write an ABORT marker for the spec's producer into its partition, through the partition's leader."""
@@ -299,8 +346,14 @@ class TransactionAdmin:
 
         def build(b: RequestBuilder) -> Any:
             topic = b("WritableTxnMarkerTopic", name=tp.topic, partition_indexes=(tp.partition,))
-            marker = b("WritableTxnMarker", producer_id=spec.producer_id, producer_epoch=spec.producer_epoch,
-                       transaction_result=False, topics=(topic,), coordinator_epoch=spec.coordinator_epoch)
+            marker = b(
+                "WritableTxnMarker",
+                producer_id=spec.producer_id,
+                producer_epoch=spec.producer_epoch,
+                transaction_result=False,
+                topics=(topic,),
+                coordinator_epoch=spec.coordinator_epoch,
+            )
             return b.request(markers=(marker,))
 
         async def attempt() -> None:
@@ -311,51 +364,73 @@ class TransactionAdmin:
                 (topic,) = result.topics
                 (partition,) = topic.partitions
             except ValueError:
-                raise self.error_type(ErrorCode.unknown_server_error, f"{failed}: WriteTxnMarkers response included "
-                                                                      f"unexpected entries") from None
+                raise self.error_type(
+                    ErrorCode.unknown_server_error, f"{failed}: WriteTxnMarkers response included unexpected entries"
+                ) from None
             code = partition.error_code
             if code in ABORT_RETRIED:
                 raise _Retry(code, f"{failed}: {error_name(code)}")
             if code == ErrorCode.invalid_producer_epoch:
-                raise self.error_type(code, f"{failed}: WriteTxnMarkers request with {spec} failed due an invalid "
-                                            f"producer epoch.")
+                raise self.error_type(
+                    code, f"{failed}: WriteTxnMarkers request with {spec} failed due an invalid producer epoch."
+                )
             if code == ErrorCode.transaction_coordinator_fenced:
-                raise self.error_type(code, f"{failed}: WriteTxnMarkers request with {spec} failed since the provided "
-                                            f"coordinator epoch {spec.coordinator_epoch} has been fenced by the active "
-                                            f"coordinator.")
+                raise self.error_type(
+                    code,
+                    f"{failed}: WriteTxnMarkers request with {spec} failed since the provided "
+                    f"coordinator epoch {spec.coordinator_epoch} has been fenced by the active "
+                    f"coordinator.",
+                )
             if code:
-                raise self.error_type(code, f"{failed}: WriteTxnMarkers request with {spec} failed due to unexpected "
-                                            f"error: {error_name(code)}.")
+                raise self.error_type(
+                    code,
+                    f"{failed}: WriteTxnMarkers request with {spec} failed due to unexpected "
+                    f"error: {error_name(code)}.",
+                )
 
         await self._retrying(attempt)
 
     # -- find-hanging ------------------------------------------------------------------------------------------
 
-    async def find_hanging(self, now_ms: int, *, broker_id: int | None = None, topic: str | None = None,
-                           partition: int | None = None, max_timeout_ms: int = 15 * MINUTE_MS
-                           ) -> list[OpenTransaction]:
+    async def find_hanging(
+        self,
+        now_ms: int,
+        *,
+        broker_id: int | None = None,
+        topic: str | None = None,
+        partition: int | None = None,
+        max_timeout_ms: int = 15 * MINUTE_MS,
+    ) -> list[OpenTransaction]:
         """Open transactions no coordinator will complete (see the module docstring), by partition and producer.
         The search covers `topic` (one partition of it with `partition`), else every topic with a replica on
         `broker_id`; one of the two must be given."""
         if topic is None and broker_id is None:
-            raise self.error_type(ErrorCode.invalid_request, "The `find-hanging` command requires either --topic or "
-                                                             "--broker-id to limit the scope of the search")
+            raise self.error_type(
+                ErrorCode.invalid_request,
+                "The `find-hanging` command requires either --topic or --broker-id to limit the scope of the search",
+            )
         if partition is not None and topic is None:
             raise self.error_type(ErrorCode.invalid_request, "The --partition argument requires --topic to be provided")
         partitions = await self._search_scope(broker_id, topic, partition)
         if not partitions:
             return []
-        open_txns = [OpenTransaction(tp, p) for tp, producers in
-                     (await self.describe_producers(partitions, broker_id)).items() for p in producers
-                     if p.txn_start_offset is not None and now_ms - p.last_timestamp > max_timeout_ms]
+        open_txns = [
+            OpenTransaction(tp, p)
+            for tp, producers in (await self.describe_producers(partitions, broker_id)).items()
+            for p in producers
+            if p.txn_start_offset is not None and now_ms - p.last_timestamp > max_timeout_ms
+        ]
         if not open_txns:
             return []
         by_producer: dict[int, list[OpenTransaction]] = {}
         for txn in open_txns:
             by_producer.setdefault(txn.producer.producer_id, []).append(txn)
-        listed = {t.producer_id: t.transactional_id for listings in
-                  (await self.list_transactions(producer_ids=sorted(by_producer))).values() for t in listings
-                  if t.producer_id in by_producer}
+        listed = {
+            t.producer_id: t.transactional_id
+            for listings in (await self.list_transactions(producer_ids=sorted(by_producer))).values()
+            for t in listings
+            if t.producer_id in by_producer
+        }
         hanging = []
         for producer_id, txns in sorted(by_producer.items()):
             transactional_id = listed.get(producer_id)
@@ -369,8 +444,9 @@ class TransactionAdmin:
             hanging += [t for t in txns if described is None or t.partition not in described.partitions]
         return sorted(hanging, key=lambda t: (t.partition, t.producer.producer_id))
 
-    async def _search_scope(self, broker_id: int | None, topic: str | None, partition: int | None
-                            ) -> list[TopicPartition]:
+    async def _search_scope(
+        self, broker_id: int | None, topic: str | None, partition: int | None
+    ) -> list[TopicPartition]:
         if topic is not None and partition is not None:
             return [TopicPartition(topic, partition)]
         metadata = await self.client.metadata(None if topic is None else [topic])
@@ -382,8 +458,11 @@ class TransactionAdmin:
             info = metadata.topics.get(name)
             if info is None or info.error_code:
                 raise self.error_type(ErrorCode.unknown_topic_or_partition, f"Topic '{name}' does not exist.")
-            out += [TopicPartition(name, p) for p in sorted(info.partitions)
-                    if broker_id is None or broker_id in info.replicas.get(p, (info.partitions[p],))]
+            out += [
+                TopicPartition(name, p)
+                for p in sorted(info.partitions)
+                if broker_id is None or broker_id in info.replicas.get(p, (info.partitions[p],))
+            ]
         return out
 
     # -- retries -----------------------------------------------------------------------------------------------
@@ -409,9 +488,14 @@ class TransactionAdmin:
 
 
 def _producer(s: Any) -> ProducerState:
-    return ProducerState(int(s.producer_id), int(s.producer_epoch), int(s.last_sequence), int(s.last_timestamp),
-                         None if s.coordinator_epoch < 0 else int(s.coordinator_epoch),
-                         None if s.current_txn_start_offset < 0 else int(s.current_txn_start_offset))
+    return ProducerState(
+        int(s.producer_id),
+        int(s.producer_epoch),
+        int(s.last_sequence),
+        int(s.last_timestamp),
+        None if s.coordinator_epoch < 0 else int(s.coordinator_epoch),
+        None if s.current_txn_start_offset < 0 else int(s.current_txn_start_offset),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -451,7 +535,7 @@ class _Reader:
 
     def string(self) -> str:
         size = self.varint() - 1
-        text = self.data[self.at:self.at + size].decode()
+        text = self.data[self.at : self.at + size].decode()
         self.at += size
         return text
 

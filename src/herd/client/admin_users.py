@@ -72,8 +72,7 @@ class UserAdmin:
     client: KafkaClient
     error_type: type[KafkaError] = KafkaError
 
-    async def describe_user_scram_credentials(self, users: Iterable[str] | None = None
-                                              ) -> list[UserScramCredentials]:
+    async def describe_user_scram_credentials(self, users: Iterable[str] | None = None) -> list[UserScramCredentials]:
         """The credentials (mechanism and iterations, never secrets) of `users`, or of every user that has some
         when None; sorted by user. Raises on an error, e.g. RESOURCE_NOT_FOUND for a named user without any."""
         names = None if users is None else tuple(users)
@@ -83,18 +82,28 @@ class UserAdmin:
 
         _, body = await self.client.send(DESCRIBE_USER_SCRAM_CREDENTIALS, build)
         if body.error_code:
-            raise self.error_type(body.error_code, body.error_message or
-                                  f"Describing SCRAM credentials failed: {error_name(body.error_code)}")
+            raise self.error_type(
+                body.error_code,
+                body.error_message or f"Describing SCRAM credentials failed: {error_name(body.error_code)}",
+            )
         out = []
         for result in body.results:
             if result.error_code:
                 raise self._user_error(result.user, result.error_code, result.error_message)
-            out.append(UserScramCredentials(result.user, tuple(
-                ScramCredential(mechanism_name(int(c.mechanism)), int(c.iterations)) for c in result.credential_infos)))
+            out.append(
+                UserScramCredentials(
+                    result.user,
+                    tuple(
+                        ScramCredential(mechanism_name(int(c.mechanism)), int(c.iterations))
+                        for c in result.credential_infos
+                    ),
+                )
+            )
         return sorted(out, key=lambda u: u.user)
 
-    async def upsert_user_scram_credential(self, user: str, password: str, mechanism: str = "SCRAM-SHA-512",
-                                           iterations: int = DEFAULT_ITERATIONS) -> None:
+    async def upsert_user_scram_credential(
+        self, user: str, password: str, mechanism: str = "SCRAM-SHA-512", iterations: int = DEFAULT_ITERATIONS
+    ) -> None:
         """Create or replace one credential of `user`; raises on an error."""
         await self.alter_user_scram_credentials(upsertions=[ScramUpsertion(user, password, mechanism, iterations)])
 
@@ -102,8 +111,9 @@ class UserAdmin:
         """Delete one credential of `user`; raises on an error (RESOURCE_NOT_FOUND when it has none)."""
         await self.alter_user_scram_credentials(deletions=[(user, mechanism)])
 
-    async def alter_user_scram_credentials(self, upsertions: Sequence[ScramUpsertion] = (),
-                                           deletions: Sequence[tuple[str, str]] = ()) -> None:
+    async def alter_user_scram_credentials(
+        self, upsertions: Sequence[ScramUpsertion] = (), deletions: Sequence[tuple[str, str]] = ()
+    ) -> None:
         """Upsert and delete (user, mechanism) credentials in one request; raises the first user's error."""
         for _, mechanism in deletions:
             if mechanism not in SCRAM_MECHANISM_TYPES:
@@ -113,11 +123,19 @@ class UserAdmin:
             ups = []
             for u in upsertions:
                 salt = u.salt if u.salt is not None else secrets.token_bytes(SALT_BYTES)
-                ups.append(b("ScramCredentialUpsertion", name=u.user, mechanism=SCRAM_MECHANISM_TYPES[u.mechanism],
-                             iterations=u.iterations, salt=salt,
-                             salted_password=salted_password(u.mechanism, u.password, salt, u.iterations)))
-            dels = [b("ScramCredentialDeletion", name=user, mechanism=SCRAM_MECHANISM_TYPES[m])
-                    for user, m in deletions]
+                ups.append(
+                    b(
+                        "ScramCredentialUpsertion",
+                        name=u.user,
+                        mechanism=SCRAM_MECHANISM_TYPES[u.mechanism],
+                        iterations=u.iterations,
+                        salt=salt,
+                        salted_password=salted_password(u.mechanism, u.password, salt, u.iterations),
+                    )
+                )
+            dels = [
+                b("ScramCredentialDeletion", name=user, mechanism=SCRAM_MECHANISM_TYPES[m]) for user, m in deletions
+            ]
             return b.request(deletions=tuple(dels), upsertions=tuple(ups))
 
         _, body = await self.client.send(ALTER_USER_SCRAM_CREDENTIALS, build)

@@ -53,7 +53,15 @@ from herd.client.errors import (
     UnsupportedApi,
     error_name,
 )
-from herd.client.security import PLAINTEXT, ClientSecurity, SaslCredentials, SaslError, as_security, sasl_client, ssl_reason
+from herd.client.security import (
+    PLAINTEXT,
+    ClientSecurity,
+    SaslCredentials,
+    SaslError,
+    as_security,
+    sasl_client,
+    ssl_reason,
+)
 from herd.client.wire import (
     API_NAMES,
     RequestBuilder,
@@ -159,8 +167,16 @@ class BrokerConnection:
     """One TCP connection to one broker, with pipelined requests answered in order; TLS and SASL as `security`
     says (`ssl_context`: the context of `security`, built once by the KafkaClient)."""
 
-    def __init__(self, host: str, port: int, client_id: str, request_timeout_ms: int = 30000, *,
-                 security: ClientSecurity = PLAINTEXT, ssl_context: ssl.SSLContext | None = None) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        client_id: str,
+        request_timeout_ms: int = 30000,
+        *,
+        security: ClientSecurity = PLAINTEXT,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self.host, self.port = host, port
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
@@ -184,19 +200,23 @@ class BrokerConnection:
     @property
     def usable(self) -> bool:
         """Open, and not past the renewal point of its SASL session."""
-        return self._closed is None and not self._retiring and (
-            self._session_deadline is None or asyncio.get_running_loop().time() < self._session_deadline)
+        return (
+            self._closed is None
+            and not self._retiring
+            and (self._session_deadline is None or asyncio.get_running_loop().time() < self._session_deadline)
+        )
 
     async def connect(self, timeout_ms: int = 10000) -> None:
         """Open the socket (TLS), negotiate versions and authenticate (SASL); raises ConnectionLost, or
         AuthenticationError when the TLS handshake fails or the broker refuses the credentials."""
         try:
             self._reader, self._writer = await asyncio.wait_for(self._open(), timeout_ms / 1000)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             self._closed = "not connected"
             if _tls_refused(exc):
-                raise AuthenticationError(ErrorCode.network_exception, f"TLS handshake with {self.host}:{self.port} "
-                                                                       f"failed: {ssl_reason(exc)}") from None
+                raise AuthenticationError(
+                    ErrorCode.network_exception, f"TLS handshake with {self.host}:{self.port} failed: {ssl_reason(exc)}"
+                ) from None
             raise ConnectionLost(f"cannot connect to {self.host}:{self.port}: {str(exc) or 'timed out'}") from None
         self._read_task = asyncio.get_running_loop().create_task(self._read_loop())
         try:
@@ -211,8 +231,7 @@ class BrokerConnection:
 
     def _setup_hint(self) -> str:
         if self.security.uses_tls:
-            return ("does the broker accept this client's certificate (ssl.keystore.location, "
-                    "ssl.certificate.location)?")
+            return "does the broker accept this client's certificate (ssl.keystore.location, ssl.certificate.location)?"
         return f"does the listener speak {self.security.protocol} (security.protocol)?"
 
     async def _open(self) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
@@ -224,13 +243,17 @@ class BrokerConnection:
         """SaslHandshake v1, then SaslAuthenticate until the mechanism is done; raises AuthenticationError."""
         where = f"{self.host}:{self.port}"
         if self.versions.get(SASL_HANDSHAKE) != 1 or SASL_AUTHENTICATE not in self.versions:
-            raise AuthenticationError(ErrorCode.illegal_sasl_state,
-                                      f"{where} does not serve SaslHandshake v1 and SaslAuthenticate")
+            raise AuthenticationError(
+                ErrorCode.illegal_sasl_state, f"{where} does not serve SaslHandshake v1 and SaslAuthenticate"
+            )
         _, body = await self.send(SASL_HANDSHAKE, lambda b: b.request(mechanism=credentials.mechanism))
         if body.error_code:
             enabled = ", ".join(body.mechanisms) or "none"
-            raise AuthenticationError(body.error_code, f"{where} refused SASL mechanism {credentials.mechanism}: "
-                                                       f"{error_name(body.error_code)} (it enables: {enabled})")
+            raise AuthenticationError(
+                body.error_code,
+                f"{where} refused SASL mechanism {credentials.mechanism}: "
+                f"{error_name(body.error_code)} (it enables: {enabled})",
+            )
         mechanism = sasl_client(credentials)
         challenge: bytes | None = None
         lifetime_ms = 0
@@ -238,14 +261,17 @@ class BrokerConnection:
             try:
                 message = mechanism.respond(challenge)
             except SaslError as exc:
-                raise AuthenticationError(ErrorCode.sasl_authentication_failed,
-                                          f"SASL authentication with {where} failed: {exc}") from None
+                raise AuthenticationError(
+                    ErrorCode.sasl_authentication_failed, f"SASL authentication with {where} failed: {exc}"
+                ) from None
             if message is None:
                 break
             _, body = await self.send(SASL_AUTHENTICATE, lambda b, m=message: b.request(auth_bytes=m))
             if body.error_code:
-                raise AuthenticationError(body.error_code, body.error_message or
-                                          f"SASL authentication with {where} failed: {error_name(body.error_code)}")
+                raise AuthenticationError(
+                    body.error_code,
+                    body.error_message or f"SASL authentication with {where} failed: {error_name(body.error_code)}",
+                )
             challenge = bytes(body.auth_bytes)
             lifetime = getattr(body, "session_lifetime", None)
             lifetime_ms = int(lifetime.total_seconds() * 1000) if lifetime else 0
@@ -263,8 +289,7 @@ class BrokerConnection:
                 continue
             if body.error_code:
                 raise KafkaError(body.error_code, "ApiVersions failed")
-            self.broker_versions = {int(k.api_key): (int(k.min_version), int(k.max_version))
-                                    for k in body.api_keys}
+            self.broker_versions = {int(k.api_key): (int(k.min_version), int(k.max_version)) for k in body.api_keys}
             self.versions = negotiate(self.broker_versions)
             return
         raise KafkaError(ErrorCode.unsupported_version, "no ApiVersions version in common with the broker")
@@ -272,7 +297,8 @@ class BrokerConnection:
     @staticmethod
     def _api_versions_request(version: int) -> Any:
         return request_builder(API_VERSIONS, version).request(
-            client_software_name="herd-client", client_software_version=__version__)
+            client_software_name="herd-client", client_software_version=__version__
+        )
 
     @staticmethod
     def _decode_api_versions(frame: bytes, version: int) -> Any:
@@ -291,8 +317,14 @@ class BrokerConnection:
         except KeyError:
             raise UnsupportedApi(API_NAMES.get(api_key, f"API {api_key}")) from None
 
-    async def send(self, api_key: int, build: Build, timeout_ms: int | None = None, *,
-                   decode: Callable[[bytes, int], Any] | None = None) -> tuple[int, Any]:
+    async def send(
+        self,
+        api_key: int,
+        build: Build,
+        timeout_ms: int | None = None,
+        *,
+        decode: Callable[[bytes, int], Any] | None = None,
+    ) -> tuple[int, Any]:
         """Build the request at the negotiated version, send it, return (version, response body).
 
         `decode(frame, version)` reads the response frame instead of kio (for an answer kio cannot read, such as
@@ -305,8 +337,9 @@ class BrokerConnection:
         body = await self._exchange(api_key, version, request, lambda frame: read(frame, version), timeout_ms)
         return version, body
 
-    async def _exchange(self, api_key: int, version: int, request: Any, decode: Callable[[bytes], T],
-                        timeout_ms: int | None = None) -> T:
+    async def _exchange(
+        self, api_key: int, version: int, request: Any, decode: Callable[[bytes], T], timeout_ms: int | None = None
+    ) -> T:
         if self._closed is not None or self._writer is None:
             raise ConnectionLost(f"connection to {self.host}:{self.port} is closed ({self._closed})")
         self._correlation = (self._correlation + 1) & 0x7FFFFFFF
@@ -316,7 +349,7 @@ class BrokerConnection:
         timeout = (timeout_ms if timeout_ms is not None else self.request_timeout_ms) / 1000
         try:
             return await asyncio.wait_for(asyncio.shield(future), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self.close(f"{API_NAMES.get(api_key, api_key)} timed out after {timeout:g}s")
             if future.done() and not future.cancelled():
                 future.exception()  # failed by `close`, and awaited by no one now that the shield was cancelled
@@ -374,8 +407,9 @@ class BrokerConnection:
             future = self._pending.popleft().future
             if not future.done():
                 message = f"{self.host}:{self.port}: {reason}"
-                future.set_exception(ConnectionLost(message) if error is ConnectionLost
-                                     else error(ErrorCode.network_exception, message))
+                future.set_exception(
+                    ConnectionLost(message) if error is ConnectionLost else error(ErrorCode.network_exception, message)
+                )
         if self._writer is not None:
             self._writer.close()
         if self._read_task is not None and self._read_task is not asyncio.current_task():
@@ -388,9 +422,16 @@ class KafkaClient:
     `security`: a ClientSecurity or Kafka client properties (`{"security.protocol": "SASL_SSL", ...}`), used by
     every connection; raises SecurityConfigError (a ValueError) when it is unusable."""
 
-    def __init__(self, bootstrap_servers: str | Sequence[str] = "127.0.0.1:9092", *, client_id: str = "herd",
-                 request_timeout_ms: int = 30000, connect_timeout_ms: int = 10000,
-                 backoff: Backoff = Backoff(), security: ClientSecurity | Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str] = "127.0.0.1:9092",
+        *,
+        client_id: str = "herd",
+        request_timeout_ms: int = 30000,
+        connect_timeout_ms: int = 10000,
+        backoff: Backoff = Backoff(),
+        security: ClientSecurity | Mapping[str, str] | None = None,
+    ) -> None:
         self.bootstrap = parse_bootstrap(bootstrap_servers)
         self.security = as_security(security)
         self._ssl_context = self.security.ssl_context()
@@ -434,8 +475,14 @@ class KafkaClient:
         future: asyncio.Future[BrokerConnection] = asyncio.get_running_loop().create_future()
         self._connecting[key] = future
         try:
-            connection = BrokerConnection(host, port, self.client_id, self.request_timeout_ms,
-                                          security=self.security, ssl_context=self._ssl_context)
+            connection = BrokerConnection(
+                host,
+                port,
+                self.client_id,
+                self.request_timeout_ms,
+                security=self.security,
+                ssl_context=self._ssl_context,
+            )
             await connection.connect(self.connect_timeout_ms)
             self._connections[key] = connection
             future.set_result(connection)
@@ -470,8 +517,15 @@ class KafkaClient:
             raise ConnectionLost(f"broker {node_id} is not in the cluster metadata")
         return await self.connection(node.host, node.port, purpose)
 
-    async def send(self, api_key: int, build: Build, *, node: int | None = None, timeout_ms: int | None = None,
-                   decode: Callable[[bytes, int], Any] | None = None) -> tuple[int, Any]:
+    async def send(
+        self,
+        api_key: int,
+        build: Build,
+        *,
+        node: int | None = None,
+        timeout_ms: int | None = None,
+        decode: Callable[[bytes, int], Any] | None = None,
+    ) -> tuple[int, Any]:
         """Send to broker `node` (any broker when None); returns (version, response body)."""
         connection = await (self.any_connection() if node is None else self.node_connection(node))
         return await connection.send(api_key, build, timeout_ms, decode=decode)
@@ -482,17 +536,23 @@ class KafkaClient:
 
     # -- metadata ----------------------------------------------------------------------------------------
 
-    async def metadata(self, topics: Sequence[str] | None = None, *,
-                       allow_auto_topic_creation: bool = False) -> ClusterMetadata:
+    async def metadata(
+        self, topics: Sequence[str] | None = None, *, allow_auto_topic_creation: bool = False
+    ) -> ClusterMetadata:
         """Metadata for `topics` (every topic when None, none when empty); remembers the brokers."""
+
         def build(b: RequestBuilder) -> Any:
-            requested = None if topics is None else tuple(
-                b("MetadataRequestTopic", name=t, topic_id=None) for t in topics)
+            requested = (
+                None if topics is None else tuple(b("MetadataRequestTopic", name=t, topic_id=None) for t in topics)
+            )
             if requested is None and b.version == 0:
                 requested = ()
-            return b.request(topics=requested, allow_auto_topic_creation=allow_auto_topic_creation,
-                             include_cluster_authorized_operations=False,
-                             include_topic_authorized_operations=False)
+            return b.request(
+                topics=requested,
+                allow_auto_topic_creation=allow_auto_topic_creation,
+                include_cluster_authorized_operations=False,
+                include_topic_authorized_operations=False,
+            )
 
         _, body = await self.send(METADATA, build)
         result = _cluster_metadata(body)
@@ -523,10 +583,13 @@ class KafkaClient:
     async def lookup_coordinator(self, key: str, key_type: int = 0) -> Node:
         """FindCoordinator for a group (key type 0) or a transactional id (1, FindCoordinator v1+); raises
         KafkaError with the answer's error."""
+
         def build(b: RequestBuilder) -> Any:
             if key_type and b.version < 1:
-                raise KafkaError(ErrorCode.unsupported_version, "the broker cannot find transaction coordinators "
-                                                                "(FindCoordinator v1+)")
+                raise KafkaError(
+                    ErrorCode.unsupported_version,
+                    "the broker cannot find transaction coordinators (FindCoordinator v1+)",
+                )
             return b.request(key=key, key_type=key_type, coordinator_keys=(key,))
 
         version, body = await self.send(FIND_COORDINATOR, build)
@@ -544,8 +607,9 @@ class KafkaClient:
             self.coordinator_dead(group_id)
             raise
 
-    async def send_to_coordinator(self, group_id: str, api_key: int, build: Build,
-                                  timeout_ms: int | None = None) -> tuple[int, Any]:
+    async def send_to_coordinator(
+        self, group_id: str, api_key: int, build: Build, timeout_ms: int | None = None
+    ) -> tuple[int, Any]:
         """One request to the group's coordinator, no retry; a lost connection forgets the coordinator."""
         connection = await self.coordinator_connection(group_id)
         try:
@@ -554,11 +618,17 @@ class KafkaClient:
             self.coordinator_dead(group_id)
             raise
 
-    async def call_coordinator(self, group_id: str, api_key: int, build: Build,
-                               error_of: Callable[[int, Any], int], timeout_ms: int | None = None
-                               ) -> tuple[int, Any]:
+    async def call_coordinator(
+        self,
+        group_id: str,
+        api_key: int,
+        build: Build,
+        error_of: Callable[[int, Any], int],
+        timeout_ms: int | None = None,
+    ) -> tuple[int, Any]:
         """Send to the coordinator, finding it again and retrying (with backoff) while the answer's
         error (`error_of(version, body)`) is a coordinator error or the connection is lost."""
+
         async def attempt() -> tuple[int, Any]:
             version, body = await self.send_to_coordinator(group_id, api_key, build)
             code = error_of(version, body)
@@ -600,16 +670,22 @@ def _rediscoverable(exc: KafkaError) -> bool:
 
 
 def _cluster_metadata(body: Any) -> ClusterMetadata:
-    brokers = {int(b.node_id): Node(int(b.node_id), b.host, int(b.port), getattr(b, "rack", None))
-               for b in body.brokers}
+    brokers = {
+        int(b.node_id): Node(int(b.node_id), b.host, int(b.port), getattr(b, "rack", None)) for b in body.brokers
+    }
     topics = {}
     for t in body.topics:
         parts = {int(p.partition_index): int(p.leader_id) for p in t.partitions}
         replicas = {int(p.partition_index): tuple(int(r) for r in p.replica_nodes) for p in t.partitions}
         isr = {int(p.partition_index): tuple(int(r) for r in p.isr_nodes) for p in t.partitions}
         topic_id = getattr(t, "topic_id", None)
-        topics[t.name] = TopicMetadata(t.name, int(t.error_code), parts, replicas, isr,
-                                       str(topic_id) if topic_id is not None else None,
-                                       bool(getattr(t, "is_internal", False)))
-    return ClusterMetadata(brokers, topics, int(getattr(body, "controller_id", -1)),
-                           getattr(body, "cluster_id", None))
+        topics[t.name] = TopicMetadata(
+            t.name,
+            int(t.error_code),
+            parts,
+            replicas,
+            isr,
+            str(topic_id) if topic_id is not None else None,
+            bool(getattr(t, "is_internal", False)),
+        )
+    return ClusterMetadata(brokers, topics, int(getattr(body, "controller_id", -1)), getattr(body, "cluster_id", None))

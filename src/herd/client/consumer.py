@@ -65,16 +65,19 @@ class ConsumerGroupProtocol(GroupProtocol):
 
     protocol_type = "consumer"
 
-    def __init__(self, topics: Iterable[str], assignors: Sequence[str | PartitionAssignor] = ("range",),
-                 cluster: ClusterSource | None = None, rack_id: str | None = None) -> None:
+    def __init__(
+        self,
+        topics: Iterable[str],
+        assignors: Sequence[str | PartitionAssignor] = ("range",),
+        cluster: ClusterSource | None = None,
+        rack_id: str | None = None,
+    ) -> None:
         self.topics = tuple(sorted(set(topics)))
-        self.assignors = {a.name: a for a in (assignor_for(x, rack_id) if isinstance(x, str) else x
-                                              for x in assignors)}
+        self.assignors = {a.name: a for a in (assignor_for(x, rack_id) if isinstance(x, str) else x for x in assignors)}
         if not self.assignors:
             raise ValueError("at least one assignor is needed")
         self.cluster = cluster
-        self.cooperative = all(RebalanceProtocol.COOPERATIVE in a.supported_protocols
-                               for a in self.assignors.values())
+        self.cooperative = all(RebalanceProtocol.COOPERATIVE in a.supported_protocols for a in self.assignors.values())
 
     def metadata(self, held: GroupAssignment | None) -> Sequence[tuple[str, bytes]]:
         owned = tuple(sorted(partitions_of(held.data))) if held is not None else ()
@@ -109,8 +112,9 @@ class ConsumerGroupProtocol(GroupProtocol):
         gone = partitions_of(old) - partitions_of(new)
         return encode_assignment(Assignment(tuple(sorted(gone)))) if gone else None
 
-    def handover_pending(self, protocol_name: str, members: Sequence[JoinedMember],
-                         assignments: Mapping[str, bytes]) -> bool:
+    def handover_pending(
+        self, protocol_name: str, members: Sequence[JoinedMember], assignments: Mapping[str, bytes]
+    ) -> bool:
         """Whether some member claimed to own a partition that its new assignment lacks: it will revoke
         it and rejoin (Java: ConsumerCoordinator.onJoinComplete, "need to revoke partitions and re-join"),
         and the rebalance that follows hands it over (CooperativeStickyAssignor.adjustAssignment withholds
@@ -133,24 +137,44 @@ async def cluster_of(client: KafkaClient, topics: Sequence[str]) -> Cluster:
 class GroupConsumer:
     """A consumer in a Kafka consumer group (subscribe, fetch, commit), built on GroupMember."""
 
-    def __init__(self, bootstrap_servers: str | Sequence[str], group_id: str, topics: Iterable[str], *,
-                 assignors: Sequence[str | PartitionAssignor] = ("range",), group_instance_id: str | None = None,
-                 client_id: str = "herd-consumer", session_timeout_ms: int = 10_000,
-                 heartbeat_interval_ms: int = 3_000, rebalance_timeout_ms: int = 30_000,
-                 auto_offset_reset: str = "latest", commit_on_revoke: bool = True, rack_id: str | None = None,
-                 on_assigned: PartitionsCallback | None = None, on_revoked: PartitionsCallback | None = None,
-                 on_lost: PartitionsCallback | None = None,
-                 security: ClientSecurity | Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str],
+        group_id: str,
+        topics: Iterable[str],
+        *,
+        assignors: Sequence[str | PartitionAssignor] = ("range",),
+        group_instance_id: str | None = None,
+        client_id: str = "herd-consumer",
+        session_timeout_ms: int = 10_000,
+        heartbeat_interval_ms: int = 3_000,
+        rebalance_timeout_ms: int = 30_000,
+        auto_offset_reset: str = "latest",
+        commit_on_revoke: bool = True,
+        rack_id: str | None = None,
+        on_assigned: PartitionsCallback | None = None,
+        on_revoked: PartitionsCallback | None = None,
+        on_lost: PartitionsCallback | None = None,
+        security: ClientSecurity | Mapping[str, str] | None = None,
+    ) -> None:
         if auto_offset_reset not in ("earliest", "latest"):
             raise ValueError("auto_offset_reset must be 'earliest' or 'latest'")
         self.client = KafkaClient(bootstrap_servers, client_id=client_id, security=security)
         self.group_id = group_id
         self.protocol = ConsumerGroupProtocol(topics, assignors, lambda t: cluster_of(self.client, t), rack_id)
-        self.member = GroupMember(bootstrap_servers, group_id, self.protocol, client=self.client,
-                                  group_instance_id=group_instance_id, session_timeout_ms=session_timeout_ms,
-                                  heartbeat_interval_ms=heartbeat_interval_ms,
-                                  rebalance_timeout_ms=rebalance_timeout_ms, on_assigned=self._assigned,
-                                  on_revoked=self._revoked, on_lost=self._lost)
+        self.member = GroupMember(
+            bootstrap_servers,
+            group_id,
+            self.protocol,
+            client=self.client,
+            group_instance_id=group_instance_id,
+            session_timeout_ms=session_timeout_ms,
+            heartbeat_interval_ms=heartbeat_interval_ms,
+            rebalance_timeout_ms=rebalance_timeout_ms,
+            on_assigned=self._assigned,
+            on_revoked=self._revoked,
+            on_lost=self._lost,
+        )
         self.auto_offset_reset = auto_offset_reset
         self.commit_on_revoke = commit_on_revoke
         self.user_callbacks = {"assigned": on_assigned, "revoked": on_revoked, "lost": on_lost}
@@ -224,8 +248,9 @@ class GroupConsumer:
 
     # -- consuming ----------------------------------------------------------------------------------------
 
-    async def commit(self, offsets: Mapping[TopicPartition, int] | None = None,
-                     assignment: GroupAssignment | None = None) -> None:
+    async def commit(
+        self, offsets: Mapping[TopicPartition, int] | None = None, assignment: GroupAssignment | None = None
+    ) -> None:
         """Commit `offsets` (the current positions by default) in the member's generation.
 
         Raises KafkaError (REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, ...) when the commit is refused.
@@ -234,9 +259,14 @@ class GroupConsumer:
         if held is None:
             raise KafkaError(ErrorCode.rebalance_in_progress, "not a member of a stable generation")
         offsets = dict(self.positions if offsets is None else offsets)
-        errors = await commit_offsets(self.client, self.group_id, offsets, generation_id=held.generation_id,
-                                      member_id=held.member_id,
-                                      group_instance_id=self.member.config.group_instance_id)
+        errors = await commit_offsets(
+            self.client,
+            self.group_id,
+            offsets,
+            generation_id=held.generation_id,
+            member_id=held.member_id,
+            group_instance_id=self.member.config.group_instance_id,
+        )
         failed = {tp: code for tp, code in errors.items() if code}
         if failed:
             code = next(iter(failed.values()))
@@ -269,8 +299,12 @@ class GroupConsumer:
                     raise ConnectionLost(f"no leader for {sorted(wanted)}")
                 out.update(await self._fetch(leader, wanted, timeout_ms, max_bytes))
             except ConnectionLost as exc:
-                log.debug("group %s: fetching %s failed (%s); fetched again on the next call", self.group_id,
-                          sorted(wanted), exc)
+                log.debug(
+                    "group %s: fetching %s failed (%s); fetched again on the next call",
+                    self.group_id,
+                    sorted(wanted),
+                    exc,
+                )
                 unreachable += 1
         if unreachable == len(by_leader):
             await self._back_off(timeout_ms)
@@ -279,16 +313,41 @@ class GroupConsumer:
     async def _back_off(self, timeout_ms: int) -> None:
         await asyncio.sleep(min(timeout_ms, self.client.backoff.initial_ms) / 1000)
 
-    async def _fetch(self, leader: int, wanted: dict[TopicPartition, int], timeout_ms: int, max_bytes: int
-                     ) -> dict[TopicPartition, list[Record]]:
+    async def _fetch(
+        self, leader: int, wanted: dict[TopicPartition, int], timeout_ms: int, max_bytes: int
+    ) -> dict[TopicPartition, list[Record]]:
         def build(b: RequestBuilder) -> Any:
-            topics = tuple(b("FetchTopic", topic=t, partitions=tuple(
-                b("FetchPartition", partition=p, current_leader_epoch=-1, fetch_offset=wanted[TopicPartition(t, p)],
-                  last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=max_bytes) for p in ps))
-                for t, ps in group_by_topic(sorted(wanted)).items())
-            return b.request(replica_id=-1, max_wait=timeout_ms, min_bytes=1, max_bytes=max_bytes,
-                             isolation_level=0, session_id=0, session_epoch=-1, topics=topics,
-                             forgotten_topics_data=(), rack_id="")
+            topics = tuple(
+                b(
+                    "FetchTopic",
+                    topic=t,
+                    partitions=tuple(
+                        b(
+                            "FetchPartition",
+                            partition=p,
+                            current_leader_epoch=-1,
+                            fetch_offset=wanted[TopicPartition(t, p)],
+                            last_fetched_epoch=-1,
+                            log_start_offset=-1,
+                            partition_max_bytes=max_bytes,
+                        )
+                        for p in ps
+                    ),
+                )
+                for t, ps in group_by_topic(sorted(wanted)).items()
+            )
+            return b.request(
+                replica_id=-1,
+                max_wait=timeout_ms,
+                min_bytes=1,
+                max_bytes=max_bytes,
+                isolation_level=0,
+                session_id=0,
+                session_epoch=-1,
+                topics=topics,
+                forgotten_topics_data=(),
+                rack_id="",
+            )
 
         _, body = await self.client.send(FETCH, build, node=leader, timeout_ms=timeout_ms + 30_000)
         out: dict[TopicPartition, list[Record]] = {}

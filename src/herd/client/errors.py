@@ -25,11 +25,13 @@ __all__ = [
     "raise_for",
 ]
 
-COORDINATOR_ERRORS: Final = frozenset({
-    ErrorCode.not_coordinator,
-    ErrorCode.coordinator_not_available,
-    ErrorCode.coordinator_load_in_progress,
-})
+COORDINATOR_ERRORS: Final = frozenset(
+    {
+        ErrorCode.not_coordinator,
+        ErrorCode.coordinator_not_available,
+        ErrorCode.coordinator_load_in_progress,
+    }
+)
 
 
 def error_name(code: int) -> str:

@@ -38,9 +38,9 @@ from herd.client.membership import (
     CoordinatorDead,
     Failed,
     Lost,
-    MemberState,
     MembershipConfig,
     MembershipMachine,
+    MemberState,
     Revoked,
     Send,
 )
@@ -66,25 +66,44 @@ Event = Callable[[], list[Action]]
 class GroupMember:
     """A member of a Kafka group of any protocol type, kept in the group in the background."""
 
-    def __init__(self, bootstrap_servers: str | Sequence[str], group_id: str, protocol: GroupProtocol, *,
-                 group_instance_id: str | None = None, session_timeout_ms: int = 10_000,
-                 rebalance_timeout_ms: int = 30_000, heartbeat_interval_ms: int = 3_000,
-                 retry_backoff_ms: int = 100, retry_backoff_max_ms: int = 1_000, client_id: str = "herd",
-                 request_timeout_ms: int = 30_000, on_assigned: Callback | None = None,
-                 on_revoked: Callback | None = None, on_lost: Callback | None = None,
-                 client: KafkaClient | None = None, clock: Clock | None = None,
-                 security: ClientSecurity | Mapping[str, str] | None = None) -> None:
-        self.config = MembershipConfig(group_id, session_timeout_ms, rebalance_timeout_ms,
-                                       heartbeat_interval_ms, retry_backoff_ms, retry_backoff_max_ms,
-                                       group_instance_id)
+    def __init__(
+        self,
+        bootstrap_servers: str | Sequence[str],
+        group_id: str,
+        protocol: GroupProtocol,
+        *,
+        group_instance_id: str | None = None,
+        session_timeout_ms: int = 10_000,
+        rebalance_timeout_ms: int = 30_000,
+        heartbeat_interval_ms: int = 3_000,
+        retry_backoff_ms: int = 100,
+        retry_backoff_max_ms: int = 1_000,
+        client_id: str = "herd",
+        request_timeout_ms: int = 30_000,
+        on_assigned: Callback | None = None,
+        on_revoked: Callback | None = None,
+        on_lost: Callback | None = None,
+        client: KafkaClient | None = None,
+        clock: Clock | None = None,
+        security: ClientSecurity | Mapping[str, str] | None = None,
+    ) -> None:
+        self.config = MembershipConfig(
+            group_id,
+            session_timeout_ms,
+            rebalance_timeout_ms,
+            heartbeat_interval_ms,
+            retry_backoff_ms,
+            retry_backoff_max_ms,
+            group_instance_id,
+        )
         self.protocol = protocol
         self.clock = clock or SystemClock()
         self.machine = MembershipMachine(self.config, protocol, self.clock)
         self._own_client = client is None
-        self.client = client or KafkaClient(bootstrap_servers, client_id=client_id,
-                                            request_timeout_ms=request_timeout_ms, security=security)
-        self.callbacks: dict[type, Callback | None] = {Assigned: on_assigned, Revoked: on_revoked,
-                                                       Lost: on_lost}
+        self.client = client or KafkaClient(
+            bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms, security=security
+        )
+        self.callbacks: dict[type, Callback | None] = {Assigned: on_assigned, Revoked: on_revoked, Lost: on_lost}
         self._events: asyncio.Queue[Event] = asyncio.Queue()
         self._changed = asyncio.Condition()
         self._task: asyncio.Task[None] | None = None
@@ -131,8 +150,9 @@ class GroupMember:
     async def wait_for_assignment(self, timeout: float | None = None) -> GroupAssignment:
         """Wait until the member is STABLE; raises its fatal error, or TimeoutError."""
         async with self._changed:
-            await asyncio.wait_for(self._changed.wait_for(
-                lambda: self.machine.state is MemberState.STABLE or self.machine.done), timeout)
+            await asyncio.wait_for(
+                self._changed.wait_for(lambda: self.machine.state is MemberState.STABLE or self.machine.done), timeout
+            )
         if self.machine.error is not None:
             raise self.machine.error
         if self.machine.held is None:
@@ -159,7 +179,7 @@ class GroupMember:
             self._events.put_nowait(self.machine.close)
             try:
                 await asyncio.wait_for(asyncio.shield(self._task), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 log.warning("group %s: close timed out in %s", self.config.group_id, self.machine.state.name)
                 self._task.cancel()
         for task in list(self._tasks):
@@ -183,7 +203,7 @@ class GroupMember:
         timeout = None if deadline is None else max(0, deadline - self.clock.now_ms()) / 1000
         try:
             event = await asyncio.wait_for(self._events.get(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             return []
         return event()
 
@@ -214,7 +234,8 @@ class GroupMember:
         timeout = self._timeout_ms(request)
         try:
             _, body = await self.client.send_to_coordinator(
-                self.config.group_id, API_KEYS[type(request)], lambda b: to_kio(request, b), timeout)
+                self.config.group_id, API_KEYS[type(request)], lambda b: to_kio(request, b), timeout
+            )
         except (UnsupportedApi, AuthenticationError) as exc:  # fatal: asking again cannot help
             error = exc  # `exc` is unbound when the except block ends, before the event runs
             self._events.put_nowait(lambda: self.machine.fail(error))

@@ -70,8 +70,7 @@ class GroupProtocol(ABC):
         """The protocols this member joins with, most preferred first."""
 
     @abstractmethod
-    def assign(self, protocol_name: str, members: Sequence[JoinedMember]
-               ) -> AssignResult | Awaitable[AssignResult]:
+    def assign(self, protocol_name: str, members: Sequence[JoinedMember]) -> AssignResult | Awaitable[AssignResult]:
         """The leader's decision: assignment bytes per member id (missing members get empty bytes)."""
 
     def on_assignment(self, assignment: GroupAssignment) -> None:
@@ -88,8 +87,9 @@ class GroupProtocol(ABC):
         """Under a cooperative protocol: the part of `old` that `new` takes away (None when nothing)."""
         return None
 
-    def handover_pending(self, protocol_name: str, members: Sequence[JoinedMember],
-                         assignments: Mapping[str, bytes]) -> bool:
+    def handover_pending(
+        self, protocol_name: str, members: Sequence[JoinedMember], assignments: Mapping[str, bytes]
+    ) -> bool:
         """Under a cooperative protocol: whether `assignments` (the leader's, for `members` as they joined)
         take from some member a part it still owns, which a second rebalance must then hand over."""
         return False
@@ -101,9 +101,13 @@ class SimpleProtocol(GroupProtocol):
     `assign_fn(members)` gets the JoinedMembers (ordered by member id) and returns bytes per member id.
     """
 
-    def __init__(self, protocol_type: str, name: str,
-                 assign_fn: Callable[[Sequence[JoinedMember]], AssignResult] | None = None,
-                 metadata: bytes = b"") -> None:
+    def __init__(
+        self,
+        protocol_type: str,
+        name: str,
+        assign_fn: Callable[[Sequence[JoinedMember]], AssignResult] | None = None,
+        metadata: bytes = b"",
+    ) -> None:
         self.protocol_type = protocol_type
         self.name = name
         self._assign_fn = assign_fn or (lambda members: {})

@@ -44,8 +44,15 @@ class ManualClock:
 class HeartbeatTimer:
     """When to heartbeat and when the session is gone, for one member."""
 
-    __slots__ = ("clock", "session_timeout_ms", "interval_ms", "retry_backoff_ms", "_next_at",
-                 "_last_receive", "_in_flight")
+    __slots__ = (
+        "clock",
+        "session_timeout_ms",
+        "interval_ms",
+        "retry_backoff_ms",
+        "_next_at",
+        "_last_receive",
+        "_in_flight",
+    )
 
     def __init__(self, clock: Clock, session_timeout_ms: int, interval_ms: int, retry_backoff_ms: int) -> None:
         self.clock = clock

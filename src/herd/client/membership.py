@@ -222,8 +222,9 @@ class MembershipMachine:
         self.error: KafkaError | None = None
         self._in_flight: MembershipRequest | None = None  # the JoinGroup, SyncGroup or LeaveGroup
         self._heartbeat: HeartbeatRequest | None = None
-        self._timer = HeartbeatTimer(clock, config.session_timeout_ms, config.heartbeat_interval_ms,
-                                     config.retry_backoff_ms)
+        self._timer = HeartbeatTimer(
+            clock, config.session_timeout_ms, config.heartbeat_interval_ms, config.retry_backoff_ms
+        )
         self._retry_at: int | None = None  # JOINING without a request in flight: when to send it
         self._retries = 0
         self._rejoin_reason: str | None = None  # asked for while assigning or syncing
@@ -297,10 +298,11 @@ class MembershipMachine:
         if self.state in _HEARTBEATING:
             if self._timer.session_expired():
                 return self._session_expired()
-            if self.state is S.STABLE and self._handover_at is not None \
-                    and self.clock.now_ms() >= self._handover_at:
-                return self._rejoin(f"the cooperative handover of generation {self.generation_id} did not "
-                                    "follow within the rebalance timeout")
+            if self.state is S.STABLE and self._handover_at is not None and self.clock.now_ms() >= self._handover_at:
+                return self._rejoin(
+                    f"the cooperative handover of generation {self.generation_id} did not "
+                    "follow within the rebalance timeout"
+                )
             if self._timer.should_heartbeat():
                 return self._send_heartbeat()
         return []
@@ -408,9 +410,16 @@ class MembershipMachine:
 
     def _send_join(self, reason: str | None) -> Actions:
         c = self.config
-        request = JoinGroupRequest(c.group_id, c.session_timeout_ms, c.rebalance_timeout_ms, self.member_id,
-                                   c.group_instance_id, self.protocol.protocol_type,
-                                   tuple(self.protocol.metadata(self.held)), reason)
+        request = JoinGroupRequest(
+            c.group_id,
+            c.session_timeout_ms,
+            c.rebalance_timeout_ms,
+            self.member_id,
+            c.group_instance_id,
+            self.protocol.protocol_type,
+            tuple(self.protocol.metadata(self.held)),
+            reason,
+        )
         self._in_flight, self._retry_at = request, None
         return [Send(request)]
 
@@ -425,8 +434,7 @@ class MembershipMachine:
             actions = self._reset_generation(forget_member_id=code == ErrorCode.unknown_member_id)
             return actions + self._send_join(f"JoinGroup answered {ErrorCode(code).name.upper()}")
         if code in _LOOKUP_AGAIN:
-            return [CoordinatorDead(f"JoinGroup answered {ErrorCode(code).name.upper()}"),
-                    *self._retry_join_later()]
+            return [CoordinatorDead(f"JoinGroup answered {ErrorCode(code).name.upper()}"), *self._retry_join_later()]
         if code in _RETRY_LATER or ErrorCode(code).retriable:
             return self._retry_join_later()
         return self._fail_code(code, "JoinGroup")
@@ -441,8 +449,7 @@ class MembershipMachine:
         if response.leader == response.member_id and not response.skip_assignment:
             self._to(S.ASSIGNING)
             self._joined_members = response.members
-            return [ComputeAssignment(self.generation_id, self.protocol_name, self.leader_id,
-                                      response.members)]
+            return [ComputeAssignment(self.generation_id, self.protocol_name, self.leader_id, response.members)]
         if response.leader == response.member_id:
             self._skip_assignment()
         return self._send_sync(())
@@ -461,8 +468,15 @@ class MembershipMachine:
     def _send_sync(self, assignments: tuple[tuple[str, bytes], ...]) -> Actions:
         self._to(S.SYNCING)
         c = self.config
-        request = SyncGroupRequest(c.group_id, self.generation_id, self.member_id, c.group_instance_id,
-                                   self.protocol.protocol_type, self.protocol_name or "", assignments)
+        request = SyncGroupRequest(
+            c.group_id,
+            self.generation_id,
+            self.member_id,
+            c.group_instance_id,
+            self.protocol.protocol_type,
+            self.protocol_name or "",
+            assignments,
+        )
         self._in_flight = request
         return [Send(request)]
 
@@ -486,8 +500,9 @@ class MembershipMachine:
         same_type = response.protocol_type in (None, self.protocol.protocol_type)
         if not same_type or response.protocol_name not in (None, self.protocol_name):
             return self._fail_code(ErrorCode.inconsistent_group_protocol, "SyncGroup")
-        new = GroupAssignment(self.generation_id, self.member_id, self.leader_id, self.protocol_name or "",
-                              response.assignment)
+        new = GroupAssignment(
+            self.generation_id, self.member_id, self.leader_id, self.protocol_name or "", response.assignment
+        )
         self._to(S.STABLE)
         self._arm_handover()
         actions = self._replace_holdings(new)

@@ -106,36 +106,58 @@ class LeaveGroupResponse:
 
 MembershipResponse = JoinGroupResponse | SyncGroupResponse | HeartbeatResponse | LeaveGroupResponse
 
-API_KEYS: Final[dict[type, int]] = {JoinGroupRequest: 11, HeartbeatRequest: 12, LeaveGroupRequest: 13,
-                                    SyncGroupRequest: 14}
+API_KEYS: Final[dict[type, int]] = {
+    JoinGroupRequest: 11,
+    HeartbeatRequest: 12,
+    LeaveGroupRequest: 13,
+    SyncGroupRequest: 14,
+}
 
 
 def to_kio(request: MembershipRequest, b: RequestBuilder) -> Any:
     """The kio request of `b`'s version."""
     if isinstance(request, JoinGroupRequest):
         protocols = tuple(b("JoinGroupRequestProtocol", name=n, metadata=m) for n, m in request.protocols)
-        return b.request(group_id=request.group_id, session_timeout=request.session_timeout_ms,
-                         rebalance_timeout=request.rebalance_timeout_ms, member_id=request.member_id,
-                         group_instance_id=request.group_instance_id, protocol_type=request.protocol_type,
-                         protocols=protocols, reason=request.reason)
+        return b.request(
+            group_id=request.group_id,
+            session_timeout=request.session_timeout_ms,
+            rebalance_timeout=request.rebalance_timeout_ms,
+            member_id=request.member_id,
+            group_instance_id=request.group_instance_id,
+            protocol_type=request.protocol_type,
+            protocols=protocols,
+            reason=request.reason,
+        )
     if isinstance(request, SyncGroupRequest):
-        assignments = tuple(b("SyncGroupRequestAssignment", member_id=m, assignment=a)
-                            for m, a in request.assignments)
-        return b.request(group_id=request.group_id, generation_id=request.generation_id,
-                         member_id=request.member_id, group_instance_id=request.group_instance_id,
-                         protocol_type=request.protocol_type, protocol_name=request.protocol_name,
-                         assignments=assignments)
+        assignments = tuple(b("SyncGroupRequestAssignment", member_id=m, assignment=a) for m, a in request.assignments)
+        return b.request(
+            group_id=request.group_id,
+            generation_id=request.generation_id,
+            member_id=request.member_id,
+            group_instance_id=request.group_instance_id,
+            protocol_type=request.protocol_type,
+            protocol_name=request.protocol_name,
+            assignments=assignments,
+        )
     if isinstance(request, HeartbeatRequest):
-        return b.request(group_id=request.group_id, generation_id=request.generation_id,
-                         member_id=request.member_id, group_instance_id=request.group_instance_id)
+        return b.request(
+            group_id=request.group_id,
+            generation_id=request.generation_id,
+            member_id=request.member_id,
+            group_instance_id=request.group_instance_id,
+        )
     return _leave(request, b)
 
 
 def _leave(request: LeaveGroupRequest, b: RequestBuilder) -> Any:
     if b.version < 3:
         return b.request(group_id=request.group_id, member_id=request.member_id)
-    member = b("MemberIdentity", member_id=request.member_id, group_instance_id=request.group_instance_id,
-               reason=request.reason)
+    member = b(
+        "MemberIdentity",
+        member_id=request.member_id,
+        group_instance_id=request.group_instance_id,
+        reason=request.reason,
+    )
     return b.request(group_id=request.group_id, members=(member,))
 
 
@@ -143,14 +165,23 @@ def from_kio(request: MembershipRequest, body: Any) -> MembershipResponse:
     """The version-independent answer to `request` from its kio response body."""
     code = int(body.error_code)
     if isinstance(request, JoinGroupRequest):
-        members = tuple(JoinedMember(m.member_id, getattr(m, "group_instance_id", None), bytes(m.metadata))
-                        for m in body.members)
-        return JoinGroupResponse(code, int(body.generation_id), getattr(body, "protocol_type", None),
-                                 body.protocol_name, body.leader, body.member_id, members,
-                                 bool(getattr(body, "skip_assignment", False)))
+        members = tuple(
+            JoinedMember(m.member_id, getattr(m, "group_instance_id", None), bytes(m.metadata)) for m in body.members
+        )
+        return JoinGroupResponse(
+            code,
+            int(body.generation_id),
+            getattr(body, "protocol_type", None),
+            body.protocol_name,
+            body.leader,
+            body.member_id,
+            members,
+            bool(getattr(body, "skip_assignment", False)),
+        )
     if isinstance(request, SyncGroupRequest):
-        return SyncGroupResponse(code, bytes(body.assignment), getattr(body, "protocol_type", None),
-                                 getattr(body, "protocol_name", None))
+        return SyncGroupResponse(
+            code, bytes(body.assignment), getattr(body, "protocol_type", None), getattr(body, "protocol_name", None)
+        )
     if isinstance(request, HeartbeatRequest):
         return HeartbeatResponse(code)
     if not code and getattr(body, "members", ()):

@@ -34,8 +34,9 @@ class Committed:
     metadata: str | None = None
 
 
-async def list_offsets(client: KafkaClient, partitions: Iterable[TopicPartition], timestamp: int
-                       ) -> dict[TopicPartition, int]:
+async def list_offsets(
+    client: KafkaClient, partitions: Iterable[TopicPartition], timestamp: int
+) -> dict[TopicPartition, int]:
     """The offset for `timestamp` (LATEST, EARLIEST or milliseconds) of each partition (-1: none).
 
     Raises KafkaError for a partition the broker answers with an error.
@@ -56,12 +57,21 @@ async def list_offsets(client: KafkaClient, partitions: Iterable[TopicPartition]
     return result
 
 
-async def _list_offsets_at(client: KafkaClient, node: int, parts: list[TopicPartition], timestamp: int
-                           ) -> dict[TopicPartition, int]:
+async def _list_offsets_at(
+    client: KafkaClient, node: int, parts: list[TopicPartition], timestamp: int
+) -> dict[TopicPartition, int]:
     def build(b: RequestBuilder) -> Any:
-        topics = tuple(b("ListOffsetsTopic", name=topic, partitions=tuple(
-            b("ListOffsetsPartition", partition_index=p, current_leader_epoch=-1, timestamp=timestamp)
-            for p in numbers)) for topic, numbers in group_by_topic(parts).items())
+        topics = tuple(
+            b(
+                "ListOffsetsTopic",
+                name=topic,
+                partitions=tuple(
+                    b("ListOffsetsPartition", partition_index=p, current_leader_epoch=-1, timestamp=timestamp)
+                    for p in numbers
+                ),
+            )
+            for topic, numbers in group_by_topic(parts).items()
+        )
         return b.request(replica_id=-1, isolation_level=0, topics=topics)
 
     _, body = await client.send(LIST_OFFSETS, build, node=node)
@@ -69,8 +79,10 @@ async def _list_offsets_at(client: KafkaClient, node: int, parts: list[TopicPart
     for topic in body.topics:
         for p in topic.partitions:
             if p.error_code:
-                raise KafkaError(p.error_code, f"ListOffsets {topic.name}-{p.partition_index}: "
-                                               f"{ErrorCode(p.error_code).name.upper()}")
+                raise KafkaError(
+                    p.error_code,
+                    f"ListOffsets {topic.name}-{p.partition_index}: {ErrorCode(p.error_code).name.upper()}",
+                )
             result[TopicPartition(topic.name, int(p.partition_index))] = int(p.offset)
     return result
 
@@ -84,8 +96,9 @@ def _fetch_error(version: int, body: Any) -> int:
     return codes[0] if codes else 0
 
 
-async def fetch_committed(client: KafkaClient, group_id: str, partitions: Iterable[TopicPartition] | None = None
-                          ) -> dict[TopicPartition, Committed]:
+async def fetch_committed(
+    client: KafkaClient, group_id: str, partitions: Iterable[TopicPartition] | None = None
+) -> dict[TopicPartition, Committed]:
     """The committed offsets of `group_id` (every committed partition when `partitions` is None).
 
     Partitions without a committed offset are left out. Raises KafkaError for a group-level error.
@@ -94,14 +107,25 @@ async def fetch_committed(client: KafkaClient, group_id: str, partitions: Iterab
 
     def build(b: RequestBuilder) -> Any:
         if b.version >= 8:
-            topics = None if wanted is None else tuple(
-                b("OffsetFetchRequestTopics", name=t, partition_indexes=tuple(ps))
-                for t, ps in group_by_topic(wanted).items())
-            return b.request(groups=(b("OffsetFetchRequestGroup", group_id=group_id, topics=topics),),
-                             require_stable=False)
-        topics = None if wanted is None else tuple(
-            b("OffsetFetchRequestTopic", name=t, partition_indexes=tuple(ps))
-            for t, ps in group_by_topic(wanted).items())
+            topics = (
+                None
+                if wanted is None
+                else tuple(
+                    b("OffsetFetchRequestTopics", name=t, partition_indexes=tuple(ps))
+                    for t, ps in group_by_topic(wanted).items()
+                )
+            )
+            return b.request(
+                groups=(b("OffsetFetchRequestGroup", group_id=group_id, topics=topics),), require_stable=False
+            )
+        topics = (
+            None
+            if wanted is None
+            else tuple(
+                b("OffsetFetchRequestTopic", name=t, partition_indexes=tuple(ps))
+                for t, ps in group_by_topic(wanted).items()
+            )
+        )
         return b.request(group_id=group_id, topics=topics, require_stable=False)
 
     version, body = await client.call_coordinator(group_id, OFFSET_FETCH, build, _fetch_error)
@@ -109,8 +133,12 @@ async def fetch_committed(client: KafkaClient, group_id: str, partitions: Iterab
     if code:
         raise KafkaError(code, f"OffsetFetch for group {group_id!r}: {ErrorCode(code).name.upper()}")
     topics = body.groups[0].topics if version >= 8 else body.topics
-    return {TopicPartition(t.name, int(p.partition_index)): Committed(int(p.committed_offset), p.metadata)
-            for t in topics for p in t.partitions if int(p.committed_offset) >= 0}
+    return {
+        TopicPartition(t.name, int(p.partition_index)): Committed(int(p.committed_offset), p.metadata)
+        for t in topics
+        for p in t.partitions
+        if int(p.committed_offset) >= 0
+    }
 
 
 def _commit_error(version: int, body: Any) -> int:
@@ -118,9 +146,15 @@ def _commit_error(version: int, body: Any) -> int:
     return codes[0] if codes else 0
 
 
-async def commit_offsets(client: KafkaClient, group_id: str, offsets: Mapping[TopicPartition, int], *,
-                         generation_id: int = -1, member_id: str = "", group_instance_id: str | None = None
-                         ) -> dict[TopicPartition, int]:
+async def commit_offsets(
+    client: KafkaClient,
+    group_id: str,
+    offsets: Mapping[TopicPartition, int],
+    *,
+    generation_id: int = -1,
+    member_id: str = "",
+    group_instance_id: str | None = None,
+) -> dict[TopicPartition, int]:
     """Commit `offsets` (a generation of -1 and no member id: an admin commit to an empty group).
 
     Returns the error code per partition (0 when committed).
@@ -129,13 +163,34 @@ async def commit_offsets(client: KafkaClient, group_id: str, offsets: Mapping[To
         return {}
 
     def build(b: RequestBuilder) -> Any:
-        topics = tuple(b("OffsetCommitRequestTopic", name=t, partitions=tuple(
-            b("OffsetCommitRequestPartition", partition_index=p, committed_offset=offsets[TopicPartition(t, p)],
-              committed_leader_epoch=-1, committed_metadata="", commit_timestamp=-1) for p in ps))
-            for t, ps in group_by_topic(sorted(offsets)).items())
-        return b.request(group_id=group_id, generation_id_or_member_epoch=generation_id, member_id=member_id,
-                         group_instance_id=group_instance_id, retention_time=-1, topics=topics)
+        topics = tuple(
+            b(
+                "OffsetCommitRequestTopic",
+                name=t,
+                partitions=tuple(
+                    b(
+                        "OffsetCommitRequestPartition",
+                        partition_index=p,
+                        committed_offset=offsets[TopicPartition(t, p)],
+                        committed_leader_epoch=-1,
+                        committed_metadata="",
+                        commit_timestamp=-1,
+                    )
+                    for p in ps
+                ),
+            )
+            for t, ps in group_by_topic(sorted(offsets)).items()
+        )
+        return b.request(
+            group_id=group_id,
+            generation_id_or_member_epoch=generation_id,
+            member_id=member_id,
+            group_instance_id=group_instance_id,
+            retention_time=-1,
+            topics=topics,
+        )
 
     _, body = await client.call_coordinator(group_id, OFFSET_COMMIT, build, _commit_error)
-    return {TopicPartition(t.name, int(p.partition_index)): int(p.error_code)
-            for t in body.topics for p in t.partitions}
+    return {
+        TopicPartition(t.name, int(p.partition_index)): int(p.error_code) for t in body.topics for p in t.partitions
+    }

@@ -48,7 +48,7 @@ def _snappy(data: bytes) -> bytes:
     while pos + 4 <= len(data):
         (length,) = _INT32.unpack_from(data, pos)
         pos += 4
-        chunks.append(bytes(cramjam.snappy.decompress_raw(data[pos:pos + length])))
+        chunks.append(bytes(cramjam.snappy.decompress_raw(data[pos : pos + length])))
         pos += length
     return b"".join(chunks)
 
@@ -82,7 +82,7 @@ def _bytes(data: bytes, pos: int) -> tuple[bytes | None, int]:
     length, pos = _varint(data, pos)
     if length < 0:
         return None, pos
-    return data[pos:pos + length], pos + length
+    return data[pos : pos + length], pos + length
 
 
 def _record(data: bytes, pos: int) -> tuple[tuple[int, int, bytes | None, bytes | None, tuple], int]:
@@ -113,7 +113,7 @@ def decode_batches(topic: str, partition: int, data: bytes) -> Iterator[Record]:
         if end > len(data):
             return
         if magic == 2 and not attributes & CONTROL_BIT:
-            records = _decompress(attributes & 0x07, bytes(data[pos + HEADER_SIZE:end]))
+            records = _decompress(attributes & 0x07, bytes(data[pos + HEADER_SIZE : end]))
             at = 0
             for _ in range(count):
                 (delta, ts_delta, key, value, headers), at = _record(records, at)

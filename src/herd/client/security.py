@@ -61,8 +61,10 @@ SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 # hashlib's name of each SCRAM mechanism's hash; SCRAM-SHA-1 only for RFC 5802's test vector (Kafka has no SHA-1)
 SCRAM_HASHES: Final = {"SCRAM-SHA-1": "sha1", "SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MIN_SCRAM_ITERATIONS: Final = 4096  # Kafka's ScramMechanism.minIterations, refused below by its client too
-LOGIN_MODULES: Final = {"org.apache.kafka.common.security.plain.PlainLoginModule",
-                        "org.apache.kafka.common.security.scram.ScramLoginModule"}
+LOGIN_MODULES: Final = {
+    "org.apache.kafka.common.security.plain.PlainLoginModule",
+    "org.apache.kafka.common.security.scram.ScramLoginModule",
+}
 LOGIN_FLAGS: Final = ("required", "requisite", "sufficient", "optional")
 
 
@@ -75,6 +77,7 @@ class SaslError(Exception):
 
 
 # -- Java .properties -------------------------------------------------------------------------------------------
+
 
 def parse_properties(text: str, source: str = "properties") -> dict[str, str]:
     """Java .properties text -> {key: value} (herd.protocol.properties); raises SecurityConfigError naming the line
@@ -98,8 +101,9 @@ def _jaas_tokens(text: str) -> list[tuple[str, str]]:
             break
         match = _JAAS_TOKEN.match(text, i)
         if match is None:
-            raise SecurityConfigError(f"sasl.jaas.config: unexpected character at position {i} (an unterminated "
-                                      f"quoted value?)")
+            raise SecurityConfigError(
+                f"sasl.jaas.config: unexpected character at position {i} (an unterminated quoted value?)"
+            )
         if match.group("word") is not None:
             tokens.append(("word", match.group("word")))
         elif match.group("quoted") is not None:
@@ -118,15 +122,19 @@ def parse_jaas_config(text: str) -> tuple[str, dict[str, str]]:
         raise SecurityConfigError("sasl.jaas.config: expected '<LoginModule> required key=\"value\" ...;'")
     module, flag = tokens[0][1], tokens[1][1]
     if flag not in LOGIN_FLAGS:
-        raise SecurityConfigError(f"sasl.jaas.config: login module control flag must be one of "
-                                  f"{', '.join(LOGIN_FLAGS)}, not {flag!r}")
+        raise SecurityConfigError(
+            f"sasl.jaas.config: login module control flag must be one of {', '.join(LOGIN_FLAGS)}, not {flag!r}"
+        )
     options: dict[str, str] = {}
     i = 2
     while i < len(tokens) and tokens[i][0] != ";":
-        if (i + 2 >= len(tokens) or tokens[i][0] != "word" or tokens[i + 1][0] != "="
-                or tokens[i + 2][0] not in ("word", "quoted")):
-            raise SecurityConfigError("sasl.jaas.config: login module options must be key=\"value\" pairs "
-                                      "ended by ';'")
+        if (
+            i + 2 >= len(tokens)
+            or tokens[i][0] != "word"
+            or tokens[i + 1][0] != "="
+            or tokens[i + 2][0] not in ("word", "quoted")
+        ):
+            raise SecurityConfigError("sasl.jaas.config: login module options must be key=\"value\" pairs ended by ';'")
         options[tokens[i][1]] = tokens[i + 2][1]
         i += 3
     if i >= len(tokens):
@@ -137,6 +145,7 @@ def parse_jaas_config(text: str) -> tuple[str, dict[str, str]]:
 
 
 # -- the settings -----------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class SaslCredentials:
@@ -161,11 +170,14 @@ class ClientSecurity:
 
     def __post_init__(self) -> None:
         if self.protocol not in SECURITY_PROTOCOLS:
-            raise SecurityConfigError(f"security.protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, "
-                                      f"not {self.protocol!r}")
+            raise SecurityConfigError(
+                f"security.protocol must be one of {', '.join(SECURITY_PROTOCOLS)}, not {self.protocol!r}"
+            )
         if self.uses_sasl and self.sasl is None:
-            raise SecurityConfigError(f"security.protocol {self.protocol} needs SASL credentials: sasl.jaas.config "
-                                      f"(or sasl.username and sasl.password)")
+            raise SecurityConfigError(
+                f"security.protocol {self.protocol} needs SASL credentials: sasl.jaas.config "
+                f"(or sasl.username and sasl.password)"
+            )
 
     @property
     def uses_tls(self) -> bool:
@@ -194,27 +206,33 @@ class ClientSecurity:
         for kind in ("truststore", "keystore"):
             declared = (get(f"ssl.{kind}.type") or "PEM").upper()
             if declared != "PEM":
-                raise SecurityConfigError(f"ssl.{kind}.type {declared} is not supported: herd's client reads PEM "
-                                          f"files only")
+                raise SecurityConfigError(
+                    f"ssl.{kind}.type {declared} is not supported: herd's client reads PEM files only"
+                )
         if get("ssl.keystore.key") or get("ssl.keystore.certificate.chain"):
-            raise SecurityConfigError("ssl.keystore.key and ssl.keystore.certificate.chain are not supported: put "
-                                      "the key and certificate in a PEM file named by ssl.keystore.location")
+            raise SecurityConfigError(
+                "ssl.keystore.key and ssl.keystore.certificate.chain are not supported: put "
+                "the key and certificate in a PEM file named by ssl.keystore.location"
+            )
         algorithm = get("ssl.endpoint.identification.algorithm")
         if algorithm is not None and algorithm.lower() not in ("", "https"):
-            raise SecurityConfigError(f"ssl.endpoint.identification.algorithm must be https or empty, not "
-                                      f"{algorithm!r}")
+            raise SecurityConfigError(
+                f"ssl.endpoint.identification.algorithm must be https or empty, not {algorithm!r}"
+            )
         verification = (get("enable.ssl.certificate.verification") or "true").lower()
         if verification not in ("true", "false"):
             raise SecurityConfigError("enable.ssl.certificate.verification must be true or false")
-        return cls(protocol=protocol,
-                   ca_location=get("ssl.truststore.location") or get("ssl.ca.location") or None,
-                   ca_pem=get("ssl.truststore.certificates") or get("ssl.ca.pem") or None,
-                   certificate_location=get("ssl.keystore.location") or get("ssl.certificate.location") or None,
-                   key_location=None if get("ssl.keystore.location") else get("ssl.key.location") or None,
-                   key_password=get("ssl.key.password") or None,
-                   check_hostname=algorithm is None or algorithm.lower() == "https",
-                   verify_certificates=verification == "true",
-                   sasl=_sasl_credentials(get) if protocol in ("SASL_PLAINTEXT", "SASL_SSL") else None)
+        return cls(
+            protocol=protocol,
+            ca_location=get("ssl.truststore.location") or get("ssl.ca.location") or None,
+            ca_pem=get("ssl.truststore.certificates") or get("ssl.ca.pem") or None,
+            certificate_location=get("ssl.keystore.location") or get("ssl.certificate.location") or None,
+            key_location=None if get("ssl.keystore.location") else get("ssl.key.location") or None,
+            key_password=get("ssl.key.password") or None,
+            check_hostname=algorithm is None or algorithm.lower() == "https",
+            verify_certificates=verification == "true",
+            sasl=_sasl_credentials(get) if protocol in ("SASL_PLAINTEXT", "SASL_SSL") else None,
+        )
 
     def ssl_context(self) -> ssl.SSLContext | None:
         """The TLS context of this configuration (None without TLS); raises SecurityConfigError when a file cannot
@@ -227,9 +245,11 @@ class ClientSecurity:
             if self.ca_location or self.ca_pem:
                 context.load_verify_locations(cafile=self.ca_location, cadata=self.ca_pem)
         except (OSError, ssl.SSLError) as e:
-            raise SecurityConfigError(f"cannot load the trusted certificates"
-                                      f"{f' of {self.ca_location}' if self.ca_location else ''}: "
-                                      f"{ssl_reason(e)}") from None
+            raise SecurityConfigError(
+                f"cannot load the trusted certificates"
+                f"{f' of {self.ca_location}' if self.ca_location else ''}: "
+                f"{ssl_reason(e)}"
+            ) from None
         if self.certificate_location:
             self._load_client_certificate(context)
         elif self.key_location:
@@ -245,38 +265,49 @@ class ClientSecurity:
             context.load_cert_chain(self.certificate_location, self.key_location, password=self.key_password)
         except OSError as e:
             if isinstance(e, ssl.SSLError):
-                raise SecurityConfigError(f"cannot load the client certificate and key of "
-                                          f"{self.certificate_location}: {ssl_reason(e)} (a key without its "
-                                          f"certificate, or a wrong or missing ssl.key.password?)") from None
-            raise SecurityConfigError(f"cannot read {e.filename or self.certificate_location}: "
-                                      f"{e.strerror or e}") from None
+                raise SecurityConfigError(
+                    f"cannot load the client certificate and key of "
+                    f"{self.certificate_location}: {ssl_reason(e)} (a key without its "
+                    f"certificate, or a wrong or missing ssl.key.password?)"
+                ) from None
+            raise SecurityConfigError(
+                f"cannot read {e.filename or self.certificate_location}: {e.strerror or e}"
+            ) from None
 
 
 def ssl_reason(e: BaseException) -> str:
     """What a TLS failure says in one line: the certificate check's message, OpenSSL's reason, the OS error."""
-    return (getattr(e, "verify_message", None) or getattr(e, "reason", None) or getattr(e, "strerror", None)
-            or str(e) or type(e).__name__)
+    return (
+        getattr(e, "verify_message", None)
+        or getattr(e, "reason", None)
+        or getattr(e, "strerror", None)
+        or str(e)
+        or type(e).__name__
+    )
 
 
 def _sasl_credentials(get: Callable[[str], str | None]) -> SaslCredentials:
     mechanism = (get("sasl.mechanism") or get("sasl.mechanisms") or "GSSAPI").upper()
     if mechanism not in SASL_MECHANISMS:
-        raise SecurityConfigError(f"sasl.mechanism {mechanism} is not supported: herd's client speaks "
-                                  f"{', '.join(SASL_MECHANISMS)}")
+        raise SecurityConfigError(
+            f"sasl.mechanism {mechanism} is not supported: herd's client speaks {', '.join(SASL_MECHANISMS)}"
+        )
     jaas = get("sasl.jaas.config")
     if jaas:
         module, options = parse_jaas_config(jaas)
         if module not in LOGIN_MODULES:
-            raise SecurityConfigError(f"sasl.jaas.config: login module {module} is not supported: use "
-                                      f"{' or '.join(sorted(LOGIN_MODULES))}")
+            raise SecurityConfigError(
+                f"sasl.jaas.config: login module {module} is not supported: use {' or '.join(sorted(LOGIN_MODULES))}"
+            )
         username, password = options.get("username"), options.get("password")
         if username is None or password is None:
             raise SecurityConfigError("sasl.jaas.config: the login module needs username and password options")
         return SaslCredentials(mechanism, username, password)
     username, password = get("sasl.username"), get("sasl.password")
     if username is None or password is None:
-        raise SecurityConfigError(f"SASL mechanism {mechanism} needs credentials: sasl.jaas.config (or "
-                                  f"sasl.username and sasl.password)")
+        raise SecurityConfigError(
+            f"SASL mechanism {mechanism} needs credentials: sasl.jaas.config (or sasl.username and sasl.password)"
+        )
     return SaslCredentials(mechanism, username, password)
 
 
@@ -293,6 +324,7 @@ PLAINTEXT: Final = ClientSecurity()
 
 
 # -- SASL mechanisms --------------------------------------------------------------------------------------------
+
 
 class PlainClient:
     """RFC 4616: one message, `authzid NUL authcid NUL passwd` with an empty authzid (as Kafka's PlainSaslClient)."""
@@ -340,8 +372,14 @@ class ScramClient:
     None -> client-first; server-first -> client-final; server-final -> None once the server's signature
     checks out (SaslError otherwise, and for a server-first that fails RFC 5802's checks)."""
 
-    def __init__(self, mechanism: str, username: str, password: str, nonce: str | None = None,
-                 min_iterations: int = MIN_SCRAM_ITERATIONS) -> None:
+    def __init__(
+        self,
+        mechanism: str,
+        username: str,
+        password: str,
+        nonce: str | None = None,
+        min_iterations: int = MIN_SCRAM_ITERATIONS,
+    ) -> None:
         if mechanism not in SCRAM_HASHES:
             raise ValueError(f"not a SCRAM mechanism: {mechanism}")
         self.mechanism = mechanism
@@ -378,8 +416,9 @@ class ScramClient:
         if not nonce.startswith(self._nonce) or len(nonce) == len(self._nonce):
             raise SaslError("the server's SCRAM nonce does not extend the client's")
         if not iterations_text.isdigit() or int(iterations_text) < self._min_iterations:
-            raise SaslError(f"the server's SCRAM iteration count {iterations_text[:12]!r} is below "
-                            f"{self._min_iterations}")
+            raise SaslError(
+                f"the server's SCRAM iteration count {iterations_text[:12]!r} is below {self._min_iterations}"
+            )
         try:
             salt = base64.b64decode(salt_b64, validate=True)
         except ValueError:

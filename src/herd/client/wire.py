@@ -4,7 +4,8 @@ Every version of a Kafka message is its own kio module. `RequestBuilder(api_key,
 describe a request once, with the field names of the newest version, and builds the classes of the
 negotiated version from it: fields the version lacks are dropped and plain Python values are turned into
 the types kio's writer expects (milliseconds into `timedelta`, ints into `ErrorCode`) with
-herd.protocol.values, which the server's response builder uses in the other direction. `encode_request` writes the header and body with the size
+herd.protocol.values, which the server's response builder uses in the other direction. `encode_request` writes the
+header and body with the size
 prefix; `decode_response` reads a response frame (the header's correlation id first).
 
 The versions the client can speak are in `CLIENT_VERSIONS`: for each API the range its code handles, cut
@@ -15,7 +16,7 @@ to the versions kio has. `negotiate` picks, per API, the highest version both th
 from __future__ import annotations
 
 from collections.abc import Mapping
-from functools import lru_cache
+from functools import cache
 from typing import Any, Final
 
 from kio.index import load_request_schema
@@ -119,6 +120,6 @@ class RequestBuilder(MessageBuilder):
         return name in field_types(self.request_cls)
 
 
-@lru_cache(maxsize=None)
+@cache
 def request_builder(api_key: int, version: int) -> RequestBuilder:
     return RequestBuilder(api_key, version)

@@ -13,8 +13,8 @@ metadata/src/main/java/org/apache/kafka/controller/ConfigurationControlManager.j
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Callable, Iterable
 
 # Kafka error codes used here.
 INVALID_REQUEST = 42
@@ -85,8 +85,14 @@ def check_ops(ops: Iterable[ConfigOp]) -> None:
             raise ConfigChangeError(INVALID_REQUEST, f"Unknown operations type {o.op}")
 
 
-def apply_ops(current: dict[str, str], ops: Iterable[ConfigOp], *, is_list: Callable[[str], bool],
-              default: Callable[[str], str | None], on_not_list: Callable[[str, OpType], str]) -> dict[str, str]:
+def apply_ops(
+    current: dict[str, str],
+    ops: Iterable[ConfigOp],
+    *,
+    is_list: Callable[[str], bool],
+    default: Callable[[str], str | None],
+    on_not_list: Callable[[str, OpType], str],
+) -> dict[str, str]:
     """The configs after `ops` (checked with `check_ops`), starting from `current`. APPEND adds the values not
     there yet, SUBTRACT removes them, both on the value set or else the `default`; `on_not_list(name, op)` is the
     message when the config is not a LIST (the two paths of Kafka word it differently). Raises

@@ -30,8 +30,8 @@ from __future__ import annotations
 import enum
 import heapq
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 from herd.cluster.topics import OFFSETS_TOPIC
 
@@ -73,8 +73,9 @@ class _Loads:
         return min(self.nodes, key=lambda n: (self.group[group, n], self.topic[topic, n], self.total[n], n))
 
 
-def plan(slots: Sequence[Slot], eligible: Iterable[int], *, keep: Iterable[int] = (),
-         balance: bool = True) -> dict[int, int]:
+def plan(
+    slots: Sequence[Slot], eligible: Iterable[int], *, keep: Iterable[int] = (), balance: bool = True
+) -> dict[int, int]:
     """The new leader of every partition that must move, by key. `eligible` nodes may be given partitions;
     the partitions of `keep` nodes (live, but taking no new partitions: a node in a controlled shutdown whose
     own step has not handed them over yet) stay where they are and count for no one. Every other partition
@@ -86,8 +87,9 @@ def plan(slots: Sequence[Slot], eligible: Iterable[int], *, keep: Iterable[int] 
     members, kept = set(nodes), set(keep) - set(nodes)
     loads = _Loads(slots, nodes)
     moves: dict[int, int] = {}
-    orphans = sorted((s for s in slots if s.leader not in members and s.leader not in kept),
-                     key=lambda s: (s.topic, s.key))
+    orphans = sorted(
+        (s for s in slots if s.leader not in members and s.leader not in kept), key=lambda s: (s.topic, s.key)
+    )
     for slot in orphans:
         node = loads.least(slot.topic)
         loads.add(slot.topic, node)
@@ -154,8 +156,9 @@ class Election(enum.Enum):
     NO_LEADER = "no leader"  # no eligible node can take it
 
 
-def elect(slots: Sequence[Slot], eligible: Iterable[int], keys: Iterable[int], *, keep: Iterable[int] = (),
-          preferred: bool) -> dict[int, tuple[Election, int | None]]:
+def elect(
+    slots: Sequence[Slot], eligible: Iterable[int], keys: Iterable[int], *, keep: Iterable[int] = (), preferred: bool
+) -> dict[int, tuple[Election, int | None]]:
     """The election of a leader for each partition of `keys` (and the node that leads it after), the others'
     leaders taken as they are. Preferred: a partition moves when `plan(balance=True)` moves it (a partition
     without a live leader, or one a balancing step takes off a most loaded node); unclean: only when it has no live

@@ -40,8 +40,9 @@ import asyncio
 import enum
 import logging
 import uuid
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Awaitable, Callable, Iterable, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -58,8 +59,8 @@ from herd.cluster.topics import (
     TopicIndex,
     check_growth,
     check_new_topic,
-    check_topic_configs,
     check_room,
+    check_topic_configs,
     string_configs,
     unknown_topic,
 )
@@ -75,8 +76,10 @@ METADATA_LOCK = 0x6865726D  # 'herm': pg_advisory_xact_lock key serialising regi
 PURGE_LOCK = 0x68657270  # 'herp': pg_try_advisory_lock key of the node removing deleted topics' data
 # what every UPDATE that gives a partition a new leader epoch sets: the epoch, and its entry in the epoch history,
 # which begins at the log end offset (schema.py)
-NEW_EPOCH = ("leader_epoch = leader_epoch + 1, epochs = epochs || (leader_epoch + 1), "
-             "epoch_starts = epoch_starts || log_end_offset")
+NEW_EPOCH = (
+    "leader_epoch = leader_epoch + 1, epochs = epochs || (leader_epoch + 1), "
+    "epoch_starts = epoch_starts || log_end_offset"
+)
 STEP_MARGIN_S = 0.02  # a step scheduled at a lease's end runs this much after it
 PURGE_CHUNK = 2000  # batches deleted per statement when a deleted topic's data is removed
 DB_ERRORS = (psycopg.Error, PoolTimeout, OSError)
@@ -155,8 +158,17 @@ class LeaderStore(Protocol):
     """What SharedCluster needs of the log store (PgLogStore): to open the log of a partition this node leads,
     from the row that said so, and to close it when it no longer does."""
 
-    def open_partition(self, topic: str, partition: int, config: LogConfig, *, pid: int, leader_epoch: int,
-                       log_start_offset: int, log_end_offset: int) -> PartitionLog: ...
+    def open_partition(
+        self,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        *,
+        pid: int,
+        leader_epoch: int,
+        log_start_offset: int,
+        log_end_offset: int,
+    ) -> PartitionLog: ...
 
     async def close_partition(self, log: PartitionLog, *, flush: bool) -> None: ...
 
@@ -218,14 +230,25 @@ class SharedCluster(TopicIndex):
 
     shared = True
 
-    def __init__(self, pool: AsyncConnectionPool, store: LeaderStore, defaults: LogConfig, *, node_id: int,
-                 endpoint: tuple[str, int], rack: str | None = None, http_url: str | None = None,
-                 listeners: dict[str, tuple[str, int]] | None = None,
-                 session_timeout_ms: int = 9000,
-                 heartbeat_interval_ms: int = 2000, max_partitions: int = 10_000, cluster_id: str = "",
-                 on_leadership: LeadershipCallback | None = None,
-                 on_topics_deleted: Callable[[list[str]], None] | None = None,
-                 on_broker_configs: Callable[[dict[str, dict[str, str]]], None] | None = None) -> None:
+    def __init__(
+        self,
+        pool: AsyncConnectionPool,
+        store: LeaderStore,
+        defaults: LogConfig,
+        *,
+        node_id: int,
+        endpoint: tuple[str, int],
+        rack: str | None = None,
+        http_url: str | None = None,
+        listeners: dict[str, tuple[str, int]] | None = None,
+        session_timeout_ms: int = 9000,
+        heartbeat_interval_ms: int = 2000,
+        max_partitions: int = 10_000,
+        cluster_id: str = "",
+        on_leadership: LeadershipCallback | None = None,
+        on_topics_deleted: Callable[[list[str]], None] | None = None,
+        on_broker_configs: Callable[[dict[str, dict[str, str]]], None] | None = None,
+    ) -> None:
         """`on_leadership(topic, partition, log | None)` is called on the loop when this node gains (the opened
         log) or loses (None) a partition, from the first view `start` reads on; `on_topics_deleted(names)` with
         the topics deleted (by any node) since the last view; `on_broker_configs(configs)` with the dynamic broker
@@ -284,8 +307,12 @@ class SharedCluster(TopicIndex):
             self._forget_lease()
             raise ClusterError(describe(e, self._where)) from None
         loop = asyncio.get_running_loop()
-        for name, work in (("renewal", self._renew_forever()), ("metadata", self._metadata_forever()),
-                           ("listen", self._listen_forever()), ("purge", self._purge_forever())):
+        for name, work in (
+            ("renewal", self._renew_forever()),
+            ("metadata", self._metadata_forever()),
+            ("listen", self._listen_forever()),
+            ("purge", self._purge_forever()),
+        ):
             self._tasks.append(loop.create_task(work, name=f"herd-node-{self.node_id}-{name}"))
         self._purge_wake.set()  # leftovers of deletions interrupted by a stop
 
@@ -305,10 +332,13 @@ class SharedCluster(TopicIndex):
         try:
             reachable = True  # once the database fails a step, the steps after it are not tried (each would wait)
             if controlled and registered:
-                reachable = await self._bounded(self._set_state(NodeState.SHUTTING_DOWN),
-                                                "mark this node shutting down")
-            reachable = await self._bounded(self._drop_all(flush=reachable), "commit and close the logs this "
-                                            "node leads") and reachable
+                reachable = await self._bounded(
+                    self._set_state(NodeState.SHUTTING_DOWN), "mark this node shutting down"
+                )
+            reachable = (
+                await self._bounded(self._drop_all(flush=reachable), "commit and close the logs this node leads")
+                and reachable
+            )
             if registered and reachable:
                 await self._bounded(self._leave(handover=controlled), "hand this node's partitions over")
         finally:
@@ -337,8 +367,12 @@ class SharedCluster(TopicIndex):
             if not task.cancelled() and task.exception() is not None:  # retrieved, as gather did; and said
                 log.warning("node %d: %s had failed: %r", self.node_id, task.get_name(), task.exception())
         if stuck:
-            log.warning("node %d: %s did not stop within %.1f s of being cancelled: leaving without it", self.node_id,
-                        ", ".join(sorted(t.get_name() for t in stuck)), self._session_s)
+            log.warning(
+                "node %d: %s did not stop within %.1f s of being cancelled: leaving without it",
+                self.node_id,
+                ", ".join(sorted(t.get_name() for t in stuck)),
+                self._session_s,
+            )
 
     async def _bounded(self, work: Awaitable[Any], what: str) -> bool:
         """Whether `work` was done within the session timeout (a failure is logged)."""
@@ -377,8 +411,9 @@ class SharedCluster(TopicIndex):
 
     # -- admin changes -----------------------------------------------------------------------------------------
 
-    async def create_topic(self, name: str, partitions: int, configs: dict[str, str | None] | None = None,
-                           *, validate_only: bool = False) -> Topic:
+    async def create_topic(
+        self, name: str, partitions: int, configs: dict[str, str | None] | None = None, *, validate_only: bool = False
+    ) -> Topic:
         """Create the topic and its partitions, each with a leader, in one transaction (so it can be produced to
         at once), or nothing. Raises TopicError with Cluster's codes and messages; KAFKA_STORAGE_ERROR when the
         database failed (nothing was created, unless the commit's answer was lost)."""
@@ -392,8 +427,10 @@ class SharedCluster(TopicIndex):
             check_room(partitions, await _count_partitions(conn), self.max_partitions)
             if validate_only:
                 return
-            await conn.execute("INSERT INTO herd_topics (topic_id, name, partitions, configs) VALUES (%s, %s, %s, %s)",
-                               (topic.topic_id, name, partitions, Jsonb(checked)))
+            await conn.execute(
+                "INSERT INTO herd_topics (topic_id, name, partitions, configs) VALUES (%s, %s, %s, %s)",
+                (topic.topic_id, name, partitions, Jsonb(checked)),
+            )
             await self._insert_partitions(conn, topic.topic_id, name, 0, partitions)
             await _notify(conn, "topics", self.node_id)
 
@@ -439,14 +476,17 @@ class SharedCluster(TopicIndex):
     async def delete_topic(self, name: str) -> Topic:
         """Delete the topic: its partitions lose their leaders (new epochs: no write of theirs can be stored
         any more) and their batches are removed in the background. Raises TopicError."""
+
         async def change(conn: psycopg.AsyncConnection) -> Topic:
-            cursor = await conn.execute("SELECT topic_id, partitions, configs FROM herd_topics WHERE name = %s",
-                                        (name,))
+            cursor = await conn.execute(
+                "SELECT topic_id, partitions, configs FROM herd_topics WHERE name = %s", (name,)
+            )
             row = await cursor.fetchone()
             if row is None:
                 raise unknown_topic()
-            await conn.execute("UPDATE herd_partitions SET leader = NULL, " + NEW_EPOCH + " WHERE topic_id = %s",
-                               (row[0],))
+            await conn.execute(
+                "UPDATE herd_partitions SET leader = NULL, " + NEW_EPOCH + " WHERE topic_id = %s", (row[0],)
+            )
             await conn.execute("DELETE FROM herd_topics WHERE topic_id = %s", (row[0],))
             await _notify(conn, "topics", self.node_id)
             return Topic(name, row[0], dict(row[2]), [None] * row[1])  # type: ignore[list-item]
@@ -463,6 +503,7 @@ class SharedCluster(TopicIndex):
         under the metadata lock, from what the database holds, and tell every node (NOTIFY): each applies them to
         the partitions it leads when its view follows (this node's before this returns). Raises TopicError or
         what `change` raises."""
+
         async def alter(conn: psycopg.AsyncConnection) -> None:
             cursor = await conn.execute("SELECT topic_id, configs FROM herd_topics WHERE name = %s", (name,))
             row = await cursor.fetchone()
@@ -479,22 +520,23 @@ class SharedCluster(TopicIndex):
         if not validate_only:
             await self._refresh_quietly()
 
-    async def alter_broker_configs(self, resource: str, change: ConfigChange, *, validate_only: bool = False
-                                   ) -> None:
+    async def alter_broker_configs(self, resource: str, change: ConfigChange, *, validate_only: bool = False) -> None:
         """Replace the dynamic broker configs of `resource` ("" for the cluster default, else a node id) with
         `change(current)` in herd_broker_configs, in one transaction under the metadata lock, and tell every
         node (NOTIFY); each applies them when its view follows (this node's before this returns). Raises
         TopicError(KAFKA_STORAGE_ERROR) or what `change` raises."""
+
         async def alter(conn: psycopg.AsyncConnection) -> None:
-            cursor = await conn.execute("SELECT configs FROM herd_broker_configs WHERE resource_name = %s",
-                                        (resource,))
+            cursor = await conn.execute("SELECT configs FROM herd_broker_configs WHERE resource_name = %s", (resource,))
             row = await cursor.fetchone()
             configs = dict(change(string_configs(row[0]) if row else {}))
             if validate_only:
                 return
-            await conn.execute("INSERT INTO herd_broker_configs (resource_name, configs) VALUES (%s, %s) "
-                               "ON CONFLICT (resource_name) DO UPDATE SET configs = EXCLUDED.configs",
-                               (resource, Jsonb(configs)))
+            await conn.execute(
+                "INSERT INTO herd_broker_configs (resource_name, configs) VALUES (%s, %s) "
+                "ON CONFLICT (resource_name) DO UPDATE SET configs = EXCLUDED.configs",
+                (resource, Jsonb(configs)),
+            )
             await _notify(conn, "configs", self.node_id)
 
         await self._change(alter, "store the dynamic broker configs")
@@ -505,6 +547,7 @@ class SharedCluster(TopicIndex):
         """Run `change` (herd.security.acl_store's SQL on herd_acls) in one transaction under the metadata lock,
         tell every node (NOTIFY) and read the view again, so that this node's ACLs follow before this returns.
         Raises TopicError(KAFKA_STORAGE_ERROR)."""
+
         async def changed(conn: psycopg.AsyncConnection) -> T:
             outcome = await change(conn)
             await _notify(conn, "acls", self.node_id)
@@ -519,18 +562,22 @@ class SharedCluster(TopicIndex):
         as stored, returns (its result, the changes: key -> a new row, or None to delete the row); they are
         written and every node told (NOTIFY), this node's view following before this returns. Raises
         TopicError(KAFKA_STORAGE_ERROR) when the database fails (nothing changed)."""
+
         async def alter(conn: psycopg.AsyncConnection) -> T:
             result, changes = plan(await _read_scram(conn))
             for (user, mechanism), row in changes.items():
                 if row is None:
-                    await conn.execute("DELETE FROM herd_scram_credentials WHERE user_name = %s AND mechanism = %s",
-                                       (user, mechanism))
+                    await conn.execute(
+                        "DELETE FROM herd_scram_credentials WHERE user_name = %s AND mechanism = %s", (user, mechanism)
+                    )
                 else:
                     await conn.execute(
                         "INSERT INTO herd_scram_credentials (user_name, mechanism, salt, stored_key, server_key, "
                         "iterations) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (user_name, mechanism) DO UPDATE "
                         "SET salt = EXCLUDED.salt, stored_key = EXCLUDED.stored_key, server_key = EXCLUDED.server_key, "
-                        "iterations = EXCLUDED.iterations", (user, mechanism, *row))
+                        "iterations = EXCLUDED.iterations",
+                        (user, mechanism, *row),
+                    )
             if changes:
                 await _notify(conn, "credentials", self.node_id)
             return result
@@ -550,15 +597,17 @@ class SharedCluster(TopicIndex):
             log.error("could not %s: %s", what, describe(e, self._where))
             raise TopicError(KAFKA_STORAGE_ERROR, f"Could not {what}: {describe(e, self._where)}") from None
 
-    async def _insert_partitions(self, conn: psycopg.AsyncConnection, topic_id: uuid.UUID, name: str,
-                                 start: int, end: int) -> None:
+    async def _insert_partitions(
+        self, conn: psycopg.AsyncConnection, topic_id: uuid.UUID, name: str, start: int, end: int
+    ) -> None:
         nodes = await _read_nodes(conn)
         eligible = [n for n, (node, left) in nodes.items() if node.state is NodeState.ALIVE and left > 0]
         leaders = assign_new(name, end - start, await _read_slots(conn), eligible)
         await conn.execute(
             "INSERT INTO herd_partitions (topic_id, partition, leader) "
             "SELECT %s, p, l FROM unnest(%s::integer[], %s::integer[]) AS m(p, l)",
-            (topic_id, list(range(start, end)), leaders))
+            (topic_id, list(range(start, end)), leaders),
+        )
 
     # -- what is stored ----------------------------------------------------------------------------------------
 
@@ -575,12 +624,15 @@ class SharedCluster(TopicIndex):
                 cursor = await conn.execute(
                     "SELECT t.name, p.partition, coalesce(sum(b.size), 0) FROM herd_partitions p "
                     "JOIN herd_topics t ON t.topic_id = p.topic_id LEFT JOIN herd_batches b ON b.pid = p.pid "
-                    "WHERE p.leader = %s GROUP BY t.name, p.partition", (self.node_id,))
+                    "WHERE p.leader = %s GROUP BY t.name, p.partition",
+                    (self.node_id,),
+                )
                 return {(r[0], r[1]): int(r[2]) for r in await cursor.fetchall()}
         except DB_ERRORS as e:
             log.warning("could not read the stored sizes of the partitions: %s", describe(e, self._where))
-            raise TopicError(KAFKA_STORAGE_ERROR, f"Could not read the stored sizes: {describe(e, self._where)}"
-                             ) from None
+            raise TopicError(
+                KAFKA_STORAGE_ERROR, f"Could not read the stored sizes: {describe(e, self._where)}"
+            ) from None
 
     async def partition_stats(self) -> dict[tuple[str, int], tuple[int | None, int, int, int]]:
         """(topic, partition) -> (leader, log start offset, log end offset, bytes of its stored batches) of every
@@ -591,11 +643,13 @@ class SharedCluster(TopicIndex):
                 cursor = await conn.execute(
                     "SELECT t.name, p.partition, p.leader, p.log_start_offset, p.log_end_offset, "
                     "coalesce((SELECT sum(b.size) FROM herd_batches b WHERE b.pid = p.pid), 0) "
-                    "FROM herd_partitions p JOIN herd_topics t ON t.topic_id = p.topic_id")
+                    "FROM herd_partitions p JOIN herd_topics t ON t.topic_id = p.topic_id"
+                )
                 return {(r[0], r[1]): (r[2], r[3], r[4], int(r[5])) for r in await cursor.fetchall()}
         except DB_ERRORS as e:
-            raise TopicError(KAFKA_STORAGE_ERROR, f"Could not read the partitions: {describe(e, self._where)}"
-                             ) from None
+            raise TopicError(
+                KAFKA_STORAGE_ERROR, f"Could not read the partitions: {describe(e, self._where)}"
+            ) from None
 
     # -- moves on demand ---------------------------------------------------------------------------------------
 
@@ -610,25 +664,44 @@ class SharedCluster(TopicIndex):
                 moved = await move_leadership(conn, topic, index, to_node, sender=self.node_id)
         except DB_ERRORS as e:
             raise MoveError(f"could not move {topic}-{index}: {describe(e, self._where)}", 503) from None
-        log.info("moved the leadership of %s-%d from node %s to node %d (epoch %d) on demand", topic, index,
-                 moved.from_node, moved.to_node, moved.leader_epoch)
+        log.info(
+            "moved the leadership of %s-%d from node %s to node %d (epoch %d) on demand",
+            topic,
+            index,
+            moved.from_node,
+            moved.to_node,
+            moved.leader_epoch,
+        )
         await self._refresh_quietly()
         return moved
 
-    async def elect_leaders(self, partitions: Iterable[tuple[str, int]] | None, *,
-                            preferred: bool) -> dict[tuple[str, int], Elected]:
+    async def elect_leaders(
+        self, partitions: Iterable[tuple[str, int]] | None, *, preferred: bool
+    ) -> dict[tuple[str, int], Elected]:
         """ElectLeaders: elect a leader for each of `partitions` (None: every partition) by `placement.elect`, in
         one transaction under the metadata lock; each partition that moves gets a new leader epoch, and every node
         is told (NOTIFY), as at any leadership change. Partitions that do not exist are left out of the answer.
         Raises TopicError(KAFKA_STORAGE_ERROR) when the database failed (nothing was elected)."""
+
         async def change(conn: psycopg.AsyncConnection) -> dict[tuple[str, int], Elected]:
             eligible, keep = _candidates(await _read_nodes(conn))
             placed = await _read_placed(conn)
             wanted = list(placed) if partitions is None else [p for p in dict.fromkeys(partitions) if p in placed]
-            outcomes = elect([slot for slot, _ in placed.values()], eligible, [placed[p][0].key for p in wanted],
-                             keep=keep, preferred=preferred)
-            epochs = await _set_leaders(conn, {key: node for key, (outcome, node) in outcomes.items()
-                                               if outcome is Election.ELECTED and node is not None})
+            outcomes = elect(
+                [slot for slot, _ in placed.values()],
+                eligible,
+                [placed[p][0].key for p in wanted],
+                keep=keep,
+                preferred=preferred,
+            )
+            epochs = await _set_leaders(
+                conn,
+                {
+                    key: node
+                    for key, (outcome, node) in outcomes.items()
+                    if outcome is Election.ELECTED and node is not None
+                },
+            )
             if epochs:
                 await _notify(conn, "leaders", self.node_id)
             elected = {}
@@ -641,8 +714,9 @@ class SharedCluster(TopicIndex):
         elected = await self._change(change, "elect leaders")
         moved = sum(e.outcome is Election.ELECTED for e in elected.values())
         if moved:
-            log.info("elected new leaders of %d partitions (%s election)", moved,
-                     "preferred" if preferred else "unclean")
+            log.info(
+                "elected new leaders of %d partitions (%s election)", moved, "preferred" if preferred else "unclean"
+            )
             await self._refresh_quietly()
         return elected
 
@@ -659,13 +733,16 @@ class SharedCluster(TopicIndex):
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (METADATA_LOCK,))
             cursor = await conn.execute(
                 "SELECT host, port, EXTRACT(EPOCH FROM lease_until - clock_timestamp())::float8 FROM herd_nodes "
-                "WHERE node_id = %s AND state <> 'stopped' AND lease_until > clock_timestamp()", (self.node_id,))
+                "WHERE node_id = %s AND state <> 'stopped' AND lease_until > clock_timestamp()",
+                (self.node_id,),
+            )
             holder = await cursor.fetchone()
             if holder is not None:
                 raise ClusterError(
                     f"node.id {self.node_id} is already registered in {self._where} by a live process at "
                     f"{holder[0]}:{holder[1]} (its lease runs for {holder[2]:.1f} s more): stop it, wait for its "
-                    f"lease to run out, or give this node another node.id")
+                    f"lease to run out, or give this node another node.id"
+                )
             await conn.execute(
                 "INSERT INTO herd_nodes (node_id, host, port, rack, incarnation, lease_until, state, http_url, "
                 "listeners) VALUES (%s, %s, %s, %s, %s, clock_timestamp() + %s * interval '1 millisecond', 'alive', "
@@ -673,9 +750,19 @@ class SharedCluster(TopicIndex):
                 "ON CONFLICT (node_id) DO UPDATE SET host = excluded.host, port = excluded.port, rack = excluded.rack, "
                 "incarnation = excluded.incarnation, lease_until = excluded.lease_until, state = 'alive', "
                 "registered_at = clock_timestamp(), http_url = excluded.http_url, listeners = excluded.listeners",
-                (self.node_id, self.endpoint[0], self.endpoint[1], self.rack, incarnation, self._session_s * 1000,
-                 self.http_url, None if not self.listeners else
-                 Jsonb({name: [host, port] for name, (host, port) in self.listeners.items()})))
+                (
+                    self.node_id,
+                    self.endpoint[0],
+                    self.endpoint[1],
+                    self.rack,
+                    incarnation,
+                    self._session_s * 1000,
+                    self.http_url,
+                    None
+                    if not self.listeners
+                    else Jsonb({name: [host, port] for name, (host, port) in self.listeners.items()}),
+                ),
+            )
             await conn.execute("UPDATE herd_partitions SET " + NEW_EPOCH + " WHERE leader = %s", (self.node_id,))
             await _notify(conn, "nodes", self.node_id)
         self._incarnation = incarnation
@@ -705,8 +792,13 @@ class SharedCluster(TopicIndex):
         """No renewal within the session timeout (by this node's clock): lead nothing from now on."""
         if self._incarnation is None:
             return
-        log.warning("node %d could not renew its lease within %.1f s: giving up the %d partitions it leads and "
-                    "registering again when the database answers", self.node_id, self._session_s, len(self._led))
+        log.warning(
+            "node %d could not renew its lease within %.1f s: giving up the %d partitions it leads and "
+            "registering again when the database answers",
+            self.node_id,
+            self._session_s,
+            len(self._led),
+        )
         self._incarnation = None
         self._nodes.pop(self.node_id, None)
         self._let_go(list(self._led), flush=False)
@@ -734,7 +826,8 @@ class SharedCluster(TopicIndex):
             cursor = await conn.execute(
                 "UPDATE herd_nodes SET lease_until = clock_timestamp() + %s * interval '1 millisecond' "
                 "WHERE node_id = %s AND incarnation = %s AND state <> 'stopped' AND lease_until > clock_timestamp()",
-                (self._session_s * 1000, self.node_id, self._incarnation))
+                (self._session_s * 1000, self.node_id, self._incarnation),
+            )
         except BaseException:
             self._lease_conn = None
             await conn.close()
@@ -742,8 +835,9 @@ class SharedCluster(TopicIndex):
         if cursor.rowcount == 1:
             self._leased(sent)
             return
-        log.warning("node %d lost its lease (it ran out, or another process took node.id %d)", self.node_id,
-                    self.node_id)
+        log.warning(
+            "node %d lost its lease (it ran out, or another process took node.id %d)", self.node_id, self.node_id
+        )
         self._lease_lost()
 
     async def _lease_connection(self) -> psycopg.AsyncConnection:
@@ -754,8 +848,9 @@ class SharedCluster(TopicIndex):
 
     async def _connect(self) -> psycopg.AsyncConnection:
         """A connection of its own (autocommit), outside the pool, to the pool's database."""
-        return await psycopg.AsyncConnection.connect(str(self._pool.conninfo), autocommit=True,
-                                                     **(self._pool.kwargs or {}))
+        return await psycopg.AsyncConnection.connect(
+            str(self._pool.conninfo), autocommit=True, **(self._pool.kwargs or {})
+        )
 
     async def _register_again(self) -> None:
         await self._register()
@@ -764,8 +859,10 @@ class SharedCluster(TopicIndex):
 
     async def _set_state(self, state: NodeState) -> None:
         async with self._pool.connection(timeout=self._session_s) as conn, conn.transaction():
-            await conn.execute("UPDATE herd_nodes SET state = %s WHERE node_id = %s AND incarnation = %s",
-                               (state.value, self.node_id, self._incarnation))
+            await conn.execute(
+                "UPDATE herd_nodes SET state = %s WHERE node_id = %s AND incarnation = %s",
+                (state.value, self.node_id, self._incarnation),
+            )
             await _notify(conn, "nodes", self.node_id)
 
     async def _leave(self, *, handover: bool) -> None:
@@ -776,8 +873,11 @@ class SharedCluster(TopicIndex):
             if handover:
                 moved = await self._place(conn, handing_over=True)
                 log.info("node %d handed %d partitions over", self.node_id, moved)
-            await conn.execute("UPDATE herd_nodes SET state = 'stopped', lease_until = clock_timestamp() "
-                               "WHERE node_id = %s AND incarnation = %s", (self.node_id, self._incarnation))
+            await conn.execute(
+                "UPDATE herd_nodes SET state = 'stopped', lease_until = clock_timestamp() "
+                "WHERE node_id = %s AND incarnation = %s",
+                (self.node_id, self._incarnation),
+            )
             await _notify(conn, "nodes", self.node_id)
 
     # -- the controller step -----------------------------------------------------------------------------------
@@ -792,7 +892,8 @@ class SharedCluster(TopicIndex):
             await conn.execute("SELECT pg_advisory_xact_lock(%s)", (METADATA_LOCK,))
             cursor = await conn.execute(
                 "UPDATE herd_nodes SET state = 'stopped' WHERE state <> 'stopped' AND lease_until <= clock_timestamp() "
-                "RETURNING node_id")
+                "RETURNING node_id"
+            )
             expired = sorted(r[0] for r in await cursor.fetchall())
             if expired:
                 log.warning("the leases of nodes %s ran out: their partitions move to live nodes", expired)
@@ -826,8 +927,9 @@ class SharedCluster(TopicIndex):
             self._step_timer.cancel()
             self._step_timer = None
         if others:
-            self._step_timer = asyncio.get_running_loop().call_later(max(0.0, min(others)) + STEP_MARGIN_S,
-                                                                    self._lease_check_due)
+            self._step_timer = asyncio.get_running_loop().call_later(
+                max(0.0, min(others)) + STEP_MARGIN_S, self._lease_check_due
+            )
 
     def _lease_check_due(self) -> None:
         self._check_due = True
@@ -882,8 +984,9 @@ class SharedCluster(TopicIndex):
         try:
             await self._refresh()
         except DB_ERRORS as e:
-            log.warning("could not read the cluster metadata after a change (read again later): %s",
-                        describe(e, self._where))
+            log.warning(
+                "could not read the cluster metadata after a change (read again later): %s", describe(e, self._where)
+            )
             self._wake.set()
 
     async def _refresh(self) -> None:
@@ -924,11 +1027,19 @@ class SharedCluster(TopicIndex):
         if deleted:
             _call_quietly(self._on_topics_deleted, deleted, f"act on the deletion of topics {deleted}")
         leading = self._state is NodeState.ALIVE and self._holding_lease()
-        wanted = {key: row for key, row in snapshot.rows.items()
-                  if leading and row.leader == self.node_id and key[0] in topics}
-        closing = self._let_go([k for k, led in self._led.items()
-                                if k not in wanted or (wanted[k].pid, wanted[k].epoch) != (led.pid, led.epoch)],
-                               flush=False)
+        wanted = {
+            key: row
+            for key, row in snapshot.rows.items()
+            if leading and row.leader == self.node_id and key[0] in topics
+        }
+        closing = self._let_go(
+            [
+                k
+                for k, led in self._led.items()
+                if k not in wanted or (wanted[k].pid, wanted[k].epoch) != (led.pid, led.epoch)
+            ],
+            flush=False,
+        )
         reopened = [task for key, task in closing.items() if key in wanted]
         if reopened:  # the same partition at a new epoch: its old log is closed before the new one opens
             await asyncio.gather(*reopened, return_exceptions=True)
@@ -942,16 +1053,23 @@ class SharedCluster(TopicIndex):
         """Config changes the view shows: the dynamic broker configs (the broker applies them, new defaults
         reaching every partition led here) and the altered topics' configs, to the partitions led here."""
         if broker_configs != self.broker_configs:
-            _call_quietly(self._broker_configs_changed, broker_configs,
-                          f"apply the dynamic broker configs {broker_configs}")
+            _call_quietly(
+                self._broker_configs_changed, broker_configs, f"apply the dynamic broker configs {broker_configs}"
+            )
         for topic in altered:
             self._reconfigure(topic)
 
     def _take(self, topic: Topic, index: int, row: _Row) -> None:
         try:
-            opened = self._store.open_partition(topic.name, index, self.log_config(topic.configs), pid=row.pid,
-                                                leader_epoch=row.epoch, log_start_offset=row.log_start_offset,
-                                                log_end_offset=row.log_end_offset)
+            opened = self._store.open_partition(
+                topic.name,
+                index,
+                self.log_config(topic.configs),
+                pid=row.pid,
+                leader_epoch=row.epoch,
+                log_start_offset=row.log_start_offset,
+                log_end_offset=row.log_end_offset,
+            )
         except Exception:
             log.exception("could not open %s-%d, which node %d now leads", topic.name, index, self.node_id)
             return
@@ -1031,7 +1149,9 @@ class SharedCluster(TopicIndex):
             while True:
                 cursor = await conn.execute(
                     "DELETE FROM herd_batches WHERE pid = %s AND base_offset IN (SELECT base_offset FROM "
-                    "herd_batches WHERE pid = %s ORDER BY base_offset LIMIT %s)", (pid, pid, PURGE_CHUNK))
+                    "herd_batches WHERE pid = %s ORDER BY base_offset LIMIT %s)",
+                    (pid, pid, PURGE_CHUNK),
+                )
                 await conn.commit()
                 if cursor.rowcount < PURGE_CHUNK:
                     break
@@ -1068,8 +1188,9 @@ async def _notify(conn: psycopg.AsyncConnection, kind: str, sender: int) -> None
     await conn.execute("SELECT pg_notify(%s, %s)", (METADATA_CHANNEL, f"{kind} {sender}"))
 
 
-async def move_leadership(conn: psycopg.AsyncConnection, topic: str, index: int, to_node: int | None, *,
-                          sender: int) -> Moved:
+async def move_leadership(
+    conn: psycopg.AsyncConnection, topic: str, index: int, to_node: int | None, *, sender: int
+) -> Moved:
     """The database side of `SharedCluster.move_partition`, inside the caller's transaction, which commits it:
     take the metadata lock (no step or admin change runs meanwhile), check the partition and the target against
     the live nodes, store the new leader with the next epoch (NEW_EPOCH: the epoch history OffsetForLeaderEpoch
@@ -1077,7 +1198,9 @@ async def move_leadership(conn: psycopg.AsyncConnection, topic: str, index: int,
     await conn.execute("SELECT pg_advisory_xact_lock(%s)", (METADATA_LOCK,))
     cursor = await conn.execute(
         "SELECT t.partitions, p.pid, p.leader FROM herd_topics t LEFT JOIN herd_partitions p "
-        "ON p.topic_id = t.topic_id AND p.partition = %s WHERE t.name = %s", (index, topic))
+        "ON p.topic_id = t.topic_id AND p.partition = %s WHERE t.name = %s",
+        (index, topic),
+    )
     row = await cursor.fetchone()
     if row is None:
         raise MoveError(f"unknown topic {topic!r}", 404)
@@ -1087,8 +1210,9 @@ async def move_leadership(conn: psycopg.AsyncConnection, topic: str, index: int,
     nodes = await _read_nodes(conn)
     live = sorted(n for n, (node, left) in nodes.items() if left > 0 and node.state is NodeState.ALIVE)
     target = _move_target(f"{topic}-{index}", leader, to_node, live)
-    cursor = await conn.execute("UPDATE herd_partitions SET leader = %s, " + NEW_EPOCH + " WHERE pid = %s "
-                                "RETURNING leader_epoch", (target, pid))
+    cursor = await conn.execute(
+        "UPDATE herd_partitions SET leader = %s, " + NEW_EPOCH + " WHERE pid = %s RETURNING leader_epoch", (target, pid)
+    )
     updated = await cursor.fetchone()
     assert updated is not None
     await _notify(conn, "leaders", sender)
@@ -1115,8 +1239,10 @@ def _candidates(nodes: dict[int, tuple[Node, float]], leaving: int | None = None
     """(eligible, keep) for `placement.plan` from the nodes `_read_nodes` gave: the live nodes that are alive, and
     those shutting down; `leaving` (a node handing its partitions over) is neither."""
     live = {n: node for n, (node, left) in nodes.items() if left > 0 and n != leaving}
-    return ([n for n, node in live.items() if node.state is NodeState.ALIVE],
-            [n for n, node in live.items() if node.state is NodeState.SHUTTING_DOWN])
+    return (
+        [n for n, node in live.items() if node.state is NodeState.ALIVE],
+        [n for n, node in live.items() if node.state is NodeState.SHUTTING_DOWN],
+    )
 
 
 async def _set_leaders(conn: psycopg.AsyncConnection, moves: dict[int, int]) -> dict[int, int]:
@@ -1126,14 +1252,18 @@ async def _set_leaders(conn: psycopg.AsyncConnection, moves: dict[int, int]) -> 
     cursor = await conn.execute(
         "UPDATE herd_partitions AS p SET leader = m.leader, " + NEW_EPOCH + " "
         "FROM unnest(%s::bigint[], %s::integer[]) AS m(pid, leader) WHERE p.pid = m.pid "
-        "RETURNING p.pid, p.leader_epoch", (list(moves), list(moves.values())))
+        "RETURNING p.pid, p.leader_epoch",
+        (list(moves), list(moves.values())),
+    )
     return {int(r[0]): int(r[1]) for r in await cursor.fetchall()}
 
 
 async def _read_placed(conn: psycopg.AsyncConnection) -> dict[tuple[str, int], tuple[Slot, int]]:
     """Every partition of a topic, by (topic, index): its slot and its leader epoch."""
-    cursor = await conn.execute("SELECT p.pid, t.name, p.partition, p.leader, p.leader_epoch FROM herd_partitions p "
-                                "JOIN herd_topics t ON t.topic_id = p.topic_id")
+    cursor = await conn.execute(
+        "SELECT p.pid, t.name, p.partition, p.leader, p.leader_epoch FROM herd_partitions p "
+        "JOIN herd_topics t ON t.topic_id = p.topic_id"
+    )
     return {(r[1], r[2]): (Slot(r[0], r[1], r[3]), r[4]) for r in await cursor.fetchall()}
 
 
@@ -1146,9 +1276,12 @@ async def _count_partitions(conn: psycopg.AsyncConnection) -> int:
 async def _read_nodes(conn: psycopg.AsyncConnection) -> dict[int, tuple[Node, float]]:
     cursor = await conn.execute(
         "SELECT node_id, host, port, rack, state, EXTRACT(EPOCH FROM lease_until - clock_timestamp())::float8, "
-        "http_url, listeners FROM herd_nodes WHERE state <> 'stopped'")
-    return {r[0]: (Node(r[0], r[1], r[2], r[3], NodeState(r[4]), r[6], _listeners(r[7])), float(r[5]))
-            for r in await cursor.fetchall()}
+        "http_url, listeners FROM herd_nodes WHERE state <> 'stopped'"
+    )
+    return {
+        r[0]: (Node(r[0], r[1], r[2], r[3], NodeState(r[4]), r[6], _listeners(r[7])), float(r[5]))
+        for r in await cursor.fetchall()
+    }
 
 
 def _listeners(value: Any) -> tuple[tuple[str, str, int], ...]:
@@ -1172,24 +1305,32 @@ async def _read_snapshot(conn: psycopg.AsyncConnection) -> _Snapshot:
     cursor = await conn.execute("SELECT topic_id, name, partitions, configs FROM herd_topics")
     topics = [(r[0], r[1], r[2], string_configs(r[3])) for r in await cursor.fetchall()]
     names = {t[0]: t[1] for t in topics}
-    cursor = await conn.execute("SELECT topic_id, partition, pid, leader, leader_epoch, log_start_offset, "
-                                "log_end_offset FROM herd_partitions WHERE topic_id IS NOT NULL")
-    rows = {(names[r[0]], r[1]): _Row(r[2], r[3], r[4], r[5], r[6]) for r in await cursor.fetchall()
-            if r[0] in names}
+    cursor = await conn.execute(
+        "SELECT topic_id, partition, pid, leader, leader_epoch, log_start_offset, "
+        "log_end_offset FROM herd_partitions WHERE topic_id IS NOT NULL"
+    )
+    rows = {(names[r[0]], r[1]): _Row(r[2], r[3], r[4], r[5], r[6]) for r in await cursor.fetchall() if r[0] in names}
     cursor = await conn.execute("SELECT resource_name, configs FROM herd_broker_configs")
     broker_configs = {r[0]: configs for r in await cursor.fetchall() if (configs := string_configs(r[1]))}
-    cursor = await conn.execute("SELECT resource_type, resource_name, pattern_type, principal, host, operation, "
-                                "permission_type FROM herd_acls")
+    cursor = await conn.execute(
+        "SELECT resource_type, resource_name, pattern_type, principal, host, operation, permission_type FROM herd_acls"
+    )
     acls = frozenset(tuple(r) for r in await cursor.fetchall())
-    return _Snapshot(nodes, topics, rows, broker_configs, acls,  # type: ignore[arg-type]
-                     await _read_scram(conn))
+    return _Snapshot(
+        nodes,
+        topics,
+        rows,
+        broker_configs,
+        acls,  # type: ignore[arg-type]
+        await _read_scram(conn),
+    )
 
 
 async def _read_scram(conn: psycopg.AsyncConnection) -> ScramRows:
-    cursor = await conn.execute("SELECT user_name, mechanism, salt, stored_key, server_key, iterations "
-                                "FROM herd_scram_credentials")
+    cursor = await conn.execute(
+        "SELECT user_name, mechanism, salt, stored_key, server_key, iterations FROM herd_scram_credentials"
+    )
     return {(r[0], r[1]): (bytes(r[2]), bytes(r[3]), bytes(r[4]), r[5]) for r in await cursor.fetchall()}
-
 
 
 async def read_end_offsets(cluster: SharedCluster) -> dict[tuple[str, int], int] | None:
@@ -1198,8 +1339,10 @@ async def read_end_offsets(cluster: SharedCluster) -> dict[tuple[str, int], int]
     when the database cannot be read (logged at DEBUG: a scrape must not fill the log while the database is down)."""
     try:
         async with cluster._pool.connection(timeout=cluster._session_s) as conn:
-            cursor = await conn.execute("SELECT t.name, p.partition, p.log_end_offset FROM herd_partitions p "
-                                        "JOIN herd_topics t ON t.topic_id = p.topic_id")
+            cursor = await conn.execute(
+                "SELECT t.name, p.partition, p.log_end_offset FROM herd_partitions p "
+                "JOIN herd_topics t ON t.topic_id = p.topic_id"
+            )
             return {(r[0], r[1]): int(r[2]) for r in await cursor.fetchall()}
     except DB_ERRORS as e:
         log.debug("could not read the partitions' end offsets: %s", describe(e, cluster._where))

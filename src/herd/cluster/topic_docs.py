@@ -17,7 +17,7 @@ TOPIC_DOCS: dict[str, str] = {
         "log. For example if this was set to 1 we would fsync after every message; if it were 5 we would "
         "fsync after every five messages. In general we recommend you not set this and use replication for "
         "durability and allow the operating system's background flush capabilities as it is more efficient. "
-        "This setting can be overridden on a per-topic basis (see <a href=\"#topicconfigs\">the per-topic "
+        'This setting can be overridden on a per-topic basis (see <a href="#topicconfigs">the per-topic '
         "configuration section</a>)."
     ),
     "flush.ms": (
@@ -28,18 +28,18 @@ TOPIC_DOCS: dict[str, str] = {
     ),
     "retention.bytes": (
         "This configuration controls the maximum size a partition (which consists of log segments) can grow "
-        "to before we will discard old log segments to free up space if we are using the \"delete\" retention "
+        'to before we will discard old log segments to free up space if we are using the "delete" retention '
         "policy. By default there is no size limit only a time limit. Since this limit is enforced at the "
         "partition level, multiply it by the number of partitions to compute the topic retention in bytes. "
-        "Additionally, retention.bytes configuration operates independently of \"segment.ms\" and "
-        "\"segment.bytes\" configurations. Moreover, it triggers the rolling of new segment if the "
+        'Additionally, retention.bytes configuration operates independently of "segment.ms" and '
+        '"segment.bytes" configurations. Moreover, it triggers the rolling of new segment if the '
         "retention.bytes is configured to zero."
     ),
     "retention.ms": (
         "This configuration controls the maximum time we will retain a log before we will discard old log "
-        "segments to free up space if we are using the \"delete\" retention policy. This represents an SLA on "
+        'segments to free up space if we are using the "delete" retention policy. This represents an SLA on '
         "how soon consumers must read their data. If set to -1, no time limit is applied. Additionally, "
-        "retention.ms configuration operates independently of \"segment.ms\" and \"segment.bytes\" "
+        'retention.ms configuration operates independently of "segment.ms" and "segment.bytes" '
         "configurations. Moreover, it triggers the rolling of new segment if the retention.ms condition is "
         "satisfied."
     ),
@@ -50,27 +50,27 @@ TOPIC_DOCS: dict[str, str] = {
         "change this."
     ),
     "delete.retention.ms": (
-        "The amount of time to retain delete tombstone markers for <a href=\"#compaction\">log compacted</a> "
+        'The amount of time to retain delete tombstone markers for <a href="#compaction">log compacted</a> '
         "topics. This setting also gives a bound on the time in which a consumer must complete a read if they"
         " begin from offset 0 to ensure that they get a valid snapshot of the final stage (otherwise delete "
         "tombstones may be collected before they complete their scan)."
     ),
     "cleanup.policy": (
-        "This config designates the retention policy to use on log segments. The \"delete\" policy (which is "
+        'This config designates the retention policy to use on log segments. The "delete" policy (which is '
         "the default) will discard old segments when their retention time or size limit has been reached. The"
-        " \"compact\" policy will enable <a href=\"#compaction\">log compaction</a>, which retains the latest "
+        ' "compact" policy will enable <a href="#compaction">log compaction</a>, which retains the latest '
         "value for each key. It is also possible to specify both policies in a comma-separated list (e.g. "
-        "\"delete,compact\"). In this case, old segments will be discarded per the retention time and size "
+        '"delete,compact"). In this case, old segments will be discarded per the retention time and size '
         "configuration, while retained segments will be compacted."
     ),
     "min.insync.replicas": (
-        "When a producer sets acks to \"all\" (or \"-1\"), this configuration specifies the minimum number of "
+        'When a producer sets acks to "all" (or "-1"), this configuration specifies the minimum number of '
         "replicas that must acknowledge a write for the write to be considered successful. If this minimum "
         "cannot be met, then the producer will raise an exception (either NotEnoughReplicas or "
         "NotEnoughReplicasAfterAppend).<br>When used together, <code>min.insync.replicas</code> and "
         "<code>acks</code> allow you to enforce greater durability guarantees. A typical scenario would be to"
         " create a topic with a replication factor of 3, set <code>min.insync.replicas</code> to 2, and "
-        "produce with <code>acks</code> of \"all\". This will ensure that the producer raises an exception if a"
+        'produce with <code>acks</code> of "all". This will ensure that the producer raises an exception if a'
         " majority of replicas do not receive a write."
     ),
     "compression.type": (

@@ -38,9 +38,10 @@ import posixpath
 import re
 import uuid
 from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Protocol
+from typing import Any, Protocol
 
 from herd.cluster.config_ops import CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES, number_complaint
 from herd.log.api import LogConfig, LogError, LogStore, PartitionLog
@@ -99,8 +100,9 @@ class TopicStore(LogStore, Protocol):
     fs: FileSystem
     root_dir: str  # where topics.json lives, beside the partition directories
 
-    def write_partition_metadata(self, topic: str, partition: int, topic_id: uuid.UUID,
-                                 configs: dict[str, str]) -> None: ...
+    def write_partition_metadata(
+        self, topic: str, partition: int, topic_id: uuid.UUID, configs: dict[str, str]
+    ) -> None: ...
 
     def read_partition_metadata(self, topic: str, partition: int) -> tuple[uuid.UUID, dict[str, str] | None] | None: ...
 
@@ -157,13 +159,20 @@ TOPIC_CONFIGS: dict[str, TopicConfigKey] = {
         # any negative retention.bytes: no limit, as in Kafka
         TopicConfigKey("retention.bytes", "long", _set("retention_bytes"), "log.retention.bytes"),
         TopicConfigKey("segment.bytes", "int", _set("segment_bytes"), "log.segment.bytes", minimum=MIN_SEGMENT_BYTES),
-        TopicConfigKey("flush.messages", "long", _set("flush_interval_messages"), "log.flush.interval.messages",
-                       minimum=1),
+        TopicConfigKey(
+            "flush.messages", "long", _set("flush_interval_messages"), "log.flush.interval.messages", minimum=1
+        ),
         TopicConfigKey("flush.ms", "long", _set("flush_interval_ms"), "log.flush.interval.ms", minimum=0),
-        TopicConfigKey("index.interval.bytes", "int", _set("index_interval_bytes"), "log.index.interval.bytes",
-                       minimum=0),
-        TopicConfigKey("message.timestamp.type", "string", _set("message_timestamp_type"),
-                       "log.message.timestamp.type", TIMESTAMP_TYPES),
+        TopicConfigKey(
+            "index.interval.bytes", "int", _set("index_interval_bytes"), "log.index.interval.bytes", minimum=0
+        ),
+        TopicConfigKey(
+            "message.timestamp.type",
+            "string",
+            _set("message_timestamp_type"),
+            "log.message.timestamp.type",
+            TIMESTAMP_TYPES,
+        ),
         TopicConfigKey("max.message.bytes", "int", _set("max_message_bytes"), "message.max.bytes", minimum=0),
         TopicConfigKey("compression.type", "string", None, "compression.type", COMPRESSION_TYPES),
         TopicConfigKey("min.insync.replicas", "int", None, "min.insync.replicas", minimum=1),
@@ -179,8 +188,10 @@ def check_topic_name(name: str) -> None:
     if len(name) > MAX_TOPIC_NAME:
         raise TopicError(INVALID_TOPIC_EXCEPTION, f"Topic name is longer than {MAX_TOPIC_NAME} characters")
     if not _LEGAL_NAME.fullmatch(name):
-        raise TopicError(INVALID_TOPIC_EXCEPTION,
-                         f"Topic name '{name}' is illegal: only ASCII alphanumerics, '.', '_' and '-' are allowed")
+        raise TopicError(
+            INVALID_TOPIC_EXCEPTION,
+            f"Topic name '{name}' is illegal: only ASCII alphanumerics, '.', '_' and '-' are allowed",
+        )
 
 
 def check_topic_configs(configs: dict[str, str | None], *, internal: bool = False,
@@ -232,8 +243,9 @@ class Node:
     rack: str | None = None
 
 
-def check_new_topic(name: str, partitions: int, configs: dict[str, str | None] | None,
-                    existing: Iterable[str]) -> dict[str, str]:
+def check_new_topic(
+    name: str, partitions: int, configs: dict[str, str | None] | None, existing: Iterable[str]
+) -> dict[str, str]:
     """The checks of a topic to create, in Kafka's order, against the names of the `existing` topics; returns
     its configs checked (check_topic_configs). Raises TopicError with INVALID_TOPIC_EXCEPTION,
     TOPIC_ALREADY_EXISTS, INVALID_PARTITIONS or INVALID_CONFIG."""
@@ -253,23 +265,31 @@ def check_new_topic(name: str, partitions: int, configs: dict[str, str | None] |
 def check_growth(current: int, total: int) -> None:
     """Raises TopicError(INVALID_PARTITIONS) unless `total` partitions would grow a topic of `current`."""
     if total <= current:
-        raise TopicError(INVALID_PARTITIONS, f"Topic currently has {current} partitions, {total} would not be an "
-                                             "increase.")
+        raise TopicError(
+            INVALID_PARTITIONS, f"Topic currently has {current} partitions, {total} would not be an increase."
+        )
 
 
 def check_room(new_partitions: int, hosted: int, max_partitions: int) -> None:
     """Raises TopicError(POLICY_VIOLATION) if one request may not create `new_partitions` partitions or a
     broker hosting `hosted` would host more than `max_partitions` (max.broker.partitions)."""
     if new_partitions > MAX_PARTITIONS_PER_REQUEST:
-        log.warning("refused to create %d partitions in one request (at most %d)", new_partitions,
-                    MAX_PARTITIONS_PER_REQUEST)
+        log.warning(
+            "refused to create %d partitions in one request (at most %d)", new_partitions, MAX_PARTITIONS_PER_REQUEST
+        )
         raise TopicError(POLICY_VIOLATION, TOO_MANY_PER_REQUEST)
     if hosted + new_partitions > max_partitions:
-        log.warning("refused to create %d partitions: this broker hosts %d, max.broker.partitions is %d",
-                    new_partitions, hosted, max_partitions)
-        raise TopicError(POLICY_VIOLATION,
-                         f"Creating {new_partitions} partitions would take this broker to "
-                         f"{hosted + new_partitions}, over max.broker.partitions={max_partitions}.")
+        log.warning(
+            "refused to create %d partitions: this broker hosts %d, max.broker.partitions is %d",
+            new_partitions,
+            hosted,
+            max_partitions,
+        )
+        raise TopicError(
+            POLICY_VIOLATION,
+            f"Creating {new_partitions} partitions would take this broker to "
+            f"{hosted + new_partitions}, over max.broker.partitions={max_partitions}.",
+        )
 
 
 UNKNOWN_TOPIC_MESSAGE = "This server does not host this topic-partition."  # Kafka's Errors.UNKNOWN_TOPIC_OR_PARTITION
@@ -290,7 +310,6 @@ class Topic:
     @property
     def internal(self) -> bool:
         return self.name in INTERNAL_TOPICS
-
 
 
 @dataclass(slots=True)
@@ -396,8 +415,12 @@ class Cluster(TopicIndex):
         entries = self._parse_state(state) if state is not None else []
         on_disk = self._store.existing_partitions()
         if state is None and on_disk:
-            log.warning("%s is missing: rebuilding the topics from the %d partition directories in %s",
-                        self._state_path, len(on_disk), self._dir)
+            log.warning(
+                "%s is missing: rebuilding the topics from the %d partition directories in %s",
+                self._state_path,
+                len(on_disk),
+                self._dir,
+            )
         try:
             changed = self._finish_deletions(entries)
         except OSError as e:
@@ -426,8 +449,9 @@ class Cluster(TopicIndex):
 
     # -- changes -----------------------------------------------------------------------------------------------
 
-    def create_topic(self, name: str, partitions: int, configs: dict[str, str | None] | None = None,
-                     *, validate_only: bool = False) -> Topic:
+    def create_topic(
+        self, name: str, partitions: int, configs: dict[str, str | None] | None = None, *, validate_only: bool = False
+    ) -> Topic:
         """Create the topic with all its partitions, or nothing. Raises TopicError with TOPIC_ALREADY_EXISTS,
         INVALID_TOPIC_EXCEPTION, INVALID_PARTITIONS, INVALID_CONFIG, POLICY_VIOLATION (a limit) or
         KAFKA_STORAGE_ERROR (the disk failed; nothing was created)."""
@@ -438,8 +462,11 @@ class Cluster(TopicIndex):
         if validate_only:
             return topic
         topic.partitions = self._make_partitions(topic, 0, partitions)
-        self._commit([*self._entries(), _Entry(name, topic.topic_id, partitions, checked)], f"create topic {name}",
-                     undo=lambda: self._remove_partitions(name, range(partitions)))
+        self._commit(
+            [*self._entries(), _Entry(name, topic.topic_id, partitions, checked)],
+            f"create topic {name}",
+            undo=lambda: self._remove_partitions(name, range(partitions)),
+        )
         self._index(topic)
         log.info("created topic %s with %d partitions", name, partitions)
         return topic
@@ -455,8 +482,11 @@ class Cluster(TopicIndex):
             return
         added = self._make_partitions(topic, current, total)
         entries = [replace(e, partitions=total) if e.name == name else e for e in self._entries()]
-        self._commit(entries, f"grow topic {name} to {total} partitions",
-                     undo=lambda: self._remove_partitions(name, range(current, total)))
+        self._commit(
+            entries,
+            f"grow topic {name} to {total} partitions",
+            undo=lambda: self._remove_partitions(name, range(current, total)),
+        )
         topic.partitions.extend(added)
         log.info("topic %s grown to %d partitions", name, total)
 
@@ -470,8 +500,13 @@ class Cluster(TopicIndex):
                 try:
                     self._store.unmark(name, index, marker)
                 except OSError as e:
-                    log.error("could not rename %s back after a failed delete of topic %s (%s): the next start "
-                              "finishes deleting the topic", marker, name, e)
+                    log.error(
+                        "could not rename %s back after a failed delete of topic %s (%s): the next start "
+                        "finishes deleting the topic",
+                        marker,
+                        name,
+                        e,
+                    )
             self._sync_quietly()
 
         try:
@@ -512,8 +547,9 @@ class Cluster(TopicIndex):
             try:
                 self._write_all_partition_metadata(topic, old)
             except OSError as e:
-                log.error("could not restore the partition metadata of topic %s (%s): topics.json keeps its "
-                          "configs", name, e)
+                log.error(
+                    "could not restore the partition metadata of topic %s (%s): topics.json keeps its configs", name, e
+                )
 
         try:
             self._write_all_partition_metadata(topic, configs)
@@ -536,13 +572,17 @@ class Cluster(TopicIndex):
             return
         updated = {k: v for k, v in {**self.broker_configs, resource: configs}.items() if v}
         try:
-            write_atomically(self._store.fs, self._broker_configs_path,
-                             json.dumps({"version": 1, "configs": updated}, indent=1, sort_keys=True).encode())
+            write_atomically(
+                self._store.fs,
+                self._broker_configs_path,
+                json.dumps({"version": 1, "configs": updated}, indent=1, sort_keys=True).encode(),
+            )
         except OSError as e:
             raise self._storage_error("store the dynamic broker configs", e) from None
         self._broker_configs_changed(updated)
-        log.info("dynamic broker configs of %s are now %s", repr(resource) if resource else "the cluster default",
-                 configs)
+        log.info(
+            "dynamic broker configs of %s are now %s", repr(resource) if resource else "the cluster default", configs
+        )
 
     def _write_all_partition_metadata(self, topic: Topic, configs: dict[str, str]) -> None:
         for index in range(len(topic.partitions)):
@@ -552,9 +592,11 @@ class Cluster(TopicIndex):
     def _check_no_strays(self, name: str, start: int, end: int) -> None:
         kept = sorted(p for t, p in self._strays if t == name and start <= p < end)
         if kept:
-            raise TopicError(TOPIC_ALREADY_EXISTS,
-                             f"Partition directories of topic '{name}' that topics.json does not name are kept in "
-                             f"{self._dir} (partitions {kept}); remove them or rebuild the metadata first.")
+            raise TopicError(
+                TOPIC_ALREADY_EXISTS,
+                f"Partition directories of topic '{name}' that topics.json does not name are kept in "
+                f"{self._dir} (partitions {kept}); remove them or rebuild the metadata first.",
+            )
 
     def _require(self, name: str) -> Topic:
         topic = self._topics.get(name)
@@ -593,8 +635,13 @@ class Cluster(TopicIndex):
                 if marker is not None:
                     self._store.purge(posixpath.basename(marker))
             except (OSError, LogError) as e:
-                log.error("could not remove partition %s-%d after a failed change (%s): it stays in %s", name, index,
-                          e, self._dir)
+                log.error(
+                    "could not remove partition %s-%d after a failed change (%s): it stays in %s",
+                    name,
+                    index,
+                    e,
+                    self._dir,
+                )
         self._sync_quietly()
 
     def _commit(self, entries: list[_Entry], what: str, undo: Callable[[], None]) -> None:
@@ -619,9 +666,10 @@ class Cluster(TopicIndex):
 
     def _parse_state(self, state: dict[str, Any]) -> list[_Entry]:
         try:
-            entries = [_Entry(t["name"], uuid.UUID(t["id"]), int(t["partitions"]),
-                              string_configs(t.get("configs", {})))
-                       for t in state["topics"]]
+            entries = [
+                _Entry(t["name"], uuid.UUID(t["id"]), int(t["partitions"]), string_configs(t.get("configs", {})))
+                for t in state["topics"]
+            ]
             for entry in entries:
                 check_topic_name(entry.name)
                 check_topic_configs(dict(entry.configs), stored=True)
@@ -637,8 +685,11 @@ class Cluster(TopicIndex):
         being_deleted = {unique for _, unique in self._store.marked_for_deletion() if unique}
         finished = [e for e in entries if e.topic_id.hex in being_deleted]
         for entry in finished:
-            log.warning("finishing the deletion of topic %s, interrupted before it was recorded in %s", entry.name,
-                        self._state_path)
+            log.warning(
+                "finishing the deletion of topic %s, interrupted before it was recorded in %s",
+                entry.name,
+                self._state_path,
+            )
             for index in range(entry.partitions):
                 self._store.mark_deleted(entry.name, index, entry.topic_id.hex)
             entries.remove(entry)
@@ -695,37 +746,55 @@ class Cluster(TopicIndex):
             return dict(OFFSETS_TOPIC_CONFIGS)
         if name == TRANSACTION_STATE_TOPIC:
             return dict(TRANSACTION_STATE_TOPIC_CONFIGS)
-        log.error("topic %s rebuilt without its configs (no partition.metadata keeps them): it now has the broker "
-                  "defaults; set its configs again if it had any", name)
+        log.error(
+            "topic %s rebuilt without its configs (no partition.metadata keeps them): it now has the broker "
+            "defaults; set its configs again if it had any",
+            name,
+        )
         return {}
 
     def _warn_adopted(self, name: str, indices: list[int], how: str) -> None:
-        log.warning("topic %s %s from partition directories that %s does not name (partitions %s)", name, how,
-                    self._state_path, sorted(indices))
+        log.warning(
+            "topic %s %s from partition directories that %s does not name (partitions %s)",
+            name,
+            how,
+            self._state_path,
+            sorted(indices),
+        )
 
     def _keep(self, name: str, indices: list[int]) -> None:
         if not indices:
             return
         self._strays.update((name, i) for i in indices)
-        log.warning("kept partition directories of %s (partitions %s) that %s does not name and whose topic their "
-                    "partition.metadata does not tell: not served and not deleted; remove them, or stop herd and "
-                    "move %s away to rebuild the topics from the directories", name, sorted(indices),
-                    self._state_path, TOPICS_FILE)
+        log.warning(
+            "kept partition directories of %s (partitions %s) that %s does not name and whose topic their "
+            "partition.metadata does not tell: not served and not deleted; remove them, or stop herd and "
+            "move %s away to rebuild the topics from the directories",
+            name,
+            sorted(indices),
+            self._state_path,
+            TOPICS_FILE,
+        )
 
     def _open_entry(self, entry: _Entry, present: set[tuple[str, int]]) -> None:
         topic = Topic(entry.name, entry.topic_id, entry.configs)
         cfg = self.log_config(entry.configs)
         for index in range(entry.partitions):
             if (entry.name, index) not in present:
-                log.warning("partition directory %s-%d is missing from %s: created empty", entry.name, index,
-                            self._dir)
+                log.warning("partition directory %s-%d is missing from %s: created empty", entry.name, index, self._dir)
             topic.partitions.append(self._store.open_partition(entry.name, index, cfg))
             found = self._partition_metadata(entry.name, index)
             if found is None:
                 self._write_partition_metadata(topic, index)
             elif found[0] != entry.topic_id:
-                log.error("%s-%d/partition.metadata names topic id %s, topics.json %s: serving it as %s", entry.name,
-                          index, found[0], entry.topic_id, entry.topic_id)
+                log.error(
+                    "%s-%d/partition.metadata names topic id %s, topics.json %s: serving it as %s",
+                    entry.name,
+                    index,
+                    found[0],
+                    entry.topic_id,
+                    entry.topic_id,
+                )
         self._index(topic)
 
     def _write_partition_metadata(self, topic: Topic, index: int) -> None:
@@ -749,8 +818,10 @@ class Cluster(TopicIndex):
         return str(self._dir / TOPICS_FILE)
 
     def _unreadable(self, why: str) -> str:
-        return (f"{self._state_path} cannot be used: {why}. Restore it from a backup, or move it away to rebuild "
-                f"the topics from the partition directories (each keeps its topic's id and configs)")
+        return (
+            f"{self._state_path} cannot be used: {why}. Restore it from a backup, or move it away to rebuild "
+            f"the topics from the partition directories (each keeps its topic's id and configs)"
+        )
 
     def _read_state(self) -> dict[str, Any] | None:
         """topics.json, or None if there is none; raises MetadataError if it cannot be read or parsed."""
@@ -778,16 +849,22 @@ class Cluster(TopicIndex):
         except FileNotFoundError:
             return {}
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
-            raise MetadataError(f"{self._broker_configs_path} cannot be used ({e}): restore it from a backup, or "
-                                "move it away to start with the static broker configs only") from None
+            raise MetadataError(
+                f"{self._broker_configs_path} cannot be used ({e}): restore it from a backup, or "
+                "move it away to start with the static broker configs only"
+            ) from None
 
     def _entries(self) -> list[_Entry]:
         return [_Entry(t.name, t.topic_id, len(t.partitions), t.configs) for t in self._topics.values()]
 
     def _persist(self, entries: list[_Entry]) -> None:
         """Write topics.json durably; raises OSError."""
-        state = {"version": 1, "cluster_id": self.cluster_id, "node_id": self.node_id,
-                 "topics": [e.to_json() for e in entries]}
+        state = {
+            "version": 1,
+            "cluster_id": self.cluster_id,
+            "node_id": self.node_id,
+            "topics": [e.to_json() for e in entries],
+        }
         write_atomically(self._store.fs, self._state_path, json.dumps(state, indent=1).encode())
 
 

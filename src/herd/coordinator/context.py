@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from kio.static.primitive import i32, i64
+
 from herd.coordinator.config import CoordinatorConfig
 from herd.coordinator.group import ClassicGroup
 from herd.coordinator.history import RebalanceHistory
@@ -23,7 +25,6 @@ from herd.coordinator.records import (
 )
 from herd.coordinator.timer import Clock, Timer
 from herd.coordinator.txn_offsets import TxnOffsets
-from kio.static.primitive import i32, i64
 
 
 @dataclass(slots=True)

@@ -165,9 +165,7 @@ class ClassicGroup:
             if existing is None:
                 raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID, f"unknown instance {instance_id}")
             if existing != member_id:
-                raise CoordinatorError(
-                    ErrorCode.FENCED_INSTANCE_ID, f"instance {instance_id} belongs to {existing}"
-                )
+                raise CoordinatorError(ErrorCode.FENCED_INSTANCE_ID, f"instance {instance_id} belongs to {existing}")
         elif member_id not in self.members:
             raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID, f"unknown member {member_id}")
 
@@ -272,8 +270,13 @@ class ClassicGroup:
         )
 
     def join_response(
-        self, member_id: str, *, with_members: bool = True, leader: str | None = None,
-        skip_assignment: bool = False, error_code: int = ErrorCode.NONE,
+        self,
+        member_id: str,
+        *,
+        with_members: bool = True,
+        leader: str | None = None,
+        skip_assignment: bool = False,
+        error_code: int = ErrorCode.NONE,
     ) -> JoinGroupResponse:
         """The current generation as a JoinGroup answer to `member_id`. The member list goes to the leader
         only, and only `with_members`. `leader` replaces the group's leader id in the answer (a static leader

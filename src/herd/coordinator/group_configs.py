@@ -48,7 +48,6 @@ from herd.coordinator.responses import (
 from herd.coordinator.result import Effects, Result
 from herd.coordinator.state import GroupState
 
-
 HISTORY_CONFIG = "herd.rebalance.history"
 MAX_HISTORY_JSON = 512 * 1024
 MAX_LEGACY_STRING = 32767  # a non-flexible version's STRING (DescribeConfigs v0-3)
@@ -108,8 +107,10 @@ def _apply_op(ids: tuple[str, ...], op: GroupConfigOp) -> tuple[str, ...]:
     if op.name == HISTORY_CONFIG:
         raise CoordinatorError(ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: Set({op.name})")
     if op.name != prereg.CONFIG_NAME:
-        raise CoordinatorError(ErrorCode.INVALID_CONFIG, f"Unknown group config name: {op.name} (herd's only "
-                                                         f"group config is {prereg.CONFIG_NAME})")
+        raise CoordinatorError(
+            ErrorCode.INVALID_CONFIG,
+            f"Unknown group config name: {op.name} (herd's only group config is {prereg.CONFIG_NAME})",
+        )
     kind = OpType(op.operation)
     if kind is OpType.DELETE:
         return ()
@@ -138,17 +139,34 @@ def _apply(ctx: ShardContext, group_id: str, ids: tuple[str, ...], fx: Effects) 
 def describe(ctx: ShardContext, req: DescribeGroupConfigs, handle: object) -> Result:
     fx = Effects()
     if not req.group_id:
-        fx.reply(handle, DescribeGroupConfigsResponse(error_code=ErrorCode.INVALID_REQUEST,
-                                                      error_message="Default group resources are not allowed."))
+        fx.reply(
+            handle,
+            DescribeGroupConfigsResponse(
+                error_code=ErrorCode.INVALID_REQUEST, error_message="Default group resources are not allowed."
+            ),
+        )
         return fx.result()
-    entries = [GroupConfigEntry(prereg.CONFIG_NAME, ",".join(prereg.waiting_for(ctx, req.group_id)),
-                                bool(prereg.expected(ctx, req.group_id)), prereg.DOCUMENTATION)]
+    entries = [
+        GroupConfigEntry(
+            prereg.CONFIG_NAME,
+            ",".join(prereg.waiting_for(ctx, req.group_id)),
+            bool(prereg.expected(ctx, req.group_id)),
+            prereg.DOCUMENTATION,
+        )
+    ]
     if req.include_history:
         # DescribeConfigs below v4 is not flexible: its strings hold at most 32,767 bytes
         limit = MAX_HISTORY_JSON if req.api_version >= 4 else MAX_LEGACY_STRING
-        entries.append(GroupConfigEntry(HISTORY_CONFIG, history_json(ctx, req.group_id, limit),
-                                        bool(ctx.history.of(req.group_id)), HISTORY_DOCUMENTATION,
-                                        read_only=True, kind="string"))
+        entries.append(
+            GroupConfigEntry(
+                HISTORY_CONFIG,
+                history_json(ctx, req.group_id, limit),
+                bool(ctx.history.of(req.group_id)),
+                HISTORY_DOCUMENTATION,
+                read_only=True,
+                kind="string",
+            )
+        )
     fx.reply(handle, DescribeGroupConfigsResponse(configs=tuple(entries)))
     return fx.result()
 

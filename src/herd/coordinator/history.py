@@ -51,7 +51,8 @@ Persistence: the whole list of a group is one record of herd's type 0x7E01 (reco
 SyncGroup, the group becoming Empty), so it costs no extra write; a tombstone goes with the group's GroupMetadata
 tombstone (deletion, expiry). That batch must stay under message.max.bytes: the record leaves out its oldest
 entries (or is not written that time) when the batch's other records leave it less than its size of the
-coordinator config `history_batch_bytes`. Loading replays it (`load`). An entry still running when its coordinator moves is
+coordinator config `history_batch_bytes`. Loading replays it (`load`). An entry still running when its coordinator moves
+is
 lost with the join state; the next one says coordinator-moved. Each entry keeps at most MAX_MEMBERS members,
 MAX_LATE late and MAX_DROPPED dropped ones (`members_total` counts them all), reasons are cut at MAX_REASON
 characters, and the oldest entries are dropped while the record would exceed MAX_RECORD_BYTES.
@@ -145,19 +146,40 @@ class Rebalance:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "generation": self.generation, "from_generation": self.from_generation, "cause": self.cause,
-            "reason": self.reason, "member_id": self.member_id, "group_instance_id": self.group_instance_id,
-            "started_ms": self.started_ms, "join_completed_ms": self.join_completed_ms,
-            "completed_ms": self.completed_ms, "join_ms": self.join_ms, "sync_ms": self.sync_ms,
-            "join_end": self.join_end, "protocol": self.protocol, "leader": self.leader,
-            "members": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id,
-                         "client_id": m.client_id, "client_host": m.client_host,
-                         "joined_after_ms": m.joined_after_ms, "partitions": m.partitions} for m in self.members],
+            "generation": self.generation,
+            "from_generation": self.from_generation,
+            "cause": self.cause,
+            "reason": self.reason,
+            "member_id": self.member_id,
+            "group_instance_id": self.group_instance_id,
+            "started_ms": self.started_ms,
+            "join_completed_ms": self.join_completed_ms,
+            "completed_ms": self.completed_ms,
+            "join_ms": self.join_ms,
+            "sync_ms": self.sync_ms,
+            "join_end": self.join_end,
+            "protocol": self.protocol,
+            "leader": self.leader,
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": m.group_instance_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "joined_after_ms": m.joined_after_ms,
+                    "partitions": m.partitions,
+                }
+                for m in self.members
+            ],
             "members_total": self.members_total,
-            "late": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "after_ms": m.after_ms}
-                     for m in self.late],
-            "dropped": [{"member_id": m.member_id, "group_instance_id": m.group_instance_id, "phase": m.phase}
-                        for m in self.dropped],
+            "late": [
+                {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "after_ms": m.after_ms}
+                for m in self.late
+            ],
+            "dropped": [
+                {"member_id": m.member_id, "group_instance_id": m.group_instance_id, "phase": m.phase}
+                for m in self.dropped
+            ],
             "outcome": self.outcome,
         }
 
@@ -189,14 +211,24 @@ class RebalanceHistory:
 
     # --- the life of an entry ------------------------------------------------------------------
 
-    def start(self, group_id: str, cause: str, reason: str, from_generation: int, now_ms: int,
-              member_id: str | None = None, instance_id: str | None = None) -> Rebalance:
+    def start(
+        self,
+        group_id: str,
+        cause: str,
+        reason: str,
+        from_generation: int,
+        now_ms: int,
+        member_id: str | None = None,
+        instance_id: str | None = None,
+    ) -> Rebalance:
         """A rebalance starts; a running one is superseded by it."""
         loaded_until = self._loaded.pop(group_id, None)
         if loaded_until is not None and now_ms <= loaded_until:
             if cause in _MOVED_FROM:
-                reason = (f"first rebalance since the group was loaded on this coordinator ({cause}: the member "
-                          f"was rebalancing when the coordinator moved or restarted); {reason}")
+                reason = (
+                    f"first rebalance since the group was loaded on this coordinator ({cause}: the member "
+                    f"was rebalancing when the coordinator moved or restarted); {reason}"
+                )
                 cause = "coordinator-moved"
         running = self.current(group_id)
         if running is not None:
@@ -210,8 +242,9 @@ class RebalanceHistory:
         """A member's JoinGroup is parked in (or, in Stable, about to start) a join phase; the first counts."""
         self._arrivals.setdefault(group_id, {}).setdefault(member_id, now_ms)
 
-    def dropped(self, group_id: str, members: Iterable[tuple[str, str | None]], phase: str,
-                entry: Rebalance | None = None) -> None:
+    def dropped(
+        self, group_id: str, members: Iterable[tuple[str, str | None]], phase: str, entry: Rebalance | None = None
+    ) -> None:
         """Members removed for missing `phase`, recorded on `entry` (default: the running one)."""
         entry = entry if entry is not None else self.current(group_id)
         if entry is None:
@@ -220,9 +253,16 @@ class RebalanceHistory:
             if len(entry.dropped) < MAX_DROPPED:
                 entry.dropped.append(DroppedMember(member_id, instance_id, phase))
 
-    def join_completed(self, group_id: str, generation: int, protocol: str | None, leader: str | None,
-                       members: Iterable[tuple[str, str | None, str, str, bool]], join_end: str,
-                       now_ms: int) -> None:
+    def join_completed(
+        self,
+        group_id: str,
+        generation: int,
+        protocol: str | None,
+        leader: str | None,
+        members: Iterable[tuple[str, str | None, str, str, bool]],
+        join_end: str,
+        now_ms: int,
+    ) -> None:
         """The join phase ended with `generation`. `members`: (member id, instance id, client id, client host,
         rejoined) in the group's order."""
         arrivals = self._arrivals.pop(group_id, {})
@@ -232,8 +272,10 @@ class RebalanceHistory:
         listed = list(members)
         times = [arrivals[m[0]] for m in listed if m[4] and m[0] in arrivals]
         first = min(times, default=now_ms)
-        entries = [MemberEntry(mid, iid, cid, host, arrivals.get(mid, first) - first if rejoined else None)
-                   for mid, iid, cid, host, rejoined in listed]
+        entries = [
+            MemberEntry(mid, iid, cid, host, arrivals.get(mid, first) - first if rejoined else None)
+            for mid, iid, cid, host, rejoined in listed
+        ]
         entry.generation, entry.protocol, entry.leader = generation, protocol, leader
         entry.join_completed_ms, entry.join_end = now_ms, join_end
         entry.members_total = len(entries)
@@ -314,8 +356,11 @@ class RebalanceHistory:
         while size > budget and encoded:
             size -= records.rebalance_entry_size(encoded.pop(0))
         if not encoded:
-            log.warning("group %s: its rebalance history does not fit in the batch of its GroupMetadata record; "
-                        "not written this time", group_id)
+            log.warning(
+                "group %s: its rebalance history does not fit in the batch of its GroupMetadata record; "
+                "not written this time",
+                group_id,
+            )
             return None
         return records.rebalance_history_record(group_id, encoded, applied=True)
 
@@ -326,7 +371,7 @@ class RebalanceHistory:
             return
         entries = [from_record(e) for e in records.decode_rebalance_history_value(value)]
         if self.size > 0:
-            self._by_group[group_id] = deque(entries[-self.size:], maxlen=self.size)
+            self._by_group[group_id] = deque(entries[-self.size :], maxlen=self.size)
 
 
 # --- the record's entries ------------------------------------------------------------------------------
@@ -342,29 +387,69 @@ def _none(value: int) -> int | None:
 
 def to_record(e: Rebalance) -> records.RebalanceEntryV0:
     return records.RebalanceEntryV0(
-        generation=_opt(e.generation), from_generation=e.from_generation, cause=e.cause, reason=e.reason,
-        member_id=e.member_id, group_instance_id=e.group_instance_id, started_ms=e.started_ms,
-        join_completed_ms=_opt(e.join_completed_ms), completed_ms=_opt(e.completed_ms), protocol=e.protocol,
-        leader=e.leader, join_end=e.join_end, outcome=e.outcome, members_total=e.members_total,
-        members=tuple(records.RebalanceMemberV0(
-            member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
-            client_host=m.client_host, joined_after_ms=_opt(m.joined_after_ms), partitions=_opt(m.partitions))
-            for m in e.members),
-        late=tuple(records.RebalanceLateV0(member_id=m.member_id, group_instance_id=m.group_instance_id,
-                                           after_ms=m.after_ms) for m in e.late),
-        dropped=tuple(records.RebalanceDroppedV0(member_id=m.member_id, group_instance_id=m.group_instance_id,
-                                                 phase=m.phase) for m in e.dropped),
+        generation=_opt(e.generation),
+        from_generation=e.from_generation,
+        cause=e.cause,
+        reason=e.reason,
+        member_id=e.member_id,
+        group_instance_id=e.group_instance_id,
+        started_ms=e.started_ms,
+        join_completed_ms=_opt(e.join_completed_ms),
+        completed_ms=_opt(e.completed_ms),
+        protocol=e.protocol,
+        leader=e.leader,
+        join_end=e.join_end,
+        outcome=e.outcome,
+        members_total=e.members_total,
+        members=tuple(
+            records.RebalanceMemberV0(
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                joined_after_ms=_opt(m.joined_after_ms),
+                partitions=_opt(m.partitions),
+            )
+            for m in e.members
+        ),
+        late=tuple(
+            records.RebalanceLateV0(member_id=m.member_id, group_instance_id=m.group_instance_id, after_ms=m.after_ms)
+            for m in e.late
+        ),
+        dropped=tuple(
+            records.RebalanceDroppedV0(member_id=m.member_id, group_instance_id=m.group_instance_id, phase=m.phase)
+            for m in e.dropped
+        ),
     )
 
 
 def from_record(r: records.RebalanceEntryV0) -> Rebalance:
     return Rebalance(
-        cause=r.cause, reason=r.reason, from_generation=r.from_generation, started_ms=r.started_ms,
-        member_id=r.member_id, group_instance_id=r.group_instance_id, generation=_none(r.generation),
-        join_completed_ms=_none(r.join_completed_ms), completed_ms=_none(r.completed_ms), protocol=r.protocol,
-        leader=r.leader, join_end=r.join_end, outcome=r.outcome, members_total=r.members_total,
-        members=[MemberEntry(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                             _none(m.joined_after_ms), _none(m.partitions)) for m in r.members],
+        cause=r.cause,
+        reason=r.reason,
+        from_generation=r.from_generation,
+        started_ms=r.started_ms,
+        member_id=r.member_id,
+        group_instance_id=r.group_instance_id,
+        generation=_none(r.generation),
+        join_completed_ms=_none(r.join_completed_ms),
+        completed_ms=_none(r.completed_ms),
+        protocol=r.protocol,
+        leader=r.leader,
+        join_end=r.join_end,
+        outcome=r.outcome,
+        members_total=r.members_total,
+        members=[
+            MemberEntry(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                _none(m.joined_after_ms),
+                _none(m.partitions),
+            )
+            for m in r.members
+        ],
         late=[LateMember(m.member_id, m.group_instance_id, m.after_ms) for m in r.late],
         dropped=[DroppedMember(m.member_id, m.group_instance_id, m.phase) for m in r.dropped],
     )

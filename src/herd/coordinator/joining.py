@@ -60,7 +60,12 @@ def member_from_join(ctx: ShardContext, req: JoinGroup, member_id: str, **state:
 
 
 def add_member_then_rebalance(
-    ctx: ShardContext, req: JoinGroup, group: ClassicGroup, member_id: str, handle: object, fx: Effects,
+    ctx: ShardContext,
+    req: JoinGroup,
+    group: ClassicGroup,
+    member_id: str,
+    handle: object,
+    fx: Effects,
     cause: str = "member-join",
 ) -> None:
     """`cause`: the history's name of the rebalance this may start (member-join, or KIP-469's
@@ -72,7 +77,9 @@ def add_member_then_rebalance(
     rb.note_arrival(ctx, group, member_id)
     # KAFKA-7610: a parked join of a new member times out after the new-member join timeout.
     rb.arm_session(ctx, group, member, ctx.config.new_member_join_timeout_ms)
-    reason = (f"Adding new member {member_id} with group instance id {req.group_instance_id}; "
-              f"client reason: {join_reason(req.reason)}")
+    reason = (
+        f"Adding new member {member_id} with group instance id {req.group_instance_id}; "
+        f"client reason: {join_reason(req.reason)}"
+    )
     rb.maybe_prepare_rebalance_or_complete_join(ctx, group, cause, reason, fx, member_id, req.group_instance_id)
     rb.complete_on_expected_arrival(ctx, group, req.group_instance_id, fx)

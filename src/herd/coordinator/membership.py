@@ -148,18 +148,30 @@ def _join_existing_member(ctx: ShardContext, req: JoinGroup, group: ClassicGroup
         _rejoin(ctx, req, group, group.member(member_id), handle, fx)
 
 
-def _rejoin(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, member: Member, handle: object, fx: Effects) -> None:
+def _rejoin(
+    ctx: ShardContext, req: JoinGroup, group: ClassicGroup, member: Member, handle: object, fx: Effects
+) -> None:
     client = f"client reason: {join_reason(req.reason)}"
     during = f"during {group.state}; {client}"
     if group.is_in(PR):
-        _update_then_rebalance(ctx, req, group, member, handle, "member-join",
-                               f"Member {member.member_id} is joining group {during}", fx)
+        _update_then_rebalance(
+            ctx, req, group, member, handle, "member-join", f"Member {member.member_id} is joining group {during}", fx
+        )
     elif group.is_in(STABLE) and group.is_leader(member.member_id):
-        _update_then_rebalance(ctx, req, group, member, handle, "leader-rejoin",
-                               f"Leader {member.member_id} re-joining group {during}", fx)
+        _update_then_rebalance(
+            ctx, req, group, member, handle, "leader-rejoin", f"Leader {member.member_id} re-joining group {during}", fx
+        )
     elif group.is_in(CR, STABLE) and not member.matches(req.protocols):
-        _update_then_rebalance(ctx, req, group, member, handle, "protocol-change",
-                               f"Updating metadata for member {member.member_id} {during}", fx)
+        _update_then_rebalance(
+            ctx,
+            req,
+            group,
+            member,
+            handle,
+            "protocol-change",
+            f"Updating metadata for member {member.member_id} {during}",
+            fx,
+        )
     elif group.is_in(CR, STABLE):
         fx.reply(handle, group.join_response(member.member_id, with_members=group.is_in(CR)))
     else:
@@ -167,13 +179,20 @@ def _rejoin(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, member: Memb
 
 
 def _update_then_rebalance(
-    ctx: ShardContext, req: JoinGroup, group: ClassicGroup, member: Member, handle: object,
-    cause: str, reason: str, fx: Effects,
+    ctx: ShardContext,
+    req: JoinGroup,
+    group: ClassicGroup,
+    member: Member,
+    handle: object,
+    cause: str,
+    reason: str,
+    fx: Effects,
 ) -> None:
     group.update_member(member, req.protocols, rebalance_timeout(req), req.session_timeout_ms, handle)
     rb.note_arrival(ctx, group, member.member_id)
-    rb.maybe_prepare_rebalance_or_complete_join(ctx, group, cause, reason, fx, member.member_id,
-                                                member.group_instance_id)
+    rb.maybe_prepare_rebalance_or_complete_join(
+        ctx, group, cause, reason, fx, member.member_id, member.group_instance_id
+    )
 
 
 # --- SyncGroup --------------------------------------------------------------------------------------
@@ -197,11 +216,14 @@ def sync(ctx: ShardContext, req: SyncGroup, handle: object) -> Result:
             _complete_generation(ctx, group, req, fx)
     elif group.is_in(STABLE):
         rb.remove_pending_sync_member(ctx, group, req.member_id)
-        fx.reply(handle, SyncGroupResponse(
-            protocol_type=group.protocol_type,
-            protocol_name=group.protocol_name,
-            assignment=group.member(req.member_id).assignment,
-        ))
+        fx.reply(
+            handle,
+            SyncGroupResponse(
+                protocol_type=group.protocol_type,
+                protocol_name=group.protocol_name,
+                assignment=group.member(req.member_id).assignment,
+            ),
+        )
     return fx.result()
 
 
@@ -274,8 +296,9 @@ def heartbeat(ctx: ShardContext, req: Heartbeat, handle: object) -> Result:
     return Result(replies=(Reply(handle, response),))
 
 
-def heartbeat_error(ctx: ShardContext, group_id: str, generation_id: int, member_id: str,
-                    instance_id: str | None) -> ErrorCode:
+def heartbeat_error(
+    ctx: ShardContext, group_id: str, generation_id: int, member_id: str, instance_id: str | None
+) -> ErrorCode:
     """A heartbeat's whole effect (the session deadline moves) and its answer's error code. The hot path: the
     runtime calls it directly when nothing is waiting to be written (a heartbeat never writes), skipping the
     request and Result objects of `heartbeat`."""
@@ -341,8 +364,11 @@ def _leave_one(ctx: ShardContext, group: ClassicGroup, who: MemberIdentity, fx: 
 
 
 def _rebalance_after_leave(
-    ctx: ShardContext, group: ClassicGroup, identities: tuple[MemberIdentity, ...],
-    responses: tuple[LeaveMemberResponse, ...], fx: Effects,
+    ctx: ShardContext,
+    group: ClassicGroup,
+    identities: tuple[MemberIdentity, ...],
+    responses: tuple[LeaveMemberResponse, ...],
+    fx: Effects,
 ) -> None:
     left = [(who, r) for who, r in zip(identities, responses, strict=True) if r.error_code == ErrorCode.NONE]
     if not left:
@@ -355,7 +381,14 @@ def _rebalance_after_leave(
     admin = any(who.member_id == UNKNOWN_MEMBER_ID or (who.reason or "").startswith(ADMIN_REASON) for who, _ in left)
     first, _ = left[0]
     if group.is_in(STABLE, CR):
-        rb.maybe_prepare_rebalance_or_complete_join(ctx, group, "admin-removal" if admin else "member-leave", reason,
-                                                    fx, first.member_id or None, first.group_instance_id)
+        rb.maybe_prepare_rebalance_or_complete_join(
+            ctx,
+            group,
+            "admin-removal" if admin else "member-leave",
+            reason,
+            fx,
+            first.member_id or None,
+            first.group_instance_id,
+        )
     elif group.is_in(PR):
         rb.maybe_complete_join_phase(ctx, group, fx)

@@ -78,8 +78,8 @@ from herd.coordinator.requests import (
 )
 from herd.coordinator.responses import (
     CommitPartitionResponse,
-    CompleteTransactionResponse,
     CommitTopicResponse,
+    CompleteTransactionResponse,
     DeletePartitionResponse,
     DeleteTopicResponse,
     FetchGroupResponse,
@@ -111,8 +111,13 @@ def commit(ctx: ShardContext, req: OffsetCommit, handle: object) -> Result:
     now = ctx.now()
     expire = _expire_timestamp(req, now)
     topics = tuple(
-        CommitTopicResponse(topic.name, tuple(
-            _commit_partition(ctx, req.group_id, topic.name, p, error, now, expire, records) for p in topic.partitions))
+        CommitTopicResponse(
+            topic.name,
+            tuple(
+                _commit_partition(ctx, req.group_id, topic.name, p, error, now, expire, records)
+                for p in topic.partitions
+            ),
+        )
         for topic in req.topics
     )
     response = OffsetCommitResponse(topics=topics)
@@ -126,8 +131,14 @@ def _commit_failed(handle: object, response: OffsetCommitResponse, error: ErrorC
 
 
 def _commit_partition(
-    ctx: ShardContext, group_id: str, topic: str, p: CommitPartition, error: ErrorCode | None, now: int,
-    expire: int, records: list[Record],
+    ctx: ShardContext,
+    group_id: str,
+    topic: str,
+    p: CommitPartition,
+    error: ErrorCode | None,
+    now: int,
+    expire: int,
+    records: list[Record],
 ) -> CommitPartitionResponse:
     if error is not None:
         return CommitPartitionResponse(p.partition_index, error)
@@ -216,20 +227,32 @@ def txn_commit(ctx: ShardContext, req: TxnOffsetCommit, handle: object) -> Resul
     records: list[Record] = []
     now = ctx.now()
     topics = tuple(
-        CommitTopicResponse(topic.name, tuple(
-            _commit_partition(ctx, req.group_id, topic.name, p, error, now, NO_EXPIRE_TIMESTAMP, records)
-            for p in topic.partitions))
+        CommitTopicResponse(
+            topic.name,
+            tuple(
+                _commit_partition(ctx, req.group_id, topic.name, p, error, now, NO_EXPIRE_TIMESTAMP, records)
+                for p in topic.partitions
+            ),
+        )
         for topic in req.topics
     )
     response = OffsetCommitResponse(topics=topics)
     if not records:
         return Result(replies=(Reply(handle, response),))
     if ctx.txn.stale_epoch(req.producer_id, req.producer_epoch):  # what the log would refuse the batch with
-        log.info("group %s: refusing offsets of producer %d at epoch %d, an older epoch than it used here",
-                 req.group_id, req.producer_id, req.producer_epoch)
+        log.info(
+            "group %s: refusing offsets of producer %d at epoch %d, an older epoch than it used here",
+            req.group_id,
+            req.producer_id,
+            req.producer_epoch,
+        )
         return Result(replies=(Reply(handle, error_response(response, ErrorCode.INVALID_PRODUCER_EPOCH)),))
-    return Result(tuple(records), (Reply(handle, response),), lambda err: _commit_failed(handle, response, err),
-                  (req.producer_id, req.producer_epoch))
+    return Result(
+        tuple(records),
+        (Reply(handle, response),),
+        lambda err: _commit_failed(handle, response, err),
+        (req.producer_id, req.producer_epoch),
+    )
 
 
 def _validate_txn_commit(ctx: ShardContext, req: TxnOffsetCommit) -> ErrorCode | None:
@@ -243,8 +266,10 @@ def complete_transaction(ctx: ShardContext, req: CompleteTransaction, handle: ob
     """The marker to write for a transaction the transaction coordinator completed (Kafka's
     CoordinatorRuntime.completeTransaction); the runtime writes it and replays it with
     `replay_end_transaction_marker`. The answer (CompleteTransactionResponse) waits for it to be durable."""
-    return Result(replies=(Reply(handle, CompleteTransactionResponse()),),
-                  marker=Marker(req.producer_id, req.producer_epoch, req.commit, req.coordinator_epoch))
+    return Result(
+        replies=(Reply(handle, CompleteTransactionResponse()),),
+        marker=Marker(req.producer_id, req.producer_epoch, req.commit, req.coordinator_epoch),
+    )
 
 
 # --- OffsetFetch ------------------------------------------------------------------------------------
@@ -270,8 +295,7 @@ def _fetch_group(ctx: ShardContext, req: FetchGroup, require_stable: bool) -> Fe
     if req.topics is None:
         return FetchGroupResponse(req.group_id, _all_offsets(offsets, partition))
     topics = tuple(
-        FetchTopicResponse(t.name, tuple(partition(t.name, p) for p in t.partition_indexes))
-        for t in req.topics
+        FetchTopicResponse(t.name, tuple(partition(t.name, p) for p in t.partition_indexes)) for t in req.topics
     )
     return FetchGroupResponse(req.group_id, topics)
 
@@ -283,8 +307,9 @@ def _partition(offsets: GroupOffsets, topic: str, partition: int) -> FetchPartit
     return FetchPartitionResponse(partition, value.offset, value.leader_epoch, value.metadata)
 
 
-def _all_offsets(offsets: GroupOffsets,
-                 partition: Callable[[str, int], FetchPartitionResponse]) -> tuple[FetchTopicResponse, ...]:
+def _all_offsets(
+    offsets: GroupOffsets, partition: Callable[[str, int], FetchPartitionResponse]
+) -> tuple[FetchTopicResponse, ...]:
     """Every committed offset of the group (Kafka's fetchAllOffsets: a partition with only a pending offset is
     not listed)."""
     by_topic: dict[str, list[int]] = {}
@@ -310,8 +335,10 @@ def delete(ctx: ShardContext, req: OffsetDelete, handle: object) -> Result:
     topics = []
     for topic in req.topics:
         subscribed = is_subscribed(group, topic.name)
-        partitions = tuple(_delete_partition(ctx, req.group_id, topic.name, p, subscribed, offsets, fx.records)
-                           for p in topic.partitions)
+        partitions = tuple(
+            _delete_partition(ctx, req.group_id, topic.name, p, subscribed, offsets, fx.records)
+            for p in topic.partitions
+        )
         topics.append(DeleteTopicResponse(topic.name, partitions))
     fx.reply(handle, OffsetDeleteResponse(topics=tuple(topics)))
     return fx.result()
@@ -326,8 +353,15 @@ def _validate_delete(group: ClassicGroup | None) -> ErrorCode | None:
     return None
 
 
-def _delete_partition(ctx: ShardContext, group_id: str, topic: str, partition: int, subscribed: bool,
-                      offsets: GroupOffsets, records: list[Record]) -> DeletePartitionResponse:
+def _delete_partition(
+    ctx: ShardContext,
+    group_id: str,
+    topic: str,
+    partition: int,
+    subscribed: bool,
+    offsets: GroupOffsets,
+    records: list[Record],
+) -> DeletePartitionResponse:
     if subscribed:
         return DeletePartitionResponse(partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
     if (topic, partition) in offsets or ctx.txn.holds(group_id, topic, partition):
@@ -342,12 +376,18 @@ def on_topics_deleted(ctx: ShardContext, topics: frozenset[str]) -> Result:
     """Kafka's OffsetMetadataManager.onPartitionsDeleted: a tombstone for every committed or pending offset of
     the deleted topics, in every group of this shard (one per partition). The groups stay; an Empty group left
     without offsets is deleted by the next retention check, as in Kafka (retention.py)."""
-    keys = {(group_id, topic, partition)
-            for group_id, group_offsets in ctx.offsets.items()
-            for topic, partition in group_offsets if topic in topics}
-    keys.update((group_id, topic, partition)
-                for group_id in ctx.txn.open
-                for topic, partition in ctx.txn.open_keys(group_id) if topic in topics)
+    keys = {
+        (group_id, topic, partition)
+        for group_id, group_offsets in ctx.offsets.items()
+        for topic, partition in group_offsets
+        if topic in topics
+    }
+    keys.update(
+        (group_id, topic, partition)
+        for group_id in ctx.txn.open
+        for topic, partition in ctx.txn.open_keys(group_id)
+        if topic in topics
+    )
     return Result(records=tuple(offset_tombstone(*key) for key in sorted(keys)))
 
 
@@ -360,8 +400,9 @@ def group_offset_keys(ctx: ShardContext, group_id: str) -> list[tuple[str, int]]
 # --- replay -----------------------------------------------------------------------------------------
 
 
-def replay_offset(ctx: ShardContext, key: bytes, value: bytes | None, producer_id: int = -1,
-                  producer_epoch: int = -1) -> None:
+def replay_offset(
+    ctx: ShardContext, key: bytes, value: bytes | None, producer_id: int = -1, producer_epoch: int = -1
+) -> None:
     """Apply one OffsetCommit record (a tombstone deletes, pending offsets of the partition too). A value for a
     group that does not exist creates a simple group, as Kafka's replay does. A value of a transactional batch
     (`producer_id` >= 0) is pending until its marker (txn_offsets.py). Raises ValueError if the record does
@@ -390,12 +431,17 @@ def replay_end_transaction_marker(ctx: ShardContext, producer_id: int, commit: b
     for group_id, key, value in done:
         _offsets_of(ctx, group_id)[key] = value
     if done:
-        log.debug("producer %d: transaction %s, %d offsets committed", producer_id,
-                  "committed" if commit else "aborted", len(done))
+        log.debug(
+            "producer %d: transaction %s, %d offsets committed",
+            producer_id,
+            "committed" if commit else "aborted",
+            len(done),
+        )
 
 
-def replay_loaded_batch(ctx: ShardContext, records: list[tuple[bytes, bytes | None]],
-                        other: Callable[[bytes, bytes | None], None]) -> int:
+def replay_loaded_batch(
+    ctx: ShardContext, records: list[tuple[bytes, bytes | None]], other: Callable[[bytes, bytes | None], None]
+) -> int:
     """`replay_offset` for every OffsetCommit record of one loaded batch and `other(key, value)` for anything
     else, in order, faster (`records.load_offset_commits`); returns how many records could not be decoded
     (each is skipped with a warning, as `replay` would raise for it alone)."""

@@ -80,12 +80,17 @@ def validate_instance_id(instance_id: str) -> None:
     if not instance_id:
         raise CoordinatorError(ErrorCode.INVALID_CONFIG, f"{CONFIG_NAME}: an instance id cannot be empty")
     if len(instance_id) > MAX_INSTANCE_ID_LENGTH:
-        raise CoordinatorError(ErrorCode.INVALID_CONFIG, f"{CONFIG_NAME}: instance id {instance_id[:40]!r}... "
-                                                         f"is longer than {MAX_INSTANCE_ID_LENGTH} characters")
+        raise CoordinatorError(
+            ErrorCode.INVALID_CONFIG,
+            f"{CONFIG_NAME}: instance id {instance_id[:40]!r}... is longer than {MAX_INSTANCE_ID_LENGTH} characters",
+        )
     if not _LEGAL_ID.fullmatch(instance_id):
-        raise CoordinatorError(ErrorCode.INVALID_CONFIG, f"{CONFIG_NAME}: instance id {instance_id!r} contains "
-                                                         "a character other than ASCII alphanumerics, '.', '_' "
-                                                         "and '-'")
+        raise CoordinatorError(
+            ErrorCode.INVALID_CONFIG,
+            f"{CONFIG_NAME}: instance id {instance_id!r} contains "
+            "a character other than ASCII alphanumerics, '.', '_' "
+            "and '-'",
+        )
 
 
 def parse_ids(value: str | None) -> tuple[str, ...]:
@@ -104,8 +109,10 @@ def parse_ids(value: str | None) -> tuple[str, ...]:
 
 
 def too_many(n: int) -> CoordinatorError:
-    return CoordinatorError(ErrorCode.INVALID_CONFIG, f"{CONFIG_NAME}: at most {MAX_EXPECTED_INSTANCES} "
-                                                      f"pre-registered instances per group, got {n}")
+    return CoordinatorError(
+        ErrorCode.INVALID_CONFIG,
+        f"{CONFIG_NAME}: at most {MAX_EXPECTED_INSTANCES} pre-registered instances per group, got {n}",
+    )
 
 
 # --- queries ----------------------------------------------------------------------------------------
@@ -178,15 +185,23 @@ def fulfil(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
     ids = expected(ctx, group.group_id)
     remaining = tuple(i for i in ids if i not in group.static_members)
     if remaining != ids:
-        log.info("group %s: pre-registered instances %s are in generation %d", group.group_id,
-                 [i for i in ids if i in group.static_members], group.generation_id)
+        log.info(
+            "group %s: pre-registered instances %s are in generation %d",
+            group.group_id,
+            [i for i in ids if i in group.static_members],
+            group.generation_id,
+        )
         change(ctx, group.group_id, remaining, fx)
 
 
 def release(ctx: ShardContext, group: ClassicGroup, absent: list[str], fx: Effects) -> None:
     """The join phase ended at its timer without `absent`: log them and drop their registration."""
-    log.warning("group %s: the join phase ended at the rebalance timeout without pre-registered instances %s; "
-                "their pre-registration is dropped", group.group_id, absent)
+    log.warning(
+        "group %s: the join phase ended at the rebalance timeout without pre-registered instances %s; "
+        "their pre-registration is dropped",
+        group.group_id,
+        absent,
+    )
     gone = set(absent)
     change(ctx, group.group_id, tuple(i for i in expected(ctx, group.group_id) if i not in gone), fx)
 

@@ -140,8 +140,9 @@ def remove_member_and_update(
     group.complete_join(member, JoinGroupResponse(error_code=unknown, member_id=""), fx)
     group.remove(member.member_id)
     if group.is_in(GroupState.STABLE, CR):
-        maybe_prepare_rebalance_or_complete_join(ctx, group, cause, reason, fx, member.member_id,
-                                                 member.group_instance_id)
+        maybe_prepare_rebalance_or_complete_join(
+            ctx, group, cause, reason, fx, member.member_id, member.group_instance_id
+        )
     elif group.is_in(PR) and all_joined(ctx, group):
         complete_join(ctx, group, fx)
 
@@ -158,8 +159,13 @@ def remove_current_member(ctx: ShardContext, group: ClassicGroup, member_id: str
 
 
 def maybe_prepare_rebalance_or_complete_join(
-    ctx: ShardContext, group: ClassicGroup, cause: str, reason: str, fx: Effects,
-    member_id: str | None = None, instance_id: str | None = None,
+    ctx: ShardContext,
+    group: ClassicGroup,
+    cause: str,
+    reason: str,
+    fx: Effects,
+    member_id: str | None = None,
+    instance_id: str | None = None,
 ) -> None:
     if can_rebalance(group.state):
         prepare_rebalance(ctx, group, cause, reason, fx, member_id, instance_id)
@@ -167,8 +173,15 @@ def maybe_prepare_rebalance_or_complete_join(
         maybe_complete_join_phase(ctx, group, fx)
 
 
-def prepare_rebalance(ctx: ShardContext, group: ClassicGroup, cause: str, reason: str, fx: Effects,
-                      member_id: str | None = None, instance_id: str | None = None) -> None:
+def prepare_rebalance(
+    ctx: ShardContext,
+    group: ClassicGroup,
+    cause: str,
+    reason: str,
+    fx: Effects,
+    member_id: str | None = None,
+    instance_id: str | None = None,
+) -> None:
     """Start a rebalance; `cause` is one of history.py's names, `member_id`/`instance_id` the member that
     started it, if one did."""
     prereg.end_hold(ctx, group.group_id)
@@ -202,8 +215,9 @@ def try_complete_initial_rebalance(ctx: ShardContext, group_id: str, delay: int,
         return EMPTY
     if group.new_member_added and remaining != 0:
         group.new_member_added = False
-        _schedule_initial(ctx, group_id, min(ctx.config.group_initial_rebalance_delay_ms, remaining),
-                          max(remaining - delay, 0))
+        _schedule_initial(
+            ctx, group_id, min(ctx.config.group_initial_rebalance_delay_ms, remaining), max(remaining - delay, 0)
+        )
         return EMPTY
     if remaining != 0 and _held_by_expected(ctx, group):
         _schedule_initial(ctx, group_id, remaining, 0)  # the rest of the rebalance timeout, at most
@@ -237,8 +251,9 @@ def maybe_complete_join_else_schedule(ctx: ShardContext, group: ClassicGroup, fx
 
 def _schedule_join_timeout(ctx: ShardContext, group: ClassicGroup) -> None:
     group_id = group.group_id
-    ctx.timer.schedule(join_key(group_id), ctx.now() + group.rebalance_timeout_ms(),
-                       lambda: complete_join_op(ctx, group_id))
+    ctx.timer.schedule(
+        join_key(group_id), ctx.now() + group.rebalance_timeout_ms(), lambda: complete_join_op(ctx, group_id)
+    )
 
 
 def maybe_complete_join_phase(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
@@ -262,13 +277,15 @@ def _held_by_expected(ctx: ShardContext, group: ClassicGroup) -> bool:
     return bool(absent)
 
 
-def complete_on_expected_arrival(ctx: ShardContext, group: ClassicGroup, instance_id: str | None,
-                                 fx: Effects) -> None:
+def complete_on_expected_arrival(ctx: ShardContext, group: ClassicGroup, instance_id: str | None, fx: Effects) -> None:
     """KIP-469: `instance_id` has just joined. If it was the last pre-registered instance missing and every
     member has rejoined, the join phase ends now (even inside KIP-134's initial delay)."""
     if group.is_in(PR) and prereg.is_expected(ctx, group.group_id, instance_id) and all_joined(ctx, group):
-        log.info("group %s: the last pre-registered instance (%s) joined; completing the join phase",
-                 group.group_id, instance_id)
+        log.info(
+            "group %s: the last pre-registered instance (%s) joined; completing the join phase",
+            group.group_id,
+            instance_id,
+        )
         complete_join(ctx, group, fx, "expected-member-arrived")
 
 
@@ -291,8 +308,7 @@ def complete_join(ctx: ShardContext, group: ClassicGroup, fx: Effects, end: str 
         cancel_session(ctx, group.group_id, member)
     if late:
         ctx.history.dropped(group.group_id, [(m.member_id, m.group_instance_id) for m in late], "join")
-        log.info("group %s removed dynamic members who did not rejoin: %s", group.group_id,
-                 [m.member_id for m in late])
+        log.info("group %s removed dynamic members who did not rejoin: %s", group.group_id, [m.member_id for m in late])
     if group.is_in(GroupState.DEAD):
         return
     if not group.maybe_elect_new_joined_leader() and group.members:
@@ -303,9 +319,17 @@ def complete_join(ctx: ShardContext, group: ClassicGroup, fx: Effects, end: str 
     group.init_next_generation(ctx.now())
     group.subscribed_topics = compute_subscribed_topics(group)  # as Kafka's initNextGeneration does
     ctx.history.join_completed(
-        group.group_id, group.generation_id, group.protocol_name, group.leader_id,
-        [(m.member_id, m.group_instance_id, m.client_id, m.client_host, m.is_awaiting_join)
-         for m in group.members.values()], end, ctx.now())
+        group.group_id,
+        group.generation_id,
+        group.protocol_name,
+        group.leader_id,
+        [
+            (m.member_id, m.group_instance_id, m.client_id, m.client_host, m.is_awaiting_join)
+            for m in group.members.values()
+        ],
+        end,
+        ctx.now(),
+    )
     if group.is_in(GroupState.EMPTY):
         log.info("group %s with generation %s is now empty", group.group_id, group.generation_id)
         fx.records.append(group_record(group, {}))
@@ -330,8 +354,11 @@ def _answer_joins(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
 
 def _schedule_pending_sync(ctx: ShardContext, group: ClassicGroup) -> None:
     group_id, generation = group.group_id, group.generation_id
-    ctx.timer.schedule(sync_key(group_id), ctx.now() + group.rebalance_timeout_ms(),
-                       lambda: expire_pending_sync(ctx, group_id, generation))
+    ctx.timer.schedule(
+        sync_key(group_id),
+        ctx.now() + group.rebalance_timeout_ms(),
+        lambda: expire_pending_sync(ctx, group_id, generation),
+    )
 
 
 def remove_pending_sync_member(ctx: ShardContext, group: ClassicGroup, member_id: str) -> None:
@@ -357,8 +384,7 @@ def expire_pending_sync(ctx: ShardContext, group_id: str, generation: int) -> Re
             cancel_session(ctx, group_id, member)
     fx = Effects()
     only = laggards[0] if len(laggards) == 1 else None
-    prepare_rebalance(ctx, group, "sync-timeout", f"removing {laggards} on pending sync request expiration", fx,
-                      only)
+    prepare_rebalance(ctx, group, "sync-timeout", f"removing {laggards} on pending sync request expiration", fx, only)
     return fx.result()
 
 

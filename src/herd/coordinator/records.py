@@ -37,7 +37,6 @@ record, `load_offset_commits` a whole batch read back from the log (loading is m
 decode normalised: `OffsetValue` for every OffsetCommitValue version, the v3 shape for GroupMetadataValue.
 """
 
-
 import io
 import logging
 import struct
@@ -378,10 +377,20 @@ def encode_offset_commit_value(value: OffsetValue) -> bytes:
     """OffsetCommitValue v3, or v1 when the commit carries an explicit expire timestamp (as Kafka writes)."""
     metadata = value.metadata.encode()
     if value.expire_timestamp >= 0:
-        return b"".join((_V0_HEAD.pack(1, value.offset, len(metadata)), metadata,
-                         _TAIL_V1.pack(value.commit_timestamp, value.expire_timestamp)))
-    return b"".join((_V3_HEAD.pack(3, value.offset, value.leader_epoch, len(metadata)), metadata,
-                     _TAIL_V3.pack(value.commit_timestamp)))
+        return b"".join(
+            (
+                _V0_HEAD.pack(1, value.offset, len(metadata)),
+                metadata,
+                _TAIL_V1.pack(value.commit_timestamp, value.expire_timestamp),
+            )
+        )
+    return b"".join(
+        (
+            _V3_HEAD.pack(3, value.offset, value.leader_epoch, len(metadata)),
+            metadata,
+            _TAIL_V3.pack(value.commit_timestamp),
+        )
+    )
 
 
 def decode_offset_commit(key: bytes, value: bytes | None) -> tuple[str, str, int, OffsetValue | None]:
@@ -396,8 +405,12 @@ def decode_offset_commit(key: bytes, value: bytes | None) -> tuple[str, str, int
     if key[2] & 0x80 or key[topic_at] & 0x80 or partition_at + 4 != len(key):  # a negative length, bytes left
         raise ValueError("malformed OffsetCommitKey: bad lengths")
     (partition,) = _I.unpack_from(key, partition_at)
-    return (key[4:topic_at].decode(), key[topic_at + 2:partition_at].decode(), partition,
-            None if value is None else decode_offset_commit_value(value))
+    return (
+        key[4:topic_at].decode(),
+        key[topic_at + 2 : partition_at].decode(),
+        partition,
+        None if value is None else decode_offset_commit_value(value),
+    )
 
 
 def decode_offset_commit_key(key: bytes) -> OffsetKey:
@@ -462,9 +475,12 @@ _TOPIC_NAMES: dict[bytes, str] = {}
 _TOPIC_NAMES_MAX = 100_000
 
 
-def load_offset_commits(records: list[tuple[bytes, bytes | None]], offsets_of: Callable[[str], GroupOffsets],
-                        remove: Callable[[str, str, int], None],
-                        other: Callable[[bytes, bytes | None], None]) -> int:
+def load_offset_commits(
+    records: list[tuple[bytes, bytes | None]],
+    offsets_of: Callable[[str], GroupOffsets],
+    remove: Callable[[str, str, int], None],
+    other: Callable[[bytes, bytes | None], None],
+) -> int:
     """Decode the records of one batch read back from the log and hand each on, in order: the value of an
     OffsetCommit record is stored in `offsets_of(group)[(topic, partition)]`, an OffsetCommit tombstone calls
     `remove(group, topic, partition)`, any other record `other(key, value)`. A record that does not decode
@@ -493,7 +509,7 @@ def load_offset_commits(records: list[tuple[bytes, bytes | None]], offsets_of: C
             partition_at = topic_at + 2 + ((key[topic_at] << 8) | key[topic_at + 1])
             if partition_at + 4 != len(key) or key[2] & 0x80 or key[topic_at] & 0x80:
                 raise ValueError("malformed OffsetCommitKey")
-            raw_topic = key[topic_at + 2:partition_at]
+            raw_topic = key[topic_at + 2 : partition_at]
             topic = topic_names.get(raw_topic)
             if topic is None:
                 topic = topic_names[raw_topic] = raw_topic.decode()

@@ -223,15 +223,15 @@ def error_response(response: object, code: int) -> object:
                 )
             )
         case DeleteGroupsResponse():
-            return DeleteGroupsResponse(
-                results=tuple(replace(r, error_code=code) for r in response.results)
-            )
+            return DeleteGroupsResponse(results=tuple(replace(r, error_code=code) for r in response.results))
         case OffsetFetchResponse():
-            return OffsetFetchResponse(groups=tuple(FetchGroupResponse(g.group_id, error_code=code)
-                                                    for g in response.groups))
+            return OffsetFetchResponse(
+                groups=tuple(FetchGroupResponse(g.group_id, error_code=code) for g in response.groups)
+            )
         case DescribeGroupsResponse():
-            return DescribeGroupsResponse(groups=tuple(DescribedGroup(group_id=g.group_id, error_code=code)
-                                                       for g in response.groups))
+            return DescribeGroupsResponse(
+                groups=tuple(DescribedGroup(group_id=g.group_id, error_code=code) for g in response.groups)
+            )
         case ListGroupsResponse():
             return ListGroupsResponse(error_code=code)
         case OffsetDeleteResponse():

@@ -114,8 +114,11 @@ def expire_offsets(ctx: ShardContext, group: ClassicGroup, now: int, records: li
     for (topic, partition), value in offsets.items():
         if topic not in subscribed:
             subscribed[topic] = is_subscribed(group, topic)
-        if not subscribed[topic] and is_expired(value, base, now, retention_ms) and not (
-                held and ctx.txn.holds(group.group_id, topic, partition)):
+        if (
+            not subscribed[topic]
+            and is_expired(value, base, now, retention_ms)
+            and not (held and ctx.txn.holds(group.group_id, topic, partition))
+        ):
             expired.append((topic, partition))
     for topic, partition in expired:
         records.append(offset_tombstone(group.group_id, topic, partition))

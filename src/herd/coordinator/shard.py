@@ -178,9 +178,7 @@ class GroupCoordinatorShard:
         covered = {id(r.handle) for r in out.replies}
         mapped = append_error_to_response_error(error)
         extra = tuple(
-            Reply(r.handle, error_response(r.response, mapped))
-            for r in result.replies
-            if id(r.handle) not in covered
+            Reply(r.handle, error_response(r.response, mapped)) for r in result.replies if id(r.handle) not in covered
         )
         return Result(out.records, out.replies + extra, out.rollback)
 
@@ -209,8 +207,9 @@ class GroupCoordinatorShard:
         else:
             log.warning("skipping __consumer_offsets record of unknown type %d", kind)
 
-    def replay_loaded_batch(self, records: list[tuple[bytes, bytes | None]], producer_id: int = -1,
-                            producer_epoch: int = -1) -> int:
+    def replay_loaded_batch(
+        self, records: list[tuple[bytes, bytes | None]], producer_id: int = -1, producer_epoch: int = -1
+    ) -> int:
         """`replay_loaded` for each (key, value) of one batch read back from the log (`producer_id` >= 0 for a
         transactional batch), faster; a record that cannot be decoded is skipped with a warning. Returns how many
         were skipped. While transactions hold offsets, and for a transactional batch, records are replayed one
@@ -255,17 +254,19 @@ class GroupCoordinatorShard:
             current_state_timestamp_ms=None if value.current_state_timestamp == -1 else value.current_state_timestamp,
         )
         for m in value.members:
-            group.add(Member(
-                member_id=m.member_id,
-                group_instance_id=m.group_instance_id,
-                client_id=m.client_id,
-                client_host=m.client_host,
-                rebalance_timeout_ms=m.session_timeout if m.rebalance_timeout == -1 else m.rebalance_timeout,
-                session_timeout_ms=m.session_timeout,
-                protocol_type=value.protocol_type,
-                protocols=(Protocol(value.protocol or "", m.subscription),),
-                assignment=m.assignment,
-            ))
+            group.add(
+                Member(
+                    member_id=m.member_id,
+                    group_instance_id=m.group_instance_id,
+                    client_id=m.client_id,
+                    client_host=m.client_host,
+                    rebalance_timeout_ms=m.session_timeout if m.rebalance_timeout == -1 else m.rebalance_timeout,
+                    session_timeout_ms=m.session_timeout,
+                    protocol_type=value.protocol_type,
+                    protocols=(Protocol(value.protocol or "", m.subscription),),
+                    assignment=m.assignment,
+                )
+            )
         group.subscribed_topics = compute_subscribed_topics(group)
         return group
 
@@ -292,9 +293,11 @@ class GroupCoordinatorShard:
             if preregistration.arrived(ctx, group) and preregistration.missing(ctx, group):
                 static.start_hold(ctx, group)
             if len(group.members) > ctx.config.group_max_size:
-                reason = (f"Freshly-loaded group {group.group_id} (size {len(group.members)}) is over capacity "
-                          f"{ctx.config.group_max_size}. Rebalancing in order to give a chance for consumers "
-                          "to commit offsets")
+                reason = (
+                    f"Freshly-loaded group {group.group_id} (size {len(group.members)}) is over capacity "
+                    f"{ctx.config.group_max_size}. Rebalancing in order to give a chance for consumers "
+                    "to commit offsets"
+                )
                 rb.prepare_rebalance(ctx, group, "over-capacity", reason, fx)
         return fx.result()
 

@@ -48,8 +48,9 @@ def join_new_static_member(
     elif old_id is None:
         # KIP-469: the last missing pre-registered instance of a hold starts the rebalance that takes them all in
         last = group.group_id in ctx.expected_holds and prereg.is_expected(ctx, group.group_id, req.group_instance_id)
-        add_member_then_rebalance(ctx, req, group, new_id, handle, fx,
-                                  "expected-members-complete" if last else "member-join")
+        add_member_then_rebalance(
+            ctx, req, group, new_id, handle, fx, "expected-members-complete" if last else "member-join"
+        )
     else:
         _replace(ctx, req, group, old_id, new_id, handle, fx)
 
@@ -73,11 +74,14 @@ def _replace(
         if group.protocol_name == group.select_protocol():
             _replace_without_rebalance(ctx, req, group, new, old_id, current_leader, previous, fences, fx)
         else:
-            reason = (f"Group's selectedProtocol will change because static member {new_id} with instance id "
-                      f"{instance_id} joined with change of protocol; {client}")
+            reason = (
+                f"Group's selectedProtocol will change because static member {new_id} with instance id "
+                f"{instance_id} joined with change of protocol; {client}"
+            )
             rb.note_arrival(ctx, group, new_id)
-            rb.maybe_prepare_rebalance_or_complete_join(ctx, group, "static-member-replaced", reason, fx, new_id,
-                                                        instance_id)
+            rb.maybe_prepare_rebalance_or_complete_join(
+                ctx, group, "static-member-replaced", reason, fx, new_id, instance_id
+            )
     elif group.is_in(GroupState.COMPLETING_REBALANCE):
         reason = f"Updating metadata for static member {new_id} with instance id {instance_id}; {client}"
         rb.note_arrival(ctx, group, new_id)
@@ -88,8 +92,15 @@ def _replace(
 
 
 def _replace_without_rebalance(
-    ctx: ShardContext, req: JoinGroup, group: ClassicGroup, new: Member, old_id: str,
-    current_leader: str | None, previous: tuple[tuple[Protocol, ...], int, int], fences: list[Reply], fx: Effects,
+    ctx: ShardContext,
+    req: JoinGroup,
+    group: ClassicGroup,
+    new: Member,
+    old_id: str,
+    current_leader: str | None,
+    previous: tuple[tuple[Protocol, ...], int, int],
+    fences: list[Reply],
+    fx: Effects,
 ) -> None:
     fx.records.append(group_record(group, group.assignments()))
     if req.api_version >= 9:  # KIP-814: a replaced leader gets the members but is told to skip assigning
@@ -102,8 +113,15 @@ def _replace_without_rebalance(
 
 
 def _undo_replacement(
-    ctx: ShardContext, group: ClassicGroup, new: Member, old_id: str, current_leader: str | None,
-    previous: tuple[tuple[Protocol, ...], int, int], fences: list[Reply], handle: object, error: ErrorCode,
+    ctx: ShardContext,
+    group: ClassicGroup,
+    new: Member,
+    old_id: str,
+    current_leader: str | None,
+    previous: tuple[tuple[Protocol, ...], int, int],
+    fences: list[Reply],
+    handle: object,
+    error: ErrorCode,
 ) -> Result:
     """The replacement record failed: give the instance back to the old member id (Kafka does)."""
     mapped = append_error_to_response_error(error)
@@ -126,10 +144,13 @@ def _undo_replacement(
 def _can_hold(ctx: ShardContext, req: JoinGroup, group: ClassicGroup) -> bool:
     """A pre-registered instance joins a Stable consumer group (speaking its protocol) while others are missing."""
     instance_id = req.group_instance_id
-    return (group.is_in(GroupState.STABLE) and req.protocol_type == "consumer" == group.protocol_type
-            and prereg.is_expected(ctx, group.group_id, instance_id)
-            and any(i != instance_id for i in prereg.missing(ctx, group))
-            and any(p.name == group.protocol_name for p in req.protocols))
+    return (
+        group.is_in(GroupState.STABLE)
+        and req.protocol_type == "consumer" == group.protocol_type
+        and prereg.is_expected(ctx, group.group_id, instance_id)
+        and any(i != instance_id for i in prereg.missing(ctx, group))
+        and any(p.name == group.protocol_name for p in req.protocols)
+    )
 
 
 def _admit_and_hold(
@@ -142,13 +163,16 @@ def _admit_and_hold(
     fx.records.append(group_record(group, group.assignments()))
     fx.reply(handle, group.join_response(new_id, with_members=False))
     start_hold(ctx, group)
-    log.info("group %s: pre-registered instance %s joined; held without a rebalance until %s join",
-             group.group_id, req.group_instance_id, prereg.missing(ctx, group))
+    log.info(
+        "group %s: pre-registered instance %s joined; held without a rebalance until %s join",
+        group.group_id,
+        req.group_instance_id,
+        prereg.missing(ctx, group),
+    )
     fx.on_failure(lambda err: _undo_admission(ctx, group, member, handle, err))
 
 
-def _undo_admission(ctx: ShardContext, group: ClassicGroup, member: Member, handle: object,
-                    error: ErrorCode) -> Result:
+def _undo_admission(ctx: ShardContext, group: ClassicGroup, member: Member, handle: object, error: ErrorCode) -> Result:
     """The membership record failed: the member was never admitted."""
     if ctx.groups.get(group.group_id) is group and group.members.get(member.member_id) is member:
         rb.cancel_session(ctx, group.group_id, member)
@@ -180,8 +204,9 @@ def _end_hold(ctx: ShardContext, group_id: str) -> Result:
     absent = prereg.missing(ctx, group)
     if absent:
         prereg.release(ctx, group, absent, fx)
-    reason = (f"pre-registered instances {prereg.arrived(ctx, group)} joined; the rebalance timeout passed "
-              f"without {absent}")
+    reason = (
+        f"pre-registered instances {prereg.arrived(ctx, group)} joined; the rebalance timeout passed without {absent}"
+    )
     rb.prepare_rebalance(ctx, group, "expected-members-timeout", reason, fx)
     return fx.result()
 
@@ -189,6 +214,8 @@ def _end_hold(ctx: ShardContext, group_id: str) -> Result:
 def end_hold_now(ctx: ShardContext, group: ClassicGroup, fx: Effects) -> None:
     """Nothing is missing any more (the operator withdrew it): rebalance the held members in."""
     if group.group_id in ctx.expected_holds and group.is_in(GroupState.STABLE) and not prereg.missing(ctx, group):
-        reason = (f"pre-registered instances {prereg.arrived(ctx, group)} joined; the operator withdrew the "
-                  "others: no other is expected")
+        reason = (
+            f"pre-registered instances {prereg.arrived(ctx, group)} joined; the operator withdrew the "
+            "others: no other is expected"
+        )
         rb.prepare_rebalance(ctx, group, "expected-members-withdrawn", reason, fx)

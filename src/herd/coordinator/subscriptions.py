@@ -23,10 +23,11 @@ from __future__ import annotations
 import logging
 import struct
 
-from herd.coordinator.group import ClassicGroup
 from kio.schema.consumer_protocol_subscription.v0.data import ConsumerProtocolSubscription
 from kio.serial import entity_reader
 from kio.serial.errors import SerialError
+
+from herd.coordinator.group import ClassicGroup
 
 log = logging.getLogger(__name__)
 
@@ -61,8 +62,12 @@ def compute_subscribed_topics(group: ClassicGroup) -> frozenset[str] | None:
     for member in group.members.values():
         parsed = subscription_topics(member.metadata(group.protocol_name))
         if parsed is None:
-            log.warning("failed to parse the consumer protocol %s of group %s: the coordinator is not aware "
-                        "of its subscribed topics", group.protocol_name, group.group_id)
+            log.warning(
+                "failed to parse the consumer protocol %s of group %s: the coordinator is not aware "
+                "of its subscribed topics",
+                group.protocol_name,
+                group.group_id,
+            )
             return None
         topics.update(parsed)
     return frozenset(topics)

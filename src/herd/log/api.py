@@ -193,8 +193,16 @@ class PartitionLog(Protocol):
         batch is bad."""
         ...
 
-    def append_control(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                       now_ms: int, *, transaction_version: int = 0) -> AppendResult:
+    def append_control(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+        *,
+        transaction_version: int = 0,
+    ) -> AppendResult:
         """Append one control batch holding one EndTransactionMarker (COMMIT or ABORT, version 0) for the producer,
         which ends its ongoing transaction in this partition (an abort is recorded in the aborted-transaction index).
         A marker for a producer with no ongoing transaction here is appended all the same and changes only the
@@ -382,8 +390,10 @@ def deletion_start(name: str, offset: int, log_start: int, high_watermark: int, 
     if target < 0:
         raise OffsetOutOfRangeError(f"The offset {target} for partition {name} is not valid")
     if target > high_watermark:
-        raise OffsetOutOfRangeError(f"Cannot increment the log start offset to {target} of partition {name} since "
-                                    f"it is larger than the high watermark {high_watermark}")
+        raise OffsetOutOfRangeError(
+            f"Cannot increment the log start offset to {target} of partition {name} since "
+            f"it is larger than the high watermark {high_watermark}"
+        )
     return max(target, log_start)
 
 

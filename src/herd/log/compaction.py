@@ -63,27 +63,26 @@ from dataclasses import dataclass, field
 
 import crc32c
 
+from herd.log.api import LogError
 from herd.log.batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_MASK,
     CONTROL_BIT,
     HEADER,
     HEADER_SIZE,
+    INT32_MAX,
     LOG_OVERHEAD,
     TIMESTAMP_TYPE_BIT,
     TRANSACTIONAL_BIT,
-    INT32_MAX,
     BatchHeader,
     parse_header,
 )
-from herd.log.api import LogError
 from herd.log.fs import FileSystem, read_whole
 from herd.log.index import OffsetIndex, TimeIndex
 from herd.log.records import Buffer, control_marker, iter_records, records_section
 from herd.log.segments import SegmentLog
 from herd.log.swap import CLEANED, MANIFEST, commit_swap, remove_leftovers, segment_file
 from herd.log.transactions import TXN_INDEX_SUFFIX, decode_aborted, encode_aborted
-
 
 DEFAULT_DELETE_RETENTION_MS = 86_400_000  # delete.retention.ms [log.cleaner.delete.retention.ms]
 MIN_CLEANABLE_DIRTY_RATIO = 0.5  # min.cleanable.dirty.ratio [log.cleaner.min.cleanable.ratio]
@@ -347,9 +346,17 @@ def plan(log: SegmentLog, now_ms: int, delete_retention_ms: int = DEFAULT_DELETE
     dirty = sum(s.size for s in spans if s.end > log.cleaner_offset)
     if not dirty_enough(dirty, sum(s.size for s in spans), force=force):
         return None
-    return Plan(log.filesystem, log.directory, spans, now_ms, delete_retention_ms, log.config.segment_bytes,
-                log.config.index_interval_bytes, aborted=log.aborted_transactions(spans[0].base, spans[-1].end),
-                active_producers=frozenset(pid for pid, *_ in log.transactions.entries()))
+    return Plan(
+        log.filesystem,
+        log.directory,
+        spans,
+        now_ms,
+        delete_retention_ms,
+        log.config.segment_bytes,
+        log.config.index_interval_bytes,
+        aborted=log.aborted_transactions(spans[0].base, spans[-1].end),
+        active_producers=frozenset(pid for pid, *_ in log.transactions.entries()),
+    )
 
 
 # --- cleaning (in a worker thread) ------------------------------------------------------------------------------
@@ -383,10 +390,10 @@ def _batches(p: Plan, span: SegmentSpan) -> Iterator[tuple[BatchHeader, memoryvi
             chunk = memoryview(f.pread(position, min(READ_CHUNK, span.size - position)))
             at = 0
             while at + HEADER_SIZE <= len(chunk):
-                size = LOG_OVERHEAD + int.from_bytes(chunk[at + 8:at + 12], "big", signed=True)
+                size = LOG_OVERHEAD + int.from_bytes(chunk[at + 8 : at + 12], "big", signed=True)
                 if at + size > len(chunk):
                     break
-                batch = chunk[at:at + size]
+                batch = chunk[at : at + size]
                 yield parse_header(batch), batch
                 at += size
             if at == 0:  # one batch larger than the chunk
@@ -500,17 +507,29 @@ def _rebuild(header: BatchHeader, records: list[memoryview], max_timestamp: int)
     """A batch with `records` (raw, their deltas relative to the header's base offset and timestamp), the
     header's offset range, producer fields and attributes (uncompressed), and a new CRC."""
     body = b"".join(records)
-    fields = HEADER.pack(header.base_offset, _EMPTY_BATCH_LENGTH + len(body), header.partition_leader_epoch, 2, 0,
-                         header.attributes & ~COMPRESSION_MASK, header.last_offset_delta, header.base_timestamp,
-                         max_timestamp, header.producer_id, header.producer_epoch, header.base_sequence,
-                         len(records))
+    fields = HEADER.pack(
+        header.base_offset,
+        _EMPTY_BATCH_LENGTH + len(body),
+        header.partition_leader_epoch,
+        2,
+        0,
+        header.attributes & ~COMPRESSION_MASK,
+        header.last_offset_delta,
+        header.base_timestamp,
+        max_timestamp,
+        header.producer_id,
+        header.producer_epoch,
+        header.base_sequence,
+        len(records),
+    )
     return _with_crc(fields + body)
 
 
 def _empty_batch(first_offset: int, last_offset: int) -> bytes:
     """A batch with no records covering [first_offset, last_offset], stamped -1 (no timestamp)."""
-    return _with_crc(HEADER.pack(first_offset, _EMPTY_BATCH_LENGTH, 0, 2, 0, 0, last_offset - first_offset, -1, -1,
-                                 -1, -1, -1, 0))
+    return _with_crc(
+        HEADER.pack(first_offset, _EMPTY_BATCH_LENGTH, 0, 2, 0, 0, last_offset - first_offset, -1, -1, -1, -1, -1, 0)
+    )
 
 
 def _with_crc(batch: bytes) -> bytes:
@@ -548,5 +567,3 @@ def _write_file(fs: FileSystem, path: str, data: bytes) -> None:
         f.fsync()
     finally:
         f.close()
-
-

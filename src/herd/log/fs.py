@@ -69,8 +69,10 @@ class DirectoryLockedError(Exception):
 
     def __init__(self, path: str, holder: str) -> None:
         directory = posixpath.dirname(path) or "."
-        super().__init__(f"{directory} is in use by another herd broker ({holder}; lock file {path}): stop it, "
-                         f"or give this broker another log.dirs")
+        super().__init__(
+            f"{directory} is in use by another herd broker ({holder}; lock file {path}): stop it, "
+            f"or give this broker another log.dirs"
+        )
         self.path = path
         self.holder = holder
 

@@ -119,9 +119,14 @@ class BoundedFileSystem:
             else:
                 with self.mutex:
                     freed = self._close_idle(max(1, len(self.lru) // 2))
-            log.error("too many open files (%s) opening %s: closed %d idle segment files and retrying; lower "
-                      "herd.log.max.open.files (%d) or raise the open-files limit (ulimit -n)",
-                      error.strerror, error.filename, freed, self.max_open)
+            log.error(
+                "too many open files (%s) opening %s: closed %d idle segment files and retrying; lower "
+                "herd.log.max.open.files (%d) or raise the open-files limit (ulimit -n)",
+                error.strerror,
+                error.filename,
+                freed,
+                self.max_open,
+            )
             return operation()
 
     def _make_room(self) -> None:
@@ -130,8 +135,11 @@ class BoundedFileSystem:
             return
         if not self._bound_logged:
             self._bound_logged = True
-            log.warning("herd.log.max.open.files (%d) reached: the least recently used segment files are closed "
-                        "and reopened when needed", self.max_open)
+            log.warning(
+                "herd.log.max.open.files (%d) reached: the least recently used segment files are closed "
+                "and reopened when needed",
+                self.max_open,
+            )
         self._close_idle(excess)
 
     def _close_idle(self, count: int) -> int:

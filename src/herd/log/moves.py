@@ -36,7 +36,7 @@ import logging
 import posixpath
 import threading
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 from herd.log.api import KafkaStorageError
 from herd.log.fs import FileSystem
@@ -62,8 +62,17 @@ def future_dir_name(topic: str, partition: int) -> str:
 class Move:
     """One partition's move from its directory `source` to `target_root` (see the module docstring)."""
 
-    def __init__(self, fs: FileSystem, log: SegmentLog, source: str, target_root: str, future: str, marker: str,
-                 sealed: list[str], on_done: Callable[[Move], None]) -> None:
+    def __init__(
+        self,
+        fs: FileSystem,
+        log: SegmentLog,
+        source: str,
+        target_root: str,
+        future: str,
+        marker: str,
+        sealed: list[str],
+        on_done: Callable[[Move], None],
+    ) -> None:
         self.fs, self._log = fs, log
         self.source, self.target_root, self.future, self._marker = source, target_root, future, marker
         self.target = posixpath.join(target_root, posixpath.basename(source))
@@ -78,8 +87,15 @@ class Move:
         self._on_done = on_done
 
     @classmethod
-    def begin(cls, fs: FileSystem, log: SegmentLog, source: str, target_root: str, marker: str,
-              on_done: Callable[[Move], None]) -> Move:
+    def begin(
+        cls,
+        fs: FileSystem,
+        log: SegmentLog,
+        source: str,
+        target_root: str,
+        marker: str,
+        on_done: Callable[[Move], None],
+    ) -> Move:
         """Make the copy's directory and roll the log (step 1); `marker` is the deletion name the source gets at
         the commit point. Raises KafkaStorageError (nothing is left behind)."""
         future = posixpath.join(target_root, future_dir_name(log.topic, log.partition))
@@ -93,8 +109,11 @@ class Move:
             _remove_quietly(fs, future)
             raise
         end = log.log_end_offset  # the base of the new active segment: every segment below it is sealed
-        sealed = sorted(name for name in fs.listdir(source)
-                        if name.endswith(_SEGMENT_SUFFIXES) and name[:20].isdigit() and int(name[:20]) < end)
+        sealed = sorted(
+            name
+            for name in fs.listdir(source)
+            if name.endswith(_SEGMENT_SUFFIXES) and name[:20].isdigit() and int(name[:20]) < end
+        )
         return cls(fs, log, source, target_root, future, marker, sealed, on_done)
 
     @property
@@ -123,8 +142,11 @@ class Move:
                 self._remove_copy()
                 return False
             if error is not None or self._log.failure is not None:
-                self._abandon(f"copying its sealed segments failed: {error}" if error is not None
-                              else f"the partition failed: {self._log.failure}")
+                self._abandon(
+                    f"copying its sealed segments failed: {error}"
+                    if error is not None
+                    else f"the partition failed: {self._log.failure}"
+                )
                 return False
             self.finished = self._switch()
             return self.finished
@@ -216,8 +238,15 @@ class Move:
         try:
             self.fs.rename(self._marker, self.source)
         except OSError as again:
-            log.error("moving %s: renaming %s failed (%s), and renaming %s back too (%s): the partition is offline; "
-                      "restart herd to finish the move", self.source, self.future, error, self._marker, again)
+            log.error(
+                "moving %s: renaming %s failed (%s), and renaming %s back too (%s): the partition is offline; "
+                "restart herd to finish the move",
+                self.source,
+                self.future,
+                error,
+                self._marker,
+                again,
+            )
             return False
         self._fsync_root(posixpath.dirname(self.source))
         self._abandon(f"renaming {self.future} failed: {error}")
@@ -225,8 +254,9 @@ class Move:
         return False
 
     def _abandon(self, why: str) -> None:
-        log.error("moving %s to %s was abandoned, the partition stays where it is: %s", self.source,
-                  self.target_root, why)
+        log.error(
+            "moving %s to %s was abandoned, the partition stays where it is: %s", self.source, self.target_root, why
+        )
         self._remove_copy()
 
     def _remove_copy(self) -> None:
@@ -237,8 +267,13 @@ class Move:
             self._log.reopen_in(directory)
             return True
         except KafkaStorageError as error:
-            log.error("%s-%d cannot be reopened from %s after a move: %s; it is offline until herd restarts",
-                      self._log.topic, self._log.partition, directory, error)
+            log.error(
+                "%s-%d cannot be reopened from %s after a move: %s; it is offline until herd restarts",
+                self._log.topic,
+                self._log.partition,
+                directory,
+                error,
+            )
             return False
 
     def _fsync_root(self, root: str) -> None:

@@ -67,10 +67,23 @@ def encode(batches: Iterable[ProducerBatch], transactions: Iterable[tuple[int, i
     producer of the partition's transaction state (herd.log.transactions `entries()`: producer id, epoch,
     coordinator epoch, first offset of its ongoing transaction or -1), with last offset -1 as Kafka writes the
     entry of a producer whose only record is a marker."""
-    entries = [_ENTRY.pack(b.producer_id, b.producer_epoch, b.last_sequence, b.last_offset,
-                           b.last_offset - b.base_offset, b.max_timestamp, -1, -1) for b in batches]
-    entries += [_ENTRY.pack(pid, epoch, -1, -1, 0, -1, coordinator_epoch, first)
-                for pid, epoch, coordinator_epoch, first in transactions]
+    entries = [
+        _ENTRY.pack(
+            b.producer_id,
+            b.producer_epoch,
+            b.last_sequence,
+            b.last_offset,
+            b.last_offset - b.base_offset,
+            b.max_timestamp,
+            -1,
+            -1,
+        )
+        for b in batches
+    ]
+    entries += [
+        _ENTRY.pack(pid, epoch, -1, -1, 0, -1, coordinator_epoch, first)
+        for pid, epoch, coordinator_epoch, first in transactions
+    ]
     body = struct.pack(">i", len(entries)) + b"".join(entries)
     return struct.pack(">hI", VERSION, crc32c.crc32c(body)) + body
 
@@ -89,12 +102,24 @@ def decode(data: bytes, *, log_append_time: bool, log_start_offset: int) -> list
     if computed != crc:
         raise CorruptSnapshotError(f"CRC is no longer valid: stored {crc}, computed {computed}")
     out = []
-    for pid, epoch, last_seq, last_offset, delta, timestamp, _, _ in _ENTRY.iter_unpack(data[_PREFIX.size:]):
+    for pid, epoch, last_seq, last_offset, delta, timestamp, _, _ in _ENTRY.iter_unpack(data[_PREFIX.size :]):
         if last_offset < 0 or delta < 0:
             continue  # Kafka's entry of a producer whose only record is a transaction marker: no batch to recall
         base_seq = (last_seq - delta) % (INT32_MAX + 1)
-        out.append(ProducerBatch(pid, epoch, base_seq, last_seq, last_offset - delta, last_offset, delta + 1,
-                                 timestamp, timestamp if log_append_time else -1, log_start_offset))
+        out.append(
+            ProducerBatch(
+                pid,
+                epoch,
+                base_seq,
+                last_seq,
+                last_offset - delta,
+                last_offset,
+                delta + 1,
+                timestamp,
+                timestamp if log_append_time else -1,
+                log_start_offset,
+            )
+        )
     return out
 
 
@@ -102,9 +127,11 @@ def decode_transactions(data: bytes) -> list[tuple[int, int, int, int]]:
     """The transaction state entries (producer id, epoch, coordinator epoch, ongoing transaction's first offset)
     of a snapshot file `encode` wrote; raises CorruptSnapshotError."""
     decode(data, log_append_time=False, log_start_offset=0)  # the checks
-    return [(pid, epoch, coordinator_epoch, first)
-            for pid, epoch, _, last_offset, _, _, coordinator_epoch, first in _ENTRY.iter_unpack(data[_PREFIX.size:])
-            if last_offset < 0]
+    return [
+        (pid, epoch, coordinator_epoch, first)
+        for pid, epoch, _, last_offset, _, _, coordinator_epoch, first in _ENTRY.iter_unpack(data[_PREFIX.size :])
+        if last_offset < 0
+    ]
 
 
 def read_transactions(fs: FileSystem, directory: str, offset: int) -> list[tuple[int, int, int, int]]:
@@ -119,8 +146,15 @@ def read(fs: FileSystem, directory: str, offset: int, *, log_append_time: bool,
     return decode(data, log_append_time=log_append_time, log_start_offset=log_start_offset)
 
 
-def write(fs: FileSystem, directory: str, offset: int, batches: Iterable[ProducerBatch], *, durable: bool,
-          transactions: Iterable[tuple[int, int, int, int]] = ()) -> None:
+def write(
+    fs: FileSystem,
+    directory: str,
+    offset: int,
+    batches: Iterable[ProducerBatch],
+    *,
+    durable: bool,
+    transactions: Iterable[tuple[int, int, int, int]] = (),
+) -> None:
     """Write the snapshot at `offset` (a temporary file renamed into place, so a crash leaves the whole file or
     none). Without `durable` nothing is fsynced (a power cut may leave a file whose CRC fails): the caller fsyncs
     it with the log (`sync`). Raises OSError."""

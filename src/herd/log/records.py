@@ -141,8 +141,10 @@ def decompress_bounded(raw: Buffer, codec: int, base_offset: int, limit: int) ->
                 raise CorruptRecordError(f"batch at offset {base_offset} does not decompress: {error}") from error
             if room >= limit:
                 _scratch.buffer = bytearray()
-                raise RecordTooLargeError(f"batch at offset {base_offset} decompresses to more than {limit} bytes "
-                                          "(herd.message.max.decompressed.bytes)") from None
+                raise RecordTooLargeError(
+                    f"batch at offset {base_offset} decompresses to more than {limit} bytes "
+                    "(herd.message.max.decompressed.bytes)"
+                ) from None
             buffer = bytearray(min(limit, 2 * len(buffer)))
             continue
         _scratch.buffer = buffer if len(buffer) <= _RETAINED_SCRATCH else bytearray()
@@ -211,7 +213,7 @@ def iter_records(section: Buffer, header: BatchHeader) -> Iterator[RecordEntry]:
         p += n
         key_len, n = read_signed_varint(section, p)
         p += n
-        key = bytes(section[p:p + key_len]) if key_len >= 0 else None
+        key = bytes(section[p : p + key_len]) if key_len >= 0 else None
         p += max(key_len, 0)
         value_len, _ = read_signed_varint(section, p)
         pos = body + length
@@ -516,12 +518,28 @@ def control_batch(producer_id: int, producer_epoch: int, commit: bool, coordinat
     """The bytes of one transaction marker batch (base offset 0: the log gives it its offset), CRC included."""
     key = _CONTROL_KEY.pack(0, CONTROL_COMMIT if commit else CONTROL_ABORT)
     value = _MARKER_VALUE.pack(0, coordinator_epoch)
-    body = (b"\x00" + _varint(0) + _varint(0) + _varint(len(key)) + key + _varint(len(value)) + value
-            + _varint(0))  # attributes, timestamp delta, offset delta, key, value, no headers
+    body = (
+        b"\x00" + _varint(0) + _varint(0) + _varint(len(key)) + key + _varint(len(value)) + value + _varint(0)
+    )  # attributes, timestamp delta, offset delta, key, value, no headers
     record = _varint(len(body)) + body
     length = HEADER_SIZE - LOG_OVERHEAD + len(record)
-    header = bytearray(HEADER.pack(0, length, partition_leader_epoch, 2, 0, TRANSACTIONAL_BIT | CONTROL_BIT, 0,
-                                   timestamp, timestamp, producer_id, producer_epoch, -1, 1))
+    header = bytearray(
+        HEADER.pack(
+            0,
+            length,
+            partition_leader_epoch,
+            2,
+            0,
+            TRANSACTIONAL_BIT | CONTROL_BIT,
+            0,
+            timestamp,
+            timestamp,
+            producer_id,
+            producer_epoch,
+            -1,
+            1,
+        )
+    )
     batch = header + record
     struct.pack_into(">I", batch, CRC_OFFSET, crc32c.crc32c(memoryview(batch)[ATTRIBUTES_OFFSET:]))
     return bytes(batch)
@@ -547,11 +565,11 @@ def control_marker(batch: Buffer, header: BatchHeader | None = None) -> tuple[bo
         pos += size
         key_length, size = read_signed_varint(data, pos)
         pos += size
-        key = bytes(data[pos:pos + max(key_length, 0)])
+        key = bytes(data[pos : pos + max(key_length, 0)])
         pos += max(key_length, 0)
         value_length, size = read_signed_varint(data, pos)
         pos += size
-        value = bytes(data[pos:pos + max(value_length, 0)])
+        value = bytes(data[pos : pos + max(value_length, 0)])
     except (DecodeError, ValueError) as error:
         raise CorruptRecordError(f"control batch at offset {header.base_offset}: {error}") from error
     if len(key) < _CONTROL_KEY.size:
@@ -560,8 +578,10 @@ def control_marker(batch: Buffer, header: BatchHeader | None = None) -> tuple[bo
     if kind not in (CONTROL_ABORT, CONTROL_COMMIT):
         return None
     if len(value) < _MARKER_VALUE.size:
-        raise InvalidRecordError(f"end transaction marker at offset {header.base_offset} has a value of "
-                                 f"{len(value)} bytes, at least {_MARKER_VALUE.size} needed")
+        raise InvalidRecordError(
+            f"end transaction marker at offset {header.base_offset} has a value of "
+            f"{len(value)} bytes, at least {_MARKER_VALUE.size} needed"
+        )
     version, coordinator_epoch = _MARKER_VALUE.unpack_from(value)
     if version < 0:
         raise InvalidRecordError(f"end transaction marker at offset {header.base_offset} has version {version}")

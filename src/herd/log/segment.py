@@ -111,8 +111,9 @@ class Segment:
                 for path in created:
                     fs.remove(path)
             except OSError as error:
-                raise CutBackFailed(error.errno, f"cannot remove a half-created segment: {error.strerror}",
-                                    error.filename) from error
+                raise CutBackFailed(
+                    error.errno, f"cannot remove a half-created segment: {error.strerror}", error.filename
+                ) from error
             raise
         segment.index, segment.time_index = OffsetIndex(), TimeIndex()
         return segment
@@ -379,7 +380,10 @@ class Segment:
         assert self.file is not None and self.index is not None
         rel = self.load_time_index().lookup(timestamp)
         window = _Window(self.file, self.size, interval + 64 * 1024)
-        wanted: Callable[[tuple[int, ...]], bool] = lambda h: h[5] >= timestamp and h[0] + h[3] >= min_offset
+
+        def wanted(h: tuple[int, ...]) -> bool:
+            return h[5] >= timestamp and h[0] + h[3] >= min_offset
+
         position = self.index.lookup(rel)
         while (start := self._find(window, position, wanted)) is not None:
             batch = window.batch(start)

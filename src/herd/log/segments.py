@@ -149,8 +149,16 @@ class SegmentLog:
     # -- opening -------------------------------------------------------------------------------------------------
 
     @classmethod
-    def open(cls, fs: FileSystem, directory: str, topic: str, partition: int, config: LogConfig, *,
-             report_errors: bool = True) -> SegmentLog:
+    def open(
+        cls,
+        fs: FileSystem,
+        directory: str,
+        topic: str,
+        partition: int,
+        config: LogConfig,
+        *,
+        report_errors: bool = True,
+    ) -> SegmentLog:
         """Open (recovering) or create the partition in `directory`."""
         fs.makedirs(directory)
         swap.recover(fs, directory)  # finish or undo a compaction swap a crash interrupted
@@ -193,8 +201,16 @@ class SegmentLog:
     def append(self, records: bytes, now_ms: int) -> AppendResult:
         return self._append(records, now_ms, 0)
 
-    def append_control(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                       now_ms: int, *, transaction_version: int = 0) -> AppendResult:
+    def append_control(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+        *,
+        transaction_version: int = 0,
+    ) -> AppendResult:
         """PartitionLog.append_control: one marker batch, appended as any batch (so durable with the next flush)."""
         self._check_usable()
         batch = control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms, self.leader_epoch)
@@ -213,7 +229,7 @@ class SegmentLog:
         out: list[tuple[int, int]] = []
         if not self._aborted:
             return out
-        for base in self._bases[self._segment_index(start):]:
+        for base in self._bases[self._segment_index(start) :]:
             found, complete = collect_aborted(self._aborted.get(base, ()), start, end)
             out.extend(found)
             if complete:
@@ -367,8 +383,9 @@ class SegmentLog:
         """DeleteRecords: see `PartitionLog.delete_records`. What lies below the new start is flushed first, so
         a crash cannot cut the log back below a start that is already checkpointed."""
         self._check_usable()
-        new_start = deletion_start(f"{self.topic}-{self.partition}", offset, self._log_start, self.log_end_offset,
-                                   self.config.cleanup_policy)
+        new_start = deletion_start(
+            f"{self.topic}-{self.partition}", offset, self._log_start, self.log_end_offset, self.config.cleanup_policy
+        )
         if new_start > self._log_start:
             if new_start > self._flushed:
                 self.flush()
@@ -398,8 +415,14 @@ class SegmentLog:
         if self._failed is None or self._failed == "closed":
             return
         self._reopen(self._dir)
-        log.warning("%s-%d recovered from %s: offsets %d to %d", self.topic, self.partition, self._dir,
-                    self._log_start, self.log_end_offset)
+        log.warning(
+            "%s-%d recovered from %s: offsets %d to %d",
+            self.topic,
+            self.partition,
+            self._dir,
+            self._log_start,
+            self.log_end_offset,
+        )
 
     def reopen_in(self, directory: str) -> None:
         """Go on from the partition's files in `directory`, in place (whoever holds this object keeps it), after
@@ -419,8 +442,7 @@ class SegmentLog:
             segment.close()
         self._cold = None
         try:  # the caller logs a failed attempt, once: the fresh log stays quiet
-            fresh = SegmentLog.open(self._fs, directory, self.topic, self.partition, self.config,
-                                    report_errors=False)
+            fresh = SegmentLog.open(self._fs, directory, self.topic, self.partition, self.config, report_errors=False)
         except OSError as error:
             raise KafkaStorageError(f"{self.topic}-{self.partition}: {_describe(error)}") from error
         cleaner_offset, report_errors, snapshot_source = self.cleaner_offset, self.report_errors, self.snapshot_source
@@ -454,8 +476,12 @@ class SegmentLog:
             entries = decode_aborted(data)
             kept = [txn for txn in entries if base <= txn.last_offset < min(following, end)]
             if len(kept) != len(entries) or len(data) != len(kept) * ABORTED_ENTRY.size:
-                log.warning("%s: %d entries of %s lie beyond the log (cut back after a crash) or are torn; "
-                            "dropped", self._dir, len(entries) - len(kept), path)
+                log.warning(
+                    "%s: %d entries of %s lie beyond the log (cut back after a crash) or are torn; dropped",
+                    self._dir,
+                    len(entries) - len(kept),
+                    path,
+                )
                 write_atomically(self._fs, path, encode_aborted(kept))
             if kept:
                 self._aborted[base] = kept
@@ -470,8 +496,13 @@ class SegmentLog:
                     batch = self.read(header.base_offset, 0, min_one=True)
                     marker = control_marker(batch)
                 except LogError as error:
-                    log.error("%s-%d: the control batch at offset %d cannot be read (%s); its transaction stays "
-                              "as it was", self.topic, self.partition, header.base_offset, error)
+                    log.error(
+                        "%s-%d: the control batch at offset %d cannot be read (%s); its transaction stays as it was",
+                        self.topic,
+                        self.partition,
+                        header.base_offset,
+                        error,
+                    )
                     continue
             for txn in self.transactions.apply([(header, marker)], [header.base_offset], -1):
                 base = self._bases[self._segment_index(txn.last_offset)]
@@ -512,9 +543,18 @@ class SegmentLog:
         try:
             for h in self._headers_from(snapshot_end):
                 if h.producer_id >= 0 and not h.attributes & CONTROL_BIT:
-                    batch = ProducerBatch(h.producer_id, h.producer_epoch, h.base_sequence, h.last_sequence,
-                                          h.base_offset, h.last_offset, h.record_count, h.max_timestamp,
-                                          h.max_timestamp if log_append else -1, self._log_start)
+                    batch = ProducerBatch(
+                        h.producer_id,
+                        h.producer_epoch,
+                        h.base_sequence,
+                        h.last_sequence,
+                        h.base_offset,
+                        h.last_offset,
+                        h.record_count,
+                        h.max_timestamp,
+                        h.max_timestamp if log_append else -1,
+                        self._log_start,
+                    )
                     kept.setdefault(h.producer_id, deque(maxlen=RETAINED_PRODUCER_BATCHES)).append(batch)
         except OSError as error:
             raise self._storage_error(error, fatal=False) from error
@@ -525,19 +565,25 @@ class SegmentLog:
         while self._snapshots:
             offset = self._snapshots[-1]
             try:
-                return offset, producer_snapshots.read(self._fs, self._dir, offset, log_append_time=log_append,
-                                                       log_start_offset=self._log_start)
+                return offset, producer_snapshots.read(
+                    self._fs, self._dir, offset, log_append_time=log_append, log_start_offset=self._log_start
+                )
             except (producer_snapshots.CorruptSnapshotError, OSError) as error:
-                log.warning("%s-%d: the producer state snapshot at offset %d is unusable (%s); deleting it and "
-                            "reading the log from an older snapshot or its start", self.topic, self.partition,
-                            offset, error)
+                log.warning(
+                    "%s-%d: the producer state snapshot at offset %d is unusable (%s); deleting it and "
+                    "reading the log from an older snapshot or its start",
+                    self.topic,
+                    self.partition,
+                    offset,
+                    error,
+                )
                 self._snapshots.pop()
                 self._remove_snapshot(offset)
         return self._log_start, []
 
     def _headers_from(self, offset: int) -> Iterator[BatchHeader]:
         """The headers of the batches from `offset` to the log end, segment by segment."""
-        for segment in self._segments[self._segment_index(offset):]:
+        for segment in self._segments[self._segment_index(offset) :]:
             yield from self._readable(segment).batch_headers(max(offset, segment.base_offset))
 
     def _take_snapshot(self, offset: int, *, durable: bool) -> None:
@@ -546,11 +592,23 @@ class SegmentLog:
         if self.snapshot_source is None or (self._snapshots and self._snapshots[-1] >= offset):
             return
         try:
-            producer_snapshots.write(self._fs, self._dir, offset, self.snapshot_source(), durable=durable,
-                                     transactions=self.transactions.entries())
+            producer_snapshots.write(
+                self._fs,
+                self._dir,
+                offset,
+                self.snapshot_source(),
+                durable=durable,
+                transactions=self.transactions.entries(),
+            )
         except OSError as error:
-            log.warning("%s-%d: the producer state snapshot at offset %d could not be written (%s); the next open "
-                        "reads the log from an older one", self.topic, self.partition, offset, _describe(error))
+            log.warning(
+                "%s-%d: the producer state snapshot at offset %d could not be written (%s); the next open "
+                "reads the log from an older one",
+                self.topic,
+                self.partition,
+                offset,
+                _describe(error),
+            )
             return
         self._snapshots.append(offset)
         if not durable:
@@ -564,8 +622,13 @@ class SegmentLog:
             try:
                 producer_snapshots.sync(self._fs, self._dir, offset)
             except OSError as error:
-                log.warning("%s-%d: the producer state snapshot at offset %d could not be synced (%s); deleting it",
-                            self.topic, self.partition, offset, _describe(error))
+                log.warning(
+                    "%s-%d: the producer state snapshot at offset %d could not be synced (%s); deleting it",
+                    self.topic,
+                    self.partition,
+                    offset,
+                    _describe(error),
+                )
                 if offset in self._snapshots:
                     self._snapshots.remove(offset)
                 self._remove_snapshot(offset)
@@ -585,8 +648,13 @@ class SegmentLog:
             if self._fs.exists(path):
                 self._fs.remove(path)
         except OSError as error:
-            log.warning("%s-%d: the producer state snapshot %s could not be deleted (%s)", self.topic,
-                        self.partition, path, _describe(error))
+            log.warning(
+                "%s-%d: the producer state snapshot %s could not be deleted (%s)",
+                self.topic,
+                self.partition,
+                path,
+                _describe(error),
+            )
         self._dir_dirty = True
 
     # -- compaction hooks (herd.log.compaction) --------------------------------------------------------------------
@@ -615,20 +683,20 @@ class SegmentLog:
             return False
         i = self._bases.index(bases[0])
         following = self._bases[i + len(bases)] if i + len(bases) < len(self._bases) else None
-        return tuple(self._bases[i:i + len(bases)]) == bases and following == end
+        return tuple(self._bases[i : i + len(bases)]) == bases and following == end
 
     def replace_segments(self, bases: tuple[int, ...], end: int) -> None:
         """Put the segment now stored at `bases[0]` (compacted, ending at `end`) in place of the segments
         `bases`, whose files are gone. The caller makes sure no flush of this log runs meanwhile."""
         i = self._bases.index(bases[0])
-        for old in self._segments[i:i + len(bases)]:
+        for old in self._segments[i : i + len(bases)]:
             if old is self._cold:
                 self._cold = None
             old.close()
         segment = self._storage(lambda: Segment.open_sealed(self._fs, self._dir, bases[0], end,
                                                             self.config.index_interval_bytes))  # fmt: skip
-        self._segments[i:i + len(bases)] = [segment]
-        self._bases[i:i + len(bases)] = [bases[0]]
+        self._segments[i : i + len(bases)] = [segment]
+        self._bases[i : i + len(bases)] = [bases[0]]
         self._max_record = None
         self._merge_txn_indexes(bases)
 
@@ -770,11 +838,19 @@ class SegmentLog:
         name = f"{self.topic}-{self.partition}"
         quiet = not self.report_errors
         if fatal and self._failed is None and not quiet:
-            log.error("%s is offline after a disk error: %s; it answers KAFKA_STORAGE_ERROR until it is recovered "
-                      "from disk (retried automatically)", name, what)
+            log.error(
+                "%s is offline after a disk error: %s; it answers KAFKA_STORAGE_ERROR until it is recovered "
+                "from disk (retried automatically)",
+                name,
+                what,
+            )
         elif not fatal and self._failed is None and self._write_error is None and not quiet:
-            log.error("%s: a disk operation failed and was undone: %s; the partition stays readable, writes answer "
-                      "KAFKA_STORAGE_ERROR while this lasts", name, what)
+            log.error(
+                "%s: a disk operation failed and was undone: %s; the partition stays readable, writes answer "
+                "KAFKA_STORAGE_ERROR while this lasts",
+                name,
+                what,
+            )
         if fatal:
             self._failed = self._failed or f"disk error: {what}"
         else:
@@ -787,7 +863,7 @@ class SegmentLog:
 
 
 def _describe(error: OSError) -> str:
-    """"No space left on device (ENOSPC) on /data/t-0/00000000000000000000.log": the OS error and the path."""
+    """ "No space left on device (ENOSPC) on /data/t-0/00000000000000000000.log": the OS error and the path."""
     code = errno.errorcode.get(error.errno or 0)
     text = error.strerror or str(error)
     return f"{text}{f' ({code})' if code else ''}" + (f" on {error.filename}" if error.filename else "")

@@ -200,11 +200,11 @@ class SegmentStore:
         self._where = self._scan()
         return sorted(self._where)
 
-    def write_partition_metadata(self, topic: str, partition: int, topic_id: uuid.UUID,
-                                 configs: dict[str, str]) -> None:
+    def write_partition_metadata(
+        self, topic: str, partition: int, topic_id: uuid.UUID, configs: dict[str, str]
+    ) -> None:
         """Write `partition.metadata` durably; raises OSError."""
-        text = (f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\n"
-                f"herd.configs: {json.dumps(configs, sort_keys=True)}\n")
+        text = f"version: 0\ntopic_id: {kafka_uuid(topic_id)}\nherd.configs: {json.dumps(configs, sort_keys=True)}\n"
         write_atomically(self.fs, posixpath.join(self._path(topic, partition), PARTITION_METADATA), text.encode())
 
     def read_partition_metadata(self, topic: str, partition: int) -> tuple[uuid.UUID, dict[str, str] | None] | None:
@@ -250,8 +250,7 @@ class SegmentStore:
             if root is not None:
                 found[root].append(StoredPartition(topic, partition, log.size_in_bytes, 0, False))
         for (topic, partition), move in sorted(self._moves.items()):
-            found[move.target_root].append(StoredPartition(topic, partition, move.copied_bytes, move.offset_lag,
-                                                           True))
+            found[move.target_root].append(StoredPartition(topic, partition, move.copied_bytes, move.offset_lag, True))
         return found
 
     def start_move(self, topic: str, partition: int, root: str) -> Move | None:
@@ -272,8 +271,9 @@ class SegmentStore:
         if self._where[key] == target:
             return None
         marker = posixpath.join(self._where[key], delete_dir_name(topic, partition, uuid.uuid4().hex))
-        move = Move.begin(self.fs, log, self._path(topic, partition), target, marker,
-                          on_done=lambda done: self._moved(key, done))
+        move = Move.begin(
+            self.fs, log, self._path(topic, partition), target, marker, on_done=lambda done: self._moved(key, done)
+        )
         self._moves[key] = move
         return move
 
@@ -316,7 +316,8 @@ class SegmentStore:
                     raise LogDirsError(
                         f"Duplicate log directories for {name} are found in both {posixpath.join(where[key], name)} "
                         f"and {posixpath.join(root, name)}. Stop herd and remove (or move away) one of the two; "
-                        f"nothing was deleted")
+                        f"nothing was deleted"
+                    )
                 where[key] = root
         return where
 
@@ -334,8 +335,12 @@ class SegmentStore:
             name = f"{topic}-{partition}"
             if (topic, partition) in self._where:
                 for path in paths:
-                    log.warning("removing %s, the copy of an unfinished move of %s (it stays in %s)", path, name,
-                                self._where[(topic, partition)])
+                    log.warning(
+                        "removing %s, the copy of an unfinished move of %s (it stays in %s)",
+                        path,
+                        name,
+                        self._where[(topic, partition)],
+                    )
                     self.fs.rmtree(path)
             elif len(paths) == 1:
                 root = posixpath.dirname(paths[0])
@@ -343,8 +348,10 @@ class SegmentStore:
                 self.fs.rename(paths[0], posixpath.join(root, name))
                 self.fs.fsync_dir(root)
             else:
-                raise LogDirsError(f"{name} has no directory but several copies of unfinished moves: "
-                                   f"{', '.join(paths)}; stop herd and keep the right one as {name}")
+                raise LogDirsError(
+                    f"{name} has no directory but several copies of unfinished moves: "
+                    f"{', '.join(paths)}; stop herd and keep the right one as {name}"
+                )
         return bool(copies)
 
     def _path(self, topic: str, partition: int) -> str:

@@ -64,8 +64,9 @@ class AbortedTxn:
 
 
 def encode_aborted(txns: Iterable[AbortedTxn]) -> bytes:
-    return b"".join(ABORTED_ENTRY.pack(0, t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset)
-                    for t in txns)
+    return b"".join(
+        ABORTED_ENTRY.pack(0, t.producer_id, t.first_offset, t.last_offset, t.last_stable_offset) for t in txns
+    )
 
 
 def decode_aborted(data: bytes) -> list[AbortedTxn]:
@@ -119,8 +120,11 @@ class TransactionState:
         so its appends pay nothing for transactions."""
         if not self._producers and not any(h.attributes & (CONTROL_BIT | TRANSACTIONAL_BIT) for h in headers):
             return []
-        return [(h, control_marker(records, h) if h.attributes & CONTROL_BIT else None)
-                for h in headers if h.producer_id >= 0]
+        return [
+            (h, control_marker(records, h) if h.attributes & CONTROL_BIT else None)
+            for h in headers
+            if h.producer_id >= 0
+        ]
 
     def check(self, batches: Sequence[tuple[BatchHeader, Marker | None]], transaction_version: int = 0) -> None:
         """Raise what Kafka raises for these batches (in order, each seeing the ones before it), before any is
@@ -132,23 +136,27 @@ class TransactionState:
                 continue
             entry = self._producers.get(pid)
             epoch, coordinator_epoch, ongoing = seen.get(pid) or (
-                (entry.epoch, entry.coordinator_epoch, entry.txn_first_offset >= 0) if entry else (NO_EPOCH, -1, False))
+                (entry.epoch, entry.coordinator_epoch, entry.txn_first_offset >= 0) if entry else (NO_EPOCH, -1, False)
+            )
             if header.attributes & CONTROL_BIT:
                 if marker is None:
                     continue
                 _check_marker_epoch(pid, header.producer_epoch, epoch, ongoing, transaction_version)
                 if marker[1] < coordinator_epoch:
                     raise TransactionCoordinatorFencedError(
-                        f"marker of producer {pid} has coordinator epoch {marker[1]}, older than {coordinator_epoch}")
+                        f"marker of producer {pid} has coordinator epoch {marker[1]}, older than {coordinator_epoch}"
+                    )
                 seen[pid] = (header.producer_epoch, marker[1], False)
                 continue
             if header.producer_epoch < epoch:
-                raise InvalidProducerEpochError(f"producer {pid} has epoch {header.producer_epoch}, older than the "
-                                                f"last seen epoch {epoch}")
+                raise InvalidProducerEpochError(
+                    f"producer {pid} has epoch {header.producer_epoch}, older than the last seen epoch {epoch}"
+                )
             transactional = bool(header.attributes & TRANSACTIONAL_BIT)
             if ongoing and not transactional:
-                raise InvalidTxnStateError(f"expected a transactional write from producer {pid}: its transaction "
-                                           "is ongoing")
+                raise InvalidTxnStateError(
+                    f"expected a transactional write from producer {pid}: its transaction is ongoing"
+                )
             seen[pid] = (header.producer_epoch, coordinator_epoch, ongoing or transactional)
 
     def apply(self, batches: Sequence[tuple[BatchHeader, Marker | None]], base_offsets: Sequence[int],
@@ -191,7 +199,12 @@ class TransactionState:
             if not commit:
                 later = next(iter(self._ongoing), None)  # the next ongoing transaction, of another producer
                 done = AbortedTxn(pid, first, offset, offset + 1 if later is None else later)
-        entry.epoch, entry.coordinator_epoch, entry.txn_first_offset, entry.last_ms = epoch, coordinator_epoch, -1, now_ms
+        entry.epoch, entry.coordinator_epoch, entry.txn_first_offset, entry.last_ms = (
+            epoch,
+            coordinator_epoch,
+            -1,
+            now_ms,
+        )
         self._guards.pop(pid, None)  # a verification made before this marker is stale
         return done
 

@@ -51,7 +51,7 @@ class FrameDecoder:
         if self._broken:
             return
         if self._pos < len(self._data):  # the reader stopped with frames left: rare (it pauses the socket)
-            self._data = self._data[self._pos:] + data
+            self._data = self._data[self._pos :] + data
         else:
             self._data = data
         self._pos = 0
@@ -67,7 +67,7 @@ class FrameDecoder:
             if 0 <= size <= self._max and len(data) - pos - 4 >= size:
                 pos += 4
                 self._pos = pos + size
-                return data[pos:pos + size]
+                return data[pos : pos + size]
         return self._next_frame(data, pos)
 
     def _next_frame(self, data: bytes, pos: int) -> bytes | memoryview | None:
@@ -77,7 +77,7 @@ class FrameDecoder:
         if self._size < 0:
             if self._head or end - pos < 4:
                 take = min(4 - len(self._head), end - pos)
-                self._head += data[pos:pos + take]
+                self._head += data[pos : pos + take]
                 pos += take
                 if len(self._head) < 4:
                     self._data, self._pos = b"", 0
@@ -90,10 +90,10 @@ class FrameDecoder:
             self._check(size)
             if end - pos >= size:
                 self._pos = pos + size
-                return data[pos:pos + size]
+                return data[pos : pos + size]
             self._size = size
         take = min(self._size - len(self._body), end - pos)
-        self._body += memoryview(data)[pos:pos + take]
+        self._body += memoryview(data)[pos : pos + take]
         pos += take
         if pos < end:
             self._pos = pos

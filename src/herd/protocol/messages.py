@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import io
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Any, Callable, NamedTuple
+from functools import cache
+from typing import Any, NamedTuple
 
 from kio.index import load_request_schema, load_response_schema
 from kio.schema.response_header.v0.header import ResponseHeader as ResponseHeaderV0
@@ -66,22 +67,22 @@ def peek_prefix(frame: bytes) -> tuple[int, int, int]:
     return _PREFIX.unpack_from(frame)
 
 
-@lru_cache(maxsize=None)
+@cache
 def request_class(api_key: int, version: int) -> type:
     return load_request_schema(api_key, version)
 
 
-@lru_cache(maxsize=None)
+@cache
 def response_class(api_key: int, version: int) -> type:
     return load_response_schema(api_key, version)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _reader(cls: type) -> Callable[[bytes, int], tuple[Any, int]]:
     return entity_reader(cls)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _writer(cls: type) -> Callable[[Any, Any], None]:
     return entity_writer(cls)
 
@@ -212,8 +213,15 @@ def encode_request(request: Any, api_key: int, version: int, correlation_id: int
     buf = io.BytesIO()
     buf.write(b"\0\0\0\0")
     header_cls = type(request).__header_schema__
-    header = make(header_cls, {"request_api_key": i16(api_key), "request_api_version": i16(version),
-                                "correlation_id": i32(correlation_id), "client_id": client_id})
+    header = make(
+        header_cls,
+        {
+            "request_api_key": i16(api_key),
+            "request_api_version": i16(version),
+            "correlation_id": i32(correlation_id),
+            "client_id": client_id,
+        },
+    )
     _writer(header_cls)(buf, header)
     _writer(type(request))(buf, request)
     data = buf.getbuffer()

@@ -69,7 +69,7 @@ def _unescape(text: str, source: str, number: int) -> str:
             continue
         nxt = text[i + 1]
         if nxt == "u":
-            digits = text[i + 2:i + 6]
+            digits = text[i + 2 : i + 6]
             if not re.fullmatch(r"[0-9a-fA-F]{4}", digits):
                 raise PropertiesError(f"{source}:{number}: malformed \\uXXXX escape")
             out.append(chr(int(digits, 16)))

@@ -11,17 +11,18 @@ from __future__ import annotations
 
 import datetime
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import fields
-from functools import lru_cache
+from functools import cache
 from types import ModuleType
-from typing import Any, Callable, Mapping
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-EPOCH = datetime.datetime.fromtimestamp(0, datetime.timezone.utc)
+EPOCH = datetime.datetime.fromtimestamp(0, datetime.UTC)
 
 
-@lru_cache(maxsize=None)
+@cache
 def field_types(cls: type) -> dict[str, str]:
     """Field name -> Kafka type of a kio class."""
     return {f.name: f.metadata.get("kafka_type", "") for f in fields(cls)}
@@ -47,7 +48,7 @@ _CONVERTERS: dict[str, Callable[[Any], Any]] = {
 }
 
 
-@lru_cache(maxsize=None)
+@cache
 def _converters(cls: type) -> dict[str, Callable[[Any], Any] | None]:
     """Field name -> the conversion its Kafka type needs (None: the value goes in as it is)."""
     return {name: _CONVERTERS.get(kafka_type) for name, kafka_type in field_types(cls).items()}

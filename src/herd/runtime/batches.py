@@ -90,8 +90,9 @@ def encode_batch(records: Sequence[Record], now_ms: int, producer_id: int = -1, 
         raise ValueError("a batch needs at least one record")
     body = b"".join(_record(i, r.key, r.value) for i, r in enumerate(records))
     if producer_id >= 0:
-        head = _BODY.pack(TRANSACTIONAL_BIT, len(records) - 1, now_ms, now_ms, producer_id, producer_epoch, 0,
-                          len(records))
+        head = _BODY.pack(
+            TRANSACTIONAL_BIT, len(records) - 1, now_ms, now_ms, producer_id, producer_epoch, 0, len(records)
+        )
     else:
         head = _BODY.pack(0, len(records) - 1, now_ms, now_ms, -1, -1, -1, len(records))
     after_crc = head + body
@@ -125,7 +126,7 @@ def read_batches(data: bytes | memoryview) -> Iterator[LoadedBatch]:
             header = parse_header(data, position)
         except LogError as error:
             raise ValueError(str(error)) from error
-        if crc32c.crc32c(view[position + _CRC_START:header.end]) != header.crc:
+        if crc32c.crc32c(view[position + _CRC_START : header.end]) != header.crc:
             raise ValueError(f"CRC32C mismatch in the batch at offset {header.base_offset}")
         start, position, attributes = position, header.end, header.attributes
         next_offset = header.base_offset + header.last_offset_delta + 1
@@ -138,8 +139,9 @@ def read_batches(data: bytes | memoryview) -> Iterator[LoadedBatch]:
                 marker = control_marker(data, header)
             except LogError as error:
                 raise ValueError(str(error)) from error
-            yield new_batch(LoadedBatch, (next_offset, [], producer_id, producer_epoch,
-                                          None if marker is None else marker[0]))
+            yield new_batch(
+                LoadedBatch, (next_offset, [], producer_id, producer_epoch, None if marker is None else marker[0])
+            )
         elif attributes & COMPRESSION_MASK:
             section = bytes(records_section(data, header))
             records = _records(section, 0, header.record_count, len(section))
@@ -180,7 +182,7 @@ def _records(data: bytes, pos: int, count: int, end: int) -> list[KeyValue]:
             key_len, n = varint(data, p)
             p += n
         if key_len >= 0:
-            key: bytes | None = data[p:p + key_len]
+            key: bytes | None = data[p : p + key_len]
             p += key_len
         else:
             key = None
@@ -193,7 +195,7 @@ def _records(data: bytes, pos: int, count: int, end: int) -> list[KeyValue]:
         if p + value_len > record_end:
             raise ValueError("a record overruns its batch")
         if key is not None:
-            append((key, data[p:p + value_len] if value_len >= 0 else None))
+            append((key, data[p : p + value_len] if value_len >= 0 else None))
         pos = record_end
     if pos != end:
         raise ValueError(f"{end - pos} bytes left after the records of a batch")

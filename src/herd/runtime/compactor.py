@@ -46,7 +46,8 @@ class Compactor:
         # A partition stored in PostgreSQL compacts itself (`PgPartitionLog.compact`, fenced like every write):
         # this only decides when, at most every REMOTE_INTERVAL_MS, since deciding reads its rows.
         self._remote: RemotePartitionLog | None = (
-            as_remote(partition_log) if getattr(partition_log, "remote", False) else None)  # type: ignore[arg-type]
+            as_remote(partition_log) if getattr(partition_log, "remote", False) else None
+        )  # type: ignore[arg-type]
         self._remote_checked_ms = -REMOTE_INTERVAL_MS
         self.supported = self._remote is not None or hasattr(partition_log, "cleanable_segments")
         self.passes = 0  # passes installed (for tests and benchmarks)
@@ -88,15 +89,17 @@ class Compactor:
         try:
             stats = await remote.compact(self._delete_retention_ms, self._clock.now_ms(), force=force)
         except Exception as error:  # taken over, or the database failed: the log is valid as it is
-            log.warning("compaction of %s-%d stopped, the log stays valid as it is: %s", remote.topic,
-                        remote.partition, error)
+            log.warning(
+                "compaction of %s-%d stopped, the log stays valid as it is: %s", remote.topic, remote.partition, error
+            )
             return
         finally:
             self._task = None
         if stats is not None:
             self.passes += 1
-            log.info("compacted %s-%d: %s, in %.2f s", remote.topic, remote.partition, stats,
-                     time.monotonic() - started)
+            log.info(
+                "compacted %s-%d: %s, in %.2f s", remote.topic, remote.partition, stats, time.monotonic() - started
+            )
 
     async def _run(self, p: compaction.Plan) -> None:
         started = time.monotonic()
@@ -114,9 +117,15 @@ class Compactor:
             compaction.remove_leftovers(p.fs, p.directory, (compaction.CLEANED,))
             return
         self._ready = cleaned
-        log.info("compacted %s: %d of %d records kept, %d -> %d bytes, in %.2f s", p.directory,
-                 cleaned.stats.records_kept, cleaned.stats.records_read, cleaned.stats.bytes_read,
-                 cleaned.stats.bytes_written, time.monotonic() - started)
+        log.info(
+            "compacted %s: %d of %d records kept, %d -> %d bytes, in %.2f s",
+            p.directory,
+            cleaned.stats.records_kept,
+            cleaned.stats.records_read,
+            cleaned.stats.bytes_read,
+            cleaned.stats.bytes_written,
+            time.monotonic() - started,
+        )
         if self._idle():
             self.install_ready()
 

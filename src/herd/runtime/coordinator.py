@@ -89,8 +89,9 @@ class CoordinatorRuntime:
         self._flusher: Flusher | None = None  # shared by the shards: one fsync round for all (flusher.py)
         self._remote_writer: RemoteWriter | None = None  # for partitions stored in PostgreSQL (cluster mode)
         self.num_partitions = 0
-        self._backoff = Backoff(config.get("herd.log.recovery.backoff.ms"),
-                                config.get("herd.log.recovery.backoff.max.ms"))
+        self._backoff = Backoff(
+            config.get("herd.log.recovery.backoff.ms"), config.get("herd.log.recovery.backoff.max.ms")
+        )
         self._reloads: dict[int, asyncio.Task[None]] = {}
         self._closing = False
         self.stats = CoordinatorStats()  # read by herd.server.metrics
@@ -122,9 +123,15 @@ class CoordinatorRuntime:
         active = self._active(partitions)
         sizes = [s.shard.size() for s in active]
         failed = len(partitions) - len(active)
-        log.info("__consumer_offsets: %d partitions loaded in %.2f s (%d groups, %d committed offsets, %d records)%s",
-                 len(active), seconds, sum(g for g, _ in sizes), sum(o for _, o in sizes),
-                 sum(s.records for s in active), f"; {failed} not loaded" if failed else "")
+        log.info(
+            "__consumer_offsets: %d partitions loaded in %.2f s (%d groups, %d committed offsets, %d records)%s",
+            len(active),
+            seconds,
+            sum(g for g, _ in sizes),
+            sum(o for _, o in sizes),
+            sum(s.records for s in active),
+            f"; {failed} not loaded" if failed else "",
+        )
 
     def _active(self, partitions: list[int]) -> list[ShardRuntime]:
         shards = [self.shards[p] for p in partitions if p in self.shards]
@@ -133,10 +140,13 @@ class CoordinatorRuntime:
     def _ensure_topic(self) -> Topic:
         topic = self._cluster.get(OFFSETS_TOPIC)
         if topic is None:
-            configs = {**OFFSETS_TOPIC_CONFIGS,
-                       "segment.bytes": str(self._broker_config.get("offsets.topic.segment.bytes"))}
-            topic = self._cluster.create_topic(OFFSETS_TOPIC, self._broker_config.get("offsets.topic.num.partitions"),
-                                               configs)
+            configs = {
+                **OFFSETS_TOPIC_CONFIGS,
+                "segment.bytes": str(self._broker_config.get("offsets.topic.segment.bytes")),
+            }
+            topic = self._cluster.create_topic(
+                OFFSETS_TOPIC, self._broker_config.get("offsets.topic.num.partitions"), configs
+            )
         return topic
 
     def load_partition(self, partition: int, *, announce: bool = False) -> asyncio.Task[None]:
@@ -156,10 +166,16 @@ class CoordinatorRuntime:
         else:
             writer = self._flusher = self._flusher or Flusher(loop, rounds=self.stats.flush_round)
         partition_log.report_errors = False  # `_shard_failed` reports them, with what the groups see
-        shard = self._new_shard_runtime(partition, partition_log, loop=loop, max_batch_bytes=max_batch,
-                                        delete_retention_ms=self._delete_retention_ms(topic), flusher=writer,
-                                        on_failed=self._shard_failed,
-                                        on_written=self._shard_written if self._backoff.failing(partition) else None)
+        shard = self._new_shard_runtime(
+            partition,
+            partition_log,
+            loop=loop,
+            max_batch_bytes=max_batch,
+            delete_retention_ms=self._delete_retention_ms(topic),
+            flusher=writer,
+            on_failed=self._shard_failed,
+            on_written=self._shard_written if self._backoff.failing(partition) else None,
+        )
         self.shards[partition] = shard
         self._observe(shard)
         task = loop.create_task(shard.load())
@@ -191,8 +207,15 @@ class CoordinatorRuntime:
         """Kafka's "Finished loading offsets and group metadata from __consumer_offsets-N in X ms"."""
         if shard.state is ShardState.ACTIVE:
             groups, offsets = shard.shard.size()
-            log.info("__consumer_offsets-%d loaded in %.2f s (%d groups, %d committed offsets, %d records): its "
-                     "groups are coordinated here", shard.partition, seconds, groups, offsets, shard.records)
+            log.info(
+                "__consumer_offsets-%d loaded in %.2f s (%d groups, %d committed offsets, %d records): its "
+                "groups are coordinated here",
+                shard.partition,
+                seconds,
+                groups,
+                offsets,
+                shard.records,
+            )
 
     def _delete_retention_ms(self, topic: Topic) -> int:
         """How long compaction keeps tombstones: the topic's delete.retention.ms, else the broker default."""
@@ -209,15 +232,27 @@ class CoordinatorRuntime:
         not failed but lost its partition: the cluster's view unloads it, nothing is reloaded."""
         partition = shard.partition
         if isinstance(error, NotLeaderError):
-            log.info("%s-%d is no longer led here (%s): %d pending requests answered NOT_COORDINATOR",
-                     self.topic, partition, error, answered)
+            log.info(
+                "%s-%d is no longer led here (%s): %d pending requests answered NOT_COORDINATOR",
+                self.topic,
+                partition,
+                error,
+                answered,
+            )
             return
         now = self.clock.now_ms()
         if self._backoff.failed(partition, now):
-            log.error("%s-%d failed: %s; %d pending requests answered NOT_COORDINATOR, its %s "
-                      "get NOT_COORDINATOR (FindCoordinator: COORDINATOR_NOT_AVAILABLE) until it is reloaded from "
-                      "disk, retried every %d ms or more", self.topic, partition, error, answered, self._keys,
-                      self._backoff.initial_ms)
+            log.error(
+                "%s-%d failed: %s; %d pending requests answered NOT_COORDINATOR, its %s "
+                "get NOT_COORDINATOR (FindCoordinator: COORDINATOR_NOT_AVAILABLE) until it is reloaded from "
+                "disk, retried every %d ms or more",
+                self.topic,
+                partition,
+                error,
+                answered,
+                self._keys,
+                self._backoff.initial_ms,
+            )
         if self._closing or partition in self._reloads:
             return
         task = asyncio.get_running_loop().create_task(self._reload(shard))
@@ -269,8 +304,9 @@ class CoordinatorRuntime:
         has started. Raises ValueError if the partition is not hosted here."""
         if partition not in self.shards:
             raise ValueError(f"{self.topic}-{partition} is not hosted here")
-        log.info("%s-%d moves on demand: unloading it, loading it again after %d ms", self.topic, partition,
-                 unavailable_ms)
+        log.info(
+            "%s-%d moves on demand: unloading it, loading it again after %d ms", self.topic, partition, unavailable_ms
+        )
         await self.unload_partition(partition)
         if unavailable_ms > 0:
             await asyncio.sleep(unavailable_ms / 1000)
@@ -326,11 +362,16 @@ class CoordinatorRuntime:
         deleted = frozenset(topics)
         for shard in self.shards.values():
             if not shard.on_topics_deleted(deleted):
-                log.info("__consumer_offsets-%d is %s: offsets of deleted topics %s stay until they expire",
-                         shard.partition, shard.state.value, sorted(deleted))
+                log.info(
+                    "__consumer_offsets-%d is %s: offsets of deleted topics %s stay until they expire",
+                    shard.partition,
+                    shard.state.value,
+                    sorted(deleted),
+                )
 
-    async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
-                                   coordinator_epoch: int = 0) -> None:
+    async def complete_transaction(
+        self, partition: int, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int = 0
+    ) -> None:
         """Write the marker of `producer_id`'s transaction (COMMIT if `commit`) into `__consumer_offsets-<partition>`
         and make its pending offsets there committed or gone (Kafka's GroupCoordinatorService.completeTransaction,
         what WriteTxnMarkers does for a coordinator partition). Returns once the marker is durable; a partition
@@ -343,13 +384,16 @@ class CoordinatorRuntime:
         shard = self.shards.get(partition)
         if shard is None:
             raise CoordinatorError(ErrorCode.NOT_COORDINATOR, f"__consumer_offsets-{partition} is not hosted here")
-        request = CompleteTransaction(producer_id=producer_id, producer_epoch=producer_epoch, commit=commit,
-                                      coordinator_epoch=coordinator_epoch)
+        request = CompleteTransaction(
+            producer_id=producer_id, producer_epoch=producer_epoch, commit=commit, coordinator_epoch=coordinator_epoch
+        )
         outcome = shard.call(GroupCoordinatorShard.complete_transaction, request)
         response = await outcome if isinstance(outcome, asyncio.Future) else outcome
         if response.error_code:  # type: ignore[attr-defined]
-            raise CoordinatorError(ErrorCode(response.error_code),  # type: ignore[attr-defined]
-                                   f"the marker of producer {producer_id} was not written")
+            raise CoordinatorError(
+                ErrorCode(response.error_code),  # type: ignore[attr-defined]
+                f"the marker of producer {producer_id} was not written",
+            )
 
     def call_all(self, handler: Handler[Request], request: Request) -> list[object]:
         """`handler` on every active shard (ListGroups). Raises CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS)

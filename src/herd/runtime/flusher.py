@@ -49,8 +49,9 @@ _Write = tuple[PartitionLog, bytes, int, "asyncio.Future[AppendResult]"]
 
 
 class Flusher:
-    def __init__(self, loop: asyncio.AbstractEventLoop, threads: int = FSYNC_THREADS,
-                 rounds: Histogram | None = None) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, threads: int = FSYNC_THREADS, rounds: Histogram | None = None
+    ) -> None:
         """`rounds`: where the duration of each round (appends and fsyncs) is recorded, on the loop."""
         self._loop = loop
         self._rounds = rounds
@@ -168,13 +169,15 @@ class Flusher:
         if len(logs) == 1:
             failures = _flush_all(logs)
         else:
-            shares = [logs[i::self._threads] for i in range(min(self._threads, len(logs)))]
+            shares = [logs[i :: self._threads] for i in range(min(self._threads, len(logs)))]
             failures = {}
             for failed in self._pool.map(_flush_all, shares):
                 failures.update(failed)
         if failures:
-            outcomes = [failures.get(id(write[0]), outcome) if not isinstance(outcome, BaseException) else outcome
-                        for write, outcome in zip(batch, outcomes, strict=True)]
+            outcomes = [
+                failures.get(id(write[0]), outcome) if not isinstance(outcome, BaseException) else outcome
+                for write, outcome in zip(batch, outcomes, strict=True)
+            ]
         return outcomes
 
 

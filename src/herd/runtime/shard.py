@@ -69,8 +69,8 @@ from herd.log.batch import LOG_OVERHEAD, parse_header, peek_prefix
 from herd.log.compaction import DEFAULT_DELETE_RETENTION_MS
 from herd.log.records import control_batch
 from herd.runtime.batches import LoadedBatch, encode_batch, read_batches
-from herd.runtime.compactor import Compactor
 from herd.runtime.commits import Writer
+from herd.runtime.compactor import Compactor
 from herd.runtime.timer import AsyncioTimer, WallClock
 
 log = logging.getLogger(__name__)
@@ -161,11 +161,20 @@ class _Pending:
 
 
 class ShardRuntime:
-    def __init__(self, partition: int, partition_log: PartitionLog, *, config: CoordinatorConfig,
-                 clock: WallClock, loop: asyncio.AbstractEventLoop, max_batch_bytes: int, flusher: Writer,
-                 delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS,
-                 on_failed: Callable[[ShardRuntime, BaseException, int], None] | None = None,
-                 on_written: Callable[[ShardRuntime], None] | None = None) -> None:
+    def __init__(
+        self,
+        partition: int,
+        partition_log: PartitionLog,
+        *,
+        config: CoordinatorConfig,
+        clock: WallClock,
+        loop: asyncio.AbstractEventLoop,
+        max_batch_bytes: int,
+        flusher: Writer,
+        delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS,
+        on_failed: Callable[[ShardRuntime, BaseException, int], None] | None = None,
+        on_written: Callable[[ShardRuntime], None] | None = None,
+    ) -> None:
         self.partition = partition
         self.log = partition_log
         self.state = ShardState.LOADING
@@ -181,8 +190,14 @@ class ShardRuntime:
         self._writer: asyncio.Task[None] | None = None
         self.writes = 0  # batches made durable (for tests and benchmarks)
         self.fsyncs = 0
-        self.compactor = Compactor(partition_log, loop=loop, clock=clock, delete_retention_ms=delete_retention_ms,
-                                   idle=lambda: self._writer is None, on_failure=self._compaction_failed)
+        self.compactor = Compactor(
+            partition_log,
+            loop=loop,
+            clock=clock,
+            delete_retention_ms=delete_retention_ms,
+            idle=lambda: self._writer is None,
+            on_failure=self._compaction_failed,
+        )
 
     topic = "__consumer_offsets"  # the partition's topic, for messages (runtime/transactions.py hosts another)
 
@@ -264,12 +279,21 @@ class ShardRuntime:
             else:  # TxnOffsetCommit: one transactional batch of the producer
                 batch = encode_batch(result.records, self._clock.now_ms(), *transaction)
             if len(batch) > self._max_batch_bytes:
-                log.warning("%s-%d: refusing a %d-byte batch (max %d)", self.topic, self.partition,
-                            len(batch), self._max_batch_bytes)
+                log.warning(
+                    "%s-%d: refusing a %d-byte batch (max %d)",
+                    self.topic,
+                    self.partition,
+                    len(batch),
+                    self._max_batch_bytes,
+                )
                 self.apply(self.shard.on_append_failed(result, ErrorCode.MESSAGE_TOO_LARGE))
                 if result.rollback is None and any(record.applied for record in result.records):
-                    self._fail(self._staged, StateDiverged(
-                        f"a refused {len(batch)}-byte batch left groups in a state its log does not hold"))
+                    self._fail(
+                        self._staged,
+                        StateDiverged(
+                            f"a refused {len(batch)}-byte batch left groups in a state its log does not hold"
+                        ),
+                    )
                 return
             producer = transaction or ()
             for record in result.records:
@@ -342,8 +366,13 @@ class ShardRuntime:
         if self._on_failed is not None:
             self._on_failed(self, error, answered)  # the runtime logs it (once) and reloads the partition
         else:
-            log.error("%s-%d failed (%s): %d pending requests answered with errors, its state unloaded",
-                      self.topic, self.partition, error, answered)
+            log.error(
+                "%s-%d failed (%s): %d pending requests answered with errors, its state unloaded",
+                self.topic,
+                self.partition,
+                error,
+                answered,
+            )
 
     # -- loading and unloading ---------------------------------------------------------------------------------
 
@@ -371,8 +400,13 @@ class ShardRuntime:
         if self.state is not ShardState.LOADING:
             return
         self.state = ShardState.ACTIVE
-        log.debug("%s-%d loaded (%d records up to offset %d)", self.topic, self.partition,
-                  self.records, self.log.log_end_offset)
+        log.debug(
+            "%s-%d loaded (%d records up to offset %d)",
+            self.topic,
+            self.partition,
+            self.records,
+            self.log.log_end_offset,
+        )
         self.apply(self.shard.on_loaded())
         self.compactor.poll()
 
@@ -401,8 +435,9 @@ class ShardRuntime:
             await load_transactions()  # compaction's limit) and the producer epochs of its appends depend on
         end = partition_log.log_end_offset
         offset = partition_log.log_start_offset
-        reading = self._loop.create_task(partition_log.read_async(offset, REMOTE_LOAD_CHUNK_BYTES)) \
-            if offset < end else None
+        reading = (
+            self._loop.create_task(partition_log.read_async(offset, REMOTE_LOAD_CHUNK_BYTES)) if offset < end else None
+        )
         try:
             while reading is not None and self.state is ShardState.LOADING:
                 data = await reading

@@ -56,7 +56,7 @@ def cumulative(buckets: list[int], offset: int = 0) -> list[tuple[str, int]]:
             running += buckets[offset + position]
             position += 1
         out.append((repr((1 << bits) / 1e9), running))
-    running += sum(buckets[offset + position:offset + BUCKETS])
+    running += sum(buckets[offset + position : offset + BUCKETS])
     out.append(("+Inf", running))
     return out
 

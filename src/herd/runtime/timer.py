@@ -1,7 +1,8 @@
 """The wall clock and an asyncio implementation of the core's keyed `Timer`.
 
 `AsyncioTimer.schedule(key, deadline_ms, operation)` arms one `loop.call_at` handle per key; scheduling a
-key again cancels the old handle (O(1): asyncio only marks it cancelled and drops it lazily). Deadlines are wall-clock milliseconds (the core's
+key again cancels the old handle (O(1): asyncio only marks it cancelled and drops it lazily). Deadlines are wall-clock
+milliseconds (the core's
 clock); they are turned into loop time once, when scheduled, so a deadline fires after the wall-clock
 duration it asked for. When a handle fires, its key is forgotten first (the operation may schedule the
 same key again), then the operation runs on the loop thread and its `Result` goes to `on_result`, which
@@ -30,8 +31,7 @@ class WallClock:
 
 
 class AsyncioTimer:
-    def __init__(self, loop: asyncio.AbstractEventLoop, clock: WallClock,
-                 on_result: Callable[[Result], None]) -> None:
+    def __init__(self, loop: asyncio.AbstractEventLoop, clock: WallClock, on_result: Callable[[Result], None]) -> None:
         self._loop = loop
         self._clock = clock
         self._on_result = on_result

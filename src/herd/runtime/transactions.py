@@ -79,8 +79,9 @@ def txn_config(config: BrokerConfig) -> TxnConfig:
 class TransactionCompleter(Protocol):
     """What the transaction coordinator needs of the group coordinator (C's `complete_transaction`)."""
 
-    def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
-                             coordinator_epoch: int) -> Any: ...
+    def complete_transaction(
+        self, partition: int, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> Any: ...
 
 
 # Writes a marker into a partition another node leads (WriteTxnMarkers to it, cluster mode); the error code answered.
@@ -93,18 +94,33 @@ class TxnShardRuntime(ShardRuntime):
     topic = TRANSACTION_STATE_TOPIC
     shard: TransactionCoordinatorShard  # type: ignore[assignment]
 
-    def __init__(self, partition: int, partition_log: PartitionLog, *, txn: TxnConfig,
-                 new_producer_id: Callable[[], int], on_markers: Callable[[TxnShardRuntime, WriteMarkers], None],
-                 **settings: Any) -> None:
+    def __init__(
+        self,
+        partition: int,
+        partition_log: PartitionLog,
+        *,
+        txn: TxnConfig,
+        new_producer_id: Callable[[], int],
+        on_markers: Callable[[TxnShardRuntime, WriteMarkers], None],
+        **settings: Any,
+    ) -> None:
         self._txn = txn
         self._new_producer_id = new_producer_id
         self._on_markers = on_markers
         super().__init__(partition, partition_log, config=CoordinatorConfig(), **settings)
 
-    def _new_shard(self, clock: WallClock,  # type: ignore[override]
-                   config: CoordinatorConfig) -> TransactionCoordinatorShard:
-        return TransactionCoordinatorShard(clock=clock, timer=self.timer, new_producer_id=self._new_producer_id,
-                                           config=self._txn, coordinator_epoch=self.log.leader_epoch)
+    def _new_shard(
+        self,
+        clock: WallClock,  # type: ignore[override]
+        config: CoordinatorConfig,
+    ) -> TransactionCoordinatorShard:
+        return TransactionCoordinatorShard(
+            clock=clock,
+            timer=self.timer,
+            new_producer_id=self._new_producer_id,
+            config=self._txn,
+            coordinator_epoch=self.log.leader_epoch,
+        )
 
     def _deliver(self, replies: tuple[Reply, ...]) -> None:
         deliver(replies)
@@ -117,10 +133,17 @@ class TransactionRuntime(CoordinatorRuntime):
     topic = TRANSACTION_STATE_TOPIC
     _keys = "transactional ids"
 
-    def __init__(self, cluster: Cluster, config: BrokerConfig, *, new_producer_id: Callable[[], int],
-                 groups: TransactionCompleter | None = None,
-                 on_marker: Callable[[tuple[str, int]], None] | None = None,
-                 remote: RemoteMarkers | None = None, clock: WallClock | None = None) -> None:
+    def __init__(
+        self,
+        cluster: Cluster,
+        config: BrokerConfig,
+        *,
+        new_producer_id: Callable[[], int],
+        groups: TransactionCompleter | None = None,
+        on_marker: Callable[[tuple[str, int]], None] | None = None,
+        remote: RemoteMarkers | None = None,
+        clock: WallClock | None = None,
+    ) -> None:
         super().__init__(cluster, config, clock)
         self.txn_config = txn_config(config)
         self.new_producer_id = new_producer_id
@@ -159,9 +182,11 @@ class TransactionRuntime(CoordinatorRuntime):
 
     async def _create_shared(self) -> None:
         try:
-            await self._cluster.create_topic(TRANSACTION_STATE_TOPIC,  # type: ignore[misc]
-                                             self._broker_config.get("transaction.state.log.num.partitions"),
-                                             self._topic_configs())
+            await self._cluster.create_topic(
+                TRANSACTION_STATE_TOPIC,  # type: ignore[misc]
+                self._broker_config.get("transaction.state.log.num.partitions"),
+                self._topic_configs(),
+            )
         except TopicError as e:
             if e.error_code != TOPIC_ALREADY_EXISTS:  # another node made it meanwhile: fine
                 log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, e)
@@ -169,15 +194,19 @@ class TransactionRuntime(CoordinatorRuntime):
             log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, e)
 
     def _topic_configs(self) -> dict[str, str | None]:
-        return {**TRANSACTION_STATE_TOPIC_CONFIGS,
-                "segment.bytes": str(self._broker_config.get("transaction.state.log.segment.bytes"))}
+        return {
+            **TRANSACTION_STATE_TOPIC_CONFIGS,
+            "segment.bytes": str(self._broker_config.get("transaction.state.log.segment.bytes")),
+        }
 
     def _ensure_topic(self) -> Topic:
         topic = self._cluster.get(TRANSACTION_STATE_TOPIC)
         if topic is None:
-            topic = self._cluster.create_topic(TRANSACTION_STATE_TOPIC,
-                                               self._broker_config.get("transaction.state.log.num.partitions"),
-                                               self._topic_configs())
+            topic = self._cluster.create_topic(
+                TRANSACTION_STATE_TOPIC,
+                self._broker_config.get("transaction.state.log.num.partitions"),
+                self._topic_configs(),
+            )
         return topic
 
     def load_partition(self, partition: int, *, announce: bool = False) -> asyncio.Task[None]:
@@ -194,20 +223,39 @@ class TransactionRuntime(CoordinatorRuntime):
         return bool(self.num_partitions) and super().hosts(group_id)
 
     def _new_shard_runtime(self, partition: int, partition_log: PartitionLog, **settings: Any) -> ShardRuntime:
-        return TxnShardRuntime(partition, partition_log, clock=self.clock, txn=self.txn_config,
-                               new_producer_id=self.new_producer_id, on_markers=self._start_markers, **settings)
+        return TxnShardRuntime(
+            partition,
+            partition_log,
+            clock=self.clock,
+            txn=self.txn_config,
+            new_producer_id=self.new_producer_id,
+            on_markers=self._start_markers,
+            **settings,
+        )
 
     def _log_loaded(self, partitions: list[int], seconds: float) -> None:
         active = self._active(partitions)
         failed = len(partitions) - len(active)
-        log.info("%s: %d partitions loaded in %.2f s (%d transactional ids, %d records)%s", self.topic, len(active),
-                 seconds, sum(s.shard.size() for s in active), sum(s.records for s in active),
-                 f"; {failed} not loaded" if failed else "")
+        log.info(
+            "%s: %d partitions loaded in %.2f s (%d transactional ids, %d records)%s",
+            self.topic,
+            len(active),
+            seconds,
+            sum(s.shard.size() for s in active),
+            sum(s.records for s in active),
+            f"; {failed} not loaded" if failed else "",
+        )
 
     def _log_moved_in(self, shard: ShardRuntime, seconds: float) -> None:
         if shard.state is ShardState.ACTIVE:
-            log.info("%s-%d loaded in %.2f s (%d transactional ids, %d records): its transactions are coordinated "
-                     "here", self.topic, shard.partition, seconds, shard.shard.size(), shard.records)
+            log.info(
+                "%s-%d loaded in %.2f s (%d transactional ids, %d records): its transactions are coordinated here",
+                self.topic,
+                shard.partition,
+                seconds,
+                shard.shard.size(),
+                shard.records,
+            )
 
     async def close(self) -> None:
         if self._creating is not None:
@@ -236,13 +284,22 @@ class TransactionRuntime(CoordinatorRuntime):
                     pending.discard(tp)
                 except MarkerError as error:
                     if error.code in PERMANENT_MARKER_ERRORS:
-                        log.info("the marker of transactional id %s to %s-%d is not written: %s",
-                                 job.transactional_id, *tp, error)
+                        log.info(
+                            "the marker of transactional id %s to %s-%d is not written: %s",
+                            job.transactional_id,
+                            *tp,
+                            error,
+                        )
                         pending.discard(tp)
                     elif tp not in reported:
                         reported.add(tp)
-                        log.warning("the %s marker of transactional id %s cannot be written to %s-%d yet (%s): "
-                                    "retrying", "COMMIT" if job.commit else "ABORT", job.transactional_id, *tp, error)
+                        log.warning(
+                            "the %s marker of transactional id %s cannot be written to %s-%d yet (%s): retrying",
+                            "COMMIT" if job.commit else "ABORT",
+                            job.transactional_id,
+                            *tp,
+                            error,
+                        )
                 except Exception:  # a bug: logged once, retried like the rest
                     if tp not in reported:
                         reported.add(tp)
@@ -269,12 +326,14 @@ UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, COORDINATOR_NOT_AVAILABLE = 
 KAFKA_STORAGE_ERROR = 56
 # TransactionMarkerRequestCompletionHandler: these end the marker's retries (the partition is gone, or the
 # producer or coordinator epoch moved on); the others are retried.
-PERMANENT_MARKER_ERRORS = frozenset({
-    UNKNOWN_TOPIC_OR_PARTITION,  # herd knows its topics: a missing one is deleted (Kafka: "likely deleted")
-    47,  # INVALID_PRODUCER_EPOCH
-    52,  # TRANSACTION_COORDINATOR_FENCED
-    35,  # UNSUPPORTED_VERSION
-})
+PERMANENT_MARKER_ERRORS = frozenset(
+    {
+        UNKNOWN_TOPIC_OR_PARTITION,  # herd knows its topics: a missing one is deleted (Kafka: "likely deleted")
+        47,  # INVALID_PRODUCER_EPOCH
+        52,  # TRANSACTION_COORDINATOR_FENCED
+        35,  # UNSUPPORTED_VERSION
+    }
+)
 
 
 class MarkerError(Exception):
@@ -283,8 +342,14 @@ class MarkerError(Exception):
         self.code = code
 
 
-async def write_marker(cluster: Cluster, groups: TransactionCompleter | None, tp: tuple[str, int], marker: Marker,
-                       now_ms: int, on_marker: Callable[[tuple[str, int]], None] | None = None) -> None:
+async def write_marker(
+    cluster: Cluster,
+    groups: TransactionCompleter | None,
+    tp: tuple[str, int],
+    marker: Marker,
+    now_ms: int,
+    on_marker: Callable[[tuple[str, int]], None] | None = None,
+) -> None:
     """Write `marker` into partition `tp` led by this node: a data partition with `append_control` on its log
     (committed in PostgreSQL; on local files flushed by log.flush.*), a `__consumer_offsets` partition through the group
     coordinator's `complete_transaction`. Used for the markers of this node's transactions and for WriteTxnMarkers
@@ -302,16 +367,22 @@ async def write_marker(cluster: Cluster, groups: TransactionCompleter | None, tp
         if groups is None:
             raise MarkerError(COORDINATOR_NOT_AVAILABLE, "no group coordinator runs here")
         try:
-            outcome = groups.complete_transaction(index, marker.producer_id, marker.producer_epoch, marker.commit,
-                                                  marker.coordinator_epoch)
+            outcome = groups.complete_transaction(
+                index, marker.producer_id, marker.producer_epoch, marker.commit, marker.coordinator_epoch
+            )
             if asyncio.isfuture(outcome) or asyncio.iscoroutine(outcome):
                 await outcome
         except CoordinatorError as error:
             raise MarkerError(error.code, str(error)) from None
         return
     try:
-        appended = partition.append_control(marker.producer_id, marker.producer_epoch,  # type: ignore[attr-defined]
-                                            marker.commit, marker.coordinator_epoch, now_ms)
+        appended = partition.append_control(
+            marker.producer_id,
+            marker.producer_epoch,  # type: ignore[attr-defined]
+            marker.commit,
+            marker.coordinator_epoch,
+            now_ms,
+        )
         if partition.remote:
             await as_remote(partition).wait_durable(appended.last_offset + 1)
         else:

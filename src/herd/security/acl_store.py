@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import logging
 import posixpath
-from typing import TYPE_CHECKING, Any, Iterable, Protocol
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from herd.cluster.topics import KAFKA_STORAGE_ERROR, MetadataError, TopicError
 from herd.config import BrokerConfig, parse_super_users
@@ -36,8 +37,10 @@ def make_authorizer(config: BrokerConfig) -> Authorizer | None:
     everything), with super.users and allow.everyone.if.no.acl.found; its ACLs are the store's to load."""
     if not config.get("authorizer.class.name"):
         return None
-    return Authorizer(super_users=parse_super_users(config.get("super.users")),
-                      allow_if_no_acl=config.get("allow.everyone.if.no.acl.found"))
+    return Authorizer(
+        super_users=parse_super_users(config.get("super.users")),
+        allow_if_no_acl=config.get("allow.everyone.if.no.acl.found"),
+    )
 
 
 class AclStore(Protocol):
@@ -74,8 +77,10 @@ class FileAclStore:
         except FileNotFoundError:
             return
         except (OSError, ValueError, KeyError, TypeError) as e:
-            raise MetadataError(f"{self.path} cannot be used ({e}): restore it from a backup (moving it away "
-                                f"starts the broker with no ACLs)") from None
+            raise MetadataError(
+                f"{self.path} cannot be used ({e}): restore it from a backup (moving it away "
+                f"starts the broker with no ACLs)"
+            ) from None
         self.authorizer.replace(acls)
         log.info("%d ACLs loaded from %s", len(acls), self.path)
 
@@ -121,8 +126,10 @@ class SharedAclStore:
     async def create(self, acls: list[Acl]) -> None:
         async def insert(conn: Any) -> None:
             async with conn.cursor() as cursor:
-                await cursor.executemany(f"INSERT INTO herd_acls ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-                                         "ON CONFLICT DO NOTHING", [_row(a) for a in acls])
+                await cursor.executemany(
+                    f"INSERT INTO herd_acls ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                    [_row(a) for a in acls],
+                )
 
         if acls:
             await self.cluster.change_acls(insert)
@@ -134,8 +141,10 @@ class SharedAclStore:
             gone = sorted({a for acls in found for a in acls})
             if gone:
                 async with conn.cursor() as cur:
-                    await cur.executemany(f"DELETE FROM herd_acls WHERE ({_COLUMNS}) = "
-                                          "(%s, %s, %s, %s, %s, %s, %s)", [_row(a) for a in gone])
+                    await cur.executemany(
+                        f"DELETE FROM herd_acls WHERE ({_COLUMNS}) = (%s, %s, %s, %s, %s, %s, %s)",
+                        [_row(a) for a in gone],
+                    )
             return found
 
         return await self.cluster.change_acls(delete)

@@ -34,9 +34,9 @@ Codes are Kafka's (herd.protocol.acl_codes, shared with the client), as the wire
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right, insort
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import Iterable
 
 from herd.protocol.acl_codes import CLUSTER_NAME, WILDCARD, PatternType, ResourceType
 from herd.protocol.acl_codes import AclOperation as Operation
@@ -49,11 +49,26 @@ _O = Operation
 # the operations each resource type supports (apache/kafka core/src/main/scala/kafka/security/authorizer/
 # AclEntry.scala supportedOperations): what authorized_operations answers about
 SUPPORTED: dict[int, tuple[Operation, ...]] = {
-    ResourceType.TOPIC: (_O.READ, _O.WRITE, _O.CREATE, _O.DESCRIBE, _O.DELETE, _O.ALTER, _O.DESCRIBE_CONFIGS,
-                         _O.ALTER_CONFIGS),
+    ResourceType.TOPIC: (
+        _O.READ,
+        _O.WRITE,
+        _O.CREATE,
+        _O.DESCRIBE,
+        _O.DELETE,
+        _O.ALTER,
+        _O.DESCRIBE_CONFIGS,
+        _O.ALTER_CONFIGS,
+    ),
     ResourceType.GROUP: (_O.READ, _O.DESCRIBE, _O.DELETE, _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS),
-    ResourceType.CLUSTER: (_O.CREATE, _O.CLUSTER_ACTION, _O.DESCRIBE_CONFIGS, _O.ALTER_CONFIGS, _O.IDEMPOTENT_WRITE,
-                           _O.ALTER, _O.DESCRIBE),
+    ResourceType.CLUSTER: (
+        _O.CREATE,
+        _O.CLUSTER_ACTION,
+        _O.DESCRIBE_CONFIGS,
+        _O.ALTER_CONFIGS,
+        _O.IDEMPOTENT_WRITE,
+        _O.ALTER,
+        _O.DESCRIBE,
+    ),
     ResourceType.TRANSACTIONAL_ID: (_O.DESCRIBE, _O.WRITE),
     ResourceType.DELEGATION_TOKEN: (_O.DESCRIBE,),
     ResourceType.USER: (_O.CREATE_TOKENS, _O.DESCRIBE_TOKENS),
@@ -114,8 +129,10 @@ class Acl:
         if self.pattern_type == PatternType.PREFIXED and self.resource_name == WILDCARD:
             return "A PREFIXED pattern cannot be the wildcard '*': use a LITERAL '*' for every resource"
         if ":" not in self.principal:
-            return (f"Could not parse principal from `{self.principal}` (no colon is present separating the "
-                    f"principal type from the principal name)")
+            return (
+                f"Could not parse principal from `{self.principal}` (no colon is present separating the "
+                f"principal type from the principal name)"
+            )
         if not self.host:
             return "Invalid empty host"
         return None
@@ -149,10 +166,12 @@ class AclFilter:
 
     def problem(self) -> str | None:
         """Why the filter cannot be used (INVALID_REQUEST): an UNKNOWN or unknown code anywhere."""
-        for label, enum, code in (("ResourceType", ResourceType, self.resource_type),
-                                  ("PatternType", PatternType, self.pattern_type),
-                                  ("Operation", Operation, self.operation),
-                                  ("Permission", Permission, self.permission)):
+        for label, enum, code in (
+            ("ResourceType", ResourceType, self.resource_type),
+            ("PatternType", PatternType, self.pattern_type),
+            ("Operation", Operation, self.operation),
+            ("Permission", Permission, self.permission),
+        ):
             if not _known(enum, code) or code == 0:
                 return f"The filter has an unknown {label} ({code})"
         return None
@@ -176,10 +195,12 @@ class AclFilter:
         return name.startswith(acl.resource_name)
 
     def matches_entry(self, acl: Acl) -> bool:
-        return ((self.principal is None or self.principal == acl.principal)
-                and (self.host is None or self.host == acl.host)
-                and (self.operation == Operation.ANY or self.operation == acl.operation)
-                and (self.permission == Permission.ANY or self.permission == acl.permission))
+        return (
+            (self.principal is None or self.principal == acl.principal)
+            and (self.host is None or self.host == acl.host)
+            and (self.operation == Operation.ANY or self.operation == acl.operation)
+            and (self.permission == Permission.ANY or self.permission == acl.permission)
+        )
 
 
 Bucket = dict[str, list[Acl]]  # the ACLs of one resource pattern, by principal
@@ -298,8 +319,9 @@ class Authorizer:
     """The ACLs in force and the decisions made from them (see the module's docstring). Changed only through
     `add`, `remove` and `replace` (the store calls them once a change is durable); answers are plain bools."""
 
-    def __init__(self, acls: Iterable[Acl] = (), super_users: Iterable[str] = (),
-                 allow_if_no_acl: bool = False) -> None:
+    def __init__(
+        self, acls: Iterable[Acl] = (), super_users: Iterable[str] = (), allow_if_no_acl: bool = False
+    ) -> None:
         self.super_users = frozenset(super_users)
         self.allow_if_no_acl = allow_if_no_acl
         self._acls: set[Acl] = set()

@@ -23,8 +23,9 @@ import logging
 import os
 import secrets
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from herd.cluster.topics import MetadataError, TopicError
 from herd.log.fs import FileSystem, read_whole, write_atomically
@@ -121,11 +122,18 @@ class CredentialView:
         results = []
         for user, count in counts.items():
             if count > 1:
-                results.append((user, DUPLICATE_RESOURCE, "Cannot describe SCRAM credentials for the same user "
-                                f"twice in a single request: {user}", []))
+                results.append(
+                    (
+                        user,
+                        DUPLICATE_RESOURCE,
+                        f"Cannot describe SCRAM credentials for the same user twice in a single request: {user}",
+                        [],
+                    )
+                )
             elif not self.credentials.get(user):
-                results.append((user, RESOURCE_NOT_FOUND,
-                                f"Attempt to describe a user credential that does not exist: {user}", []))
+                results.append(
+                    (user, RESOURCE_NOT_FOUND, f"Attempt to describe a user credential that does not exist: {user}", [])
+                )
             else:
                 results.append((user, NONE, None, self._infos(user)))
         return results
@@ -133,8 +141,9 @@ class CredentialView:
     def _infos(self, user: str) -> list[tuple[int, int]]:
         return sorted((m.type_code, c.iterations) for m, c in self.credentials.get(user, {}).items())
 
-    def plan_alteration(self, deletions: Iterable[Deletion], upsertions: Iterable[Upsertion]
-                        ) -> tuple[list[UserResult], Credentials]:
+    def plan_alteration(
+        self, deletions: Iterable[Deletion], upsertions: Iterable[Upsertion]
+    ) -> tuple[list[UserResult], Credentials]:
         """The per-user results of an AlterUserScramCredentials request and the credentials after it (the view is
         not changed: the store writes them first). A user named twice fails as a whole (DUPLICATE_RESOURCE)."""
         errors: dict[str, UserResult] = {}
@@ -171,7 +180,8 @@ class CredentialView:
             mechanism = ScramMechanism.from_type(upsertion.mechanism_type)
             assert mechanism is not None
             after.setdefault(user, {})[mechanism] = credential_from_salted(
-                mechanism, upsertion.salted_password, upsertion.salt, upsertion.iterations)
+                mechanism, upsertion.salted_password, upsertion.salt, upsertion.iterations
+            )
             results.append(UserResult(user))
         results.extend(errors.values())
         return results, after
@@ -182,8 +192,9 @@ class CredentialView:
             return error
         mechanism = ScramMechanism.from_type(deletion.mechanism_type)
         if mechanism not in self.credentials.get(deletion.user, {}):
-            return UserResult(deletion.user, RESOURCE_NOT_FOUND,
-                              "Attempt to delete a user credential that does not exist")
+            return UserResult(
+                deletion.user, RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"
+            )
         return None
 
 
@@ -216,15 +227,24 @@ def _check_upsertion(upsertion: Upsertion) -> UserResult | None:
 
 # -- the embedded store ----------------------------------------------------------------------------------------------
 
+
 def _b64(data: bytes) -> str:
     return base64.b64encode(data).decode()
 
 
 def encode_credentials(credentials: Credentials, secret: bytes) -> bytes:
-    users = {user: {m.mechanism_name: {"salt": _b64(c.salt), "stored_key": _b64(c.stored_key),
-                                       "server_key": _b64(c.server_key), "iterations": c.iterations}
-                    for m, c in sorted(by_mechanism.items(), key=lambda i: i[0].type_code)}
-             for user, by_mechanism in sorted(credentials.items())}
+    users = {
+        user: {
+            m.mechanism_name: {
+                "salt": _b64(c.salt),
+                "stored_key": _b64(c.stored_key),
+                "server_key": _b64(c.server_key),
+                "iterations": c.iterations,
+            }
+            for m, c in sorted(by_mechanism.items(), key=lambda i: i[0].type_code)
+        }
+        for user, by_mechanism in sorted(credentials.items())
+    }
     return json.dumps({"version": 1, "secret": _b64(secret), "users": users}, indent=1).encode()
 
 
@@ -241,8 +261,11 @@ def decode_credentials(data: bytes, where: str) -> tuple[Credentials, bytes]:
                 if mechanism is None:
                     raise ValueError(f"unknown mechanism {name!r}")
                 credentials.setdefault(user, {})[mechanism] = ScramCredential(
-                    base64.b64decode(c["salt"]), base64.b64decode(c["stored_key"]), base64.b64decode(c["server_key"]),
-                    int(c["iterations"]))
+                    base64.b64decode(c["salt"]),
+                    base64.b64decode(c["stored_key"]),
+                    base64.b64decode(c["server_key"]),
+                    int(c["iterations"]),
+                )
         return credentials, base64.b64decode(doc["secret"])
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise CredentialStoreError(f"{where} cannot be read: {e}") from None
@@ -322,6 +345,7 @@ class SharedCredentialStore(CredentialView):
     async def ensure_secret(self) -> None:
         """Store a random secret for the cluster unless one is stored (at a node's start). Raises
         CredentialStoreError."""
+
         def plan(rows: dict[tuple[str, str], Any]) -> tuple[None, dict[tuple[str, str], Any]]:
             if ("", SECRET_MECHANISM) in rows:
                 return None, {}
@@ -345,7 +369,8 @@ class SharedCredentialStore(CredentialView):
                     if before.get(mechanism) != now.get(mechanism):
                         c = now.get(mechanism)
                         changes[(user, mechanism.mechanism_name)] = (
-                            None if c is None else (c.salt, c.stored_key, c.server_key, c.iterations))
+                            None if c is None else (c.salt, c.stored_key, c.server_key, c.iterations)
+                        )
             return results, changes
 
         results = await self._alter(plan)

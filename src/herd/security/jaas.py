@@ -20,8 +20,7 @@ from herd.config import ConfigError
 PLAIN_LOGIN_MODULE = "org.apache.kafka.common.security.plain.PlainLoginModule"
 _FLAGS = ("required", "requisite", "sufficient", "optional")
 # a quoted string (\" and \\ escaped), a word, "=" or ";"; whitespace and Java comments between them
-_TOKEN = re.compile(r'\s+|//[^\n]*|/\*.*?\*/|"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<word>[^\s=;"]+)|(?P<punct>[=;])',
-                    re.S)
+_TOKEN = re.compile(r'\s+|//[^\n]*|/\*.*?\*/|"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<word>[^\s=;"]+)|(?P<punct>[=;])', re.S)
 
 
 @dataclass(frozen=True, slots=True)

@@ -52,7 +52,8 @@ class PlainServer:
         if authzid and authzid != user:
             raise AuthenticationFailed(
                 "authorization id differs from the user name",
-                "Authentication failed: Client requested an authorization id that is different from username")
+                "Authentication failed: Client requested an authorization id that is different from username",
+            )
         self.user = user
         self.complete = True
         return b""

@@ -53,11 +53,28 @@ class Authenticator:
     """One connection's SASL state. `plain_users` is None when PLAIN has no JAAS users on this listener (PLAIN
     then fails every login); `lookup` and `fake` serve SCRAM (herd.security.scram.ScramServer)."""
 
-    __slots__ = ("mechanisms", "_plain_users", "_lookup", "_fake", "reauth_ms", "state", "mechanism", "user",
-                 "_server", "reauthenticating", "failure")
+    __slots__ = (
+        "mechanisms",
+        "_plain_users",
+        "_lookup",
+        "_fake",
+        "reauth_ms",
+        "state",
+        "mechanism",
+        "user",
+        "_server",
+        "reauthenticating",
+        "failure",
+    )
 
-    def __init__(self, mechanisms: list[str], plain_users: dict[str, str] | None, lookup: CredentialLookup,
-                 fake: FakeCredential, reauth_ms: int) -> None:
+    def __init__(
+        self,
+        mechanisms: list[str],
+        plain_users: dict[str, str] | None,
+        lookup: CredentialLookup,
+        fake: FakeCredential,
+        reauth_ms: int,
+    ) -> None:
         self.mechanisms = mechanisms
         self._plain_users = plain_users
         self._lookup = lookup
@@ -93,8 +110,10 @@ class Authenticator:
             if mechanism != self.mechanism and mechanism in self.mechanisms:
                 # Kafka answers the handshake, then closes the connection at the SaslAuthenticate, unanswered
                 # (SaslServerAuthenticator's REAUTH_BAD_MECHANISM)
-                self.failure = (f"SASL mechanism '{mechanism}' requested by client is not supported for "
-                                f"re-authentication of mechanism '{self.mechanism}'")
+                self.failure = (
+                    f"SASL mechanism '{mechanism}' requested by client is not supported for "
+                    f"re-authentication of mechanism '{self.mechanism}'"
+                )
                 self._server = None
                 self.state = State.AUTHENTICATE
                 return NONE
@@ -137,9 +156,12 @@ class Authenticator:
             user = server.user
             assert user is not None
             if self.user is not None and user != self.user:
-                return self._failed(AuthenticationFailed(
-                    "re-authentication as another user",
-                    f"Cannot change principals during re-authentication from User.{self.user}: User.{user}"))
+                return self._failed(
+                    AuthenticationFailed(
+                        "re-authentication as another user",
+                        f"Cannot change principals during re-authentication from User.{self.user}: User.{user}",
+                    )
+                )
             self.user = user
             self._server = None
             self.reauthenticating = False
@@ -151,6 +173,7 @@ class Authenticator:
         self.failure = f"SASL/{self.mechanism} {phase}: {error}"  # str(error) never holds a password
         self.state = State.FAILED
         self._server = None
-        message = error.client_message or (f"Authentication failed during {phase} due to invalid credentials with "
-                                           f"SASL mechanism {self.mechanism}")
+        message = error.client_message or (
+            f"Authentication failed during {phase} due to invalid credentials with SASL mechanism {self.mechanism}"
+        )
         return SASL_AUTHENTICATION_FAILED, message, b""

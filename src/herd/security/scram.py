@@ -64,14 +64,14 @@ class ScramMechanism(Enum):
         return 4096  # Kafka's minimum for both mechanisms
 
     @classmethod
-    def from_name(cls, name: str) -> "ScramMechanism | None":
+    def from_name(cls, name: str) -> ScramMechanism | None:
         for mechanism in cls:
             if mechanism.mechanism_name == name:
                 return mechanism
         return None
 
     @classmethod
-    def from_type(cls, code: int) -> "ScramMechanism | None":
+    def from_type(cls, code: int) -> ScramMechanism | None:
         for mechanism in cls:
             if mechanism.type_code == code:
                 return mechanism
@@ -116,14 +116,16 @@ def credential_from_salted(mechanism: ScramMechanism, salted: bytes, salt: bytes
     return ScramCredential(salt, _hash(mechanism, client_key), _hmac(mechanism, salted, b"Server Key"), iterations)
 
 
-def make_credential(mechanism: ScramMechanism, password: str, iterations: int = DEFAULT_ITERATIONS,
-                    salt: bytes | None = None) -> ScramCredential:
+def make_credential(
+    mechanism: ScramMechanism, password: str, iterations: int = DEFAULT_ITERATIONS, salt: bytes | None = None
+) -> ScramCredential:
     salt = secrets.token_bytes(32) if salt is None else salt
     return credential_from_salted(mechanism, salted_password(mechanism, password, salt, iterations), salt, iterations)
 
 
-def fake_credential(mechanism: ScramMechanism, user: str, secret: bytes, salt_size: int = 32,
-                    iterations: int = DEFAULT_ITERATIONS) -> ScramCredential:
+def fake_credential(
+    mechanism: ScramMechanism, user: str, secret: bytes, salt_size: int = 32, iterations: int = DEFAULT_ITERATIONS
+) -> ScramCredential:
     """A credential for a user that has none: the salt (`salt_size` bytes) is derived from the user name and the
     server's secret, so asking twice gives the same answer, as for a real user; its keys match no proof. The
     store gives the salt size and iteration count most of its real users have (CredentialView.fake)."""
@@ -142,9 +144,11 @@ _BASE64 = r"(?:[A-Za-z0-9/+]{4})*(?:[A-Za-z0-9/+]{3}=|[A-Za-z0-9/+]{2}==)?"
 _EXTENSIONS = rf"(?:,[A-Za-z]+={_VALUE})*"
 _CLIENT_FIRST = re.compile(
     rf"(?P<gs2>n,(?:a=(?P<authzid>{_SASLNAME}))?,)(?P<bare>(?:m={_VALUE},)?n=(?P<name>{_SASLNAME}),"
-    rf"r=(?P<nonce>{_PRINTABLE})(?P<extensions>{_EXTENSIONS}))")
+    rf"r=(?P<nonce>{_PRINTABLE})(?P<extensions>{_EXTENSIONS}))"
+)
 _CLIENT_FINAL = re.compile(
-    rf"(?P<without_proof>c=(?P<channel>{_BASE64}),r=(?P<nonce>{_PRINTABLE}){_EXTENSIONS}),p=(?P<proof>{_BASE64})")
+    rf"(?P<without_proof>c=(?P<channel>{_BASE64}),r=(?P<nonce>{_PRINTABLE}){_EXTENSIONS}),p=(?P<proof>{_BASE64})"
+)
 
 
 def sasl_name_to_user(name: str) -> str:
@@ -166,7 +170,7 @@ class ClientFirst:
     extensions: dict[str, str]
 
     @classmethod
-    def parse(cls, data: bytes) -> "ClientFirst":
+    def parse(cls, data: bytes) -> ClientFirst:
         """Raises AuthenticationFailed (generic to the client) for a malformed message."""
         text = _decode(data, "client first")
         match = _CLIENT_FIRST.fullmatch(text)
@@ -176,8 +180,14 @@ class ClientFirst:
         for item in match.group("extensions").split(",")[1:]:
             key, _, value = item.partition("=")
             extensions[key] = value
-        return cls(match.group("gs2"), sasl_name_to_user(match.group("authzid") or ""),
-                   sasl_name_to_user(match.group("name")), match.group("nonce"), match.group("bare"), extensions)
+        return cls(
+            match.group("gs2"),
+            sasl_name_to_user(match.group("authzid") or ""),
+            sasl_name_to_user(match.group("name")),
+            match.group("nonce"),
+            match.group("bare"),
+            extensions,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +198,7 @@ class ClientFinal:
     without_proof: str
 
     @classmethod
-    def parse(cls, data: bytes) -> "ClientFinal":
+    def parse(cls, data: bytes) -> ClientFinal:
         text = _decode(data, "client final")
         match = _CLIENT_FINAL.fullmatch(text)
         if match is None:
@@ -222,6 +232,7 @@ class FakeCredential(Protocol):
 
 # -- the exchange ----------------------------------------------------------------------------------------------------
 
+
 class ScramServer:
     """One SCRAM exchange on the server. `respond(token)` is called with each client message and returns the
     server's answer; after the second one `complete` is True and `user` is the authenticated name. Raises
@@ -230,11 +241,22 @@ class ScramServer:
     `lookup(user, mechanism)` gives the user's credential or None; `fake(user, mechanism)` the stand-in that
     answers for a user without one."""
 
-    __slots__ = ("mechanism", "_lookup", "_fake", "_first", "_server_first", "_credential", "_known", "user",
-                 "complete", "_nonce")
+    __slots__ = (
+        "mechanism",
+        "_lookup",
+        "_fake",
+        "_first",
+        "_server_first",
+        "_credential",
+        "_known",
+        "user",
+        "complete",
+        "_nonce",
+    )
 
-    def __init__(self, mechanism: ScramMechanism, lookup: CredentialLookup, fake: FakeCredential,
-                 nonce: str | None = None) -> None:
+    def __init__(
+        self, mechanism: ScramMechanism, lookup: CredentialLookup, fake: FakeCredential, nonce: str | None = None
+    ) -> None:
         self.mechanism = mechanism
         self._lookup = lookup
         self._fake = fake
@@ -261,18 +283,22 @@ class ScramServer:
         if first.authzid and first.authzid != first.user:
             raise AuthenticationFailed(
                 "authorization id differs from the user name",
-                "Authentication failed: Client requested an authorization id that is different from username")
+                "Authentication failed: Client requested an authorization id that is different from username",
+            )
         credential = self._lookup(first.user, self.mechanism)
         self._known = credential is not None
         if credential is None:
             credential = self._fake(first.user, self.mechanism)
         elif credential.iterations < self.mechanism.min_iterations:
-            raise AuthenticationFailed(f"Iterations {credential.iterations} is less than the minimum "
-                                       f"{self.mechanism.min_iterations} for {self.mechanism.mechanism_name}")
+            raise AuthenticationFailed(
+                f"Iterations {credential.iterations} is less than the minimum "
+                f"{self.mechanism.min_iterations} for {self.mechanism.mechanism_name}"
+            )
         server_nonce = self._nonce if self._nonce is not None else secrets.token_urlsafe(24)
         self._first, self._credential = first, credential
-        self._server_first = (f"r={first.nonce}{server_nonce},s={base64.b64encode(credential.salt).decode()},"
-                              f"i={credential.iterations}")
+        self._server_first = (
+            f"r={first.nonce}{server_nonce},s={base64.b64encode(credential.salt).decode()},i={credential.iterations}"
+        )
         return self._server_first.encode()
 
     def _client_final(self, token: bytes) -> bytes:
@@ -281,7 +307,7 @@ class ScramServer:
         final = ClientFinal.parse(token)
         if final.channel_binding != first.gs2_header.encode():
             raise AuthenticationFailed("Invalid channel binding in the final client message")
-        if final.nonce != self._server_first[2:self._server_first.index(",")]:
+        if final.nonce != self._server_first[2 : self._server_first.index(",")]:
             raise AuthenticationFailed("Invalid client nonce in the final client message.")
         auth_message = f"{first.bare},{self._server_first},{final.without_proof}".encode()
         signature = _hmac(self.mechanism, credential.stored_key, auth_message)

@@ -26,8 +26,9 @@ import os
 import re
 import ssl
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from herd.config import BrokerConfig, ConfigError, split_list
 
@@ -39,6 +40,7 @@ _CLIENT_AUTH = {"none": ssl.CERT_NONE, "requested": ssl.CERT_OPTIONAL, "required
 
 
 # -- the server's context ------------------------------------------------------------------------------------------
+
 
 class _NoPassword(Exception):
     """The private key is encrypted and no ssl.key.password is set (raised instead of OpenSSL's tty prompt)."""
@@ -84,23 +86,27 @@ def peer_context(config: BrokerConfig, listener: str) -> ssl.SSLContext:
 def client_auth(config: BrokerConfig, listener: str) -> str:
     """ssl.client.auth of `listener`. On a SASL_SSL listener only its listener-prefixed value counts (KIP-684: SASL
     authenticates the client there, so a broker-wide ssl.client.auth=required does not apply to it)."""
-    if config.security_protocol(listener) == "SASL_SSL" and \
-            config.setting_name(listener, "ssl.client.auth") == "ssl.client.auth":
+    if (
+        config.security_protocol(listener) == "SASL_SSL"
+        and config.setting_name(listener, "ssl.client.auth") == "ssl.client.auth"
+    ):
         return "none"
     return config.for_listener(listener, "ssl.client.auth")
 
 
-def _load_keystore(context: ssl.SSLContext, listener: str, get: Callable[[str], Any],
-                   named: Callable[[str], str]) -> None:
-    location, key, chain = get("ssl.keystore.location"), get("ssl.keystore.key"), \
-        get("ssl.keystore.certificate.chain")
+def _load_keystore(
+    context: ssl.SSLContext, listener: str, get: Callable[[str], Any], named: Callable[[str], str]
+) -> None:
+    location, key, chain = get("ssl.keystore.location"), get("ssl.keystore.key"), get("ssl.keystore.certificate.chain")
     password: str | None = get("ssl.key.password")
     if location is None and (key is None or chain is None):
         if key is not None or chain is not None:
             missing = "ssl.keystore.certificate.chain" if chain is None else "ssl.keystore.key"
             raise ConfigError(f"{named(missing)}: listener {listener} has an inline keystore without it")
-        raise ConfigError(f"{named('ssl.keystore.location')}: listener {listener} speaks TLS and needs a PEM "
-                          f"keystore (ssl.keystore.location, or ssl.keystore.key with ssl.keystore.certificate.chain)")
+        raise ConfigError(
+            f"{named('ssl.keystore.location')}: listener {listener} speaks TLS and needs a PEM "
+            f"keystore (ssl.keystore.location, or ssl.keystore.key with ssl.keystore.certificate.chain)"
+        )
 
     asked = []
 
@@ -158,8 +164,9 @@ def _keystore_complaint(error: ssl.SSLError, text: str) -> str:
         return "no PEM private key in it (-----BEGIN PRIVATE KEY-----, before the certificate chain)"
     if "CERTIFICATE-----" not in text:
         return "no PEM certificate in it (-----BEGIN CERTIFICATE-----, after the private key)"
-    return "not a PEM file with a private key and its certificate chain" + (f" ({error.reason})" if error.reason
-                                                                          else "")
+    return "not a PEM file with a private key and its certificate chain" + (
+        f" ({error.reason})" if error.reason else ""
+    )
 
 
 def _load_truststore(context: ssl.SSLContext, get: Callable[[str], Any], named: Callable[[str], str]) -> None:
@@ -177,21 +184,30 @@ def _load_truststore(context: ssl.SSLContext, get: Callable[[str], Any], named: 
         what = named("ssl.truststore.location" if location is not None else "ssl.truststore.certificates")
         raise ConfigError(f"{what}: no PEM certificates could be read ({e.reason or e})") from None
     except OSError as e:
-        raise ConfigError(f"{named('ssl.truststore.location')}: cannot read '{location}': {e.strerror or e}") \
-            from None
+        raise ConfigError(f"{named('ssl.truststore.location')}: cannot read '{location}': {e.strerror or e}") from None
     except ValueError as e:  # cadata that is not PEM at all
         raise ConfigError(f"{named('ssl.truststore.certificates')}: {e}") from None
 
 
 # -- the subject's name as Java writes it (RFC 2253) ---------------------------------------------------------------
 
+
 class CertificateError(ValueError):
     """A certificate's DER cannot be read."""
 
 
 # OpenJDK's AVAKeyword table: the keywords X500Principal.getName() (RFC 2253) writes; other types are dotted OIDs
-_KEYWORDS = {"2.5.4.3": "CN", "2.5.4.6": "C", "2.5.4.7": "L", "2.5.4.8": "ST", "2.5.4.10": "O", "2.5.4.11": "OU",
-             "2.5.4.9": "STREET", "0.9.2342.19200300.100.1.25": "DC", "0.9.2342.19200300.100.1.1": "UID"}
+_KEYWORDS = {
+    "2.5.4.3": "CN",
+    "2.5.4.6": "C",
+    "2.5.4.7": "L",
+    "2.5.4.8": "ST",
+    "2.5.4.10": "O",
+    "2.5.4.11": "OU",
+    "2.5.4.9": "STREET",
+    "0.9.2342.19200300.100.1.25": "DC",
+    "0.9.2342.19200300.100.1.1": "UID",
+}
 # string types Java writes as text (AVA.isDerString, not canonical); any other value is #<hex of its DER>
 _STRINGS = {0x0C: "utf-8", 0x13: "utf-8", 0x14: "latin-1", 0x16: "utf-8", 0x1B: "utf-8", 0x1E: "utf-16-be"}
 _ESCAPEES = ',=+<>#;"\\'
@@ -206,7 +222,7 @@ def _tlv(data: bytes, pos: int) -> tuple[int, int, int]:
             count = length & 0x7F
             if not 1 <= count <= 4:
                 raise CertificateError("unsupported DER length")
-            length = int.from_bytes(data[pos:pos + count], "big")
+            length = int.from_bytes(data[pos : pos + count], "big")
             pos += count
     except IndexError:
         raise CertificateError("truncated DER") from None
@@ -266,8 +282,9 @@ def rfc2253_name(certificate: bytes) -> str:
     for tag, _, rstart, rend in _children(certificate, cstart, cend):
         if tag != 0x31:
             raise CertificateError("an RDN is not a SET")
-        rdns.append("+".join(_ava(certificate, astart, aend) for _, _, astart, aend in
-                             _children(certificate, rstart, rend)))
+        rdns.append(
+            "+".join(_ava(certificate, astart, aend) for _, _, astart, aend in _children(certificate, rstart, rend))
+        )
     return ",".join(reversed(rdns))
 
 
@@ -275,7 +292,7 @@ def _ava(data: bytes, start: int, end: int) -> str:
     parts = _children(data, start, end)
     if len(parts) != 2 or parts[0][0] != 0x06:
         raise CertificateError("an attribute is not (OID, value)")
-    oid = _oid(data[parts[0][2]:parts[0][3]])
+    oid = _oid(data[parts[0][2] : parts[0][3]])
     keyword = _KEYWORDS.get(oid)
     tag, element, vstart, vend = parts[1]
     encoding = _STRINGS.get(tag)
@@ -353,7 +370,7 @@ def _split_rules(rules: str) -> list[str]:
 def _parse_rule(rule: str) -> _Rule | None:
     match = _RULE_PARSER.match(rule)
     if match is None or match.end() != len(rule):
-        unmatched = rule[match.end():] if match is not None else rule
+        unmatched = rule[match.end() :] if match is not None else rule
         raise ValueError(f"invalid rule `{rule}`, unmatched substring `{unmatched}`")
     if match.group(1) is not None:
         return _Rule(None)
@@ -388,7 +405,7 @@ def _parse_replacement(text: str, pattern: re.Pattern[str], rule: str) -> tuple[
             continue
         if i + 1 < len(text) and text[i + 1] == "{":
             close = text.find("}", i + 2)
-            name = text[i + 2:close] if close > 0 else ""
+            name = text[i + 2 : close] if close > 0 else ""
             if close < 0 or name not in pattern.groupindex:
                 raise ValueError(f"invalid rule `{rule}`: no group named {{{name}}}")
             parts.extend(("".join(literal), pattern.groupindex[name]))
@@ -397,7 +414,7 @@ def _parse_replacement(text: str, pattern: re.Pattern[str], rule: str) -> tuple[
             continue
         if i + 1 == len(text) or not text[i + 1].isdigit():
             raise ValueError(f"invalid rule `{rule}`: illegal group reference")
-        digits = re.match(r"\d+", text[i + 1:]).group()  # type: ignore[union-attr]
+        digits = re.match(r"\d+", text[i + 1 :]).group()  # type: ignore[union-attr]
         try:
             reference = _reference(digits, groups)
         except ValueError as e:

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from herd.cluster.topics import Cluster, Node, TopicStore
 from herd.config import BrokerConfig
@@ -29,8 +30,8 @@ from herd.server.producers import ProducerStates
 
 if TYPE_CHECKING:
     from herd.runtime import CoordinatorRuntime
-    from herd.security.tls import PrincipalMapper
     from herd.runtime.transactions import TransactionRuntime
+    from herd.security.tls import PrincipalMapper
 
 PartitionKey = tuple[str, int]
 
@@ -50,8 +51,9 @@ class Broker:
         self.node_id: int = config.get("node.id")
         self.store = store  # the embedded node's log directories (DescribeLogDirs, AlterReplicaLogDirs)
         if cluster is None and store is not None:
-            cluster = Cluster(store, config.log_config(), self.node_id,
-                              max_partitions=config.get("max.broker.partitions"))
+            cluster = Cluster(
+                store, config.log_config(), self.node_id, max_partitions=config.get("max.broker.partitions")
+            )
         self.cluster: Cluster = cluster  # None only until the server has started a shared cluster
         if cluster is not None:
             cluster.on_broker_configs = self.reconfigure
@@ -64,8 +66,9 @@ class Broker:
         self.inter_broker_listener = config.inter_broker_listener
         # the principal mapper (ssl.principal.mapping.rules) of each SSL listener, set by the server
         self.principal_mappers: dict[str, PrincipalMapper] = {}
-        self.producers = ProducerStates(config.get("producer.id.expiration.ms"),
-                                        config.get("herd.producer.state.max.entries"))
+        self.producers = ProducerStates(
+            config.get("producer.id.expiration.ms"), config.get("herd.producer.state.max.entries")
+        )
         if isinstance(store, SegmentStore):  # each partition's producer state is restored as it is opened
             store.on_open = lambda log: self.producers.attach(log, self.now_ms())
         self.coordinator: CoordinatorRuntime | None = None  # the group coordinator, set by the server at start
@@ -157,7 +160,7 @@ class Broker:
             self._waiters.setdefault(key, set()).add(fut)
         try:
             await asyncio.wait_for(asyncio.shield(fut), timeout_s)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         finally:
             for key in keys:
@@ -168,8 +171,6 @@ class Broker:
                         del self._waiters[key]
 
 
-
-
 class Session:
     """Who is at the other end of one connection (Kafka's RequestContext/Session): the listener it came in on and
     that listener's security protocol, the peer's address, and the principal ("User:alice"), ANONYMOUS until
@@ -178,8 +179,13 @@ class Session:
 
     __slots__ = ("listener", "protocol", "host", "principal", "expires_at", "sasl")
 
-    def __init__(self, listener: str = "PLAINTEXT", protocol: str = "PLAINTEXT", host: str = "127.0.0.1",
-                 principal: str = ANONYMOUS) -> None:
+    def __init__(
+        self,
+        listener: str = "PLAINTEXT",
+        protocol: str = "PLAINTEXT",
+        host: str = "127.0.0.1",
+        principal: str = ANONYMOUS,
+    ) -> None:
         self.listener = listener
         self.protocol = protocol
         self.host = host
@@ -205,8 +211,9 @@ class RequestContext:
 
     __slots__ = ("broker", "header", "client_host", "session")
 
-    def __init__(self, broker: Broker, header: RequestHeader, client_host: str,
-                 session: Session = _DEFAULT_SESSION) -> None:
+    def __init__(
+        self, broker: Broker, header: RequestHeader, client_host: str, session: Session = _DEFAULT_SESSION
+    ) -> None:
         self.broker = broker
         self.header = header
         self.client_host = client_host

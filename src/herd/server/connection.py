@@ -88,8 +88,15 @@ class Budgets:
     when both are below their limits, as Kafka's Selector unmutes every channel when the pool has memory again.
     """
 
-    __slots__ = ("max_requests", "max_request_bytes", "requests", "request_bytes", "waiting", "_wake_scheduled",
-                 "_logged_at")
+    __slots__ = (
+        "max_requests",
+        "max_request_bytes",
+        "requests",
+        "request_bytes",
+        "waiting",
+        "_wake_scheduled",
+        "_logged_at",
+    )
 
     def __init__(self, max_requests: int, max_request_bytes: int) -> None:
         self.max_requests = max_requests
@@ -100,19 +107,28 @@ class Budgets:
         self._wake_scheduled = False
         self._logged_at = -1e18
 
-    def wait(self, conn: "Connection", reason: str) -> None:
+    def wait(self, conn: Connection, reason: str) -> None:
         if not self.waiting:
             now = asyncio.get_running_loop().time()
             if now - self._logged_at >= 60:  # at most one line a minute, however often the limit is touched
                 self._logged_at = now
-                log.warning("%s reached: pausing reads from connections until queued requests are answered "
-                            "(%d requests, %d request bytes queued)", reason, self.requests, self.request_bytes)
+                log.warning(
+                    "%s reached: pausing reads from connections until queued requests are answered "
+                    "(%d requests, %d request bytes queued)",
+                    reason,
+                    self.requests,
+                    self.request_bytes,
+                )
         self.waiting[conn] = None
 
     def released(self) -> None:
         """A request was answered or a frame's memory returned: resume waiting connections if there is room."""
-        if self.waiting and not self._wake_scheduled and self.request_bytes < self.max_request_bytes \
-                and self.requests < self.max_requests:
+        if (
+            self.waiting
+            and not self._wake_scheduled
+            and self.request_bytes < self.max_request_bytes
+            and self.requests < self.max_requests
+        ):
             self._wake_scheduled = True
             asyncio.get_running_loop().call_soon(self._wake)
 
@@ -247,8 +263,9 @@ class Connection(asyncio.Protocol):
         self._active_at = asyncio.get_running_loop().time()
         if self.session.protocol == "SSL":  # the client certificate names the principal (herd.security.tls)
             try:
-                self.session.principal = tls.principal(transport.get_extra_info("ssl_object"),
-                                                       self._broker.principal_mappers[self.session.listener])
+                self.session.principal = tls.principal(
+                    transport.get_extra_info("ssl_object"), self._broker.principal_mappers[self.session.listener]
+                )
             except (tls.NoMatchingRule, tls.CertificateError) as e:  # Kafka fails the authentication
                 log.warning("closing the connection from %s on listener %s: %s", self._peer, self.session.listener, e)
                 self._closing = True
@@ -386,8 +403,11 @@ class Connection(asyncio.Protocol):
         if self._closing or self._transport is None:
             return
         if self._pause_logged:
-            log.info("connection from %s is read again after %.0f s", self._peer,
-                     asyncio.get_running_loop().time() - self._paused_at)
+            log.info(
+                "connection from %s is read again after %.0f s",
+                self._peer,
+                asyncio.get_running_loop().time() - self._paused_at,
+            )
         self._paused = None
         self._transport.resume_reading()
 
@@ -485,8 +505,12 @@ class Connection(asyncio.Protocol):
         if sasl.state is State.AUTHENTICATED or sasl.reauthenticating:
             expires = self.session.expires_at
             if expires is not None and asyncio.get_running_loop().time() >= expires:
-                log.info("closing connection from %s (%s): its SASL session expired (connections.max.reauth.ms) "
-                         "and it did not re-authenticate", self._peer, self.session.principal)
+                log.info(
+                    "closing connection from %s (%s): its SASL session expired (connections.max.reauth.ms) "
+                    "and it did not re-authenticate",
+                    self._peer,
+                    self.session.principal,
+                )
                 self._broker.metrics.expired += 1
                 self.abort(None)
                 return True
@@ -518,10 +542,15 @@ class Connection(asyncio.Protocol):
             # herd_sasl_authentications (herd.server.metrics): succeeded, failed, then the same re-authenticating
             self._broker.metrics.sasl[(sasl.state is State.FAILED) + 2 * reauthenticating] += 1
         if sasl.state is State.FAILED:
-            log.info("failed authentication with %s on listener %s: %s", self._peer, self.session.listener,
-                     self._sasl.failure)
-            asyncio.get_running_loop().call_later(FAILED_AUTHENTICATION_DELAY_S, self._answer_and_close,
-                                                  header.correlation_id, response)
+            log.info(
+                "failed authentication with %s on listener %s: %s",
+                self._peer,
+                self.session.listener,
+                self._sasl.failure,
+            )
+            asyncio.get_running_loop().call_later(
+                FAILED_AUTHENTICATION_DELAY_S, self._answer_and_close, header.correlation_id, response
+            )
         else:
             self._push_ready(header.correlation_id, response)
 
@@ -552,9 +581,17 @@ class Connection(asyncio.Protocol):
         rule = faults.match(spec.key, header, request)
         if rule is None:
             return False
-        log.log(logging.INFO if rule.hits == 1 else logging.DEBUG, "fault rule %d (hit %d): %s on %s v%d from %s "
-                "(client %s)", rule.id, rule.hits, rule.action, spec.name, header.api_version, self._peer,
-                header.client_id)
+        log.log(
+            logging.INFO if rule.hits == 1 else logging.DEBUG,
+            "fault rule %d (hit %d): %s on %s v%d from %s (client %s)",
+            rule.id,
+            rule.hits,
+            rule.action,
+            spec.name,
+            header.api_version,
+            self._peer,
+            header.client_id,
+        )
         if rule.action == "error":
             self._push_ready(header.correlation_id, faults.error_response(rule, header, request))
         elif rule.action == "drop" and rule.when == "before":
@@ -593,7 +630,7 @@ class Connection(asyncio.Protocol):
         try:
             timeout = None if rule.delay_ms is None else rule.delay_ms / 1000
             await asyncio.wait_for(rule.released.wait(), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
         finally:
             self._stalled = False
@@ -618,7 +655,9 @@ class Connection(asyncio.Protocol):
             return
         self._fill(slot, response)
 
-    def _deferred_done(self, slot: _Slot, respond: Callable[[Any], Any], name: str, future: asyncio.Future[Any]) -> None:
+    def _deferred_done(
+        self, slot: _Slot, respond: Callable[[Any], Any], name: str, future: asyncio.Future[Any]
+    ) -> None:
         if self._closing or future.cancelled():
             return
         try:
@@ -723,9 +762,15 @@ class Connection(asyncio.Protocol):
             return
         if self._paused is not None and not self._pause_logged and now - self._paused_at >= LONG_PAUSE_S:
             self._pause_logged = True
-            log.info("connection from %s has not been read for %.0f s: %s (%d bytes of answers unsent, %d "
-                     "requests unanswered)", self._peer, now - self._paused_at, self._paused, unsent,
-                     len(self._slots))
+            log.info(
+                "connection from %s has not been read for %.0f s: %s (%d bytes of answers unsent, %d "
+                "requests unanswered)",
+                self._peer,
+                now - self._paused_at,
+                self._paused,
+                unsent,
+                len(self._slots),
+            )
 
     def _close_idle(self, now: float, unsent: int) -> None:
         what = []
@@ -735,8 +780,12 @@ class Connection(asyncio.Protocol):
             what.append(f"{self._decoder.buffered} bytes of requests unread")
         if unsent:
             what.append(f"{unsent} bytes of answers unsent")
-        log.info("closing connection from %s: idle for %.0f ms (connections.max.idle.ms)%s", self._peer,
-                 (now - self._active_at) * 1000, f", with {' and '.join(what)}" if what else "")
+        log.info(
+            "closing connection from %s: idle for %.0f ms (connections.max.idle.ms)%s",
+            self._peer,
+            (now - self._active_at) * 1000,
+            f", with {' and '.join(what)}" if what else "",
+        )
         self.abort(None)
 
     # -- closing -----------------------------------------------------------------------------------------------

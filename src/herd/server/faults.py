@@ -35,8 +35,22 @@ from herd.server.fault_answers import ERRORS, error_name, error_response
 ACTIONS = ("error", "delay", "drop", "stall")
 MAX_RULES = 1000
 MAX_DELAY_MS = 3_600_000
-_FIELDS = frozenset({"action", "api", "group", "topic", "member", "client_id", "error", "delay_ms", "when", "count",
-                     "probability", "seed"})
+_FIELDS = frozenset(
+    {
+        "action",
+        "api",
+        "group",
+        "topic",
+        "member",
+        "client_id",
+        "error",
+        "delay_ms",
+        "when",
+        "count",
+        "probability",
+        "seed",
+    }
+)
 
 # Which requests carry a group id, a member (member id or group instance id) or a topic name
 GROUP_APIS = frozenset({8, 9, 10, 11, 12, 13, 14, 15, 28, 42, 47})
@@ -74,8 +88,11 @@ class Rule:
 
     def to_json(self) -> dict[str, Any]:
         names = {key: name for name, key in api_names().items()}
-        out: dict[str, Any] = {"id": self.id, "action": self.action,
-                               "api": names.get(self.api) if self.api is not None else None}
+        out: dict[str, Any] = {
+            "id": self.id,
+            "action": self.action,
+            "api": names.get(self.api) if self.api is not None else None,
+        }
         for name in ("group", "topic", "member", "client_id", "delay_ms", "count", "seed"):
             out[name] = getattr(self, name)
         out["error"] = error_name(self.error) if self.error is not None else None
@@ -155,13 +172,16 @@ def _error(rule: Rule, value: Any) -> int | None:
     allowed = ERRORS.get(rule.api)
     if allowed is None:
         covered = ", ".join(sorted(_kafka_name(k) for k in ERRORS))
-        raise RuleError(f"injecting errors into {_kafka_name(rule.api)} is not supported (supported: {covered}); "
-                        "delay, drop and stall work for every API")
+        raise RuleError(
+            f"injecting errors into {_kafka_name(rule.api)} is not supported (supported: {covered}); "
+            "delay, drop and stall work for every API"
+        )
     code = _error_code(value)
     if code not in allowed:
         names = ", ".join(sorted(error_name(c) for c in allowed))
-        raise RuleError(f"Kafka does not answer {_kafka_name(rule.api)} with {error_name(code)} (it can answer: "
-                        f"{names})")
+        raise RuleError(
+            f"Kafka does not answer {_kafka_name(rule.api)} with {error_name(code)} (it can answer: {names})"
+        )
     return code
 
 
@@ -346,5 +366,12 @@ class FaultRegistry:
 
     def error_response(self, rule: Rule, header: RequestHeader, request: Any) -> Any:
         assert rule.error is not None
-        return error_response(self.broker, header.api_key, header.api_version, request, rule.error,
-                              client_id=header.client_id or "", rule_topic=rule.topic)
+        return error_response(
+            self.broker,
+            header.api_key,
+            header.api_version,
+            request,
+            rule.error,
+            client_id=header.client_id or "",
+            rule_topic=rule.topic,
+        )

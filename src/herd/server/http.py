@@ -39,8 +39,9 @@ import asyncio
 import json
 import logging
 import socket
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Protocol
+from typing import Any, Protocol
 from urllib.parse import quote
 
 import aiohttp
@@ -49,10 +50,10 @@ from aiohttp import web
 from herd.cluster.topics import TopicError
 from herd.server import metrics, moves, views
 from herd.server.broker import Broker
+from herd.server.coalesced import Coalesced
 from herd.server.connection import Connection
 from herd.server.faults import FaultRegistry, RuleError
 from herd.server.moves import MoveError
-from herd.server.coalesced import Coalesced
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +190,7 @@ async def post_move(request: web.Request) -> web.Response:
 
 # -- groups and topics ------------------------------------------------------------------------------------------
 
+
 def _forwarded(request: web.Request) -> bool:
     return FORWARDED_HEADER in request.headers
 
@@ -231,7 +233,7 @@ async def _peer_groups(app: web.Application, node: Any) -> tuple[list[dict[str, 
         return [], "the node has no HTTP listener (herd.http.listener)"
     try:
         status, body = await _ask_peer(app, url, "/v1/groups?scope=local")
-    except (aiohttp.ClientError, TimeoutError, asyncio.TimeoutError, ValueError) as e:
+    except (aiohttp.ClientError, TimeoutError, ValueError) as e:
         return [], _peer_failure(e)
     if status != 200 or not isinstance(body, dict) or not isinstance(body.get("groups"), list):
         return [], f"answered {status}: {body.get('error') if isinstance(body, dict) else body!r}"
@@ -255,9 +257,13 @@ async def list_groups(request: web.Request) -> web.Response:
         for group in found:
             if isinstance(group, dict) and isinstance(group.get("group"), str):
                 by_id.setdefault(group["group"], group)  # a group that just moved may be listed twice: the first
-    return web.json_response({"groups": [by_id[g] for g in sorted(by_id)],
-                              "nodes": sorted([broker.node_id] + [n.node_id for n in others]),
-                              "unreachable": unreachable})
+    return web.json_response(
+        {
+            "groups": [by_id[g] for g in sorted(by_id)],
+            "nodes": sorted([broker.node_id] + [n.node_id for n in others]),
+            "unreachable": unreachable,
+        }
+    )
 
 
 @routes.get("/v1/groups/{group:.+}")
@@ -269,8 +275,11 @@ async def get_group(request: web.Request) -> web.Response:
         detail = await views.group_detail(broker, group_id)
     except views.NotHere:
         if _local_scope(request) or not broker.cluster.shared:
-            return _error(503, f"node {broker.node_id} does not coordinate group {group_id!r} now (or its "
-                               f"partition is loading): ask again")
+            return _error(
+                503,
+                f"node {broker.node_id} does not coordinate group {group_id!r} now (or its "
+                f"partition is loading): ask again",
+            )
         return await _proxy_group(request, group_id)
     if detail is None:
         return _error(404, f"no group {group_id!r}")
@@ -289,9 +298,10 @@ async def _proxy_group(request: web.Request, group_id: str) -> web.Response:
         return _error(503, f"the coordinator of group {group_id!r} (node {node_id}) {why}")
     try:
         status, body = await _ask_peer(request.app, url, f"/v1/groups/{quote(group_id, safe='')}")
-    except (aiohttp.ClientError, TimeoutError, asyncio.TimeoutError, ValueError) as e:
-        return _error(503, f"the coordinator of group {group_id!r}, node {node_id} at {url}, did not answer: "
-                           f"{_peer_failure(e)}")
+    except (aiohttp.ClientError, TimeoutError, ValueError) as e:
+        return _error(
+            503, f"the coordinator of group {group_id!r}, node {node_id} at {url}, did not answer: {_peer_failure(e)}"
+        )
     return web.json_response(body, status=status)
 
 
@@ -305,6 +315,7 @@ async def list_topics(request: web.Request) -> web.Response:
 
 
 # -- the console -------------------------------------------------------------------------------------------------
+
 
 async def _console_page(request: web.Request) -> web.FileResponse:
     """The console is one page; its script renders what the path names (/, /groups/{group}, /topics)."""
@@ -333,8 +344,7 @@ class HttpListener:
     same port, as asyncio's create_server does."""
 
     def __init__(self, server: Server, host: str, port: int) -> None:
-        self._runner = web.AppRunner(make_app(server), access_log=None, handle_signals=False,
-                                     shutdown_timeout=5.0)
+        self._runner = web.AppRunner(make_app(server), access_log=None, handle_signals=False, shutdown_timeout=5.0)
         self.host = host
         self.port = port
         self._socks: list[socket.socket] = []
@@ -356,8 +366,9 @@ class HttpListener:
                 port = sock.getsockname()[1]  # port 0: the others take the port the first was given
         except OSError as e:
             self._close_sockets()
-            raise OSError(e.errno, f"cannot listen on {self.host}:{self.port} (herd.http.listener): "
-                          f"{e.strerror}") from e
+            raise OSError(
+                e.errno, f"cannot listen on {self.host}:{self.port} (herd.http.listener): {e.strerror}"
+            ) from e
         self.port = port
 
     def _close_sockets(self) -> None:

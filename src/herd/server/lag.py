@@ -88,8 +88,9 @@ def _committed(broker: LagSource, group_id: str) -> dict[tuple[str, int], int]:
 
 
 def _every_committed(broker: LagSource, limit: int | None) -> dict[str, dict[tuple[str, int], int]]:
-    groups = sorted((group_id, shard.shard) for shard in _active_shards(broker)
-                    for group_id in shard.shard.offset_group_ids())  # a group id is in one shard only
+    groups = sorted(
+        (group_id, shard.shard) for shard in _active_shards(broker) for group_id in shard.shard.offset_group_ids()
+    )  # a group id is in one shard only
     out: dict[str, dict[tuple[str, int], int]] = {}
     taken = 0
     for group_id, core in groups:

@@ -123,8 +123,19 @@ BYTES_IN, MESSAGES_IN, BYTES_OUT = range(PER_TOPIC)
 class ServerCounters:
     """What the hot paths of one broker bump (`Broker.metrics`); read at scrape time."""
 
-    __slots__ = ("latency", "latency_ns", "accepted", "closed", "heartbeat_errors", "offset_commits", "topics",
-                 "max_series", "dropped_updates", "sasl", "expired")
+    __slots__ = (
+        "latency",
+        "latency_ns",
+        "accepted",
+        "closed",
+        "heartbeat_errors",
+        "offset_commits",
+        "topics",
+        "max_series",
+        "dropped_updates",
+        "sasl",
+        "expired",
+    )
 
     def __init__(self, max_series: int, api_keys: int = 128) -> None:
         self.latency = [0] * (api_keys << API_BITS)  # request counts by API key and latency bit length
@@ -215,13 +226,19 @@ class HerdCollector(Collector):
         yield from _topics(snapshot)
         yield from _connections(snapshot)
         yield from _lag(snapshot.lags, snapshot.lag_totals, dropped)
-        family = GaugeMetricFamily("herd_metrics_series_dropped", "Series left out of this scrape by "
-                                   "herd.metrics.max.series, by metric family.", labels=["family"])
+        family = GaugeMetricFamily(
+            "herd_metrics_series_dropped",
+            "Series left out of this scrape by herd.metrics.max.series, by metric family.",
+            labels=["family"],
+        )
         for name, count in sorted(dropped.items()):
             family.add_metric([name], count)
         yield family
-        updates = CounterMetricFamily("herd_metrics_dropped_updates", "Updates of per-topic counters dropped: their "
-                                      "topic came when herd.metrics.max.series topics were counted.", labels=["family"])
+        updates = CounterMetricFamily(
+            "herd_metrics_dropped_updates",
+            "Updates of per-topic counters dropped: their topic came when herd.metrics.max.series topics were counted.",
+            labels=["family"],
+        )
         updates.add_metric(["topic"], snapshot.dropped_updates)
         yield updates
 
@@ -274,6 +291,7 @@ def add_route(app: Any, node: Node) -> None:
 
 # -- families ------------------------------------------------------------------------------------------------------
 
+
 def _histogram(name: str, doc: str, histogram: Histogram) -> HistogramMetricFamily:
     family = HistogramMetricFamily(name, doc)
     family.add_metric([], cumulative(histogram.buckets), histogram.sum_ns / 1e9)
@@ -282,8 +300,9 @@ def _histogram(name: str, doc: str, histogram: Histogram) -> HistogramMetricFami
 
 def _requests(snapshot: Snapshot) -> Iterator[Metric]:
     total = CounterMetricFamily("herd_requests", "Requests handled, by Kafka API.", labels=["api"])
-    latency = HistogramMetricFamily("herd_request_latency_seconds", "From reading a request to queueing its answer.",
-                                    labels=["api"])
+    latency = HistogramMetricFamily(
+        "herd_request_latency_seconds", "From reading a request to queueing its answer.", labels=["api"]
+    )
     heartbeats = commits = None
     for key, name in sorted(snapshot.api_names.items()):
         if key >= len(snapshot.latency_ns):
@@ -301,17 +320,22 @@ def _requests(snapshot: Snapshot) -> Iterator[Metric]:
     yield total
     yield latency
     yield CounterMetricFamily("herd_group_coordinator_heartbeats", "Heartbeat requests.", value=heartbeats or 0)
-    errors = CounterMetricFamily("herd_group_coordinator_heartbeat_errors", "Heartbeats answered with an error.",
-                                 labels=["error"])
+    errors = CounterMetricFamily(
+        "herd_group_coordinator_heartbeat_errors", "Heartbeats answered with an error.", labels=["error"]
+    )
     for code, count in sorted(snapshot.heartbeat_errors.items()):
         errors.add_metric([_error_name(code)], count)
     yield errors
-    yield CounterMetricFamily("herd_group_coordinator_offset_commits",
-                              "Offsets committed (partitions, OffsetCommit and TxnOffsetCommit).",
-                              value=snapshot.offset_commits)
+    yield CounterMetricFamily(
+        "herd_group_coordinator_offset_commits",
+        "Offsets committed (partitions, OffsetCommit and TxnOffsetCommit).",
+        value=snapshot.offset_commits,
+    )
     if commits is not None:
-        family = HistogramMetricFamily("herd_group_coordinator_offset_commit_latency_seconds",
-                                       "OffsetCommit: from reading the request to queueing its durable answer.")
+        family = HistogramMetricFamily(
+            "herd_group_coordinator_offset_commit_latency_seconds",
+            "OffsetCommit: from reading the request to queueing its durable answer.",
+        )
         family.add_metric([], commits[0], commits[1] / 1e9)
         yield family
 
@@ -329,18 +353,25 @@ def _error_name(code: int) -> str:
 
 
 def _coordinator(snapshot: Snapshot, dropped: dict[str, int]) -> Iterator[Metric]:
-    partitions = GaugeMetricFamily("herd_group_coordinator_num_partitions",
-                                   "__consumer_offsets partitions hosted here, by state.", labels=["state"])
+    partitions = GaugeMetricFamily(
+        "herd_group_coordinator_num_partitions",
+        "__consumer_offsets partitions hosted here, by state.",
+        labels=["state"],
+    )
     for state in ("loading", "active", "failed", "unloading"):
         partitions.add_metric([state], snapshot.partitions.get(state, 0))
     yield partitions
     groups, max_series = snapshot.groups, snapshot.max_series
-    count = GaugeMetricFamily("herd_group_coordinator_group_count", "Groups coordinated here, by rebalance protocol.",
-                              labels=["protocol"])
+    count = GaugeMetricFamily(
+        "herd_group_coordinator_group_count", "Groups coordinated here, by rebalance protocol.", labels=["protocol"]
+    )
     count.add_metric(["classic"], sum(groups.values()))
     yield count
-    classic = GaugeMetricFamily("herd_group_coordinator_classic_group_count", "Groups coordinated here, by state "
-                                "and protocol type.", labels=["state", "protocol_type"])
+    classic = GaugeMetricFamily(
+        "herd_group_coordinator_classic_group_count",
+        "Groups coordinated here, by state and protocol type.",
+        labels=["state", "protocol_type"],
+    )
     kept = [(key, n) for key, n in sorted(groups.items()) if len(key[1]) <= MAX_LABEL_CHARS][:max_series]
     for (state, protocol_type), n in kept:
         classic.add_metric([state, protocol_type], n)
@@ -350,29 +381,40 @@ def _coordinator(snapshot: Snapshot, dropped: dict[str, int]) -> Iterator[Metric
     stats = snapshot.stats
     if stats is None:
         return
-    yield _histogram("herd_group_coordinator_partition_load_time_seconds",
-                     "Loading a __consumer_offsets partition.", stats.partition_load)
-    started = CounterMetricFamily("herd_group_coordinator_rebalances", "Rebalances started, by cause.",
-                                  labels=["cause"])
+    yield _histogram(
+        "herd_group_coordinator_partition_load_time_seconds",
+        "Loading a __consumer_offsets partition.",
+        stats.partition_load,
+    )
+    started = CounterMetricFamily(
+        "herd_group_coordinator_rebalances", "Rebalances started, by cause.", labels=["cause"]
+    )
     for cause, count in sorted(stats.rebalances_started.items()):
         started.add_metric([cause], count)
     yield started
-    completed = CounterMetricFamily("herd_group_coordinator_completed_rebalances", "Rebalances ended, by cause and "
-                                    "outcome.", labels=["cause", "outcome"])
+    completed = CounterMetricFamily(
+        "herd_group_coordinator_completed_rebalances",
+        "Rebalances ended, by cause and outcome.",
+        labels=["cause", "outcome"],
+    )
     for (cause, outcome), count in sorted(stats.rebalances_completed.items()):
         completed.add_metric([cause, outcome], count)
     yield completed
     yield _histogram("herd_group_coordinator_rebalance_join_seconds", "Join phases of rebalances.", stats.join_phase)
     yield _histogram("herd_group_coordinator_rebalance_sync_seconds", "Sync phases of rebalances.", stats.sync_phase)
-    yield _histogram("herd_group_coordinator_fsync_latency_seconds", "Write rounds of the coordinator: appends and "
-                     "fsync (cluster mode: the commit to PostgreSQL).", stats.flush_round)
+    yield _histogram(
+        "herd_group_coordinator_fsync_latency_seconds",
+        "Write rounds of the coordinator: appends and fsync (cluster mode: the commit to PostgreSQL).",
+        stats.flush_round,
+    )
 
 
 def _topics(snapshot: Snapshot) -> Iterator[Metric]:
-    families = [CounterMetricFamily("herd_topic_bytes_in", "Record bytes produced, by topic.", labels=["topic"]),
-                CounterMetricFamily("herd_topic_messages_in", "Offsets appended by Produce, by topic.",
-                                    labels=["topic"]),
-                CounterMetricFamily("herd_topic_bytes_out", "Record bytes fetched, by topic.", labels=["topic"])]
+    families = [
+        CounterMetricFamily("herd_topic_bytes_in", "Record bytes produced, by topic.", labels=["topic"]),
+        CounterMetricFamily("herd_topic_messages_in", "Offsets appended by Produce, by topic.", labels=["topic"]),
+        CounterMetricFamily("herd_topic_bytes_out", "Record bytes fetched, by topic.", labels=["topic"]),
+    ]
     for name, counts in sorted(snapshot.topics.items()):
         for family, value in zip(families, counts, strict=True):
             family.add_metric([name], value)
@@ -382,18 +424,29 @@ def _topics(snapshot: Snapshot) -> Iterator[Metric]:
 def _connections(snapshot: Snapshot) -> Iterator[Metric]:
     open_, accepted, closed, refused = snapshot.connections
     yield GaugeMetricFamily("herd_connections", "Open Kafka connections.", value=open_)
-    yield CounterMetricFamily("herd_connections_accepted", "Kafka connections accepted (within the quotas).",
-                              value=accepted)
+    yield CounterMetricFamily(
+        "herd_connections_accepted", "Kafka connections accepted (within the quotas).", value=accepted
+    )
     yield CounterMetricFamily("herd_connections_closed", "Kafka connections closed.", value=closed)
-    yield CounterMetricFamily("herd_connections_refused", "Kafka connections refused by max.connections or "
-                              "max.connections.per.ip.", value=refused)
+    yield CounterMetricFamily(
+        "herd_connections_refused",
+        "Kafka connections refused by max.connections or max.connections.per.ip.",
+        value=refused,
+    )
     sasl, expired = snapshot.sasl
-    yield CounterMetricFamily("herd_connections_expired", "Kafka connections closed at the end of their SASL "
-                              "session (connections.max.reauth.ms).", value=expired)
-    family = CounterMetricFamily("herd_sasl_authentications", "SASL exchanges, by result, first ones and "
-                                 "re-authentications.", labels=["result", "reauthentication"])
-    for (result, reauthentication), count in zip([("succeeded", "false"), ("failed", "false"), ("succeeded", "true"),
-                                                  ("failed", "true")], sasl, strict=True):
+    yield CounterMetricFamily(
+        "herd_connections_expired",
+        "Kafka connections closed at the end of their SASL session (connections.max.reauth.ms).",
+        value=expired,
+    )
+    family = CounterMetricFamily(
+        "herd_sasl_authentications",
+        "SASL exchanges, by result, first ones and re-authentications.",
+        labels=["result", "reauthentication"],
+    )
+    for (result, reauthentication), count in zip(
+        [("succeeded", "false"), ("failed", "false"), ("succeeded", "true"), ("failed", "true")], sasl, strict=True
+    ):
         family.add_metric([result, reauthentication], count)
     yield family
 
@@ -401,12 +454,19 @@ def _connections(snapshot: Snapshot) -> Iterator[Metric]:
 def _lag(lags: dict[str, list[PartitionLag]], everything: tuple[int, int], dropped: dict[str, int]) -> Iterator[Metric]:
     """`lags` holds whole groups up to the cap (lag.all_lags); `everything` counts what there is."""
     labels = ["group", "topic", "partition"]
-    lag = GaugeMetricFamily("herd_consumer_group_lag", "High watermark less the committed offset, for the groups "
-                            "coordinated here.", labels=labels)
-    offset = GaugeMetricFamily("herd_consumer_group_offset", "Committed offset, for the groups coordinated here.",
-                               labels=labels)
-    total = GaugeMetricFamily("herd_consumer_group_sum_lag", "The group's lag summed over its partitions (those "
-                              "whose end offset is known).", labels=["group"])
+    lag = GaugeMetricFamily(
+        "herd_consumer_group_lag",
+        "High watermark less the committed offset, for the groups coordinated here.",
+        labels=labels,
+    )
+    offset = GaugeMetricFamily(
+        "herd_consumer_group_offset", "Committed offset, for the groups coordinated here.", labels=labels
+    )
+    total = GaugeMetricFamily(
+        "herd_consumer_group_sum_lag",
+        "The group's lag summed over its partitions (those whose end offset is known).",
+        labels=["group"],
+    )
     series = emitted = 0
     for group_id, partitions in lags.items():
         if len(group_id) > MAX_LABEL_CHARS:

@@ -83,8 +83,10 @@ async def move(broker: Broker, request: MoveRequest) -> dict[str, Any]:
     topic, partition = _target(broker, request)
     if broker.cluster.shared:
         if request.unavailable_ms:  # 0, the default, is what a cluster's move gives
-            raise MoveError("unavailable_ms is for a single node: in cluster mode the coordinator is unavailable "
-                            "while the new leader loads the group")
+            raise MoveError(
+                "unavailable_ms is for a single node: in cluster mode the coordinator is unavailable "
+                "while the new leader loads the group"
+            )
         moved = await broker.cluster.move_partition(topic, partition, request.to)  # type: ignore[attr-defined]
         return _answer(topic, partition, moved.from_node, moved.to_node, moved.leader_epoch)
     if topic != OFFSETS_TOPIC:

@@ -74,14 +74,21 @@ class ClusterNode:
             except psycopg.Error as e:  # e.g. no privilege to create herd's tables
                 raise DatabaseError(describe(e, url)) from None
             node.cluster = SharedCluster(
-                pool, node.store, config.log_config(), node_id=broker.node_id,
-                endpoint=(broker.endpoint.host, broker.endpoint.port), http_url=http_url,
+                pool,
+                node.store,
+                config.log_config(),
+                node_id=broker.node_id,
+                endpoint=(broker.endpoint.host, broker.endpoint.port),
+                http_url=http_url,
                 listeners={name: (e.host, e.port) for name, e in broker.endpoints.items()},
                 session_timeout_ms=config.get("broker.session.timeout.ms"),
                 heartbeat_interval_ms=config.get("broker.heartbeat.interval.ms"),
-                max_partitions=config.get("max.broker.partitions"), cluster_id=cluster_id,
-                on_leadership=node._on_leadership, on_topics_deleted=node._on_topics_deleted,
-                on_broker_configs=broker.reconfigure)
+                max_partitions=config.get("max.broker.partitions"),
+                cluster_id=cluster_id,
+                on_leadership=node._on_leadership,
+                on_topics_deleted=node._on_topics_deleted,
+                on_broker_configs=broker.reconfigure,
+            )
             broker.cluster = node.cluster  # type: ignore[assignment]
             await node.cluster.start()
             broker.use_acls(open_shared_store(config, node.cluster))
@@ -97,8 +104,7 @@ class ClusterNode:
         if self.cluster.get(OFFSETS_TOPIC) is None:
             configs = {**OFFSETS_TOPIC_CONFIGS, "segment.bytes": str(self.config.get("offsets.topic.segment.bytes"))}
             try:
-                await self.cluster.create_topic(OFFSETS_TOPIC, self.config.get("offsets.topic.num.partitions"),
-                                                configs)
+                await self.cluster.create_topic(OFFSETS_TOPIC, self.config.get("offsets.topic.num.partitions"), configs)
             except TopicError as e:
                 if e.error_code != TOPIC_ALREADY_EXISTS:  # another node made it meanwhile: fine
                     raise
@@ -175,8 +181,11 @@ class ClusterNode:
         try:
             await self.cluster.shutdown(controlled=True)
         except Exception as e:  # e.g. the database is gone: the partitions move when the lease runs out
-            log.warning("controlled shutdown could not hand the partitions over (%s): they move to other nodes "
-                        "when this node's lease runs out", e)
+            log.warning(
+                "controlled shutdown could not hand the partitions over (%s): they move to other nodes "
+                "when this node's lease runs out",
+                e,
+            )
         moves = list(self._moves.values())
         if moves:
             await asyncio.gather(*moves, return_exceptions=True)

@@ -63,8 +63,7 @@ class Peers:
         if connection is None or connection.closed:
             connection = self._connections[address] = _Connection(host, port, self.ssl, self.login)
         try:
-            return await asyncio.wait_for(connection.call(api_key, version, request, self.client_id),
-                                          self.timeout_s)
+            return await asyncio.wait_for(connection.call(api_key, version, request, self.client_id), self.timeout_s)
         except Exception as error:  # whatever went wrong, the connection is not to be trusted again
             connection.close()
             if self._connections.get(address) is connection:
@@ -80,8 +79,9 @@ class Peers:
 
 
 class _Connection:
-    def __init__(self, host: str, port: int, context: ssl.SSLContext | None = None,
-                 login: tuple[str, str] | None = None) -> None:
+    def __init__(
+        self, host: str, port: int, context: ssl.SSLContext | None = None, login: tuple[str, str] | None = None
+    ) -> None:
         self.host, self.port = host, port
         self.context = context
         self._login = login
@@ -98,23 +98,27 @@ class _Connection:
                 self._streams, self._expires_at = None, None
             if self._streams is None:
                 self._streams = await asyncio.open_connection(
-                    self.host, self.port, ssl=self.context, server_hostname=self.host if self.context else None)
+                    self.host, self.port, ssl=self.context, server_hostname=self.host if self.context else None
+                )
                 if self._login is not None:
                     await self._authenticate(client_id)
             return await self._call(api_key, version, request, client_id)
 
     async def _authenticate(self, client_id: str) -> None:
         user, password = self._login  # type: ignore[misc]
-        handshake = await self._call(SASL_HANDSHAKE, 1, make(request_class(SASL_HANDSHAKE, 1),
-                                                             {"mechanism": "PLAIN"}), client_id)
+        handshake = await self._call(
+            SASL_HANDSHAKE, 1, make(request_class(SASL_HANDSHAKE, 1), {"mechanism": "PLAIN"}), client_id
+        )
         if handshake.error_code:
             raise PeerError(f"node {self.host}:{self.port} refused SASL/PLAIN (error {int(handshake.error_code)})")
         token = f"\0{user}\0{password}".encode()
-        answer = await self._call(SASL_AUTHENTICATE, 2, make(request_class(SASL_AUTHENTICATE, 2),
-                                                             {"auth_bytes": token}), client_id)
+        answer = await self._call(
+            SASL_AUTHENTICATE, 2, make(request_class(SASL_AUTHENTICATE, 2), {"auth_bytes": token}), client_id
+        )
         if answer.error_code:
-            raise PeerError(f"node {self.host}:{self.port} did not authenticate this node as {user}: "
-                            f"{answer.error_message}")
+            raise PeerError(
+                f"node {self.host}:{self.port} did not authenticate this node as {user}: {answer.error_message}"
+            )
         lifetime = answer.session_lifetime.total_seconds()
         if lifetime > 0:  # well before the session ends
             self._expires_at = asyncio.get_running_loop().time() + lifetime * 0.8

@@ -136,11 +136,13 @@ class ProducerStates:
             return None  # unknown producer (new, or forgotten): accept any sequence
         if header.producer_epoch < entry.epoch:
             raise InvalidProducerEpochError(
-                f"producer {header.producer_id} epoch {header.producer_epoch} is older than {entry.epoch}")
+                f"producer {header.producer_id} epoch {header.producer_epoch} is older than {entry.epoch}"
+            )
         if header.producer_epoch > entry.epoch:
             if header.base_sequence != 0:
                 raise OutOfOrderSequenceError(
-                    f"new epoch {header.producer_epoch} must start at sequence 0, not {header.base_sequence}")
+                    f"new epoch {header.producer_epoch} must start at sequence 0, not {header.base_sequence}"
+                )
             return None
         last = header.last_sequence
         for meta in entry.batches:
@@ -149,7 +151,8 @@ class ProducerStates:
         expected = 0 if entry.last_seq in (None, INT32_MAX) else entry.last_seq + 1  # type: ignore[operator]
         if header.base_sequence != expected:
             raise OutOfOrderSequenceError(
-                f"producer {header.producer_id}: sequence {header.base_sequence}, expected {expected}")
+                f"producer {header.producer_id}: sequence {header.base_sequence}, expected {expected}"
+            )
         return None
 
     def _record(self, log: PartitionLog, headers: list[BatchHeader], result: AppendResult, now_ms: int) -> None:
@@ -164,8 +167,9 @@ class ProducerStates:
                     self._bound(now_ms)
                 entry.last_append_ms = now_ms
                 self._entries.move_to_end(key)
-                meta_result = AppendResult(offset, offset + count - 1, result.log_append_time,
-                                           result.log_start_offset, header.record_count)
+                meta_result = AppendResult(
+                    offset, offset + count - 1, result.log_append_time, result.log_start_offset, header.record_count
+                )
                 stamp = header.max_timestamp if result.log_append_time < 0 else result.log_append_time
                 entry.batches.append(_BatchMeta(header.base_sequence, header.last_sequence, stamp, meta_result))
             offset += count
@@ -187,9 +191,13 @@ class ProducerStates:
             self.evicted += 1
         if excess > 0 and (self._warned_ms is None or now_ms - self._warned_ms >= _WARN_EVERY_MS):
             self._warned_ms = now_ms
-            log.warning("idempotent producer state is full (herd.producer.state.max.entries=%d): forgetting the "
-                        "least recently used producers (%d so far); a forgotten producer's retries of older "
-                        "batches are no longer recognised as duplicates", self.max_entries, self.evicted)
+            log.warning(
+                "idempotent producer state is full (herd.producer.state.max.entries=%d): forgetting the "
+                "least recently used producers (%d so far); a forgotten producer's retries of older "
+                "batches are no longer recognised as duplicates",
+                self.max_entries,
+                self.evicted,
+            )
 
     def restore(self, topic: str, partition: int, batches: Iterable[ProducerBatch], *, now_ms: int) -> None:
         """Replace the state of one partition with what its stored batches say (`PgPartitionLog.producer_state`:
@@ -211,8 +219,9 @@ class ProducerStates:
             entry = self._put((topic, partition, producer_id), _ProducerEntry(last.producer_epoch, now_ms))
             for b in stored:
                 if b.producer_epoch == last.producer_epoch:
-                    result = AppendResult(b.base_offset, b.last_offset, b.log_append_time, b.log_start_offset,
-                                          b.record_count)
+                    result = AppendResult(
+                        b.base_offset, b.last_offset, b.log_append_time, b.log_start_offset, b.record_count
+                    )
                     entry.batches.append(_BatchMeta(b.base_sequence, b.last_sequence, b.max_timestamp, result))
         self._bound(now_ms)
 
@@ -243,9 +252,20 @@ class ProducerStates:
         for producer_id, entry in self._by_partition.get((topic, partition), {}).items():
             for meta in entry.batches:
                 r = meta.result
-                out.append(ProducerBatch(producer_id, entry.epoch, meta.first_seq, meta.last_seq, r.base_offset,
-                                         r.last_offset, r.record_count, meta.max_timestamp, r.log_append_time,
-                                         r.log_start_offset))
+                out.append(
+                    ProducerBatch(
+                        producer_id,
+                        entry.epoch,
+                        meta.first_seq,
+                        meta.last_seq,
+                        r.base_offset,
+                        r.last_offset,
+                        r.record_count,
+                        meta.max_timestamp,
+                        r.log_append_time,
+                        r.log_start_offset,
+                    )
+                )
         out.sort(key=lambda b: b.base_offset)
         return out
 
@@ -261,10 +281,15 @@ class ProducerStates:
             raise NotLeaderError("the partition's producer state is being loaded")
         self._expire(now_ms)
         entries = self._by_partition.get((topic, partition), {})
-        txns = {pid: (epoch, coordinator_epoch, first)
-                for pid, epoch, coordinator_epoch, first in (transactions.entries() if transactions else ())}
-        out = {pid: ActiveProducer(pid, e.epoch, e.batches[-1].last_seq, e.batches[-1].max_timestamp)
-               for pid, e in entries.items() if e.batches}
+        txns = {
+            pid: (epoch, coordinator_epoch, first)
+            for pid, epoch, coordinator_epoch, first in (transactions.entries() if transactions else ())
+        }
+        out = {
+            pid: ActiveProducer(pid, e.epoch, e.batches[-1].last_seq, e.batches[-1].max_timestamp)
+            for pid, e in entries.items()
+            if e.batches
+        }
         for pid, (epoch, coordinator_epoch, first) in txns.items():
             known = out.get(pid)
             if known is None or epoch > known.epoch:  # a marker that bumped the epoch: its batches are older

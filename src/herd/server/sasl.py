@@ -76,5 +76,6 @@ def new_authenticator(broker: Broker, listener: str) -> Authenticator:
     if settings is None:
         settings = broker.sasl_listeners[listener.upper()] = listener_sasl(broker.config, listener)
     credentials = broker.credentials
-    return Authenticator(settings.mechanisms, settings.plain_users, credentials.lookup, credentials.fake,
-                         settings.reauth_ms)
+    return Authenticator(
+        settings.mechanisms, settings.plain_users, credentials.lookup, credentials.fake, settings.reauth_ms
+    )

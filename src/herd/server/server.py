@@ -27,8 +27,8 @@ import time
 import weakref
 from typing import TYPE_CHECKING
 
-from herd.config import BrokerConfig, ConfigError, Listener, parse_listeners
 from herd.cluster.topics import TopicStore
+from herd.config import BrokerConfig, ConfigError, Listener, parse_listeners
 from herd.log.api import LogError, as_remote
 from herd.log.fs import OsFileSystem
 from herd.log.handles import BoundedFileSystem, descriptor_limit, max_open_files
@@ -38,8 +38,8 @@ from herd.runtime import CoordinatorRuntime
 from herd.runtime.recovery import Backoff
 from herd.security import tls
 from herd.security.acl_store import open_file_store
-from herd.server import apis
 from herd.security.credentials import FileCredentialStore, SharedCredentialStore
+from herd.server import apis
 from herd.server.broker import Broker, Endpoint
 from herd.server.connection import Budgets, Connection, ConnectionQuotas
 from herd.server.faults import FaultRegistry
@@ -77,8 +77,9 @@ class Server:
         self.http: HttpListener | None = None  # herd.http.listener, when set
         self.connections: set[Connection] = set()
         self.budgets = Budgets(config.get("queued.max.requests"), config.get("queued.max.request.bytes"))
-        self.quotas = ConnectionQuotas(max_connections(config.get("max.connections")),
-                                       config.get("max.connections.per.ip"))
+        self.quotas = ConnectionQuotas(
+            max_connections(config.get("max.connections")), config.get("max.connections.per.ip")
+        )
         self.broker.reconfigure_hooks.append(self._reconfigure_quotas)
         self._servers: list[asyncio.base_events.Server] = []
         self.bound: dict[str, tuple[str, int, str]] = {}  # listener name -> (bound host, port, security protocol)
@@ -114,7 +115,7 @@ class Server:
                 self.broker.coordinator.start()
                 self.broker.transactions = transaction_runtime(self.broker)
                 self.broker.transactions.start()
-                where = f"data in {', '.join(os.path.abspath(d) for d in self.config.log_dirs)}"
+                where = f"data in {', '.join(os.path.abspath(d) for d in self.config.log_dirs)}"  # noqa: ASYNC240 (once, at start)
             else:  # cluster mode; psycopg is imported only here, so an embedded node never loads it
                 from herd.log.postgres.db import redact
                 from herd.server.node import ClusterNode
@@ -127,9 +128,11 @@ class Server:
                 self.broker.peers.login = inter_broker_login(self.config)
                 inter_broker = self.broker.inter_broker_listener
                 if self.broker.peers.login is None and self.config.security_protocol(inter_broker).startswith("SASL_"):
-                    log.warning("the nodes reach each other on SASL listener %s but its PlainLoginModule JAAS entry "
-                                "names no username and password: requests one node forwards to another will fail",
-                                inter_broker)
+                    log.warning(
+                        "the nodes reach each other on SASL listener %s but its PlainLoginModule JAAS entry "
+                        "names no username and password: requests one node forwards to another will fail",
+                        inter_broker,
+                    )
                 where = f"cluster {self.broker.cluster.cluster_id}, state in {redact(self.database_url)}"
             if self.http is not None:
                 await self.http.start()
@@ -147,10 +150,18 @@ class Server:
         self._duties.append(loop.create_task(self._idle_loop()))
         for name, (host, port, protocol) in self.bound.items():
             advertised = self.broker.endpoints[name]
-            log.info("herd listener %s (%s) on %s:%d, advertised as %s:%d", name, protocol, host, port,
-                     advertised.host, advertised.port)
-        log.info("herd listening on %s:%d (node %d, %s)", self.broker.endpoint.host, self.port,
-                 self.broker.node_id, where)
+            log.info(
+                "herd listener %s (%s) on %s:%d, advertised as %s:%d",
+                name,
+                protocol,
+                host,
+                port,
+                advertised.host,
+                advertised.port,
+            )
+        log.info(
+            "herd listening on %s:%d (node %d, %s)", self.broker.endpoint.host, self.port, self.broker.node_id, where
+        )
 
     def _bind_http(self) -> None:
         """Bind the HTTP listener (herd.server.http), when herd.http.listener is set, before the data is opened: a
@@ -176,8 +187,9 @@ class Server:
 
             failures = _HandshakeFailures(name) if context is not None else None
 
-            def factory(name: str = name, protocol: str = protocol, failures: _HandshakeFailures | None = failures
-                        ) -> Connection:
+            def factory(
+                name: str = name, protocol: str = protocol, failures: _HandshakeFailures | None = failures
+            ) -> Connection:
                 if failures is not None:
                     return _TlsConnection(self, name, protocol, failures)
                 return Connection(self, name, protocol)
@@ -186,8 +198,13 @@ class Server:
                 # a handshake that fails (not TLS, an untrusted or missing client certificate, a client that stops
                 # half-way: dropped after HANDSHAKE_TIMEOUT_S) closes that socket only (_HandshakeFailures)
                 srv = await loop.create_server(
-                    factory, host, listener.port, start_serving=False, ssl=context,
-                    ssl_handshake_timeout=tls.HANDSHAKE_TIMEOUT_S if context is not None else None)
+                    factory,
+                    host,
+                    listener.port,
+                    start_serving=False,
+                    ssl=context,
+                    ssl_handshake_timeout=tls.HANDSHAKE_TIMEOUT_S if context is not None else None,
+                )
             except OSError as e:  # the port is taken, the host does not resolve or is not this machine's
                 reason = e.strerror if isinstance(e, socket.gaierror) or not e.errno else os.strerror(e.errno)
                 for bound in self._servers:
@@ -199,8 +216,11 @@ class Server:
             host, port = srv.sockets[0].getsockname()[:2]
             name = listener.name.upper()
             given = advertised.get(name)
-            endpoints[name] = Endpoint(given.host or self._bound_host(host), given.port or port) if given else \
-                Endpoint(self._bound_host(host), port)
+            endpoints[name] = (
+                Endpoint(given.host or self._bound_host(host), given.port or port)
+                if given
+                else Endpoint(self._bound_host(host), port)
+            )
             self.bound[name] = (host, port, protocol)
         self.broker.set_endpoints(endpoints)
 
@@ -214,8 +234,10 @@ class Server:
             return {names[0]: next(iter(advertised.values()))}
         unknown = [name for name in advertised if name not in names]
         if unknown:
-            raise ConfigError(f"advertised.listeners: {unknown[0]} is not one of the listeners ({', '.join(names)}); "
-                              f"advertised listener names must be listeners' names")
+            raise ConfigError(
+                f"advertised.listeners: {unknown[0]} is not one of the listeners ({', '.join(names)}); "
+                f"advertised listener names must be listeners' names"
+            )
         return advertised
 
     def _listener_plans(self) -> list[tuple[Listener, str, ssl.SSLContext | None]]:
@@ -262,8 +284,9 @@ class Server:
                         log.debug("retention of %s-%d skipped: %s", topic.name, partition.partition, e)
 
     async def _flush_loop(self) -> None:
-        interval_ms = min(self.config.get("log.flush.scheduler.interval.ms"),
-                          self.config.get("log.flush.interval.ms") or 2**62, 1000)
+        interval_ms = min(
+            self.config.get("log.flush.scheduler.interval.ms"), self.config.get("log.flush.interval.ms") or 2**62, 1000
+        )
         while True:
             await asyncio.sleep(interval_ms / 1000)
             now = self.broker.now_ms()
@@ -277,8 +300,9 @@ class Server:
     async def _recovery_loop(self) -> None:
         """Reopen data partitions that failed on a disk error (`recover`), each after its backoff; a failed
         attempt is logged when a streak of them starts (the partition logged its failure itself)."""
-        backoff = Backoff(self.config.get("herd.log.recovery.backoff.ms"),
-                          self.config.get("herd.log.recovery.backoff.max.ms"))
+        backoff = Backoff(
+            self.config.get("herd.log.recovery.backoff.ms"), self.config.get("herd.log.recovery.backoff.max.ms")
+        )
         while True:
             await asyncio.sleep(backoff.initial_ms / 1000)
             now = self.broker.now_ms()
@@ -304,8 +328,13 @@ class Server:
                         backoff.succeeded(key)
                     except LogError as error:
                         if backoff.failed(key, now):
-                            log.error("%s-%d cannot be recovered from disk yet (retrying, up to every %d ms): %s",
-                                      topic.name, index, backoff.max_ms, error)
+                            log.error(
+                                "%s-%d cannot be recovered from disk yet (retrying, up to every %d ms): %s",
+                                topic.name,
+                                index,
+                                backoff.max_ms,
+                                error,
+                            )
 
     async def _idle_loop(self) -> None:
         """Close connections idle for connections.max.idle.ms (checked every tenth of it, at most every second)."""
@@ -378,10 +407,16 @@ class _HandshakeFailures:
         self.unlogged += 1
         now = time.monotonic()
         if now - self.logged_at >= 60:
-            log.info("%d TLS handshake%s failed on listener %s%s (not TLS, a client certificate the truststore does "
-                     "not vouch for or none where ssl.client.auth=required, or not done within %g s); each closed "
-                     "that connection only", self.unlogged, "" if self.unlogged == 1 else "s", self.listener,
-                     "" if self.failed == self.unlogged else " since the last report", tls.HANDSHAKE_TIMEOUT_S)
+            log.info(
+                "%d TLS handshake%s failed on listener %s%s (not TLS, a client certificate the truststore does "
+                "not vouch for or none where ssl.client.auth=required, or not done within %g s); each closed "
+                "that connection only",
+                self.unlogged,
+                "" if self.unlogged == 1 else "s",
+                self.listener,
+                "" if self.failed == self.unlogged else " since the last report",
+                tls.HANDSHAKE_TIMEOUT_S,
+            )
             self.logged_at, self.unlogged = now, 0
 
 
@@ -427,8 +462,11 @@ async def _serve(config: BrokerConfig) -> None:
         # just as the node stops (seen when `herd cluster up` was killed: PostgreSQL went with it). Exiting now is
         # what a kill -9 does, which loses nothing acknowledged; in cluster mode the lease runs out and the other
         # nodes take the partitions over.
-        log.error("shutting down took longer than %.0f s (does the database or the disk answer?): exiting now; "
-                  "nothing acknowledged is lost, the next start recovers as after a crash", limit_s)
+        log.error(
+            "shutting down took longer than %.0f s (does the database or the disk answer?): exiting now; "
+            "nothing acknowledged is lost, the next start recovers as after a crash",
+            limit_s,
+        )
         os._exit(1)
 
 

@@ -35,10 +35,14 @@ VERSION = 1  # WriteTxnMarkers v1, the version herd serves (the request classes 
 
 
 def transaction_runtime(broker: Broker) -> TransactionRuntime:
-    return TransactionRuntime(broker.cluster, broker.config, new_producer_id=new_producer_id,
-                              groups=broker.coordinator,  # type: ignore[arg-type]  # complete_transaction: C's
-                              on_marker=broker.notify_append,
-                              remote=MarkerSender(broker) if broker.cluster.shared else None)
+    return TransactionRuntime(
+        broker.cluster,
+        broker.config,
+        new_producer_id=new_producer_id,
+        groups=broker.coordinator,  # type: ignore[arg-type]  # complete_transaction: C's
+        on_marker=broker.notify_append,
+        remote=MarkerSender(broker) if broker.cluster.shared else None,
+    )
 
 
 class MarkerSender:
@@ -60,9 +64,17 @@ class MarkerSender:
 
     async def _ask(self, host: str, port: int, tp: tuple[str, int], marker: Marker) -> int:
         topic = make(WritableTxnMarkerTopic, {"name": tp[0], "partition_indexes": (tp[1],)})
-        entry = make(WritableTxnMarker, {
-            "producer_id": marker.producer_id, "producer_epoch": marker.producer_epoch,
-            "transaction_result": marker.commit, "topics": (topic,), "coordinator_epoch": marker.coordinator_epoch})
-        response = await self._broker.peers.request(host, port, write_txn_markers.API_KEY, VERSION,
-                                                    make(WriteTxnMarkersRequest, {"markers": (entry,)}))
+        entry = make(
+            WritableTxnMarker,
+            {
+                "producer_id": marker.producer_id,
+                "producer_epoch": marker.producer_epoch,
+                "transaction_result": marker.commit,
+                "topics": (topic,),
+                "coordinator_epoch": marker.coordinator_epoch,
+            },
+        )
+        response = await self._broker.peers.request(
+            host, port, write_txn_markers.API_KEY, VERSION, make(WriteTxnMarkersRequest, {"markers": (entry,)})
+        )
         return int(next(p.error_code for m in response.markers for t in m.topics for p in t.partitions))

@@ -26,7 +26,6 @@ Shapes (every offset an int, every time epoch ms):
 from __future__ import annotations
 
 import asyncio
-
 import struct
 from typing import Any
 
@@ -39,7 +38,6 @@ from herd.coordinator.history import Rebalance
 from herd.coordinator.member import Member
 from herd.log.store import SegmentStore
 from herd.server.broker import Broker
-
 from herd.server.lag import group_lags
 
 CONSUMER = "consumer"
@@ -54,6 +52,7 @@ class NotHere(Exception):
 
 
 # -- groups ----------------------------------------------------------------------------------------------------
+
 
 def coordinator_node(broker: Broker, group_id: str) -> int | None:
     """The node that coordinates `group_id` as this node sees it (FindCoordinator's answer), or None."""
@@ -84,19 +83,22 @@ def _active_shards(broker: Broker) -> list[Any]:
     return [s.shard for s in list(runtime.shards.values()) if s.state.value == "active"]
 
 
-def _summary(broker: Broker, group_id: str, group: ClassicGroup | None, lags: list[Any],
-             history: tuple[Any, ...]) -> dict[str, Any]:
+def _summary(
+    broker: Broker, group_id: str, group: ClassicGroup | None, lags: list[Any], history: tuple[Any, ...]
+) -> dict[str, Any]:
     known = [p.lag for p in lags if p.lag is not None]
     last = rebalance_json(history[-1]) if history else None
-    return {"group": group_id,
-            "state": group.state.value if group is not None else "Empty",
-            "protocol_type": group.protocol_type if group is not None else None,
-            "protocol": group.protocol_name if group is not None else None,
-            "generation": group.generation_id if group is not None else 0,
-            "members": len(group.members) if group is not None else 0,
-            "coordinator": broker.node_id,
-            "lag": sum(known) if known else None,
-            "last_rebalance": None if last is None else {key: last.get(key) for key in _LAST_REBALANCE}}
+    return {
+        "group": group_id,
+        "state": group.state.value if group is not None else "Empty",
+        "protocol_type": group.protocol_type if group is not None else None,
+        "protocol": group.protocol_name if group is not None else None,
+        "generation": group.generation_id if group is not None else 0,
+        "members": len(group.members) if group is not None else 0,
+        "coordinator": broker.node_id,
+        "lag": sum(known) if known else None,
+        "last_rebalance": None if last is None else {key: last.get(key) for key in _LAST_REBALANCE},
+    }
 
 
 async def local_groups(broker: Broker) -> list[dict[str, Any]]:
@@ -107,8 +109,15 @@ async def local_groups(broker: Broker) -> list[dict[str, Any]]:
         for group_id in sorted(set(groups) | set(shard.offset_group_ids())):
             if len(out) % 200 == 199:
                 await asyncio.sleep(0)  # thousands of groups: let the Kafka connections be served in between
-            out.append(_summary(broker, group_id, groups.get(group_id), await group_lags(broker, group_id),
-                                shard.rebalance_history(group_id)))
+            out.append(
+                _summary(
+                    broker,
+                    group_id,
+                    groups.get(group_id),
+                    await group_lags(broker, group_id),
+                    shard.rebalance_history(group_id),
+                )
+            )
     return sorted(out, key=lambda g: g["group"])
 
 
@@ -122,26 +131,38 @@ async def group_detail(broker: Broker, group_id: str) -> dict[str, Any] | None:
     if group is None and not lags and not history and not shard.committed_offsets(group_id):
         return None
     members = [_member(m, group) for m in group.members.values()] if group is not None else []
-    owners = {(a["topic"], p): m["member_id"] for m in members for a in m["assignment"] or ()
-              for p in a["partitions"]}
-    return {**_summary(broker, group_id, group, lags, history),
-            "leader": group.leader_id if group is not None else None,
-            "members": members,
-            "partitions": [_lag(p, owners.get((p.topic, p.partition))) for p in lags],
-            "rebalances": [rebalance_json(entry) for entry in history]}
+    owners = {(a["topic"], p): m["member_id"] for m in members for a in m["assignment"] or () for p in a["partitions"]}
+    return {
+        **_summary(broker, group_id, group, lags, history),
+        "leader": group.leader_id if group is not None else None,
+        "members": members,
+        "partitions": [_lag(p, owners.get((p.topic, p.partition))) for p in lags],
+        "rebalances": [rebalance_json(entry) for entry in history],
+    }
 
 
 def _member(member: Member, group: ClassicGroup) -> dict[str, Any]:
     consumer = group.protocol_type == CONSUMER
-    return {"member_id": member.member_id, "group_instance_id": member.group_instance_id,
-            "client_id": member.client_id, "client_host": member.client_host,
-            "session_timeout_ms": member.session_timeout_ms, "rebalance_timeout_ms": member.rebalance_timeout_ms,
-            "assignment": decode_assignment(member.assignment) if consumer else None}
+    return {
+        "member_id": member.member_id,
+        "group_instance_id": member.group_instance_id,
+        "client_id": member.client_id,
+        "client_host": member.client_host,
+        "session_timeout_ms": member.session_timeout_ms,
+        "rebalance_timeout_ms": member.rebalance_timeout_ms,
+        "assignment": decode_assignment(member.assignment) if consumer else None,
+    }
 
 
 def _lag(p: Any, member_id: str | None) -> dict[str, Any]:
-    return {"topic": p.topic, "partition": p.partition, "committed": p.committed, "end_offset": p.end_offset,
-            "lag": p.lag, "member_id": member_id}
+    return {
+        "topic": p.topic,
+        "partition": p.partition,
+        "committed": p.committed,
+        "end_offset": p.end_offset,
+        "lag": p.lag,
+        "member_id": member_id,
+    }
 
 
 def decode_assignment(data: bytes) -> list[dict[str, Any]] | None:
@@ -155,8 +176,10 @@ def decode_assignment(data: bytes) -> list[dict[str, Any]] | None:
         assignment, _ = _read_assignment(data, 2)
     except (SerialError, ValueError, IndexError, struct.error):
         return None
-    return [{"topic": str(tp.topic), "partitions": sorted(int(p) for p in tp.partitions)}
-            for tp in assignment.assigned_partitions]
+    return [
+        {"topic": str(tp.topic), "partitions": sorted(int(p) for p in tp.partitions)}
+        for tp in assignment.assigned_partitions
+    ]
 
 
 def rebalance_json(entry: Rebalance) -> dict[str, Any]:
@@ -165,6 +188,7 @@ def rebalance_json(entry: Rebalance) -> dict[str, Any]:
 
 
 # -- topics ----------------------------------------------------------------------------------------------------
+
 
 async def topics(broker: Broker) -> list[dict[str, Any]]:
     """Every topic with its partitions' leaders, offsets and sizes, by name."""
@@ -178,8 +202,9 @@ async def topics(broker: Broker) -> list[dict[str, Any]]:
         partitions = []
         for index in range(len(topic.partitions)):
             leader, start, end, size = stats.get((topic.name, index), (None, None, None, None))
-            partitions.append({"partition": index, "leader": leader, "start_offset": start, "end_offset": end,
-                               "size_bytes": size})
+            partitions.append(
+                {"partition": index, "leader": leader, "start_offset": start, "end_offset": end, "size_bytes": size}
+            )
         out.append({"topic": topic.name, "internal": topic.internal, "partitions": partitions})
     return out
 
@@ -196,6 +221,10 @@ def _local_stats(broker: Broker) -> dict[tuple[str, int], tuple[int | None, int 
     for topic in broker.cluster.topics():
         for index, log in enumerate(topic.partitions):
             if log is not None:
-                stats[(topic.name, index)] = (broker.node_id, log.log_start_offset, log.log_end_offset,
-                                              sizes.get((topic.name, index)))
+                stats[(topic.name, index)] = (
+                    broker.node_id,
+                    log.log_start_offset,
+                    log.log_end_offset,
+                    sizes.get((topic.name, index)),
+                )
     return stats

@@ -50,7 +50,7 @@ def __getattr__(name: str) -> Any:
     return getattr(importlib.import_module(_EXPORTS[name]), name)
 
 
-def register(spark: "SparkSession") -> None:
+def register(spark: SparkSession) -> None:
     """Register the `herd` format in this session (Spark also finds pyspark_herd.DefaultSource itself)."""
     from herd.spark.source import HerdDataSource
 

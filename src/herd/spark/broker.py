@@ -88,8 +88,7 @@ class BrokerView:
             metadata = self.consumer.list_topics(timeout=TIMEOUT_S)
         except KafkaException as e:
             raise HerdBrokerError(
-                f"herd: cannot read metadata from {self._config['bootstrap.servers']}: "
-                f"{e.args[0] if e.args else e}"
+                f"herd: cannot read metadata from {self._config['bootstrap.servers']}: {e.args[0] if e.args else e}"
             ) from e
         return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
 
@@ -166,9 +165,7 @@ class BrokerView:
         latest = self.latest(tp for tp, o in offsets.items() if o == LATEST)
         return {tp: earliest.get(tp, latest.get(tp, o)) if o < 0 else o for tp, o in offsets.items()}
 
-    def _by_timestamps(
-        self, stamps: Mapping[TopicPartition, int | None], strategy: str, option: str
-    ) -> Position:
+    def _by_timestamps(self, stamps: Mapping[TopicPartition, int | None], strategy: str, option: str) -> Position:
         out: Position = {}
         for ts in sorted({s for s in stamps.values() if s is not None}):
             out.update(self.offsets([tp for tp, s in stamps.items() if s == ts], ts))
@@ -183,9 +180,7 @@ class BrokerView:
         return out
 
 
-def _check_same_partitions(
-    given: Mapping[TopicPartition, Any], tps: list[TopicPartition], option: str
-) -> None:
+def _check_same_partitions(given: Mapping[TopicPartition, Any], tps: list[TopicPartition], option: str) -> None:
     if set(given) != set(tps):
         raise HerdOptionError(
             f"herd source: {option!r} names {_names(sorted(given))} but the query reads {_names(tps)}; "

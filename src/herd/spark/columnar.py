@@ -192,9 +192,7 @@ def _check_guesses(
         bad = set(pc.unique(pc.filter(batch, pc.invert(ok))).to_pylist())
     body = pc.add(pos, size)
     return {
-        b: body.slice(first, count)
-        for i, ((b, _, count), first) in enumerate(zip(guessed, firsts))
-        if i not in bad
+        b: body.slice(first, count) for i, ((b, _, count), first) in enumerate(zip(guessed, firsts)) if i not in bad
     }
 
 
@@ -239,9 +237,7 @@ def _varints(u8: pa.Array, pos: pa.Array) -> tuple[pa.Array, pa.Array]:
     return zigzag, size
 
 
-def _offset_deltas(
-    u8: pa.Array, pos: pa.Array, batches: Sequence[BatchHeader], n: int
-) -> tuple[pa.Array, pa.Array]:
+def _offset_deltas(u8: pa.Array, pos: pa.Array, batches: Sequence[BatchHeader], n: int) -> tuple[pa.Array, pa.Array]:
     """Offset deltas and their varint sizes. When every batch is whole (record count = last offset delta + 1;
     brokers keep deltas 0, 1, 2, ... until compaction removes records) they are known without reading:
     each batch counts from 0, and a zigzag varint of d takes one byte per 7 bits of 2d."""
@@ -338,9 +334,7 @@ def _timestamps(batches: Sequence[BatchHeader], delta: pa.Array) -> tuple[pa.Arr
     return pc.if_else(appended, _per_record(batches, "max_timestamp"), create), log_append
 
 
-def _headers(
-    buf: bytes | memoryview, u8: pa.Array, pos: pa.Array
-) -> list[list[tuple[str, bytes | None]] | None]:
+def _headers(buf: bytes | memoryview, u8: pa.Array, pos: pa.Array) -> list[list[tuple[str, bytes | None]] | None]:
     """Each record's headers (None when it has none), decoded in Python for the records that have some."""
     counts, size = _varints(u8, pos)
     out: list[list[tuple[str, bytes | None]] | None] = [None] * len(counts)

@@ -116,8 +116,9 @@ def _rebalance_history(key: bytes, value: bytes | None) -> dict[str, Any]:
     k = coordinator_records.decode_rebalance_history_key(key)
     row: dict[str, Any] = {"kind": "rebalance_history", "group": k.group, "tombstone": value is None}
     if value is not None:
-        produced = [e.generation for e in coordinator_records.decode_rebalance_history_value(value)
-                    if e.generation >= 0]
+        produced = [
+            e.generation for e in coordinator_records.decode_rebalance_history_value(value) if e.generation >= 0
+        ]
         row["generation"] = int(produced[-1]) if produced else None
     return row
 
@@ -138,9 +139,7 @@ def _member(m: Any, consumer: bool) -> dict[str, Any]:
     if consumer:
         try:
             member["subscribed_topics"] = list(decode_subscription(m.subscription).topics)
-            member["assignment"] = [
-                {"topic": t, "partition": p} for t, p in decode_assignment(m.assignment).partitions
-            ]
+            member["assignment"] = [{"topic": t, "partition": p} for t, p in decode_assignment(m.assignment).partitions]
         except ConsumerProtocolError:
             pass  # a client wrote something else under "consumer": keep the member, without its topics
     return member
@@ -165,7 +164,7 @@ def to_record_batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
     return pa.RecordBatch.from_pylist(rows, schema=arrow_schema(CONSUMER_OFFSETS))
 
 
-def decode_consumer_offsets(df: "DataFrame") -> "DataFrame":
+def decode_consumer_offsets(df: DataFrame) -> DataFrame:
     """Decode a DataFrame of `__consumer_offsets` records with the Kafka source's columns (from
     `format("herd")` or `format("kafka")`, batch or streaming) into the columns of CONSUMER_OFFSETS.
 

@@ -143,9 +143,7 @@ def _without_errors(
         elif error.code() == KafkaError._PARTITION_EOF:
             position = _at_partition_end(m.offset(), settings, rng, position)
         elif error.code() == KafkaError._AUTO_OFFSET_RESET:
-            raise HerdDataLossError(
-                f"offset {rng.start} of {_name(rng)} is no longer available ({error.str()})"
-            )
+            raise HerdDataLossError(f"offset {rng.start} of {_name(rng)} is no longer available ({error.str()})")
         elif error.fatal() or error.code() in _FATAL:
             raise HerdBrokerError(f"herd source: reading {_name(rng)} failed: {error.str()}")
         else:
@@ -159,8 +157,7 @@ def _at_partition_end(high_watermark: int, settings: ReadSettings, rng: OffsetRa
         return rng.end
     if settings.fail_on_data_loss:
         raise HerdDataLossError(
-            f"{_name(rng)} ends at offset {high_watermark}, before the end {rng.end} of "
-            "the range this batch must read"
+            f"{_name(rng)} ends at offset {high_watermark}, before the end {rng.end} of the range this batch must read"
         )
     log.warning(
         "herd source: %s ends at %d before %d; skipping the missing offsets",

@@ -255,9 +255,7 @@ def read_columns(
             position = _out_of_range(answer, rng, position, fail_on_data_loss)
             continue
         if answer.error != NONE:
-            raise HerdBrokerError(
-                f"herd source: fetching {_name(rng)} at {position} failed with error {answer.error}"
-            )
+            raise HerdBrokerError(f"herd source: fetching {_name(rng)} at {position} failed with error {answer.error}")
         headers, after = complete_batches(answer.records)
         if not headers:
             position = _nothing_fetched(answer, rng, position, deadline, fail_on_data_loss, poll_timeout_ms)
@@ -268,9 +266,7 @@ def read_columns(
         yield columns
 
 
-def _wait_or_give_up(
-    deadline: float, rng: OffsetRange, position: int, why: str, poll_timeout_ms: int
-) -> None:
+def _wait_or_give_up(deadline: float, rng: OffsetRange, position: int, why: str, poll_timeout_ms: int) -> None:
     if time.monotonic() > deadline:
         raise TimeoutError(
             f"herd source: reading {_name(rng)} at {position} made no progress within "
@@ -312,9 +308,7 @@ def _name(rng: OffsetRange) -> str:
     return f"{rng.topic}-{rng.partition} [{rng.start}, {rng.end})"
 
 
-def to_record_batches(
-    columns: Columns, rng: OffsetRange, schema: pa.Schema, max_rows: int
-) -> Iterator[pa.RecordBatch]:
+def to_record_batches(columns: Columns, rng: OffsetRange, schema: pa.Schema, max_rows: int) -> Iterator[pa.RecordBatch]:
     """Spark's Kafka source schema, keeping only offsets in [rng.start, rng.end)."""
     start, end = pa.scalar(rng.start, pa.int64()), pa.scalar(rng.end, pa.int64())  # typed: see columnar._i64
     keep = pc.and_(pc.greater_equal(columns.offsets, start), pc.less(columns.offsets, end))

@@ -106,9 +106,7 @@ def from_json(offsets: Mapping[str, Mapping[str, Any]] | None) -> Position:
     return {(topic, int(p)): int(o) for topic, parts in (offsets or {}).items() for p, o in parts.items()}
 
 
-def rate_limit(
-    start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int], limit: int
-) -> Position:
+def rate_limit(start: Mapping[TopicPartition, int], latest: Mapping[TopicPartition, int], limit: int) -> Position:
     """At most about `limit` offsets past `start`, shared in proportion to each partition's backlog.
 
     Spark's rule: a partition's share is floor(limit * backlog / total) but at least 1 when it has a

@@ -185,9 +185,7 @@ def _pattern(value: str) -> str:
     try:
         re.compile(value)
     except re.error as e:
-        raise HerdOptionError(
-            f"herd source: 'subscribePattern'={value!r} is not a regular expression: {e}"
-        ) from e
+        raise HerdOptionError(f"herd source: 'subscribePattern'={value!r} is not a regular expression: {e}") from e
     return value
 
 
@@ -202,9 +200,7 @@ def _assigned(value: str) -> tuple[TopicPartition, ...]:
     tps = set()
     for topic, parts in parsed.items():
         if not isinstance(parts, list) or not all(isinstance(p, int) and p >= 0 for p in parts):
-            raise HerdOptionError(
-                f"herd source: 'assign' topic {topic!r} needs a list of partitions; {example}"
-            )
+            raise HerdOptionError(f"herd source: 'assign' topic {topic!r} needs a list of partitions; {example}")
         tps.update((topic, p) for p in parts)
     return tuple(sorted(tps))
 
@@ -239,9 +235,7 @@ def _spec(opts: Mapping[str, str], which: str, default: str) -> OffsetSpec:
         ts = _int(opts, f"{which}timestamp")
         return OffsetSpec("timestamp", timestamp=ts, strategy=strategy)
     if f"{which}offsetsbytimestamp" in opts:
-        stamps = parse_offsets_json(
-            opts[f"{which}offsetsbytimestamp"], f"{name}ByTimestamp", allow_negative=False
-        )
+        stamps = parse_offsets_json(opts[f"{which}offsetsbytimestamp"], f"{name}ByTimestamp", allow_negative=False)
         return OffsetSpec("timestamps", offsets=stamps, strategy=strategy)
     value = opts.get(f"{which}offsets", default).strip()
     if value.lower() in ("earliest", "latest"):
@@ -270,9 +264,7 @@ def _fetcher(opts: Mapping[str, str], client: Mapping[str, str]) -> str:
     if client.get("isolation.level", "read_uncommitted").lower() == "read_committed":
         needs.append("kafka.isolation.level=read_committed")
     if value == "native" and needs:
-        raise HerdOptionError(
-            f"herd source: fetcher=native cannot do {', '.join(needs)}; use fetcher=librdkafka"
-        )
+        raise HerdOptionError(f"herd source: fetcher=native cannot do {', '.join(needs)}; use fetcher=librdkafka")
     return "librdkafka" if value == "librdkafka" or needs else "native"
 
 
@@ -306,7 +298,5 @@ def _duration_ms(opts: Mapping[str, str], key: str, default: str) -> int:
     value = opts.get(key, default)
     match = _DURATION.match(value.lower())
     if match is None:
-        raise HerdOptionError(
-            f"herd source: option '{key}'={value!r} is not a duration such as '30s' or '15m'"
-        )
+        raise HerdOptionError(f"herd source: option '{key}'={value!r} is not a duration such as '30s' or '15m'")
     return int(int(match.group(1)) * _DURATION_MS[match.group(2)])

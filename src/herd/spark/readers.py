@@ -83,8 +83,7 @@ class _RangeReading:
         tps, missing = self.view.partitions(self.opts.subscription)
         if missing:
             self.data_loss(
-                f"{', '.join(missing)} not found on {self.opts.bootstrap} "
-                f"({self.opts.subscription.describe()})"
+                f"{', '.join(missing)} not found on {self.opts.bootstrap} ({self.opts.subscription.describe()})"
             )
         return tps
 
@@ -138,8 +137,7 @@ class HerdBatchReader(_RangeReading, DataSourceReader):
         if backwards:
             t, p = backwards[0]
             raise HerdOptionError(
-                f"herd source: startingOffsets {start[(t, p)]} of {t}-{p} is after its "
-                f"endingOffsets {end[(t, p)]}"
+                f"herd source: startingOffsets {start[(t, p)]} of {t}-{p} is after its endingOffsets {end[(t, p)]}"
             )
         return self.plan(start, end)
 
@@ -197,9 +195,7 @@ class HerdStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAva
         shrunk = sorted(tp for tp, o in current.items() if tp in begin and o < begin[tp])
         if shrunk:
             t, p = shrunk[0]
-            self.data_loss(
-                f"the latest offset of {t}-{p} went back from {begin[(t, p)]} to {current[(t, p)]}"
-            )
+            self.data_loss(f"the latest offset of {t}-{p} went back from {begin[(t, p)]} to {current[(t, p)]}")
         if self._target is None:
             return current
         return {tp: min(o, self._target[tp]) for tp, o in current.items() if tp in self._target}
@@ -214,10 +210,7 @@ class HerdStreamReader(_RangeReading, DataSourceStreamReader, SupportsTriggerAva
         if min_rows is None or self._target is not None:
             return False
         now = time.time() * 1000
-        if (
-            now - self._last_trigger_ms >= self.opts.max_trigger_delay_ms
-            or backlog(begin, latest) >= min_rows
-        ):
+        if now - self._last_trigger_ms >= self.opts.max_trigger_delay_ms or backlog(begin, latest) >= min_rows:
             self._last_trigger_ms = now
             return False
         return True

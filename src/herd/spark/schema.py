@@ -52,9 +52,7 @@ def arrow_schema(spark_schema: StructType) -> pa.Schema:
 
 
 # `decode=consumer_offsets` (consumer_offsets.py): one row per `__consumer_offsets` record.
-_ASSIGNED = ArrayType(
-    StructType([StructField("topic", StringType()), StructField("partition", IntegerType())])
-)
+_ASSIGNED = ArrayType(StructType([StructField("topic", StringType()), StructField("partition", IntegerType())]))
 MEMBER = StructType(
     [
         StructField("member_id", StringType()),

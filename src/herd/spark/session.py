@@ -35,8 +35,9 @@ def _log4j_file() -> str:
     return path
 
 
-def local_session(app_name: str = "herd", cores: int = 2, conf: dict[str, str] | None = None,
-                  master: str | None = None) -> SparkSession:
+def local_session(
+    app_name: str = "herd", cores: int = 2, conf: dict[str, str] | None = None, master: str | None = None
+) -> SparkSession:
     """local[cores] session tuned for small machines; `conf` adds or overrides Spark settings. `master` (a
     cluster's URL, spark://HOST:PORT) runs the same quiet driver on that cluster instead."""
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -60,8 +60,7 @@ class SinkPlan:
         types = {f.name: f.dataType for f in schema.fields}
         if "value" not in types:
             raise HerdOptionError(
-                "herd sink: required attribute 'value' not found in the DataFrame "
-                f"(columns: {', '.join(types)})"
+                f"herd sink: required attribute 'value' not found in the DataFrame (columns: {', '.join(types)})"
             )
         if opts.topic is None and "topic" not in types:
             raise HerdOptionError(
@@ -168,10 +167,7 @@ def _produce_when_room(producer: Producer, args: tuple[Any, ...], header: Any) -
 
 
 def _headers(batch: pa.RecordBatch) -> list[list[tuple[str, bytes | None]] | None]:
-    return [
-        None if hs is None else [(h["key"], h["value"]) for h in hs]
-        for hs in batch.column("headers").to_pylist()
-    ]
+    return [None if hs is None else [(h["key"], h["value"]) for h in hs] for hs in batch.column("headers").to_pylist()]
 
 
 class HerdBatchWriter(DataSourceArrowWriter):
@@ -198,9 +194,7 @@ class HerdStreamWriter(DataSourceStreamArrowWriter):
         log.debug("herd sink: micro-batch %d wrote %d records", batchId, written)
 
     def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        log.warning(
-            "herd sink: micro-batch %d aborted; records already delivered stay (at-least-once)", batchId
-        )
+        log.warning("herd sink: micro-batch %d aborted; records already delivered stay (at-least-once)", batchId)
 
 
 _CHECKED: set[tuple[tuple[str, Any], ...]] = set()

@@ -21,8 +21,15 @@ if TYPE_CHECKING:
 
 __all__ = ["FaultError", "FaultRule", "Faults", "HerdAdmin", "HerdBroker", "HerdCluster", "HerdStartError"]
 
-_HOMES = {"FaultError": "faults", "FaultRule": "faults", "Faults": "faults", "HerdAdmin": "admin",
-          "HerdBroker": "broker", "HerdCluster": "broker", "HerdStartError": "broker"}
+_HOMES = {
+    "FaultError": "faults",
+    "FaultRule": "faults",
+    "Faults": "faults",
+    "HerdAdmin": "admin",
+    "HerdBroker": "broker",
+    "HerdCluster": "broker",
+    "HerdStartError": "broker",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -43,8 +43,9 @@ class HerdAdmin:
     def __init__(self, bootstrap: str) -> None:
         self.bootstrap = bootstrap
 
-    def create_topic(self, name: str | None = None, partitions: int = 1,
-                     configs: Mapping[str, str] | None = None) -> str:
+    def create_topic(
+        self, name: str | None = None, partitions: int = 1, configs: Mapping[str, str] | None = None
+    ) -> str:
         """Create a topic (a fresh unique name when None); its name. Raises herd.client's AdminError."""
         topic = name or unique_name("herd-topic")
 
@@ -56,6 +57,7 @@ class HerdAdmin:
 
     def describe_group(self, group: str) -> GroupDescription:
         """The group's state and members (state "Dead" when it does not exist)."""
+
         async def describe(admin: Admin) -> GroupDescription:
             return await admin.describe_group(group)
 
@@ -71,24 +73,26 @@ class HerdAdmin:
 
         return self._run(fetch, blocking=False)
 
-    def wait_for_group_state(self, group: str, state: str,
-                             timeout: float = WAIT_TIMEOUT_S) -> GroupDescription:
+    def wait_for_group_state(self, group: str, state: str, timeout: float = WAIT_TIMEOUT_S) -> GroupDescription:
         """Wait until the group is in `state` (Kafka's names: Empty, PreparingRebalance, CompletingRebalance,
         Stable, Dead); its description then. Raises TimeoutError naming the last state seen."""
         return self.wait_for_group(group, lambda g: g.state == state, f"state {state}", timeout)
 
-    def wait_for_members(self, group: str, n: int, state: str | None = "Stable",
-                         timeout: float = WAIT_TIMEOUT_S) -> GroupDescription:
+    def wait_for_members(
+        self, group: str, n: int, state: str | None = "Stable", timeout: float = WAIT_TIMEOUT_S
+    ) -> GroupDescription:
         """Wait until the group has `n` members and is in `state` (any state when None); its description."""
+
         def settled(g: GroupDescription) -> bool:
             return len(g.members) == n and (state is None or g.state == state)
 
-        return self.wait_for_group(group, settled, f"{n} members" + (f" and state {state}" if state else ""),
-                                   timeout)
+        return self.wait_for_group(group, settled, f"{n} members" + (f" and state {state}" if state else ""), timeout)
 
-    def wait_for_group(self, group: str, condition: Callable[[GroupDescription], bool], what: str,
-                       timeout: float = WAIT_TIMEOUT_S) -> GroupDescription:
+    def wait_for_group(
+        self, group: str, condition: Callable[[GroupDescription], bool], what: str, timeout: float = WAIT_TIMEOUT_S
+    ) -> GroupDescription:
         """Wait until `condition(description)` holds; `what` names it in the TimeoutError."""
+
         async def poll(admin: Admin) -> GroupDescription:
             deadline = time.monotonic() + timeout
             while True:
@@ -96,14 +100,17 @@ class HerdAdmin:
                 if condition(description):
                     return description
                 if time.monotonic() > deadline:
-                    raise TimeoutError(f"group {group!r} did not reach {what} within {timeout:g} s: it is "
-                                       f"{description.state} with {len(description.members)} members")
+                    raise TimeoutError(
+                        f"group {group!r} did not reach {what} within {timeout:g} s: it is "
+                        f"{description.state} with {len(description.members)} members"
+                    )
                 await asyncio.sleep(POLL_S)
 
         return self._run(poll, blocking=True)
 
     def _run(self, operation: Callable[[Admin], Awaitable[T]], *, blocking: bool) -> T:
         """Run `operation(admin)` in an event loop of its own (on a worker thread if this one runs a loop)."""
+
         async def main() -> T:
             from herd.client.admin import Admin
 
@@ -113,8 +120,10 @@ class HerdAdmin:
         if not _loop_running():
             return asyncio.run(main())
         if blocking:
-            raise RuntimeError("this wait blocks, and this thread runs an event loop (an async test): its "
-                               "clients could not work meanwhile; call it as `await asyncio.to_thread(...)`")
+            raise RuntimeError(
+                "this wait blocks, and this thread runs an event loop (an async test): its "
+                "clients could not work meanwhile; call it as `await asyncio.to_thread(...)`"
+            )
         return _in_thread(lambda: asyncio.run(main()))
 
 

@@ -67,8 +67,15 @@ class HerdBroker:
     applied after the defaults above, so they can change any of them. `config`: a properties file given to
     `--config` (settings that must not show on a command line)."""
 
-    def __init__(self, directory: Path | str | None = None, overrides: Mapping[str, str] | None = None, *,
-                 faults: bool = True, config: Path | None = None, log_level: str = "INFO") -> None:
+    def __init__(
+        self,
+        directory: Path | str | None = None,
+        overrides: Mapping[str, str] | None = None,
+        *,
+        faults: bool = True,
+        config: Path | None = None,
+        log_level: str = "INFO",
+    ) -> None:
         self._owned = directory is None
         self.directory = Path(tempfile.mkdtemp(prefix="herd-") if directory is None else directory).absolute()
         self.data_dir = self.directory / "data"
@@ -87,14 +94,17 @@ class HerdBroker:
         self._http: str | None = None
 
     def _defaults(self) -> dict[str, str]:
-        defaults = {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": str(self.data_dir),
-                    "group.initial.rebalance.delay.ms": "0"}
+        defaults = {
+            "listeners": "PLAINTEXT://127.0.0.1:0",
+            "log.dirs": str(self.data_dir),
+            "group.initial.rebalance.delay.ms": "0",
+        }
         if self.faults_enabled:
             defaults |= {"herd.http.listener": "127.0.0.1:0", "herd.faults.enable": "true"}
         return defaults
 
     @classmethod
-    def attach(cls, bootstrap: str, http: str | None = None) -> "HerdBroker":
+    def attach(cls, bootstrap: str, http: str | None = None) -> HerdBroker:
         """A broker that runs already, elsewhere (`--herd-bootstrap`): the same attributes, no process to
         start or stop; `http` (HOST:PORT of its HTTP listener) is needed for `faults`."""
         broker = cls(tempfile.gettempdir(), faults=http is not None)
@@ -119,15 +129,17 @@ class HerdBroker:
         if self._attached and self._http is not None:
             return self._http if "://" in self._http else f"http://{self._http}"
         if self._attached:
-            raise RuntimeError(f"no HTTP listener was named for the broker at {self._bootstrap}: give "
-                               f"--herd-http HOST:PORT (its herd.http.listener) to inject faults")
+            raise RuntimeError(
+                f"no HTTP listener was named for the broker at {self._bootstrap}: give "
+                f"--herd-http HOST:PORT (its herd.http.listener) to inject faults"
+            )
         if not self.faults_enabled:
             raise RuntimeError("this broker has no HTTP listener (started with faults=False)")
         self._require_port(self.http_port, "HTTP listener")
         return f"http://{self.host}:{self.http_port}"
 
     @property
-    def faults(self) -> "Faults":
+    def faults(self) -> Faults:
         """A `Faults` client of this broker's HTTP listener."""
         from herd.testing.faults import Faults
 
@@ -147,7 +159,7 @@ class HerdBroker:
 
     # -- the process -----------------------------------------------------------------------------------------
 
-    def start(self, timeout: float = START_TIMEOUT_S) -> "HerdBroker":
+    def start(self, timeout: float = START_TIMEOUT_S) -> HerdBroker:
         """Start the process and return once it listens; raises HerdStartError (with the log's last lines)
         when it exits first or does not listen within `timeout`."""
         self.spawn()
@@ -159,10 +171,11 @@ class HerdBroker:
         if self.running:
             raise RuntimeError(f"the broker runs already (pid {self.pid})")
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.proc, self._log_offset = spawn_serve(self.overrides, self.log_path, config=self.config,
-                                                  log_level=self.log_level, preexec_fn=_death_signal())
+        self.proc, self._log_offset = spawn_serve(
+            self.overrides, self.log_path, config=self.config, log_level=self.log_level, preexec_fn=_death_signal()
+        )
 
-    def wait_listening(self, timeout: float = START_TIMEOUT_S) -> "HerdBroker":
+    def wait_listening(self, timeout: float = START_TIMEOUT_S) -> HerdBroker:
         """Wait for the listening lines of this run's log (see `start`)."""
         assert self.proc is not None, "spawn() first"
         deadline = time.monotonic() + timeout
@@ -171,12 +184,16 @@ class HerdBroker:
             if self._found_ports(text):
                 return self
             if self.proc.poll() is not None:
-                raise HerdStartError(f"herd serve exited with code {self.proc.returncode} before listening; "
-                                     f"the end of {self.log_path}:\n{_log_tail(text)}")
+                raise HerdStartError(
+                    f"herd serve exited with code {self.proc.returncode} before listening; "
+                    f"the end of {self.log_path}:\n{_log_tail(text)}"
+                )
             if time.monotonic() > deadline:
                 self.kill()
-                raise HerdStartError(f"herd serve did not listen within {timeout:.0f} s (killed); the end of "
-                                     f"{self.log_path}:\n{_log_tail(text)}")
+                raise HerdStartError(
+                    f"herd serve did not listen within {timeout:.0f} s (killed); the end of "
+                    f"{self.log_path}:\n{_log_tail(text)}"
+                )
             time.sleep(_POLL_S)
 
     def _found_ports(self, text: str) -> bool:
@@ -201,8 +218,10 @@ class HerdBroker:
         try:
             return stop_process(self.proc, timeout)
         except subprocess.TimeoutExpired:
-            raise TimeoutError(f"herd serve did not stop within {timeout:.0f} s of SIGTERM (killed); the "
-                               f"end of {self.log_path}:\n{_log_tail(self.log())}") from None
+            raise TimeoutError(
+                f"herd serve did not stop within {timeout:.0f} s of SIGTERM (killed); the "
+                f"end of {self.log_path}:\n{_log_tail(self.log())}"
+            ) from None
 
     def kill(self) -> None:
         """SIGKILL, as a crash: nothing is flushed or handed over."""
@@ -211,7 +230,7 @@ class HerdBroker:
             self.proc.kill()
             self.proc.wait()
 
-    def restart(self, timeout: float = START_TIMEOUT_S) -> "HerdBroker":
+    def restart(self, timeout: float = START_TIMEOUT_S) -> HerdBroker:
         """Stop it if it runs, then start it again on the same data and the same ports."""
         self._refuse_attached("restart")
         self.stop()
@@ -235,11 +254,12 @@ class HerdBroker:
         if self._attached:
             raise RuntimeError(f"cannot {what} a broker that runs outside the tests ({self._bootstrap})")
 
-    def __enter__(self) -> "HerdBroker":
+    def __enter__(self) -> HerdBroker:
         return self if self._attached or self.running else self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -262,11 +282,16 @@ class HerdCluster:
     HerdStartError when a node does not start. `nodes[i]` is node i, a HerdBroker (`kill`, `restart`,
     `faults`...); `bootstrap` lists the running ones."""
 
-    def __init__(self, directory: Path | str | None = None, nodes: int = 3,
-                 overrides: Mapping[str, str] | None = None, *, faults: bool = True) -> None:
+    def __init__(
+        self,
+        directory: Path | str | None = None,
+        nodes: int = 3,
+        overrides: Mapping[str, str] | None = None,
+        *,
+        faults: bool = True,
+    ) -> None:
         self._owned = directory is None
-        self.directory = Path(tempfile.mkdtemp(prefix="herd-cluster-") if directory is None
-                              else directory).absolute()
+        self.directory = Path(tempfile.mkdtemp(prefix="herd-cluster-") if directory is None else directory).absolute()
         self.size = nodes
         self.overrides = dict(overrides or {})
         self.faults_enabled = faults
@@ -278,7 +303,7 @@ class HerdCluster:
     def bootstrap(self) -> str:
         return ",".join(node.bootstrap for node in self.nodes if node.running)
 
-    def start(self, timeout: float = START_TIMEOUT_S) -> "HerdCluster":
+    def start(self, timeout: float = START_TIMEOUT_S) -> HerdCluster:
         """Start PostgreSQL, then every node in parallel; return once each listens."""
         try:
             url = self._start_postgres()
@@ -300,8 +325,9 @@ class HerdCluster:
         deadline = time.monotonic() + timeout
         while not self._balanced():
             if time.monotonic() > deadline:
-                raise TimeoutError(f"the nodes did not agree on balanced leaders of {OFFSETS_TOPIC} "
-                                   f"within {timeout:g} s")
+                raise TimeoutError(
+                    f"the nodes did not agree on balanced leaders of {OFFSETS_TOPIC} within {timeout:g} s"
+                )
             time.sleep(_POLL_S * 5)
 
     def _balanced(self) -> bool:
@@ -313,8 +339,11 @@ class HerdCluster:
         except (OSError, KeyError, KafkaError):
             return False
         counts = [list(views[0].values()).count(i) for i in running]
-        return (all(view == views[0] for view in views) and set(views[0].values()) <= set(running)
-                and max(counts) - min(counts) <= 1)
+        return (
+            all(view == views[0] for view in views)
+            and set(views[0].values()) <= set(running)
+            and max(counts) - min(counts) <= 1
+        )
 
     def _start_postgres(self) -> str:
         """The URL of the database `herd` on a fresh local server. Its data lives in a directory of its own
@@ -337,8 +366,9 @@ class HerdCluster:
         directory.mkdir(parents=True, exist_ok=True)
         config = directory / "node.properties"
         write_private(config, f"herd.cluster.database.url={database_url}\n")
-        return HerdBroker(directory, {"node.id": str(index), **self.overrides}, faults=self.faults_enabled,
-                          config=config)
+        return HerdBroker(
+            directory, {"node.id": str(index), **self.overrides}, faults=self.faults_enabled, config=config
+        )
 
     def restart(self, i: int, timeout: float = 30.0) -> None:
         """Start node i again after a kill or a stop, on its data and ports, tried again while the node is
@@ -369,11 +399,12 @@ class HerdCluster:
             except TimeoutError:
                 pass  # killed by stop(); the others are still owed their stop
 
-    def __enter__(self) -> "HerdCluster":
+    def __enter__(self) -> HerdCluster:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
 
@@ -391,9 +422,15 @@ async def _offsets_leaders(bootstrap: str) -> dict[int, int]:
 
 # -- process helpers, which herd's own tests use too (tests/brokers.py, tests/pgcluster.py) ------------------
 
-def spawn_serve(overrides: Mapping[str, str], log_path: Path, *, config: Path | None = None,
-                log_level: str = "INFO", preexec_fn: Callable[[], None] | None = None
-                ) -> tuple[subprocess.Popen[bytes], int]:
+
+def spawn_serve(
+    overrides: Mapping[str, str],
+    log_path: Path,
+    *,
+    config: Path | None = None,
+    log_level: str = "INFO",
+    preexec_fn: Callable[[], None] | None = None,
+) -> tuple[subprocess.Popen[bytes], int]:
     """Start `herd serve` (with the interpreter running this) on these broker properties, its output appended
     to `log_path`; the process and the offset in the log where this run's part starts."""
     args = [sys.executable, "-m", "herd.cli", "serve", "--log-level", log_level]
@@ -403,8 +440,9 @@ def spawn_serve(overrides: Mapping[str, str], log_path: Path, *, config: Path | 
         args += ["--override", f"{key}={value}"]
     with open(log_path, "ab") as log:
         offset = log.tell()
-        return subprocess.Popen(args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                preexec_fn=preexec_fn), offset
+        return subprocess.Popen(
+            args, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=preexec_fn
+        ), offset
 
 
 def listening(text: str) -> tuple[str, int, int] | None:
@@ -449,7 +487,7 @@ def remove_leftovers(root: Path, prefix: str = "") -> None:
     """Remove the directories `<prefix><pid>-*` in `root` of test sessions whose process is gone (killed
     before cleaning up; their PostgreSQL server stopped with them)."""
     for entry in root.glob(f"{prefix}*"):
-        pid = entry.name[len(prefix):].split("-", 1)[0]
+        pid = entry.name[len(prefix) :].split("-", 1)[0]
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):
             shutil.rmtree(entry, ignore_errors=True)
 

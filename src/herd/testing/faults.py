@@ -47,7 +47,7 @@ class FaultRule:
     hits: int = 0
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> "FaultRule":
+    def from_json(cls, data: dict[str, Any]) -> FaultRule:
         names = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 

@@ -49,16 +49,26 @@ class _Options:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("herd", "herd broker fixtures (docs/testing.md)")
-    group.addoption("--herd-bootstrap", metavar="HOST:PORT",
-                    help="herd_broker is this running broker instead of one the tests start")
-    group.addoption("--herd-http", metavar="HOST:PORT",
-                    help="the HTTP listener of the --herd-bootstrap broker (herd.http.listener), for faults")
-    group.addoption("--herd-override", metavar="KEY=VALUE", action="append", default=[],
-                    help="a broker property of the brokers the fixtures start (repeatable)")
+    group.addoption(
+        "--herd-bootstrap",
+        metavar="HOST:PORT",
+        help="herd_broker is this running broker instead of one the tests start",
+    )
+    group.addoption(
+        "--herd-http",
+        metavar="HOST:PORT",
+        help="the HTTP listener of the --herd-bootstrap broker (herd.http.listener), for faults",
+    )
+    group.addoption(
+        "--herd-override",
+        metavar="KEY=VALUE",
+        action="append",
+        default=[],
+        help="a broker property of the brokers the fixtures start (repeatable)",
+    )
     parser.addini("herd_bootstrap", "herd_broker is this running broker (as --herd-bootstrap)")
     parser.addini("herd_http", "the HTTP listener of the herd_bootstrap broker (as --herd-http)")
-    parser.addini("herd_overrides", "broker properties KEY=VALUE, one per line (as --herd-override)",
-                  type="linelist")
+    parser.addini("herd_overrides", "broker properties KEY=VALUE, one per line (as --herd-override)", type="linelist")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -69,8 +79,9 @@ def _options(config: pytest.Config) -> _Options:
     bootstrap = config.getoption("herd_bootstrap") or config.getini("herd_bootstrap") or None
     http = config.getoption("herd_http") or config.getini("herd_http") or None
     if http and not bootstrap:
-        raise pytest.UsageError("--herd-http names the HTTP listener of the --herd-bootstrap broker: "
-                                "give both, or neither")
+        raise pytest.UsageError(
+            "--herd-http names the HTTP listener of the --herd-bootstrap broker: give both, or neither"
+        )
     overrides = {}
     for item in [*config.getini("herd_overrides"), *config.getoption("herd_override")]:
         key, sep, value = item.partition("=")
@@ -97,9 +108,9 @@ def _in_session(config: pytest.Config, started: _T) -> Iterator[_T]:
 
 # -- the brokers ---------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="session")
-def herd_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-                ) -> Iterator[HerdBroker]:
+def herd_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HerdBroker]:
     """A `herd serve` process for the session (or the --herd-bootstrap broker)."""
     from herd.testing.broker import HerdBroker
 
@@ -112,8 +123,7 @@ def herd_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPat
 
 
 @pytest.fixture(scope="session")
-def herd_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-                 ) -> Iterator[HerdCluster]:
+def herd_cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HerdCluster]:
     """PostgreSQL and three nodes for the session; the test is skipped when no PostgreSQL can be had."""
     from herd.cli.localpg import LocalPostgresError
     from herd.testing.broker import HerdCluster
@@ -155,6 +165,7 @@ def _clear_faults(broker: HerdBroker) -> None:
 
 
 # -- per test ------------------------------------------------------------------------------------------------
+
 
 @pytest.fixture(scope="session")
 def herd_admin(herd_broker: HerdBroker) -> HerdAdmin:

@@ -62,9 +62,7 @@ def subscribed(cluster: Cluster, subs: dict[str, Subscription]) -> set[TopicPart
 
 
 def with_owned(subs: dict[str, Subscription], result: Result, generation: int) -> dict[str, Subscription]:
-    return {
-        m: Subscription(s.topics, None, tuple(result.get(m, ())), generation, s.rack_id) for m, s in subs.items()
-    }
+    return {m: Subscription(s.topics, None, tuple(result.get(m, ())), generation, s.rack_id) for m, s in subs.items()}
 
 
 def moved(before: Result, after: Result) -> int:
@@ -100,7 +98,7 @@ def test_sticky_assignments_cannot_be_improved_by_moving_one_partition(group: tu
     cluster, subs = group
     for cls in STICKY:
         result = run(cls(), cluster, subs)
-        for giver, parts in result.items():
+        for _giver, parts in result.items():
             for tp in parts:
                 takers = [m for m, s in subs.items() if tp.topic in s.topics]
                 assert all(len(parts) <= len(result[m]) + 1 for m in takers), cls.name
@@ -185,9 +183,7 @@ def test_cooperative_converges_to_the_sticky_result_in_two_rounds(group: tuple) 
     joined = with_owned(subs, first, 1) | {"new": Subscription(tuple(cluster.partition_counts))}
     round_one = run(CooperativeStickyAssignor(), cluster, joined)
     round_two = run(CooperativeStickyAssignor(), cluster, with_owned(joined, round_one, 2))
-    assert Counter(tp for parts in round_two.values() for tp in parts) == Counter(
-        subscribed(cluster, joined)
-    )
+    assert Counter(tp for parts in round_two.values() for tp in parts) == Counter(subscribed(cluster, joined))
 
 
 @settings(max_examples=50, deadline=None)

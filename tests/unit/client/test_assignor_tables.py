@@ -28,7 +28,7 @@ Table = dict[str, list[str]]
 
 
 def parts(spec: str) -> list[TopicPartition]:
-    """"t0:0,1 t1:2" -> [t0-0, t0-1, t1-2]."""
+    """ "t0:0,1 t1:2" -> [t0-0, t0-1, t1-2]."""
     out = []
     for group in spec.split():
         topic, numbers = group.split(":")
@@ -106,8 +106,9 @@ def test_registry_uses_kafka_names() -> None:
         ),
     ],
 )
-def test_range(counts: dict[str, int], subs: dict[str, Subscription], instance_ids: dict[str, str] | None,
-               expected: dict[str, str]) -> None:
+def test_range(
+    counts: dict[str, int], subs: dict[str, Subscription], instance_ids: dict[str, str] | None, expected: dict[str, str]
+) -> None:
     assert run(RangeAssignor(), counts, subs, instance_ids) == expect(expected)
 
 
@@ -149,8 +150,12 @@ def test_range_falls_back_to_plain_ranges(racks: dict[TopicPartition, frozenset[
 
 def test_range_member_without_rack_takes_any_partition() -> None:
     subs = {"C0": sub("t"), "C1": sub("t", rack="b")}
-    racks = {TP("t", 0): frozenset({"b"}), TP("t", 1): frozenset({"a"}), TP("t", 2): frozenset({"a"}),
-             TP("t", 3): frozenset({"b"})}
+    racks = {
+        TP("t", 0): frozenset({"b"}),
+        TP("t", 1): frozenset({"a"}),
+        TP("t", 2): frozenset({"a"}),
+        TP("t", 3): frozenset({"b"}),
+    }
     # Java: rack pass first: C0 (no rack) matches anything -> 0,1; C1 (rack b) -> 3; plain pass: C1 -> 2.
     assert run(RangeAssignor(), {"t": 4}, subs, racks=racks) == expect({"C0": "t:0,1", "C1": "t:2,3"})
 
@@ -191,8 +196,9 @@ def test_range_member_without_rack_takes_any_partition() -> None:
         ),
     ],
 )
-def test_roundrobin(counts: dict[str, int], subs: dict[str, Subscription], instance_ids: dict[str, str] | None,
-                    expected: dict[str, str]) -> None:
+def test_roundrobin(
+    counts: dict[str, int], subs: dict[str, Subscription], instance_ids: dict[str, str] | None, expected: dict[str, str]
+) -> None:
     assert run(RoundRobinAssignor(), counts, subs, instance_ids) == expect(expected)
 
 
@@ -212,8 +218,11 @@ def sticky_sub(*topics: str, owned: str = "", generation: int | None = None) -> 
     [
         pytest.param({"a": sticky_sub("t"), "b": sticky_sub("t")}, {"a": "t:0,2,4", "b": "t:1,3"}, id="fresh"),
         pytest.param(  # a member joins: the two old members each keep the most they may
-            {"a": sticky_sub("t", owned="t:0,2,4", generation=1), "b": sticky_sub("t", owned="t:1,3", generation=1),
-             "c": sticky_sub("t")},
+            {
+                "a": sticky_sub("t", owned="t:0,2,4", generation=1),
+                "b": sticky_sub("t", owned="t:1,3", generation=1),
+                "c": sticky_sub("t"),
+            },
             {"a": "t:0,2", "b": "t:1,3", "c": "t:4"},
             id="member-added",
         ),
@@ -251,9 +260,7 @@ def test_sticky_falls_back_to_owned_partitions_without_user_data() -> None:
 def test_sticky_rack_aware_deals_local_partitions_first() -> None:
     subs = {f"C{i}": sub("t", rack=rack) for i, rack in enumerate(RACKS)}
     racks = {TP("t", p): frozenset({RACKS[2 - p % 3]}) for p in range(6)}
-    assert run(StickyAssignor(), {"t": 6}, subs, racks=racks) == expect(
-        {"C0": "t:2,5", "C1": "t:1,4", "C2": "t:0,3"}
-    )
+    assert run(StickyAssignor(), {"t": 6}, subs, racks=racks) == expect({"C0": "t:2,5", "C1": "t:1,4", "C2": "t:0,3"})
 
 
 def test_sticky_rack_aware_keeps_local_owned_partitions_when_trimming() -> None:
@@ -271,19 +278,24 @@ def test_sticky_general_case_balances_what_it_can() -> None:
 
 def test_sticky_general_case_balances_along_chains() -> None:
     # m 8 / new 7 / n 6 allows no single move that helps; m -> new -> n does
-    subs = {"m": sub("t0", owned="t0:0,1,2,3,4,5,6,7,8", generation=1),
-            "n": sub("t1", owned="t1:0,1,2,3,4,5,6,7,8,9,10,11", generation=1), "new": sub("t0", "t1")}
+    subs = {
+        "m": sub("t0", owned="t0:0,1,2,3,4,5,6,7,8", generation=1),
+        "n": sub("t1", owned="t1:0,1,2,3,4,5,6,7,8,9,10,11", generation=1),
+        "new": sub("t0", "t1"),
+    }
     result = run(StickyAssignor(), {"t0": 9, "t1": 12}, subs)
-    assert result == expect({"m": "t0:2,3,4,5,6,7,8", "n": "t1:5,6,7,8,9,10,11",
-                             "new": "t0:0,1 t1:0,1,2,3,4"})
+    assert result == expect({"m": "t0:2,3,4,5,6,7,8", "n": "t1:5,6,7,8,9,10,11", "new": "t0:0,1 t1:0,1,2,3,4"})
 
 
 def test_sticky_general_case_revisits_a_member_that_gave_partitions_away() -> None:
     # y takes x's two owned t0 partitions, which leaves x with 2 partitions to n's 4: x must then take
     # one from n (balancing once started n, at 4, before x, down to 2 but still queued at 4, and n's
     # search reached x and settled it with two fewer)
-    subs = {"n": sub("t1", generation=1), "x": sub("t0", "t1", owned="t0:0,1", generation=1),
-            "y": sub("t0", generation=1)}
+    subs = {
+        "n": sub("t1", generation=1),
+        "x": sub("t0", "t1", owned="t0:0,1", generation=1),
+        "y": sub("t0", generation=1),
+    }
     result = run(StickyAssignor(), {"t0": 2, "t1": 6}, subs)
     assert result == expect({"n": "t1:1,2,4", "x": "t1:0,3,5", "y": "t0:0,1"})
 
@@ -319,8 +331,10 @@ def test_cooperative_sticky_withholds_partitions_until_revoked() -> None:
 
 def test_cooperative_sticky_reads_generation_from_old_user_data() -> None:
     old = (3).to_bytes(4, "big")
-    subs = {"a": Subscription(("t",), old, tuple(parts("t:0,1"))), "b": Subscription(("t",), (2).to_bytes(4, "big"),
-                                                                                      tuple(parts("t:2,3")))}
+    subs = {
+        "a": Subscription(("t",), old, tuple(parts("t:0,1"))),
+        "b": Subscription(("t",), (2).to_bytes(4, "big"), tuple(parts("t:2,3"))),
+    }
     # b's claims are from generation 2 < 3, so the algorithm ignores them; dealt out afresh, 2 and 3
     # land on b again, and nothing is withheld because nobody else claims them.
     assert run(CooperativeStickyAssignor(), {"t": 4}, subs) == expect({"a": "t:0,1", "b": "t:2,3"})
@@ -342,13 +356,18 @@ def test_cooperative_sticky_general_case_completes_a_join_in_two_rounds() -> Non
     counts = {"t0": 9, "t1": 12}
     first = run(CooperativeStickyAssignor(), counts, {"m": sub("t0"), "n": sub("t1")})
     assert first == expect({"m": "t0:0,1,2,3,4,5,6,7,8", "n": "t1:0,1,2,3,4,5,6,7,8,9,10,11"})
-    joined = {"m": sub("t0", owned="t0:0,1,2,3,4,5,6,7,8", generation=1),
-              "n": sub("t1", owned="t1:0,1,2,3,4,5,6,7,8,9,10,11", generation=1), "new": sub("t0", "t1")}
+    joined = {
+        "m": sub("t0", owned="t0:0,1,2,3,4,5,6,7,8", generation=1),
+        "n": sub("t1", owned="t1:0,1,2,3,4,5,6,7,8,9,10,11", generation=1),
+        "new": sub("t0", "t1"),
+    }
     round_one = run(CooperativeStickyAssignor(), counts, joined)
     # new's partitions are all still owned by m or n: withheld
     assert round_one == expect({"m": "t0:2,3,4,5,6,7,8", "n": "t1:5,6,7,8,9,10,11", "new": ""})
-    again = {"m": sub("t0", owned="t0:2,3,4,5,6,7,8", generation=2),
-             "n": sub("t1", owned="t1:5,6,7,8,9,10,11", generation=2), "new": sub("t0", "t1", generation=2)}
+    again = {
+        "m": sub("t0", owned="t0:2,3,4,5,6,7,8", generation=2),
+        "n": sub("t1", owned="t1:5,6,7,8,9,10,11", generation=2),
+        "new": sub("t0", "t1", generation=2),
+    }
     round_two = run(CooperativeStickyAssignor(), counts, again)
-    assert round_two == expect({"m": "t0:2,3,4,5,6,7,8", "n": "t1:5,6,7,8,9,10,11",
-                                "new": "t0:0,1 t1:0,1,2,3,4"})
+    assert round_two == expect({"m": "t0:2,3,4,5,6,7,8", "n": "t1:5,6,7,8,9,10,11", "new": "t0:0,1 t1:0,1,2,3,4"})

@@ -192,9 +192,7 @@ def test_kafka_python_reads_our_subscriptions_and_we_read_theirs(version: int) -
     if version >= 3:
         assert theirs.rack_id == "rack-a"
     assert theirs.encode(version=version) == encode_subscription(SUB, version)
-    assert decode_subscription(theirs.encode(version=version)) == decode_subscription(
-        encode_subscription(SUB, version)
-    )
+    assert decode_subscription(theirs.encode(version=version)) == decode_subscription(encode_subscription(SUB, version))
 
 
 @pytest.mark.parametrize("version", [0, 1, 2, 3])

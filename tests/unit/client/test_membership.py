@@ -48,9 +48,14 @@ class Member:
 
     def __init__(self, instance_id: str | None = None, protocol=None) -> None:
         self.clock = ManualClock()
-        config = MembershipConfig("g", session_timeout_ms=SESSION, heartbeat_interval_ms=INTERVAL,
-                                  retry_backoff_ms=BACKOFF, retry_backoff_max_ms=1000,
-                                  group_instance_id=instance_id)
+        config = MembershipConfig(
+            "g",
+            session_timeout_ms=SESSION,
+            heartbeat_interval_ms=INTERVAL,
+            retry_backoff_ms=BACKOFF,
+            retry_backoff_max_ms=1000,
+            group_instance_id=instance_id,
+        )
         self.m = MembershipMachine(config, protocol or SimpleProtocol("election", "v1"), self.clock)
         self.last: object = None
 
@@ -163,9 +168,15 @@ def test_join_unknown_member_or_illegal_generation_joins_again_at_once(code):
     assert again.member_id == ("" if code == E.unknown_member_id else "m1")
 
 
-@pytest.mark.parametrize("code,forgets", [(E.not_coordinator, True), (E.coordinator_not_available, True),
-                                          (E.coordinator_load_in_progress, False),
-                                          (E.rebalance_in_progress, False)])
+@pytest.mark.parametrize(
+    "code,forgets",
+    [
+        (E.not_coordinator, True),
+        (E.coordinator_not_available, True),
+        (E.coordinator_load_in_progress, False),
+        (E.rebalance_in_progress, False),
+    ],
+)
 def test_join_retriable_errors_retry_after_an_exponential_backoff(code, forgets):
     member = Member()
     member.sent(member.m.start())
@@ -181,9 +192,19 @@ def test_join_retriable_errors_retry_after_an_exponential_backoff(code, forgets)
     assert member.m.state is S.JOINING
 
 
-@pytest.mark.parametrize("code", [E.fenced_instance_id, E.inconsistent_group_protocol, E.invalid_session_timeout,
-                                  E.group_max_size_reached, E.invalid_group_id, E.group_authorization_failed,
-                                  E.unsupported_version, E.unreleased_instance_id])
+@pytest.mark.parametrize(
+    "code",
+    [
+        E.fenced_instance_id,
+        E.inconsistent_group_protocol,
+        E.invalid_session_timeout,
+        E.group_max_size_reached,
+        E.invalid_group_id,
+        E.group_authorization_failed,
+        E.unsupported_version,
+        E.unreleased_instance_id,
+    ],
+)
 def test_join_fatal_errors_stop_the_member(code):
     member = Member()
     member.sent(member.m.start())
@@ -238,8 +259,7 @@ def test_sync_coordinator_errors_rejoin_after_backoff(code):
     member.sent(member.m.tick(), JoinGroupRequest)
 
 
-@pytest.mark.parametrize("code", [E.fenced_instance_id, E.group_authorization_failed,
-                                  E.inconsistent_group_protocol])
+@pytest.mark.parametrize("code", [E.fenced_instance_id, E.group_authorization_failed, E.inconsistent_group_protocol])
 def test_sync_fatal_errors(code):
     member = Member(instance_id="i1")
     member.sent(member.join())
@@ -386,8 +406,7 @@ def test_static_member_sends_its_instance_id_everywhere():
 # -- the state table -------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("source,target", [(a, b) for a, b in itertools.product(S, S)
-                                           if a not in _ALLOWED_PREVIOUS[b]])
+@pytest.mark.parametrize("source,target", [(a, b) for a, b in itertools.product(S, S) if a not in _ALLOWED_PREVIOUS[b]])
 def test_an_illegal_transition_raises_and_changes_nothing(source, target):
     machine = Member().m
     machine.state = source

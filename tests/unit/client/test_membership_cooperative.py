@@ -23,6 +23,7 @@ from herd.client.consumer_protocol import (
     encode_assignment,
     encode_subscription,
 )
+from herd.client.group_protocol import JoinedMember
 from herd.client.heartbeat import ManualClock
 from herd.client.membership import (
     Assigned,
@@ -41,7 +42,6 @@ from herd.client.membership_messages import (
     JoinGroupResponse,
     SyncGroupResponse,
 )
-from herd.client.group_protocol import JoinedMember
 
 PARTITIONS = frozenset(TopicPartition("t", p) for p in range(4))
 REBALANCING = 27
@@ -52,8 +52,13 @@ class Consumer:
     def __init__(self, member_id: str, assignor: str, clock: ManualClock, instance_id: str | None = None) -> None:
         self.id = member_id
         self.protocol = ConsumerGroupProtocol(["t"], [assignor], lambda topics: Cluster({"t": 4}))
-        config = MembershipConfig("g", session_timeout_ms=10_000, heartbeat_interval_ms=1_000,
-                                  rebalance_timeout_ms=REBALANCE_TIMEOUT, group_instance_id=instance_id)
+        config = MembershipConfig(
+            "g",
+            session_timeout_ms=10_000,
+            heartbeat_interval_ms=1_000,
+            rebalance_timeout_ms=REBALANCE_TIMEOUT,
+            group_instance_id=instance_id,
+        )
         self.m = MembershipMachine(config, self.protocol, clock)
         self.join: JoinGroupRequest | None = None
         self.sync = None
@@ -85,8 +90,7 @@ def rebalance(generation: int, leader: Consumer, followers: list[Consumer]) -> d
     name = leader.join.protocols[0][0]
     out = {}
     for c in everyone:
-        answer = JoinGroupResponse(0, generation, "consumer", name, leader.id, c.id,
-                                   members if c is leader else ())
+        answer = JoinGroupResponse(0, generation, "consumer", name, leader.id, c.id, members if c is leader else ())
         out[c.id] = c.take(c.m.receive(c.join, answer))
     compute = out[leader.id][0]
     assert isinstance(compute, ComputeAssignment)
@@ -254,8 +258,14 @@ def test_a_leader_owner_put_back_into_the_same_generation_rejoins_after_the_time
 
     lost = a.take(a.m.receive(a.join, JoinGroupResponse(25)))  # UNKNOWN_MEMBER_ID: removed by an admin
     assert [type(x) for x in lost] == [Lost, Send]
-    a.take(a.m.receive(a.join, JoinGroupResponse(0, 2, "consumer", "cooperative-sticky", "a2", "a2",
-                                                 (b.joined_member(),), skip_assignment=True)))
+    a.take(
+        a.m.receive(
+            a.join,
+            JoinGroupResponse(
+                0, 2, "consumer", "cooperative-sticky", "a2", "a2", (b.joined_member(),), skip_assignment=True
+            ),
+        )
+    )
     stored = encode_assignment(Assignment(tuple(sorted(kept))))
     a.take(a.m.receive(a.sync, SyncGroupResponse(0, stored, "consumer", "cooperative-sticky")))
     stable_at = clock.now_ms()
@@ -280,8 +290,10 @@ def test_a_complete_assignment_arms_no_handover(assignor):
 def test_handover_pending_means_some_owner_loses_a_partition():
     protocol = ConsumerGroupProtocol(["t"], ["cooperative-sticky"])
     owned = Subscription(("t",), owned_partitions=(TopicPartition("t", 0), TopicPartition("t", 1)))
-    members = (JoinedMember("x", None, encode_subscription(owned)),
-               JoinedMember("y", None, encode_subscription(Subscription(("t",)))))
+    members = (
+        JoinedMember("x", None, encode_subscription(owned)),
+        JoinedMember("y", None, encode_subscription(Subscription(("t",)))),
+    )
     keep = encode_assignment(Assignment((TopicPartition("t", 0), TopicPartition("t", 1))))
     take = encode_assignment(Assignment((TopicPartition("t", 0),)))
     assert not protocol.handover_pending("cooperative-sticky", members, {"x": keep, "y": b""})
@@ -301,8 +313,12 @@ def test_a_new_static_leader_process_put_back_with_skip_assignment(assignor, rej
     a = Consumer("a2", assignor, clock, instance_id="a-iid")
     b.take(b.m.start())
     a.take(a.m.start())
-    a.take(a.m.receive(a.join, JoinGroupResponse(0, 2, "consumer", assignor, "a2", "a2",
-                                                 (b.joined_member(),), skip_assignment=True)))
+    a.take(
+        a.m.receive(
+            a.join,
+            JoinGroupResponse(0, 2, "consumer", assignor, "a2", "a2", (b.joined_member(),), skip_assignment=True),
+        )
+    )
     stored = encode_assignment(Assignment((TopicPartition("t", 0), TopicPartition("t", 1))))
     a.take(a.m.receive(a.sync, SyncGroupResponse(0, stored, "consumer", assignor)))
     stable_at = clock.now_ms()

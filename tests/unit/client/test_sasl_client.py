@@ -24,12 +24,18 @@ def exchange(mechanism: str, nonce: str, server_first: str, server_final: str) -
     return first, final, client
 
 
-RFC5802 = ("SCRAM-SHA-1", "fyko+d2lbbFgONRv9qkxdawL",
-           "r=fyko+d2lbbFgONRv9qkxdawL3rfcNHYJY1ZVvWVs7j,s=QSXCR+Q6sek8bf92,i=4096",
-           "v=rmF9pqV8S7suAoZWja4dJRkFsKQ=")
-RFC7677 = ("SCRAM-SHA-256", "rOprNGfwEbeRWgbNEkqO",
-           "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096",
-           "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=")
+RFC5802 = (
+    "SCRAM-SHA-1",
+    "fyko+d2lbbFgONRv9qkxdawL",
+    "r=fyko+d2lbbFgONRv9qkxdawL3rfcNHYJY1ZVvWVs7j,s=QSXCR+Q6sek8bf92,i=4096",
+    "v=rmF9pqV8S7suAoZWja4dJRkFsKQ=",
+)
+RFC7677 = (
+    "SCRAM-SHA-256",
+    "rOprNGfwEbeRWgbNEkqO",
+    "r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096",
+    "v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4=",
+)
 
 
 def test_rfc5802_scram_sha1_vector() -> None:
@@ -42,8 +48,9 @@ def test_rfc5802_scram_sha1_vector() -> None:
 def test_rfc7677_scram_sha256_vector() -> None:
     first, final, client = exchange(*RFC7677)
     assert first == b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO"
-    assert final == (b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
-                     b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
+    assert final == (
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+    )
     assert client.complete
 
 
@@ -69,16 +76,19 @@ def test_a_server_error_is_reported_without_the_password() -> None:
     assert "invalid-proof" in str(caught.value) and "pencil" not in str(caught.value)
 
 
-@pytest.mark.parametrize("server_first, complaint", [
-    ("r=someoneelse123,s=QSXCR+Q6sek8bf92,i=4096", "nonce"),
-    ("r=abc,s=QSXCR+Q6sek8bf92,i=4096", "nonce"),  # the client's nonce, not extended
-    ("r=abcdef,s=QSXCR+Q6sek8bf92,i=1024", "iteration"),
-    ("r=abcdef,s=QSXCR+Q6sek8bf92,i=many", "iteration"),
-    ("r=abcdef,s=!!!,i=4096", "base64"),
-    ("r=abcdef,i=4096", "lacks"),
-    ("m=ext,r=abcdef,s=QSXCR+Q6sek8bf92,i=4096", "extension"),
-    ("garbage", "malformed"),
-])
+@pytest.mark.parametrize(
+    "server_first, complaint",
+    [
+        ("r=someoneelse123,s=QSXCR+Q6sek8bf92,i=4096", "nonce"),
+        ("r=abc,s=QSXCR+Q6sek8bf92,i=4096", "nonce"),  # the client's nonce, not extended
+        ("r=abcdef,s=QSXCR+Q6sek8bf92,i=1024", "iteration"),
+        ("r=abcdef,s=QSXCR+Q6sek8bf92,i=many", "iteration"),
+        ("r=abcdef,s=!!!,i=4096", "base64"),
+        ("r=abcdef,i=4096", "lacks"),
+        ("m=ext,r=abcdef,s=QSXCR+Q6sek8bf92,i=4096", "extension"),
+        ("garbage", "malformed"),
+    ],
+)
 def test_a_bad_server_first_message_is_refused(server_first: str, complaint: str) -> None:
     client = ScramClient("SCRAM-SHA-512", "user", "pencil", nonce="abc")
     client.respond(None)

@@ -19,20 +19,30 @@ from herd.client.security import (
     parse_properties,
 )
 
-SCRAM_JAAS = ('org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" '
-              'password="alice-secret";')
+SCRAM_JAAS = (
+    'org.apache.kafka.common.security.scram.ScramLoginModule required username="alice" password="alice-secret";'
+)
 
 
 def test_java_properties_syntax() -> None:
-    text = ("# a comment\n! another\n\nsecurity.protocol=SASL_SSL\nsasl.mechanism : SCRAM-SHA-512\n"
-            "ssl.ca.location /etc/ca.pem\n"
-            "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
-            "    username=\"alice\" \\\n    password=\"alice-secret\";\n"
-            "escaped=a\\tb\\u0041\\\\\nkey\\=with\\:sep=v\n  indented = x  \nempty=\n")
+    text = (
+        "# a comment\n! another\n\nsecurity.protocol=SASL_SSL\nsasl.mechanism : SCRAM-SHA-512\n"
+        "ssl.ca.location /etc/ca.pem\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n"
+        '    username="alice" \\\n    password="alice-secret";\n'
+        "escaped=a\\tb\\u0041\\\\\nkey\\=with\\:sep=v\n  indented = x  \nempty=\n"
+    )
     props = parse_properties(text)
-    assert props == {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
-                     "ssl.ca.location": "/etc/ca.pem", "sasl.jaas.config": SCRAM_JAAS,
-                     "escaped": "a\tbA\\", "key=with:sep": "v", "indented": "x  ", "empty": ""}
+    assert props == {
+        "security.protocol": "SASL_SSL",
+        "sasl.mechanism": "SCRAM-SHA-512",
+        "ssl.ca.location": "/etc/ca.pem",
+        "sasl.jaas.config": SCRAM_JAAS,
+        "escaped": "a\tbA\\",
+        "key=with:sep": "v",
+        "indented": "x  ",
+        "empty": "",
+    }
 
 
 def test_a_bad_escape_names_the_line_not_its_text() -> None:
@@ -42,21 +52,28 @@ def test_a_bad_escape_names_the_line_not_its_text() -> None:
 
 
 def test_jaas_config() -> None:
-    assert parse_jaas_config(SCRAM_JAAS) == ("org.apache.kafka.common.security.scram.ScramLoginModule",
-                                             {"username": "alice", "password": "alice-secret"})
-    module, options = parse_jaas_config('org.apache.kafka.common.security.plain.PlainLoginModule  optional\n'
-                                        'username=bob password="a \\"quoted\\" ;= pass" ;')
+    assert parse_jaas_config(SCRAM_JAAS) == (
+        "org.apache.kafka.common.security.scram.ScramLoginModule",
+        {"username": "alice", "password": "alice-secret"},
+    )
+    module, options = parse_jaas_config(
+        "org.apache.kafka.common.security.plain.PlainLoginModule  optional\n"
+        'username=bob password="a \\"quoted\\" ;= pass" ;'
+    )
     assert module.endswith("PlainLoginModule") and options == {"username": "bob", "password": 'a "quoted" ;= pass'}
 
 
-@pytest.mark.parametrize("text, complaint", [
-    ("", "expected"),
-    ("SomeModule required username=\"a\" password=\"s3cret\"", "end with ';'"),
-    ("SomeModule mandatory username=\"a\";", "control flag"),
-    ("SomeModule required username \"s3cret\";", "key=\"value\""),
-    ("SomeModule required password=\"s3cret;", "unterminated"),
-    ("A required a=\"1\"; B required b=\"s3cret\";", "exactly one"),
-])
+@pytest.mark.parametrize(
+    "text, complaint",
+    [
+        ("", "expected"),
+        ('SomeModule required username="a" password="s3cret"', "end with ';'"),
+        ('SomeModule mandatory username="a";', "control flag"),
+        ('SomeModule required username "s3cret";', 'key="value"'),
+        ('SomeModule required password="s3cret;', "unterminated"),
+        ('A required a="1"; B required b="s3cret";', "exactly one"),
+    ],
+)
 def test_bad_jaas_configs(text: str, complaint: str) -> None:
     with pytest.raises(SecurityConfigError, match=complaint) as caught:
         parse_jaas_config(text)
@@ -64,9 +81,16 @@ def test_bad_jaas_configs(text: str, complaint: str) -> None:
 
 
 def test_sasl_ssl_with_scram_from_jaas() -> None:
-    security = ClientSecurity.from_properties({
-        "security.protocol": "sasl_ssl", "sasl.mechanism": "SCRAM-SHA-512", "sasl.jaas.config": SCRAM_JAAS,
-        "ssl.truststore.location": "/ca.pem", "ssl.truststore.type": "PEM", "request.timeout.ms": "1000"})
+    security = ClientSecurity.from_properties(
+        {
+            "security.protocol": "sasl_ssl",
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": SCRAM_JAAS,
+            "ssl.truststore.location": "/ca.pem",
+            "ssl.truststore.type": "PEM",
+            "request.timeout.ms": "1000",
+        }
+    )
     assert security.protocol == "SASL_SSL" and security.uses_tls and security.uses_sasl
     assert security.sasl == SaslCredentials("SCRAM-SHA-512", "alice", "alice-secret")
     assert security.ca_location == "/ca.pem" and security.check_hostname
@@ -74,13 +98,25 @@ def test_sasl_ssl_with_scram_from_jaas() -> None:
 
 
 def test_librdkafka_names() -> None:
-    security = ClientSecurity.from_properties({
-        "security.protocol": "SASL_PLAINTEXT", "sasl.mechanisms": "PLAIN", "sasl.username": "bob",
-        "sasl.password": "pw", "ssl.ca.location": "/ca.pem", "ssl.certificate.location": "/c.pem",
-        "ssl.key.location": "/k.pem", "ssl.key.password": "kp", "ssl.endpoint.identification.algorithm": ""})
+    security = ClientSecurity.from_properties(
+        {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanisms": "PLAIN",
+            "sasl.username": "bob",
+            "sasl.password": "pw",
+            "ssl.ca.location": "/ca.pem",
+            "ssl.certificate.location": "/c.pem",
+            "ssl.key.location": "/k.pem",
+            "ssl.key.password": "kp",
+            "ssl.endpoint.identification.algorithm": "",
+        }
+    )
     assert security.sasl == SaslCredentials("PLAIN", "bob", "pw")
-    assert (security.ca_location, security.certificate_location, security.key_location) == ("/ca.pem", "/c.pem",
-                                                                                           "/k.pem")
+    assert (security.ca_location, security.certificate_location, security.key_location) == (
+        "/ca.pem",
+        "/c.pem",
+        "/k.pem",
+    )
     assert security.key_password == "kp" and not security.check_hostname and not security.uses_tls
     assert "kp" not in repr(security)
 
@@ -91,21 +127,36 @@ def test_plaintext_by_default() -> None:
     assert as_security({"security.protocol": "SSL"}).uses_tls
 
 
-@pytest.mark.parametrize("props, complaint", [
-    ({"security.protocol": "KERBEROS"}, "security.protocol must be one of"),
-    ({"security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI", "sasl.jaas.config": SCRAM_JAAS}, "GSSAPI"),
-    ({"security.protocol": "SASL_SSL", "sasl.jaas.config": SCRAM_JAAS}, "GSSAPI is not supported"),
-    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}, "needs credentials"),
-    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "a"}, "needs credentials"),
-    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-      "sasl.jaas.config": 'x.Krb5LoginModule required password="alice-secret";'}, "not supported"),
-    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-      "sasl.jaas.config": SCRAM_JAAS.replace('username="alice" ', '')}, "needs username and password"),
-    ({"ssl.truststore.type": "JKS"}, "PEM files only"),
-    ({"ssl.keystore.type": "PKCS12"}, "PEM files only"),
-    ({"ssl.keystore.key": "alice-secret"}, "not supported"),
-    ({"ssl.endpoint.identification.algorithm": "ldap"}, "https or empty"),
-])
+@pytest.mark.parametrize(
+    "props, complaint",
+    [
+        ({"security.protocol": "KERBEROS"}, "security.protocol must be one of"),
+        ({"security.protocol": "SASL_SSL", "sasl.mechanism": "GSSAPI", "sasl.jaas.config": SCRAM_JAAS}, "GSSAPI"),
+        ({"security.protocol": "SASL_SSL", "sasl.jaas.config": SCRAM_JAAS}, "GSSAPI is not supported"),
+        ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"}, "needs credentials"),
+        ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.username": "a"}, "needs credentials"),
+        (
+            {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN",
+                "sasl.jaas.config": 'x.Krb5LoginModule required password="alice-secret";',
+            },
+            "not supported",
+        ),
+        (
+            {
+                "security.protocol": "SASL_PLAINTEXT",
+                "sasl.mechanism": "PLAIN",
+                "sasl.jaas.config": SCRAM_JAAS.replace('username="alice" ', ""),
+            },
+            "needs username and password",
+        ),
+        ({"ssl.truststore.type": "JKS"}, "PEM files only"),
+        ({"ssl.keystore.type": "PKCS12"}, "PEM files only"),
+        ({"ssl.keystore.key": "alice-secret"}, "not supported"),
+        ({"ssl.endpoint.identification.algorithm": "ldap"}, "https or empty"),
+    ],
+)
 def test_unusable_properties(props: dict[str, str], complaint: str) -> None:
     with pytest.raises(SecurityConfigError, match=complaint) as caught:
         ClientSecurity.from_properties(props)
@@ -133,7 +184,8 @@ def test_tls_contexts(tmp_path: Path) -> None:
         ClientSecurity(protocol="SSL", ca_location=str(tmp_path / "none.pem")).ssl_context()
     (tmp_path / "junk.pem").write_text("not a certificate")
     with pytest.raises(SecurityConfigError, match="cannot load the client certificate"):
-        ClientSecurity(protocol="SSL", certificate_location=str(tmp_path / "junk.pem"),
-                       key_password="alice-secret").ssl_context()
+        ClientSecurity(
+            protocol="SSL", certificate_location=str(tmp_path / "junk.pem"), key_password="alice-secret"
+        ).ssl_context()
     with pytest.raises(SecurityConfigError, match="cannot read"):
         ClientSecurity(protocol="SSL", certificate_location=str(tmp_path / "none.pem")).ssl_context()

@@ -61,6 +61,7 @@ def with_data(fs: MemoryFileSystem) -> Cluster:
 
 # -- a missing or unreadable topics.json ----------------------------------------------------------------------
 
+
 def test_a_deleted_topics_json_is_rebuilt_from_the_partitions_with_their_ids_configs_and_data() -> None:
     fs = MemoryFileSystem()
     cluster = with_data(fs)
@@ -78,8 +79,9 @@ def test_a_deleted_topics_json_is_rebuilt_from_the_partitions_with_their_ids_con
     assert {t.name: t.topic_id for t in cluster.topics()} == ids
 
 
-@pytest.mark.parametrize("content", [b"", b"{\"topics\": [", b"not json", b"[]", b"{\"topics\": [{\"name\": 5}]}",
-                                     b"\xff\xfe"])
+@pytest.mark.parametrize(
+    "content", [b"", b'{"topics": [', b"not json", b"[]", b'{"topics": [{"name": 5}]}', b"\xff\xfe"]
+)
 def test_an_unreadable_topics_json_stops_the_start_and_deletes_nothing(content: bytes) -> None:
     fs = MemoryFileSystem()
     with_data(fs).close()
@@ -118,6 +120,7 @@ def test_an_unnamed_directory_without_metadata_is_kept_and_reported_not_deleted(
 
 
 # -- metadata changes are durable before they take effect ------------------------------------------------------
+
 
 @pytest.mark.parametrize("op, nth", [("rename", 1), ("rename", 2), ("write", 1), ("fsync", 3)])
 def test_a_create_the_disk_refuses_leaves_nothing_in_memory_or_on_disk(op: str, nth: int) -> None:
@@ -216,6 +219,7 @@ def test_deletion_names_of_the_longest_topic_names_fit_in_255_bytes() -> None:
 
 # -- bounds ----------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("count", [2**31 - 1, 100_000, MAX_PARTITIONS_PER_REQUEST + 1])
 def test_a_partition_count_over_the_request_limit_is_refused_before_anything_is_made(count: int) -> None:
     fs = MemoryFileSystem()
@@ -252,9 +256,12 @@ def test_configs_stored_under_looser_bounds_still_load():
     with pytest.raises(TopicError, match="segment.bytes: Value must be at least 1048576"):
         cluster.create_topic("small", 1, {"segment.bytes": "4096"})
     cluster.close()
-    state = read_whole(fs, ROOT + "/topics.json").replace(b'"topics": [', b'"topics": [{"name": "small", '
-                                                         b'"id": "%s", "partitions": 1, "configs": '
-                                                         b'{"segment.bytes": "4096"}}, ' % str(uuid.uuid4()).encode())
+    state = read_whole(fs, ROOT + "/topics.json").replace(
+        b'"topics": [',
+        b'"topics": [{"name": "small", '
+        b'"id": "%s", "partitions": 1, "configs": '
+        b'{"segment.bytes": "4096"}}, ' % str(uuid.uuid4()).encode(),
+    )
     write_atomically(fs, ROOT + "/topics.json", state)
     cluster = open_cluster(fs)
     assert cluster.get("small").configs == {"segment.bytes": "4096"}

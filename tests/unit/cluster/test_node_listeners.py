@@ -6,12 +6,21 @@ from herd.cluster.shared import Node, _listeners
 
 
 def test_a_node_on_each_of_its_listeners() -> None:
-    node = Node(1, "10.0.0.1", 9092, "r1", listeners=_listeners({"plaintext": ["10.0.0.1", 9092],
-                                                                "SECURE": ["broker1.example", 9093]}))
+    node = Node(
+        1,
+        "10.0.0.1",
+        9092,
+        "r1",
+        listeners=_listeners({"plaintext": ["10.0.0.1", 9092], "SECURE": ["broker1.example", 9093]}),
+    )
     assert node.on("PLAINTEXT") is node
     secure = node.on("SECURE")
-    assert secure is not None and (secure.node_id, secure.host, secure.port, secure.rack) == \
-        (1, "broker1.example", 9093, "r1")
+    assert secure is not None and (secure.node_id, secure.host, secure.port, secure.rack) == (
+        1,
+        "broker1.example",
+        9093,
+        "r1",
+    )
     assert node.on("OTHER") is None  # Kafka leaves a broker without the listener out
 
 

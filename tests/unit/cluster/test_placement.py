@@ -19,8 +19,7 @@ def clusters(draw: st.DrawFn) -> tuple[list[Slot], list[int], list[int]]:
     nodes = draw(st.sets(st.integers(0, 9), min_size=0, max_size=6))
     keep = draw(st.sets(st.sampled_from(sorted(nodes)), max_size=2)) if nodes else set()
     leaders = st.one_of(st.none(), st.integers(0, 9))
-    slots = [Slot(key, draw(st.sampled_from(TOPICS)), draw(leaders))
-             for key in range(draw(st.integers(0, 80)))]
+    slots = [Slot(key, draw(st.sampled_from(TOPICS)), draw(leaders)) for key in range(draw(st.integers(0, 80)))]
     return slots, sorted(nodes - keep), sorted(keep)
 
 

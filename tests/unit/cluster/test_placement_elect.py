@@ -27,14 +27,20 @@ def test_preferred_of_a_partition_balance_does_not_move_is_not_needed():
 
 def test_unclean_leaves_live_leaders_where_they_are_and_gives_orphans_one():
     outcomes = elect(_slots([0, 0, 0, 5]), [0, 1], range(4), preferred=False)
-    assert outcomes == {0: (Election.NOT_NEEDED, 0), 1: (Election.NOT_NEEDED, 0), 2: (Election.NOT_NEEDED, 0),
-                        3: (Election.ELECTED, 1)}
+    assert outcomes == {
+        0: (Election.NOT_NEEDED, 0),
+        1: (Election.NOT_NEEDED, 0),
+        2: (Election.NOT_NEEDED, 0),
+        3: (Election.ELECTED, 1),
+    }
 
 
 def test_without_an_eligible_node_an_orphan_gets_no_leader():
     for preferred in (True, False):
         assert elect(_slots([3, None]), [], range(2), preferred=preferred) == {
-            0: (Election.NO_LEADER, None), 1: (Election.NO_LEADER, None)}
+            0: (Election.NO_LEADER, None),
+            1: (Election.NO_LEADER, None),
+        }
 
 
 def test_a_node_shutting_down_keeps_its_partitions_without_counting():

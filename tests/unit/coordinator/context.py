@@ -23,7 +23,9 @@ class Ctx:
         self.timer = ManualTimer(self.clock)
         counter = itertools.count()
         self.shard = GroupCoordinatorShard(
-            clock=self.clock, timer=self.timer, config=self.config,
+            clock=self.clock,
+            timer=self.timer,
+            config=self.config,
             uuid_factory=lambda: f"uuid{next(counter)}",
         )
         self.handles = itertools.count()
@@ -52,20 +54,36 @@ class Ctx:
     # --- shortcuts -----------------------------------------------------------------------------
 
     def join(self, group: str = "g", member_id: str = "", **kw: object) -> tuple[object, Result]:
-        args = dict(group_id=group, member_id=member_id, session_timeout_ms=10000, rebalance_timeout_ms=20000,
-                    protocols=PROTOCOLS, client_id="client", client_host="/127.0.0.1")
+        args = dict(
+            group_id=group,
+            member_id=member_id,
+            session_timeout_ms=10000,
+            rebalance_timeout_ms=20000,
+            protocols=PROTOCOLS,
+            client_id="client",
+            client_host="/127.0.0.1",
+        )
         args.update(kw)
         return self.run("join_group", JoinGroup(**args))  # type: ignore[arg-type]
 
-    def sync(self, member_id: str, generation: int, group: str = "g", assignments: dict[str, bytes] | None = None,
-             **kw: object) -> tuple[object, Result]:
+    def sync(
+        self,
+        member_id: str,
+        generation: int,
+        group: str = "g",
+        assignments: dict[str, bytes] | None = None,
+        **kw: object,
+    ) -> tuple[object, Result]:
         asg = tuple(SyncAssignment(m, a) for m, a in (assignments or {}).items())
-        return self.run("sync_group", SyncGroup(group_id=group, generation_id=generation, member_id=member_id,
-                                                assignments=asg, **kw))  # type: ignore[arg-type]
+        return self.run(
+            "sync_group",
+            SyncGroup(group_id=group, generation_id=generation, member_id=member_id, assignments=asg, **kw),
+        )  # type: ignore[arg-type]
 
     def heartbeat(self, member_id: str, generation: int, group: str = "g", **kw: object) -> int:
-        handle, result = self.run("heartbeat", Heartbeat(group_id=group, generation_id=generation,
-                                                         member_id=member_id, **kw))  # type: ignore[arg-type]
+        handle, result = self.run(
+            "heartbeat", Heartbeat(group_id=group, generation_id=generation, member_id=member_id, **kw)
+        )  # type: ignore[arg-type]
         return reply(result, handle).error_code
 
     def join_dynamic(self, group: str = "g", **kw: object) -> str:

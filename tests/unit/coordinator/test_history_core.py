@@ -128,7 +128,12 @@ def test_members_that_miss_the_join_phase_are_dropped_when_the_rebalance_timeout
         c.sleep(5000)
         c.heartbeat(a, 1)
     e = last(c)
-    assert (e["cause"], e["member_id"], e["join_end"], e["generation"]) == ("protocol-change", b, "rebalance-timeout", 2)
+    assert (e["cause"], e["member_id"], e["join_end"], e["generation"]) == (
+        "protocol-change",
+        b,
+        "rebalance-timeout",
+        2,
+    )
     assert e["dropped"] == [{"member_id": a, "group_instance_id": None, "phase": "join"}]
     assert [m["member_id"] for m in e["members"]] == [b] and e["join_ms"] == 20000 and e["leader"] == b
 
@@ -194,8 +199,10 @@ def test_a_member_leaving_keeps_its_kip800_reason_and_an_admin_removal_is_told_a
 
     c = Ctx()
     a, b = c.stable_group(2)  # Kafka's admin client removing a dynamic member names it, with its reason
-    c.run("leave_group", LeaveGroup(group_id="g", members=(MemberIdentity(b, reason="member was removed by an "
-                                                                                    "admin: scaling down"),)))
+    c.run(
+        "leave_group",
+        LeaveGroup(group_id="g", members=(MemberIdentity(b, reason="member was removed by an admin: scaling down"),)),
+    )
     assert last(c)["cause"] == "admin-removal"
 
 
@@ -266,8 +273,13 @@ def test_the_last_member_leaving_ends_in_an_empty_generation():
     (a,) = c.stable_group(1)
     c.run("leave_group", LeaveGroup(group_id="g", member_id=a, api_version=0))
     e = last(c)
-    assert (e["cause"], e["generation"], e["outcome"], e["members"], e["sync_ms"]) == ("member-leave", 2, "empty",
-                                                                                         [], None)
+    assert (e["cause"], e["generation"], e["outcome"], e["members"], e["sync_ms"]) == (
+        "member-leave",
+        2,
+        "empty",
+        [],
+        None,
+    )
 
 
 # --- bounding, observer, partitions -----------------------------------------------------------------------
@@ -328,8 +340,12 @@ def test_the_observer_sees_started_joined_completed_and_cannot_break_the_coordin
 
 def test_consumer_partitions_counts_any_assignment_cheaply():
     assert consumer_partitions(assignment(0, 1, 2)) == 3 and consumer_partitions(b"") == 0
-    two_topics = b"\x00\x01\x00\x00\x00\x02" + b"\x00\x01a\x00\x00\x00\x01\x00\x00\x00\x00" \
-        + b"\x00\x01b\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x01" + b"\x00\x00\x00\x00"
+    two_topics = (
+        b"\x00\x01\x00\x00\x00\x02"
+        + b"\x00\x01a\x00\x00\x00\x01\x00\x00\x00\x00"
+        + b"\x00\x01b\x00\x00\x00\x02\x00\x00\x00\x00\x00\x00\x00\x01"
+        + b"\x00\x00\x00\x00"
+    )
     assert consumer_partitions(two_topics) == 3
     assert consumer_partitions(b"\x00\x00\x00\x00\x00\x05\x00") is None  # truncated
     history = RebalanceHistory(2)
@@ -382,8 +398,12 @@ def test_the_read_only_group_config_answers_the_json_only_when_named_and_refuses
     assert (value["group"], value["state"], value["omitted"]) == ("g", "Stable", 0)
     assert value["rebalances"] == entries(c)
     h, r = c.run("describe_group_configs", DescribeGroupConfigs(group_id="nope", include_history=True))
-    assert json.loads(reply(r, h).configs[-1].value) == {"group": "nope", "state": "Dead", "rebalances": [],
-                                                         "omitted": 0}
+    assert json.loads(reply(r, h).configs[-1].value) == {
+        "group": "nope",
+        "state": "Dead",
+        "rebalances": [],
+        "omitted": 0,
+    }
     op = GroupConfigOp("herd.rebalance.history", SET, "[]")
     h, r = c.run("alter_group_configs", AlterGroupConfigs(group_id="g", ops=(op,)))
     refused = reply(r, h)
@@ -399,7 +419,7 @@ def test_the_json_leaves_out_the_oldest_rebalances_beyond_its_size(monkeypatch):
     rebalance(c, (a, b), 3)
     monkeypatch.setattr(group_configs, "MAX_HISTORY_JSON", 2000)
     value = json.loads(c.shard.rebalance_history_json("g"))
-    assert value["omitted"] >= 1 and value["rebalances"] == entries(c)[value["omitted"]:]
+    assert value["omitted"] >= 1 and value["rebalances"] == entries(c)[value["omitted"] :]
 
 
 def test_below_describe_configs_v4_the_json_fits_a_legacy_string(monkeypatch):
@@ -412,12 +432,13 @@ def test_below_describe_configs_v4_the_json_fits_a_legacy_string(monkeypatch):
 
     monkeypatch.setattr(group_configs, "MAX_LEGACY_STRING", 2000)
     for version, limit in ((3, 2000), (4, 10**9)):
-        h, r = c.run("describe_group_configs", DescribeGroupConfigs(group_id="g", include_history=True,
-                                                                      api_version=version))
+        h, r = c.run(
+            "describe_group_configs", DescribeGroupConfigs(group_id="g", include_history=True, api_version=version)
+        )
         value = reply(r, h).configs[-1].value
         assert len(value.encode()) <= limit
         parsed = json.loads(value)
-        assert parsed["rebalances"] == whole["rebalances"][parsed["omitted"]:]
+        assert parsed["rebalances"] == whole["rebalances"][parsed["omitted"] :]
         assert (parsed["omitted"] > 0) == (version == 3)
 
 
@@ -441,15 +462,18 @@ def test_an_unreadable_history_record_is_skipped_on_load(record: Record):
     assert c.shard.rebalance_history("g") == ()
 
 
-
 def test_the_spark_consumer_offsets_reader_types_the_record():
     from herd.spark.consumer_offsets import decode_record
 
     c = Ctx()
     c.stable_group(1)
     (record,) = [r for r in c.log if record_type(r.key) == REBALANCE_HISTORY_KEY_TYPE]
-    assert decode_record(record.key, record.value) == {"kind": "rebalance_history", "group": "g", "tombstone": False,
-                                                       "generation": 1}
+    assert decode_record(record.key, record.value) == {
+        "kind": "rebalance_history",
+        "group": "g",
+        "tombstone": False,
+        "generation": 1,
+    }
     assert decode_record(record.key, None) == {"kind": "rebalance_history", "group": "g", "tombstone": True}
     assert decode_record(record.key, b"\x00\x00\x09")["kind"] == "unknown"  # unreadable: one odd row, no failure
 
@@ -470,7 +494,8 @@ def test_log_compaction_keeps_the_latest_history_of_each_group_and_drops_a_delet
     c.run("leave_group", LeaveGroup(group_id="gone", member_id=gone, api_version=0))
     c.run("delete_groups", DeleteGroups(groups_names=("gone",)))
     log = SegmentStore("/data", MemoryFileSystem()).open_partition(
-        "__consumer_offsets", 0, LogConfig(segment_bytes=2000, index_interval_bytes=100, cleanup_policy="compact"))
+        "__consumer_offsets", 0, LogConfig(segment_bytes=2000, index_interval_bytes=100, cleanup_policy="compact")
+    )
     for record in c.log:  # one batch per record is enough here
         log.append(encode_batch([record], 0), 0)
     log.roll()  # every batch in a sealed segment: compaction may clean them all
@@ -479,7 +504,7 @@ def test_log_compaction_keeps_the_latest_history_of_each_group_and_drops_a_delet
     compaction.install(log, compaction.clean(plan))
     kept, offset = [], log.log_start_offset
     while offset < log.log_end_offset:  # a read stops at the end of a segment
-        for offset, records in decode_batches(log.read(offset, 1 << 24)):
+        for offset, records in decode_batches(log.read(offset, 1 << 24)):  # noqa: B007, B020 (the next read starts there)
             kept += records
     assert len(kept) < len(c.log)
     assert sum(record_type(k) == REBALANCE_HISTORY_KEY_TYPE for k, _ in kept) == 1  # g's latest; gone's: none

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from kio.static.primitive import i32, i64
+
 from herd.coordinator import CoordinatorConfig, ErrorCode, GroupState, Record
 from herd.coordinator.context import group_metadata_value
 from herd.coordinator.records import (
@@ -11,14 +13,14 @@ from herd.coordinator.records import (
     group_metadata_record,
 )
 from herd.coordinator.requests import LeaveGroup, MemberIdentity
-from kio.static.primitive import i32, i64
 
-from .context import Ctx, reply, replies
+from .context import Ctx, replies, reply
 
 
 def empty_record(ts: int = 0) -> Record:
-    value = GroupMetadataValueV3(protocol_type="", generation=i32(0), protocol=None, leader=None,
-                                 current_state_timestamp=i64(ts), members=())
+    value = GroupMetadataValueV3(
+        protocol_type="", generation=i32(0), protocol=None, leader=None, current_state_timestamp=i64(ts), members=()
+    )
     return group_metadata_record("g", value, applied=True)
 
 
@@ -41,7 +43,11 @@ def test_v3_join_has_no_member_id_required_and_completes() -> None:
     (done,) = c.sleep(0)
     response = reply(done, handle)
     assert (response.error_code, response.generation_id, response.member_id, response.leader) == (
-        0, 1, "client-uuid0", "client-uuid0")
+        0,
+        1,
+        "client-uuid0",
+        "client-uuid0",
+    )
     assert response.protocol_name == "range" and len(response.members) == 1
     assert c.shard.group("g").state is GroupState.COMPLETING_REBALANCE
 
@@ -221,7 +227,11 @@ def test_sync_errors_and_kip559() -> None:
     h, r = c.sync(b, 1, protocol_type="consumer", protocol_name="range")
     resp = reply(r, h)
     assert (resp.error_code, resp.protocol_type, resp.protocol_name, resp.assignment) == (
-        0, "consumer", "range", f"a-{b}".encode())
+        0,
+        "consumer",
+        "range",
+        f"a-{b}".encode(),
+    )
     c.join(member_id=a)
     h, r = c.sync(b, 1)
     assert reply(r, h).error_code == ErrorCode.REBALANCE_IN_PROGRESS
@@ -244,9 +254,19 @@ def test_leave_v0_and_batch_v3_one_rebalance() -> None:
     a, b, d = c.stable_group(3)
     h, r = c.run("leave_group", LeaveGroup(group_id="g", member_id="nobody", api_version=1))
     assert reply(r, h).error_code == ErrorCode.UNKNOWN_MEMBER_ID and reply(r, h).members == ()
-    h, r = c.run("leave_group", LeaveGroup(group_id="g", api_version=5, members=(
-        MemberIdentity(b, None, "bye"), MemberIdentity(d), MemberIdentity("ghost"),
-        MemberIdentity("", "no-such-instance"))))
+    h, r = c.run(
+        "leave_group",
+        LeaveGroup(
+            group_id="g",
+            api_version=5,
+            members=(
+                MemberIdentity(b, None, "bye"),
+                MemberIdentity(d),
+                MemberIdentity("ghost"),
+                MemberIdentity("", "no-such-instance"),
+            ),
+        ),
+    )
     codes = [m.error_code for m in reply(r, h).members]
     assert codes == [0, 0, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.UNKNOWN_MEMBER_ID]
     history = c.shard.rebalance_history("g")

@@ -32,12 +32,19 @@ def kio_record(group: str, topic: str, partition: int, value: OffsetValue) -> Re
     key = encode_versioned(1, OffsetCommitKey(group=group, topic=topic, partition=i32(partition)))
     encoded: OffsetCommitValueV1 | OffsetCommitValueV3
     if value.expire_timestamp >= 0:
-        encoded = OffsetCommitValueV1(offset=i64(value.offset), metadata=value.metadata,
-                                      commit_timestamp=i64(value.commit_timestamp),
-                                      expire_timestamp=i64(value.expire_timestamp))
+        encoded = OffsetCommitValueV1(
+            offset=i64(value.offset),
+            metadata=value.metadata,
+            commit_timestamp=i64(value.commit_timestamp),
+            expire_timestamp=i64(value.expire_timestamp),
+        )
     else:
-        encoded = OffsetCommitValueV3(offset=i64(value.offset), leader_epoch=i32(value.leader_epoch),
-                                      metadata=value.metadata, commit_timestamp=i64(value.commit_timestamp))
+        encoded = OffsetCommitValueV3(
+            offset=i64(value.offset),
+            leader_epoch=i32(value.leader_epoch),
+            metadata=value.metadata,
+            commit_timestamp=i64(value.commit_timestamp),
+        )
     return Record(key, encode_versioned(type(encoded).__version__, encoded))
 
 
@@ -48,8 +55,9 @@ expire = st.just(-1) | st.integers(0, 2**62)
 
 
 @given(text, text, ints32, ints64, ints32, text, ints64, expire)
-def test_encoding_matches_kio(group: str, topic: str, partition: int, offset: int, epoch: int, metadata: str,
-                              stamp: int, expire_ts: int) -> None:
+def test_encoding_matches_kio(
+    group: str, topic: str, partition: int, offset: int, epoch: int, metadata: str, stamp: int, expire_ts: int
+) -> None:
     value = OffsetValue(offset, epoch, metadata, stamp, expire_ts)
     reference = kio_record(group, topic, partition, value)
     assert encode_offset_commit_key(group, topic, partition) == reference.key
@@ -62,8 +70,9 @@ def test_encoding_matches_kio(group: str, topic: str, partition: int, offset: in
 
 
 @given(ints64, text, ints64, ints64, ints32)
-def test_every_value_version_decodes_like_kio(offset: int, metadata: str, stamp: int, expire_ts: int,
-                                              epoch: int) -> None:
+def test_every_value_version_decodes_like_kio(
+    offset: int, metadata: str, stamp: int, expire_ts: int, epoch: int
+) -> None:
     o, m, t = i64(offset), metadata, i64(stamp)
     for version, value in (
         (0, OffsetCommitValueV0(offset=o, metadata=m, commit_timestamp=t)),
@@ -84,23 +93,29 @@ def test_type_0_keys_decode_like_type_1() -> None:
     assert (reference.group, reference.topic, reference.partition) == ("g", "t", 3)
 
 
-@pytest.mark.parametrize("key", [
-    b"\x00\x01",  # nothing after the type
-    b"\x00\x01\x00\x05ab",  # a group longer than the key
-    encode_offset_commit_key("g", "t", 1) + b"x",  # trailing bytes
-    b"\x00\x01\xff\xff" + b"\x00" * 8,  # a negative length
-])
+@pytest.mark.parametrize(
+    "key",
+    [
+        b"\x00\x01",  # nothing after the type
+        b"\x00\x01\x00\x05ab",  # a group longer than the key
+        encode_offset_commit_key("g", "t", 1) + b"x",  # trailing bytes
+        b"\x00\x01\xff\xff" + b"\x00" * 8,  # a negative length
+    ],
+)
 def test_malformed_keys_raise_value_error(key: bytes) -> None:
     with pytest.raises(ValueError):
         decode_offset_commit_key(key)
 
 
-@pytest.mark.parametrize("value", [
-    b"\x00\x03" + b"\x00" * 10,  # cut short
-    encode_offset_commit_value(OffsetValue(1, 2, "m", 3)) + b"x",  # trailing bytes
-    encode_offset_commit_value(OffsetValue(1, 2, "", 3, 9))[:-1],  # v1 without its expire timestamp
-    b"\x00\x09" + b"\x00" * 30,  # an unknown version
-])
+@pytest.mark.parametrize(
+    "value",
+    [
+        b"\x00\x03" + b"\x00" * 10,  # cut short
+        encode_offset_commit_value(OffsetValue(1, 2, "m", 3)) + b"x",  # trailing bytes
+        encode_offset_commit_value(OffsetValue(1, 2, "", 3, 9))[:-1],  # v1 without its expire timestamp
+        b"\x00\x09" + b"\x00" * 30,  # an unknown version
+    ],
+)
 def test_malformed_values_raise_value_error(value: bytes) -> None:
     with pytest.raises(ValueError):
         decode_offset_commit_value(value)

@@ -13,12 +13,16 @@ from .test_offsets_retention import consumer_protocols
 
 
 def commit(c: Ctx, topic: str, *partitions: int, group: str = "g", **kw) -> None:
-    c.run("offset_commit", commit_req(group=group, topic=topic, partitions=tuple(CommitPartition(p, 7) for p in partitions),
-                                      **kw))
+    c.run(
+        "offset_commit",
+        commit_req(group=group, topic=topic, partitions=tuple(CommitPartition(p, 7) for p in partitions), **kw),
+    )
 
 
 def delete(c: Ctx, *topics: tuple[str, tuple[int, ...]], group: str = "g") -> tuple[object, tuple[Record, ...]]:
-    handle, result = c.run("offset_delete", OffsetDelete(group_id=group, topics=tuple(DeleteTopic(n, p) for n, p in topics)))
+    handle, result = c.run(
+        "offset_delete", OffsetDelete(group_id=group, topics=tuple(DeleteTopic(n, p) for n, p in topics))
+    )
     return reply(result, handle), result.records
 
 
@@ -101,7 +105,8 @@ def test_deleting_a_topic_tombstones_its_offsets_in_every_group_and_nothing_else
     records = c.apply(c.shard.on_topics_deleted(frozenset({"gone", "never-committed"}))).records
     assert sorted(records, key=lambda r: r.key) == sorted(
         (offset_tombstone("g", "gone", 0), offset_tombstone("g", "gone", 1), offset_tombstone("simple", "gone", 2)),
-        key=lambda r: r.key)
+        key=lambda r: r.key,
+    )
     assert c.shard.committed_offsets("g").keys() == {("kept", 0)}
     assert c.shard.committed_offsets("simple") == {}
     assert c.shard.group("g").state is GroupState.STABLE and len(c.shard.group("g").members) == 2

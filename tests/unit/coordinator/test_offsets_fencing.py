@@ -23,11 +23,26 @@ from .context import Ctx, reply
 NOW = 1_000
 
 
-def commit_req(group: str = "g", gen: int = -1, member: str = "", *, instance: str | None = None,
-               partitions: tuple[CommitPartition, ...] = (CommitPartition(0, 42, 3),), v: int = 9,
-               retention: int = -1, topic: str = "t") -> OffsetCommit:
-    return OffsetCommit(group_id=group, generation_id_or_member_epoch=gen, member_id=member, group_instance_id=instance,
-                        retention_time_ms=retention, topics=(CommitTopic(topic, partitions),), api_version=v)
+def commit_req(
+    group: str = "g",
+    gen: int = -1,
+    member: str = "",
+    *,
+    instance: str | None = None,
+    partitions: tuple[CommitPartition, ...] = (CommitPartition(0, 42, 3),),
+    v: int = 9,
+    retention: int = -1,
+    topic: str = "t",
+) -> OffsetCommit:
+    return OffsetCommit(
+        group_id=group,
+        generation_id_or_member_epoch=gen,
+        member_id=member,
+        group_instance_id=instance,
+        retention_time_ms=retention,
+        topics=(CommitTopic(topic, partitions),),
+        api_version=v,
+    )
 
 
 def commit(c: Ctx, *args, **kw) -> tuple[list[int], tuple[Record, ...]]:
@@ -39,8 +54,11 @@ def commit(c: Ctx, *args, **kw) -> tuple[list[int], tuple[Record, ...]]:
 def fetch(c: Ctx, group: str = "g", partitions: tuple[int, ...] = (0,), topic: str = "t") -> dict[int, tuple]:
     handle, result = c.run("offset_fetch", OffsetFetch(groups=(FetchGroup(group, (FetchTopic(topic, partitions),)),)))
     (g,) = reply(result, handle).groups
-    return {p.partition_index: (p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code)
-            for t in g.topics for p in t.partitions}
+    return {
+        p.partition_index: (p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code)
+        for t in g.topics
+        for p in t.partitions
+    }
 
 
 def ctx() -> Ctx:
@@ -49,8 +67,15 @@ def ctx() -> Ctx:
     return c
 
 
-def record(offset: int = 42, epoch: int = 3, metadata: str = "", stamp: int = NOW, expire: int = -1,
-           group: str = "g", partition: int = 0) -> Record:
+def record(
+    offset: int = 42,
+    epoch: int = 3,
+    metadata: str = "",
+    stamp: int = NOW,
+    expire: int = -1,
+    group: str = "g",
+    partition: int = 0,
+) -> Record:
     return offset_commit_record(group, "t", partition, OffsetValue(offset, epoch, metadata, stamp, expire))
 
 
@@ -65,8 +90,15 @@ def test_a_simple_commit_to_an_unknown_group_creates_an_empty_group_without_prot
     assert fetch(c) == {0: (42, 3, "", 0)}
 
 
-@pytest.mark.parametrize(("version", "code"), [(2, ErrorCode.ILLEGAL_GENERATION), (8, ErrorCode.ILLEGAL_GENERATION),
-                                               (9, ErrorCode.GROUP_ID_NOT_FOUND), (10, ErrorCode.GROUP_ID_NOT_FOUND)])
+@pytest.mark.parametrize(
+    ("version", "code"),
+    [
+        (2, ErrorCode.ILLEGAL_GENERATION),
+        (8, ErrorCode.ILLEGAL_GENERATION),
+        (9, ErrorCode.GROUP_ID_NOT_FOUND),
+        (10, ErrorCode.GROUP_ID_NOT_FOUND),
+    ],
+)
 def test_a_commit_with_a_generation_to_an_unknown_group(version: int, code: ErrorCode) -> None:
     c = ctx()
     assert commit(c, gen=0, member="m", v=version) == ([code], ())
@@ -190,18 +222,29 @@ def test_without_commits_the_same_member_expires() -> None:
 def test_metadata_over_the_limit_fails_only_its_partition() -> None:
     c = ctx()
     limit = c.config.offset_metadata_max_bytes
-    partitions = (CommitPartition(0, 1, -1, -1, "x" * limit), CommitPartition(1, 2, -1, -1, "x" * (limit + 1)),
-                  CommitPartition(2, 3, -1, -1, "\U0001F600" * (limit // 2 + 1)), CommitPartition(3, 4, -1, -1, None))
+    partitions = (
+        CommitPartition(0, 1, -1, -1, "x" * limit),
+        CommitPartition(1, 2, -1, -1, "x" * (limit + 1)),
+        CommitPartition(2, 3, -1, -1, "\U0001f600" * (limit // 2 + 1)),
+        CommitPartition(3, 4, -1, -1, None),
+    )
     codes, records = commit(c, partitions=partitions)
-    assert codes == [ErrorCode.NONE, ErrorCode.OFFSET_METADATA_TOO_LARGE, ErrorCode.OFFSET_METADATA_TOO_LARGE,
-                     ErrorCode.NONE]  # an emoji is two UTF-16 units, as Java's String.length counts
+    assert codes == [
+        ErrorCode.NONE,
+        ErrorCode.OFFSET_METADATA_TOO_LARGE,
+        ErrorCode.OFFSET_METADATA_TOO_LARGE,
+        ErrorCode.NONE,
+    ]  # an emoji is two UTF-16 units, as Java's String.length counts
     assert records == (record(1, -1, "x" * limit), record(4, -1, "", partition=3))
 
 
-@pytest.mark.parametrize(("version", "retention", "expire"), [
-    (2, 5_000, NOW + 5_000), (4, 0, NOW), (4, -1, -1), (5, 5_000, -1), (9, 5_000, -1)])
-def test_retention_time_of_v2_to_v4_becomes_an_expire_timestamp_in_a_v1_value(version: int, retention: int,
-                                                                            expire: int) -> None:
+@pytest.mark.parametrize(
+    ("version", "retention", "expire"),
+    [(2, 5_000, NOW + 5_000), (4, 0, NOW), (4, -1, -1), (5, 5_000, -1), (9, 5_000, -1)],
+)
+def test_retention_time_of_v2_to_v4_becomes_an_expire_timestamp_in_a_v1_value(
+    version: int, retention: int, expire: int
+) -> None:
     c = ctx()
     _, (written,) = commit(c, v=version, retention=retention)
     assert written == record(epoch=3 if expire == -1 else -1, expire=expire)
@@ -212,9 +255,11 @@ def test_a_failed_append_answers_the_mapped_error_on_every_partition() -> None:
     c = ctx()
     partitions = (CommitPartition(0, 1), CommitPartition(1, 2, -1, -1, "x" * 5000))
     result = c.shard.offset_commit(commit_req(partitions=partitions), "h")
-    for log_error, seen in ((ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_COORDINATOR),
-                            (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.INVALID_COMMIT_OFFSET_SIZE),
-                            (ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NOT_COORDINATOR)):
+    for log_error, seen in (
+        (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_COORDINATOR),
+        (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.INVALID_COMMIT_OFFSET_SIZE),
+        (ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NOT_COORDINATOR),
+    ):
         failed = reply(c.shard.on_append_failed(result, log_error), "h")
         assert [p.error_code for p in failed.topics[0].partitions] == [seen, seen]
     assert c.shard.group("g") is None  # nothing was replayed
@@ -232,7 +277,9 @@ def test_fetch_named_partitions_all_offsets_and_several_groups() -> None:
     handle, result = c.run("offset_fetch", request)
     everything, nobody, named = reply(result, handle).groups
     assert [(t.name, [(p.partition_index, p.committed_offset) for p in t.partitions]) for t in everything.topics] == [
-        ("t", [(0, 5), (1, 10)]), ("u", [(0, 7)])]
+        ("t", [(0, 5), (1, 10)]),
+        ("u", [(0, 7)]),
+    ]
     assert (nobody.group_id, nobody.topics, nobody.error_code) == ("nobody", (), 0)
     assert named.topics[0].partitions[0].committed_offset == 7
     assert result.records == ()

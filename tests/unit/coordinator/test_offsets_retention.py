@@ -20,8 +20,13 @@ INTERVAL = MINUTE  # offsets.retention.check.interval.ms
 
 
 def ctx() -> Ctx:
-    c = Ctx(config=CoordinatorConfig(group_initial_rebalance_delay_ms=0, offsets_retention_minutes=10,
-                                     offsets_retention_check_interval_ms=INTERVAL))
+    c = Ctx(
+        config=CoordinatorConfig(
+            group_initial_rebalance_delay_ms=0,
+            offsets_retention_minutes=10,
+            offsets_retention_check_interval_ms=INTERVAL,
+        )
+    )
     c.shard.on_loaded()  # starts the cleanup timer, as the runtime does after loading
     return c
 
@@ -83,8 +88,12 @@ def test_an_empty_group_counts_from_when_it_became_empty_not_from_the_commit() -
     assert c.shard.group("g").state is GroupState.EMPTY
     assert tombstones(c, RETENTION - MINUTE) == []
     expired = tombstones(c, 2 * MINUTE)
-    assert expired == [offset_tombstone("g", "t", 0), offset_tombstone("g", "t", 1), group_tombstone("g"),
-                       rebalance_history_tombstone("g")]
+    assert expired == [
+        offset_tombstone("g", "t", 0),
+        offset_tombstone("g", "t", 1),
+        group_tombstone("g"),
+        rebalance_history_tombstone("g"),
+    ]
     assert c.clock.now_ms() - became_empty >= RETENTION and c.shard.group("g") is None
 
 
@@ -159,8 +168,11 @@ def test_after_a_reload_an_empty_group_still_counts_from_its_recorded_state_time
     fresh.shard.on_loaded()
     assert fresh.shard.group("g").state_timestamp_ms == became_empty
     assert tombstones(fresh, became_empty + RETENTION - fresh.clock.now_ms() - 1) == []
-    assert tombstones(fresh, INTERVAL) == [offset_tombstone("g", "t", 0), group_tombstone("g"),
-                                           rebalance_history_tombstone("g")]
+    assert tombstones(fresh, INTERVAL) == [
+        offset_tombstone("g", "t", 0),
+        group_tombstone("g"),
+        rebalance_history_tombstone("g"),
+    ]
 
 
 def test_offsets_committed_after_an_expiry_live_again() -> None:

@@ -13,15 +13,16 @@ topic_names = st.lists(st.text(alphabet="abcdefghij._-", min_size=1, max_size=12
 
 
 @given(topic_names, st.integers(0, 3), st.none() | st.binary(max_size=20))
-def test_every_consumer_protocol_version_is_read_through_its_v0_prefix(topics: list[str], version: int,
-                                                                       user_data: bytes | None) -> None:
-    subscription = Subscription(topics=tuple(topics), user_data=user_data,
-                                owned_partitions=(TopicPartition("x", 1),))
+def test_every_consumer_protocol_version_is_read_through_its_v0_prefix(
+    topics: list[str], version: int, user_data: bytes | None
+) -> None:
+    subscription = Subscription(topics=tuple(topics), user_data=user_data, owned_partitions=(TopicPartition("x", 1),))
     assert subscription_topics(encode_subscription(subscription, version)) == tuple(topics)
 
 
-@pytest.mark.parametrize("metadata", [b"", b"\x00", b"\xff\xff\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x05\x00\x01a",
-                                      b"sub-range"])
+@pytest.mark.parametrize(
+    "metadata", [b"", b"\x00", b"\xff\xff\x00\x00\x00\x01", b"\x00\x00\x00\x00\x00\x05\x00\x01a", b"sub-range"]
+)
 def test_bytes_that_are_not_a_subscription_give_unknown_topics(metadata: bytes) -> None:
     assert subscription_topics(metadata) is None
 

@@ -13,7 +13,7 @@ from herd.coordinator.preregistration import EMPTY_CONSUMER_ASSIGNMENT
 from herd.coordinator.records import decode_group_metadata_value, expected_members_record
 from herd.coordinator.requests import AlterGroupConfigs, GroupConfigOp, LeaveGroup, MemberIdentity
 
-from .context import Ctx, reply, replies
+from .context import Ctx, replies, reply
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 NAME = "herd.expected.instance.ids"
@@ -23,8 +23,9 @@ TOMBSTONE = Record(b"\x7e\x00\x00\x01g", None)  # record type 0x7E00, key {group
 
 
 def alter(c: Ctx, op: int, value: str | None, group: str = "g") -> tuple[object, object]:
-    handle, result = c.run("alter_group_configs", AlterGroupConfigs(group_id=group,
-                                                                    ops=(GroupConfigOp(NAME, op, value),)))
+    handle, result = c.run(
+        "alter_group_configs", AlterGroupConfigs(group_id=group, ops=(GroupConfigOp(NAME, op, value),))
+    )
     return reply(result, handle), result
 
 
@@ -95,8 +96,10 @@ def old_members_consume(c: Ctx, generation: int, group: str = "g") -> bool:
     """The original members' heartbeats are answered NONE: they keep their partitions."""
     g = c.shard.group(group)
     olds = [m for i, m in g.static_members.items() if i.startswith("s")]
-    return all(c.heartbeat(m, generation, group, group_instance_id=g.member(m).group_instance_id) == ErrorCode.NONE
-               for m in olds)
+    return all(
+        c.heartbeat(m, generation, group, group_instance_id=g.member(m).group_instance_id) == ErrorCode.NONE
+        for m in olds
+    )
 
 
 # --- a Stable group: arrivals are held, one rebalance at the last -----------------------------------------
@@ -164,8 +167,7 @@ def test_records_of_a_held_scale_up_exactly():
     g = c.shard.group("g")
     assert membership.key[:2] == b"\x00\x02" and membership.applied
     value = decode_group_metadata_value(membership.value)
-    assert value.generation == before and [m.group_instance_id for m in value.members] == ["s0", "s1", "s2", "s3",
-                                                                                           "e0"]
+    assert value.generation == before and [m.group_instance_id for m in value.members] == ["s0", "s1", "s2", "s3", "e0"]
     assert value.members[-1].assignment == EMPTY_CONSUMER_ASSIGNMENT
 
     _, last = c.join(group_instance_id="e1")
@@ -193,8 +195,9 @@ def test_the_hold_ends_at_the_rebalance_timeout_and_releases_the_missing_instanc
         ended = c.sleep(1)
     assert "without pre-registered instances ['e3']" in caplog.text
     assert g.state is GroupState.PREPARING_REBALANCE
-    assert [r.records for r in ended if r.records] == [(expected_members_record("g", ("e0", "e1", "e2"),
-                                                                                applied=True),)]
+    assert [r.records for r in ended if r.records] == [
+        (expected_members_record("g", ("e0", "e1", "e2"), applied=True),)
+    ]
     react(c)
     react(c)
     assert g.state is GroupState.STABLE and g.generation_id == before + 1 and len(g.members) == 7
@@ -370,8 +373,9 @@ def test_a_held_arrival_whose_record_fails_is_not_admitted():
     c = Ctx()
     static_group(c, n=2)
     alter(c, SET, "e0,e1")
-    result = c.shard.join_group(JoinGroup(group_id="g", session_timeout_ms=10000, group_instance_id="e0",
-                                          protocols=PROTOCOLS), "hx")
+    result = c.shard.join_group(
+        JoinGroup(group_id="g", session_timeout_ms=10000, group_instance_id="e0", protocols=PROTOCOLS), "hx"
+    )
     assert "e0" in c.shard.group("g").static_members and result.records
     failed = c.shard.on_append_failed(result, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     assert reply(failed, "hx").error_code == ErrorCode.NOT_COORDINATOR

@@ -56,13 +56,16 @@ def test_ids_that_are_already_members_have_arrived_and_are_not_registered():
     assert result.records == (expected_members_record("g", ("e0",), applied=True),)
 
 
-@pytest.mark.parametrize("value, message", [
-    ("a,,b", "cannot be empty"),
-    ("x" * 250, "longer than 249"),
-    ("pod/1", "contains a character"),
-    ("a b", "contains a character"),
-    ("é", "contains a character"),
-])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        ("a,,b", "cannot be empty"),
+        ("x" * 250, "longer than 249"),
+        ("pod/1", "contains a character"),
+        ("a b", "contains a character"),
+        ("é", "contains a character"),
+    ],
+)
 def test_invalid_ids_are_invalid_config(value, message):
     c = Ctx()
     alter(c, SET, "keep")
@@ -81,8 +84,10 @@ def test_oversized_lists_are_invalid_config():
     ids = [f"i{n}" for n in range(MAX_EXPECTED_INSTANCES)]
     assert alter(c, SET, ",".join(ids))[0].error_code == 0
     response, _ = alter(c, APPEND, "one-more")
-    assert response.error_code == ErrorCode.INVALID_CONFIG and f"at most {MAX_EXPECTED_INSTANCES}" in \
-        response.error_message
+    assert (
+        response.error_code == ErrorCode.INVALID_CONFIG
+        and f"at most {MAX_EXPECTED_INSTANCES}" in response.error_message
+    )
     response, _ = alter(c, SET, ",".join(ids + ["x"]))
     assert response.error_code == ErrorCode.INVALID_CONFIG
     assert len(c.shard.expected_members("g")) == MAX_EXPECTED_INSTANCES
@@ -101,8 +106,10 @@ def test_unknown_config_names_operations_duplicates_and_the_default_group():
     assert unknown.error_message.startswith("Unknown group config name: consumer.session.timeout.ms")
     assert run((GroupConfigOp(NAME, 7, "a"),)).error_code == ErrorCode.INVALID_REQUEST
     duplicate = run((GroupConfigOp(NAME, SET, "a"), GroupConfigOp(NAME, APPEND, "b")))
-    assert (duplicate.error_code, duplicate.error_message) == (ErrorCode.INVALID_REQUEST,
-                                                               "Error due to duplicate config keys")
+    assert (duplicate.error_code, duplicate.error_message) == (
+        ErrorCode.INVALID_REQUEST,
+        "Error due to duplicate config keys",
+    )
     assert run((GroupConfigOp(NAME, SET, None),)).error_code == ErrorCode.INVALID_CONFIG
     assert run((GroupConfigOp(NAME, SET, "a"),), group="").error_code == ErrorCode.INVALID_REQUEST
     # a bad entry fails the whole resource: the valid one beside it is not applied
@@ -112,11 +119,14 @@ def test_unknown_config_names_operations_duplicates_and_the_default_group():
 
 def test_validate_only_checks_and_changes_nothing():
     c = Ctx()
-    handle, result = c.run("alter_group_configs", AlterGroupConfigs(
-        group_id="g", ops=(GroupConfigOp(NAME, SET, "a"),), validate_only=True))
+    handle, result = c.run(
+        "alter_group_configs", AlterGroupConfigs(group_id="g", ops=(GroupConfigOp(NAME, SET, "a"),), validate_only=True)
+    )
     assert reply(result, handle).error_code == 0 and result.records == () and c.shard.expected_members("g") == ()
-    handle, result = c.run("alter_group_configs", AlterGroupConfigs(
-        group_id="g", ops=(GroupConfigOp(NAME, SET, "bad id"),), validate_only=True))
+    handle, result = c.run(
+        "alter_group_configs",
+        AlterGroupConfigs(group_id="g", ops=(GroupConfigOp(NAME, SET, "bad id"),), validate_only=True),
+    )
     assert reply(result, handle).error_code == ErrorCode.INVALID_CONFIG
 
 
@@ -138,8 +148,7 @@ def test_describe_shows_the_ids_still_missing():
 def test_a_failed_append_puts_the_previous_set_back():
     c = Ctx()
     alter(c, SET, "a")
-    result = c.shard.alter_group_configs(AlterGroupConfigs(group_id="g", ops=(GroupConfigOp(NAME, APPEND, "b"),)),
-                                         "hx")
+    result = c.shard.alter_group_configs(AlterGroupConfigs(group_id="g", ops=(GroupConfigOp(NAME, APPEND, "b"),)), "hx")
     assert c.shard.expected_members("g") == ("a", "b")
     failed = c.shard.on_append_failed(result, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     assert reply(failed, "hx").error_code == ErrorCode.NOT_COORDINATOR
@@ -218,8 +227,9 @@ def test_the_registration_survives_deleting_the_group_and_batch_leave_leaves_it_
     c = Ctx()
     static_group(c, n=2)
     alter(c, SET, "e0")
-    handle, result = c.run("leave_group", LeaveGroup(group_id="g", members=(MemberIdentity("", "s0"),
-                                                                            MemberIdentity("", "s1"))))
+    handle, result = c.run(
+        "leave_group", LeaveGroup(group_id="g", members=(MemberIdentity("", "s0"), MemberIdentity("", "s1")))
+    )
     assert all(m.error_code == 0 for m in reply(result, handle).members)
     assert c.shard.group("g").state is GroupState.EMPTY and c.shard.expected_members("g") == ("e0",)
     handle, result = c.run("delete_groups", DeleteGroups(groups_names=("g",)))

@@ -41,17 +41,20 @@ def test_group_metadata_key_bytes() -> None:
 
 
 def test_offset_commit_value_v3_bytes() -> None:
-    record = offset_commit_record("g", "t", 0, OffsetValue(offset=42, leader_epoch=5, metadata="m", commit_timestamp=1000))
-    expected = (b"\x00\x03" + (42).to_bytes(8, "big") + (5).to_bytes(4, "big") + s("m")
-                + (1000).to_bytes(8, "big"))
+    record = offset_commit_record(
+        "g", "t", 0, OffsetValue(offset=42, leader_epoch=5, metadata="m", commit_timestamp=1000)
+    )
+    expected = b"\x00\x03" + (42).to_bytes(8, "big") + (5).to_bytes(4, "big") + s("m") + (1000).to_bytes(8, "big")
     assert record.value == expected
-    assert decode_offset_commit_value(expected) == OffsetValue(offset=42, leader_epoch=5, metadata="m",
-                                                               commit_timestamp=1000)
+    assert decode_offset_commit_value(expected) == OffsetValue(
+        offset=42, leader_epoch=5, metadata="m", commit_timestamp=1000
+    )
 
 
 def test_offset_commit_value_v1_only_with_expire_timestamp() -> None:
-    record = offset_commit_record("g", "t", 0, OffsetValue(offset=1, leader_epoch=9, metadata="",
-                                                           commit_timestamp=10, expire_timestamp=20))
+    record = offset_commit_record(
+        "g", "t", 0, OffsetValue(offset=1, leader_epoch=9, metadata="", commit_timestamp=10, expire_timestamp=20)
+    )
     expected = b"\x00\x01" + (1).to_bytes(8, "big") + s("") + (10).to_bytes(8, "big") + (20).to_bytes(8, "big")
     assert record.value == expected
     assert decode_offset_commit_value(expected).expire_timestamp == 20
@@ -64,15 +67,42 @@ def test_offset_commit_value_v0_v2_decode() -> None:
 
 
 def test_group_metadata_value_v3_bytes() -> None:
-    member = MemberMetadataV3(member_id="m", group_instance_id=None, client_id="c", client_host="/h",
-                              rebalance_timeout=i32(300), session_timeout=i32(100), subscription=b"S", assignment=b"A")
-    value = GroupMetadataValueV3(protocol_type="consumer", generation=i32(2), protocol="range", leader="m",
-                                 current_state_timestamp=i64(77), members=(member,))
+    member = MemberMetadataV3(
+        member_id="m",
+        group_instance_id=None,
+        client_id="c",
+        client_host="/h",
+        rebalance_timeout=i32(300),
+        session_timeout=i32(100),
+        subscription=b"S",
+        assignment=b"A",
+    )
+    value = GroupMetadataValueV3(
+        protocol_type="consumer",
+        generation=i32(2),
+        protocol="range",
+        leader="m",
+        current_state_timestamp=i64(77),
+        members=(member,),
+    )
     expected = (
-        b"\x00\x03" + s("consumer") + (2).to_bytes(4, "big") + s("range") + s("m") + (77).to_bytes(8, "big")
+        b"\x00\x03"
+        + s("consumer")
+        + (2).to_bytes(4, "big")
+        + s("range")
+        + s("m")
+        + (77).to_bytes(8, "big")
         + (1).to_bytes(4, "big")
-        + s("m") + b"\xff\xff" + s("c") + s("/h") + (300).to_bytes(4, "big") + (100).to_bytes(4, "big")
-        + (1).to_bytes(4, "big") + b"S" + (1).to_bytes(4, "big") + b"A"
+        + s("m")
+        + b"\xff\xff"
+        + s("c")
+        + s("/h")
+        + (300).to_bytes(4, "big")
+        + (100).to_bytes(4, "big")
+        + (1).to_bytes(4, "big")
+        + b"S"
+        + (1).to_bytes(4, "big")
+        + b"A"
     )
     record = group_metadata_record("g", value, applied=False)
     assert record.value == expected
@@ -80,9 +110,20 @@ def test_group_metadata_value_v3_bytes() -> None:
 
 
 def test_group_metadata_value_v0_decodes_with_defaults() -> None:
-    raw = (b"\x00\x00" + s("consumer") + (1).to_bytes(4, "big") + b"\xff\xff" + b"\xff\xff"
-           + (1).to_bytes(4, "big") + s("m") + s("c") + s("h") + (50).to_bytes(4, "big")
-           + (0).to_bytes(4, "big") + (0).to_bytes(4, "big"))
+    raw = (
+        b"\x00\x00"
+        + s("consumer")
+        + (1).to_bytes(4, "big")
+        + b"\xff\xff"
+        + b"\xff\xff"
+        + (1).to_bytes(4, "big")
+        + s("m")
+        + s("c")
+        + s("h")
+        + (50).to_bytes(4, "big")
+        + (0).to_bytes(4, "big")
+        + (0).to_bytes(4, "big")
+    )
     value = decode_group_metadata_value(raw)
     assert value.protocol is None and value.leader is None and value.current_state_timestamp == -1
     assert value.members[0].rebalance_timeout == -1 and value.members[0].group_instance_id is None
@@ -98,29 +139,44 @@ ints64 = st.integers(-(2**63), 2**63 - 1)
 
 
 @given(text, text, st.integers(0, 2**31 - 1), ints64, ints32, text, ints64)
-def test_offset_commit_round_trip(group: str, topic: str, partition: int, offset: int, epoch: int,
-                                  metadata: str, ts: int) -> None:
-    record = offset_commit_record(group, topic, partition, OffsetValue(offset=offset, leader_epoch=epoch,
-                                                                       metadata=metadata, commit_timestamp=ts))
+def test_offset_commit_round_trip(
+    group: str, topic: str, partition: int, offset: int, epoch: int, metadata: str, ts: int
+) -> None:
+    record = offset_commit_record(
+        group, topic, partition, OffsetValue(offset=offset, leader_epoch=epoch, metadata=metadata, commit_timestamp=ts)
+    )
     key = decode_offset_commit_key(record.key)
     assert (key.group, key.topic, key.partition) == (group, topic, partition)
-    assert decode_offset_commit_value(record.value) == OffsetValue(offset=offset, leader_epoch=epoch,
-                                                                   metadata=metadata, commit_timestamp=ts)
+    assert decode_offset_commit_value(record.value) == OffsetValue(
+        offset=offset, leader_epoch=epoch, metadata=metadata, commit_timestamp=ts
+    )
 
 
 members = st.builds(
     MemberMetadataV3,
-    member_id=text, group_instance_id=st.none() | text, client_id=text, client_host=text,
-    rebalance_timeout=ints32.map(i32), session_timeout=ints32.map(i32),
-    subscription=st.binary(max_size=30), assignment=st.binary(max_size=30),
+    member_id=text,
+    group_instance_id=st.none() | text,
+    client_id=text,
+    client_host=text,
+    rebalance_timeout=ints32.map(i32),
+    session_timeout=ints32.map(i32),
+    subscription=st.binary(max_size=30),
+    assignment=st.binary(max_size=30),
 )
 
 
 @given(text, text, ints32, st.none() | text, st.none() | text, ints64, st.lists(members, max_size=4))
-def test_group_metadata_round_trip(group: str, ptype: str, gen: int, protocol: str | None, leader: str | None,
-                                   ts: int, ms: list[MemberMetadataV3]) -> None:
-    value = GroupMetadataValueV3(protocol_type=ptype, generation=i32(gen), protocol=protocol, leader=leader,
-                                 current_state_timestamp=i64(ts), members=tuple(ms))
+def test_group_metadata_round_trip(
+    group: str, ptype: str, gen: int, protocol: str | None, leader: str | None, ts: int, ms: list[MemberMetadataV3]
+) -> None:
+    value = GroupMetadataValueV3(
+        protocol_type=ptype,
+        generation=i32(gen),
+        protocol=protocol,
+        leader=leader,
+        current_state_timestamp=i64(ts),
+        members=tuple(ms),
+    )
     record = group_metadata_record(group, value, applied=True)
     assert decode_group_metadata_key(record.key).group == group
     assert decode_group_metadata_value(record.value) == value

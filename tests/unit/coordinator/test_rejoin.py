@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from herd.coordinator import ErrorCode, GroupState
 
-from .context import PROTOCOLS, Ctx, reply, replies
+from .context import PROTOCOLS, Ctx, replies, reply
 
 
 def test_follower_rejoining_a_stable_group_with_unchanged_metadata_gets_the_generation_without_a_rebalance():
@@ -14,7 +14,11 @@ def test_follower_rejoining_a_stable_group_with_unchanged_metadata_gets_the_gene
     h, result = c.join(member_id=follower)
     response = reply(result, h)
     assert (response.error_code, response.generation_id, response.leader, response.members) == (
-        ErrorCode.NONE, 1, leader, ())
+        ErrorCode.NONE,
+        1,
+        leader,
+        (),
+    )
     assert result.records == ()
     assert c.shard.group("g").state is GroupState.STABLE
     h, result = c.sync(follower, 1)

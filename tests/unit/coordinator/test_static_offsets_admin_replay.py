@@ -68,8 +68,9 @@ def test_static_replace_v8_old_leader_id_no_skip() -> None:
 def test_static_replace_rollback_on_append_failure() -> None:
     c = Ctx()
     i1, _ = _static(c)
-    result = c.shard.join_group(JoinGroup(group_id="g", session_timeout_ms=10000, group_instance_id="i1",
-                                          protocols=PROTOCOLS), "hx")
+    result = c.shard.join_group(
+        JoinGroup(group_id="g", session_timeout_ms=10000, group_instance_id="i1", protocols=PROTOCOLS), "hx"
+    )
     assert result.records and result.records[0].applied
     failed = c.shard.on_append_failed(result, ErrorCode.NOT_LEADER_OR_FOLLOWER)
     assert reply(failed, "hx").error_code == ErrorCode.NOT_COORDINATOR
@@ -90,15 +91,22 @@ def test_static_join_in_completing_rebalance_forces_rebalance() -> None:
 def test_leave_by_instance_id_and_fenced() -> None:
     c = Ctx()
     i1, i2 = _static(c)
-    h, r = c.run("leave_group", LeaveGroup(group_id="g", members=(
-        MemberIdentity("wrong", "i1"), MemberIdentity("", "i2"))))
+    h, r = c.run(
+        "leave_group", LeaveGroup(group_id="g", members=(MemberIdentity("wrong", "i1"), MemberIdentity("", "i2")))
+    )
     assert [m.error_code for m in reply(r, h).members] == [ErrorCode.FENCED_INSTANCE_ID, 0]
     assert set(c.shard.group("g").members) == {i1}
 
 
 def commit(c: Ctx, gen: int = -1, member: str = "", api_version: int = 9, metadata: str | None = None, **kw):
-    req = OffsetCommit(group_id="g", generation_id_or_member_epoch=gen, member_id=member, api_version=api_version,
-                       topics=(CommitTopic("t", (CommitPartition(0, 42, 3, -1, metadata),)),), **kw)
+    req = OffsetCommit(
+        group_id="g",
+        generation_id_or_member_epoch=gen,
+        member_id=member,
+        api_version=api_version,
+        topics=(CommitTopic("t", (CommitPartition(0, 42, 3, -1, metadata),)),),
+        **kw,
+    )
     h, r = c.run("offset_commit", req)
     return reply(r, h).topics[0].partitions[0].error_code, r
 
@@ -108,13 +116,18 @@ def test_simple_commit_creates_group_and_fetch() -> None:
     c.clock.set(500)
     code, r = commit(c, metadata="meta")
     assert code == 0
-    assert r.records == (offset_commit_record("g", "t", 0, OffsetValue(offset=42, leader_epoch=3, metadata="meta",
-                                                                         commit_timestamp=500)),)
+    assert r.records == (
+        offset_commit_record(
+            "g", "t", 0, OffsetValue(offset=42, leader_epoch=3, metadata="meta", commit_timestamp=500)
+        ),
+    )
     assert c.shard.group("g").state is GroupState.EMPTY
     h, r = c.run("offset_fetch", OffsetFetch(groups=(FetchGroup("g", (FetchTopic("t", (0, 1)),)), FetchGroup("g"))))
     groups = reply(r, h).groups
     assert [(p.committed_offset, p.committed_leader_epoch, p.metadata) for p in groups[0].topics[0].partitions] == [
-        (42, 3, "meta"), (-1, -1, "")]
+        (42, 3, "meta"),
+        (-1, -1, ""),
+    ]
     assert groups[1].topics[0].name == "t"
 
 
@@ -204,11 +217,16 @@ def test_reads_that_waited_behind_a_failed_write_answer_the_error_not_the_state(
         "describe": c.shard.describe_groups(DescribeGroups(groups=("g", "x")), "d"),
         "list": c.shard.list_groups(ListGroups(), "l"),
     }
-    failed = {name: reply(c.shard.on_append_failed(r, ErrorCode.KAFKA_STORAGE_ERROR), h)
-              for (name, r), h in zip(reads.items(), ("f", "d", "l"), strict=True)}
+    failed = {
+        name: reply(c.shard.on_append_failed(r, ErrorCode.KAFKA_STORAGE_ERROR), h)
+        for (name, r), h in zip(reads.items(), ("f", "d", "l"), strict=True)
+    }
     assert [(g.group_id, g.error_code, g.topics) for g in failed["fetch"].groups] == [
-        ("g", ErrorCode.NOT_COORDINATOR, ())]
+        ("g", ErrorCode.NOT_COORDINATOR, ())
+    ]
     assert [(g.group_id, g.error_code, g.members) for g in failed["describe"].groups] == [
-        ("g", ErrorCode.NOT_COORDINATOR, ()), ("x", ErrorCode.NOT_COORDINATOR, ())]
+        ("g", ErrorCode.NOT_COORDINATOR, ()),
+        ("x", ErrorCode.NOT_COORDINATOR, ()),
+    ]
     assert (failed["list"].error_code, failed["list"].groups) == (ErrorCode.NOT_COORDINATOR, ())
     assert c.shard.group("g").state is GroupState.COMPLETING_REBALANCE  # a failed read changes nothing

@@ -42,8 +42,13 @@ class Ctx:
         self.jobs: list[WriteMarkers] = []
 
     def _new_shard(self) -> TransactionCoordinatorShard:
-        return TransactionCoordinatorShard(clock=self.clock, timer=self.timer, new_producer_id=lambda: next(self.ids),
-                                           config=self.config, coordinator_epoch=3)
+        return TransactionCoordinatorShard(
+            clock=self.clock,
+            timer=self.timer,
+            new_producer_id=lambda: next(self.ids),
+            config=self.config,
+            coordinator_epoch=3,
+        )
 
     def apply(self, result: Result) -> list[object]:
         """What the runtime does with a durable Result: records to the log, replies out, marker jobs collected."""
@@ -66,8 +71,9 @@ class Ctx:
     def init(self, timeout: int = 60_000, pid: int = -1, epoch: int = -1, tid: str = TID) -> ProducerIdAndEpoch:
         return self.one(self.shard.init_producer_id(InitProducerId(tid, timeout, pid, epoch), "r"))
 
-    def add(self, pid: int, epoch: int, *partitions: tuple[str, int], verify: bool = False,
-            tid: str = TID) -> PartitionErrors:
+    def add(
+        self, pid: int, epoch: int, *partitions: tuple[str, int], verify: bool = False, tid: str = TID
+    ) -> PartitionErrors:
         return self.one(self.shard.add_partitions(AddPartitions(tid, pid, epoch, frozenset(partitions), verify), "r"))
 
     def end(self, pid: int, epoch: int, commit: bool, tid: str = TID) -> ProducerIdAndEpoch:
@@ -135,8 +141,15 @@ def test_state_table_is_kafkas(current: TxnState, target: TxnState) -> None:
 
 def test_state_ids_and_names_are_kafkas() -> None:
     assert [(s.status, s.kafka_name) for s in TxnState] == [
-        (0, "Empty"), (1, "Ongoing"), (2, "PrepareCommit"), (3, "PrepareAbort"), (4, "CompleteCommit"),
-        (5, "CompleteAbort"), (6, "Dead"), (7, "PrepareEpochFence")]
+        (0, "Empty"),
+        (1, "Ongoing"),
+        (2, "PrepareCommit"),
+        (3, "PrepareAbort"),
+        (4, "CompleteCommit"),
+        (5, "CompleteAbort"),
+        (6, "Dead"),
+        (7, "PrepareEpochFence"),
+    ]
     with pytest.raises(ValueError):
         S.from_status(8)
 
@@ -153,13 +166,16 @@ def test_init_gives_a_new_id_epoch_0_then_bumps_the_epoch(ctx: Ctx) -> None:
     assert decode_key(ctx.log[0][0]) == TID
 
 
-@pytest.mark.parametrize(("tid", "timeout", "pid", "epoch", "error"), [
-    ("", 60_000, -1, -1, ErrorCode.INVALID_REQUEST),
-    (TID, 0, -1, -1, ErrorCode.INVALID_TRANSACTION_TIMEOUT),
-    (TID, 900_001, -1, -1, ErrorCode.INVALID_TRANSACTION_TIMEOUT),
-    (TID, 60_000, 5, -1, ErrorCode.INVALID_REQUEST),
-    (TID, 60_000, -1, 5, ErrorCode.INVALID_REQUEST),
-])
+@pytest.mark.parametrize(
+    ("tid", "timeout", "pid", "epoch", "error"),
+    [
+        ("", 60_000, -1, -1, ErrorCode.INVALID_REQUEST),
+        (TID, 0, -1, -1, ErrorCode.INVALID_TRANSACTION_TIMEOUT),
+        (TID, 900_001, -1, -1, ErrorCode.INVALID_TRANSACTION_TIMEOUT),
+        (TID, 60_000, 5, -1, ErrorCode.INVALID_REQUEST),
+        (TID, 60_000, -1, 5, ErrorCode.INVALID_REQUEST),
+    ],
+)
 def test_init_refuses_bad_requests(ctx: Ctx, tid: str, timeout: int, pid: int, epoch: int, error: ErrorCode) -> None:
     assert ctx.init(timeout, pid, epoch, tid=tid) == ProducerIdAndEpoch(error)
     assert ctx.log == [] and ctx.shard.size() == 0
@@ -246,8 +262,9 @@ def test_kip360_rotation_and_its_retry_by_the_previous_producer_id(ctx: Ctx) -> 
 
 def test_fencing_an_exhausted_epoch_uses_the_last_one_then_rotates(ctx: Ctx) -> None:
     loaded_with_epoch(ctx, 32766)
-    ctx.shard.replay_loaded(encode_key(TID), encode_value(TxnLogValue(5000, 32766, 60_000, S.ONGOING.status,
-                                                                      frozenset({A}), T0, T0)))
+    ctx.shard.replay_loaded(
+        encode_key(TID), encode_value(TxnLogValue(5000, 32766, 60_000, S.ONGOING.status, frozenset({A}), T0, T0))
+    )
     assert ctx.init() == ProducerIdAndEpoch(ErrorCode.CONCURRENT_TRANSACTIONS)
     assert ctx.md().producer_epoch == 32767
     ctx.finish_markers()
@@ -272,12 +289,15 @@ def test_add_partitions_starts_a_transaction(ctx: Ctx) -> None:
     assert decode_value(ctx.log[-1][1]).partitions == frozenset({A, B, OFFSETS})
 
 
-@pytest.mark.parametrize(("tid", "pid", "epoch", "error"), [
-    ("", 5000, 0, ErrorCode.INVALID_REQUEST),
-    ("other", 5000, 0, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
-    (TID, 4999, 0, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
-    (TID, 5000, 1, ErrorCode.PRODUCER_FENCED),
-])
+@pytest.mark.parametrize(
+    ("tid", "pid", "epoch", "error"),
+    [
+        ("", 5000, 0, ErrorCode.INVALID_REQUEST),
+        ("other", 5000, 0, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
+        (TID, 4999, 0, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
+        (TID, 5000, 1, ErrorCode.PRODUCER_FENCED),
+    ],
+)
 def test_add_partitions_refusals(ctx: Ctx, tid: str, pid: int, epoch: int, error: ErrorCode) -> None:
     ctx.init()
     ctx.init()  # epoch 1
@@ -302,7 +322,9 @@ def test_verify_only_checks_membership_and_writes_nothing(ctx: Ctx) -> None:
     p = ongoing(ctx, A)
     written = len(ctx.log)
     assert ctx.add(p.producer_id, 0, A, B, verify=True).errors == {
-        A: ErrorCode.NONE, B: ErrorCode.TRANSACTION_ABORTABLE}
+        A: ErrorCode.NONE,
+        B: ErrorCode.TRANSACTION_ABORTABLE,
+    }
     assert errors(ctx.add(p.producer_id + 1, 0, A, verify=True)) == {ErrorCode.INVALID_PRODUCER_ID_MAPPING}
     assert errors(ctx.add(p.producer_id, 1, A, verify=True)) == {ErrorCode.PRODUCER_FENCED}
     assert errors(ctx.add(p.producer_id, 0, A, verify=True, tid="nope")) == {ErrorCode.INVALID_PRODUCER_ID_MAPPING}
@@ -342,12 +364,15 @@ def test_abort_completes_abort_and_retries(ctx: Ctx) -> None:
     assert ctx.end(p.producer_id, 0, True) == ProducerIdAndEpoch(ErrorCode.INVALID_TXN_STATE)
 
 
-@pytest.mark.parametrize(("tid", "pid", "epoch", "error"), [
-    ("", 5000, 0, ErrorCode.INVALID_REQUEST),
-    ("other", 5000, 0, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
-    (TID, 4999, 0, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
-    (TID, 5000, 1, ErrorCode.PRODUCER_FENCED),
-])
+@pytest.mark.parametrize(
+    ("tid", "pid", "epoch", "error"),
+    [
+        ("", 5000, 0, ErrorCode.INVALID_REQUEST),
+        ("other", 5000, 0, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
+        (TID, 4999, 0, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
+        (TID, 5000, 1, ErrorCode.PRODUCER_FENCED),
+    ],
+)
 def test_end_txn_refusals(ctx: Ctx, tid: str, pid: int, epoch: int, error: ErrorCode) -> None:
     ongoing(ctx)
     assert ctx.end(pid, epoch, True, tid=tid) == ProducerIdAndEpoch(error)
@@ -366,8 +391,11 @@ def test_markers_written_for_a_transaction_that_moved_on_change_nothing(ctx: Ctx
     job = ctx.jobs[0]
     ctx.finish_markers()
     written = len(ctx.log)
-    for stale in (job, WriteMarkers(TID, 5000, 0, False, 3, job.partitions),
-                  WriteMarkers(TID, 5000, 0, True, 2, job.partitions)):
+    for stale in (
+        job,
+        WriteMarkers(TID, 5000, 0, False, 3, job.partitions),
+        WriteMarkers(TID, 5000, 0, True, 2, job.partitions),
+    ):
         assert ctx.shard.markers_written(stale) == Result()
     assert len(ctx.log) == written and ctx.md().state is S.COMPLETE_COMMIT
 
@@ -396,8 +424,14 @@ def test_a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced(
 
 def test_idle_transactional_ids_expire_but_not_open_transactions() -> None:
     day = 86_400_000
-    ctx = Ctx(TxnConfig(transactional_id_expiration_ms=day, remove_expired_interval_ms=3_600_000,
-                        abort_timed_out_interval_ms=10 * day, transaction_max_timeout_ms=10 * day))
+    ctx = Ctx(
+        TxnConfig(
+            transactional_id_expiration_ms=day,
+            remove_expired_interval_ms=3_600_000,
+            abort_timed_out_interval_ms=10 * day,
+            transaction_max_timeout_ms=10 * day,
+        )
+    )
     ctx.apply(ctx.shard.on_loaded())
     ctx.init(tid="idle")
     p = ctx.init(tid="open", timeout=5 * day)
@@ -419,8 +453,7 @@ def test_idle_transactional_ids_expire_but_not_open_transactions() -> None:
 
 
 def fields(md: TransactionMetadata) -> tuple[object, ...]:
-    return (md.producer_id, md.producer_epoch, md.timeout_ms, md.state, md.partitions, md.start_ms,
-            md.last_update_ms)
+    return (md.producer_id, md.producer_epoch, md.timeout_ms, md.state, md.partitions, md.start_ms, md.last_update_ms)
 
 
 def test_replaying_the_log_rebuilds_what_live_state_holds(ctx: Ctx) -> None:
@@ -439,15 +472,20 @@ def test_replaying_the_log_rebuilds_what_live_state_holds(ctx: Ctx) -> None:
         assert fresh.md(tid).last_producer_epoch == -1  # memory only, as in Kafka
     out = fresh.shard.on_loaded()
     assert out.records == () and [r.handle for r in out.replies] == [
-        WriteMarkers("t3", q.producer_id, 0, False, 3, frozenset({B}))]
+        WriteMarkers("t3", q.producer_id, 0, False, 3, frozenset({B}))
+    ]
 
 
 def test_a_tombstone_forgets_the_id_and_bad_records_are_skipped(ctx: Ctx) -> None:
     ctx.init()
     ctx.shard.replay_loaded(encode_key(TID), None)
     assert ctx.shard.transaction(TID) is None
-    assert ctx.shard.replay_loaded_batch([(b"\x00\x01\x00\x01x", None), (encode_key("a"), b"\x00\x07junk"),
-                                          (encode_key("b"), b"\x00")]) == 3
+    assert (
+        ctx.shard.replay_loaded_batch(
+            [(b"\x00\x01\x00\x01x", None), (encode_key("a"), b"\x00\x07junk"), (encode_key("b"), b"\x00")]
+        )
+        == 3
+    )
     with pytest.raises(ValueError):
         ctx.shard.replay_loaded(encode_key("c"), encode_value(TxnLogValue(1, 0, 10, 1, frozenset(), 0, 0))[:-3])
 

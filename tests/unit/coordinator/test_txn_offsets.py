@@ -15,8 +15,8 @@ from herd.coordinator import CoordinatorConfig, ErrorCode, GroupState, ManualClo
 from herd.coordinator.records import OffsetValue, group_tombstone, offset_commit_record, offset_tombstone
 from herd.coordinator.requests import (
     CommitPartition,
-    CompleteTransaction,
     CommitTopic,
+    CompleteTransaction,
     DeleteGroups,
     DeleteTopic,
     FetchGroup,
@@ -43,14 +43,32 @@ def ctx(**config: int) -> Ctx:
     return c
 
 
-def txn_req(group: str = "g", gen: int = -1, member: str = "", *, instance: str | None = None, pid: int = PID,
-            offsets: dict[int, int] | None = None, topic: str = "t", v: int = 5, epoch: int = EPOCH,
-            partitions: tuple[CommitPartition, ...] | None = None) -> TxnOffsetCommit:
+def txn_req(
+    group: str = "g",
+    gen: int = -1,
+    member: str = "",
+    *,
+    instance: str | None = None,
+    pid: int = PID,
+    offsets: dict[int, int] | None = None,
+    topic: str = "t",
+    v: int = 5,
+    epoch: int = EPOCH,
+    partitions: tuple[CommitPartition, ...] | None = None,
+) -> TxnOffsetCommit:
     if partitions is None:
         partitions = tuple(CommitPartition(p, o, 5) for p, o in (offsets or {0: 42}).items())
-    return TxnOffsetCommit(transactional_id="tx", group_id=group, producer_id=pid, producer_epoch=epoch,
-                           generation_id=gen, member_id=member, group_instance_id=instance,
-                           topics=(CommitTopic(topic, partitions),), api_version=v)
+    return TxnOffsetCommit(
+        transactional_id="tx",
+        group_id=group,
+        producer_id=pid,
+        producer_epoch=epoch,
+        generation_id=gen,
+        member_id=member,
+        group_instance_id=instance,
+        topics=(CommitTopic(topic, partitions),),
+        api_version=v,
+    )
 
 
 def txn_commit(c: Ctx, *args, **kw) -> tuple[list[int], Result]:
@@ -58,8 +76,9 @@ def txn_commit(c: Ctx, *args, **kw) -> tuple[list[int], Result]:
     return [p.error_code for t in reply(result, handle).topics for p in t.partitions], result
 
 
-def fetch(c: Ctx, partitions: tuple[int, ...] = (0,), *, stable: bool = False, group: str = "g",
-          topics: bool = True) -> dict[tuple[str, int], tuple[int, int]]:
+def fetch(
+    c: Ctx, partitions: tuple[int, ...] = (0,), *, stable: bool = False, group: str = "g", topics: bool = True
+) -> dict[tuple[str, int], tuple[int, int]]:
     """(topic, partition) -> (offset, error code)."""
     wanted = (FetchTopic("t", partitions),) if topics else None
     handle, result = c.run("offset_fetch", OffsetFetch(groups=(FetchGroup(group, wanted),), require_stable=stable))
@@ -69,8 +88,10 @@ def fetch(c: Ctx, partitions: tuple[int, ...] = (0,), *, stable: bool = False, g
 
 def marker(c: Ctx, commit_: bool, pid: int = PID, epoch: int = EPOCH) -> None:
     """The transaction coordinator completes `pid`'s transaction here (the marker is written and replayed)."""
-    handle, result = c.run("complete_transaction", CompleteTransaction(producer_id=pid, producer_epoch=epoch,
-                                                                       commit=commit_, coordinator_epoch=4))
+    handle, result = c.run(
+        "complete_transaction",
+        CompleteTransaction(producer_id=pid, producer_epoch=epoch, commit=commit_, coordinator_epoch=4),
+    )
     assert result.records == () and result.marker == Marker(pid, epoch, commit_, 4)
     assert reply(result, handle) == CompleteTransactionResponse()
 
@@ -142,8 +163,9 @@ def test_a_dead_group_answers_coordinator_not_available() -> None:
 def test_metadata_over_the_limit_fails_only_its_partition_and_the_rest_is_one_transactional_batch() -> None:
     c = ctx()
     limit = c.config.offset_metadata_max_bytes
-    codes, result = txn_commit(c, partitions=(CommitPartition(0, 1, -1, -1, "x" * (limit + 1)),
-                                              CommitPartition(1, 2, -1, -1, "m")))
+    codes, result = txn_commit(
+        c, partitions=(CommitPartition(0, 1, -1, -1, "x" * (limit + 1)), CommitPartition(1, 2, -1, -1, "m"))
+    )
     assert codes == [ErrorCode.OFFSET_METADATA_TOO_LARGE, ErrorCode.NONE]
     assert result.records == (offset_commit_record("g", "t", 1, OffsetValue(2, -1, "m", NOW)),)
     assert result.transaction == (PID, EPOCH)
@@ -346,8 +368,10 @@ class Log:
 
 
 def state(shard: GroupCoordinatorShard, groups: tuple[str, ...] = ("g", "h")) -> tuple:
-    return tuple((shard.committed_offsets(g), {p: shard.pending_offsets(p, g) for p in shard.open_transactions()})
-                 for g in groups)
+    return tuple(
+        (shard.committed_offsets(g), {p: shard.pending_offsets(p, g) for p in shard.open_transactions()})
+        for g in groups
+    )
 
 
 def test_loading_the_log_rebuilds_committed_and_pending_offsets() -> None:
@@ -368,8 +392,10 @@ def test_loading_the_log_rebuilds_committed_and_pending_offsets() -> None:
     log.marker(c, False, pid=9)
     txn_commit(c, offsets={0: 60})  # the same producer, its next transaction: open at the end
     live = state(c.shard)
-    assert live == (({("t", 0): value(50, -1)}, {PID: {("t", 0): value(60)}, 8: {}}),
-                    ({}, {PID: {}, 8: {("t", 2): value(9)}}))
+    assert live == (
+        ({("t", 0): value(50, -1)}, {PID: {("t", 0): value(60)}, 8: {}}),
+        ({}, {PID: {}, 8: {("t", 2): value(9)}}),
+    )
     assert state(log.load()) == live
 
 
@@ -422,11 +448,14 @@ class KafkaModel:
                 self.committed[partition] = (value, offset)
 
 
-steps = st.lists(st.one_of(  # two partitions, two producers: enough to meet every case, often
-    st.tuples(st.just("commit"), st.integers(0, 1), st.none() | st.integers(1, 2)),
-    st.tuples(st.just("tombstone"), st.integers(0, 1), st.none()),
-    st.tuples(st.just("marker"), st.booleans(), st.integers(1, 2)),
-), max_size=25)
+steps = st.lists(
+    st.one_of(  # two partitions, two producers: enough to meet every case, often
+        st.tuples(st.just("commit"), st.integers(0, 1), st.none() | st.integers(1, 2)),
+        st.tuples(st.just("tombstone"), st.integers(0, 1), st.none()),
+        st.tuples(st.just("marker"), st.booleans(), st.integers(1, 2)),
+    ),
+    max_size=25,
+)
 
 
 @settings(max_examples=200, deadline=None)

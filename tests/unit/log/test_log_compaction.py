@@ -31,11 +31,17 @@ Pairs = list[tuple[bytes, bytes | None]]
 
 def kv_batch(pairs: Pairs, timestamp_ms: int = T0) -> bytes:
     stamp = TZAwareMicros.parse(datetime.datetime.fromtimestamp(timestamp_ms // 1000, datetime.UTC))
-    records = tuple(Record(attributes=i8(0), timestamp=stamp, offset=i64(i), key=k, value=v, headers=())
-                    for i, (k, v) in enumerate(pairs))
+    records = tuple(
+        Record(attributes=i8(0), timestamp=stamp, offset=i64(i), key=k, value=v, headers=())
+        for i, (k, v) in enumerate(pairs)
+    )
     buffer = io.BytesIO()
-    write_new_batch(buffer, NewRecordBatch(producer_id=i64(-1), producer_epoch=i16(-1), base_sequence=i32(-1),
-                                           records=records, attributes=i16(0)))
+    write_new_batch(
+        buffer,
+        NewRecordBatch(
+            producer_id=i64(-1), producer_epoch=i16(-1), base_sequence=i32(-1), records=records, attributes=i16(0)
+        ),
+    )
     return buffer.getvalue()
 
 
@@ -101,7 +107,8 @@ def test_keeps_the_latest_record_of_every_key_and_every_offset_where_it_was() ->
     assert set(after) <= set(before)  # offsets never move
     sealed_end = log._bases[-1]
     assert [e for e in after if e[0] < sealed_end] == [
-        e for e in before if e[0] < sealed_end and max(o for o, k, _ in before if k == e[1] and o < sealed_end) == e[0]]
+        e for e in before if e[0] < sealed_end and max(o for o, k, _ in before if k == e[1] and o < sealed_end) == e[0]
+    ]
     assert cleaned.stats.records_kept < cleaned.stats.records_read
     assert contents(open_log(fs.crash())) == after  # and it is durable
     compact(log)  # segments are grouped by their input size: the small cleaned ones now merge
@@ -174,8 +181,15 @@ def test_the_dirty_ratio_decides_when_to_clean() -> None:
 
 def gzip_batch(pairs: Pairs) -> bytes:
     """A gzip batch as kafka-python's producer builds it."""
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=GZIP, is_transactional=False, producer_id=-1,
-                                        producer_epoch=-1, base_sequence=-1, batch_size=1 << 20)
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=GZIP,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 20,
+    )
     for i, (key, value) in enumerate(pairs):
         builder.append(i, timestamp=T0, key=key, value=value, headers=[])
     return bytes(builder.build())
@@ -273,8 +287,9 @@ ops = st.lists(st.tuples(st.integers(0, 5), st.none() | st.binary(min_size=1, ma
 
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(ops, st.integers(0, 3)), min_size=1, max_size=40), st.integers(0, 3))
-def test_any_history_compacts_to_the_same_state(batches: list[tuple[list[tuple[int, bytes | None]], int]],
-                                                passes: int) -> None:
+def test_any_history_compacts_to_the_same_state(
+    batches: list[tuple[list[tuple[int, bytes | None]], int]], passes: int
+) -> None:
     """The model: the latest value of every key. Tombstones older than delete.retention.ms may go."""
     log = open_log(MemoryFileSystem())
     for i, (pairs, age_days) in enumerate(batches):

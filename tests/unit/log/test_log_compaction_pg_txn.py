@@ -33,8 +33,16 @@ def marker(offset: int, pid: int, commit: bool) -> bytes:
     return at(control_batch(pid, 0, commit, 0, T0), offset)
 
 
-LOG = [keyed(0, b"K", b"1"), keyed(1, b"K", b"2", P), marker(2, P, False), keyed(3, b"L", b"1", Q),
-       marker(4, Q, True), keyed(5, b"L", b"2"), keyed(6, b"M", b"1", Q), marker(7, Q, True)]
+LOG = [
+    keyed(0, b"K", b"1"),
+    keyed(1, b"K", b"2", P),
+    marker(2, P, False),
+    keyed(3, b"L", b"1", Q),
+    marker(4, Q, True),
+    keyed(5, b"L", b"2"),
+    keyed(6, b"M", b"1", Q),
+    marker(7, Q, True),
+]
 ABORTED = [(P, 1)]
 
 

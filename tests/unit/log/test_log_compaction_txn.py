@@ -29,8 +29,15 @@ CONFIG = LogConfig(segment_bytes=10_000, index_interval_bytes=100, cleanup_polic
 def keyed(pairs: list[tuple[bytes, bytes | None]], pid: int = -1, epoch: int = -1, seq: int = -1,
           ts: int = T0) -> bytes:  # fmt: skip
     """One batch of keyed records; with `pid`, a transactional producer's."""
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=pid >= 0, producer_id=pid,
-                                        producer_epoch=epoch, base_sequence=seq, batch_size=1 << 20)
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=pid >= 0,
+        producer_id=pid,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        batch_size=1 << 20,
+    )
     for i, (key, value) in enumerate(pairs):
         builder.append(i, timestamp=ts, key=key, value=value, headers=[])
     return bytes(builder.build())
@@ -83,7 +90,7 @@ def committed_view(log: SegmentLog) -> dict[bytes, bytes | None]:
         pos += size
         pid = batch.producer_id
         if batch.attributes & CONTROL_BIT:
-            marker = control_marker(data[pos - size:pos])
+            marker = control_marker(data[pos - size : pos])
             if marker is not None:
                 for key, value, offset in pending.pop(pid, []) if marker[0] else []:
                     if offset > state.get(key, (None, -1))[1]:
@@ -246,12 +253,21 @@ Step = tuple[str, int, int]  # (what, producer or key, value)
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["plain", "delete", "txn", "commit", "abort", "roll"]), st.integers(0, 2),
-                          st.integers(0, 3)), min_size=1, max_size=40),
-       st.lists(st.integers(0, 2 * DAY), min_size=1, max_size=3))
-def test_any_history_with_transactions_compacts_to_what_a_read_committed_reader_saw(steps: list[Step],
-                                                                                   passes: list[int]) -> None:
-    """Plain commits and deletions, transactions of three producers (committed, aborted or left open) over four keys, rolls
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["plain", "delete", "txn", "commit", "abort", "roll"]), st.integers(0, 2), st.integers(0, 3)
+        ),
+        min_size=1,
+        max_size=40,
+    ),
+    st.lists(st.integers(0, 2 * DAY), min_size=1, max_size=3),
+)
+def test_any_history_with_transactions_compacts_to_what_a_read_committed_reader_saw(
+    steps: list[Step], passes: list[int]
+) -> None:
+    """Plain commits and deletions, transactions of three producers (committed, aborted or left open) over four keys,
+    rolls
     anywhere; then passes at various times and a crash: a read_committed reader (the loader) sees the same
     state, every aborted transaction is still indexed with its marker, and the open ones are untouched."""
     fs = MemoryFileSystem()
@@ -262,8 +278,7 @@ def test_any_history_with_transactions_compacts_to_what_a_read_committed_reader_
         if what in ("plain", "delete"):
             log.append(keyed([(b"K%d" % key, b"%d" % i if what == "plain" else None)]), T0)
         elif what == "txn":
-            log.append(keyed([(b"K%d" % key, b"%d" % i), (b"K%d" % ((key + 1) % 4), b"%d" % i)], pid, 0, seqs[who]),
-                       T0)
+            log.append(keyed([(b"K%d" % key, b"%d" % i), (b"K%d" % ((key + 1) % 4), b"%d" % i)], pid, 0, seqs[who]), T0)
             seqs[who] += 2
         elif what in ("commit", "abort") and any(p == pid for p, _ in log.transactions.ongoing()):
             log.append_control(pid, 0, what == "commit", 0, T0)
@@ -272,8 +287,11 @@ def test_any_history_with_transactions_compacts_to_what_a_read_committed_reader_
     log.append(keyed([(b"end", b"")]), T0)
     log.roll()
     log.flush()
-    view, aborted, ongoing = committed_view(log), log.aborted_transactions(0, log.log_end_offset), \
-        log.transactions.ongoing()
+    view, aborted, ongoing = (
+        committed_view(log),
+        log.aborted_transactions(0, log.log_end_offset),
+        log.transactions.ongoing(),
+    )
     open_from = min((first for _, first in ongoing), default=log.log_end_offset)
     tail = [b for b in batches(log) if b[0] >= open_from]
     for now in sorted(passes):

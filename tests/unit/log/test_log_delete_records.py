@@ -88,8 +88,9 @@ def test_offsets_beyond_the_high_watermark_or_below_minus_one_are_refused_and_ch
     assert (log.log_start_offset, segment_files(fs)) == (0, files)
 
 
-@pytest.mark.parametrize(("policy", "allowed"), [("compact", False), ("compact,delete", True),
-                                                 ("delete,compact", True), ("delete", True)])
+@pytest.mark.parametrize(
+    ("policy", "allowed"), [("compact", False), ("compact,delete", True), ("delete,compact", True), ("delete", True)]
+)
 def test_only_a_cleanup_policy_with_delete_allows_it(policy: str, allowed: bool) -> None:
     log = filled(MemoryFileSystem(), 5, LogConfig(cleanup_policy=policy))
     if allowed:

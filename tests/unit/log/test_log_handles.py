@@ -100,8 +100,9 @@ CHILD = textwrap.dedent("""
 
 def test_out_of_descriptors_is_a_storage_error_and_not_a_failed_partition(tmp_path: Path) -> None:
     tests = str(Path(__file__).parents[2])  # where the child imports batches from
-    result = subprocess.run([sys.executable, "-c", CHILD, str(tmp_path / "data"), tests], capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD, str(tmp_path / "data"), tests], capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert lines[0].startswith("appended with"), lines

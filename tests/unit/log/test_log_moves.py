@@ -125,7 +125,8 @@ def test_deleting_a_partition_during_its_move_leaves_no_copy_that_a_crash_could_
     assert marker is not None and move.finish() is False
     after = SegmentStore(ROOTS, fs.crash())
     assert after.existing_partitions() == [] and [n for n, _ in after.marked_for_deletion()] == [
-        "t-0." + "0" * 32 + "-delete"]
+        "t-0." + "0" * 32 + "-delete"
+    ]
 
 
 # Every filesystem operation of a move that can fail, and how many times the move below calls it (from

@@ -8,6 +8,7 @@ import random
 import struct
 
 import cramjam
+import crc32c
 import pytest
 from batches import GZIP, LZ4, SNAPPY, ZSTD, recompress
 from hypothesis import given, settings
@@ -17,8 +18,6 @@ from kafka.record.default_records import DefaultRecordBatchBuilder
 from herd.log.api import CorruptRecordError, InvalidRecordError
 from herd.log.batch import ATTRIBUTES_OFFSET, CRC_OFFSET, HEADER_SIZE, parse_header
 from herd.log.records import _walk, check_framing, check_records
-
-import crc32c
 
 CODECS = [0, GZIP, SNAPPY, LZ4, ZSTD]
 

@@ -245,13 +245,16 @@ def test_log_append_time_topics_stamp_batches() -> None:
 
 
 def test_retention_by_bytes_keeps_the_active_segment() -> None:
-    log = open_log(MemoryFileSystem(), LogConfig(segment_bytes=1000, retention_bytes=1500, retention_ms=-1,
-                                                 cleanup_policy="compact"))
+    log = open_log(
+        MemoryFileSystem(),
+        LogConfig(segment_bytes=1000, retention_bytes=1500, retention_ms=-1, cleanup_policy="compact"),
+    )
     for _ in range(30):
         log.append(make_batch([b"v" * 100]), 0)
     assert log.apply_retention(now_ms=0) == 0  # compact only: retention deletes nothing, as in Kafka
-    log.set_config(LogConfig(segment_bytes=1000, retention_bytes=1500, retention_ms=-1,
-                             cleanup_policy="compact,delete"))
+    log.set_config(
+        LogConfig(segment_bytes=1000, retention_bytes=1500, retention_ms=-1, cleanup_policy="compact,delete")
+    )
     deleted = log.apply_retention(now_ms=0)
     assert deleted > 0
     assert log.size_in_bytes <= 1500 + 1000

@@ -167,8 +167,9 @@ def test_aborted_transactions_are_found_across_segments() -> None:
     log.delete_records(log.log_end_offset)
     log.apply_retention(0)
     names = log.filesystem.listdir(DIR)
-    assert [n for n in names if n.endswith(".txnindex")] == [f"{b:020d}.txnindex" for b in log._bases
-                                                             if f"{b:020d}.txnindex" in names]
+    assert [n for n in names if n.endswith(".txnindex")] == [
+        f"{b:020d}.txnindex" for b in log._bases if f"{b:020d}.txnindex" in names
+    ]
     assert log.aborted_transactions(log.log_start_offset, log.log_end_offset) == []
 
 
@@ -245,9 +246,12 @@ def test_the_last_stable_offset_never_falls_below_the_log_start() -> None:
 
 
 @settings(max_examples=40, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["txn", "commit", "abort", "plain"]), st.sampled_from([P, Q, 3000])),
-                max_size=25),
-       st.sampled_from(["close", "crash"]))
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["txn", "commit", "abort", "plain"]), st.sampled_from([P, Q, 3000])), max_size=25
+    ),
+    st.sampled_from(["close", "crash"]),
+)
 def test_the_log_agrees_with_a_replay_of_its_batches_before_and_after_a_restart(steps, how) -> None:
     """Random transactional batches, markers and plain batches in small segments: the last stable offset and the
     aborted transactions of every range are those a plain replay of what was appended gives (the model), and
@@ -276,7 +280,8 @@ def test_the_log_agrees_with_a_replay_of_its_batches_before_and_after_a_restart(
         for start in range(end + 1):
             for stop in range(start + 1, end + 2):
                 assert checked.aborted_transactions(start, stop) == [
-                    (p, f) for p, f, m in aborted if m >= start and f < stop], (start, stop)
+                    (p, f) for p, f, m in aborted if m >= start and f < stop
+                ], (start, stop)
 
     check(log)
     log.flush()

@@ -78,7 +78,13 @@ def test_with_no_snapshot_the_state_is_read_from_every_batch_header() -> None:
     assert len(log._segments) > 3 and snapshots(fs) == []  # no snapshot_source: none written
     state = log.producer_state()
     assert [(b.producer_id, b.base_sequence, b.base_offset) for b in state] == [
-        (7, 4, 4), (7, 6, 6), (7, 8, 8), (7, 10, 10), (7, 12, 12), (8, 0, 16)]  # the last five of each
+        (7, 4, 4),
+        (7, 6, 6),
+        (7, 8, 8),
+        (7, 10, 10),
+        (7, 12, 12),
+        (8, 0, 16),
+    ]  # the last five of each
     assert state[-1] == ProducerBatch(8, 3, 0, 2, 16, 18, 3, 1002, -1, 0)
 
 

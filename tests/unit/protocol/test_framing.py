@@ -37,7 +37,7 @@ def test_split_size_prefix_and_body_in_single_bytes():
     data = frame(b"hello") + frame(b"") + frame(b"world")
     out = []
     for i in range(len(data)):
-        d.push(data[i:i + 1])
+        d.push(data[i : i + 1])
         out += [bytes(f) for f in iter(d.next_frame, None)]
     assert out == [b"hello", b"", b"world"]
 

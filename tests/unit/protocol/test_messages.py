@@ -62,7 +62,7 @@ def test_frame_decoder_splits_and_joins():
     data = frame(b"abc") + frame(b"") + frame(b"x" * 100)
     out = []
     for i in range(len(data)):  # one byte at a time
-        out += feed(d, data[i:i + 1])
+        out += feed(d, data[i : i + 1])
     assert out == [b"abc", b"", b"x" * 100] and d.buffered == 0
 
 

@@ -12,8 +12,17 @@ from herd.cluster.topics import Cluster
 from herd.config import BrokerConfig
 from herd.coordinator import GroupCoordinatorShard as Shard
 from herd.coordinator.member import Protocol
-from herd.coordinator.requests import CommitPartition, CommitTopic, FetchGroup, FetchTopic, JoinGroup, OffsetCommit, \
-    OffsetFetch, SyncAssignment, SyncGroup
+from herd.coordinator.requests import (
+    CommitPartition,
+    CommitTopic,
+    FetchGroup,
+    FetchTopic,
+    JoinGroup,
+    OffsetCommit,
+    OffsetFetch,
+    SyncAssignment,
+    SyncGroup,
+)
 from herd.log.fs import FileSystem
 from herd.log.store import SegmentStore
 from herd.runtime import CoordinatorRuntime
@@ -22,8 +31,13 @@ PROTOCOLS = (Protocol("range", b"sub"),)
 
 
 def make_runtime(data_dir: Path, fs: FileSystem | None = None, **props: str) -> CoordinatorRuntime:
-    settings = {"log.dirs": str(data_dir), "offsets.topic.num.partitions": "4",
-                "group.initial.rebalance.delay.ms": "0", "group.min.session.timeout.ms": "10", **props}
+    settings = {
+        "log.dirs": str(data_dir),
+        "offsets.topic.num.partitions": "4",
+        "group.initial.rebalance.delay.ms": "0",
+        "group.min.session.timeout.ms": "10",
+        **props,
+    }
     config = BrokerConfig.from_properties(settings)
     store = SegmentStore(str(data_dir), fs)
     cluster = Cluster(store, config.log_config(), 0)
@@ -64,8 +78,15 @@ def offsets_of(response: Any) -> dict[int, int]:
 
 async def stable_group(runtime: CoordinatorRuntime, group: str, n: int, **join: Any) -> list[str]:
     """`n` members joined (v9 two-step) and synced; returns their member ids (the first is the leader)."""
-    args = {"group_id": group, "session_timeout_ms": 10_000, "rebalance_timeout_ms": 10_000, "protocols": PROTOCOLS,
-            "client_id": "c", "client_host": "/127.0.0.1", **join}
+    args = {
+        "group_id": group,
+        "session_timeout_ms": 10_000,
+        "rebalance_timeout_ms": 10_000,
+        "protocols": PROTOCOLS,
+        "client_id": "c",
+        "client_host": "/127.0.0.1",
+        **join,
+    }
     ids = []
     for _ in range(n):
         first = await resolve(runtime.call(group, Shard.join_group, JoinGroup(**args)))
@@ -73,10 +94,19 @@ async def stable_group(runtime: CoordinatorRuntime, group: str, n: int, **join: 
     joins = [runtime.call(group, Shard.join_group, JoinGroup(member_id=m, **args)) for m in ids]
     answers = [await resolve(j) for j in joins]
     generation, leader = answers[0].generation_id, answers[0].leader
-    syncs = [runtime.call(group, Shard.sync_group, SyncGroup(
-        group_id=group, generation_id=generation, member_id=m,
-        assignments=tuple(SyncAssignment(x, x.encode()) for x in ids) if m == leader else ()))
-        for m in ids]
+    syncs = [
+        runtime.call(
+            group,
+            Shard.sync_group,
+            SyncGroup(
+                group_id=group,
+                generation_id=generation,
+                member_id=m,
+                assignments=tuple(SyncAssignment(x, x.encode()) for x in ids) if m == leader else (),
+            ),
+        )
+        for m in ids
+    ]
     for s in syncs:
         assert (await resolve(s)).error_code == 0
     return [leader] + [m for m in ids if m != leader]
@@ -84,6 +114,7 @@ async def stable_group(runtime: CoordinatorRuntime, group: str, n: int, **join: 
 
 async def until(condition: Callable[[], Awaitable[bool] | bool], timeout: float = 5.0) -> None:
     """Yield to the loop until `condition` holds (each check lets one loop iteration run; no timed sleeps)."""
+
     async def loop() -> None:
         while True:
             value = condition()

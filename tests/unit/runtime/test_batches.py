@@ -22,19 +22,26 @@ from herd.log.records import control_batch
 from herd.runtime.batches import LoadedBatch, decode_batches, encode_batch, read_batches
 
 NOW = 1_700_000_000_000  # a whole second: kio's datetime round trip is exact
-records = st.lists(st.builds(Record, st.binary(min_size=1, max_size=300), st.none() | st.binary(max_size=300)),
-                   min_size=1, max_size=80)
+records = st.lists(
+    st.builds(Record, st.binary(min_size=1, max_size=300), st.none() | st.binary(max_size=300)), min_size=1, max_size=80
+)
 
 
-def kio_batch(rs: list[Record], now_ms: int, attributes: int = 0,
-              producer: tuple[int, int, int] = (-1, -1, -1)) -> bytes:
+def kio_batch(
+    rs: list[Record], now_ms: int, attributes: int = 0, producer: tuple[int, int, int] = (-1, -1, -1)
+) -> bytes:
     stamp = TZAwareMicros.parse(datetime.datetime.fromtimestamp(now_ms / 1000, datetime.UTC))
     producer_id, producer_epoch, base_sequence = producer
-    batch = NewRecordBatch(producer_id=i64(producer_id), producer_epoch=i16(producer_epoch),
-                           base_sequence=i32(base_sequence),
-                           attributes=i16(attributes), records=tuple(
+    batch = NewRecordBatch(
+        producer_id=i64(producer_id),
+        producer_epoch=i16(producer_epoch),
+        base_sequence=i32(base_sequence),
+        attributes=i16(attributes),
+        records=tuple(
             KioRecord(attributes=i8(0), timestamp=stamp, offset=i64(i), key=r.key, value=r.value, headers=())
-            for i, r in enumerate(rs)))
+            for i, r in enumerate(rs)
+        ),
+    )
     buffer = io.BytesIO()
     write_new_batch(buffer, batch)
     return buffer.getvalue()
@@ -67,9 +74,15 @@ def test_control_batches_and_keyless_records_are_skipped_but_an_empty_key_is_a_k
 
 def _with_null_key(record: Record) -> bytes:
     stamp = TZAwareMicros.parse(datetime.datetime.fromtimestamp(NOW / 1000, datetime.UTC))
-    batch = NewRecordBatch(producer_id=i64(-1), producer_epoch=i16(-1), base_sequence=i32(-1), attributes=i16(0),
-                           records=(KioRecord(attributes=i8(0), timestamp=stamp, offset=i64(0), key=None,
-                                              value=record.value, headers=()),))
+    batch = NewRecordBatch(
+        producer_id=i64(-1),
+        producer_epoch=i16(-1),
+        base_sequence=i32(-1),
+        attributes=i16(0),
+        records=(
+            KioRecord(attributes=i8(0), timestamp=stamp, offset=i64(0), key=None, value=record.value, headers=()),
+        ),
+    )
     buffer = io.BytesIO()
     write_new_batch(buffer, batch)
     return buffer.getvalue()
@@ -87,10 +100,13 @@ def test_a_compressed_batch_is_decompressed() -> None:
     assert [r for _, r in decode_batches(head + bytes(body))] == [[(r.key, r.value) for r in rs]]
 
 
-@pytest.mark.parametrize("damage", [
-    lambda b: b[:-1],  # torn
-    lambda b: b[:30] + bytes([b[30] ^ 1]) + b[31:],  # a flipped bit under the CRC
-])
+@pytest.mark.parametrize(
+    "damage",
+    [
+        lambda b: b[:-1],  # torn
+        lambda b: b[:30] + bytes([b[30] ^ 1]) + b[31:],  # a flipped bit under the CRC
+    ],
+)
 def test_a_damaged_batch_raises_value_error(damage) -> None:
     data = damage(encode_batch([Record(b"key", b"value")], NOW))
     with pytest.raises(ValueError):

@@ -47,8 +47,9 @@ def test_a_disk_error_fails_the_write_that_hit_it() -> None:
         first, second = logs(fs, 2)
         flusher = Flusher(asyncio.get_running_loop(), threads=1)
         fs.fail("fsync")
-        outcomes = await asyncio.gather(flusher.write(first, BATCH, 0), flusher.write(second, BATCH, 0),
-                                        return_exceptions=True)
+        outcomes = await asyncio.gather(
+            flusher.write(first, BATCH, 0), flusher.write(second, BATCH, 0), return_exceptions=True
+        )
         errors = [o for o in outcomes if isinstance(o, BaseException)]
         assert len(errors) == 1 and isinstance(errors[0], KafkaStorageError)
         await asyncio.get_running_loop().run_in_executor(None, flusher.close)
@@ -71,6 +72,7 @@ def test_closing_finishes_the_queue_and_refuses_more() -> None:
 
 def test_a_round_with_more_batches_than_writev_takes_buffers(tmp_path) -> None:
     """A group commit of thousands of small batches is appended in several writev calls (IOV_MAX)."""
+
     async def main() -> None:
         store = SegmentStore(str(tmp_path))
         log = store.open_partition("__consumer_offsets", 0, LogConfig())
@@ -87,6 +89,7 @@ def test_a_round_with_more_batches_than_writev_takes_buffers(tmp_path) -> None:
 
 def test_writers_that_take_a_turn_while_a_round_runs_share_the_next_round() -> None:
     """What writers queue when their turn comes goes into one round, sealed only after all of them queued."""
+
     async def main() -> None:
         fs = MemoryFileSystem()
         partitions = logs(fs, 6)
@@ -116,8 +119,7 @@ def test_a_failed_fsync_fails_only_the_writes_of_its_log_in_a_shared_round() -> 
         flusher = Flusher(asyncio.get_running_loop(), threads=4)
         await flusher.turn()  # the writes below are queued before the round is sealed
         fs.fail("fsync")
-        outcomes = await asyncio.gather(*(flusher.write(log, BATCH, 0) for log in partitions),
-                                        return_exceptions=True)
+        outcomes = await asyncio.gather(*(flusher.write(log, BATCH, 0) for log in partitions), return_exceptions=True)
         failed = [o for o in outcomes if isinstance(o, BaseException)]
         assert len(failed) == 1 and isinstance(failed[0], KafkaStorageError)
         assert flusher.rounds == 1

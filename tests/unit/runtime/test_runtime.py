@@ -8,11 +8,13 @@ import asyncio
 import pytest
 
 from herd.cluster.topics import OFFSETS_TOPIC
-from herd.coordinator import CoordinatorError, ErrorCode, GroupCoordinatorShard as Shard
+from herd.coordinator import CoordinatorError, ErrorCode
+from herd.coordinator import GroupCoordinatorShard as Shard
 from herd.coordinator.requests import Heartbeat, JoinGroup, LeaveGroup, MemberIdentity
 from herd.coordinator.retention import RETENTION_KEY
 from herd.log.fs import MemoryFileSystem
 from herd.runtime import ShardState
+
 from .helpers import (
     PROTOCOLS,
     commit,
@@ -133,8 +135,9 @@ def test_the_heartbeat_fast_path_answers_as_the_general_path_and_yields_to_pendi
         runtime.heartbeat(group, 1, members[1], None)
         assert member.session_deadline_ms > before
         # Behind a pending write there is no fast answer: the caller goes through `call`, whose answer waits.
-        committed = runtime.call(group, Shard.offset_commit, commit(group, {0: 1}, generation_id_or_member_epoch=1,
-                                                                   member_id=members[1]))
+        committed = runtime.call(
+            group, Shard.offset_commit, commit(group, {0: 1}, generation_id_or_member_epoch=1, member_id=members[1])
+        )
         assert runtime.heartbeat(group, 1, members[1], None) is None
         waiting = runtime.call(group, Shard.heartbeat, Heartbeat(group_id=group, generation_id=1, member_id=members[1]))
         assert isinstance(waiting, asyncio.Future)
@@ -203,7 +206,10 @@ def test_a_batch_larger_than_the_partition_accepts_is_refused_before_it_changes_
         response = await resolve(runtime.call(group, Shard.offset_commit, commit(group, {p: p for p in range(100)})))
         assert {p.error_code for p in response.topics[0].partitions} == {ErrorCode.INVALID_COMMIT_OFFSET_SIZE}
         assert runtime.shards[0].state is ShardState.ACTIVE and runtime.shards[0].log.log_end_offset == 0
-        assert offsets_of(await resolve(runtime.call(group, Shard.offset_fetch, fetch(group, (0, 1))))) == {0: -1, 1: -1}
+        assert offsets_of(await resolve(runtime.call(group, Shard.offset_fetch, fetch(group, (0, 1))))) == {
+            0: -1,
+            1: -1,
+        }
         await runtime.close()
 
     asyncio.run(main())
@@ -214,6 +220,7 @@ def test_a_refused_write_that_nothing_undoes_reloads_the_shard_so_live_state_sta
     (message.max.bytes lowered by the operator since). Kafka only logs that; herd fails the shard and reloads it,
     so the group is again what its log says (Stable, its members) instead of an Empty group no replay produces.
     Found by the coordinator simulator (tests/simulation, known issue 1 of issue 15)."""
+
     async def main() -> None:
         runtime = await started(make_runtime(tmp_path))
         group = group_on(runtime, 0)
@@ -221,8 +228,9 @@ def test_a_refused_write_that_nothing_undoes_reloads_the_shard_so_live_state_sta
         await runtime.close()
         runtime._cluster.close()
 
-        again = await started(make_runtime(tmp_path, **{"message.max.bytes": "1",
-                                                          "herd.log.recovery.backoff.ms": "10"}))
+        again = await started(
+            make_runtime(tmp_path, **{"message.max.bytes": "1", "herd.log.recovery.backoff.ms": "10"})
+        )
         first = again.shards[0]
         end = first.log.log_end_offset
         await until(lambda: again.shards.get(0) not in (None, first) and again.shards[0].state is ShardState.ACTIVE)

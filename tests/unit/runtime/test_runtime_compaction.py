@@ -21,7 +21,9 @@ SMALL_SEGMENTS = {"offsets.topic.segment.bytes": "4096"}
 
 
 def commit_req(group: str, offsets: dict[int, int]) -> OffsetCommit:
-    return OffsetCommit(group_id=group, topics=(CommitTopic("t", tuple(CommitPartition(p, o) for p, o in offsets.items())),))
+    return OffsetCommit(
+        group_id=group, topics=(CommitTopic("t", tuple(CommitPartition(p, o) for p, o in offsets.items())),)
+    )
 
 
 def records_in(log) -> int:  # noqa: ANN001 - a PartitionLog
@@ -45,12 +47,18 @@ def test_commits_are_compacted_in_the_background_and_a_reload_replays_only_live_
         await shard.compactor.run_now()
         written, kept = 400, records_in(shard.log)
         assert kept < written / 4, (kept, written)
-        assert offsets_of(await resolve(runtime.call(group, Shard.offset_fetch, fetch(group, (0, 1))))) == {0: 399, 1: 798}
+        assert offsets_of(await resolve(runtime.call(group, Shard.offset_fetch, fetch(group, (0, 1))))) == {
+            0: 399,
+            1: 798,
+        }
         await runtime.close()
         runtime._cluster.close()
 
         again = await started(make_runtime(tmp_path, **SMALL_SEGMENTS))
-        assert offsets_of(await resolve(again.call(group, Shard.offset_fetch, fetch(group, (0, 1))))) == {0: 399, 1: 798}
+        assert offsets_of(await resolve(again.call(group, Shard.offset_fetch, fetch(group, (0, 1))))) == {
+            0: 399,
+            1: 798,
+        }
         await again.close()
 
     asyncio.run(main())
@@ -58,11 +66,14 @@ def test_commits_are_compacted_in_the_background_and_a_reload_replays_only_live_
 
 def test_a_partition_larger_than_a_load_chunk_reloads_whole(tmp_path):
     """The loader reads 1 MiB at a time; the log answers reads inside a segment with views of its buffer."""
+
     async def main() -> None:
         runtime = await started(make_runtime(tmp_path), partitions=[2])
         group = group_on(runtime, 2)
-        calls = [runtime.call(group, Shard.offset_commit, commit_req(group, {p: 1000 * i + p for p in range(50)}))
-                 for i in range(1000)]
+        calls = [
+            runtime.call(group, Shard.offset_commit, commit_req(group, {p: 1000 * i + p for p in range(50)}))
+            for i in range(1000)
+        ]
         for call in calls:
             await resolve(call)
         assert runtime.shards[2].log.size_in_bytes > 2 * LOAD_CHUNK_BYTES
@@ -92,7 +103,10 @@ def test_commits_go_on_while_a_pass_runs_and_all_of_them_count(tmp_path):
         await task
         await until(lambda: shard.compactor.passes >= 1)
         expected = {p: max(1000 + i for i in range(50) if i % 7 == p) for p in range(7)}
-        assert offsets_of(await resolve(runtime.call(group, Shard.offset_fetch, fetch(group, tuple(range(7)))))) == expected
+        assert (
+            offsets_of(await resolve(runtime.call(group, Shard.offset_fetch, fetch(group, tuple(range(7))))))
+            == expected
+        )
         await runtime.close()
 
     asyncio.run(main())

@@ -17,8 +17,13 @@ P, Q, EPOCH = 4242, 4343, 2
 
 
 def txn_commit(group: str, pid: int, offsets: dict[int, int]) -> TxnOffsetCommit:
-    return TxnOffsetCommit(transactional_id=f"tx-{pid}", group_id=group, producer_id=pid, producer_epoch=EPOCH,
-                           topics=(CommitTopic("t", tuple(CommitPartition(p, o) for p, o in offsets.items())),))
+    return TxnOffsetCommit(
+        transactional_id=f"tx-{pid}",
+        group_id=group,
+        producer_id=pid,
+        producer_epoch=EPOCH,
+        topics=(CommitTopic("t", tuple(CommitPartition(p, o) for p, o in offsets.items())),),
+    )
 
 
 async def fetch(runtime, group: str, stable: bool) -> dict[int, tuple[int, int]]:  # noqa: ANN001
@@ -59,4 +64,3 @@ def test_compaction_keeps_what_the_loader_sees_with_aborted_and_open_transaction
         await runtime.close()
 
     asyncio.run(main())
-

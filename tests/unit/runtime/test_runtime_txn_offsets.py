@@ -23,8 +23,13 @@ UNSTABLE = ErrorCode.UNSTABLE_OFFSET_COMMIT
 
 
 def txn_commit(group: str, offsets: dict[int, int]) -> TxnOffsetCommit:
-    return TxnOffsetCommit(transactional_id="tx", group_id=group, producer_id=PID, producer_epoch=EPOCH,
-                           topics=(CommitTopic("t", tuple(CommitPartition(p, o) for p, o in offsets.items())),))
+    return TxnOffsetCommit(
+        transactional_id="tx",
+        group_id=group,
+        producer_id=PID,
+        producer_epoch=EPOCH,
+        topics=(CommitTopic("t", tuple(CommitPartition(p, o) for p, o in offsets.items())),),
+    )
 
 
 async def fetch(runtime, group: str, stable: bool = True) -> dict[int, tuple[int, int]]:  # noqa: ANN001
@@ -43,8 +48,10 @@ def test_a_txn_offset_commit_is_a_transactional_batch_pending_until_completed_an
         assert [p.error_code for p in answer.topics[0].partitions] == [0]
         log = runtime.shards[1].log
         headers = list(iter_headers(log.read(log.log_start_offset, 1 << 20)))
-        assert [(h.attributes & TRANSACTIONAL_BIT, h.producer_id, h.producer_epoch) for h in headers] == \
-            [(0, -1, -1), (TRANSACTIONAL_BIT, PID, EPOCH)]
+        assert [(h.attributes & TRANSACTIONAL_BIT, h.producer_id, h.producer_epoch) for h in headers] == [
+            (0, -1, -1),
+            (TRANSACTIONAL_BIT, PID, EPOCH),
+        ]
         assert await fetch(runtime, group) == {0: (-1, UNSTABLE), 1: (6, 0)}
         assert await fetch(runtime, group, stable=False) == {0: (5, 0), 1: (6, 0)}
 
@@ -55,8 +62,11 @@ def test_a_txn_offset_commit_is_a_transactional_batch_pending_until_completed_an
         await runtime.complete_transaction(1, PID, EPOCH, True, coordinator_epoch=3)
         assert await fetch(runtime, group) == {0: (42, 0), 1: (6, 0)}
         headers = list(iter_headers(log.read(log.log_start_offset, 1 << 20)))
-        assert (headers[-1].attributes, headers[-1].producer_id, headers[-1].producer_epoch) == \
-            (TRANSACTIONAL_BIT | CONTROL_BIT, PID, EPOCH)
+        assert (headers[-1].attributes, headers[-1].producer_id, headers[-1].producer_epoch) == (
+            TRANSACTIONAL_BIT | CONTROL_BIT,
+            PID,
+            EPOCH,
+        )
         with pytest.raises(CoordinatorError) as error:
             await runtime.complete_transaction(0, PID, EPOCH, True)
         assert error.value.code == ErrorCode.NOT_COORDINATOR

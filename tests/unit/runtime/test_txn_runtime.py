@@ -22,8 +22,10 @@ from herd.coordinator.transactions import (
     EndTxn,
     InitProducerId,
     ProducerIdAndEpoch,
-    TransactionCoordinatorShard as Txn,
     TxnState,
+)
+from herd.coordinator.transactions import (
+    TransactionCoordinatorShard as Txn,
 )
 from herd.coordinator.transactions.records import decode_key, decode_value
 from herd.log.store import SegmentStore
@@ -43,8 +45,9 @@ class Groups:
         self.open = asyncio.Event()
         self.open.set()
 
-    async def complete_transaction(self, partition: int, producer_id: int, producer_epoch: int, commit: bool,
-                                   coordinator_epoch: int) -> None:
+    async def complete_transaction(
+        self, partition: int, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int
+    ) -> None:
         self.calls.append((partition, producer_id, producer_epoch, commit, coordinator_epoch))
         await self.open.wait()
 
@@ -77,8 +80,11 @@ def written(runtime: TransactionRuntime, tid: str) -> list[str]:
     shard = runtime.shard_for(tid)
     out = []
     for _, records in decode_batches(shard.log.read(0, 1 << 20)):
-        out += [TxnState.from_status(decode_value(v).status).kafka_name for k, v in records
-                if decode_key(k) == tid and v is not None]
+        out += [
+            TxnState.from_status(decode_value(v).status).kafka_name
+            for k, v in records
+            if decode_key(k) == tid and v is not None
+        ]
     return out
 
 
@@ -101,8 +107,11 @@ def test_the_topic_is_created_and_answers_wait_for_durable_records(tmp_path: Pat
         await runtime.wait_loaded()
         topic = runtime._cluster.get(TRANSACTION_STATE_TOPIC)
         assert len(topic.partitions) == 3 and topic.internal
-        assert (topic.configs["cleanup.policy"], topic.configs["compression.type"], topic.configs["segment.bytes"]) \
-            == ("compact", "uncompressed", "65536")
+        assert (topic.configs["cleanup.policy"], topic.configs["compression.type"], topic.configs["segment.bytes"]) == (
+            "compact",
+            "uncompressed",
+            "65536",
+        )
         outcome = runtime.call("tx", Txn.init_producer_id, InitProducerId("tx", 60_000))
         assert isinstance(outcome, asyncio.Future)  # waits for its record to be durable
         assert await resolve(outcome) == ProducerIdAndEpoch(ErrorCode.NONE, 1000, 0)
@@ -150,8 +159,9 @@ def test_a_prepare_commit_cut_short_is_completed_after_a_reload(tmp_path: Path) 
         await call(runtime, Txn.add_partitions, AddPartitions("tx", p.producer_id, 0, frozenset({OFFSETS_1})))
         await call(runtime, Txn.end_txn, EndTxn("tx", p.producer_id, 0, False))
         await until(lambda: len(groups.calls) == 1)
-        assert await call(runtime, Txn.init_producer_id, InitProducerId("tx", 60_000)) == \
-            ProducerIdAndEpoch(ErrorCode.CONCURRENT_TRANSACTIONS)
+        assert await call(runtime, Txn.init_producer_id, InitProducerId("tx", 60_000)) == ProducerIdAndEpoch(
+            ErrorCode.CONCURRENT_TRANSACTIONS
+        )
         partition = runtime.partition_for("tx")
         await runtime.move_away_and_back(partition)  # the marker task sees its shard go and gives up
         await runtime.wait_loaded()
@@ -159,8 +169,9 @@ def test_a_prepare_commit_cut_short_is_completed_after_a_reload(tmp_path: Path) 
         shard = runtime.shard_for("tx")
         await until(lambda: shard.shard.transaction("tx").state is TxnState.COMPLETE_ABORT)
         assert groups.calls[-1] == (1, p.producer_id, 0, False, 0) and len(groups.calls) >= 2
-        assert await call(runtime, Txn.init_producer_id, InitProducerId("tx", 60_000)) == \
-            ProducerIdAndEpoch(ErrorCode.NONE, p.producer_id, 1)
+        assert await call(runtime, Txn.init_producer_id, InitProducerId("tx", 60_000)) == ProducerIdAndEpoch(
+            ErrorCode.NONE, p.producer_id, 1
+        )
         await stop(runtime)
 
     asyncio.run(main())

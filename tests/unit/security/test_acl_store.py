@@ -13,8 +13,13 @@ from herd.log.fs import MemoryFileSystem
 from herd.security.acl_store import FileAclStore, make_authorizer, open_file_store
 from herd.security.acls import Acl, AclFilter, Authorizer, Operation, PatternType, Permission, ResourceType
 
-CONFIG = BrokerConfig.from_properties({"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-                                       "super.users": "User:admin; User:ops", "allow.everyone.if.no.acl.found": "true"})
+CONFIG = BrokerConfig.from_properties(
+    {
+        "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+        "super.users": "User:admin; User:ops",
+        "allow.everyone.if.no.acl.found": "true",
+    }
+)
 A = Acl(ResourceType.TOPIC, "t", PatternType.LITERAL, "User:alice", "*", Operation.READ, Permission.ALLOW)
 B = Acl(ResourceType.GROUP, "g", PatternType.PREFIXED, "User:*", "*", Operation.ALL, Permission.DENY)
 

@@ -27,8 +27,9 @@ SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
 PASSWORD = "s3cret pass!"
 
 
-def upsertion(user: str, mechanism: ScramMechanism = SHA256, iterations: int = 4096,
-              password: str = PASSWORD) -> Upsertion:
+def upsertion(
+    user: str, mechanism: ScramMechanism = SHA256, iterations: int = 4096, password: str = PASSWORD
+) -> Upsertion:
     salt = b"salt-" + user.encode()
     salted = salted_password(mechanism, password, salt, iterations)
     return Upsertion(user, mechanism.type_code, iterations, salt, salted)
@@ -42,7 +43,9 @@ def test_upsert_describe_delete_and_survive_a_reload(tmp_path) -> None:
     store = FileCredentialStore(OsFileSystem(), str(tmp_path))
     store.load()
     assert codes(store.alter([], [upsertion("alice"), upsertion("bob", SHA512, 8192)])) == {
-        "alice": (NONE, None), "bob": (NONE, None)}
+        "alice": (NONE, None),
+        "bob": (NONE, None),
+    }
     assert store.describe(None) == [("alice", NONE, None, [(1, 4096)]), ("bob", NONE, None, [(2, 8192)])]
     again = FileCredentialStore(OsFileSystem(), str(tmp_path))
     again.load()
@@ -50,7 +53,11 @@ def test_upsert_describe_delete_and_survive_a_reload(tmp_path) -> None:
     assert PASSWORD not in (tmp_path / "scram-credentials.json").read_text()
     assert codes(again.alter([Deletion("alice", 1)], [])) == {"alice": (NONE, None)}
     assert again.describe(["alice", "bob"])[0] == (
-        "alice", RESOURCE_NOT_FOUND, "Attempt to describe a user credential that does not exist: alice", [])
+        "alice",
+        RESOURCE_NOT_FOUND,
+        "Attempt to describe a user credential that does not exist: alice",
+        [],
+    )
     server = ScramServer(SHA512, again.lookup, again.fake)
     assert server.respond(b"n,,n=bob,r=abc").endswith(b",i=8192")
     # an unknown user's answer has the shape of the real ones: the salt's length, the iterations
@@ -61,10 +68,19 @@ def test_upsert_describe_delete_and_survive_a_reload(tmp_path) -> None:
 
 def test_kafkas_refusals() -> None:
     store = FileCredentialStore(OsFileSystem(), "/nonexistent-dir")
-    results = codes(store.plan_alteration(
-        [Deletion("gone", 1), Deletion("twice", 1)],
-        [upsertion(""), upsertion("few", iterations=4095), upsertion("many", iterations=16385),
-         Upsertion("mech", 3, 4096, b"s", b"p"), upsertion("twice"), upsertion("ok", iterations=16384)])[0])
+    results = codes(
+        store.plan_alteration(
+            [Deletion("gone", 1), Deletion("twice", 1)],
+            [
+                upsertion(""),
+                upsertion("few", iterations=4095),
+                upsertion("many", iterations=16385),
+                Upsertion("mech", 3, 4096, b"s", b"p"),
+                upsertion("twice"),
+                upsertion("ok", iterations=16384),
+            ],
+        )[0]
+    )
     assert results == {
         "gone": (RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"),
         "twice": (RESOURCE_NOT_FOUND, "Attempt to delete a user credential that does not exist"),

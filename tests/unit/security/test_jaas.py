@@ -19,8 +19,10 @@ from herd.security.sasl import (
 )
 from herd.security.scram import AuthenticationFailed, fake_credential
 
-EXAMPLE = ('org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
-           'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";')
+EXAMPLE = (
+    'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
+    'password="admin-secret" user_admin="admin-secret" user_alice="alice-secret";'
+)
 
 
 def test_kafkas_example_parses() -> None:
@@ -36,18 +38,21 @@ def test_quotes_escapes_bare_words_comments_and_newlines() -> None:
     assert entry.options == {"user_x": 'p;a=s"s', "debug": "true", "user_y": ""}
 
 
-@pytest.mark.parametrize("value, complaint", [
-    ("", "no login module"),
-    ("   ", "no login module"),
-    ("a.B", "control flag"),
-    ("a.B mandatory x=1;", "control flag"),
-    ('a.B required user_x="1"', "not terminated by semi-colon"),
-    ("a.B required user_x=;", "value not specified for key 'user_x'"),
-    ("a.B required user_x;", "value not specified for key 'user_x'"),
-    ('a.B required x="unterminated;', "unterminated quote"),
-    ('a.B required x="1"; c.D required;', "more than one login module"),
-    ('"a.B" required;', "class name"),
-])
+@pytest.mark.parametrize(
+    "value, complaint",
+    [
+        ("", "no login module"),
+        ("   ", "no login module"),
+        ("a.B", "control flag"),
+        ("a.B mandatory x=1;", "control flag"),
+        ('a.B required user_x="1"', "not terminated by semi-colon"),
+        ("a.B required user_x=;", "value not specified for key 'user_x'"),
+        ("a.B required user_x;", "value not specified for key 'user_x'"),
+        ('a.B required x="unterminated;', "unterminated quote"),
+        ('a.B required x="1"; c.D required;', "more than one login module"),
+        ('"a.B" required;', "class name"),
+    ],
+)
 def test_malformed_values_give_one_line(value: str, complaint: str) -> None:
     with pytest.raises(ConfigError) as error:
         parse_jaas(value, "listener.name.sasl.plain.sasl.jaas.config")
@@ -74,16 +79,21 @@ def test_plain_accepts_a_user_and_its_password() -> None:
     assert PlainServer(USERS).respond(b"alice\0alice\0alice-secret") == b""
 
 
-@pytest.mark.parametrize("token, message", [
-    (b"\0alice\0wrong", INVALID),
-    (b"\0nobody\0alice-secret", INVALID),
-    (b"\0\0alice-secret", "Authentication failed: username not specified"),
-    (b"\0alice\0", "Authentication failed: password not specified"),
-    (b"bob\0alice\0alice-secret", "Authentication failed: Client requested an authorization id that is different "
-                                  "from username"),
-    (b"alice-secret", None),
-    (b"\0a\0b\0c", None),
-])
+@pytest.mark.parametrize(
+    "token, message",
+    [
+        (b"\0alice\0wrong", INVALID),
+        (b"\0nobody\0alice-secret", INVALID),
+        (b"\0\0alice-secret", "Authentication failed: username not specified"),
+        (b"\0alice\0", "Authentication failed: password not specified"),
+        (
+            b"bob\0alice\0alice-secret",
+            "Authentication failed: Client requested an authorization id that is different from username",
+        ),
+        (b"alice-secret", None),
+        (b"\0a\0b\0c", None),
+    ],
+)
 def test_plain_refusals(token: bytes, message: str | None) -> None:
     with pytest.raises(AuthenticationFailed) as failed:
         PlainServer(USERS).respond(token)
@@ -93,9 +103,15 @@ def test_plain_refusals(token: bytes, message: str | None) -> None:
 
 # -- the connection's states -----------------------------------------------------------------------------------------
 
+
 def authenticator(reauth_ms: int = 0) -> Authenticator:
-    return Authenticator(["PLAIN", "SCRAM-SHA-256"], USERS, lambda user, mechanism: None,
-                         lambda user, mechanism: fake_credential(mechanism, user, b"x" * 32), reauth_ms)
+    return Authenticator(
+        ["PLAIN", "SCRAM-SHA-256"],
+        USERS,
+        lambda user, mechanism: None,
+        lambda user, mechanism: fake_credential(mechanism, user, b"x" * 32),
+        reauth_ms,
+    )
 
 
 def test_only_api_versions_and_the_handshake_before_it() -> None:
@@ -121,8 +137,9 @@ def test_a_failure_gives_kafkas_message() -> None:
     assert code == NONE and token.startswith(b"r=abc")
     code, message, token = auth.authenticate(b"c=biws,r=abc,p=AAAA")
     assert code == SASL_AUTHENTICATION_FAILED and token == b""
-    assert message == ("Authentication failed during authentication due to invalid credentials with SASL mechanism "
-                       "SCRAM-SHA-256")
+    assert message == (
+        "Authentication failed during authentication due to invalid credentials with SASL mechanism SCRAM-SHA-256"
+    )
     assert auth.state is State.FAILED
 
 
@@ -158,23 +175,32 @@ def test_listener_settings_are_read_and_checked() -> None:
     from herd.config import BrokerConfig
     from herd.server.sasl import inter_broker_login, listener_sasl
 
-    config = BrokerConfig.from_properties({
-        "listeners": "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": EXAMPLE,
-        "listener.name.SASL_PLAINTEXT.sasl.enabled.mechanisms": "SCRAM-SHA-512, PLAIN",
-        "listener.name.sasl_plaintext.connections.max.reauth.ms": "5000"})
+    config = BrokerConfig.from_properties(
+        {
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": EXAMPLE,
+            "listener.name.SASL_PLAINTEXT.sasl.enabled.mechanisms": "SCRAM-SHA-512, PLAIN",
+            "listener.name.sasl_plaintext.connections.max.reauth.ms": "5000",
+        }
+    )
     settings = listener_sasl(config, "SASL_PLAINTEXT")
     assert settings.mechanisms == ["SCRAM-SHA-512", "PLAIN"] and settings.reauth_ms == 5000
     assert settings.plain_users == {"admin": "admin-secret", "alice": "alice-secret"}
     assert "secret" not in repr(settings)
     assert inter_broker_login(config) == ("admin", "admin-secret")
-    bad = BrokerConfig.from_properties({
-        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-        "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": "x.Y required a=;"})
+    bad = BrokerConfig.from_properties(
+        {
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+            "listener.name.sasl_plaintext.scram-sha-512.sasl.jaas.config": "x.Y required a=;",
+        }
+    )
     with pytest.raises(ConfigError, match="scram-sha-512.sasl.jaas.config: value not specified for key 'a'"):
         listener_sasl(bad, "SASL_PLAINTEXT")
-    other = BrokerConfig.from_properties({
-        "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": "a.B required user_x=\"y\";"})
+    other = BrokerConfig.from_properties(
+        {
+            "listeners": "SASL_PLAINTEXT://127.0.0.1:0",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": 'a.B required user_x="y";',
+        }
+    )
     with pytest.raises(ConfigError, match="the login module must be"):
         listener_sasl(other, "SASL_PLAINTEXT")

@@ -29,14 +29,20 @@ def rfc7677_credential() -> ScramCredential:
     return make_credential(SHA256, "pencil", 4096, salt)
 
 
-def server_for(credentials: dict[str, ScramCredential], mechanism: ScramMechanism = SHA256,
-               nonce: str | None = None) -> ScramServer:
-    return ScramServer(mechanism, lambda user, m: credentials.get(user) if m is mechanism else None,
-                       lambda user, m: fake_credential(m, user, SECRET), nonce)
+def server_for(
+    credentials: dict[str, ScramCredential], mechanism: ScramMechanism = SHA256, nonce: str | None = None
+) -> ScramServer:
+    return ScramServer(
+        mechanism,
+        lambda user, m: credentials.get(user) if m is mechanism else None,
+        lambda user, m: fake_credential(m, user, SECRET),
+        nonce,
+    )
 
 
-def client_final(mechanism: ScramMechanism, password: str, first_bare: str, server_first: str,
-                 channel: str = "biws") -> str:
+def client_final(
+    mechanism: ScramMechanism, password: str, first_bare: str, server_first: str, channel: str = "biws"
+) -> str:
     fields = dict(item.split("=", 1) for item in server_first.split(","))
     salted = salted_password(mechanism, password, base64.b64decode(fields["s"]), int(fields["i"]))
     client_key = hmac.new(salted, b"Client Key", mechanism.hash_name).digest()
@@ -58,8 +64,9 @@ def test_rfc7677_vector() -> None:
     server = server_for({"user": rfc7677_credential()}, nonce="%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0")
     first = server.respond(b"n,,n=user,r=rOprNGfwEbeRWgbNEkqO")
     assert first == b"r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,s=W22ZaJ0SNY7soEsUEjb6gQ==,i=4096"
-    final = server.respond(b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,"
-                           b"p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ=")
+    final = server.respond(
+        b"c=biws,r=rOprNGfwEbeRWgbNEkqO%hvYDpWUa2RaTCAfuxFIlj)hNlF$k0,p=dHzbZapWIk4jUhN+Ute9ytag9zjfMHgsqmmiz7AndVQ="
+    )
     assert final == b"v=6rriTRBi23WpRR/wtup+mMhUZUn/dB5nLTJRsjl95G4="
     assert server.complete and server.user == "user"
 
@@ -115,10 +122,22 @@ def test_channel_binding_must_repeat_the_gs2_header() -> None:
         server.respond(client_final(SHA256, "pw", "n=alice,r=abc", first, channel=bad).encode())
 
 
-@pytest.mark.parametrize("message", [
-    b"", b"n,,", b"y,,n=alice,r=abc", b"p=tls-unique,,n=alice,r=abc", b"n,,n=,r=abc", b"n,,n=al=ice,r=abc",
-    b"n,,n=alice,r=a,bc", b"n,,r=abc,n=alice", b"n,,n=alice", b"\xff\xfe", b"n,,n=alice,r=abc,tokenauth",
-])
+@pytest.mark.parametrize(
+    "message",
+    [
+        b"",
+        b"n,,",
+        b"y,,n=alice,r=abc",
+        b"p=tls-unique,,n=alice,r=abc",
+        b"n,,n=,r=abc",
+        b"n,,n=al=ice,r=abc",
+        b"n,,n=alice,r=a,bc",
+        b"n,,r=abc,n=alice",
+        b"n,,n=alice",
+        b"\xff\xfe",
+        b"n,,n=alice,r=abc,tokenauth",
+    ],
+)
 def test_malformed_first_messages_are_refused(message: bytes) -> None:
     with pytest.raises(AuthenticationFailed):
         server_for({}).respond(message)
@@ -137,8 +156,9 @@ def test_tokenauth_is_refused_and_another_authzid_is_told() -> None:
         server_for(credentials).respond(b"n,,n=alice,r=abc,tokenauth=true")
     with pytest.raises(AuthenticationFailed) as failed:
         server_for(credentials).respond(b"n,a=bob,n=alice,r=abc")
-    assert failed.value.client_message == ("Authentication failed: Client requested an authorization id that is "
-                                           "different from username")
+    assert failed.value.client_message == (
+        "Authentication failed: Client requested an authorization id that is different from username"
+    )
     assert server_for(credentials).respond(b"n,a=alice,n=alice,r=abc").startswith(b"r=abc")
 
 

@@ -72,18 +72,18 @@ from herd.server.transactions import transaction_runtime
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 T, G, X, C = ResourceType.TOPIC, ResourceType.GROUP, ResourceType.TRANSACTIONAL_ID, ResourceType.CLUSTER
 LIT, PRE = PatternType.LITERAL, PatternType.PREFIXED
-O = Operation
+Op = Operation
 ALLOW, DENY = Permission.ALLOW, Permission.DENY
 ALICE, BOB, ADMIN = "User:alice", "User:bob", "User:admin"
 
 ACLS = [
-    Acl(T, "orders", PRE, ALICE, "*", O.READ, ALLOW),
-    Acl(T, "payments", LIT, ALICE, "*", O.WRITE, ALLOW),
-    Acl(G, "g1", LIT, ALICE, "*", O.READ, ALLOW),
-    Acl(X, "tx-a", LIT, ALICE, "*", O.WRITE, ALLOW),
-    Acl(T, "audit", LIT, ALICE, "10.0.0.9", O.READ, ALLOW),
-    Acl(T, "secret", LIT, "User:*", "*", O.DESCRIBE, DENY),
-    Acl(T, "secret", LIT, "User:*", "*", O.READ, ALLOW),
+    Acl(T, "orders", PRE, ALICE, "*", Op.READ, ALLOW),
+    Acl(T, "payments", LIT, ALICE, "*", Op.WRITE, ALLOW),
+    Acl(G, "g1", LIT, ALICE, "*", Op.READ, ALLOW),
+    Acl(X, "tx-a", LIT, ALICE, "*", Op.WRITE, ALLOW),
+    Acl(T, "audit", LIT, ALICE, "10.0.0.9", Op.READ, ALLOW),
+    Acl(T, "secret", LIT, "User:*", "*", Op.DESCRIBE, DENY),
+    Acl(T, "secret", LIT, "User:*", "*", Op.READ, ALLOW),
 ]
 
 
@@ -91,8 +91,7 @@ class Node:
     def __init__(self, broker: Broker) -> None:
         self.broker = broker
 
-    async def ask(self, principal: str, api: ModuleType, version: int, host: str = "127.0.0.1",
-                  **values: Any) -> Any:
+    async def ask(self, principal: str, api: ModuleType, version: int, host: str = "127.0.0.1", **values: Any) -> Any:
         request = make(request_class(api.API_KEY, version), values)
         session = Session(principal=principal, host=host)
         ctx = RequestContext(self.broker, RequestHeader(api.API_KEY, version, 1, "test"), host, session)
@@ -107,9 +106,15 @@ class Node:
 
 def run(body: Callable[[Node], Awaitable[None]]) -> None:
     async def main() -> None:
-        config = BrokerConfig.from_properties({
-            "offsets.topic.num.partitions": "1", "transaction.state.log.num.partitions": "1",
-            "authorizer.class.name": AUTHORIZER, "super.users": ADMIN, "group.initial.rebalance.delay.ms": "0"})
+        config = BrokerConfig.from_properties(
+            {
+                "offsets.topic.num.partitions": "1",
+                "transaction.state.log.num.partitions": "1",
+                "authorizer.class.name": AUTHORIZER,
+                "super.users": ADMIN,
+                "group.initial.rebalance.delay.ms": "0",
+            }
+        )
         store = SegmentStore("/data", MemoryFileSystem())
         broker = Broker(config, store)
         broker.start()
@@ -139,13 +144,28 @@ def run(body: Callable[[Node], Awaitable[None]]) -> None:
 def test_the_acl_apis_need_the_cluster_operations() -> None:
     async def body(node: Node) -> None:
         b = node.build(create_acls, 3)
-        creation = b("AclCreation", resource_type=T, resource_name="x", resource_pattern_type=LIT,
-                     principal=BOB, host="*", operation=O.READ, permission_type=ALLOW)
+        creation = b(
+            "AclCreation",
+            resource_type=T,
+            resource_name="x",
+            resource_pattern_type=LIT,
+            principal=BOB,
+            host="*",
+            operation=Op.READ,
+            permission_type=ALLOW,
+        )
         refused = await node.ask(ALICE, create_acls, 3, creations=(creation,))
         assert refused.results[0].error_code == ErrorCode.cluster_authorization_failed
         assert (await node.ask(ADMIN, create_acls, 3, creations=(creation,))).results[0].error_code == 0
-        filters = dict(resource_type_filter=T, resource_name_filter="x", pattern_type_filter=LIT,
-                       principal_filter=None, host_filter=None, operation=O.ANY, permission_type=Permission.ANY)
+        filters = dict(
+            resource_type_filter=T,
+            resource_name_filter="x",
+            pattern_type_filter=LIT,
+            principal_filter=None,
+            host_filter=None,
+            operation=Op.ANY,
+            permission_type=Permission.ANY,
+        )
         assert (await node.ask(BOB, describe_acls, 3, **filters)).error_code == ErrorCode.cluster_authorization_failed
         found = await node.ask(ADMIN, describe_acls, 3, **filters)
         assert [(r.resource_name, a.principal) for r in found.resources for a in r.acls] == [("x", BOB)]
@@ -156,10 +176,17 @@ def test_the_acl_apis_need_the_cluster_operations() -> None:
 def test_scram_users_need_alter_and_describe_on_the_cluster() -> None:
     """KIP-554's APIs: AlterUserScramCredentials needs ALTER on the cluster (else every user is refused and nothing
     changes), DescribeUserScramCredentials DESCRIBE (else refused at the top level)."""
+
     async def body(node: Node) -> None:
         b = node.build(alter_user_scram_credentials, 0)
-        upsert = b("ScramCredentialUpsertion", name="carol", mechanism=2, iterations=4096, salt=b"s" * 16,
-                   salted_password=b"p" * 64)
+        upsert = b(
+            "ScramCredentialUpsertion",
+            name="carol",
+            mechanism=2,
+            iterations=4096,
+            salt=b"s" * 16,
+            salted_password=b"p" * 64,
+        )
         refused = await node.ask(ALICE, alter_user_scram_credentials, 0, deletions=(), upsertions=(upsert,))
         assert [(r.user, r.error_code) for r in refused.results] == [("carol", ErrorCode.cluster_authorization_failed)]
         assert not (await node.ask(ADMIN, describe_user_scram_credentials, 0, users=None)).results
@@ -168,32 +195,55 @@ def test_scram_users_need_alter_and_describe_on_the_cluster() -> None:
         denied = await node.ask(BOB, describe_user_scram_credentials, 0, users=None)
         assert denied.error_code == ErrorCode.cluster_authorization_failed and not denied.results
         described = await node.ask(ADMIN, describe_user_scram_credentials, 0, users=None)
-        assert [(r.user, [(c.mechanism, c.iterations) for c in r.credential_infos]) for r in described.results] == \
-            [("carol", [(2, 4096)])]
+        assert [(r.user, [(c.mechanism, c.iterations) for c in r.credential_infos]) for r in described.results] == [
+            ("carol", [(2, 4096)])
+        ]
 
     run(body)
 
 
 def test_metadata_shows_each_principal_what_it_may_describe() -> None:
     async def body(node: Node) -> None:
-        everything = await node.ask(ALICE, metadata, 12, topics=None, allow_auto_topic_creation=False,
-                                    include_topic_authorized_operations=True)
+        everything = await node.ask(
+            ALICE, metadata, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=True
+        )
         assert sorted(t.name for t in everything.topics) == ["orders-1", "payments"]  # READ/WRITE imply DESCRIBE
         ops = {t.name: t.topic_authorized_operations for t in everything.topics}
-        assert ops["payments"] == (1 << O.WRITE) | (1 << O.DESCRIBE)
-        assert ops["orders-1"] == (1 << O.READ) | (1 << O.DESCRIBE)
-        assert [t.name for t in (await node.ask(BOB, metadata, 12, topics=None, allow_auto_topic_creation=False,
-                                                include_topic_authorized_operations=False)).topics] == []
+        assert ops["payments"] == (1 << Op.WRITE) | (1 << Op.DESCRIBE)
+        assert ops["orders-1"] == (1 << Op.READ) | (1 << Op.DESCRIBE)
+        assert [
+            t.name
+            for t in (
+                await node.ask(
+                    BOB,
+                    metadata,
+                    12,
+                    topics=None,
+                    allow_auto_topic_creation=False,
+                    include_topic_authorized_operations=False,
+                )
+            ).topics
+        ] == []
         b = node.build(metadata, 12)
-        named = await node.ask(ALICE, metadata, 12, topics=(b("MetadataRequestTopic", name="secret", topic_id=None),
-                                                          b("MetadataRequestTopic", name="nope", topic_id=None)),
-                               allow_auto_topic_creation=True, include_topic_authorized_operations=False)
+        named = await node.ask(
+            ALICE,
+            metadata,
+            12,
+            topics=(
+                b("MetadataRequestTopic", name="secret", topic_id=None),
+                b("MetadataRequestTopic", name="nope", topic_id=None),
+            ),
+            allow_auto_topic_creation=True,
+            include_topic_authorized_operations=False,
+        )
         assert [t.error_code for t in named.topics] == [ErrorCode.topic_authorization_failed] * 2
-        admin = await node.ask(ADMIN, metadata, 12, topics=None, allow_auto_topic_creation=False,
-                               include_topic_authorized_operations=False)
+        admin = await node.ask(
+            ADMIN, metadata, 12, topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+        )
         assert {"secret", "audit", "__consumer_offsets"} <= {t.name for t in admin.topics}
-        cluster = await node.ask(ALICE, describe_cluster, 1, include_cluster_authorized_operations=True,
-                                 endpoint_type=1)
+        cluster = await node.ask(
+            ALICE, describe_cluster, 1, include_cluster_authorized_operations=True, endpoint_type=1
+        )
         assert cluster.error_code == 0 and cluster.cluster_authorized_operations == 0
 
     run(body)
@@ -202,8 +252,15 @@ def test_metadata_shows_each_principal_what_it_may_describe() -> None:
 def test_hosts_are_matched() -> None:
     async def body(node: Node) -> None:
         for host, expected in (("10.0.0.9", 1), ("127.0.0.1", 0)):
-            r = await node.ask(ALICE, metadata, 12, host=host, topics=None, allow_auto_topic_creation=False,
-                               include_topic_authorized_operations=False)
+            r = await node.ask(
+                ALICE,
+                metadata,
+                12,
+                host=host,
+                topics=None,
+                allow_auto_topic_creation=False,
+                include_topic_authorized_operations=False,
+            )
             assert sum(t.name == "audit" for t in r.topics) == expected
 
     run(body)
@@ -211,9 +268,16 @@ def test_hosts_are_matched() -> None:
 
 def test_group_apis() -> None:
     async def body(node: Node) -> None:
-        join = dict(group_id="g1", session_timeout=timedelta(seconds=10), rebalance_timeout=timedelta(seconds=10),
-                    member_id="", group_instance_id=None, protocol_type="consumer", reason=None,
-                    protocols=(node.build(join_group, 9)("JoinGroupRequestProtocol", name="range", metadata=b""),))
+        join = dict(
+            group_id="g1",
+            session_timeout=timedelta(seconds=10),
+            rebalance_timeout=timedelta(seconds=10),
+            member_id="",
+            group_instance_id=None,
+            protocol_type="consumer",
+            reason=None,
+            protocols=(node.build(join_group, 9)("JoinGroupRequestProtocol", name="range", metadata=b""),),
+        )
         assert (await node.ask(BOB, join_group, 9, **join)).error_code == ErrorCode.group_authorization_failed
         hb = await node.ask(BOB, heartbeat, 4, group_id="g1", generation_id=1, member_id="m", group_instance_id=None)
         assert hb.error_code == ErrorCode.group_authorization_failed
@@ -225,34 +289,61 @@ def test_group_apis() -> None:
         assert [c.error_code for c in found.coordinators] == [0, ErrorCode.transactional_id_authorization_failed]
 
         b = node.build(offset_commit, 9)
-        topics = tuple(b("OffsetCommitRequestTopic", name=name, partitions=(
-            b("OffsetCommitRequestPartition", partition_index=0, committed_offset=1, committed_leader_epoch=-1,
-              committed_metadata=""),)) for name in ("orders-1", "payments", "orders-missing"))
-        commit = dict(group_id="g1", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None,
-                      topics=topics)
+        topics = tuple(
+            b(
+                "OffsetCommitRequestTopic",
+                name=name,
+                partitions=(
+                    b(
+                        "OffsetCommitRequestPartition",
+                        partition_index=0,
+                        committed_offset=1,
+                        committed_leader_epoch=-1,
+                        committed_metadata="",
+                    ),
+                ),
+            )
+            for name in ("orders-1", "payments", "orders-missing")
+        )
+        commit = dict(
+            group_id="g1", generation_id_or_member_epoch=-1, member_id="", group_instance_id=None, topics=topics
+        )
         r = await node.ask(ALICE, offset_commit, 9, **commit)
         assert [p.error_code for t in r.topics for p in t.partitions] == [
-            0, ErrorCode.topic_authorization_failed, ErrorCode.unknown_topic_or_partition]
+            0,
+            ErrorCode.topic_authorization_failed,
+            ErrorCode.unknown_topic_or_partition,
+        ]
         r = await node.ask(BOB, offset_commit, 9, **commit)
         assert {p.error_code for t in r.topics for p in t.partitions} == {ErrorCode.group_authorization_failed}
 
         b = node.build(offset_fetch, 7)
-        fetched = await node.ask(ALICE, offset_fetch, 7, group_id="g1", require_stable=False, topics=tuple(
-            b("OffsetFetchRequestTopic", name=name, partition_indexes=(0,)) for name in ("orders-1", "secret")))
+        fetched = await node.ask(
+            ALICE,
+            offset_fetch,
+            7,
+            group_id="g1",
+            require_stable=False,
+            topics=tuple(
+                b("OffsetFetchRequestTopic", name=name, partition_indexes=(0,)) for name in ("orders-1", "secret")
+            ),
+        )
         assert [(t.name, t.partitions[0].error_code, t.partitions[0].committed_offset) for t in fetched.topics] == [
-            ("orders-1", 0, 1), ("secret", ErrorCode.topic_authorization_failed, -1)]
+            ("orders-1", 0, 1),
+            ("secret", ErrorCode.topic_authorization_failed, -1),
+        ]
         every = await node.ask(ALICE, offset_fetch, 7, group_id="g1", require_stable=False, topics=None)
         assert [t.name for t in every.topics] == ["orders-1"]
-        assert (await node.ask(BOB, offset_fetch, 7, group_id="g1", require_stable=False, topics=None)).error_code \
-            == ErrorCode.group_authorization_failed
+        assert (
+            await node.ask(BOB, offset_fetch, 7, group_id="g1", require_stable=False, topics=None)
+        ).error_code == ErrorCode.group_authorization_failed
 
         listed = await node.ask(ALICE, list_groups, 4, states_filter=())
         assert [g.group_id for g in listed.groups] == ["g1"]
         assert (await node.ask(BOB, list_groups, 4, states_filter=())).groups == ()
-        described = await node.ask(ALICE, describe_groups, 5, groups=("g1", "g2"),
-                                   include_authorized_operations=True)
+        described = await node.ask(ALICE, describe_groups, 5, groups=("g1", "g2"), include_authorized_operations=True)
         assert [g.error_code for g in described.groups] == [0, ErrorCode.group_authorization_failed]
-        assert described.groups[0].authorized_operations == (1 << O.READ) | (1 << O.DESCRIBE)
+        assert described.groups[0].authorized_operations == (1 << Op.READ) | (1 << Op.DESCRIBE)
 
     run(body)
 
@@ -261,17 +352,44 @@ def test_the_data_path_and_the_other_group_and_topic_apis() -> None:
     """Fetch READ, ListOffsets DESCRIBE, DeleteRecords DELETE, DescribeProducers READ and CreatePartitions ALTER on
     the topic (TOPIC_AUTHORIZATION_FAILED per partition), SyncGroup and LeaveGroup READ and DeleteGroups DELETE on
     the group (GROUP_AUTHORIZATION_FAILED), as KafkaApis checks them."""
+
     async def body(node: Node) -> None:
         b = node.build(fetch, 12)
 
         async def fetched(principal: str, *topics: str) -> list[int]:
-            r = await node.ask(principal, fetch, 12, cluster_id=None, replica_id=-1, max_wait=timedelta(0),
-                               min_bytes=0, max_bytes=1 << 20, isolation_level=0, session_id=0, session_epoch=-1,
-                               topics=tuple(b("FetchTopic", topic=t, partitions=(b(
-                                   "FetchPartition", partition=0, current_leader_epoch=-1, fetch_offset=0,
-                                   last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1 << 20),))
-                                   for t in topics),
-                               forgotten_topics_data=(), rack_id="")
+            r = await node.ask(
+                principal,
+                fetch,
+                12,
+                cluster_id=None,
+                replica_id=-1,
+                max_wait=timedelta(0),
+                min_bytes=0,
+                max_bytes=1 << 20,
+                isolation_level=0,
+                session_id=0,
+                session_epoch=-1,
+                topics=tuple(
+                    b(
+                        "FetchTopic",
+                        topic=t,
+                        partitions=(
+                            b(
+                                "FetchPartition",
+                                partition=0,
+                                current_leader_epoch=-1,
+                                fetch_offset=0,
+                                last_fetched_epoch=-1,
+                                log_start_offset=-1,
+                                partition_max_bytes=1 << 20,
+                            ),
+                        ),
+                    )
+                    for t in topics
+                ),
+                forgotten_topics_data=(),
+                rack_id="",
+            )
             return [p.error_code for t in r.responses for p in t.partitions]
 
         assert await fetched(ALICE, "orders-1", "payments") == [0, ErrorCode.topic_authorization_failed]
@@ -280,10 +398,23 @@ def test_the_data_path_and_the_other_group_and_topic_apis() -> None:
         b = node.build(list_offsets, 7)
 
         async def listed(principal: str, *topics: str) -> list[int]:
-            r = await node.ask(principal, list_offsets, 7, replica_id=-1, isolation_level=0, topics=tuple(
-                b("ListOffsetsTopic", name=t, partitions=(b("ListOffsetsPartition", partition_index=0,
-                                                           current_leader_epoch=-1, timestamp=-1),))
-                for t in topics))
+            r = await node.ask(
+                principal,
+                list_offsets,
+                7,
+                replica_id=-1,
+                isolation_level=0,
+                topics=tuple(
+                    b(
+                        "ListOffsetsTopic",
+                        name=t,
+                        partitions=(
+                            b("ListOffsetsPartition", partition_index=0, current_leader_epoch=-1, timestamp=-1),
+                        ),
+                    )
+                    for t in topics
+                ),
+            )
             return [p.error_code for t in r.topics for p in t.partitions]
 
         # READ and WRITE imply DESCRIBE; User:*'s DENY DESCRIBE on "secret" wins over its ALLOW READ
@@ -293,33 +424,57 @@ def test_the_data_path_and_the_other_group_and_topic_apis() -> None:
         b = node.build(delete_records, 2)
 
         async def deleted(principal: str) -> int:
-            r = await node.ask(principal, delete_records, 2, timeout=timedelta(seconds=5), topics=(
-                b("DeleteRecordsTopic", name="orders-1", partitions=(
-                    b("DeleteRecordsPartition", partition_index=0, offset=0),)),))
+            r = await node.ask(
+                principal,
+                delete_records,
+                2,
+                timeout=timedelta(seconds=5),
+                topics=(
+                    b(
+                        "DeleteRecordsTopic",
+                        name="orders-1",
+                        partitions=(b("DeleteRecordsPartition", partition_index=0, offset=0),),
+                    ),
+                ),
+            )
             return r.topics[0].partitions[0].error_code
 
         assert await deleted(ALICE) == ErrorCode.topic_authorization_failed  # READ only, no DELETE
         assert await deleted(ADMIN) == 0
 
         b = node.build(describe_producers, 0)
-        r = await node.ask(ALICE, describe_producers, 0, topics=tuple(
-            b("TopicRequest", name=t, partition_indexes=(0,)) for t in ("orders-1", "payments")))
+        r = await node.ask(
+            ALICE,
+            describe_producers,
+            0,
+            topics=tuple(b("TopicRequest", name=t, partition_indexes=(0,)) for t in ("orders-1", "payments")),
+        )
         assert [p.error_code for t in r.topics for p in t.partitions] == [0, ErrorCode.topic_authorization_failed]
 
         b = node.build(create_partitions, 3)
-        grow = dict(timeout=timedelta(seconds=5), validate_only=True,
-                    topics=(b("CreatePartitionsTopic", name="orders-1", count=2, assignments=None),))
-        assert (await node.ask(ALICE, create_partitions, 3, **grow)).results[0].error_code \
-            == ErrorCode.topic_authorization_failed
+        grow = dict(
+            timeout=timedelta(seconds=5),
+            validate_only=True,
+            topics=(b("CreatePartitionsTopic", name="orders-1", count=2, assignments=None),),
+        )
+        assert (await node.ask(ALICE, create_partitions, 3, **grow)).results[
+            0
+        ].error_code == ErrorCode.topic_authorization_failed
         assert (await node.ask(ADMIN, create_partitions, 3, **grow)).results[0].error_code == 0
 
-        sync = dict(group_id="g1", generation_id=1, member_id="m", group_instance_id=None, protocol_type="consumer",
-                    protocol_name="range", assignments=())
+        sync = dict(
+            group_id="g1",
+            generation_id=1,
+            member_id="m",
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=(),
+        )
         assert (await node.ask(BOB, sync_group, 5, **sync)).error_code == ErrorCode.group_authorization_failed
         assert (await node.ask(ALICE, sync_group, 5, **sync)).error_code != ErrorCode.group_authorization_failed
         b = node.build(leave_group, 5)
-        leave = dict(group_id="g1", members=(b("MemberIdentity", member_id="m", group_instance_id=None,
-                                               reason=None),))
+        leave = dict(group_id="g1", members=(b("MemberIdentity", member_id="m", group_instance_id=None, reason=None),))
         assert (await node.ask(BOB, leave_group, 5, **leave)).error_code == ErrorCode.group_authorization_failed
         assert (await node.ask(ALICE, leave_group, 5, **leave)).error_code != ErrorCode.group_authorization_failed
         gone = await node.ask(ALICE, delete_groups, 2, groups_names=("g1",))  # READ only, no DELETE
@@ -335,9 +490,21 @@ def test_produce_and_producer_ids() -> None:
         b = node.build(produce, 11)
 
         async def send(principal: str, topic: str) -> int:
-            r = await node.ask(principal, produce, 11, transactional_id=None, acks=-1, timeout=timedelta(0),
-                               topic_data=(b("TopicProduceData", name=topic, partition_data=(
-                                   b("PartitionProduceData", index=0, records=make_batch([b"v"])),)),))
+            r = await node.ask(
+                principal,
+                produce,
+                11,
+                transactional_id=None,
+                acks=-1,
+                timeout=timedelta(0),
+                topic_data=(
+                    b(
+                        "TopicProduceData",
+                        name=topic,
+                        partition_data=(b("PartitionProduceData", index=0, records=make_batch([b"v"])),),
+                    ),
+                ),
+            )
             return r.responses[0].partition_responses[0].error_code
 
         assert await send(ALICE, "payments") == 0
@@ -346,8 +513,15 @@ def test_produce_and_producer_ids() -> None:
         assert await send(ADMIN, "orders-1") == 0
 
         async def init(principal: str, tid: str | None) -> int:
-            r = await node.ask(principal, init_producer_id, 5, transactional_id=tid,
-                               transaction_timeout=timedelta(seconds=60), producer_id=-1, producer_epoch=-1)
+            r = await node.ask(
+                principal,
+                init_producer_id,
+                5,
+                transactional_id=tid,
+                transaction_timeout=timedelta(seconds=60),
+                producer_id=-1,
+                producer_epoch=-1,
+            )
             return r.error_code
 
         assert await init(ALICE, None) == 0  # WRITE on some topic
@@ -361,33 +535,60 @@ def test_produce_and_producer_ids() -> None:
 def test_admin_apis() -> None:
     async def body(node: Node) -> None:
         b = node.build(create_topics, 7)
-        topic = b("CreatableTopic", name="orders-2", num_partitions=1, replication_factor=1, assignments=(),
-                  configs=())
-        r = await node.ask(ALICE, create_topics, 7, topics=(topic,), timeout=timedelta(seconds=5),
-                           validate_only=False)
+        topic = b("CreatableTopic", name="orders-2", num_partitions=1, replication_factor=1, assignments=(), configs=())
+        r = await node.ask(ALICE, create_topics, 7, topics=(topic,), timeout=timedelta(seconds=5), validate_only=False)
         assert r.topics[0].error_code == ErrorCode.topic_authorization_failed
-        r = await node.ask(ADMIN, create_topics, 7, topics=(topic,), timeout=timedelta(seconds=5),
-                           validate_only=False)
+        r = await node.ask(ADMIN, create_topics, 7, topics=(topic,), timeout=timedelta(seconds=5), validate_only=False)
         assert r.topics[0].error_code == 0
-        r = await node.ask(ALICE, delete_topics, 6, topics=(
-            node.build(delete_topics, 6)("DeleteTopicState", name="orders-2", topic_id=None),),
-                           timeout=timedelta(seconds=5))
+        r = await node.ask(
+            ALICE,
+            delete_topics,
+            6,
+            topics=(node.build(delete_topics, 6)("DeleteTopicState", name="orders-2", topic_id=None),),
+            timeout=timedelta(seconds=5),
+        )
         assert r.responses[0].error_code == ErrorCode.topic_authorization_failed
         d = node.build(describe_configs, 4)
-        r = await node.ask(ALICE, describe_configs, 4, include_synonyms=False, include_documentation=False,
-                           resources=(d("DescribeConfigsResource", resource_type=4, resource_name="",
-                                        configuration_keys=None),
-                                      d("DescribeConfigsResource", resource_type=2, resource_name="orders-1",
-                                        configuration_keys=None)))
-        assert [x.error_code for x in r.results] == [ErrorCode.cluster_authorization_failed,
-                                                     ErrorCode.topic_authorization_failed]
+        r = await node.ask(
+            ALICE,
+            describe_configs,
+            4,
+            include_synonyms=False,
+            include_documentation=False,
+            resources=(
+                d("DescribeConfigsResource", resource_type=4, resource_name="", configuration_keys=None),
+                d("DescribeConfigsResource", resource_type=2, resource_name="orders-1", configuration_keys=None),
+            ),
+        )
+        assert [x.error_code for x in r.results] == [
+            ErrorCode.cluster_authorization_failed,
+            ErrorCode.topic_authorization_failed,
+        ]
         i = node.build(incremental_alter_configs, 1)
-        resources = tuple(i("AlterConfigsResource", resource_type=t, resource_name=n, configs=(
-            i("AlterableConfig", name=k, config_operation=0, value=v),)) for t, n, k, v in (
-                (2, "payments", "retention.ms", "1000"), (32, "g1", "herd.expected.instance.ids", "a"),
-                (4, "", "log.retention.ms", "1000")))
-        for principal, expected in ((ALICE, [ErrorCode.topic_authorization_failed, ErrorCode.group_authorization_failed,
-                                             ErrorCode.cluster_authorization_failed]), (ADMIN, [0, 0, 0])):
+        resources = tuple(
+            i(
+                "AlterConfigsResource",
+                resource_type=t,
+                resource_name=n,
+                configs=(i("AlterableConfig", name=k, config_operation=0, value=v),),
+            )
+            for t, n, k, v in (
+                (2, "payments", "retention.ms", "1000"),
+                (32, "g1", "herd.expected.instance.ids", "a"),
+                (4, "", "log.retention.ms", "1000"),
+            )
+        )
+        for principal, expected in (
+            (
+                ALICE,
+                [
+                    ErrorCode.topic_authorization_failed,
+                    ErrorCode.group_authorization_failed,
+                    ErrorCode.cluster_authorization_failed,
+                ],
+            ),
+            (ADMIN, [0, 0, 0]),
+        ):
             r = await node.ask(principal, incremental_alter_configs, 1, resources=resources, validate_only=True)
             assert [x.error_code for x in r.responses] == expected
 
@@ -400,63 +601,104 @@ def test_denials_are_logged_at_debug(caplog) -> None:  # type: ignore[no-untyped
     async def body(node: Node) -> None:
         with caplog.at_level(logging.DEBUG, logger="herd.security.authorizer"):
             await node.ask(BOB, heartbeat, 4, group_id="g1", generation_id=1, member_id="m", group_instance_id=None)
-            await node.ask(ALICE, heartbeat, 4, group_id="g1", generation_id=1, member_id="m",
-                           group_instance_id=None)
+            await node.ask(ALICE, heartbeat, 4, group_id="g1", generation_id=1, member_id="m", group_instance_id=None)
 
     run(body)
     denied = [r.getMessage() for r in caplog.records if r.name == "herd.security.authorizer"]
-    assert denied == [f"Principal = {BOB} is Denied operation = 3 from host = 127.0.0.1 on resource = 3:g1 "
-                      f"for request = 12"]
+    assert denied == [
+        f"Principal = {BOB} is Denied operation = 3 from host = 127.0.0.1 on resource = 3:g1 for request = 12"
+    ]
 
 
 def test_transaction_apis() -> None:
     async def body(node: Node) -> None:
-        init = await node.ask(ALICE, init_producer_id, 5, transactional_id="tx-a",
-                              transaction_timeout=timedelta(seconds=60), producer_id=-1, producer_epoch=-1)
+        init = await node.ask(
+            ALICE,
+            init_producer_id,
+            5,
+            transactional_id="tx-a",
+            transaction_timeout=timedelta(seconds=60),
+            producer_id=-1,
+            producer_epoch=-1,
+        )
         pid = init.producer_id
         b = node.build(add_partitions_to_txn, 3)
 
         async def add(principal: str, tid: str, topics: dict[str, list[int]]) -> dict[tuple[str, int], int]:
-            r = await node.ask(principal, add_partitions_to_txn, 3, v3_and_below_transactional_id=tid,
-                               v3_and_below_producer_id=pid, v3_and_below_producer_epoch=0,
-                               v3_and_below_topics=tuple(b("AddPartitionsToTxnTopic", name=n, partitions=tuple(ps))
-                                                         for n, ps in topics.items()))
-            return {(t.name, p.partition_index): p.partition_error_code
-                    for t in r.results_by_topic_v3_and_below for p in t.results_by_partition}
+            r = await node.ask(
+                principal,
+                add_partitions_to_txn,
+                3,
+                v3_and_below_transactional_id=tid,
+                v3_and_below_producer_id=pid,
+                v3_and_below_producer_epoch=0,
+                v3_and_below_topics=tuple(
+                    b("AddPartitionsToTxnTopic", name=n, partitions=tuple(ps)) for n, ps in topics.items()
+                ),
+            )
+            return {
+                (t.name, p.partition_index): p.partition_error_code
+                for t in r.results_by_topic_v3_and_below
+                for p in t.results_by_partition
+            }
 
         assert await add(BOB, "tx-a", {"payments": [0]}) == {
-            ("payments", 0): ErrorCode.transactional_id_authorization_failed}
+            ("payments", 0): ErrorCode.transactional_id_authorization_failed
+        }
         assert await add(ALICE, "tx-a", {"payments": [0], "orders-1": [0]}) == {
-            ("payments", 0): ErrorCode.operation_not_attempted, ("orders-1", 0): ErrorCode.topic_authorization_failed}
+            ("payments", 0): ErrorCode.operation_not_attempted,
+            ("orders-1", 0): ErrorCode.topic_authorization_failed,
+        }
         assert await add(ALICE, "tx-a", {"payments": [0]}) == {("payments", 0): 0}
         offsets = dict(transactional_id="tx-a", producer_id=pid, producer_epoch=0)
         r = await node.ask(ALICE, add_offsets_to_txn, 3, group_id="g2", **offsets)
         assert r.error_code == ErrorCode.group_authorization_failed
-        assert (await node.ask(BOB, add_offsets_to_txn, 3, group_id="g1", **offsets)).error_code == \
-            ErrorCode.transactional_id_authorization_failed
+        assert (
+            await node.ask(BOB, add_offsets_to_txn, 3, group_id="g1", **offsets)
+        ).error_code == ErrorCode.transactional_id_authorization_failed
         assert (await node.ask(ALICE, add_offsets_to_txn, 3, group_id="g1", **offsets)).error_code == 0
 
         described = await node.ask(ALICE, describe_transactions, 0, transactional_ids=("tx-a", "tx-b"))
         assert [s.error_code for s in described.transaction_states] == [
-            0, ErrorCode.transactional_id_authorization_failed]
+            0,
+            ErrorCode.transactional_id_authorization_failed,
+        ]
         # the offsets partition of g1 is in the transaction; alice may not DESCRIBE __consumer_offsets
         assert [t.topic for t in described.transaction_states[0].topics] == ["payments"]
-        assert (await node.ask(ADMIN, describe_transactions, 0, transactional_ids=("tx-a",))
-                ).transaction_states[0].topics[0].topic == "__consumer_offsets"
+        assert (await node.ask(ADMIN, describe_transactions, 0, transactional_ids=("tx-a",))).transaction_states[
+            0
+        ].topics[0].topic == "__consumer_offsets"
         listing = dict(state_filters=(), producer_id_filters=(), duration_filter=-1)
-        assert [t.transactional_id for t in (await node.ask(ALICE, list_transactions, 1, **listing)
-                                             ).transaction_states] == ["tx-a"]
+        assert [
+            t.transactional_id for t in (await node.ask(ALICE, list_transactions, 1, **listing)).transaction_states
+        ] == ["tx-a"]
         assert (await node.ask(BOB, list_transactions, 1, **listing)).transaction_states == ()
-        ended = await node.ask(BOB, end_txn, 3, transactional_id="tx-a", producer_id=pid, producer_epoch=0,
-                               committed=False)
+        ended = await node.ask(
+            BOB, end_txn, 3, transactional_id="tx-a", producer_id=pid, producer_epoch=0, committed=False
+        )
         assert ended.error_code == ErrorCode.transactional_id_authorization_failed
         m = node.build(write_txn_markers, 1)
-        markers = await node.ask(ALICE, write_txn_markers, 1, markers=(m(
-            "WritableTxnMarker", producer_id=pid, producer_epoch=0, transaction_result=False, coordinator_epoch=0,
-            topics=(m("WritableTxnMarkerTopic", name="payments", partition_indexes=(0,)),)),))
+        markers = await node.ask(
+            ALICE,
+            write_txn_markers,
+            1,
+            markers=(
+                m(
+                    "WritableTxnMarker",
+                    producer_id=pid,
+                    producer_epoch=0,
+                    transaction_result=False,
+                    coordinator_epoch=0,
+                    topics=(m("WritableTxnMarkerTopic", name="payments", partition_indexes=(0,)),),
+                ),
+            ),
+        )
         assert markers.markers[0].topics[0].partitions[0].error_code == ErrorCode.cluster_authorization_failed
-        assert (await node.ask(ALICE, end_txn, 3, transactional_id="tx-a", producer_id=pid, producer_epoch=0,
-                               committed=False)).error_code == 0
+        assert (
+            await node.ask(
+                ALICE, end_txn, 3, transactional_id="tx-a", producer_id=pid, producer_epoch=0, committed=False
+            )
+        ).error_code == 0
 
     run(body)
 
@@ -464,14 +706,21 @@ def test_transaction_apis() -> None:
 def test_describe_topic_partitions() -> None:
     async def body(node: Node) -> None:
         b = node.build(describe_topic_partitions, 0)
-        named = await node.ask(ALICE, describe_topic_partitions, 0, response_partition_limit=100, cursor=None,
-                               topics=tuple(b("TopicRequest", name=n) for n in ("secret", "orders-1", "nope")))
+        named = await node.ask(
+            ALICE,
+            describe_topic_partitions,
+            0,
+            response_partition_limit=100,
+            cursor=None,
+            topics=tuple(b("TopicRequest", name=n) for n in ("secret", "orders-1", "nope")),
+        )
         got = {t.name: (t.error_code, t.topic_authorized_operations) for t in named.topics}
         assert got["secret"][0] == ErrorCode.topic_authorization_failed
-        assert got["orders-1"] == (0, (1 << O.READ) | (1 << O.DESCRIBE))
+        assert got["orders-1"] == (0, (1 << Op.READ) | (1 << Op.DESCRIBE))
         assert got["nope"][0] == ErrorCode.topic_authorization_failed  # existence not disclosed
-        listed = await node.ask(ALICE, describe_topic_partitions, 0, response_partition_limit=100, cursor=None,
-                                topics=())
+        listed = await node.ask(
+            ALICE, describe_topic_partitions, 0, response_partition_limit=100, cursor=None, topics=()
+        )
         assert [t.name for t in listed.topics] == ["orders-1", "payments"]
 
     run(body)

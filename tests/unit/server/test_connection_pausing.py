@@ -115,7 +115,7 @@ def test_reading_stops_at_max_in_flight_and_resumes_in_order() -> None:
         while data:
             size = int.from_bytes(data[:4], "big")
             ids.append(int.from_bytes(data[4:8], "big"))
-            data = data[4 + size:]
+            data = data[4 + size :]
         assert ids == list(range(1, MAX_IN_FLIGHT + 7))  # every answer, in request order
 
     asyncio.run(main())

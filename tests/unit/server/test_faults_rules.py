@@ -8,8 +8,8 @@ import uuid
 from typing import Any
 
 import pytest
-from kio.serial import entity_reader
 from kio.schema.errors import ErrorCode as E
+from kio.serial import entity_reader
 
 from herd.client.wire import request_builder
 from herd.config import BrokerConfig
@@ -43,48 +43,136 @@ def _request(broker: Broker, key: int, v: int, group: str = "g", topic: str = "t
     topic_id = broker.cluster.get(topic).topic_id
     named = {"name": topic, "topic": topic, "topic_id": topic_id}
     if key == 0:
-        return b.request(transactional_id=None, acks=-1, timeout=1000, topic_data=(
-            b("TopicProduceData", **named, partition_data=(b("PartitionProduceData", index=0, records=None),)),))
+        return b.request(
+            transactional_id=None,
+            acks=-1,
+            timeout=1000,
+            topic_data=(
+                b("TopicProduceData", **named, partition_data=(b("PartitionProduceData", index=0, records=None),)),
+            ),
+        )
     if key == 1:
-        return b.request(replica_id=-1, max_wait=100, min_bytes=1, max_bytes=1 << 20, isolation_level=0,
-                         session_id=0, session_epoch=-1, forgotten_topics_data=(), rack_id="", topics=(
-                             b("FetchTopic", **named, partitions=(
-                                 b("FetchPartition", partition=1, current_leader_epoch=-1, fetch_offset=0,
-                                   last_fetched_epoch=-1, log_start_offset=-1, partition_max_bytes=1000),)),))
+        return b.request(
+            replica_id=-1,
+            max_wait=100,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            forgotten_topics_data=(),
+            rack_id="",
+            topics=(
+                b(
+                    "FetchTopic",
+                    **named,
+                    partitions=(
+                        b(
+                            "FetchPartition",
+                            partition=1,
+                            current_leader_epoch=-1,
+                            fetch_offset=0,
+                            last_fetched_epoch=-1,
+                            log_start_offset=-1,
+                            partition_max_bytes=1000,
+                        ),
+                    ),
+                ),
+            ),
+        )
     if key == 2:
-        return b.request(replica_id=-1, isolation_level=0, timeout=1000, topics=(
-            b("ListOffsetsTopic", name=topic, partitions=(
-                b("ListOffsetsPartition", partition_index=0, current_leader_epoch=-1, timestamp=-1),)),))
+        return b.request(
+            replica_id=-1,
+            isolation_level=0,
+            timeout=1000,
+            topics=(
+                b(
+                    "ListOffsetsTopic",
+                    name=topic,
+                    partitions=(b("ListOffsetsPartition", partition_index=0, current_leader_epoch=-1, timestamp=-1),),
+                ),
+            ),
+        )
     if key == 3:
-        return b.request(topics=(b("MetadataRequestTopic", name=topic, topic_id=uuid.UUID(int=0)),),
-                         allow_auto_topic_creation=False, include_topic_authorized_operations=False,
-                         include_cluster_authorized_operations=False)
+        return b.request(
+            topics=(b("MetadataRequestTopic", name=topic, topic_id=uuid.UUID(int=0)),),
+            allow_auto_topic_creation=False,
+            include_topic_authorized_operations=False,
+            include_cluster_authorized_operations=False,
+        )
     if key == 8:
-        return b.request(group_id=group, generation_id_or_member_epoch=1, member_id="m-1", group_instance_id="i-1",
-                         retention_time=-1, topics=(b("OffsetCommitRequestTopic", **named, partitions=(
-                             b("OffsetCommitRequestPartition", partition_index=0, committed_offset=5,
-                               committed_leader_epoch=-1, committed_metadata=""),)),))
+        return b.request(
+            group_id=group,
+            generation_id_or_member_epoch=1,
+            member_id="m-1",
+            group_instance_id="i-1",
+            retention_time=-1,
+            topics=(
+                b(
+                    "OffsetCommitRequestTopic",
+                    **named,
+                    partitions=(
+                        b(
+                            "OffsetCommitRequestPartition",
+                            partition_index=0,
+                            committed_offset=5,
+                            committed_leader_epoch=-1,
+                            committed_metadata="",
+                        ),
+                    ),
+                ),
+            ),
+        )
     if key == 9:
         if v >= 8:
-            return b.request(require_stable=False, groups=(b("OffsetFetchRequestGroup", group_id=group,
-                             member_id=None, member_epoch=-1, topics=(b("OffsetFetchRequestTopics", **named,
-                                                                        partition_indexes=(0, 1)),)),))
-        return b.request(group_id=group, require_stable=False, topics=(
-            b("OffsetFetchRequestTopic", name=topic, partition_indexes=(0, 1)),))
+            return b.request(
+                require_stable=False,
+                groups=(
+                    b(
+                        "OffsetFetchRequestGroup",
+                        group_id=group,
+                        member_id=None,
+                        member_epoch=-1,
+                        topics=(b("OffsetFetchRequestTopics", **named, partition_indexes=(0, 1)),),
+                    ),
+                ),
+            )
+        return b.request(
+            group_id=group,
+            require_stable=False,
+            topics=(b("OffsetFetchRequestTopic", name=topic, partition_indexes=(0, 1)),),
+        )
     if key == 10:
         return b.request(key=group, key_type=0, coordinator_keys=(group,))
     if key == 11:
-        return b.request(group_id=group, session_timeout=10_000, rebalance_timeout=10_000, member_id="m-1",
-                         group_instance_id="i-1", protocol_type="consumer", reason=None,
-                         protocols=(b("JoinGroupRequestProtocol", name="range", metadata=b""),))
+        return b.request(
+            group_id=group,
+            session_timeout=10_000,
+            rebalance_timeout=10_000,
+            member_id="m-1",
+            group_instance_id="i-1",
+            protocol_type="consumer",
+            reason=None,
+            protocols=(b("JoinGroupRequestProtocol", name="range", metadata=b""),),
+        )
     if key == 12:
         return b.request(group_id=group, generation_id=1, member_id="m-1", group_instance_id="i-1")
     if key == 13:
-        return b.request(group_id=group, member_id="m-1", members=(
-            b("MemberIdentity", member_id="m-1", group_instance_id="i-1", reason=None),))
+        return b.request(
+            group_id=group,
+            member_id="m-1",
+            members=(b("MemberIdentity", member_id="m-1", group_instance_id="i-1", reason=None),),
+        )
     if key == 14:
-        return b.request(group_id=group, generation_id=1, member_id="m-1", group_instance_id="i-1",
-                         protocol_type="consumer", protocol_name="range", assignments=())
+        return b.request(
+            group_id=group,
+            generation_id=1,
+            member_id="m-1",
+            group_instance_id="i-1",
+            protocol_type="consumer",
+            protocol_name="range",
+            assignments=(),
+        )
     if key == 15:
         return b.request(groups=(group,), include_authorized_operations=False)
     if key == 16:
@@ -94,8 +182,16 @@ def _request(broker: Broker, key: int, v: int, group: str = "g", topic: str = "t
     if key == 42:
         return b.request(groups_names=(group,))
     if key == 47:
-        return b.request(group_id=group, topics=(b("OffsetDeleteRequestTopic", name=topic, partitions=(
-            b("OffsetDeleteRequestPartition", partition_index=0),)),))
+        return b.request(
+            group_id=group,
+            topics=(
+                b(
+                    "OffsetDeleteRequestTopic",
+                    name=topic,
+                    partitions=(b("OffsetDeleteRequestPartition", partition_index=0),),
+                ),
+            ),
+        )
     raise AssertionError(key)
 
 
@@ -134,13 +230,19 @@ def _versions(key: int) -> list[int]:
     return sorted({spec.min_version, middle, spec.max_version})
 
 
-CASES = [(key, v, code) for key in sorted(ERRORS) for v in _versions(key)
-         for code in sorted(ERRORS[key]) if ERRORS[key][code] <= v]
+CASES = [
+    (key, v, code)
+    for key in sorted(ERRORS)
+    for v in _versions(key)
+    for code in sorted(ERRORS[key])
+    if ERRORS[key][code] <= v
+]
 
 
 @pytest.mark.parametrize(("key", "version", "code"), CASES)
-def test_every_allowed_error_of_every_covered_api_is_a_well_formed_answer(broker: Broker, key: int, version: int,
-                                                                          code: int) -> None:
+def test_every_allowed_error_of_every_covered_api_is_a_well_formed_answer(
+    broker: Broker, key: int, version: int, code: int
+) -> None:
     faults = FaultRegistry(broker)
     rule = faults.add({"action": "error", "api": key, "error": code})
     request = _request(broker, key, version)
@@ -157,8 +259,9 @@ def test_errors_go_where_kafka_puts_them(broker: Broker) -> None:
 
     assert answer(12, 4, "REBALANCE_IN_PROGRESS").error_code == E.rebalance_in_progress
     commit = answer(8, 9, "NOT_COORDINATOR")
-    assert [(t.name, p.partition_index, p.error_code) for t in commit.topics for p in t.partitions] == \
-        [("t", 0, E.not_coordinator)]
+    assert [(t.name, p.partition_index, p.error_code) for t in commit.topics for p in t.partitions] == [
+        ("t", 0, E.not_coordinator)
+    ]
     assert answer(9, 1, "NOT_COORDINATOR").topics[0].partitions[0].error_code == E.not_coordinator  # v1: per partition
     v7 = answer(9, 7, "COORDINATOR_LOAD_IN_PROGRESS")
     assert (v7.error_code, v7.topics) == (E.coordinator_load_in_progress, ())
@@ -187,8 +290,9 @@ def test_a_join_refused_member_id_required_carries_a_new_member_id(broker: Broke
 def test_metadata_errors_the_rules_topic_and_describes_the_others(broker: Broker) -> None:
     faults = FaultRegistry(broker)
     rule = faults.add({"action": "error", "api": "Metadata", "topic": "t", "error": "LEADER_NOT_AVAILABLE"})
-    request = request_builder(3, 12).request(topics=None, allow_auto_topic_creation=False,
-                                             include_topic_authorized_operations=False)
+    request = request_builder(3, 12).request(
+        topics=None, allow_auto_topic_creation=False, include_topic_authorized_operations=False
+    )
     assert faults.match(3, _header(3, 12), request) is rule  # every topic asked for: t among them
     body = _decoded(faults.error_response(rule, _header(3, 12), request), 3, 12)
     errors = {t.name: (t.error_code, len(t.partitions)) for t in body.topics}
@@ -208,30 +312,38 @@ def test_an_acks_0_produce_gets_no_answer(broker: Broker) -> None:
 # -- validation --------------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("rule", "complaint"), [
-    ({"action": "explode"}, "action must be one of error, delay, drop, stall"),
-    ({"action": "error", "error": "NOT_COORDINATOR"}, "action error needs an api"),
-    ({"action": "error", "api": "Heartbeat", "error": "OFFSET_OUT_OF_RANGE"},
-     "Kafka does not answer Heartbeat with OFFSET_OUT_OF_RANGE"),
-    ({"action": "error", "api": "Heartbeat", "error": "NO_SUCH_THING"}, "error must be a Kafka error name"),
-    ({"action": "error", "api": "CreateTopics", "error": 41}, "injecting errors into CreateTopics is not supported"),
-    ({"action": "delay", "api": "Frobnicate", "delay_ms": 1}, "unknown API 'Frobnicate'"),
-    ({"action": "delay", "api": 999, "delay_ms": 1}, "API key 999 is not served by herd"),
-    ({"action": "delay", "api": "Heartbeat", "topic": "t", "delay_ms": 1}, "Heartbeat requests carry no topic"),
-    ({"action": "delay", "api": "Produce", "group": "g", "delay_ms": 1}, "Produce requests carry no group"),
-    ({"action": "delay", "api": "Metadata", "member": "m", "delay_ms": 1}, "Metadata requests carry no member"),
-    ({"action": "delay"}, "action delay needs delay_ms"),
-    ({"action": "delay", "delay_ms": -1}, "delay_ms must be a whole number"),
-    ({"action": "drop", "when": "during"}, "when must be before or after"),
-    ({"action": "delay", "delay_ms": 5, "when": "after"}, "when goes with action drop"),
-    ({"action": "drop", "delay_ms": 5}, "delay_ms goes with action delay or stall"),
-    ({"action": "drop", "error": "NOT_COORDINATOR"}, "error goes with action error"),
-    ({"action": "drop", "count": 0}, "count must be a whole number"),
-    ({"action": "drop", "probability": 1.5}, "probability must be a number in (0, 1]"),
-    ({"action": "drop", "group": 3}, "group must be a string"),
-    ({"action": "drop", "bogus": 1}, "unknown field 'bogus'"),
-    ([1], "a fault rule is a JSON object"),
-])
+@pytest.mark.parametrize(
+    ("rule", "complaint"),
+    [
+        ({"action": "explode"}, "action must be one of error, delay, drop, stall"),
+        ({"action": "error", "error": "NOT_COORDINATOR"}, "action error needs an api"),
+        (
+            {"action": "error", "api": "Heartbeat", "error": "OFFSET_OUT_OF_RANGE"},
+            "Kafka does not answer Heartbeat with OFFSET_OUT_OF_RANGE",
+        ),
+        ({"action": "error", "api": "Heartbeat", "error": "NO_SUCH_THING"}, "error must be a Kafka error name"),
+        (
+            {"action": "error", "api": "CreateTopics", "error": 41},
+            "injecting errors into CreateTopics is not supported",
+        ),
+        ({"action": "delay", "api": "Frobnicate", "delay_ms": 1}, "unknown API 'Frobnicate'"),
+        ({"action": "delay", "api": 999, "delay_ms": 1}, "API key 999 is not served by herd"),
+        ({"action": "delay", "api": "Heartbeat", "topic": "t", "delay_ms": 1}, "Heartbeat requests carry no topic"),
+        ({"action": "delay", "api": "Produce", "group": "g", "delay_ms": 1}, "Produce requests carry no group"),
+        ({"action": "delay", "api": "Metadata", "member": "m", "delay_ms": 1}, "Metadata requests carry no member"),
+        ({"action": "delay"}, "action delay needs delay_ms"),
+        ({"action": "delay", "delay_ms": -1}, "delay_ms must be a whole number"),
+        ({"action": "drop", "when": "during"}, "when must be before or after"),
+        ({"action": "delay", "delay_ms": 5, "when": "after"}, "when goes with action drop"),
+        ({"action": "drop", "delay_ms": 5}, "delay_ms goes with action delay or stall"),
+        ({"action": "drop", "error": "NOT_COORDINATOR"}, "error goes with action error"),
+        ({"action": "drop", "count": 0}, "count must be a whole number"),
+        ({"action": "drop", "probability": 1.5}, "probability must be a number in (0, 1]"),
+        ({"action": "drop", "group": 3}, "group must be a string"),
+        ({"action": "drop", "bogus": 1}, "unknown field 'bogus'"),
+        ([1], "a fault rule is a JSON object"),
+    ],
+)
 def test_bad_rules_are_refused_with_one_line(rule: Any, complaint: str) -> None:
     with pytest.raises(RuleError) as caught:
         parse_rule(rule, 1)
@@ -260,8 +372,10 @@ def test_the_registry_is_bounded(broker: Broker) -> None:
 def test_filters_match_group_member_topic_and_client_id(broker: Broker) -> None:
     faults = FaultRegistry(broker)
     beat = _request(broker, 12, 4, group="g")
-    assert faults.add({"action": "drop", "api": "Heartbeat", "group": "other"}) and \
-        faults.match(12, _header(12, 4), beat) is None
+    assert (
+        faults.add({"action": "drop", "api": "Heartbeat", "group": "other"})
+        and faults.match(12, _header(12, 4), beat) is None
+    )
     faults.clear()
     by_instance = faults.add({"action": "drop", "member": "i-1"})
     assert faults.match(12, _header(12, 4), beat) is by_instance

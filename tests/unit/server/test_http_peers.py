@@ -51,7 +51,9 @@ def test_answers_that_are_not_a_group_listing_are_the_peers_error() -> None:
     for what, answer in cases.items():
         groups, error = asyncio.run(_ask(answer))
         assert groups == [] and error, what
-    assert asyncio.run(_ask(web.json_response({"error": "busy"}, status=503)))[1] == "answered 503: 'busy'"  # quoted: the peer's words
+    assert (
+        asyncio.run(_ask(web.json_response({"error": "busy"}, status=503)))[1] == "answered 503: 'busy'"
+    )  # quoted: the peer's words
 
 
 def test_a_node_without_an_http_listener_is_said_so() -> None:

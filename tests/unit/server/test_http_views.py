@@ -17,17 +17,26 @@ def _assignment(version: int, topics: dict[str, list[int]], tail: bytes = b"") -
     import io
 
     buffer = io.BytesIO()
-    _write(buffer, ConsumerProtocolAssignment(
-        assigned_partitions=tuple(TopicPartition(topic=t, partitions=tuple(i32(p) for p in ps))
-                                  for t, ps in topics.items()), user_data=None))
+    _write(
+        buffer,
+        ConsumerProtocolAssignment(
+            assigned_partitions=tuple(
+                TopicPartition(topic=t, partitions=tuple(i32(p) for p in ps)) for t, ps in topics.items()
+            ),
+            user_data=None,
+        ),
+    )
     return struct.pack(">h", version) + buffer.getvalue() + tail
 
 
 def test_an_assignment_of_any_version_is_read_as_the_v0_prefix():
     assert decode_assignment(_assignment(0, {"a": [2, 0], "b": [1]})) == [
-        {"topic": "a", "partitions": [0, 2]}, {"topic": "b", "partitions": [1]}]
+        {"topic": "a", "partitions": [0, 2]},
+        {"topic": "b", "partitions": [1]},
+    ]
     assert decode_assignment(_assignment(3, {"a": [1]}, tail=b"\x00\x00\x00\x00")) == [
-        {"topic": "a", "partitions": [1]}]
+        {"topic": "a", "partitions": [1]}
+    ]
 
 
 def test_no_bytes_is_no_assignment_and_garbage_is_unknown():

@@ -25,7 +25,6 @@ from herd.runtime import CoordinatorRuntime, ShardState
 from herd.server.apis import heartbeat, join_group, offset_fetch
 from herd.server.broker import Broker, RequestContext
 
-
 SESSION = i32Timedelta.parse(timedelta(seconds=10))
 
 
@@ -35,14 +34,27 @@ def _context(broker: Broker, api: ModuleType) -> RequestContext:
 
 async def _answers(broker: Broker, group: str) -> tuple[int, int, int]:
     """(Heartbeat, JoinGroup, OffsetFetch) error codes for `group`."""
-    beat = heartbeat.handle(_context(broker, heartbeat), HeartbeatRequest(
-        group_id=group, generation_id=1, member_id="m-1", group_instance_id=None))
-    join = join_group.handle(_context(broker, join_group), JoinGroupRequest(
-        group_id=group, session_timeout=SESSION, rebalance_timeout=SESSION,
-        member_id="", group_instance_id=None, protocol_type="consumer",
-        protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),), reason=None))
-    fetch = offset_fetch.handle(_context(broker, offset_fetch), OffsetFetchRequest(
-        groups=(OffsetFetchRequestGroup(group_id=group, topics=None),), require_stable=False))
+    beat = heartbeat.handle(
+        _context(broker, heartbeat),
+        HeartbeatRequest(group_id=group, generation_id=1, member_id="m-1", group_instance_id=None),
+    )
+    join = join_group.handle(
+        _context(broker, join_group),
+        JoinGroupRequest(
+            group_id=group,
+            session_timeout=SESSION,
+            rebalance_timeout=SESSION,
+            member_id="",
+            group_instance_id=None,
+            protocol_type="consumer",
+            protocols=(JoinGroupRequestProtocol(name="range", metadata=b""),),
+            reason=None,
+        ),
+    )
+    fetch = offset_fetch.handle(
+        _context(broker, offset_fetch),
+        OffsetFetchRequest(groups=(OffsetFetchRequestGroup(group_id=group, topics=None),), require_stable=False),
+    )
     beat, join, fetch = [await answered(outcome) for outcome in (beat, join, fetch)]
     return beat.error_code, join.error_code, fetch.groups[0].error_code
 
@@ -59,14 +71,20 @@ def test_a_loading_partition_answers_heartbeats_none_and_the_rest_load_in_progre
         elsewhere = next(g for g in (f"g{i}" for i in range(100)) if coordinator.partition_for(g) == 1)
         assert coordinator.shards[0].state is ShardState.LOADING
 
-        assert await _answers(broker, here) == (ErrorCode.none, ErrorCode.coordinator_load_in_progress,
-                                          ErrorCode.coordinator_load_in_progress)
+        assert await _answers(broker, here) == (
+            ErrorCode.none,
+            ErrorCode.coordinator_load_in_progress,
+            ErrorCode.coordinator_load_in_progress,
+        )
         assert await _answers(broker, elsewhere) == (ErrorCode.not_coordinator,) * 3
 
         await coordinator.wait_loaded()
         # answered by the loaded partition: a member it does not know, a new member asked for its id (KIP-394)
-        assert await _answers(broker, here) == (ErrorCode.unknown_member_id, ErrorCode.member_id_required,
-                                                ErrorCode.none)
+        assert await _answers(broker, here) == (
+            ErrorCode.unknown_member_id,
+            ErrorCode.member_id_required,
+            ErrorCode.none,
+        )
         await coordinator.close()
         broker.close()
 

@@ -28,6 +28,7 @@ def free_port() -> int:
 def test_a_peer_answers_over_one_kept_connection_and_says_who_forwarded():
     broker = InProcessBroker({})
     try:
+
         async def main() -> None:
             peers = Peers(7)
             first = await peers.request("127.0.0.1", broker.port, API_VERSIONS, 3, REQUEST)
@@ -51,8 +52,12 @@ def test_a_forwarded_request_names_the_node_that_sent_it() -> None:
             frame = await reader.readexactly(struct.unpack(">i", await reader.readexactly(4))[0])
             header, _ = decode_request(API_VERSIONS, 3, frame)
             seen.append(header.client_id)
-            writer.write(encode_response(header.correlation_id, make(response_class(API_VERSIONS, 3), {
-                "error_code": 0, "api_keys": (), "throttle_time": 0})))
+            writer.write(
+                encode_response(
+                    header.correlation_id,
+                    make(response_class(API_VERSIONS, 3), {"error_code": 0, "api_keys": (), "throttle_time": 0}),
+                )
+            )
             await writer.drain()
 
         port = free_port()

@@ -134,8 +134,12 @@ def test_restored_state_recognises_a_retry_of_a_stored_batch_and_checks_the_next
 
 def test_restore_keeps_the_last_epoch_of_each_producer_and_leaves_expired_producers_out(log):
     states = ProducerStates(expiration_ms=10_000)
-    states.restore("t", 0, [stored(7, 0, 0, 0, timestamp=5000), stored(7, 1, 0, 3, timestamp=5000),
-                            stored(8, 0, 0, 6, timestamp=1000)], now_ms=11_000)
+    states.restore(
+        "t",
+        0,
+        [stored(7, 0, 0, 0, timestamp=5000), stored(7, 1, 0, 3, timestamp=5000), stored(8, 0, 0, 6, timestamp=1000)],
+        now_ms=11_000,
+    )
     assert len(states) == 1  # producer 8's last batch is older than expiration_ms
     with pytest.raises(InvalidProducerEpochError):
         states.append(log, batch(7, 0, 3), 11_000)  # epoch 0 was superseded by epoch 1

@@ -57,9 +57,13 @@ class Transport:
 
 class Owner:
     def __init__(self, **settings: str) -> None:
-        config = BrokerConfig.from_properties({
-            "listeners": "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
-            "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS, **settings})
+        config = BrokerConfig.from_properties(
+            {
+                "listeners": "SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0",
+                "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS,
+                **settings,
+            }
+        )
         fs = MemoryFileSystem()
         self.broker = Broker(config, SegmentStore("/data", fs))
         self.broker.apis = apis.table()
@@ -83,7 +87,7 @@ class _NoSocket:
 
 def answer(transport: Transport, api_key: int, version: int) -> Any:
     size = struct.unpack(">i", transport.written[:4])[0]
-    frame, transport.written = transport.written[4:4 + size], transport.written[4 + size:]
+    frame, transport.written = transport.written[4 : 4 + size], transport.written[4 + size :]
     cls = response_class(api_key, version)
     _, offset = entity_reader(cls.__header_schema__)(frame, 0)
     return entity_reader(cls)(frame, offset)[0]

@@ -47,27 +47,52 @@ def call(broker: Broker, api: Any, version: int, request: Any) -> Any:
 
 
 def produce_to(broker: Broker, records: bytes, transactional_id: str | None = "tx") -> Any:
-    request = ProduceRequest(transactional_id=transactional_id, acks=-1, timeout=NO_WAIT, topic_data=(
-        TopicProduceData(name="t", partition_data=(PartitionProduceData(index=0, records=records),)),))
+    request = ProduceRequest(
+        transactional_id=transactional_id,
+        acks=-1,
+        timeout=NO_WAIT,
+        topic_data=(TopicProduceData(name="t", partition_data=(PartitionProduceData(index=0, records=records),)),),
+    )
     return call(broker, produce, 11, request).responses[0].partition_responses[0]
 
 
 def fetch_from(broker: Broker, offset: int, isolation: int, version: int = 12, max_bytes: int = 1 << 20) -> Any:
     if version == 4:
-        request: Any = FetchRequestV4(max_wait=NO_WAIT, min_bytes=0, isolation_level=isolation, topics=(
-            FetchTopicV4(topic="t", partitions=(FetchPartitionV4(partition=0, fetch_offset=offset,
-                                                                 partition_max_bytes=max_bytes),)),))
+        request: Any = FetchRequestV4(
+            max_wait=NO_WAIT,
+            min_bytes=0,
+            isolation_level=isolation,
+            topics=(
+                FetchTopicV4(
+                    topic="t",
+                    partitions=(FetchPartitionV4(partition=0, fetch_offset=offset, partition_max_bytes=max_bytes),),
+                ),
+            ),
+        )
     else:
-        request = FetchRequest(max_wait=NO_WAIT, min_bytes=0, isolation_level=isolation, topics=(
-            FetchTopic(topic="t", partitions=(FetchPartition(partition=0, fetch_offset=offset,
-                                                             partition_max_bytes=max_bytes),)),),
-            forgotten_topics_data=())
+        request = FetchRequest(
+            max_wait=NO_WAIT,
+            min_bytes=0,
+            isolation_level=isolation,
+            topics=(
+                FetchTopic(
+                    topic="t",
+                    partitions=(FetchPartition(partition=0, fetch_offset=offset, partition_max_bytes=max_bytes),),
+                ),
+            ),
+            forgotten_topics_data=(),
+        )
     return call(broker, fetch, version, request).responses[0].partitions[0]
 
 
 def latest(broker: Broker, isolation: int, timestamp: int = -1) -> int:
-    request = ListOffsetsRequestV2(replica_id=-1, isolation_level=isolation, topics=(
-        ListOffsetsTopicV2(name="t", partitions=(ListOffsetsPartitionV2(partition_index=0, timestamp=timestamp),)),))
+    request = ListOffsetsRequestV2(
+        replica_id=-1,
+        isolation_level=isolation,
+        topics=(
+            ListOffsetsTopicV2(name="t", partitions=(ListOffsetsPartitionV2(partition_index=0, timestamp=timestamp),)),
+        ),
+    )
     answer = call(broker, list_offsets, 2, request).topics[0].partitions[0]
     assert answer.error_code == ErrorCode.none
     return answer.offset
@@ -89,8 +114,9 @@ def broker() -> Any:
 
 
 def txn_batch(pid: int, seq: int, epoch: int = 0, count: int = 2, timestamp: int = 1000) -> bytes:
-    return idempotent_batch(pid, epoch, seq, count, transactional=True, timestamp=timestamp,
-                            value=lambda i: b"%d-%d" % (pid, seq + i))
+    return idempotent_batch(
+        pid, epoch, seq, count, transactional=True, timestamp=timestamp, value=lambda i: b"%d-%d" % (pid, seq + i)
+    )
 
 
 def test_read_committed_stops_at_the_last_stable_offset_and_lists_the_aborted(broker: Broker) -> None:
@@ -161,8 +187,10 @@ def test_describe_producers_shows_the_open_transaction_and_the_markers_coordinat
     def described() -> dict[int, tuple[int, int, int, int]]:
         request = DescribeProducersRequest(topics=(TopicRequest(name="t", partition_indexes=(0,)),))
         states = call(broker, describe_producers, 0, request).topics[0].partitions[0].active_producers
-        return {s.producer_id: (s.producer_epoch, s.last_sequence, s.coordinator_epoch, s.current_txn_start_offset)
-                for s in states}
+        return {
+            s.producer_id: (s.producer_epoch, s.last_sequence, s.coordinator_epoch, s.current_txn_start_offset)
+            for s in states
+        }
 
     produce_to(broker, make_batch([b"a"]), None)
     produce_to(broker, txn_batch(P, 0))

@@ -153,9 +153,7 @@ def previous_owners(
 class _Racks:
     """Who is on which rack, and whether rack-aware assignment applies (Java's RackInfo)."""
 
-    def __init__(
-        self, cluster: Cluster, members: Mapping[str, Member], partitions: list[TopicPartition]
-    ) -> None:
+    def __init__(self, cluster: Cluster, members: Mapping[str, Member], partitions: list[TopicPartition]) -> None:
         self.member_rack = {m: member.rack for m, member in members.items()}
         consumer_racks = {r for r in self.member_rack.values() if r is not None}
         self.partition_racks = {tp: cluster.racks_of(tp) for tp in partitions} if consumer_racks else {}
@@ -287,9 +285,7 @@ class _LeastLoaded:
         best = self._top(self.heap)
         if self.by_rack:
             local = [
-                self._top(self.by_rack[rack])
-                for rack in self.racks.partition_racks.get(tp, ())
-                if rack in self.by_rack
+                self._top(self.by_rack[rack]) for rack in self.racks.partition_racks.get(tp, ()) if rack in self.by_rack
             ]
             local = [entry for entry in local if entry[0] == best[0]]
             if local:
@@ -304,9 +300,7 @@ class _General:
     rest of what it holds (insertion-ordered dicts, so every choice is deterministic).
     """
 
-    def __init__(
-        self, members: Mapping[str, Member], owned: Mapping[str, list[TopicPartition]], racks: _Racks
-    ) -> None:
+    def __init__(self, members: Mapping[str, Member], owned: Mapping[str, list[TopicPartition]], racks: _Racks) -> None:
         order = sorted(members)
         self.order = order
         self.rank = {m: i for i, m in enumerate(order)}
@@ -354,9 +348,7 @@ class _General:
         candidates = self.free[giver].get(topic) or self.sticky[giver][topic]
         if not self.racks.enabled:
             return min(candidates)
-        return min(
-            candidates, key=lambda tp: (not self.racks.matches(taker, tp), self.racks.matches(giver, tp), tp)
-        )
+        return min(candidates, key=lambda tp: (not self.racks.matches(taker, tp), self.racks.matches(giver, tp), tp))
 
     def _movable_topics(self, member_id: str, owned_too: bool) -> list[str]:
         topics = [t for t, parts in self.free[member_id].items() if parts]

@@ -22,7 +22,6 @@ classes for these internal records) and encoded with kio's generic `entity_write
 transaction record is written once per state change, not per offset, so the generic codec is fast enough.
 """
 
-
 from dataclasses import dataclass, field
 from typing import ClassVar, TypeVar
 
@@ -153,18 +152,26 @@ def encode_value(value: TxnLogValue) -> bytes:
     Raises ValueError for an Empty value with partitions (Kafka's IllegalStateException)."""
     if value.status == EMPTY_STATUS and value.partitions:
         raise ValueError("an Empty transaction has no partitions")
-    partitions = None if value.status == EMPTY_STATUS else tuple(
-        PartitionsSchemaV0(topic=topic, partition_ids=tuple(i32(p) for p in ids))
-        for topic, ids in _grouped(value.partitions).items())
-    return encode_versioned(WRITTEN_VALUE_VERSION, TransactionLogValueV0(
-        producer_id=i64(value.producer_id),
-        producer_epoch=i16(value.producer_epoch),
-        transaction_timeout_ms=i32(value.timeout_ms),
-        transaction_status=i8(value.status),
-        transaction_partitions=partitions,
-        transaction_last_update_timestamp_ms=i64(value.last_update_ms),
-        transaction_start_timestamp_ms=i64(value.start_ms),
-    ))
+    partitions = (
+        None
+        if value.status == EMPTY_STATUS
+        else tuple(
+            PartitionsSchemaV0(topic=topic, partition_ids=tuple(i32(p) for p in ids))
+            for topic, ids in _grouped(value.partitions).items()
+        )
+    )
+    return encode_versioned(
+        WRITTEN_VALUE_VERSION,
+        TransactionLogValueV0(
+            producer_id=i64(value.producer_id),
+            producer_epoch=i16(value.producer_epoch),
+            transaction_timeout_ms=i32(value.timeout_ms),
+            transaction_status=i8(value.status),
+            transaction_partitions=partitions,
+            transaction_last_update_timestamp_ms=i64(value.last_update_ms),
+            transaction_start_timestamp_ms=i64(value.start_ms),
+        ),
+    )
 
 
 def decode_value(value: bytes) -> TxnLogValue:
@@ -181,8 +188,9 @@ def decode_value(value: bytes) -> TxnLogValue:
     raise ValueError(f"unknown TransactionLogValue version {version}")
 
 
-def _normalised(v: TransactionLogValueV0 | TransactionLogValueV1, previous: int, next_id: int,
-                client_version: int) -> TxnLogValue:
+def _normalised(
+    v: TransactionLogValueV0 | TransactionLogValueV1, previous: int, next_id: int, client_version: int
+) -> TxnLogValue:
     partitions: frozenset[TopicPartition] = frozenset()
     if v.transaction_status != EMPTY_STATUS and v.transaction_partitions:
         partitions = frozenset((p.topic, int(i)) for p in v.transaction_partitions for i in p.partition_ids)

@@ -77,8 +77,15 @@ class _Refused(Exception):
 
 
 class TransactionCoordinatorShard:
-    def __init__(self, *, clock: Clock, timer: Timer, new_producer_id: Callable[[], int],
-                 config: TxnConfig | None = None, coordinator_epoch: int = 0) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        timer: Timer,
+        new_producer_id: Callable[[], int],
+        config: TxnConfig | None = None,
+        coordinator_epoch: int = 0,
+    ) -> None:
         self._clock = clock
         self._timer = timer
         self._new_producer_id = new_producer_id
@@ -101,8 +108,9 @@ class TransactionCoordinatorShard:
             raise _Refused(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
         md = self._txns.get(req.transactional_id)
         if md is None:
-            md = TransactionMetadata(req.transactional_id, self._new_producer_id(), NO_PRODUCER_EPOCH, req.timeout_ms,
-                                     _S.EMPTY, self._now())
+            md = TransactionMetadata(
+                req.transactional_id, self._new_producer_id(), NO_PRODUCER_EPOCH, req.timeout_ms, _S.EMPTY, self._now()
+            )
             self._txns[md.transactional_id] = md
             fx.on_failure(self._forget_on_failure(md.transactional_id))
         expected = (req.producer_id, req.producer_epoch) if req.producer_id >= 0 else None
@@ -117,18 +125,36 @@ class TransactionCoordinatorShard:
             return
         before = md.copy()
         if epoch_exhausted(md.producer_epoch) and (expected is None or expected[1] == md.producer_epoch):
-            md.transition(_S.EMPTY, self._now(), producer_id=self._new_producer_id(), producer_epoch=0,
-                          last_producer_epoch=md.producer_epoch if expected is not None else NO_PRODUCER_EPOCH,
-                          previous_producer_id=md.producer_id, timeout_ms=req.timeout_ms,
-                          partitions=frozenset(), start_ms=-1)
+            md.transition(
+                _S.EMPTY,
+                self._now(),
+                producer_id=self._new_producer_id(),
+                producer_epoch=0,
+                last_producer_epoch=md.producer_epoch if expected is not None else NO_PRODUCER_EPOCH,
+                previous_producer_id=md.producer_id,
+                timeout_ms=req.timeout_ms,
+                partitions=frozenset(),
+                start_ms=-1,
+            )
         else:
             epoch, last = self._bumped_epochs(md, None if expected is None else expected[1])
-            md.transition(_S.EMPTY, self._now(), producer_epoch=epoch, last_producer_epoch=last,
-                          previous_producer_id=md.producer_id, timeout_ms=req.timeout_ms,
-                          partitions=frozenset(), start_ms=-1)
+            md.transition(
+                _S.EMPTY,
+                self._now(),
+                producer_epoch=epoch,
+                last_producer_epoch=last,
+                previous_producer_id=md.producer_id,
+                timeout_ms=req.timeout_ms,
+                partitions=frozenset(),
+                start_ms=-1,
+            )
         self._write(md, fx, before)
-        log.info("initialized transactional id %s with producer id %d and epoch %d", md.transactional_id,
-                 md.producer_id, md.producer_epoch)
+        log.info(
+            "initialized transactional id %s with producer id %d and epoch %d",
+            md.transactional_id,
+            md.producer_id,
+            md.producer_epoch,
+        )
         fx.reply(reply, ProducerIdAndEpoch(ErrorCode.NONE, md.producer_id, md.producer_epoch))
 
     @staticmethod
@@ -136,8 +162,11 @@ class TransactionCoordinatorShard:
         """prepareInitProducerIdTransit's isValidProducerId: a new id (epoch -1, recovering from
         UNKNOWN_PRODUCER_ID), the current producer id, or the previous one with an exhausted epoch (a retry of a
         rotation whose answer was lost)."""
-        return (md.producer_epoch == NO_PRODUCER_EPOCH or producer_id == md.producer_id
-                or (producer_id == md.previous_producer_id and epoch_exhausted(epoch)))
+        return (
+            md.producer_epoch == NO_PRODUCER_EPOCH
+            or producer_id == md.producer_id
+            or (producer_id == md.previous_producer_id and epoch_exhausted(epoch))
+        )
 
     @staticmethod
     def _bumped_epochs(md: TransactionMetadata, expected_epoch: int | None) -> tuple[int, int]:
@@ -148,16 +177,25 @@ class TransactionCoordinatorShard:
             return md.producer_epoch + 1, md.producer_epoch
         if expected_epoch == md.last_producer_epoch:
             return md.producer_epoch, md.last_producer_epoch  # a retry of a bump whose answer was lost
-        log.info("transactional id %s: expected epoch %d is neither the current %d nor the previous %d",
-                 md.transactional_id, expected_epoch, md.producer_epoch, md.last_producer_epoch)
+        log.info(
+            "transactional id %s: expected epoch %d is neither the current %d nor the previous %d",
+            md.transactional_id,
+            expected_epoch,
+            md.producer_epoch,
+            md.last_producer_epoch,
+        )
         raise _Refused(ErrorCode.PRODUCER_FENCED)
 
     # --- AddPartitionsToTxn / AddOffsetsToTxn ---------------------------------------------------
 
     def add_partitions(self, req: AddPartitions, reply: object) -> Result:
         """handleAddPartitionsToTransaction, or handleVerifyPartitionsInTransaction with `verify_only`."""
-        return _answered(self._verify if req.verify_only else self._add_partitions, req, reply,
-                         lambda code: PartitionErrors.all(req.partitions, code))
+        return _answered(
+            self._verify if req.verify_only else self._add_partitions,
+            req,
+            reply,
+            lambda code: PartitionErrors.all(req.partitions, code),
+        )
 
     def _producer(self, transactional_id: str, producer_id: int, producer_epoch: int) -> TransactionMetadata:
         """The id's metadata if the producer is its current one; raises _Refused(INVALID_REQUEST,
@@ -175,8 +213,15 @@ class TransactionCoordinatorShard:
         md = self._producer(req.transactional_id, req.producer_id, req.producer_epoch)
         if md.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
             raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS)
-        fx.reply(reply, PartitionErrors({tp: ErrorCode.NONE if tp in md.partitions else ErrorCode.TRANSACTION_ABORTABLE
-                                         for tp in req.partitions}))
+        fx.reply(
+            reply,
+            PartitionErrors(
+                {
+                    tp: ErrorCode.NONE if tp in md.partitions else ErrorCode.TRANSACTION_ABORTABLE
+                    for tp in req.partitions
+                }
+            ),
+        )
 
     def _add_partitions(self, req: AddPartitions, reply: object, fx: Effects) -> None:
         md = self._producer(req.transactional_id, req.producer_id, req.producer_epoch)
@@ -211,12 +256,17 @@ class TransactionCoordinatorShard:
         elif state is preparing:  # a retry while the markers are being written
             raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS)
         else:  # Empty, or the opposite outcome
-            log.debug("transactional id %s is %s: refusing EndTxn(%s)", md.transactional_id, state.kafka_name,
-                      "commit" if req.commit else "abort")
+            log.debug(
+                "transactional id %s is %s: refusing EndTxn(%s)",
+                md.transactional_id,
+                state.kafka_name,
+                "commit" if req.commit else "abort",
+            )
             raise _Refused(ErrorCode.INVALID_TXN_STATE)
 
-    def _prepare_end(self, md: TransactionMetadata, commit: bool, fx: Effects, *,
-                     before: TransactionMetadata | None = None) -> None:
+    def _prepare_end(
+        self, md: TransactionMetadata, commit: bool, fx: Effects, *, before: TransactionMetadata | None = None
+    ) -> None:
         """Ongoing -> PrepareCommit/PrepareAbort, written; its markers are written once it is durable."""
         before = before or md.copy()
         md.transition(_S.PREPARE_COMMIT if commit else _S.PREPARE_ABORT, self._now())
@@ -229,13 +279,18 @@ class TransactionCoordinatorShard:
         if md.producer_epoch >= MAX_EPOCH:
             raise _Refused(ErrorCode.UNKNOWN_SERVER_ERROR)  # Kafka: IllegalStateException, cannot overflow
         before = md.copy()
-        md.transition(_S.PREPARE_EPOCH_FENCE, self._now(), producer_epoch=md.producer_epoch + 1,
-                      last_producer_epoch=NO_PRODUCER_EPOCH)
+        md.transition(
+            _S.PREPARE_EPOCH_FENCE,
+            self._now(),
+            producer_epoch=md.producer_epoch + 1,
+            last_producer_epoch=NO_PRODUCER_EPOCH,
+        )
         self._prepare_end(md, False, fx, before=before)
 
     def _markers(self, md: TransactionMetadata, commit: bool) -> WriteMarkers:
-        return WriteMarkers(md.transactional_id, md.producer_id, md.producer_epoch, commit, self.coordinator_epoch,
-                            md.partitions)
+        return WriteMarkers(
+            md.transactional_id, md.producer_id, md.producer_epoch, commit, self.coordinator_epoch, md.partitions
+        )
 
     # --- markers written ------------------------------------------------------------------------
 
@@ -245,8 +300,13 @@ class TransactionCoordinatorShard:
         matches the transaction (the shard was reloaded meanwhile) changes nothing."""
         md = self._txns.get(job.transactional_id)
         preparing = _S.PREPARE_COMMIT if job.commit else _S.PREPARE_ABORT
-        if (md is None or md.state is not preparing or md.producer_id != job.producer_id
-                or md.producer_epoch != job.producer_epoch or job.coordinator_epoch != self.coordinator_epoch):
+        if (
+            md is None
+            or md.state is not preparing
+            or md.producer_id != job.producer_id
+            or md.producer_epoch != job.producer_epoch
+            or job.coordinator_epoch != self.coordinator_epoch
+        ):
             log.info("markers of transactional id %s written, but it has moved on: %s", job.transactional_id, md)
             return Result()
         fx = Effects()
@@ -264,9 +324,15 @@ class TransactionCoordinatorShard:
         fx = Effects()
         for md in list(self._txns.values()):
             if md.state is _S.ONGOING and md.start_ms + md.timeout_ms < now:
-                log.info("aborting the transaction of %s (producer id %d, epoch %d): open for %d ms, longer than its "
-                         "timeout of %d ms", md.transactional_id, md.producer_id, md.producer_epoch,
-                         now - md.start_ms, md.timeout_ms)
+                log.info(
+                    "aborting the transaction of %s (producer id %d, epoch %d): open for %d ms, longer than its "
+                    "timeout of %d ms",
+                    md.transactional_id,
+                    md.producer_id,
+                    md.producer_epoch,
+                    now - md.start_ms,
+                    md.timeout_ms,
+                )
                 try:
                     self._fence_and_abort(md, fx)
                 except _Refused:
@@ -286,8 +352,7 @@ class TransactionCoordinatorShard:
                 fx.records.append(txn_record(md.transactional_id, None))
                 fx.on_failure(self._restore_on_failure(md))
                 log.info("transactional id %s expired (idle since %d)", md.transactional_id, md.last_update_ms)
-        self._timer.schedule(EXPIRE_TIMER, now + self.config.remove_expired_interval_ms,
-                             self.expire_transactional_ids)
+        self._timer.schedule(EXPIRE_TIMER, now + self.config.remove_expired_interval_ms, self.expire_transactional_ids)
         return fx.result()
 
     # --- writes and failures --------------------------------------------------------------------
@@ -300,13 +365,16 @@ class TransactionCoordinatorShard:
         def restore(_: ErrorCode) -> Result:
             self._txns[before.transactional_id] = before
             return Result()
+
         return restore
 
     def _forget_on_failure(self, transactional_id: str) -> Callable[[ErrorCode], Result]:
         """Undo the creation of an id (rollbacks run last first, so this runs after the restore of its state)."""
+
         def forget(_: ErrorCode) -> Result:
             self._txns.pop(transactional_id, None)
             return Result()
+
         return forget
 
     def on_append_failed(self, result: Result, error: ErrorCode) -> Result:
@@ -314,8 +382,11 @@ class TransactionCoordinatorShard:
         answered in `result` gets the mapped error (appendTransactionToLog's mapping), its markers are dropped."""
         out = result.rollback(error) if result.rollback is not None else Result()
         mapped = append_error_to_response_error(error)
-        replies = tuple(Reply(r.handle, _error_like(r.response, mapped)) for r in result.replies
-                        if not isinstance(r.handle, WriteMarkers))
+        replies = tuple(
+            Reply(r.handle, _error_like(r.response, mapped))
+            for r in result.replies
+            if not isinstance(r.handle, WriteMarkers)
+        )
         return Result(out.records, out.replies + replies)
 
     # --- replay and load ------------------------------------------------------------------------
@@ -340,8 +411,9 @@ class TransactionCoordinatorShard:
         coordinator writes it, without transactions), so one found there is skipped."""
         log.warning("skipping a transaction marker of producer %d in __transaction_state", producer_id)
 
-    def replay_loaded_batch(self, records: list[tuple[bytes, bytes | None]], producer_id: int = -1,
-                            producer_epoch: int = -1) -> int:
+    def replay_loaded_batch(
+        self, records: list[tuple[bytes, bytes | None]], producer_id: int = -1, producer_epoch: int = -1
+    ) -> int:
         """`replay_loaded` for each record of one batch; one that cannot be decoded is skipped with a warning
         (Kafka's loader skips unknown key versions). Returns how many were skipped."""
         skipped = 0
@@ -358,13 +430,13 @@ class TransactionCoordinatorShard:
         PrepareCommit or PrepareAbort (loadTransactionsForTxnTopicPartition)."""
         now = self._now()
         self._timer.schedule(ABORT_TIMER, now + self.config.abort_timed_out_interval_ms, self.abort_timed_out)
-        self._timer.schedule(EXPIRE_TIMER, now + self.config.remove_expired_interval_ms,
-                             self.expire_transactional_ids)
+        self._timer.schedule(EXPIRE_TIMER, now + self.config.remove_expired_interval_ms, self.expire_transactional_ids)
         fx = Effects()
         for md in self._txns.values():
             if md.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
-                log.info("completing the %s of transactional id %s after loading", md.state.kafka_name,
-                         md.transactional_id)
+                log.info(
+                    "completing the %s of transactional id %s after loading", md.state.kafka_name, md.transactional_id
+                )
                 fx.reply(self._markers(md, md.state is _S.PREPARE_COMMIT), None)
         return fx.result()
 
@@ -385,8 +457,16 @@ class TransactionCoordinatorShard:
         elif md is None:
             answer = TxnDescription(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, transactional_id)
         else:
-            answer = TxnDescription(ErrorCode.NONE, transactional_id, md.state.kafka_name, md.timeout_ms, md.start_ms,
-                                    md.producer_id, md.producer_epoch, md.partitions)
+            answer = TxnDescription(
+                ErrorCode.NONE,
+                transactional_id,
+                md.state.kafka_name,
+                md.timeout_ms,
+                md.start_ms,
+                md.producer_id,
+                md.producer_epoch,
+                md.partitions,
+            )
         return Result(replies=(Reply(reply, answer),))
 
     def list_transactions(self, req: ListTransactions, reply: object) -> Result:
@@ -398,7 +478,8 @@ class TransactionCoordinatorShard:
             for md in self._txns.values()
             if (not req.producer_ids or md.producer_id in req.producer_ids)
             and (not req.states or md.state.kafka_name in req.states)
-            and not (req.duration_ms >= 0 and now - md.start_ms <= req.duration_ms))
+            and not (req.duration_ms >= 0 and now - md.start_ms <= req.duration_ms)
+        )
         return Result(replies=(Reply(reply, listed),))
 
     # --- inspection -----------------------------------------------------------------------------
@@ -413,8 +494,9 @@ class TransactionCoordinatorShard:
         return self._clock.now_ms()
 
 
-def _answered(handle: Callable[[R, object, Effects], None], req: R, reply: object,
-              refusal: Callable[[ErrorCode], object]) -> Result:
+def _answered(
+    handle: Callable[[R, object, Effects], None], req: R, reply: object, refusal: Callable[[ErrorCode], object]
+) -> Result:
     """`handle(req, reply, fx)`'s Result, or the reply `refusal(code)` when it refused the request (`_Refused`)."""
     fx = Effects()
     try:

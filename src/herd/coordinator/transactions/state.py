@@ -69,4 +69,5 @@ def check_transition(transactional_id: str, current: TxnState, target: TxnState)
     """Raises IllegalStateTransition unless Kafka allows `current` -> `target`."""
     if current not in VALID_PREVIOUS[target]:
         raise IllegalStateTransition(
-            f"transactional id {transactional_id!r}: {current.kafka_name} -> {target.kafka_name} is not allowed")
+            f"transactional id {transactional_id!r}: {current.kafka_name} -> {target.kafka_name} is not allowed"
+        )

@@ -1,7 +1,8 @@
 """Compaction of a partition stored in PostgreSQL, record by record: which records a pass keeps.
 
 Which records stay is decided batch by batch by the segment compaction's own functions
-(`herd.log.compaction.map_batch` and `clean_batch`, with the pass's transactions); what differs is the bookkeeping around them, since a partition here is rows, not files:
+(`herd.log.compaction.map_batch` and `clean_batch`, with the pass's transactions); what differs is the bookkeeping
+around them, since a partition here is rows, not files:
 
 - the pass is incremental, as Kafka's cleaner: only the *dirty* part of the log (from the partition's cleaner
   offset, where the last pass ended) is read to map each key to the offset of its last record there; then
@@ -59,8 +60,9 @@ def map_latest(batches: Iterable[bytes], latest: dict[bytes, int], txns: Cleaned
         map_batch(data, parse_header(data), latest, txns)
 
 
-def filter_batches(batches: Iterable[bytes], latest: dict[bytes, int], now_ms: int, delete_retention_ms: int,
-                   txns: CleanedTransactions) -> Changes:
+def filter_batches(
+    batches: Iterable[bytes], latest: dict[bytes, int], now_ms: int, delete_retention_ms: int, txns: CleanedTransactions
+) -> Changes:
     """The changes that compact `batches` (one whole batch each) against `latest`; `txns`: the cleaning pass's
     (see the module docstring)."""
     changes = Changes()

@@ -61,7 +61,7 @@ def _first_line(error: BaseException) -> str:
     # libpq prefixes every attempt with 'connection failed: connection to server at ... failed:'
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     line = lines[-1] if lines else text
-    line = re.sub(r'^connection failed: connection to server at .*? failed:\s*', "", line)
+    line = re.sub(r"^connection failed: connection to server at .*? failed:\s*", "", line)
     return re.sub(r"^(FATAL|ERROR):\s*", "", line).strip()
 
 
@@ -77,9 +77,15 @@ async def check_connect(url: str) -> None:
 async def open_pool(url: str, *, min_size: int = 2, max_size: int = 16, name: str = "herd") -> AsyncConnectionPool:
     """A pool of autocommit-off connections to `url`, opened and filled to `min_size`; raises DatabaseError."""
     await check_connect(url)
-    pool = AsyncConnectionPool(url, min_size=min_size, max_size=max_size, name=name, open=False,
-                               kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
-                               reconnect_timeout=float("inf"))
+    pool = AsyncConnectionPool(
+        url,
+        min_size=min_size,
+        max_size=max_size,
+        name=name,
+        open=False,
+        kwargs={"connect_timeout": CONNECT_TIMEOUT_S},
+        reconnect_timeout=float("inf"),
+    )
     try:
         await pool.open(wait=True, timeout=CONNECT_TIMEOUT_S * 2)
     except Exception as e:  # PoolTimeout, or the server went away between the check and now

@@ -198,17 +198,22 @@ async def migrate(conn: psycopg.AsyncConnection, where: str) -> str:
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
         version = await _version(conn)
         if version > SCHEMA_VERSION:
-            raise SchemaError(f"the database at {where} has herd schema version {version}, newer than the "
-                              f"{SCHEMA_VERSION} this herd knows: upgrade herd on this node")
+            raise SchemaError(
+                f"the database at {where} has herd schema version {version}, newer than the "
+                f"{SCHEMA_VERSION} this herd knows: upgrade herd on this node"
+            )
         for target in range(version + 1, SCHEMA_VERSION + 1):
             await conn.execute(MIGRATIONS[target])
             log.info("herd schema in %s migrated to version %d", where, target)
         if version < SCHEMA_VERSION:
             await conn.execute(
                 "INSERT INTO herd_meta (key, value) VALUES ('schema_version', %s) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value", (str(SCHEMA_VERSION),))
-        await conn.execute("INSERT INTO herd_meta (key, value) VALUES ('cluster_id', %s) ON CONFLICT DO NOTHING",
-                           (_new_cluster_id(),))
+                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                (str(SCHEMA_VERSION),),
+            )
+        await conn.execute(
+            "INSERT INTO herd_meta (key, value) VALUES ('cluster_id', %s) ON CONFLICT DO NOTHING", (_new_cluster_id(),)
+        )
         cursor = await conn.execute("SELECT value FROM herd_meta WHERE key = 'cluster_id'")
         row = await cursor.fetchone()
         assert row is not None

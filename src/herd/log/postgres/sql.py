@@ -7,7 +7,6 @@ caller passes (`%(end)s`), so rows of a commit whose outcome this node does not 
 """
 
 
-
 def _fence(assignment: str, condition: str = "") -> str:
     """The CTE `fence`: the UPDATE of the partition's row that makes `assignment` only while this node leads the
     partition at this epoch (and `condition` holds); it returns the row's pid, or nothing when fenced, so every
@@ -38,11 +37,15 @@ COMMIT = _fence("log_end_offset = %(new_end)s", " AND log_end_offset = %(end)s")
 # COMMIT of batches holding ABORT markers that ended transactions: %(aborted)s, one row per transaction (marker
 # offset, producer id, first offset, last stable offset), goes into the aborted-transaction index in the same
 # statement (a data-modifying CTE runs exactly once)
-COMMIT_ABORTS = _fence("log_end_offset = %(new_end)s", " AND log_end_offset = %(end)s") + """,
+COMMIT_ABORTS = (
+    _fence("log_end_offset = %(new_end)s", " AND log_end_offset = %(end)s")
+    + """,
 aborts AS (
     INSERT INTO herd_aborted_txns (pid, last_offset, producer_id, first_offset, last_stable_offset)
     SELECT fence.pid, a[j][1], a[j][2], a[j][3], a[j][4]
-    FROM fence, (SELECT %(aborted)b::int8[] AS a) AS q, generate_subscripts(q.a, 1) AS j)""" + _INSERT_BATCHES
+    FROM fence, (SELECT %(aborted)b::int8[] AS a) AS q, generate_subscripts(q.a, 1) AS j)"""
+    + _INSERT_BATCHES
+)
 
 # the aborted transactions whose markers lie in [%(start)s, %(below)s) and that began before %(end)s, in marker
 # order (TransactionIndex.collectAbortedTxns over the partition's whole index)
@@ -125,18 +128,25 @@ SELECT max(last_offset) + 1 FROM (
 WHERE upto <= %(excess)s
 """
 
-MOVE_START = _fence("log_start_offset = greatest(log_start_offset, %(start)s)") + ",\n" + _gone(
-    "b.base_offset < %(start)s AND b.last_offset < %(start)s", " RETURNING b.size") + """,
+MOVE_START = (
+    _fence("log_start_offset = greatest(log_start_offset, %(start)s)")
+    + ",\n"
+    + _gone("b.base_offset < %(start)s AND b.last_offset < %(start)s", " RETURNING b.size")
+    + """,
 gone_txns AS (DELETE FROM herd_aborted_txns a USING fence WHERE a.pid = fence.pid AND a.last_offset < %(start)s)
 SELECT (SELECT count(*) FROM fence), (SELECT count(*) FROM gone), (SELECT coalesce(sum(size), 0) FROM gone)
 """
+)
 
 LAST_BASE = "SELECT max(base_offset) FROM herd_batches WHERE pid = %(pid)s AND base_offset < %(end)s"
 
 # the DELETE and the UPDATE run although the SELECT does not read them (PostgreSQL runs every data-modifying
 # statement in WITH exactly once); the caller knows the bytes they free from the batches it sent
-COMPACT = _fence("cleaner_offset = greatest(cleaner_offset, %(cleaned)s)") + ",\n" + _gone(
-    "b.base_offset = ANY(%(deleted)b::int8[])") + """,
+COMPACT = (
+    _fence("cleaner_offset = greatest(cleaner_offset, %(cleaned)s)")
+    + ",\n"
+    + _gone("b.base_offset = ANY(%(deleted)b::int8[])")
+    + """,
 changed AS (
     UPDATE herd_batches b SET data = v.data, size = length(v.data), record_count = v.count, max_timestamp = v.ts
     FROM fence, unnest(%(bases)b::int8[], %(datas)b::bytea[], %(counts)b::int4[], %(tss)b::int8[])
@@ -144,6 +154,7 @@ changed AS (
     WHERE b.pid = fence.pid AND b.base_offset = v.base)
 SELECT count(*) FROM fence
 """
+)
 
 PRODUCERS = """
 SELECT producer_id, producer_epoch, base_sequence, record_count, base_offset, last_offset, max_timestamp FROM (

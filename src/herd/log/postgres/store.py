@@ -104,6 +104,7 @@ _DB_ERRORS = (psycopg.Error, PoolTimeout, OSError)
 NOT_LEADER = "not leader"
 CLOSED = "closed"
 
+
 class NotInMemoryError(LogError):
     """`read` (sync) of offsets the tail cache does not hold: the caller must use `read_async`. The server
     reads remote logs with `read_async`, so no client ever sees this (UNKNOWN_SERVER_ERROR if one did)."""
@@ -136,7 +137,8 @@ class Int8Rows:
     def __init__(self, rows: Sequence[Sequence[int]], columns: int) -> None:
         values = [v for row in rows for item in row for v in (8, item)]  # each element: its length, its value
         self.data = self._HEAD.pack(2, 0, INT8_OID, len(rows), 1, columns, 1) + struct.pack(
-            ">" + "iq" * (len(rows) * columns), *values)
+            ">" + "iq" * (len(rows) * columns), *values
+        )
 
 
 class _Int8RowsDumper(psycopg.adapt.Dumper):
@@ -163,8 +165,16 @@ class PgLogStore:
                        log_start_offset: int, log_end_offset: int) -> PgPartitionLog:  # fmt: skip
         """The log of a partition this node leads at `leader_epoch`, as the caller's read of its herd_partitions
         row said (the same snapshot that named this node leader)."""
-        opened = PgPartitionLog(self, topic, partition, config, pid=pid, leader_epoch=leader_epoch,
-                                log_start_offset=log_start_offset, log_end_offset=log_end_offset)
+        opened = PgPartitionLog(
+            self,
+            topic,
+            partition,
+            config,
+            pid=pid,
+            leader_epoch=leader_epoch,
+            log_start_offset=log_start_offset,
+            log_end_offset=log_end_offset,
+        )
         self._logs.add(opened)
         return opened
 
@@ -261,8 +271,16 @@ class PgPartitionLog:
     def append(self, records: bytes, now_ms: int) -> AppendResult:
         return self._append(records, now_ms, 0)
 
-    def append_control(self, producer_id: int, producer_epoch: int, commit: bool, coordinator_epoch: int,
-                       now_ms: int, *, transaction_version: int = 0) -> AppendResult:
+    def append_control(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        commit: bool,
+        coordinator_epoch: int,
+        now_ms: int,
+        *,
+        transaction_version: int = 0,
+    ) -> AppendResult:
         """PartitionLog.append_control; acknowledge it once `wait_durable(result.last_offset + 1)` returns. Until
         the marker is committed the transaction stays unstable (the last stable offset does not pass it)."""
         self._check_writable()
@@ -279,8 +297,7 @@ class PgPartitionLog:
         """From memory: the aborts this leader committed; raises NotInMemoryError when `start` is below what it
         holds and stored aborts may lie there (use `aborted_transactions_async`)."""
         if start < self._aborted_from and (self._stored_aborts_end is None or start < self._stored_aborts_end):
-            raise NotInMemoryError(f"{self._name}: aborted transactions below {self._aborted_from} are in the "
-                                   "database")
+            raise NotInMemoryError(f"{self._name}: aborted transactions below {self._aborted_from} are in the database")
         return self._aborted_in_memory(start, end)
 
     async def aborted_transactions_async(self, start: int, end: int) -> list[tuple[int, int]]:
@@ -290,15 +307,19 @@ class PgPartitionLog:
         stored_end = self._stored_aborts_end
         if start < self._aborted_from and (stored_end is None or start < stored_end):
             self._check_leading()
-            rows = await self._run(sql.ABORTED, {"pid": self.pid, "start": start, "below": self._aborted_from,
-                                                 "end": end}, binary=False)
+            rows = await self._run(
+                sql.ABORTED, {"pid": self.pid, "start": start, "below": self._aborted_from, "end": end}, binary=False
+            )
             older = [(int(pid), int(first)) for pid, first in rows]
         return older + self._aborted_in_memory(start, end)
 
     def _aborted_in_memory(self, start: int, end: int) -> list[tuple[int, int]]:
         committed = self._committed
-        return [(t.producer_id, t.first_offset) for t in self._aborted
-                if start <= t.last_offset < committed and t.first_offset < end]
+        return [
+            (t.producer_id, t.first_offset)
+            for t in self._aborted
+            if start <= t.last_offset < committed and t.first_offset < end
+        ]
 
     async def load_transactions(self) -> None:
         """Rebuild the transaction state from the stored batches (a new leader, or one that reloaded, before it
@@ -308,8 +329,9 @@ class PgPartitionLog:
         KafkaStorageError or NotLeaderError."""
         self._check_leading()
         start, end = self._log_start, self._committed
-        rows = await self._run(sql.TRANSACTIONS, {"pid": self.pid, "end": end, "start": start,
-                                                  "scan": PRODUCER_SCAN_BATCHES})
+        rows = await self._run(
+            sql.TRANSACTIONS, {"pid": self.pid, "end": end, "start": start, "scan": PRODUCER_SCAN_BATCHES}
+        )
         stored = await self._run(sql.LAST_ABORT, {"pid": self.pid}, binary=False)
         self._stored_aborts_end = start if stored[0][0] is None else int(stored[0][0]) + 1
         entries = []
@@ -344,11 +366,20 @@ class PgPartitionLog:
         for header in headers:
             at = header.position
             # the batch with its base offset and partition leader epoch set, in one copy
-            data = b"".join((_INT64.pack(offset), view[at + 8:at + 12], epoch, view[at + 16:header.end]))
-            batches.append(_Batch(offset, offset + header.last_offset_delta,
-                                  now_ms if log_append else header.max_timestamp, header.producer_id,
-                                  header.producer_epoch, header.base_sequence, header.record_count, data,
-                                  header.attributes))
+            data = b"".join((_INT64.pack(offset), view[at + 8 : at + 12], epoch, view[at + 16 : header.end]))
+            batches.append(
+                _Batch(
+                    offset,
+                    offset + header.last_offset_delta,
+                    now_ms if log_append else header.max_timestamp,
+                    header.producer_id,
+                    header.producer_epoch,
+                    header.base_sequence,
+                    header.record_count,
+                    data,
+                    header.attributes,
+                )
+            )
             offset += header.record_count
         if producing:
             self._apply_transactions(producing, headers, batches, now_ms)
@@ -423,17 +454,38 @@ class PgPartitionLog:
         rows = []
         for b in batches:
             size = len(b.data)
-            rows.append((b.base_offset, b.last_offset, b.max_timestamp, b.producer_id, b.producer_epoch,
-                         b.base_sequence, b.record_count, size, at, b.attributes))
+            rows.append(
+                (
+                    b.base_offset,
+                    b.last_offset,
+                    b.max_timestamp,
+                    b.producer_id,
+                    b.producer_epoch,
+                    b.base_sequence,
+                    b.record_count,
+                    size,
+                    at,
+                    b.attributes,
+                )
+            )
             at += size
-        aborted = [(t.last_offset, t.producer_id, t.first_offset, t.last_stable_offset)
-                   for t in (b.aborted for b in batches) if t is not None]
-        params = {"pid": self.pid, "node": self._store.node_id, "epoch": self.leader_epoch,
-                  "end": self._committed, "new_end": batches[-1].last_offset + 1, "rows": Int8Rows(rows, 10),
-                  # one bytea holding the batches end to end (sent as it is when there is one): a bytea[] costs a
-                  # copy on both sides and fresh memory for it (measured: 1 MB batches, 2.5 -> 1.0 ms of this
-                  # process's CPU per MB and 7.3 -> 4.5 ms of the PostgreSQL backend's)
-                  "blob": batches[0].data if len(batches) == 1 else b"".join(b.data for b in batches)}
+        aborted = [
+            (t.last_offset, t.producer_id, t.first_offset, t.last_stable_offset)
+            for t in (b.aborted for b in batches)
+            if t is not None
+        ]
+        params = {
+            "pid": self.pid,
+            "node": self._store.node_id,
+            "epoch": self.leader_epoch,
+            "end": self._committed,
+            "new_end": batches[-1].last_offset + 1,
+            "rows": Int8Rows(rows, 10),
+            # one bytea holding the batches end to end (sent as it is when there is one): a bytea[] costs a
+            # copy on both sides and fresh memory for it (measured: 1 MB batches, 2.5 -> 1.0 ms of this
+            # process's CPU per MB and 7.3 -> 4.5 ms of the PostgreSQL backend's)
+            "blob": batches[0].data if len(batches) == 1 else b"".join(b.data for b in batches),
+        }
         if aborted:
             params["aborted"] = Int8Rows(aborted, 4)
         async with self._store.connection() as conn:
@@ -458,14 +510,21 @@ class PgPartitionLog:
     def _fail_storage(self, error: BaseException) -> None:
         what = _describe(error)
         if self._failed is None and self.report_errors:
-            log.error("%s: the database failed under a commit (%s); produce answers KAFKA_STORAGE_ERROR until "
-                      "the partition is reloaded", self._name, what)
+            log.error(
+                "%s: the database failed under a commit (%s); produce answers KAFKA_STORAGE_ERROR until "
+                "the partition is reloaded",
+                self._name,
+                what,
+            )
         self._failed = self._failed or f"database error: {what}"
         self._fail_waiters(KafkaStorageError(f"{self._name}: {what}"))
 
     def _fail_not_leader(self) -> None:
-        log.warning("%s: leader epoch %d is no longer current (fenced); nothing more is written here", self._name,
-                    self.leader_epoch)
+        log.warning(
+            "%s: leader epoch %d is no longer current (fenced); nothing more is written here",
+            self._name,
+            self.leader_epoch,
+        )
         self._failed = NOT_LEADER
         self._fail_waiters(NotLeaderError(f"{self._name}: fenced, epoch {self.leader_epoch} is not current"))
 
@@ -500,8 +559,9 @@ class PgPartitionLog:
         row = rows[0] if rows else None
         if row is None or row[0] != self._store.node_id or row[1] != self.leader_epoch:
             self._failed = NOT_LEADER
-            raise NotLeaderError(f"{self._name}: led by node {row[0] if row else None} at epoch "
-                                 f"{row[1] if row else None} now")
+            raise NotLeaderError(
+                f"{self._name}: led by node {row[0] if row else None} at epoch {row[1] if row else None} now"
+            )
         self._log_start, self._committed = row[2], row[3]
         self._next_offset = self._in_flight_end = self._committed
         self._pending, self._sizes = [], None
@@ -529,8 +589,10 @@ class PgPartitionLog:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)
                 in_flight_end = self._in_flight_end
-                self._fail_waiters(KafkaStorageError(f"{self._name}: closed with a commit in flight"),
-                                   keep=lambda end: end > in_flight_end)
+                self._fail_waiters(
+                    KafkaStorageError(f"{self._name}: closed with a commit in flight"),
+                    keep=lambda end: end > in_flight_end,
+                )
         self._failed = self._failed if self._failed == NOT_LEADER else CLOSED
         self._fail_waiters(NotLeaderError(f"{self._name} is no longer led here"))
         self._cache.clear()
@@ -589,8 +651,10 @@ class PgPartitionLog:
         """The batches of a read from the database. The query stops after a number of rows (its window sum
         cannot stop the scan at max_bytes): twice what max_bytes holds at the partition's average batch size."""
         rows = min(READ_ROWS, max(16, 2 * max_bytes // max(self._average_batch, 1) + 1))
-        found = await self._run(sql.READ, {"pid": self.pid, "end": end, "offset": offset, "rows": rows,
-                                           "max_bytes": max_bytes, "min_one": min_one})
+        found = await self._run(
+            sql.READ,
+            {"pid": self.pid, "end": end, "offset": offset, "rows": rows, "max_bytes": max_bytes, "min_one": min_one},
+        )
         batches = [row[0] for row in found]
         if batches:
             self._average_batch = sum(len(b) for b in batches) // len(batches)
@@ -623,8 +687,9 @@ class PgPartitionLog:
         self._check_leading()
         start, end, after = self._log_start, self._committed, -1
         while True:
-            rows = await self._run(sql.BY_TIMESTAMP, {"pid": self.pid, "after": after, "end": end, "start": start,
-                                                   "timestamp": timestamp})
+            rows = await self._run(
+                sql.BY_TIMESTAMP, {"pid": self.pid, "after": after, "end": end, "start": start, "timestamp": timestamp}
+            )
             if not rows:
                 return None
             batch = rows[0][0]
@@ -643,8 +708,7 @@ class PgPartitionLog:
         batch = rows[0][0]
         header = parse_header(batch)
         offset = find_offset_of_timestamp(batch, header, header.max_timestamp)
-        return TimestampOffset(offset=header.base_offset if offset is None else offset,
-                               timestamp=header.max_timestamp)
+        return TimestampOffset(offset=header.base_offset if offset is None else offset, timestamp=header.max_timestamp)
 
     async def _run(self, statement: str, params: dict[str, Any] | Sequence[Any], *,
                    binary: bool = True) -> list[tuple[Any, ...]]:  # fmt: skip
@@ -661,8 +725,13 @@ class PgPartitionLog:
     async def _fenced(self, statement: str, params: dict[str, Any]) -> tuple[Any, ...]:
         """Run a write whose first column counts the partition rows its fence matched (this node leads the
         partition at this epoch), and return its row; raises NotLeaderError, for good, when it matched none."""
-        row = (await self._run(statement, {"pid": self.pid, "node": self._store.node_id, "epoch": self.leader_epoch,
-                                           **params}, binary=False))[0]
+        row = (
+            await self._run(
+                statement,
+                {"pid": self.pid, "node": self._store.node_id, "epoch": self.leader_epoch, **params},
+                binary=False,
+            )
+        )[0]
         if not row[0]:
             self._fail_not_leader()
             raise NotLeaderError(f"{self._name}: fenced, epoch {self.leader_epoch} is not current")
@@ -685,15 +754,18 @@ class PgPartitionLog:
             end, start = self._committed, self._log_start
             new_start = start
             if self.config.retention_ms >= 0:
-                rows = await self._run(sql.RETAIN_BY_TIME, {"pid": self.pid, "end": end, "start": start,
-                                                         "oldest": now_ms - self.config.retention_ms})
+                rows = await self._run(
+                    sql.RETAIN_BY_TIME,
+                    {"pid": self.pid, "end": end, "start": start, "oldest": now_ms - self.config.retention_ms},
+                )
                 new_start = max(new_start, end if rows[0][0] is None else rows[0][0])
             if self.config.retention_bytes >= 0:
                 stored = (await self._load_sizes())[0]
                 excess = stored - self.config.retention_bytes
                 if excess > 0:
-                    rows = await self._run(sql.RETAIN_BY_BYTES, {"pid": self.pid, "end": end, "start": start,
-                                                              "excess": excess})
+                    rows = await self._run(
+                        sql.RETAIN_BY_BYTES, {"pid": self.pid, "end": end, "start": start, "excess": excess}
+                    )
                     new_start = max(new_start, rows[0][0] or start)
             if new_start <= start:
                 return 0
@@ -705,8 +777,7 @@ class PgPartitionLog:
         as in a segment, and readers below the start get OffsetOutOfRangeError."""
         self._check_leading()
         async with self._maintenance:
-            new_start = deletion_start(self._name, offset, self._log_start, self._committed,
-                                       self.config.cleanup_policy)
+            new_start = deletion_start(self._name, offset, self._log_start, self._committed, self.config.cleanup_policy)
             if new_start > self._log_start:
                 await self._move_start(new_start)
             return self._log_start
@@ -761,11 +832,13 @@ class PgPartitionLog:
             mapped += sum(len(data) for data in chunk)
         totals = [0, 0, 0, 0]
         freed = 0
-        cleaning = compaction.CleanedTransactions(await self.aborted_transactions_async(self._log_start, end),
-                                                  active, last)
+        cleaning = compaction.CleanedTransactions(
+            await self.aborted_transactions_async(self._log_start, end), active, last
+        )
         async for chunk in self._scan(self._log_start, end):
-            changes = await loop.run_in_executor(None, compaction.filter_batches, chunk, latest, now_ms,
-                                                 delete_retention_ms, cleaning)
+            changes = await loop.run_in_executor(
+                None, compaction.filter_batches, chunk, latest, now_ms, delete_retention_ms, cleaning
+            )
             totals[0] += changes.records_read
             totals[1] += changes.records_kept
             if changes:
@@ -783,10 +856,17 @@ class PgPartitionLog:
     async def _apply_changes(self, changes: compaction.Changes, *, cleaned: int) -> None:
         """Delete and rewrite rows, and move the cleaner offset up to `cleaned` (fenced)."""
         headers = [parse_header(data) for data in changes.rewritten]
-        await self._fenced(sql.COMPACT, {
-            "cleaned": cleaned, "deleted": changes.deleted, "bases": [h.base_offset for h in headers],
-            "datas": changes.rewritten, "counts": [h.record_count for h in headers],
-            "tss": [h.max_timestamp for h in headers]})
+        await self._fenced(
+            sql.COMPACT,
+            {
+                "cleaned": cleaned,
+                "deleted": changes.deleted,
+                "bases": [h.base_offset for h in headers],
+                "datas": changes.rewritten,
+                "counts": [h.record_count for h in headers],
+                "tss": [h.max_timestamp for h in headers],
+            },
+        )
 
     async def _scan(self, start: int, end: int) -> AsyncIterator[list[bytes]]:
         """The batches with base offsets in [start, end), in chunks of about SCAN_BYTES (whole batches)."""
@@ -817,8 +897,11 @@ class PgPartitionLog:
             rows = await self._run(sql.EPOCHS, (self.pid,), binary=False)
             if not rows or (rows[0][0], rows[0][1]) != (self._store.node_id, self.leader_epoch):
                 raise self._not_leader()
-            self._epochs = tuple((epoch, start) for epoch, start in zip(rows[0][2], rows[0][3], strict=True)
-                                 if epoch <= self.leader_epoch)
+            self._epochs = tuple(
+                (epoch, start)
+                for epoch, start in zip(rows[0][2], rows[0][3], strict=True)
+                if epoch <= self.leader_epoch
+            )
         return self._epochs
 
     async def producer_state(self) -> list[ProducerBatch]:
@@ -827,14 +910,34 @@ class PgPartitionLog:
         from when this node takes the partition over. Raises KafkaStorageError or NotLeaderError."""
         self._check_leading()
         start, end = self._log_start, self._committed
-        rows = await self._run(sql.PRODUCERS, {"pid": self.pid, "end": end, "start": start,
-                                            "scan": PRODUCER_SCAN_BATCHES, "keep": RETAINED_PRODUCER_BATCHES})
+        rows = await self._run(
+            sql.PRODUCERS,
+            {
+                "pid": self.pid,
+                "end": end,
+                "start": start,
+                "scan": PRODUCER_SCAN_BATCHES,
+                "keep": RETAINED_PRODUCER_BATCHES,
+            },
+        )
         log_append = self.config.message_timestamp_type == "LogAppendTime"
         out = []
         for producer_id, epoch, sequence, count, base, last, max_ts in rows:
             last_sequence = (sequence + last - base) % (INT32_MAX + 1)
-            out.append(ProducerBatch(producer_id, epoch, sequence, last_sequence, base, last, count, max_ts,
-                                     max_ts if log_append else -1, start))
+            out.append(
+                ProducerBatch(
+                    producer_id,
+                    epoch,
+                    sequence,
+                    last_sequence,
+                    base,
+                    last,
+                    count,
+                    max_ts,
+                    max_ts if log_append else -1,
+                    start,
+                )
+            )
         return out
 
     @property

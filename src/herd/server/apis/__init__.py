@@ -19,9 +19,9 @@ from herd.server.apis import (
     add_offsets_to_txn,
     add_partitions_to_txn,
     alter_configs,
-    alter_user_scram_credentials,
     alter_partition_reassignments,
     alter_replica_log_dirs,
+    alter_user_scram_credentials,
     api_versions,
     create_acls,
     create_partitions,
@@ -123,8 +123,9 @@ def table() -> dict[int, ApiSpec]:
     """Key -> spec, built once; callers must not change it."""
     specs = {}
     for module in MODULES:
-        spec = ApiSpec(module.API_KEY, module.__name__.rsplit(".", 1)[1], module.MIN_VERSION, module.MAX_VERSION,
-                       module.handle)
+        spec = ApiSpec(
+            module.API_KEY, module.__name__.rsplit(".", 1)[1], module.MIN_VERSION, module.MAX_VERSION, module.handle
+        )
         assert spec.key not in specs, f"API key {spec.key} registered twice"
         specs[spec.key] = spec
     return dict(sorted(specs.items()))

@@ -39,8 +39,12 @@ def _bits(*operations: int) -> int:
 # Every handler asks through these, so that without an authorizer a check costs one attribute test. The principal
 # and host are the connection's (Session); the decision is herd.security.acls'.
 
-TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = (int(ResourceType.TOPIC), int(ResourceType.GROUP), int(ResourceType.CLUSTER),
-                                           int(ResourceType.TRANSACTIONAL_ID))  # plain ints hash fastest
+TOPIC, GROUP, CLUSTER, TRANSACTIONAL_ID = (
+    int(ResourceType.TOPIC),
+    int(ResourceType.GROUP),
+    int(ResourceType.CLUSTER),
+    int(ResourceType.TRANSACTIONAL_ID),
+)  # plain ints hash fastest
 # every operation each resource type supports (AclEntry.supportedOperations), as a bit field
 ALL_OPERATIONS = {int(kind): _bits(*ops) for kind, ops in SUPPORTED.items()}
 TOPIC_OPERATIONS = ALL_OPERATIONS[TOPIC]
@@ -55,8 +59,15 @@ def authorized(ctx: RequestContext, operation: int, resource_type: int, name: st
     if authorizer.authorize(session.principal, session.host, operation, resource_type, name):
         return True
     if audit.isEnabledFor(logging.DEBUG):
-        audit.debug("Principal = %s is Denied operation = %s from host = %s on resource = %s:%s for request = %s",
-                    session.principal, operation, session.host, resource_type, name, ctx.header.api_key)
+        audit.debug(
+            "Principal = %s is Denied operation = %s from host = %s on resource = %s:%s for request = %s",
+            session.principal,
+            operation,
+            session.host,
+            resource_type,
+            name,
+            ctx.header.api_key,
+        )
     return False
 
 

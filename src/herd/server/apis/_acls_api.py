@@ -24,5 +24,12 @@ def refusal(ctx: RequestContext, operation: int) -> tuple[ErrorCode, str] | None
 
 def acl_filter(f: Any) -> AclFilter:
     """The filter of a DescribeAcls request or a DeleteAcls filter (the same fields)."""
-    return AclFilter(f.resource_type_filter, f.resource_name_filter, f.pattern_type_filter, f.principal_filter,
-                     f.host_filter, f.operation, f.permission_type)
+    return AclFilter(
+        f.resource_type_filter,
+        f.resource_name_filter,
+        f.pattern_type_filter,
+        f.principal_filter,
+        f.host_filter,
+        f.operation,
+        f.permission_type,
+    )

@@ -11,7 +11,7 @@ values are turned into the types kio's writer expects (error codes into `ErrorCo
 from __future__ import annotations
 
 from collections.abc import Awaitable
-from functools import lru_cache
+from functools import cache
 from typing import Any
 
 from herd.protocol.messages import response_class
@@ -35,7 +35,7 @@ class Builder(MessageBuilder):
         return hasattr(self.module, name)
 
 
-@lru_cache(maxsize=None)
+@cache
 def builder(api_key: int, api_version: int) -> Builder:
     return Builder(api_key, api_version)
 

@@ -54,8 +54,9 @@ def duplicated(resources: Iterable[Any]) -> set[tuple[int, str]]:
     return {key for key, count in counts.items() if count > 1}
 
 
-async def answer_each(ctx: RequestContext, request: Any,
-                      alter_one: Callable[[RequestContext, Any, bool], Awaitable[Outcome]]) -> Any:
+async def answer_each(
+    ctx: RequestContext, request: Any, alter_one: Callable[[RequestContext, Any, bool], Awaitable[Outcome]]
+) -> Any:
     """The AlterConfigs / IncrementalAlterConfigs response: each resource altered in turn by `alter_one(ctx,
     resource, validate_only)`, except that every copy of a resource named twice gets DUPLICATE, as in Kafka."""
     twice = duplicated(request.resources)
@@ -63,8 +64,9 @@ async def answer_each(ctx: RequestContext, request: Any,
     for resource in request.resources:
         if (resource.resource_type, resource.resource_name) in twice:
             outcomes.append(DUPLICATE)
-        elif (denied := config_denied(ctx, resource.resource_type, resource.resource_name,
-                                      acl.ALTER_CONFIGS)) is not None:
+        elif (
+            denied := config_denied(ctx, resource.resource_type, resource.resource_name, acl.ALTER_CONFIGS)
+        ) is not None:
             outcomes.append(denied)
         else:
             outcome = await alter_one(ctx, resource, request.validate_only)
@@ -72,9 +74,16 @@ async def answer_each(ctx: RequestContext, request: Any,
                 outcome = await _at_the_coordinator(ctx, request, resource) or outcome
             outcomes.append(outcome)
     b = ctx_builder(ctx)
-    results = tuple(b("AlterConfigsResourceResponse", error_code=code, error_message=message,
-                      resource_type=r.resource_type, resource_name=r.resource_name)
-                    for r, (code, message) in zip(request.resources, outcomes, strict=True))
+    results = tuple(
+        b(
+            "AlterConfigsResourceResponse",
+            error_code=code,
+            error_message=message,
+            resource_type=r.resource_type,
+            resource_name=r.resource_name,
+        )
+        for r, (code, message) in zip(request.resources, outcomes, strict=True)
+    )
     return b.response(throttle_time=0, responses=results)
 
 
@@ -92,8 +101,9 @@ async def _at_the_coordinator(ctx: RequestContext, request: Any, resource: Any) 
     return ErrorCode(result.error_code), result.error_message
 
 
-async def alter(ctx: RequestContext, resource_type: int, name: str, change: ConfigChange,
-                validate_only: bool) -> Outcome:
+async def alter(
+    ctx: RequestContext, resource_type: int, name: str, change: ConfigChange, validate_only: bool
+) -> Outcome:
     """Check and make the change of one TOPIC or BROKER resource; its error code and message."""
     cluster = ctx.broker.cluster
     try:
@@ -102,8 +112,7 @@ async def alter(ctx: RequestContext, resource_type: int, name: str, change: Conf
             await settled(cluster.alter_topic_configs(name, change, validate_only=validate_only))
         elif resource_type == BROKER:
             stored_as = _check_broker_resource(name, ctx.broker.node_id)
-            await settled(cluster.alter_broker_configs(stored_as, _checked_broker(change),
-                                                       validate_only=validate_only))
+            await settled(cluster.alter_broker_configs(stored_as, _checked_broker(change), validate_only=validate_only))
         else:
             return ErrorCode.invalid_request, f"Unknown resource type {resource_type}"
     except TopicError as e:
@@ -154,8 +163,9 @@ def _check_broker_resource(name: str, node_id: int) -> str:
     if requested is None:
         raise ConfigChangeError(ErrorCode.invalid_request, f"Node id must be an integer, but it is: {name}")
     if requested != node_id:
-        raise ConfigChangeError(ErrorCode.invalid_request,
-                                f"Unexpected broker id, expected {node_id}, but received {name}")
+        raise ConfigChangeError(
+            ErrorCode.invalid_request, f"Unexpected broker id, expected {node_id}, but received {name}"
+        )
     return str(requested)
 
 

@@ -34,8 +34,9 @@ def client_host(ctx: RequestContext) -> str:
     return "/" + ctx.client_host
 
 
-def call(ctx: RequestContext, group_id: str, handler: Handler[Request], request: Request,
-         on_error: Callable[[int], Any]) -> Any:
+def call(
+    ctx: RequestContext, group_id: str, handler: Handler[Request], request: Request, on_error: Callable[[int], Any]
+) -> Any:
     """`handler`'s core response, a future of it, or `on_error(code)` when the coordinator refuses."""
     try:
         return ctx.broker.coordinator.call(group_id, handler, request)
@@ -43,8 +44,14 @@ def call(ctx: RequestContext, group_id: str, handler: Handler[Request], request:
         return on_error(e.code)
 
 
-def route(ctx: RequestContext, group_id: str, handler: Handler[Request], request: Request, respond: Respond,
-          on_error: Callable[[int], Any]) -> Any:
+def route(
+    ctx: RequestContext,
+    group_id: str,
+    handler: Handler[Request],
+    request: Request,
+    respond: Respond,
+    on_error: Callable[[int], Any],
+) -> Any:
     return then(call(ctx, group_id, handler, request, on_error), respond)
 
 

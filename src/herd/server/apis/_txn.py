@@ -21,8 +21,13 @@ from herd.coordinator import CoordinatorError, ErrorCode
 from herd.server.broker import RequestContext
 
 
-def call(ctx: RequestContext, transactional_id: str, handler: Callable[..., Any], request: Any,
-         on_error: Callable[[int], Any]) -> Any:
+def call(
+    ctx: RequestContext,
+    transactional_id: str,
+    handler: Callable[..., Any],
+    request: Any,
+    on_error: Callable[[int], Any],
+) -> Any:
     runtime = ctx.broker.transactions
     if runtime is None:
         return on_error(ErrorCode.NOT_COORDINATOR)

@@ -49,15 +49,26 @@ log = logging.getLogger(__name__)
 ADD_PARTITIONS_TO_TXN = 24
 VERIFY_VERSION = 4  # the first AddPartitionsToTxn version with `verify_only` (the broker-to-broker form)
 NOT_IN_TRANSACTION = "Partition was not added to the transaction"
-_RETRY = frozenset({ErrorCode.concurrent_transactions, ErrorCode.network_exception,
-                    ErrorCode.coordinator_load_in_progress, ErrorCode.coordinator_not_available,
-                    ErrorCode.not_coordinator})
+_RETRY = frozenset(
+    {
+        ErrorCode.concurrent_transactions,
+        ErrorCode.network_exception,
+        ErrorCode.coordinator_load_in_progress,
+        ErrorCode.coordinator_not_available,
+        ErrorCode.not_coordinator,
+    }
+)
 
 TopicPartition = tuple[str, int]
 
 
-async def verify(ctx: RequestContext, transactional_id: str, producer_id: int, producer_epoch: int,
-                 partitions: frozenset[TopicPartition]) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
+async def verify(
+    ctx: RequestContext,
+    transactional_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    partitions: frozenset[TopicPartition],
+) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
     """The partitions whose verification failed, with the error and message Produce answers for them."""
     codes = await _ask(ctx, transactional_id, producer_id, producer_epoch, partitions)
     return {tp: produce_error(ErrorCode(code)) for tp, code in codes.items() if code != ErrorCode.none}
@@ -70,16 +81,29 @@ def produce_error(error: ErrorCode) -> tuple[ErrorCode, str | None]:
     if error is ErrorCode.producer_fenced:
         return ErrorCode.invalid_producer_epoch, None
     if error in _RETRY:
-        return ErrorCode.not_enough_replicas, ("Unable to verify the partition has been added to the transaction. "
-                                               f"Underlying error: {error.name.upper()}")
+        return ErrorCode.not_enough_replicas, (
+            f"Unable to verify the partition has been added to the transaction. Underlying error: {error.name.upper()}"
+        )
     return error, None
 
 
-async def _ask(ctx: RequestContext, transactional_id: str, producer_id: int, producer_epoch: int,
-               partitions: frozenset[TopicPartition]) -> dict[TopicPartition, int]:
+async def _ask(
+    ctx: RequestContext,
+    transactional_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    partitions: frozenset[TopicPartition],
+) -> dict[TopicPartition, int]:
     request = AddPartitions(transactional_id, producer_id, producer_epoch, partitions, verify_only=True)
-    answer = await settled(_txn.call(ctx, transactional_id, TransactionCoordinatorShard.add_partitions, request,
-                                     lambda code: PartitionErrors.all(partitions, ErrorCode(code))))
+    answer = await settled(
+        _txn.call(
+            ctx,
+            transactional_id,
+            TransactionCoordinatorShard.add_partitions,
+            request,
+            lambda code: PartitionErrors.all(partitions, ErrorCode(code)),
+        )
+    )
     codes = dict(answer.errors)
     if ctx.broker.cluster.shared and all(c == ErrorCode.not_coordinator for c in codes.values()):
         node = coordinator_node(ctx.broker, ctx.broker.transactions, transactional_id)
@@ -88,15 +112,37 @@ async def _ask(ctx: RequestContext, transactional_id: str, producer_id: int, pro
     return codes
 
 
-async def _ask_node(ctx: RequestContext, node: Any, transactional_id: str, producer_id: int, producer_epoch: int,
-                    partitions: frozenset[TopicPartition]) -> dict[TopicPartition, int]:
+async def _ask_node(
+    ctx: RequestContext,
+    node: Any,
+    transactional_id: str,
+    producer_id: int,
+    producer_epoch: int,
+    partitions: frozenset[TopicPartition],
+) -> dict[TopicPartition, int]:
     by_topic: dict[str, list[int]] = {}
     for topic, index in sorted(partitions):
         by_topic.setdefault(topic, []).append(index)
-    request = make(AddPartitionsToTxnRequest, {"transactions": (make(AddPartitionsToTxnTransaction, {
-        "transactional_id": transactional_id, "producer_id": producer_id, "producer_epoch": producer_epoch,
-        "verify_only": True, "topics": tuple(make(AddPartitionsToTxnTopic, {"name": topic, "partitions": tuple(indexes)})
-                                             for topic, indexes in by_topic.items())}),)})
+    request = make(
+        AddPartitionsToTxnRequest,
+        {
+            "transactions": (
+                make(
+                    AddPartitionsToTxnTransaction,
+                    {
+                        "transactional_id": transactional_id,
+                        "producer_id": producer_id,
+                        "producer_epoch": producer_epoch,
+                        "verify_only": True,
+                        "topics": tuple(
+                            make(AddPartitionsToTxnTopic, {"name": topic, "partitions": tuple(indexes)})
+                            for topic, indexes in by_topic.items()
+                        ),
+                    },
+                ),
+            )
+        },
+    )
     try:
         answer = await ctx.broker.peers.request(node.host, node.port, ADD_PARTITIONS_TO_TXN, VERIFY_VERSION, request)
     except PeerError as error:
@@ -110,4 +156,3 @@ async def _ask_node(ctx: RequestContext, node: Any, transactional_id: str, produ
             for partition in topic.results_by_partition:
                 codes[(topic.name, int(partition.partition_index))] = partition.partition_error_code
     return codes
-

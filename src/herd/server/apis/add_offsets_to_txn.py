@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from herd.cluster.topics import OFFSETS_TOPIC
 from kio.schema.errors import ErrorCode as Wire
 
+from herd.cluster.topics import OFFSETS_TOPIC
 from herd.coordinator import ErrorCode
 from herd.coordinator.transactions import AddPartitions, PartitionErrors, TransactionCoordinatorShard
 from herd.server.apis import _txn
@@ -53,6 +53,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return respond(ErrorCode.COORDINATOR_NOT_AVAILABLE)
     partition = (OFFSETS_TOPIC, groups.partition_for(request.group_id))
     core = AddPartitions(tid, request.producer_id, request.producer_epoch, frozenset({partition}))
-    return then(_txn.call(ctx, tid, TransactionCoordinatorShard.add_partitions, core,
-                          lambda code: PartitionErrors({partition: ErrorCode(code)})),
-                lambda answer: respond(answer.errors[partition]))
+    return then(
+        _txn.call(
+            ctx,
+            tid,
+            TransactionCoordinatorShard.add_partitions,
+            core,
+            lambda code: PartitionErrors({partition: ErrorCode(code)}),
+        ),
+        lambda answer: respond(answer.errors[partition]),
+    )

@@ -37,23 +37,36 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     version = ctx.api_version
     if version < 4:
-        transactions = [(request.v3_and_below_transactional_id, request.v3_and_below_producer_id,
-                         request.v3_and_below_producer_epoch, False, request.v3_and_below_topics)]
+        transactions = [
+            (
+                request.v3_and_below_transactional_id,
+                request.v3_and_below_producer_id,
+                request.v3_and_below_producer_epoch,
+                False,
+                request.v3_and_below_topics,
+            )
+        ]
     else:
         if not authorized_cluster(ctx, CLUSTER_ACTION):  # v4+ is the brokers' (KafkaApis: CLUSTER_ACTION)
-            return b.response(throttle_time=0, error_code=Wire.cluster_authorization_failed,
-                              results_by_transaction=())
-        transactions = [(t.transactional_id, t.producer_id, t.producer_epoch, t.verify_only, t.topics)
-                        for t in request.transactions]
+            return b.response(throttle_time=0, error_code=Wire.cluster_authorization_failed, results_by_transaction=())
+        transactions = [
+            (t.transactional_id, t.producer_id, t.producer_epoch, t.verify_only, t.topics) for t in request.transactions
+        ]
     outcomes = [_one(ctx, *transaction) for transaction in transactions]
 
     def respond(answers: list[PartitionErrors]) -> Any:
         if version < 4:
-            return b.response(throttle_time=0,
-                              results_by_topic_v3_and_below=_topics(b, transactions[0][4], answers[0], version))
-        return b.response(throttle_time=0, error_code=ErrorCode.NONE, results_by_transaction=tuple(
-            b("AddPartitionsToTxnResult", transactional_id=t[0], topic_results=_topics(b, t[4], a, version))
-            for t, a in zip(transactions, answers)))
+            return b.response(
+                throttle_time=0, results_by_topic_v3_and_below=_topics(b, transactions[0][4], answers[0], version)
+            )
+        return b.response(
+            throttle_time=0,
+            error_code=ErrorCode.NONE,
+            results_by_transaction=tuple(
+                b("AddPartitionsToTxnResult", transactional_id=t[0], topic_results=_topics(b, t[4], a, version))
+                for t, a in zip(transactions, answers)
+            ),
+        )
 
     return gather(outcomes, respond)
 
@@ -75,12 +88,24 @@ def _one(ctx: RequestContext, tid: str, producer_id: int, epoch: int, verify_onl
         denied = {tp for tp in partitions if tp[0] in refused}
     missing = {tp for tp in partitions - denied if not _exists(ctx, tp)}
     if missing or denied:
-        return PartitionErrors({tp: Wire.topic_authorization_failed if tp in denied
-                                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION if tp in missing
-                                else ErrorCode.OPERATION_NOT_ATTEMPTED for tp in partitions})  # type: ignore[misc]
+        return PartitionErrors(
+            {
+                tp: Wire.topic_authorization_failed
+                if tp in denied
+                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                if tp in missing
+                else ErrorCode.OPERATION_NOT_ATTEMPTED
+                for tp in partitions
+            }
+        )  # type: ignore[misc]
     core = AddPartitions(tid, producer_id, epoch, partitions, verify_only)
-    return _txn.call(ctx, tid, TransactionCoordinatorShard.add_partitions, core,
-                     lambda code: PartitionErrors.all(partitions, ErrorCode(code)))
+    return _txn.call(
+        ctx,
+        tid,
+        TransactionCoordinatorShard.add_partitions,
+        core,
+        lambda code: PartitionErrors.all(partitions, ErrorCode(code)),
+    )
 
 
 def _exists(ctx: RequestContext, tp: TopicPartition) -> bool:
@@ -90,8 +115,17 @@ def _exists(ctx: RequestContext, tp: TopicPartition) -> bool:
 
 def _topics(b: Builder, topics: Any, answer: PartitionErrors, version: int) -> tuple[Any, ...]:
     return tuple(
-        b("AddPartitionsToTxnTopicResult", name=t.name, results_by_partition=tuple(
-            b("AddPartitionsToTxnPartitionResult", partition_index=p,
-              partition_error_code=_txn.fenced_for(version, 2, answer.errors[(t.name, int(p))]))
-            for p in t.partitions))
-        for t in topics)
+        b(
+            "AddPartitionsToTxnTopicResult",
+            name=t.name,
+            results_by_partition=tuple(
+                b(
+                    "AddPartitionsToTxnPartitionResult",
+                    partition_index=p,
+                    partition_error_code=_txn.fenced_for(version, 2, answer.errors[(t.name, int(p))]),
+                )
+                for p in t.partitions
+            ),
+        )
+        for t in topics
+    )

@@ -49,5 +49,4 @@ async def _alter_one(ctx: RequestContext, resource: Any, validate_only: bool) ->
         if EXPECTED_INSTANCE_IDS not in given:
             ops.append(ConfigOp(EXPECTED_INSTANCE_IDS, OpType.DELETE, None))
         return await alter_group(ctx, resource.resource_name, ops, validate_only)
-    return await alter(ctx, resource.resource_type, resource.resource_name, lambda _current: dict(given),
-                       validate_only)
+    return await alter(ctx, resource.resource_type, resource.resource_name, lambda _current: dict(given), validate_only)

@@ -43,8 +43,11 @@ MAX_VERSION = 1
 
 # MoveError's HTTP status (herd.cluster.shared) -> the error a reassignment answers, for a change the view did not
 # foresee (another node moved or deleted the partition meanwhile)
-_MOVE_ERRORS = {404: ErrorCode.unknown_topic_or_partition, 400: ErrorCode.invalid_replica_assignment,
-                503: ErrorCode.kafka_storage_error}
+_MOVE_ERRORS = {
+    404: ErrorCode.unknown_topic_or_partition,
+    400: ErrorCode.invalid_replica_assignment,
+    503: ErrorCode.kafka_storage_error,
+}
 
 
 class Refused(Exception):
@@ -67,12 +70,22 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
                 error, message = await _reassign(ctx, topic.name, partition, allow)
             else:
                 error, message = ErrorCode.cluster_authorization_failed, None
-            partitions.append(b("ReassignablePartitionResponse", partition_index=partition.partition_index,
-                                error_code=error, error_message=message))
+            partitions.append(
+                b(
+                    "ReassignablePartitionResponse",
+                    partition_index=partition.partition_index,
+                    error_code=error,
+                    error_message=message,
+                )
+            )
         topics.append(b("ReassignableTopicResponse", name=topic.name, partitions=tuple(partitions)))
-    return b.response(throttle_time=0, allow_replication_factor_change=allow,
-                      error_code=ErrorCode.none if allowed else ErrorCode.cluster_authorization_failed,
-                      error_message=None, responses=tuple(topics))
+    return b.response(
+        throttle_time=0,
+        allow_replication_factor_change=allow,
+        error_code=ErrorCode.none if allowed else ErrorCode.cluster_authorization_failed,
+        error_message=None,
+        responses=tuple(topics),
+    )
 
 
 async def _reassign(ctx: RequestContext, topic: str, partition: Any, allow: bool) -> tuple[ErrorCode, str | None]:
@@ -99,11 +112,14 @@ def _target(ctx: RequestContext, topic: str, partition: Any, allow: bool) -> int
     _check_assignment(replicas, {n.node_id for n in ctx.broker.nodes()})
     if len(replicas) != 1:
         if not allow:
-            raise Refused(ErrorCode.invalid_replication_factor,
-                          f"The replication factor is changed from 1 to {len(replicas)}")
-        raise Refused(ErrorCode.invalid_replica_assignment,
-                      f"herd keeps one replica of each partition, its leader: a reassignment names the one node to "
-                      f"lead it, not {len(replicas)}.")
+            raise Refused(
+                ErrorCode.invalid_replication_factor, f"The replication factor is changed from 1 to {len(replicas)}"
+            )
+        raise Refused(
+            ErrorCode.invalid_replica_assignment,
+            f"herd keeps one replica of each partition, its leader: a reassignment names the one node to "
+            f"lead it, not {len(replicas)}.",
+        )
     return replicas[0]
 
 
@@ -111,16 +127,21 @@ def _check_assignment(replicas: list[int], live: set[int]) -> None:
     """ReplicationControlManager.validateManualPartitionAssignment, with herd's live nodes as the registered
     brokers. Raises Refused."""
     if not replicas:
-        raise Refused(ErrorCode.invalid_replica_assignment,
-                      "The manual partition assignment includes an empty replica list.")
+        raise Refused(
+            ErrorCode.invalid_replica_assignment, "The manual partition assignment includes an empty replica list."
+        )
     previous = None
     for node in sorted(replicas):
         if node not in live:
-            raise Refused(ErrorCode.invalid_replica_assignment,
-                          f"The manual partition assignment includes broker {node}, but no such broker is registered.")
+            raise Refused(
+                ErrorCode.invalid_replica_assignment,
+                f"The manual partition assignment includes broker {node}, but no such broker is registered.",
+            )
         if node == previous:
-            raise Refused(ErrorCode.invalid_replica_assignment,
-                          f"The manual partition assignment includes the broker {node} more than once.")
+            raise Refused(
+                ErrorCode.invalid_replica_assignment,
+                f"The manual partition assignment includes the broker {node} more than once.",
+            )
         previous = node
 
 

@@ -55,9 +55,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             for index in topic.partitions:
                 code = _move(ctx, entry.path, topic.name, index) if allowed else ErrorCode.cluster_authorization_failed
                 answers.setdefault(topic.name, []).append(
-                    b("AlterReplicaLogDirPartitionResult", partition_index=index, error_code=code))
-    results = tuple(b("AlterReplicaLogDirTopicResult", topic_name=name, partitions=tuple(parts))
-                    for name, parts in answers.items())
+                    b("AlterReplicaLogDirPartitionResult", partition_index=index, error_code=code)
+                )
+    results = tuple(
+        b("AlterReplicaLogDirTopicResult", topic_name=name, partitions=tuple(parts)) for name, parts in answers.items()
+    )
     return b.response(throttle_time=0, results=results)
 
 

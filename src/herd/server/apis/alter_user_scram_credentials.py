@@ -45,8 +45,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     return _response(ctx, results)
 
 
-async def _alter_shared(ctx: RequestContext, store: Any, deletions: list[Deletion],
-                        upsertions: list[Upsertion]) -> Any:
+async def _alter_shared(ctx: RequestContext, store: Any, deletions: list[Deletion], upsertions: list[Upsertion]) -> Any:
     try:
         results = await store.alter(deletions, upsertions)
     except CredentialStoreError as e:
@@ -55,14 +54,19 @@ async def _alter_shared(ctx: RequestContext, store: Any, deletions: list[Deletio
     return _response(ctx, results)
 
 
-def _all_failed(deletions: list[Deletion], upsertions: list[Upsertion], code: int,
-                message: str | None) -> list[UserResult]:
+def _all_failed(
+    deletions: list[Deletion], upsertions: list[Upsertion], code: int, message: str | None
+) -> list[UserResult]:
     users = dict.fromkeys([d.user for d in deletions] + [u.user for u in upsertions])
     return [UserResult(user, code, message) for user in users]
 
 
 def _response(ctx: RequestContext, results: list[UserResult]) -> Any:
     b = ctx_builder(ctx)
-    return b.response(throttle_time=0, results=[
-        b("AlterUserScramCredentialsResult", user=r.user, error_code=r.error_code, error_message=r.error_message)
-        for r in results])
+    return b.response(
+        throttle_time=0,
+        results=[
+            b("AlterUserScramCredentialsResult", user=r.user, error_code=r.error_code, error_message=r.error_message)
+            for r in results
+        ],
+    )

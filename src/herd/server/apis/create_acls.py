@@ -35,8 +35,18 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if refused is not None:
         result = b("AclCreationResult", error_code=refused[0], error_message=refused[1])
         return b.response(throttle_time=0, results=tuple(result for _ in request.creations))
-    acls = [Acl(c.resource_type, c.resource_name, c.resource_pattern_type, c.principal, c.host, c.operation,
-                c.permission_type) for c in request.creations]
+    acls = [
+        Acl(
+            c.resource_type,
+            c.resource_name,
+            c.resource_pattern_type,
+            c.principal,
+            c.host,
+            c.operation,
+            c.permission_type,
+        )
+        for c in request.creations
+    ]
     problems = [acl.problem() for acl in acls]
     return _create(ctx, acls, problems)
 
@@ -48,6 +58,10 @@ async def _create(ctx: RequestContext, acls: list[Acl], problems: list[str | Non
         await ctx.broker.acl_store.create([a for a, p in zip(acls, problems) if p is None])
     except TopicError as e:
         stored = (ErrorCode.kafka_storage_error, str(e))
-    results = tuple(b("AclCreationResult", error_code=ErrorCode.invalid_request, error_message=p) if p is not None
-                    else b("AclCreationResult", error_code=stored[0], error_message=stored[1]) for p in problems)
+    results = tuple(
+        b("AclCreationResult", error_code=ErrorCode.invalid_request, error_message=p)
+        if p is not None
+        else b("AclCreationResult", error_code=stored[0], error_message=stored[1])
+        for p in problems
+    )
     return b.response(throttle_time=0, results=results)

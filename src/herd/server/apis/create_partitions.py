@@ -43,10 +43,21 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     results = []
     added = _new_partitions(ctx, request.topics)
     if added > MAX_PARTITIONS_PER_REQUEST:
-        log.warning("refused a CreatePartitions request adding %d partitions from %s (at most %d per request)",
-                    added, ctx.header.client_id, MAX_PARTITIONS_PER_REQUEST)
-        results = [b("CreatePartitionsTopicResult", name=t.name, error_code=ErrorCode.policy_violation,
-                     error_message="Unable to perform excessively large batch operation.") for t in request.topics]
+        log.warning(
+            "refused a CreatePartitions request adding %d partitions from %s (at most %d per request)",
+            added,
+            ctx.header.client_id,
+            MAX_PARTITIONS_PER_REQUEST,
+        )
+        results = [
+            b(
+                "CreatePartitionsTopicResult",
+                name=t.name,
+                error_code=ErrorCode.policy_violation,
+                error_message="Unable to perform excessively large batch operation.",
+            )
+            for t in request.topics
+        ]
         return b.response(throttle_time=0, results=tuple(results))
     for topic in request.topics:
         error, message = await _grow(ctx, topic, request.validate_only, counts[topic.name] > 1)

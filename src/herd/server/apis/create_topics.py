@@ -48,10 +48,13 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     results = []
     requested = _total_partitions(request.topics, ctx.broker.config.get("num.partitions"))
     if requested > MAX_PARTITIONS_PER_REQUEST:
-        log.warning("refused a CreateTopics request for %d partitions from %s (at most %d per request)", requested,
-                    ctx.header.client_id, MAX_PARTITIONS_PER_REQUEST)
-        results = [_error(b, t.name, ErrorCode.policy_violation, TOO_MANY_PER_REQUEST)
-                   for t in request.topics]
+        log.warning(
+            "refused a CreateTopics request for %d partitions from %s (at most %d per request)",
+            requested,
+            ctx.header.client_id,
+            MAX_PARTITIONS_PER_REQUEST,
+        )
+        results = [_error(b, t.name, ErrorCode.policy_violation, TOO_MANY_PER_REQUEST) for t in request.topics]
         return b.response(throttle_time=0, topics=tuple(results))
     for topic in request.topics:
         if counts[topic.name] > 1:
@@ -80,41 +83,83 @@ async def _create(b: Builder, ctx: RequestContext, topic: Any, validate_only: bo
     # In cluster mode PostgreSQL keeps the one copy of each partition (replicate PostgreSQL itself for more): a
     # replication factor up to the number of live nodes is accepted, so tools that ask for 3 work unchanged.
     available = len(broker.nodes())
-    if topic.replication_factor not in (-1, 1) and not topic.assignments and \
-            not (broker.cluster.shared and 0 < topic.replication_factor <= available):
-        return _error(b, topic.name, ErrorCode.invalid_replication_factor,
-                      f"Replication factor {topic.replication_factor} is larger than the {available} available "
-                      f"broker{'s' if available != 1 else ''}.")
+    if (
+        topic.replication_factor not in (-1, 1)
+        and not topic.assignments
+        and not (broker.cluster.shared and 0 < topic.replication_factor <= available)
+    ):
+        return _error(
+            b,
+            topic.name,
+            ErrorCode.invalid_replication_factor,
+            f"Replication factor {topic.replication_factor} is larger than the {available} available "
+            f"broker{'s' if available != 1 else ''}.",
+        )
     if topic.assignments and broker.cluster.shared:
-        return _error(b, topic.name, ErrorCode.invalid_replica_assignment,
-                      "In cluster mode herd places partitions itself.")
+        return _error(
+            b, topic.name, ErrorCode.invalid_replica_assignment, "In cluster mode herd places partitions itself."
+        )
     if topic.assignments:
         if topic.num_partitions != -1 or topic.replication_factor != -1:
-            return _error(b, topic.name, ErrorCode.invalid_request,
-                          "Both numPartitions or replicationFactor and replicasAssignments were set.")
+            return _error(
+                b,
+                topic.name,
+                ErrorCode.invalid_request,
+                "Both numPartitions or replicationFactor and replicasAssignments were set.",
+            )
         if any(list(a.broker_ids) != [broker.node_id] for a in topic.assignments):
-            return _error(b, topic.name, ErrorCode.invalid_replica_assignment,
-                          f"Every replica must be on broker {broker.node_id}.")
+            return _error(
+                b,
+                topic.name,
+                ErrorCode.invalid_replica_assignment,
+                f"Every replica must be on broker {broker.node_id}.",
+            )
     partitions = _partition_count(topic, broker.config.get("num.partitions"))
     configs = {c.name: c.value for c in topic.configs}
     try:
-        created = await settled(broker.cluster.create_topic(topic.name, partitions, configs,
-                                                            validate_only=validate_only))
+        created = await settled(
+            broker.cluster.create_topic(topic.name, partitions, configs, validate_only=validate_only)
+        )
     except TopicError as e:
         return _error(b, topic.name, ErrorCode(e.error_code), str(e))
-    entries = tuple(b("CreatableTopicConfigs", name=e.name, value=e.value, read_only=False, config_source=e.source,
-                      is_sensitive=False)
-                    for e in topic_entries(broker, created.configs))
+    entries = tuple(
+        b(
+            "CreatableTopicConfigs",
+            name=e.name,
+            value=e.value,
+            read_only=False,
+            config_source=e.source,
+            is_sensitive=False,
+        )
+        for e in topic_entries(broker, created.configs)
+    )
     config_error = 0
     if not authorized(ctx, DESCRIBE_CONFIGS, TOPIC, topic.name):  # ControllerApis.createTopics: configs hidden
         entries, config_error = (), ErrorCode.topic_authorization_failed
-    return b("CreatableTopicResult", name=topic.name, topic_id=created.topic_id, error_code=ErrorCode.none,
-             error_message=None, topic_config_error_code=config_error, num_partitions=partitions,
-             replication_factor=1, configs=entries)
+    return b(
+        "CreatableTopicResult",
+        name=topic.name,
+        topic_id=created.topic_id,
+        error_code=ErrorCode.none,
+        error_message=None,
+        topic_config_error_code=config_error,
+        num_partitions=partitions,
+        replication_factor=1,
+        configs=entries,
+    )
 
 
 def _error(b: Builder, name: str, error: ErrorCode, message: str) -> Any:
     import uuid
 
-    return b("CreatableTopicResult", name=name, topic_id=uuid.UUID(int=0), error_code=error, error_message=message,
-             topic_config_error_code=0, num_partitions=-1, replication_factor=-1, configs=())
+    return b(
+        "CreatableTopicResult",
+        name=name,
+        topic_id=uuid.UUID(int=0),
+        error_code=error,
+        error_message=message,
+        topic_config_error_code=0,
+        num_partitions=-1,
+        replication_factor=-1,
+        configs=(),
+    )

@@ -58,8 +58,19 @@ async def _delete(ctx: RequestContext, filters: list[AclFilter]) -> Any:
 
 
 def _result(b: Builder, code: ErrorCode, message: str | None, acls: list[Acl]) -> Any:
-    matching = tuple(b("DeleteAclsMatchingAcl", error_code=ErrorCode.none, error_message=None,
-                       resource_type=a.resource_type, resource_name=a.resource_name, pattern_type=a.pattern_type,
-                       principal=a.principal, host=a.host, operation=a.operation, permission_type=a.permission)
-                     for a in acls)
+    matching = tuple(
+        b(
+            "DeleteAclsMatchingAcl",
+            error_code=ErrorCode.none,
+            error_message=None,
+            resource_type=a.resource_type,
+            resource_name=a.resource_name,
+            pattern_type=a.pattern_type,
+            principal=a.principal,
+            host=a.host,
+            operation=a.operation,
+            permission_type=a.permission,
+        )
+        for a in acls
+    )
     return b("DeleteAclsFilterResult", error_code=code, error_message=message, matching_acls=matching)

@@ -35,8 +35,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
     def respond(responses: list[DeleteGroupsResponse]) -> Any:
         b = ctx_builder(ctx)
-        results = tuple(b("DeletableGroupResult", group_id=r.group_id, error_code=r.error_code)
-                        for response in responses for r in response.results)
+        results = tuple(
+            b("DeletableGroupResult", group_id=r.group_id, error_code=r.error_code)
+            for response in responses
+            for r in response.results
+        )
         return b.response(throttle_time=0, results=results)
 
     return gather(outcomes, respond)
@@ -50,6 +53,7 @@ def _delete_one(ctx: RequestContext, group_id: str) -> Any:
         return on_error(ErrorCode.group_authorization_failed)
     if not group_id:
         return on_error(ErrorCode.invalid_group_id)
-    req = DeleteGroups(groups_names=(group_id,), api_version=ctx.api_version, client_id=client_id(ctx),
-                       client_host=client_host(ctx))
+    req = DeleteGroups(
+        groups_names=(group_id,), api_version=ctx.api_version, client_id=client_id(ctx), client_host=client_host(ctx)
+    )
     return call(ctx, group_id, GroupCoordinatorShard.delete_groups, req, on_error)

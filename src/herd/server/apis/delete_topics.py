@@ -41,12 +41,15 @@ async def handle(ctx: RequestContext, request: Any) -> Any:
     results = []
     for name, topic_id in wanted:
         error, message, name, topic_id = await _delete(ctx, name, topic_id)
-        results.append(b("DeletableTopicResult", name=name, topic_id=topic_id or _ZERO, error_code=error,
-                         error_message=message))
+        results.append(
+            b("DeletableTopicResult", name=name, topic_id=topic_id or _ZERO, error_code=error, error_message=message)
+        )
     return b.response(throttle_time=0, responses=tuple(results))
 
 
-async def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None) -> tuple[ErrorCode, str | None, Any, Any]:
+async def _delete(
+    ctx: RequestContext, name: str | None, topic_id: uuid.UUID | None
+) -> tuple[ErrorCode, str | None, Any, Any]:
     cluster = ctx.broker.cluster
     topic = cluster.get(name) if name else (cluster.by_id(topic_id) if topic_id else None)
     # by name, checked before its existence is (ControllerApis.deleteTopics); by id, once it is found
@@ -59,8 +62,12 @@ async def _delete(ctx: RequestContext, name: str | None, topic_id: uuid.UUID | N
     if not ctx.broker.config.get("delete.topic.enable"):
         return ErrorCode.topic_deletion_disabled, "Topic deletion is disabled.", topic.name, topic.topic_id
     if topic.internal:
-        return ErrorCode.invalid_topic_exception, f"Cannot delete internal topic {topic.name}", topic.name, \
-            topic.topic_id
+        return (
+            ErrorCode.invalid_topic_exception,
+            f"Cannot delete internal topic {topic.name}",
+            topic.name,
+            topic.topic_id,
+        )
     try:
         await settled(cluster.delete_topic(topic.name))
     except TopicError as e:

@@ -36,9 +36,22 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return b.response(throttle_time=0, error_code=refused[0], error_message=refused[1], resources=())
     acls = ctx.broker.authorizer.acls(flt)
     resources = tuple(
-        b("DescribeAclsResource", resource_type=rtype, resource_name=name, pattern_type=pattern,
-          acls=tuple(b("AclDescription", principal=a.principal, host=a.host, operation=a.operation,
-                       permission_type=a.permission) for a in group))
-        for (rtype, name, pattern), group in groupby(acls, lambda a: (a.resource_type, a.resource_name,
-                                                                      a.pattern_type)))
+        b(
+            "DescribeAclsResource",
+            resource_type=rtype,
+            resource_name=name,
+            pattern_type=pattern,
+            acls=tuple(
+                b(
+                    "AclDescription",
+                    principal=a.principal,
+                    host=a.host,
+                    operation=a.operation,
+                    permission_type=a.permission,
+                )
+                for a in group
+            ),
+        )
+        for (rtype, name, pattern), group in groupby(acls, lambda a: (a.resource_type, a.resource_name, a.pattern_type))
+    )
     return b.response(throttle_time=0, error_code=ErrorCode.none, error_message=None, resources=resources)

@@ -41,19 +41,39 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if endpoint_type not in ENDPOINT_NAMES:
         return _refused(b, ctx, ErrorCode.unsupported_endpoint_type, f"Unsupported endpoint type {endpoint_type}")
     if endpoint_type != BROKERS:
-        return _refused(b, ctx, ErrorCode.mismatched_endpoint_type,
-                        f"The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type "
-                        f"{ENDPOINT_NAMES[endpoint_type]}")
-    nodes = tuple(b("DescribeClusterBroker", broker_id=n.node_id, host=n.host, port=n.port, rack=n.rack,
-                    is_fenced=False) for n in broker.nodes(ctx.session.listener))
+        return _refused(
+            b,
+            ctx,
+            ErrorCode.mismatched_endpoint_type,
+            f"The request was sent to an endpoint of type BROKER, but we wanted an endpoint of type "
+            f"{ENDPOINT_NAMES[endpoint_type]}",
+        )
+    nodes = tuple(
+        b("DescribeClusterBroker", broker_id=n.node_id, host=n.host, port=n.port, rack=n.rack, is_fenced=False)
+        for n in broker.nodes(ctx.session.listener)
+    )
     authorized = cluster_operations(ctx, request.include_cluster_authorized_operations)
-    return b.response(throttle_time=0, error_code=ErrorCode.none, error_message=None, endpoint_type=BROKERS,
-                      cluster_id=broker.cluster.cluster_id, controller_id=broker.node_id, brokers=nodes,
-                      cluster_authorized_operations=authorized)
+    return b.response(
+        throttle_time=0,
+        error_code=ErrorCode.none,
+        error_message=None,
+        endpoint_type=BROKERS,
+        cluster_id=broker.cluster.cluster_id,
+        controller_id=broker.node_id,
+        brokers=nodes,
+        cluster_authorized_operations=authorized,
+    )
 
 
 def _refused(b: Builder, ctx: RequestContext, error: ErrorCode, message: str) -> Any:
     """Kafka's refusal: the error (INVALID_REQUEST at v0) in an otherwise default response."""
-    return b.response(throttle_time=0, error_code=error if ctx.api_version > 0 else ErrorCode.invalid_request,
-                      error_message=message, endpoint_type=BROKERS, cluster_id="", controller_id=-1, brokers=(),
-                      cluster_authorized_operations=NOT_REQUESTED)
+    return b.response(
+        throttle_time=0,
+        error_code=error if ctx.api_version > 0 else ErrorCode.invalid_request,
+        error_message=message,
+        endpoint_type=BROKERS,
+        cluster_id="",
+        controller_id=-1,
+        brokers=(),
+        cluster_authorized_operations=NOT_REQUESTED,
+    )

@@ -13,7 +13,8 @@ As Kafka's ConfigHelper answers (apache/kafka core/src/main/scala/kafka/server/C
 - GROUP (32, Kafka 4.x's group configs): herd's one group config, `herd.expected.instance.ids` (KIP-469
   pre-registration: the ids the group still waits for), with source GROUP_CONFIG when the group has a
   registration, DEFAULT_CONFIG (value "") otherwise; and, only when asked for by name, the read-only
-  `herd.rebalance.history` (the group's rebalance history as JSON, herd.coordinator.group_configs); it is asked of the group's coordinator shard, on another node
+  `herd.rebalance.history` (the group's rebalance history as JSON, herd.coordinator.group_configs); it is asked of the
+  group's coordinator shard, on another node
   in cluster mode (herd.server.peers: any node answers, as any Kafka broker does), and answers for groups that do
   not exist too, as Kafka does.
 Other resource types get INVALID_REQUEST. An empty or null list of keys asks for every config.
@@ -26,21 +27,22 @@ DESCRIBE_CONFIGS on the topic (TOPIC_AUTHORIZATION_FAILED), the group
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
-from typing import Any, Iterator
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.coordinator import GroupCoordinatorShard
 from herd.cluster.topic_docs import TOPIC_DOCS
 from herd.cluster.topics import TOPIC_CONFIGS
 from herd.config import SETTINGS, ConfigSource, unparse
+from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.group_configs import HISTORY_CONFIG
 from herd.coordinator.requests import DescribeGroupConfigs
 from herd.coordinator.responses import DescribeGroupConfigsResponse
 from herd.log.api import LONG_MAX
-from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._acl import DESCRIBE_CONFIGS
+from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._configs import BROKER, GROUP, TOPIC, broker_id, config_denied
 from herd.server.apis._groups import ask_coordinator_node, call, client_host, client_id, gather
 from herd.server.broker import Broker, RequestContext
@@ -113,14 +115,20 @@ def _broker_entries(broker: Broker, default_only: bool) -> Iterator[Entry]:
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     resources = list(request.resources)
-    outcomes = [_refused(b, r, denied) if (denied := config_denied(ctx, r.resource_type, r.resource_name,
-                                                                   DESCRIBE_CONFIGS)) is not None
-                else _ask_group(ctx, r, request) if r.resource_type == GROUP else _describe(b, ctx, r, request)
-                for r in resources]
+    outcomes = [
+        _refused(b, r, denied)
+        if (denied := config_denied(ctx, r.resource_type, r.resource_name, DESCRIBE_CONFIGS)) is not None
+        else _ask_group(ctx, r, request)
+        if r.resource_type == GROUP
+        else _describe(b, ctx, r, request)
+        for r in resources
+    ]
 
     def respond(answers: list[Any]) -> Any:
-        results = tuple(_group_result(b, r, a, request) if isinstance(a, DescribeGroupConfigsResponse) else a
-                        for r, a in zip(resources, answers, strict=True))
+        results = tuple(
+            _group_result(b, r, a, request) if isinstance(a, DescribeGroupConfigsResponse) else a
+            for r, a in zip(resources, answers, strict=True)
+        )
         return b.response(throttle_time=0, results=results)
 
     return gather(outcomes, respond)
@@ -133,38 +141,55 @@ def _refused(b: Builder, resource: Any, denied: tuple[int, str | None]) -> Any:
 def _ask_group(ctx: RequestContext, resource: Any, request: Any) -> Any:
     """The group shard's DescribeGroupConfigsResponse, or a future of it, or (cluster mode, another node
     coordinates the group) a future of that node's DescribeConfigsResult."""
+
     def on_error(code: int) -> DescribeGroupConfigsResponse:
         return DescribeGroupConfigsResponse(error_code=code)
 
     if not resource.resource_name:
-        return DescribeGroupConfigsResponse(error_code=ErrorCode.invalid_request,
-                                            error_message="Default group resources are not allowed.")
-    req = DescribeGroupConfigs(group_id=resource.resource_name, api_version=ctx.api_version,
-                               client_id=client_id(ctx), client_host=client_host(ctx),
-                               include_history=HISTORY_CONFIG in (resource.configuration_keys or ()))
+        return DescribeGroupConfigsResponse(
+            error_code=ErrorCode.invalid_request, error_message="Default group resources are not allowed."
+        )
+    req = DescribeGroupConfigs(
+        group_id=resource.resource_name,
+        api_version=ctx.api_version,
+        client_id=client_id(ctx),
+        client_host=client_host(ctx),
+        include_history=HISTORY_CONFIG in (resource.configuration_keys or ()),
+    )
     answer = call(ctx, resource.resource_name, GroupCoordinatorShard.describe_group_configs, req, on_error)
     if isinstance(answer, DescribeGroupConfigsResponse) and answer.error_code == ErrorCode.not_coordinator:
         return asyncio.ensure_future(_at_the_coordinator(ctx, resource, request, answer))
     return answer
 
 
-async def _at_the_coordinator(ctx: RequestContext, resource: Any, request: Any,
-                              refused: DescribeGroupConfigsResponse) -> Any:
+async def _at_the_coordinator(
+    ctx: RequestContext, resource: Any, request: Any, refused: DescribeGroupConfigsResponse
+) -> Any:
     """The DescribeConfigsResult of the node that coordinates the group (Kafka answers group configs on any
     broker), or `refused` when there is no other node to ask."""
     try:
         answer = await ask_coordinator_node(ctx, resource.resource_name, replace(request, resources=(resource,)))
     except PeerError:
-        return DescribeGroupConfigsResponse(error_code=ErrorCode.coordinator_not_available,
-                                            error_message="The coordinator is not available.")
+        return DescribeGroupConfigsResponse(
+            error_code=ErrorCode.coordinator_not_available, error_message="The coordinator is not available."
+        )
     return refused if answer is None else answer.results[0]
 
 
 def _group_result(b: Builder, resource: Any, answer: DescribeGroupConfigsResponse, request: Any) -> Any:
     if answer.error_code:
         return _result(b, resource, ErrorCode(answer.error_code), answer.error_message)
-    entries = [Entry(c.name, c.value, ConfigSource.GROUP_CONFIG if c.is_set else ConfigSource.DEFAULT_CONFIG, c.kind,
-                     c.documentation or "", read_only=c.read_only) for c in answer.configs]
+    entries = [
+        Entry(
+            c.name,
+            c.value,
+            ConfigSource.GROUP_CONFIG if c.is_set else ConfigSource.DEFAULT_CONFIG,
+            c.kind,
+            c.documentation or "",
+            read_only=c.read_only,
+        )
+        for c in answer.configs
+    ]
     return _result(b, resource, ErrorCode.none, None, _configs(b, resource, entries, request))
 
 
@@ -173,21 +198,26 @@ def _describe(b: Builder, ctx: RequestContext, resource: Any, request: Any) -> A
     if resource.resource_type == TOPIC:
         topic = broker.cluster.get(resource.resource_name)
         if topic is None:
-            return _result(b, resource, ErrorCode.unknown_topic_or_partition,
-                           "The topic does not exist on this broker.")
+            return _result(
+                b, resource, ErrorCode.unknown_topic_or_partition, "The topic does not exist on this broker."
+            )
         entries = list(topic_entries(broker, topic.configs))
     elif resource.resource_type == BROKER:
         name = resource.resource_name
         if name and broker_id(name) is None:
-            return _result(b, resource, ErrorCode.invalid_request,
-                           f"Broker id must be an integer, but it is: {name}")
+            return _result(b, resource, ErrorCode.invalid_request, f"Broker id must be an integer, but it is: {name}")
         if name and broker_id(name) != broker.node_id:
-            return _result(b, resource, ErrorCode.invalid_request,
-                           f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}")
+            return _result(
+                b,
+                resource,
+                ErrorCode.invalid_request,
+                f"Unexpected broker id, expected {broker.node_id} or empty string, but received {name}",
+            )
         entries = list(_broker_entries(broker, default_only=not name))
     else:
-        return _result(b, resource, ErrorCode.invalid_request,
-                       f"Resource type {resource.resource_type} is not supported by herd")
+        return _result(
+            b, resource, ErrorCode.invalid_request, f"Resource type {resource.resource_type} is not supported by herd"
+        )
     return _result(b, resource, ErrorCode.none, None, _configs(b, resource, entries, request))
 
 
@@ -198,12 +228,24 @@ def _configs(b: Builder, resource: Any, entries: list[Entry], request: Any) -> t
     synonyms = getattr(request, "include_synonyms", False)
     documented = getattr(request, "include_documentation", False)
     return tuple(
-        b("DescribeConfigsResourceResult", name=e.name, value=None if e.name in SENSITIVE else e.value,
-          read_only=e.read_only, config_source=e.source, is_sensitive=e.name in SENSITIVE,
-          synonyms=tuple(b("DescribeConfigsSynonym", name=n, value=None if n in SENSITIVE else v, source=s)
-                         for n, v, s in e.synonyms) if synonyms else (),
-          config_type=_TYPES.get(e.kind, 0), documentation=(e.doc or None) if documented else None)
-        for e in entries if not wanted or e.name in wanted
+        b(
+            "DescribeConfigsResourceResult",
+            name=e.name,
+            value=None if e.name in SENSITIVE else e.value,
+            read_only=e.read_only,
+            config_source=e.source,
+            is_sensitive=e.name in SENSITIVE,
+            synonyms=tuple(
+                b("DescribeConfigsSynonym", name=n, value=None if n in SENSITIVE else v, source=s)
+                for n, v, s in e.synonyms
+            )
+            if synonyms
+            else (),
+            config_type=_TYPES.get(e.kind, 0),
+            documentation=(e.doc or None) if documented else None,
+        )
+        for e in entries
+        if not wanted or e.name in wanted
     )
 
 
@@ -213,5 +255,11 @@ SENSITIVE = frozenset({"herd.cluster.database.url", *(s.name for s in SETTINGS i
 
 
 def _result(b: Builder, resource: Any, error: ErrorCode, message: str | None, configs: tuple = ()) -> Any:
-    return b("DescribeConfigsResult", error_code=error, error_message=message, resource_type=resource.resource_type,
-             resource_name=resource.resource_name, configs=configs)
+    return b(
+        "DescribeConfigsResult",
+        error_code=error,
+        error_message=message,
+        resource_type=resource.resource_type,
+        resource_name=resource.resource_name,
+        configs=configs,
+    )

@@ -30,7 +30,6 @@ MIN_VERSION = 0
 MAX_VERSION = 6
 
 
-
 def handle(ctx: RequestContext, request: Any) -> Any:
     include_ops = getattr(request, "include_authorized_operations", False)
     outcomes = [_describe_one(ctx, group_id, include_ops) for group_id in request.groups]
@@ -43,8 +42,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 
 def _describe_one(ctx: RequestContext, group_id: str, include_ops: bool) -> Any:
-    req = DescribeGroups(groups=(group_id,), include_authorized_operations=include_ops, api_version=ctx.api_version,
-                         client_id=client_id(ctx), client_host=client_host(ctx))
+    req = DescribeGroups(
+        groups=(group_id,),
+        include_authorized_operations=include_ops,
+        api_version=ctx.api_version,
+        client_id=client_id(ctx),
+        client_host=client_host(ctx),
+    )
 
     def on_error(code: int) -> DescribeGroupsResponse:
         return DescribeGroupsResponse(groups=(DescribedGroup(group_id=group_id, error_code=code),))
@@ -63,11 +67,30 @@ def _response(ctx: RequestContext, groups: list[DescribedGroup], include_ops: bo
         error, message = g.error_code, None
         if ctx.api_version >= 6 and error == 0 and g.group_state == "Dead" and not g.members:
             error, message = ErrorCode.group_id_not_found, f"Group {g.group_id} not found."
-        members = tuple(b("DescribedGroupMember", member_id=m.member_id, group_instance_id=m.group_instance_id,
-                          client_id=m.client_id, client_host=m.client_host, member_metadata=m.member_metadata,
-                          member_assignment=m.member_assignment) for m in g.members)
+        members = tuple(
+            b(
+                "DescribedGroupMember",
+                member_id=m.member_id,
+                group_instance_id=m.group_instance_id,
+                client_id=m.client_id,
+                client_host=m.client_host,
+                member_metadata=m.member_metadata,
+                member_assignment=m.member_assignment,
+            )
+            for m in g.members
+        )
         ops = authorized_operations(ctx, include_ops and error == 0, GROUP, g.group_id)
-        described.append(b("DescribedGroup", error_code=error, error_message=message, group_id=g.group_id,
-                           group_state=g.group_state, protocol_type=g.protocol_type,
-                           protocol_data=g.protocol_data, members=members, authorized_operations=ops))
+        described.append(
+            b(
+                "DescribedGroup",
+                error_code=error,
+                error_message=message,
+                group_id=g.group_id,
+                group_state=g.group_state,
+                protocol_type=g.protocol_type,
+                protocol_data=g.protocol_data,
+                members=members,
+                authorized_operations=ops,
+            )
+        )
     return b.response(throttle_time=0, groups=tuple(described))

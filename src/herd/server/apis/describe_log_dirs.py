@@ -51,9 +51,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     store = ctx.broker.store
     results = ()
     if isinstance(store, SegmentStore):
-        results = tuple(_result(b, root, [p for p in held if wanted is None or (p.topic, p.partition) in wanted],
-                                *disk_space(root))
-                        for root, held in store.stored_partitions().items())
+        results = tuple(
+            _result(b, root, [p for p in held if wanted is None or (p.topic, p.partition) in wanted], *disk_space(root))
+            for root, held in store.stored_partitions().items()
+        )
     return b.response(throttle_time=0, error_code=ErrorCode.none, results=results)
 
 
@@ -64,8 +65,11 @@ async def _in_database(b: Builder, ctx: RequestContext, wanted: set[tuple[str, i
     except TopicError:
         result = _result(b, cluster.location, [], -1, -1, ErrorCode.kafka_storage_error)
     else:
-        held = [StoredPartition(topic, index, size, 0, False) for (topic, index), size in sorted(sizes.items())
-                if wanted is None or (topic, index) in wanted]
+        held = [
+            StoredPartition(topic, index, size, 0, False)
+            for (topic, index), size in sorted(sizes.items())
+            if wanted is None or (topic, index) in wanted
+        ]
         result = _result(b, cluster.location, held, -1, -1)
     return b.response(throttle_time=0, error_code=ErrorCode.none, results=(result,))
 
@@ -74,11 +78,25 @@ def _result(b: Builder, root: str, held: list[StoredPartition], total: int, usab
             error: ErrorCode = ErrorCode.none) -> Any:  # fmt: skip
     by_topic: dict[str, list[Any]] = defaultdict(list)
     for p in held:
-        by_topic[p.topic].append(b("DescribeLogDirsPartition", partition_index=p.partition, partition_size=p.size,
-                                   offset_lag=p.offset_lag, is_future_key=p.is_future))
+        by_topic[p.topic].append(
+            b(
+                "DescribeLogDirsPartition",
+                partition_index=p.partition,
+                partition_size=p.size,
+                offset_lag=p.offset_lag,
+                is_future_key=p.is_future,
+            )
+        )
     topics = tuple(b("DescribeLogDirsTopic", name=name, partitions=tuple(parts)) for name, parts in by_topic.items())
-    return b("DescribeLogDirsResult", error_code=error, log_dir=root, topics=topics, total_bytes=total,
-             usable_bytes=usable, is_cordoned=False)
+    return b(
+        "DescribeLogDirsResult",
+        error_code=error,
+        log_dir=root,
+        topics=topics,
+        total_bytes=total,
+        usable_bytes=usable,
+        is_cordoned=False,
+    )
 
 
 def disk_space(path: str) -> tuple[int, int]:

@@ -41,8 +41,9 @@ MAX_VERSION = 0
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
-    topics = tuple(b("TopicResponse", name=entry.name, partitions=tuple(_topic(b, ctx, entry)))
-                   for entry in request.topics)
+    topics = tuple(
+        b("TopicResponse", name=entry.name, partitions=tuple(_topic(b, ctx, entry))) for entry in request.topics
+    )
     return b.response(throttle_time=0, topics=topics)
 
 
@@ -55,8 +56,10 @@ def _topic(b: Builder, ctx: RequestContext, entry: Any) -> list[Any]:
         return [_error(b, index, ErrorCode.invalid_topic_exception, str(e)) for index in entry.partition_indexes]
     topic = ctx.broker.cluster.get(entry.name)
     if topic is None:
-        return [_error(b, index, ErrorCode.unknown_topic_or_partition, UNKNOWN_TOPIC_MESSAGE)
-                for index in entry.partition_indexes]
+        return [
+            _error(b, index, ErrorCode.unknown_topic_or_partition, UNKNOWN_TOPIC_MESSAGE)
+            for index in entry.partition_indexes
+        ]
     return [_partition(b, ctx, topic, index) for index in entry.partition_indexes]
 
 
@@ -71,14 +74,26 @@ def _partition(b: Builder, ctx: RequestContext, topic: Any, index: int) -> Any:
         producers = broker.producers.active(topic.name, index, broker.now_ms(), getattr(log, "transactions", None))
     except NotLeaderError:
         return _error(b, index, ErrorCode.not_leader_or_follower)
-    states = tuple(b("ProducerState", producer_id=p.producer_id, producer_epoch=p.epoch,
-                     last_sequence=p.last_sequence, last_timestamp=p.last_timestamp,
-                     coordinator_epoch=p.coordinator_epoch, current_txn_start_offset=p.current_txn_start_offset)
-                   for p in producers)
-    return b("PartitionResponse", partition_index=index, error_code=ErrorCode.none, error_message=None,
-             active_producers=states)
+    states = tuple(
+        b(
+            "ProducerState",
+            producer_id=p.producer_id,
+            producer_epoch=p.epoch,
+            last_sequence=p.last_sequence,
+            last_timestamp=p.last_timestamp,
+            coordinator_epoch=p.coordinator_epoch,
+            current_txn_start_offset=p.current_txn_start_offset,
+        )
+        for p in producers
+    )
+    return b(
+        "PartitionResponse",
+        partition_index=index,
+        error_code=ErrorCode.none,
+        error_message=None,
+        active_producers=states,
+    )
 
 
 def _error(b: Builder, index: int, error: ErrorCode, message: str | None = None) -> Any:
-    return b("PartitionResponse", partition_index=index, error_code=error, error_message=message,
-             active_producers=())
+    return b("PartitionResponse", partition_index=index, error_code=error, error_message=message, active_producers=())

@@ -59,9 +59,14 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     try:
         names = _names(ctx, request, cursor)
     except InvalidCursor:
-        return b.response(throttle_time=0, next_cursor=None, topics=tuple(
-            _error(b, ErrorCode.invalid_request, t.name, internal=False, operations=NOT_REQUESTED)
-            for t in request.topics))
+        return b.response(
+            throttle_time=0,
+            next_cursor=None,
+            topics=tuple(
+                _error(b, ErrorCode.invalid_request, t.name, internal=False, operations=NOT_REQUESTED)
+                for t in request.topics
+            ),
+        )
     limit = max(min(MAX_PARTITIONS, request.response_partition_limit), 1)
     topics, next_cursor = _page(b, ctx, names, cursor, limit, listing=not request.topics)
     return b.response(throttle_time=0, topics=tuple(topics), next_cursor=next_cursor)
@@ -87,8 +92,9 @@ def _page(b: Builder, ctx: RequestContext, names: list[str], cursor: Cursor | No
             return topics, b("Cursor", topic_name=name, partition_index=0)
         if ctx.broker.authorizer is not None and not authorized(ctx, DESCRIBE, TOPIC, name):
             if not listing:  # its existence is not disclosed (DescribeTopicPartitionsRequestHandler)
-                topics.append(_error(b, ErrorCode.topic_authorization_failed, name, internal=False,
-                                     operations=NOT_REQUESTED))
+                topics.append(
+                    _error(b, ErrorCode.topic_authorization_failed, name, internal=False, operations=NOT_REQUESTED)
+                )
             continue
         topic = ctx.broker.cluster.get(name)
         if topic is None:
@@ -109,12 +115,29 @@ def _describe(b: Builder, ctx: RequestContext, topic: Topic, indexes: range) -> 
     for i in indexes:
         node, epoch = ctx.broker.cluster.leader(topic.name, i)
         replicas = (node,) if node >= 0 else ()
-        partitions.append(b("DescribeTopicPartitionsResponsePartition", error_code=ErrorCode.none, partition_index=i,
-                            leader_id=node, leader_epoch=epoch, replica_nodes=replicas, isr_nodes=replicas,
-                            eligible_leader_replicas=(), last_known_elr=(), offline_replicas=()))
-    return b("DescribeTopicPartitionsResponseTopic", error_code=ErrorCode.none, name=topic.name,
-             topic_id=topic.topic_id, is_internal=topic.internal, partitions=tuple(partitions),
-             topic_authorized_operations=authorized_operations(ctx, True, TOPIC, topic.name))
+        partitions.append(
+            b(
+                "DescribeTopicPartitionsResponsePartition",
+                error_code=ErrorCode.none,
+                partition_index=i,
+                leader_id=node,
+                leader_epoch=epoch,
+                replica_nodes=replicas,
+                isr_nodes=replicas,
+                eligible_leader_replicas=(),
+                last_known_elr=(),
+                offline_replicas=(),
+            )
+        )
+    return b(
+        "DescribeTopicPartitionsResponseTopic",
+        error_code=ErrorCode.none,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.internal,
+        partitions=tuple(partitions),
+        topic_authorized_operations=authorized_operations(ctx, True, TOPIC, topic.name),
+    )
 
 
 def _unknown(ctx: RequestContext, b: Builder, name: str) -> Any:
@@ -129,5 +152,12 @@ def _unknown(ctx: RequestContext, b: Builder, name: str) -> Any:
 
 
 def _error(b: Builder, code: ErrorCode, name: str, *, internal: bool, operations: int) -> Any:
-    return b("DescribeTopicPartitionsResponseTopic", error_code=code, name=name, topic_id=uuid.UUID(int=0),
-             is_internal=internal, partitions=(), topic_authorized_operations=operations)
+    return b(
+        "DescribeTopicPartitionsResponseTopic",
+        error_code=code,
+        name=name,
+        topic_id=uuid.UUID(int=0),
+        is_internal=internal,
+        partitions=(),
+        topic_authorized_operations=operations,
+    )

@@ -38,19 +38,36 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             return TxnDescription(Wire.transactional_id_authorization_failed, tid)  # type: ignore[arg-type]
         if not tid:
             return TxnDescription(ErrorCode.INVALID_REQUEST, tid)
-        return _txn.call(ctx, tid, TransactionCoordinatorShard.describe_transaction, tid,
-                         lambda code: TxnDescription(ErrorCode(code), tid))
+        return _txn.call(
+            ctx,
+            tid,
+            TransactionCoordinatorShard.describe_transaction,
+            tid,
+            lambda code: TxnDescription(ErrorCode(code), tid),
+        )
 
     def state(d: TxnDescription) -> Any:
         topics: dict[str, list[int]] = {}
         for topic, partition in sorted(d.partitions):
             topics.setdefault(topic, []).append(partition)
-        topics = {t: ps for t, ps in topics.items()  # KafkaApis: only the topics the principal may describe
-                  if authorized(ctx, DESCRIBE, TOPIC, t)}
-        return b("TransactionState", error_code=d.error, transactional_id=d.transactional_id,
-                 transaction_state=d.state, transaction_timeout=d.timeout_ms, transaction_start_time=d.start_ms,
-                 producer_id=d.producer_id, producer_epoch=d.producer_epoch,
-                 topics=tuple(b("TopicData", topic=t, partitions=tuple(ps)) for t, ps in topics.items()))
+        topics = {
+            t: ps
+            for t, ps in topics.items()  # KafkaApis: only the topics the principal may describe
+            if authorized(ctx, DESCRIBE, TOPIC, t)
+        }
+        return b(
+            "TransactionState",
+            error_code=d.error,
+            transactional_id=d.transactional_id,
+            transaction_state=d.state,
+            transaction_timeout=d.timeout_ms,
+            transaction_start_time=d.start_ms,
+            producer_id=d.producer_id,
+            producer_epoch=d.producer_epoch,
+            topics=tuple(b("TopicData", topic=t, partitions=tuple(ps)) for t, ps in topics.items()),
+        )
 
-    return gather([one(tid) for tid in request.transactional_ids],
-                  lambda answers: b.response(throttle_time=0, transaction_states=tuple(state(d) for d in answers)))
+    return gather(
+        [one(tid) for tid in request.transactional_ids],
+        lambda answers: b.response(throttle_time=0, transaction_states=tuple(state(d) for d in answers)),
+    )

@@ -24,13 +24,20 @@ MAX_VERSION = 0
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     if not authorized_cluster(ctx, DESCRIBE):  # Kafka: DESCRIBE on the cluster, else refused at the top level
-        return b.response(throttle_time=0, error_code=ErrorCode.cluster_authorization_failed, error_message=None,
-                          results=[])
+        return b.response(
+            throttle_time=0, error_code=ErrorCode.cluster_authorization_failed, error_message=None, results=[]
+        )
     users = [u.name for u in request.users] if request.users else None
     results = [
-        b("DescribeUserScramCredentialsResult", user=user, error_code=code, error_message=message,
-          credential_infos=[b("CredentialInfo", mechanism=mechanism, iterations=iterations)
-                            for mechanism, iterations in infos])
+        b(
+            "DescribeUserScramCredentialsResult",
+            user=user,
+            error_code=code,
+            error_message=message,
+            credential_infos=[
+                b("CredentialInfo", mechanism=mechanism, iterations=iterations) for mechanism, iterations in infos
+            ],
+        )
         for user, code, message, infos in ctx.broker.credentials.describe(users)
     ]
     return b.response(throttle_time=0, error_code=0, error_message=None, results=results)

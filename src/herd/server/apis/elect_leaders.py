@@ -67,14 +67,18 @@ def _on_one_node(ctx: RequestContext, topic: str, index: int) -> Elected | None:
 
 
 async def _elect_in_cluster(b: Builder, ctx: RequestContext, request: Any, *, preferred: bool) -> Any:
-    asked = None if request.topic_partitions is None else [
-        (t.topic, int(p)) for t in request.topic_partitions for p in t.partitions]
+    asked = (
+        None
+        if request.topic_partitions is None
+        else [(t.topic, int(p)) for t in request.topic_partitions for p in t.partitions]
+    )
     try:
         elected = await ctx.broker.cluster.elect_leaders(asked, preferred=preferred)  # type: ignore[attr-defined]
     except TopicError as e:
         return _failed(b, request, ErrorCode(e.error_code), str(e))
-    return _answer(b, ctx, request, lambda topic, index: elected.get((topic, index)),
-                   PREFERRED if preferred else UNCLEAN)
+    return _answer(
+        b, ctx, request, lambda topic, index: elected.get((topic, index)), PREFERRED if preferred else UNCLEAN
+    )
 
 
 def _answer(b: Builder, ctx: RequestContext, request: Any, outcome: Any, election: int) -> Any:
@@ -83,12 +87,29 @@ def _answer(b: Builder, ctx: RequestContext, request: Any, outcome: Any, electio
     if request.topic_partitions is None:
         for topic in sorted(ctx.broker.cluster.topics(), key=lambda t: t.name):
             outcomes = [(i, outcome(topic.name, i)) for i in range(len(topic.partitions))]
-            results.append(_topic(b, topic.name, [_result(b, ctx, topic.name, i, e, election) for i, e in outcomes
-                                                  if e is not None and e.outcome is not Election.NOT_NEEDED]))
+            results.append(
+                _topic(
+                    b,
+                    topic.name,
+                    [
+                        _result(b, ctx, topic.name, i, e, election)
+                        for i, e in outcomes
+                        if e is not None and e.outcome is not Election.NOT_NEEDED
+                    ],
+                )
+            )
     else:
         for entry in request.topic_partitions:
-            results.append(_topic(b, entry.topic, [_result(b, ctx, entry.topic, int(p), outcome(entry.topic, int(p)),
-                                                           election) for p in entry.partitions]))
+            results.append(
+                _topic(
+                    b,
+                    entry.topic,
+                    [
+                        _result(b, ctx, entry.topic, int(p), outcome(entry.topic, int(p)), election)
+                        for p in entry.partitions
+                    ],
+                )
+            )
     return b.response(throttle_time=0, error_code=ErrorCode.none, replica_election_results=tuple(results))
 
 
@@ -101,8 +122,9 @@ def _result(b: Builder, ctx: RequestContext, topic: str, index: int, elected: El
         return _partition(b, index, ErrorCode.election_not_needed, NOT_NEEDED_MESSAGE)
     if election == PREFERRED:
         return _partition(b, index, ErrorCode.preferred_leader_not_available, "The preferred leader was not available.")
-    return _partition(b, index, ErrorCode.eligible_leaders_not_available,
-                      "Eligible topic partition leaders are not available.")
+    return _partition(
+        b, index, ErrorCode.eligible_leaders_not_available, "Eligible topic partition leaders are not available."
+    )
 
 
 def _unknown(ctx: RequestContext, topic: str, index: int) -> tuple[ErrorCode, str]:
@@ -113,8 +135,10 @@ def _unknown(ctx: RequestContext, topic: str, index: int) -> tuple[ErrorCode, st
 
 def _failed(b: Builder, request: Any, error: ErrorCode, message: str | None) -> Any:
     """ElectLeadersRequest.getErrorResponse: the error at the top and for every partition asked for."""
-    results = tuple(_topic(b, t.topic, [_partition(b, int(p), error, message) for p in t.partitions])
-                    for t in request.topic_partitions or ())
+    results = tuple(
+        _topic(b, t.topic, [_partition(b, int(p), error, message) for p in t.partitions])
+        for t in request.topic_partitions or ()
+    )
     return b.response(throttle_time=0, error_code=error, replica_election_results=results)
 
 

@@ -39,8 +39,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     version = ctx.api_version
 
     def respond(answer: ProducerIdAndEpoch) -> Any:
-        return b.response(throttle_time=0, error_code=_txn.fenced_for(version, 2, answer.error),
-                          producer_id=answer.producer_id, producer_epoch=answer.producer_epoch)
+        return b.response(
+            throttle_time=0,
+            error_code=_txn.fenced_for(version, 2, answer.error),
+            producer_id=answer.producer_id,
+            producer_epoch=answer.producer_epoch,
+        )
 
     tid = request.transactional_id
     if ctx.broker.authorizer is not None and not authorized(ctx, WRITE, TRANSACTIONAL_ID, tid):
@@ -48,5 +52,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if not tid:
         return respond(ProducerIdAndEpoch(ErrorCode.INVALID_REQUEST))
     core = EndTxn(tid, request.producer_id, request.producer_epoch, request.committed)
-    return then(_txn.call(ctx, tid, TransactionCoordinatorShard.end_txn, core,
-                          lambda code: ProducerIdAndEpoch(ErrorCode(code))), respond)
+    return then(
+        _txn.call(
+            ctx, tid, TransactionCoordinatorShard.end_txn, core, lambda code: ProducerIdAndEpoch(ErrorCode(code))
+        ),
+        respond,
+    )

@@ -53,7 +53,6 @@ _DELTA = struct.Struct(">i")
 Aborted = list[tuple[int, int]]
 
 
-
 def handle(ctx: RequestContext, request: Any) -> Any:
     if ctx.broker.cluster.shared:
         return _fetch_remote(ctx, request)
@@ -149,8 +148,9 @@ def _committed_part(data: bytes, lso: int, high_watermark: int, aborted: Aborted
 def _check_range(log: PartitionLog, offset: int) -> None:
     """Raises OffsetOutOfRangeError outside [log start, high watermark] (Kafka checks it before the isolation)."""
     if offset < log.log_start_offset or offset > log.log_end_offset:
-        raise OffsetOutOfRangeError(f"offset {offset} outside [{log.log_start_offset}, {log.log_end_offset}] of "
-                                    f"{log.topic}-{log.partition}")
+        raise OffsetOutOfRangeError(
+            f"offset {offset} outside [{log.log_start_offset}, {log.log_end_offset}] of {log.topic}-{log.partition}"
+        )
 
 
 def _below(data: bytes, lso: int) -> tuple[bytes, int]:
@@ -226,12 +226,19 @@ class _Reads:
                     self.counts[2] += len(data)  # herd_topic_bytes_out_total (herd.server.metrics)
                 self.keys.append((topic.name, p.partition))
                 partitions.append(_partition(b, p.partition, ErrorCode.none, log, data, aborted))
-            self.topics.append(b("FetchableTopicResponse", topic=getattr(entry, "topic", None),
-                                 topic_id=getattr(entry, "topic_id", None), partitions=tuple(partitions)))
+            self.topics.append(
+                b(
+                    "FetchableTopicResponse",
+                    topic=getattr(entry, "topic", None),
+                    topic_id=getattr(entry, "topic_id", None),
+                    partitions=tuple(partitions),
+                )
+            )
 
     def response(self) -> Any:
-        return self.b.response(throttle_time=0, error_code=ErrorCode.none, session_id=0,
-                               responses=tuple(self.topics), node_endpoints=())
+        return self.b.response(
+            throttle_time=0, error_code=ErrorCode.none, session_id=0, responses=tuple(self.topics), node_endpoints=()
+        )
 
 
 def _partition(b: Builder, index: int, error: ErrorCode, log: Any = None, records: bytes = b"",
@@ -239,7 +246,19 @@ def _partition(b: Builder, index: int, error: ErrorCode, log: Any = None, record
     hw = log.log_end_offset if log is not None else -1
     lso = log.last_stable_offset if log is not None else -1
     start = log.log_start_offset if log is not None else -1
-    txns = None if aborted is None else tuple(
-        b("AbortedTransaction", producer_id=pid, first_offset=first) for pid, first in aborted)
-    return b("PartitionData", partition_index=index, error_code=error, high_watermark=hw, last_stable_offset=lso,
-             log_start_offset=start, aborted_transactions=txns, preferred_read_replica=-1, records=records)
+    txns = (
+        None
+        if aborted is None
+        else tuple(b("AbortedTransaction", producer_id=pid, first_offset=first) for pid, first in aborted)
+    )
+    return b(
+        "PartitionData",
+        partition_index=index,
+        error_code=error,
+        high_watermark=hw,
+        last_stable_offset=lso,
+        log_start_offset=start,
+        aborted_transactions=txns,
+        preferred_read_replica=-1,
+        records=records,
+    )

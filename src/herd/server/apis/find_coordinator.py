@@ -75,11 +75,24 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         coordinators = []
         for key in request.coordinator_keys:
             error, message, node = _lookup(ctx, key, key_type)
-            coordinators.append(b("Coordinator", key=key, node_id=node.node_id if node else -1,
-                                  host=node.host if node else "", port=node.port if node else -1,
-                                  error_code=error, error_message=message))
+            coordinators.append(
+                b(
+                    "Coordinator",
+                    key=key,
+                    node_id=node.node_id if node else -1,
+                    host=node.host if node else "",
+                    port=node.port if node else -1,
+                    error_code=error,
+                    error_message=message,
+                )
+            )
         return b.response(throttle_time=0, coordinators=tuple(coordinators))
     error, message, node = _lookup(ctx, request.key, key_type)
-    return b.response(throttle_time=0, error_code=error, error_message=message,
-                      node_id=node.node_id if node else -1, host=node.host if node else "",
-                      port=node.port if node else -1)
+    return b.response(
+        throttle_time=0,
+        error_code=error,
+        error_message=message,
+        node_id=node.node_id if node else -1,
+        host=node.host if node else "",
+        port=node.port if node else -1,
+    )

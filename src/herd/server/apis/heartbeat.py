@@ -56,9 +56,14 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         client_id=client_id(ctx),
         client_host=client_host(ctx),
     )
-    return route(ctx, group_id, GroupCoordinatorShard.heartbeat, req,
-                 lambda response: _answer(ctx, response.error_code),
-                 lambda code: HeartbeatResponse(error_code=_unavailable(code)))
+    return route(
+        ctx,
+        group_id,
+        GroupCoordinatorShard.heartbeat,
+        req,
+        lambda response: _answer(ctx, response.error_code),
+        lambda code: HeartbeatResponse(error_code=_unavailable(code)),
+    )
 
 
 def _answer(ctx: RequestContext, code: int) -> Any:

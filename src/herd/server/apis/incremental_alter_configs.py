@@ -32,7 +32,8 @@ group (GROUP_AUTHORIZATION_FAILED) or, for a broker, the cluster (CLUSTER_AUTHOR
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -104,17 +105,31 @@ def _broker_default(name: str) -> str | None:
 
 
 # per resource type: whether a config is a list, its Kafka default, and the refusal of APPEND/SUBTRACT on a non-list
-_RULES = {TOPIC: (_topic_list, _topic_default, topic_not_list),
-          BROKER: (_broker_list, _broker_default, broker_not_list)}
+_RULES = {
+    TOPIC: (_topic_list, _topic_default, topic_not_list),
+    BROKER: (_broker_list, _broker_default, broker_not_list),
+}
 
 
 async def alter_group(ctx: RequestContext, group_id: str, ops: Sequence[ConfigOp], validate_only: bool) -> Outcome:
     """One GROUP resource, altered by its coordinator shard (AlterConfigs' GROUP resources come here too)."""
     if not group_id:
         return ErrorCode.invalid_request, "Default group resources are not allowed."
-    req = AlterGroupConfigs(group_id=group_id, ops=tuple(GroupConfigOp(o.name, o.op, o.value) for o in ops),
-                            validate_only=validate_only, api_version=ctx.api_version, client_id=client_id(ctx),
-                            client_host=client_host(ctx))
-    answer = await settled(call(ctx, group_id, GroupCoordinatorShard.alter_group_configs, req,
-                                lambda code: AlterGroupConfigsResponse(error_code=code)))
+    req = AlterGroupConfigs(
+        group_id=group_id,
+        ops=tuple(GroupConfigOp(o.name, o.op, o.value) for o in ops),
+        validate_only=validate_only,
+        api_version=ctx.api_version,
+        client_id=client_id(ctx),
+        client_host=client_host(ctx),
+    )
+    answer = await settled(
+        call(
+            ctx,
+            group_id,
+            GroupCoordinatorShard.alter_group_configs,
+            req,
+            lambda code: AlterGroupConfigsResponse(error_code=code),
+        )
+    )
     return answer.error_code, answer.error_message

@@ -66,8 +66,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     if request.transactional_id is not None:
         return _transactional(ctx, request, producer_id, epoch)
     if producer_id >= 0 and 0 <= epoch < MAX_EPOCH - 1:
-        return b.response(throttle_time=0, error_code=ErrorCode.none, producer_id=producer_id,
-                          producer_epoch=epoch + 1)
+        return b.response(throttle_time=0, error_code=ErrorCode.none, producer_id=producer_id, producer_epoch=epoch + 1)
     return b.response(throttle_time=0, error_code=ErrorCode.none, producer_id=new_producer_id(), producer_epoch=0)
 
 
@@ -88,12 +87,24 @@ def _transactional(ctx: RequestContext, request: Any, producer_id: int, epoch: i
     version = ctx.api_version
 
     def respond(answer: ProducerIdAndEpoch) -> Any:
-        return b.response(throttle_time=0, error_code=_txn.fenced_for(version, 4, answer.error),
-                          producer_id=answer.producer_id, producer_epoch=answer.producer_epoch)
+        return b.response(
+            throttle_time=0,
+            error_code=_txn.fenced_for(version, 4, answer.error),
+            producer_id=answer.producer_id,
+            producer_epoch=answer.producer_epoch,
+        )
 
     tid = request.transactional_id
     if not tid:
         return respond(ProducerIdAndEpoch(CoreError.INVALID_REQUEST))
     core = InitProducerId(tid, ms(request.transaction_timeout), producer_id, epoch)
-    return then(_txn.call(ctx, tid, TransactionCoordinatorShard.init_producer_id, core,
-                          lambda code: ProducerIdAndEpoch(CoreError(code))), respond)
+    return then(
+        _txn.call(
+            ctx,
+            tid,
+            TransactionCoordinatorShard.init_producer_id,
+            core,
+            lambda code: ProducerIdAndEpoch(CoreError(code)),
+        ),
+        respond,
+    )

@@ -67,9 +67,19 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 def _response(ctx: RequestContext, r: JoinGroupResponse) -> Any:
     b = ctx_builder(ctx)
-    members = tuple(b("JoinGroupResponseMember", member_id=m.member_id, group_instance_id=m.group_instance_id,
-                      metadata=m.metadata) for m in r.members)
+    members = tuple(
+        b("JoinGroupResponseMember", member_id=m.member_id, group_instance_id=m.group_instance_id, metadata=m.metadata)
+        for m in r.members
+    )
     protocol_name = r.protocol_name if r.protocol_name is not None or ctx.api_version >= 7 else ""
-    return b.response(throttle_time=0, error_code=r.error_code, generation_id=r.generation_id,
-                      protocol_type=r.protocol_type, protocol_name=protocol_name, leader=r.leader,
-                      skip_assignment=r.skip_assignment, member_id=r.member_id, members=members)
+    return b.response(
+        throttle_time=0,
+        error_code=r.error_code,
+        generation_id=r.generation_id,
+        protocol_type=r.protocol_type,
+        protocol_name=protocol_name,
+        leader=r.leader,
+        skip_assignment=r.skip_assignment,
+        member_id=r.member_id,
+        members=members,
+    )

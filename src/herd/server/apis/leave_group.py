@@ -33,18 +33,31 @@ MAX_VERSION = 5
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     if ctx.api_version >= 3:
-        members = tuple(MemberIdentity(m.member_id, m.group_instance_id, getattr(m, "reason", None))
-                        for m in request.members)
-        req = LeaveGroup(group_id=request.group_id, members=members, api_version=ctx.api_version,
-                         client_id=client_id(ctx), client_host=client_host(ctx))
+        members = tuple(
+            MemberIdentity(m.member_id, m.group_instance_id, getattr(m, "reason", None)) for m in request.members
+        )
+        req = LeaveGroup(
+            group_id=request.group_id,
+            members=members,
+            api_version=ctx.api_version,
+            client_id=client_id(ctx),
+            client_host=client_host(ctx),
+        )
     else:
-        req = LeaveGroup(group_id=request.group_id, member_id=request.member_id, api_version=ctx.api_version,
-                         client_id=client_id(ctx), client_host=client_host(ctx))
+        req = LeaveGroup(
+            group_id=request.group_id,
+            member_id=request.member_id,
+            api_version=ctx.api_version,
+            client_id=client_id(ctx),
+            client_host=client_host(ctx),
+        )
 
     def respond(response: LeaveGroupResponse) -> Any:
         b = ctx_builder(ctx)
-        members = tuple(b("MemberResponse", member_id=m.member_id, group_instance_id=m.group_instance_id,
-                          error_code=m.error_code) for m in response.members)
+        members = tuple(
+            b("MemberResponse", member_id=m.member_id, group_instance_id=m.group_instance_id, error_code=m.error_code)
+            for m in response.members
+        )
         return b.response(throttle_time=0, error_code=response.error_code, members=members)
 
     def on_error(code: int) -> LeaveGroupResponse:

@@ -85,5 +85,8 @@ def _listed(ctx: RequestContext, wanted: set[int], groups: list[str]) -> list[tu
 
 
 def _response(b: Builder, error: ErrorCode, resources: list[tuple[int, str]]) -> Any:
-    return b.response(throttle_time=0, error_code=error, config_resources=tuple(
-        b("ConfigResource", resource_name=name, resource_type=kind) for kind, name in resources))
+    return b.response(
+        throttle_time=0,
+        error_code=error,
+        config_resources=tuple(b("ConfigResource", resource_name=name, resource_type=kind) for kind, name in resources),
+    )

@@ -30,9 +30,13 @@ MAX_VERSION = 5
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    req = ListGroups(states_filter=tuple(getattr(request, "states_filter", ())),
-                     types_filter=tuple(getattr(request, "types_filter", ())), api_version=ctx.api_version,
-                     client_id=client_id(ctx), client_host=client_host(ctx))
+    req = ListGroups(
+        states_filter=tuple(getattr(request, "states_filter", ())),
+        types_filter=tuple(getattr(request, "types_filter", ())),
+        api_version=ctx.api_version,
+        client_id=client_id(ctx),
+        client_host=client_host(ctx),
+    )
     try:
         outcomes = ctx.broker.coordinator.call_all(GroupCoordinatorShard.list_groups, req)
     except CoordinatorError as e:
@@ -44,7 +48,16 @@ def _response(ctx: RequestContext, responses: list[ListGroupsResponse]) -> Any:
     b = ctx_builder(ctx)
     error = next((r.error_code for r in responses if r.error_code), 0)
     every = ctx.broker.authorizer is None or authorized_cluster(ctx, DESCRIBE)
-    groups = tuple(b("ListedGroup", group_id=g.group_id, protocol_type=g.protocol_type, group_state=g.group_state,
-                     group_type=g.group_type) for r in responses for g in r.groups
-                   if every or authorized(ctx, DESCRIBE, GROUP, g.group_id))
+    groups = tuple(
+        b(
+            "ListedGroup",
+            group_id=g.group_id,
+            protocol_type=g.protocol_type,
+            group_state=g.group_state,
+            group_type=g.group_type,
+        )
+        for r in responses
+        for g in r.groups
+        if every or authorized(ctx, DESCRIBE, GROUP, g.group_id)
+    )
     return b.response(throttle_time=0, error_code=error, groups=groups)

@@ -111,5 +111,11 @@ def _answer(b: Builder, index: int, error: ErrorCode, timestamp: int = -1, offse
             log: PartitionLog | None = None) -> Any:  # fmt: skip
     """One partition's answer; with its log, the leader epoch it is led at (0 on a single node)."""
     epoch = log.leader_epoch if log is not None and error is ErrorCode.none else -1
-    return b("ListOffsetsPartitionResponse", partition_index=index, error_code=error, timestamp=timestamp,
-             offset=offset, leader_epoch=epoch)
+    return b(
+        "ListOffsetsPartitionResponse",
+        partition_index=index,
+        error_code=error,
+        timestamp=timestamp,
+        offset=offset,
+        leader_epoch=epoch,
+    )

@@ -33,18 +33,32 @@ _NAMES = frozenset(s.kafka_name for s in TxnState)
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     unknown = tuple(name for name in request.state_filters if name not in _NAMES)
-    filters = ListTransactions(frozenset(request.state_filters), frozenset(request.producer_id_filters),
-                               getattr(request, "duration_filter", -1))
+    filters = ListTransactions(
+        frozenset(request.state_filters),
+        frozenset(request.producer_id_filters),
+        getattr(request, "duration_filter", -1),
+    )
 
     checked = ctx.broker.authorizer is not None  # only the ids the principal may DESCRIBE (KafkaApis
     # .handleListTransactionsRequest)
 
     def respond(error: int, listings: list[tuple[TxnListing, ...]]) -> Any:
-        return b.response(throttle_time=0, error_code=error, unknown_state_filters=unknown, transaction_states=tuple(
-            b("TransactionState", transactional_id=t.transactional_id, producer_id=t.producer_id,
-              transaction_state=t.state)
-            for listing in listings for t in listing
-            if not checked or authorized(ctx, DESCRIBE, TRANSACTIONAL_ID, t.transactional_id)))
+        return b.response(
+            throttle_time=0,
+            error_code=error,
+            unknown_state_filters=unknown,
+            transaction_states=tuple(
+                b(
+                    "TransactionState",
+                    transactional_id=t.transactional_id,
+                    producer_id=t.producer_id,
+                    transaction_state=t.state,
+                )
+                for listing in listings
+                for t in listing
+                if not checked or authorized(ctx, DESCRIBE, TRANSACTIONAL_ID, t.transactional_id)
+            ),
+        )
 
     runtime = ctx.broker.transactions
     if runtime is None:

@@ -51,13 +51,18 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     broker = ctx.broker
     if request.topics is None or (ctx.api_version == 0 and not request.topics):
-        topics = [_describe(b, ctx, t) for t in broker.cluster.topics()
-                  if broker.authorizer is None or authorized(ctx, DESCRIBE, TOPIC, t.name)]
+        topics = [
+            _describe(b, ctx, t)
+            for t in broker.cluster.topics()
+            if broker.authorizer is None or authorized(ctx, DESCRIBE, TOPIC, t.name)
+        ]
     elif _invalid(ctx.api_version, request.topics):
         # Kafka's InvalidRequestException, answered as MetadataRequest.getErrorResponse does: every topic asked
         # for gets INVALID_REQUEST (a null name as "").
-        topics = [_error(b, ErrorCode.invalid_request, getattr(t, "name", None) or "", getattr(t, "topic_id", None))
-                  for t in request.topics]
+        topics = [
+            _error(b, ErrorCode.invalid_request, getattr(t, "name", None) or "", getattr(t, "topic_id", None))
+            for t in request.topics
+        ]
     else:
         topics = [_lookup(b, ctx, request, entry) for entry in request.topics]
         if any(isinstance(t, _Create) for t in topics):
@@ -67,15 +72,30 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
 def _response(b: Builder, ctx: RequestContext, request: Any, topics: list[Any]) -> Any:
     broker = ctx.broker
-    nodes = tuple(b("MetadataResponseBroker", node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
-                  for n in broker.nodes(ctx.session.listener))
+    nodes = tuple(
+        b("MetadataResponseBroker", node_id=n.node_id, host=n.host, port=n.port, rack=n.rack)
+        for n in broker.nodes(ctx.session.listener)
+    )
     if getattr(request, "include_topic_authorized_operations", False):
-        topics = [replace(t, topic_authorized_operations=TOPIC_OPERATIONS if t.name is None
-                          else authorized_operations(ctx, True, TOPIC, t.name)) for t in topics]
+        topics = [
+            replace(
+                t,
+                topic_authorized_operations=TOPIC_OPERATIONS
+                if t.name is None
+                else authorized_operations(ctx, True, TOPIC, t.name),
+            )
+            for t in topics
+        ]
     operations = cluster_operations(ctx, getattr(request, "include_cluster_authorized_operations", False))
-    return b.response(throttle_time=0, brokers=nodes, cluster_id=broker.cluster.cluster_id,
-                      controller_id=broker.node_id, topics=tuple(topics), error_code=ErrorCode.none,
-                      cluster_authorized_operations=operations)
+    return b.response(
+        throttle_time=0,
+        brokers=nodes,
+        cluster_id=broker.cluster.cluster_id,
+        controller_id=broker.node_id,
+        topics=tuple(topics),
+        error_code=ErrorCode.none,
+        cluster_authorized_operations=operations,
+    )
 
 
 class _Create:
@@ -159,14 +179,34 @@ def _describe(b: Builder, ctx: RequestContext, topic: Topic) -> Any:
     for i in range(len(topic.partitions)):
         node, epoch = cluster.leader(topic.name, i)
         replicas = (node,) if node >= 0 else ()
-        partitions.append(b("MetadataResponsePartition",
-                            error_code=ErrorCode.none if node >= 0 else ErrorCode.leader_not_available,
-                            partition_index=i, leader_id=node, leader_epoch=epoch, replica_nodes=replicas,
-                            isr_nodes=replicas, offline_replicas=()))
-    return b("MetadataResponseTopic", error_code=ErrorCode.none, name=topic.name, topic_id=topic.topic_id,
-             is_internal=topic.internal, partitions=tuple(partitions))
+        partitions.append(
+            b(
+                "MetadataResponsePartition",
+                error_code=ErrorCode.none if node >= 0 else ErrorCode.leader_not_available,
+                partition_index=i,
+                leader_id=node,
+                leader_epoch=epoch,
+                replica_nodes=replicas,
+                isr_nodes=replicas,
+                offline_replicas=(),
+            )
+        )
+    return b(
+        "MetadataResponseTopic",
+        error_code=ErrorCode.none,
+        name=topic.name,
+        topic_id=topic.topic_id,
+        is_internal=topic.internal,
+        partitions=tuple(partitions),
+    )
 
 
 def _error(b: Builder, code: ErrorCode, name: str | None, topic_id: Any = None) -> Any:
-    return b("MetadataResponseTopic", error_code=code, name=name, topic_id=topic_id or uuid.UUID(int=0),
-             is_internal=False, partitions=())
+    return b(
+        "MetadataResponseTopic",
+        error_code=code,
+        name=name,
+        topic_id=topic_id or uuid.UUID(int=0),
+        is_internal=False,
+        partitions=(),
+    )

@@ -40,12 +40,20 @@ Errors = dict[tuple[int, int], int]  # (topic entry index, partition index) -> e
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     if ctx.broker.authorizer is not None and not authorized(ctx, READ, GROUP, request.group_id):
-        return _response(ctx, request, [None] * len(request.topics),
-                         every_partition(request, ErrorCode.group_authorization_failed), OffsetCommitResponse())
+        return _response(
+            ctx,
+            request,
+            [None] * len(request.topics),
+            every_partition(request, ErrorCode.group_authorization_failed),
+            OffsetCommitResponse(),
+        )
     names, local = resolve(ctx, request)
     topics = tuple(
-        CommitTopic(names[i], tuple(commit_partition(p) for p in entry.partitions if (i, p.partition_index) not in local))
-        for i, entry in enumerate(request.topics) if names[i] is not None
+        CommitTopic(
+            names[i], tuple(commit_partition(p) for p in entry.partitions if (i, p.partition_index) not in local)
+        )
+        for i, entry in enumerate(request.topics)
+        if names[i] is not None
     )
     req = OffsetCommit(
         group_id=request.group_id,
@@ -115,10 +123,12 @@ def commit_partition(p: Any) -> CommitPartition:
 
 
 def all_failed(req: OffsetCommit, code: int) -> OffsetCommitResponse:
-    return OffsetCommitResponse(topics=tuple(
-        CommitTopicResponse(t.name, tuple(CommitPartitionResponse(p.partition_index, code) for p in t.partitions))
-        for t in req.topics
-    ))
+    return OffsetCommitResponse(
+        topics=tuple(
+            CommitTopicResponse(t.name, tuple(CommitPartitionResponse(p.partition_index, code) for p in t.partitions))
+            for t in req.topics
+        )
+    )
 
 
 # A consumer commits the same partitions over and over, and the answer depends only on them and their error
@@ -129,15 +139,28 @@ _RESPONSES: dict[tuple[Any, ...], Any] = {}
 _RESPONSES_MAX = 4096
 
 
-def _response(ctx: RequestContext, request: Any, names: list[str | None], local: Errors,
-              response: OffsetCommitResponse) -> Any:
+def _response(
+    ctx: RequestContext, request: Any, names: list[str | None], local: Errors, response: OffsetCommitResponse
+) -> Any:
     decided = {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
     ctx.broker.metrics.offset_commits += sum(1 for code in decided.values() if not code)
-    shape = (ctx.api_version, tuple(
-        (getattr(entry, "name", None), getattr(entry, "topic_id", None), tuple(
-            (p.partition_index, local.get((i, p.partition_index), decided.get((names[i], p.partition_index), 0)))
-            for p in entry.partitions))
-        for i, entry in enumerate(request.topics)))
+    shape = (
+        ctx.api_version,
+        tuple(
+            (
+                getattr(entry, "name", None),
+                getattr(entry, "topic_id", None),
+                tuple(
+                    (
+                        p.partition_index,
+                        local.get((i, p.partition_index), decided.get((names[i], p.partition_index), 0)),
+                    )
+                    for p in entry.partitions
+                ),
+            )
+            for i, entry in enumerate(request.topics)
+        ),
+    )
     cached = _RESPONSES.get(shape)
     if cached is None:
         if len(_RESPONSES) >= _RESPONSES_MAX:
@@ -148,10 +171,20 @@ def _response(ctx: RequestContext, request: Any, names: list[str | None], local:
 
 def _build_response(ctx: RequestContext, topics: tuple[Any, ...]) -> Any:
     b = ctx_builder(ctx)
-    return b.response(throttle_time=0, topics=tuple(
-        b("OffsetCommitResponseTopic", name=name, topic_id=topic_id, partitions=tuple(
-            b("OffsetCommitResponsePartition", partition_index=index, error_code=code) for index, code in parts))
-        for name, topic_id, parts in topics))
+    return b.response(
+        throttle_time=0,
+        topics=tuple(
+            b(
+                "OffsetCommitResponseTopic",
+                name=name,
+                topic_id=topic_id,
+                partitions=tuple(
+                    b("OffsetCommitResponsePartition", partition_index=index, error_code=code) for index, code in parts
+                ),
+            )
+            for name, topic_id, parts in topics
+        ),
+    )
 
 
 def every_partition(request: Any, code: int) -> Errors:

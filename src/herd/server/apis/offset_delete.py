@@ -40,8 +40,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return ctx_builder(ctx).response(error_code=ErrorCode.group_authorization_failed, throttle_time=0, topics=())
     local: Local = {}
     topics = tuple(_known(ctx, entry, local) for entry in request.topics)
-    req = OffsetDelete(group_id=request.group_id, topics=tuple(t for t in topics if t.partitions),
-                       api_version=ctx.api_version, client_id=client_id(ctx), client_host=client_host(ctx))
+    req = OffsetDelete(
+        group_id=request.group_id,
+        topics=tuple(t for t in topics if t.partitions),
+        api_version=ctx.api_version,
+        client_id=client_id(ctx),
+        client_host=client_host(ctx),
+    )
 
     def respond(response: OffsetDeleteResponse) -> Any:
         return _response(ctx, request, local, response)
@@ -75,11 +80,20 @@ def _response(ctx: RequestContext, request: Any, local: Local, response: OffsetD
         return b.response(error_code=response.error_code, throttle_time=0, topics=())
     decided = {(t.name, p.partition_index): p.error_code for t in response.topics for p in t.partitions}
     topics = tuple(
-        b("OffsetDeleteResponseTopic", name=entry.name, partitions=tuple(
-            b("OffsetDeleteResponsePartition", partition_index=p.partition_index,
-              error_code=local.get((entry.name, p.partition_index),
-                                   decided.get((entry.name, p.partition_index), ErrorCode.none)))
-            for p in entry.partitions))
+        b(
+            "OffsetDeleteResponseTopic",
+            name=entry.name,
+            partitions=tuple(
+                b(
+                    "OffsetDeleteResponsePartition",
+                    partition_index=p.partition_index,
+                    error_code=local.get(
+                        (entry.name, p.partition_index), decided.get((entry.name, p.partition_index), ErrorCode.none)
+                    ),
+                )
+                for p in entry.partitions
+            ),
+        )
         for entry in request.topics
     )
     return b.response(error_code=ErrorCode.none, throttle_time=0, topics=topics)

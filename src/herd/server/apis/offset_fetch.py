@@ -60,10 +60,12 @@ def _fetch_group(ctx: RequestContext, entry: Any, require_stable: bool) -> Any:
     if topics is not None and ctx.api_version >= 10:
         topics = tuple(t for t in topics if t.name)  # unknown ids are answered here
     req = OffsetFetch(
-        groups=(FetchGroup(group_id, topics,
-                           getattr(entry, "member_id", None), getattr(entry, "member_epoch", -1)),),
-        require_stable=require_stable, api_version=ctx.api_version, client_id=client_id(ctx),
-        client_host=client_host(ctx))
+        groups=(FetchGroup(group_id, topics, getattr(entry, "member_id", None), getattr(entry, "member_epoch", -1)),),
+        require_stable=require_stable,
+        api_version=ctx.api_version,
+        client_id=client_id(ctx),
+        client_host=client_host(ctx),
+    )
     return call(ctx, group_id, GroupCoordinatorShard.offset_fetch, req, on_error)
 
 
@@ -79,9 +81,13 @@ def _response(ctx: RequestContext, request: Any, entries: Any, responses: list[O
     b = ctx_builder(ctx)
     answers = [(r.groups[0], _topics(ctx, b, entry, r.groups[0])) for entry, r in zip(entries, responses, strict=True)]
     if ctx.api_version >= 8:
-        return b.response(throttle_time=0, groups=tuple(
-            b("OffsetFetchResponseGroup", group_id=group.group_id, topics=topics, error_code=group.error_code)
-            for group, topics in answers))
+        return b.response(
+            throttle_time=0,
+            groups=tuple(
+                b("OffsetFetchResponseGroup", group_id=group.group_id, topics=topics, error_code=group.error_code)
+                for group, topics in answers
+            ),
+        )
     group, topics = answers[0]
     return b.response(throttle_time=0, topics=topics, error_code=group.error_code)
 
@@ -93,10 +99,16 @@ def _topics(ctx: RequestContext, b: Builder, entry: Any, group: FetchGroupRespon
         return ()
     cluster = ctx.broker.cluster
     if entry.topics is None:
-        known = [(t, cluster.get(t.name)) for t in group.topics
-                 if ctx.broker.authorizer is None or authorized(ctx, DESCRIBE, TOPIC, t.name)]
-        return tuple(_kio_topic(b, v, t.name, topic.topic_id if topic else None, t.partitions)
-                     for t, topic in known if v < 10 or topic is not None)
+        known = [
+            (t, cluster.get(t.name))
+            for t in group.topics
+            if ctx.broker.authorizer is None or authorized(ctx, DESCRIBE, TOPIC, t.name)
+        ]
+        return tuple(
+            _kio_topic(b, v, t.name, topic.topic_id if topic else None, t.partitions)
+            for t, topic in known
+            if v < 10 or topic is not None
+        )
     answered = {t.name: t for t in group.topics}
     out = []
     for requested in entry.topics:
@@ -107,15 +119,27 @@ def _topics(ctx: RequestContext, b: Builder, entry: Any, group: FetchGroupRespon
             partitions = tuple(FetchPartitionResponse(p, error_code=code) for p in requested.partition_indexes)
         else:
             partitions = answered[name].partitions
-        out.append(_kio_topic(b, v, getattr(requested, "name", None), getattr(requested, "topic_id", None),
-                              partitions))
+        out.append(_kio_topic(b, v, getattr(requested, "name", None), getattr(requested, "topic_id", None), partitions))
     return tuple(out)
 
 
-def _kio_topic(b: Builder, version: int, name: str | None, topic_id: Any,
-               partitions: tuple[FetchPartitionResponse, ...]) -> Any:
+def _kio_topic(
+    b: Builder, version: int, name: str | None, topic_id: Any, partitions: tuple[FetchPartitionResponse, ...]
+) -> Any:
     suffix = "s" if version >= 8 else ""
-    return b("OffsetFetchResponseTopic" + suffix, name=name, topic_id=topic_id, partitions=tuple(
-        b("OffsetFetchResponsePartition" + suffix, partition_index=p.partition_index,
-          committed_offset=p.committed_offset, committed_leader_epoch=p.committed_leader_epoch,
-          metadata=p.metadata, error_code=p.error_code) for p in partitions))
+    return b(
+        "OffsetFetchResponseTopic" + suffix,
+        name=name,
+        topic_id=topic_id,
+        partitions=tuple(
+            b(
+                "OffsetFetchResponsePartition" + suffix,
+                partition_index=p.partition_index,
+                committed_offset=p.committed_offset,
+                committed_leader_epoch=p.committed_leader_epoch,
+                metadata=p.metadata,
+                error_code=p.error_code,
+            )
+            for p in partitions
+        ),
+    )

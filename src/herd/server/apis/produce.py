@@ -3,15 +3,18 @@
 v3: record batch format v2 and transactional id (the lowest version Kafka 4.x accepts, KIP-896). v5: log start
 offset in the answer. v8: per-record errors and an error message. v9: flexible. v10-v11: current leader and node
 endpoints for KIP-951, left empty in both modes: in cluster mode a client answered NOT_LEADER_OR_FOLLOWER
-refreshes its metadata to find the new leader, as with a broker before KIP-951. v12: no body change (KIP-890). v13: topics by id.
+refreshes its metadata to find the new leader, as with a broker before KIP-951. v12: no body change (KIP-890). v13:
+topics by id.
 
 Each partition's `records` go to the log exactly as sent (compressed or not), once their records are checked as
 Kafka's LogValidator checks them (`herd.log.records.check_records`: every batch decompresses, its records are
 well framed and as many as it declares; CORRUPT_MESSAGE or INVALID_RECORD with a message otherwise); the log
-checks framing, magic and CRC32C and assigns offsets. acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS otherwise); with acks=0 no answer is
+checks framing, magic and CRC32C and assigns offsets. acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS otherwise); with
+acks=0 no answer is
 sent. On one node acks=-1 and acks=1 are the same: the write is in the log (and flushed as log.flush.* say)
 when the answer goes out. In cluster mode a partition another node leads gets NOT_LEADER_OR_FOLLOWER, and the
-answer waits until the appended batches are committed to PostgreSQL (acks=1 and acks=-1 alike). Idempotent producers are accepted and checked per partition (herd.server.producers).
+answer waits until the appended batches are committed to PostgreSQL (acks=1 and acks=-1 alike). Idempotent producers are
+accepted and checked per partition (herd.server.producers).
 
 Transactional batches (attribute bit 4) are accepted from a request that names a transactional id; one that holds
 any and names none is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED in every partition, as Kafka's
@@ -63,14 +66,20 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         error = ErrorCode.invalid_required_acks
     elif request.transactional_id is None and _has_transactional_records(request):
         error = ErrorCode.transactional_id_authorization_failed
-    elif (ctx.broker.authorizer is not None and request.transactional_id is not None
-          and _has_transactional_records(request)
-          and not authorized(ctx, WRITE, TRANSACTIONAL_ID, request.transactional_id)):
+    elif (
+        ctx.broker.authorizer is not None
+        and request.transactional_id is not None
+        and _has_transactional_records(request)
+        and not authorized(ctx, WRITE, TRANSACTIONAL_ID, request.transactional_id)
+    ):
         error = ErrorCode.transactional_id_authorization_failed
     else:
         error = ErrorCode.none
-    if (request.transactional_id is not None and error is ErrorCode.none
-            and ctx.broker.config.get("transaction.partition.verification.enable")):
+    if (
+        request.transactional_id is not None
+        and error is ErrorCode.none
+        and ctx.broker.config.get("transaction.partition.verification.enable")
+    ):
         unverified = _to_verify(ctx, request)
         if unverified:
             return _produce_verified(b, ctx, request, unverified)
@@ -80,8 +89,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 def _produce(b: Builder, ctx: RequestContext, request: Any, error: ErrorCode, refused: _Refused) -> Any:
     commits: list[_Commit] = []
     checked = error is ErrorCode.none and ctx.broker.authorizer is not None
-    topics = tuple(_produce_topic(b, ctx, entry, _write_denied(ctx, entry) if checked else error, commits, refused)
-                   for entry in request.topic_data)
+    topics = tuple(
+        _produce_topic(b, ctx, entry, _write_denied(ctx, entry) if checked else error, commits, refused)
+        for entry in request.topic_data
+    )
     if commits:
         return _after_commits(b, ctx, topics, commits, request.acks)
     if request.acks == 0:
@@ -152,7 +163,7 @@ def _has_transactional_records(request: Any) -> bool:
             while records and pos + _ATTRIBUTES_LOW < len(records):
                 if records[pos + _ATTRIBUTES_LOW] & TRANSACTIONAL_BIT:
                     return True
-                length = int.from_bytes(records[pos + 8:pos + 12], "big", signed=True)
+                length = int.from_bytes(records[pos + 8 : pos + 12], "big", signed=True)
                 if length <= 0:
                     break
                 pos += LOG_OVERHEAD + length
@@ -192,14 +203,21 @@ def _append(b: Builder, ctx: RequestContext, log: PartitionLog, data: Any) -> tu
         result = broker.producers.append(log, records, now)
         log.maybe_flush(now)  # log.flush.interval.messages / .ms
     except LogError as e:
-        return _result(b, data.index, ErrorCode(e.error_code), message=str(e) or None,
-                       log_start_offset=log.log_start_offset), None
+        return _result(
+            b, data.index, ErrorCode(e.error_code), message=str(e) or None, log_start_offset=log.log_start_offset
+        ), None
     counts = broker.metrics.topic(log.topic)
     if counts is not None:  # herd_topic_bytes_in_total and herd_topic_messages_in_total (herd.server.metrics)
         counts[0] += len(records)
         counts[1] += result.last_offset - result.base_offset + 1
-    answer = _result(b, data.index, ErrorCode.none, base_offset=result.base_offset,
-                     log_append_time=result.log_append_time, log_start_offset=result.log_start_offset)
+    answer = _result(
+        b,
+        data.index,
+        ErrorCode.none,
+        base_offset=result.base_offset,
+        log_append_time=result.log_append_time,
+        log_start_offset=result.log_start_offset,
+    )
     if log.remote:  # acknowledged once its transaction has committed
         return answer, (log, result.last_offset + 1)
     broker.notify_append((log.topic, data.index))
@@ -236,8 +254,23 @@ async def _after_commits(b: Builder, ctx: RequestContext, topics: tuple[Any, ...
     return b.response(responses=topics, throttle_time=0, node_endpoints=())
 
 
-def _result(b: Builder, index: int, error: ErrorCode, *, base_offset: int = -1, log_append_time: int = -1,
-            log_start_offset: int = -1, message: str | None = None) -> Any:
-    return b("PartitionProduceResponse", index=index, error_code=error, base_offset=base_offset,
-             log_append_time=log_append_time, log_start_offset=log_start_offset, record_errors=(),
-             error_message=message)
+def _result(
+    b: Builder,
+    index: int,
+    error: ErrorCode,
+    *,
+    base_offset: int = -1,
+    log_append_time: int = -1,
+    log_start_offset: int = -1,
+    message: str | None = None,
+) -> Any:
+    return b(
+        "PartitionProduceResponse",
+        index=index,
+        error_code=error,
+        base_offset=base_offset,
+        log_append_time=log_append_time,
+        log_start_offset=log_start_offset,
+        record_errors=(),
+        error_message=message,
+    )

@@ -35,8 +35,12 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     authenticator = session.sasl
     b = ctx_builder(ctx)
     if authenticator is None or authenticator.state is State.AUTHENTICATED:
-        return b.response(error_code=ErrorCode.illegal_sasl_state, error_message=_AFTER_AUTHENTICATION,
-                          auth_bytes=b"", session_lifetime=0)
+        return b.response(
+            error_code=ErrorCode.illegal_sasl_state,
+            error_message=_AFTER_AUTHENTICATION,
+            auth_bytes=b"",
+            session_lifetime=0,
+        )
     code, message, token = authenticator.authenticate(request.auth_bytes)
     if code == NO_ANSWER:
         return None  # the connection closes (herd.server.connection)

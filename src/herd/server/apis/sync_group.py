@@ -47,8 +47,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
     def respond(response: SyncGroupResponse) -> Any:
         b = ctx_builder(ctx)
-        return b.response(throttle_time=0, error_code=response.error_code, protocol_type=response.protocol_type,
-                          protocol_name=response.protocol_name, assignment=response.assignment)
+        return b.response(
+            throttle_time=0,
+            error_code=response.error_code,
+            protocol_type=response.protocol_type,
+            protocol_name=response.protocol_name,
+            assignment=response.assignment,
+        )
 
     def on_error(code: int) -> SyncGroupResponse:
         return SyncGroupResponse(error_code=code)

@@ -48,14 +48,21 @@ Errors = dict[tuple[int, int], int]  # (topic entry index, partition index) -> e
 def handle(ctx: RequestContext, request: Any) -> Any:
     if ctx.broker.authorizer is not None:
         if not authorized(ctx, WRITE, TRANSACTIONAL_ID, request.transactional_id):
-            return _response(ctx, request, every_partition(request, ErrorCode.transactional_id_authorization_failed),
-                             OffsetCommitResponse())
+            return _response(
+                ctx,
+                request,
+                every_partition(request, ErrorCode.transactional_id_authorization_failed),
+                OffsetCommitResponse(),
+            )
         if not authorized(ctx, READ, GROUP, request.group_id):
-            return _response(ctx, request, every_partition(request, ErrorCode.group_authorization_failed),
-                             OffsetCommitResponse())
+            return _response(
+                ctx, request, every_partition(request, ErrorCode.group_authorization_failed), OffsetCommitResponse()
+            )
     _, local = resolve(ctx, request)
     topics = tuple(
-        CommitTopic(entry.name, tuple(commit_partition(p) for p in entry.partitions if (i, p.partition_index) not in local))
+        CommitTopic(
+            entry.name, tuple(commit_partition(p) for p in entry.partitions if (i, p.partition_index) not in local)
+        )
         for i, entry in enumerate(request.topics)
     )
     req = TxnOffsetCommit(
@@ -100,9 +107,21 @@ def _response(ctx: RequestContext, request: Any, local: Errors, response: Offset
         return error
 
     b = ctx_builder(ctx)
-    return b.response(throttle_time=0, topics=tuple(
-        b("TxnOffsetCommitResponseTopic", name=entry.name, partitions=tuple(
-            b("TxnOffsetCommitResponsePartition", partition_index=p.partition_index,
-              error_code=code(i, entry.name, p.partition_index))
-            for p in entry.partitions))
-        for i, entry in enumerate(request.topics)))
+    return b.response(
+        throttle_time=0,
+        topics=tuple(
+            b(
+                "TxnOffsetCommitResponseTopic",
+                name=entry.name,
+                partitions=tuple(
+                    b(
+                        "TxnOffsetCommitResponsePartition",
+                        partition_index=p.partition_index,
+                        error_code=code(i, entry.name, p.partition_index),
+                    )
+                    for p in entry.partitions
+                ),
+            )
+            for i, entry in enumerate(request.topics)
+        ),
+    )

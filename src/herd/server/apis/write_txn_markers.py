@@ -43,8 +43,14 @@ MAX_VERSION = 1
 async def _write(ctx: RequestContext, tp: tuple[str, int], marker: Marker) -> int:
     broker = ctx.broker
     try:
-        await write_marker(broker.cluster, broker.coordinator, tp, marker, broker.now_ms(),  # type: ignore[arg-type]
-                           broker.notify_append)
+        await write_marker(
+            broker.cluster,
+            broker.coordinator,
+            tp,
+            marker,
+            broker.now_ms(),  # type: ignore[arg-type]
+            broker.notify_append,
+        )
     except MarkerError as error:
         return error.code
     except Exception:  # a bug: this partition's answer says so, the others are still written and answered
@@ -56,19 +62,36 @@ async def _write(ctx: RequestContext, tp: tuple[str, int], marker: Marker) -> in
 async def _answer(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     if authorized_cluster(ctx, CLUSTER_ACTION):  # the brokers' API (KafkaApis: CLUSTER_ACTION on the cluster)
-        writes = [_write(ctx, (t.name, int(p)), marker) for m in request.markers
-                  for marker in (Marker(m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch),)
-                  for t in m.topics for p in t.partition_indexes]
+        writes = [
+            _write(ctx, (t.name, int(p)), marker)
+            for m in request.markers
+            for marker in (Marker(m.producer_id, m.producer_epoch, m.transaction_result, m.coordinator_epoch),)
+            for t in m.topics
+            for p in t.partition_indexes
+        ]
         codes: Iterator[int] = iter(await asyncio.gather(*writes))
     else:
         codes = itertools.repeat(CLUSTER_AUTHORIZATION_FAILED)
-    return b.response(markers=tuple(
-        b("WritableTxnMarkerResult", producer_id=m.producer_id, topics=tuple(
-            b("WritableTxnMarkerTopicResult", name=t.name, partitions=tuple(
-                b("WritableTxnMarkerPartitionResult", partition_index=p, error_code=next(codes))
-                for p in t.partition_indexes))
-            for t in m.topics))
-        for m in request.markers))
+    return b.response(
+        markers=tuple(
+            b(
+                "WritableTxnMarkerResult",
+                producer_id=m.producer_id,
+                topics=tuple(
+                    b(
+                        "WritableTxnMarkerTopicResult",
+                        name=t.name,
+                        partitions=tuple(
+                            b("WritableTxnMarkerPartitionResult", partition_index=p, error_code=next(codes))
+                            for p in t.partition_indexes
+                        ),
+                    )
+                    for t in m.topics
+                ),
+            )
+            for m in request.markers
+        )
+    )
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:

@@ -7,8 +7,13 @@ from __future__ import annotations
 
 import asyncio
 
-from test_pg_store import NOW, new_partition, open_log, store_on
-from test_pg_store import pg_url  # noqa: F401 (fixture: the module's migrated database)
+from test_pg_store import (
+    NOW,
+    new_partition,
+    open_log,
+    pg_url,  # noqa: F401 (fixture: the module's migrated database)
+    store_on,
+)
 
 from herd.coordinator.records import Record
 from herd.log.api import LogConfig
@@ -39,11 +44,18 @@ async def batches(log: PgPartitionLog) -> list[tuple[int, int, object, list[tupl
     """(base offset, producer id, marker, records) of every batch."""
     data = await log.read_async(log.log_start_offset, 1 << 20)
     decoded = [records for _, records in decode_batches(data)]
-    return [(h.base_offset, h.producer_id, control_marker(data, h) if h.attributes & CONTROL_BIT else None,
-             [tuple(r) for r in records]) for h, records in zip(iter_headers(data), decoded, strict=True)]
+    return [
+        (
+            h.base_offset,
+            h.producer_id,
+            control_marker(data, h) if h.attributes & CONTROL_BIT else None,
+            [tuple(r) for r in records],
+        )
+        for h, records in zip(iter_headers(data), decoded, strict=True)
+    ]
 
 
-def test_aborted_records_go_open_transactions_wait_and_a_new_leader_reads_the_same(pg_url: str) -> None:
+def test_aborted_records_go_open_transactions_wait_and_a_new_leader_reads_the_same(pg_url: str) -> None:  # noqa: F811
     pid = new_partition(pg_url)
 
     async def main() -> None:
@@ -58,14 +70,24 @@ def test_aborted_records_go_open_transactions_wait_and_a_new_leader_reads_the_sa
             assert log.last_stable_offset == open_
             assert await log.compact(DAY, NOW, force=True) is not None
             assert await batches(log) == [
-                (0, -1, None, [(b"K", b"1"), (b"L", b"1")]), (3, P, (False, 0), []), (4, Q, None, [(b"L", b"2")]),
-                (5, -1, None, [(b"L", b"3")]), (6, -1, None, [(b"M", b"1")])]
+                (0, -1, None, [(b"K", b"1"), (b"L", b"1")]),
+                (3, P, (False, 0), []),
+                (4, Q, None, [(b"L", b"2")]),
+                (5, -1, None, [(b"L", b"3")]),
+                (6, -1, None, [(b"M", b"1")]),
+            ]
             assert await log.aborted_transactions_async(0, 7) == [(P, aborted)]
             await end(log, Q, True)  # 7
             await append(log, [Record(b"N", b"1")])  # 8
             await log.compact(DAY, NOW, force=True)
-            expected = [(0, -1, None, [(b"K", b"1")]), (3, P, (False, 0), []), (7, Q, (True, 0), []),
-                        (5, -1, None, [(b"L", b"3")]), (6, -1, None, [(b"M", b"1")]), (8, -1, None, [(b"N", b"1")])]
+            expected = [
+                (0, -1, None, [(b"K", b"1")]),
+                (3, P, (False, 0), []),
+                (7, Q, (True, 0), []),
+                (5, -1, None, [(b"L", b"3")]),
+                (6, -1, None, [(b"M", b"1")]),
+                (8, -1, None, [(b"N", b"1")]),
+            ]
             expected.sort()
             assert await batches(log) == expected  # Q's data saw this pass: its marker stays
             # an incremental pass maps from the cleaner offset: P's abort lies below it, so P's next transaction,
@@ -75,9 +97,16 @@ def test_aborted_records_go_open_transactions_wait_and_a_new_leader_reads_the_sa
             await end(log, P, True)  # 11
             await append(log, [Record(b"O", b"1")])  # 12
             await log.compact(DAY, NOW, force=True)
-            expected = [(3, P, (False, 0), []), (5, -1, None, [(b"L", b"3")]), (6, -1, None, [(b"M", b"1")]),
-                        (7, Q, (True, 0), []), (8, -1, None, [(b"N", b"1")]), (10, P, None, [(b"K", b"4")]),
-                        (11, P, (True, 0), []), (12, -1, None, [(b"O", b"1")])]
+            expected = [
+                (3, P, (False, 0), []),
+                (5, -1, None, [(b"L", b"3")]),
+                (6, -1, None, [(b"M", b"1")]),
+                (7, Q, (True, 0), []),
+                (8, -1, None, [(b"N", b"1")]),
+                (10, P, None, [(b"K", b"4")]),
+                (11, P, (True, 0), []),
+                (12, -1, None, [(b"O", b"1")]),
+            ]
             assert await batches(log) == expected
         async with store_on(pg_url) as store:
             reopened = open_log(store, pg_url, pid, COMPACTED)

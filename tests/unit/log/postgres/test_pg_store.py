@@ -73,8 +73,11 @@ def new_partition(url: str, *, leader: int = NODE, epoch: int = 0) -> int:
     """A topic of one partition led by `leader` at `epoch`; its pid."""
     topic_id = uuid.uuid4()
     sql(url, "INSERT INTO herd_topics (topic_id, name, partitions) VALUES (%s, %s, 1)", (topic_id, f"t-{topic_id}"))
-    return sql(url, "INSERT INTO herd_partitions (topic_id, partition, leader, leader_epoch) VALUES (%s, 0, %s, %s) "
-                    "RETURNING pid", (topic_id, leader, epoch))[0][0]
+    return sql(
+        url,
+        "INSERT INTO herd_partitions (topic_id, partition, leader, leader_epoch) VALUES (%s, 0, %s, %s) RETURNING pid",
+        (topic_id, leader, epoch),
+    )[0][0]
 
 
 @asynccontextmanager
@@ -90,22 +93,35 @@ async def store_on(url: str) -> AsyncIterator[PgLogStore]:
 
 def open_log(store: PgLogStore, url: str, pid: int, config: LogConfig | None = None) -> PgPartitionLog:
     """Open the partition as a node that just read its row (as the cluster does on taking it over)."""
-    leader, epoch, start, end = sql(url, "SELECT leader, leader_epoch, log_start_offset, log_end_offset "
-                                         "FROM herd_partitions WHERE pid = %s", (pid,))[0]
+    leader, epoch, start, end = sql(
+        url, "SELECT leader, leader_epoch, log_start_offset, log_end_offset FROM herd_partitions WHERE pid = %s", (pid,)
+    )[0]
     assert leader == NODE
-    return store.open_partition("t", 0, config or LogConfig(), pid=pid, leader_epoch=epoch, log_start_offset=start,
-                                log_end_offset=end)
+    return store.open_partition(
+        "t", 0, config or LogConfig(), pid=pid, leader_epoch=epoch, log_start_offset=start, log_end_offset=end
+    )
 
 
-def batch(values: list[bytes], *, timestamps: list[int] | None = None, producer: tuple[int, int, int] = (-1, -1, -1),
-          key: bytes | None = b"k", codec: int = 0) -> bytes:
+def batch(
+    values: list[bytes],
+    *,
+    timestamps: list[int] | None = None,
+    producer: tuple[int, int, int] = (-1, -1, -1),
+    key: bytes | None = b"k",
+    codec: int = 0,
+) -> bytes:
     """One batch as kafka-python's producer builds it; `producer` is (id, epoch, base sequence)."""
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False,
-                                        producer_id=producer[0], producer_epoch=producer[1],
-                                        base_sequence=producer[2], batch_size=1 << 26)
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=codec,
+        is_transactional=False,
+        producer_id=producer[0],
+        producer_epoch=producer[1],
+        base_sequence=producer[2],
+        batch_size=1 << 26,
+    )
     for i, value in enumerate(values):
-        builder.append(i, timestamp=NOW + i if timestamps is None else timestamps[i], key=key, value=value,
-                       headers=[])
+        builder.append(i, timestamp=NOW + i if timestamps is None else timestamps[i], key=key, value=value, headers=[])
     return bytes(builder.build())
 
 
@@ -113,7 +129,7 @@ def decoded(data: bytes) -> list[tuple[int, int, bytes | None]]:
     """(offset, timestamp, value) of every record, each batch's CRC checked by kafka-python."""
     out = []
     for header in iter_headers(data):
-        one = DefaultRecordBatch(bytearray(data[header.position:header.end]))
+        one = DefaultRecordBatch(bytearray(data[header.position : header.end]))
         assert one.validate_crc()
         out.extend((r.offset, r.timestamp, r.value) for r in one)
     return out
@@ -121,9 +137,13 @@ def decoded(data: bytes) -> list[tuple[int, int, bytes | None]]:
 
 def sizes_in_db(url: str, pid: int) -> tuple[int, int]:
     """(bytes stored, bytes at or above the cleaner offset), as the log keeps them in memory."""
-    return sql(url, "SELECT coalesce(sum(b.size), 0), coalesce(sum(b.size) FILTER (WHERE b.last_offset >= "
-                    "p.cleaner_offset), 0) FROM herd_partitions p LEFT JOIN herd_batches b ON b.pid = p.pid "
-                    "WHERE p.pid = %s GROUP BY p.cleaner_offset", (pid,))[0]
+    return sql(
+        url,
+        "SELECT coalesce(sum(b.size), 0), coalesce(sum(b.size) FILTER (WHERE b.last_offset >= "
+        "p.cleaner_offset), 0) FROM herd_partitions p LEFT JOIN herd_batches b ON b.pid = p.pid "
+        "WHERE p.pid = %s GROUP BY p.cleaner_offset",
+        (pid,),
+    )[0]
 
 
 def values(data: bytes) -> list[bytes | None]:
@@ -132,8 +152,11 @@ def values(data: bytes) -> list[bytes | None]:
 
 
 def stored_rows(url: str, pid: int) -> list[tuple[int, int, int]]:
-    return sql(url, "SELECT base_offset, last_offset, leader_epoch FROM herd_batches WHERE pid = %s "
-                    "ORDER BY base_offset", (pid,))
+    return sql(
+        url,
+        "SELECT base_offset, last_offset, leader_epoch FROM herd_batches WHERE pid = %s ORDER BY base_offset",
+        (pid,),
+    )
 
 
 async def append(partition_log: PgPartitionLog, data: bytes, now_ms: int = NOW) -> int:
@@ -147,8 +170,9 @@ async def lock_waited_for(url: str) -> None:
     partition's row, which `row_locked` holds)."""
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         for _ in range(1000):
-            cursor = await conn.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                                        "AND wait_event_type = 'Lock'")
+            cursor = await conn.execute(
+                "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+            )
             if (await cursor.fetchone())[0]:
                 return
             await asyncio.sleep(0.005)
@@ -289,12 +313,18 @@ def test_a_transaction_carries_at_most_max_commit_bytes(pg_url):
 # -- fencing and failures ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("waits_for_the_row", [False, True],
-                         ids=["epoch bumped before the commit", "leader moved while the commit waits for the row"])
+@pytest.mark.parametrize(
+    "waits_for_the_row",
+    [False, True],
+    ids=["epoch bumped before the commit", "leader moved while the commit waits for the row"],
+)
 def test_a_taken_over_partition_fences_the_next_commit_and_nothing_more_is_stored(pg_url, waits_for_the_row):
     pid = new_partition(pg_url, epoch=3)
-    takeover = ("UPDATE herd_partitions SET leader = 2, leader_epoch = 4 WHERE pid = %s" if waits_for_the_row
-                else "UPDATE herd_partitions SET leader_epoch = leader_epoch + 1 WHERE pid = %s")
+    takeover = (
+        "UPDATE herd_partitions SET leader = 2, leader_epoch = 4 WHERE pid = %s"
+        if waits_for_the_row
+        else "UPDATE herd_partitions SET leader_epoch = leader_epoch + 1 WHERE pid = %s"
+    )
 
     async def main() -> None:
         async with store_on(pg_url) as store:
@@ -325,10 +355,14 @@ def test_a_taken_over_partition_fences_the_next_commit_and_nothing_more_is_store
     run(main)
 
 
-@pytest.mark.parametrize("every_connection", [False, True],
-                         ids=["the commit's connection, while it waits for the row", "every connection, before it"])
+@pytest.mark.parametrize(
+    "every_connection",
+    [False, True],
+    ids=["the commit's connection, while it waits for the row", "every connection, before it"],
+)
 def test_a_commit_whose_connection_is_cut_fails_retriably_and_reload_goes_on_without_duplicate_offsets(
-        pg_url, every_connection):
+    pg_url, every_connection
+):
     pid = new_partition(pg_url)
 
     async def main() -> None:
@@ -336,8 +370,11 @@ def test_a_commit_whose_connection_is_cut_fails_retriably_and_reload_goes_on_wit
             log = open_log(store, pg_url, pid)
             await append(log, batch([b"a", b"b"]))
             if every_connection:
-                sql(pg_url, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                            "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+                sql(
+                    pg_url,
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                )
                 result = log.append(batch([b"lost"]), NOW)
                 with pytest.raises(KafkaStorageError):
                     await log.wait_durable(result.last_offset + 1)
@@ -346,9 +383,12 @@ def test_a_commit_whose_connection_is_cut_fails_retriably_and_reload_goes_on_wit
                     result = log.append(batch([b"lost"]), NOW)
                     durable = asyncio.ensure_future(log.wait_durable(result.last_offset + 1))
                     await lock_waited_for(pg_url)
-                    killed = await (await locker.execute(
-                        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
-                        "AND query LIKE '%%INSERT INTO herd_batches%%' AND pid <> pg_backend_pid()")).fetchall()
+                    killed = await (
+                        await locker.execute(
+                            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = current_database() "
+                            "AND query LIKE '%%INSERT INTO herd_batches%%' AND pid <> pg_backend_pid()"
+                        )
+                    ).fetchall()
                     assert killed == [(True,)]
                     with pytest.raises(KafkaStorageError):
                         await durable
@@ -403,10 +443,12 @@ def test_closing_with_flush_commits_what_is_pending_and_without_it_drops_it(pg_u
 
 def test_offsets_by_timestamp_and_the_max_timestamp_are_exact_to_the_record_as_on_segment_files(pg_url):
     pid = new_partition(pg_url)
-    requests = [batch([b"x"] * 3, timestamps=[NOW + 10, NOW + 5, NOW + 30]),
-                batch([b"y"] * 2, timestamps=[NOW + 20, NOW + 50], codec=1),
-                batch([b"z"] * 4, timestamps=[NOW + 50, NOW + 40, NOW + 60, NOW + 60]),
-                batch([b"w"] * 2, timestamps=[NOW + 1, NOW + 60])]
+    requests = [
+        batch([b"x"] * 3, timestamps=[NOW + 10, NOW + 5, NOW + 30]),
+        batch([b"y"] * 2, timestamps=[NOW + 20, NOW + 50], codec=1),
+        batch([b"z"] * 4, timestamps=[NOW + 50, NOW + 40, NOW + 60, NOW + 60]),
+        batch([b"w"] * 2, timestamps=[NOW + 1, NOW + 60]),
+    ]
     segments = SegmentLog.open(MemoryFileSystem(), "/p", "t", 0, LogConfig())
     for data in requests:
         segments.append(data, NOW)
@@ -495,8 +537,9 @@ def test_retention_and_compaction_of_a_taken_over_partition_are_fenced_and_chang
                 log.append(batch([b"late"]), NOW)
         assert sql(pg_url, "SELECT * FROM herd_batches WHERE pid = %s ORDER BY base_offset", (pid,)) == before
         assert len(before) == 3
-        assert sql(pg_url, "SELECT log_start_offset, cleaner_offset FROM herd_partitions WHERE pid = %s",
-                   (pid,)) == [(0, 0)]
+        assert sql(pg_url, "SELECT log_start_offset, cleaner_offset FROM herd_partitions WHERE pid = %s", (pid,)) == [
+            (0, 0)
+        ]
 
     run(main)
 
@@ -602,21 +645,30 @@ def test_compaction_keeps_the_last_record_of_every_key_at_its_offset_and_drops_o
             await append(log, encode_batch([Record(b"f", b"f1")], NOW))  # 9
             stats = await log.compact(hour, NOW)
             assert stats is not None and stats.bytes_after < stats.bytes_before
-            assert await records(log) == [(5, b"b", None), (6, b"d", b"d1"), (7, b"a", b"a3"), (8, b"e", b"e1"),
-                                          (9, b"f", b"f1")]
+            assert await records(log) == [
+                (5, b"b", None),
+                (6, b"d", b"d1"),
+                (7, b"a", b"a3"),
+                (8, b"e", b"e1"),
+                (9, b"f", b"f1"),
+            ]
             assert sizes_in_db(pg_url, pid) == log._sizes  # kept in memory, never counted again
             assert await log.compact(hour, NOW) is None  # not dirty enough
         async with store_on(pg_url) as store:  # a new leader reads the same from the database
-            assert await records(open_log(store, pg_url, pid)) == [(5, b"b", None), (6, b"d", b"d1"),
-                                                                   (7, b"a", b"a3"), (8, b"e", b"e1"),
-                                                                   (9, b"f", b"f1")]
+            assert await records(open_log(store, pg_url, pid)) == [
+                (5, b"b", None),
+                (6, b"d", b"d1"),
+                (7, b"a", b"a3"),
+                (8, b"e", b"e1"),
+                (9, b"f", b"f1"),
+            ]
         assert sql(pg_url, "SELECT cleaner_offset FROM herd_partitions WHERE pid = %s", (pid,)) == [(9,)]
 
     async def records(log: PgPartitionLog) -> list[tuple[int, bytes, bytes | None]]:
         data = await log.read_async(log.log_start_offset, 1 << 20)
         out = []
         for header in iter_headers(data):
-            one = DefaultRecordBatch(bytearray(data[header.position:header.end]))
+            one = DefaultRecordBatch(bytearray(data[header.position : header.end]))
             assert one.validate_crc()
             out.extend((r.offset, r.key, r.value) for r in one)
         assert sum(len(r) for _, r in decode_batches(data)) == len(out)
@@ -641,10 +693,14 @@ def test_a_large_incompressible_value_round_trips_stored_out_of_line_and_uncompr
             data = await open_log(store, pg_url, pid).read_async(0, 1)
             assert decoded(data) == [(0, NOW, value)]
             assert data[16:] == sent[16:]  # everything after the base offset, length and epoch as the client sent it
-        assert sql(pg_url, "SELECT attstorage FROM pg_attribute WHERE attrelid = 'herd_batches'::regclass "
-                           "AND attname = 'data'") == [("e",)]
-        assert sql(pg_url, "SELECT pg_column_compression(data), pg_column_size(data) >= %s FROM herd_batches "
-                           "WHERE pid = %s", (len(sent), pid)) == [(None, True)]
+        assert sql(
+            pg_url, "SELECT attstorage FROM pg_attribute WHERE attrelid = 'herd_batches'::regclass AND attname = 'data'"
+        ) == [("e",)]
+        assert sql(
+            pg_url,
+            "SELECT pg_column_compression(data), pg_column_size(data) >= %s FROM herd_batches WHERE pid = %s",
+            (len(sent), pid),
+        ) == [(None, True)]
 
     run(main)
 
@@ -669,7 +725,12 @@ def test_a_new_leader_recognises_the_retry_of_a_batch_the_old_leader_committed(p
             new = open_log(store, pg_url, pid)
             rows = await new.producer_state()
             assert [(r.base_sequence, r.last_sequence, r.base_offset) for r in rows] == [
-                (2, 3, 2), (4, 5, 4), (6, 7, 6), (8, 9, 8), (10, 11, 10)]
+                (2, 3, 2),
+                (4, 5, 4),
+                (6, 7, 6),
+                (8, 9, 8),
+                (10, 11, 10),
+            ]
             states = ProducerStates()
             states.restore(new.topic, new.partition, rows, now_ms=NOW)
             duplicate = states.append(new, retried, NOW)
@@ -699,8 +760,10 @@ def test_a_coordinator_shard_loads_its_offsets_from_the_database_through_read_as
             log = open_log(store, pg_url, pid, LogConfig(cleanup_policy="compact"))
             for round_ in range(3):
                 for g in range(20):
-                    records = [offset_commit_record(f"g{g}", "t", p, OffsetValue(100 * round_ + p, -1, "", NOW))
-                               for p in range(50)]
+                    records = [
+                        offset_commit_record(f"g{g}", "t", p, OffsetValue(100 * round_ + p, -1, "", NOW))
+                        for p in range(50)
+                    ]
                     log.append(encode_batch(records, NOW), NOW)
             await log.wait_durable(log.next_offset)
             stats = await log.compact(3_600_000, NOW, force=True)  # leaves gaps in the offsets
@@ -709,12 +772,23 @@ def test_a_coordinator_shard_loads_its_offsets_from_the_database_through_read_as
             # rewritten (a batch's commits are all superseded or none is)
             assert stats is not None
             assert (stats.batches_deleted, stats.batches_rewritten, stats.records_read, stats.records_kept) == (
-                39, 0, 59 * 50, 20 * 50)
+                39,
+                0,
+                59 * 50,
+                20 * 50,
+            )
         async with store_on(pg_url) as store:
             log = open_log(store, pg_url, pid)
             loop = asyncio.get_running_loop()
-            shard = ShardRuntime(0, log, config=CoordinatorConfig(), clock=WallClock(), loop=loop,
-                                 max_batch_bytes=1 << 20, flusher=RemoteWriter(loop))  # as the coordinator does
+            shard = ShardRuntime(
+                0,
+                log,
+                config=CoordinatorConfig(),
+                clock=WallClock(),
+                loop=loop,
+                max_batch_bytes=1 << 20,
+                flusher=RemoteWriter(loop),
+            )  # as the coordinator does
             await shard.load()
             assert shard.state is ShardState.ACTIVE
             offsets = shard.shard._ctx.offsets
@@ -738,12 +812,22 @@ def test_the_coordinators_compactor_has_a_remote_partition_compact_itself_and_st
         async with store_on(pg_url) as store:
             log = open_log(store, pg_url, pid, LogConfig(cleanup_policy="compact"))
             for round_ in range(3):
-                log.append(encode_batch([offset_commit_record("g", "t", p, OffsetValue(round_, -1, "", NOW))
-                                         for p in range(10)], NOW), NOW)
+                log.append(
+                    encode_batch(
+                        [offset_commit_record("g", "t", p, OffsetValue(round_, -1, "", NOW)) for p in range(10)], NOW
+                    ),
+                    NOW,
+                )
             await log.wait_durable(log.next_offset)
             loop = asyncio.get_running_loop()
-            compactor = Compactor(log, loop=loop, clock=WallClock(), delete_retention_ms=3_600_000,
-                                  idle=lambda: True, on_failure=lambda e: None)
+            compactor = Compactor(
+                log,
+                loop=loop,
+                clock=WallClock(),
+                delete_retention_ms=3_600_000,
+                idle=lambda: True,
+                on_failure=lambda e: None,
+            )
             assert compactor.supported
             await compactor.run_now()
             assert compactor.passes == 1
@@ -786,8 +870,9 @@ def test_the_epoch_history_names_where_each_leader_began_and_a_deposed_leader_ca
             assert history == ((0, 0), (1, 3), (2, 3))
             assert end_offset_for_epoch(history, 0, second.log_end_offset) == (0, 3)
             assert end_offset_for_epoch(history, 2, second.log_end_offset) == (2, 4)
-            third = store.open_partition("t", 0, LogConfig(), pid=pid, leader_epoch=2, log_start_offset=0,
-                                         log_end_offset=4)
+            third = store.open_partition(
+                "t", 0, LogConfig(), pid=pid, leader_epoch=2, log_start_offset=0, log_end_offset=4
+            )
             sql(pg_url, "UPDATE herd_partitions SET " + NEW_EPOCH + " WHERE pid = %s", (pid,))
             with pytest.raises(NotLeaderError):
                 await third.epoch_history()
@@ -803,12 +888,22 @@ def test_a_version_1_database_gets_the_epochs_its_batches_carry(postgres_server)
     sql(url, "INSERT INTO herd_meta (key, value) VALUES ('schema_version', '1')")
     topic_id = uuid.uuid4()
     sql(url, "INSERT INTO herd_topics (topic_id, name, partitions) VALUES (%s, 'old', 2)", (topic_id,))
-    written, idle = (r[0] for r in sql(url, "INSERT INTO herd_partitions (topic_id, partition, leader, leader_epoch, "
-                                            "log_end_offset) VALUES (%s, 0, 1, 5, 9), (%s, 1, 1, 3, 0) RETURNING pid",
-                                       (topic_id, topic_id)))
+    written, idle = (
+        r[0]
+        for r in sql(
+            url,
+            "INSERT INTO herd_partitions (topic_id, partition, leader, leader_epoch, "
+            "log_end_offset) VALUES (%s, 0, 1, 5, 9), (%s, 1, 1, 3, 0) RETURNING pid",
+            (topic_id, topic_id),
+        )
+    )
     for base, last, epoch in ((0, 3, 0), (4, 5, 2), (6, 8, 5)):
-        sql(url, "INSERT INTO herd_batches (pid, base_offset, last_offset, max_timestamp, leader_epoch, record_count, "
-                 "size, data) VALUES (%s, %s, %s, 0, %s, 1, 1, '\\x00')", (written, base, last, epoch))
+        sql(
+            url,
+            "INSERT INTO herd_batches (pid, base_offset, last_offset, max_timestamp, leader_epoch, record_count, "
+            "size, data) VALUES (%s, %s, %s, 0, %s, 1, 1, '\\x00')",
+            (written, base, last, epoch),
+        )
 
     async def upgrade() -> None:
         async with await psycopg.AsyncConnection.connect(url) as conn:
@@ -830,8 +925,9 @@ async def durable(log: PgPartitionLog, data: bytes | None = None, **marker: int)
     if data is not None:
         result = log.append(data, NOW)
     else:
-        result = log.append_control(marker["producer_id"], marker["producer_epoch"], bool(marker["commit"]),
-                                    marker["coordinator_epoch"], NOW)
+        result = log.append_control(
+            marker["producer_id"], marker["producer_epoch"], bool(marker["commit"]), marker["coordinator_epoch"], NOW
+        )
     await log.wait_durable(result.last_offset + 1)
     return result.base_offset
 
@@ -857,10 +953,17 @@ def test_an_abort_is_stored_with_its_marker_and_the_lso_waits_for_the_markers_co
             await log.wait_durable(result.last_offset + 1)
             assert log.last_stable_offset == first_q
             assert log.aborted_transactions(first_q, 5) == [(P, first_p)]
-            assert sql(pg_url, "SELECT last_offset, producer_id, first_offset, last_stable_offset "
-                               "FROM herd_aborted_txns WHERE pid = %s", (pid,)) == [(4, P, 0, first_q)]
-            assert sql(pg_url, "SELECT attributes FROM herd_batches WHERE pid = %s ORDER BY base_offset",
-                       (pid,)) == [(0x10,), (0x10,), (0x30,)]
+            assert sql(
+                pg_url,
+                "SELECT last_offset, producer_id, first_offset, last_stable_offset "
+                "FROM herd_aborted_txns WHERE pid = %s",
+                (pid,),
+            ) == [(4, P, 0, first_q)]
+            assert sql(pg_url, "SELECT attributes FROM herd_batches WHERE pid = %s ORDER BY base_offset", (pid,)) == [
+                (0x10,),
+                (0x10,),
+                (0x30,),
+            ]
 
     run(main)
 
