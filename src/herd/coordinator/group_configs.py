@@ -127,7 +127,7 @@ def _apply(ctx: ShardContext, group_id: str, ids: tuple[str, ...], fx: Effects) 
     """Store the new set; a join phase that was waiting only for withdrawn ids ends now."""
     group = ctx.groups.get(group_id)
     waiting = group is not None and group.is_in(GroupState.PREPARING_REBALANCE)
-    was_held = waiting and bool(prereg.missing(ctx, group))
+    was_held = waiting and group is not None and bool(prereg.missing(ctx, group))
     prereg.change(ctx, group_id, ids, fx)
     if group is None:
         return

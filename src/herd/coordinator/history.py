@@ -69,7 +69,9 @@ import struct
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
+
+from kio.static.primitive import i32, i64
 
 from herd.coordinator import records
 
@@ -377,8 +379,14 @@ class RebalanceHistory:
 # --- the record's entries ------------------------------------------------------------------------------
 
 
-def _opt(value: int | None) -> int:
-    return -1 if value is None else value
+def _i32(value: int | None) -> i32:
+    """An int32 field of a record, -1 for None (kio's i32 is a plain int at run time: the cast only types it)."""
+    return cast(i32, -1 if value is None else value)
+
+
+def _i64(value: int | None) -> i64:
+    """An int64 field of a record, -1 for None."""
+    return cast(i64, -1 if value is None else value)
 
 
 def _none(value: int) -> int | None:
@@ -387,33 +395,35 @@ def _none(value: int) -> int | None:
 
 def to_record(e: Rebalance) -> records.RebalanceEntryV0:
     return records.RebalanceEntryV0(
-        generation=_opt(e.generation),
-        from_generation=e.from_generation,
+        generation=_i32(e.generation),
+        from_generation=_i32(e.from_generation),
         cause=e.cause,
         reason=e.reason,
         member_id=e.member_id,
         group_instance_id=e.group_instance_id,
-        started_ms=e.started_ms,
-        join_completed_ms=_opt(e.join_completed_ms),
-        completed_ms=_opt(e.completed_ms),
+        started_ms=_i64(e.started_ms),
+        join_completed_ms=_i64(e.join_completed_ms),
+        completed_ms=_i64(e.completed_ms),
         protocol=e.protocol,
         leader=e.leader,
         join_end=e.join_end,
         outcome=e.outcome,
-        members_total=e.members_total,
+        members_total=_i32(e.members_total),
         members=tuple(
             records.RebalanceMemberV0(
                 member_id=m.member_id,
                 group_instance_id=m.group_instance_id,
                 client_id=m.client_id,
                 client_host=m.client_host,
-                joined_after_ms=_opt(m.joined_after_ms),
-                partitions=_opt(m.partitions),
+                joined_after_ms=_i32(m.joined_after_ms),
+                partitions=_i32(m.partitions),
             )
             for m in e.members
         ),
         late=tuple(
-            records.RebalanceLateV0(member_id=m.member_id, group_instance_id=m.group_instance_id, after_ms=m.after_ms)
+            records.RebalanceLateV0(
+                member_id=m.member_id, group_instance_id=m.group_instance_id, after_ms=_i32(m.after_ms)
+            )
             for m in e.late
         ),
         dropped=tuple(

@@ -40,6 +40,7 @@ from herd.coordinator.responses import JoinGroupResponse, SyncGroupResponse
 from herd.coordinator.result import EMPTY, Effects, Result
 from herd.coordinator.state import GroupState, can_rebalance
 from herd.coordinator.subscriptions import compute_subscribed_topics
+from herd.coordinator.timer import Operation
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,7 @@ def _schedule_heartbeat(ctx: ShardContext, group_id: str, member: Member, deadli
     ctx.timer.schedule(heartbeat_key(group_id, member.member_id), deadline, _expire_op(ctx, group_id, member.member_id))
 
 
-def _expire_op(ctx: ShardContext, group_id: str, member_id: str):  # noqa: ANN202
+def _expire_op(ctx: ShardContext, group_id: str, member_id: str) -> Operation:
     return lambda: expire_heartbeat(ctx, group_id, member_id)
 
 

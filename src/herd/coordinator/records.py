@@ -42,12 +42,13 @@ import logging
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import ClassVar, NamedTuple, TypeVar
+from typing import Any, ClassVar, NamedTuple, TypeVar
 
 from kio.serial import entity_reader, entity_writer
 from kio.serial.errors import DecodeError
 from kio.static.constants import EntityType
 from kio.static.primitive import i16, i32, i64
+from kio.static.protocol import Entity
 
 log = logging.getLogger(__name__)
 
@@ -297,10 +298,10 @@ class Record:
     applied: bool = field(default=False, compare=False)
 
 
-E = TypeVar("E")
+E = TypeVar("E", bound=Entity)
 
 
-def encode_versioned(version: int, entity: object) -> bytes:
+def encode_versioned(version: int, entity: Entity) -> bytes:
     """`entity` after its int16 version, as every coordinator record key and value is written."""
     buffer = io.BytesIO()
     buffer.write(struct.pack(">h", version))
@@ -322,11 +323,13 @@ def decode_versioned(cls: type[E], data: bytes) -> E:
 
 
 def record_type(key: bytes) -> int:
-    return struct.unpack_from(">h", key)[0]
+    kind: int = struct.unpack_from(">h", key)[0]
+    return kind
 
 
 def value_version(value: bytes) -> int:
-    return struct.unpack_from(">h", value)[0]
+    version: int = struct.unpack_from(">h", value)[0]
+    return version
 
 
 # --- OffsetCommit keys and values, with struct --------------------------------------------------------
@@ -456,7 +459,7 @@ def _decode_offset_commit_value_kio(value: bytes) -> OffsetValue:
     cls = OFFSET_COMMIT_VALUES.get(version)
     if cls is None:
         raise ValueError(f"unknown OffsetCommitValue version {version}")
-    raw = decode_versioned(cls, value)
+    raw: Any = decode_versioned(cls, value)  # one of several versions: the fields are read by name
     return OffsetValue(
         offset=raw.offset,
         leader_epoch=getattr(raw, "leader_epoch", -1),
@@ -569,7 +572,7 @@ def decode_group_metadata_value(value: bytes) -> GroupMetadataValueV3:
     cls = GROUP_METADATA_VALUES.get(version)
     if cls is None:
         raise ValueError(f"unknown GroupMetadataValue version {version}")
-    raw = decode_versioned(cls, value)
+    raw: Any = decode_versioned(cls, value)  # one of several versions: the fields are read by name
     return GroupMetadataValueV3(
         protocol_type=raw.protocol_type,
         generation=raw.generation,

@@ -8,6 +8,7 @@ failed (reads then answer the error instead of state that never became durable).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from herd.coordinator.errors import ErrorCode
 
@@ -241,7 +242,7 @@ def error_response(response: object, code: int) -> object:
     return response
 
 
-def _member_id(response: object) -> dict[str, str]:
+def _member_id(response: object) -> dict[str, Any]:
     if isinstance(response, JoinGroupResponse):
         return {"member_id": response.member_id}
     return {}

@@ -27,6 +27,7 @@ from typing import ClassVar, TypeVar
 
 from kio.static.constants import EntityType
 from kio.static.primitive import i8, i16, i32, i64
+from kio.static.protocol import Entity
 
 from herd.coordinator.records import Record, decode_versioned, encode_versioned
 
@@ -109,7 +110,7 @@ class TxnLogValue:
     client_transaction_version: int = 0
 
 
-E = TypeVar("E")
+E = TypeVar("E", bound=Entity)
 
 
 def _decode(cls: type[E], data: bytes) -> E:
