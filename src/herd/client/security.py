@@ -19,15 +19,14 @@ returns the next message to send (None when the exchange is over); herd.client.c
 SaslAuthenticate requests. `PlainClient` sends RFC 4616's single message; `ScramClient` follows RFC 5802 (and
 RFC 7677 for SHA-256) as Kafka's ScramSaslClient does (apache/kafka
 clients/src/main/java/org/apache/kafka/common/security/scram/internals/ScramSaslClient.java, ScramFormatter.java,
-ScramMessages.java): the client-first message `n,,n=<user>,r=<nonce>`, the proof from PBKDF2 (hashlib) and HMAC,
-and the server's signature checked with `hmac.compare_digest`. Passwords are kept out of every repr, log and
-error message.
+ScramMessages.java): the client-first message `n,,n=<user>,r=<nonce>`, the proof from PBKDF2 and HMAC
+(herd.protocol.scram, which the broker's side uses too), and the server's signature checked with
+`hmac.compare_digest`. Passwords are kept out of every repr, log and error message.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 import re
 import secrets
@@ -38,6 +37,16 @@ from pathlib import Path
 from typing import Final
 
 from herd.protocol import properties
+from herd.protocol.scram import (
+    SCRAM_HASHES,
+    client_key,
+    salted_password,
+    saslname,
+    server_key,
+    signature,
+    stored_key,
+    xor,
+)
 
 __all__ = [
     "SASL_MECHANISMS",
@@ -58,8 +67,6 @@ __all__ = [
 
 SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-# hashlib's name of each SCRAM mechanism's hash; SCRAM-SHA-1 only for RFC 5802's test vector (Kafka has no SHA-1)
-SCRAM_HASHES: Final = {"SCRAM-SHA-1": "sha1", "SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MIN_SCRAM_ITERATIONS: Final = 4096  # Kafka's ScramMechanism.minIterations, refused below by its client too
 LOGIN_MODULES: Final = {
     "org.apache.kafka.common.security.plain.PlainLoginModule",
@@ -343,17 +350,6 @@ class PlainClient:
         return "PlainClient()"
 
 
-def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
-    """RFC 5802's SaltedPassword = Hi(password, salt, i), which is PBKDF2 with the mechanism's HMAC (Kafka's
-    ScramFormatter.hi; the password as UTF-8, without SASLprep, as Kafka normalizes it)."""
-    return hashlib.pbkdf2_hmac(SCRAM_HASHES[mechanism], password.encode(), salt, iterations)
-
-
-def _saslname(username: str) -> str:
-    """RFC 5802 section 5.1: ',' and '=' of a user name are sent as '=2C' and '=3D'."""
-    return username.replace("=", "=3D").replace(",", "=2C")
-
-
 def _attributes(message: str) -> dict[str, str]:
     """`a=value,b=value` -> {a: value} (a value may itself contain '='); extensions with longer names, which
     Kafka's ScramMessages allows after the iterations, are skipped."""
@@ -383,10 +379,9 @@ class ScramClient:
         if mechanism not in SCRAM_HASHES:
             raise ValueError(f"not a SCRAM mechanism: {mechanism}")
         self.mechanism = mechanism
-        self._hash = SCRAM_HASHES[mechanism]
         self._password = password
         self._nonce = nonce or secrets.token_urlsafe(24)
-        self._client_first_bare = f"n={_saslname(username)},r={self._nonce}"
+        self._client_first_bare = f"n={saslname(username)},r={self._nonce}"
         self._min_iterations = min_iterations
         self._server_signature: bytes | None = None
         self._step = 0
@@ -426,11 +421,9 @@ class ScramClient:
         salted = salted_password(self.mechanism, self._password, salt, int(iterations_text))
         without_proof = f"c={base64.b64encode(b'n,,').decode()},r={nonce}"
         auth_message = f"{self._client_first_bare},{server_first},{without_proof}".encode()
-        client_key = self._hmac(salted, b"Client Key")
-        stored_key = hashlib.new(self._hash, client_key).digest()
-        signature = self._hmac(stored_key, auth_message)
-        proof = bytes(a ^ b for a, b in zip(client_key, signature))
-        self._server_signature = self._hmac(self._hmac(salted, b"Server Key"), auth_message)
+        key = client_key(self.mechanism, salted)
+        proof = xor(key, signature(self.mechanism, stored_key(self.mechanism, key), auth_message))
+        self._server_signature = signature(self.mechanism, server_key(self.mechanism, salted), auth_message)
         return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
 
     def _verify_server_final(self, server_final: str) -> None:
@@ -445,9 +438,6 @@ class ScramClient:
         if not hmac.compare_digest(verifier, self._server_signature):
             raise SaslError("the server's SCRAM signature is wrong: it does not know the user's credentials")
         self.complete = True
-
-    def _hmac(self, key: bytes, message: bytes) -> bytes:
-        return hmac.new(key, message, self._hash).digest()
 
 
 def _decode(challenge: bytes | None) -> str:
