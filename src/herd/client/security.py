@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import base64
 import hmac
-import re
 import secrets
 import ssl
 from collections.abc import Callable, Mapping
@@ -36,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from herd.protocol import properties
+from herd.protocol import jaas, properties
 from herd.protocol.scram import (
     SCRAM_HASHES,
     client_key,
@@ -68,11 +67,7 @@ __all__ = [
 SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
 MIN_SCRAM_ITERATIONS: Final = 4096  # Kafka's ScramMechanism.minIterations, refused below by its client too
-LOGIN_MODULES: Final = {
-    "org.apache.kafka.common.security.plain.PlainLoginModule",
-    "org.apache.kafka.common.security.scram.ScramLoginModule",
-}
-LOGIN_FLAGS: Final = ("required", "requisite", "sufficient", "optional")
+LOGIN_MODULES: Final = {jaas.PLAIN_LOGIN_MODULE, jaas.SCRAM_LOGIN_MODULE}
 
 
 class SecurityConfigError(ValueError):
@@ -97,58 +92,16 @@ def parse_properties(text: str, source: str = "properties") -> dict[str, str]:
 
 # -- JAAS -------------------------------------------------------------------------------------------------------
 
-_JAAS_TOKEN: Final = re.compile(r'\s*(?:(?P<word>[^\s=;"]+)|(?P<quoted>"(?:[^"\\]|\\.)*")|(?P<punct>[=;]))', re.S)
-
-
-def _jaas_tokens(text: str) -> list[tuple[str, str]]:
-    """(kind, text) tokens: "word", "quoted" (unquoted and unescaped) and "=" / ";"; raises SecurityConfigError."""
-    tokens, i = [], 0
-    while i < len(text):
-        if text[i:].strip() == "":
-            break
-        match = _JAAS_TOKEN.match(text, i)
-        if match is None:
-            raise SecurityConfigError(
-                f"sasl.jaas.config: unexpected character at position {i} (an unterminated quoted value?)"
-            )
-        if match.group("word") is not None:
-            tokens.append(("word", match.group("word")))
-        elif match.group("quoted") is not None:
-            tokens.append(("quoted", re.sub(r"\\(.)", r"\1", match.group("quoted")[1:-1], flags=re.S)))
-        else:
-            tokens.append((match.group("punct"), match.group("punct")))
-        i = match.end()
-    return tokens
-
 
 def parse_jaas_config(text: str) -> tuple[str, dict[str, str]]:
-    """`<LoginModule> <flag> key="value" ...;` -> (login module class, options). Exactly one login module, as
-    Kafka requires of sasl.jaas.config; raises SecurityConfigError, never quoting an option's value."""
-    tokens = _jaas_tokens(text)
-    if len(tokens) < 3 or tokens[0][0] != "word" or tokens[1][0] != "word":
-        raise SecurityConfigError("sasl.jaas.config: expected '<LoginModule> required key=\"value\" ...;'")
-    module, flag = tokens[0][1], tokens[1][1]
-    if flag not in LOGIN_FLAGS:
-        raise SecurityConfigError(
-            f"sasl.jaas.config: login module control flag must be one of {', '.join(LOGIN_FLAGS)}, not {flag!r}"
-        )
-    options: dict[str, str] = {}
-    i = 2
-    while i < len(tokens) and tokens[i][0] != ";":
-        if (
-            i + 2 >= len(tokens)
-            or tokens[i][0] != "word"
-            or tokens[i + 1][0] != "="
-            or tokens[i + 2][0] not in ("word", "quoted")
-        ):
-            raise SecurityConfigError("sasl.jaas.config: login module options must be key=\"value\" pairs ended by ';'")
-        options[tokens[i][1]] = tokens[i + 2][1]
-        i += 3
-    if i >= len(tokens):
-        raise SecurityConfigError("sasl.jaas.config: the login module must end with ';'")
-    if i + 1 < len(tokens):
-        raise SecurityConfigError("sasl.jaas.config: exactly one login module is allowed")
-    return module, options
+    """`<LoginModule> <flag> key="value" ...;` -> (login module class, options), read by herd.protocol.jaas (the
+    broker's parser too). Exactly one login module, as Kafka requires of sasl.jaas.config; raises
+    SecurityConfigError, never quoting an option's value."""
+    try:
+        entry = jaas.parse_jaas(text)
+    except jaas.JaasError as e:
+        raise SecurityConfigError(str(e)) from None
+    return entry.login_module, entry.options
 
 
 # -- the settings -----------------------------------------------------------------------------------------------
