@@ -64,7 +64,8 @@ class CoordinatorError(Exception):
     """A request was refused; `code` is the Kafka error the client receives."""
 
     def __init__(self, code: ErrorCode, message: str = "") -> None:
-        super().__init__(f"{code.name}: {message}" if message else code.name)
+        name = code.name.upper()  # Kafka's name of the error, as clients print it
+        super().__init__(f"{name}: {message}" if message else name)
         self.code = code
 
 

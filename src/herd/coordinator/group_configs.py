@@ -80,7 +80,7 @@ def alter(ctx: ShardContext, req: AlterGroupConfigs, handle: object) -> Result:
 
 
 def _message(error: CoordinatorError) -> str:
-    return str(error).removeprefix(f"{error.code.name}: ")
+    return str(error).removeprefix(f"{error.code.name.upper()}: ")
 
 
 def _altered(ctx: ShardContext, req: AlterGroupConfigs) -> tuple[str, ...]:

@@ -275,7 +275,7 @@ def _undo_generation(
     if ctx.groups.get(group.group_id) is group and group.generation_id == generation and group.is_in(STABLE):
         for member in group.members.values():
             member.assignment = b""
-        reason = f"Error {mapped.name} when storing group assignment during SyncGroup (member: {leader_id})."
+        reason = f"Error {mapped.name.upper()} when storing group assignment during SyncGroup (member: {leader_id})."
         ctx.history.reopen(group.group_id, generation)
         rb.prepare_rebalance(ctx, group, "append-failure", reason, fx, leader_id)
     return fx.result()
