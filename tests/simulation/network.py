@@ -139,8 +139,8 @@ class Server:
         error = self.host.unavailable()
         incarnation = self.host.current
         if isinstance(request, mm.HeartbeatRequest):
-            if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-                error = ErrorCode.NONE  # server/apis/heartbeat.py: NONE, blindly, while loading
+            if error is ErrorCode.coordinator_load_in_progress:
+                error = ErrorCode.none  # server/apis/heartbeat.py: NONE, blindly, while loading
             if error is not None:
                 self.reply(out, rs.HeartbeatResponse(error_code=error))
                 return

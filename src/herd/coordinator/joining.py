@@ -26,9 +26,9 @@ def validate_join(config: CoordinatorConfig, req: JoinGroup) -> ErrorCode | None
     whether the group's partition is loaded, as in Kafka), and the handler runs them again (the core rejects
     invalid input on its own)."""
     if not req.group_id:
-        return ErrorCode.INVALID_GROUP_ID
+        return ErrorCode.invalid_group_id
     if not config.group_min_session_timeout_ms <= req.session_timeout_ms <= config.group_max_session_timeout_ms:
-        return ErrorCode.INVALID_SESSION_TIMEOUT
+        return ErrorCode.invalid_session_timeout
     return None
 
 

@@ -21,7 +21,7 @@ class JoinGroupMember:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JoinGroupResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     generation_id: int = -1
     protocol_type: str | None = None
     protocol_name: str | None = None
@@ -33,7 +33,7 @@ class JoinGroupResponse:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SyncGroupResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignment: bytes = b""
@@ -41,19 +41,19 @@ class SyncGroupResponse:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeartbeatResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True)
 class LeaveMemberResponse:
     member_id: str
     group_instance_id: str | None
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeaveGroupResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     members: tuple[LeaveMemberResponse, ...] = ()
 
 
@@ -70,7 +70,7 @@ class DescribedMember:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DescribedGroup:
     group_id: str
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     group_state: str = ""
     protocol_type: str = ""
     protocol_data: str = ""
@@ -93,14 +93,14 @@ class ListedGroup:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListGroupsResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     groups: tuple[ListedGroup, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class DeletableGroupResult:
     group_id: str
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -111,7 +111,7 @@ class DeleteGroupsResponse:
 @dataclass(frozen=True, slots=True)
 class CommitPartitionResponse:
     partition_index: int
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +131,7 @@ class FetchPartitionResponse:
     committed_offset: int = -1
     committed_leader_epoch: int = -1
     metadata: str | None = ""
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +144,7 @@ class FetchTopicResponse:
 class FetchGroupResponse:
     group_id: str
     topics: tuple[FetchTopicResponse, ...] = ()
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,7 +155,7 @@ class OffsetFetchResponse:
 @dataclass(frozen=True, slots=True)
 class DeletePartitionResponse:
     partition_index: int
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,13 +166,13 @@ class DeleteTopicResponse:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OffsetDeleteResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     topics: tuple[DeleteTopicResponse, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AlterGroupConfigsResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     error_message: str | None = None
 
 
@@ -190,14 +190,14 @@ class GroupConfigEntry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DescribeGroupConfigsResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     error_message: str | None = None
     configs: tuple[GroupConfigEntry, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListConfiguredGroupsResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     group_ids: tuple[str, ...] = ()
 
 
@@ -205,7 +205,7 @@ class ListConfiguredGroupsResponse:
 class CompleteTransactionResponse:
     """The transaction's marker is written and durable (error NONE), or why not."""
 
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 def error_response(response: object, code: int) -> object:

@@ -304,7 +304,7 @@ class GroupCoordinatorShard:
     def on_unloaded(self) -> Result:
         """The partition moved away: groups go Dead, parked requests get NOT_COORDINATOR."""
         fx = Effects()
-        error = ErrorCode.NOT_COORDINATOR
+        error = ErrorCode.not_coordinator
         for group in self._ctx.groups.values():
             for member in group.members.values():
                 group.complete_join(member, JoinGroupResponse(error_code=error, member_id=member.member_id), fx)
