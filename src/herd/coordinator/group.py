@@ -15,7 +15,7 @@ The group only changes its own fields; completing parked replies goes through `E
 from __future__ import annotations
 
 from herd.coordinator.errors import CoordinatorError, ErrorCode
-from herd.coordinator.member import Member, Protocol
+from herd.coordinator.member import Member, MemberProtocol
 from herd.coordinator.responses import JoinGroupMember, JoinGroupResponse, SyncGroupResponse
 from herd.coordinator.result import Effects
 from herd.coordinator.state import GroupState, check_transition
@@ -115,7 +115,7 @@ class ClassicGroup:
     def update_member(
         self,
         member: Member,
-        protocols: tuple[Protocol, ...],
+        protocols: tuple[MemberProtocol, ...],
         rebalance_timeout_ms: int,
         session_timeout_ms: int,
         join_reply: object | None,
@@ -200,7 +200,7 @@ class ClassicGroup:
 
     # --- protocols -----------------------------------------------------------------------------
 
-    def _count_protocols(self, protocols: tuple[Protocol, ...], delta: int) -> None:
+    def _count_protocols(self, protocols: tuple[MemberProtocol, ...], delta: int) -> None:
         """Members supporting each protocol name. A name a member lists twice counts once: otherwise no
         protocol would be supported by "every member" and the vote would have no candidate."""
         for name in {p.name for p in protocols}:
@@ -210,7 +210,7 @@ class ClassicGroup:
             else:
                 self.supported_protocols.pop(name, None)
 
-    def supports_protocols(self, protocol_type: str, protocols: tuple[Protocol, ...]) -> bool:
+    def supports_protocols(self, protocol_type: str, protocols: tuple[MemberProtocol, ...]) -> bool:
         if self.state is GroupState.EMPTY:
             return bool(protocol_type) and bool(protocols)
         n = len(self.members)

@@ -99,11 +99,11 @@ def test_full_generation_records_and_answers() -> None:
 
 
 def test_protocol_vote_and_deterministic_tie_break() -> None:
-    from herd.coordinator.member import Protocol
+    from herd.coordinator.member import MemberProtocol
 
     c = Ctx()
-    p1 = (Protocol("range", b""), Protocol("rr", b""))
-    p2 = (Protocol("rr", b""), Protocol("range", b""))
+    p1 = (MemberProtocol("range", b""), MemberProtocol("rr", b""))
+    p2 = (MemberProtocol("rr", b""), MemberProtocol("range", b""))
     c.join_dynamic(protocols=p1)
     c.join_dynamic(protocols=p2)
     c.sleep(0)
@@ -112,11 +112,11 @@ def test_protocol_vote_and_deterministic_tie_break() -> None:
 
 
 def test_inconsistent_group_protocol() -> None:
-    from herd.coordinator.member import Protocol
+    from herd.coordinator.member import MemberProtocol
 
     c = Ctx()
     c.join_dynamic()
-    handle, r = c.join(protocols=(Protocol("other", b""),))
+    handle, r = c.join(protocols=(MemberProtocol("other", b""),))
     assert reply(r, handle).error_code == ErrorCode.inconsistent_group_protocol
     handle, r = c.join(protocol_type="connect")
     assert reply(r, handle).error_code == ErrorCode.inconsistent_group_protocol

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from herd.coordinator import CoordinatorConfig, ErrorCode, GroupState, Record
-from herd.coordinator.member import Protocol
+from herd.coordinator.member import MemberProtocol
 from herd.coordinator.preregistration import EMPTY_CONSUMER_ASSIGNMENT
 from herd.coordinator.records import decode_group_metadata_value, expected_members_record
 from herd.coordinator.requests import AlterGroupConfigs, GroupConfigOp, LeaveGroup, MemberIdentity
@@ -326,7 +326,7 @@ def test_a_group_without_registrations_rebalances_exactly_as_before():
     c = Ctx()
     leader, follower = c.stable_group(2)
     alter(c, SET, "e0,e1", group="another")
-    c.join(member_id=follower, protocols=(Protocol("roundrobin", b"x"),))
+    c.join(member_id=follower, protocols=(MemberProtocol("roundrobin", b"x"),))
     g = c.shard.group("g")
     assert g.state is GroupState.PREPARING_REBALANCE
     c.join(member_id=leader)
