@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 from herd.cluster.topics import OFFSETS_TOPIC
 from herd.coordinator.transactions import AddPartitions, PartitionErrors, TransactionCoordinatorShard
 from herd.server.apis import _txn
-from herd.server.apis._acl import GROUP, READ, TRANSACTIONAL_ID, WRITE, authorized
+from herd.server.apis._authorize import GROUP, READ, TRANSACTIONAL_ID, WRITE, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import then
 from herd.server.broker import RequestContext

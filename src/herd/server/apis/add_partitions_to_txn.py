@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator.transactions import AddPartitions, PartitionErrors, TransactionCoordinatorShard
 from herd.coordinator.transactions.records import TopicPartition
 from herd.server.apis import _txn
-from herd.server.apis._acl import CLUSTER_ACTION, TOPIC, TRANSACTIONAL_ID, WRITE, authorized, authorized_cluster
+from herd.server.apis._authorize import CLUSTER_ACTION, TOPIC, TRANSACTIONAL_ID, WRITE, authorized, authorized_cluster
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._groups import gather
 from herd.server.broker import RequestContext

@@ -19,7 +19,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.coordinator.transactions import TransactionCoordinatorShard, TxnDescription
 from herd.server.apis import _txn
-from herd.server.apis._acl import DESCRIBE, TOPIC, TRANSACTIONAL_ID, authorized
+from herd.server.apis._authorize import DESCRIBE, TOPIC, TRANSACTIONAL_ID, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import gather
 from herd.server.broker import RequestContext

@@ -23,7 +23,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.coordinator.transactions import EndTxn, ProducerIdAndEpoch, TransactionCoordinatorShard
 from herd.server.apis import _txn
-from herd.server.apis._acl import TRANSACTIONAL_ID, WRITE, authorized
+from herd.server.apis._authorize import TRANSACTIONAL_ID, WRITE, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import then
 from herd.server.broker import RequestContext

@@ -30,7 +30,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.coordinator.transactions import InitProducerId, ProducerIdAndEpoch, TransactionCoordinatorShard
 from herd.server.apis import _txn
-from herd.server.apis._acl import (
+from herd.server.apis._authorize import (
     IDEMPOTENT_WRITE,
     TOPIC,
     TRANSACTIONAL_ID,

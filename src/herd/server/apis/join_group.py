@@ -26,7 +26,7 @@ from herd.coordinator.joining import validate_join
 from herd.coordinator.member import MemberProtocol
 from herd.coordinator.requests import JoinGroup
 from herd.coordinator.responses import JoinGroupResponse
-from herd.server.apis._acl import GROUP, READ, authorized
+from herd.server.apis._authorize import GROUP, READ, authorized
 from herd.server.apis._build import ctx_builder, ms
 from herd.server.apis._groups import client_host, client_id, route
 from herd.server.broker import RequestContext

@@ -18,7 +18,7 @@ from typing import Any
 
 from herd.coordinator import CoordinatorError, ErrorCode
 from herd.coordinator.transactions import ListTransactions, TransactionCoordinatorShard, TxnListing, TxnState
-from herd.server.apis._acl import DESCRIBE, TRANSACTIONAL_ID, authorized
+from herd.server.apis._authorize import DESCRIBE, TRANSACTIONAL_ID, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import gather
 from herd.server.broker import RequestContext
