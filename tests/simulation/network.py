@@ -27,7 +27,7 @@ from herd.client.group_protocol import JoinedMember
 from herd.coordinator import ErrorCode
 from herd.coordinator import requests as rq
 from herd.coordinator import responses as rs
-from herd.coordinator.member import Protocol
+from herd.coordinator.member import MemberProtocol
 
 from .loop import EventLoop
 from .runtime import Host
@@ -139,8 +139,8 @@ class Server:
         error = self.host.unavailable()
         incarnation = self.host.current
         if isinstance(request, mm.HeartbeatRequest):
-            if error is ErrorCode.COORDINATOR_LOAD_IN_PROGRESS:
-                error = ErrorCode.NONE  # server/apis/heartbeat.py: NONE, blindly, while loading
+            if error is ErrorCode.coordinator_load_in_progress:
+                error = ErrorCode.none  # server/apis/heartbeat.py: NONE, blindly, while loading
             if error is not None:
                 self.reply(out, rs.HeartbeatResponse(error_code=error))
                 return
@@ -192,7 +192,7 @@ def to_core(request: object) -> object:
                 member_id=request.member_id,
                 group_instance_id=request.group_instance_id,
                 protocol_type=request.protocol_type,
-                protocols=tuple(Protocol(n, m) for n, m in request.protocols),
+                protocols=tuple(MemberProtocol(n, m) for n, m in request.protocols),
                 reason=request.reason,
                 **client,
             )

@@ -159,7 +159,7 @@ class Incarnation:
             if self.host.faults.take_refusal():
                 self.host.note("refused a batch before writing it (MESSAGE_TOO_LARGE path)")
                 after = self.host.observer.core_call(self.shard, "append-failed", result)
-                out = self.shard.on_append_failed(result, ErrorCode.MESSAGE_TOO_LARGE)
+                out = self.shard.on_append_failed(result, ErrorCode.message_too_large)
                 after()
                 self.apply(out)
                 if result.rollback is None and any(record.applied for record in result.records):
@@ -178,7 +178,7 @@ class Incarnation:
 
     def _reject(self, result: Result) -> None:
         after = self.host.observer.core_call(self.shard, "append-failed", result)
-        out = self.shard.on_append_failed(result, ErrorCode.KAFKA_STORAGE_ERROR)
+        out = self.shard.on_append_failed(result, ErrorCode.kafka_storage_error)
         after()
         self.host.deliver_all(out.replies)
 
@@ -310,7 +310,7 @@ class Host:
         state = self.current.state
         if state is State.ACTIVE:
             return None
-        return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS if state is State.LOADING else ErrorCode.NOT_COORDINATOR
+        return ErrorCode.coordinator_load_in_progress if state is State.LOADING else ErrorCode.not_coordinator
 
     def deliver(self, handle: object, response: object) -> None:
         self._deliver(handle, response)

@@ -19,17 +19,15 @@ returns the next message to send (None when the exchange is over); herd.client.c
 SaslAuthenticate requests. `PlainClient` sends RFC 4616's single message; `ScramClient` follows RFC 5802 (and
 RFC 7677 for SHA-256) as Kafka's ScramSaslClient does (apache/kafka
 clients/src/main/java/org/apache/kafka/common/security/scram/internals/ScramSaslClient.java, ScramFormatter.java,
-ScramMessages.java): the client-first message `n,,n=<user>,r=<nonce>`, the proof from PBKDF2 (hashlib) and HMAC,
-and the server's signature checked with `hmac.compare_digest`. Passwords are kept out of every repr, log and
-error message.
+ScramMessages.java): the client-first message `n,,n=<user>,r=<nonce>`, the proof from PBKDF2 and HMAC
+(herd.protocol.scram, which the broker's side uses too), and the server's signature checked with
+`hmac.compare_digest`. Passwords are kept out of every repr, log and error message.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
-import re
 import secrets
 import ssl
 from collections.abc import Callable, Mapping
@@ -37,7 +35,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from herd.protocol import properties
+from herd.protocol import jaas, properties
+from herd.protocol.scram import (
+    SCRAM_HASHES,
+    client_key,
+    salted_password,
+    saslname,
+    server_key,
+    signature,
+    stored_key,
+    xor,
+)
 
 __all__ = [
     "SASL_MECHANISMS",
@@ -58,14 +66,8 @@ __all__ = [
 
 SECURITY_PROTOCOLS: Final = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 SASL_MECHANISMS: Final = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
-# hashlib's name of each SCRAM mechanism's hash; SCRAM-SHA-1 only for RFC 5802's test vector (Kafka has no SHA-1)
-SCRAM_HASHES: Final = {"SCRAM-SHA-1": "sha1", "SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
 MIN_SCRAM_ITERATIONS: Final = 4096  # Kafka's ScramMechanism.minIterations, refused below by its client too
-LOGIN_MODULES: Final = {
-    "org.apache.kafka.common.security.plain.PlainLoginModule",
-    "org.apache.kafka.common.security.scram.ScramLoginModule",
-}
-LOGIN_FLAGS: Final = ("required", "requisite", "sufficient", "optional")
+LOGIN_MODULES: Final = {jaas.PLAIN_LOGIN_MODULE, jaas.SCRAM_LOGIN_MODULE}
 
 
 class SecurityConfigError(ValueError):
@@ -90,58 +92,16 @@ def parse_properties(text: str, source: str = "properties") -> dict[str, str]:
 
 # -- JAAS -------------------------------------------------------------------------------------------------------
 
-_JAAS_TOKEN: Final = re.compile(r'\s*(?:(?P<word>[^\s=;"]+)|(?P<quoted>"(?:[^"\\]|\\.)*")|(?P<punct>[=;]))', re.S)
-
-
-def _jaas_tokens(text: str) -> list[tuple[str, str]]:
-    """(kind, text) tokens: "word", "quoted" (unquoted and unescaped) and "=" / ";"; raises SecurityConfigError."""
-    tokens, i = [], 0
-    while i < len(text):
-        if text[i:].strip() == "":
-            break
-        match = _JAAS_TOKEN.match(text, i)
-        if match is None:
-            raise SecurityConfigError(
-                f"sasl.jaas.config: unexpected character at position {i} (an unterminated quoted value?)"
-            )
-        if match.group("word") is not None:
-            tokens.append(("word", match.group("word")))
-        elif match.group("quoted") is not None:
-            tokens.append(("quoted", re.sub(r"\\(.)", r"\1", match.group("quoted")[1:-1], flags=re.S)))
-        else:
-            tokens.append((match.group("punct"), match.group("punct")))
-        i = match.end()
-    return tokens
-
 
 def parse_jaas_config(text: str) -> tuple[str, dict[str, str]]:
-    """`<LoginModule> <flag> key="value" ...;` -> (login module class, options). Exactly one login module, as
-    Kafka requires of sasl.jaas.config; raises SecurityConfigError, never quoting an option's value."""
-    tokens = _jaas_tokens(text)
-    if len(tokens) < 3 or tokens[0][0] != "word" or tokens[1][0] != "word":
-        raise SecurityConfigError("sasl.jaas.config: expected '<LoginModule> required key=\"value\" ...;'")
-    module, flag = tokens[0][1], tokens[1][1]
-    if flag not in LOGIN_FLAGS:
-        raise SecurityConfigError(
-            f"sasl.jaas.config: login module control flag must be one of {', '.join(LOGIN_FLAGS)}, not {flag!r}"
-        )
-    options: dict[str, str] = {}
-    i = 2
-    while i < len(tokens) and tokens[i][0] != ";":
-        if (
-            i + 2 >= len(tokens)
-            or tokens[i][0] != "word"
-            or tokens[i + 1][0] != "="
-            or tokens[i + 2][0] not in ("word", "quoted")
-        ):
-            raise SecurityConfigError("sasl.jaas.config: login module options must be key=\"value\" pairs ended by ';'")
-        options[tokens[i][1]] = tokens[i + 2][1]
-        i += 3
-    if i >= len(tokens):
-        raise SecurityConfigError("sasl.jaas.config: the login module must end with ';'")
-    if i + 1 < len(tokens):
-        raise SecurityConfigError("sasl.jaas.config: exactly one login module is allowed")
-    return module, options
+    """`<LoginModule> <flag> key="value" ...;` -> (login module class, options), read by herd.protocol.jaas (the
+    broker's parser too). Exactly one login module, as Kafka requires of sasl.jaas.config; raises
+    SecurityConfigError, never quoting an option's value."""
+    try:
+        entry = jaas.parse_jaas(text)
+    except jaas.JaasError as e:
+        raise SecurityConfigError(str(e)) from None
+    return entry.login_module, entry.options
 
 
 # -- the settings -----------------------------------------------------------------------------------------------
@@ -343,17 +303,6 @@ class PlainClient:
         return "PlainClient()"
 
 
-def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
-    """RFC 5802's SaltedPassword = Hi(password, salt, i), which is PBKDF2 with the mechanism's HMAC (Kafka's
-    ScramFormatter.hi; the password as UTF-8, without SASLprep, as Kafka normalizes it)."""
-    return hashlib.pbkdf2_hmac(SCRAM_HASHES[mechanism], password.encode(), salt, iterations)
-
-
-def _saslname(username: str) -> str:
-    """RFC 5802 section 5.1: ',' and '=' of a user name are sent as '=2C' and '=3D'."""
-    return username.replace("=", "=3D").replace(",", "=2C")
-
-
 def _attributes(message: str) -> dict[str, str]:
     """`a=value,b=value` -> {a: value} (a value may itself contain '='); extensions with longer names, which
     Kafka's ScramMessages allows after the iterations, are skipped."""
@@ -383,10 +332,9 @@ class ScramClient:
         if mechanism not in SCRAM_HASHES:
             raise ValueError(f"not a SCRAM mechanism: {mechanism}")
         self.mechanism = mechanism
-        self._hash = SCRAM_HASHES[mechanism]
         self._password = password
         self._nonce = nonce or secrets.token_urlsafe(24)
-        self._client_first_bare = f"n={_saslname(username)},r={self._nonce}"
+        self._client_first_bare = f"n={saslname(username)},r={self._nonce}"
         self._min_iterations = min_iterations
         self._server_signature: bytes | None = None
         self._step = 0
@@ -426,11 +374,9 @@ class ScramClient:
         salted = salted_password(self.mechanism, self._password, salt, int(iterations_text))
         without_proof = f"c={base64.b64encode(b'n,,').decode()},r={nonce}"
         auth_message = f"{self._client_first_bare},{server_first},{without_proof}".encode()
-        client_key = self._hmac(salted, b"Client Key")
-        stored_key = hashlib.new(self._hash, client_key).digest()
-        signature = self._hmac(stored_key, auth_message)
-        proof = bytes(a ^ b for a, b in zip(client_key, signature))
-        self._server_signature = self._hmac(self._hmac(salted, b"Server Key"), auth_message)
+        key = client_key(self.mechanism, salted)
+        proof = xor(key, signature(self.mechanism, stored_key(self.mechanism, key), auth_message))
+        self._server_signature = signature(self.mechanism, server_key(self.mechanism, salted), auth_message)
         return f"{without_proof},p={base64.b64encode(proof).decode()}".encode()
 
     def _verify_server_final(self, server_final: str) -> None:
@@ -445,9 +391,6 @@ class ScramClient:
         if not hmac.compare_digest(verifier, self._server_signature):
             raise SaslError("the server's SCRAM signature is wrong: it does not know the user's credentials")
         self.complete = True
-
-    def _hmac(self, key: bytes, message: bytes) -> bytes:
-        return hmac.new(key, message, self._hash).digest()
 
 
 def _decode(challenge: bytes | None) -> str:

@@ -40,7 +40,7 @@ def describe(ctx: ShardContext, req: DescribeGroups, handle: object) -> Result:
 
 def _describe(ctx: ShardContext, group_id: str) -> DescribedGroup:
     if not group_id:
-        return DescribedGroup(group_id=group_id, error_code=ErrorCode.INVALID_GROUP_ID)
+        return DescribedGroup(group_id=group_id, error_code=ErrorCode.invalid_group_id)
     group = ctx.groups.get(group_id)
     if group is None:
         return DescribedGroup(group_id=group_id, group_state=str(GroupState.DEAD))
@@ -95,15 +95,15 @@ def delete(ctx: ShardContext, req: DeleteGroups, handle: object) -> Result:
 
 def _delete_one(ctx: ShardContext, group_id: str, fx: Effects) -> ErrorCode:
     if not group_id:
-        return ErrorCode.INVALID_GROUP_ID
+        return ErrorCode.invalid_group_id
     group = ctx.groups.get(group_id)
     if group is None or group.is_in(GroupState.DEAD):
-        return ErrorCode.GROUP_ID_NOT_FOUND
+        return ErrorCode.group_id_not_found
     if not group.is_in(GroupState.EMPTY):
-        return ErrorCode.NON_EMPTY_GROUP
+        return ErrorCode.non_empty_group
     for topic, partition in offsets.group_offset_keys(ctx, group_id):  # committed and pending (deleteAllOffsets)
         fx.records.append(offset_tombstone(group_id, topic, partition))
     fx.records.append(group_tombstone(group_id))
     if ctx.history.of(group_id) or not ctx.history.size:  # (size 0: a record from before may remain)
         fx.records.append(rebalance_history_tombstone(group_id))
-    return ErrorCode.NONE
+    return ErrorCode.none

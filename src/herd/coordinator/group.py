@@ -15,7 +15,7 @@ The group only changes its own fields; completing parked replies goes through `E
 from __future__ import annotations
 
 from herd.coordinator.errors import CoordinatorError, ErrorCode
-from herd.coordinator.member import Member, Protocol
+from herd.coordinator.member import Member, MemberProtocol
 from herd.coordinator.responses import JoinGroupMember, JoinGroupResponse, SyncGroupResponse
 from herd.coordinator.result import Effects
 from herd.coordinator.state import GroupState, check_transition
@@ -115,7 +115,7 @@ class ClassicGroup:
     def update_member(
         self,
         member: Member,
-        protocols: tuple[Protocol, ...],
+        protocols: tuple[MemberProtocol, ...],
         rebalance_timeout_ms: int,
         session_timeout_ms: int,
         join_reply: object | None,
@@ -163,16 +163,16 @@ class ClassicGroup:
         if instance_id is not None:
             existing = self.static_members.get(instance_id)
             if existing is None:
-                raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID, f"unknown instance {instance_id}")
+                raise CoordinatorError(ErrorCode.unknown_member_id, f"unknown instance {instance_id}")
             if existing != member_id:
-                raise CoordinatorError(ErrorCode.FENCED_INSTANCE_ID, f"instance {instance_id} belongs to {existing}")
+                raise CoordinatorError(ErrorCode.fenced_instance_id, f"instance {instance_id} belongs to {existing}")
         elif member_id not in self.members:
-            raise CoordinatorError(ErrorCode.UNKNOWN_MEMBER_ID, f"unknown member {member_id}")
+            raise CoordinatorError(ErrorCode.unknown_member_id, f"unknown member {member_id}")
 
     def replace_static_member(self, instance_id: str, old_id: str, new_id: str, fx: Effects) -> Member:
         """Gives `instance_id` a new member id; the old id's parked join/sync get FENCED_INSTANCE_ID."""
         old = self.members.pop(old_id)
-        fenced = ErrorCode.FENCED_INSTANCE_ID
+        fenced = ErrorCode.fenced_instance_id
         if old.is_awaiting_join:
             self.num_awaiting_join -= 1
             fx.reply(old.join_reply, JoinGroupResponse(error_code=fenced, member_id=old_id))
@@ -200,7 +200,7 @@ class ClassicGroup:
 
     # --- protocols -----------------------------------------------------------------------------
 
-    def _count_protocols(self, protocols: tuple[Protocol, ...], delta: int) -> None:
+    def _count_protocols(self, protocols: tuple[MemberProtocol, ...], delta: int) -> None:
         """Members supporting each protocol name. A name a member lists twice counts once: otherwise no
         protocol would be supported by "every member" and the vote would have no candidate."""
         for name in {p.name for p in protocols}:
@@ -210,7 +210,7 @@ class ClassicGroup:
             else:
                 self.supported_protocols.pop(name, None)
 
-    def supports_protocols(self, protocol_type: str, protocols: tuple[Protocol, ...]) -> bool:
+    def supports_protocols(self, protocol_type: str, protocols: tuple[MemberProtocol, ...]) -> bool:
         if self.state is GroupState.EMPTY:
             return bool(protocol_type) and bool(protocols)
         n = len(self.members)
@@ -276,7 +276,7 @@ class ClassicGroup:
         with_members: bool = True,
         leader: str | None = None,
         skip_assignment: bool = False,
-        error_code: int = ErrorCode.NONE,
+        error_code: int = ErrorCode.none,
     ) -> JoinGroupResponse:
         """The current generation as a JoinGroup answer to `member_id`. The member list goes to the leader
         only, and only `with_members`. `leader` replaces the group's leader id in the answer (a static leader

@@ -80,16 +80,16 @@ def alter(ctx: ShardContext, req: AlterGroupConfigs, handle: object) -> Result:
 
 
 def _message(error: CoordinatorError) -> str:
-    return str(error).removeprefix(f"{error.code.name}: ")
+    return str(error).removeprefix(f"{error.code.name.upper()}: ")
 
 
 def _altered(ctx: ShardContext, req: AlterGroupConfigs) -> tuple[str, ...]:
     """The expected ids after `req.ops`; raises CoordinatorError."""
     if not req.group_id:
-        raise CoordinatorError(ErrorCode.INVALID_REQUEST, "Default group resources are not allowed.")
+        raise CoordinatorError(ErrorCode.invalid_request, "Default group resources are not allowed.")
     names = [op.name for op in req.ops]
     if len(set(names)) != len(names):
-        raise CoordinatorError(ErrorCode.INVALID_REQUEST, "Error due to duplicate config keys")
+        raise CoordinatorError(ErrorCode.invalid_request, "Error due to duplicate config keys")
     before = ids = prereg.expected(ctx, req.group_id)
     for op in req.ops:
         ids = _apply_op(ids, op)
@@ -103,12 +103,12 @@ def _altered(ctx: ShardContext, req: AlterGroupConfigs) -> tuple[str, ...]:
 
 def _apply_op(ids: tuple[str, ...], op: GroupConfigOp) -> tuple[str, ...]:
     if op.operation not in OpType.__members__.values():
-        raise CoordinatorError(ErrorCode.INVALID_REQUEST, f"Unknown operation type {op.operation} for {op.name}")
+        raise CoordinatorError(ErrorCode.invalid_request, f"Unknown operation type {op.operation} for {op.name}")
     if op.name == HISTORY_CONFIG:
-        raise CoordinatorError(ErrorCode.INVALID_REQUEST, f"Cannot update these configs dynamically: Set({op.name})")
+        raise CoordinatorError(ErrorCode.invalid_request, f"Cannot update these configs dynamically: Set({op.name})")
     if op.name != prereg.CONFIG_NAME:
         raise CoordinatorError(
-            ErrorCode.INVALID_CONFIG,
+            ErrorCode.invalid_config,
             f"Unknown group config name: {op.name} (herd's only group config is {prereg.CONFIG_NAME})",
         )
     kind = OpType(op.operation)
@@ -142,7 +142,7 @@ def describe(ctx: ShardContext, req: DescribeGroupConfigs, handle: object) -> Re
         fx.reply(
             handle,
             DescribeGroupConfigsResponse(
-                error_code=ErrorCode.INVALID_REQUEST, error_message="Default group resources are not allowed."
+                error_code=ErrorCode.invalid_request, error_message="Default group resources are not allowed."
             ),
         )
         return fx.result()

@@ -1,9 +1,19 @@
-"""What a JoinGroup needs whether its member is dynamic (membership.py) or static (static.py): the request's
-stateless checks, the client's reason as Kafka logs it, the member's rebalance timeout, the member a request
-describes, and adding a new member then rebalancing (Kafka's `addMemberThenRebalanceOrCompleteJoin`).
+"""The steps of a JoinGroup that dynamic members (membership.py) and static members (static.py) share.
 
-membership.py imports static.py for a static member's first join; both import this module, which imports
-neither.
+Kafka's GroupMetadataManager keeps the classic group's JoinGroup in one class of over 6,000 lines; herd splits it by
+kind of member: membership.py is the JoinGroup entry point and the dynamic member's path (a new member, a known
+member rejoining), static.py the static member's (KIP-345 replacement, KIP-469's hold). Both paths end the same
+way, and this module is that common part:
+- `validate_join`: the stateless checks of GroupCoordinatorService (empty group id, session-timeout bounds), which
+  the JoinGroup API also runs before routing (herd.server.apis.join_group);
+- `join_reason` and `rebalance_timeout`: the client's reason as Kafka logs it, and JoinGroup v0's rebalance timeout
+  (the session timeout);
+- `member_from_join`: the `Member` a request describes;
+- `add_member_then_rebalance`: Kafka's `addMemberThenRebalanceOrCompleteJoin`.
+
+It is a module of its own, rather than part of membership.py, because membership.py dispatches a static member's
+first join to static.py: were these steps in membership.py, static.py would import it back, and the two modules
+would form a cycle (which tests/unit/test_imports.py refuses). It imports neither of them.
 """
 
 from __future__ import annotations
@@ -26,9 +36,9 @@ def validate_join(config: CoordinatorConfig, req: JoinGroup) -> ErrorCode | None
     whether the group's partition is loaded, as in Kafka), and the handler runs them again (the core rejects
     invalid input on its own)."""
     if not req.group_id:
-        return ErrorCode.INVALID_GROUP_ID
+        return ErrorCode.invalid_group_id
     if not config.group_min_session_timeout_ms <= req.session_timeout_ms <= config.group_max_session_timeout_ms:
-        return ErrorCode.INVALID_SESSION_TIMEOUT
+        return ErrorCode.invalid_session_timeout
     return None
 
 

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, slots=True)
-class Protocol:
-    """One (name, metadata) entry of a JoinGroup's protocol list."""
+class MemberProtocol:
+    """One protocol a member supports: a (name, metadata) entry of its JoinGroup's protocol list (Kafka's
+    JoinGroupRequestProtocol). Not `Protocol`, which would shadow typing.Protocol in the modules that use it."""
 
     name: str
     metadata: bytes = b""
@@ -31,7 +32,7 @@ class Member:
     rebalance_timeout_ms: int
     session_timeout_ms: int
     protocol_type: str
-    protocols: tuple[Protocol, ...]
+    protocols: tuple[MemberProtocol, ...]
     assignment: bytes = b""
     join_reply: object | None = None
     sync_reply: object | None = None
@@ -61,7 +62,7 @@ class Member:
                 return p.metadata
         return b""
 
-    def matches(self, protocols: tuple[Protocol, ...]) -> bool:
+    def matches(self, protocols: tuple[MemberProtocol, ...]) -> bool:
         """Same protocols in the same order with the same metadata (ClassicGroupMember.matches)."""
         return self.protocols == protocols
 

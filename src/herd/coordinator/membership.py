@@ -57,13 +57,13 @@ def join(ctx: ShardContext, req: JoinGroup, handle: object) -> Result:
     is_new_group = group is None
     if group is None:
         if not is_unknown:
-            fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+            fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.unknown_member_id, member_id=req.member_id))
             return fx.result()
         group = ClassicGroup(req.group_id, EMPTY_STATE, ctx.now())
         ctx.groups[req.group_id] = group
     if not _accept_joining_member(ctx, group, req.member_id):
         _reject_full(ctx, group, req.member_id)
-        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.GROUP_MAX_SIZE_REACHED, member_id=""))
+        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.group_max_size_reached, member_id=""))
     elif is_unknown:
         _join_new_member(ctx, req, group, handle, fx)
     else:
@@ -112,9 +112,9 @@ def _undo_new_group(ctx: ShardContext, group: ClassicGroup, handle: object, erro
 
 def _join_new_member(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, handle: object, fx: Effects) -> None:
     if group.is_in(DEAD):
-        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=""))
+        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.coordinator_not_available, member_id=""))
     elif not group.supports_protocols(req.protocol_type, req.protocols):
-        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=""))
+        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.inconsistent_group_protocol, member_id=""))
     else:
         new_id = ctx.generate_member_id(req.client_id, req.group_instance_id)
         if req.group_instance_id is not None:
@@ -123,7 +123,7 @@ def _join_new_member(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, han
             # KIP-394: hand out the id and wait for the member to come back with it.
             group.pending_members.add(new_id)
             rb.schedule_pending_member(ctx, group, new_id, req.session_timeout_ms)
-            fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.MEMBER_ID_REQUIRED, member_id=new_id))
+            fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.member_id_required, member_id=new_id))
         else:
             add_member_then_rebalance(ctx, req, group, new_id, handle, fx)
 
@@ -131,12 +131,12 @@ def _join_new_member(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, han
 def _join_existing_member(ctx: ShardContext, req: JoinGroup, group: ClassicGroup, handle: object, fx: Effects) -> None:
     member_id = req.member_id
     if group.is_in(DEAD):
-        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE, member_id=member_id))
+        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.coordinator_not_available, member_id=member_id))
     elif not group.supports_protocols(req.protocol_type, req.protocols):
-        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id=member_id))
+        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.inconsistent_group_protocol, member_id=member_id))
     elif group.is_pending(member_id):
         if req.group_instance_id is not None:
-            fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.UNKNOWN_SERVER_ERROR, member_id=member_id))
+            fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.unknown_server_error, member_id=member_id))
             return
         add_member_then_rebalance(ctx, req, group, member_id, handle, fx)
     else:
@@ -175,7 +175,7 @@ def _rejoin(
     elif group.is_in(CR, STABLE):
         fx.reply(handle, group.join_response(member.member_id, with_members=group.is_in(CR)))
     else:
-        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID, member_id=member.member_id))
+        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.unknown_member_id, member_id=member.member_id))
 
 
 def _update_then_rebalance(
@@ -202,13 +202,13 @@ def sync(ctx: ShardContext, req: SyncGroup, handle: object) -> Result:
     fx = Effects()
     group = ctx.groups.get(req.group_id)
     if not req.group_id:
-        fx.reply(handle, SyncGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID))
+        fx.reply(handle, SyncGroupResponse(error_code=ErrorCode.invalid_group_id))
     elif group is None or group.is_empty():
-        fx.reply(handle, SyncGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID))
+        fx.reply(handle, SyncGroupResponse(error_code=ErrorCode.unknown_member_id))
     elif (error := _validate_sync(group, req)) is not None:
         fx.reply(handle, SyncGroupResponse(error_code=error))
     elif group.is_in(PR):
-        fx.reply(handle, SyncGroupResponse(error_code=ErrorCode.REBALANCE_IN_PROGRESS))
+        fx.reply(handle, SyncGroupResponse(error_code=ErrorCode.rebalance_in_progress))
     elif group.is_in(CR):
         group.member(req.member_id).sync_reply = handle
         rb.remove_pending_sync_member(ctx, group, req.member_id)
@@ -229,16 +229,16 @@ def sync(ctx: ShardContext, req: SyncGroup, handle: object) -> Result:
 
 def _validate_sync(group: ClassicGroup, req: SyncGroup) -> ErrorCode | None:
     if group.is_in(DEAD):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.coordinator_not_available
     try:
         group.validate_member(req.member_id, req.group_instance_id)
     except CoordinatorError as e:
         return e.code
     if req.generation_id != group.generation_id:
-        return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.illegal_generation
     # KIP-559 (SyncGroup v5): a non-null protocol type/name must match the group's.
     if _inconsistent(req.protocol_type, group.protocol_type) or _inconsistent(req.protocol_name, group.protocol_name):
-        return ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+        return ErrorCode.inconsistent_group_protocol
     return None
 
 
@@ -258,7 +258,7 @@ def _complete_generation(ctx: ShardContext, group: ClassicGroup, req: SyncGroup,
     ctx.history.finish(group.group_id, assignments, group.protocol_type == "consumer", ctx.now())
     rb.persist_history(ctx, group, fx)
     first = len(fx.replies)
-    rb.propagate_assignment(ctx, group, ErrorCode.NONE, fx)
+    rb.propagate_assignment(ctx, group, ErrorCode.none, fx)
     handles = [r.handle for r in fx.replies[first:]]
     generation = group.generation_id
     fx.on_failure(lambda err: _undo_generation(ctx, group, generation, req.member_id, handles, err))
@@ -275,7 +275,7 @@ def _undo_generation(
     if ctx.groups.get(group.group_id) is group and group.generation_id == generation and group.is_in(STABLE):
         for member in group.members.values():
             member.assignment = b""
-        reason = f"Error {mapped.name} when storing group assignment during SyncGroup (member: {leader_id})."
+        reason = f"Error {mapped.name.upper()} when storing group assignment during SyncGroup (member: {leader_id})."
         ctx.history.reopen(group.group_id, generation)
         rb.prepare_rebalance(ctx, group, "append-failure", reason, fx, leader_id)
     return fx.result()
@@ -303,22 +303,22 @@ def heartbeat_error(
     runtime calls it directly when nothing is waiting to be written (a heartbeat never writes), skipping the
     request and Result objects of `heartbeat`."""
     if not group_id:
-        return ErrorCode.INVALID_GROUP_ID
+        return ErrorCode.invalid_group_id
     group = ctx.groups.get(group_id)
     if group is None:
-        return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.unknown_member_id
     if group.is_in(DEAD):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.coordinator_not_available
     try:
         group.validate_member(member_id, instance_id)
     except CoordinatorError as e:
         return e.code
     if generation_id != group.generation_id:
-        return ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.illegal_generation
     if group.is_in(EMPTY_STATE):
-        return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.unknown_member_id
     rb.touch_session(ctx, group, group.member(member_id))
-    return ErrorCode.REBALANCE_IN_PROGRESS if group.is_in(PR) else ErrorCode.NONE
+    return ErrorCode.rebalance_in_progress if group.is_in(PR) else ErrorCode.none
 
 
 # --- LeaveGroup -------------------------------------------------------------------------------------
@@ -329,11 +329,11 @@ def leave(ctx: ShardContext, req: LeaveGroup, handle: object) -> Result:
     identities = req.members if req.api_version >= 3 else (MemberIdentity(req.member_id),)
     group = ctx.groups.get(req.group_id)
     if not req.group_id:
-        response = LeaveGroupResponse(error_code=ErrorCode.INVALID_GROUP_ID)
+        response = LeaveGroupResponse(error_code=ErrorCode.invalid_group_id)
     elif group is None:
-        response = LeaveGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID)
+        response = LeaveGroupResponse(error_code=ErrorCode.unknown_member_id)
     elif group.is_in(DEAD):
-        response = LeaveGroupResponse(error_code=ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        response = LeaveGroupResponse(error_code=ErrorCode.coordinator_not_available)
     else:
         members = tuple(_leave_one(ctx, group, identity, fx) for identity in identities)
         _rebalance_after_leave(ctx, group, identities, members, fx)
@@ -349,7 +349,7 @@ def _leave_one(ctx: ShardContext, group: ClassicGroup, who: MemberIdentity, fx: 
         # Administrative removal by instance id (KIP-345).
         static_id = group.static_member_id(who.group_instance_id)
         if static_id is None:
-            return LeaveMemberResponse(who.member_id, who.group_instance_id, ErrorCode.UNKNOWN_MEMBER_ID)
+            return LeaveMemberResponse(who.member_id, who.group_instance_id, ErrorCode.unknown_member_id)
         rb.remove_current_member(ctx, group, static_id, fx)
     elif group.is_pending(who.member_id):
         group.remove(who.member_id)
@@ -370,7 +370,7 @@ def _rebalance_after_leave(
     responses: tuple[LeaveMemberResponse, ...],
     fx: Effects,
 ) -> None:
-    left = [(who, r) for who, r in zip(identities, responses, strict=True) if r.error_code == ErrorCode.NONE]
+    left = [(who, r) for who, r in zip(identities, responses, strict=True) if r.error_code == ErrorCode.none]
     if not left:
         return
     described = ", ".join(

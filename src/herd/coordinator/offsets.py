@@ -144,7 +144,7 @@ def _commit_partition(
         return CommitPartitionResponse(p.partition_index, error)
     metadata = p.committed_metadata or ""
     if _java_length(metadata) > ctx.config.offset_metadata_max_bytes:
-        return CommitPartitionResponse(p.partition_index, ErrorCode.OFFSET_METADATA_TOO_LARGE)
+        return CommitPartitionResponse(p.partition_index, ErrorCode.offset_metadata_too_large)
     stamp = p.commit_timestamp if p.commit_timestamp != -1 else now
     value = OffsetValue(p.committed_offset, p.committed_leader_epoch, metadata, stamp, expire)
     records.append(offset_commit_record(group_id, topic, p.partition_index, value))
@@ -180,7 +180,7 @@ def _validate_commit(ctx: ShardContext, req: OffsetCommit) -> ErrorCode | None:
     if group is None:
         if generation < 0:
             return None
-        return ErrorCode.GROUP_ID_NOT_FOUND if req.api_version >= 9 else ErrorCode.ILLEGAL_GENERATION
+        return ErrorCode.group_id_not_found if req.api_version >= 9 else ErrorCode.illegal_generation
     return validate_group_commit(group, req.member_id, req.group_instance_id, generation)
 
 
@@ -190,7 +190,7 @@ def validate_group_commit(
     """ClassicGroup.validateOffsetCommit; a transactional commit is neither refused for lacking a member (older
     TxnOffsetCommit versions carry none) nor during CompletingRebalance."""
     if group.is_in(GroupState.DEAD):
-        return ErrorCode.COORDINATOR_NOT_AVAILABLE
+        return ErrorCode.coordinator_not_available
     if generation < 0 and group.is_in(GroupState.EMPTY):
         return None
     if generation >= 0 or member_id or instance_id is not None:
@@ -198,11 +198,11 @@ def validate_group_commit(
         if member_error is not None:
             return member_error
         if generation != group.generation_id:
-            return ErrorCode.ILLEGAL_GENERATION
+            return ErrorCode.illegal_generation
     elif not transactional and not group.is_in(GroupState.EMPTY):
-        return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.unknown_member_id
     if not transactional and group.is_in(GroupState.COMPLETING_REBALANCE):
-        return ErrorCode.REBALANCE_IN_PROGRESS
+        return ErrorCode.rebalance_in_progress
     return None
 
 
@@ -210,11 +210,11 @@ def _validate_member(group: ClassicGroup, member_id: str, instance_id: str | Non
     if instance_id is not None:
         existing = group.static_member_id(instance_id)
         if existing is None:
-            return ErrorCode.UNKNOWN_MEMBER_ID
+            return ErrorCode.unknown_member_id
         if existing != member_id:
-            return ErrorCode.FENCED_INSTANCE_ID
+            return ErrorCode.fenced_instance_id
     elif not group.has_member(member_id):
-        return ErrorCode.UNKNOWN_MEMBER_ID
+        return ErrorCode.unknown_member_id
     return None
 
 
@@ -246,7 +246,7 @@ def txn_commit(ctx: ShardContext, req: TxnOffsetCommit, handle: object) -> Resul
             req.producer_id,
             req.producer_epoch,
         )
-        return Result(replies=(Reply(handle, error_response(response, ErrorCode.INVALID_PRODUCER_EPOCH)),))
+        return Result(replies=(Reply(handle, error_response(response, ErrorCode.invalid_producer_epoch)),))
     return Result(
         tuple(records),
         (Reply(handle, response),),
@@ -258,7 +258,7 @@ def txn_commit(ctx: ShardContext, req: TxnOffsetCommit, handle: object) -> Resul
 def _validate_txn_commit(ctx: ShardContext, req: TxnOffsetCommit) -> ErrorCode | None:
     group = ctx.groups.get(req.group_id)
     if group is None:
-        return None if req.generation_id < 0 else ErrorCode.ILLEGAL_GENERATION
+        return None if req.generation_id < 0 else ErrorCode.illegal_generation
     return validate_group_commit(group, req.member_id, req.group_instance_id, req.generation_id, transactional=True)
 
 
@@ -289,7 +289,7 @@ def _fetch_group(ctx: ShardContext, req: FetchGroup, require_stable: bool) -> Fe
 
     def partition(topic: str, index: int) -> FetchPartitionResponse:
         if open_group and txn.holds(req.group_id, topic, index):
-            return FetchPartitionResponse(index, error_code=ErrorCode.UNSTABLE_OFFSET_COMMIT)
+            return FetchPartitionResponse(index, error_code=ErrorCode.unstable_offset_commit)
         return _partition(offsets, topic, index)
 
     if req.topics is None:
@@ -327,9 +327,9 @@ def _all_offsets(
 def delete(ctx: ShardContext, req: OffsetDelete, handle: object) -> Result:
     fx = Effects()
     group = ctx.groups.get(req.group_id)
-    error = ErrorCode.INVALID_GROUP_ID if not req.group_id else _validate_delete(group)
+    error = ErrorCode.invalid_group_id if not req.group_id else _validate_delete(group)
     if error is not None or group is None:
-        fx.reply(handle, OffsetDeleteResponse(error_code=error or ErrorCode.GROUP_ID_NOT_FOUND))
+        fx.reply(handle, OffsetDeleteResponse(error_code=error or ErrorCode.group_id_not_found))
         return fx.result()
     offsets = ctx.offsets.get(req.group_id, {})
     topics = []
@@ -347,9 +347,9 @@ def delete(ctx: ShardContext, req: OffsetDelete, handle: object) -> Result:
 def _validate_delete(group: ClassicGroup | None) -> ErrorCode | None:
     """ClassicGroup.validateOffsetDelete."""
     if group is None or group.is_in(GroupState.DEAD):
-        return ErrorCode.GROUP_ID_NOT_FOUND
+        return ErrorCode.group_id_not_found
     if not group.is_in(GroupState.EMPTY) and not uses_consumer_protocol(group):
-        return ErrorCode.NON_EMPTY_GROUP
+        return ErrorCode.non_empty_group
     return None
 
 
@@ -363,7 +363,7 @@ def _delete_partition(
     records: list[Record],
 ) -> DeletePartitionResponse:
     if subscribed:
-        return DeletePartitionResponse(partition, ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC)
+        return DeletePartitionResponse(partition, ErrorCode.group_subscribed_to_topic)
     if (topic, partition) in offsets or ctx.txn.holds(group_id, topic, partition):
         records.append(offset_tombstone(group_id, topic, partition))
     return DeletePartitionResponse(partition)

@@ -78,15 +78,15 @@ def validate_instance_id(instance_id: str) -> None:
     """Kafka's client-side rule for group.instance.id (JoinGroupRequest.validateGroupInstanceId): 1-249
     characters of [a-zA-Z0-9._-]. Raises CoordinatorError(INVALID_CONFIG)."""
     if not instance_id:
-        raise CoordinatorError(ErrorCode.INVALID_CONFIG, f"{CONFIG_NAME}: an instance id cannot be empty")
+        raise CoordinatorError(ErrorCode.invalid_config, f"{CONFIG_NAME}: an instance id cannot be empty")
     if len(instance_id) > MAX_INSTANCE_ID_LENGTH:
         raise CoordinatorError(
-            ErrorCode.INVALID_CONFIG,
+            ErrorCode.invalid_config,
             f"{CONFIG_NAME}: instance id {instance_id[:40]!r}... is longer than {MAX_INSTANCE_ID_LENGTH} characters",
         )
     if not _LEGAL_ID.fullmatch(instance_id):
         raise CoordinatorError(
-            ErrorCode.INVALID_CONFIG,
+            ErrorCode.invalid_config,
             f"{CONFIG_NAME}: instance id {instance_id!r} contains "
             "a character other than ASCII alphanumerics, '.', '_' "
             "and '-'",
@@ -97,7 +97,7 @@ def parse_ids(value: str | None) -> tuple[str, ...]:
     """A comma list (Kafka's LIST type: items trimmed, "" is the empty list) of valid ids, duplicates
     dropped, order kept. Raises CoordinatorError(INVALID_CONFIG)."""
     if value is None:
-        raise CoordinatorError(ErrorCode.INVALID_CONFIG, f"{CONFIG_NAME}: this operation needs a value")
+        raise CoordinatorError(ErrorCode.invalid_config, f"{CONFIG_NAME}: this operation needs a value")
     if not value.strip():
         return ()
     ids = [item.strip() for item in value.split(",")]
@@ -110,7 +110,7 @@ def parse_ids(value: str | None) -> tuple[str, ...]:
 
 def too_many(n: int) -> CoordinatorError:
     return CoordinatorError(
-        ErrorCode.INVALID_CONFIG,
+        ErrorCode.invalid_config,
         f"{CONFIG_NAME}: at most {MAX_EXPECTED_INSTANCES} pre-registered instances per group, got {n}",
     )
 

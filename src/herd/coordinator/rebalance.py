@@ -137,7 +137,7 @@ def remove_member_and_update(
     ctx: ShardContext, group: ClassicGroup, member: Member, cause: str, reason: str, fx: Effects
 ) -> None:
     """Kafka's removeMemberAndUpdateClassicGroup (session expiry)."""
-    unknown = ErrorCode.UNKNOWN_MEMBER_ID
+    unknown = ErrorCode.unknown_member_id
     group.complete_join(member, JoinGroupResponse(error_code=unknown, member_id=""), fx)
     group.remove(member.member_id)
     if group.is_in(GroupState.STABLE, CR):
@@ -152,7 +152,7 @@ def remove_current_member(ctx: ShardContext, group: ClassicGroup, member_id: str
     """Kafka's removeCurrentMemberFromClassicGroup (explicit LeaveGroup)."""
     member = group.member(member_id)
     cancel_session(ctx, group.group_id, member)
-    group.complete_join(member, JoinGroupResponse(error_code=ErrorCode.UNKNOWN_MEMBER_ID, member_id=""), fx)
+    group.complete_join(member, JoinGroupResponse(error_code=ErrorCode.unknown_member_id, member_id=""), fx)
     group.remove(member_id)
 
 
@@ -187,7 +187,7 @@ def prepare_rebalance(
     started it, if one did."""
     prereg.end_hold(ctx, group.group_id)
     if group.is_in(CR):
-        reset_and_propagate_with_error(ctx, group, ErrorCode.REBALANCE_IN_PROGRESS, fx)
+        reset_and_propagate_with_error(ctx, group, ErrorCode.rebalance_in_progress, fx)
     ctx.timer.cancel(sync_key(group.group_id))
     initial = group.is_in(GroupState.EMPTY)
     group.transition_to(PR, ctx.now())
@@ -390,7 +390,7 @@ def expire_pending_sync(ctx: ShardContext, group_id: str, generation: int) -> Re
 
 
 def propagate_assignment(ctx: ShardContext, group: ClassicGroup, error: ErrorCode, fx: Effects) -> None:
-    ok = error is ErrorCode.NONE
+    ok = error is ErrorCode.none
     for member in list(group.members.values()):
         response = SyncGroupResponse(
             error_code=error,

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from herd.coordinator.member import Protocol
+from herd.coordinator.member import MemberProtocol
 
 UNKNOWN_MEMBER_ID = ""
 
@@ -20,7 +20,7 @@ class JoinGroup:
     member_id: str = UNKNOWN_MEMBER_ID
     group_instance_id: str | None = None
     protocol_type: str = "consumer"
-    protocols: tuple[Protocol, ...] = ()
+    protocols: tuple[MemberProtocol, ...] = ()
     reason: str | None = None
     api_version: int = 9
     client_id: str = ""

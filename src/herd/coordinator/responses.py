@@ -22,7 +22,7 @@ class JoinGroupMember:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class JoinGroupResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     generation_id: int = -1
     protocol_type: str | None = None
     protocol_name: str | None = None
@@ -34,7 +34,7 @@ class JoinGroupResponse:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SyncGroupResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     protocol_type: str | None = None
     protocol_name: str | None = None
     assignment: bytes = b""
@@ -42,19 +42,19 @@ class SyncGroupResponse:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class HeartbeatResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True)
 class LeaveMemberResponse:
     member_id: str
     group_instance_id: str | None
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class LeaveGroupResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     members: tuple[LeaveMemberResponse, ...] = ()
 
 
@@ -71,7 +71,7 @@ class DescribedMember:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DescribedGroup:
     group_id: str
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     group_state: str = ""
     protocol_type: str = ""
     protocol_data: str = ""
@@ -94,14 +94,14 @@ class ListedGroup:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListGroupsResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     groups: tuple[ListedGroup, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class DeletableGroupResult:
     group_id: str
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,7 +112,7 @@ class DeleteGroupsResponse:
 @dataclass(frozen=True, slots=True)
 class CommitPartitionResponse:
     partition_index: int
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,7 +132,7 @@ class FetchPartitionResponse:
     committed_offset: int = -1
     committed_leader_epoch: int = -1
     metadata: str | None = ""
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True)
@@ -145,7 +145,7 @@ class FetchTopicResponse:
 class FetchGroupResponse:
     group_id: str
     topics: tuple[FetchTopicResponse, ...] = ()
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,7 +156,7 @@ class OffsetFetchResponse:
 @dataclass(frozen=True, slots=True)
 class DeletePartitionResponse:
     partition_index: int
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,13 +167,13 @@ class DeleteTopicResponse:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class OffsetDeleteResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     topics: tuple[DeleteTopicResponse, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class AlterGroupConfigsResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     error_message: str | None = None
 
 
@@ -191,14 +191,14 @@ class GroupConfigEntry:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DescribeGroupConfigsResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     error_message: str | None = None
     configs: tuple[GroupConfigEntry, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListConfiguredGroupsResponse:
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
     group_ids: tuple[str, ...] = ()
 
 
@@ -206,7 +206,7 @@ class ListConfiguredGroupsResponse:
 class CompleteTransactionResponse:
     """The transaction's marker is written and durable (error NONE), or why not."""
 
-    error_code: int = ErrorCode.NONE
+    error_code: int = ErrorCode.none
 
 
 def error_response(response: object, code: int) -> object:

@@ -48,7 +48,7 @@ from herd.coordinator.context import ShardContext
 from herd.coordinator.errors import ErrorCode, append_error_to_response_error
 from herd.coordinator.group import ClassicGroup
 from herd.coordinator.history import Rebalance, RebalanceHistory
-from herd.coordinator.member import Member, Protocol
+from herd.coordinator.member import Member, MemberProtocol
 from herd.coordinator.records import (
     EXPECTED_MEMBERS_KEY_TYPE,
     GROUP_METADATA_KEY_TYPE,
@@ -263,7 +263,7 @@ class GroupCoordinatorShard:
                     rebalance_timeout_ms=m.session_timeout if m.rebalance_timeout == -1 else m.rebalance_timeout,
                     session_timeout_ms=m.session_timeout,
                     protocol_type=value.protocol_type,
-                    protocols=(Protocol(value.protocol or "", m.subscription),),
+                    protocols=(MemberProtocol(value.protocol or "", m.subscription),),
                     assignment=m.assignment,
                 )
             )
@@ -304,7 +304,7 @@ class GroupCoordinatorShard:
     def on_unloaded(self) -> Result:
         """The partition moved away: groups go Dead, parked requests get NOT_COORDINATOR."""
         fx = Effects()
-        error = ErrorCode.NOT_COORDINATOR
+        error = ErrorCode.not_coordinator
         for group in self._ctx.groups.values():
             for member in group.members.values():
                 group.complete_join(member, JoinGroupResponse(error_code=error, member_id=member.member_id), fx)

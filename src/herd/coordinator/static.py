@@ -29,7 +29,7 @@ from herd.coordinator.context import ShardContext, group_record
 from herd.coordinator.errors import ErrorCode, append_error_to_response_error
 from herd.coordinator.group import ClassicGroup
 from herd.coordinator.joining import add_member_then_rebalance, join_reason, member_from_join, rebalance_timeout
-from herd.coordinator.member import Member, Protocol
+from herd.coordinator.member import Member, MemberProtocol
 from herd.coordinator.requests import JoinGroup
 from herd.coordinator.responses import JoinGroupResponse
 from herd.coordinator.result import EMPTY, Effects, Reply, Result
@@ -98,7 +98,7 @@ def _replace_without_rebalance(
     new: Member,
     old_id: str,
     current_leader: str | None,
-    previous: tuple[tuple[Protocol, ...], int, int],
+    previous: tuple[tuple[MemberProtocol, ...], int, int],
     fences: list[Reply],
     fx: Effects,
 ) -> None:
@@ -118,7 +118,7 @@ def _undo_replacement(
     new: Member,
     old_id: str,
     current_leader: str | None,
-    previous: tuple[tuple[Protocol, ...], int, int],
+    previous: tuple[tuple[MemberProtocol, ...], int, int],
     fences: list[Reply],
     handle: object,
     error: ErrorCode,

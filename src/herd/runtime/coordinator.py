@@ -342,7 +342,7 @@ class CoordinatorRuntime:
         """Raises CoordinatorError(NOT_COORDINATOR) if this node does not host the group's partition."""
         shard = self.shards.get(self.partition_for(group_id))
         if shard is None:
-            raise CoordinatorError(ErrorCode.NOT_COORDINATOR, f"group {group_id!r} is not coordinated here")
+            raise CoordinatorError(ErrorCode.not_coordinator, f"group {group_id!r} is not coordinated here")
         return shard
 
     def call(self, group_id: str, handler: Handler[Request], request: Request) -> object:
@@ -383,7 +383,7 @@ class CoordinatorRuntime:
             await asyncio.shield(load)
         shard = self.shards.get(partition)
         if shard is None:
-            raise CoordinatorError(ErrorCode.NOT_COORDINATOR, f"__consumer_offsets-{partition} is not hosted here")
+            raise CoordinatorError(ErrorCode.not_coordinator, f"__consumer_offsets-{partition} is not hosted here")
         request = CompleteTransaction(
             producer_id=producer_id, producer_epoch=producer_epoch, commit=commit, coordinator_epoch=coordinator_epoch
         )
@@ -400,5 +400,5 @@ class CoordinatorRuntime:
         while any hosted partition is loading."""
         shards = list(self.shards.values())
         if any(s.state is ShardState.LOADING for s in shards):
-            raise CoordinatorError(ErrorCode.COORDINATOR_LOAD_IN_PROGRESS, "a coordinator partition is loading")
+            raise CoordinatorError(ErrorCode.coordinator_load_in_progress, "a coordinator partition is loading")
         return [s.call(handler, request) for s in shards if s.state is ShardState.ACTIVE]

@@ -215,8 +215,8 @@ class ShardRuntime:
         if self.state is ShardState.ACTIVE:
             return None
         if self.state is ShardState.LOADING:
-            return ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
-        return ErrorCode.NOT_COORDINATOR
+            return ErrorCode.coordinator_load_in_progress
+        return ErrorCode.not_coordinator
 
     def call(self, handler: Handler[Request], request: Request) -> object:
         """Run one request handler of the shard (`handler(self.shard, request, reply)`, e.g.
@@ -286,7 +286,7 @@ class ShardRuntime:
                     len(batch),
                     self._max_batch_bytes,
                 )
-                self.apply(self.shard.on_append_failed(result, ErrorCode.MESSAGE_TOO_LARGE))
+                self.apply(self.shard.on_append_failed(result, ErrorCode.message_too_large))
                 if result.rollback is None and any(record.applied for record in result.records):
                     self._fail(
                         self._staged,
@@ -311,7 +311,7 @@ class ShardRuntime:
 
     def _reject(self, result: Result) -> None:
         """A Result that can no longer be written: its requests get the mapped storage error."""
-        out = self.shard.on_append_failed(result, ErrorCode.KAFKA_STORAGE_ERROR)
+        out = self.shard.on_append_failed(result, ErrorCode.kafka_storage_error)
         deliver(out.replies)
 
     async def _write_loop(self) -> None:

@@ -216,7 +216,7 @@ class TransactionRuntime(CoordinatorRuntime):
 
     def shard_for(self, group_id: str) -> ShardRuntime:
         if not self.num_partitions:
-            raise CoordinatorError(ErrorCode.NOT_COORDINATOR, f"{TRANSACTION_STATE_TOPIC} does not exist yet")
+            raise CoordinatorError(ErrorCode.not_coordinator, f"{TRANSACTION_STATE_TOPIC} does not exist yet")
         return super().shard_for(group_id)
 
     def hosts(self, group_id: str) -> bool:

@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Protocol
 
+from herd.protocol import scram as rfc5802
+
 
 class AuthenticationFailed(Exception):
     """The exchange failed. `client_message` is what the client may be told (Kafka's SaslAuthenticationException);
@@ -95,32 +97,21 @@ class ScramCredential:
         return f"ScramCredential(iterations={self.iterations})"
 
 
-def salted_password(mechanism: ScramMechanism, password: str, salt: bytes, iterations: int) -> bytes:
-    """Hi(Normalize(password), salt, i): PBKDF2 with HMAC of the mechanism's hash. SASLprep is not applied (Kafka
-    does not either: the password's UTF-8 bytes as they are)."""
-    return hashlib.pbkdf2_hmac(mechanism.hash_name, password.encode(), salt, iterations)
-
-
-def _hmac(mechanism: ScramMechanism, key: bytes, data: bytes) -> bytes:
-    return hmac.new(key, data, mechanism.hash_name).digest()
-
-
-def _hash(mechanism: ScramMechanism, data: bytes) -> bytes:
-    return hashlib.new(mechanism.hash_name, data).digest()
-
-
 def credential_from_salted(mechanism: ScramMechanism, salted: bytes, salt: bytes, iterations: int) -> ScramCredential:
     """StoredKey and ServerKey of a salted password, as AlterUserScramCredentials turns an upsertion into a
     credential (Kafka's ScramControlManager.finishUpsertion)."""
-    client_key = _hmac(mechanism, salted, b"Client Key")
-    return ScramCredential(salt, _hash(mechanism, client_key), _hmac(mechanism, salted, b"Server Key"), iterations)
+    name = mechanism.mechanism_name
+    stored = rfc5802.stored_key(name, rfc5802.client_key(name, salted))
+    return ScramCredential(salt, stored, rfc5802.server_key(name, salted), iterations)
 
 
 def make_credential(
     mechanism: ScramMechanism, password: str, iterations: int = DEFAULT_ITERATIONS, salt: bytes | None = None
 ) -> ScramCredential:
     salt = secrets.token_bytes(32) if salt is None else salt
-    return credential_from_salted(mechanism, salted_password(mechanism, password, salt, iterations), salt, iterations)
+    return credential_from_salted(
+        mechanism, rfc5802.salted_password(mechanism.mechanism_name, password, salt, iterations), salt, iterations
+    )
 
 
 def fake_credential(
@@ -151,15 +142,6 @@ _CLIENT_FINAL = re.compile(
 )
 
 
-def sasl_name_to_user(name: str) -> str:
-    """Kafka's ScramFormatter.username: "=2C" is ",", "=3D" is "="."""
-    return name.replace("=2C", ",").replace("=3D", "=")
-
-
-def user_to_sasl_name(user: str) -> str:
-    return user.replace("=", "=3D").replace(",", "=2C")
-
-
 @dataclass(frozen=True, slots=True)
 class ClientFirst:
     gs2_header: str
@@ -182,8 +164,8 @@ class ClientFirst:
             extensions[key] = value
         return cls(
             match.group("gs2"),
-            sasl_name_to_user(match.group("authzid") or ""),
-            sasl_name_to_user(match.group("name")),
+            rfc5802.user_of_saslname(match.group("authzid") or ""),
+            rfc5802.user_of_saslname(match.group("name")),
             match.group("nonce"),
             match.group("bare"),
             extensions,
@@ -310,15 +292,16 @@ class ScramServer:
         if final.nonce != self._server_first[2 : self._server_first.index(",")]:
             raise AuthenticationFailed("Invalid client nonce in the final client message.")
         auth_message = f"{first.bare},{self._server_first},{final.without_proof}".encode()
-        signature = _hmac(self.mechanism, credential.stored_key, auth_message)
+        name = self.mechanism.mechanism_name
+        signature = rfc5802.signature(name, credential.stored_key, auth_message)
         if len(final.proof) != len(signature):
             raise AuthenticationFailed("Invalid client credentials")
-        client_key = bytes(a ^ b for a, b in zip(final.proof, signature))
-        matches = hmac.compare_digest(_hash(self.mechanism, client_key), credential.stored_key)
+        client_key = rfc5802.xor(final.proof, signature)
+        matches = hmac.compare_digest(rfc5802.stored_key(name, client_key), credential.stored_key)
         if not (matches and self._known):
             raise AuthenticationFailed("Invalid client credentials")
         self.complete = True
         self.user = first.user
         self._credential = None
-        server_signature = _hmac(self.mechanism, credential.server_key, auth_message)
+        server_signature = rfc5802.signature(name, credential.server_key, auth_message)
         return b"v=" + base64.b64encode(server_signature)

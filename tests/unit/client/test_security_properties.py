@@ -189,3 +189,14 @@ def test_tls_contexts(tmp_path: Path) -> None:
         ).ssl_context()
     with pytest.raises(SecurityConfigError, match="cannot read"):
         ClientSecurity(protocol="SSL", certificate_location=str(tmp_path / "none.pem")).ssl_context()
+
+
+def test_java_comments_in_the_jaas_config_are_skipped() -> None:
+    """Kafka's JaasConfig skips /* */ and // comments; the client's own parser used to refuse them."""
+    text = "/* SCRAM */ " + SCRAM_JAAS.replace(" required ", " required // alice\n").replace(
+        " password", " /* pw */ password"
+    )
+    assert parse_jaas_config(text) == (
+        "org.apache.kafka.common.security.scram.ScramLoginModule",
+        {"username": "alice", "password": "alice-secret"},
+    )

@@ -7,10 +7,10 @@ import itertools
 from dataclasses import dataclass, field
 
 from herd.coordinator import CoordinatorConfig, GroupCoordinatorShard, ManualClock, ManualTimer, Record, Result
-from herd.coordinator.member import Protocol
+from herd.coordinator.member import MemberProtocol
 from herd.coordinator.requests import Heartbeat, JoinGroup, SyncAssignment, SyncGroup
 
-PROTOCOLS = (Protocol("range", b"sub-range"), Protocol("roundrobin", b"sub-rr"))
+PROTOCOLS = (MemberProtocol("range", b"sub-range"), MemberProtocol("roundrobin", b"sub-rr"))
 
 
 @dataclass

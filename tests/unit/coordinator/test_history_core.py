@@ -262,7 +262,7 @@ def test_a_failed_generation_write_reopens_its_entry_and_the_append_failure_supe
     c.join(member_id=b)
     result = c.shard.sync_group(SyncGroup(group_id="g", generation_id=2, member_id=a, assignments=()), "sync")
     assert entries(c)[-1]["outcome"] == "stable"
-    c.apply(c.shard.on_append_failed(result, ErrorCode.NOT_COORDINATOR))
+    c.apply(c.shard.on_append_failed(result, ErrorCode.not_coordinator))
     failed, following = entries(c)[-2:]
     assert failed["generation"] == 2 and failed["outcome"] == "superseded-by-append-failure"
     assert (following["cause"], following["member_id"]) == ("append-failure", a)
@@ -407,7 +407,7 @@ def test_the_read_only_group_config_answers_the_json_only_when_named_and_refuses
     op = GroupConfigOp("herd.rebalance.history", SET, "[]")
     h, r = c.run("alter_group_configs", AlterGroupConfigs(group_id="g", ops=(op,)))
     refused = reply(r, h)
-    assert refused.error_code == ErrorCode.INVALID_REQUEST and r.records == ()
+    assert refused.error_code == ErrorCode.invalid_request and r.records == ()
     assert refused.error_message == "Cannot update these configs dynamically: Set(herd.rebalance.history)"
 
 

@@ -27,7 +27,7 @@ def empty_record(ts: int = 0) -> Record:
 def test_member_id_required_from_v4_with_pending_member_and_creation_record() -> None:
     c = Ctx()
     handle, result = c.join()
-    assert reply(result, handle).error_code == ErrorCode.MEMBER_ID_REQUIRED
+    assert reply(result, handle).error_code == ErrorCode.member_id_required
     assert reply(result, handle).member_id == "client-uuid0"
     assert result.records == (empty_record(),)
     assert c.shard.group("g").pending_members == {"client-uuid0"}
@@ -56,15 +56,15 @@ def test_session_timeout_bounds_and_group_id() -> None:
     c = Ctx()
     for timeout in (5999, 1800001):
         handle, result = c.join(session_timeout_ms=timeout)
-        assert reply(result, handle).error_code == ErrorCode.INVALID_SESSION_TIMEOUT and result.records == ()
+        assert reply(result, handle).error_code == ErrorCode.invalid_session_timeout and result.records == ()
     handle, result = c.join(group="")
-    assert reply(result, handle).error_code == ErrorCode.INVALID_GROUP_ID
+    assert reply(result, handle).error_code == ErrorCode.invalid_group_id
 
 
 def test_unknown_member_id_on_missing_group() -> None:
     c = Ctx()
     handle, result = c.join(member_id="nope")
-    assert reply(result, handle).error_code == ErrorCode.UNKNOWN_MEMBER_ID and result.records == ()
+    assert reply(result, handle).error_code == ErrorCode.unknown_member_id and result.records == ()
 
 
 def test_full_generation_records_and_answers() -> None:
@@ -99,11 +99,11 @@ def test_full_generation_records_and_answers() -> None:
 
 
 def test_protocol_vote_and_deterministic_tie_break() -> None:
-    from herd.coordinator.member import Protocol
+    from herd.coordinator.member import MemberProtocol
 
     c = Ctx()
-    p1 = (Protocol("range", b""), Protocol("rr", b""))
-    p2 = (Protocol("rr", b""), Protocol("range", b""))
+    p1 = (MemberProtocol("range", b""), MemberProtocol("rr", b""))
+    p2 = (MemberProtocol("rr", b""), MemberProtocol("range", b""))
     c.join_dynamic(protocols=p1)
     c.join_dynamic(protocols=p2)
     c.sleep(0)
@@ -112,21 +112,21 @@ def test_protocol_vote_and_deterministic_tie_break() -> None:
 
 
 def test_inconsistent_group_protocol() -> None:
-    from herd.coordinator.member import Protocol
+    from herd.coordinator.member import MemberProtocol
 
     c = Ctx()
     c.join_dynamic()
-    handle, r = c.join(protocols=(Protocol("other", b""),))
-    assert reply(r, handle).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    handle, r = c.join(protocols=(MemberProtocol("other", b""),))
+    assert reply(r, handle).error_code == ErrorCode.inconsistent_group_protocol
     handle, r = c.join(protocol_type="connect")
-    assert reply(r, handle).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert reply(r, handle).error_code == ErrorCode.inconsistent_group_protocol
 
 
 def test_group_max_size() -> None:
     c = Ctx(config=CoordinatorConfig(group_initial_rebalance_delay_ms=0, group_max_size=1))
     c.join_dynamic()
     handle, r = c.join(api_version=3)
-    assert reply(r, handle).error_code == ErrorCode.GROUP_MAX_SIZE_REACHED
+    assert reply(r, handle).error_code == ErrorCode.group_max_size_reached
 
 
 def test_initial_rebalance_delay_extended_and_capped() -> None:
@@ -155,15 +155,15 @@ def test_initial_delay_capped_by_rebalance_timeout() -> None:
 def test_heartbeat_error_matrix() -> None:
     c = Ctx()
     a, b = c.stable_group(2)
-    assert c.heartbeat(a, 1) == ErrorCode.NONE
-    assert c.heartbeat(a, 0) == ErrorCode.ILLEGAL_GENERATION
-    assert c.heartbeat("zzz", 1) == ErrorCode.UNKNOWN_MEMBER_ID
-    assert c.heartbeat(a, 1, group="nope") == ErrorCode.UNKNOWN_MEMBER_ID
-    assert c.heartbeat(a, 1, group_instance_id="i") == ErrorCode.UNKNOWN_MEMBER_ID
+    assert c.heartbeat(a, 1) == ErrorCode.none
+    assert c.heartbeat(a, 0) == ErrorCode.illegal_generation
+    assert c.heartbeat("zzz", 1) == ErrorCode.unknown_member_id
+    assert c.heartbeat(a, 1, group="nope") == ErrorCode.unknown_member_id
+    assert c.heartbeat(a, 1, group_instance_id="i") == ErrorCode.unknown_member_id
     # a rejoin by the leader starts a rebalance: heartbeats say REBALANCE_IN_PROGRESS
     c.join(member_id=a)
     assert c.shard.group("g").state is GroupState.PREPARING_REBALANCE
-    assert c.heartbeat(b, 1) == ErrorCode.REBALANCE_IN_PROGRESS
+    assert c.heartbeat(b, 1) == ErrorCode.rebalance_in_progress
 
 
 def test_heartbeat_is_o1_and_session_expiry_rebalances() -> None:
@@ -217,13 +217,13 @@ def test_sync_errors_and_kip559() -> None:
     c = Ctx()
     a, b = c.stable_group(2)
     h, r = c.sync(a, 0)
-    assert reply(r, h).error_code == ErrorCode.ILLEGAL_GENERATION
+    assert reply(r, h).error_code == ErrorCode.illegal_generation
     h, r = c.sync("x", 1)
-    assert reply(r, h).error_code == ErrorCode.UNKNOWN_MEMBER_ID
+    assert reply(r, h).error_code == ErrorCode.unknown_member_id
     h, r = c.sync(a, 1, protocol_type="connect")
-    assert reply(r, h).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert reply(r, h).error_code == ErrorCode.inconsistent_group_protocol
     h, r = c.sync(a, 1, protocol_name="roundrobin")
-    assert reply(r, h).error_code == ErrorCode.INCONSISTENT_GROUP_PROTOCOL
+    assert reply(r, h).error_code == ErrorCode.inconsistent_group_protocol
     h, r = c.sync(b, 1, protocol_type="consumer", protocol_name="range")
     resp = reply(r, h)
     assert (resp.error_code, resp.protocol_type, resp.protocol_name, resp.assignment) == (
@@ -234,7 +234,7 @@ def test_sync_errors_and_kip559() -> None:
     )
     c.join(member_id=a)
     h, r = c.sync(b, 1)
-    assert reply(r, h).error_code == ErrorCode.REBALANCE_IN_PROGRESS
+    assert reply(r, h).error_code == ErrorCode.rebalance_in_progress
 
 
 def test_follower_parked_sync_gets_rebalance_in_progress_when_rebalance_starts() -> None:
@@ -245,7 +245,7 @@ def test_follower_parked_sync_gets_rebalance_in_progress_when_rebalance_starts()
     h, _ = c.sync(b, 1)
     c2 = c.join()  # a new member arrives in CompletingRebalance
     _, r = c.join(member_id=reply(c2[1], c2[0]).member_id)
-    assert reply(r, h).error_code == ErrorCode.REBALANCE_IN_PROGRESS
+    assert reply(r, h).error_code == ErrorCode.rebalance_in_progress
     del a
 
 
@@ -253,7 +253,7 @@ def test_leave_v0_and_batch_v3_one_rebalance() -> None:
     c = Ctx()
     a, b, d = c.stable_group(3)
     h, r = c.run("leave_group", LeaveGroup(group_id="g", member_id="nobody", api_version=1))
-    assert reply(r, h).error_code == ErrorCode.UNKNOWN_MEMBER_ID and reply(r, h).members == ()
+    assert reply(r, h).error_code == ErrorCode.unknown_member_id and reply(r, h).members == ()
     h, r = c.run(
         "leave_group",
         LeaveGroup(
@@ -268,7 +268,7 @@ def test_leave_v0_and_batch_v3_one_rebalance() -> None:
         ),
     )
     codes = [m.error_code for m in reply(r, h).members]
-    assert codes == [0, 0, ErrorCode.UNKNOWN_MEMBER_ID, ErrorCode.UNKNOWN_MEMBER_ID]
+    assert codes == [0, 0, ErrorCode.unknown_member_id, ErrorCode.unknown_member_id]
     history = c.shard.rebalance_history("g")
     assert [e.cause for e in history].count("member-leave") == 1
     assert "bye" in history[-1].reason

@@ -33,9 +33,9 @@ def answers(response) -> dict[tuple[str, int], int]:
 def test_an_unknown_group_and_an_empty_group_id() -> None:
     c = Ctx()
     response, records = delete(c, ("t", (0,)), group="nobody")
-    assert (response.error_code, response.topics, records) == (ErrorCode.GROUP_ID_NOT_FOUND, (), ())
+    assert (response.error_code, response.topics, records) == (ErrorCode.group_id_not_found, (), ())
     response, _ = delete(c, ("t", (0,)), group="")
-    assert response.error_code == ErrorCode.INVALID_GROUP_ID
+    assert response.error_code == ErrorCode.invalid_group_id
 
 
 def test_an_empty_group_loses_the_named_offsets_and_stays() -> None:
@@ -57,13 +57,13 @@ def test_a_live_consumer_group_keeps_the_offsets_of_topics_it_subscribes_to() ->
     commit(c, "t", 0, gen=1, member=member)
     commit(c, "old", 0, 1, gen=1, member=member)
     response, records = delete(c, ("t", (0,)), ("old", (0, 1)))
-    assert answers(response) == {("t", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC, ("old", 0): 0, ("old", 1): 0}
+    assert answers(response) == {("t", 0): ErrorCode.group_subscribed_to_topic, ("old", 0): 0, ("old", 1): 0}
     assert records == (offset_tombstone("g", "old", 0), offset_tombstone("g", "old", 1))
     # While it rebalances, the topics of its last generation still count.
     c.join(member_id=member, protocols=consumer_protocols("other"))
     assert c.shard.group("g").state is GroupState.PREPARING_REBALANCE
     response, records = delete(c, ("t", (0,)))
-    assert answers(response) == {("t", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC} and records == ()
+    assert answers(response) == {("t", 0): ErrorCode.group_subscribed_to_topic} and records == ()
 
 
 def test_a_consumer_group_whose_subscriptions_cannot_be_read_counts_as_subscribed_to_everything() -> None:
@@ -71,7 +71,7 @@ def test_a_consumer_group_whose_subscriptions_cannot_be_read_counts_as_subscribe
     (member,) = c.stable_group(1)  # the context's protocol metadata is not the consumer protocol
     commit(c, "t", 0, gen=1, member=member)
     response, records = delete(c, ("t", (0,)))
-    assert answers(response) == {("t", 0): ErrorCode.GROUP_SUBSCRIBED_TO_TOPIC} and records == ()
+    assert answers(response) == {("t", 0): ErrorCode.group_subscribed_to_topic} and records == ()
 
 
 def test_a_live_group_of_another_protocol_type_is_non_empty() -> None:
@@ -79,7 +79,7 @@ def test_a_live_group_of_another_protocol_type_is_non_empty() -> None:
     (member,) = c.stable_group(1, protocol_type="connect")
     commit(c, "t", 0, gen=1, member=member)
     response, records = delete(c, ("t", (0,)))
-    assert (response.error_code, response.topics, records) == (ErrorCode.NON_EMPTY_GROUP, (), ())
+    assert (response.error_code, response.topics, records) == (ErrorCode.non_empty_group, (), ())
     c.run("leave_group", LeaveGroup(group_id="g", member_id=member, api_version=0))
     response, records = delete(c, ("t", (0,)))
     assert response.error_code == 0 and records == (offset_tombstone("g", "t", 0),)
@@ -89,8 +89,8 @@ def test_a_failed_append_answers_the_mapped_error_at_the_top() -> None:
     c = Ctx()
     commit(c, "t", 0)
     result = c.shard.offset_delete(OffsetDelete(group_id="g", topics=(DeleteTopic("t", (0,)),)), "h")
-    failed = reply(c.shard.on_append_failed(result, ErrorCode.NOT_LEADER_OR_FOLLOWER), "h")
-    assert (failed.error_code, failed.topics) == (ErrorCode.NOT_COORDINATOR, ())
+    failed = reply(c.shard.on_append_failed(result, ErrorCode.not_leader_or_follower), "h")
+    assert (failed.error_code, failed.topics) == (ErrorCode.not_coordinator, ())
     assert c.shard.committed_offsets("g").keys() == {("t", 0)}
 
 

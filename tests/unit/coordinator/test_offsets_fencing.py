@@ -84,7 +84,7 @@ def record(
 
 def test_a_simple_commit_to_an_unknown_group_creates_an_empty_group_without_protocol_type() -> None:
     c = ctx()
-    assert commit(c) == ([ErrorCode.NONE], (record(),))
+    assert commit(c) == ([ErrorCode.none], (record(),))
     group = c.shard.group("g")
     assert group.state is GroupState.EMPTY and group.protocol_type is None and group.generation_id == 0
     assert fetch(c) == {0: (42, 3, "", 0)}
@@ -93,10 +93,10 @@ def test_a_simple_commit_to_an_unknown_group_creates_an_empty_group_without_prot
 @pytest.mark.parametrize(
     ("version", "code"),
     [
-        (2, ErrorCode.ILLEGAL_GENERATION),
-        (8, ErrorCode.ILLEGAL_GENERATION),
-        (9, ErrorCode.GROUP_ID_NOT_FOUND),
-        (10, ErrorCode.GROUP_ID_NOT_FOUND),
+        (2, ErrorCode.illegal_generation),
+        (8, ErrorCode.illegal_generation),
+        (9, ErrorCode.group_id_not_found),
+        (10, ErrorCode.group_id_not_found),
     ],
 )
 def test_a_commit_with_a_generation_to_an_unknown_group(version: int, code: ErrorCode) -> None:
@@ -107,7 +107,7 @@ def test_a_commit_with_a_generation_to_an_unknown_group(version: int, code: Erro
 
 def test_the_empty_group_id_is_a_group_like_any_other() -> None:
     c = ctx()
-    assert commit(c, group="") == ([ErrorCode.NONE], (record(group=""),))
+    assert commit(c, group="") == ([ErrorCode.none], (record(group=""),))
     assert fetch(c, group="") == {0: (42, 3, "", 0)}
 
 
@@ -118,7 +118,7 @@ def test_a_dead_group_answers_coordinator_not_available() -> None:
     c = ctx()
     commit(c)
     c.shard.group("g").transition_to(GroupState.DEAD, NOW)
-    assert commit(c) == ([ErrorCode.COORDINATOR_NOT_AVAILABLE], ())
+    assert commit(c) == ([ErrorCode.coordinator_not_available], ())
     assert fetch(c) == {0: (-1, -1, "", 0)}  # Kafka: a Dead group is answered as an unknown one
 
 
@@ -132,10 +132,10 @@ def empty_consumer_group(c: Ctx) -> str:
 def test_an_empty_group_accepts_commits_without_generation_whatever_member_they_name() -> None:
     c = ctx()
     gone = empty_consumer_group(c)
-    assert commit(c)[0] == [ErrorCode.NONE]
-    assert commit(c, member=gone)[0] == [ErrorCode.NONE]  # generation < 0 on an Empty group: accepted first
-    assert commit(c, gen=2, member=gone)[0] == [ErrorCode.UNKNOWN_MEMBER_ID]
-    assert commit(c, instance="i")[0] == [ErrorCode.NONE]
+    assert commit(c)[0] == [ErrorCode.none]
+    assert commit(c, member=gone)[0] == [ErrorCode.none]  # generation < 0 on an Empty group: accepted first
+    assert commit(c, gen=2, member=gone)[0] == [ErrorCode.unknown_member_id]
+    assert commit(c, instance="i")[0] == [ErrorCode.none]
 
 
 # --- groups with members -----------------------------------------------------------------------------
@@ -144,14 +144,14 @@ def test_an_empty_group_accepts_commits_without_generation_whatever_member_they_
 def test_fencing_order_in_a_stable_group() -> None:
     c = ctx()
     a, b = c.stable_group(2)
-    assert commit(c, gen=1, member=a)[0] == [ErrorCode.NONE]
-    assert commit(c, gen=2, member=a)[0] == [ErrorCode.ILLEGAL_GENERATION]
-    assert commit(c, gen=0, member=b)[0] == [ErrorCode.ILLEGAL_GENERATION]
-    assert commit(c, gen=1, member="stranger")[0] == [ErrorCode.UNKNOWN_MEMBER_ID]
-    assert commit(c, gen=7, member="stranger")[0] == [ErrorCode.UNKNOWN_MEMBER_ID]  # member before generation
-    assert commit(c, gen=-1, member="stranger")[0] == [ErrorCode.UNKNOWN_MEMBER_ID]
-    assert commit(c, gen=-1, member=a)[0] == [ErrorCode.ILLEGAL_GENERATION]
-    assert commit(c)[0] == [ErrorCode.UNKNOWN_MEMBER_ID]  # a simple commit to a group with members
+    assert commit(c, gen=1, member=a)[0] == [ErrorCode.none]
+    assert commit(c, gen=2, member=a)[0] == [ErrorCode.illegal_generation]
+    assert commit(c, gen=0, member=b)[0] == [ErrorCode.illegal_generation]
+    assert commit(c, gen=1, member="stranger")[0] == [ErrorCode.unknown_member_id]
+    assert commit(c, gen=7, member="stranger")[0] == [ErrorCode.unknown_member_id]  # member before generation
+    assert commit(c, gen=-1, member="stranger")[0] == [ErrorCode.unknown_member_id]
+    assert commit(c, gen=-1, member=a)[0] == [ErrorCode.illegal_generation]
+    assert commit(c)[0] == [ErrorCode.unknown_member_id]  # a simple commit to a group with members
 
 
 def static_group(c: Ctx) -> tuple[str, str]:
@@ -168,12 +168,12 @@ def static_group(c: Ctx) -> tuple[str, str]:
 def test_static_members_are_checked_by_instance_id_first() -> None:
     c = ctx()
     i1, i2 = static_group(c)
-    assert commit(c, gen=1, member=i1, instance="i1")[0] == [ErrorCode.NONE]
-    assert commit(c, gen=1, member=i2, instance="i1")[0] == [ErrorCode.FENCED_INSTANCE_ID]
-    assert commit(c, gen=9, member=i2, instance="i1")[0] == [ErrorCode.FENCED_INSTANCE_ID]  # before generation
-    assert commit(c, gen=1, member=i1, instance="unknown")[0] == [ErrorCode.UNKNOWN_MEMBER_ID]
-    assert commit(c, gen=2, member=i1, instance="i1")[0] == [ErrorCode.ILLEGAL_GENERATION]
-    assert commit(c, instance="i1")[0] == [ErrorCode.FENCED_INSTANCE_ID]  # no member id, no generation
+    assert commit(c, gen=1, member=i1, instance="i1")[0] == [ErrorCode.none]
+    assert commit(c, gen=1, member=i2, instance="i1")[0] == [ErrorCode.fenced_instance_id]
+    assert commit(c, gen=9, member=i2, instance="i1")[0] == [ErrorCode.fenced_instance_id]  # before generation
+    assert commit(c, gen=1, member=i1, instance="unknown")[0] == [ErrorCode.unknown_member_id]
+    assert commit(c, gen=2, member=i1, instance="i1")[0] == [ErrorCode.illegal_generation]
+    assert commit(c, instance="i1")[0] == [ErrorCode.fenced_instance_id]  # no member id, no generation
 
 
 def test_completing_rebalance_answers_rebalance_in_progress_after_the_member_checks() -> None:
@@ -181,9 +181,9 @@ def test_completing_rebalance_answers_rebalance_in_progress_after_the_member_che
     member = c.join_dynamic()
     c.sleep(0)
     assert c.shard.group("g").state is GroupState.COMPLETING_REBALANCE
-    assert commit(c, gen=1, member=member) == ([ErrorCode.REBALANCE_IN_PROGRESS], ())
-    assert commit(c, gen=1, member="stranger")[0] == [ErrorCode.UNKNOWN_MEMBER_ID]
-    assert commit(c, gen=0, member=member)[0] == [ErrorCode.ILLEGAL_GENERATION]
+    assert commit(c, gen=1, member=member) == ([ErrorCode.rebalance_in_progress], ())
+    assert commit(c, gen=1, member="stranger")[0] == [ErrorCode.unknown_member_id]
+    assert commit(c, gen=0, member=member)[0] == [ErrorCode.illegal_generation]
 
 
 def test_preparing_rebalance_accepts_commits_of_the_current_generation() -> None:
@@ -191,7 +191,7 @@ def test_preparing_rebalance_accepts_commits_of_the_current_generation() -> None
     a, b = c.stable_group(2)
     c.join(member_id=a)  # the leader rejoins: PreparingRebalance, still generation 1
     assert c.shard.group("g").state is GroupState.PREPARING_REBALANCE
-    assert commit(c, gen=1, member=b) == ([ErrorCode.NONE], (record(),))
+    assert commit(c, gen=1, member=b) == ([ErrorCode.none], (record(),))
 
 
 @pytest.mark.parametrize("state", ["stable", "preparing"])
@@ -202,7 +202,7 @@ def test_a_commit_keeps_the_members_session_alive(state: str) -> None:
         c.join(member_id=a)
     c.sleep(8_000)
     c.heartbeat(a, 1)
-    assert commit(c, gen=1, member=b)[0] == [ErrorCode.NONE]
+    assert commit(c, gen=1, member=b)[0] == [ErrorCode.none]
     c.sleep(8_000)  # 16 s after b's last heartbeat, 8 s after its commit
     assert b in c.shard.group("g").members
 
@@ -230,10 +230,10 @@ def test_metadata_over_the_limit_fails_only_its_partition() -> None:
     )
     codes, records = commit(c, partitions=partitions)
     assert codes == [
-        ErrorCode.NONE,
-        ErrorCode.OFFSET_METADATA_TOO_LARGE,
-        ErrorCode.OFFSET_METADATA_TOO_LARGE,
-        ErrorCode.NONE,
+        ErrorCode.none,
+        ErrorCode.offset_metadata_too_large,
+        ErrorCode.offset_metadata_too_large,
+        ErrorCode.none,
     ]  # an emoji is two UTF-16 units, as Java's String.length counts
     assert records == (record(1, -1, "x" * limit), record(4, -1, "", partition=3))
 
@@ -256,9 +256,9 @@ def test_a_failed_append_answers_the_mapped_error_on_every_partition() -> None:
     partitions = (CommitPartition(0, 1), CommitPartition(1, 2, -1, -1, "x" * 5000))
     result = c.shard.offset_commit(commit_req(partitions=partitions), "h")
     for log_error, seen in (
-        (ErrorCode.NOT_LEADER_OR_FOLLOWER, ErrorCode.NOT_COORDINATOR),
-        (ErrorCode.MESSAGE_TOO_LARGE, ErrorCode.INVALID_COMMIT_OFFSET_SIZE),
-        (ErrorCode.KAFKA_STORAGE_ERROR, ErrorCode.NOT_COORDINATOR),
+        (ErrorCode.not_leader_or_follower, ErrorCode.not_coordinator),
+        (ErrorCode.message_too_large, ErrorCode.invalid_commit_offset_size),
+        (ErrorCode.kafka_storage_error, ErrorCode.not_coordinator),
     ):
         failed = reply(c.shard.on_append_failed(result, log_error), "h")
         assert [p.error_code for p in failed.topics[0].partitions] == [seen, seen]

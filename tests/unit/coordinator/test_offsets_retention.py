@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from herd.client.consumer_protocol import Subscription, encode_subscription
 from herd.coordinator import CoordinatorConfig, GroupState, Record
-from herd.coordinator.member import Protocol
+from herd.coordinator.member import MemberProtocol
 from herd.coordinator.records import group_tombstone, offset_tombstone, rebalance_history_tombstone
 from herd.coordinator.requests import CommitPartition, LeaveGroup, OffsetCommit
 from herd.coordinator.retention import RETENTION_KEY
@@ -52,8 +52,8 @@ def tombstones(c: Ctx, ms: int, alive: tuple[str, ...] = (), group: str = "g") -
     return out
 
 
-def consumer_protocols(*topics: str) -> tuple[Protocol, ...]:
-    return (Protocol("range", encode_subscription(Subscription(topics=topics))),)
+def consumer_protocols(*topics: str) -> tuple[MemberProtocol, ...]:
+    return (MemberProtocol("range", encode_subscription(Subscription(topics=topics))),)
 
 
 def test_cleanup_runs_every_check_interval_and_re_arms_itself() -> None:

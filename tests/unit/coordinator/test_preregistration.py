@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 
 from herd.coordinator import CoordinatorConfig, ErrorCode, GroupState, Record
-from herd.coordinator.member import Protocol
+from herd.coordinator.member import MemberProtocol
 from herd.coordinator.preregistration import EMPTY_CONSUMER_ASSIGNMENT
 from herd.coordinator.records import decode_group_metadata_value, expected_members_record
 from herd.coordinator.requests import AlterGroupConfigs, GroupConfigOp, LeaveGroup, MemberIdentity
@@ -97,7 +97,7 @@ def old_members_consume(c: Ctx, generation: int, group: str = "g") -> bool:
     g = c.shard.group(group)
     olds = [m for i, m in g.static_members.items() if i.startswith("s")]
     return all(
-        c.heartbeat(m, generation, group, group_instance_id=g.member(m).group_instance_id) == ErrorCode.NONE
+        c.heartbeat(m, generation, group, group_instance_id=g.member(m).group_instance_id) == ErrorCode.none
         for m in olds
     )
 
@@ -117,10 +117,10 @@ def test_four_pre_registered_instances_joining_over_ten_seconds_make_exactly_one
         assert g.state is GroupState.STABLE and g.generation_id == before and old_members_consume(c, before)
     handle, result = joins[0]
     held = reply(result, handle)  # answered at once, in the current generation, not as the leader
-    assert (held.error_code, held.generation_id, held.members) == (ErrorCode.NONE, before, ())
+    assert (held.error_code, held.generation_id, held.members) == (ErrorCode.none, before, ())
     h, synced = c.sync(held.member_id, before, group_instance_id="e0")
     assert reply(synced, h).assignment == EMPTY_CONSUMER_ASSIGNMENT  # no partitions while held
-    assert c.heartbeat(held.member_id, before, group_instance_id="e0") == ErrorCode.NONE
+    assert c.heartbeat(held.member_id, before, group_instance_id="e0") == ErrorCode.none
 
     wait(c, start + ARRIVALS_MS[-1] - c.clock.now_ms())
     c.join(group_instance_id="e3")  # the last one, at 10 s: the one rebalance starts
@@ -326,7 +326,7 @@ def test_a_group_without_registrations_rebalances_exactly_as_before():
     c = Ctx()
     leader, follower = c.stable_group(2)
     alter(c, SET, "e0,e1", group="another")
-    c.join(member_id=follower, protocols=(Protocol("roundrobin", b"x"),))
+    c.join(member_id=follower, protocols=(MemberProtocol("roundrobin", b"x"),))
     g = c.shard.group("g")
     assert g.state is GroupState.PREPARING_REBALANCE
     c.join(member_id=leader)
@@ -377,8 +377,8 @@ def test_a_held_arrival_whose_record_fails_is_not_admitted():
         JoinGroup(group_id="g", session_timeout_ms=10000, group_instance_id="e0", protocols=PROTOCOLS), "hx"
     )
     assert "e0" in c.shard.group("g").static_members and result.records
-    failed = c.shard.on_append_failed(result, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-    assert reply(failed, "hx").error_code == ErrorCode.NOT_COORDINATOR
+    failed = c.shard.on_append_failed(result, ErrorCode.not_leader_or_follower)
+    assert reply(failed, "hx").error_code == ErrorCode.not_coordinator
     g = c.shard.group("g")
     assert "e0" not in g.static_members and len(g.members) == 2 and g.state is GroupState.STABLE
     assert "expected-members-g" not in c.timer.keys()  # nothing held: no rebalance at the hold's deadline

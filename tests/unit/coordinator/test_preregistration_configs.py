@@ -70,7 +70,7 @@ def test_invalid_ids_are_invalid_config(value, message):
     c = Ctx()
     alter(c, SET, "keep")
     response, result = alter(c, APPEND, value)
-    assert response.error_code == ErrorCode.INVALID_CONFIG and message in response.error_message
+    assert response.error_code == ErrorCode.invalid_config and message in response.error_message
     assert result.records == () and c.shard.expected_members("g") == ("keep",)
 
 
@@ -85,11 +85,11 @@ def test_oversized_lists_are_invalid_config():
     assert alter(c, SET, ",".join(ids))[0].error_code == 0
     response, _ = alter(c, APPEND, "one-more")
     assert (
-        response.error_code == ErrorCode.INVALID_CONFIG
+        response.error_code == ErrorCode.invalid_config
         and f"at most {MAX_EXPECTED_INSTANCES}" in response.error_message
     )
     response, _ = alter(c, SET, ",".join(ids + ["x"]))
-    assert response.error_code == ErrorCode.INVALID_CONFIG
+    assert response.error_code == ErrorCode.invalid_config
     assert len(c.shard.expected_members("g")) == MAX_EXPECTED_INSTANCES
 
 
@@ -102,19 +102,19 @@ def test_unknown_config_names_operations_duplicates_and_the_default_group():
         return reply(result, handle)
 
     unknown = run((GroupConfigOp("consumer.session.timeout.ms", SET, "45000"),))
-    assert unknown.error_code == ErrorCode.INVALID_CONFIG
+    assert unknown.error_code == ErrorCode.invalid_config
     assert unknown.error_message.startswith("Unknown group config name: consumer.session.timeout.ms")
-    assert run((GroupConfigOp(NAME, 7, "a"),)).error_code == ErrorCode.INVALID_REQUEST
+    assert run((GroupConfigOp(NAME, 7, "a"),)).error_code == ErrorCode.invalid_request
     duplicate = run((GroupConfigOp(NAME, SET, "a"), GroupConfigOp(NAME, APPEND, "b")))
     assert (duplicate.error_code, duplicate.error_message) == (
-        ErrorCode.INVALID_REQUEST,
+        ErrorCode.invalid_request,
         "Error due to duplicate config keys",
     )
-    assert run((GroupConfigOp(NAME, SET, None),)).error_code == ErrorCode.INVALID_CONFIG
-    assert run((GroupConfigOp(NAME, SET, "a"),), group="").error_code == ErrorCode.INVALID_REQUEST
+    assert run((GroupConfigOp(NAME, SET, None),)).error_code == ErrorCode.invalid_config
+    assert run((GroupConfigOp(NAME, SET, "a"),), group="").error_code == ErrorCode.invalid_request
     # a bad entry fails the whole resource: the valid one beside it is not applied
     mixed = run((GroupConfigOp(NAME, SET, "a"), GroupConfigOp("other", SET, "1")))
-    assert mixed.error_code == ErrorCode.INVALID_CONFIG and c.shard.expected_members("g") == ()
+    assert mixed.error_code == ErrorCode.invalid_config and c.shard.expected_members("g") == ()
 
 
 def test_validate_only_checks_and_changes_nothing():
@@ -127,7 +127,7 @@ def test_validate_only_checks_and_changes_nothing():
         "alter_group_configs",
         AlterGroupConfigs(group_id="g", ops=(GroupConfigOp(NAME, SET, "bad id"),), validate_only=True),
     )
-    assert reply(result, handle).error_code == ErrorCode.INVALID_CONFIG
+    assert reply(result, handle).error_code == ErrorCode.invalid_config
 
 
 def test_describe_shows_the_ids_still_missing():
@@ -142,7 +142,7 @@ def test_describe_shows_the_ids_still_missing():
     (entry,) = describe(c).configs
     assert (entry.value, entry.is_set) == ("e1", True)
     assert c.shard.expected_members("g") == ("e0", "e1")
-    assert describe(c, "").error_code == ErrorCode.INVALID_REQUEST
+    assert describe(c, "").error_code == ErrorCode.invalid_request
 
 
 def test_a_failed_append_puts_the_previous_set_back():
@@ -150,8 +150,8 @@ def test_a_failed_append_puts_the_previous_set_back():
     alter(c, SET, "a")
     result = c.shard.alter_group_configs(AlterGroupConfigs(group_id="g", ops=(GroupConfigOp(NAME, APPEND, "b"),)), "hx")
     assert c.shard.expected_members("g") == ("a", "b")
-    failed = c.shard.on_append_failed(result, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-    assert reply(failed, "hx").error_code == ErrorCode.NOT_COORDINATOR
+    failed = c.shard.on_append_failed(result, ErrorCode.not_leader_or_follower)
+    assert reply(failed, "hx").error_code == ErrorCode.not_coordinator
     assert c.shard.expected_members("g") == ("a",)
 
 

@@ -14,7 +14,7 @@ def test_follower_rejoining_a_stable_group_with_unchanged_metadata_gets_the_gene
     h, result = c.join(member_id=follower)
     response = reply(result, h)
     assert (response.error_code, response.generation_id, response.leader, response.members) == (
-        ErrorCode.NONE,
+        ErrorCode.none,
         1,
         leader,
         (),
@@ -28,9 +28,9 @@ def test_follower_rejoining_a_stable_group_with_unchanged_metadata_gets_the_gene
 def test_member_rejoining_with_new_metadata_rebalances():
     c = Ctx()
     leader, follower = c.stable_group(2)
-    from herd.coordinator.member import Protocol
+    from herd.coordinator.member import MemberProtocol
 
-    c.join(member_id=follower, protocols=(Protocol("range", b"changed"),) + PROTOCOLS[1:])
+    c.join(member_id=follower, protocols=(MemberProtocol("range", b"changed"),) + PROTOCOLS[1:])
     g = c.shard.group("g")
     assert g.state is GroupState.PREPARING_REBALANCE
     assert c.shard.rebalance_history("g")[-1].cause == "protocol-change"
@@ -55,23 +55,23 @@ def test_a_leader_that_heartbeats_but_never_rejoins_loses_the_lead_at_the_rebala
     results = []
     for _ in range(4):  # 20 s: the rebalance timeout; the leader keeps its session alive all along
         results += c.sleep(5000)
-        assert c.heartbeat(leader, 1) in (ErrorCode.REBALANCE_IN_PROGRESS, ErrorCode.UNKNOWN_MEMBER_ID)
+        assert c.heartbeat(leader, 1) in (ErrorCode.rebalance_in_progress, ErrorCode.unknown_member_id)
     response = replies(results)[h]
     assert response.generation_id == 2 and response.leader == follower
     assert [m.member_id for m in response.members] == [follower]
     assert [(d.member_id, d.phase) for d in c.shard.rebalance_history("g")[-1].dropped] == [(leader, "join")]
-    assert c.heartbeat(leader, 1) == ErrorCode.UNKNOWN_MEMBER_ID
+    assert c.heartbeat(leader, 1) == ErrorCode.unknown_member_id
 
 
 def test_a_member_listing_a_protocol_twice_still_completes_the_join():
     """Counted twice, the name would never be "supported by every member" and the vote would have no
     candidate: the join-phase timer raised and the group stayed in PreparingRebalance."""
-    from herd.coordinator.member import Protocol
+    from herd.coordinator.member import MemberProtocol
 
     c = Ctx()
-    h, _ = c.join(protocols=(Protocol("range", b"first"), Protocol("range", b"second")), api_version=3)
+    h, _ = c.join(protocols=(MemberProtocol("range", b"first"), MemberProtocol("range", b"second")), api_version=3)
     response = replies(c.sleep(0))[h]
-    assert (response.error_code, response.protocol_name) == (ErrorCode.NONE, "range")
+    assert (response.error_code, response.protocol_name) == (ErrorCode.none, "range")
     assert [m.metadata for m in response.members] == [b"first"]
     h2, result = c.join(protocols=PROTOCOLS, api_version=3)  # a second member with the name once
     assert c.shard.group("g").state is GroupState.PREPARING_REBALANCE

@@ -54,7 +54,7 @@ def test_static_member_ids_and_replace_without_rebalance_v9_skip_assignment() ->
     assert record.applied
     g = c.shard.group("g")
     assert g.state is GroupState.STABLE and g.member("i1-uuid2").assignment == i1.encode()
-    assert c.heartbeat(i1, 1, group_instance_id="i1") == ErrorCode.FENCED_INSTANCE_ID
+    assert c.heartbeat(i1, 1, group_instance_id="i1") == ErrorCode.fenced_instance_id
 
 
 def test_static_replace_v8_old_leader_id_no_skip() -> None:
@@ -72,8 +72,8 @@ def test_static_replace_rollback_on_append_failure() -> None:
         JoinGroup(group_id="g", session_timeout_ms=10000, group_instance_id="i1", protocols=PROTOCOLS), "hx"
     )
     assert result.records and result.records[0].applied
-    failed = c.shard.on_append_failed(result, ErrorCode.NOT_LEADER_OR_FOLLOWER)
-    assert reply(failed, "hx").error_code == ErrorCode.NOT_COORDINATOR
+    failed = c.shard.on_append_failed(result, ErrorCode.not_leader_or_follower)
+    assert reply(failed, "hx").error_code == ErrorCode.not_coordinator
     g = c.shard.group("g")
     assert g.static_member_id("i1") == i1 and g.leader_id == i1
 
@@ -94,7 +94,7 @@ def test_leave_by_instance_id_and_fenced() -> None:
     h, r = c.run(
         "leave_group", LeaveGroup(group_id="g", members=(MemberIdentity("wrong", "i1"), MemberIdentity("", "i2")))
     )
-    assert [m.error_code for m in reply(r, h).members] == [ErrorCode.FENCED_INSTANCE_ID, 0]
+    assert [m.error_code for m in reply(r, h).members] == [ErrorCode.fenced_instance_id, 0]
     assert set(c.shard.group("g").members) == {i1}
 
 
@@ -133,14 +133,14 @@ def test_simple_commit_creates_group_and_fetch() -> None:
 
 def test_commit_fencing_order() -> None:
     c = Ctx()
-    assert commit(c, gen=1)[0] == ErrorCode.GROUP_ID_NOT_FOUND
-    assert commit(c, gen=1, api_version=8)[0] == ErrorCode.ILLEGAL_GENERATION
+    assert commit(c, gen=1)[0] == ErrorCode.group_id_not_found
+    assert commit(c, gen=1, api_version=8)[0] == ErrorCode.illegal_generation
     a, b = c.stable_group(2)
     assert commit(c, gen=1, member=a)[0] == 0
-    assert commit(c, gen=2, member=a)[0] == ErrorCode.ILLEGAL_GENERATION
-    assert commit(c, gen=1, member="x")[0] == ErrorCode.UNKNOWN_MEMBER_ID
-    assert commit(c)[0] == ErrorCode.UNKNOWN_MEMBER_ID  # simple commit to a live group
-    assert commit(c, gen=1, member=a, metadata="x" * 4097)[0] == ErrorCode.OFFSET_METADATA_TOO_LARGE
+    assert commit(c, gen=2, member=a)[0] == ErrorCode.illegal_generation
+    assert commit(c, gen=1, member="x")[0] == ErrorCode.unknown_member_id
+    assert commit(c)[0] == ErrorCode.unknown_member_id  # simple commit to a live group
+    assert commit(c, gen=1, member=a, metadata="x" * 4097)[0] == ErrorCode.offset_metadata_too_large
     c.join(member_id=a)  # PreparingRebalance: commits still allowed
     assert commit(c, gen=1, member=b)[0] == 0
 
@@ -149,7 +149,7 @@ def test_commit_in_completing_rebalance() -> None:
     c = Ctx()
     a = c.join_dynamic()
     c.sleep(0)
-    assert commit(c, gen=1, member=a)[0] == ErrorCode.REBALANCE_IN_PROGRESS
+    assert commit(c, gen=1, member=a)[0] == ErrorCode.rebalance_in_progress
 
 
 def test_commit_with_retention_writes_v1() -> None:
@@ -171,7 +171,7 @@ def test_describe_list_delete() -> None:
     h, r = c.run("list_groups", ListGroups(states_filter=("empty",)))
     assert reply(r, h).groups == ()
     h, r = c.run("delete_groups", DeleteGroups(groups_names=("g", "nope")))
-    assert [x.error_code for x in reply(r, h).results] == [ErrorCode.NON_EMPTY_GROUP, ErrorCode.GROUP_ID_NOT_FOUND]
+    assert [x.error_code for x in reply(r, h).results] == [ErrorCode.non_empty_group, ErrorCode.group_id_not_found]
     commit(c, gen=1, member=a)
     for m in (a, b):
         c.run("leave_group", LeaveGroup(group_id="g", member_id=m, api_version=0))
@@ -218,15 +218,15 @@ def test_reads_that_waited_behind_a_failed_write_answer_the_error_not_the_state(
         "list": c.shard.list_groups(ListGroups(), "l"),
     }
     failed = {
-        name: reply(c.shard.on_append_failed(r, ErrorCode.KAFKA_STORAGE_ERROR), h)
+        name: reply(c.shard.on_append_failed(r, ErrorCode.kafka_storage_error), h)
         for (name, r), h in zip(reads.items(), ("f", "d", "l"), strict=True)
     }
     assert [(g.group_id, g.error_code, g.topics) for g in failed["fetch"].groups] == [
-        ("g", ErrorCode.NOT_COORDINATOR, ())
+        ("g", ErrorCode.not_coordinator, ())
     ]
     assert [(g.group_id, g.error_code, g.members) for g in failed["describe"].groups] == [
-        ("g", ErrorCode.NOT_COORDINATOR, ()),
-        ("x", ErrorCode.NOT_COORDINATOR, ()),
+        ("g", ErrorCode.not_coordinator, ()),
+        ("x", ErrorCode.not_coordinator, ()),
     ]
-    assert (failed["list"].error_code, failed["list"].groups) == (ErrorCode.NOT_COORDINATOR, ())
+    assert (failed["list"].error_code, failed["list"].groups) == (ErrorCode.not_coordinator, ())
     assert c.shard.group("g").state is GroupState.COMPLETING_REBALANCE  # a failed read changes nothing

@@ -108,7 +108,7 @@ def ctx() -> Ctx:
 
 def ongoing(ctx: Ctx, *partitions: tuple[str, int]) -> ProducerIdAndEpoch:
     p = ctx.init()
-    assert errors(ctx.add(p.producer_id, p.producer_epoch, *(partitions or (A,)))) == {ErrorCode.NONE}
+    assert errors(ctx.add(p.producer_id, p.producer_epoch, *(partitions or (A,)))) == {ErrorCode.none}
     return p
 
 
@@ -158,8 +158,8 @@ def test_state_ids_and_names_are_kafkas() -> None:
 
 
 def test_init_gives_a_new_id_epoch_0_then_bumps_the_epoch(ctx: Ctx) -> None:
-    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.NONE, 5000, 0)
-    assert ctx.init(timeout=30_000) == ProducerIdAndEpoch(ErrorCode.NONE, 5000, 1)
+    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.none, 5000, 0)
+    assert ctx.init(timeout=30_000) == ProducerIdAndEpoch(ErrorCode.none, 5000, 1)
     md = ctx.md()
     assert (md.state, md.timeout_ms, md.partitions, md.start_ms) == (S.EMPTY, 30_000, frozenset(), -1)
     assert ctx.written_states() == ["Empty", "Empty"]
@@ -169,11 +169,11 @@ def test_init_gives_a_new_id_epoch_0_then_bumps_the_epoch(ctx: Ctx) -> None:
 @pytest.mark.parametrize(
     ("tid", "timeout", "pid", "epoch", "error"),
     [
-        ("", 60_000, -1, -1, ErrorCode.INVALID_REQUEST),
-        (TID, 0, -1, -1, ErrorCode.INVALID_TRANSACTION_TIMEOUT),
-        (TID, 900_001, -1, -1, ErrorCode.INVALID_TRANSACTION_TIMEOUT),
-        (TID, 60_000, 5, -1, ErrorCode.INVALID_REQUEST),
-        (TID, 60_000, -1, 5, ErrorCode.INVALID_REQUEST),
+        ("", 60_000, -1, -1, ErrorCode.invalid_request),
+        (TID, 0, -1, -1, ErrorCode.invalid_transaction_timeout),
+        (TID, 900_001, -1, -1, ErrorCode.invalid_transaction_timeout),
+        (TID, 60_000, 5, -1, ErrorCode.invalid_request),
+        (TID, 60_000, -1, 5, ErrorCode.invalid_request),
     ],
 )
 def test_init_refuses_bad_requests(ctx: Ctx, tid: str, timeout: int, pid: int, epoch: int, error: ErrorCode) -> None:
@@ -183,29 +183,29 @@ def test_init_refuses_bad_requests(ctx: Ctx, tid: str, timeout: int, pid: int, e
 
 def test_init_accepts_the_configured_maximum_timeout() -> None:
     ctx = Ctx(TxnConfig(transaction_max_timeout_ms=1000))
-    assert ctx.init(timeout=1000).error == ErrorCode.NONE
-    assert ctx.init(timeout=1001).error == ErrorCode.INVALID_TRANSACTION_TIMEOUT
+    assert ctx.init(timeout=1000).error == ErrorCode.none
+    assert ctx.init(timeout=1001).error == ErrorCode.invalid_transaction_timeout
 
 
 def test_init_while_ongoing_fences_the_producer_and_aborts(ctx: Ctx) -> None:
     p = ongoing(ctx, A, B)
-    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.CONCURRENT_TRANSACTIONS)
+    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.concurrent_transactions)
     md = ctx.md()
     assert (md.state, md.producer_epoch) == (S.PREPARE_ABORT, 1)
     assert ctx.jobs == [WriteMarkers(TID, 5000, 1, False, 3, frozenset({A, B}))]
     assert ctx.written_states() == ["Empty", "Ongoing", "PrepareAbort"]  # PrepareEpochFence is never written
-    assert ctx.end(p.producer_id, p.producer_epoch, True) == ProducerIdAndEpoch(ErrorCode.PRODUCER_FENCED)
-    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.CONCURRENT_TRANSACTIONS)  # markers still being written
+    assert ctx.end(p.producer_id, p.producer_epoch, True) == ProducerIdAndEpoch(ErrorCode.producer_fenced)
+    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.concurrent_transactions)  # markers still being written
     ctx.finish_markers()
     assert ctx.md().state is S.COMPLETE_ABORT
-    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.NONE, 5000, 2)
-    assert errors(ctx.add(5000, 0, A)) == {ErrorCode.PRODUCER_FENCED}
+    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.none, 5000, 2)
+    assert errors(ctx.add(5000, 0, A)) == {ErrorCode.producer_fenced}
 
 
 def test_init_during_prepare_commit_is_concurrent(ctx: Ctx) -> None:
     p = ongoing(ctx)
     ctx.end(p.producer_id, p.producer_epoch, True)
-    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.CONCURRENT_TRANSACTIONS)
+    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.concurrent_transactions)
     assert ctx.md().state is S.PREPARE_COMMIT
 
 
@@ -214,30 +214,30 @@ def test_init_during_prepare_commit_is_concurrent(ctx: Ctx) -> None:
 
 def test_kip360_bump_with_the_current_epoch_and_its_lost_answer_retried(ctx: Ctx) -> None:
     p = ctx.init()
-    assert ctx.init(pid=p.producer_id, epoch=0) == ProducerIdAndEpoch(ErrorCode.NONE, 5000, 1)
+    assert ctx.init(pid=p.producer_id, epoch=0) == ProducerIdAndEpoch(ErrorCode.none, 5000, 1)
     assert ctx.md().last_producer_epoch == 0
-    assert ctx.init(pid=p.producer_id, epoch=0) == ProducerIdAndEpoch(ErrorCode.NONE, 5000, 1)  # retry: no bump
-    assert ctx.init(pid=p.producer_id, epoch=1) == ProducerIdAndEpoch(ErrorCode.NONE, 5000, 2)
+    assert ctx.init(pid=p.producer_id, epoch=0) == ProducerIdAndEpoch(ErrorCode.none, 5000, 1)  # retry: no bump
+    assert ctx.init(pid=p.producer_id, epoch=1) == ProducerIdAndEpoch(ErrorCode.none, 5000, 2)
 
 
 def test_kip360_a_new_producer_resets_the_last_epoch_so_the_old_one_is_fenced(ctx: Ctx) -> None:
     ctx.init()
     ctx.init(pid=5000, epoch=0)  # epoch 1, last 0
-    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.NONE, 5000, 2)  # a new producer: last epoch -1
-    assert ctx.init(pid=5000, epoch=0) == ProducerIdAndEpoch(ErrorCode.PRODUCER_FENCED)
-    assert ctx.init(pid=5000, epoch=1) == ProducerIdAndEpoch(ErrorCode.PRODUCER_FENCED)
+    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.none, 5000, 2)  # a new producer: last epoch -1
+    assert ctx.init(pid=5000, epoch=0) == ProducerIdAndEpoch(ErrorCode.producer_fenced)
+    assert ctx.init(pid=5000, epoch=1) == ProducerIdAndEpoch(ErrorCode.producer_fenced)
 
 
 def test_kip360_another_producer_id_is_fenced(ctx: Ctx) -> None:
     ctx.init()
-    assert ctx.init(pid=4999, epoch=0) == ProducerIdAndEpoch(ErrorCode.PRODUCER_FENCED)
+    assert ctx.init(pid=4999, epoch=0) == ProducerIdAndEpoch(ErrorCode.producer_fenced)
     assert ctx.md().producer_epoch == 0
 
 
 def test_kip360_after_the_id_expired_the_producer_gets_a_new_id(ctx: Ctx) -> None:
     """A producer whose id expired (UNKNOWN_PRODUCER_ID) names its old producer id: a freshly created id accepts
     it (epoch -1) and hands out its own producer id."""
-    assert ctx.init(pid=42, epoch=7) == ProducerIdAndEpoch(ErrorCode.NONE, 5000, 0)
+    assert ctx.init(pid=42, epoch=7) == ProducerIdAndEpoch(ErrorCode.none, 5000, 0)
 
 
 def loaded_with_epoch(ctx: Ctx, epoch: int, state: TxnState = S.EMPTY) -> None:
@@ -247,17 +247,17 @@ def loaded_with_epoch(ctx: Ctx, epoch: int, state: TxnState = S.EMPTY) -> None:
 
 def test_an_exhausted_epoch_rotates_the_producer_id(ctx: Ctx) -> None:
     loaded_with_epoch(ctx, 32766)
-    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.NONE, 5001, 0)
+    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.none, 5001, 0)
     md = ctx.md()
     assert (md.previous_producer_id, md.last_producer_epoch) == (5000, -1)
 
 
 def test_kip360_rotation_and_its_retry_by_the_previous_producer_id(ctx: Ctx) -> None:
     loaded_with_epoch(ctx, 32766)
-    assert ctx.init(pid=5000, epoch=32766) == ProducerIdAndEpoch(ErrorCode.NONE, 5001, 0)
+    assert ctx.init(pid=5000, epoch=32766) == ProducerIdAndEpoch(ErrorCode.none, 5001, 0)
     assert ctx.md().last_producer_epoch == 32766
-    assert ctx.init(pid=5000, epoch=32766) == ProducerIdAndEpoch(ErrorCode.NONE, 5001, 0)  # its answer was lost
-    assert ctx.init(pid=5000, epoch=32765) == ProducerIdAndEpoch(ErrorCode.PRODUCER_FENCED)
+    assert ctx.init(pid=5000, epoch=32766) == ProducerIdAndEpoch(ErrorCode.none, 5001, 0)  # its answer was lost
+    assert ctx.init(pid=5000, epoch=32765) == ProducerIdAndEpoch(ErrorCode.producer_fenced)
 
 
 def test_fencing_an_exhausted_epoch_uses_the_last_one_then_rotates(ctx: Ctx) -> None:
@@ -265,10 +265,10 @@ def test_fencing_an_exhausted_epoch_uses_the_last_one_then_rotates(ctx: Ctx) -> 
     ctx.shard.replay_loaded(
         encode_key(TID), encode_value(TxnLogValue(5000, 32766, 60_000, S.ONGOING.status, frozenset({A}), T0, T0))
     )
-    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.CONCURRENT_TRANSACTIONS)
+    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.concurrent_transactions)
     assert ctx.md().producer_epoch == 32767
     ctx.finish_markers()
-    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.NONE, 5001, 0)
+    assert ctx.init() == ProducerIdAndEpoch(ErrorCode.none, 5001, 0)
 
 
 # --- AddPartitionsToTxn --------------------------------------------------------------------------------------
@@ -277,14 +277,14 @@ def test_fencing_an_exhausted_epoch_uses_the_last_one_then_rotates(ctx: Ctx) -> 
 def test_add_partitions_starts_a_transaction(ctx: Ctx) -> None:
     p = ctx.init()
     ctx.clock.set(T0 + 5)
-    assert ctx.add(p.producer_id, 0, A, OFFSETS).errors == {A: ErrorCode.NONE, OFFSETS: ErrorCode.NONE}
+    assert ctx.add(p.producer_id, 0, A, OFFSETS).errors == {A: ErrorCode.none, OFFSETS: ErrorCode.none}
     md = ctx.md()
     assert (md.state, md.partitions, md.start_ms) == (S.ONGOING, frozenset({A, OFFSETS}), T0 + 5)
     ctx.clock.set(T0 + 9)
-    assert errors(ctx.add(p.producer_id, 0, B)) == {ErrorCode.NONE}
+    assert errors(ctx.add(p.producer_id, 0, B)) == {ErrorCode.none}
     assert (ctx.md().partitions, ctx.md().start_ms) == (frozenset({A, B, OFFSETS}), T0 + 5)
     written = len(ctx.log)
-    assert errors(ctx.add(p.producer_id, 0, A, B)) == {ErrorCode.NONE}  # already in it: nothing written
+    assert errors(ctx.add(p.producer_id, 0, A, B)) == {ErrorCode.none}  # already in it: nothing written
     assert len(ctx.log) == written
     assert decode_value(ctx.log[-1][1]).partitions == frozenset({A, B, OFFSETS})
 
@@ -292,10 +292,10 @@ def test_add_partitions_starts_a_transaction(ctx: Ctx) -> None:
 @pytest.mark.parametrize(
     ("tid", "pid", "epoch", "error"),
     [
-        ("", 5000, 0, ErrorCode.INVALID_REQUEST),
-        ("other", 5000, 0, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
-        (TID, 4999, 0, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
-        (TID, 5000, 1, ErrorCode.PRODUCER_FENCED),
+        ("", 5000, 0, ErrorCode.invalid_request),
+        ("other", 5000, 0, ErrorCode.invalid_producer_id_mapping),
+        (TID, 4999, 0, ErrorCode.invalid_producer_id_mapping),
+        (TID, 5000, 1, ErrorCode.producer_fenced),
     ],
 )
 def test_add_partitions_refusals(ctx: Ctx, tid: str, pid: int, epoch: int, error: ErrorCode) -> None:
@@ -311,10 +311,10 @@ def test_add_partitions_refusals(ctx: Ctx, tid: str, pid: int, epoch: int, error
 def test_add_partitions_while_completing_is_concurrent(ctx: Ctx) -> None:
     p = ongoing(ctx)
     ctx.end(p.producer_id, 0, False)
-    assert errors(ctx.add(p.producer_id, 0, B)) == {ErrorCode.CONCURRENT_TRANSACTIONS}
+    assert errors(ctx.add(p.producer_id, 0, B)) == {ErrorCode.concurrent_transactions}
     ctx.finish_markers()
     ctx.clock.set(T0 + 100)
-    assert errors(ctx.add(p.producer_id, 0, B)) == {ErrorCode.NONE}  # the next transaction
+    assert errors(ctx.add(p.producer_id, 0, B)) == {ErrorCode.none}  # the next transaction
     assert (ctx.md().partitions, ctx.md().start_ms) == (frozenset({B}), T0 + 100)
 
 
@@ -322,15 +322,15 @@ def test_verify_only_checks_membership_and_writes_nothing(ctx: Ctx) -> None:
     p = ongoing(ctx, A)
     written = len(ctx.log)
     assert ctx.add(p.producer_id, 0, A, B, verify=True).errors == {
-        A: ErrorCode.NONE,
-        B: ErrorCode.TRANSACTION_ABORTABLE,
+        A: ErrorCode.none,
+        B: ErrorCode.transaction_abortable,
     }
-    assert errors(ctx.add(p.producer_id + 1, 0, A, verify=True)) == {ErrorCode.INVALID_PRODUCER_ID_MAPPING}
-    assert errors(ctx.add(p.producer_id, 1, A, verify=True)) == {ErrorCode.PRODUCER_FENCED}
-    assert errors(ctx.add(p.producer_id, 0, A, verify=True, tid="nope")) == {ErrorCode.INVALID_PRODUCER_ID_MAPPING}
+    assert errors(ctx.add(p.producer_id + 1, 0, A, verify=True)) == {ErrorCode.invalid_producer_id_mapping}
+    assert errors(ctx.add(p.producer_id, 1, A, verify=True)) == {ErrorCode.producer_fenced}
+    assert errors(ctx.add(p.producer_id, 0, A, verify=True, tid="nope")) == {ErrorCode.invalid_producer_id_mapping}
     ctx.end(p.producer_id, 0, True)
     written += 1
-    assert errors(ctx.add(p.producer_id, 0, A, verify=True)) == {ErrorCode.CONCURRENT_TRANSACTIONS}
+    assert errors(ctx.add(p.producer_id, 0, A, verify=True)) == {ErrorCode.concurrent_transactions}
     assert len(ctx.log) == written and ctx.md().partitions == frozenset({A})
 
 
@@ -339,38 +339,38 @@ def test_verify_only_checks_membership_and_writes_nothing(ctx: Ctx) -> None:
 
 def test_commit_prepares_writes_markers_then_completes(ctx: Ctx) -> None:
     p = ongoing(ctx, A, OFFSETS)
-    assert ctx.end(p.producer_id, 0, True) == ProducerIdAndEpoch(ErrorCode.NONE, 5000, 0)
+    assert ctx.end(p.producer_id, 0, True) == ProducerIdAndEpoch(ErrorCode.none, 5000, 0)
     assert ctx.md().state is S.PREPARE_COMMIT
     assert decode_value(ctx.log[-1][1]).partitions == frozenset({A, OFFSETS})
     assert ctx.jobs == [WriteMarkers(TID, 5000, 0, True, 3, frozenset({A, OFFSETS}))]
-    assert ctx.end(p.producer_id, 0, True) == ProducerIdAndEpoch(ErrorCode.CONCURRENT_TRANSACTIONS)
-    assert ctx.end(p.producer_id, 0, False) == ProducerIdAndEpoch(ErrorCode.INVALID_TXN_STATE)
+    assert ctx.end(p.producer_id, 0, True) == ProducerIdAndEpoch(ErrorCode.concurrent_transactions)
+    assert ctx.end(p.producer_id, 0, False) == ProducerIdAndEpoch(ErrorCode.invalid_txn_state)
     ctx.finish_markers()
     md = ctx.md()
     assert (md.state, md.partitions, md.producer_epoch) == (S.COMPLETE_COMMIT, frozenset(), 0)
     assert ctx.written_states() == ["Empty", "Ongoing", "PrepareCommit", "CompleteCommit"]
-    assert ctx.end(p.producer_id, 0, True) == ProducerIdAndEpoch(ErrorCode.NONE, 5000, 0)  # a retry
-    assert ctx.end(p.producer_id, 0, False) == ProducerIdAndEpoch(ErrorCode.INVALID_TXN_STATE)
+    assert ctx.end(p.producer_id, 0, True) == ProducerIdAndEpoch(ErrorCode.none, 5000, 0)  # a retry
+    assert ctx.end(p.producer_id, 0, False) == ProducerIdAndEpoch(ErrorCode.invalid_txn_state)
 
 
 def test_abort_completes_abort_and_retries(ctx: Ctx) -> None:
     p = ongoing(ctx)
-    assert ctx.end(p.producer_id, 0, False).error == ErrorCode.NONE
-    assert ctx.end(p.producer_id, 0, False) == ProducerIdAndEpoch(ErrorCode.CONCURRENT_TRANSACTIONS)
-    assert ctx.end(p.producer_id, 0, True) == ProducerIdAndEpoch(ErrorCode.INVALID_TXN_STATE)
+    assert ctx.end(p.producer_id, 0, False).error == ErrorCode.none
+    assert ctx.end(p.producer_id, 0, False) == ProducerIdAndEpoch(ErrorCode.concurrent_transactions)
+    assert ctx.end(p.producer_id, 0, True) == ProducerIdAndEpoch(ErrorCode.invalid_txn_state)
     ctx.finish_markers()
     assert ctx.md().state is S.COMPLETE_ABORT
-    assert ctx.end(p.producer_id, 0, False) == ProducerIdAndEpoch(ErrorCode.NONE, 5000, 0)
-    assert ctx.end(p.producer_id, 0, True) == ProducerIdAndEpoch(ErrorCode.INVALID_TXN_STATE)
+    assert ctx.end(p.producer_id, 0, False) == ProducerIdAndEpoch(ErrorCode.none, 5000, 0)
+    assert ctx.end(p.producer_id, 0, True) == ProducerIdAndEpoch(ErrorCode.invalid_txn_state)
 
 
 @pytest.mark.parametrize(
     ("tid", "pid", "epoch", "error"),
     [
-        ("", 5000, 0, ErrorCode.INVALID_REQUEST),
-        ("other", 5000, 0, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
-        (TID, 4999, 0, ErrorCode.INVALID_PRODUCER_ID_MAPPING),
-        (TID, 5000, 1, ErrorCode.PRODUCER_FENCED),
+        ("", 5000, 0, ErrorCode.invalid_request),
+        ("other", 5000, 0, ErrorCode.invalid_producer_id_mapping),
+        (TID, 4999, 0, ErrorCode.invalid_producer_id_mapping),
+        (TID, 5000, 1, ErrorCode.producer_fenced),
     ],
 )
 def test_end_txn_refusals(ctx: Ctx, tid: str, pid: int, epoch: int, error: ErrorCode) -> None:
@@ -381,8 +381,8 @@ def test_end_txn_refusals(ctx: Ctx, tid: str, pid: int, epoch: int, error: Error
 
 def test_end_txn_with_no_transaction_is_an_invalid_state(ctx: Ctx) -> None:
     ctx.init()
-    assert ctx.end(5000, 0, True) == ProducerIdAndEpoch(ErrorCode.INVALID_TXN_STATE)
-    assert ctx.end(5000, 0, False) == ProducerIdAndEpoch(ErrorCode.INVALID_TXN_STATE)
+    assert ctx.end(5000, 0, True) == ProducerIdAndEpoch(ErrorCode.invalid_txn_state)
+    assert ctx.end(5000, 0, False) == ProducerIdAndEpoch(ErrorCode.invalid_txn_state)
 
 
 def test_markers_written_for_a_transaction_that_moved_on_change_nothing(ctx: Ctx) -> None:
@@ -414,8 +414,8 @@ def test_a_transaction_open_past_its_timeout_is_aborted_and_its_producer_fenced(
     md = ctx.md()
     assert (md.state, md.producer_epoch) == (S.PREPARE_ABORT, 1)
     assert ctx.jobs == [WriteMarkers(TID, 5000, 1, False, 3, frozenset({A}))]
-    assert ctx.end(p.producer_id, 0, True) == ProducerIdAndEpoch(ErrorCode.PRODUCER_FENCED)
-    assert errors(ctx.add(p.producer_id, 0, B)) == {ErrorCode.PRODUCER_FENCED}
+    assert ctx.end(p.producer_id, 0, True) == ProducerIdAndEpoch(ErrorCode.producer_fenced)
+    assert errors(ctx.add(p.producer_id, 0, B)) == {ErrorCode.producer_fenced}
     ctx.finish_markers()
     ctx.advance(10_000)
     assert ctx.md().state is S.COMPLETE_ABORT
@@ -446,7 +446,7 @@ def test_idle_transactional_ids_expire_but_not_open_transactions() -> None:
     assert ctx.shard.transaction("idle") is None and ctx.shard.transaction("done") is None
     assert ctx.md("open").state is S.ONGOING
     assert sorted(decode_key(k) for k, v in ctx.log if v is None) == ["done", "idle"]
-    assert ctx.init(tid="idle") == ProducerIdAndEpoch(ErrorCode.NONE, 5003, 0)  # a new producer id
+    assert ctx.init(tid="idle") == ProducerIdAndEpoch(ErrorCode.none, 5003, 0)  # a new producer id
 
 
 # --- replay, load and unload ---------------------------------------------------------------------------------
@@ -503,18 +503,18 @@ def test_unload_forgets_everything_and_stops_the_timers(ctx: Ctx) -> None:
 
 def test_a_failed_append_undoes_the_change_and_answers_the_mapped_error(ctx: Ctx) -> None:
     result = ctx.shard.init_producer_id(InitProducerId(TID, 60_000), "r")
-    out = ctx.shard.on_append_failed(result, ErrorCode.KAFKA_STORAGE_ERROR)
-    assert [r.response for r in out.replies] == [ProducerIdAndEpoch(ErrorCode.NOT_COORDINATOR)]
+    out = ctx.shard.on_append_failed(result, ErrorCode.kafka_storage_error)
+    assert [r.response for r in out.replies] == [ProducerIdAndEpoch(ErrorCode.not_coordinator)]
     assert ctx.shard.transaction(TID) is None
     p = ongoing(ctx, A)
     result = ctx.shard.end_txn(EndTxn(TID, p.producer_id, 0, True), "r")
     assert ctx.md().state is S.PREPARE_COMMIT
-    out = ctx.shard.on_append_failed(result, ErrorCode.MESSAGE_TOO_LARGE)
-    assert [r.response for r in out.replies] == [ProducerIdAndEpoch(ErrorCode.UNKNOWN_SERVER_ERROR)]  # no markers
+    out = ctx.shard.on_append_failed(result, ErrorCode.message_too_large)
+    assert [r.response for r in out.replies] == [ProducerIdAndEpoch(ErrorCode.unknown_server_error)]  # no markers
     assert (ctx.md().state, ctx.md().partitions) == (S.ONGOING, frozenset({A}))
     result = ctx.shard.add_partitions(AddPartitions(TID, p.producer_id, 0, frozenset({B})), "r")
-    out = ctx.shard.on_append_failed(result, ErrorCode.REQUEST_TIMED_OUT)
-    assert [r.response.errors for r in out.replies] == [{B: ErrorCode.COORDINATOR_NOT_AVAILABLE}]
+    out = ctx.shard.on_append_failed(result, ErrorCode.request_timed_out)
+    assert [r.response.errors for r in out.replies] == [{B: ErrorCode.coordinator_not_available}]
     assert ctx.md().partitions == frozenset({A})
 
 
@@ -522,5 +522,5 @@ def test_a_failed_fence_restores_the_epoch(ctx: Ctx) -> None:
     ongoing(ctx)
     result = ctx.shard.init_producer_id(InitProducerId(TID, 60_000), "r")
     assert ctx.md().producer_epoch == 1
-    ctx.shard.on_append_failed(result, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+    ctx.shard.on_append_failed(result, ErrorCode.not_leader_or_follower)
     assert (ctx.md().state, ctx.md().producer_epoch) == (S.ONGOING, 0)

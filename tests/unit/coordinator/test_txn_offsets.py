@@ -34,7 +34,7 @@ from .test_offsets_fencing import commit, static_group
 
 NOW = 1_000
 PID, EPOCH = 7000, 3
-UNSTABLE = ErrorCode.UNSTABLE_OFFSET_COMMIT
+UNSTABLE = ErrorCode.unstable_offset_commit
 
 
 def ctx(**config: int) -> Ctx:
@@ -106,7 +106,7 @@ def value(offset: int, epoch: int = 5) -> OffsetValue:
 def test_an_unknown_group_accepts_a_commit_without_generation_and_creates_a_simple_group() -> None:
     c = ctx()
     codes, result = txn_commit(c)
-    assert codes == [ErrorCode.NONE]
+    assert codes == [ErrorCode.none]
     assert result.transaction == (PID, EPOCH)
     assert result.records == (offset_commit_record("g", "t", 0, value(42)),)
     group = c.shard.group("g")
@@ -119,29 +119,29 @@ def test_an_unknown_group_accepts_a_commit_without_generation_and_creates_a_simp
 def test_an_unknown_group_with_a_generation_is_illegal_generation_on_every_version(version: int) -> None:
     c = ctx()
     codes, result = txn_commit(c, gen=0, member="m", v=version)
-    assert codes == [ErrorCode.ILLEGAL_GENERATION] and result.records == ()
+    assert codes == [ErrorCode.illegal_generation] and result.records == ()
     assert c.shard.group("g") is None
 
 
 def test_fencing_in_a_stable_group() -> None:
     c = ctx()
     a, b = c.stable_group(2)
-    assert txn_commit(c, gen=1, member=a)[0] == [ErrorCode.NONE]
-    assert txn_commit(c, gen=2, member=a)[0] == [ErrorCode.ILLEGAL_GENERATION]
-    assert txn_commit(c, gen=0, member=b)[0] == [ErrorCode.ILLEGAL_GENERATION]
-    assert txn_commit(c, gen=7, member="zombie")[0] == [ErrorCode.UNKNOWN_MEMBER_ID]  # member before generation
-    assert txn_commit(c, gen=-1, member=a)[0] == [ErrorCode.ILLEGAL_GENERATION]
+    assert txn_commit(c, gen=1, member=a)[0] == [ErrorCode.none]
+    assert txn_commit(c, gen=2, member=a)[0] == [ErrorCode.illegal_generation]
+    assert txn_commit(c, gen=0, member=b)[0] == [ErrorCode.illegal_generation]
+    assert txn_commit(c, gen=7, member="zombie")[0] == [ErrorCode.unknown_member_id]  # member before generation
+    assert txn_commit(c, gen=-1, member=a)[0] == [ErrorCode.illegal_generation]
     # v0-2 carry neither member nor generation: accepted in any state (a plain commit is UNKNOWN_MEMBER_ID)
-    assert txn_commit(c, v=2)[0] == [ErrorCode.NONE]
-    assert commit(c)[0] == [ErrorCode.UNKNOWN_MEMBER_ID]
+    assert txn_commit(c, v=2)[0] == [ErrorCode.none]
+    assert commit(c)[0] == [ErrorCode.unknown_member_id]
 
 
 def test_static_members_are_fenced_by_instance_id() -> None:
     c = ctx()
     i1, i2 = static_group(c)
-    assert txn_commit(c, gen=1, member=i1, instance="i1")[0] == [ErrorCode.NONE]
-    assert txn_commit(c, gen=9, member=i2, instance="i1")[0] == [ErrorCode.FENCED_INSTANCE_ID]
-    assert txn_commit(c, gen=1, member=i1, instance="unknown")[0] == [ErrorCode.UNKNOWN_MEMBER_ID]
+    assert txn_commit(c, gen=1, member=i1, instance="i1")[0] == [ErrorCode.none]
+    assert txn_commit(c, gen=9, member=i2, instance="i1")[0] == [ErrorCode.fenced_instance_id]
+    assert txn_commit(c, gen=1, member=i1, instance="unknown")[0] == [ErrorCode.unknown_member_id]
 
 
 def test_completing_rebalance_does_not_refuse_a_transactional_commit() -> None:
@@ -149,15 +149,15 @@ def test_completing_rebalance_does_not_refuse_a_transactional_commit() -> None:
     member = c.join_dynamic()
     c.sleep(0)
     assert c.shard.group("g").state is GroupState.COMPLETING_REBALANCE
-    assert commit(c, gen=1, member=member)[0] == [ErrorCode.REBALANCE_IN_PROGRESS]
-    assert txn_commit(c, gen=1, member=member)[0] == [ErrorCode.NONE]
+    assert commit(c, gen=1, member=member)[0] == [ErrorCode.rebalance_in_progress]
+    assert txn_commit(c, gen=1, member=member)[0] == [ErrorCode.none]
 
 
 def test_a_dead_group_answers_coordinator_not_available() -> None:
     c = ctx()
     commit(c)
     c.shard.group("g").transition_to(GroupState.DEAD, NOW)
-    assert txn_commit(c)[0] == [ErrorCode.COORDINATOR_NOT_AVAILABLE]
+    assert txn_commit(c)[0] == [ErrorCode.coordinator_not_available]
 
 
 def test_metadata_over_the_limit_fails_only_its_partition_and_the_rest_is_one_transactional_batch() -> None:
@@ -166,7 +166,7 @@ def test_metadata_over_the_limit_fails_only_its_partition_and_the_rest_is_one_tr
     codes, result = txn_commit(
         c, partitions=(CommitPartition(0, 1, -1, -1, "x" * (limit + 1)), CommitPartition(1, 2, -1, -1, "m"))
     )
-    assert codes == [ErrorCode.OFFSET_METADATA_TOO_LARGE, ErrorCode.NONE]
+    assert codes == [ErrorCode.offset_metadata_too_large, ErrorCode.none]
     assert result.records == (offset_commit_record("g", "t", 1, OffsetValue(2, -1, "m", NOW)),)
     assert result.transaction == (PID, EPOCH)
 
@@ -174,8 +174,8 @@ def test_metadata_over_the_limit_fails_only_its_partition_and_the_rest_is_one_tr
 def test_a_failed_append_answers_every_partition_with_the_mapped_error() -> None:
     c = ctx()
     handle, result = "h", c.shard.txn_offset_commit(txn_req(offsets={0: 1, 1: 2}), "h")
-    out = c.shard.on_append_failed(result, ErrorCode.MESSAGE_TOO_LARGE)
-    assert [p.error_code for p in reply(out, handle).topics[0].partitions] == [ErrorCode.INVALID_COMMIT_OFFSET_SIZE] * 2
+    out = c.shard.on_append_failed(result, ErrorCode.message_too_large)
+    assert [p.error_code for p in reply(out, handle).topics[0].partitions] == [ErrorCode.invalid_commit_offset_size] * 2
 
 
 def test_results_of_different_producers_do_not_merge() -> None:
@@ -195,8 +195,8 @@ def test_results_of_different_producers_do_not_merge() -> None:
 def test_a_marker_that_cannot_be_written_answers_the_mapped_error() -> None:
     c = ctx()
     result = c.shard.complete_transaction(CompleteTransaction(producer_id=PID, producer_epoch=EPOCH, commit=True), "h")
-    out = c.shard.on_append_failed(result, ErrorCode.KAFKA_STORAGE_ERROR)
-    assert reply(out, "h") == CompleteTransactionResponse(error_code=ErrorCode.NOT_COORDINATOR)
+    out = c.shard.on_append_failed(result, ErrorCode.kafka_storage_error)
+    assert reply(out, "h") == CompleteTransactionResponse(error_code=ErrorCode.not_coordinator)
 
 
 def test_a_zombie_with_an_older_epoch_is_fenced_and_writes_nothing() -> None:
@@ -210,15 +210,15 @@ def test_a_zombie_with_an_older_epoch_is_fenced_and_writes_nothing() -> None:
     log.marker(c, False, epoch=EPOCH + 1)  # InitProducerId of the successor aborted the transaction
     limit = c.config.offset_metadata_max_bytes
     codes, result = txn_commit(c, offsets={0: 5, 1: 6})
-    assert codes == [ErrorCode.INVALID_PRODUCER_EPOCH] * 2 and result.records == ()
+    assert codes == [ErrorCode.invalid_producer_epoch] * 2 and result.records == ()
     codes, result = txn_commit(c, partitions=(CommitPartition(0, 5, -1, -1, "x" * (limit + 1)),))
-    assert codes == [ErrorCode.OFFSET_METADATA_TOO_LARGE]  # nothing to write, nothing refused by the log
-    assert txn_commit(c, offsets={0: 7}, epoch=EPOCH + 1)[0] == [ErrorCode.NONE]  # the successor
-    assert txn_commit(c, pid=PID + 1, offsets={1: 1}, epoch=0)[0] == [ErrorCode.NONE]  # another producer
+    assert codes == [ErrorCode.offset_metadata_too_large]  # nothing to write, nothing refused by the log
+    assert txn_commit(c, offsets={0: 7}, epoch=EPOCH + 1)[0] == [ErrorCode.none]  # the successor
+    assert txn_commit(c, pid=PID + 1, offsets={1: 1}, epoch=0)[0] == [ErrorCode.none]  # another producer
     loaded = log.load()
     handle = "h"
     result = loaded.txn_offset_commit(txn_req(offsets={0: 5}), handle)
-    assert [p.error_code for p in reply(result, handle).topics[0].partitions] == [ErrorCode.INVALID_PRODUCER_EPOCH]
+    assert [p.error_code for p in reply(result, handle).topics[0].partitions] == [ErrorCode.invalid_producer_epoch]
     assert loaded.pending_offsets(PID, "g") == {("t", 0): value(7)}
 
 
@@ -468,9 +468,9 @@ def test_committed_and_pending_offsets_are_kafkas_live_and_after_a_load(script: 
         if kind == "commit":
             value = 100 + n
             if b is None:
-                assert commit(c, partitions=(CommitPartition(a, value),))[0] == [ErrorCode.NONE]
+                assert commit(c, partitions=(CommitPartition(a, value),))[0] == [ErrorCode.none]
             else:
-                assert txn_commit(c, pid=b, offsets={a: value})[0] == [ErrorCode.NONE]
+                assert txn_commit(c, pid=b, offsets={a: value})[0] == [ErrorCode.none]
             model.commit(a, value, b)
         elif kind == "tombstone":
             c.run("offset_delete", OffsetDelete(group_id="g", topics=(DeleteTopic("t", (a,)),)))

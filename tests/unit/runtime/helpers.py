@@ -11,7 +11,7 @@ from typing import Any
 from herd.cluster.topics import Cluster
 from herd.config import BrokerConfig
 from herd.coordinator import GroupCoordinatorShard as Shard
-from herd.coordinator.member import Protocol
+from herd.coordinator.member import MemberProtocol
 from herd.coordinator.requests import (
     CommitPartition,
     CommitTopic,
@@ -27,7 +27,7 @@ from herd.log.fs import FileSystem
 from herd.log.store import SegmentStore
 from herd.runtime import CoordinatorRuntime
 
-PROTOCOLS = (Protocol("range", b"sub"),)
+PROTOCOLS = (MemberProtocol("range", b"sub"),)
 
 
 def make_runtime(data_dir: Path, fs: FileSystem | None = None, **props: str) -> CoordinatorRuntime:

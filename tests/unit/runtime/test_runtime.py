@@ -53,10 +53,10 @@ def test_groups_get_load_in_progress_until_their_partition_is_replayed(tmp_path)
         runtime.start()
         with pytest.raises(CoordinatorError) as e:
             runtime.call("g", Shard.offset_fetch, fetch("g", (0,)))
-        assert e.value.code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        assert e.value.code == ErrorCode.coordinator_load_in_progress
         with pytest.raises(CoordinatorError) as e:
             runtime.call_all(Shard.list_groups, None)
-        assert e.value.code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        assert e.value.code == ErrorCode.coordinator_load_in_progress
         assert runtime.hosts("g")
         await runtime.wait_loaded()
         assert offsets_of(await resolve(runtime.call("g", Shard.offset_fetch, fetch("g", (0,))))) == {0: -1}
@@ -72,9 +72,9 @@ def test_a_partition_this_node_does_not_host_answers_not_coordinator(tmp_path):
         assert runtime.hosts(hosted) and not runtime.hosts(elsewhere)
         with pytest.raises(CoordinatorError) as e:
             runtime.call(elsewhere, Shard.offset_commit, commit(elsewhere, {0: 5}))
-        assert e.value.code == ErrorCode.NOT_COORDINATOR
+        assert e.value.code == ErrorCode.not_coordinator
         response = await resolve(runtime.call(hosted, Shard.offset_commit, commit(hosted, {0: 5})))
-        assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
+        assert response.topics[0].partitions[0].error_code == ErrorCode.none
         await runtime.close()
 
     asyncio.run(main())
@@ -89,7 +89,7 @@ def test_commits_are_answered_after_one_shared_fsync(tmp_path):
         assert all(isinstance(o, asyncio.Future) and not o.done() for o in outcomes), "answered before durable"
         assert shard.log.flushed_offset == 0
         responses = [await resolve(o) for o in outcomes]
-        assert all(r.topics[0].partitions[0].error_code == ErrorCode.NONE for r in responses)
+        assert all(r.topics[0].partitions[0].error_code == ErrorCode.none for r in responses)
         assert (shard.writes, shard.fsyncs) == (20, 1)
         assert shard.log.flushed_offset == shard.log.log_end_offset == 20
         await runtime.close()
@@ -127,7 +127,7 @@ def test_the_heartbeat_fast_path_answers_as_the_general_path_and_yields_to_pendi
             hb = Heartbeat(group_id=group, generation_id=generation, member_id=member, group_instance_id=instance)
             general = runtime.call(group, Shard.heartbeat, hb)
             assert runtime.heartbeat(group, generation, member, instance) == general.error_code
-        assert runtime.heartbeat(group, 1, members[1], None) == ErrorCode.NONE
+        assert runtime.heartbeat(group, 1, members[1], None) == ErrorCode.none
         # The fast path moved the session deadline, as a heartbeat must.
         member = runtime.shards[0].shard.group(group).member(members[1])
         before = member.session_deadline_ms
@@ -142,11 +142,11 @@ def test_the_heartbeat_fast_path_answers_as_the_general_path_and_yields_to_pendi
         waiting = runtime.call(group, Shard.heartbeat, Heartbeat(group_id=group, generation_id=1, member_id=members[1]))
         assert isinstance(waiting, asyncio.Future)
         await resolve(committed)
-        assert (await resolve(waiting)).error_code == ErrorCode.NONE
+        assert (await resolve(waiting)).error_code == ErrorCode.none
         await runtime.unload_partition(1)
         with pytest.raises(CoordinatorError) as e:
             runtime.heartbeat(group_on(runtime, 1), 1, "m", None)
-        assert e.value.code == ErrorCode.NOT_COORDINATOR
+        assert e.value.code == ErrorCode.not_coordinator
         await runtime.close()
 
     asyncio.run(main())
@@ -160,7 +160,7 @@ def test_acknowledged_commits_and_groups_survive_a_crash(tmp_path):
         members = await stable_group(runtime, group, 2)
         request = commit(group, {0: 7, 1: 8}, generation_id_or_member_epoch=1, member_id=members[1])
         response = await resolve(runtime.call(group, Shard.offset_commit, request))
-        assert [p.error_code for p in response.topics[0].partitions] == [ErrorCode.NONE, ErrorCode.NONE]
+        assert [p.error_code for p in response.topics[0].partitions] == [ErrorCode.none, ErrorCode.none]
         return fs, group, members
 
     fs, group, members = asyncio.run(main())
@@ -173,7 +173,7 @@ def test_acknowledged_commits_and_groups_survive_a_crash(tmp_path):
         assert loaded.generation_id == 1 and loaded.leader_id == members[0]
         # The reloaded members carry on where they were: their heartbeats are accepted.
         hb = Heartbeat(group_id=group, generation_id=1, member_id=members[1])
-        assert (await resolve(runtime.call(group, Shard.heartbeat, hb))).error_code == ErrorCode.NONE
+        assert (await resolve(runtime.call(group, Shard.heartbeat, hb))).error_code == ErrorCode.none
         await runtime.close()
 
     asyncio.run(after_crash())
@@ -186,15 +186,15 @@ def test_a_failed_fsync_answers_with_errors_and_fails_the_partition(tmp_path):
         group = group_on(runtime, 3)
         fs.fail("fsync")
         response = await resolve(runtime.call(group, Shard.offset_commit, commit(group, {0: 1})))
-        assert response.topics[0].partitions[0].error_code == ErrorCode.NOT_COORDINATOR
+        assert response.topics[0].partitions[0].error_code == ErrorCode.not_coordinator
         assert runtime.shards[3].state is ShardState.FAILED
         assert not runtime.hosts(group)
         with pytest.raises(CoordinatorError) as e:
             runtime.call(group, Shard.offset_fetch, fetch(group, (0,)))
-        assert e.value.code == ErrorCode.NOT_COORDINATOR
+        assert e.value.code == ErrorCode.not_coordinator
         other = group_on(runtime, 0)  # other partitions keep working
         response = await resolve(runtime.call(other, Shard.offset_commit, commit(other, {0: 1})))
-        assert response.topics[0].partitions[0].error_code == ErrorCode.NONE
+        assert response.topics[0].partitions[0].error_code == ErrorCode.none
 
     asyncio.run(main())
 
@@ -204,7 +204,7 @@ def test_a_batch_larger_than_the_partition_accepts_is_refused_before_it_changes_
         runtime = await started(make_runtime(tmp_path, **{"message.max.bytes": "2000"}))
         group = group_on(runtime, 0)
         response = await resolve(runtime.call(group, Shard.offset_commit, commit(group, {p: p for p in range(100)})))
-        assert {p.error_code for p in response.topics[0].partitions} == {ErrorCode.INVALID_COMMIT_OFFSET_SIZE}
+        assert {p.error_code for p in response.topics[0].partitions} == {ErrorCode.invalid_commit_offset_size}
         assert runtime.shards[0].state is ShardState.ACTIVE and runtime.shards[0].log.log_end_offset == 0
         assert offsets_of(await resolve(runtime.call(group, Shard.offset_fetch, fetch(group, (0, 1))))) == {
             0: -1,
@@ -253,7 +253,7 @@ def test_unloading_answers_parked_joins_and_loading_again_replays_the_group(tmp_
         assert isinstance(parked, asyncio.Future) and not parked.done()
 
         await runtime.unload_partition(1)
-        assert (await resolve(parked)).error_code == ErrorCode.NOT_COORDINATOR
+        assert (await resolve(parked)).error_code == ErrorCode.not_coordinator
         assert not runtime.hosts(group)
         with pytest.raises(CoordinatorError):
             runtime.call(group, Shard.heartbeat, Heartbeat(group_id=group, generation_id=1, member_id=members[0]))

@@ -44,7 +44,7 @@ def test_compaction_keeps_what_the_loader_sees_with_aborted_and_open_transaction
         await resolve(runtime.call(group, Shard.txn_offset_commit, txn_commit(group, Q, {1: 77})))  # open
         log.roll()
         await resolve(runtime.call(other, Shard.offset_commit, commit(other, {0: 1})))
-        stable, latest = {0: (5, 0), 1: (-1, ErrorCode.UNSTABLE_OFFSET_COMMIT)}, {0: (5, 0), 1: (6, 0)}
+        stable, latest = {0: (5, 0), 1: (-1, ErrorCode.unstable_offset_commit)}, {0: (5, 0), 1: (6, 0)}
         assert (await fetch(runtime, group, True), await fetch(runtime, group, False)) == (stable, latest)
 
         await runtime.shards[1].compactor.run_now()

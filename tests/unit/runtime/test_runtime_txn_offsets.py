@@ -19,7 +19,7 @@ from herd.runtime.batches import read_batches
 from .helpers import commit, group_on, make_runtime, resolve, started
 
 PID, EPOCH = 4242, 2
-UNSTABLE = ErrorCode.UNSTABLE_OFFSET_COMMIT
+UNSTABLE = ErrorCode.unstable_offset_commit
 
 
 def txn_commit(group: str, offsets: dict[int, int]) -> TxnOffsetCommit:
@@ -69,7 +69,7 @@ def test_a_txn_offset_commit_is_a_transactional_batch_pending_until_completed_an
         )
         with pytest.raises(CoordinatorError) as error:
             await runtime.complete_transaction(0, PID, EPOCH, True)
-        assert error.value.code == ErrorCode.NOT_COORDINATOR
+        assert error.value.code == ErrorCode.not_coordinator
         await runtime.close()
 
     asyncio.run(main())

@@ -99,11 +99,11 @@ def test_the_topic_is_created_and_answers_wait_for_durable_records(tmp_path: Pat
         assert runtime._cluster.get(TRANSACTION_STATE_TOPIC) is None  # made on first use
         with pytest.raises(CoordinatorError) as e:
             runtime.call("tx", Txn.init_producer_id, InitProducerId("tx", 60_000))
-        assert e.value.code == ErrorCode.NOT_COORDINATOR and not runtime.hosts("tx")
+        assert e.value.code == ErrorCode.not_coordinator and not runtime.hosts("tx")
         runtime.ensure_created()
         with pytest.raises(CoordinatorError) as e:
             runtime.call("tx", Txn.init_producer_id, InitProducerId("tx", 60_000))
-        assert e.value.code == ErrorCode.COORDINATOR_LOAD_IN_PROGRESS
+        assert e.value.code == ErrorCode.coordinator_load_in_progress
         await runtime.wait_loaded()
         topic = runtime._cluster.get(TRANSACTION_STATE_TOPIC)
         assert len(topic.partitions) == 3 and topic.internal
@@ -114,7 +114,7 @@ def test_the_topic_is_created_and_answers_wait_for_durable_records(tmp_path: Pat
         )
         outcome = runtime.call("tx", Txn.init_producer_id, InitProducerId("tx", 60_000))
         assert isinstance(outcome, asyncio.Future)  # waits for its record to be durable
-        assert await resolve(outcome) == ProducerIdAndEpoch(ErrorCode.NONE, 1000, 0)
+        assert await resolve(outcome) == ProducerIdAndEpoch(ErrorCode.none, 1000, 0)
         shard = runtime.shard_for("tx")
         assert shard.log.flushed_offset == shard.log.log_end_offset == 1
         assert written(runtime, "tx") == ["Empty"]
@@ -130,9 +130,9 @@ def test_a_commit_writes_its_markers_then_completes_and_survives_a_restart(tmp_p
         p = await call(runtime, Txn.init_producer_id, InitProducerId("tx", 60_000))
         parts = frozenset({OFFSETS_1, ("deleted-topic", 0)})
         added = await call(runtime, Txn.add_partitions, AddPartitions("tx", p.producer_id, 0, parts))
-        assert set(added.errors.values()) == {ErrorCode.NONE}
+        assert set(added.errors.values()) == {ErrorCode.none}
         ended = await call(runtime, Txn.end_txn, EndTxn("tx", p.producer_id, 0, True))
-        assert ended == ProducerIdAndEpoch(ErrorCode.NONE, p.producer_id, 0)
+        assert ended == ProducerIdAndEpoch(ErrorCode.none, p.producer_id, 0)
         shard = runtime.shard_for("tx")
         await until(lambda: shard.shard.transaction("tx").state is TxnState.COMPLETE_COMMIT)
         assert groups.calls == [(1, p.producer_id, 0, True, 0)]  # the missing topic's marker was skipped
@@ -160,7 +160,7 @@ def test_a_prepare_commit_cut_short_is_completed_after_a_reload(tmp_path: Path) 
         await call(runtime, Txn.end_txn, EndTxn("tx", p.producer_id, 0, False))
         await until(lambda: len(groups.calls) == 1)
         assert await call(runtime, Txn.init_producer_id, InitProducerId("tx", 60_000)) == ProducerIdAndEpoch(
-            ErrorCode.CONCURRENT_TRANSACTIONS
+            ErrorCode.concurrent_transactions
         )
         partition = runtime.partition_for("tx")
         await runtime.move_away_and_back(partition)  # the marker task sees its shard go and gives up
@@ -170,7 +170,7 @@ def test_a_prepare_commit_cut_short_is_completed_after_a_reload(tmp_path: Path) 
         await until(lambda: shard.shard.transaction("tx").state is TxnState.COMPLETE_ABORT)
         assert groups.calls[-1] == (1, p.producer_id, 0, False, 0) and len(groups.calls) >= 2
         assert await call(runtime, Txn.init_producer_id, InitProducerId("tx", 60_000)) == ProducerIdAndEpoch(
-            ErrorCode.NONE, p.producer_id, 1
+            ErrorCode.none, p.producer_id, 1
         )
         await stop(runtime)
 

@@ -7,6 +7,7 @@ import base64
 import pytest
 
 from herd.log.fs import OsFileSystem
+from herd.protocol.scram import salted_password
 from herd.security.credentials import (
     DUPLICATE_RESOURCE,
     NONE,
@@ -18,7 +19,7 @@ from herd.security.credentials import (
     FileCredentialStore,
     Upsertion,
 )
-from herd.security.scram import ScramMechanism, ScramServer, salted_password
+from herd.security.scram import ScramMechanism, ScramServer
 
 SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
 
@@ -31,7 +32,7 @@ def upsertion(
     user: str, mechanism: ScramMechanism = SHA256, iterations: int = 4096, password: str = PASSWORD
 ) -> Upsertion:
     salt = b"salt-" + user.encode()
-    salted = salted_password(mechanism, password, salt, iterations)
+    salted = salted_password(mechanism.mechanism_name, password, salt, iterations)
     return Upsertion(user, mechanism.type_code, iterations, salt, salted)
 
 

@@ -9,6 +9,7 @@ import hmac
 
 import pytest
 
+from herd.protocol.scram import salted_password
 from herd.security.scram import (
     AuthenticationFailed,
     ClientFirst,
@@ -17,7 +18,6 @@ from herd.security.scram import (
     ScramServer,
     fake_credential,
     make_credential,
-    salted_password,
 )
 
 SHA256, SHA512 = ScramMechanism.SCRAM_SHA_256, ScramMechanism.SCRAM_SHA_512
@@ -44,7 +44,7 @@ def client_final(
     mechanism: ScramMechanism, password: str, first_bare: str, server_first: str, channel: str = "biws"
 ) -> str:
     fields = dict(item.split("=", 1) for item in server_first.split(","))
-    salted = salted_password(mechanism, password, base64.b64decode(fields["s"]), int(fields["i"]))
+    salted = salted_password(mechanism.mechanism_name, password, base64.b64decode(fields["s"]), int(fields["i"]))
     client_key = hmac.new(salted, b"Client Key", mechanism.hash_name).digest()
     stored = hashlib.new(mechanism.hash_name, client_key).digest()
     without_proof = f"c={channel},r={fields['r']}"

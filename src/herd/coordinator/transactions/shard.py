@@ -101,11 +101,11 @@ class TransactionCoordinatorShard:
 
     def _init_producer_id(self, req: InitProducerId, reply: object, fx: Effects) -> None:
         if not req.transactional_id:
-            raise _Refused(ErrorCode.INVALID_REQUEST)
+            raise _Refused(ErrorCode.invalid_request)
         if (req.producer_id == -1) != (req.producer_epoch == -1):
-            raise _Refused(ErrorCode.INVALID_REQUEST)  # KafkaApis.handleInitProducerIdRequest
+            raise _Refused(ErrorCode.invalid_request)  # KafkaApis.handleInitProducerIdRequest
         if not 0 < req.timeout_ms <= self.config.transaction_max_timeout_ms:
-            raise _Refused(ErrorCode.INVALID_TRANSACTION_TIMEOUT)
+            raise _Refused(ErrorCode.invalid_transaction_timeout)
         md = self._txns.get(req.transactional_id)
         if md is None:
             md = TransactionMetadata(
@@ -115,13 +115,13 @@ class TransactionCoordinatorShard:
             fx.on_failure(self._forget_on_failure(md.transactional_id))
         expected = (req.producer_id, req.producer_epoch) if req.producer_id >= 0 else None
         if expected is not None and not self._valid_expected_producer(md, *expected):
-            raise _Refused(ErrorCode.PRODUCER_FENCED)
+            raise _Refused(ErrorCode.producer_fenced)
         if md.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
-            raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS)
+            raise _Refused(ErrorCode.concurrent_transactions)
         if md.state is _S.ONGOING:
             # Fence the producer and abort its transaction; the client retries (and then gets a bumped epoch).
             self._fence_and_abort(md, fx)
-            fx.reply(reply, ProducerIdAndEpoch(ErrorCode.CONCURRENT_TRANSACTIONS))
+            fx.reply(reply, ProducerIdAndEpoch(ErrorCode.concurrent_transactions))
             return
         before = md.copy()
         if epoch_exhausted(md.producer_epoch) and (expected is None or expected[1] == md.producer_epoch):
@@ -155,7 +155,7 @@ class TransactionCoordinatorShard:
             md.producer_id,
             md.producer_epoch,
         )
-        fx.reply(reply, ProducerIdAndEpoch(ErrorCode.NONE, md.producer_id, md.producer_epoch))
+        fx.reply(reply, ProducerIdAndEpoch(ErrorCode.none, md.producer_id, md.producer_epoch))
 
     @staticmethod
     def _valid_expected_producer(md: TransactionMetadata, producer_id: int, epoch: int) -> bool:
@@ -184,7 +184,7 @@ class TransactionCoordinatorShard:
             md.producer_epoch,
             md.last_producer_epoch,
         )
-        raise _Refused(ErrorCode.PRODUCER_FENCED)
+        raise _Refused(ErrorCode.producer_fenced)
 
     # --- AddPartitionsToTxn / AddOffsetsToTxn ---------------------------------------------------
 
@@ -201,23 +201,23 @@ class TransactionCoordinatorShard:
         """The id's metadata if the producer is its current one; raises _Refused(INVALID_REQUEST,
         INVALID_PRODUCER_ID_MAPPING or PRODUCER_FENCED)."""
         if not transactional_id:
-            raise _Refused(ErrorCode.INVALID_REQUEST)
+            raise _Refused(ErrorCode.invalid_request)
         md = self._txns.get(transactional_id)
         if md is None or md.producer_id != producer_id:
-            raise _Refused(ErrorCode.INVALID_PRODUCER_ID_MAPPING)
+            raise _Refused(ErrorCode.invalid_producer_id_mapping)
         if md.producer_epoch != producer_epoch:
-            raise _Refused(ErrorCode.PRODUCER_FENCED)
+            raise _Refused(ErrorCode.producer_fenced)
         return md
 
     def _verify(self, req: AddPartitions, reply: object, fx: Effects) -> None:
         md = self._producer(req.transactional_id, req.producer_id, req.producer_epoch)
         if md.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
-            raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS)
+            raise _Refused(ErrorCode.concurrent_transactions)
         fx.reply(
             reply,
             PartitionErrors(
                 {
-                    tp: ErrorCode.NONE if tp in md.partitions else ErrorCode.TRANSACTION_ABORTABLE
+                    tp: ErrorCode.none if tp in md.partitions else ErrorCode.transaction_abortable
                     for tp in req.partitions
                 }
             ),
@@ -226,15 +226,15 @@ class TransactionCoordinatorShard:
     def _add_partitions(self, req: AddPartitions, reply: object, fx: Effects) -> None:
         md = self._producer(req.transactional_id, req.producer_id, req.producer_epoch)
         if md.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
-            raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS)
+            raise _Refused(ErrorCode.concurrent_transactions)
         if md.state is _S.ONGOING and req.partitions <= md.partitions:
-            raise _Refused(ErrorCode.NONE)  # already in the transaction: nothing to write
+            raise _Refused(ErrorCode.none)  # already in the transaction: nothing to write
         before = md.copy()
         now = self._now()
         start = now if md.state in _COMPLETED else md.start_ms
         md.transition(_S.ONGOING, now, partitions=md.partitions | req.partitions, start_ms=start)
         self._write(md, fx, before)
-        fx.reply(reply, PartitionErrors.all(req.partitions, ErrorCode.NONE))
+        fx.reply(reply, PartitionErrors.all(req.partitions, ErrorCode.none))
 
     # --- EndTxn ---------------------------------------------------------------------------------
 
@@ -247,14 +247,14 @@ class TransactionCoordinatorShard:
         state = md.state
         if state is _S.ONGOING:
             self._prepare_end(md, req.commit, fx)
-            fx.reply(reply, ProducerIdAndEpoch(ErrorCode.NONE, md.producer_id, md.producer_epoch))
+            fx.reply(reply, ProducerIdAndEpoch(ErrorCode.none, md.producer_id, md.producer_epoch))
             return
         done = _S.COMPLETE_COMMIT if req.commit else _S.COMPLETE_ABORT
         preparing = _S.PREPARE_COMMIT if req.commit else _S.PREPARE_ABORT
         if state is done:  # a retry of an EndTxn that completed
-            fx.reply(reply, ProducerIdAndEpoch(ErrorCode.NONE, md.producer_id, md.producer_epoch))
+            fx.reply(reply, ProducerIdAndEpoch(ErrorCode.none, md.producer_id, md.producer_epoch))
         elif state is preparing:  # a retry while the markers are being written
-            raise _Refused(ErrorCode.CONCURRENT_TRANSACTIONS)
+            raise _Refused(ErrorCode.concurrent_transactions)
         else:  # Empty, or the opposite outcome
             log.debug(
                 "transactional id %s is %s: refusing EndTxn(%s)",
@@ -262,7 +262,7 @@ class TransactionCoordinatorShard:
                 state.kafka_name,
                 "commit" if req.commit else "abort",
             )
-            raise _Refused(ErrorCode.INVALID_TXN_STATE)
+            raise _Refused(ErrorCode.invalid_txn_state)
 
     def _prepare_end(
         self, md: TransactionMetadata, commit: bool, fx: Effects, *, before: TransactionMetadata | None = None
@@ -277,7 +277,7 @@ class TransactionCoordinatorShard:
         """prepareFenceProducerEpoch then endTransaction(ABORT, isFromClient=false): the epoch is bumped (fencing
         the producer that holds it) and the transaction aborted under the new epoch."""
         if md.producer_epoch >= MAX_EPOCH:
-            raise _Refused(ErrorCode.UNKNOWN_SERVER_ERROR)  # Kafka: IllegalStateException, cannot overflow
+            raise _Refused(ErrorCode.unknown_server_error)  # Kafka: IllegalStateException, cannot overflow
         before = md.copy()
         md.transition(
             _S.PREPARE_EPOCH_FENCE,
@@ -453,12 +453,12 @@ class TransactionCoordinatorShard:
         """handleDescribeTransactions for one id of this partition: TRANSACTIONAL_ID_NOT_FOUND if unknown."""
         md = self._txns.get(transactional_id)
         if not transactional_id:
-            answer = TxnDescription(ErrorCode.INVALID_REQUEST, transactional_id)
+            answer = TxnDescription(ErrorCode.invalid_request, transactional_id)
         elif md is None:
-            answer = TxnDescription(ErrorCode.TRANSACTIONAL_ID_NOT_FOUND, transactional_id)
+            answer = TxnDescription(ErrorCode.transactional_id_not_found, transactional_id)
         else:
             answer = TxnDescription(
-                ErrorCode.NONE,
+                ErrorCode.none,
                 transactional_id,
                 md.state.kafka_name,
                 md.timeout_ms,

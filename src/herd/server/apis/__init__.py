@@ -5,8 +5,7 @@ Each module in this package opens with its version notes and defines API_KEY, MI
 coroutine for answers that wait. ApiVersions is generated from this table, never written by hand.
 
 The modules name error codes with kio's `ErrorCode`, the wire library's complete list, which is what responses
-carry. The core answers with herd.coordinator's `ErrorCode`, the subset it needs under the same numbers (so the
-core does not depend on kio); the two compare equal, and `_build` turns either into kio's.
+carry; the core answers with the same enum (herd.coordinator re-exports it).
 """
 
 from __future__ import annotations

@@ -31,7 +31,7 @@ from kio.schema.errors import ErrorCode
 from herd.cluster.config_ops import ConfigChangeError
 from herd.cluster.topics import UNKNOWN_TOPIC_OR_PARTITION, ConfigChange, TopicError, check_topic_name
 from herd.config import check_dynamic
-from herd.server.apis import _acl as acl
+from herd.server.apis import _authorize as authz
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import ask_coordinator_node
 from herd.server.apis._topics import settled
@@ -65,7 +65,7 @@ async def answer_each(
         if (resource.resource_type, resource.resource_name) in twice:
             outcomes.append(DUPLICATE)
         elif (
-            denied := config_denied(ctx, resource.resource_type, resource.resource_name, acl.ALTER_CONFIGS)
+            denied := config_denied(ctx, resource.resource_type, resource.resource_name, authz.ALTER_CONFIGS)
         ) is not None:
             outcomes.append(denied)
         else:
@@ -138,11 +138,11 @@ def config_denied(ctx: RequestContext, resource_type: int, name: str, operation:
     if ctx.broker.authorizer is None:
         return None
     if resource_type == TOPIC:
-        ok, error = acl.authorized(ctx, operation, acl.TOPIC, name), ErrorCode.topic_authorization_failed
+        ok, error = authz.authorized(ctx, operation, authz.TOPIC, name), ErrorCode.topic_authorization_failed
     elif resource_type == GROUP:
-        ok, error = acl.authorized(ctx, operation, acl.GROUP, name), ErrorCode.group_authorization_failed
+        ok, error = authz.authorized(ctx, operation, authz.GROUP, name), ErrorCode.group_authorization_failed
     elif resource_type in (BROKER, BROKER_LOGGER, CLIENT_METRICS):
-        ok, error = acl.authorized_cluster(ctx, operation), ErrorCode.cluster_authorization_failed
+        ok, error = authz.authorized_cluster(ctx, operation), ErrorCode.cluster_authorization_failed
     else:
         return None
     return None if ok else (error, None)

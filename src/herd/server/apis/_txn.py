@@ -30,7 +30,7 @@ def call(
 ) -> Any:
     runtime = ctx.broker.transactions
     if runtime is None:
-        return on_error(ErrorCode.NOT_COORDINATOR)
+        return on_error(ErrorCode.not_coordinator)
     try:
         return runtime.call(transactional_id, handler, request)
     except CoordinatorError as e:
@@ -39,6 +39,6 @@ def call(
 
 def fenced_for(version: int, first_fenced_version: int, code: int) -> int:
     """`code`, or INVALID_PRODUCER_EPOCH for PRODUCER_FENCED below the version that knows it."""
-    if code == ErrorCode.PRODUCER_FENCED and version < first_fenced_version:
-        return ErrorCode.INVALID_PRODUCER_EPOCH
+    if code == ErrorCode.producer_fenced and version < first_fenced_version:
+        return ErrorCode.invalid_producer_epoch
     return code

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kio.schema.errors import ErrorCode as Wire
+from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import OFFSETS_TOPIC
-from herd.coordinator import ErrorCode
 from herd.coordinator.transactions import AddPartitions, PartitionErrors, TransactionCoordinatorShard
 from herd.server.apis import _txn
-from herd.server.apis._acl import GROUP, READ, TRANSACTIONAL_ID, WRITE, authorized
+from herd.server.apis._authorize import GROUP, READ, TRANSACTIONAL_ID, WRITE, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import then
 from herd.server.broker import RequestContext
@@ -44,13 +43,13 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     groups = ctx.broker.coordinator
     if ctx.broker.authorizer is not None:  # KafkaApis.handleAddOffsetsToTxnRequest
         if not authorized(ctx, WRITE, TRANSACTIONAL_ID, tid):
-            return respond(Wire.transactional_id_authorization_failed)
+            return respond(ErrorCode.transactional_id_authorization_failed)
         if not authorized(ctx, READ, GROUP, request.group_id):
-            return respond(Wire.group_authorization_failed)
+            return respond(ErrorCode.group_authorization_failed)
     if not tid:
-        return respond(ErrorCode.INVALID_REQUEST)
+        return respond(ErrorCode.invalid_request)
     if groups is None or groups.num_partitions == 0:
-        return respond(ErrorCode.COORDINATOR_NOT_AVAILABLE)
+        return respond(ErrorCode.coordinator_not_available)
     partition = (OFFSETS_TOPIC, groups.partition_for(request.group_id))
     core = AddPartitions(tid, request.producer_id, request.producer_epoch, frozenset({partition}))
     return then(

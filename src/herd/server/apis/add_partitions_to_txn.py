@@ -17,13 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kio.schema.errors import ErrorCode as Wire
+from kio.schema.errors import ErrorCode
 
-from herd.coordinator import ErrorCode
 from herd.coordinator.transactions import AddPartitions, PartitionErrors, TransactionCoordinatorShard
 from herd.coordinator.transactions.records import TopicPartition
 from herd.server.apis import _txn
-from herd.server.apis._acl import CLUSTER_ACTION, TOPIC, TRANSACTIONAL_ID, WRITE, authorized, authorized_cluster
+from herd.server.apis._authorize import CLUSTER_ACTION, TOPIC, TRANSACTIONAL_ID, WRITE, authorized, authorized_cluster
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._groups import gather
 from herd.server.broker import RequestContext
@@ -48,7 +47,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         ]
     else:
         if not authorized_cluster(ctx, CLUSTER_ACTION):  # v4+ is the brokers' (KafkaApis: CLUSTER_ACTION)
-            return b.response(throttle_time=0, error_code=Wire.cluster_authorization_failed, results_by_transaction=())
+            return b.response(
+                throttle_time=0, error_code=ErrorCode.cluster_authorization_failed, results_by_transaction=()
+            )
         transactions = [
             (t.transactional_id, t.producer_id, t.producer_epoch, t.verify_only, t.topics) for t in request.transactions
         ]
@@ -61,7 +62,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             )
         return b.response(
             throttle_time=0,
-            error_code=ErrorCode.NONE,
+            error_code=ErrorCode.none,
             results_by_transaction=tuple(
                 b("AddPartitionsToTxnResult", transactional_id=t[0], topic_results=_topics(b, t[4], a, version))
                 for t, a in zip(transactions, answers)
@@ -79,25 +80,25 @@ def _one(ctx: RequestContext, tid: str, producer_id: int, epoch: int, verify_onl
     """The answer (or a future of it) for one transaction of the request."""
     partitions = frozenset(_partitions(topics))
     if not tid:
-        return PartitionErrors.all(partitions, ErrorCode.INVALID_REQUEST)
+        return PartitionErrors.all(partitions, ErrorCode.invalid_request)
     denied: set[TopicPartition] = set()
     if ctx.api_version < 4 and ctx.broker.authorizer is not None:  # a client's: WRITE on the id and the topics
         if not authorized(ctx, WRITE, TRANSACTIONAL_ID, tid):
-            return PartitionErrors.all(partitions, Wire.transactional_id_authorization_failed)  # type: ignore[arg-type]
+            return PartitionErrors.all(partitions, ErrorCode.transactional_id_authorization_failed)
         refused = {t for t in {tp[0] for tp in partitions} if not authorized(ctx, WRITE, TOPIC, t)}
         denied = {tp for tp in partitions if tp[0] in refused}
     missing = {tp for tp in partitions - denied if not _exists(ctx, tp)}
     if missing or denied:
         return PartitionErrors(
             {
-                tp: Wire.topic_authorization_failed
+                tp: ErrorCode.topic_authorization_failed
                 if tp in denied
-                else ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+                else ErrorCode.unknown_topic_or_partition
                 if tp in missing
-                else ErrorCode.OPERATION_NOT_ATTEMPTED
+                else ErrorCode.operation_not_attempted
                 for tp in partitions
             }
-        )  # type: ignore[misc]
+        )
     core = AddPartitions(tid, producer_id, epoch, partitions, verify_only)
     return _txn.call(
         ctx,

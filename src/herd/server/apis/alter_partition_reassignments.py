@@ -33,7 +33,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.shared import MoveError
-from herd.server.apis._acl import ALTER, authorized_cluster
+from herd.server.apis._authorize import ALTER, authorized_cluster
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 

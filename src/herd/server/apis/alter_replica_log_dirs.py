@@ -34,7 +34,7 @@ from herd.cluster.topics import OFFSETS_TOPIC
 from herd.log.api import KafkaStorageError
 from herd.log.moves import Move, MoveCancelled, future_dir_name
 from herd.log.store import SegmentStore
-from herd.server.apis._acl import ALTER, authorized_cluster
+from herd.server.apis._authorize import ALTER, authorized_cluster
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 

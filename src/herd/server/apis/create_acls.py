@@ -20,7 +20,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import TopicError
 from herd.security.acls import Acl, Operation
-from herd.server.apis._acls_api import refusal
+from herd.server.apis._acl_apis import refusal
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 

@@ -25,7 +25,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import MAX_PARTITIONS_PER_REQUEST, TopicError
-from herd.server.apis._acl import ALTER, TOPIC, authorized
+from herd.server.apis._authorize import ALTER, TOPIC, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._topics import settled
 from herd.server.broker import RequestContext

@@ -29,7 +29,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import MAX_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST, TopicError
-from herd.server.apis._acl import CREATE, DESCRIBE_CONFIGS, TOPIC, authorized, authorized_cluster
+from herd.server.apis._authorize import CREATE, DESCRIBE_CONFIGS, TOPIC, authorized, authorized_cluster
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import settled
 from herd.server.apis.describe_configs import topic_entries

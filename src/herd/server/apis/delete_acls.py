@@ -17,7 +17,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import TopicError
 from herd.security.acls import Acl, AclFilter, Operation
-from herd.server.apis._acls_api import acl_filter, refusal
+from herd.server.apis._acl_apis import acl_filter, refusal
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
 

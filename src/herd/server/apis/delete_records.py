@@ -32,7 +32,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import Topic
 from herd.log.api import LogError, PartitionLog, as_remote
-from herd.server.apis._acl import DELETE, topic_denied
+from herd.server.apis._authorize import DELETE, topic_denied
 from herd.server.apis._build import Builder, LaterAnswers, ctx_builder
 from herd.server.apis._topics import led_partition, resolve_topic
 from herd.server.broker import RequestContext

@@ -20,7 +20,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import TopicError
-from herd.server.apis._acl import DELETE, TOPIC, authorized
+from herd.server.apis._authorize import DELETE, TOPIC, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._topics import settled
 from herd.server.broker import RequestContext

@@ -17,7 +17,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.security.acls import Operation
-from herd.server.apis._acls_api import acl_filter, refusal
+from herd.server.apis._acl_apis import acl_filter, refusal
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.server.apis._acl import NOT_REQUESTED, cluster_operations
+from herd.server.apis._authorize import NOT_REQUESTED, cluster_operations
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
 

@@ -41,7 +41,7 @@ from herd.coordinator.group_configs import HISTORY_CONFIG
 from herd.coordinator.requests import DescribeGroupConfigs
 from herd.coordinator.responses import DescribeGroupConfigsResponse
 from herd.log.api import LONG_MAX
-from herd.server.apis._acl import DESCRIBE_CONFIGS
+from herd.server.apis._authorize import DESCRIBE_CONFIGS
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._configs import BROKER, GROUP, TOPIC, broker_id, config_denied
 from herd.server.apis._groups import ask_coordinator_node, call, client_host, client_id, gather

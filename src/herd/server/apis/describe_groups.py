@@ -20,7 +20,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import DescribeGroups
 from herd.coordinator.responses import DescribedGroup, DescribeGroupsResponse
-from herd.server.apis._acl import DESCRIBE, GROUP, authorized, authorized_operations
+from herd.server.apis._authorize import DESCRIBE, GROUP, authorized, authorized_operations
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import call, client_host, client_id, gather
 from herd.server.broker import RequestContext

@@ -32,7 +32,7 @@ from kio.schema.errors import ErrorCode
 from herd.cluster.shared import SharedCluster
 from herd.cluster.topics import TopicError
 from herd.log.store import SegmentStore, StoredPartition
-from herd.server.apis._acl import DESCRIBE, authorized_cluster
+from herd.server.apis._authorize import DESCRIBE, authorized_cluster
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
 

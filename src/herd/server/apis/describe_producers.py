@@ -29,7 +29,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import UNKNOWN_TOPIC_MESSAGE, TopicError, check_topic_name
 from herd.log.api import NotLeaderError
-from herd.server.apis._acl import READ, TOPIC, authorized
+from herd.server.apis._authorize import READ, TOPIC, authorized
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import led_partition
 from herd.server.broker import RequestContext

@@ -31,7 +31,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import Topic, TopicError, check_topic_name
-from herd.server.apis._acl import DESCRIBE, NOT_REQUESTED, TOPIC, authorized, authorized_operations
+from herd.server.apis._authorize import DESCRIBE, NOT_REQUESTED, TOPIC, authorized, authorized_operations
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
 

@@ -15,12 +15,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kio.schema.errors import ErrorCode as Wire
+from kio.schema.errors import ErrorCode
 
-from herd.coordinator import ErrorCode
 from herd.coordinator.transactions import TransactionCoordinatorShard, TxnDescription
 from herd.server.apis import _txn
-from herd.server.apis._acl import DESCRIBE, TOPIC, TRANSACTIONAL_ID, authorized
+from herd.server.apis._authorize import DESCRIBE, TOPIC, TRANSACTIONAL_ID, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import gather
 from herd.server.broker import RequestContext
@@ -35,9 +34,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
     def one(tid: str) -> Any:
         if not authorized(ctx, DESCRIBE, TRANSACTIONAL_ID, tid):
-            return TxnDescription(Wire.transactional_id_authorization_failed, tid)  # type: ignore[arg-type]
+            return TxnDescription(ErrorCode.transactional_id_authorization_failed, tid)
         if not tid:
-            return TxnDescription(ErrorCode.INVALID_REQUEST, tid)
+            return TxnDescription(ErrorCode.invalid_request, tid)
         return _txn.call(
             ctx,
             tid,

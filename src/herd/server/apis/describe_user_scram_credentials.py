@@ -12,7 +12,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.server.apis._acl import DESCRIBE, authorized_cluster
+from herd.server.apis._authorize import DESCRIBE, authorized_cluster
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 

@@ -34,7 +34,7 @@ from kio.schema.errors import ErrorCode
 from herd.cluster.placement import Election
 from herd.cluster.shared import Elected
 from herd.cluster.topics import TopicError
-from herd.server.apis._acl import ALTER, authorized_cluster
+from herd.server.apis._authorize import ALTER, authorized_cluster
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
 

@@ -19,12 +19,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kio.schema.errors import ErrorCode as Wire
+from kio.schema.errors import ErrorCode
 
-from herd.coordinator import ErrorCode
 from herd.coordinator.transactions import EndTxn, ProducerIdAndEpoch, TransactionCoordinatorShard
 from herd.server.apis import _txn
-from herd.server.apis._acl import TRANSACTIONAL_ID, WRITE, authorized
+from herd.server.apis._authorize import TRANSACTIONAL_ID, WRITE, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import then
 from herd.server.broker import RequestContext
@@ -48,9 +47,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
     tid = request.transactional_id
     if ctx.broker.authorizer is not None and not authorized(ctx, WRITE, TRANSACTIONAL_ID, tid):
-        return respond(ProducerIdAndEpoch(Wire.transactional_id_authorization_failed))  # type: ignore[arg-type]
+        return respond(ProducerIdAndEpoch(ErrorCode.transactional_id_authorization_failed))
     if not tid:
-        return respond(ProducerIdAndEpoch(ErrorCode.INVALID_REQUEST))
+        return respond(ProducerIdAndEpoch(ErrorCode.invalid_request))
     core = EndTxn(tid, request.producer_id, request.producer_epoch, request.committed)
     return then(
         _txn.call(

@@ -38,7 +38,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.log.api import LogError, OffsetOutOfRangeError, PartitionLog, RemotePartitionLog
 from herd.log.batch import INT32_MAX, LOG_OVERHEAD
-from herd.server.apis._acl import READ, topic_denied
+from herd.server.apis._authorize import READ, topic_denied
 from herd.server.apis._build import Builder, ctx_builder, ms
 from herd.server.apis._topics import led_partition, resolve_topic
 from herd.server.broker import RequestContext

@@ -26,8 +26,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import Node
-from herd.server.apis import _acl as acl
-from herd.server.apis._acl import DESCRIBE, authorized
+from herd.server.apis import _authorize as authz
+from herd.server.apis._authorize import DESCRIBE, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 
@@ -42,9 +42,9 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
     if key_type not in (GROUP, TRANSACTION):
         return ErrorCode.invalid_request, f"key type {key_type} is not supported", None
     if ctx.broker.authorizer is not None:
-        if key_type == GROUP and not authorized(ctx, DESCRIBE, acl.GROUP, key):
+        if key_type == GROUP and not authorized(ctx, DESCRIBE, authz.GROUP, key):
             return ErrorCode.group_authorization_failed, "Group authorization failed.", None
-        if key_type == TRANSACTION and not authorized(ctx, DESCRIBE, acl.TRANSACTIONAL_ID, key):
+        if key_type == TRANSACTION and not authorized(ctx, DESCRIBE, authz.TRANSACTIONAL_ID, key):
             return ErrorCode.transactional_id_authorization_failed, "Transactional Id authorization failed.", None
     if key_type == GROUP and not key:
         return ErrorCode.invalid_request, "group id must not be empty", None

@@ -22,7 +22,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import CoordinatorError, GroupCoordinatorShard
 from herd.coordinator.requests import Heartbeat
 from herd.coordinator.responses import HeartbeatResponse
-from herd.server.apis._acl import GROUP, READ, authorized
+from herd.server.apis._authorize import GROUP, READ, authorized
 from herd.server.apis._build import builder
 from herd.server.apis._groups import client_host, client_id, route
 from herd.server.broker import RequestContext

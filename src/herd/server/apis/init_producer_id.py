@@ -28,10 +28,9 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.coordinator import ErrorCode as CoreError
 from herd.coordinator.transactions import InitProducerId, ProducerIdAndEpoch, TransactionCoordinatorShard
 from herd.server.apis import _txn
-from herd.server.apis._acl import (
+from herd.server.apis._authorize import (
     IDEMPOTENT_WRITE,
     TOPIC,
     TRANSACTIONAL_ID,
@@ -96,7 +95,7 @@ def _transactional(ctx: RequestContext, request: Any, producer_id: int, epoch: i
 
     tid = request.transactional_id
     if not tid:
-        return respond(ProducerIdAndEpoch(CoreError.INVALID_REQUEST))
+        return respond(ProducerIdAndEpoch(ErrorCode.invalid_request))
     core = InitProducerId(tid, ms(request.transaction_timeout), producer_id, epoch)
     return then(
         _txn.call(
@@ -104,7 +103,7 @@ def _transactional(ctx: RequestContext, request: Any, producer_id: int, epoch: i
             tid,
             TransactionCoordinatorShard.init_producer_id,
             core,
-            lambda code: ProducerIdAndEpoch(CoreError(code)),
+            lambda code: ProducerIdAndEpoch(ErrorCode(code)),
         ),
         respond,
     )

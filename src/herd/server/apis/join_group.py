@@ -23,10 +23,10 @@ from kio.schema.errors import ErrorCode
 
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.joining import validate_join
-from herd.coordinator.member import Protocol
+from herd.coordinator.member import MemberProtocol
 from herd.coordinator.requests import JoinGroup
 from herd.coordinator.responses import JoinGroupResponse
-from herd.server.apis._acl import GROUP, READ, authorized
+from herd.server.apis._authorize import GROUP, READ, authorized
 from herd.server.apis._build import ctx_builder, ms
 from herd.server.apis._groups import client_host, client_id, route
 from herd.server.broker import RequestContext
@@ -46,7 +46,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         member_id=request.member_id,
         group_instance_id=getattr(request, "group_instance_id", None),
         protocol_type=request.protocol_type,
-        protocols=tuple(Protocol(p.name, p.metadata) for p in request.protocols),
+        protocols=tuple(MemberProtocol(p.name, p.metadata) for p in request.protocols),
         reason=getattr(request, "reason", None),
         api_version=ctx.api_version,
         client_id=client_id(ctx),

@@ -21,7 +21,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import LeaveGroup, MemberIdentity
 from herd.coordinator.responses import LeaveGroupResponse
-from herd.server.apis._acl import GROUP, READ, authorized
+from herd.server.apis._authorize import GROUP, READ, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import client_host, client_id, route
 from herd.server.broker import RequestContext

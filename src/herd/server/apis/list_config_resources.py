@@ -33,7 +33,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import CoordinatorError, GroupCoordinatorShard
 from herd.coordinator.requests import ListConfiguredGroups
 from herd.coordinator.responses import ListConfiguredGroupsResponse
-from herd.server.apis._acl import DESCRIBE_CONFIGS, authorized_cluster
+from herd.server.apis._authorize import DESCRIBE_CONFIGS, authorized_cluster
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._configs import BROKER, BROKER_LOGGER, CLIENT_METRICS, GROUP, TOPIC
 from herd.server.apis._groups import client_host, client_id, gather

@@ -19,7 +19,7 @@ from typing import Any
 from herd.coordinator import CoordinatorError, GroupCoordinatorShard
 from herd.coordinator.requests import ListGroups
 from herd.coordinator.responses import ListGroupsResponse
-from herd.server.apis._acl import DESCRIBE, GROUP, authorized, authorized_cluster
+from herd.server.apis._authorize import DESCRIBE, GROUP, authorized, authorized_cluster
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import client_host, client_id, gather
 from herd.server.broker import RequestContext

@@ -28,7 +28,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.log.api import LogError, PartitionLog, TimestampOffset
-from herd.server.apis._acl import DESCRIBE, topic_denied
+from herd.server.apis._authorize import DESCRIBE, topic_denied
 from herd.server.apis._build import Builder, LaterAnswers, ctx_builder
 from herd.server.apis._topics import led_partition, resolve_topic
 from herd.server.broker import RequestContext

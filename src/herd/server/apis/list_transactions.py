@@ -18,7 +18,7 @@ from typing import Any
 
 from herd.coordinator import CoordinatorError, ErrorCode
 from herd.coordinator.transactions import ListTransactions, TransactionCoordinatorShard, TxnListing, TxnState
-from herd.server.apis._acl import DESCRIBE, TRANSACTIONAL_ID, authorized
+from herd.server.apis._authorize import DESCRIBE, TRANSACTIONAL_ID, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import gather
 from herd.server.broker import RequestContext
@@ -62,9 +62,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 
     runtime = ctx.broker.transactions
     if runtime is None:
-        return respond(ErrorCode.COORDINATOR_NOT_AVAILABLE, [])
+        return respond(ErrorCode.coordinator_not_available, [])
     try:
         outcomes = runtime.call_all(TransactionCoordinatorShard.list_transactions, filters)
     except CoordinatorError as e:
         return respond(e.code, [])
-    return gather(outcomes, lambda listings: respond(ErrorCode.NONE, listings))
+    return gather(outcomes, lambda listings: respond(ErrorCode.none, listings))

@@ -2,7 +2,7 @@
 
 v0: an empty topic list means every topic. v1: null means every topic, and an empty list none; controller id,
 is_internal, rack. v2: cluster id. v4: allow_auto_topic_creation. v5: offline replicas. v7: leader epoch.
-v8: authorized operations (herd.server.apis._acl: every operation without an authorizer). v9: flexible. v10: topic
+v8: authorized operations (herd.server.apis._authorize: every operation without an authorizer). v9: flexible. v10: topic
 ids, and topics may be asked for by id. v11: cluster authorized operations removed. v12: topic names nullable in the
 request. v13: top-level error code (Kafka 4.x's maximum). A topic without a name before v12, by id before v12,
 or with neither name nor id gets INVALID_REQUEST, as Kafka's InvalidRequestException answers.
@@ -27,7 +27,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import TOPIC_ALREADY_EXISTS, Topic, TopicError, check_topic_name
-from herd.server.apis._acl import (
+from herd.server.apis._authorize import (
     CREATE,
     DESCRIBE,
     TOPIC,

@@ -26,7 +26,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import CommitPartition, CommitTopic, OffsetCommit
 from herd.coordinator.responses import CommitPartitionResponse, CommitTopicResponse, OffsetCommitResponse
-from herd.server.apis._acl import GROUP, READ, TOPIC, authorized
+from herd.server.apis._authorize import GROUP, READ, TOPIC, authorized
 from herd.server.apis._build import ctx_builder, ms
 from herd.server.apis._groups import client_host, client_id, route
 from herd.server.broker import RequestContext

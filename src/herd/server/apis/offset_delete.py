@@ -23,7 +23,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import DeleteTopic, OffsetDelete
 from herd.coordinator.responses import OffsetDeleteResponse
-from herd.server.apis._acl import DELETE, GROUP, READ, TOPIC, authorized
+from herd.server.apis._authorize import DELETE, GROUP, READ, TOPIC, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import client_host, client_id, route
 from herd.server.broker import RequestContext

@@ -28,7 +28,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import FetchGroup, FetchTopic, OffsetFetch
 from herd.coordinator.responses import FetchGroupResponse, FetchPartitionResponse, OffsetFetchResponse
-from herd.server.apis._acl import DESCRIBE, GROUP, TOPIC, authorized
+from herd.server.apis._authorize import DESCRIBE, GROUP, TOPIC, authorized
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._groups import call, client_host, client_id, gather
 from herd.server.broker import RequestContext

@@ -27,7 +27,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.log.api import SINGLE_NODE_EPOCHS, LogError, PartitionLog, as_remote, end_offset_for_epoch
-from herd.server.apis._acl import CLUSTER_ACTION, DESCRIBE, authorized_cluster, topic_denied
+from herd.server.apis._authorize import CLUSTER_ACTION, DESCRIBE, authorized_cluster, topic_denied
 from herd.server.apis._build import Builder, LaterAnswers, ctx_builder
 from herd.server.apis._topics import led_partition, resolve_topic
 from herd.server.broker import RequestContext

@@ -46,7 +46,7 @@ from herd.log.api import LogError, PartitionLog
 from herd.log.batch import ATTRIBUTES_OFFSET, LOG_OVERHEAD, TRANSACTIONAL_BIT, parse_header
 from herd.log.records import check_records
 from herd.server.apis import _verify
-from herd.server.apis._acl import TRANSACTIONAL_ID, WRITE, authorized, topic_denied
+from herd.server.apis._authorize import TRANSACTIONAL_ID, WRITE, authorized, topic_denied
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._topics import led_partition, resolve_topic, settled, topic_ref
 from herd.server.broker import RequestContext

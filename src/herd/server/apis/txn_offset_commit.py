@@ -31,7 +31,7 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import CommitTopic, TxnOffsetCommit
 from herd.coordinator.responses import OffsetCommitResponse
-from herd.server.apis._acl import GROUP, READ, TRANSACTIONAL_ID, WRITE, authorized
+from herd.server.apis._authorize import GROUP, READ, TRANSACTIONAL_ID, WRITE, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import client_host, client_id, route
 from herd.server.apis.offset_commit import all_failed, commit_partition, every_partition, resolve

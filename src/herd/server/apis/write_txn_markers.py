@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from herd.runtime.transactions import Marker, MarkerError, write_marker
-from herd.server.apis._acl import CLUSTER_ACTION, authorized_cluster
+from herd.server.apis._authorize import CLUSTER_ACTION, authorized_cluster
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
 

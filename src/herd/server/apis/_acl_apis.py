@@ -9,7 +9,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.security.acls import AclFilter
-from herd.server.apis._acl import authorized_cluster
+from herd.server.apis._authorize import authorized_cluster
 from herd.server.broker import RequestContext
 
 
