@@ -12,7 +12,7 @@ and `append_error_to_commit_error` the one used for offset commits
 
 from __future__ import annotations
 
-from kio.schema.errors import ErrorCode
+from kio.schema.errors import ErrorCode as ErrorCode  # re-exported: the core names codes through this module
 
 
 class CoordinatorError(Exception):
