@@ -1,6 +1,7 @@
 """Shared fixtures: real broker processes (tests/brokers.py) on port 0 with real data directories, PostgreSQL
 and herd clusters (tests/pgcluster.py: postgres_server, pg_url, pg_test_url, new_cluster, open_tmp_path),
-the `backend` an embedded-only test names (tests/backends.py), and the Hypothesis profiles."""
+the `backend` an embedded-only test names (tests/backends.py), the Hypothesis profiles, and the marks of the test
+lanes (tests/lanes.py: `./dev test -m unit` and the other kinds)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from backends import backend  # noqa: F401 (fixture)
 from brokers import BrokerProcess
 from hypothesis import HealthCheck, settings
+from lanes import kinds
 from pgcluster import new_cluster, open_tmp_path, pg_test_url, pg_url, postgres_server  # noqa: F401 (fixtures)
 
 # Property tests: no per-example deadline (the machines are shared and noisy), and in CI a fixed derandomized
@@ -33,7 +35,25 @@ LONGEST_FIRST = (
 )
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest's own hook deselects by -m
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    tests = Path(__file__).parent
+    for item in items:
+        if tests not in item.path.parents:
+            continue  # not a test of this directory
+        callspec = getattr(item, "callspec", None)
+        marks = {mark.name for mark in item.iter_markers()}
+        try:
+            found = kinds(
+                item.path.relative_to(tests).parts[0],
+                getattr(item, "fixturenames", ()),
+                callspec.params if callspec else {},
+                marks,
+            )
+        except ValueError as error:
+            raise pytest.UsageError(str(error)) from None
+        for kind in sorted(found - marks):
+            item.add_marker(kind)
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep order
 

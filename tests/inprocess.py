@@ -15,9 +15,12 @@ from herd.server.server import Server
 
 class InProcessBroker:
     """`props` are broker properties (a free port and no initial rebalance delay unless they say otherwise);
-    `store` replaces the one `log.dirs` would give. `run` runs a coroutine on the broker's loop."""
+    `store` replaces the one `log.dirs` would give; one of them is required (log.dirs' default, ./herd-data, would
+    be written into the checkout). `run` runs a coroutine on the broker's loop."""
 
     def __init__(self, props: dict[str, str], store: TopicStore | None = None, *, timeout: float = 10.0) -> None:
+        if store is None and "log.dirs" not in props:
+            raise ValueError("InProcessBroker: give log.dirs (a tmp_path) or a store, not the default ./herd-data")
         config = BrokerConfig.from_properties(
             {"listeners": "PLAINTEXT://127.0.0.1:0", "group.initial.rebalance.delay.ms": "0", **props}
         )

@@ -307,6 +307,7 @@ def test_three_nodes_serve_one_cluster_to_confluent_kafka_and_ctrl_c_stops_it(la
     assert _wait_gone(open_tmp_path / "cluster") == []
 
 
+@pytest.mark.pg  # herd cluster up starts initdb
 def test_a_data_dir_postgres_cannot_use_is_one_line_and_exit_1(tmp_path):
     """pytest's tmp_path is private to root: started as root, PostgreSQL (run as nobody) cannot reach it."""
     if os.geteuid() != 0:

@@ -29,6 +29,8 @@ from groupmembers import (
     wait_for,
 )
 
+pytestmark = pytest.mark.browser  # every test of this module drives Chromium (tests/lanes.py)
+
 TOPIC, GROUP, PARTITIONS = "console-orders", "console-shop", 4
 LATE_S = 1.5  # how long the late member holds its revocation callback before it rejoins
 

@@ -115,6 +115,7 @@ def own_groups(cluster: HerdCluster, prefix: str) -> list[str]:
     return groups
 
 
+@pytest.mark.browser
 def test_the_console_of_any_node_shows_every_group(cluster):
     mine = own_groups(cluster, "cl-console")  # not only the groups an earlier test left, if any
     owner = {g["group"]: g["coordinator"] for g in get(cluster, 0, "/v1/groups")[1]["groups"]}

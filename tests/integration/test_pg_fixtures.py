@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 
 import psycopg
+import pytest
 from pgcluster import HerdCluster, database_name
 
 from herd.cli.localpg import process_state
@@ -43,6 +44,7 @@ def test_database_names_are_valid_and_distinct():
     assert len(database_name(long_a)) <= 63 and database_name(long_a) != database_name(long_b)
 
 
+@pytest.mark.pg  # in a pytest of its own
 def test_two_modules_get_their_own_databases_and_the_session_leaves_no_server(tmp_path):
     """A pytest session of its own, with two modules: each gets its database on the one server, and when the
     session ends that server is gone with its directory."""

@@ -302,12 +302,13 @@ def closed_by_peer(sock: socket.socket) -> bool:
     return True
 
 
-def test_principal_from_the_client_certificate() -> None:
+def test_principal_from_the_client_certificate(tmp_path: Path) -> None:
     pki = make_pki(Path(__import__("tempfile").mkdtemp(prefix="herd-pki-")))
     rules = "RULE:^CN=([^,]+),OU=clients,.*$/$1@clients/U,DEFAULT"
     broker = InProcessBroker(
         {
             **tls_props(pki, "requested"),
+            "log.dirs": str(tmp_path),
             "ssl.principal.mapping.rules": rules,
             # a second SSL listener with the default rules, and the keystore and CA inline
             "listeners": "PLAINTEXT://127.0.0.1:0,SECURE://127.0.0.1:0,OTHER://127.0.0.1:0",
@@ -462,10 +463,16 @@ def test_client_auth_on_sasl_ssl_listeners_only_with_the_listener_prefix(pki: Pk
     assert server_context(BrokerConfig.from_properties(prefixed), "SECURE").verify_mode == ssl.CERT_OPTIONAL
 
 
-def test_a_certificate_no_rule_maps_is_refused(pki: Pki, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_certificate_no_rule_maps_is_refused(pki: Pki, caplog: pytest.LogCaptureFixture, tmp_path: Path) -> None:
     """Kafka fails the authentication of a certificate no ssl.principal.mapping.rules rule applies to: that connection
     is closed (and logged), others carry on."""
-    broker = InProcessBroker({**tls_props(pki, "requested"), "ssl.principal.mapping.rules": "RULE:^CN=bob,.*$/bob/"})
+    broker = InProcessBroker(
+        {
+            **tls_props(pki, "requested"),
+            "ssl.principal.mapping.rules": "RULE:^CN=bob,.*$/bob/",
+            "log.dirs": str(tmp_path),
+        }
+    )
     try:
         port = broker.server.bound["SECURE"][1]
         with caplog.at_level("WARNING", logger="herd.server.connection"):

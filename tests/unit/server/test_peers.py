@@ -25,8 +25,8 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_a_peer_answers_over_one_kept_connection_and_says_who_forwarded():
-    broker = InProcessBroker({})
+def test_a_peer_answers_over_one_kept_connection_and_says_who_forwarded(tmp_path):
+    broker = InProcessBroker({"log.dirs": str(tmp_path)})
     try:
 
         async def main() -> None:

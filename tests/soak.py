@@ -1,0 +1,203 @@
+"""Soak tests: run the suite, or a part of it, N times from the current tree and report every test that failed at
+least once. `./dev soak-tests N [--load K] [--report FILE] [pytest args]`:
+
+    ./dev soak-tests 10 tests/integration/test_failover.py     # one module, ten times
+    ./dev soak-tests 3 --load 2 -m "not spark"                 # with two busy processes competing for the CPU
+
+Each run is `./dev test` with the given pytest args and a JUnit XML report of its own; `--load K` keeps K processes
+spinning on the CPU for the whole soak (a loaded machine is where timing assumptions break). The table lists each
+test that failed in some run: in how many of the runs that ran it, its mean and longest duration, and the first
+line of each distinct failure with how often it occurred; then how each run ended (its exit status and time, or
+that it left no report because pytest itself failed). The exit status is 1 when anything failed, 0 otherwise.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ElementTree
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One test in one run: its id, whether it failed (a failure or an error, at any phase), the first line of why,
+    and its duration."""
+
+    test: str
+    failed: bool
+    first_line: str
+    seconds: float
+
+
+@dataclass
+class Row:
+    """One test over every run that ran it."""
+
+    test: str
+    runs: int = 0
+    failures: int = 0
+    seconds: list[float] = field(default_factory=list)
+    reasons: Counter[str] = field(default_factory=Counter)
+
+
+def node_id(classname: str, name: str) -> str:
+    """A node id as pytest prints it, from JUnit's classname (`tests.unit.test_x` or `tests.unit.test_x.TestY`)
+    and name; a classname that is not a module path is kept as it is."""
+    if not classname:
+        return name
+    parts = classname.split(".")
+    # the module is the last part that starts with test_ (a class may follow it)
+    modules = [i for i, part in enumerate(parts) if part.startswith("test_") or part == "conftest"]
+    if not modules:
+        return f"{classname}::{name}"
+    cut = modules[-1] + 1
+    return "::".join(["/".join(parts[:cut]) + ".py", *parts[cut:], name])
+
+
+def first_line(text: str | None) -> str:
+    for line in (text or "").splitlines():
+        if line.strip():
+            return line.strip()
+    return "(no message)"
+
+
+def read_junit(xml: str) -> list[Outcome]:
+    """The outcomes of one run's JUnit XML report (skipped tests are left out)."""
+    outcomes = []
+    for case in ElementTree.fromstring(xml).iter("testcase"):
+        problems = [child for child in case if child.tag in ("failure", "error")]
+        if case.find("skipped") is not None and not problems:
+            continue
+        reason = ""
+        if problems:
+            problem = problems[0]
+            reason = first_line(problem.get("message") or problem.text)
+        outcomes.append(
+            Outcome(
+                test=node_id(case.get("classname", ""), case.get("name", "")),
+                failed=bool(problems),
+                first_line=reason,
+                seconds=float(case.get("time") or 0.0),
+            )
+        )
+    return outcomes
+
+
+def rows(runs: Iterable[Iterable[Outcome]]) -> list[Row]:
+    """The tests that failed in at least one run, the most often failing first (then by id)."""
+    table: dict[str, Row] = {}
+    for run in runs:
+        seen: dict[str, Outcome] = {}
+        for outcome in run:  # a test reported twice in one run (failed, then errored at teardown) counts once
+            earlier = seen.get(outcome.test)
+            if earlier is None or (outcome.failed and not earlier.failed):
+                seen[outcome.test] = outcome
+        for outcome in seen.values():
+            row = table.setdefault(outcome.test, Row(outcome.test))
+            row.runs += 1
+            row.seconds.append(outcome.seconds)
+            if outcome.failed:
+                row.failures += 1
+                row.reasons[outcome.first_line] += 1
+    failing = [row for row in table.values() if row.failures]
+    return sorted(failing, key=lambda row: (-row.failures, row.test))
+
+
+def render(table: Sequence[Row], runs: int, notes: Sequence[str] = ()) -> str:
+    """The report: a Markdown table with a row for each test that failed, the first line of each distinct failure
+    and its count in the last column; then `notes`, a line each (how each run went)."""
+    lines = [f"## Soak: {runs} run(s); {len(table)} test(s) failed at least once"]
+    if table:
+        lines += [
+            "",
+            "| test | failed | mean s | max s | first line of each distinct failure (times) |",
+            "|---|---|---|---|---|",
+        ]
+        for row in table:
+            mean = sum(row.seconds) / len(row.seconds)
+            reasons = "<br>".join(
+                f"{reason.replace('|', '&#124;')} ({count})" for reason, count in row.reasons.most_common()
+            )
+            lines.append(
+                f"| `{row.test}` | {row.failures}/{row.runs} | {mean:.2f} | {max(row.seconds):.2f} | {reasons} |"
+            )
+    if notes:
+        lines += ["", *(f"- {note}" for note in notes)]
+    return "\n".join(lines) + "\n"
+
+
+def _hogs(count: int) -> list[subprocess.Popen[bytes]]:
+    """`count` processes that keep a CPU busy until killed."""
+    return [
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL) for _ in range(count)
+    ]
+
+
+USAGE = "usage: ./dev soak-tests N [--load K] [--report FILE] [pytest args]"
+
+
+def parse(argv: list[str]) -> tuple[int, int, Path | None, list[str]]:
+    """N, K, the report's file and the pytest args: soak's own options come right after N, everything from the
+    first other argument on is pytest's."""
+    if not argv or not argv[0].isdigit() or int(argv[0]) < 1:
+        raise SystemExit(USAGE)
+    runs, load, report, rest = int(argv[0]), 0, None, argv[1:]
+    while rest[:1] in (["--load"], ["--report"]):
+        if len(rest) < 2:
+            raise SystemExit(USAGE)
+        if rest[0] == "--load":
+            if not rest[1].isdigit():
+                raise SystemExit(USAGE)
+            load = int(rest[1])
+        else:
+            report = Path(rest[1])
+        rest = rest[2:]
+    return runs, load, report, rest
+
+
+def main(argv: list[str]) -> int:
+    runs, load, report_file, pytest_args = parse(argv)
+    outcomes: list[list[Outcome]] = []
+    notes: list[str] = []
+    crashed = False
+    hogs = _hogs(load)
+    try:
+        with tempfile.TemporaryDirectory(prefix="herd-soak-") as scratch:
+            for run in range(1, runs + 1):
+                xml = Path(scratch) / f"run-{run}.xml"
+                started = time.monotonic()
+                print(f"soak: run {run}/{runs}: ./dev test {' '.join(pytest_args)}", file=sys.stderr, flush=True)
+                code = subprocess.run(
+                    [str(ROOT / "dev"), "test", f"--junitxml={xml}", *pytest_args], cwd=ROOT
+                ).returncode
+                took = time.monotonic() - started
+                print(f"soak: run {run} exited {code} after {took:.0f} s", file=sys.stderr, flush=True)
+                if xml.exists():
+                    outcomes.append(read_junit(xml.read_text()))
+                    notes.append(f"run {run}: exit {code}, {took:.0f} s")
+                else:
+                    crashed = True
+                    notes.append(f"run {run}: exit {code}, {took:.0f} s, no report (pytest itself failed)")
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+
+    table = rows(outcomes)
+    report = render(table, runs, notes)
+    print(report)
+    if report_file is not None:
+        report_file.write_text(report)
+    return 1 if table or crashed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
