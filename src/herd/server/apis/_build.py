@@ -32,7 +32,11 @@ class Builder(MessageBuilder):
         return make(self.response_cls, values)
 
     def has(self, name: str) -> bool:
-        return hasattr(self.module, name)
+        """Whether the response's version has class `name` (UnknownName if no version has)."""
+        if hasattr(self.module, name):
+            return True
+        self.check_class(name)
+        return False
 
 
 @cache
