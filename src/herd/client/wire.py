@@ -2,7 +2,8 @@
 
 Every version of a Kafka message is its own kio module. `RequestBuilder(api_key, version)` lets the caller
 describe a request once, with the field names of the newest version, and builds the classes of the
-negotiated version from it: fields the version lacks are dropped and plain Python values are turned into
+negotiated version from it: fields the version lacks are dropped (a name no version has raises `UnknownName`)
+and plain Python values are turned into
 the types kio's writer expects (milliseconds into `timedelta`, ints into `ErrorCode`) with
 herd.protocol.values, which the server's response builder uses in the other direction. `encode_request` writes the
 header and body with the size

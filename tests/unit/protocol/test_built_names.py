@@ -110,6 +110,7 @@ class Found:
 
 _FACTORIES = {"ctx_builder": "response", "builder": "response", "request_builder": "request"}
 _ANNOTATIONS = {"Builder": "response", "RequestBuilder": "request"}
+_CLASSES = {"request_class": "request", "response_class": "response"}
 
 
 class _Walker:
@@ -183,12 +184,19 @@ class _Walker:
             if target is not None:
                 self.check_top(node, target, fields)
         elif isinstance(func, ast.Name) and func.id == "make" and len(node.args) == 2:
-            cls = getattr(self.module, node.args[0].id, None) if isinstance(node.args[0], ast.Name) else None
             values = node.args[1]
-            if isinstance(cls, type) and isinstance(values, ast.Dict):
-                names = [k.value for k in values.keys if _is_str(k)]  # type: ignore[union-attr]
+            if not isinstance(values, ast.Dict):
+                return
+            names = [k.value for k in values.keys if _is_str(k)]  # type: ignore[union-attr]
+            cls = getattr(self.module, node.args[0].id, None) if isinstance(node.args[0], ast.Name) else None
+            of = node.args[0]  # make(request_class(KEY, version), {...})
+            if isinstance(cls, type):
                 schema = schema_names(sys.modules[cls.__module__])
                 self.check(node, Target((schema,), frozenset()), cls.__name__, names)
+            elif isinstance(of, ast.Call) and isinstance(of.func, ast.Name) and of.func.id in _CLASSES and of.args:
+                key = self._key(of.args[0])
+                if key is not None:
+                    self.check_top(node, _target(_CLASSES[of.func.id], key), names)
 
     def check(self, node: ast.AST, target: Target, class_name: str, names: list[str]) -> None:
         having = [schema[class_name] for schema in target.schemas if class_name in schema]
