@@ -61,6 +61,9 @@ class UnknownName(TypeError):
 
 
 _VERSIONED = re.compile(r"(kio\.schema\.\w+)\.v\d+\.(\w+)")  # kio.schema.<api>.v<N>.<request|response|header>
+_VERSION = re.compile(r"v\d+")
+# A class and the fields of kio's generated source: `class Name:` at the margin, `    name: type` one level in.
+_CLASS_OR_FIELD = re.compile(r"^class (\w+)\b|^    ([a-z]\w*): ", re.MULTILINE)
 
 
 def _classes(module: ModuleType) -> dict[str, frozenset[str]]:
@@ -72,28 +75,56 @@ def _classes(module: ModuleType) -> dict[str, frozenset[str]]:
     }
 
 
+def _versions(package: str) -> list[str]:
+    modules = pkgutil.iter_modules(importlib.import_module(package).__path__)
+    return [info.name for info in modules if _VERSION.fullmatch(info.name)]
+
+
 @cache
-def _every_version(package: str, leaf: str) -> dict[str, frozenset[str]]:
+def _imported_versions(package: str, leaf: str) -> dict[str, frozenset[str]]:
+    """The exact union, from kio's classes: every version's module imported (tens of milliseconds per message)."""
     names: dict[str, frozenset[str]] = {}
-    for info in pkgutil.iter_modules(importlib.import_module(package).__path__):
-        if re.fullmatch(r"v\d+", info.name):
-            try:
-                module = importlib.import_module(f"{package}.{info.name}.{leaf}")
-            except ModuleNotFoundError:
-                continue
-            for name, own in _classes(module).items():
-                names[name] = names.get(name, frozenset()) | own
+    for version in _versions(package):
+        try:
+            module = importlib.import_module(f"{package}.{version}.{leaf}")
+        except ModuleNotFoundError:
+            continue
+        for name, own in _classes(module).items():
+            names[name] = names.get(name, frozenset()) | own
     return names
 
 
-def schema_names(module: ModuleType) -> dict[str, frozenset[str]]:
+@cache
+def _every_version(package: str, leaf: str) -> dict[str, frozenset[str]]:
+    """The union read from the generated sources' text (a few milliseconds per message, where importing them
+    would hold up the first request of each API), or imported when a source is missing. A name the reading
+    misses is confirmed by the import before it is refused, so the reading can only be too lenient; the unit
+    tests check it equals the import for every API herd serves or speaks."""
+    names: dict[str, set[str]] = {}
+    root = importlib.import_module(package).__path__[0]
+    for version in _versions(package):
+        try:
+            with open(f"{root}/{version}/{leaf}.py", encoding="utf-8") as source:
+                text = source.read()
+        except FileNotFoundError:
+            return _imported_versions(package, leaf)
+        fields_of: set[str] = set()
+        for found in _CLASS_OR_FIELD.finditer(text):
+            if found[1]:
+                fields_of = names.setdefault(found[1], set())
+            else:
+                fields_of.add(found[2])
+    return {name: frozenset(own) for name, own in names.items()}
+
+
+def schema_names(module: ModuleType, *, exact: bool = False) -> dict[str, frozenset[str]]:
     """Class name -> its field names in any version, over every version of the message whose one version is
     `module` (kio makes each version its own module); a module outside kio's versioned schemas stands alone.
-    Gathered once per message; callers must not change it."""
+    Gathered once per message (`exact`: from the imported classes, not the sources); callers must not change it."""
     versioned = _VERSIONED.fullmatch(module.__name__)
     if versioned is None:
         return _classes(module)
-    return _every_version(versioned[1], versioned[2])
+    return (_imported_versions if exact else _every_version)(versioned[1], versioned[2])
 
 
 def _message(module: ModuleType) -> str:
@@ -114,6 +145,14 @@ def _converters(cls: type) -> dict[str, Callable[[Any], Any] | None]:
     return {**dict.fromkeys(others, _dropped), **own}
 
 
+def _unknown_field(cls: type, name: str) -> Callable[[Any], Any]:
+    """`_dropped` for a field of another version that the sources' reading missed; raises UnknownName otherwise."""
+    module = sys.modules[cls.__module__]
+    if name in schema_names(module, exact=True).get(cls.__name__, ()):
+        return _dropped
+    raise UnknownName(f"{cls.__name__} has no field {name!r} in any version of {_message(module)}")
+
+
 def make(cls: type, values: Mapping[str, Any]) -> Any:
     """An instance of kio class `cls` from `values`; names of fields other versions of the class have are
     dropped, names no version has raise UnknownName. Called for every response (and every member of a JoinGroup
@@ -124,8 +163,7 @@ def make(cls: type, values: Mapping[str, Any]) -> Any:
         try:
             convert = converters[name]
         except KeyError:
-            module = sys.modules[cls.__module__]
-            raise UnknownName(f"{cls.__name__} has no field {name!r} in any version of {_message(module)}") from None
+            convert = converters[name] = _unknown_field(cls, name)
         if convert is None:
             kwargs[name] = value
         elif convert is not _dropped:
@@ -155,7 +193,7 @@ class MessageBuilder:
 
     def check_class(self, class_name: str) -> None:
         """Raises UnknownName unless some version of the message has a class of that name."""
-        if class_name not in schema_names(self.module):
+        if class_name not in schema_names(self.module) and class_name not in schema_names(self.module, exact=True):
             raise UnknownName(f"no version of {_message(self.module)} has a class {class_name!r}")
 
 

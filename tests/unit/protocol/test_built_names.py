@@ -26,7 +26,7 @@ import pytest
 import herd
 from herd.client.wire import CLIENT_VERSIONS, request_builder
 from herd.protocol.messages import request_class, response_class
-from herd.protocol.values import UnknownName, schema_names
+from herd.protocol.values import UnknownName, _converters, make, schema_names
 from herd.server.apis import MODULES, table
 from herd.server.apis._build import builder
 
@@ -69,6 +69,26 @@ def test_schema_names_are_the_union_over_versions() -> None:
     names = schema_names(sys.modules[response_class(0, 3).__module__])
     assert {"log_start_offset", "error_message", "record_errors"} <= names["PartitionProduceResponse"]
     assert names is schema_names(sys.modules[response_class(0, 13).__module__])  # gathered once per message
+
+
+def test_a_field_the_sources_reading_missed_is_confirmed_by_kios_classes() -> None:
+    cls = type(builder(0, 3)("PartitionProduceResponse", index=0, error_code=0, base_offset=7))
+    converters = _converters(cls)
+    del converters["log_start_offset"]  # as if the reading had missed v5's field
+    partition = make(cls, {"index": 0, "error_code": 0, "base_offset": 7, "log_start_offset": 0})
+    assert partition.base_offset == 7 and "log_start_offset" in converters
+
+
+def test_the_sources_reading_equals_kios_classes() -> None:
+    """The union is read from kio's generated sources (importing every version would hold up the first request
+    of each API); it must be what importing them gives, for every message herd serves or speaks, and the
+    request header."""
+    messages = [request_class(k, v) for k, (_, v) in CLIENT_VERSIONS.items()]
+    messages += [c(spec.key, spec.max_version) for spec in table().values() for c in (request_class, response_class)]
+    modules = {sys.modules[cls.__module__] for cls in messages}
+    modules |= {sys.modules[cls.__header_schema__.__module__] for cls in messages}
+    for module in modules:
+        assert schema_names(module) == schema_names(module, exact=True), module.__name__
 
 
 # -- the static check ---------------------------------------------------------------------------------------
