@@ -117,6 +117,7 @@ def _every_version(package: str, leaf: str) -> dict[str, frozenset[str]]:
     return {name: frozenset(own) for name, own in names.items()}
 
 
+@cache
 def schema_names(module: ModuleType, *, exact: bool = False) -> dict[str, frozenset[str]]:
     """Class name -> its field names in any version, over every version of the message whose one version is
     `module` (kio makes each version its own module); a module outside kio's versioned schemas stands alone.
