@@ -185,9 +185,8 @@ def test_commit_and_fetch_offsets_at_every_version(broker, topic_id, v):
 
 def _fetch(c: RawClient, v: int, group: str, topic_id: Any, partitions: tuple[int, ...]) -> dict[int, tuple]:
     suffix = "s" if v >= 8 else ""
-    topic = part(
-        FETCH, v, "OffsetFetchRequestTopic" + suffix, name="data", topic_id=topic_id, partition_indexes=partitions
-    )
+    ids = {"topic_id": topic_id} if v >= 8 else {}  # v1-v7's OffsetFetchRequestTopic has no id field
+    topic = part(FETCH, v, "OffsetFetchRequestTopic" + suffix, name="data", **ids, partition_indexes=partitions)
     group_entry = part(FETCH, v, "OffsetFetchRequestGroup", group_id=group, topics=(topic,)) if v >= 8 else None
     r = c.request(FETCH, v, req(FETCH, v, group_id=group, topics=(topic,), groups=(group_entry,), require_stable=False))
     topics = r.groups[0].topics if v >= 8 else r.topics

@@ -174,7 +174,6 @@ async def commit_offsets(
                         committed_offset=offsets[TopicPartition(t, p)],
                         committed_leader_epoch=-1,
                         committed_metadata="",
-                        commit_timestamp=-1,
                     )
                     for p in ps
                 ),

@@ -2,7 +2,8 @@
 
 Every version of a Kafka message is its own kio module. `RequestBuilder(api_key, version)` lets the caller
 describe a request once, with the field names of the newest version, and builds the classes of the
-negotiated version from it: fields the version lacks are dropped and plain Python values are turned into
+negotiated version from it: fields the version lacks are dropped (a name no version has raises `UnknownName`)
+and plain Python values are turned into
 the types kio's writer expects (milliseconds into `timedelta`, ints into `ErrorCode`) with
 herd.protocol.values, which the server's response builder uses in the other direction. `encode_request` writes the
 header and body with the size
@@ -23,7 +24,7 @@ from kio.index import load_request_schema
 from kio.schema.index import api_key_map, schema_name_map
 
 from herd.protocol.messages import decode_response, encode_request
-from herd.protocol.values import MessageBuilder, field_types, make
+from herd.protocol.values import MessageBuilder, UnknownName, field_types, make, schema_names
 
 __all__ = [
     "API_NAMES",
@@ -117,7 +118,12 @@ class RequestBuilder(MessageBuilder):
         return make(self.request_cls, values)
 
     def has_field(self, name: str) -> bool:
-        return name in field_types(self.request_cls)
+        """Whether the request's version has field `name` (UnknownName if no version has)."""
+        if name in field_types(self.request_cls):
+            return True
+        if name not in schema_names(self.module)[self.request_cls.__name__]:
+            raise UnknownName(f"no version of {self.request_cls.__name__} has a field {name!r}")
+        return False
 
 
 @cache

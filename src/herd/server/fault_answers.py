@@ -349,7 +349,7 @@ def _fetched_topics(b: Builder, v: int, topics: Any, code: E) -> tuple[Any, ...]
         b(
             "OffsetFetchResponseTopic" + suffix,
             name=getattr(t, "name", None),
-            topic_id=getattr(t, "topic_id", None),
+            **({"topic_id": getattr(t, "topic_id", None)} if v >= 8 else {}),  # v0-v7's class has no id field
             partitions=tuple(
                 b(
                     "OffsetFetchResponsePartition" + suffix,

@@ -41,7 +41,7 @@ def _header(api_key: int, version: int, client_id: str = "c") -> RequestHeader:
 def _request(broker: Broker, key: int, v: int, group: str = "g", topic: str = "t") -> Any:
     b = request_builder(key, v)
     topic_id = broker.cluster.get(topic).topic_id
-    named = {"name": topic, "topic": topic, "topic_id": topic_id}
+    named = {"name": topic, "topic_id": topic_id}  # Fetch names the topic `topic`
     if key == 0:
         return b.request(
             transactional_id=None,
@@ -65,7 +65,8 @@ def _request(broker: Broker, key: int, v: int, group: str = "g", topic: str = "t
             topics=(
                 b(
                     "FetchTopic",
-                    **named,
+                    topic=topic,
+                    topic_id=topic_id,
                     partitions=(
                         b(
                             "FetchPartition",

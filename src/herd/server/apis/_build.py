@@ -2,7 +2,8 @@
 
 Each version of a Kafka message is its own kio module with its own classes, and older versions lack fields that
 newer ones have. Handlers describe an answer once, with the fields of the newest version, and `Builder` makes
-the classes of the requested version from it: fields that version does not have are dropped, and plain Python
+the classes of the requested version from it: fields that version does not have are dropped (a name no version
+has raises `UnknownName`: tests/unit/protocol/test_built_names.py finds them in the source), and plain Python
 values are turned into the types kio's writer expects (error codes into `ErrorCode`, millisecond durations into
 `timedelta`, millisecond timestamps into aware `datetime`). `Builder` is herd.protocol.values' `MessageBuilder`
 (which the client's request builder is too) plus the response itself.
@@ -32,7 +33,11 @@ class Builder(MessageBuilder):
         return make(self.response_cls, values)
 
     def has(self, name: str) -> bool:
-        return hasattr(self.module, name)
+        """Whether the response's version has class `name` (UnknownName if no version has)."""
+        if hasattr(self.module, name):
+            return True
+        self.check_class(name)
+        return False
 
 
 @cache

@@ -25,6 +25,7 @@ from herd.coordinator.responses import HeartbeatResponse
 from herd.server.apis._authorize import GROUP, READ, authorized
 from herd.server.apis._build import builder
 from herd.server.apis._groups import client_host, client_id, route
+from herd.server.apis._requests import HeartbeatRequest
 from herd.server.broker import RequestContext
 
 API_KEY = 12
@@ -32,7 +33,7 @@ MIN_VERSION = 0
 MAX_VERSION = 4
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+def handle(ctx: RequestContext, request: HeartbeatRequest) -> Any:
     group_id = request.group_id
     if ctx.broker.authorizer is not None and not authorized(ctx, READ, GROUP, group_id):
         return _answer(ctx, ErrorCode.group_authorization_failed)

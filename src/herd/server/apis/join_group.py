@@ -29,6 +29,7 @@ from herd.coordinator.responses import JoinGroupResponse
 from herd.server.apis._authorize import GROUP, READ, authorized
 from herd.server.apis._build import ctx_builder, ms
 from herd.server.apis._groups import client_host, client_id, route
+from herd.server.apis._requests import JoinGroupRequest
 from herd.server.broker import RequestContext
 
 API_KEY = 11
@@ -36,7 +37,7 @@ MIN_VERSION = 0
 MAX_VERSION = 9
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+def handle(ctx: RequestContext, request: JoinGroupRequest) -> Any:
     if ctx.broker.authorizer is not None and not authorized(ctx, READ, GROUP, request.group_id):
         return _response(ctx, JoinGroupResponse(error_code=ErrorCode.group_authorization_failed, member_id=""))
     req = JoinGroup(

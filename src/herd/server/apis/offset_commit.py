@@ -29,6 +29,7 @@ from herd.coordinator.responses import CommitPartitionResponse, CommitTopicRespo
 from herd.server.apis._authorize import GROUP, READ, TOPIC, authorized
 from herd.server.apis._build import ctx_builder, ms
 from herd.server.apis._groups import client_host, client_id, route
+from herd.server.apis._requests import OffsetCommitRequest
 from herd.server.broker import RequestContext
 
 API_KEY = 8
@@ -38,7 +39,7 @@ MAX_VERSION = 10
 Errors = dict[tuple[int, int], int]  # (topic entry index, partition index) -> error code
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+def handle(ctx: RequestContext, request: OffsetCommitRequest) -> Any:
     if ctx.broker.authorizer is not None and not authorized(ctx, READ, GROUP, request.group_id):
         return _response(
             ctx,

@@ -127,10 +127,11 @@ def _kio_topic(
     b: Builder, version: int, name: str | None, topic_id: Any, partitions: tuple[FetchPartitionResponse, ...]
 ) -> Any:
     suffix = "s" if version >= 8 else ""
+    topic_ids = {"topic_id": topic_id} if version >= 8 else {}  # v0-v7's OffsetFetchResponseTopic has no id field
     return b(
         "OffsetFetchResponseTopic" + suffix,
         name=name,
-        topic_id=topic_id,
+        **topic_ids,
         partitions=tuple(
             b(
                 "OffsetFetchResponsePartition" + suffix,

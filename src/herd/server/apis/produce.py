@@ -48,6 +48,7 @@ from herd.log.records import check_records
 from herd.server.apis import _verify
 from herd.server.apis._authorize import TRANSACTIONAL_ID, WRITE, authorized, topic_denied
 from herd.server.apis._build import Builder, ctx_builder
+from herd.server.apis._requests import ProduceRequest
 from herd.server.apis._topics import led_partition, resolve_topic, settled, topic_ref
 from herd.server.broker import RequestContext
 
@@ -59,7 +60,7 @@ MIN_VERSION = 3
 MAX_VERSION = 13
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+def handle(ctx: RequestContext, request: ProduceRequest) -> Any:
     b = ctx_builder(ctx)
     acks = request.acks
     if acks not in (-1, 0, 1):
@@ -86,7 +87,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     return _produce(b, ctx, request, error, {})
 
 
-def _produce(b: Builder, ctx: RequestContext, request: Any, error: ErrorCode, refused: _Refused) -> Any:
+def _produce(b: Builder, ctx: RequestContext, request: ProduceRequest, error: ErrorCode, refused: _Refused) -> Any:
     commits: list[_Commit] = []
     checked = error is ErrorCode.none and ctx.broker.authorizer is not None
     topics = tuple(
@@ -111,7 +112,7 @@ _Refused = dict[tuple[str, int], tuple[ErrorCode, str | None]]  # partitions ans
 _Unverified = dict[tuple[str, int], tuple[PartitionLog, int, int, int]]  # log, producer id, epoch, guard token
 
 
-def _to_verify(ctx: RequestContext, request: Any) -> _Unverified:
+def _to_verify(ctx: RequestContext, request: ProduceRequest) -> _Unverified:
     """The partitions of a transactional request whose first batch would begin its producer's transaction there:
     each with its log, producer and the log's verification guard (herd.log.transactions.start_verification)."""
     out: _Unverified = {}
@@ -137,14 +138,16 @@ def _to_verify(ctx: RequestContext, request: Any) -> _Unverified:
     return out
 
 
-async def _produce_verified(b: Builder, ctx: RequestContext, request: Any, unverified: _Unverified) -> Any:
+async def _produce_verified(b: Builder, ctx: RequestContext, request: ProduceRequest, unverified: _Unverified) -> Any:
     """Produce once the transaction coordinator verified the partitions of `unverified` (KIP-890 part 1)."""
     by_producer: dict[tuple[int, int], frozenset[tuple[str, int]]] = {}
     for tp, (_, pid, epoch, _) in unverified.items():
         by_producer[(pid, epoch)] = by_producer.get((pid, epoch), frozenset()) | {tp}
     refused: _Refused = {}
+    transactional_id = request.transactional_id
+    assert transactional_id is not None  # handle verifies only a request that names one
     for (pid, epoch), partitions in by_producer.items():
-        refused.update(await _verify.verify(ctx, request.transactional_id, pid, epoch, partitions))
+        refused.update(await _verify.verify(ctx, transactional_id, pid, epoch, partitions))
     for tp, (log, pid, _, token) in unverified.items():
         if not log.transactions.verified(pid, token) and tp not in refused:  # type: ignore[attr-defined]
             refused[tp] = (ErrorCode.invalid_txn_state, _verify.NOT_IN_TRANSACTION)
@@ -152,7 +155,7 @@ async def _produce_verified(b: Builder, ctx: RequestContext, request: Any, unver
     return await settled(answer)
 
 
-def _has_transactional_records(request: Any) -> bool:
+def _has_transactional_records(request: ProduceRequest) -> bool:
     """Whether any partition's records hold a transactional batch (Kafka's RequestUtils.hasTransactionalRecords):
     the attributes' low byte of each batch is looked at, nothing parsed; records whose framing is broken are left
     to the log, which answers them per partition."""

@@ -24,6 +24,7 @@ from herd.coordinator.responses import SyncGroupResponse
 from herd.server.apis._authorize import GROUP, READ, authorized
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import client_host, client_id, route
+from herd.server.apis._requests import SyncGroupRequest
 from herd.server.broker import RequestContext
 
 API_KEY = 14
@@ -31,7 +32,7 @@ MIN_VERSION = 0
 MAX_VERSION = 5
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+def handle(ctx: RequestContext, request: SyncGroupRequest) -> Any:
     req = SyncGroup(
         group_id=request.group_id,
         generation_id=request.generation_id,
