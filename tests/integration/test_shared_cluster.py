@@ -29,6 +29,7 @@ import pytest
 from herd.cluster.shared import ClusterError, SharedCluster
 from herd.cluster.topics import (
     INVALID_PARTITIONS,
+    KAFKA_STORAGE_ERROR,
     OFFSETS_TOPIC,
     POLICY_VIOLATION,
     TOPIC_ALREADY_EXISTS,
@@ -37,6 +38,7 @@ from herd.cluster.topics import (
 )
 from herd.log.api import LogConfig
 from herd.log.postgres.db import open_pool
+from herd.log.postgres.errors import MetadataWriteError
 from herd.log.postgres.schema import migrate
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -536,6 +538,28 @@ def test_admin_errors_are_the_embedded_clusters(db: str) -> None:
         assert code == POLICY_VIOLATION and "max.broker.partitions=10" in message
         await b.cluster.create_topic("dry", 3, validate_only=True)
         assert a.cluster.get("dry") is None and b.cluster.get("dry") is None
+
+    run(db, test)
+
+
+def test_a_failed_metadata_write_says_what_failed(db: str) -> None:
+    """The database failing under an ACL or SCRAM change is a MetadataWriteError (herd.security makes it an
+    AclStoreError or a CredentialStoreError); under a topic change it stays TopicError(KAFKA_STORAGE_ERROR)."""
+
+    async def test(nodes: Nodes) -> None:
+        a = await nodes.start(1)
+        await a.cluster._pool.close()  # every connection asked for now fails (PoolClosed, a psycopg error)
+
+        async def nothing(conn: Any) -> None:
+            pass
+
+        with pytest.raises(MetadataWriteError, match="Could not store the ACLs"):
+            await a.cluster.change_acls(nothing)
+        with pytest.raises(MetadataWriteError, match="Could not store the SCRAM credentials"):
+            await a.cluster.alter_scram_credentials(lambda rows: (None, {}))
+        with pytest.raises(TopicError) as e:
+            await a.cluster.create_topic("t", 1)
+        assert e.value.error_code == KAFKA_STORAGE_ERROR and str(e.value).startswith("Could not create topic t")
 
     run(db, test)
 

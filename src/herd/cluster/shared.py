@@ -67,7 +67,7 @@ from herd.cluster.topics import (
 from herd.cluster.topics import Node as BaseNode
 from herd.log.api import LogConfig, PartitionLog
 from herd.log.postgres.db import describe, redact
-from herd.log.postgres.errors import DatabaseError
+from herd.log.postgres.errors import DatabaseError, MetadataWriteError
 from herd.log.postgres.schema import METADATA_CHANNEL
 
 log = logging.getLogger(__name__)
@@ -546,14 +546,14 @@ class SharedCluster(TopicIndex):
     async def change_acls(self, change: Callable[[psycopg.AsyncConnection], Awaitable[T]]) -> T:
         """Run `change` (herd.security.acl_store's SQL on herd_acls) in one transaction under the metadata lock,
         tell every node (NOTIFY) and read the view again, so that this node's ACLs follow before this returns.
-        Raises TopicError(KAFKA_STORAGE_ERROR)."""
+        Raises MetadataWriteError when the database failed (nothing changed)."""
 
         async def changed(conn: psycopg.AsyncConnection) -> T:
             outcome = await change(conn)
             await _notify(conn, "acls", self.node_id)
             return outcome
 
-        outcome = await self._change(changed, "store the ACLs")
+        outcome = await self._write(changed, "store the ACLs")
         await self._refresh_quietly()
         return outcome
 
@@ -561,7 +561,7 @@ class SharedCluster(TopicIndex):
         """Change herd_scram_credentials in one transaction under the metadata lock: `plan(rows)`, given the rows
         as stored, returns (its result, the changes: key -> a new row, or None to delete the row); they are
         written and every node told (NOTIFY), this node's view following before this returns. Raises
-        TopicError(KAFKA_STORAGE_ERROR) when the database fails (nothing changed)."""
+        MetadataWriteError when the database fails (nothing changed)."""
 
         async def alter(conn: psycopg.AsyncConnection) -> T:
             result, changes = plan(await _read_scram(conn))
@@ -582,20 +582,28 @@ class SharedCluster(TopicIndex):
                 await _notify(conn, "credentials", self.node_id)
             return result
 
-        result = await self._change(alter, "store the SCRAM credentials")
+        result = await self._write(alter, "store the SCRAM credentials")
         await self._refresh_quietly()
         return result
 
     async def _change(self, change: Callable[[psycopg.AsyncConnection], Awaitable[T]], what: str) -> T:
+        """`_write`, for the changes of topics, configs and leaders, whose callers answer the codes of TopicError:
+        a database failure becomes TopicError(KAFKA_STORAGE_ERROR)."""
+        try:
+            return await self._write(change, what)
+        except MetadataWriteError as e:
+            raise TopicError(KAFKA_STORAGE_ERROR, str(e)) from None
+
+    async def _write(self, change: Callable[[psycopg.AsyncConnection], Awaitable[T]], what: str) -> T:
         """Run `change` in one transaction under the metadata lock; a database failure becomes
-        TopicError(KAFKA_STORAGE_ERROR)."""
+        MetadataWriteError."""
         try:
             async with self._pool.connection(timeout=self._session_s) as conn, conn.transaction():
                 await conn.execute("SELECT pg_advisory_xact_lock(%s)", (METADATA_LOCK,))
                 return await change(conn)
         except DB_ERRORS as e:
             log.error("could not %s: %s", what, describe(e, self._where))
-            raise TopicError(KAFKA_STORAGE_ERROR, f"Could not {what}: {describe(e, self._where)}") from None
+            raise MetadataWriteError(f"Could not {what}: {describe(e, self._where)}") from None
 
     async def _insert_partitions(
         self, conn: psycopg.AsyncConnection, topic_id: uuid.UUID, name: str, start: int, end: int

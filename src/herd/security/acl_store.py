@@ -18,9 +18,10 @@ import posixpath
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from herd.cluster.topics import KAFKA_STORAGE_ERROR, MetadataError, TopicError
+from herd.cluster.topics import MetadataError
 from herd.config import BrokerConfig, parse_super_users
 from herd.log.fs import FileSystem, read_whole, write_atomically
+from herd.log.postgres.errors import MetadataWriteError
 from herd.security.acls import Acl, AclFilter, Authorizer
 
 if TYPE_CHECKING:
@@ -43,16 +44,22 @@ def make_authorizer(config: BrokerConfig) -> Authorizer | None:
     )
 
 
+class AclStoreError(Exception):
+    """The ACLs could not be stored (acls.json could not be written, or the cluster's database failed): nothing
+    changed. The message is one line for the log and the client (CreateAcls and DeleteAcls answer it with
+    KAFKA_STORAGE_ERROR)."""
+
+
 class AclStore(Protocol):
     authorizer: Authorizer
 
     async def create(self, acls: list[Acl]) -> None:
         """Store `acls` (those already there are left as they are), then put them in force. Raises
-        TopicError(KAFKA_STORAGE_ERROR) when they could not be stored (nothing changed)."""
+        AclStoreError when they could not be stored (nothing changed)."""
 
     async def delete(self, filters: list[AclFilter]) -> list[list[Acl]]:
         """Delete the ACLs each filter matches and answer them, per filter (an ACL two filters match is in both
-        answers, as Kafka answers). Raises TopicError(KAFKA_STORAGE_ERROR)."""
+        answers, as Kafka answers). Raises AclStoreError (nothing changed)."""
 
 
 def _matching(acls: Iterable[Acl], filters: list[AclFilter]) -> list[list[Acl]]:
@@ -104,7 +111,7 @@ class FileAclStore:
             write_atomically(self.fs, self.path, json.dumps(state, indent=1).encode())
         except OSError as e:
             log.error("could not store the ACLs in %s: %s", self.path, e)
-            raise TopicError(KAFKA_STORAGE_ERROR, f"Could not store the ACLs: {e}") from None
+            raise AclStoreError(f"Could not store the ACLs: {e}") from None
 
 
 _COLUMNS = "resource_type, resource_name, pattern_type, principal, host, operation, permission_type"
@@ -132,7 +139,7 @@ class SharedAclStore:
                 )
 
         if acls:
-            await self.cluster.change_acls(insert)
+            await self._change(insert)
 
     async def delete(self, filters: list[AclFilter]) -> list[list[Acl]]:
         async def delete(conn: Any) -> list[list[Acl]]:
@@ -147,7 +154,13 @@ class SharedAclStore:
                     )
             return found
 
-        return await self.cluster.change_acls(delete)
+        return await self._change(delete)
+
+    async def _change(self, change: Any) -> Any:
+        try:
+            return await self.cluster.change_acls(change)
+        except MetadataWriteError as e:
+            raise AclStoreError(str(e)) from None
 
 
 def _row(acl: Acl) -> tuple[Any, ...]:
