@@ -3,11 +3,11 @@
 Embedded, the ACLs are kept in `acls.json` beside topics.json in the first log directory, replaced atomically
 (temporary file, fsync, rename, directory fsync: herd.log.fs write_atomically) before the authorizer applies a
 change, so an acknowledged CreateAcls/DeleteAcls survives a crash. In cluster mode they are rows of PostgreSQL's
-`herd_acls` (schema version 6): a change runs in one transaction under the metadata lock and NOTIFYs every node;
-each node's view (herd.cluster.shared) reads the table with the rest of the metadata and hands it to
-`SharedAclStore.follow`, which makes the node's authorizer match it. Kafka keeps ACLs as metadata records
-(apache/kafka metadata/src/main/java/org/apache/kafka/controller/AclControlManager.java): the same "durable, then
-in force on every broker" order.
+`herd_acls` (schema version 6; the statements are herd.log.postgres.metadata_sql's): a change runs in one transaction
+under the metadata lock and NOTIFYs every node; each node's view (herd.cluster.metadata_view) reads the table with
+the rest of the metadata and hands it to `SharedAclStore.follow`, which makes the node's authorizer match it. Kafka
+keeps ACLs as metadata records (apache/kafka metadata/src/main/java/org/apache/kafka/controller/AclControlManager.java):
+the same "durable, then in force on every broker" order.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from herd.cluster.topics import MetadataError
 from herd.config import BrokerConfig, parse_super_users
 from herd.log.fs import FileSystem, read_whole, write_atomically
+from herd.log.postgres import metadata_sql as q
 from herd.log.postgres.errors import MetadataWriteError
 from herd.security.acls import Acl, AclFilter, Authorizer
 
@@ -114,9 +115,6 @@ class FileAclStore:
             raise AclStoreError(f"Could not store the ACLs: {e}") from None
 
 
-_COLUMNS = "resource_type, resource_name, pattern_type, principal, host, operation, permission_type"
-
-
 class SharedAclStore:
     """A cluster node's ACLs: herd_acls, followed through the cluster's view."""
 
@@ -133,25 +131,19 @@ class SharedAclStore:
     async def create(self, acls: list[Acl]) -> None:
         async def insert(conn: Any) -> None:
             async with conn.cursor() as cursor:
-                await cursor.executemany(
-                    f"INSERT INTO herd_acls ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                    [_row(a) for a in acls],
-                )
+                await cursor.executemany(q.INSERT_ACL, [_row(a) for a in acls])
 
         if acls:
             await self._change(insert)
 
     async def delete(self, filters: list[AclFilter]) -> list[list[Acl]]:
         async def delete(conn: Any) -> list[list[Acl]]:
-            cursor = await conn.execute(f"SELECT {_COLUMNS} FROM herd_acls")
+            cursor = await conn.execute(q.ACLS)
             found = _matching((Acl(*r) for r in await cursor.fetchall()), filters)
             gone = sorted({a for acls in found for a in acls})
             if gone:
                 async with conn.cursor() as cur:
-                    await cur.executemany(
-                        f"DELETE FROM herd_acls WHERE ({_COLUMNS}) = (%s, %s, %s, %s, %s, %s, %s)",
-                        [_row(a) for a in gone],
-                    )
+                    await cur.executemany(q.DELETE_ACL, [_row(a) for a in gone])
             return found
 
         return await self._change(delete)
