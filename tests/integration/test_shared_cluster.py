@@ -587,7 +587,7 @@ def test_the_background_work_survives_the_database_going_away(db: str, caplog: p
             a = await nodes.start(1, url=proxy.url, session_ms=2000, heartbeat_ms=200)
             await a.cluster.create_topic("events", 2)
             tasks = list(a.cluster._tasks)
-            with caplog.at_level(logging.INFO, logger="herd.cluster.shared"):
+            with caplog.at_level(logging.INFO, logger="herd.cluster"):
                 proxy.refuse()
                 await eventually(lambda: not a.led(), what="the node gives its partitions up")
                 await asyncio.sleep(1.5)

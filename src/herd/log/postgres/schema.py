@@ -70,7 +70,6 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 6
 MIGRATION_LOCK = 0x68657264  # 'herd': pg_advisory_xact_lock key serialising migrations
-METADATA_CHANNEL = "herd_metadata"  # NOTIFY channel: nodes, topics or leaders changed
 
 _V1 = """
 CREATE TABLE herd_meta (
