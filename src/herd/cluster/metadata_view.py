@@ -1,7 +1,7 @@
 """The local view of cluster mode's metadata that every node keeps: the nodes, topics, partitions and their
 leaders, the dynamic broker configs, the ACLs and the SCRAM credentials, read in one snapshot
 (`read_snapshot`, one REPEATABLE READ transaction) whenever the database says something changed and every session
-timeout. `MetadataView.apply` makes the view match a snapshot: the queries of `TopicIndex` answer from it, the
+timeout. `MetadataView._apply` makes the view match a snapshot: the queries of `TopicIndex` answer from it, the
 owners of configs, ACLs and credentials are told of changes, and the logs of the partitions this node leads (by
 the snapshot, while it holds its lease) are opened, those it no longer leads closed.
 """

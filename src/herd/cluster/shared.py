@@ -332,7 +332,7 @@ class SharedCluster(MetadataView):
         if not validate_only:
             await self._refresh_quietly()
 
-    async def change_acls(self, change: Callable[[Any], Awaitable[T]]) -> T:
+    async def change_acls(self, change: admin.Change[T]) -> T:
         """Run `change` (herd.security.acl_store's SQL on herd_acls) in one transaction under the metadata lock,
         tell every node (NOTIFY) and read the view again, so that this node's ACLs follow before this returns.
         Raises MetadataWriteError when the database failed (nothing changed)."""
