@@ -8,6 +8,7 @@ import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any, cast
 
 import psycopg
 from psycopg_pool import AsyncConnectionPool, PoolTimeout
@@ -61,3 +62,9 @@ class Trouble:
         if self.failing:
             self.failing = False
             log.info("%s works again", self.what)
+
+
+async def connect(pool: AsyncConnectionPool) -> psycopg.AsyncConnection:
+    """A connection of its own (autocommit), outside the pool, to the pool's database."""
+    kwargs = cast(dict[str, Any], pool.kwargs or {})  # the pool's connect_timeout (herd.log.postgres.db.open_pool)
+    return await psycopg.AsyncConnection.connect(str(pool.conninfo), autocommit=True, **kwargs)

@@ -15,14 +15,13 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable
-from typing import Any, cast
 
 import psycopg
 from psycopg.types.json import Jsonb
 from psycopg_pool import AsyncConnectionPool
 
 from herd.cluster import controller
-from herd.cluster.database import DB_ERRORS, Trouble, locked, notify
+from herd.cluster.database import DB_ERRORS, Trouble, connect, locked, notify
 from herd.cluster.nodes import ClusterError, NodeState
 from herd.log.postgres import metadata_sql as q
 
@@ -190,9 +189,3 @@ class Lease:
         if self._conn is not None:
             await self._conn.close()
             self._conn = None
-
-
-async def connect(pool: AsyncConnectionPool) -> psycopg.AsyncConnection:
-    """A connection of its own (autocommit), outside the pool, to the pool's database."""
-    kwargs = cast(dict[str, Any], pool.kwargs or {})  # the pool's connect_timeout (herd.log.postgres.db.open_pool)
-    return await psycopg.AsyncConnection.connect(str(pool.conninfo), autocommit=True, **kwargs)

@@ -16,12 +16,15 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import psycopg
+from psycopg_pool import AsyncConnectionPool
 
+from herd.cluster.database import DB_ERRORS, Trouble, connect
 from herd.cluster.leases import Lease
 from herd.cluster.nodes import Node, Nodes, NodeState, read_nodes
 from herd.cluster.topics import Topic, TopicIndex, string_configs
 from herd.log.api import LogConfig, PartitionLog
 from herd.log.postgres import metadata_sql as q
+from herd.log.postgres.db import describe
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +114,29 @@ async def read_scram(conn: psycopg.AsyncConnection) -> ScramRows:
     return {(r[0], r[1]): (bytes(r[2]), bytes(r[3]), bytes(r[4]), r[5]) for r in await cursor.fetchall()}
 
 
+async def listen_forever(
+    pool: AsyncConnectionPool, *, node_id: int, heartbeat_s: float, where: str, heard: Callable[[str | None], None]
+) -> None:
+    """LISTEN on the metadata channel on a connection of its own: `heard(kind)` for each notification another
+    node sent ("nodes", "topics", "leaders", "configs", "acls", "credentials"), `heard(None)` whenever a new
+    connection listens (notifications may have been missed meanwhile)."""
+    trouble = Trouble(f"listening for metadata changes on node {node_id}")
+    while True:
+        try:
+            conn = await connect(pool)
+            async with conn:
+                await conn.execute(q.LISTEN)
+                trouble.ok()
+                heard(None)
+                async for notice in conn.notifies():
+                    kind, _, sender = notice.payload.partition(" ")
+                    if sender != str(node_id):
+                        heard(kind)
+        except DB_ERRORS as e:
+            trouble.failed(e, where)
+        await asyncio.sleep(min(heartbeat_s, 1.0))
+
+
 def call_quietly(callback: Callable[[Any], None] | None, value: Any, what: str) -> None:
     """Call `callback(value)` if there is one; a failure is logged ("could not <what>"): the cluster's view must
     not stop following the database for it."""
@@ -128,6 +154,7 @@ class MetadataView(TopicIndex):
 
     def __init__(
         self,
+        pool: AsyncConnectionPool,
         defaults: LogConfig,
         node_id: int,
         max_partitions: int,
@@ -136,8 +163,15 @@ class MetadataView(TopicIndex):
         on_leadership: LeadershipCallback | None,
         on_topics_deleted: Callable[[list[str]], None] | None,
         on_broker_configs: Callable[[dict[str, dict[str, str]]], None] | None,
+        *,
+        session_s: float,
+        where: str,
     ) -> None:
         super().__init__(defaults, node_id, max_partitions)
+        self._pool = pool
+        self._session_s = session_s
+        self._where = where
+        self._view_lock = asyncio.Lock()
         self.on_broker_configs = on_broker_configs
         # herd_acls as the view last read it, and who is told when that changes (herd.security.acl_store)
         self.acls: frozenset[AclRow] = frozenset()
@@ -173,6 +207,31 @@ class MetadataView(TopicIndex):
     def node(self, node_id: int, listener: str | None = None) -> Node | None:
         node = self._nodes.get(node_id)
         return node if node is None or listener is None else node.on(listener)
+
+    def _missed(self) -> None:
+        """Called when a read after a change failed (SharedCluster reads again soon)."""
+
+    def _viewed(self, nodes: Nodes) -> None:
+        """Called with the nodes of every snapshot applied (SharedCluster schedules its next lease check)."""
+
+    async def _refresh_quietly(self) -> None:
+        try:
+            await self._refresh()
+        except DB_ERRORS as e:
+            log.warning(
+                "could not read the cluster metadata after a change (read again later): %s", describe(e, self._where)
+            )
+            self._missed()
+
+    async def _refresh(self) -> None:
+        """Read the nodes, topics and partitions in one snapshot and make the view, and the logs this node
+        opens, match it."""
+        async with self._view_lock:
+            async with self._pool.connection(timeout=self._session_s) as conn, conn.transaction():
+                await conn.execute(q.SNAPSHOT)
+                snapshot = await read_snapshot(conn)
+            await self._apply(snapshot)
+            self._viewed(snapshot.nodes)
 
     async def _apply(self, snapshot: Snapshot) -> None:
         self._nodes = {n: node for n, (node, left) in snapshot.nodes.items() if left > 0}

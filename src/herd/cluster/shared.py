@@ -46,8 +46,8 @@ from psycopg_pool import AsyncConnectionPool
 from herd.cluster import admin, controller
 from herd.cluster.controller import Elected, Moved, MoveError
 from herd.cluster.database import DB_ERRORS, Trouble, locked, wait
-from herd.cluster.leases import Lease, connect
-from herd.cluster.metadata_view import AclRow, LeadershipCallback, LeaderStore, MetadataView, ScramRows, read_snapshot
+from herd.cluster.leases import Lease
+from herd.cluster.metadata_view import AclRow, LeadershipCallback, LeaderStore, MetadataView, ScramRows, listen_forever
 from herd.cluster.nodes import ClusterError, Node, Nodes, NodeState, read_nodes
 from herd.cluster.placement import Election
 from herd.cluster.purge import purge_forever
@@ -132,15 +132,23 @@ class SharedCluster(MetadataView):
             on_lost=lambda: self._lost_lease(),
         )
         super().__init__(
-            defaults, node_id, max_partitions, store, lease, on_leadership, on_topics_deleted, on_broker_configs
+            pool,
+            defaults,
+            node_id,
+            max_partitions,
+            store,
+            lease,
+            on_leadership,
+            on_topics_deleted,
+            on_broker_configs,
+            session_s=self._session_s,
+            where=self._where,
         )
         self.cluster_id = cluster_id
-        self._pool = pool
         self.endpoint = endpoint
         self.listeners = listeners  # advertised listener name -> (host, port), registered in herd_nodes.listeners
         self.rack = rack
         self.http_url = http_url
-        self._view_lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._step_due = False
         self._check_due = False
@@ -163,13 +171,16 @@ class SharedCluster(MetadataView):
             self._lease.forget()
             raise ClusterError(describe(e, self._where)) from None
         loop = asyncio.get_running_loop()
+        listen = listen_forever(
+            self._pool, node_id=self.node_id, heartbeat_s=self._heartbeat_s, where=self._where, heard=self._heard
+        )
         purge = purge_forever(
             self._pool, self._purge_wake, node_id=self.node_id, session_s=self._session_s, where=self._where
         )
         for name, work in (
             ("renewal", self._lease.renew_forever(self._registered_again)),
             ("metadata", self._metadata_forever()),
-            ("listen", self._listen_forever()),
+            ("listen", listen),
             ("purge", purge),
         ):
             self._tasks.append(loop.create_task(work, name=f"herd-node-{self.node_id}-{name}"))
@@ -502,44 +513,17 @@ class SharedCluster(MetadataView):
                 await asyncio.sleep(min(self._heartbeat_s, 1.0))
                 self._wake.set()
 
-    async def _listen_forever(self) -> None:
-        """LISTEN on the metadata channel: a node coming or going starts a step, any other change a read; a
-        new connection also reads (notifications may have been missed)."""
-        trouble = Trouble(f"listening for metadata changes on node {self.node_id}")
-        while True:
-            try:
-                conn = await connect(self._pool)
-                async with conn:
-                    await conn.execute(q.LISTEN)
-                    trouble.ok()
-                    self._wake.set()
-                    async for notice in conn.notifies():
-                        kind, _, sender = notice.payload.partition(" ")
-                        if sender != str(self.node_id):
-                            self._step_due |= kind == "nodes"
-                            self._wake.set()
-            except DB_ERRORS as e:
-                trouble.failed(e, self._where)
-            await asyncio.sleep(min(self._heartbeat_s, 1.0))
+    def _heard(self, kind: str | None) -> None:
+        """A notification from another node (`kind`), or a new LISTEN connection (None: a read, in case one was
+        missed): a node coming or going starts a step, any other change a read."""
+        self._step_due |= kind == "nodes"
+        self._wake.set()
 
-    async def _refresh_quietly(self) -> None:
-        try:
-            await self._refresh()
-        except DB_ERRORS as e:
-            log.warning(
-                "could not read the cluster metadata after a change (read again later): %s", describe(e, self._where)
-            )
-            self._wake.set()
+    def _viewed(self, nodes: Nodes) -> None:
+        self._schedule_check(nodes)
 
-    async def _refresh(self) -> None:
-        """Read the nodes, topics and partitions in one snapshot and make the view, and the logs this node
-        opens, match it."""
-        async with self._view_lock:
-            async with self._pool.connection(timeout=self._session_s) as conn, conn.transaction():
-                await conn.execute(q.SNAPSHOT)
-                snapshot = await read_snapshot(conn)
-            await self._apply(snapshot)
-            self._schedule_check(snapshot.nodes)
+    def _missed(self) -> None:
+        self._wake.set()
 
 
 async def read_end_offsets(cluster: SharedCluster) -> dict[tuple[str, int], int] | None:
