@@ -29,6 +29,7 @@ import pytest
 from herd.cluster.shared import ClusterError, SharedCluster
 from herd.cluster.topics import (
     INVALID_PARTITIONS,
+    KAFKA_STORAGE_ERROR,
     OFFSETS_TOPIC,
     POLICY_VIOLATION,
     TOPIC_ALREADY_EXISTS,
@@ -37,6 +38,7 @@ from herd.cluster.topics import (
 )
 from herd.log.api import LogConfig
 from herd.log.postgres.db import open_pool
+from herd.log.postgres.errors import MetadataWriteError
 from herd.log.postgres.schema import migrate
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
@@ -540,6 +542,28 @@ def test_admin_errors_are_the_embedded_clusters(db: str) -> None:
     run(db, test)
 
 
+def test_a_failed_metadata_write_says_what_failed(db: str) -> None:
+    """The database failing under an ACL or SCRAM change is a MetadataWriteError (herd.security makes it an
+    AclStoreError or a CredentialStoreError); under a topic change it stays TopicError(KAFKA_STORAGE_ERROR)."""
+
+    async def test(nodes: Nodes) -> None:
+        a = await nodes.start(1)
+        await a.cluster._pool.close()  # every connection asked for now fails (PoolClosed, a psycopg error)
+
+        async def nothing(conn: Any) -> None:
+            pass
+
+        with pytest.raises(MetadataWriteError, match="Could not store the ACLs"):
+            await a.cluster.change_acls(nothing)
+        with pytest.raises(MetadataWriteError, match="Could not store the SCRAM credentials"):
+            await a.cluster.alter_scram_credentials(lambda rows: (None, {}))
+        with pytest.raises(TopicError) as e:
+            await a.cluster.create_topic("t", 1)
+        assert e.value.error_code == KAFKA_STORAGE_ERROR and str(e.value).startswith("Could not create topic t")
+
+    run(db, test)
+
+
 def test_concurrent_creates_of_one_topic_on_two_nodes(db: str) -> None:
     async def test(nodes: Nodes) -> None:
         a, b = await nodes.start(1), await nodes.start(2)
@@ -563,7 +587,7 @@ def test_the_background_work_survives_the_database_going_away(db: str, caplog: p
             a = await nodes.start(1, url=proxy.url, session_ms=2000, heartbeat_ms=200)
             await a.cluster.create_topic("events", 2)
             tasks = list(a.cluster._tasks)
-            with caplog.at_level(logging.INFO, logger="herd.cluster.shared"):
+            with caplog.at_level(logging.INFO, logger="herd.cluster"):
                 proxy.refuse()
                 await eventually(lambda: not a.led(), what="the node gives its partitions up")
                 await asyncio.sleep(1.5)

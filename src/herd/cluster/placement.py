@@ -1,6 +1,6 @@
 """Which node leads which partition: the balancing rules of cluster mode, as pure functions.
 
-The controller step (`herd.cluster.shared`) reads the partitions and the live nodes inside one transaction and
+The controller step (`herd.cluster.controller`) reads the partitions and the live nodes inside one transaction and
 asks `plan` which partitions must change leader; `assign_new` places the partitions a topic is created or grown
 with. Nothing here touches the database or the clock, so the rules are tested on their own (property tests).
 

@@ -3,11 +3,11 @@
 Embedded, the ACLs are kept in `acls.json` beside topics.json in the first log directory, replaced atomically
 (temporary file, fsync, rename, directory fsync: herd.log.fs write_atomically) before the authorizer applies a
 change, so an acknowledged CreateAcls/DeleteAcls survives a crash. In cluster mode they are rows of PostgreSQL's
-`herd_acls` (schema version 6): a change runs in one transaction under the metadata lock and NOTIFYs every node;
-each node's view (herd.cluster.shared) reads the table with the rest of the metadata and hands it to
-`SharedAclStore.follow`, which makes the node's authorizer match it. Kafka keeps ACLs as metadata records
-(apache/kafka metadata/src/main/java/org/apache/kafka/controller/AclControlManager.java): the same "durable, then
-in force on every broker" order.
+`herd_acls` (schema version 6; the statements are herd.log.postgres.metadata_sql's): a change runs in one transaction
+under the metadata lock and NOTIFYs every node; each node's view (herd.cluster.metadata_view) reads the table with
+the rest of the metadata and hands it to `SharedAclStore.follow`, which makes the node's authorizer match it. Kafka
+keeps ACLs as metadata records (apache/kafka metadata/src/main/java/org/apache/kafka/controller/AclControlManager.java):
+the same "durable, then in force on every broker" order.
 """
 
 from __future__ import annotations
@@ -18,9 +18,11 @@ import posixpath
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from herd.cluster.topics import KAFKA_STORAGE_ERROR, MetadataError, TopicError
+from herd.cluster.topics import MetadataError
 from herd.config import BrokerConfig, parse_super_users
 from herd.log.fs import FileSystem, read_whole, write_atomically
+from herd.log.postgres import metadata_sql as q
+from herd.log.postgres.errors import MetadataWriteError
 from herd.security.acls import Acl, AclFilter, Authorizer
 
 if TYPE_CHECKING:
@@ -43,16 +45,22 @@ def make_authorizer(config: BrokerConfig) -> Authorizer | None:
     )
 
 
+class AclStoreError(Exception):
+    """The ACLs could not be stored (acls.json could not be written, or the cluster's database failed): nothing
+    changed. The message is one line for the log and the client (CreateAcls and DeleteAcls answer it with
+    KAFKA_STORAGE_ERROR)."""
+
+
 class AclStore(Protocol):
     authorizer: Authorizer
 
     async def create(self, acls: list[Acl]) -> None:
         """Store `acls` (those already there are left as they are), then put them in force. Raises
-        TopicError(KAFKA_STORAGE_ERROR) when they could not be stored (nothing changed)."""
+        AclStoreError when they could not be stored (nothing changed)."""
 
     async def delete(self, filters: list[AclFilter]) -> list[list[Acl]]:
         """Delete the ACLs each filter matches and answer them, per filter (an ACL two filters match is in both
-        answers, as Kafka answers). Raises TopicError(KAFKA_STORAGE_ERROR)."""
+        answers, as Kafka answers). Raises AclStoreError (nothing changed)."""
 
 
 def _matching(acls: Iterable[Acl], filters: list[AclFilter]) -> list[list[Acl]]:
@@ -104,10 +112,7 @@ class FileAclStore:
             write_atomically(self.fs, self.path, json.dumps(state, indent=1).encode())
         except OSError as e:
             log.error("could not store the ACLs in %s: %s", self.path, e)
-            raise TopicError(KAFKA_STORAGE_ERROR, f"Could not store the ACLs: {e}") from None
-
-
-_COLUMNS = "resource_type, resource_name, pattern_type, principal, host, operation, permission_type"
+            raise AclStoreError(f"Could not store the ACLs: {e}") from None
 
 
 class SharedAclStore:
@@ -126,28 +131,28 @@ class SharedAclStore:
     async def create(self, acls: list[Acl]) -> None:
         async def insert(conn: Any) -> None:
             async with conn.cursor() as cursor:
-                await cursor.executemany(
-                    f"INSERT INTO herd_acls ({_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s, %s) ON CONFLICT DO NOTHING",
-                    [_row(a) for a in acls],
-                )
+                await cursor.executemany(q.INSERT_ACL, [_row(a) for a in acls])
 
         if acls:
-            await self.cluster.change_acls(insert)
+            await self._change(insert)
 
     async def delete(self, filters: list[AclFilter]) -> list[list[Acl]]:
         async def delete(conn: Any) -> list[list[Acl]]:
-            cursor = await conn.execute(f"SELECT {_COLUMNS} FROM herd_acls")
+            cursor = await conn.execute(q.ACLS)
             found = _matching((Acl(*r) for r in await cursor.fetchall()), filters)
             gone = sorted({a for acls in found for a in acls})
             if gone:
                 async with conn.cursor() as cur:
-                    await cur.executemany(
-                        f"DELETE FROM herd_acls WHERE ({_COLUMNS}) = (%s, %s, %s, %s, %s, %s, %s)",
-                        [_row(a) for a in gone],
-                    )
+                    await cur.executemany(q.DELETE_ACL, [_row(a) for a in gone])
             return found
 
-        return await self.cluster.change_acls(delete)
+        return await self._change(delete)
+
+    async def _change(self, change: Any) -> Any:
+        try:
+            return await self.cluster.change_acls(change)
+        except MetadataWriteError as e:
+            raise AclStoreError(str(e)) from None
 
 
 def _row(acl: Acl) -> tuple[Any, ...]:

@@ -27,8 +27,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from herd.cluster.topics import MetadataError, TopicError
+from herd.cluster.topics import MetadataError
 from herd.log.fs import FileSystem, read_whole, write_atomically
+from herd.log.postgres.errors import MetadataWriteError
 from herd.security.scram import (
     DEFAULT_ITERATIONS,
     MAX_ITERATIONS,
@@ -382,5 +383,5 @@ class SharedCredentialStore(CredentialView):
     async def _alter(self, plan: Any) -> Any:
         try:
             return await self._cluster.alter_scram_credentials(plan)
-        except TopicError as e:
+        except MetadataWriteError as e:
             raise CredentialStoreError(str(e)) from None

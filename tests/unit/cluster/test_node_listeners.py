@@ -1,8 +1,9 @@
-"""herd.cluster.shared.Node.on: a node's address on one listener, from the listeners it registered."""
+"""herd.cluster.nodes.Node.on: a node's address on one listener, from the listeners it registered."""
 
 from __future__ import annotations
 
-from herd.cluster.shared import Node, _listeners
+from herd.cluster.nodes import Node
+from herd.cluster.nodes import listeners as _listeners
 
 
 def test_a_node_on_each_of_its_listeners() -> None:

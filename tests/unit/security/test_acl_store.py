@@ -1,5 +1,6 @@
 """herd.security.acl_store's embedded store on the in-memory filesystem: a change is durable before it is in force
-(a crash right after keeps it), a failed write changes nothing, an unreadable acls.json stops the start."""
+(a crash right after keeps it), a failed write changes nothing, an unreadable acls.json stops the start; the
+shared store's failed database write is an AclStoreError as well."""
 
 from __future__ import annotations
 
@@ -7,10 +8,11 @@ import asyncio
 
 import pytest
 
-from herd.cluster.topics import KAFKA_STORAGE_ERROR, MetadataError, TopicError
+from herd.cluster.topics import MetadataError
 from herd.config import BrokerConfig
 from herd.log.fs import MemoryFileSystem
-from herd.security.acl_store import FileAclStore, make_authorizer, open_file_store
+from herd.log.postgres.errors import MetadataWriteError
+from herd.security.acl_store import AclStoreError, FileAclStore, SharedAclStore, make_authorizer, open_file_store
 from herd.security.acls import Acl, AclFilter, Authorizer, Operation, PatternType, Permission, ResourceType
 
 CONFIG = BrokerConfig.from_properties(
@@ -57,12 +59,11 @@ def test_a_failed_write_changes_nothing() -> None:
     store = FileAclStore(fs, "/data", Authorizer())
     asyncio.run(store.create([A]))
     fs.fail("fsync")
-    with pytest.raises(TopicError) as error:
+    with pytest.raises(AclStoreError, match="Could not store the ACLs"):
         asyncio.run(store.create([B]))
-    assert error.value.error_code == KAFKA_STORAGE_ERROR
     assert store.authorizer.acls() == [A]
     fs.fail("rename")
-    with pytest.raises(TopicError):
+    with pytest.raises(AclStoreError):
         asyncio.run(store.delete([AclFilter()]))
     assert store.authorizer.acls() == [A]
     reopened = FileAclStore(fs, "/data", Authorizer())
@@ -77,3 +78,22 @@ def test_an_unreadable_file_stops_the_start() -> None:
     f.close()
     with pytest.raises(MetadataError, match="acls.json cannot be used"):
         open_file_store(CONFIG, fs, "/data")
+
+
+class FailingCluster:
+    """A SharedCluster whose database fails every metadata write (SharedCluster._write raises MetadataWriteError)."""
+
+    acls: frozenset[tuple[int, str, int, str, str, int, int]] = frozenset()
+    on_acls = None
+
+    async def change_acls(self, change: object) -> None:
+        raise MetadataWriteError("Could not store the ACLs: PostgreSQL at postgresql://herd@db/herd: gone")
+
+
+def test_a_failed_database_write_is_an_acl_store_error() -> None:
+    store = SharedAclStore(FailingCluster(), Authorizer())  # type: ignore[arg-type]
+    with pytest.raises(AclStoreError, match="Could not store the ACLs: PostgreSQL"):
+        asyncio.run(store.create([A]))
+    with pytest.raises(AclStoreError, match="Could not store the ACLs"):
+        asyncio.run(store.delete([AclFilter()]))
+    assert store.authorizer.acls() == []

@@ -1,12 +1,15 @@
-"""The SCRAM credential store (herd.security.credentials): KIP-554's checks and the embedded file."""
+"""The SCRAM credential store (herd.security.credentials): KIP-554's checks, the embedded file, and the shared
+store's failed database write."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 
 import pytest
 
 from herd.log.fs import OsFileSystem
+from herd.log.postgres.errors import MetadataWriteError
 from herd.protocol.scram import salted_password
 from herd.security.credentials import (
     DUPLICATE_RESOURCE,
@@ -17,6 +20,7 @@ from herd.security.credentials import (
     CredentialStoreError,
     Deletion,
     FileCredentialStore,
+    SharedCredentialStore,
     Upsertion,
 )
 from herd.security.scram import ScramMechanism, ScramServer
@@ -107,3 +111,22 @@ def test_the_file_is_readable_by_its_owner_only(tmp_path) -> None:
     store = FileCredentialStore(OsFileSystem(), str(tmp_path))
     store.alter([], [upsertion("alice")])
     assert (tmp_path / "scram-credentials.json").stat().st_mode & 0o777 == 0o600
+
+
+class FailingCluster:
+    """A SharedCluster whose database fails every metadata write (SharedCluster._write raises MetadataWriteError)."""
+
+    scram_credentials: dict[tuple[str, str], tuple[bytes, bytes, bytes, int]] = {}
+    on_scram_credentials = None
+
+    async def alter_scram_credentials(self, plan: object) -> None:
+        raise MetadataWriteError("Could not store the SCRAM credentials: PostgreSQL at postgresql://herd@db/herd: gone")
+
+
+def test_a_failed_database_write_is_a_credential_store_error() -> None:
+    store = SharedCredentialStore(FailingCluster())
+    with pytest.raises(CredentialStoreError, match="Could not store the SCRAM credentials: PostgreSQL"):
+        asyncio.run(store.alter([], [upsertion("alice")]))
+    with pytest.raises(CredentialStoreError):
+        asyncio.run(store.ensure_secret())
+    assert store.credentials == {}

@@ -23,13 +23,14 @@ from kio.schema.errors import ErrorCode
 
 from herd.config import BrokerConfig
 from herd.log.fs import MemoryFileSystem
+from herd.log.postgres.errors import MetadataWriteError
 from herd.log.store import SegmentStore
 from herd.protocol.messages import RequestHeader, encode_response, request_class
 from herd.protocol.values import MessageBuilder, make
 from herd.runtime import CoordinatorRuntime
-from herd.security.acl_store import open_file_store
-from herd.security.acls import Acl, Operation, PatternType, Permission, ResourceType
-from herd.security.credentials import FileCredentialStore
+from herd.security.acl_store import SharedAclStore, open_file_store
+from herd.security.acls import Acl, Authorizer, Operation, PatternType, Permission, ResourceType
+from herd.security.credentials import FileCredentialStore, SharedCredentialStore
 from herd.server.apis import (
     add_offsets_to_txn,
     add_partitions_to_txn,
@@ -37,6 +38,7 @@ from herd.server.apis import (
     create_acls,
     create_partitions,
     create_topics,
+    delete_acls,
     delete_groups,
     delete_records,
     delete_topics,
@@ -722,5 +724,77 @@ def test_describe_topic_partitions() -> None:
             ALICE, describe_topic_partitions, 0, response_partition_limit=100, cursor=None, topics=()
         )
         assert [t.name for t in listed.topics] == ["orders-1", "payments"]
+
+    run(body)
+
+
+class FailingCluster:
+    """A SharedCluster whose database fails every metadata write (SharedCluster._write raises MetadataWriteError)."""
+
+    acls: frozenset[tuple[int, str, int, str, str, int, int]] = frozenset()
+    on_acls = None
+    scram_credentials: dict[tuple[str, str], tuple[bytes, bytes, bytes, int]] = {}
+    on_scram_credentials = None
+
+    async def change_acls(self, change: object) -> None:
+        raise MetadataWriteError("Could not store the ACLs: the database failed")
+
+    async def alter_scram_credentials(self, plan: object) -> None:
+        raise MetadataWriteError("Could not store the SCRAM credentials: the database failed")
+
+
+def test_a_failed_store_answers_kafka_storage_error() -> None:
+    """CreateAcls and DeleteAcls answer a store that failed (acls.json not written; in cluster mode the database,
+    whose failure the store raises as AclStoreError) with KAFKA_STORAGE_ERROR on each valid entry, changing nothing;
+    AlterUserScramCredentials answers a cluster's failed write (CredentialStoreError) with UNKNOWN_SERVER_ERROR."""
+
+    async def body(node: Node) -> None:
+        cb, db = node.build(create_acls, 3), node.build(delete_acls, 3)
+        creation = cb(
+            "AclCreation",
+            resource_type=T,
+            resource_name="t",
+            resource_pattern_type=LIT,
+            principal=BOB,
+            host="*",
+            operation=Op.READ,
+            permission_type=ALLOW,
+        )
+        deletion = db(  # matches alice's READ on topics prefixed "orders"
+            "DeleteAclsFilter",
+            resource_type_filter=T,
+            resource_name_filter="orders",
+            pattern_type_filter=PRE,
+            principal_filter=ALICE,
+            host_filter="*",
+            operation=Op.READ,
+            permission_type=ALLOW,
+        )
+        file_store = node.broker.acl_store
+        shared_store = SharedAclStore(FailingCluster(), Authorizer())  # type: ignore[arg-type]
+        for store in (file_store, shared_store):
+            node.broker.acl_store = store
+            if store is file_store:
+                file_store.fs.fail("fsync", path_endswith="acls.json.tmp")
+            created = await node.ask(ADMIN, create_acls, 3, creations=(creation,))
+            assert [r.error_code for r in created.results] == [ErrorCode.kafka_storage_error]
+            assert created.results[0].error_message.startswith("Could not store the ACLs")
+            if store is file_store:
+                file_store.fs.fail("fsync", path_endswith="acls.json.tmp")
+            deleted = await node.ask(ADMIN, delete_acls, 3, filters=(deletion,))
+            assert [r.error_code for r in deleted.filter_results] == [ErrorCode.kafka_storage_error]
+        assert file_store.authorizer.acls() == sorted(ACLS) and shared_store.authorizer.acls() == []
+        node.broker.credentials = SharedCredentialStore(FailingCluster())
+        b = node.build(alter_user_scram_credentials, 0)
+        upsert = b(
+            "ScramCredentialUpsertion",
+            name="carol",
+            mechanism=2,
+            iterations=4096,
+            salt=b"s" * 16,
+            salted_password=b"p" * 64,
+        )
+        altered = await node.ask(ADMIN, alter_user_scram_credentials, 0, deletions=(), upsertions=(upsert,))
+        assert [(r.user, r.error_code) for r in altered.results] == [("carol", ErrorCode.unknown_server_error)]
 
     run(body)

@@ -1,4 +1,5 @@
-"""The versioned schema every node of a cluster shares, created and migrated by herd itself.
+"""The versioned schema every node of a cluster shares, created and migrated by herd itself. The statements that
+read and change the metadata in it are `herd.log.postgres.metadata_sql`'s, the partition log's `sql`'s.
 
 `migrate` runs at every node's start, in one transaction under an advisory lock (so two nodes starting together
 do not both create it): it reads `herd_meta.schema_version`, applies the migrations after it in order, and
@@ -69,7 +70,6 @@ log = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 6
 MIGRATION_LOCK = 0x68657264  # 'herd': pg_advisory_xact_lock key serialising migrations
-METADATA_CHANNEL = "herd_metadata"  # NOTIFY channel: nodes, topics or leaders changed
 
 _V1 = """
 CREATE TABLE herd_meta (
@@ -186,6 +186,17 @@ CREATE TABLE IF NOT EXISTS herd_acls (
 # version -> the SQL that takes the schema from version - 1 to it
 MIGRATIONS: dict[int, str] = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5, 6: _V6}
 
+# what `migrate` runs besides the migrations (the statements on the metadata itself: herd.log.postgres.metadata_sql)
+LOCK_MIGRATIONS = "SELECT pg_advisory_xact_lock(%s)"  # with MIGRATION_LOCK, until the transaction ends
+HAS_META = "SELECT to_regclass('herd_meta') IS NOT NULL"  # false: an empty database (version 0)
+READ_VERSION = "SELECT value FROM herd_meta WHERE key = 'schema_version'"
+SET_VERSION = (
+    "INSERT INTO herd_meta (key, value) VALUES ('schema_version', %s) "
+    "ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
+SET_CLUSTER_ID = "INSERT INTO herd_meta (key, value) VALUES ('cluster_id', %s) ON CONFLICT DO NOTHING"  # the first
+READ_CLUSTER_ID = "SELECT value FROM herd_meta WHERE key = 'cluster_id'"
+
 
 class SchemaError(DatabaseError):
     """The database's schema cannot be used by this node; one line for the operator."""
@@ -195,7 +206,7 @@ async def migrate(conn: psycopg.AsyncConnection, where: str) -> str:
     """Bring the schema to SCHEMA_VERSION and return the cluster id; raises SchemaError for a newer schema.
     `where` names the database in messages (a redacted URL)."""
     async with conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATION_LOCK,))
+        await conn.execute(LOCK_MIGRATIONS, (MIGRATION_LOCK,))
         version = await _version(conn)
         if version > SCHEMA_VERSION:
             raise SchemaError(
@@ -206,26 +217,20 @@ async def migrate(conn: psycopg.AsyncConnection, where: str) -> str:
             await conn.execute(MIGRATIONS[target])
             log.info("herd schema in %s migrated to version %d", where, target)
         if version < SCHEMA_VERSION:
-            await conn.execute(
-                "INSERT INTO herd_meta (key, value) VALUES ('schema_version', %s) "
-                "ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (str(SCHEMA_VERSION),),
-            )
-        await conn.execute(
-            "INSERT INTO herd_meta (key, value) VALUES ('cluster_id', %s) ON CONFLICT DO NOTHING", (_new_cluster_id(),)
-        )
-        cursor = await conn.execute("SELECT value FROM herd_meta WHERE key = 'cluster_id'")
+            await conn.execute(SET_VERSION, (str(SCHEMA_VERSION),))
+        await conn.execute(SET_CLUSTER_ID, (_new_cluster_id(),))
+        cursor = await conn.execute(READ_CLUSTER_ID)
         row = await cursor.fetchone()
         assert row is not None
         return str(row[0])
 
 
 async def _version(conn: psycopg.AsyncConnection) -> int:
-    cursor = await conn.execute("SELECT to_regclass('herd_meta') IS NOT NULL")
+    cursor = await conn.execute(HAS_META)
     row = await cursor.fetchone()
     if not row or not row[0]:
         return 0
-    cursor = await conn.execute("SELECT value FROM herd_meta WHERE key = 'schema_version'")
+    cursor = await conn.execute(READ_VERSION)
     row = await cursor.fetchone()
     return int(row[0]) if row else 0
 

@@ -18,7 +18,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.cluster.topics import TopicError
+from herd.security.acl_store import AclStoreError
 from herd.security.acls import Acl, Operation
 from herd.server.apis._acl_apis import refusal
 from herd.server.apis._build import ctx_builder
@@ -56,7 +56,7 @@ async def _create(ctx: RequestContext, acls: list[Acl], problems: list[str | Non
     stored: tuple[ErrorCode, str | None] = (ErrorCode.none, None)
     try:
         await ctx.broker.acl_store.create([a for a, p in zip(acls, problems) if p is None])
-    except TopicError as e:
+    except AclStoreError as e:
         stored = (ErrorCode.kafka_storage_error, str(e))
     results = tuple(
         b("AclCreationResult", error_code=ErrorCode.invalid_request, error_message=p)

@@ -15,7 +15,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.cluster.topics import TopicError
+from herd.security.acl_store import AclStoreError
 from herd.security.acls import Acl, AclFilter, Operation
 from herd.server.apis._acl_apis import acl_filter, refusal
 from herd.server.apis._build import Builder, ctx_builder
@@ -43,7 +43,7 @@ async def _delete(ctx: RequestContext, filters: list[AclFilter]) -> Any:
     deleted: list[list[Acl]] = []
     try:
         deleted = await ctx.broker.acl_store.delete(valid) if valid else []
-    except TopicError as e:
+    except AclStoreError as e:
         failed = str(e)
     found = iter(deleted)
     results = []

@@ -851,8 +851,8 @@ def test_the_coordinators_compactor_has_a_remote_partition_compact_itself_and_st
 def test_the_epoch_history_names_where_each_leader_began_and_a_deposed_leader_cannot_read_it(pg_url):
     """Every epoch bump (the cluster's NEW_EPOCH) starts an epoch at the log end offset of the moment; a leader
     reads the history up to its own epoch once, and a deposed one is told it no longer leads."""
-    from herd.cluster.shared import NEW_EPOCH
     from herd.log.api import end_offset_for_epoch
+    from herd.log.postgres.metadata_sql import NEW_EPOCH
 
     pid = new_partition(pg_url)
 
