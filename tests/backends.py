@@ -42,8 +42,10 @@ from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.metadata.v12.request import MetadataRequest
 from kio.static.primitive import i8
-from pgcluster import HerdCluster, database_name, module_id
+from pgcluster import create_topic_on, database_name, module_id
 from rawkafka import RawClient
+
+from herd.testing import HerdCluster
 
 BACKENDS = ("embedded", "cluster")
 CLUSTER_NODES = 3
@@ -80,7 +82,7 @@ class EmbeddedBroker(BrokerProcess):
 
 
 class ClusterBroker:
-    """A started HerdCluster, seen by the tests as one broker."""
+    """A started HerdCluster (herd.testing's), seen by the tests as one broker."""
 
     backend = "cluster"
     host = "127.0.0.1"
@@ -123,7 +125,7 @@ class ClusterBroker:
         a leader that has not learned yet gets a retriable error, and a producer without idempotence and with
         several requests in flight (librdkafka's defaults) may then write a retried batch after later ones, as
         on Kafka. A test that checks the order of such a producer's writes creates its topic with this."""
-        self.cluster.create_topic(topic, partitions)
+        create_topic_on(self.cluster, topic, partitions)
 
     def stored_partitions(self, topic: str) -> list[int]:
         """The partitions of `topic` that the database still holds."""
@@ -159,9 +161,9 @@ def start_broker(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPa
         overrides["offsets.topic.num.partitions"] = "1"
     server = request.getfixturevalue("postgres_server")
     url = server.create_database(database_name(f"{module_id(request)}__{name}"), replace=True)
-    cluster = HerdCluster(tmp_path_factory.mktemp(name), url, overrides)
+    cluster = HerdCluster(tmp_path_factory.mktemp(name), overrides=overrides, database_url=url, faults=False)
     try:
-        cluster.start(CLUSTER_NODES)
+        cluster.start(nodes=CLUSTER_NODES, balanced=False)
         yield ClusterBroker(cluster, _wait_until_ready(cluster, single_coordinator))
     finally:
         cluster.close()

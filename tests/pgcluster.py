@@ -1,11 +1,14 @@
 """PostgreSQL and herd clusters for the tests: one real PostgreSQL server per test session, a fresh database
-per module (or per test), and `HerdCluster`, N `herd serve` processes sharing one database.
+per module (or per test), for herd.testing's `HerdCluster` (N `herd serve` processes sharing one database), and
+the probes of such a cluster that need the tests' own libraries (`create_topic`, `leaders`, `wait_offsets_spread`,
+`stored_generation`).
 
 Fixtures (registered in tests/conftest.py):
     postgres_server  session: a started LocalPostgres (herd.cli.localpg); set up only when a test asks for it
     pg_url           module:  the URL of a fresh database named after the test module
     pg_test_url      function: the URL of a fresh database named after the test
-    new_cluster     function: a HerdCluster on pg_test_url, not started yet; closed after the test
+    new_cluster      function: a herd.testing.HerdCluster on pg_test_url (no fault listener), not started yet;
+                     closed after the test
     open_tmp_path    function: a temporary directory PostgreSQL's unprivileged user can reach (see below)
 
 The server's data lives under <tmp>/herd-tests-pg/<pid>-*, not under pytest's own temporary directory: that
@@ -25,8 +28,6 @@ import itertools
 import os
 import re
 import shutil
-import signal
-import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -34,12 +35,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from brokers import BrokerProcess
 from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from rawkafka import RawClient
 
-from herd.cli.localpg import LocalPostgres, process_state, write_private
+from herd.cli.localpg import LocalPostgres
 from herd.cluster.topics import OFFSETS_TOPIC
 from herd.coordinator.partition import coordinator_partition
 from herd.coordinator.records import (
@@ -49,7 +49,8 @@ from herd.coordinator.records import (
     record_type,
 )
 from herd.runtime.batches import decode_batches
-from herd.testing.broker import remove_leftovers, retry_while_leased
+from herd.testing import HerdCluster
+from herd.testing.broker import remove_leftovers
 
 _NAME_MAX = 63  # PostgreSQL's identifier length
 
@@ -73,222 +74,100 @@ def shared_tmp_root() -> Path:
     return root
 
 
-class HerdCluster:
-    """N `herd serve` processes against one database, each on port 0 with its own directory under `base_dir`.
+# -- probes of a herd.testing.HerdCluster that need the tests' libraries (confluent-kafka, RawClient, psycopg) ---
 
-    Node i has node.id i. `start(n)` starts n nodes in parallel and waits until each listens; `add_node()`
-    starts one more. `kill(i)` is SIGKILL, `pause(i)`/`resume(i)` SIGSTOP/SIGCONT, `terminate(i)` SIGTERM
-    and a wait (a controlled shutdown), `restart(i)` starts a stopped node again on its port. `close()` stops
-    whatever still runs (SIGTERM, then SIGKILL) and never leaves a process behind; the nodes also die with the
-    test process. The database URL reaches the nodes in a properties file, not on their command line."""
 
-    def __init__(self, base_dir: Path, database_url: str, overrides: dict[str, str] | None = None) -> None:
-        self.base_dir = base_dir
-        self.database_url = database_url
-        self.overrides = dict(overrides or {})
-        self.nodes: list[BrokerProcess] = []
-        base_dir.mkdir(parents=True, exist_ok=True)
+def leaders_of(cluster: HerdCluster, topic: str) -> dict[int, int]:
+    """partition -> the node leading it, as the running nodes tell a client (confluent-kafka's Metadata)."""
+    from confluent_kafka.admin import AdminClient
 
-    def start(self, n: int, timeout: float = 60.0) -> HerdCluster:
-        new = [self._make_node() for _ in range(n)]
-        for node in new:
-            node.spawn()
-        for node in new:
-            node.wait_listening(timeout)
-        return self
+    metadata = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(topic, timeout=30)
+    return {p: m.leader for p, m in metadata.topics[topic].partitions.items()}
 
-    def add_node(self, overrides: dict[str, str] | None = None, timeout: float = 60.0) -> int:
-        node = self._make_node(overrides)
-        node.start(timeout)
-        return len(self.nodes) - 1
 
-    def _make_node(self, overrides: dict[str, str] | None = None) -> BrokerProcess:
-        index = len(self.nodes)
-        config = self.base_dir / f"node-{index}.properties"
-        write_private(config, f"herd.cluster.database.url={self.database_url}\n")
-        node = BrokerProcess(
-            self.base_dir / f"node-{index}",
-            {"node.id": str(index), **self.overrides, **(overrides or {})},
-            config=config,
-            die_with_parent=True,
-        )
-        self.nodes.append(node)
-        return node
+def create_topic_on(cluster: HerdCluster, topic: str, partitions: int, timeout: float = 30.0) -> None:
+    """Create `topic` (through any node) and wait until every running node knows it and a leader, among the
+    nodes it lists, for each partition: a node learns of a new topic from PostgreSQL's notification, a few
+    milliseconds after the node that created it answered."""
+    from confluent_kafka.admin import AdminClient, NewTopic
 
-    # -- addresses -------------------------------------------------------------------------------------------
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout)
+    request = MetadataRequest(
+        topics=(MetadataRequestTopic(name=topic, topic_id=None),),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
 
-    def address(self, i: int) -> str:
-        return self.nodes[i].bootstrap
+    def knows(i: int) -> bool:
+        with RawClient(cluster.nodes[i].port) as c:
+            answer = c.request(3, 12, request)
+        listed = {b.node_id for b in answer.brokers}
+        found = [p for t in answer.topics if t.name == topic and t.error_code == 0 for p in t.partitions]
+        return len(found) == partitions and all(p.leader_id in listed for p in found)
 
-    @property
-    def addresses(self) -> list[str]:
-        """host:port of every node that runs (paused ones included)."""
-        return [n.bootstrap for n in self.nodes if n.running]
+    _until(
+        lambda: all(knows(i) for i in range(len(cluster.nodes)) if cluster.running(i) and not cluster.paused(i)),
+        f"every node knowing {topic}",
+        timeout,
+    )
 
-    @property
-    def bootstrap(self) -> str:
-        return ",".join(self.addresses)
 
-    def running(self, i: int) -> bool:
-        return self.nodes[i].running
+def wait_offsets_spread(cluster: HerdCluster, partitions: int, timeout: float = 60.0) -> None:
+    """Wait until every running node names the same leaders of the `partitions` partitions of
+    `__consumer_offsets`, as many on each running node, and each leader has loaded its own (DescribeGroups of
+    a group stored there answers NONE, not COORDINATOR_LOAD_IN_PROGRESS)."""
+    probes: dict[int, str] = {}
+    for n in itertools.count():
+        if len(probes) == partitions:
+            break
+        probes.setdefault(coordinator_partition(f"probe-{n}", partitions), f"probe-{n}")
+    running = [i for i in range(len(cluster.nodes)) if cluster.running(i)]
+    request = MetadataRequest(
+        topics=(MetadataRequestTopic(name="__consumer_offsets", topic_id=None),),
+        allow_auto_topic_creation=False,
+        include_topic_authorized_operations=False,
+    )
 
-    def leaders(self, topic: str) -> dict[int, int]:
-        """partition -> the node leading it, as the running nodes tell a client (confluent-kafka's Metadata)."""
-        from confluent_kafka.admin import AdminClient
+    def leaders(i: int) -> dict[int, int]:
+        with RawClient(cluster.nodes[i].port) as c:
+            return {p.partition_index: p.leader_id for t in c.request(3, 12, request).topics for p in t.partitions}
 
-        metadata = AdminClient({"bootstrap.servers": self.bootstrap}).list_topics(topic, timeout=30)
-        return {p: m.leader for p, m in metadata.topics[topic].partitions.items()}
-
-    # -- faults ----------------------------------------------------------------------------------------------
-
-    def kill(self, i: int) -> None:
-        self.nodes[i].kill()
-
-    def pause(self, i: int) -> None:
-        """SIGSTOP, returning once the node is stopped."""
-        self._signal(i, signal.SIGSTOP)
-        self._waitprocess_state(i, stopped=True)
-
-    def resume(self, i: int) -> None:
-        """SIGCONT, returning once the node runs again."""
-        self._signal(i, signal.SIGCONT)
-        self._waitprocess_state(i, stopped=False)
-
-    def paused(self, i: int) -> bool:
-        proc = self.nodes[i].proc
-        return proc is not None and process_state(proc.pid) == "T"
-
-    def _waitprocess_state(self, i: int, *, stopped: bool, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while self.paused(i) != stopped:
-            assert time.monotonic() < deadline, f"node {i} did not {'stop' if stopped else 'continue'}"
-            time.sleep(0.005)
-
-    def terminate(self, i: int, timeout: float = 30.0) -> int:
-        """SIGTERM (a paused node is resumed first, or it could not act on it) and wait; its exit code."""
-        if self.running(i):
-            self.resume(i)
-        return self.nodes[i].stop(timeout)
-
-    def restart(self, i: int) -> None:
-        """Start a node that was killed or terminated again, on the same port and directory."""
-        assert not self.running(i), f"node {i} still runs"
-        self.nodes[i].restart()
-
-    def restart_when_allowed(self, i: int, timeout: float = 30.0) -> None:
-        """`restart(i)`, tried again while the node is refused because the lease of its earlier process still
-        runs (it exits saying so). Call it on the test's own thread (see `BrokerProcess`)."""
-        retry_while_leased(lambda: self.restart(i), timeout, pause=0.1)
-
-    def wait_offsets_spread(self, partitions: int, timeout: float = 60.0) -> None:
-        """Wait until every running node names the same leaders of the `partitions` partitions of
-        `__consumer_offsets`, as many on each running node, and each leader has loaded its own (DescribeGroups of
-        a group stored there answers NONE, not COORDINATOR_LOAD_IN_PROGRESS)."""
-        probes: dict[int, str] = {}
-        for n in itertools.count():
-            if len(probes) == partitions:
-                break
-            probes.setdefault(coordinator_partition(f"probe-{n}", partitions), f"probe-{n}")
-        running = [i for i in range(len(self.nodes)) if self.running(i)]
-        request = MetadataRequest(
-            topics=(MetadataRequestTopic(name="__consumer_offsets", topic_id=None),),
-            allow_auto_topic_creation=False,
-            include_topic_authorized_operations=False,
-        )
-
-        def leaders(i: int) -> dict[int, int]:
-            with RawClient(self.nodes[i].port) as c:
-                return {p.partition_index: p.leader_id for t in c.request(3, 12, request).topics for p in t.partitions}
-
-        def spread_and_loaded() -> bool:
-            views = [leaders(i) for i in running]
-            if any(view != views[0] for view in views) or sorted(views[0].values()) != sorted(
-                running * (partitions // len(running))
-            ):
+    def spread_and_loaded() -> bool:
+        views = [leaders(i) for i in running]
+        if any(view != views[0] for view in views) or sorted(views[0].values()) != sorted(
+            running * (partitions // len(running))
+        ):
+            return False
+        for partition, leader in views[0].items():
+            with RawClient(cluster.nodes[leader].port) as c:
+                (group,) = c.request(
+                    15, 5, DescribeGroupsRequest(groups=(probes[partition],), include_authorized_operations=False)
+                ).groups
+            if group.error_code != 0:
                 return False
-            for partition, leader in views[0].items():
-                with RawClient(self.nodes[leader].port) as c:
-                    (group,) = c.request(
-                        15, 5, DescribeGroupsRequest(groups=(probes[partition],), include_authorized_operations=False)
-                    ).groups
-                if group.error_code != 0:
-                    return False
-            return True
+        return True
 
-        _until(spread_and_loaded, "the offsets partitions spread over the nodes and loaded", timeout)
+    _until(spread_and_loaded, "the offsets partitions spread over the nodes and loaded", timeout)
 
-    def stored_generation(self, group: str) -> int:
-        """The generation of the group's last GroupMetadata record in `__consumer_offsets` (what a coordinator
-        loading the group starts from); -1 if there is none."""
-        with psycopg.connect(self.database_url) as conn:
-            rows = conn.execute(
-                "SELECT b.data FROM herd_batches b JOIN herd_partitions p ON p.pid = b.pid JOIN herd_topics t "
-                "ON t.topic_id = p.topic_id WHERE t.name = %s ORDER BY p.partition, b.base_offset",
-                (OFFSETS_TOPIC,),
-            ).fetchall()
-        generation = -1
-        for (data,) in rows:
-            for _, records in decode_batches(bytes(data)):
-                for key, value in records:
-                    if record_type(key) == GROUP_METADATA_KEY_TYPE and decode_group_metadata_key(key).group == group:
-                        generation = -1 if value is None else decode_group_metadata_value(value).generation
-        return generation
 
-    def create_topic(self, topic: str, partitions: int, timeout: float = 30.0) -> None:
-        """Create `topic` (through any node) and wait until every running node knows it and a leader, among the
-        nodes it lists, for each partition: a node learns of a new topic from PostgreSQL's notification, a few
-        milliseconds after the node that created it answered."""
-        from confluent_kafka.admin import AdminClient, NewTopic
-
-        admin = AdminClient({"bootstrap.servers": self.bootstrap})
-        admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout)
-        request = MetadataRequest(
-            topics=(MetadataRequestTopic(name=topic, topic_id=None),),
-            allow_auto_topic_creation=False,
-            include_topic_authorized_operations=False,
-        )
-
-        def knows(i: int) -> bool:
-            with RawClient(self.nodes[i].port) as c:
-                answer = c.request(3, 12, request)
-            listed = {b.node_id for b in answer.brokers}
-            found = [p for t in answer.topics if t.name == topic and t.error_code == 0 for p in t.partitions]
-            return len(found) == partitions and all(p.leader_id in listed for p in found)
-
-        _until(
-            lambda: all(knows(i) for i in range(len(self.nodes)) if self.running(i) and not self.paused(i)),
-            f"every node knowing {topic}",
-            timeout,
-        )
-
-    def _signal(self, i: int, sig: signal.Signals) -> None:
-        proc = self.nodes[i].proc
-        assert proc is not None and proc.poll() is None, f"node {i} does not run"
-        proc.send_signal(sig)
-
-    def log(self, i: int) -> str:
-        return self.nodes[i].log()
-
-    # -- the end ---------------------------------------------------------------------------------------------
-
-    def close(self, timeout: float = 20.0) -> None:
-        live = [n.proc for n in self.nodes if n.proc is not None and n.proc.poll() is None]
-        for proc in live:
-            proc.send_signal(signal.SIGCONT)
-            proc.send_signal(signal.SIGTERM)
-        for proc in live:
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            timeout = 1.0  # the others had the same time already
-
-    def __enter__(self) -> HerdCluster:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+def stored_generation(cluster: HerdCluster, group: str) -> int:
+    """The generation of the group's last GroupMetadata record in `__consumer_offsets` (what a coordinator
+    loading the group starts from); -1 if there is none."""
+    assert cluster.database_url is not None
+    with psycopg.connect(cluster.database_url) as conn:
+        rows = conn.execute(
+            "SELECT b.data FROM herd_batches b JOIN herd_partitions p ON p.pid = b.pid JOIN herd_topics t "
+            "ON t.topic_id = p.topic_id WHERE t.name = %s ORDER BY p.partition, b.base_offset",
+            (OFFSETS_TOPIC,),
+        ).fetchall()
+    generation = -1
+    for (data,) in rows:
+        for _, records in decode_batches(bytes(data)):
+            for key, value in records:
+                if record_type(key) == GROUP_METADATA_KEY_TYPE and decode_group_metadata_key(key).group == group:
+                    generation = -1 if value is None else decode_group_metadata_value(value).generation
+    return generation
 
 
 def _until(condition: Callable[[], bool], what: str, timeout: float) -> None:
@@ -335,7 +214,7 @@ def pg_test_url(postgres_server: LocalPostgres, request: pytest.FixtureRequest) 
 
 @pytest.fixture
 def new_cluster(pg_test_url: str, tmp_path: Path) -> Iterator[HerdCluster]:
-    cluster = HerdCluster(tmp_path / "cluster", pg_test_url)
+    cluster = HerdCluster(tmp_path / "cluster", database_url=pg_test_url, faults=False)
     try:
         yield cluster
     finally:

@@ -425,11 +425,11 @@ def test_acls_survive_a_restart(broker_factory) -> None:
 
 
 def test_acls_are_shared_by_the_nodes_of_a_cluster(pg_test_url: str, tmp_path) -> None:
-    from pgcluster import HerdCluster
+    from herd.testing import HerdCluster
 
-    cluster = HerdCluster(tmp_path / "cluster", pg_test_url, OPEN)
+    cluster = HerdCluster(tmp_path / "cluster", overrides=OPEN, database_url=pg_test_url, faults=False)
     try:
-        cluster.start(2)
+        cluster.start(nodes=2, balanced=False)
         first, second = (node.port for node in cluster.nodes)
         topic = unique("shared")
         acl = (TOPIC, topic, LITERAL, ANON, "*", DESCRIBE, DENY)

@@ -25,8 +25,10 @@ from kio.schema.offset_for_leader_epoch.v4.request import (
     OffsetForLeaderPartition,
     OffsetForLeaderTopic,
 )
-from pgcluster import HerdCluster
+from pgcluster import create_topic_on
 from rawkafka import RawClient
+
+from herd.testing import HerdCluster
 
 FAST = {
     "broker.session.timeout.ms": "3000",
@@ -40,7 +42,7 @@ pytestmark = pytest.mark.timeout(240)
 
 def _start(cluster: HerdCluster, n: int = 3) -> HerdCluster:
     cluster.overrides.update(FAST)
-    cluster.start(n)
+    cluster.start(nodes=n, balanced=False)
     _wait_for(lambda: len(_metadata(cluster.bootstrap).brokers) == n, "every node registered")
     return cluster
 
@@ -143,7 +145,7 @@ def test_every_node_answers_for_the_cluster_with_three_clients(new_cluster: Herd
     """Metadata from any node lists all three and leaders spread over them; kafka-python produces through
     node 0, confluent-kafka and aiokafka consume through nodes 1 and 2; a group's coordinator is a leader."""
     cluster = _start(new_cluster)
-    cluster.create_topic("spread", 6)
+    create_topic_on(cluster, "spread", 6)
     for address in cluster.addresses:
         assert sorted(b.id for b in _metadata(address).brokers.values()) == [0, 1, 2]
     assert sorted(set(_leaders(cluster.address(1), "spread").values())) == [0, 1, 2]
@@ -198,7 +200,7 @@ def test_kill_9_during_acks_all_produce_loses_nothing_and_duplicates_nothing(
     new_cluster: HerdCluster, pg_test_url: str
 ) -> None:
     cluster = _start(new_cluster)
-    cluster.create_topic("orders", 6)
+    create_topic_on(cluster, "orders", 6)
     victim = 1
     assert victim in _leaders(cluster.address(0), "orders").values()
     with _Producing(cluster.bootstrap, "orders", 6) as producing:
@@ -223,7 +225,7 @@ def test_a_node_paused_past_its_lease_never_appends_again(new_cluster: HerdClust
     store a single batch more. Its clients' requests in flight while it was paused are answered (if at all)
     NOT_LEADER_OR_FOLLOWER or a retriable error."""
     cluster = _start(new_cluster)
-    cluster.create_topic("paused", 6)
+    create_topic_on(cluster, "paused", 6)
     led_by_2 = [p for p, node in _leaders(cluster.address(0), "paused").items() if node == 2]
     assert led_by_2
     # a producer connected to node 2 only, with writes waiting in it when it stops
@@ -280,7 +282,7 @@ def test_a_node_paused_past_its_lease_never_appends_again(new_cluster: HerdClust
 
 def test_sigterm_hands_leadership_over_with_only_retriable_errors(new_cluster: HerdCluster) -> None:
     cluster = _start(new_cluster)
-    cluster.create_topic("graceful", 6)
+    create_topic_on(cluster, "graceful", 6)
     with _Producing(cluster.address(0) + "," + cluster.address(2), "graceful", 6) as producing:
         producing.wait_acked(1000)
         started = time.monotonic()
@@ -298,7 +300,7 @@ def test_sigterm_hands_leadership_over_with_only_retriable_errors(new_cluster: H
 
 def test_a_joining_node_takes_its_share_while_clients_produce(new_cluster: HerdCluster) -> None:
     cluster = _start(new_cluster, 2)
-    cluster.create_topic("growing", 6)
+    create_topic_on(cluster, "growing", 6)
     assert sorted(set(_leaders(cluster.address(0), "growing").values())) == [0, 1]
     with _Producing(cluster.bootstrap, "growing", 6) as producing:
         producing.wait_acked(1000)
@@ -319,7 +321,7 @@ def test_a_topic_deleted_through_one_node_loses_its_committed_offsets_on_every_c
     """Groups coordinated by all three nodes commit offsets on a topic; deleting it through node 0 makes every
     coordinator drop them (Kafka's onPartitionsDeleted), and every node stops listing it."""
     cluster = _start(new_cluster)
-    cluster.create_topic("doomed", 2)
+    create_topic_on(cluster, "doomed", 2)
     groups = [f"doomed-group-{i}" for i in range(12)]  # spread over the 6 offsets partitions, so the 3 nodes
     for group in groups:
         consumer = Consumer({"bootstrap.servers": cluster.bootstrap, "group.id": group})
@@ -350,7 +352,7 @@ def test_a_kafka_python_consumer_reads_on_across_a_leader_move_and_earlier_epoch
     (KIP-320) and fetches nothing from the partition until it has an answer; the new leader answers the earlier
     epoch with the offset its own epoch began at."""
     cluster = _start(new_cluster, 2)
-    cluster.create_topic("moving", 2)
+    create_topic_on(cluster, "moving", 2)
     producer = KafkaProducer(bootstrap_servers=cluster.bootstrap, acks="all")
     for i in range(20):
         producer.send("moving", value=b"%d" % i, partition=i % 2)

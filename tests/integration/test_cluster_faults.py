@@ -21,9 +21,9 @@ from clients import confluent_read_all
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from groupmembers import wait_for
-from pgcluster import HerdCluster
 
 from herd.cli.localpg import LocalPostgres, free_port
+from herd.testing import HerdCluster
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -108,16 +108,16 @@ def test_the_database_gone_while_running_costs_only_retriable_errors_and_the_nod
         url = server.create_database("outage")
         cluster = HerdCluster(
             tmp_path / "cluster",
-            url,
-            {
+            overrides={
                 "broker.session.timeout.ms": "3000",
                 "broker.heartbeat.interval.ms": "500",
                 "group.initial.rebalance.delay.ms": "0",
                 "offsets.topic.num.partitions": "3",
             },
+            database_url=url,
+            faults=False,
         )
-        with cluster:
-            cluster.start(2)
+        with cluster.start(nodes=2, balanced=False):
             admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
             _eventually(lambda: len(admin.list_topics(timeout=5).brokers) == 2)
             admin.create_topics([NewTopic("outage", 4, 1)])["outage"].result(20)
@@ -255,15 +255,15 @@ def test_a_node_whose_database_hangs_still_stops_within_its_shutdown_limit(open_
         url = server.create_database("frozen")
         cluster = HerdCluster(
             tmp_path / "cluster",
-            url,
-            {
+            overrides={
                 "broker.session.timeout.ms": "2000",
                 "broker.heartbeat.interval.ms": "500",
                 "offsets.topic.num.partitions": "3",
             },
+            database_url=url,
+            faults=False,
         )
-        with cluster:
-            cluster.start(1)
+        with cluster.start(nodes=1, balanced=False):
             node = cluster.nodes[0]
             assert server.proc is not None and node.proc is not None
             frozen = _postgres_processes(server.proc.pid)

@@ -47,10 +47,11 @@ from kio.schema.describe_groups.v5.request import DescribeGroupsRequest
 from kio.schema.errors import ErrorCode
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.static.primitive import i8
-from pgcluster import HerdCluster
+from pgcluster import create_topic_on, stored_generation, wait_offsets_spread
 from rawkafka import RawClient
 
 from herd.client.consumer_protocol import decode_assignment
+from herd.testing import HerdCluster
 
 NODES = 3
 OFFSETS_PARTITIONS = 6
@@ -77,9 +78,11 @@ _names = itertools.count()
 
 @pytest.fixture(scope="module")
 def herd(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HerdCluster]:
-    cluster = HerdCluster(tmp_path_factory.mktemp("failover"), pg_url, CLUSTER_OVERRIDES)
+    cluster = HerdCluster(
+        tmp_path_factory.mktemp("failover"), overrides=CLUSTER_OVERRIDES, database_url=pg_url, faults=False
+    )
     try:
-        cluster.start(NODES)
+        cluster.start(nodes=NODES, balanced=False)
         yield cluster
     finally:
         cluster.close()
@@ -101,16 +104,16 @@ def _raw(cluster: HerdCluster, i: int) -> RawClient:
 
 
 def _wait_balanced(cluster: HerdCluster) -> None:
-    cluster.wait_offsets_spread(OFFSETS_PARTITIONS, FAILOVER_S)
+    wait_offsets_spread(cluster, OFFSETS_PARTITIONS, FAILOVER_S)
 
 
 def _restart(cluster: HerdCluster, i: int) -> None:
-    cluster.restart_when_allowed(i, FAILOVER_S)
+    cluster.restart(i, FAILOVER_S)
 
 
 def _new_topic(cluster: HerdCluster, stem: str, partitions: int) -> str:
     name = f"{stem}-{next(_names)}"
-    cluster.create_topic(name, partitions, FAILOVER_S)
+    create_topic_on(cluster, name, partitions, FAILOVER_S)
     return name
 
 
@@ -382,7 +385,7 @@ def _no_rebalance(
     cluster: HerdCluster, group: str, before: Assignments, generation: int, members: list[Any], events: list[int]
 ) -> None:
     assert _stable(cluster, group, len(before)) == before, "the members or their assignments changed"
-    assert cluster.stored_generation(group) == generation, "a rebalance completed"
+    assert stored_generation(cluster, group) == generation, "a rebalance completed"
     assert [m.event_count() for m in members] == events, "a client saw its partitions revoked or assigned"
 
 
@@ -416,7 +419,7 @@ def test_a_stable_committing_group_survives_its_coordinator_killed(
         settled(tracked, 6, timeout=FAILOVER_S)
         before = _stable(cluster, group, 3)
         wait_for(lambda: all(m.acked for m in tracked), FAILOVER_S, "every member committing")
-        generation = cluster.stored_generation(group)
+        generation = stored_generation(cluster, group)
         events = [m.event_count() for m in tracked]
 
         killed_at = time.monotonic()
@@ -457,7 +460,7 @@ def _stable_group(cluster: HerdCluster, members: list[Member], client: str, stem
     started = _start(client, cluster, topic, group, n)
     members += started
     settled(started, partitions, timeout=FAILOVER_S)
-    return topic, group, started, cluster.stored_generation(group)
+    return topic, group, started, stored_generation(cluster, group)
 
 
 def _recovered(cluster: HerdCluster, dead: int, topic: str, group: str, everyone: list[Any], generation: int,
@@ -468,7 +471,7 @@ def _recovered(cluster: HerdCluster, dead: int, topic: str, group: str, everyone
     _wait_balanced(cluster)
     settled(everyone, 6, timeout=FAILOVER_S)
     _assigned_as_clients_say(cluster, group, everyone)
-    assert cluster.stored_generation(group) > generation
+    assert stored_generation(cluster, group) > generation
     values = set(produce(cluster.bootstrap, topic, 6, 60))
     _wait_consumed(everyone, values, 6, what)
 
@@ -496,7 +499,7 @@ def test_killed_in_the_join_phase_the_group_ends_stable_with_everyone_assigned(
     _wait_state(cluster, group, "PreparingRebalance")
     dead = _kill_coordinator(cluster, group)
     _failed_over(cluster, group, dead)
-    assert cluster.stored_generation(group) == generation, "the interrupted join phase completed"
+    assert stored_generation(cluster, group) == generation, "the interrupted join phase completed"
     slow.slow_revocation.clear()
     everyone = first + newcomer
     _recovered(cluster, dead, topic, group, everyone, generation, "once the group is Stable again")
@@ -524,7 +527,7 @@ def test_killed_in_the_sync_phase_the_group_ends_stable_with_everyone_assigned(
         _wait_state(cluster, group, "CompletingRebalance")
         dead = _kill_coordinator(cluster, group)
         _failed_over(cluster, group, dead)
-        assert cluster.stored_generation(group) == generation, "the unsynced generation was stored"
+        assert stored_generation(cluster, group) == generation, "the unsynced generation was stored"
     finally:
         GATE.set()
     _recovered(cluster, dead, topic, group, first + newcomer, generation, "once the group is Stable again")
@@ -549,7 +552,7 @@ def test_a_member_dying_during_the_failover_is_expired_in_one_rebalance(
     try:
         wait_for(lambda: balanced([*survivors, child], 6), FAILOVER_S, "the three members balanced")
         _assigned_as_clients_say(cluster, group, [*survivors, child])
-        generation = cluster.stored_generation(group)
+        generation = stored_generation(cluster, group)
         events = [m.event_count() for m in survivors]
         child.kill()
         dead = _kill_coordinator(cluster, group)
@@ -558,12 +561,12 @@ def test_a_member_dying_during_the_failover_is_expired_in_one_rebalance(
     _, _, loaded = _failed_over(cluster, group, dead)
     assert len(loaded) == 3, "the new coordinator did not load the group with its three members"
     settled(survivors, 6, timeout=SESSION_MS / 1000 + FAILOVER_S)
-    assert cluster.stored_generation(group) == generation + 1
+    assert stored_generation(cluster, group) == generation + 1
     assert [m.event_count() - e for m, e in zip(survivors, events)] == [2, 2], "not one revocation and assignment"
     _restart(cluster, dead)
     _wait_balanced(cluster)
     _assigned_as_clients_say(cluster, group, survivors)
-    assert cluster.stored_generation(group) == generation + 1
+    assert stored_generation(cluster, group) == generation + 1
     assert [m.event_count() - e for m, e in zip(survivors, events)] == [2, 2]
     values = set(produce(cluster.bootstrap, topic, 6, 60))
     _wait_consumed(survivors, values, 6, "after the failover")

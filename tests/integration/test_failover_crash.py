@@ -39,11 +39,11 @@ from typing import Any
 import pytest
 from backends import ClusterBroker
 from kio.schema.errors import ErrorCode
-from pgcluster import HerdCluster
 from rawkafka import RawClient
 from test_groups_api import part, req
 
 from herd.coordinator.partition import coordinator_partition
+from herd.testing import HerdCluster
 
 COMMIT, FETCH, FIND = 8, 9, 10
 COMMIT_V, FETCH_V, FIND_V = 8, 8, 4
@@ -275,7 +275,7 @@ def restart_when_allowed(cluster: HerdCluster, i: int, killed_at: float) -> None
     renewal the test did not see) is tried again. Called on the test's main thread: the nodes are started
     with PR_SET_PDEATHSIG, which fires when the *thread* that started them ends."""
     time.sleep(max(0.0, killed_at + SESSION_MS / 1000 - time.monotonic()))
-    cluster.restart_when_allowed(i, FAILOVER_TIMEOUT_S)
+    cluster.restart(i, FAILOVER_TIMEOUT_S)
 
 
 class Check(threading.Thread):
@@ -330,7 +330,7 @@ def test_acknowledged_commits_survive_kill_9_of_random_coordinators(new_cluster:
     rng = random.Random(seed)
     cluster = new_cluster
     cluster.overrides.update(SETTINGS)
-    cluster.start(NODES)
+    cluster.start(nodes=NODES, balanced=False)
     ports = [node.port for node in cluster.nodes]
     groups = crash_groups()
     wait_until(lambda: coordinating(ports, groups, rng) == set(range(NODES)), "every node coordinating", 60)

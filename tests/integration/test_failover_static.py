@@ -33,13 +33,14 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 from groupmembers import wait_for
 from kio.schema.errors import ErrorCode
-from pgcluster import HerdCluster
+from pgcluster import create_topic_on, wait_offsets_spread
 from rawkafka import RawClient
 
 from herd.client.consumer_protocol import Subscription, encode_subscription
 from herd.coordinator import coordinator_partition
 from herd.protocol.messages import request_class
 from herd.protocol.values import make
+from herd.testing import HerdCluster
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -268,9 +269,11 @@ def generation(port: int, group: str) -> int:
 
 @pytest.fixture(scope="module")
 def cluster(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HerdCluster]:
-    cluster = HerdCluster(tmp_path_factory.mktemp("failover-static"), pg_url, OVERRIDES)
+    cluster = HerdCluster(
+        tmp_path_factory.mktemp("failover-static"), overrides=OVERRIDES, database_url=pg_url, faults=False
+    )
     try:
-        cluster.start(NODES)
+        cluster.start(nodes=NODES, balanced=False)
         settle(cluster)
         yield cluster
     finally:
@@ -283,7 +286,7 @@ def nodes(cluster: HerdCluster) -> HerdCluster:
     stopped is continued) and the offsets partitions spread over them and loaded."""
     for i in range(NODES):
         if not cluster.running(i):
-            cluster.restart_when_allowed(i)
+            cluster.restart(i)
         elif cluster.paused(i):
             cluster.resume(i)
     settle(cluster)
@@ -313,7 +316,7 @@ def offsets_leaders(port_: int) -> dict[int, int]:
 
 def settle(cluster: HerdCluster) -> None:
     """Wait until the offsets partitions are spread over the nodes, two on each, and loaded."""
-    cluster.wait_offsets_spread(OFFSETS_PARTITIONS)
+    wait_offsets_spread(cluster, OFFSETS_PARTITIONS)
 
 
 def coordinators(cluster: HerdCluster, groups: list[str], avoid: tuple[int, ...] = ()) -> dict[str, int]:
@@ -726,7 +729,7 @@ def test_a_coordinator_paused_past_its_lease_is_fenced_while_its_groups_carry_on
     )
     groups = [commit_g, join_g, sync_g, static_g, real_g, herd_g]
     topic, partitions = RAW_TOPIC, 4
-    cluster.create_topic(topic, partitions)
+    create_topic_on(cluster, topic, partitions)
     offsets_partitions = {coordinator_partition(g, OFFSETS_PARTITIONS) for g in groups}
 
     with Feeding(cluster.bootstrap, topic, partitions):
@@ -854,7 +857,7 @@ def test_static_members_keep_their_generation_and_assignments_through_a_kill_9_o
     cluster, victim = nodes, 1
     (group,) = groups_on(cluster, victim, "static-fleet")
     topic, partitions = "static-fleet", 6
-    cluster.create_topic(topic, partitions)
+    create_topic_on(cluster, topic, partitions)
     with Feeding(cluster.bootstrap, topic, partitions):
         members = start_members(
             *(Member(cluster.bootstrap, topic, group, f"static-{i}", instance_id=f"static-{i}") for i in range(3))
@@ -892,7 +895,7 @@ def test_a_pre_registration_made_before_a_kill_9_of_the_coordinator_still_holds_
     cluster, victim = nodes, 2
     (group,) = groups_on(cluster, victim, "pre-registered")
     topic, partitions = "pre-registered", 4
-    cluster.create_topic(topic, partitions)
+    create_topic_on(cluster, topic, partitions)
     members = start_members(Member(cluster.bootstrap, topic, group, "pre-a", instance_id="pre-a"))
     try:
         members_settled(members, partitions)
@@ -957,7 +960,7 @@ def test_herd_client_and_cli_follow_a_kill_9_of_the_coordinator(nodes: HerdClust
     cluster, victim = nodes, 0
     (group,) = groups_on(cluster, victim, "herd-client")
     topic, partitions = "herd-client", 4
-    cluster.create_topic(topic, partitions)
+    create_topic_on(cluster, topic, partitions)
     bootstrap = ",".join([cluster.address(victim)] + [cluster.address(i) for i in range(NODES) if i != victim])
     with Feeding(cluster.bootstrap, topic, partitions):
         consuming = HerdConsumers(cluster.bootstrap, topic, group, 2)

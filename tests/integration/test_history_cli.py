@@ -207,7 +207,9 @@ def test_history_is_printed_as_a_table_and_json_and_survives_a_restart(broker_fa
 
 @pytest.fixture
 def cluster(postgres_server, request, tmp_path):
-    from pgcluster import HerdCluster, database_name, module_id
+    from pgcluster import database_name, module_id
+
+    from herd.testing import HerdCluster
 
     url = postgres_server.create_database(database_name(f"{module_id(request)}__history"), replace=True)
     overrides = {
@@ -216,8 +218,8 @@ def cluster(postgres_server, request, tmp_path):
         "broker.session.timeout.ms": "2000",
         "broker.heartbeat.interval.ms": "500",
     }
-    with HerdCluster(tmp_path, url, overrides) as nodes:
-        nodes.start(3)
+    nodes = HerdCluster(tmp_path, overrides=overrides, database_url=url, faults=False)
+    with nodes.start(nodes=3, balanced=False):
         yield nodes
 
 

@@ -14,9 +14,10 @@ from typing import Any
 import consolebrowser
 import pytest
 from groupmembers import ConfluentMember, settled
-from pgcluster import HerdCluster, database_name, module_id
+from pgcluster import create_topic_on, database_name, module_id, wait_offsets_spread
 
 from herd.coordinator.partition import coordinator_partition
+from herd.testing import HerdCluster
 
 NODES, OFFSETS_PARTITIONS, TOPIC = 3, 3, "cl-api"
 FORWARDED = {"X-Herd-Forwarded-By": "99"}
@@ -27,24 +28,25 @@ def cluster(request, postgres_server, tmp_path_factory):
     url = postgres_server.create_database(database_name(module_id(request)), replace=True)
     herd = HerdCluster(
         tmp_path_factory.mktemp("http-cluster"),
-        url,
-        {
+        overrides={
             "herd.http.listener": "127.0.0.1:0",
             "offsets.topic.num.partitions": str(OFFSETS_PARTITIONS),
             "group.min.session.timeout.ms": "1000",
         },
+        database_url=url,
+        faults=False,
     )
     try:
-        herd.start(NODES)
-        herd.wait_offsets_spread(OFFSETS_PARTITIONS)
-        herd.create_topic(TOPIC, 2)
+        herd.start(nodes=NODES, balanced=False)
+        wait_offsets_spread(herd, OFFSETS_PARTITIONS)
+        create_topic_on(herd, TOPIC, 2)
         yield herd
     finally:
         herd.close()
 
 
 def get(cluster: HerdCluster, node: int, path: str, headers: dict[str, str] | None = None) -> tuple[int, Any]:
-    request = urllib.request.Request(f"http://{cluster.nodes[node].http}{path}", headers=headers or {})
+    request = urllib.request.Request(f"{cluster.nodes[node].http}{path}", headers=headers or {})
     try:
         with urllib.request.urlopen(request, timeout=10) as response:
             return response.status, json.loads(response.read())
@@ -122,12 +124,12 @@ def test_the_console_of_any_node_shows_every_group(cluster):
     elsewhere = next(group for group in mine if owner[group] != 1)
     with consolebrowser.browser() as chromium:
         page = chromium.new_page()
-        page.goto(f"http://{cluster.nodes[1].http}/")
+        page.goto(f"{cluster.nodes[1].http}/")
         page.wait_for_function(f"document.querySelectorAll('#groups tbody tr').length === {len(owner)}")
         assert (
             page.locator(f'#groups tr[data-group="{elsewhere}"] td').nth(5).inner_text() == f"node {owner[elsewhere]}"
         )
-        page.goto(f"http://{cluster.nodes[1].http}/groups/{elsewhere}")
+        page.goto(f"{cluster.nodes[1].http}/groups/{elsewhere}")
         page.locator(".facts").wait_for()
         assert f"node {owner[elsewhere]}" in page.locator(".facts").inner_text()
 

@@ -9,15 +9,17 @@ from confluent_kafka.admin import AdminClient
 from groupmembers import wait_for
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
-from pgcluster import HerdCluster
+from pgcluster import create_topic_on
 from test_metrics_scrape import Samples, scrape, value
+
+from herd.testing import HerdCluster
 
 
 def test_the_coordinator_reports_the_lag_of_partitions_led_elsewhere(new_cluster: HerdCluster) -> None:
     new_cluster.overrides.update({"offsets.topic.num.partitions": "2", "herd.http.listener": "127.0.0.1:0"})
-    cluster = new_cluster.start(2)
+    cluster = new_cluster.start(nodes=2, balanced=False)
     topic, group = "lagged", "lag-group"
-    cluster.create_topic(topic, 4)
+    create_topic_on(cluster, topic, 4)
     meta = AdminClient({"bootstrap.servers": cluster.bootstrap}).list_topics(topic, timeout=10).topics[topic]
     leaders = {p.id: p.leader for p in meta.partitions.values()}
     assert sorted(set(leaders.values())) == [0, 1], leaders  # placement spreads 4 partitions over 2 nodes

@@ -19,13 +19,16 @@ from kafka.structs import OffsetAndMetadata
 from prometheus_client.parser import text_string_to_metric_families
 from rawkafka import RawClient, part, req
 
+from herd.testing import HerdBroker
+
 JOIN = 11
 
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
-def scrape(broker: BrokerProcess) -> Samples:
-    with urllib.request.urlopen(f"http://{broker.http}/metrics", timeout=10) as response:
+def scrape(broker: BrokerProcess | HerdBroker) -> Samples:
+    url = broker.http if "://" in broker.http else f"http://{broker.http}"  # a HerdBroker's names its scheme
+    with urllib.request.urlopen(f"{url}/metrics", timeout=10) as response:
         assert response.headers["Content-Type"].startswith("text/plain")
         text = response.read().decode()
     return {

@@ -45,7 +45,7 @@ from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.schema.join_group.v9.request import JoinGroupRequestProtocol
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from kio.static.primitive import i8
-from pgcluster import HerdCluster
+from pgcluster import create_topic_on, stored_generation
 from rawkafka import RawClient
 
 from herd.cluster.shared import MoveError, SharedCluster
@@ -56,6 +56,7 @@ from herd.log.postgres.db import open_pool
 from herd.log.postgres.schema import migrate
 from herd.protocol.messages import request_class
 from herd.server.apis._build import make
+from herd.testing import HerdCluster
 
 JOIN, SYNC, HEARTBEAT = 11, 14, 12
 OFFSETS_PARTITIONS = 6
@@ -110,9 +111,11 @@ def _move(cluster: HerdCluster, **body: Any) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def herd(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HerdCluster]:
-    cluster = HerdCluster(tmp_path_factory.mktemp("moves"), pg_url, CLUSTER_OVERRIDES)
+    cluster = HerdCluster(
+        tmp_path_factory.mktemp("moves"), overrides=CLUSTER_OVERRIDES, database_url=pg_url, faults=False
+    )
     try:
-        cluster.start(3)
+        cluster.start(nodes=3, balanced=False)
         yield cluster
     finally:
         cluster.close()
@@ -194,7 +197,7 @@ def test_a_group_whose_coordinator_moves_keeps_its_generation_members_and_commit
     assignments, the same stored generation, no client saw a rebalance; the members commit again, and every
     commit a client saw succeed is fetched."""
     topic, group = "coordinated", "g-coordinated"
-    herd.create_topic(topic, 6, WAIT_S)
+    create_topic_on(herd, topic, 6, WAIT_S)
     started = [_Committing(herd.bootstrap, topic, group, name=f"m{i}") for i in range(3)]
     members += started
     for m in started:
@@ -206,7 +209,7 @@ def test_a_group_whose_coordinator_moves_keeps_its_generation_members_and_commit
         wait_for(lambda: all(m.acked for m in started), WAIT_S, "every member committing")
         old = _coordinator(herd, 0, group)
         before = wait_for(lambda: _described(herd, old, group), WAIT_S, "the group described")
-        generation, events = herd.stored_generation(group), [m.event_count() for m in started]
+        generation, events = stored_generation(herd, group), [m.event_count() for m in started]
 
         answer = _move(herd, group=group)
         partition = coordinator_partition(group, OFFSETS_PARTITIONS)
@@ -221,7 +224,7 @@ def test_a_group_whose_coordinator_moves_keeps_its_generation_members_and_commit
     finally:
         producing.stop()
     assert _described(herd, answer["to"], group) == before
-    assert herd.stored_generation(group) == generation, "a rebalance completed"
+    assert stored_generation(herd, group) == generation, "a rebalance completed"
     assert [m.event_count() for m in started] == events, "a client saw its partitions revoked or assigned"
     acked: dict[int, int] = {}
     for m in started:
@@ -245,7 +248,7 @@ def test_a_partition_moved_under_a_producer_and_a_consumer_loses_no_acknowledged
     from kafka import KafkaConsumer, TopicPartition
 
     topic = "moving"
-    herd.create_topic(topic, 2, WAIT_S)
+    create_topic_on(herd, topic, 2, WAIT_S)
     leader, epoch = _leaders(herd, 0, topic)[0]
     consumer = KafkaConsumer(
         bootstrap_servers=herd.bootstrap,

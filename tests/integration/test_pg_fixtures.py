@@ -1,5 +1,5 @@
 """The fixtures of tests/pgcluster.py: one PostgreSQL per session, a fresh database per module, herd processes
-that never outlive their HerdCluster."""
+that never outlive their HerdCluster (herd.testing's, on the test's database)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from pgcluster import HerdCluster, database_name
+from pgcluster import database_name
 
 from herd.cli.localpg import process_state
+from herd.testing import HerdCluster
 
 TESTS_DIR = Path(__file__).parent.parent
 
@@ -88,9 +89,8 @@ def test_two_modules_get_their_own_databases_and_the_session_leaves_no_server(tm
 
 
 def test_herd_cluster_runs_signals_and_closes_its_nodes(pg_test_url, tmp_path):
-    cluster = HerdCluster(tmp_path / "cluster", pg_test_url)
-    with cluster:
-        cluster.start(2)
+    cluster = HerdCluster(tmp_path / "cluster", database_url=pg_test_url, faults=False)
+    with cluster.start(nodes=2, balanced=False):
         assert len(cluster.addresses) == 2 and cluster.bootstrap == ",".join(cluster.addresses)
         pids = [node.proc.pid for node in cluster.nodes]
         config = tmp_path / "cluster" / "node-0.properties"

@@ -429,7 +429,7 @@ def test_cluster_nodes_share_the_credentials(new_cluster) -> None:  # type: igno
     new_cluster.overrides.update(
         {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS}
     )
-    cluster = new_cluster.start(2)
+    cluster = new_cluster.start(nodes=2, balanced=False)
     first, second = cluster.nodes
     salt = os.urandom(16)
     upsertion = part(

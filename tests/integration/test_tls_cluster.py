@@ -15,7 +15,7 @@ from kio.schema.describe_configs.v4.request import DescribeConfigsResource as DE
 from kio.schema.incremental_alter_configs.v1.request import AlterableConfig as ALTER_OP
 from kio.schema.incremental_alter_configs.v1.request import AlterConfigsResource as ALTER_RESOURCE
 from kio.schema.incremental_alter_configs.v1.request import IncrementalAlterConfigsRequest as ALTER
-from pgcluster import HerdCluster
+from pgcluster import wait_offsets_spread
 from rawkafka import RawClient, req
 from test_tls import (
     DESCRIBE_CLUSTER,
@@ -28,6 +28,8 @@ from test_tls import (
     tls_props,
     tls_socket,
 )
+
+from herd.testing import HerdCluster
 
 pytestmark = pytest.mark.timeout(240)
 CONFIG = "herd.expected.instance.ids"  # a group config (KIP-469), kept by the group's coordinator
@@ -47,7 +49,7 @@ def test_each_listener_of_each_node_names_that_listener_of_every_node(new_cluste
             "offsets.topic.num.partitions": "6",
         }
     )
-    new_cluster.start(2)
+    new_cluster.start(nodes=2, balanced=False)
     ports = [listener_ports(node) for node in new_cluster.nodes]
     assert all(set(p) == {"PLAINTEXT", "SECURE"} for p in ports)
     expected = {name: sorted(("127.0.0.1", p[name]) for p in ports) for name in ("PLAINTEXT", "SECURE")}
@@ -102,8 +104,8 @@ def test_nodes_talk_to_each_other_over_an_ssl_inter_broker_listener(new_cluster:
             "offsets.topic.num.partitions": "6",
         }
     )
-    new_cluster.start(2)
-    new_cluster.wait_offsets_spread(6)
+    new_cluster.start(nodes=2, balanced=False)
+    wait_offsets_spread(new_cluster, 6)
     plain = [listener_ports(node)["PLAINTEXT"] for node in new_cluster.nodes]
     groups = [f"tls-fwd-{i}-{uuid.uuid4().hex[:6]}" for i in range(6)]  # coordinated by both nodes, surely
     with RawClient(plain[0]) as client:

@@ -12,6 +12,7 @@ import uuid
 from confluent_kafka import Producer
 from kio.schema.find_coordinator.v4.request import FindCoordinatorRequest
 from kio.static.primitive import i8
+from pgcluster import create_topic_on
 from rawkafka import RawClient
 from test_transactions_clients import read_to_end
 
@@ -37,9 +38,9 @@ def test_transactions_across_three_nodes_survive_the_coordinators_kill(new_clust
             "offsets.topic.num.partitions": "3",
         }
     )
-    cluster.start(3)
+    cluster.start(nodes=3, balanced=False)
     topic, txn_id = f"t-{uuid.uuid4().hex[:6]}", f"x-{uuid.uuid4().hex[:6]}"
-    cluster.create_topic(topic, PARTITIONS)
+    create_topic_on(cluster, topic, PARTITIONS)
     producer = Producer({"bootstrap.servers": cluster.bootstrap, "transactional.id": txn_id, "linger.ms": 5})
     producer.init_transactions(30)
     committed = []

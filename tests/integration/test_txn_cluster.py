@@ -9,8 +9,9 @@ import time
 from typing import Any
 
 from kio.schema.errors import ErrorCode
-from pgcluster import HerdCluster
 from rawkafka import RawClient, req
+
+from herd.testing import HerdCluster
 
 FIND, INIT = 10, 22
 TID = "tx-cluster"
@@ -46,7 +47,7 @@ def init(cluster: HerdCluster, node: int, timeout: float = 30.0, **kw: Any) -> A
 
 def test_the_coordinator_moves_with_its_partition_and_keeps_the_ids_state(new_cluster: HerdCluster) -> None:
     new_cluster.overrides.update({"transaction.state.log.num.partitions": "2", "offsets.topic.num.partitions": "2"})
-    new_cluster.start(2)
+    new_cluster.start(nodes=2, balanced=False)
     first = coordinator(new_cluster, via=0)
     p = init(new_cluster, first)
     assert (p.error_code, p.producer_epoch) == (ErrorCode.none, 0)

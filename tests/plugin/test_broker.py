@@ -8,6 +8,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,15 @@ def test_a_broker_that_cannot_start_says_why(tmp_path: Path) -> None:
     broker = HerdBroker(tmp_path, {"no.such.setting": "1"}, faults=False)
     with pytest.raises(HerdStartError, match=r"exited with code 2 before listening(.|\n)*no.such.setting"):
         broker.start()
+
+
+def test_an_http_listener_set_by_override_has_its_url_without_faults(tmp_path: Path) -> None:
+    with HerdBroker(tmp_path, {"herd.http.listener": "127.0.0.1:0"}, faults=False) as broker:
+        assert broker.http == f"http://127.0.0.1:{broker.http_port}" and broker.http_port
+        with urllib.request.urlopen(f"{broker.http}/metrics", timeout=10) as answer:
+            assert answer.status == 200
+    with pytest.raises(RuntimeError, match="no HTTP listener"):
+        _ = HerdBroker(tmp_path, faults=False).http
 
 
 LAUNCHER = """

@@ -15,7 +15,9 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from pgcluster import HerdCluster
+from pgcluster import create_topic_on, leaders_of
+
+from herd.testing import HerdCluster
 
 pytest.importorskip("pyarrow")
 from confluent_kafka import Producer  # noqa: E402
@@ -37,14 +39,14 @@ _HTTP = re.compile(r"herd http listening on ([\w.:\[\]-]+):(\d+)")
 
 @pytest.fixture(scope="module")
 def herd(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HerdCluster]:
-    with HerdCluster(tmp_path_factory.mktemp("leaders"), pg_url, OVERRIDES) as cluster:
-        cluster.start(3)
+    cluster = HerdCluster(tmp_path_factory.mktemp("leaders"), overrides=OVERRIDES, database_url=pg_url, faults=False)
+    with cluster.start(nodes=3, balanced=False):
         yield cluster
 
 
 def _fill(herd: HerdCluster, topic: str) -> str:
     """`topic` with one partition of RECORDS records in batches of 20 (so a range takes many Fetch answers)."""
-    herd.create_topic(topic, 1)
+    create_topic_on(herd, topic, 1)
     producer = Producer({"bootstrap.servers": herd.bootstrap, "linger.ms": 0, "enable.idempotence": True})
     for start in range(0, RECORDS, 20):
         for i in range(start, start + 20):
@@ -68,7 +70,7 @@ def _read_across_a_move_and_a_kill(herd: HerdCluster, topic: str, chunks: Iterat
     """Read the range chunk by chunk: after the first chunk the leadership moves to another node, after a few more
     that node is killed (and started again once the range is read)."""
     read: list[int] = []
-    first = herd.leaders(topic)[0]
+    first = leaders_of(herd, topic)[0]
     moved_to = killed = None
     after_kill = 0
     for n, offsets in enumerate(chunks):
@@ -82,7 +84,7 @@ def _read_across_a_move_and_a_kill(herd: HerdCluster, topic: str, chunks: Iterat
         elif killed is not None:
             after_kill += len(offsets)
     assert killed is not None and after_kill, "the range was read before the leader moved and died"
-    herd.restart_when_allowed(killed)
+    herd.restart(killed)
     return read
 
 
@@ -134,11 +136,11 @@ def test_the_drivers_list_offsets_rides_through_a_killed_leader(herd: HerdCluste
     view = BrokerView({"bootstrap.servers": bootstrap}, "leaders-driver")
     try:
         assert view.latest([(topic, 0)]) == {(topic, 0): RECORDS}
-        victim = herd.leaders(topic)[0]
+        victim = leaders_of(herd, topic)[0]
         herd.kill(victim)
         started = time.monotonic()
         assert view.latest([(topic, 0)]) == {(topic, 0): RECORDS}
         print(f"ListOffsets answered {time.monotonic() - started:.1f} s after its leader was killed")
     finally:
         view.close()
-    herd.restart_when_allowed(victim)
+    herd.restart(victim)

@@ -22,8 +22,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pgcluster import HerdCluster
+from pgcluster import create_topic_on, leaders_of
 from sparkcluster import SRC, SparkStandalone
+
+from herd.testing import HerdCluster
 
 pytest.importorskip("pyspark")
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
@@ -45,8 +47,10 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkStanda
 @pytest.fixture(scope="module")
 def herd(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[HerdCluster]:
     """Three herd nodes over PostgreSQL; a test that kills one starts it again."""
-    with HerdCluster(tmp_path_factory.mktemp("standalone-herd"), pg_url, HERD_OVERRIDES) as cluster:
-        cluster.start(3)
+    cluster = HerdCluster(
+        tmp_path_factory.mktemp("standalone-herd"), overrides=HERD_OVERRIDES, database_url=pg_url, faults=False
+    )
+    with cluster.start(nodes=3, balanced=False):
         yield cluster
 
 
@@ -117,7 +121,7 @@ def pipeline(standalone: SparkStandalone, herd: HerdCluster, tmp_path_factory: p
         "batch_rows": 300,
     }
     for topic in ("events", "copied", "spread"):
-        herd.create_topic(topic, 4)
+        create_topic_on(herd, topic, 4)
     produced: list[str] = []
     producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
 
@@ -128,7 +132,7 @@ def pipeline(standalone: SparkStandalone, herd: HerdCluster, tmp_path_factory: p
         assert producer.flush(60) == 0
 
     produce(phase)
-    leaders = herd.leaders("events")
+    leaders = leaders_of(herd, "events")
     victim = leaders[0]
     led = {p for p, node in leaders.items() if node == victim}
 
@@ -146,7 +150,7 @@ def pipeline(standalone: SparkStandalone, herd: HerdCluster, tmp_path_factory: p
             f"reads of {sorted(led)} going on without node {victim}",
             first,
         )
-        herd.restart_when_allowed(victim)
+        herd.restart(victim)
         produce(phase // 2)
         _wait(lambda: _read_up_to(progress, "parquet", "events") > 2 * phase, "a batch of the last records", first)
     finally:
@@ -160,7 +164,7 @@ def pipeline(standalone: SparkStandalone, herd: HerdCluster, tmp_path_factory: p
         "per_trigger": per_trigger,
         "progress": _progress(progress),
         "copied": Counter(_topic_values(bootstrap, "copied")),
-        "leaders of spread": herd.leaders("spread"),
+        "leaders of spread": leaders_of(herd, "spread"),
     }
 
 

@@ -133,7 +133,7 @@ class HerdBroker:
                 f"no HTTP listener was named for the broker at {self._bootstrap}: give "
                 f"--herd-http HOST:PORT (its herd.http.listener) to inject faults"
             )
-        if not self.faults_enabled:
+        if not self.faults_enabled and "herd.http.listener" not in self.overrides:
             raise RuntimeError("this broker has no HTTP listener (started with faults=False)")
         self._require_port(self.http_port, "HTTP listener")
         return f"http://{self.host}:{self.http_port}"
@@ -280,7 +280,13 @@ class HerdCluster:
     """PostgreSQL and `nodes` herd nodes sharing it, in `directory` (a temporary one, removed by `close()`,
     when None). `start()` raises `LocalPostgresError` (herd.cli.localpg) when no PostgreSQL can be had, and
     HerdStartError when a node does not start. `nodes[i]` is node i, a HerdBroker (`kill`, `restart`,
-    `faults`...); `bootstrap` lists the running ones."""
+    `faults`...); `bootstrap` lists the running ones.
+
+    `database_url`: a database that exists already (the nodes share it, and no PostgreSQL is started here).
+    Node i has node.id i, its data and log in `directory/node-i/` and the database URL in
+    `directory/node-i.properties`, readable by its owner only. Besides `start()` and `close()`: `add_node()`
+    starts one more node; `kill(i)` is SIGKILL, `pause(i)`/`resume(i)` SIGSTOP/SIGCONT, `terminate(i)` SIGTERM
+    and a wait (a controlled shutdown), `restart(i)` starts a stopped node again on its ports."""
 
     def __init__(
         self,
@@ -289,34 +295,67 @@ class HerdCluster:
         overrides: Mapping[str, str] | None = None,
         *,
         faults: bool = True,
+        database_url: str | None = None,
     ) -> None:
         self._owned = directory is None
         self.directory = Path(tempfile.mkdtemp(prefix="herd-cluster-") if directory is None else directory).absolute()
         self.size = nodes
         self.overrides = dict(overrides or {})
         self.faults_enabled = faults
+        self.database_url = database_url
         self.nodes: list[HerdBroker] = []
         self.postgres: LocalPostgres | None = None
         self._pg_dir: Path | None = None
 
+    # -- addresses -------------------------------------------------------------------------------------------
+
+    def address(self, i: int) -> str:
+        """HOST:PORT of node i's Kafka listener."""
+        return self.nodes[i].bootstrap
+
+    @property
+    def addresses(self) -> list[str]:
+        """HOST:PORT of every node that runs (paused ones included)."""
+        return [node.bootstrap for node in self.nodes if node.running]
+
     @property
     def bootstrap(self) -> str:
-        return ",".join(node.bootstrap for node in self.nodes if node.running)
+        return ",".join(self.addresses)
 
-    def start(self, timeout: float = START_TIMEOUT_S) -> HerdCluster:
-        """Start PostgreSQL, then every node in parallel; return once each listens."""
+    def running(self, i: int) -> bool:
+        return self.nodes[i].running
+
+    def log(self, i: int) -> str:
+        """What the current (or last) run of node i has logged."""
+        return self.nodes[i].log()
+
+    # -- starting --------------------------------------------------------------------------------------------
+
+    def start(
+        self, timeout: float = START_TIMEOUT_S, *, nodes: int | None = None, balanced: bool = True
+    ) -> HerdCluster:
+        """Start PostgreSQL (unless there is a `database_url`, or it runs already), then `nodes` more nodes
+        (`size` when None) in parallel; return once each listens and, when `balanced`, once the nodes agree on
+        balanced leaders of `__consumer_offsets` (see `wait_balanced`). On a failure, everything is closed."""
         try:
-            url = self._start_postgres()
-            self.nodes = [self._node(i, url) for i in range(self.size)]
-            for node in self.nodes:
+            url = self._database()
+            new = [self._node(len(self.nodes), url) for _ in range(self.size if nodes is None else nodes)]
+            for node in new:
                 node.spawn()
-            for node in self.nodes:
+            for node in new:
                 node.wait_listening(timeout)
-            self.wait_balanced(timeout)
+            if balanced:
+                self.wait_balanced(timeout)
         except BaseException:
             self.close()
             raise
         return self
+
+    def add_node(self, overrides: Mapping[str, str] | None = None, timeout: float = START_TIMEOUT_S) -> int:
+        """Start one more node (with `overrides` on top of the cluster's) and return its index once it listens."""
+        node = self._node(len(self.nodes), self._database(), overrides)
+        node.start(timeout)
+        return len(self.nodes) - 1
 
     def wait_balanced(self, timeout: float = START_TIMEOUT_S) -> None:
         """Wait until every running node names the same leaders of `__consumer_offsets`, all running, and no
@@ -345,6 +384,11 @@ class HerdCluster:
             and max(counts) - min(counts) <= 1
         )
 
+    def _database(self) -> str:
+        if self.database_url is None:
+            self.database_url = self._start_postgres()
+        return self.database_url
+
     def _start_postgres(self) -> str:
         """The URL of the database `herd` on a fresh local server. Its data lives in a directory of its own
         under the system's temporary directory: started as root, PostgreSQL runs as `nobody`, which must reach
@@ -359,26 +403,73 @@ class HerdCluster:
         self.postgres.start()
         return self.postgres.create_database("herd")
 
-    def _node(self, index: int, database_url: str) -> HerdBroker:
+    def _node(self, index: int, database_url: str, overrides: Mapping[str, str] | None = None) -> HerdBroker:
         from herd.cli.localpg import write_private
 
-        directory = self.directory / f"node-{index}"
-        directory.mkdir(parents=True, exist_ok=True)
-        config = directory / "node.properties"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        config = self.directory / f"node-{index}.properties"
         write_private(config, f"herd.cluster.database.url={database_url}\n")
-        return HerdBroker(
-            directory, {"node.id": str(index), **self.overrides}, faults=self.faults_enabled, config=config
+        node = HerdBroker(
+            self.directory / f"node-{index}",
+            {"node.id": str(index), **self.overrides, **(overrides or {})},
+            faults=self.faults_enabled,
+            config=config,
         )
+        self.nodes.append(node)
+        return node
+
+    # -- one node --------------------------------------------------------------------------------------------
+
+    def kill(self, i: int) -> None:
+        """SIGKILL node i, as a crash."""
+        self.nodes[i].kill()
+
+    def pause(self, i: int) -> None:
+        """SIGSTOP node i, returning once it is stopped."""
+        self._signal(i, signal.SIGSTOP)
+        self._wait_paused(i, True)
+
+    def resume(self, i: int) -> None:
+        """SIGCONT node i, returning once it runs again."""
+        self._signal(i, signal.SIGCONT)
+        self._wait_paused(i, False)
+
+    def paused(self, i: int) -> bool:
+        from herd.cli.localpg import process_state
+
+        proc = self.nodes[i].proc
+        return proc is not None and process_state(proc.pid) == "T"
+
+    def _wait_paused(self, i: int, paused: bool, timeout: float = 10.0) -> None:
+        deadline = time.monotonic() + timeout
+        while self.paused(i) != paused:
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"node {i} did not {'stop' if paused else 'continue'} within {timeout:g} s")
+            time.sleep(0.005)
+
+    def _signal(self, i: int, sig: signal.Signals) -> None:
+        proc = self.nodes[i].proc
+        if proc is None or proc.poll() is not None:
+            raise RuntimeError(f"node {i} does not run")
+        proc.send_signal(sig)
+
+    def terminate(self, i: int, timeout: float = 30.0) -> int | None:
+        """SIGTERM node i (resumed first if paused, or it could not act on it) and wait; its exit code."""
+        if self.running(i):
+            self.resume(i)
+        return self.nodes[i].stop(timeout)
 
     def restart(self, i: int, timeout: float = 30.0) -> None:
         """Start node i again after a kill or a stop, on its data and ports, tried again while the node is
         refused because the lease of its earlier process still runs (up to broker.session.timeout.ms)."""
         retry_while_leased(self.nodes[i].restart, timeout)
 
-    def close(self) -> None:
-        """Stop every node (SIGTERM, SIGKILL after a while), then PostgreSQL; remove what was made here."""
+    # -- the end ---------------------------------------------------------------------------------------------
+
+    def close(self, timeout: float = STOP_TIMEOUT_S) -> None:
+        """Stop every node (SIGTERM, SIGKILL after `timeout`), then PostgreSQL; remove what was made here."""
         try:
-            self._stop_nodes()
+            self._stop_nodes(timeout)
         finally:
             if self.postgres is not None:
                 self.postgres.stop()
@@ -387,20 +478,22 @@ class HerdCluster:
             if self._owned:
                 shutil.rmtree(self.directory, ignore_errors=True)
 
-    def _stop_nodes(self) -> None:
+    def _stop_nodes(self, timeout: float) -> None:
         live = [node for node in self.nodes if node.running]
         for node in live:
             assert node.proc is not None
             node.proc.send_signal(signal.SIGCONT)  # a paused node could not act on SIGTERM
             node.proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + timeout
         for node in live:
-            try:
-                node.stop()
-            except TimeoutError:
-                pass  # killed by stop(); the others are still owed their stop
+            assert node.proc is not None
+            try:  # not node.stop(): a second SIGTERM makes herd exit at once, with code 1
+                node.proc.wait(max(deadline - time.monotonic(), 1.0))  # the same time for all, signalled together
+            except subprocess.TimeoutExpired:
+                node.kill()
 
     def __enter__(self) -> HerdCluster:
-        return self.start()
+        return self if self.nodes else self.start()
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
