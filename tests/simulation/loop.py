@@ -8,7 +8,7 @@ run is a pure function of what was scheduled, which is a pure function of the se
 `SimTimer` implements the core's `Timer` protocol (herd.coordinator.timer) on that queue: `schedule(key,
 deadline, operation)` replaces the key's previous event, `cancel(key)` kills it. When one comes due the
 owner's `fire(key, operation)` runs it, exactly once, and treats its Result as the runtime does
-(herd.runtime.timer.AsyncioTimer hands it to ShardRuntime.apply). herd's own `ManualTimer` fires every
+(herd.runtime.timer.AsyncioTimer hands it to ShardMachine.apply). herd's own `ManualTimer` fires every
 operation due in a window before returning their Results; the simulation needs them one at a time,
 interleaved with the other events, so it keeps its own small keyed timer over the shared clock.
 """

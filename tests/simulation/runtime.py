@@ -1,68 +1,59 @@
-"""The runtime half of the simulation: herd's `ShardRuntime` protocol, mirrored over simulated time.
+"""The runtime half of the simulation: herd's own shard runtime (`ShardMachine`, src/herd/runtime/machine.py),
+driven over simulated time.
 
-`Host` is one `__consumer_offsets` partition: its durable log (a list of real v2 record batches, made with
-herd.runtime.batches.encode_batch and read back with decode_batches) and the successive `Incarnation`s
-that serve it. Each incarnation owns a real `GroupCoordinatorShard` and drives it as
-src/herd/runtime/shard.py does. Mirrored, step for step:
+`Host` is one `__consumer_offsets` partition: its durable log (a list of real v2 record batches, made by the
+machine with herd.runtime.batches.encode_batch and read back with read_batches) and the successive
+`Incarnation`s that serve it. Each incarnation owns a real `GroupCoordinatorShard` and the same `ShardMachine`
+that herd.runtime.shard.ShardRuntime drives on asyncio: staging, replay before the write, the order in which
+replies are released, the rollback of a refused batch and `StateDiverged`, failing the shard, loading and
+unloading are herd's code, not a copy of it. What is here is the driver, which stands for ShardRuntime's I/O:
 
-- `apply(result)`: records are encoded as one batch, *replayed into the shard at once* and staged; replies
-  wait until everything staged up to them is durable; a Result without records queues behind pending
-  writes or is delivered at once (ShardRuntime.apply).
-- A batch refused before it is written (the runtime's MESSAGE_TOO_LARGE check) goes through
-  `on_append_failed(result, MESSAGE_TOO_LARGE)`, whose Result runs the core's rollback, and is applied in
-  turn. The simulation refuses a batch when a fault armed it, not by size. When the refused Result changed live
-  state that no rollback undoes (a group that became Empty), the shard fails as for a disk error
-  (ShardRuntime's StateDiverged), except that a write already in flight lands and is answered.
-- Group commit: one write at a time takes every staged batch (ShardRuntime._write_loop); it completes after
-  a simulated fsync delay, then the replies of its entries are released in order.
-- A failed write (a disk error) fails the shard (ShardRuntime._fail): the entries of that write and
-  everything staged get `on_append_failed(KAFKA_STORAGE_ERROR)` replies (the rollback's records are not
-  written), `on_unloaded` answers parked requests NOT_COORDINATOR, timers are cancelled, and the partition is
-  reloaded from the durable log after a backoff (herd.runtime.recovery).
-- Requests to a shard that is not active: COORDINATOR_LOAD_IN_PROGRESS while loading (Heartbeat NONE,
-  blindly, as server/apis/heartbeat.py answers), NOT_COORDINATOR otherwise (ShardRuntime._check_available).
-- Heartbeats take the fast path (`heartbeat_error`) when nothing is pending, else the general path.
-- Load: the new shard replays every durable batch (`replay_loaded_batch`), then `on_loaded()` is applied.
-- A graceful move (ShardRuntime.unload): no new requests, timers cancelled, the write in flight and the staged
-  ones finish and are acknowledged, then `on_unloaded`.
+- the writer: one write at a time; it starts a zero delay after something is staged, takes every staged batch
+  (`begin_write`), completes after a simulated fsync delay of 0-4 ms, then the batches become durable and the
+  machine releases their replies in order (`written`); if a fault armed it, the write fails instead
+  (`write_failed`: the shard fails). A write in flight when the shard failed for a refused batch still lands and
+  is answered, as ShardRuntime's writer finishes its round;
+- refusal: a batch is refused (the machine's `refuse`, MESSAGE_TOO_LARGE in herd) when a fault armed it, not
+  by its size;
+- the timer: the core's keyed timer on the event loop (loop.SimTimer); a Result of a timer operation goes to
+  the machine like a handler's;
+- requests: to a shard that is not active, COORDINATOR_LOAD_IN_PROGRESS while loading (Heartbeat NONE,
+  blindly, as server/apis/heartbeat.py answers), NOT_COORDINATOR otherwise (the server asks `Host.unavailable`);
+  heartbeats take the fast path (`heartbeat_error`) when nothing is pending, else the general path, as
+  ShardRuntime.heartbeat does;
+- load: one step after a delay, every durable batch (`load_batch`), then `loaded` (which applies `on_loaded`);
+- a failed shard is reloaded from the durable log after a backoff (herd.runtime.recovery), unless the partition
+  was unloaded and loaded again meanwhile (CoordinatorRuntime._reload);
+- a graceful move (ShardRuntime.unload): `unload`, the writer finishes, `unloaded`, a new incarnation loads.
 
-Not mirrored: compaction (the log is never compacted; replay of the full log is what a compacted one must be
-equal to), chunked loading and the load's yielding to the loop (a load is one step after a delay), the
-heartbeat fast path's byte-level response caching, max-batch-size arithmetic. A node crash (kill -9) is not
-ShardRuntime behaviour but a process death: staged results vanish without replies, the write in flight
-lands or not (seeded), every connection drops; the next incarnation loads what is durable.
+The checker hears every core call the machine makes (`on_append_failed`, `on_loaded`, `on_unloaded`) through
+`ObservedShard`, which the machine gets in place of the shard.
+
+Not simulated: compaction (the log is never compacted; replay of the full log is what a compacted one must be
+equal to), chunked loading and the load's yielding to the loop, the heartbeat fast path's byte-level response
+caching. A node crash (kill -9) is not runtime behaviour but a process death: staged results vanish without
+replies, the write in flight lands or not (seeded), every connection drops; the next incarnation loads what is
+durable.
 """
 
 from __future__ import annotations
 
-import enum
 import itertools
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from herd.coordinator import CoordinatorConfig, ErrorCode, GroupCoordinatorShard, Result
 from herd.coordinator.result import Reply
 from herd.coordinator.timer import Operation
-from herd.runtime.batches import decode_batches, encode_batch
+from herd.log.api import KafkaStorageError
+from herd.runtime.batches import read_batches
+from herd.runtime.machine import Pending, ShardMachine, ShardState, StateDiverged
 
 from .loop import EventLoop, SimTimer
 
+__all__ = ["Faults", "Host", "Incarnation", "Observer", "Pending", "ShardState"]
+
 Deliver = Callable[[object, object], None]
-
-
-class State(enum.Enum):
-    LOADING = "loading"
-    ACTIVE = "active"
-    UNLOADING = "unloading"
-    UNLOADED = "unloaded"
-    FAILED = "failed"
-
-
-@dataclass(slots=True)
-class Pending:
-    result: Result
-    batch: bytes | None
 
 
 class Observer:
@@ -81,6 +72,36 @@ class Observer:
 
 def _nothing() -> None:
     return None
+
+
+class ObservedShard:
+    """The shard as its machine sees it: the calls that can start or end rebalances are reported to the observer
+    (kinds "append-failed", "loaded", "unloaded"); replays go straight through."""
+
+    def __init__(self, shard: GroupCoordinatorShard, observer: Observer) -> None:
+        self._shard = shard
+        self._observer = observer
+        self.replay = shard.replay
+        self.replay_loaded_batch = shard.replay_loaded_batch
+        self.replay_end_transaction_marker = shard.replay_end_transaction_marker
+
+    def on_loaded(self) -> Result:
+        after = self._observer.core_call(self._shard, "loaded", None)
+        result = self._shard.on_loaded()
+        after()
+        return result
+
+    def on_unloaded(self) -> Result:
+        after = self._observer.core_call(self._shard, "unloaded", None)
+        result = self._shard.on_unloaded()
+        after()
+        return result
+
+    def on_append_failed(self, result: Result, error: ErrorCode) -> Result:
+        after = self._observer.core_call(self._shard, "append-failed", result)
+        out = self._shard.on_append_failed(result, error)
+        after()
+        return out
 
 
 class Faults:
@@ -104,25 +125,41 @@ class Faults:
 
 
 class Incarnation:
-    """One ShardRuntime's life: a shard, its staged writes and its state."""
+    """One ShardRuntime's life: a shard, its machine, its timer and its writer."""
 
     def __init__(self, host: Host, number: int) -> None:
         self.host = host
         self.number = number
-        self.state = State.LOADING
+        self.crashed = False
         self.timer = SimTimer(host.loop, self._fire)
         ids = itertools.count()
         self.shard = GroupCoordinatorShard(
-            clock=host.loop.clock, timer=self.timer, config=host.config, uuid_factory=lambda: f"u{number}-{next(ids)}"
+            clock=host.loop.clock,
+            timer=self.timer,
+            config=host.config,
+            uuid_factory=lambda: f"u{number}-{next(ids)}",
         )
-        self.staged: list[Pending] = []
-        self.in_flight: list[Pending] = []
-        self.draining = False  # failed for a refused batch while a write was in flight (see `_drained`)
-        self.writing = False
+        self.machine = ShardMachine(
+            ObservedShard(self.shard, host.observer),
+            clock=host.loop.clock,
+            timers=self.timer,
+            release=host.deliver_all,
+            start_writing=self._start_writer,
+            refuse=self._refuse,
+            on_failed=self._failed,
+        )
+
+    @property
+    def state(self) -> ShardState:
+        return self.machine.state
 
     @property
     def pending(self) -> bool:
-        return bool(self.staged) or self.writing
+        return self.machine.pending
+
+    @property
+    def staged(self) -> list[Pending]:
+        return self.machine.staged
 
     # -- requests -------------------------------------------------------------------------------
 
@@ -130,10 +167,10 @@ class Incarnation:
         after = self.host.observer.core_call(self.shard, method, detail)
         result = getattr(self.shard, method)(request, handle)
         after()
-        self.apply(result)
+        self.machine.apply(result)
 
     def heartbeat(self, request: object, handle: object, respond: Callable[[int], object]) -> None:
-        if self.pending:
+        if self.machine.pending:
             self.call("heartbeat", request, handle, request)
             return
         after = self.host.observer.core_call(self.shard, "heartbeat", request)
@@ -147,133 +184,90 @@ class Incarnation:
         after = self.host.observer.core_call(self.shard, "timer", key)
         result = operation()
         after()
-        self.apply(result)
+        self.machine.apply(result)
 
-    # -- results (ShardRuntime.apply) -------------------------------------------------------------
+    # -- what the machine asks for ----------------------------------------------------------------
 
-    def apply(self, result: Result) -> None:
-        if self.state not in (State.ACTIVE, State.UNLOADING):
-            self._reject(result)
-        elif result.records:
-            batch = encode_batch(result.records, self.host.loop.now())
-            if self.host.faults.take_refusal():
-                self.host.note("refused a batch before writing it (MESSAGE_TOO_LARGE path)")
-                after = self.host.observer.core_call(self.shard, "append-failed", result)
-                out = self.shard.on_append_failed(result, ErrorCode.message_too_large)
-                after()
-                self.apply(out)
-                if result.rollback is None and any(record.applied for record in result.records):
-                    self.host.note("nothing undoes what the refused batch changed: the shard fails (StateDiverged)")
-                    self.draining = self.writing  # the write in flight still lands and is answered
-                    self._fail(self.staged)
-                return
-            for record in result.records:
-                self.shard.replay(record)
-            self.staged.append(Pending(result, batch))
-            self._start_writer()
-        elif self.pending:
-            self.staged.append(Pending(result, None))
-        else:
-            self.host.deliver_all(result.replies)
+    def _refuse(self, batch: bytes) -> bool:
+        if self.host.faults.take_refusal():
+            self.host.note("refused a batch before writing it (MESSAGE_TOO_LARGE path)")
+            return True
+        return False
 
-    def _reject(self, result: Result) -> None:
-        after = self.host.observer.core_call(self.shard, "append-failed", result)
-        out = self.shard.on_append_failed(result, ErrorCode.kafka_storage_error)
-        after()
-        self.host.deliver_all(out.replies)
+    def _failed(self, error: BaseException, answered: int) -> None:
+        if isinstance(error, StateDiverged):
+            self.host.note("nothing undoes what the refused batch changed: the shard fails (StateDiverged)")
+        self.host.failed(self)
 
     def _start_writer(self) -> None:
-        if not self.writing:
-            self.writing = True
-            self.host.loop.after(0, self._write, "write")
+        self.host.loop.after(0, self._write, "write")
+
+    # -- the writer -------------------------------------------------------------------------------
 
     def _write(self) -> None:
         """One group-commit round: take everything staged, complete after the fsync delay."""
-        if self.state in (State.FAILED, State.UNLOADED):
+        if self.crashed:
             return
-        entries, self.staged = self.staged, []
-        self.in_flight = entries
+        if not self.machine.begin_write():  # the shard failed before the round began
+            self.machine.writer_stopped()
+            return
         delay = self.host.rng.randint(0, 4)
-        self.host.loop.after(delay, lambda: self._written(entries), "written")
+        self.host.loop.after(delay, self._written, "written")
 
-    def _written(self, entries: list[Pending]) -> None:
-        if self.draining:
-            self._drained(entries)
+    def _written(self) -> None:
+        if self.crashed:
+            return  # the node died meanwhile
+        machine = self.machine
+        if machine.state is ShardState.FAILED:  # failed for a refused batch while this write was in flight
+            self._land()
+            machine.written()
+            machine.writer_stopped()
             return
-        if self.state in (State.FAILED, State.UNLOADED):
-            return  # the node crashed meanwhile
         if self.host.faults.take_failure():
             self.host.note("a write failed: the shard fails")
-            self._fail(entries + self.staged)
+            machine.write_failed(KafkaStorageError("a simulated disk failure"))
+            machine.writer_stopped()
             return
-        for entry in entries:
-            if entry.batch is not None:
-                self.host.append_durable(entry.batch, entries)
-        for entry in entries:
-            self.host.deliver_all(entry.result.replies)
-        self.writing = False
-        if self.staged:
+        self._land()
+        machine.written()
+        if machine.staged:
             self._start_writer()
-        elif self.state is State.UNLOADING:
-            self._finish_unload()
+            return
+        machine.writer_stopped()
+        if machine.state is ShardState.UNLOADING:
+            machine.unloaded()
 
-    def _drained(self, entries: list[Pending]) -> None:
-        """The write that was in flight when the shard failed for a refused batch (ShardRuntime's writer finishes
-        its round: the batch lands and its replies go out; nothing staged is written any more)."""
-        self.draining = self.writing = False
+    def _land(self) -> None:
+        """The batches of the write in flight are durable."""
+        entries = self.machine.in_flight
         for entry in entries:
             if entry.batch is not None:
                 self.host.append_durable(entry.batch, entries)
-        for entry in entries:
-            self.host.deliver_all(entry.result.replies)
 
-    def _fail(self, entries: list[Pending]) -> None:
-        """ShardRuntime._fail: error replies, groups unloaded, timers cancelled; the host reloads."""
-        self.state = State.FAILED
-        self.staged = []
-        self.writing = False
-        for entry in entries:
-            self._reject(entry.result)
-        self.host.deliver_all(self.shard.on_unloaded().replies)
-        self.timer.cancel_all()
-        self.host.failed(self)
-
-    # -- load and unload --------------------------------------------------------------------------
+    # -- load, unload, crash ----------------------------------------------------------------------
 
     def load(self) -> None:
+        machine = self.machine
         for batch in self.host.durable:
-            for _, records in decode_batches(batch):
-                self.shard.replay_loaded_batch(records)
+            for loaded in read_batches(batch):
+                machine.load_batch(loaded)
         self.host.observer.loaded(self.shard)
-        self.state = State.ACTIVE
-        after = self.host.observer.core_call(self.shard, "loaded", None)
-        result = self.shard.on_loaded()
-        after()
-        self.apply(result)
+        machine.loaded()
 
     def unload(self) -> None:
-        self.state = State.UNLOADING
-        self.timer.cancel_all()
-        if not self.writing and not self.staged:
-            self._finish_unload()
-
-    def _finish_unload(self) -> None:
-        after = self.host.observer.core_call(self.shard, "unloaded", None)
-        replies = self.shard.on_unloaded().replies
-        after()
-        self.host.deliver_all(replies)
-        self.timer.cancel_all()
-        self.state = State.UNLOADED
+        self.machine.unload()
+        if not self.machine.pending:
+            self.machine.unloaded()
 
     def crash(self) -> bool:
         """kill -9: nothing more is answered; returns whether the write in flight landed (its fsync completed
         just before the process died, its replies never left)."""
-        landed = self.writing and bool(self.in_flight) and self.host.rng.random() < 0.5
+        machine = self.machine
+        landed = machine.writing and bool(machine.in_flight) and self.host.rng.random() < 0.5
         if landed:
-            for entry in self.in_flight:
-                if entry.batch is not None:
-                    self.host.append_durable(entry.batch, self.in_flight)
-        self.state = State.FAILED
+            self._land()
+        self.crashed = True
+        machine.state = ShardState.FAILED  # no machine event: the process is gone with it
         self.timer.cancel_all()
         return landed
 
@@ -307,10 +301,7 @@ class Host:
     # -- requests ---------------------------------------------------------------------------------
 
     def unavailable(self) -> ErrorCode | None:
-        state = self.current.state
-        if state is State.ACTIVE:
-            return None
-        return ErrorCode.coordinator_load_in_progress if state is State.LOADING else ErrorCode.not_coordinator
+        return self.current.machine.unavailable_error()
 
     def deliver(self, handle: object, response: object) -> None:
         self._deliver(handle, response)
@@ -328,13 +319,13 @@ class Host:
     def move(self, load_ms: int) -> None:
         """A graceful move: the old incarnation unloads (its writes finish), a new one loads."""
         old = self.current
-        if old.state is not State.ACTIVE:
+        if old.state is not ShardState.ACTIVE:
             return
         old.unload()
         self._reload_when_unloaded(old, load_ms)
 
     def _reload_when_unloaded(self, old: Incarnation, load_ms: int) -> None:
-        if old.state is State.UNLOADING:
+        if old.state is ShardState.UNLOADING:
             self.loop.after(1, lambda: self._reload_when_unloaded(old, load_ms), "await-unload")
             return
         self._reload(load_ms)
@@ -342,7 +333,7 @@ class Host:
     def crash(self, load_ms: int) -> tuple[bool, list[Pending]]:
         """kill -9 of the coordinator: (whether the write in flight landed, the entries that vanished)."""
         old = self.current
-        if old.state is not State.ACTIVE:
+        if old.state is not ShardState.ACTIVE:
             return False, []
         lost = list(old.staged)
         landed = old.crash()
@@ -361,7 +352,7 @@ class Host:
     def _reload(self, load_ms: int) -> None:
         # Two live incarnations would both run timers and write to one log, which no real node does (embedded: one
         # shard per partition; cluster: the old leader's writes are fenced): a harness bug, not herd's.
-        assert self.current.state is not State.ACTIVE, "a reload while the current incarnation is active"
+        assert self.current.state is not ShardState.ACTIVE, "a reload while the current incarnation is active"
         self.current = self._new_incarnation()
         incarnation = self.current
         self.loop.after(load_ms, lambda: incarnation.load() if incarnation is self.current else None, "load")

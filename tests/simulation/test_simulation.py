@@ -54,6 +54,14 @@ def test_the_seeds_that_found_bugs_hold_every_invariant(seed: int, size: str) ->
     Simulation(seed, size=size).run()
 
 
+def test_a_failed_write_during_a_move_reloads_only_the_current_shard() -> None:
+    """CI seed 947584076 failed a write while a coordinator move was under way: the simulator reloaded the failed
+    shard although the partition had been loaded again meanwhile, and two active incarnations wrote one log
+    (3cdb492). The host reloads a failed shard only if it is still the current one, as CoordinatorRuntime._reload
+    does (a reload while the current incarnation is active asserts)."""
+    Simulation(947584076).run()
+
+
 def test_a_seed_replays_identically() -> None:
     runs = [Simulation(seed).run() for seed in (7, 7, 8)]
     assert (runs[0].hash, runs[0].steps) == (runs[1].hash, runs[1].steps)

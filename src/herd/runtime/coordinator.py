@@ -48,7 +48,7 @@ from herd.log.api import LogError, NotLeaderError, PartitionLog, as_remote
 from herd.runtime.commits import RemoteWriter, Writer
 from herd.runtime.flusher import Flusher
 from herd.runtime.recovery import Backoff
-from herd.runtime.shard import Handler, Request, ShardRuntime, ShardState
+from herd.runtime.shard import Handler, Request, ShardRuntime, ShardState, group_shard
 from herd.runtime.stats import CoordinatorStats
 from herd.runtime.timer import WallClock
 
@@ -84,7 +84,7 @@ class CoordinatorRuntime:
         self._broker_config = config
         self.config = coordinator_config(config)
         self.clock = clock or WallClock()
-        self.shards: dict[int, ShardRuntime] = {}
+        self.shards: dict[int, ShardRuntime[Any]] = {}
         self._loads: dict[int, asyncio.Task[None]] = {}
         self._flusher: Flusher | None = None  # shared by the shards: one fsync round for all (flusher.py)
         self._remote_writer: RemoteWriter | None = None  # for partitions stored in PostgreSQL (cluster mode)
@@ -133,7 +133,7 @@ class CoordinatorRuntime:
             f"; {failed} not loaded" if failed else "",
         )
 
-    def _active(self, partitions: list[int]) -> list[ShardRuntime]:
+    def _active(self, partitions: list[int]) -> list[ShardRuntime[Any]]:
         shards = [self.shards[p] for p in partitions if p in self.shards]
         return [s for s in shards if s.state is ShardState.ACTIVE]
 
@@ -188,22 +188,24 @@ class CoordinatorRuntime:
             task.add_done_callback(lambda _: self._log_moved_in(shard, loop.time() - started))
         return task
 
-    def _observe(self, shard: ShardRuntime) -> None:
+    def _observe(self, shard: ShardRuntime[Any]) -> None:
         """Rebalances of the shard's groups are counted in `stats` (the observer of its core's RebalanceHistory;
         the transaction coordinator's core, which a subclass hosts, has no history)."""
         history = getattr(shard.shard, "history", None)
         if history is not None:
             history.observer = self.stats.on_rebalance
 
-    def _loaded(self, shard: ShardRuntime, started_ns: int) -> None:
+    def _loaded(self, shard: ShardRuntime[Any], started_ns: int) -> None:
         if shard.state is ShardState.ACTIVE:
             self.stats.partition_load.observe_ns(time.perf_counter_ns() - started_ns)
 
-    def _new_shard_runtime(self, partition: int, partition_log: PartitionLog, **settings: Any) -> ShardRuntime:
+    def _new_shard_runtime(self, partition: int, partition_log: PartitionLog, **settings: Any) -> ShardRuntime[Any]:
         """The runtime of one hosted partition (a subclass hosts another coordinator: runtime/transactions.py)."""
-        return ShardRuntime(partition, partition_log, config=self.config, clock=self.clock, **settings)
+        return ShardRuntime(
+            partition, partition_log, group_shard(self.config, self.clock), clock=self.clock, **settings
+        )
 
-    def _log_moved_in(self, shard: ShardRuntime, seconds: float) -> None:
+    def _log_moved_in(self, shard: ShardRuntime[Any], seconds: float) -> None:
         """Kafka's "Finished loading offsets and group metadata from __consumer_offsets-N in X ms"."""
         if shard.state is ShardState.ACTIVE:
             groups, offsets = shard.shard.size()
@@ -226,7 +228,7 @@ class CoordinatorRuntime:
 
     # -- disk failures -----------------------------------------------------------------------------------------
 
-    def _shard_failed(self, shard: ShardRuntime, error: BaseException, answered: int) -> None:
+    def _shard_failed(self, shard: ShardRuntime[Any], error: BaseException, answered: int) -> None:
         """A shard failed on its disk: log it (once per streak of failures) and reload it after the backoff. A
         shard whose write was fenced (NotLeaderError: another node leads the partition now, cluster mode) has
         not failed but lost its partition: the cluster's view unloads it, nothing is reloaded."""
@@ -259,11 +261,11 @@ class CoordinatorRuntime:
         self._reloads[partition] = task
         task.add_done_callback(lambda _: self._reloads.pop(partition, None))
 
-    def _shard_written(self, shard: ShardRuntime) -> None:
+    def _shard_written(self, shard: ShardRuntime[Any]) -> None:
         if self._backoff.succeeded(shard.partition):
             log.warning("%s-%d writes succeed again: its %s are served", self.topic, shard.partition, self._keys)
 
-    async def _reload(self, shard: ShardRuntime) -> None:
+    async def _reload(self, shard: ShardRuntime[Any]) -> None:
         """Drop the failed `shard`, recover its log from disk if the log failed, and load the partition again;
         retried after the backoff for as long as the log cannot be recovered."""
         partition = shard.partition
@@ -338,7 +340,7 @@ class CoordinatorRuntime:
         shard = self.shards.get(self.partition_for(group_id))
         return shard is not None and shard.state in (ShardState.LOADING, ShardState.ACTIVE)
 
-    def shard_for(self, group_id: str) -> ShardRuntime:
+    def shard_for(self, group_id: str) -> ShardRuntime[Any]:
         """Raises CoordinatorError(NOT_COORDINATOR) if this node does not host the group's partition."""
         shard = self.shards.get(self.partition_for(group_id))
         if shard is None:

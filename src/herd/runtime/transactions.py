@@ -53,13 +53,13 @@ from herd.cluster.topics import (
     TopicError,
 )
 from herd.config import BrokerConfig
-from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode
+from herd.coordinator import CoordinatorError, ErrorCode
 from herd.coordinator.result import Marker, Reply
 from herd.coordinator.transactions import TransactionCoordinatorShard, TxnConfig, WriteMarkers
 from herd.log.api import LogError, NotLeaderError, PartitionLog, as_remote
 from herd.runtime.coordinator import CoordinatorRuntime
 from herd.runtime.shard import ShardRuntime, ShardState, deliver
-from herd.runtime.timer import WallClock
+from herd.runtime.timer import AsyncioTimer, WallClock
 
 log = logging.getLogger(__name__)
 
@@ -88,45 +88,9 @@ class TransactionCompleter(Protocol):
 RemoteMarkers = Callable[[tuple[str, int], "Marker"], Awaitable[int]]
 
 
-class TxnShardRuntime(ShardRuntime):
-    """A `ShardRuntime` around a `TransactionCoordinatorShard`; released `WriteMarkers` go to `on_markers`."""
-
-    topic = TRANSACTION_STATE_TOPIC
-    shard: TransactionCoordinatorShard  # type: ignore[assignment]
-
-    def __init__(
-        self,
-        partition: int,
-        partition_log: PartitionLog,
-        *,
-        txn: TxnConfig,
-        new_producer_id: Callable[[], int],
-        on_markers: Callable[[TxnShardRuntime, WriteMarkers], None],
-        **settings: Any,
-    ) -> None:
-        self._txn = txn
-        self._new_producer_id = new_producer_id
-        self._on_markers = on_markers
-        super().__init__(partition, partition_log, config=CoordinatorConfig(), **settings)
-
-    def _new_shard(
-        self,
-        clock: WallClock,  # type: ignore[override]
-        config: CoordinatorConfig,
-    ) -> TransactionCoordinatorShard:
-        return TransactionCoordinatorShard(
-            clock=clock,
-            timer=self.timer,
-            new_producer_id=self._new_producer_id,
-            config=self._txn,
-            coordinator_epoch=self.log.leader_epoch,
-        )
-
-    def _deliver(self, replies: tuple[Reply, ...]) -> None:
-        deliver(replies)
-        for reply in replies:
-            if isinstance(reply.handle, WriteMarkers):
-                self._on_markers(self, reply.handle)
+# The runtime of a `__transaction_state` partition: its core is a `TransactionCoordinatorShard`, and the released
+# `WriteMarkers` of its transactions start their markers (`TransactionRuntime._new_shard_runtime`).
+TxnShardRuntime = ShardRuntime[TransactionCoordinatorShard]
 
 
 class TransactionRuntime(CoordinatorRuntime):
@@ -214,7 +178,7 @@ class TransactionRuntime(CoordinatorRuntime):
             self.num_partitions = len(self._ensure_topic().partitions)
         return super().load_partition(partition, announce=announce)
 
-    def shard_for(self, group_id: str) -> ShardRuntime:
+    def shard_for(self, group_id: str) -> ShardRuntime[Any]:
         if not self.num_partitions:
             raise CoordinatorError(ErrorCode.not_coordinator, f"{TRANSACTION_STATE_TOPIC} does not exist yet")
         return super().shard_for(group_id)
@@ -222,16 +186,32 @@ class TransactionRuntime(CoordinatorRuntime):
     def hosts(self, group_id: str) -> bool:
         return bool(self.num_partitions) and super().hosts(group_id)
 
-    def _new_shard_runtime(self, partition: int, partition_log: PartitionLog, **settings: Any) -> ShardRuntime:
-        return TxnShardRuntime(
+    def _new_shard_runtime(self, partition: int, partition_log: PartitionLog, **settings: Any) -> TxnShardRuntime:
+        def new_shard(timer: AsyncioTimer) -> TransactionCoordinatorShard:
+            return TransactionCoordinatorShard(
+                clock=self.clock,
+                timer=timer,
+                new_producer_id=self.new_producer_id,
+                config=self.txn_config,
+                coordinator_epoch=partition_log.leader_epoch,
+            )
+
+        def release(replies: tuple[Reply, ...]) -> None:
+            deliver(replies)
+            for reply in replies:
+                if isinstance(reply.handle, WriteMarkers):
+                    self._start_markers(shard, reply.handle)
+
+        shard = TxnShardRuntime(
             partition,
             partition_log,
+            new_shard,
             clock=self.clock,
-            txn=self.txn_config,
-            new_producer_id=self.new_producer_id,
-            on_markers=self._start_markers,
+            topic=TRANSACTION_STATE_TOPIC,
+            release=release,
             **settings,
         )
+        return shard
 
     def _log_loaded(self, partitions: list[int], seconds: float) -> None:
         active = self._active(partitions)
@@ -246,7 +226,7 @@ class TransactionRuntime(CoordinatorRuntime):
             f"; {failed} not loaded" if failed else "",
         )
 
-    def _log_moved_in(self, shard: ShardRuntime, seconds: float) -> None:
+    def _log_moved_in(self, shard: ShardRuntime[Any], seconds: float) -> None:
         if shard.state is ShardState.ACTIVE:
             log.info(
                 "%s-%d loaded in %.2f s (%d transactional ids, %d records): its transactions are coordinated here",

@@ -750,7 +750,7 @@ def test_a_coordinator_shard_loads_its_offsets_from_the_database_through_read_as
     from herd.coordinator import CoordinatorConfig
     from herd.coordinator.records import OffsetValue, offset_commit_record
     from herd.runtime.commits import RemoteWriter
-    from herd.runtime.shard import ShardRuntime, ShardState
+    from herd.runtime.shard import ShardRuntime, ShardState, group_shard
     from herd.runtime.timer import WallClock
 
     pid = new_partition(pg_url)
@@ -780,11 +780,12 @@ def test_a_coordinator_shard_loads_its_offsets_from_the_database_through_read_as
         async with store_on(pg_url) as store:
             log = open_log(store, pg_url, pid)
             loop = asyncio.get_running_loop()
+            clock = WallClock()
             shard = ShardRuntime(
                 0,
                 log,
-                config=CoordinatorConfig(),
-                clock=WallClock(),
+                group_shard(CoordinatorConfig(), clock),
+                clock=clock,
                 loop=loop,
                 max_batch_bytes=1 << 20,
                 flusher=RemoteWriter(loop),
