@@ -47,7 +47,7 @@ class Compactor:
         # this only decides when, at most every REMOTE_INTERVAL_MS, since deciding reads its rows.
         self._remote: RemotePartitionLog | None = (
             as_remote(partition_log) if getattr(partition_log, "remote", False) else None
-        )  # type: ignore[arg-type]
+        )
         self._remote_checked_ms = -REMOTE_INTERVAL_MS
         self.supported = self._remote is not None or hasattr(partition_log, "cleanable_segments")
         self.passes = 0  # passes installed (for tests and benchmarks)

@@ -224,7 +224,7 @@ class CoordinatorRuntime:
         configured = topic.configs.get("delete.retention.ms")
         if configured is not None:
             return int(configured)
-        return self._broker_config.get("log.cleaner.delete.retention.ms")
+        return int(self._broker_config.get("log.cleaner.delete.retention.ms"))
 
     # -- disk failures -----------------------------------------------------------------------------------------
 
@@ -391,9 +391,9 @@ class CoordinatorRuntime:
         )
         outcome = shard.call(GroupCoordinatorShard.complete_transaction, request)
         response = await outcome if isinstance(outcome, asyncio.Future) else outcome
-        if response.error_code:  # type: ignore[attr-defined]
+        if response.error_code:
             raise CoordinatorError(
-                ErrorCode(response.error_code),  # type: ignore[attr-defined]
+                ErrorCode(response.error_code),
                 f"the marker of producer {producer_id} was not written",
             )
 

@@ -147,7 +147,7 @@ class TransactionRuntime(CoordinatorRuntime):
     async def _create_shared(self) -> None:
         try:
             await self._cluster.create_topic(
-                TRANSACTION_STATE_TOPIC,  # type: ignore[misc]
+                TRANSACTION_STATE_TOPIC,
                 self._broker_config.get("transaction.state.log.num.partitions"),
                 self._topic_configs(),
             )
@@ -358,7 +358,7 @@ async def write_marker(
     try:
         appended = partition.append_control(
             marker.producer_id,
-            marker.producer_epoch,  # type: ignore[attr-defined]
+            marker.producer_epoch,
             marker.commit,
             marker.coordinator_epoch,
             now_ms,

@@ -21,8 +21,9 @@ from kio.schema.write_txn_markers.v1.request import (
     WriteTxnMarkersRequest,
 )
 
+from herd.coordinator.result import Marker
 from herd.protocol.values import make
-from herd.runtime.transactions import Marker, TransactionRuntime
+from herd.runtime.transactions import TransactionRuntime
 from herd.server.apis import write_txn_markers
 from herd.server.apis.init_producer_id import new_producer_id
 from herd.server.broker import Broker

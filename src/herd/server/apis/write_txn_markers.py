@@ -26,7 +26,8 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from herd.runtime.transactions import Marker, MarkerError, write_marker
+from herd.coordinator.result import Marker
+from herd.runtime.transactions import MarkerError, write_marker
 from herd.server.apis._authorize import CLUSTER_ACTION, authorized_cluster
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
