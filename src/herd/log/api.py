@@ -153,6 +153,13 @@ class InvalidProducerEpochError(LogError):
     error_code = 47
 
 
+class OutOfOrderSequenceError(LogError):
+    """A batch of an idempotent producer whose sequence does not follow the last one the partition appended from
+    it, or a new epoch not starting at 0 (OUT_OF_ORDER_SEQUENCE_NUMBER; herd.log.producer_state)."""
+
+    error_code = 45
+
+
 class InvalidTxnStateError(LogError):
     """A non-transactional batch from a producer whose transaction is ongoing in the partition (INVALID_TXN_STATE,
     ProducerAppendInfo.appendDataBatch)."""
@@ -188,9 +195,14 @@ class PartitionLog(Protocol):
         this has passed its last offset."""
         ...
 
-    def append(self, records: bytes, now_ms: int) -> AppendResult:
+    def append(self, records: bytes, now_ms: int, *, client: bool = False) -> AppendResult:
         """Check and store one or more record batches; raises a LogError subclass and stores nothing if any
-        batch is bad."""
+        batch is bad. With `client` (a Produce request's batches, Kafka's AppendOrigin.CLIENT) the batches also
+        pass the partition's producer state (herd.log.producer_state): a client's control batch is refused
+        (InvalidRecordError), an idempotent producer's sequence and epoch are checked (OutOfOrderSequenceError,
+        InvalidProducerEpochError; NotLeaderError while a new leader rebuilds the state) and a retried batch is
+        answered with the offsets it got the first time, not stored again. Without it (a coordinator's writes)
+        only the log's own checks apply."""
         ...
 
     def append_control(

@@ -33,8 +33,10 @@ Disk failures (Kafka's KafkaStorageException; each is logged once, at ERROR, wit
   with a backoff (herd.runtime.recovery).
 The first error after a success is logged; the next success after an error is logged too (WARNING).
 
-Producer state snapshots (herd.log.producer_snapshots), as Kafka's UnifiedLog takes them: the owner of the
-idempotent producers' state (herd.server.producers) sets `snapshot_source`, and the state is written to
+Producer state (herd.log.producer_state), as Kafka's UnifiedLog keeps its ProducerStateManager: the store hands
+each partition it opens the node's `ProducerStates` (`use_producers`), which restores the partition's state from
+the log; a client's append (`append(..., client=True)`) passes through it, and it is the `snapshot_source`. The
+state is written to
 `<offset>.snapshot` at every roll (the new segment's base; fsynced with the next flush, as Kafka flushes it with
 the rolled segment) and on close (the log end, fsynced). `producer_state()` rebuilds the state at open from the
 latest readable snapshot and the batch headers after it. Snapshots outside [log start, log end] are deleted at
@@ -69,7 +71,7 @@ import struct
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from herd.log import producer_snapshots, swap
 from herd.log.api import (
@@ -104,6 +106,9 @@ from herd.log.transactions import (
     decode_aborted,
     encode_aborted,
 )
+
+if TYPE_CHECKING:
+    from herd.log.producer_state import ProducerStates
 
 log = logging.getLogger(__name__)
 _INT64 = struct.Struct(">q")
@@ -140,6 +145,8 @@ class SegmentLog:
         self.cleaner_offset = log_start_offset  # compaction: offsets below this were cleaned by the last pass
         # the idempotent producers' state to snapshot at roll and close (set by its owner); None: no snapshots
         self.snapshot_source: Callable[[], list[ProducerBatch]] | None = None
+        # the producers' state a client's append passes through (`use_producers`); None: no checks, no snapshots
+        self.producers: ProducerStates | None = None
         self._snapshots: list[int] = []  # offsets of the snapshot files, ascending
         self._unsynced_snapshots: list[int] = []  # offsets of those written at a roll, fsynced by the next flush
         self.transactions = TransactionState()  # ongoing transactions, producers' epochs (herd.log.transactions)
@@ -198,7 +205,9 @@ class SegmentLog:
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self._segments)
 
-    def append(self, records: bytes, now_ms: int) -> AppendResult:
+    def append(self, records: bytes, now_ms: int, *, client: bool = False) -> AppendResult:
+        if client and self.producers is not None:
+            return self.producers.append(self, records, now_ms)
         return self._append(records, now_ms, 0)
 
     def append_control(
@@ -423,6 +432,8 @@ class SegmentLog:
             self._log_start,
             self.log_end_offset,
         )
+        if self.producers is not None:  # what survived is the log's, not memory's
+            self.use_producers(self.producers)
 
     def reopen_in(self, directory: str) -> None:
         """Go on from the partition's files in `directory`, in place (whoever holds this object keeps it), after
@@ -446,8 +457,9 @@ class SegmentLog:
         except OSError as error:
             raise KafkaStorageError(f"{self.topic}-{self.partition}: {_describe(error)}") from error
         cleaner_offset, report_errors, snapshot_source = self.cleaner_offset, self.report_errors, self.snapshot_source
+        producers = self.producers
         vars(self).update(vars(fresh))
-        self.report_errors, self.snapshot_source = report_errors, snapshot_source
+        self.report_errors, self.snapshot_source, self.producers = report_errors, snapshot_source, producers
         self.cleaner_offset = max(cleaner_offset, self._log_start)
 
     def close_without_flush(self) -> None:
@@ -522,9 +534,24 @@ class SegmentLog:
 
     # -- idempotent producers' state ----------------------------------------------------------------------------
 
+    def use_producers(self, producers: ProducerStates, now_ms: int | None = None) -> None:
+        """Keep this partition's producer state in `producers` (the node's): restore it from what the log holds
+        (`producer_state`), aged at `now_ms` (default: the state's clock), check a client's appends with it and
+        snapshot it at rolls and on close. The store calls this when it opens the partition, `recover` again.
+        Raises KafkaStorageError."""
+        producers.restore(
+            self.topic,
+            self.partition,
+            self.producer_state(),
+            now_ms=producers.clock() if now_ms is None else now_ms,
+        )
+        self.producers = producers
+        topic, partition = self.topic, self.partition
+        self.snapshot_source = lambda: producers.batches(topic, partition)
+
     def producer_state(self) -> list[ProducerBatch]:
-        """The last batches (at most five) of every idempotent producer, in offset order, from which the owner of
-        the producer state rebuilds it at open (herd.server.producers `ProducerStates.restore`), as Kafka's
+        """The last batches (at most five) of every idempotent producer, in offset order, from which the
+        producer state is rebuilt at open (herd.log.producer_state `ProducerStates.restore`), as Kafka's
         LogLoader does (apache/kafka storage/src/main/java/org/apache/kafka/storage/internals/log/UnifiedLog.java,
         `rebuildProducerState`): the latest snapshot is read (one that fails its checks is deleted, with a
         warning, and the one before it tried), then the headers of the batches after it up to the log end.

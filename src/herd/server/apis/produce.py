@@ -14,7 +14,7 @@ acks=0 no answer is
 sent. On one node acks=-1 and acks=1 are the same: the write is in the log (and flushed as log.flush.* say)
 when the answer goes out. In cluster mode a partition another node leads gets NOT_LEADER_OR_FOLLOWER, and the
 answer waits until the appended batches are committed to PostgreSQL (acks=1 and acks=-1 alike). Idempotent producers are
-accepted and checked per partition (herd.server.producers).
+accepted and checked per partition by the log (herd.log.producer_state).
 
 Transactional batches (attribute bit 4) are accepted from a request that names a transactional id; one that holds
 any and names none is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED in every partition, as Kafka's
@@ -203,7 +203,7 @@ def _append(b: Builder, ctx: RequestContext, log: PartitionLog, data: Any) -> tu
     now = broker.now_ms()
     try:
         check_records(records, broker.config.get("herd.message.max.decompressed.bytes"))
-        result = broker.producers.append(log, records, now)
+        result = log.append(records, now, client=True)  # through its producers' state (herd.log.producer_state)
         log.maybe_flush(now)  # log.flush.interval.messages / .ms
     except LogError as e:
         return _result(

@@ -1,14 +1,14 @@
-"""Idempotent producer checks (herd.server.producers) on a real segment log in the in-memory filesystem."""
+"""Idempotent producer checks (herd.log.producer_state) on a real segment log in the in-memory filesystem."""
 
 from __future__ import annotations
 
 import pytest
 from batches import idempotent_batch
 
-from herd.log.api import LogConfig, ProducerBatch
+from herd.log.api import InvalidProducerEpochError, LogConfig, OutOfOrderSequenceError, ProducerBatch
 from herd.log.fs import MemoryFileSystem
+from herd.log.producer_state import ProducerStates
 from herd.log.store import SegmentStore
-from herd.server.producers import InvalidProducerEpochError, OutOfOrderSequenceError, ProducerStates
 
 
 def batch(pid: int, epoch: int, seq: int, count: int = 3) -> bytes:
@@ -159,7 +159,7 @@ def test_restore_replaces_what_this_node_knew_of_the_partition_only(log):
 
 def test_active_producers_of_a_partition_for_describe_producers(log):
     from herd.log.api import NotLeaderError
-    from herd.server.producers import ActiveProducer
+    from herd.log.producer_state import ActiveProducer
 
     states = ProducerStates(expiration_ms=1000)
     states.append(log, batch(9, 2, 0), 0)
