@@ -27,6 +27,7 @@ DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024  # segment.index.bytes [log.index
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12  # max.message.bytes [message.max.bytes]
 LONG_MAX = 2**63 - 1
 HIGH_WATERMARK = -1  # DeleteRecords' offset for "up to the high watermark" (DeleteRecordsRequest.HIGH_WATERMARK)
+DEFAULT_MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024  # herd.message.max.decompressed.bytes
 RETAINED_PRODUCER_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 
 
@@ -43,6 +44,9 @@ class LogConfig:
     cleanup_policy: str = "delete"  # "delete" or "compact" (only __consumer_offsets is compacted)
     message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # largest batch accepted (RecordTooLargeError)
+    # herd's broker setting herd.message.max.decompressed.bytes: the largest records section of a client's
+    # compressed batch once decompressed (RecordTooLargeError beyond it; herd.log.records.check_records)
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,12 +201,14 @@ class PartitionLog(Protocol):
 
     def append(self, records: bytes, now_ms: int, *, client: bool = False) -> AppendResult:
         """Check and store one or more record batches; raises a LogError subclass and stores nothing if any
-        batch is bad. With `client` (a Produce request's batches, Kafka's AppendOrigin.CLIENT) the batches also
-        pass the partition's producer state (herd.log.producer_state): a client's control batch is refused
-        (InvalidRecordError), an idempotent producer's sequence and epoch are checked (OutOfOrderSequenceError,
-        InvalidProducerEpochError; NotLeaderError while a new leader rebuilds the state) and a retried batch is
-        answered with the offsets it got the first time, not stored again. Without it (a coordinator's writes)
-        only the log's own checks apply."""
+        batch is bad. Without `client` (a coordinator's writes) only the log's own checks apply. With `client` (a
+        Produce request's batches, Kafka's AppendOrigin.CLIENT; herd.log.producer_state `client_append`): their
+        records are first checked as Kafka's LogValidator checks them (herd.log.records.check_records, bounded by
+        the config's `max_decompressed_bytes`); then the partition's producer state refuses a client's control
+        batch (InvalidRecordError), checks an idempotent producer's sequence and epoch (OutOfOrderSequenceError,
+        InvalidProducerEpochError; NotLeaderError while a new leader rebuilds the state) and answers a retried
+        batch with the offsets it got the first time, without storing it again; after the append the log is
+        flushed if `flush.messages` or `flush.ms` say so."""
         ...
 
     def append_control(

@@ -52,6 +52,7 @@ from herd.log.api import (
     RemotePartitionLog,
 )
 from herd.log.batch import CONTROL_BIT, INT32_MAX, BatchHeader, iter_headers
+from herd.log.records import check_records
 from herd.log.transactions import TransactionState
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,19 @@ class _ProducerEntry:
     @property
     def last_seq(self) -> int | None:
         return self.batches[-1].last_seq if self.batches else None
+
+
+def client_append(log: PartitionLog, producers: ProducerStates | None, records: bytes, max_decompressed_bytes: int,
+                  now_ms: int) -> AppendResult:  # fmt: skip
+    """What `log.append(records, now_ms, client=True)` does for a Produce request's batches (Kafka's UnifiedLog.append
+    with AppendOrigin.CLIENT): their records checked as Kafka's LogValidator does (`check_records`, bounded by
+    `max_decompressed_bytes`), the batches passed through the partition's `producers` around the log's plain
+    `append` (without producer state, appended as they are), then the flush `flush.messages` or `flush.ms` asks for
+    (`maybe_flush`). Raises the LogError subclasses of each step."""
+    check_records(records, max_decompressed_bytes)
+    result = producers.append(log, records, now_ms) if producers is not None else log.append(records, now_ms)
+    log.maybe_flush(now_ms)
+    return result
 
 
 class ProducerStates:

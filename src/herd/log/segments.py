@@ -71,7 +71,7 @@ import struct
 from bisect import bisect_right
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
 from herd.log import producer_snapshots, swap
 from herd.log.api import (
@@ -95,6 +95,7 @@ from herd.log.batch import (
     validate_batches,
 )
 from herd.log.fs import FileSystem, fsync_file, read_whole, write_atomically
+from herd.log.producer_state import ProducerStates, client_append
 from herd.log.records import control_batch, control_marker
 from herd.log.segment import CutBackFailed, Parts, Segment, segment_name
 from herd.log.transactions import (
@@ -106,9 +107,6 @@ from herd.log.transactions import (
     decode_aborted,
     encode_aborted,
 )
-
-if TYPE_CHECKING:
-    from herd.log.producer_state import ProducerStates
 
 log = logging.getLogger(__name__)
 _INT64 = struct.Struct(">q")
@@ -206,8 +204,8 @@ class SegmentLog:
         return sum(s.size for s in self._segments)
 
     def append(self, records: bytes, now_ms: int, *, client: bool = False) -> AppendResult:
-        if client and self.producers is not None:
-            return self.producers.append(self, records, now_ms)
+        if client:
+            return client_append(self, self.producers, records, self.config.max_decompressed_bytes, now_ms)
         return self._append(records, now_ms, 0)
 
     def append_control(

@@ -171,3 +171,31 @@ def test_active_producers_of_a_partition_for_describe_producers(log):
     states.restoring.add(("t", 0))
     with pytest.raises(NotLeaderError):
         states.active("t", 0, 1200)
+
+
+# -- through the log: a client's append (Produce) and a coordinator's ---------------------------------------------
+
+
+def test_a_clients_append_passes_the_partitions_producer_state_and_a_coordinators_does_not():
+    store = SegmentStore("/data", MemoryFileSystem())
+    states = store.producers = ProducerStates()
+    log = store.open_partition("t", 0, LogConfig())
+    first = log.append(batch(7, 0, 0), 0, client=True)
+    assert log.append(batch(7, 0, 0), 0, client=True) == first and log.log_end_offset == 3  # recognised
+    with pytest.raises(OutOfOrderSequenceError):
+        log.append(batch(7, 0, 10), 0, client=True)
+    assert len(states) == 1
+    assert log.append(batch(7, 0, 0), 0).base_offset == 3  # not a client's: only the log's own checks
+
+
+def test_a_clients_compressed_records_are_bounded_by_the_partitions_max_decompressed_bytes():
+    from batches import GZIP, client_batch
+
+    from herd.log.api import RecordTooLargeError
+
+    log = SegmentStore("/data", MemoryFileSystem()).open_partition("t", 0, LogConfig(max_decompressed_bytes=4096))
+    records = client_batch([1000] * 100, codec=GZIP)
+    with pytest.raises(RecordTooLargeError):
+        log.append(records, 0, client=True)
+    assert log.log_end_offset == 0
+    assert log.append(records, 0).record_count == 100

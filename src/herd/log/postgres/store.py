@@ -84,7 +84,7 @@ from herd.log.compaction import dirty_enough
 from herd.log.postgres import compact as compaction
 from herd.log.postgres import sql
 from herd.log.postgres.tail import TailCache
-from herd.log.producer_state import ProducerStates
+from herd.log.producer_state import ProducerStates, client_append
 from herd.log.records import control_batch, control_marker, find_offset_of_timestamp, search_timestamp
 from herd.log.transactions import AbortedTxn, TransactionState
 
@@ -288,8 +288,8 @@ class PgPartitionLog:
     # -- appending ---------------------------------------------------------------------------------------------
 
     def append(self, records: bytes, now_ms: int, *, client: bool = False) -> AppendResult:
-        if client and self.producers is not None:
-            return self.producers.append(self, records, now_ms)
+        if client:
+            return client_append(self, self.producers, records, self.config.max_decompressed_bytes, now_ms)
         return self._append(records, now_ms, 0)
 
     def append_control(
