@@ -76,6 +76,18 @@ class ProducerBatch:
 
 
 @dataclass(frozen=True, slots=True)
+class ActiveProducer:
+    """What DescribeProducers tells of one producer of a partition (Kafka's ProducerStateEntry)."""
+
+    producer_id: int
+    epoch: int
+    last_sequence: int  # -1 if it has no batch remembered (only markers, or transactional state)
+    last_timestamp: int  # the max timestamp of its last batch (-1 likewise)
+    coordinator_epoch: int = -1  # of its last transaction marker in the partition
+    current_txn_start_offset: int = -1  # the first offset of its ongoing transaction in the partition
+
+
+@dataclass(frozen=True, slots=True)
 class CompactionStats:
     """What one compaction pass of a remote partition did."""
 
@@ -228,6 +240,12 @@ class PartitionLog(Protocol):
         `transaction_version` 2, KIP-890's rule: not newer, unless it repeats a marker already written),
         TransactionCoordinatorFencedError (an older coordinator epoch) or the errors of `append`. A remote log
         needs `wait_durable(result.last_offset + 1)` as for any append (herd.log.transactions)."""
+        ...
+
+    def active_producers(self, now_ms: int) -> list[ActiveProducer]:
+        """The producers whose state the partition keeps (DescribeProducers; herd.log.producer_state
+        `ProducerStates.active` with the log's transaction state), by producer id; raises NotLeaderError while a
+        new leader rebuilds the state."""
         ...
 
     @property

@@ -42,6 +42,7 @@ from dataclasses import dataclass, field, replace
 
 from herd.log.api import (
     RETAINED_PRODUCER_BATCHES,
+    ActiveProducer,
     AppendResult,
     InvalidProducerEpochError,
     InvalidRecordError,
@@ -69,18 +70,6 @@ class _BatchMeta:
     last_seq: int
     max_timestamp: int  # the batch's (its append time on a LogAppendTime topic)
     result: AppendResult
-
-
-@dataclass(frozen=True, slots=True)
-class ActiveProducer:
-    """What DescribeProducers tells of one producer of a partition (Kafka's ProducerStateEntry)."""
-
-    producer_id: int
-    epoch: int
-    last_sequence: int  # -1 if it has no batch remembered (only markers, or transactional state)
-    last_timestamp: int  # the max timestamp of its last batch (-1 likewise)
-    coordinator_epoch: int = -1  # of its last transaction marker in the partition
-    current_txn_start_offset: int = -1  # the first offset of its ongoing transaction in the partition
 
 
 @dataclass(slots=True)
@@ -337,3 +326,6 @@ class ProducerStates:
 
 def _wall_ms() -> int:
     return int(time.time() * 1000)
+
+
+NO_PRODUCERS = ProducerStates()  # what a log without the node's producer state answers from (always empty)

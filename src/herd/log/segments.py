@@ -76,6 +76,7 @@ from typing import TypeVar
 from herd.log import producer_snapshots, swap
 from herd.log.api import (
     RETAINED_PRODUCER_BATCHES,
+    ActiveProducer,
     AppendResult,
     KafkaStorageError,
     LogConfig,
@@ -95,7 +96,7 @@ from herd.log.batch import (
     validate_batches,
 )
 from herd.log.fs import FileSystem, fsync_file, read_whole, write_atomically
-from herd.log.producer_state import ProducerStates, client_append
+from herd.log.producer_state import NO_PRODUCERS, ProducerStates, client_append
 from herd.log.records import control_batch, control_marker
 from herd.log.segment import CutBackFailed, Parts, Segment, segment_name
 from herd.log.transactions import (
@@ -222,6 +223,10 @@ class SegmentLog:
         self._check_usable()
         batch = control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms, self.leader_epoch)
         return self._append(batch, now_ms, transaction_version)
+
+    def active_producers(self, now_ms: int) -> list[ActiveProducer]:
+        producers = NO_PRODUCERS if self.producers is None else self.producers
+        return producers.active(self.topic, self.partition, now_ms, self.transactions)
 
     @property
     def last_stable_offset(self) -> int:

@@ -66,6 +66,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from herd.log.api import (
     RETAINED_PRODUCER_BATCHES,
+    ActiveProducer,
     AppendResult,
     CompactionStats,
     EpochHistory,
@@ -84,7 +85,7 @@ from herd.log.compaction import dirty_enough
 from herd.log.postgres import compact as compaction
 from herd.log.postgres import sql
 from herd.log.postgres.tail import TailCache
-from herd.log.producer_state import ProducerStates, client_append
+from herd.log.producer_state import NO_PRODUCERS, ProducerStates, client_append
 from herd.log.records import control_batch, control_marker, find_offset_of_timestamp, search_timestamp
 from herd.log.transactions import AbortedTxn, TransactionState
 
@@ -307,6 +308,10 @@ class PgPartitionLog:
         self._check_writable()
         batch = control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms, self.leader_epoch)
         return self._append(batch, now_ms, transaction_version)
+
+    def active_producers(self, now_ms: int) -> list[ActiveProducer]:
+        producers = NO_PRODUCERS if self.producers is None else self.producers
+        return producers.active(self.topic, self.partition, now_ms, self.transactions)
 
     @property
     def last_stable_offset(self) -> int:
