@@ -11,11 +11,15 @@ checked here as any idempotent producer's; what is transactional about them (epo
 transaction, INVALID_TXN_STATE) the log checks and keeps in its `transactions` (herd.log.transactions), since
 markers reach the log without passing here.
 
-Where it runs: a log's `append(records, now_ms, client=True)` (Produce: Kafka's AppendOrigin.CLIENT) hands the
-batches to `ProducerStates.append`, which checks them, appends them with the log's plain `append` and records
-them. A coordinator's appends (plain `append`) are not checked here, as Kafka checks sequences only for a
-client's. One `ProducerStates` holds the state of every partition of a node (the stores hand it to each log they
-open: `SegmentStore.producers`, `PgLogStore(producers=...)`), because its bound is the node's.
+Where it runs: a log's `append(records, now_ms, client=True)` (Produce, Kafka's AppendOrigin.CLIENT) is
+`client_append`: the records checked as Kafka's LogValidator does, then `ProducerStates.append`, which checks the
+batches, appends them with the log's plain `append` and records them, then the flush log.flush.* asks for. A
+coordinator's appends (plain `append`) are not checked here, as Kafka checks sequences only for a client's
+(ProducerAppendInfo.maybeValidateDataBatch: AppendOrigin.CLIENT). One `ProducerStates` holds the state of every
+partition of a node, because its bound is the node's: the stores hand it to each log they open
+(`SegmentStore.producers`, `PgLogStore(producers=...)`). The rest of a partition's producer state is the log's
+too: its transaction state (herd.log.transactions) and, embedded, the snapshots of both
+(herd.log.producer_snapshots).
 
 The state is bounded, since every producer id a client invents costs an entry (about 1.5 KB): an entry not
 appended to for `producer.id.expiration.ms` (Kafka's setting, one day by default) is forgotten, as Kafka's

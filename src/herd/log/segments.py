@@ -33,14 +33,14 @@ Disk failures (Kafka's KafkaStorageException; each is logged once, at ERROR, wit
   with a backoff (herd.runtime.recovery).
 The first error after a success is logged; the next success after an error is logged too (WARNING).
 
-Producer state (herd.log.producer_state), as Kafka's UnifiedLog keeps its ProducerStateManager: the store hands
-each partition it opens the node's `ProducerStates` (`use_producers`), which restores the partition's state from
-the log; a client's append (`append(..., client=True)`) passes through it, and it is the `snapshot_source`. The
-state is written to
-`<offset>.snapshot` at every roll (the new segment's base; fsynced with the next flush, as Kafka flushes it with
-the rolled segment) and on close (the log end, fsynced). `producer_state()` rebuilds the state at open from the
-latest readable snapshot and the batch headers after it. Snapshots outside [log start, log end] are deleted at
-open, and below the log start when retention or DeleteRecords moves it (`_delete_snapshots_below_start`).
+Producer state (herd.log.producer_state), kept with the log as Kafka's UnifiedLog keeps its ProducerStateManager:
+the store hands each partition it opens the node's `ProducerStates` (`use_producers`, again after `recover`), which
+restores the partition's state from the log; a client's append (`append(..., client=True)`) passes through it, and
+it is the `snapshot_source`. The state is written to `<offset>.snapshot` at every roll (the new segment's base;
+fsynced with the next flush, as Kafka flushes it with the rolled segment) and on close (the log end, fsynced).
+`producer_state()` reads the state back from the latest readable snapshot and the batch headers after it.
+Snapshots outside [log start, log end] are deleted at open, and below the log start when retention or
+DeleteRecords moves it (`_delete_snapshots_below_start`).
 
 Transactions (herd.log.transactions; Kafka's ProducerStateManager, TransactionIndex, UnifiedLog.lastStableOffset):
 every append checks and records the producers' transactional batches and markers (`append_control`, or a control
