@@ -964,6 +964,7 @@ class BrokerConfig:
             message_timestamp_type=self.get("log.message.timestamp.type"),
             max_message_bytes=self.get("message.max.bytes"),
             cleanup_policy=self.get("log.cleanup.policy"),
+            max_decompressed_bytes=self.get("herd.message.max.decompressed.bytes"),
         )
 
     def effective(self) -> dict[str, Any]:

@@ -46,6 +46,7 @@ from typing import Any, Protocol
 from herd.cluster.config_ops import CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES, number_complaint
 from herd.log.api import LogConfig, LogError, LogStore, PartitionLog
 from herd.log.fs import FileSystem, read_whole, write_atomically
+from herd.log.producer_state import ProducerStates
 from herd.log.store import kafka_uuid
 
 log = logging.getLogger(__name__)
@@ -99,6 +100,7 @@ class TopicStore(LogStore, Protocol):
 
     fs: FileSystem
     root_dir: str  # where topics.json lives, beside the partition directories
+    producers: ProducerStates | None  # the node's producer state, kept by each partition opened (the broker's)
 
     def write_partition_metadata(
         self, topic: str, partition: int, topic_id: uuid.UUID, configs: dict[str, str]

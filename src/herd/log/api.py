@@ -27,6 +27,7 @@ DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024  # segment.index.bytes [log.index
 DEFAULT_MAX_MESSAGE_BYTES = 1024 * 1024 + 12  # max.message.bytes [message.max.bytes]
 LONG_MAX = 2**63 - 1
 HIGH_WATERMARK = -1  # DeleteRecords' offset for "up to the high watermark" (DeleteRecordsRequest.HIGH_WATERMARK)
+DEFAULT_MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024  # herd.message.max.decompressed.bytes
 RETAINED_PRODUCER_BATCHES = 5  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
 
 
@@ -43,6 +44,9 @@ class LogConfig:
     cleanup_policy: str = "delete"  # "delete" or "compact" (only __consumer_offsets is compacted)
     message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # largest batch accepted (RecordTooLargeError)
+    # herd's broker setting herd.message.max.decompressed.bytes: the largest records section of a client's
+    # compressed batch once decompressed (RecordTooLargeError beyond it; herd.log.records.check_records)
+    max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,18 @@ class ProducerBatch:
     max_timestamp: int  # the batch's max timestamp (Kafka expires producers by it)
     log_append_time: int  # -1 unless the topic uses LogAppendTime
     log_start_offset: int  # the partition's log start offset when the state was read
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveProducer:
+    """What DescribeProducers tells of one producer of a partition (Kafka's ProducerStateEntry)."""
+
+    producer_id: int
+    epoch: int
+    last_sequence: int  # -1 if it has no batch remembered (only markers, or transactional state)
+    last_timestamp: int  # the max timestamp of its last batch (-1 likewise)
+    coordinator_epoch: int = -1  # of its last transaction marker in the partition
+    current_txn_start_offset: int = -1  # the first offset of its ongoing transaction in the partition
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +169,13 @@ class InvalidProducerEpochError(LogError):
     error_code = 47
 
 
+class OutOfOrderSequenceError(LogError):
+    """A batch of an idempotent producer whose sequence does not follow the last one the partition appended from
+    it, or a new epoch not starting at 0 (OUT_OF_ORDER_SEQUENCE_NUMBER; herd.log.producer_state)."""
+
+    error_code = 45
+
+
 class InvalidTxnStateError(LogError):
     """A non-transactional batch from a producer whose transaction is ongoing in the partition (INVALID_TXN_STATE,
     ProducerAppendInfo.appendDataBatch)."""
@@ -188,9 +211,16 @@ class PartitionLog(Protocol):
         this has passed its last offset."""
         ...
 
-    def append(self, records: bytes, now_ms: int) -> AppendResult:
+    def append(self, records: bytes, now_ms: int, *, client: bool = False) -> AppendResult:
         """Check and store one or more record batches; raises a LogError subclass and stores nothing if any
-        batch is bad."""
+        batch is bad. Without `client` (a coordinator's writes) only the log's own checks apply. With `client` (a
+        Produce request's batches, Kafka's AppendOrigin.CLIENT; herd.log.producer_state `client_append`): their
+        records are first checked as Kafka's LogValidator checks them (herd.log.records.check_records, bounded by
+        the config's `max_decompressed_bytes`); then the partition's producer state refuses a client's control
+        batch (InvalidRecordError), checks an idempotent producer's sequence and epoch (OutOfOrderSequenceError,
+        InvalidProducerEpochError; NotLeaderError while a new leader rebuilds the state) and answers a retried
+        batch with the offsets it got the first time, without storing it again; after the append the log is
+        flushed if `flush.messages` or `flush.ms` say so."""
         ...
 
     def append_control(
@@ -210,6 +240,12 @@ class PartitionLog(Protocol):
         `transaction_version` 2, KIP-890's rule: not newer, unless it repeats a marker already written),
         TransactionCoordinatorFencedError (an older coordinator epoch) or the errors of `append`. A remote log
         needs `wait_durable(result.last_offset + 1)` as for any append (herd.log.transactions)."""
+        ...
+
+    def active_producers(self, now_ms: int) -> list[ActiveProducer]:
+        """The producers whose state the partition keeps (DescribeProducers; herd.log.producer_state
+        `ProducerStates.active` with the log's transaction state), by producer id; raises NotLeaderError while a
+        new leader rebuilds the state."""
         ...
 
     @property

@@ -25,7 +25,7 @@ import crc32c
 from kio._kio_native import read_signed_varint, read_signed_varlong
 from kio.serial.errors import DecodeError
 
-from herd.log.api import CorruptRecordError, InvalidRecordError, RecordTooLargeError
+from herd.log.api import DEFAULT_MAX_DECOMPRESSED_BYTES, CorruptRecordError, InvalidRecordError, RecordTooLargeError
 from herd.log.batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_MASK,
@@ -87,7 +87,7 @@ _DECOMPRESSORS: dict[int, Callable[[Buffer], Buffer]] = {
 # so it decompresses into a scratch buffer of its own (`decompress_into`, which fails once the buffer is full),
 # grown by doubling up to a limit, and refuses a batch whose records need more with MESSAGE_TOO_LARGE.
 
-MAX_DECOMPRESSED_BYTES = 64 * 1024 * 1024  # herd.message.max.decompressed.bytes
+MAX_DECOMPRESSED_BYTES = DEFAULT_MAX_DECOMPRESSED_BYTES  # herd.message.max.decompressed.bytes
 _INITIAL_SCRATCH = 1024 * 1024
 _RETAINED_SCRATCH = 16 * 1024 * 1024  # a larger scratch buffer is dropped after use
 _OUTPUT_FULL = ("failed to write whole buffer", "is smaller than required")  # cramjam 2.14's words for it

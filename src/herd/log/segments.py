@@ -33,12 +33,14 @@ Disk failures (Kafka's KafkaStorageException; each is logged once, at ERROR, wit
   with a backoff (herd.runtime.recovery).
 The first error after a success is logged; the next success after an error is logged too (WARNING).
 
-Producer state snapshots (herd.log.producer_snapshots), as Kafka's UnifiedLog takes them: the owner of the
-idempotent producers' state (herd.server.producers) sets `snapshot_source`, and the state is written to
-`<offset>.snapshot` at every roll (the new segment's base; fsynced with the next flush, as Kafka flushes it with
-the rolled segment) and on close (the log end, fsynced). `producer_state()` rebuilds the state at open from the
-latest readable snapshot and the batch headers after it. Snapshots outside [log start, log end] are deleted at
-open, and below the log start when retention or DeleteRecords moves it (`_delete_snapshots_below_start`).
+Producer state (herd.log.producer_state), kept with the log as Kafka's UnifiedLog keeps its ProducerStateManager:
+the store hands each partition it opens the node's `ProducerStates` (`use_producers`, again after `recover`), which
+restores the partition's state from the log; a client's append (`append(..., client=True)`) passes through it, and
+it is the `snapshot_source`. The state is written to `<offset>.snapshot` at every roll (the new segment's base;
+fsynced with the next flush, as Kafka flushes it with the rolled segment) and on close (the log end, fsynced).
+`producer_state()` reads the state back from the latest readable snapshot and the batch headers after it.
+Snapshots outside [log start, log end] are deleted at open, and below the log start when retention or
+DeleteRecords moves it (`_delete_snapshots_below_start`).
 
 Transactions (herd.log.transactions; Kafka's ProducerStateManager, TransactionIndex, UnifiedLog.lastStableOffset):
 every append checks and records the producers' transactional batches and markers (`append_control`, or a control
@@ -74,6 +76,7 @@ from typing import TypeVar
 from herd.log import producer_snapshots, swap
 from herd.log.api import (
     RETAINED_PRODUCER_BATCHES,
+    ActiveProducer,
     AppendResult,
     KafkaStorageError,
     LogConfig,
@@ -93,6 +96,7 @@ from herd.log.batch import (
     validate_batches,
 )
 from herd.log.fs import FileSystem, fsync_file, read_whole, write_atomically
+from herd.log.producer_state import NO_PRODUCERS, ProducerStates, client_append
 from herd.log.records import control_batch, control_marker
 from herd.log.segment import CutBackFailed, Parts, Segment, segment_name
 from herd.log.transactions import (
@@ -140,6 +144,8 @@ class SegmentLog:
         self.cleaner_offset = log_start_offset  # compaction: offsets below this were cleaned by the last pass
         # the idempotent producers' state to snapshot at roll and close (set by its owner); None: no snapshots
         self.snapshot_source: Callable[[], list[ProducerBatch]] | None = None
+        # the producers' state a client's append passes through (`use_producers`); None: no checks, no snapshots
+        self.producers: ProducerStates | None = None
         self._snapshots: list[int] = []  # offsets of the snapshot files, ascending
         self._unsynced_snapshots: list[int] = []  # offsets of those written at a roll, fsynced by the next flush
         self.transactions = TransactionState()  # ongoing transactions, producers' epochs (herd.log.transactions)
@@ -198,7 +204,9 @@ class SegmentLog:
     def size_in_bytes(self) -> int:
         return sum(s.size for s in self._segments)
 
-    def append(self, records: bytes, now_ms: int) -> AppendResult:
+    def append(self, records: bytes, now_ms: int, *, client: bool = False) -> AppendResult:
+        if client:
+            return client_append(self, self.producers, records, self.config.max_decompressed_bytes, now_ms)
         return self._append(records, now_ms, 0)
 
     def append_control(
@@ -215,6 +223,10 @@ class SegmentLog:
         self._check_usable()
         batch = control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms, self.leader_epoch)
         return self._append(batch, now_ms, transaction_version)
+
+    def active_producers(self, now_ms: int) -> list[ActiveProducer]:
+        producers = NO_PRODUCERS if self.producers is None else self.producers
+        return producers.active(self.topic, self.partition, now_ms, self.transactions)
 
     @property
     def last_stable_offset(self) -> int:
@@ -423,6 +435,8 @@ class SegmentLog:
             self._log_start,
             self.log_end_offset,
         )
+        if self.producers is not None:  # what survived is the log's, not memory's
+            self.use_producers(self.producers)
 
     def reopen_in(self, directory: str) -> None:
         """Go on from the partition's files in `directory`, in place (whoever holds this object keeps it), after
@@ -446,8 +460,9 @@ class SegmentLog:
         except OSError as error:
             raise KafkaStorageError(f"{self.topic}-{self.partition}: {_describe(error)}") from error
         cleaner_offset, report_errors, snapshot_source = self.cleaner_offset, self.report_errors, self.snapshot_source
+        producers = self.producers
         vars(self).update(vars(fresh))
-        self.report_errors, self.snapshot_source = report_errors, snapshot_source
+        self.report_errors, self.snapshot_source, self.producers = report_errors, snapshot_source, producers
         self.cleaner_offset = max(cleaner_offset, self._log_start)
 
     def close_without_flush(self) -> None:
@@ -522,9 +537,24 @@ class SegmentLog:
 
     # -- idempotent producers' state ----------------------------------------------------------------------------
 
+    def use_producers(self, producers: ProducerStates, now_ms: int | None = None) -> None:
+        """Keep this partition's producer state in `producers` (the node's): restore it from what the log holds
+        (`producer_state`), aged at `now_ms` (default: the state's clock), check a client's appends with it and
+        snapshot it at rolls and on close. The store calls this when it opens the partition, `recover` again.
+        Raises KafkaStorageError."""
+        producers.restore(
+            self.topic,
+            self.partition,
+            self.producer_state(),
+            now_ms=producers.clock() if now_ms is None else now_ms,
+        )
+        self.producers = producers
+        topic, partition = self.topic, self.partition
+        self.snapshot_source = lambda: producers.batches(topic, partition)
+
     def producer_state(self) -> list[ProducerBatch]:
-        """The last batches (at most five) of every idempotent producer, in offset order, from which the owner of
-        the producer state rebuilds it at open (herd.server.producers `ProducerStates.restore`), as Kafka's
+        """The last batches (at most five) of every idempotent producer, in offset order, from which the
+        producer state is rebuilt at open (herd.log.producer_state `ProducerStates.restore`), as Kafka's
         LogLoader does (apache/kafka storage/src/main/java/org/apache/kafka/storage/internals/log/UnifiedLog.java,
         `rebuildProducerState`): the latest snapshot is read (one that fails its checks is deleted, with a
         warning, and the one before it tried), then the headers of the batches after it up to the log end.

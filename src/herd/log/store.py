@@ -23,12 +23,13 @@ import posixpath
 import re
 import uuid
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from herd.log.api import KafkaStorageError, LogConfig
 from herd.log.fs import FileSystem, Lock, OsFileSystem, read_whole, write_atomically
 from herd.log.moves import FUTURE_SUFFIX, Move
+from herd.log.producer_state import ProducerStates
 from herd.log.segments import SegmentLog
 
 log = logging.getLogger(__name__)
@@ -91,9 +92,10 @@ class SegmentStore:
         self.root_dir = self.roots[0]  # topics.json lives here
         self.fs: FileSystem = fs if fs is not None else OsFileSystem()
         self._open: dict[Key, SegmentLog] = {}
-        # called with every partition opened, before anything uses it (the server restores its idempotent
-        # producers' state there and gives it a `snapshot_source`); whatever it raises fails the open
-        self.on_open: Callable[[SegmentLog], None] | None = None
+        # the node's producer state (herd.log.producer_state), handed to every partition opened, which restores
+        # its own there before anything uses it (a failure to read it fails the open); set by the broker. None:
+        # the partitions keep none (a client's append is then checked by the log alone, and no snapshot taken)
+        self.producers: ProducerStates | None = None
         self._moves: dict[Key, Move] = {}
         self._locks: list[Lock] = []
         try:
@@ -118,9 +120,9 @@ class SegmentStore:
             if key not in self._where:
                 self._where[key] = self._place()
             log = SegmentLog.open(self.fs, self._path(topic, partition), topic, partition, config)
-            if self.on_open is not None:
+            if self.producers is not None:
                 try:
-                    self.on_open(log)
+                    log.use_producers(self.producers)
                 except BaseException:
                     log.close_without_flush()
                     raise

@@ -4,7 +4,7 @@ This is the transactional half of Kafka's ProducerStateManager / ProducerAppendI
 storage/src/main/java/org/apache/kafka/storage/internals/log/ProducerAppendInfo.java, ProducerStateManager.java),
 kept by the log itself (both backends) because markers reach the log directly (`PartitionLog.append_control`, or
 a control batch a coordinator appends) and the log answers the last stable offset. Sequence numbers and duplicate
-detection stay with herd.server.producers. Pure: no files, no clock (times are passed in).
+detection are herd.log.producer_state's. Pure: no files, no clock (times are passed in).
 
 What a batch does, checked before anything is written (`check`) and applied once it is (`apply`):
 - a data batch of a producer (producer id >= 0): refused with InvalidProducerEpochError when its epoch is older
@@ -177,7 +177,7 @@ class TransactionState:
             transactional = bool(header.attributes & TRANSACTIONAL_BIT)
             if entry is None:
                 if not transactional:
-                    continue  # an idempotent producer that never used transactions here: herd.server.producers'
+                    continue  # an idempotent producer that never used transactions here: herd.log.producer_state's
                 entry = self._producers[pid] = _Producer(header.producer_epoch)
             entry.epoch = max(entry.epoch, header.producer_epoch)
             entry.last_ms = now_ms

@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Any
 
 from herd.cluster.topics import Cluster, Node, TopicStore
 from herd.config import BrokerConfig
-from herd.log.store import SegmentStore
+from herd.log.producer_state import ProducerStates
 from herd.protocol.messages import ApiSpec, RequestHeader
 from herd.security.tls import ANONYMOUS  # Kafka's KafkaPrincipal.ANONYMOUS, as ACLs name principals (type:name)
 from herd.server.metrics import ServerCounters
 from herd.server.peers import Peers
-from herd.server.producers import ProducerStates
 
 if TYPE_CHECKING:
     from herd.runtime import CoordinatorRuntime
@@ -66,11 +65,15 @@ class Broker:
         self.inter_broker_listener = config.inter_broker_listener
         # the principal mapper (ssl.principal.mapping.rules) of each SSL listener, set by the server
         self.principal_mappers: dict[str, PrincipalMapper] = {}
+        # the producers' state of every partition of this node, kept by each partition's log (the store hands it
+        # to each log it opens; in cluster mode the node's store is given it: herd.server.node)
         self.producers = ProducerStates(
-            config.get("producer.id.expiration.ms"), config.get("herd.producer.state.max.entries")
+            config.get("producer.id.expiration.ms"),
+            config.get("herd.producer.state.max.entries"),
+            clock=lambda: self.now_ms(),
         )
-        if isinstance(store, SegmentStore):  # each partition's producer state is restored as it is opened
-            store.on_open = lambda log: self.producers.attach(log, self.now_ms())
+        if store is not None:
+            store.producers = self.producers
         self.coordinator: CoordinatorRuntime | None = None  # the group coordinator, set by the server at start
         self.transactions: TransactionRuntime | None = None  # the transaction coordinator, set by the server too
         self.apis: dict[int, ApiSpec] = {}  # API key -> what serves it (herd.server.apis), set by the server

@@ -57,7 +57,7 @@ class ClusterNode:
         self.config = config
         self.broker = broker
         self.pool = pool
-        self.store = PgLogStore(pool, broker.node_id)
+        self.store = PgLogStore(pool, broker.node_id, producers=broker.producers)
         self.cluster: SharedCluster  # set by `start`, which hands it this node's leadership callbacks
         self._moves: dict[tuple[str, int], asyncio.Task[None]] = {}  # the last move of each partition
 

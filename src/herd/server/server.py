@@ -32,7 +32,6 @@ from herd.config import BrokerConfig, ConfigError, Listener, parse_listeners
 from herd.log.api import LogError, as_remote
 from herd.log.fs import OsFileSystem
 from herd.log.handles import BoundedFileSystem, descriptor_limit, max_open_files
-from herd.log.segments import SegmentLog
 from herd.log.store import SegmentStore
 from herd.runtime import CoordinatorRuntime
 from herd.runtime.recovery import Backoff
@@ -322,9 +321,7 @@ class Server:
                             await as_remote(partition).reload()
                             await self.broker.producers.rebuild(as_remote(partition), self.broker.now_ms)
                         else:
-                            partition.recover()  # logs its success
-                            if isinstance(partition, SegmentLog):  # what survived is the log's, not memory's
-                                self.broker.producers.attach(partition, now)
+                            partition.recover()  # logs its success, restores its producers' state
                         backoff.succeeded(key)
                     except LogError as error:
                         if backoff.failed(key, now):

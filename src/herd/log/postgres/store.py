@@ -35,6 +35,10 @@ transaction whose marker is not yet committed stays unstable (Kafka's unreplicat
 keeps the aborts it appended in memory; older ones are queried (`aborted_transactions_async`). A new leader
 rebuilds the state from the batches' `attributes` (`load_transactions`, awaited with the producer state).
 
+Idempotent producers (herd.log.producer_state): a client's append (`append(..., client=True)`) passes through the
+store's `ProducerStates`, which a new leader (or one that reloaded) rebuilds from `producer_state()` before the
+partition takes a client's append (`ProducerStates.rebuild`).
+
 Reads: a bounded `TailCache` of committed batches answers consumers at the tail; `read_async` queries
 whatever it does not hold (binary results, whole batches in offset order, cut at max_bytes in the query;
 KIP-74's first batch). `read` (sync) answers from the cache only and raises `NotInMemoryError` otherwise.
@@ -62,6 +66,7 @@ from psycopg_pool import AsyncConnectionPool, PoolTimeout
 
 from herd.log.api import (
     RETAINED_PRODUCER_BATCHES,
+    ActiveProducer,
     AppendResult,
     CompactionStats,
     EpochHistory,
@@ -80,6 +85,7 @@ from herd.log.compaction import dirty_enough
 from herd.log.postgres import compact as compaction
 from herd.log.postgres import sql
 from herd.log.postgres.tail import TailCache
+from herd.log.producer_state import NO_PRODUCERS, ProducerStates, client_append
 from herd.log.records import control_batch, control_marker, find_offset_of_timestamp, search_timestamp
 from herd.log.transactions import AbortedTxn, TransactionState
 
@@ -155,10 +161,20 @@ psycopg.adapters.register_dumper(Int8Rows, _Int8RowsDumper)
 class PgLogStore:
     """The partition logs this node leads, over one connection pool. Create it on the running loop."""
 
-    def __init__(self, pool: AsyncConnectionPool, node_id: int, *, cache_bytes: int = DEFAULT_CACHE_BYTES) -> None:
+    def __init__(
+        self,
+        pool: AsyncConnectionPool,
+        node_id: int,
+        *,
+        cache_bytes: int = DEFAULT_CACHE_BYTES,
+        producers: ProducerStates | None = None,
+    ) -> None:
+        """`producers`: the node's producer state (herd.log.producer_state), handed to every partition opened; None:
+        the partitions keep none (a client's append is then checked by the log alone)."""
         self.pool = pool
         self.node_id = node_id
         self.cache_bytes = cache_bytes
+        self.producers = producers
         self._logs: set[PgPartitionLog] = set()
 
     def open_partition(self, topic: str, partition: int, config: LogConfig, *, pid: int, leader_epoch: int,
@@ -175,6 +191,7 @@ class PgLogStore:
             log_start_offset=log_start_offset,
             log_end_offset=log_end_offset,
         )
+        opened.producers = self.producers
         self._logs.add(opened)
         return opened
 
@@ -235,6 +252,9 @@ class PgPartitionLog:
         self._average_batch = 1024  # bytes, as the last read from the database found (sizes its next query)
         self._epochs: EpochHistory | None = None  # the epoch history up to this leader's: fixed while it leads
         self.transactions = TransactionState()  # herd.log.transactions; rebuilt by `load_transactions`
+        # the idempotent producers' state a client's append passes through (the store's; `ProducerStates.rebuild`
+        # reloads this partition's from the stored batches); None: no checks
+        self.producers: ProducerStates | None = None
         self._aborted: list[AbortedTxn] = []  # those whose markers this leader appended, in marker order
         self._aborted_from = log_end_offset  # markers from here on are in `_aborted`; below, in the database
         self._stored_aborts_end: int | None = None  # every stored abort's marker is below this (None: not known)
@@ -268,7 +288,9 @@ class PgPartitionLog:
 
     # -- appending ---------------------------------------------------------------------------------------------
 
-    def append(self, records: bytes, now_ms: int) -> AppendResult:
+    def append(self, records: bytes, now_ms: int, *, client: bool = False) -> AppendResult:
+        if client:
+            return client_append(self, self.producers, records, self.config.max_decompressed_bytes, now_ms)
         return self._append(records, now_ms, 0)
 
     def append_control(
@@ -286,6 +308,10 @@ class PgPartitionLog:
         self._check_writable()
         batch = control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms, self.leader_epoch)
         return self._append(batch, now_ms, transaction_version)
+
+    def active_producers(self, now_ms: int) -> list[ActiveProducer]:
+        producers = NO_PRODUCERS if self.producers is None else self.producers
+        return producers.active(self.topic, self.partition, now_ms, self.transactions)
 
     @property
     def last_stable_offset(self) -> int:
@@ -323,7 +349,7 @@ class PgPartitionLog:
 
     async def load_transactions(self) -> None:
         """Rebuild the transaction state from the stored batches (a new leader, or one that reloaded, before it
-        appends; herd.server.producers `rebuild` awaits it): per producer that wrote transactional batches among
+        appends; herd.log.producer_state `rebuild` awaits it): per producer that wrote transactional batches among
         the most recent PRODUCER_SCAN_BATCHES, its latest epoch, its last marker's coordinator epoch and the
         transaction it has open, if any (a transaction open since before those batches is not found). Raises
         KafkaStorageError or NotLeaderError."""
@@ -566,7 +592,7 @@ class PgPartitionLog:
         self._next_offset = self._in_flight_end = self._committed
         self._pending, self._sizes = [], None
         self._aborted, self._aborted_from, self._stored_aborts_end = [], self._committed, None
-        self.transactions = TransactionState()  # until `load_transactions` (herd.server.producers `rebuild`)
+        self.transactions = TransactionState()  # until `load_transactions` (herd.log.producer_state `rebuild`)
         self._cache.clear()
         self._fail_waiters(KafkaStorageError(f"{self._name}: reloaded"))
         self._failed = None

@@ -2,9 +2,10 @@
 
 v0: the only version (KIP-664, Kafka 2.8), flexible. Kafka 4.x serves v0.
 
-For each partition asked for, the idempotent producers whose state the partition's leader keeps (herd.server.
-producers: those not expired by producer.id.expiration.ms, restored after a restart from the partition's
-snapshots): producer id, epoch, last sequence and the max timestamp of its last batch, as Kafka's
+For each partition asked for, the idempotent producers whose state the partition's leader keeps (the log's
+`active_producers`, herd.log.producer_state: those not expired by producer.id.expiration.ms, restored after a
+restart from the partition's snapshots): producer id, epoch, last sequence and the max timestamp of its last
+batch, as Kafka's
 UnifiedLog.activeProducers answers them (apache/kafka core/src/main/scala/kafka/log/UnifiedLog.scala; the request
 is handled by KafkaApis.handleDescribeProducersRequest and ReplicaManager.activeProducerState). The coordinator
 epoch of a producer's last marker and the first offset of its ongoing transaction come from the log's own
@@ -71,7 +72,7 @@ def _partition(b: Builder, ctx: RequestContext, topic: Any, index: int) -> Any:
         return _error(b, index, ErrorCode.kafka_storage_error, log.failure)
     broker = ctx.broker
     try:
-        producers = broker.producers.active(topic.name, index, broker.now_ms(), getattr(log, "transactions", None))
+        producers = log.active_producers(broker.now_ms())
     except NotLeaderError:
         return _error(b, index, ErrorCode.not_leader_or_follower)
     states = tuple(

@@ -6,15 +6,15 @@ endpoints for KIP-951, left empty in both modes: in cluster mode a client answer
 refreshes its metadata to find the new leader, as with a broker before KIP-951. v12: no body change (KIP-890). v13:
 topics by id.
 
-Each partition's `records` go to the log exactly as sent (compressed or not), once their records are checked as
-Kafka's LogValidator checks them (`herd.log.records.check_records`: every batch decompresses, its records are
-well framed and as many as it declares; CORRUPT_MESSAGE or INVALID_RECORD with a message otherwise); the log
-checks framing, magic and CRC32C and assigns offsets. acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS otherwise); with
-acks=0 no answer is
-sent. On one node acks=-1 and acks=1 are the same: the write is in the log (and flushed as log.flush.* say)
-when the answer goes out. In cluster mode a partition another node leads gets NOT_LEADER_OR_FOLLOWER, and the
-answer waits until the appended batches are committed to PostgreSQL (acks=1 and acks=-1 alike). Idempotent producers are
-accepted and checked per partition (herd.server.producers).
+Each partition's `records` go to the log's `append` exactly as sent (compressed or not), as a client's
+(`client=True`): the log checks their records as Kafka's LogValidator checks them (`herd.log.records.check_records`:
+every batch decompresses, its records are well framed and as many as it declares; CORRUPT_MESSAGE or
+INVALID_RECORD with a message otherwise), checks framing, magic and CRC32C, passes them through the partition's
+producer state (idempotent producers are checked per partition there) and assigns offsets
+(herd.log.producer_state `client_append`). acks must be -1, 0 or 1 (INVALID_REQUIRED_ACKS otherwise); with acks=0
+no answer is sent. On one node acks=-1 and acks=1 are the same: the write is in the log (and flushed as log.flush.*
+say) when the answer goes out. In cluster mode a partition another node leads gets NOT_LEADER_OR_FOLLOWER, and the
+answer waits until the appended batches are committed to PostgreSQL (acks=1 and acks=-1 alike).
 
 Transactional batches (attribute bit 4) are accepted from a request that names a transactional id; one that holds
 any and names none is answered TRANSACTIONAL_ID_AUTHORIZATION_FAILED in every partition, as Kafka's
@@ -44,7 +44,6 @@ from kio.schema.errors import ErrorCode
 
 from herd.log.api import LogError, PartitionLog
 from herd.log.batch import ATTRIBUTES_OFFSET, LOG_OVERHEAD, TRANSACTIONAL_BIT, parse_header
-from herd.log.records import check_records
 from herd.server.apis import _verify
 from herd.server.apis._authorize import TRANSACTIONAL_ID, WRITE, authorized, topic_denied
 from herd.server.apis._build import Builder, ctx_builder
@@ -202,9 +201,8 @@ def _append(b: Builder, ctx: RequestContext, log: PartitionLog, data: Any) -> tu
         return _result(b, data.index, ErrorCode.invalid_record, message="no records"), None
     now = broker.now_ms()
     try:
-        check_records(records, broker.config.get("herd.message.max.decompressed.bytes"))
-        result = broker.producers.append(log, records, now)
-        log.maybe_flush(now)  # log.flush.interval.messages / .ms
+        # records checked, producer state, log.flush.interval.messages / .ms: herd.log.producer_state.client_append
+        result = log.append(records, now, client=True)
     except LogError as e:
         return _result(
             b, data.index, ErrorCode(e.error_code), message=str(e) or None, log_start_offset=log.log_start_offset

@@ -34,10 +34,10 @@ from herd.log.fs import MemoryFileSystem
 from herd.log.postgres import schema
 from herd.log.postgres.db import open_pool
 from herd.log.postgres.store import MAX_COMMIT_BYTES, NotInMemoryError, PgLogStore, PgPartitionLog
+from herd.log.producer_state import ProducerStates
 from herd.log.segments import SegmentLog
 from herd.runtime.batches import decode_batches, encode_batch
 from herd.server.apis import fetch
-from herd.server.producers import ProducerStates
 
 NODE = 1
 NOW = 1_700_000_000_000

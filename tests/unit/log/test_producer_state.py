@@ -1,14 +1,14 @@
-"""Idempotent producer checks (herd.server.producers) on a real segment log in the in-memory filesystem."""
+"""Idempotent producer checks (herd.log.producer_state) on a real segment log in the in-memory filesystem."""
 
 from __future__ import annotations
 
 import pytest
 from batches import idempotent_batch
 
-from herd.log.api import LogConfig, ProducerBatch
+from herd.log.api import InvalidProducerEpochError, LogConfig, OutOfOrderSequenceError, ProducerBatch
 from herd.log.fs import MemoryFileSystem
+from herd.log.producer_state import ProducerStates
 from herd.log.store import SegmentStore
-from herd.server.producers import InvalidProducerEpochError, OutOfOrderSequenceError, ProducerStates
 
 
 def batch(pid: int, epoch: int, seq: int, count: int = 3) -> bytes:
@@ -159,7 +159,7 @@ def test_restore_replaces_what_this_node_knew_of_the_partition_only(log):
 
 def test_active_producers_of_a_partition_for_describe_producers(log):
     from herd.log.api import NotLeaderError
-    from herd.server.producers import ActiveProducer
+    from herd.log.producer_state import ActiveProducer
 
     states = ProducerStates(expiration_ms=1000)
     states.append(log, batch(9, 2, 0), 0)
@@ -171,3 +171,31 @@ def test_active_producers_of_a_partition_for_describe_producers(log):
     states.restoring.add(("t", 0))
     with pytest.raises(NotLeaderError):
         states.active("t", 0, 1200)
+
+
+# -- through the log: a client's append (Produce) and a coordinator's ---------------------------------------------
+
+
+def test_a_clients_append_passes_the_partitions_producer_state_and_a_coordinators_does_not():
+    store = SegmentStore("/data", MemoryFileSystem())
+    states = store.producers = ProducerStates()
+    log = store.open_partition("t", 0, LogConfig())
+    first = log.append(batch(7, 0, 0), 0, client=True)
+    assert log.append(batch(7, 0, 0), 0, client=True) == first and log.log_end_offset == 3  # recognised
+    with pytest.raises(OutOfOrderSequenceError):
+        log.append(batch(7, 0, 10), 0, client=True)
+    assert len(states) == 1
+    assert log.append(batch(7, 0, 0), 0).base_offset == 3  # not a client's: only the log's own checks
+
+
+def test_a_clients_compressed_records_are_bounded_by_the_partitions_max_decompressed_bytes():
+    from batches import GZIP, client_batch
+
+    from herd.log.api import RecordTooLargeError
+
+    log = SegmentStore("/data", MemoryFileSystem()).open_partition("t", 0, LogConfig(max_decompressed_bytes=4096))
+    records = client_batch([1000] * 100, codec=GZIP)
+    with pytest.raises(RecordTooLargeError):
+        log.append(records, 0, client=True)
+    assert log.log_end_offset == 0
+    assert log.append(records, 0).record_count == 100

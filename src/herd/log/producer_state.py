@@ -1,4 +1,6 @@
-"""Idempotent producers: per-partition sequence checks and duplicate detection, as Kafka's ProducerStateManager.
+"""The producers' state of each partition, kept with its log as Kafka's ProducerStateManager is (apache/kafka
+storage/src/main/java/org/apache/kafka/storage/internals/log/ProducerStateManager.java, ProducerAppendInfo.java):
+per-partition sequence checks and duplicate detection for idempotent producers.
 
 A producer with an id (from InitProducerId) numbers its batches per partition. For each (partition, producer id)
 herd remembers the epoch and the last five batches appended (first/last sequence and offsets): a retried batch
@@ -6,8 +8,18 @@ that matches one of them is not appended again, and the answer carries the offse
 (Kafka answers a duplicate with NONE and the original base offset). A batch from an older epoch gets
 INVALID_PRODUCER_EPOCH; a gap in the sequence gets OUT_OF_ORDER_SEQUENCE_NUMBER. Transactional batches are
 checked here as any idempotent producer's; what is transactional about them (epochs moved by markers, the ongoing
-transaction, INVALID_TXN_STATE) the log checks and keeps itself (herd.log.transactions), since markers reach the
-log without passing here.
+transaction, INVALID_TXN_STATE) the log checks and keeps in its `transactions` (herd.log.transactions), since
+markers reach the log without passing here.
+
+Where it runs: a log's `append(records, now_ms, client=True)` (Produce, Kafka's AppendOrigin.CLIENT) is
+`client_append`: the records checked as Kafka's LogValidator does, then `ProducerStates.append`, which checks the
+batches, appends them with the log's plain `append` and records them, then the flush log.flush.* asks for. A
+coordinator's appends (plain `append`) are not checked here, as Kafka checks sequences only for a client's
+(ProducerAppendInfo.maybeValidateDataBatch: AppendOrigin.CLIENT). One `ProducerStates` holds the state of every
+partition of a node, because its bound is the node's: the stores hand it to each log they open
+(`SegmentStore.producers`, `PgLogStore(producers=...)`). The rest of a partition's producer state is the log's
+too: its transaction state (herd.log.transactions) and, embedded, the snapshots of both
+(herd.log.producer_snapshots).
 
 The state is bounded, since every producer id a client invents costs an entry (about 1.5 KB): an entry not
 appended to for `producer.id.expiration.ms` (Kafka's setting, one day by default) is forgotten, as Kafka's
@@ -16,47 +28,44 @@ used entry is forgotten (Kafka has no such cap; it throttles InitProducerId inst
 in order of last use, so both cost O(1) per append. A forgotten producer is treated as a new one: its next batch
 is accepted with whatever sequence it has, so only a retry of a batch older than that is not recognised.
 
-The state survives a restart as Kafka's does (ProducerStateManager's snapshots): an embedded partition is
-`attach`ed when the segment store opens it, which restores its state from the log (`SegmentLog.producer_state`:
-the latest snapshot and the batch headers after it) and lets the log snapshot this state at every segment roll
-and on close (herd.log.producer_snapshots). So after a clean stop or a kill -9 a retried batch written before it
-is still answered as a duplicate, and a gap in the sequence still refused. In cluster mode the batches in
-PostgreSQL carry the producer fields, so a node taking a partition over rebuilds its state from them (`rebuild`).
+The state survives a restart as Kafka's does (ProducerStateManager's snapshots): an embedded partition restores
+its state when the segment store opens it, or when it is recovered from disk (`SegmentLog.use_producers`: the
+latest snapshot and the batch headers after it), and snapshots it at every segment roll and on close
+(herd.log.producer_snapshots). So after a clean stop or a kill -9 a retried batch written before it is still
+answered as a duplicate, and a gap in the sequence still refused. In cluster mode the batches in PostgreSQL carry
+the producer fields, so a node taking a partition over rebuilds its state from them (`rebuild`).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from collections import OrderedDict, deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 
-from herd.config import SETTINGS_BY_NAME
 from herd.log.api import (
     RETAINED_PRODUCER_BATCHES,
+    ActiveProducer,
     AppendResult,
     InvalidProducerEpochError,
     InvalidRecordError,
-    LogError,
     NotLeaderError,
+    OutOfOrderSequenceError,
     PartitionLog,
     ProducerBatch,
     RemotePartitionLog,
 )
 from herd.log.batch import CONTROL_BIT, INT32_MAX, BatchHeader, iter_headers
-from herd.log.segments import SegmentLog
+from herd.log.records import check_records
 from herd.log.transactions import TransactionState
 
 log = logging.getLogger(__name__)
 
 CACHED_BATCHES = RETAINED_PRODUCER_BATCHES  # Kafka's ProducerStateEntry.NUM_BATCHES_TO_RETAIN
-DEFAULT_EXPIRATION_MS: int = SETTINGS_BY_NAME["producer.id.expiration.ms"].default
-DEFAULT_MAX_ENTRIES: int = SETTINGS_BY_NAME["herd.producer.state.max.entries"].default
+DEFAULT_EXPIRATION_MS = 86_400_000  # producer.id.expiration.ms (Kafka's default, one day)
+DEFAULT_MAX_ENTRIES = 100_000  # herd.producer.state.max.entries
 _WARN_EVERY_MS = 60_000
-
-
-class OutOfOrderSequenceError(LogError):
-    error_code = 45  # OUT_OF_ORDER_SEQUENCE_NUMBER
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,18 +74,6 @@ class _BatchMeta:
     last_seq: int
     max_timestamp: int  # the batch's (its append time on a LogAppendTime topic)
     result: AppendResult
-
-
-@dataclass(frozen=True, slots=True)
-class ActiveProducer:
-    """What DescribeProducers tells of one producer of a partition (Kafka's ProducerStateEntry)."""
-
-    producer_id: int
-    epoch: int
-    last_sequence: int  # -1 if it has no batch remembered (only markers, or transactional state)
-    last_timestamp: int  # the max timestamp of its last batch (-1 likewise)
-    coordinator_epoch: int = -1  # of its last transaction marker in the partition
-    current_txn_start_offset: int = -1  # the first offset of its ongoing transaction in the partition
 
 
 @dataclass(slots=True)
@@ -90,10 +87,29 @@ class _ProducerEntry:
         return self.batches[-1].last_seq if self.batches else None
 
 
-class ProducerStates:
-    """The producer state of every partition this broker leads."""
+def client_append(log: PartitionLog, producers: ProducerStates | None, records: bytes, max_decompressed_bytes: int,
+                  now_ms: int) -> AppendResult:  # fmt: skip
+    """What `log.append(records, now_ms, client=True)` does for a Produce request's batches (Kafka's UnifiedLog.append
+    with AppendOrigin.CLIENT): their records checked as Kafka's LogValidator does (`check_records`, bounded by
+    `max_decompressed_bytes`), the batches passed through the partition's `producers` around the log's plain
+    `append` (without producer state, appended as they are), then the flush `flush.messages` or `flush.ms` asks for
+    (`maybe_flush`). Raises the LogError subclasses of each step."""
+    check_records(records, max_decompressed_bytes)
+    result = producers.append(log, records, now_ms) if producers is not None else log.append(records, now_ms)
+    log.maybe_flush(now_ms)
+    return result
 
-    def __init__(self, expiration_ms: int = DEFAULT_EXPIRATION_MS, max_entries: int = DEFAULT_MAX_ENTRIES) -> None:
+
+class ProducerStates:
+    """The producer state of every partition this node leads (each partition's log reaches it through its store).
+    `clock`: the wall clock in ms, by which the state a log restores when it is opened or recovered is aged."""
+
+    def __init__(
+        self,
+        expiration_ms: int = DEFAULT_EXPIRATION_MS,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+        clock: Callable[[], int] | None = None,
+    ) -> None:
         # (topic, partition, producer id) -> entry, least recently appended first; the same entries by partition
         self._entries: OrderedDict[tuple[str, int, int], _ProducerEntry] = OrderedDict()
         self._by_partition: dict[tuple[str, int], dict[int, _ProducerEntry]] = {}
@@ -103,13 +119,15 @@ class ProducerStates:
         self._warned_ms: int | None = None
         # cluster mode: partitions just taken over whose state is being rebuilt (`restore`); they take no append
         self.restoring: set[tuple[str, int]] = set()
+        self.clock: Callable[[], int] = clock if clock is not None else _wall_ms
 
     def __len__(self) -> int:
         return len(self._entries)
 
     def append(self, log: PartitionLog, records: bytes, now_ms: int) -> AppendResult:
-        """Append `records` to `log` unless it is a retried duplicate; raises LogError subclasses (the log checks
-        framing, CRC and max.message.bytes), NotLeaderError while the partition's state is being rebuilt."""
+        """Append a client's `records` to `log` (with its plain `append`) unless it is a retried duplicate; raises
+        LogError subclasses (the log checks framing, CRC and max.message.bytes), NotLeaderError while the
+        partition's state is being rebuilt. What `log.append(records, now_ms, client=True)` does."""
         if self.restoring and (log.topic, log.partition) in self.restoring:
             raise NotLeaderError("the partition's producer state is being loaded")
         self._expire(now_ms)
@@ -239,13 +257,6 @@ class ProducerStates:
         finally:
             self.restoring.discard(key)
 
-    def attach(self, log: SegmentLog, now_ms: int) -> None:
-        """Take on an embedded partition just opened (or recovered from disk): restore its state from what the
-        log holds (`SegmentLog.producer_state`: its latest snapshot and the batch headers after it), and give the
-        log this state to snapshot at its rolls and on close. Raises KafkaStorageError."""
-        self.restore(log.topic, log.partition, log.producer_state(), now_ms=now_ms)
-        log.snapshot_source = lambda: self.batches(log.topic, log.partition)
-
     def batches(self, topic: str, partition: int) -> list[ProducerBatch]:
         """The batches remembered for one partition, in offset order (what its snapshots hold)."""
         out = []
@@ -315,3 +326,10 @@ class ProducerStates:
         del partition[key[2]]
         if not partition:
             del self._by_partition[key[:2]]
+
+
+def _wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+NO_PRODUCERS = ProducerStates()  # what a log without the node's producer state answers from (always empty)

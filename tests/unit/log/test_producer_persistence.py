@@ -1,4 +1,4 @@
-"""The idempotent producers' state kept with the log (herd.server.producers with herd.log.producer_snapshots):
+"""The idempotent producers' state kept with the log (herd.log.producer_state with herd.log.producer_snapshots):
 snapshots taken at every roll and on close, read back with the batch headers after them when the partition is
 opened again, skipped when corrupt, deleted below the log start; and a restarted partition still recognising
 duplicates and refusing gaps, after a clean close and after a crash. On the in-memory filesystem."""
@@ -13,12 +13,12 @@ import pytest
 from batches import idempotent_batch as batch
 
 from herd.log import producer_snapshots
-from herd.log.api import LogConfig
+from herd.log.api import LogConfig, OutOfOrderSequenceError
 from herd.log.batch import BatchHeader
 from herd.log.fs import MemoryFileSystem
+from herd.log.producer_state import ProducerStates
 from herd.log.segments import SegmentLog
 from herd.log.store import SegmentStore
-from herd.server.producers import OutOfOrderSequenceError, ProducerStates
 
 DIR = "/data/t-0"
 
@@ -137,8 +137,7 @@ def test_retention_and_delete_records_delete_the_snapshots_below_the_new_log_sta
 def restart(fs: MemoryFileSystem, *, crash: bool = False) -> tuple[MemoryFileSystem, SegmentLog, ProducerStates]:
     fs = fs.crash() if crash else fs
     store = SegmentStore("/data", fs)
-    states = ProducerStates()
-    store.on_open = lambda opened: states.attach(opened, 2000)
+    states = store.producers = ProducerStates(clock=lambda: 2000)  # each partition opened restores its state there
     return fs, store.open_partition("t", 0, LogConfig(segment_bytes=500)), states
 
 
