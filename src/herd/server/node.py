@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
+from herd.cluster.api import SharedAdmin
 from herd.cluster.shared import SharedCluster
 from herd.cluster.topics import (
     OFFSETS_TOPIC,
@@ -86,10 +87,11 @@ class ClusterNode:
                 max_partitions=config.get("max.broker.partitions"),
                 cluster_id=cluster_id,
                 on_leadership=node._on_leadership,
-                on_topics_deleted=node._on_topics_deleted,
+                on_topics_deleted=broker.forget_topics,
                 on_broker_configs=broker.reconfigure,
             )
             broker.cluster = node.cluster  # type: ignore[assignment]
+            broker.admin = SharedAdmin(node.cluster)
             await node.cluster.start()
             broker.use_acls(open_shared_store(config, node.cluster))
         except BaseException:
@@ -124,14 +126,6 @@ class ClusterNode:
         if topic is not None:
             transactions.start([i for i, partition in enumerate(topic.partitions) if partition is not None])
         self.broker.transactions = transactions
-
-    def _on_topics_deleted(self, names: list[str]) -> None:
-        """Topics deleted by any node: their producers are forgotten here, and this node's coordinator shards
-        write tombstones for the offsets their groups committed on them (Kafka's onPartitionsDeleted)."""
-        for name in names:
-            self.broker.producers.forget(name)
-        if self.broker.coordinator is not None:
-            self.broker.coordinator.on_topics_deleted(names)
 
     # -- leadership ----------------------------------------------------------------------------------------------
 

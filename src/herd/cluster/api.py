@@ -1,0 +1,134 @@
+"""The metadata and admin side of a node's cluster, one async interface for both backends (as `herd.log.api` is
+the log's): creating, growing and deleting topics, altering topic and broker configs, electing leaders.
+
+`LocalAdmin` is the embedded node's: its `Cluster` (topics.json and the partitions' directories) changes
+synchronously, so each method does its work and returns. `SharedAdmin` is a cluster node's: each change is a
+transaction in PostgreSQL (herd.cluster.shared.SharedCluster), awaited. The API handlers and the server call this
+interface and never ask which backend answers; what differs between the two (where partitions are placed, what an
+election can do, who is told of a deletion) is said by the implementation.
+
+Reads (topics by name or id, leaders, live nodes) stay synchronous on `TopicIndex`, the in-memory view both
+backends keep: they are on the data path. ACLs have their own interface (herd.security.acl_store.AclStore), as
+SCRAM credentials do (herd.security.credentials.CredentialStore).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Protocol
+
+from herd.cluster.placement import Election
+from herd.cluster.shared import Elected
+from herd.cluster.topics import Cluster, ConfigChange, Topic
+
+if TYPE_CHECKING:
+    from herd.cluster.shared import SharedCluster
+
+__all__ = ["ClusterAdmin", "Elected", "LocalAdmin", "SharedAdmin"]
+
+
+class ClusterAdmin(Protocol):
+    """What changes a cluster's metadata. Every method raises TopicError with Kafka's code and message when the
+    change is refused or could not be stored (nothing changed)."""
+
+    places_partitions: bool
+    """True where herd places every partition itself (cluster mode): a request's replica assignments are refused
+    and a replication factor up to the number of live nodes is accepted (PostgreSQL keeps the one copy). False on
+    one node, where an assignment may name this node only."""
+
+    async def create_topic(
+        self, name: str, partitions: int, configs: dict[str, str | None] | None = None, *, validate_only: bool = False
+    ) -> Topic: ...
+
+    async def add_partitions(self, name: str, total: int, *, validate_only: bool = False) -> None: ...
+
+    async def delete_topic(self, name: str) -> Topic:
+        """Delete the topic; once deleted, the node's `on_topics_deleted` is told (on every node of a cluster)."""
+        ...
+
+    async def alter_topic_configs(self, name: str, change: ConfigChange, *, validate_only: bool = False) -> None: ...
+
+    async def alter_broker_configs(
+        self, resource: str, change: ConfigChange, *, validate_only: bool = False
+    ) -> None: ...
+
+    async def elect_leaders(
+        self, partitions: Iterable[tuple[str, int]] | None, *, preferred: bool
+    ) -> dict[tuple[str, int], Elected]:
+        """ElectLeaders: the election of each of `partitions` (None: every partition) that exists."""
+        ...
+
+
+class LocalAdmin:
+    """The embedded node's `ClusterAdmin`: its `Cluster`'s synchronous changes, done when awaited."""
+
+    places_partitions = False
+
+    def __init__(self, cluster: Cluster, on_topics_deleted: Callable[[list[str]], None] | None = None) -> None:
+        self.cluster = cluster
+        self.on_topics_deleted = on_topics_deleted  # as SharedCluster's: producers forgotten, offsets tombstoned
+
+    async def create_topic(
+        self, name: str, partitions: int, configs: dict[str, str | None] | None = None, *, validate_only: bool = False
+    ) -> Topic:
+        return self.cluster.create_topic(name, partitions, configs, validate_only=validate_only)
+
+    async def add_partitions(self, name: str, total: int, *, validate_only: bool = False) -> None:
+        self.cluster.add_partitions(name, total, validate_only=validate_only)
+
+    async def delete_topic(self, name: str) -> Topic:
+        topic = self.cluster.delete_topic(name)
+        if self.on_topics_deleted is not None:
+            self.on_topics_deleted([name])
+        return topic
+
+    async def alter_topic_configs(self, name: str, change: ConfigChange, *, validate_only: bool = False) -> None:
+        self.cluster.alter_topic_configs(name, change, validate_only=validate_only)
+
+    async def alter_broker_configs(self, resource: str, change: ConfigChange, *, validate_only: bool = False) -> None:
+        self.cluster.alter_broker_configs(resource, change, validate_only=validate_only)
+
+    async def elect_leaders(
+        self, partitions: Iterable[tuple[str, int]] | None, *, preferred: bool
+    ) -> dict[tuple[str, int], Elected]:
+        """On one node every partition is led by it, its only possible leader: no election is needed."""
+        if partitions is None:
+            partitions = [(t.name, i) for t in self.cluster.topics() for i in range(len(t.partitions))]
+        elected = {}
+        for name, index in partitions:
+            topic = self.cluster.get(name)
+            if topic is not None and 0 <= index < len(topic.partitions):
+                elected[(name, index)] = Elected(Election.NOT_NEEDED, self.cluster.node_id, 0)
+        return elected
+
+
+class SharedAdmin:
+    """A cluster node's `ClusterAdmin`: its `SharedCluster`'s changes, each a transaction in PostgreSQL. The
+    cluster tells every node of a deletion itself (its own `on_topics_deleted`)."""
+
+    places_partitions = True
+
+    def __init__(self, cluster: SharedCluster) -> None:
+        self.cluster = cluster
+
+    async def create_topic(
+        self, name: str, partitions: int, configs: dict[str, str | None] | None = None, *, validate_only: bool = False
+    ) -> Topic:
+        return await self.cluster.create_topic(name, partitions, configs, validate_only=validate_only)
+
+    async def add_partitions(self, name: str, total: int, *, validate_only: bool = False) -> None:
+        await self.cluster.add_partitions(name, total, validate_only=validate_only)
+
+    async def delete_topic(self, name: str) -> Topic:
+        return await self.cluster.delete_topic(name)
+
+    async def alter_topic_configs(self, name: str, change: ConfigChange, *, validate_only: bool = False) -> None:
+        await self.cluster.alter_topic_configs(name, change, validate_only=validate_only)
+
+    async def alter_broker_configs(self, resource: str, change: ConfigChange, *, validate_only: bool = False) -> None:
+        await self.cluster.alter_broker_configs(resource, change, validate_only=validate_only)
+
+    async def elect_leaders(
+        self, partitions: Iterable[tuple[str, int]] | None, *, preferred: bool
+    ) -> dict[tuple[str, int], Elected]:
+        return await self.cluster.elect_leaders(partitions, preferred=preferred)
