@@ -146,6 +146,13 @@ class NotLeaderError(LogError):
     error_code = 6
 
 
+class NotInMemoryError(LogError):
+    """A synchronous read (`read`, `aborted_transactions`, `offset_for_timestamp`, `max_timestamp`) of what a
+    remote log does not hold in memory: the caller awaits the `_async` form instead (RemotePartitionLog), which
+    reads the database. The server does so whenever a log raises it, so no client ever sees this
+    (UNKNOWN_SERVER_ERROR if one did)."""
+
+
 class InvalidProducerEpochError(LogError):
     """A batch or marker from an older producer epoch than the partition last saw (INVALID_PRODUCER_EPOCH; Kafka's
     ProducerAppendInfo.checkProducerEpoch answers a client so since 2.7, so that it can abort and retry)."""

@@ -68,6 +68,7 @@ from herd.log.api import (
     KafkaStorageError,
     LogConfig,
     LogError,
+    NotInMemoryError,
     NotLeaderError,
     OffsetOutOfRangeError,
     ProducerBatch,
@@ -103,11 +104,6 @@ _INT32 = struct.Struct(">i")
 _DB_ERRORS = (psycopg.Error, PoolTimeout, OSError)
 NOT_LEADER = "not leader"
 CLOSED = "closed"
-
-
-class NotInMemoryError(LogError):
-    """`read` (sync) of offsets the tail cache does not hold: the caller must use `read_async`. The server
-    reads remote logs with `read_async`, so no client ever sees this (UNKNOWN_SERVER_ERROR if one did)."""
 
 
 class _Batch(NamedTuple):
