@@ -148,9 +148,9 @@ class NotLeaderError(LogError):
 
 class NotInMemoryError(LogError):
     """A synchronous read (`read`, `aborted_transactions`, `offset_for_timestamp`, `max_timestamp`) of what a
-    remote log does not hold in memory: the caller awaits the `_async` form instead (RemotePartitionLog), which
-    reads the database. The server does so whenever a log raises it, so no client ever sees this
-    (UNKNOWN_SERVER_ERROR if one did)."""
+    remote log does not hold in memory, or a change it makes in its database (`delete_records`,
+    `apply_retention`): the caller awaits the `_async` form instead (RemotePartitionLog). The server does so
+    whenever a log raises it, so no client ever sees this (UNKNOWN_SERVER_ERROR if one did)."""
 
 
 class InvalidProducerEpochError(LogError):
@@ -310,7 +310,7 @@ class RemotePartitionLog(PartitionLog, Protocol):
     async def max_timestamp_async(self) -> TimestampOffset | None: ...
 
     async def apply_retention_async(self, now_ms: int) -> int:
-        """`apply_retention`, in the database (the sync form does nothing); returns how many batches were
+        """`apply_retention`, in the database (the sync form raises NotInMemoryError); returns how many batches were
         deleted. Raises NotLeaderError or KafkaStorageError."""
         ...
 

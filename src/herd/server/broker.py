@@ -95,9 +95,9 @@ class Broker:
 
     def start(self) -> None:
         """Load the topics (the store locked log.dirs when it was opened); raises MetadataError if the data
-        directory's metadata cannot be used. A shared cluster was started by the server."""
-        if not self.cluster.shared:
-            self.cluster.load()
+        directory's metadata cannot be used (the embedded node's: a shared cluster is started by its node,
+        herd.server.node)."""
+        self.cluster.load()
 
     def forget_topics(self, names: list[str]) -> None:
         """Topics deleted (by any node of a cluster): their producers are forgotten here, and this node's
@@ -149,8 +149,7 @@ class Broker:
 
     def close(self) -> None:
         self.peers.close()
-        if not self.cluster.shared:
-            self.cluster.close()
+        self.cluster.close()  # the embedded node's logs (a shared cluster's node closed its store: herd.server.node)
 
     @staticmethod
     def now_ms() -> int:

@@ -736,8 +736,8 @@ class PgPartitionLog:
     # -- retention and compaction ------------------------------------------------------------------------------
 
     def apply_retention(self, now_ms: int) -> int:
-        """Nothing happens synchronously here: the runtime awaits `apply_retention_async`."""
-        return 0
+        """The database is written by `apply_retention_async`, which the server awaits; this raises."""
+        raise NotInMemoryError(f"{self._name}: retention deletes in the database")
 
     async def apply_retention_async(self, now_ms: int) -> int:
         """Delete the batches beyond retention.ms (by their max timestamp) and retention.bytes from the start of
