@@ -197,7 +197,7 @@ class ClusterNode:
         """The transaction coordinator, with the __transaction_state partitions this node leads by then; the topic
         itself is made by the first FindCoordinator for a transactional id (on any node), after which the
         partitions this node is given are loaded as they come (`_on_leadership`)."""
-        transactions = transaction_runtime(self.broker)
+        transactions = transaction_runtime(self.broker, peers=True)
         topic = self.cluster.get(TRANSACTION_STATE_TOPIC)
         if topic is not None:
             transactions.start([i for i, partition in enumerate(topic.partitions) if partition is not None])
