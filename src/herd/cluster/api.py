@@ -14,17 +14,43 @@ SCRAM credentials do (herd.security.credentials.CredentialStore).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from herd.cluster.placement import Election
 from herd.cluster.shared import Elected
-from herd.cluster.topics import Cluster, ConfigChange, Topic
+from herd.cluster.topics import Cluster, ConfigChange, Topic, TopicError
+from herd.log.store import SegmentStore, StoredPartition
 
 if TYPE_CHECKING:
     from herd.cluster.shared import SharedCluster
 
-__all__ = ["ClusterAdmin", "Elected", "LocalAdmin", "SharedAdmin"]
+__all__ = ["ClusterAdmin", "Elected", "LocalAdmin", "LogDir", "SharedAdmin", "disk_space"]
+
+
+@dataclass(frozen=True, slots=True)
+class LogDir:
+    """Where some of this node's partitions are stored, as DescribeLogDirs answers it: the path (a cluster: the
+    database, named without its password), the partitions held there, the volume's total and usable bytes (-1:
+    unknown) and whether it could not be read (KAFKA_STORAGE_ERROR)."""
+
+    path: str
+    held: list[StoredPartition]
+    total_bytes: int = -1
+    usable_bytes: int = -1
+    failed: bool = False
+
+
+def disk_space(path: str) -> tuple[int, int]:
+    """(total, usable) bytes of the volume holding `path`; (-1, -1), Kafka's "unknown", if it cannot be
+    examined (e.g. a store on the in-memory filesystem)."""
+    try:
+        stat = os.statvfs(path)
+    except OSError:
+        return -1, -1
+    return stat.f_blocks * stat.f_frsize, stat.f_bavail * stat.f_frsize
 
 
 class ClusterAdmin(Protocol):
@@ -58,14 +84,21 @@ class ClusterAdmin(Protocol):
         """ElectLeaders: the election of each of `partitions` (None: every partition) that exists."""
         ...
 
+    async def log_dirs(self) -> list[LogDir]:
+        """DescribeLogDirs: where this node's partitions are stored, and their sizes."""
+        ...
+
 
 class LocalAdmin:
     """The embedded node's `ClusterAdmin`: its `Cluster`'s synchronous changes, done when awaited."""
 
     places_partitions = False
 
-    def __init__(self, cluster: Cluster, on_topics_deleted: Callable[[list[str]], None] | None = None) -> None:
+    def __init__(self, cluster: Cluster, store: object = None,
+                 on_topics_deleted: Callable[[list[str]], None] | None = None) -> None:  # fmt: skip
+        """`store`: the node's log directories (a `SegmentStore`; a test's store of another kind has none)."""
         self.cluster = cluster
+        self.store = store
         self.on_topics_deleted = on_topics_deleted  # as SharedCluster's: producers forgotten, offsets tombstoned
 
     async def create_topic(
@@ -101,6 +134,12 @@ class LocalAdmin:
                 elected[(name, index)] = Elected(Election.NOT_NEEDED, self.cluster.node_id, 0)
         return elected
 
+    async def log_dirs(self) -> list[LogDir]:
+        """Each of log.dirs with the partitions it holds (a move's copy too, `is_future`) and its volume's space."""
+        if not isinstance(self.store, SegmentStore):
+            return []
+        return [LogDir(root, held, *disk_space(root)) for root, held in self.store.stored_partitions().items()]
+
 
 class SharedAdmin:
     """A cluster node's `ClusterAdmin`: its `SharedCluster`'s changes, each a transaction in PostgreSQL. The
@@ -132,3 +171,12 @@ class SharedAdmin:
         self, partitions: Iterable[tuple[str, int]] | None, *, preferred: bool
     ) -> dict[tuple[str, int], Elected]:
         return await self.cluster.elect_leaders(partitions, preferred=preferred)
+
+    async def log_dirs(self) -> list[LogDir]:
+        """One "log dir", the database, with the bytes stored there of each partition this node leads."""
+        try:
+            sizes = await self.cluster.stored_sizes()
+        except TopicError:
+            return [LogDir(self.cluster.location, [], failed=True)]
+        held = [StoredPartition(topic, index, size, 0, False) for (topic, index), size in sorted(sizes.items())]
+        return [LogDir(self.cluster.location, held)]

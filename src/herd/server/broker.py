@@ -60,7 +60,7 @@ class Broker:
         self.admin: ClusterAdmin = None  # type: ignore[assignment]
         if cluster is not None:
             cluster.on_broker_configs = self.reconfigure
-            self.admin = LocalAdmin(cluster, self.forget_topics)
+            self.admin = LocalAdmin(cluster, store, self.forget_topics)
         # called with the new configuration after a dynamic broker config changed (the server's connection quotas)
         self.reconfigure_hooks: list[Callable[[BrokerConfig], None]] = []
         self.endpoint = Endpoint("127.0.0.1", 9092)  # the first listener's advertised address, set by the server
