@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 __all__ = ["ClusterAdmin", "Elected", "LocalAdmin", "LogDir", "SharedAdmin", "disk_space"]
 
 
+PartitionStats = tuple[int | None, int | None, int | None, int | None]
+
+
 @dataclass(frozen=True, slots=True)
 class LogDir:
     """Where some of this node's partitions are stored, as DescribeLogDirs answers it: the path (a cluster: the
@@ -88,6 +91,11 @@ class ClusterAdmin(Protocol):
         """DescribeLogDirs: where this node's partitions are stored, and their sizes."""
         ...
 
+    async def partition_stats(self) -> dict[tuple[str, int], PartitionStats]:
+        """(topic, partition) -> (leader, log start offset, log end offset, bytes stored; None: not known) of
+        every partition known (the HTTP API's topics)."""
+        ...
+
 
 class LocalAdmin:
     """The embedded node's `ClusterAdmin`: its `Cluster`'s synchronous changes, done when awaited."""
@@ -140,6 +148,26 @@ class LocalAdmin:
             return []
         return [LogDir(root, held, *disk_space(root)) for root, held in self.store.stored_partitions().items()]
 
+    async def partition_stats(self) -> dict[tuple[str, int], PartitionStats]:
+        """Every partition's, from its log (and its segment files' size, with a `SegmentStore`)."""
+        sizes: dict[tuple[str, int], int] = {}
+        if isinstance(self.store, SegmentStore):
+            for held in self.store.stored_partitions().values():
+                for p in held:
+                    if not p.is_future:
+                        sizes[(p.topic, p.partition)] = p.size
+        stats: dict[tuple[str, int], PartitionStats] = {}
+        for topic in self.cluster.topics():
+            for index, log in enumerate(topic.partitions):
+                if log is not None:
+                    stats[(topic.name, index)] = (
+                        self.cluster.node_id,
+                        log.log_start_offset,
+                        log.log_end_offset,
+                        sizes.get((topic.name, index)),
+                    )
+        return stats
+
 
 class SharedAdmin:
     """A cluster node's `ClusterAdmin`: its `SharedCluster`'s changes, each a transaction in PostgreSQL. The
@@ -180,3 +208,7 @@ class SharedAdmin:
             return [LogDir(self.cluster.location, [], failed=True)]
         held = [StoredPartition(topic, index, size, 0, False) for (topic, index), size in sorted(sizes.items())]
         return [LogDir(self.cluster.location, held)]
+
+    async def partition_stats(self) -> dict[tuple[str, int], PartitionStats]:
+        """Read now in one query; raises TopicError(KAFKA_STORAGE_ERROR) if the database cannot be read."""
+        return dict(await self.cluster.partition_stats())
