@@ -373,6 +373,10 @@ class TopicIndex:
     def log_config(self, configs: dict[str, str]) -> LogConfig:
         return log_config(self._defaults, configs)
 
+    def close(self) -> None:
+        """Close what this view keeps open: nothing here (the embedded `Cluster` closes its store; a cluster
+        node shuts its shared cluster down itself, herd.server.node)."""
+
     def set_defaults(self, defaults: LogConfig) -> None:
         """New broker defaults (a dynamic broker config changed): every partition this node leads takes its new
         LogConfig at once, the topic's own configs still over the defaults."""

@@ -162,6 +162,13 @@ class NotLeaderError(LogError):
     error_code = 6
 
 
+class NotInMemoryError(LogError):
+    """A synchronous read (`read`, `aborted_transactions`, `offset_for_timestamp`, `max_timestamp`) of what a
+    remote log does not hold in memory, or a change it makes in its database (`delete_records`,
+    `apply_retention`): the caller awaits the `_async` form instead (RemotePartitionLog). The server does so
+    whenever a log raises it, so no client ever sees this (UNKNOWN_SERVER_ERROR if one did)."""
+
+
 class InvalidProducerEpochError(LogError):
     """A batch or marker from an older producer epoch than the partition last saw (INVALID_PRODUCER_EPOCH; Kafka's
     ProducerAppendInfo.checkProducerEpoch answers a client so since 2.7, so that it can abort and retry)."""
@@ -339,7 +346,7 @@ class RemotePartitionLog(PartitionLog, Protocol):
     async def max_timestamp_async(self) -> TimestampOffset | None: ...
 
     async def apply_retention_async(self, now_ms: int) -> int:
-        """`apply_retention`, in the database (the sync form does nothing); returns how many batches were
+        """`apply_retention`, in the database (the sync form raises NotInMemoryError); returns how many batches were
         deleted. Raises NotLeaderError or KafkaStorageError."""
         ...
 

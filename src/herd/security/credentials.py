@@ -25,9 +25,9 @@ import secrets
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
-from herd.cluster.topics import MetadataError
+from herd.cluster.topics import KAFKA_STORAGE_ERROR, MetadataError
 from herd.log.fs import FileSystem, read_whole, write_atomically
 from herd.log.postgres.errors import MetadataWriteError
 from herd.security.scram import (
@@ -45,6 +45,7 @@ CREDENTIALS_FILE = "scram-credentials.json"
 
 # Kafka's error codes for the per-user results
 NONE, RESOURCE_NOT_FOUND, UNSUPPORTED_SASL_MECHANISM, DUPLICATE_RESOURCE, UNACCEPTABLE_CREDENTIAL = 0, 91, 33, 92, 93
+UNKNOWN_SERVER_ERROR = -1
 
 Credentials = dict[str, dict[ScramMechanism, ScramCredential]]  # user -> mechanism -> credential
 
@@ -272,8 +273,22 @@ def decode_credentials(data: bytes, where: str) -> tuple[Credentials, bytes]:
         raise CredentialStoreError(f"{where} cannot be read: {e}") from None
 
 
+class CredentialStore(Protocol):
+    """Where a node's credentials are changed, in either backend (`FileCredentialStore`, `SharedCredentialStore`);
+    the SASL exchanges read them as a `CredentialView`."""
+
+    failure_code: int  # what each user's result is when the change could not be stored
+
+    async def alter(self, deletions: Iterable[Deletion], upsertions: Iterable[Upsertion]) -> list[UserResult]:
+        """Apply an AlterUserScramCredentials request, durably before it takes effect. Raises
+        CredentialStoreError (nothing changed)."""
+        ...
+
+
 class FileCredentialStore(CredentialView):
     """The embedded node's credentials, in `<root_dir>/scram-credentials.json` through `fs`."""
+
+    failure_code = KAFKA_STORAGE_ERROR  # the file could not be written
 
     def __init__(self, fs: FileSystem, root_dir: str) -> None:
         super().__init__()
@@ -291,9 +306,9 @@ class FileCredentialStore(CredentialView):
             raise CredentialStoreError(f"{self.path} cannot be read: {e}") from None
         self.credentials, self.secret = decode_credentials(data, self.path)
 
-    def alter(self, deletions: Iterable[Deletion], upsertions: Iterable[Upsertion]) -> list[UserResult]:
-        """Apply an AlterUserScramCredentials request: durable before it takes effect. Raises
-        CredentialStoreError when the file cannot be written (nothing changed)."""
+    async def alter(self, deletions: Iterable[Deletion], upsertions: Iterable[Upsertion]) -> list[UserResult]:
+        """Apply an AlterUserScramCredentials request: durable before it takes effect (the file is written on the
+        loop, as topics.json is). Raises CredentialStoreError when the file cannot be written (nothing changed)."""
         results, after = self.plan_alteration(deletions, upsertions)
         if after != self.credentials:
             try:
@@ -329,7 +344,7 @@ class SharedCredentialStore(CredentialView):
     against the rows as stored, so two nodes changing users at once lose nothing. The row of the empty user name
     (which no user can have: Kafka refuses it) keeps the cluster's random secret for unknown users' answers."""
 
-    shared = True
+    failure_code = UNKNOWN_SERVER_ERROR  # the database could not be reached
 
     def __init__(self, cluster: Any) -> None:
         super().__init__()

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from herd.cluster.api import ClusterAdmin, LocalAdmin
 from herd.cluster.topics import Cluster, Node, TopicStore
 from herd.config import BrokerConfig
 from herd.log.producer_state import ProducerStates
@@ -54,8 +55,11 @@ class Broker:
                 store, config.log_config(), self.node_id, max_partitions=config.get("max.broker.partitions")
             )
         self.cluster: Cluster = cluster  # None only until the server has started a shared cluster
+        # what changes the metadata (herd.cluster.api), whichever backend keeps it; set with a shared cluster too
+        self.admin: ClusterAdmin = None  # type: ignore[assignment]
         if cluster is not None:
             cluster.on_broker_configs = self.reconfigure
+            self.admin = LocalAdmin(cluster, store, self.forget_topics)
         # called with the new configuration after a dynamic broker config changed (the server's connection quotas)
         self.reconfigure_hooks: list[Callable[[BrokerConfig], None]] = []
         self.endpoint = Endpoint("127.0.0.1", 9092)  # the first listener's advertised address, set by the server
@@ -94,9 +98,18 @@ class Broker:
 
     def start(self) -> None:
         """Load the topics (the store locked log.dirs when it was opened); raises MetadataError if the data
-        directory's metadata cannot be used. A shared cluster was started by the server."""
-        if not self.cluster.shared:
-            self.cluster.load()
+        directory's metadata cannot be used (the embedded node's: a shared cluster is started by its node,
+        herd.server.node)."""
+        self.cluster.load()
+
+    def forget_topics(self, names: list[str]) -> None:
+        """Topics deleted (by any node of a cluster): their producers are forgotten here, and this node's
+        coordinator shards write tombstones for the offsets their groups committed on them (Kafka's
+        onPartitionsDeleted)."""
+        for name in names:
+            self.producers.forget(name)
+        if self.coordinator is not None:
+            self.coordinator.on_topics_deleted(names)
 
     def use_acls(self, store: Any) -> None:
         """Authorize requests with the ACLs of `store` (herd.security.acl_store; None: no authorizer)."""
@@ -139,8 +152,7 @@ class Broker:
 
     def close(self) -> None:
         self.peers.close()
-        if not self.cluster.shared:
-            self.cluster.close()
+        self.cluster.close()  # the embedded node's logs (a shared cluster's node closed its store: herd.server.node)
 
     @staticmethod
     def now_ms() -> int:

@@ -245,9 +245,9 @@ async def list_groups(request: web.Request) -> web.Response:
     """Every group: this node's, and in cluster mode every other live node's (see the module docstring)."""
     broker = request.app[BROKER]
     groups = await request.app[RECENT_GROUPS].get(lambda: views.local_groups(broker))
-    if _local_scope(request) or not broker.cluster.shared:
+    others = [node for node in broker.nodes() if node.node_id != broker.node_id]  # none on one node
+    if _local_scope(request) or not others:
         return web.json_response({"groups": groups, "nodes": [broker.node_id], "unreachable": []})
-    others = [node for node in broker.nodes() if node.node_id != broker.node_id]
     answers = await asyncio.gather(*(_peer_groups(request.app, node) for node in others))
     by_id = {g["group"]: g for g in groups}
     unreachable = []

@@ -138,7 +138,7 @@ async def _end_offsets(broker: LagSource, keys: dict[tuple[str, int], Any]) -> d
             ends[(topic_name, index)] = partition.log_end_offset
         else:
             elsewhere = True
-    if elsewhere and cluster.shared:
+    if elsewhere:  # only in a cluster: a single node leads every partition
         stored = await _stored_end_offsets(cluster)
         for key in keys:
             if key not in ends and key in stored:

@@ -1,4 +1,11 @@
-"""A node of a cluster (cluster mode): the database, the shared cluster and what follows leadership.
+"""What a node's data lives on, started by one constructor of one shape: `start_node` gives an `EmbeddedNode`
+(segment files in log.dirs) or, with herd.cluster.database.url set, a `ClusterNode` (PostgreSQL). Each `start`
+leaves the broker complete: its cluster and admin (herd.cluster.api), ACLs, SCRAM credentials and the group and
+transaction coordinators; `where` says where the data is, `hand_over` is the controlled shutdown's first step and
+`close` the last before the connections are drained. The server knows nothing more of the difference.
+
+`EmbeddedNode.start` loads topics.json (the store locked log.dirs when it was opened), acls.json and
+scram-credentials.json, and starts the coordinators, which create their topics and load their partitions.
 
 `ClusterNode.start` opens the connection pool (one line and a non-zero exit if PostgreSQL cannot be reached,
 refuses the password or lacks a privilege), brings the schema to this version (refusing a newer one), starts the
@@ -20,10 +27,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+import os
+from typing import TYPE_CHECKING, Protocol
 
 import psycopg
 
+from herd.cluster.api import SharedAdmin
 from herd.cluster.shared import SharedCluster
 from herd.cluster.topics import (
     OFFSETS_TOPIC,
@@ -38,7 +47,9 @@ from herd.log.postgres.db import DatabaseError, describe, open_pool, redact
 from herd.log.postgres.schema import migrate
 from herd.log.postgres.store import PgLogStore
 from herd.runtime import CoordinatorRuntime
-from herd.security.acl_store import open_shared_store
+from herd.security.acl_store import open_file_store, open_shared_store
+from herd.security.credentials import FileCredentialStore, SharedCredentialStore
+from herd.server.sasl import inter_broker_login
 from herd.server.transactions import transaction_runtime
 
 if TYPE_CHECKING:
@@ -52,6 +63,59 @@ POOL_MAX_SIZE = 16
 _COORDINATED = (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)  # partitions hosted by a coordinator runtime
 
 
+class NodeBackend(Protocol):
+    where: str  # where the data is, for the line `herd serve` logs once it listens
+
+    async def hand_over(self) -> None:
+        """Controlled shutdown: give this node's partitions to the other nodes (nothing to do on one node)."""
+        ...
+
+    async def close(self) -> None:
+        """Stop the backend's background work and close what it opened (the broker closes its logs)."""
+        ...
+
+
+async def start_node(config: BrokerConfig, broker: Broker, http_url: str | None = None) -> NodeBackend:
+    """The node herd.cluster.database.url asks for, started with `broker` (`http_url`: where this node's HTTP
+    listener is reached, registered in a cluster). Raises MetadataError (embedded), DatabaseError, SchemaError
+    or ClusterError (cluster mode)."""
+    if config.get("herd.cluster.database.url") is None:
+        return await EmbeddedNode.start(config, broker, http_url)
+    return await ClusterNode.start(config, broker, http_url)
+
+
+class EmbeddedNode:
+    """A single node over the broker's segment store (log.dirs)."""
+
+    def __init__(self, config: BrokerConfig, broker: Broker) -> None:
+        self.config = config
+        self.broker = broker
+        self.where = f"data in {', '.join(os.path.abspath(d) for d in config.log_dirs)}"
+
+    @classmethod
+    async def start(cls, config: BrokerConfig, broker: Broker, http_url: str | None = None) -> EmbeddedNode:
+        """`http_url` is not needed: no other node looks for this one."""
+        node = cls(config, broker)
+        store = broker.store
+        assert store is not None, "an embedded node has a segment store"
+        broker.start()  # topics.json; raises MetadataError
+        broker.use_acls(open_file_store(config, store.fs, store.root_dir))
+        credentials = FileCredentialStore(store.fs, store.root_dir)
+        credentials.load()
+        broker.credentials = credentials
+        broker.coordinator = CoordinatorRuntime(broker.cluster, config)
+        broker.coordinator.start()
+        broker.transactions = transaction_runtime(broker)
+        broker.transactions.start()
+        return node
+
+    async def hand_over(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+
 class ClusterNode:
     def __init__(self, config: BrokerConfig, broker: Broker, pool: AsyncConnectionPool) -> None:
         self.config = config
@@ -60,6 +124,7 @@ class ClusterNode:
         self.store = PgLogStore(pool, broker.node_id, producers=broker.producers)
         self.cluster: SharedCluster  # set by `start`, which hands it this node's leadership callbacks
         self._moves: dict[tuple[str, int], asyncio.Task[None]] = {}  # the last move of each partition
+        self.where = f"state in {redact(config.get('herd.cluster.database.url'))}"
 
     @classmethod
     async def start(cls, config: BrokerConfig, broker: Broker, http_url: str | None = None) -> ClusterNode:
@@ -86,16 +151,29 @@ class ClusterNode:
                 max_partitions=config.get("max.broker.partitions"),
                 cluster_id=cluster_id,
                 on_leadership=node._on_leadership,
-                on_topics_deleted=node._on_topics_deleted,
+                on_topics_deleted=broker.forget_topics,
                 on_broker_configs=broker.reconfigure,
             )
             broker.cluster = node.cluster  # type: ignore[assignment]
+            broker.admin = SharedAdmin(node.cluster)
             await node.cluster.start()
             broker.use_acls(open_shared_store(config, node.cluster))
         except BaseException:
             await pool.close()
             raise
         await node._start_coordinator()
+        node.where = f"cluster {node.cluster.cluster_id}, {node.where}"
+        credentials = SharedCredentialStore(node.cluster)  # herd_scram_credentials, kept in step
+        await credentials.ensure_secret()
+        broker.credentials = credentials
+        broker.peers.login = inter_broker_login(config)
+        inter_broker = broker.inter_broker_listener
+        if broker.peers.login is None and config.security_protocol(inter_broker).startswith("SASL_"):
+            log.warning(
+                "the nodes reach each other on SASL listener %s but its PlainLoginModule JAAS entry "
+                "names no username and password: requests one node forwards to another will fail",
+                inter_broker,
+            )
         return node
 
     async def _start_coordinator(self) -> None:
@@ -119,19 +197,11 @@ class ClusterNode:
         """The transaction coordinator, with the __transaction_state partitions this node leads by then; the topic
         itself is made by the first FindCoordinator for a transactional id (on any node), after which the
         partitions this node is given are loaded as they come (`_on_leadership`)."""
-        transactions = transaction_runtime(self.broker)
+        transactions = transaction_runtime(self.broker, peers=True)
         topic = self.cluster.get(TRANSACTION_STATE_TOPIC)
         if topic is not None:
             transactions.start([i for i, partition in enumerate(topic.partitions) if partition is not None])
         self.broker.transactions = transactions
-
-    def _on_topics_deleted(self, names: list[str]) -> None:
-        """Topics deleted by any node: their producers are forgotten here, and this node's coordinator shards
-        write tombstones for the offsets their groups committed on them (Kafka's onPartitionsDeleted)."""
-        for name in names:
-            self.broker.producers.forget(name)
-        if self.broker.coordinator is not None:
-            self.broker.coordinator.on_topics_deleted(names)
 
     # -- leadership ----------------------------------------------------------------------------------------------
 

@@ -29,25 +29,21 @@ from typing import TYPE_CHECKING
 
 from herd.cluster.topics import TopicStore
 from herd.config import BrokerConfig, ConfigError, Listener, parse_listeners
-from herd.log.api import LogError, as_remote
+from herd.log.api import LogError, NotInMemoryError, as_remote
 from herd.log.fs import OsFileSystem
 from herd.log.handles import BoundedFileSystem, descriptor_limit, max_open_files
 from herd.log.store import SegmentStore
-from herd.runtime import CoordinatorRuntime
 from herd.runtime.recovery import Backoff
 from herd.security import tls
-from herd.security.acl_store import open_file_store
-from herd.security.credentials import FileCredentialStore, SharedCredentialStore
 from herd.server import apis
 from herd.server.broker import Broker, Endpoint
 from herd.server.connection import Budgets, Connection, ConnectionQuotas
 from herd.server.faults import FaultRegistry
-from herd.server.sasl import check_listeners, inter_broker_login
-from herd.server.transactions import transaction_runtime
+from herd.server.node import NodeBackend, start_node
+from herd.server.sasl import check_listeners
 
 if TYPE_CHECKING:
     from herd.server.http import HttpListener
-    from herd.server.node import ClusterNode
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +65,7 @@ class Server:
             store = SegmentStore(config.log_dirs, fs)
         self.config = config
         self.broker = Broker(config, store)  # in cluster mode its cluster is set by `start`
-        self.node: ClusterNode | None = None  # cluster mode: this node's database, store and shared cluster
+        self.node: NodeBackend | None = None  # what the data lives on (herd.server.node), set by `start`
         self.broker.apis = apis.table()
         if config.get("herd.faults.enable"):
             self.broker.faults = FaultRegistry(self.broker)
@@ -105,34 +101,8 @@ class Server:
         try:
             self._bind_http()
             check_listeners(self.broker)  # a SASL listener's settings (raises ConfigError)
-            if self.database_url is None:
-                self.broker.start()
-                self.broker.use_acls(open_file_store(self.config, self.broker.store.fs, self.broker.store.root_dir))
-                self.broker.credentials = FileCredentialStore(self.broker.store.fs, self.broker.store.root_dir)
-                self.broker.credentials.load()
-                self.broker.coordinator = CoordinatorRuntime(self.broker.cluster, self.config)
-                self.broker.coordinator.start()
-                self.broker.transactions = transaction_runtime(self.broker)
-                self.broker.transactions.start()
-                where = f"data in {', '.join(os.path.abspath(d) for d in self.config.log_dirs)}"  # noqa: ASYNC240 (once, at start)
-            else:  # cluster mode; psycopg is imported only here, so an embedded node never loads it
-                from herd.log.postgres.db import redact
-                from herd.server.node import ClusterNode
-
-                http_url = self.http.url(self.broker.endpoint.host) if self.http is not None else None
-                self.node = await ClusterNode.start(self.config, self.broker, http_url)
-                credentials = SharedCredentialStore(self.broker.cluster)  # herd_scram_credentials, kept in step
-                await credentials.ensure_secret()
-                self.broker.credentials = credentials
-                self.broker.peers.login = inter_broker_login(self.config)
-                inter_broker = self.broker.inter_broker_listener
-                if self.broker.peers.login is None and self.config.security_protocol(inter_broker).startswith("SASL_"):
-                    log.warning(
-                        "the nodes reach each other on SASL listener %s but its PlainLoginModule JAAS entry "
-                        "names no username and password: requests one node forwards to another will fail",
-                        inter_broker,
-                    )
-                where = f"cluster {self.broker.cluster.cluster_id}, state in {redact(self.database_url)}"
+            http_url = self.http.url(self.broker.endpoint.host) if self.http is not None else None
+            self.node = await start_node(self.config, self.broker, http_url)
             if self.http is not None:
                 await self.http.start()
         except BaseException:
@@ -159,7 +129,11 @@ class Server:
                 advertised.port,
             )
         log.info(
-            "herd listening on %s:%d (node %d, %s)", self.broker.endpoint.host, self.port, self.broker.node_id, where
+            "herd listening on %s:%d (node %d, %s)",
+            self.broker.endpoint.host,
+            self.port,
+            self.broker.node_id,
+            self.node.where,
         )
 
     def _bind_http(self) -> None:
@@ -275,10 +249,10 @@ class Server:
                     if partition is None:  # led by another node
                         continue
                     try:
-                        if partition.remote:
-                            await as_remote(partition).apply_retention_async(now)
-                        else:
+                        try:
                             partition.apply_retention(now)
+                        except NotInMemoryError:  # a remote log deletes in its database
+                            await as_remote(partition).apply_retention_async(now)
                     except LogError as e:  # a remote log taken over or the database gone: next time
                         log.debug("retention of %s-%d skipped: %s", topic.name, partition.partition, e)
 
@@ -293,7 +267,7 @@ class Server:
                 if topic.internal:
                     continue  # the coordinator runtime fsyncs its partitions before every answer
                 for partition in topic.partitions:
-                    if partition is not None and not partition.remote:  # a remote log commits every append
+                    if partition is not None:  # (a remote log commits every append: nothing to flush)
                         partition.maybe_flush(now)
 
     async def _recovery_loop(self) -> None:

@@ -35,14 +35,16 @@ NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT = 6, 7
 VERSION = 1  # WriteTxnMarkers v1, the version herd serves (the request classes above are v1's)
 
 
-def transaction_runtime(broker: Broker) -> TransactionRuntime:
+def transaction_runtime(broker: Broker, *, peers: bool = False) -> TransactionRuntime:
+    """The runtime; with `peers` (a cluster node, herd.server.node) markers for partitions other nodes lead are
+    sent to them."""
     return TransactionRuntime(
         broker.cluster,
         broker.config,
         new_producer_id=new_producer_id,
         groups=broker.coordinator,  # type: ignore[arg-type]  # complete_transaction: C's
         on_marker=broker.notify_append,
-        remote=MarkerSender(broker) if broker.cluster.shared else None,
+        remote=MarkerSender(broker) if peers else None,
     )
 
 

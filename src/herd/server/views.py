@@ -36,7 +36,6 @@ from kio.serial.errors import SerialError
 from herd.coordinator.group import ClassicGroup
 from herd.coordinator.history import Rebalance
 from herd.coordinator.member import Member
-from herd.log.store import SegmentStore
 from herd.server.broker import Broker
 from herd.server.lag import group_lags
 
@@ -193,10 +192,7 @@ def rebalance_json(entry: Rebalance) -> dict[str, Any]:
 async def topics(broker: Broker) -> list[dict[str, Any]]:
     """Every topic with its partitions' leaders, offsets and sizes, by name."""
     cluster = broker.cluster
-    if cluster.shared:
-        stats = await cluster.partition_stats()
-    else:
-        stats = _local_stats(broker)
+    stats = await broker.admin.partition_stats()
     out = []
     for topic in sorted(cluster.topics(), key=lambda t: t.name):
         partitions = []
@@ -207,24 +203,3 @@ async def topics(broker: Broker) -> list[dict[str, Any]]:
             )
         out.append({"topic": topic.name, "internal": topic.internal, "partitions": partitions})
     return out
-
-
-def _local_stats(broker: Broker) -> dict[tuple[str, int], tuple[int | None, int | None, int | None, int | None]]:
-    """(leader, start, end, size) of every partition of the embedded node."""
-    sizes: dict[tuple[str, int], int] = {}
-    if isinstance(broker.store, SegmentStore):
-        for held in broker.store.stored_partitions().values():
-            for p in held:
-                if not p.is_future:
-                    sizes[(p.topic, p.partition)] = p.size
-    stats = {}
-    for topic in broker.cluster.topics():
-        for index, log in enumerate(topic.partitions):
-            if log is not None:
-                stats[(topic.name, index)] = (
-                    broker.node_id,
-                    log.log_start_offset,
-                    log.log_end_offset,
-                    sizes.get((topic.name, index)),
-                )
-    return stats

@@ -47,7 +47,7 @@ def codes(results) -> dict[str, tuple[int, str | None]]:
 def test_upsert_describe_delete_and_survive_a_reload(tmp_path) -> None:
     store = FileCredentialStore(OsFileSystem(), str(tmp_path))
     store.load()
-    assert codes(store.alter([], [upsertion("alice"), upsertion("bob", SHA512, 8192)])) == {
+    assert codes(asyncio.run(store.alter([], [upsertion("alice"), upsertion("bob", SHA512, 8192)]))) == {
         "alice": (NONE, None),
         "bob": (NONE, None),
     }
@@ -56,7 +56,7 @@ def test_upsert_describe_delete_and_survive_a_reload(tmp_path) -> None:
     again.load()
     assert again.credentials == store.credentials and again.secret == store.secret
     assert PASSWORD not in (tmp_path / "scram-credentials.json").read_text()
-    assert codes(again.alter([Deletion("alice", 1)], [])) == {"alice": (NONE, None)}
+    assert codes(asyncio.run(again.alter([Deletion("alice", 1)], []))) == {"alice": (NONE, None)}
     assert again.describe(["alice", "bob"])[0] == (
         "alice",
         RESOURCE_NOT_FOUND,
@@ -109,7 +109,7 @@ def test_a_damaged_file_is_reported_not_replaced(tmp_path) -> None:
 
 def test_the_file_is_readable_by_its_owner_only(tmp_path) -> None:
     store = FileCredentialStore(OsFileSystem(), str(tmp_path))
-    store.alter([], [upsertion("alice")])
+    asyncio.run(store.alter([], [upsertion("alice")]))
     assert (tmp_path / "scram-credentials.json").stat().st_mode & 0o777 == 0o600
 
 

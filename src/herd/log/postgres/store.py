@@ -73,6 +73,7 @@ from herd.log.api import (
     KafkaStorageError,
     LogConfig,
     LogError,
+    NotInMemoryError,
     NotLeaderError,
     OffsetOutOfRangeError,
     ProducerBatch,
@@ -109,11 +110,6 @@ _INT32 = struct.Struct(">i")
 _DB_ERRORS = (psycopg.Error, PoolTimeout, OSError)
 NOT_LEADER = "not leader"
 CLOSED = "closed"
-
-
-class NotInMemoryError(LogError):
-    """`read` (sync) of offsets the tail cache does not hold: the caller must use `read_async`. The server
-    reads remote logs with `read_async`, so no client ever sees this (UNKNOWN_SERVER_ERROR if one did)."""
 
 
 class _Batch(NamedTuple):
@@ -766,8 +762,8 @@ class PgPartitionLog:
     # -- retention and compaction ------------------------------------------------------------------------------
 
     def apply_retention(self, now_ms: int) -> int:
-        """Nothing happens synchronously here: the runtime awaits `apply_retention_async`."""
-        return 0
+        """The database is written by `apply_retention_async`, which the server awaits; this raises."""
+        raise NotInMemoryError(f"{self._name}: retention deletes in the database")
 
     async def apply_retention_async(self, now_ms: int) -> int:
         """Delete the batches beyond retention.ms (by their max timestamp) and retention.bytes from the start of

@@ -34,7 +34,6 @@ from herd.config import check_dynamic
 from herd.server.apis import _authorize as authz
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import ask_coordinator_node
-from herd.server.apis._topics import settled
 from herd.server.broker import RequestContext
 from herd.server.peers import PeerError
 
@@ -105,14 +104,14 @@ async def alter(
     ctx: RequestContext, resource_type: int, name: str, change: ConfigChange, validate_only: bool
 ) -> Outcome:
     """Check and make the change of one TOPIC or BROKER resource; its error code and message."""
-    cluster = ctx.broker.cluster
+    admin = ctx.broker.admin
     try:
         if resource_type == TOPIC:
             _check_topic_resource(name)
-            await settled(cluster.alter_topic_configs(name, change, validate_only=validate_only))
+            await admin.alter_topic_configs(name, change, validate_only=validate_only)
         elif resource_type == BROKER:
             stored_as = _check_broker_resource(name, ctx.broker.node_id)
-            await settled(cluster.alter_broker_configs(stored_as, _checked_broker(change), validate_only=validate_only))
+            await admin.alter_broker_configs(stored_as, _checked_broker(change), validate_only=validate_only)
         else:
             return ErrorCode.invalid_request, f"Unknown resource type {resource_type}"
     except TopicError as e:

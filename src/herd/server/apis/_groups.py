@@ -62,6 +62,11 @@ def then(outcome: Any, respond: Respond) -> Any:
     return respond(outcome)
 
 
+async def resolved(outcome: Any) -> Any:
+    """`outcome` (a coordinator's answer, or the future of one: `call`) once it is known."""
+    return await outcome if isinstance(outcome, asyncio.Future) else outcome
+
+
 def gather(outcomes: Sequence[Any], respond: Callable[[list[Any]], Any]) -> Any:
     """`respond(list of responses)` once every outcome (response or future) is known."""
     if not any(isinstance(o, asyncio.Future) for o in outcomes):
@@ -76,8 +81,8 @@ async def _gather_later(outcomes: Sequence[Any], respond: Callable[[list[Any]], 
 
 def coordinator_node(broker: Broker, runtime: Any, key: str) -> Node | None:
     """In cluster mode, the live node other than this one that leads `key`'s partition of the coordinator
-    `runtime` (the group or the transaction coordinator); else None."""
-    if not broker.cluster.shared or runtime is None or not runtime.num_partitions:
+    `runtime` (the group or the transaction coordinator); else None (always on one node, which leads them all)."""
+    if runtime is None or not runtime.num_partitions:
         return None
     leader, _ = broker.cluster.leader(runtime.topic, runtime.partition_for(key))
     return broker.node(leader) if leader != broker.node_id else None

@@ -3,8 +3,7 @@ this node may answer for it."""
 
 from __future__ import annotations
 
-import inspect
-from typing import Any, TypeVar
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
@@ -54,15 +53,6 @@ def epoch_error(requested: int, epoch: int) -> ErrorCode | None:
     if requested > epoch:
         return ErrorCode.unknown_leader_epoch
     return None
-
-
-T = TypeVar("T")
-
-
-async def settled(value: T | Any) -> T:
-    """`value`, awaited if it is awaitable: the embedded cluster changes topics synchronously, the shared one
-    (cluster mode) with a database round trip, and the admin APIs serve both."""
-    return await value if inspect.isawaitable(value) else value
 
 
 def topic_ref(entry: Any) -> dict[str, Any]:

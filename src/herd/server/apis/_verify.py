@@ -39,8 +39,7 @@ from herd.coordinator.transactions import TransactionCoordinatorShard
 from herd.coordinator.transactions.messages import AddPartitions, PartitionErrors
 from herd.protocol.values import make
 from herd.server.apis import _txn
-from herd.server.apis._groups import coordinator_node
-from herd.server.apis._topics import settled
+from herd.server.apis._groups import coordinator_node, resolved
 from herd.server.broker import RequestContext
 from herd.server.peers import PeerError
 
@@ -95,7 +94,7 @@ async def _ask(
     partitions: frozenset[TopicPartition],
 ) -> dict[TopicPartition, int]:
     request = AddPartitions(transactional_id, producer_id, producer_epoch, partitions, verify_only=True)
-    answer = await settled(
+    answer = await resolved(
         _txn.call(
             ctx,
             transactional_id,
@@ -105,7 +104,7 @@ async def _ask(
         )
     )
     codes = dict(answer.errors)
-    if ctx.broker.cluster.shared and all(c == ErrorCode.not_coordinator for c in codes.values()):
+    if all(c == ErrorCode.not_coordinator for c in codes.values()):
         node = coordinator_node(ctx.broker, ctx.broker.transactions, transactional_id)
         if node is not None:
             codes = await _ask_node(ctx, node, transactional_id, producer_id, producer_epoch, partitions)

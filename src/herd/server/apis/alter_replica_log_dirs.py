@@ -68,7 +68,7 @@ def _move(ctx: RequestContext, path: str, topic: str, index: int) -> ErrorCode:
         return ErrorCode.invalid_topic_exception
     store = ctx.broker.store
     root = posixpath.normpath(path)  # the roots are absolute: a relative path is never one of them
-    if not isinstance(store, SegmentStore) or ctx.broker.cluster.shared or root not in store.roots:
+    if not isinstance(store, SegmentStore) or root not in store.roots:  # (a cluster node has no store)
         return ErrorCode.log_dir_not_found
     if ctx.broker.cluster.partition(topic, index) is None:
         return ErrorCode.unknown_topic_or_partition

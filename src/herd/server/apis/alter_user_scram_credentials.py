@@ -17,7 +17,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.security.credentials import CredentialStoreError, Deletion, Upsertion, UserResult
+from herd.security.credentials import CredentialStore, CredentialStoreError, Deletion, Upsertion, UserResult
 from herd.server.apis._authorize import ALTER, authorized_cluster
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
@@ -29,28 +29,17 @@ MAX_VERSION = 0
 log = logging.getLogger(__name__)
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: Any) -> Any:
     deletions = [Deletion(d.name, d.mechanism) for d in request.deletions]
     upsertions = [Upsertion(u.name, u.mechanism, u.iterations, u.salt, u.salted_password) for u in request.upsertions]
     if not authorized_cluster(ctx, ALTER):  # Kafka: ALTER on the cluster, else every user refused, nothing changed
         return _response(ctx, _all_failed(deletions, upsertions, ErrorCode.cluster_authorization_failed, None))
-    store = ctx.broker.credentials
-    if getattr(store, "shared", False):
-        return _alter_shared(ctx, store, deletions, upsertions)
-    try:
-        results = store.alter(deletions, upsertions)
-    except CredentialStoreError as e:
-        log.error("%s", e)
-        results = _all_failed(deletions, upsertions, ErrorCode.kafka_storage_error, str(e))
-    return _response(ctx, results)
-
-
-async def _alter_shared(ctx: RequestContext, store: Any, deletions: list[Deletion], upsertions: list[Upsertion]) -> Any:
+    store: CredentialStore = ctx.broker.credentials
     try:
         results = await store.alter(deletions, upsertions)
     except CredentialStoreError as e:
         log.error("%s", e)
-        results = _all_failed(deletions, upsertions, ErrorCode.unknown_server_error, str(e))
+        results = _all_failed(deletions, upsertions, store.failure_code, str(e))
     return _response(ctx, results)
 
 

@@ -27,7 +27,6 @@ from kio.schema.errors import ErrorCode
 from herd.cluster.topics import MAX_PARTITIONS_PER_REQUEST, TopicError
 from herd.server.apis._authorize import ALTER, TOPIC, authorized
 from herd.server.apis._build import ctx_builder
-from herd.server.apis._topics import settled
 from herd.server.broker import RequestContext
 
 API_KEY = 37
@@ -80,7 +79,7 @@ async def _grow(ctx: RequestContext, topic: Any, validate_only: bool, duplicate:
         return ErrorCode.invalid_request, "Duplicate topic in request."
     if not authorized(ctx, ALTER, TOPIC, topic.name):
         return ErrorCode.topic_authorization_failed, "The topic authorization is failed."
-    if topic.assignments and ctx.broker.cluster.shared:
+    if topic.assignments and ctx.broker.admin.places_partitions:
         return ErrorCode.invalid_replica_assignment, "In cluster mode herd places partitions itself."
     if topic.assignments and any(list(a.broker_ids) != [node] for a in topic.assignments):
         return ErrorCode.invalid_replica_assignment, f"Every replica must be on broker {node}."
@@ -88,7 +87,7 @@ async def _grow(ctx: RequestContext, topic: Any, validate_only: bool, duplicate:
     if existing is not None and existing.internal:
         return ErrorCode.invalid_request, f"Cannot add partitions to internal topic {topic.name}"
     try:
-        await settled(ctx.broker.cluster.add_partitions(topic.name, topic.count, validate_only=validate_only))
+        await ctx.broker.admin.add_partitions(topic.name, topic.count, validate_only=validate_only)
     except TopicError as e:
         return ErrorCode(e.error_code), str(e)
     return ErrorCode.none, None

@@ -31,7 +31,6 @@ from kio.schema.errors import ErrorCode
 from herd.cluster.topics import MAX_PARTITIONS_PER_REQUEST, TOO_MANY_PER_REQUEST, TopicError
 from herd.server.apis._authorize import CREATE, DESCRIBE_CONFIGS, TOPIC, authorized, authorized_cluster
 from herd.server.apis._build import Builder, ctx_builder
-from herd.server.apis._topics import settled
 from herd.server.apis.describe_configs import topic_entries
 from herd.server.broker import RequestContext
 
@@ -86,7 +85,7 @@ async def _create(b: Builder, ctx: RequestContext, topic: Any, validate_only: bo
     if (
         topic.replication_factor not in (-1, 1)
         and not topic.assignments
-        and not (broker.cluster.shared and 0 < topic.replication_factor <= available)
+        and not (broker.admin.places_partitions and 0 < topic.replication_factor <= available)
     ):
         return _error(
             b,
@@ -95,7 +94,7 @@ async def _create(b: Builder, ctx: RequestContext, topic: Any, validate_only: bo
             f"Replication factor {topic.replication_factor} is larger than the {available} available "
             f"broker{'s' if available != 1 else ''}.",
         )
-    if topic.assignments and broker.cluster.shared:
+    if topic.assignments and broker.admin.places_partitions:
         return _error(
             b, topic.name, ErrorCode.invalid_replica_assignment, "In cluster mode herd places partitions itself."
         )
@@ -117,9 +116,7 @@ async def _create(b: Builder, ctx: RequestContext, topic: Any, validate_only: bo
     partitions = _partition_count(topic, broker.config.get("num.partitions"))
     configs = {c.name: c.value for c in topic.configs}
     try:
-        created = await settled(
-            broker.cluster.create_topic(topic.name, partitions, configs, validate_only=validate_only)
-        )
+        created = await broker.admin.create_topic(topic.name, partitions, configs, validate_only=validate_only)
     except TopicError as e:
         return _error(b, topic.name, ErrorCode(e.error_code), str(e))
     entries = tuple(

@@ -31,7 +31,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.topics import Topic
-from herd.log.api import LogError, PartitionLog, as_remote
+from herd.log.api import LogError, NotInMemoryError, PartitionLog, as_remote
 from herd.server.apis._authorize import DELETE, topic_denied
 from herd.server.apis._build import Builder, LaterAnswers, ctx_builder
 from herd.server.apis._topics import led_partition, resolve_topic
@@ -46,7 +46,7 @@ INVALID_LOW_WATERMARK = -1  # Kafka's DeleteRecordsResponse.INVALID_LOW_WATERMAR
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
-    later = LaterAnswers()  # cluster mode: the new start is stored in PostgreSQL
+    later = LaterAnswers()  # a remote log stores the new start in its database
     topics = []
     checked = ctx.broker.authorizer is not None
     for entry in request.topics:
@@ -58,10 +58,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             log = _deletable(topic, topic_error, p.partition_index)
             if isinstance(log, ErrorCode):
                 partitions.append(_answer(b, p.partition_index, log))
-            elif log.remote:
-                later.add(partitions, _delete_remote(b, p.partition_index, log, p.offset))
             else:
-                partitions.append(_delete(b, p.partition_index, log, p.offset))
+                try:
+                    partitions.append(_delete(b, p.partition_index, log, p.offset))
+                except NotInMemoryError:  # a remote log deletes in its database
+                    later.add(partitions, _delete_stored(b, p.partition_index, log, p.offset))
         topics.append(b("DeleteRecordsTopicResult", name=entry.name, partitions=partitions))
     return later.respond(b.response(throttle_time=0, topics=tuple(topics)))
 
@@ -75,13 +76,16 @@ def _deletable(topic: Topic | None, topic_error: ErrorCode, index: int) -> Parti
 
 
 def _delete(b: Builder, index: int, log: PartitionLog, offset: int) -> Any:
+    """Raises NotInMemoryError when the log deletes in its store (`_delete_stored`)."""
     try:
         return _answer(b, index, ErrorCode.none, log.delete_records(offset))
+    except NotInMemoryError:
+        raise
     except LogError as e:
         return _answer(b, index, ErrorCode(e.error_code))
 
 
-async def _delete_remote(b: Builder, index: int, log: PartitionLog, offset: int) -> Any:
+async def _delete_stored(b: Builder, index: int, log: PartitionLog, offset: int) -> Any:
     try:
         return _answer(b, index, ErrorCode.none, await as_remote(log).delete_records_async(offset))
     except LogError as e:

@@ -22,7 +22,6 @@ from kio.schema.errors import ErrorCode
 from herd.cluster.topics import TopicError
 from herd.server.apis._authorize import DELETE, TOPIC, authorized
 from herd.server.apis._build import ctx_builder
-from herd.server.apis._topics import settled
 from herd.server.broker import RequestContext
 
 API_KEY = 20
@@ -69,11 +68,7 @@ async def _delete(
             topic.topic_id,
         )
     try:
-        await settled(cluster.delete_topic(topic.name))
+        await ctx.broker.admin.delete_topic(topic.name)  # which tells the node (Broker.forget_topics)
     except TopicError as e:
         return ErrorCode(e.error_code), str(e), topic.name, topic.topic_id
-    if not cluster.shared:  # a shared cluster tells every node, this one included (herd.server.node)
-        ctx.broker.producers.forget(topic.name)
-        if ctx.broker.coordinator is not None:
-            ctx.broker.coordinator.on_topics_deleted((topic.name,))
     return ErrorCode.none, None, topic.name, topic.topic_id

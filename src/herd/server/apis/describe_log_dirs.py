@@ -23,15 +23,12 @@ cluster, else CLUSTER_AUTHORIZATION_FAILED and no results.
 
 from __future__ import annotations
 
-import os
 from collections import defaultdict
-from typing import Any, cast
+from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.cluster.shared import SharedCluster
-from herd.cluster.topics import TopicError
-from herd.log.store import SegmentStore, StoredPartition
+from herd.log.store import StoredPartition
 from herd.server.apis._authorize import DESCRIBE, authorized_cluster
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.broker import RequestContext
@@ -41,37 +38,23 @@ MIN_VERSION = 1
 MAX_VERSION = 5
 
 
-def handle(ctx: RequestContext, request: Any) -> Any:
+async def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
     if not authorized_cluster(ctx, DESCRIBE):  # KafkaApis.handleDescribeLogDirsRequest: nothing, and the error
         return b.response(throttle_time=0, error_code=ErrorCode.cluster_authorization_failed, results=())
     wanted = None if request.topics is None else {(t.topic, p) for t in request.topics for p in t.partitions}
-    if ctx.broker.cluster.shared:
-        return _in_database(b, ctx, wanted)
-    store = ctx.broker.store
-    results = ()
-    if isinstance(store, SegmentStore):
-        results = tuple(
-            _result(b, root, [p for p in held if wanted is None or (p.topic, p.partition) in wanted], *disk_space(root))
-            for root, held in store.stored_partitions().items()
+    results = tuple(
+        _result(
+            b,
+            d.path,
+            [p for p in d.held if wanted is None or (p.topic, p.partition) in wanted],
+            d.total_bytes,
+            d.usable_bytes,
+            ErrorCode.kafka_storage_error if d.failed else ErrorCode.none,
         )
+        for d in await ctx.broker.admin.log_dirs()
+    )
     return b.response(throttle_time=0, error_code=ErrorCode.none, results=results)
-
-
-async def _in_database(b: Builder, ctx: RequestContext, wanted: set[tuple[str, int]] | None) -> Any:
-    cluster = cast(SharedCluster, ctx.broker.cluster)
-    try:
-        sizes = await cluster.stored_sizes()
-    except TopicError:
-        result = _result(b, cluster.location, [], -1, -1, ErrorCode.kafka_storage_error)
-    else:
-        held = [
-            StoredPartition(topic, index, size, 0, False)
-            for (topic, index), size in sorted(sizes.items())
-            if wanted is None or (topic, index) in wanted
-        ]
-        result = _result(b, cluster.location, held, -1, -1)
-    return b.response(throttle_time=0, error_code=ErrorCode.none, results=(result,))
 
 
 def _result(b: Builder, root: str, held: list[StoredPartition], total: int, usable: int,
@@ -97,13 +80,3 @@ def _result(b: Builder, root: str, held: list[StoredPartition], total: int, usab
         usable_bytes=usable,
         is_cordoned=False,
     )
-
-
-def disk_space(path: str) -> tuple[int, int]:
-    """(total, usable) bytes of the volume holding `path`; (-1, -1), Kafka's "unknown", if it cannot be
-    examined (e.g. a store on the in-memory filesystem)."""
-    try:
-        stat = os.statvfs(path)
-    except OSError:
-        return -1, -1
-    return stat.f_blocks * stat.f_frsize, stat.f_bavail * stat.f_frsize

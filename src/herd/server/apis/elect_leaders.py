@@ -31,8 +31,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from herd.cluster.api import Elected
 from herd.cluster.placement import Election
-from herd.cluster.shared import Elected
 from herd.cluster.topics import TopicError
 from herd.server.apis._authorize import ALTER, authorized_cluster
 from herd.server.apis._build import Builder, ctx_builder
@@ -53,27 +53,17 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     election = getattr(request, "election_type", PREFERRED)
     if election not in (PREFERRED, UNCLEAN):
         return _failed(b, request, ErrorCode.invalid_request, f"Unknown election type {election}")
-    if ctx.broker.cluster.shared:
-        return _elect_in_cluster(b, ctx, request, preferred=election == PREFERRED)
-    return _answer(b, ctx, request, lambda topic, index: _on_one_node(ctx, topic, index), election)
+    return _elect(b, ctx, request, preferred=election == PREFERRED)
 
 
-def _on_one_node(ctx: RequestContext, topic: str, index: int) -> Elected | None:
-    """On one node every partition is led by it, its only possible leader: no election is needed."""
-    found = ctx.broker.cluster.get(topic)
-    if found is None or not 0 <= index < len(found.partitions):
-        return None
-    return Elected(Election.NOT_NEEDED, ctx.broker.node_id, 0)
-
-
-async def _elect_in_cluster(b: Builder, ctx: RequestContext, request: Any, *, preferred: bool) -> Any:
+async def _elect(b: Builder, ctx: RequestContext, request: Any, *, preferred: bool) -> Any:
     asked = (
         None
         if request.topic_partitions is None
         else [(t.topic, int(p)) for t in request.topic_partitions for p in t.partitions]
     )
     try:
-        elected = await ctx.broker.cluster.elect_leaders(asked, preferred=preferred)  # type: ignore[attr-defined]
+        elected = await ctx.broker.admin.elect_leaders(asked, preferred=preferred)
     except TopicError as e:
         return _failed(b, request, ErrorCode(e.error_code), str(e))
     return _answer(

@@ -32,11 +32,19 @@ from __future__ import annotations
 
 import asyncio
 import struct
+from collections.abc import Coroutine, Iterator
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.log.api import LogError, OffsetOutOfRangeError, PartitionLog, RemotePartitionLog
+from herd.log.api import (
+    LogError,
+    NotInMemoryError,
+    OffsetOutOfRangeError,
+    PartitionLog,
+    RemotePartitionLog,
+    as_remote,
+)
 from herd.log.batch import INT32_MAX, LOG_OVERHEAD
 from herd.server.apis._authorize import READ, topic_denied
 from herd.server.apis._build import Builder, ctx_builder, ms
@@ -51,16 +59,25 @@ _LAST_OFFSET_DELTA = 23  # where a batch's lastOffsetDelta (int32) sits
 _PREFIX = struct.Struct(">qi")  # base offset, batch length (the bytes after it)
 _DELTA = struct.Struct(">i")
 Aborted = list[tuple[int, int]]
+_Read = tuple[PartitionLog, int, int, bool]  # a partition's read: log, offset, byte limit, min_one
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    if ctx.broker.cluster.shared:
-        return _fetch_remote(ctx, request)
-    response, size, keys = _read(ctx, request)
+    reads = _read(ctx, request)
+    if not isinstance(reads, _Reads):  # a log had to go to its store (cluster mode: PostgreSQL)
+        return _answer_later(ctx, request, reads)
     wait_ms = ms(request.max_wait)
-    if size >= request.min_bytes or wait_ms <= 0 or not keys:
-        return response
-    return _long_poll(ctx, request, wait_ms, keys)
+    if reads.total >= request.min_bytes or wait_ms <= 0 or not reads.keys:
+        return reads.response()
+    return _long_poll(ctx, request, wait_ms, reads.keys)
+
+
+async def _answer_later(ctx: RequestContext, request: Any, reading: Coroutine[Any, Any, _Reads]) -> Any:
+    reads = await reading
+    wait_ms = ms(request.max_wait)
+    if reads.total >= request.min_bytes or wait_ms <= 0 or not reads.keys:
+        return reads.response()
+    return await _long_poll(ctx, request, wait_ms, reads.keys)
 
 
 async def _long_poll(ctx: RequestContext, request: Any, wait_ms: int, keys: list[tuple[str, int]]) -> Any:
@@ -71,46 +88,54 @@ async def _long_poll(ctx: RequestContext, request: Any, wait_ms: int, keys: list
         if remaining <= 0:
             break
         await ctx.broker.wait_for_append(keys, remaining)
-        response, size, keys = _read(ctx, request)
-        if size >= request.min_bytes:
-            return response
-    return _read(ctx, request)[0]
-
-
-async def _fetch_remote(ctx: RequestContext, request: Any) -> Any:
-    """Cluster mode: the same as `handle` and `_long_poll`, reading with `read_async` (the log's memory when it
-    holds the range, else PostgreSQL)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + ms(request.max_wait) / 1000
-    while True:
-        reads = _Reads(ctx, request)
-        for pending in reads.pending():
-            log, offset, limit, min_one = pending
-            try:
-                if reads.committed:
-                    reads.done(*await _read_committed_async(log, offset, limit, min_one))
-                else:
-                    reads.done(await log.read_async(offset, limit, min_one=min_one))
-            except LogError as e:
-                reads.failed(e)
-        remaining = deadline - loop.time()
-        if reads.total >= request.min_bytes or remaining <= 0 or not reads.keys:
+        reads = await _settled(_read(ctx, request))
+        if reads.total >= request.min_bytes:
             return reads.response()
-        await ctx.broker.wait_for_append(reads.keys, remaining)
+        keys = reads.keys
+    return (await _settled(_read(ctx, request))).response()
 
 
-def _read(ctx: RequestContext, request: Any) -> tuple[Any, int, list[tuple[str, int]]]:
-    """The response as of now, its size in record bytes, and the partitions that could still get data."""
+async def _settled(reads: _Reads | Coroutine[Any, Any, _Reads]) -> _Reads:
+    return reads if isinstance(reads, _Reads) else await reads
+
+
+def _read(ctx: RequestContext, request: Any) -> _Reads | Coroutine[Any, Any, _Reads]:
+    """One pass over the request, read from what the logs hold in memory (the page cache of a segment log, the
+    tail a remote log keeps): the `_Reads` with the response, its size in record bytes and the partitions that
+    could still get data. A log that does not hold a range in memory says so (NotInMemoryError: a remote log,
+    for older data or aborted transactions stored in PostgreSQL); that read and the ones after it are then
+    awaited, and a coroutine of the `_Reads` is returned instead."""
     reads = _Reads(ctx, request)
-    for log, offset, limit, min_one in reads.pending():
+    pending = reads.pending()
+    for read in pending:
+        log, offset, limit, min_one = read
         try:
             if reads.committed:
                 reads.done(*_read_committed(log, offset, limit, min_one))
             else:
                 reads.done(log.read(offset, limit, min_one=min_one))
+        except NotInMemoryError:
+            return _read_from_store(reads, pending, read)
         except LogError as e:
             reads.failed(e)
-    return reads.response(), reads.total, reads.keys
+    return reads
+
+
+async def _read_from_store(reads: _Reads, pending: Iterator[_Read], read: _Read | None) -> _Reads:
+    """The rest of `_read`'s pass from `read` on, each read awaited (`read_async`: the log's memory when it holds
+    the range, else its store)."""
+    while read is not None:
+        log, offset, limit, min_one = read
+        remote = as_remote(log)
+        try:
+            if reads.committed:
+                reads.done(*await _read_committed_async(remote, offset, limit, min_one))
+            else:
+                reads.done(await remote.read_async(offset, limit, min_one=min_one))
+        except LogError as e:
+            reads.failed(e)
+        read = next(pending, None)
+    return reads
 
 
 def _read_committed(log: PartitionLog, offset: int, limit: int, min_one: bool) -> tuple[bytes, Aborted]:
@@ -196,7 +221,7 @@ class _Reads:
     def failed(self, error: LogError) -> None:
         self._outcome = error
 
-    def pending(self) -> Any:
+    def pending(self) -> Iterator[_Read]:
         b = self.b
         for entry in self.request.topics:
             topic, topic_error = resolve_topic(self.ctx.broker, entry)

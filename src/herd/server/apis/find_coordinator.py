@@ -57,14 +57,12 @@ def _lookup(ctx: RequestContext, key: str, key_type: int) -> tuple[ErrorCode, st
     if key_type == TRANSACTION and transactions is not None and not transactions.ensure_created():
         return ErrorCode.coordinator_not_available, "The coordinator is not available.", None  # made on first use
     if coordinator is not None and coordinator.num_partitions:
-        if broker.cluster.shared:
-            leader, _ = broker.cluster.leader(coordinator.topic, coordinator.partition_for(key))
-            served = leader != broker.node_id or coordinator.hosts(key)
-            node = broker.node(leader, ctx.session.listener) if served else None
-            if node is not None:
-                return ErrorCode.none, None, node
-        elif coordinator.hosts(key):
-            return ErrorCode.none, None, broker.node(broker.node_id, ctx.session.listener)
+        # the partition's leader; this node (always, on one node) once it hosts the partition
+        leader, _ = broker.cluster.leader(coordinator.topic, coordinator.partition_for(key))
+        served = leader != broker.node_id or coordinator.hosts(key)
+        node = broker.node(leader, ctx.session.listener) if served else None
+        if node is not None:
+            return ErrorCode.none, None, node
     return ErrorCode.coordinator_not_available, "The coordinator is not available.", None
 
 

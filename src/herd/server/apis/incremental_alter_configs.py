@@ -51,8 +51,7 @@ from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import AlterGroupConfigs, GroupConfigOp
 from herd.coordinator.responses import AlterGroupConfigsResponse
 from herd.server.apis._configs import BROKER, GROUP, TOPIC, Outcome, alter, answer_each
-from herd.server.apis._groups import call, client_host, client_id
-from herd.server.apis._topics import settled
+from herd.server.apis._groups import call, client_host, client_id, resolved
 from herd.server.broker import RequestContext
 
 API_KEY = 44
@@ -123,7 +122,7 @@ async def alter_group(ctx: RequestContext, group_id: str, ops: Sequence[ConfigOp
         client_id=client_id(ctx),
         client_host=client_host(ctx),
     )
-    answer = await settled(
+    answer = await resolved(
         call(
             ctx,
             group_id,

@@ -27,7 +27,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.log.api import LogError, PartitionLog, TimestampOffset
+from herd.log.api import LogError, NotInMemoryError, PartitionLog, TimestampOffset, as_remote
 from herd.server.apis._authorize import DESCRIBE, topic_denied
 from herd.server.apis._build import Builder, LaterAnswers, ctx_builder
 from herd.server.apis._topics import led_partition, resolve_topic
@@ -43,7 +43,7 @@ READ_COMMITTED = 1
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
-    later = LaterAnswers()  # cluster mode: searches by timestamp in PostgreSQL
+    later = LaterAnswers()  # searches by timestamp a remote log makes in its database
     committed = getattr(request, "isolation_level", 0) == READ_COMMITTED
     topics = []
     checked = ctx.broker.authorizer is not None
@@ -57,10 +57,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             log = led_partition(topic, topic_error, index, getattr(p, "current_leader_epoch", -1))
             if isinstance(log, ErrorCode):
                 partitions.append(_answer(b, index, log))
-            elif log.remote and (p.timestamp == MAX_TIMESTAMP or p.timestamp >= 0):
-                later.add(partitions, _search_remote(b, index, log, p.timestamp, committed))
             else:
-                partitions.append(_lookup(b, index, log, p.timestamp, committed))
+                _lookup(b, partitions, later, index, log, p.timestamp, committed)
         topics.append(b("ListOffsetsTopicResponse", name=entry.name, partitions=partitions))
     return later.respond(b.response(throttle_time=0, topics=tuple(topics)))
 
@@ -70,7 +68,18 @@ def _fetchable(log: PartitionLog, committed: bool) -> int:
     return log.last_stable_offset if committed else log.log_end_offset
 
 
-def _lookup(b: Builder, index: int, log: PartitionLog, timestamp: int, committed: bool) -> Any:
+def _lookup(b: Builder, answers: list[Any], later: LaterAnswers, index: int, log: PartitionLog, timestamp: int,
+            committed: bool) -> None:  # fmt: skip
+    """The partition's answer, added to `answers` now, or to `later` when its log searches its store (a remote
+    log's timestamps are in the database: NotInMemoryError)."""
+    try:
+        answers.append(_lookup_now(b, index, log, timestamp, committed))
+    except NotInMemoryError:
+        later.add(answers, _search_stored(b, index, log, timestamp, committed))
+
+
+def _lookup_now(b: Builder, index: int, log: PartitionLog, timestamp: int, committed: bool) -> Any:
+    """Raises NotInMemoryError when the log must search its store."""
     try:
         if timestamp == LATEST:
             return _answer(b, index, ErrorCode.none, -1, _fetchable(log, committed), log)
@@ -84,18 +93,20 @@ def _lookup(b: Builder, index: int, log: PartitionLog, timestamp: int, committed
             found = log.offset_for_timestamp(timestamp)
         else:
             return _answer(b, index, ErrorCode.invalid_request)
+    except NotInMemoryError:
+        raise
     except LogError as e:  # e.g. KAFKA_STORAGE_ERROR from a failed partition
         return _answer(b, index, ErrorCode(e.error_code))
     return _found(b, index, found, log, committed)
 
 
-async def _search_remote(b: Builder, index: int, log: Any, timestamp: int, committed: bool) -> Any:
+async def _search_stored(b: Builder, index: int, log: PartitionLog, timestamp: int, committed: bool) -> Any:
     """A search by timestamp in a partition stored in PostgreSQL."""
     try:
         if timestamp == MAX_TIMESTAMP:
-            found = await log.max_timestamp_async()
+            found = await as_remote(log).max_timestamp_async()
         else:
-            found = await log.offset_for_timestamp_async(timestamp)
+            found = await as_remote(log).offset_for_timestamp_async(timestamp)
     except LogError as e:
         return _answer(b, index, ErrorCode(e.error_code))
     return _found(b, index, found, log, committed)

@@ -99,7 +99,7 @@ def _response(b: Builder, ctx: RequestContext, request: Any, topics: list[Any]) 
 
 
 class _Create:
-    """A topic to auto-create in cluster mode, where creating takes a database round trip."""
+    """A topic to auto-create (herd.cluster.api: in cluster mode a database round trip), before the answer."""
 
     __slots__ = ("name",)
 
@@ -112,7 +112,7 @@ async def _created_then_answer(b: Builder, ctx: RequestContext, request: Any, to
     for entry in topics:
         if isinstance(entry, _Create):
             try:
-                topic = await ctx.broker.cluster.create_topic(entry.name, ctx.broker.config.get("num.partitions"))
+                topic = await ctx.broker.admin.create_topic(entry.name, ctx.broker.config.get("num.partitions"))
             except TopicError as e:
                 topic = ctx.broker.cluster.get(entry.name) if e.error_code == TOPIC_ALREADY_EXISTS else None
                 if topic is None:
@@ -162,14 +162,7 @@ def _lookup(b: Builder, ctx: RequestContext, request: Any, entry: Any) -> Any:
     if allowed and ctx.broker.config.get("auto.create.topics.enable") and not name.startswith("__"):
         if checked and not (authorized_cluster(ctx, CREATE) or authorized(ctx, CREATE, TOPIC, name)):
             return _error(b, ErrorCode.topic_authorization_failed, name)
-        if cluster.shared:
-            return _Create(name)
-        try:
-            topic = cluster.create_topic(name, ctx.broker.config.get("num.partitions"))
-        except TopicError as e:
-            return _error(b, ErrorCode(e.error_code), name)
-        log.info("auto-created topic %s for a Metadata request from %s", name, ctx.header.client_id)
-        return _describe(b, ctx, topic)
+        return _Create(name)
     return _error(b, ErrorCode.unknown_topic_or_partition, name)
 
 

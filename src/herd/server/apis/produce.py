@@ -48,7 +48,7 @@ from herd.server.apis import _verify
 from herd.server.apis._authorize import TRANSACTIONAL_ID, WRITE, authorized, topic_denied
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._requests import ProduceRequest
-from herd.server.apis._topics import led_partition, resolve_topic, settled, topic_ref
+from herd.server.apis._topics import led_partition, resolve_topic, topic_ref
 from herd.server.broker import RequestContext
 
 log = logging.getLogger(__name__)
@@ -87,14 +87,25 @@ def handle(ctx: RequestContext, request: ProduceRequest) -> Any:
 
 
 def _produce(b: Builder, ctx: RequestContext, request: ProduceRequest, error: ErrorCode, refused: _Refused) -> Any:
+    """The answer, or (cluster mode) a coroutine answering once the appends have committed."""
+    topics, commits = _append_all(b, ctx, request, error, refused)
+    if commits:
+        return _after_commits(b, ctx, topics, commits, request.acks)
+    return _answer(b, request, topics)
+
+
+def _append_all(b: Builder, ctx: RequestContext, request: ProduceRequest, error: ErrorCode,
+                refused: _Refused) -> tuple[tuple[Any, ...], list[_Commit]]:  # fmt: skip
     commits: list[_Commit] = []
     checked = error is ErrorCode.none and ctx.broker.authorizer is not None
     topics = tuple(
         _produce_topic(b, ctx, entry, _write_denied(ctx, entry) if checked else error, commits, refused)
         for entry in request.topic_data
     )
-    if commits:
-        return _after_commits(b, ctx, topics, commits, request.acks)
+    return topics, commits
+
+
+def _answer(b: Builder, request: Any, topics: tuple[Any, ...]) -> Any:
     if request.acks == 0:
         return None
     return b.response(responses=topics, throttle_time=0, node_endpoints=())
@@ -150,8 +161,10 @@ async def _produce_verified(b: Builder, ctx: RequestContext, request: ProduceReq
     for tp, (log, pid, _, token) in unverified.items():
         if not log.transactions.verified(pid, token) and tp not in refused:  # type: ignore[attr-defined]
             refused[tp] = (ErrorCode.invalid_txn_state, _verify.NOT_IN_TRANSACTION)
-    answer = _produce(b, ctx, request, ErrorCode.none, refused)
-    return await settled(answer)
+    topics, commits = _append_all(b, ctx, request, ErrorCode.none, refused)
+    if commits:
+        return await _after_commits(b, ctx, topics, commits, request.acks)
+    return _answer(b, request, topics)
 
 
 def _has_transactional_records(request: ProduceRequest) -> bool:
