@@ -111,6 +111,7 @@ async def _created_then_answer(b: Builder, ctx: RequestContext, request: Any, to
     answered = []
     for entry in topics:
         if isinstance(entry, _Create):
+            topic: Topic | None
             try:
                 topic = await ctx.broker.admin.create_topic(entry.name, ctx.broker.config.get("num.partitions"))
             except TopicError as e:
