@@ -56,6 +56,10 @@ class AppendResult:
     log_append_time: int  # -1 unless the topic uses LogAppendTime
     log_start_offset: int
     record_count: int
+    # When the append is durable, as the log says, so that its caller never asks which log it has: None once
+    # `append` returns (a segment log: in the page cache, flushed as log.flush.* say); else the end offset to await
+    # with `RemotePartitionLog.wait_durable` (PostgreSQL: once the batches' transaction has committed).
+    durable_end: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,6 +58,7 @@ import logging
 import struct
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any, NamedTuple
 
 import psycopg
@@ -285,9 +286,13 @@ class PgPartitionLog:
     # -- appending ---------------------------------------------------------------------------------------------
 
     def append(self, records: bytes, now_ms: int, *, client: bool = False) -> AppendResult:
+        """Append in memory; the result's `durable_end` is what to `wait_durable` for before acknowledging. A
+        retried batch answered from the producer state waits for its original's commit the same way."""
         if client:
-            return client_append(self, self.producers, records, self.config.max_decompressed_bytes, now_ms)
-        return self._append(records, now_ms, 0)
+            result = client_append(self, self.producers, records, self.config.max_decompressed_bytes, now_ms)
+        else:
+            result = self._append(records, now_ms, 0)
+        return replace(result, durable_end=result.last_offset + 1)
 
     def append_control(
         self,

@@ -232,8 +232,8 @@ def _append(b: Builder, ctx: RequestContext, log: PartitionLog, data: Any) -> tu
         log_append_time=result.log_append_time,
         log_start_offset=result.log_start_offset,
     )
-    if log.remote:  # acknowledged once its transaction has committed
-        return answer, (log, result.last_offset + 1)
+    if result.durable_end is not None:  # acknowledged once the log says it is durable (cluster mode: committed)
+        return answer, (log, result.durable_end)
     broker.notify_append((log.topic, data.index))
     return answer, None
 

@@ -244,7 +244,8 @@ def test_log_append_time_stamps_every_batch_of_a_request_with_offsets_epoch_and_
             log = open_log(store, pg_url, pid, LogConfig(message_timestamp_type="LogAppendTime"))
             result = log.append(batch([b"a", b"b"]) + batch([b"c"], codec=1), later)
             assert (result.base_offset, result.last_offset, result.log_append_time) == (0, 2, later)
-            await log.wait_durable(3)
+            assert result.durable_end == 3  # what its caller waits for before it answers
+            await log.wait_durable(result.durable_end)
         async with store_on(pg_url) as store:
             data = await open_log(store, pg_url, pid).read_async(0, 1 << 20)
         assert decoded(data) == [(0, later, b"a"), (1, later, b"b"), (2, later, b"c")]
