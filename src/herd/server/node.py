@@ -211,7 +211,7 @@ class ClusterNode:
         if topic in _COORDINATED and self._runtime(topic) is None:
             return  # still starting: the coordinator starts with the partitions led by then
         if topic not in _COORDINATED and partition is not None:
-            self.broker.producers.restoring.add(key)  # from this moment until its `rebuild` is done
+            self.broker.producers.hold(topic, index)  # from this moment until its `rebuild` is done
         previous = self._moves.get(key)
         task = asyncio.get_running_loop().create_task(self._follow(topic, index, partition, previous))
         self._moves[key] = task
@@ -227,7 +227,7 @@ class ClusterNode:
             elif partition is None:
                 self.broker.producers.restore(topic, index, [], now_ms=self.broker.now_ms())  # forget it
             else:
-                await self.broker.producers.rebuild(as_remote(partition), self.broker.now_ms)
+                await self.broker.producers.rebuild(as_remote(partition), self.broker.now_ms, held=True)
         except Exception:
             log.exception("could not follow the leadership move of %s-%d", topic, index)
 
