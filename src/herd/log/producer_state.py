@@ -119,6 +119,7 @@ class ProducerStates:
         self._warned_ms: int | None = None
         # cluster mode: partitions just taken over whose state is being rebuilt (`restore`); they take no append
         self.restoring: set[tuple[str, int]] = set()
+        self._holds: dict[tuple[str, int], int] = {}  # per partition in `restoring`: the rebuilds still to finish
         self.clock: Callable[[], int] = clock if clock is not None else _wall_ms
 
     def __len__(self) -> int:
@@ -243,19 +244,43 @@ class ProducerStates:
                     entry.batches.append(_BatchMeta(b.base_sequence, b.last_sequence, b.max_timestamp, result))
         self._bound(now_ms)
 
-    async def rebuild(self, log: RemotePartitionLog, now_ms: Callable[[], int]) -> None:
+    def hold(self, topic: str, partition: int) -> None:
+        """Refuse the partition's appends (NotLeaderError) until a `rebuild(..., held=True)` of it is done: a node
+        that just took it over holds it from that moment, before the rebuild can start."""
+        key = (topic, partition)
+        self.restoring.add(key)
+        self._holds[key] = self._holds.get(key, 0) + 1
+
+    def _release(self, key: tuple[str, int]) -> None:
+        left = self._holds.get(key, 1) - 1
+        if left > 0:
+            self._holds[key] = left
+        else:
+            self._holds.pop(key, None)
+            self.restoring.discard(key)
+
+    async def rebuild(self, log: RemotePartitionLog, now_ms: Callable[[], int], *, held: bool = False) -> None:
         """Rebuild one partition's state from its stored batches (a partition stored in PostgreSQL, just taken
         over or reloaded after a database error: what the previous leader or a failed commit stored is only
         known there). Until it is done the partition takes no append (`append` raises NotLeaderError, which is
-        retriable), so a retry of a batch already stored is recognised as a duplicate, not appended again."""
+        retriable), so a retry of a batch already stored is recognised as a duplicate, not appended again.
+        `held`: the caller's `hold` of the partition, which this ends.
+
+        Rebuilds of one partition may overlap (the node took it back while one begun for its earlier log still
+        reads the database): the partition takes appends again only when the last of them is done. Opened when
+        the first was done, an append accepted then is undone by the other's `restore` (of rows read before
+        it), and the producer's next batch is refused as out of order although it follows the last one stored,
+        which Kafka, whose new leader rebuilds the state from its log before it appends, never answers
+        (ProducerStateManager, in apache/kafka storage/src/main/java/org/apache/kafka/storage/internals/log/)."""
         key = (log.topic, log.partition)
-        self.restoring.add(key)
+        if not held:
+            self.hold(*key)
         try:
             rows = await log.producer_state()
             await log.load_transactions()  # the log's own transaction state (herd.log.transactions)
             self.restore(log.topic, log.partition, rows, now_ms=now_ms())
         finally:
-            self.restoring.discard(key)
+            self._release(key)
 
     def batches(self, topic: str, partition: int) -> list[ProducerBatch]:
         """The batches remembered for one partition, in offset order (what its snapshots hold)."""

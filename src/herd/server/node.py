@@ -42,7 +42,7 @@ from herd.cluster.topics import (
     TopicError,
 )
 from herd.config import BrokerConfig
-from herd.log.api import PartitionLog, as_remote
+from herd.log.api import LogError, PartitionLog, as_remote
 from herd.log.postgres.db import DatabaseError, describe, open_pool, redact
 from herd.log.postgres.schema import migrate
 from herd.log.postgres.store import PgLogStore
@@ -211,7 +211,7 @@ class ClusterNode:
         if topic in _COORDINATED and self._runtime(topic) is None:
             return  # still starting: the coordinator starts with the partitions led by then
         if topic not in _COORDINATED and partition is not None:
-            self.broker.producers.restoring.add(key)  # from this moment until its `rebuild` is done
+            self.broker.producers.hold(topic, index)  # from this moment until its `rebuild` is done
         previous = self._moves.get(key)
         task = asyncio.get_running_loop().create_task(self._follow(topic, index, partition, previous))
         self._moves[key] = task
@@ -227,9 +227,28 @@ class ClusterNode:
             elif partition is None:
                 self.broker.producers.restore(topic, index, [], now_ms=self.broker.now_ms())  # forget it
             else:
-                await self.broker.producers.rebuild(as_remote(partition), self.broker.now_ms)
+                await self._rebuild(topic, index, partition)
         except Exception:
             log.exception("could not follow the leadership move of %s-%d", topic, index)
+
+    async def _rebuild(self, topic: str, index: int, partition: PartitionLog) -> None:
+        """Rebuild the producer state of a data partition this node just took (held since `_on_leadership`). A
+        database error (e.g. the first use of a pooled connection after the database restarted) is retried, the
+        partition held meanwhile (its appends answered NOT_LEADER_OR_FOLLOWER, retriable), while this log still
+        leads it: released without its state, it would take any sequence, and append again a retry of a batch
+        the previous leader stored."""
+        delay_s = self.config.get("herd.log.recovery.backoff.ms") / 1000
+        while True:
+            try:
+                await self.broker.producers.rebuild(as_remote(partition), self.broker.now_ms, held=True)
+                return
+            except LogError as error:
+                led = self.cluster.get(topic)
+                if led is None or index >= len(led.partitions) or led.partitions[index] is not partition:
+                    return  # given up meanwhile: nothing to rebuild
+                self.broker.producers.hold(topic, index)  # `rebuild` released it
+                log.warning("%s-%d: could not load its producers' state yet (retrying): %s", topic, index, error)
+            await asyncio.sleep(delay_s)
 
     def _runtime(self, topic: str) -> CoordinatorRuntime | None:
         return self.broker.coordinator if topic == OFFSETS_TOPIC else self.broker.transactions

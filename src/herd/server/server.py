@@ -293,6 +293,8 @@ class Server:
                         if partition.remote:  # the database failed under it: read its state again, and
                             # its producers' (what the failed commit stored, if anything, is only known there)
                             await as_remote(partition).reload()
+                            if topic.partitions[index] is not partition:
+                                continue  # given up while it reloaded: the state is the next leader's to rebuild
                             await self.broker.producers.rebuild(as_remote(partition), self.broker.now_ms)
                         else:
                             partition.recover()  # logs its success, restores its producers' state

@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from batches import idempotent_batch
 
-from herd.log.api import InvalidProducerEpochError, LogConfig, OutOfOrderSequenceError, ProducerBatch
+from herd.log.api import (
+    InvalidProducerEpochError,
+    LogConfig,
+    NotLeaderError,
+    OutOfOrderSequenceError,
+    ProducerBatch,
+)
 from herd.log.fs import MemoryFileSystem
 from herd.log.producer_state import ProducerStates
 from herd.log.store import SegmentStore
@@ -158,7 +166,6 @@ def test_restore_replaces_what_this_node_knew_of_the_partition_only(log):
 
 
 def test_active_producers_of_a_partition_for_describe_producers(log):
-    from herd.log.api import NotLeaderError
     from herd.log.producer_state import ActiveProducer
 
     states = ProducerStates(expiration_ms=1000)
@@ -171,6 +178,47 @@ def test_active_producers_of_a_partition_for_describe_producers(log):
     states.restoring.add(("t", 0))
     with pytest.raises(NotLeaderError):
         states.active("t", 0, 1200)
+
+
+class _StoredPartition:
+    """A remote partition's `producer_state()` and `load_transactions()` (what `ProducerStates.rebuild` awaits),
+    answering `rows` once `gate` is set."""
+
+    def __init__(self, rows: list[ProducerBatch], gate: asyncio.Event | None = None) -> None:
+        self.topic, self.partition, self.rows, self.gate = "t", 0, rows, gate
+
+    async def producer_state(self) -> list[ProducerBatch]:
+        if self.gate is not None:
+            await self.gate.wait()
+        return self.rows
+
+    async def load_transactions(self) -> None:
+        return None
+
+
+def test_a_partition_takes_no_append_until_every_rebuild_of_its_state_is_done(log):
+    """Two rebuilds of one partition overlap (cluster mode: a node took the partition back while a rebuild
+    begun for its earlier log was still reading the database). The first to finish must not open the
+    partition: an append accepted then is overwritten by the other's restore (read before it), and the
+    producer's next batch is refused as out of order although it follows the last one stored (issue 30: the
+    fatal OUT_OF_ORDER_SEQUENCE_NUMBER of librdkafka's idempotent producer in test_cluster_faults)."""
+
+    async def main() -> None:
+        states = ProducerStates()
+        rows = [stored(7, 0, 0, 0, timestamp=0)]
+        gate = asyncio.Event()
+        earlier = asyncio.ensure_future(states.rebuild(_StoredPartition(rows, gate), lambda: 0))  # type: ignore[arg-type]
+        await asyncio.sleep(0)
+        await states.rebuild(_StoredPartition(rows), lambda: 0)  # type: ignore[arg-type]
+        with pytest.raises(NotLeaderError):  # retriable: the client sends it again
+            states.append(log, batch(7, 0, 3), 0)
+        gate.set()
+        await earlier
+        assert states.append(log, batch(7, 0, 3), 0).base_offset == 0
+        assert states.append(log, batch(7, 0, 6), 0).base_offset == 3  # in order after the last one stored
+        assert not states.restoring
+
+    asyncio.run(main())
 
 
 # -- through the log: a client's append (Produce) and a coordinator's ---------------------------------------------

@@ -576,13 +576,17 @@ class PgPartitionLog:
         """After a database error: re-read the partition's row and go on from its stored end (what was pending
         is dropped; the caller rebuilds the producer state of this partition). Raises KafkaStorageError if the
         database still fails (the log stays failed), NotLeaderError (for good) if another leader or epoch is
-        there. A no-op unless the log failed on a database error."""
+        there, or if the log was closed while the reload waited for the database (it is not revived: its
+        `producer_state()` would be read for a partition this node no longer leads with it). A no-op unless
+        the log failed on a database error."""
         if self._failed is None:
             return
         self._check_leading()
         if self._commit_task is not None:
             await asyncio.gather(self._commit_task, return_exceptions=True)
         rows = await self._run(sql.PARTITION, (self.pid,), binary=False)
+        if self._failed in (NOT_LEADER, CLOSED) or not self._accepting:  # let go while it waited (the lease ran
+            raise self._not_leader()  # out during an outage): it stays closed, another log leads it if any
         row = rows[0] if rows else None
         if row is None or row[0] != self._store.node_id or row[1] != self.leader_epoch:
             self._failed = NOT_LEADER

@@ -411,6 +411,51 @@ def test_a_commit_whose_connection_is_cut_fails_retriably_and_reload_goes_on_wit
     run(main)
 
 
+def test_a_reload_that_waited_for_the_database_while_the_log_was_closed_does_not_revive_it(pg_url):
+    """During an outage longer than the lease the runtime's reload of a failed log waits for the database while
+    the node gives the partition up (the log is closed); when the database answers, the reload must leave the
+    log closed, or the runtime rebuilds the producer state from a log this node no longer leads, over the
+    state of the one it leads now (issue 30)."""
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            log = open_log(store, pg_url, pid)
+            await append(log, batch([b"a"]))
+            sql(
+                pg_url,
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            )
+            result = log.append(batch([b"lost"]), NOW)
+            with pytest.raises(KafkaStorageError):
+                await log.wait_durable(result.last_offset + 1)
+            answers = asyncio.Event()  # the database is back
+            run = log._run
+
+            async def once_the_database_answers(*args, **kwargs):  # type: ignore[no-untyped-def]
+                await answers.wait()
+                for _ in range(10):  # the pool replaces its dead connections
+                    try:
+                        return await run(*args, **kwargs)
+                    except KafkaStorageError:
+                        await asyncio.sleep(0.1)
+                return await run(*args, **kwargs)
+
+            log._run = once_the_database_answers  # type: ignore[method-assign]
+            reloading = asyncio.ensure_future(log.reload())
+            await asyncio.sleep(0.01)
+            await store.close_partition(log, flush=False)  # the lease ran out: the partition is given up
+            answers.set()
+            with pytest.raises(NotLeaderError):
+                await reloading
+            assert log.failure == "closed"
+            with pytest.raises(NotLeaderError):
+                await log.producer_state()
+
+    run(main)
+
+
 def test_closing_with_flush_commits_what_is_pending_and_without_it_drops_it(pg_url):
     pid = new_partition(pg_url)
 
