@@ -117,9 +117,9 @@ class ProducerStates:
         self.max_entries = max_entries
         self.evicted = 0  # entries forgotten because of max_entries
         self._warned_ms: int | None = None
-        # cluster mode: partitions just taken over whose state is being rebuilt (`restore`); they take no append
-        self.restoring: set[tuple[str, int]] = set()
-        self._holds: dict[tuple[str, int], int] = {}  # per partition in `restoring`: the rebuilds still to finish
+        # cluster mode: partitions just taken over whose state is being rebuilt (`restore`), each with the holds
+        # and rebuilds still to finish; they take no append
+        self.restoring: dict[tuple[str, int], int] = {}
         self.clock: Callable[[], int] = clock if clock is not None else _wall_ms
 
     def __len__(self) -> int:
@@ -248,16 +248,14 @@ class ProducerStates:
         """Refuse the partition's appends (NotLeaderError) until a `rebuild(..., held=True)` of it is done: a node
         that just took it over holds it from that moment, before the rebuild can start."""
         key = (topic, partition)
-        self.restoring.add(key)
-        self._holds[key] = self._holds.get(key, 0) + 1
+        self.restoring[key] = self.restoring.get(key, 0) + 1
 
     def _release(self, key: tuple[str, int]) -> None:
-        left = self._holds.get(key, 1) - 1
+        left = self.restoring.get(key, 1) - 1
         if left > 0:
-            self._holds[key] = left
+            self.restoring[key] = left
         else:
-            self._holds.pop(key, None)
-            self.restoring.discard(key)
+            self.restoring.pop(key, None)
 
     async def rebuild(self, log: RemotePartitionLog, now_ms: Callable[[], int], *, held: bool = False) -> None:
         """Rebuild one partition's state from its stored batches (a partition stored in PostgreSQL, just taken

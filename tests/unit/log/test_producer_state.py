@@ -175,7 +175,7 @@ def test_active_producers_of_a_partition_for_describe_producers(log):
     assert states.active("t", 0, 900) == [ActiveProducer(7, 0, 4, 1001), ActiveProducer(9, 2, 2, 1002)]
     assert states.active("t", 0, 1200) == [ActiveProducer(7, 0, 4, 1001)]  # 9 expired
     assert states.active("t", 1, 1200) == []
-    states.restoring.add(("t", 0))
+    states.hold("t", 0)
     with pytest.raises(NotLeaderError):
         states.active("t", 0, 1200)
 

@@ -288,11 +288,12 @@ class PgPartitionLog:
     def append(self, records: bytes, now_ms: int, *, client: bool = False) -> AppendResult:
         """Append in memory; the result's `durable_end` is what to `wait_durable` for before acknowledging. A
         retried batch answered from the producer state waits for its original's commit the same way."""
-        if client:
-            result = client_append(self, self.producers, records, self.config.max_decompressed_bytes, now_ms)
-        else:
-            result = self._append(records, now_ms, 0)
-        return replace(result, durable_end=result.last_offset + 1)
+        if not client:
+            return self._append(records, now_ms, 0)
+        result = client_append(self, self.producers, records, self.config.max_decompressed_bytes, now_ms)
+        if result.durable_end is None:  # a duplicate, answered from the producer state: its original's commit
+            result = replace(result, durable_end=result.last_offset + 1)
+        return result
 
     def append_control(
         self,
@@ -414,7 +415,9 @@ class PgPartitionLog:
         self._next_offset = offset
         if self._commit_task is None:
             self._commit_task = asyncio.get_running_loop().create_task(self._commit_loop())
-        return AppendResult(first, offset - 1, now_ms if log_append else -1, self._log_start, offset - first)
+        return AppendResult(
+            first, offset - 1, now_ms if log_append else -1, self._log_start, offset - first, durable_end=offset
+        )
 
     def _apply_transactions(self, producing: list[Any], headers: list[Any], batches: list[_Batch],
                             now_ms: int) -> None:  # fmt: skip
