@@ -3,9 +3,13 @@ least once. `./dev soak-tests N [--load K] [--report FILE] [pytest args]`:
 
     ./dev soak-tests 10 tests/integration/test_failover.py     # one module, ten times
     ./dev soak-tests 3 --load 2 -m "not spark"                 # with two busy processes competing for the CPU
+    ./dev soak-tests 10 --fresh --load 1 --loaded 5            # ten fresh clones, five of them with a CPU hog
 
 Each run is `./dev test` with the given pytest args and a JUnit XML report of its own; `--load K` keeps K processes
-spinning on the CPU for the whole soak (a loaded machine is where timing assumptions break). The table lists each
+spinning on the CPU (a loaded machine is where timing assumptions break), during every run or, with `--loaded M`,
+during M of them (every other run from the second, then the rest). `--fresh` runs each one as a new user would:
+`git clone` of the tree's HEAD into a scratch directory, then `CI=true ./dev test` there (its time includes setting
+up the clone's virtual environment; pytest's own time is noted beside it). The table lists each
 test that failed in some run: in how many of the runs that ran it, its mean and longest duration, and the first
 line of each distinct failure with how often it occurred; then how each run ended (its exit status and time, or
 that it left no report because pytest itself failed). The exit status is 1 when anything failed, 0 otherwise.
@@ -13,6 +17,8 @@ that it left no report because pytest itself failed). The exit status is 1 when 
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -141,61 +147,117 @@ def _hogs(count: int) -> list[subprocess.Popen[bytes]]:
     ]
 
 
-USAGE = "usage: ./dev soak-tests N [--load K] [--report FILE] [pytest args]"
+USAGE = "usage: ./dev soak-tests N [--load K] [--loaded M] [--fresh] [--report FILE] [pytest args]"
 
 
-def parse(argv: list[str]) -> tuple[int, int, Path | None, list[str]]:
-    """N, K, the report's file and the pytest args: soak's own options come right after N, everything from the
-    first other argument on is pytest's."""
+@dataclass(frozen=True)
+class Options:
+    """The soak's own options: `runs` runs, `load` busy processes during `loaded` of them, each run in a fresh
+    clone or not, the report also written to `report`; `pytest_args` go to every run."""
+
+    runs: int
+    load: int = 0
+    loaded: int = 0
+    fresh: bool = False
+    report: Path | None = None
+    pytest_args: tuple[str, ...] = ()
+
+    def under_load(self, run: int) -> bool:
+        """Whether run `run` (from 1) has the busy processes beside it: the even runs first, then the odd ones from
+        the last, until `loaded` runs have them (five of ten: runs 2, 4, 6, 8, 10)."""
+        if not self.load:
+            return False
+        evens = list(range(2, self.runs + 1, 2))
+        odds = list(range(self.runs - (self.runs % 2 == 0), 0, -2))
+        return run in (evens + odds)[: self.loaded]
+
+
+def parse(argv: list[str]) -> Options:
+    """The options; soak's own come right after N, everything from the first other argument on is pytest's."""
     if not argv or not argv[0].isdigit() or int(argv[0]) < 1:
         raise SystemExit(USAGE)
-    runs, load, report, rest = int(argv[0]), 0, None, argv[1:]
-    while rest[:1] in (["--load"], ["--report"]):
+    runs, rest = int(argv[0]), argv[1:]
+    load, loaded, fresh, report = 0, None, False, None
+    while rest[:1] in (["--load"], ["--loaded"], ["--report"], ["--fresh"]):
+        if rest[0] == "--fresh":
+            fresh, rest = True, rest[1:]
+            continue
         if len(rest) < 2:
             raise SystemExit(USAGE)
-        if rest[0] == "--load":
+        if rest[0] in ("--load", "--loaded"):
             if not rest[1].isdigit():
                 raise SystemExit(USAGE)
-            load = int(rest[1])
+            if rest[0] == "--load":
+                load = int(rest[1])
+            else:
+                loaded = int(rest[1])
         else:
             report = Path(rest[1])
         rest = rest[2:]
-    return runs, load, report, rest
+    if loaded is not None and (not load or loaded > runs):
+        raise SystemExit(f"--loaded {loaded}: needs --load K, and at most N ({runs}) runs\n{USAGE}")
+    if loaded is None:
+        loaded = runs if load else 0
+    return Options(runs, load, loaded, fresh, report, tuple(rest))
+
+
+def pytest_seconds(xml: str) -> float | None:
+    """pytest's own time for a run, from its JUnit XML report."""
+    suite = ElementTree.fromstring(xml).find("testsuite")
+    return None if suite is None or suite.get("time") is None else float(suite.get("time") or 0.0)
+
+
+def _clone(into: Path) -> Path:
+    """A fresh clone of this tree's HEAD (what a new user gets), checked out in `into`."""
+    subprocess.run(["git", "clone", "--quiet", str(ROOT), str(into)], check=True)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
+    subprocess.run(["git", "checkout", "--quiet", head.stdout.strip()], cwd=into, check=True)
+    return into
 
 
 def main(argv: list[str]) -> int:
-    runs, load, report_file, pytest_args = parse(argv)
+    options = parse(argv)
     outcomes: list[list[Outcome]] = []
     notes: list[str] = []
     crashed = False
-    hogs = _hogs(load)
-    try:
-        with tempfile.TemporaryDirectory(prefix="herd-soak-") as scratch:
-            for run in range(1, runs + 1):
-                xml = Path(scratch) / f"run-{run}.xml"
-                started = time.monotonic()
-                print(f"soak: run {run}/{runs}: ./dev test {' '.join(pytest_args)}", file=sys.stderr, flush=True)
-                code = subprocess.run(
-                    [str(ROOT / "dev"), "test", f"--junitxml={xml}", *pytest_args], cwd=ROOT
-                ).returncode
-                took = time.monotonic() - started
-                print(f"soak: run {run} exited {code} after {took:.0f} s", file=sys.stderr, flush=True)
-                if xml.exists():
-                    outcomes.append(read_junit(xml.read_text()))
-                    notes.append(f"run {run}: exit {code}, {took:.0f} s")
-                else:
-                    crashed = True
-                    notes.append(f"run {run}: exit {code}, {took:.0f} s, no report (pytest itself failed)")
-    finally:
-        for hog in hogs:
-            hog.kill()
-            hog.wait()
+    with tempfile.TemporaryDirectory(prefix="herd-soak-") as scratch:
+        for run in range(1, options.runs + 1):
+            xml = Path(scratch) / f"run-{run}.xml"
+            loaded = options.under_load(run)
+            started = time.monotonic()
+            tree = _clone(Path(scratch) / f"clone-{run}") if options.fresh else ROOT
+            how = "a fresh clone, " if options.fresh else ""
+            how += f"{options.load} busy process(es) beside it" if loaded else "no load"
+            args = " ".join(options.pytest_args)
+            print(f"soak: run {run}/{options.runs} ({how}): ./dev test {args}", file=sys.stderr, flush=True)
+            hogs = _hogs(options.load if loaded else 0)
+            try:
+                env = {**os.environ, "CI": "true"} if options.fresh else None
+                command = [str(tree / "dev"), "test", f"--junitxml={xml}", *options.pytest_args]
+                code = subprocess.run(command, cwd=tree, env=env).returncode
+            finally:
+                for hog in hogs:
+                    hog.kill()
+                    hog.wait()
+            took = time.monotonic() - started
+            if options.fresh:
+                shutil.rmtree(tree, ignore_errors=True)
+            print(f"soak: run {run} exited {code} after {took:.0f} s", file=sys.stderr, flush=True)
+            if xml.exists():
+                text = xml.read_text()
+                outcomes.append(read_junit(text))
+                inside = pytest_seconds(text)
+                pytest_took = "" if inside is None else f" (pytest {inside:.0f} s)"
+                notes.append(f"run {run} ({how}): exit {code}, {took:.0f} s{pytest_took}")
+            else:
+                crashed = True
+                notes.append(f"run {run} ({how}): exit {code}, {took:.0f} s, no report (pytest itself failed)")
 
     table = rows(outcomes)
-    report = render(table, runs, notes)
+    report = render(table, options.runs, notes)
     print(report)
-    if report_file is not None:
-        report_file.write_text(report)
+    if options.report is not None:
+        options.report.write_text(report)
     return 1 if table or crashed else 0
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from soak import Outcome, node_id, parse, read_junit, render, rows
+from soak import Options, Outcome, node_id, parse, pytest_seconds, read_junit, render, rows
 
 RUN_1 = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" errors="1" failures="1" skipped="1" tests="5">
@@ -96,14 +96,32 @@ def test_the_report_is_a_markdown_table_with_every_reason_and_how_each_run_ended
 
 
 def test_soak_options_come_after_n_and_the_rest_is_pytest_s() -> None:
-    assert parse(["2", "tests/unit"]) == (2, 0, None, ["tests/unit"])
-    assert parse(["3", "--load", "2", "--report", "r.md", "-m", "not spark"]) == (
-        3,
-        2,
-        Path("r.md"),
-        ["-m", "not spark"],
+    assert parse(["2", "tests/unit"]) == Options(2, pytest_args=("tests/unit",))
+    assert parse(["3", "--load", "2", "--report", "r.md", "-m", "not spark"]) == Options(
+        3, load=2, loaded=3, report=Path("r.md"), pytest_args=("-m", "not spark")
     )
-    assert parse(["1", "-x", "--load", "2"]) == (1, 0, None, ["-x", "--load", "2"])  # after a pytest arg: pytest's
-    for bad in ([], ["0"], ["two"], ["2", "--load"], ["2", "--load", "many"]):
+    assert parse(["10", "--fresh", "--load", "1", "--loaded", "5"]) == Options(10, load=1, loaded=5, fresh=True)
+    # after a pytest arg, everything is pytest's
+    assert parse(["1", "-x", "--load", "2"]) == Options(1, pytest_args=("-x", "--load", "2"))
+    for bad in ([], ["0"], ["two"], ["2", "--load"], ["2", "--load", "many"], ["2", "--loaded", "1"]):
         with pytest.raises(SystemExit, match="usage: ./dev soak-tests N"):
             parse(bad)
+    with pytest.raises(SystemExit, match="--loaded 3: needs --load K, and at most N"):
+        parse(["2", "--load", "1", "--loaded", "3"])
+
+
+def test_the_loaded_runs_alternate_with_the_unloaded_ones() -> None:
+    def loaded(runs: int, count: int) -> list[int]:
+        options = Options(runs, load=1, loaded=count)
+        return [run for run in range(1, runs + 1) if options.under_load(run)]
+
+    assert loaded(10, 5) == [2, 4, 6, 8, 10]
+    assert loaded(10, 7) == [2, 4, 6, 7, 8, 9, 10]
+    assert loaded(5, 3) == [2, 4, 5]
+    assert loaded(3, 3) == [1, 2, 3]
+    assert loaded(4, 0) == [] and not Options(4).under_load(2)  # no --load: no run is loaded
+
+
+def test_pytest_s_own_time_is_read_from_the_report() -> None:
+    assert pytest_seconds('<testsuites><testsuite name="pytest" time="601.5"/></testsuites>') == 601.5
+    assert pytest_seconds("<testsuites/>") is None
