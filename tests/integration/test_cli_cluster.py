@@ -17,22 +17,13 @@ import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from herd.cli.localpg import free_port, port_is_free
+from herd.cli.localpg import free_port
 
 
 def _up(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "herd.cli", "cluster", "up", *args], capture_output=True, text=True, timeout=60
     )
-
-
-def _free_ports(count: int) -> int:
-    """A base port with `count` free ports from it."""
-    for _ in range(100):
-        base = free_port()
-        if base + count <= 65536 and all(port_is_free(base + i) for i in range(count)):
-            return base
-    raise AssertionError("no free port range")
 
 
 def _processes_under(directory: Path) -> list[int]:
@@ -83,7 +74,7 @@ class Launcher:
 
     def __init__(self, data_dir: Path, nodes: int, *extra: str) -> None:
         self.data_dir = data_dir
-        self.base_port = _free_ports(nodes)
+        self.base_port = free_port(nodes)
         args = [
             sys.executable,
             "-m",
@@ -312,7 +303,7 @@ def test_a_data_dir_postgres_cannot_use_is_one_line_and_exit_1(tmp_path):
     """pytest's tmp_path is private to root: started as root, PostgreSQL (run as nobody) cannot reach it."""
     if os.geteuid() != 0:
         pytest.skip("only root hands PostgreSQL to another user")
-    result = _up("--data-dir", str(tmp_path / "c"), "--base-port", str(_free_ports(1)), "--nodes", "1")
+    result = _up("--data-dir", str(tmp_path / "c"), "--base-port", str(free_port(1)), "--nodes", "1")
     assert result.returncode == 1
     assert result.stderr.startswith("herd: error: PostgreSQL runs as nobody (it refuses root) and cannot reach")
     assert result.stderr.count("\n") == 1

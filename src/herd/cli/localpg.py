@@ -35,6 +35,7 @@ import grp
 import importlib.util
 import os
 import pwd
+import random
 import re
 import secrets
 import signal
@@ -113,11 +114,43 @@ def _machine_bins() -> list[Path]:
     return [Path(p) for p in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=version, reverse=True)]
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 free at the time of the call."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+# Where free_port looks: above the well-known and most registered ports, and outside the range the kernel hands
+# out to port-0 binds and outgoing connections (net.ipv4.ip_local_port_range, 32768-60999 by default).
+_PICK_FLOOR = 10000
+_PORT_RANGE_FILE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for port-0 binds and outgoing connections (Linux's default where it cannot be read)."""
+    try:
+        low, high = (int(part) for part in _PORT_RANGE_FILE.read_text().split())
+    except (OSError, ValueError):
+        return 32768, 60999
+    return low, high
+
+
+def free_port(count: int = 1) -> int:
+    """The first of `count` consecutive TCP ports on 127.0.0.1 that are free at the time of the call.
+
+    For a server that cannot listen on port 0 and report its port (PostgreSQL, or `herd cluster up --base-port`).
+    The ports are picked at random outside the kernel's ephemeral range, so no other process binding port 0 or
+    connecting out can be given them between this call and the server's bind; two callers picking the same one
+    is left to chance (1 in thousands), and the second to bind must try another (LocalPostgres does)."""
+    low, high = _ephemeral_range()
+    spans = [(_PICK_FLOOR, low - count), (high + 1, 65536 - count)]
+    spans = [(first, last) for first, last in spans if last > first]
+    for _ in range(100):
+        if not spans:
+            break
+        first, last = random.choice(spans)
+        base = random.randrange(first, last + 1)
+        if all(port_is_free(base + i) for i in range(count)):
+            return base
+    if count == 1:  # no room outside the ephemeral range: any port free now
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+    raise OSError(f"no {count} consecutive free ports on 127.0.0.1")
 
 
 def port_is_free(port: int) -> bool:
