@@ -23,7 +23,7 @@ unloading are herd's code, not a copy of it. What is here is the driver, which s
   ShardRuntime.heartbeat does;
 - load: one step after a delay, every durable batch (`load_batch`), then `loaded` (which applies `on_loaded`);
 - a failed shard is reloaded from the durable log after a backoff (herd.runtime.recovery), unless the partition
-  was unloaded and loaded again meanwhile (CoordinatorRuntime._reload);
+  was unloaded and loaded again meanwhile (herd.runtime.host.ShardHost._reload);
 - a graceful move (ShardRuntime.unload): `unload`, the writer finishes, `unloaded`, a new incarnation loads.
 
 The checker hears every core call the machine makes (`on_append_failed`, `on_loaded`, `on_unloaded`) through
@@ -343,7 +343,7 @@ class Host:
     def failed(self, old: Incarnation) -> None:
         """The shard failed: NOT_COORDINATOR for a backoff, then a reload (herd.runtime.recovery), unless the
         partition was unloaded and loaded again meanwhile (a move under way when the write failed), as
-        CoordinatorRuntime._reload returns when the failed shard is no longer the one it hosts."""
+        ShardHost._reload (herd.runtime.host) returns when the failed shard is no longer the one it hosts."""
         load_ms = self.rng.randint(1, 200)
         self.loop.after(
             self.rng.randint(20, 500), lambda: self._reload(load_ms) if old is self.current else None, "recover"

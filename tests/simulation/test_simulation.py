@@ -57,7 +57,7 @@ def test_the_seeds_that_found_bugs_hold_every_invariant(seed: int, size: str) ->
 def test_a_failed_write_during_a_move_reloads_only_the_current_shard() -> None:
     """CI seed 947584076 failed a write while a coordinator move was under way: the simulator reloaded the failed
     shard although the partition had been loaded again meanwhile, and two active incarnations wrote one log
-    (3cdb492). The host reloads a failed shard only if it is still the current one, as CoordinatorRuntime._reload
+    (3cdb492). The host reloads a failed shard only if it is still the current one, as ShardHost._reload
     does (a reload while the current incarnation is active asserts)."""
     Simulation(947584076).run()
 

@@ -9,7 +9,7 @@ freed again, so it keeps serving what works and retries what failed:
 - a data partition whose log failed (`SegmentLog.failure`) is reopened with `recover()`, the same recovery as at
   start (`Server._recovery_loop`);
 - a coordinator shard that failed is unloaded, its log recovered if it failed, and the partition loaded again by
-  replaying it, as a coordinator move does (`CoordinatorRuntime._reload`).
+  replaying it, as a coordinator move does (`host.ShardHost._reload`).
 
 `Backoff` paces the attempts per key: the first retry after `initial_ms`, then doubling up to `max_ms` while
 they keep failing; it says when a failure starts a streak (log it, at ERROR) and when a success ends one (log

@@ -11,8 +11,8 @@ Its life: LOADING (every record of the partition is replayed; requests get COORD
 -> ACTIVE -> UNLOADING (no new requests: NOT_COORDINATOR; pending writes finish) -> UNLOADED, or FAILED
 when the disk fails under the partition: everything pending is answered with the mapped error (a storage
 error becomes NOT_COORDINATOR, as in Kafka's GroupCoordinatorService), the groups are unloaded, new requests
-get NOT_COORDINATOR and FindCoordinator COORDINATOR_NOT_AVAILABLE, and `on_failed` tells the coordinator
-runtime, which reloads the partition from its log after a backoff (herd.runtime.recovery). Kafka reverts a
+get NOT_COORDINATOR and FindCoordinator COORDINATOR_NOT_AVAILABLE, and `on_failed` tells the shard's host
+(runtime/host.py), which reloads the partition from its log after a backoff (herd.runtime.recovery). Kafka reverts a
 shard's state to the last written offset when an append fails (CoordinatorRuntime, revertLastWrittenOffset);
 herd replays before it writes, so replaying the log again is its way back to the durable state.
 

@@ -5,10 +5,11 @@ prometheus_client object, no label lookup. A `Histogram` keeps one count per pow
 (`value.bit_length()` is the bucket: an int method, about 20 ns, where bisecting a list of bounds costs 100),
 and its sum; the exporter turns that into cumulative Prometheus buckets at scrape time (`cumulative`).
 
-`CoordinatorStats` is what one `CoordinatorRuntime` records: partition load times, the duration of each round
-of appends and fsyncs of its writer, and, through the rebalance history's observer (`on_rebalance`, set on
-every shard's `RebalanceHistory` as the runtime creates it), rebalances by cause and the durations of their
-join and sync phases. The core computes those durations from its own clock; nothing here reads a clock.
+`CoordinatorStats` is what one coordinator's `ShardHost` (runtime/host.py) records: partition load times, the
+duration of each round of appends and fsyncs of its writer, and, for the group coordinator, through the rebalance
+history's observer (`on_rebalance`, set on every shard's `RebalanceHistory` as `CoordinatorRuntime` creates it),
+rebalances by cause and the durations of their join and sync phases. The core computes those durations from its
+own clock; nothing here reads a clock.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """The transaction coordinator of this node: one `TxnShardRuntime` per `__transaction_state` partition it hosts.
 
-It runs on the group coordinator's runtime (`CoordinatorRuntime`, `ShardRuntime`): the same loading, durable
-group-committed writes, timers, compaction, failure and reload, moves. `__transaction_state` is made on first use,
+It runs on the same shell as the group coordinator, a `ShardHost` (runtime/host.py) of its own, configured for
+`__transaction_state`: the same loading, durable group-committed writes (`ShardRuntime` and its `ShardMachine`),
+timers, compaction, failure and reload, moves. `__transaction_state` is made on first use,
 as Kafka makes it (`ensure_created`, called by FindCoordinator for a transactional id): internal, compacted,
 uncompressed, segment.bytes from transaction.state.log.segment.bytes, transaction.state.log.num.partitions
 partitions (Kafka's TransactionStateManager.transactionTopicConfigs); a broker that never sees a transactional
@@ -40,7 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any, Protocol
 
 from herd.cluster.topics import (
@@ -53,12 +54,12 @@ from herd.cluster.topics import (
     TopicError,
 )
 from herd.config import BrokerConfig
-from herd.coordinator import CoordinatorError, ErrorCode
+from herd.coordinator import CoordinatorError, Result
 from herd.coordinator.result import Marker, Reply
 from herd.coordinator.transactions import TransactionCoordinatorShard, TxnConfig, WriteMarkers
 from herd.log.api import LogError, NotLeaderError, PartitionLog, as_remote
-from herd.runtime.coordinator import CoordinatorRuntime
-from herd.runtime.shard import ShardRuntime, ShardState, deliver
+from herd.runtime.host import CoordinatorKind, ShardHost
+from herd.runtime.shard import Request, ShardRuntime, ShardState
 from herd.runtime.timer import AsyncioTimer, WallClock
 
 log = logging.getLogger(__name__)
@@ -89,13 +90,20 @@ RemoteMarkers = Callable[[tuple[str, int], "Marker"], Awaitable[int]]
 
 
 # The runtime of a `__transaction_state` partition: its core is a `TransactionCoordinatorShard`, and the released
-# `WriteMarkers` of its transactions start their markers (`TransactionRuntime._new_shard_runtime`).
+# `WriteMarkers` of its transactions start their markers (`TransactionRuntime._released`).
 TxnShardRuntime = ShardRuntime[TransactionCoordinatorShard]
+# A request handler of the core, named by the class's own function (`TransactionCoordinatorShard.end_txn`).
+TxnHandler = Callable[[TransactionCoordinatorShard, Request, object], Result]
 
 
-class TransactionRuntime(CoordinatorRuntime):
+def _contents(shards: Sequence[TransactionCoordinatorShard]) -> str:
+    return f"{sum(shard.size() for shard in shards)} transactional ids"
+
+
+class TransactionRuntime:
+    """The transaction coordinator: `__transaction_state` on a `ShardHost` (runtime/host.py), and its markers."""
+
     topic = TRANSACTION_STATE_TOPIC
-    _keys = "transactional ids"
 
     def __init__(
         self,
@@ -108,7 +116,9 @@ class TransactionRuntime(CoordinatorRuntime):
         remote: RemoteMarkers | None = None,
         clock: WallClock | None = None,
     ) -> None:
-        super().__init__(cluster, config, clock)
+        self._cluster = cluster
+        self._broker_config = config
+        self.clock = clock or WallClock()
         self.txn_config = txn_config(config)
         self.new_producer_id = new_producer_id
         self._groups = groups
@@ -116,6 +126,16 @@ class TransactionRuntime(CoordinatorRuntime):
         self._remote = remote
         self._markers: dict[tuple[int, str], asyncio.Task[None]] = {}
         self._creating: asyncio.Task[None] | None = None
+        kind = CoordinatorKind(
+            topic=TRANSACTION_STATE_TOPIC,
+            keys="transactional ids",
+            coordinated="transactions",
+            ensure_topic=self._ensure_topic,
+            new_shard=self._new_shard,
+            contents=_contents,
+            on_release=self._released,
+        )
+        self._host: ShardHost[TransactionCoordinatorShard] = ShardHost(cluster, config, kind, self.clock)
 
     # -- hosting -----------------------------------------------------------------------------------------------
 
@@ -123,7 +143,7 @@ class TransactionRuntime(CoordinatorRuntime):
         """Load `partitions` (default: all) if `__transaction_state` exists; otherwise it is made on first use
         (`ensure_created`), as Kafka creates it on the first FindCoordinator for a transactional id."""
         if self._cluster.get(TRANSACTION_STATE_TOPIC) is not None:
-            super().start(partitions)
+            self._host.start(partitions)
 
     def ensure_created(self) -> bool:
         """True if `__transaction_state` exists; if it does not, start making it and return False. On a single
@@ -131,14 +151,14 @@ class TransactionRuntime(CoordinatorRuntime):
         and each node loads the partitions it is given to lead (server/node.py). Until then transactional ids get
         COORDINATOR_NOT_AVAILABLE from FindCoordinator (KafkaApis.getCoordinator: "autoTopicCreationManager
         .createTopics") and NOT_COORDINATOR from the rest."""
-        if self.num_partitions:
+        if self._host.num_partitions:
             return True
         topic = self._cluster.get(TRANSACTION_STATE_TOPIC)
         if topic is not None:  # made by another node: placement needs its partition count
-            self.num_partitions = len(topic.partitions)
+            self._host.num_partitions = len(topic.partitions)
             return True
         if not self._cluster.shared:
-            super().start()
+            self._host.start()
         elif self._creating is None:
             self._creating = asyncio.get_running_loop().create_task(self._create_shared())
             self._creating.add_done_callback(lambda _: setattr(self, "_creating", None))
@@ -173,76 +193,79 @@ class TransactionRuntime(CoordinatorRuntime):
             )
         return topic
 
-    def load_partition(self, partition: int, *, announce: bool = False) -> asyncio.Task[None]:
-        if not self.num_partitions:  # a cluster node given a partition of a topic made after it started
-            self.num_partitions = len(self._ensure_topic().partitions)
-        return super().load_partition(partition, announce=announce)
-
-    def shard_for(self, group_id: str) -> ShardRuntime[Any]:
-        if not self.num_partitions:
-            raise CoordinatorError(ErrorCode.not_coordinator, f"{TRANSACTION_STATE_TOPIC} does not exist yet")
-        return super().shard_for(group_id)
-
-    def hosts(self, group_id: str) -> bool:
-        return bool(self.num_partitions) and super().hosts(group_id)
-
-    def _new_shard_runtime(self, partition: int, partition_log: PartitionLog, **settings: Any) -> TxnShardRuntime:
-        def new_shard(timer: AsyncioTimer) -> TransactionCoordinatorShard:
-            return TransactionCoordinatorShard(
-                clock=self.clock,
-                timer=timer,
-                new_producer_id=self.new_producer_id,
-                config=self.txn_config,
-                coordinator_epoch=partition_log.leader_epoch,
-            )
-
-        def release(replies: tuple[Reply, ...]) -> None:
-            deliver(replies)
-            for reply in replies:
-                if isinstance(reply.handle, WriteMarkers):
-                    self._start_markers(shard, reply.handle)
-
-        shard = TxnShardRuntime(
-            partition,
-            partition_log,
-            new_shard,
+    def _new_shard(self, partition_log: PartitionLog, timer: AsyncioTimer) -> TransactionCoordinatorShard:
+        """The core of one partition: its coordinator epoch is the leader epoch of the partition's log."""
+        return TransactionCoordinatorShard(
             clock=self.clock,
-            topic=TRANSACTION_STATE_TOPIC,
-            release=release,
-            **settings,
-        )
-        return shard
-
-    def _log_loaded(self, partitions: list[int], seconds: float) -> None:
-        active = self._active(partitions)
-        failed = len(partitions) - len(active)
-        log.info(
-            "%s: %d partitions loaded in %.2f s (%d transactional ids, %d records)%s",
-            self.topic,
-            len(active),
-            seconds,
-            sum(s.shard.size() for s in active),
-            sum(s.records for s in active),
-            f"; {failed} not loaded" if failed else "",
+            timer=timer,
+            new_producer_id=self.new_producer_id,
+            config=self.txn_config,
+            coordinator_epoch=partition_log.leader_epoch,
         )
 
-    def _log_moved_in(self, shard: ShardRuntime[Any], seconds: float) -> None:
-        if shard.state is ShardState.ACTIVE:
-            log.info(
-                "%s-%d loaded in %.2f s (%d transactional ids, %d records): its transactions are coordinated here",
-                self.topic,
-                shard.partition,
-                seconds,
-                shard.shard.size(),
-                shard.records,
-            )
+    def _released(self, shard: TxnShardRuntime, replies: tuple[Reply, ...]) -> None:
+        """Replies the shard released (delivered already): a `WriteMarkers` among them starts its markers."""
+        for reply in replies:
+            if isinstance(reply.handle, WriteMarkers):
+                self._start_markers(shard, reply.handle)
+
+    # -- the host's ----------------------------------------------------------------------------------------------
+
+    @property
+    def shards(self) -> dict[int, TxnShardRuntime]:
+        return self._host.shards
+
+    @property
+    def num_partitions(self) -> int:
+        """`__transaction_state`'s partition count, which placement uses; 0 while it does not exist."""
+        return self._host.num_partitions
+
+    def load_partition(self, partition: int, *, announce: bool = False) -> asyncio.Task[None]:
+        """Host `partition`: its transactional ids get COORDINATOR_LOAD_IN_PROGRESS until its log is replayed."""
+        return self._host.load_partition(partition, announce=announce)
+
+    async def unload_partition(self, partition: int) -> None:
+        """Stop hosting `partition` (its transactional ids get NOT_COORDINATOR from now on)."""
+        await self._host.unload_partition(partition)
+
+    async def move_away_and_back(self, partition: int, unavailable_ms: int = 0) -> None:
+        """A coordinator move on one node (ShardHost's): the markers under way stop with their shard, and the load
+        that follows writes them again. Raises ValueError if the partition is not hosted here."""
+        await self._host.move_away_and_back(partition, unavailable_ms)
+
+    async def wait_loaded(self) -> None:
+        """Return once every partition that was loading has finished loading."""
+        await self._host.wait_loaded()
 
     async def close(self) -> None:
+        """Stop making the topic and writing markers (a reload writes them again), then unload every partition."""
         if self._creating is not None:
             self._creating.cancel()
         for task in list(self._markers.values()):
             task.cancel()
-        await super().close()
+        await self._host.close()
+
+    def partition_for(self, transactional_id: str) -> int:
+        return self._host.partition_for(transactional_id)
+
+    def hosts(self, transactional_id: str) -> bool:
+        """True if this node is the coordinator of `transactional_id` (loaded or loading)."""
+        return self._host.hosts(transactional_id)
+
+    def shard_for(self, transactional_id: str) -> TxnShardRuntime:
+        """Raises CoordinatorError(NOT_COORDINATOR) if `__transaction_state` does not exist or this node does not
+        host the id's partition."""
+        return self._host.shard_for(transactional_id)
+
+    def call(self, transactional_id: str, handler: TxnHandler[Request], request: Request) -> object:
+        """`handler` (a request handler of `TransactionCoordinatorShard`) on the id's shard; its response, or a
+        future of it. Raises CoordinatorError with NOT_COORDINATOR or COORDINATOR_LOAD_IN_PROGRESS."""
+        return self._host.call(transactional_id, handler, request)
+
+    def call_all(self, handler: TxnHandler[Request], request: Request) -> list[object]:
+        """`handler` on every active shard (ListTransactions). Raises
+        CoordinatorError(COORDINATOR_LOAD_IN_PROGRESS) while any hosted partition is loading."""
+        return self._host.call_all(handler, request)
 
     # -- markers -----------------------------------------------------------------------------------------------
 

@@ -47,6 +47,7 @@ from herd.log.postgres.db import DatabaseError, describe, open_pool, redact
 from herd.log.postgres.schema import migrate
 from herd.log.postgres.store import PgLogStore
 from herd.runtime import CoordinatorRuntime
+from herd.runtime.transactions import TransactionRuntime
 from herd.security.acl_store import open_file_store, open_shared_store
 from herd.security.credentials import FileCredentialStore, SharedCredentialStore
 from herd.server.sasl import inter_broker_login
@@ -250,7 +251,7 @@ class ClusterNode:
                 log.warning("%s-%d: could not load its producers' state yet (retrying): %s", topic, index, error)
             await asyncio.sleep(delay_s)
 
-    def _runtime(self, topic: str) -> CoordinatorRuntime | None:
+    def _runtime(self, topic: str) -> CoordinatorRuntime | TransactionRuntime | None:
         return self.broker.coordinator if topic == OFFSETS_TOPIC else self.broker.transactions
 
     async def _follow_coordinator(self, topic: str, index: int, partition: PartitionLog | None) -> None:

@@ -281,7 +281,7 @@ class Server:
             now = self.broker.now_ms()
             for topic in self.broker.cluster.topics():
                 if topic.internal:
-                    continue  # the coordinator runtime reloads its partitions (CoordinatorRuntime._reload)
+                    continue  # the coordinator runtime reloads its partitions (ShardHost._reload)
                 for index, partition in enumerate(topic.partitions):
                     if partition is None:  # led by another node
                         continue
