@@ -91,6 +91,9 @@ class SharedCluster(MetadataView):
     """The topics and partition leaders of a cluster whose metadata lives in PostgreSQL."""
 
     shared = True
+    # as herd.cluster.api.ClusterAdmin's: True, the controller places each partition, and a node leads those it is
+    # given (told through `on_leadership`), not the partitions of a topic it made
+    places_partitions = True
 
     def __init__(
         self,

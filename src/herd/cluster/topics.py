@@ -403,6 +403,8 @@ class Cluster(TopicIndex):
     """The topics of this (single-node) cluster and their partition logs."""
 
     shared = False  # herd.cluster.shared.SharedCluster is the cluster-mode twin, with its state in PostgreSQL
+    # as herd.cluster.api.ClusterAdmin's: False, this node leads every partition of a topic as soon as it is made
+    places_partitions = False
 
     def __init__(self, store: TopicStore, defaults: LogConfig, node_id: int, max_partitions: int = 10_000) -> None:
         super().__init__(defaults, node_id, max_partitions)
