@@ -384,6 +384,10 @@ class SharedCluster(MetadataView):
         """Where the cluster's data lives: the database, named without its password."""
         return self._where
 
+    async def stored_end_offsets(self) -> dict[tuple[str, int], int] | None:
+        """TopicIndex.stored_end_offsets: every partition's, in one query (`read_end_offsets`)."""
+        return await read_end_offsets(self)
+
     async def stored_sizes(self) -> dict[tuple[str, int], int]:
         """(topic, partition) -> the bytes of its batches stored in PostgreSQL, for every partition this node
         leads (DescribeLogDirs). Raises TopicError(KAFKA_STORAGE_ERROR) if the database cannot be read."""
