@@ -613,12 +613,22 @@ class PgPartitionLog:
         commit stored, if anything, is only known there), the partition taking no client append meanwhile. A log
         let go while this waited for the database raises NotLeaderError, before its state is restored (`reload`
         checks it, and `load_transactions` once the rows are read), so the state of a partition this node took
-        back meanwhile is never overwritten from it (issue 30)."""
+        back meanwhile is never overwritten from it (issue 30). A rebuild that fails on a database error leaves the
+        log failed, so that the next `resume` reloads and rebuilds again: taking client appends without its
+        producers' state, the partition would accept any sequence, and append again a retry of a batch already
+        stored (as herd.server.node retries the rebuild of a partition it takes over)."""
         if self._failed is None:
             return
         await self.reload()
-        if self.producers is not None:
+        if self.producers is None:
+            return
+        try:
             await self.producers.rebuild(self, self.producers.clock)
+        except KafkaStorageError as error:
+            if self._failed is None:
+                self._failed = f"database error: the producers' state was not loaded ({error})"
+                self._fail_waiters(KafkaStorageError(f"{self._name}: the producers' state was not loaded"))
+            raise
 
     def _check_still_led(self) -> None:
         """After an await: raises NotLeaderError if the log was closed, or its closing begun, meanwhile."""

@@ -517,6 +517,54 @@ def test_resume_reloads_a_failed_log_and_rebuilds_its_producers_but_not_from_a_l
     run(main)
 
 
+def test_resume_whose_producer_state_cannot_be_read_leaves_the_log_failed_until_the_next_resume(pg_url):
+    """A reload that succeeds and a rebuild that fails on a database error: the log stays failed (a client's append
+    refused, retriable) instead of taking appends without its producers' state; the next resume goes on."""
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        producers = ProducerStates(clock=lambda: NOW)
+        async with store_on(pg_url) as store:
+            store.producers = producers
+            log = open_log(store, pg_url, pid)
+            await append(log, batch([b"a"], producer=(7, 0, 0)))
+            sql(
+                pg_url,
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            )
+            result = log.append(batch([b"lost"]), NOW)
+            with pytest.raises(KafkaStorageError):
+                await log.wait_durable(result.last_offset + 1)
+            run = log._run
+            refused = []
+
+            async def producers_unreadable_once(statement, *args, **kwargs):  # type: ignore[no-untyped-def]
+                if statement is statements.PRODUCERS and not refused:
+                    refused.append(statement)
+                    raise KafkaStorageError("t-0: the connection is closed")
+                for _ in range(10):  # the pool replaces its dead connections
+                    try:
+                        return await run(statement, *args, **kwargs)
+                    except KafkaStorageError:
+                        await asyncio.sleep(0.1)
+                return await run(statement, *args, **kwargs)
+
+            log._run = producers_unreadable_once  # type: ignore[method-assign]
+            with pytest.raises(KafkaStorageError):
+                await log.resume()
+            assert log.failure is not None and log.failure.startswith("database error")
+            assert not producers.restoring
+            with pytest.raises(KafkaStorageError):
+                log.append(idempotent_batch(7, 0, 0, 1), NOW, client=True)  # a retry: not appended again
+            await log.resume()
+            assert log.failure is None
+            retry = log.append(idempotent_batch(7, 0, 0, 1), NOW, client=True)
+            assert (retry.base_offset, log.next_offset) == (0, 1)  # the stored batch, recognised
+
+    run(main)
+
+
 def test_closing_with_flush_commits_what_is_pending_and_without_it_drops_it(pg_url):
     pid = new_partition(pg_url)
 
