@@ -91,6 +91,9 @@ class SharedCluster(MetadataView):
     """The topics and partition leaders of a cluster whose metadata lives in PostgreSQL."""
 
     shared = True
+    # as herd.cluster.api.ClusterAdmin's: True, the controller places each partition, and a node leads those it is
+    # given (told through `on_leadership`), not the partitions of a topic it made
+    places_partitions = True
 
     def __init__(
         self,
@@ -380,6 +383,10 @@ class SharedCluster(MetadataView):
     def location(self) -> str:
         """Where the cluster's data lives: the database, named without its password."""
         return self._where
+
+    async def stored_end_offsets(self) -> dict[tuple[str, int], int] | None:
+        """TopicIndex.stored_end_offsets: every partition's, in one query (`read_end_offsets`)."""
+        return await read_end_offsets(self)
 
     async def stored_sizes(self) -> dict[tuple[str, int], int]:
         """(topic, partition) -> the bytes of its batches stored in PostgreSQL, for every partition this node

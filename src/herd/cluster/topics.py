@@ -373,6 +373,12 @@ class TopicIndex:
     def log_config(self, configs: dict[str, str]) -> LogConfig:
         return log_config(self._defaults, configs)
 
+    async def stored_end_offsets(self) -> dict[tuple[str, int], int] | None:
+        """(topic, partition) -> the end offset (high watermark) stored for the partitions other nodes lead, as
+        consumer lag reads them (herd.server.lag); None when the store cannot be read now. A single node leads
+        every partition, and its logs answer: none here (cluster mode: `herd.cluster.shared.read_end_offsets`)."""
+        return {}
+
     def close(self) -> None:
         """Close what this view keeps open: nothing here (the embedded `Cluster` closes its store; a cluster
         node shuts its shared cluster down itself, herd.server.node)."""
@@ -403,6 +409,8 @@ class Cluster(TopicIndex):
     """The topics of this (single-node) cluster and their partition logs."""
 
     shared = False  # herd.cluster.shared.SharedCluster is the cluster-mode twin, with its state in PostgreSQL
+    # as herd.cluster.api.ClusterAdmin's: False, this node leads every partition of a topic as soon as it is made
+    places_partitions = False
 
     def __init__(self, store: TopicStore, defaults: LogConfig, node_id: int, max_partitions: int = 10_000) -> None:
         super().__init__(defaults, node_id, max_partitions)

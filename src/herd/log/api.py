@@ -206,6 +206,10 @@ class PartitionLog(Protocol):
     partition: int
     report_errors: bool  # False when the owner logs the partition's disk errors itself
     remote: bool  # False: every method answers from this process (segment files); True: see RemotePartitionLog
+    # How an append becomes durable, which decides how a coordinator's writes are made durable (herd.runtime): False,
+    # once the caller's `flush` (an fsync, which blocks: the runtime runs it in a thread) returns; True, the log
+    # commits its appends itself, in the background, and `RemotePartitionLog.wait_durable` says when.
+    commits_itself: bool
     leader_epoch: int  # the epoch this node leads the partition at (0 on a single node)
 
     @property
@@ -320,6 +324,33 @@ class PartitionLog(Protocol):
         disk still fails. A no-op unless the partition is offline."""
         ...
 
+    async def resume(self) -> None:
+        """After a failure (`failure`, but "closed"): go on from what the log's store holds, with the partition's
+        producer state, which only the store knows after a failed write (the server's and the coordinator runtime's
+        recovery call this, whichever the backend). A segment log reopens its files (`recover`, which restores
+        the state from its snapshot and the batches after it); a remote log reads its partition's row again
+        (`RemotePartitionLog.reload`) and rebuilds the state from the stored batches (herd.log.producer_state
+        `ProducerStates.rebuild`, during which the partition takes no client append). Raises KafkaStorageError
+        while the store still fails (the log stays failed), NotLeaderError if the partition is not led here any
+        more (taken over, or let go while this waited: nothing is restored from it). A no-op unless the log
+        failed."""
+        ...
+
+    async def load_transactions(self) -> None:
+        """Bring the log's transaction state (ongoing transactions, producers' epochs) up to what its store holds,
+        as a coordinator loading the partition must before it appends (herd.runtime.shard). A segment log's is
+        read with its files: nothing to do. A remote log rebuilds it from the stored batches (a new leader, or one
+        that reloaded); raises KafkaStorageError, or NotLeaderError (also when the log was let go while it read:
+        its state is then left as it was)."""
+        ...
+
+    async def epoch_history(self) -> EpochHistory:
+        """Every leader epoch of the partition up to this leader's, with the offset it began at, ascending (for
+        `end_offset_for_epoch`, OffsetForLeaderEpoch). A segment log: SINGLE_NODE_EPOCHS, a single node leading
+        every partition at epoch 0 from its start. A remote log reads it from its database once; raises
+        KafkaStorageError or NotLeaderError."""
+        ...
+
     def set_config(self, config: LogConfig) -> None:
         """Apply a changed topic config (AlterConfigs, or a dynamic broker default) to the running partition:
         max.message.bytes and message.timestamp.type from the next append, segment.bytes at the next roll,
@@ -366,8 +397,8 @@ class RemotePartitionLog(PartitionLog, Protocol):
         ...
 
     async def reload(self) -> None:
-        """After a database error (`failure`): go on from what the database holds; the caller then rebuilds the
-        producer state from `producer_state()`. Raises KafkaStorageError while the database still fails,
+        """After a database error (`failure`): go on from what the database holds (`resume` does this, then
+        rebuilds the producer state from `producer_state()`). Raises KafkaStorageError while the database still fails,
         NotLeaderError if the partition was taken over meanwhile."""
         ...
 
@@ -377,20 +408,9 @@ class RemotePartitionLog(PartitionLog, Protocol):
         NotLeaderError."""
         ...
 
-    async def load_transactions(self) -> None:
-        """Rebuild the log's transaction state (ongoing transactions, producers' epochs) from the stored batches,
-        as a new leader (or one that reloaded) must before it appends; awaited with `producer_state`. Raises
-        KafkaStorageError or NotLeaderError."""
-        ...
-
     async def aborted_transactions_async(self, start: int, end: int) -> list[tuple[int, int]]:
         """`aborted_transactions`, from the database when the range is older than what this leader keeps in
         memory. Raises KafkaStorageError or NotLeaderError."""
-        ...
-
-    async def epoch_history(self) -> EpochHistory:
-        """Every leader epoch of the partition up to this leader's, with the offset it began at, ascending (for
-        `end_offset_for_epoch`). Raises KafkaStorageError or NotLeaderError."""
         ...
 
 

@@ -76,8 +76,10 @@ from typing import TypeVar
 from herd.log import producer_snapshots, swap
 from herd.log.api import (
     RETAINED_PRODUCER_BATCHES,
+    SINGLE_NODE_EPOCHS,
     ActiveProducer,
     AppendResult,
+    EpochHistory,
     KafkaStorageError,
     LogConfig,
     LogError,
@@ -121,6 +123,7 @@ class SegmentLog:
     """A `PartitionLog` on local segment files. Open it with `SegmentLog.open` (or `herd.log.store.SegmentStore`)."""
 
     remote = False  # every read and write is answered here, synchronously
+    commits_itself = False  # an append is durable once `flush` (fsync) returns
     leader_epoch = 0  # a single node leads every partition, at epoch 0
 
     def __init__(self, fs: FileSystem, directory: str, topic: str, partition: int, config: LogConfig,
@@ -437,6 +440,16 @@ class SegmentLog:
         )
         if self.producers is not None:  # what survived is the log's, not memory's
             self.use_producers(self.producers)
+
+    async def resume(self) -> None:
+        """PartitionLog.resume: `recover`, which restores the producers' state with the files."""
+        self.recover()
+
+    async def load_transactions(self) -> None:
+        """Nothing to load: the transaction state was read with the files (at open, or by `recover`)."""
+
+    async def epoch_history(self) -> EpochHistory:
+        return SINGLE_NODE_EPOCHS
 
     def reopen_in(self, directory: str) -> None:
         """Go on from the partition's files in `directory`, in place (whoever holds this object keeps it), after

@@ -43,10 +43,11 @@ class Compactor:
         self._plan: compaction.Plan | None = None
         self._ready: compaction.Cleaned | None = None
         self._closed = False
-        # A partition stored in PostgreSQL compacts itself (`PgPartitionLog.compact`, fenced like every write):
-        # this only decides when, at most every REMOTE_INTERVAL_MS, since deciding reads its rows.
+        # A log that compacts itself (`RemotePartitionLog.compact`: PostgreSQL's, fenced like every write): this
+        # only decides when, at most every REMOTE_INTERVAL_MS, since deciding reads its rows. A segment log is
+        # compacted here (herd.log.compaction over its `cleanable_segments`).
         self._remote: RemotePartitionLog | None = (
-            as_remote(partition_log) if getattr(partition_log, "remote", False) else None
+            as_remote(partition_log) if callable(getattr(partition_log, "compact", None)) else None
         )
         self._remote_checked_ms = -REMOTE_INTERVAL_MS
         self.supported = self._remote is not None or hasattr(partition_log, "cleanable_segments")

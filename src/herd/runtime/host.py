@@ -46,7 +46,7 @@ from herd.cluster.topics import Cluster, Topic
 from herd.config import BrokerConfig
 from herd.coordinator import CoordinatorError, ErrorCode, Result, coordinator_partition
 from herd.coordinator.result import Reply
-from herd.log.api import LogError, NotLeaderError, PartitionLog, as_remote
+from herd.log.api import LogError, NotLeaderError, PartitionLog
 from herd.runtime.commits import RemoteWriter, Writer
 from herd.runtime.flusher import Flusher
 from herd.runtime.machine import CoordinatorShard
@@ -153,7 +153,7 @@ class ShardHost(Generic[S]):
         if partition_log is None:
             raise ValueError(f"{self.topic}-{partition} is led by another node")
         writer: Writer
-        if partition_log.remote:
+        if partition_log.commits_itself:  # appended on the loop, awaited until committed (a database)
             writer = self._remote_writer = self._remote_writer or RemoteWriter(loop, self.stats.flush_round)
         else:
             writer = self._flusher = self._flusher or Flusher(loop, rounds=self.stats.flush_round)
@@ -263,10 +263,9 @@ class ShardHost(Generic[S]):
             if self._closing or self.shards.get(partition) is not shard:
                 return  # closed, or unloaded meanwhile
             try:
-                if shard.log.remote:  # PostgreSQL: read the partition's state again (fenced if taken over)
-                    await as_remote(shard.log).reload()
-                else:
-                    shard.log.recover()  # a no-op unless the log itself failed
+                # a no-op unless the log itself failed: its files reopened, or its database's state read again
+                # (NotLeaderError if taken over)
+                await shard.log.resume()
             except NotLeaderError:
                 return  # another node leads it now; the cluster's view unloads it here
             except LogError as error:

@@ -57,7 +57,7 @@ from typing import Generic, TypeVar
 from herd.cluster.topics import OFFSETS_TOPIC
 from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, GroupCoordinatorShard, Result
 from herd.coordinator.result import Reply
-from herd.log.api import KafkaStorageError, LogError, PartitionLog, RemotePartitionLog
+from herd.log.api import KafkaStorageError, LogError, NotInMemoryError, PartitionLog, as_remote
 from herd.log.batch import LOG_OVERHEAD, parse_header, peek_prefix
 from herd.log.compaction import DEFAULT_DELETE_RETENTION_MS
 from herd.runtime.batches import read_batches
@@ -352,14 +352,21 @@ class ShardRuntime(Generic[S]):
         self.compactor.poll()
 
     async def _replay_log(self) -> None:
-        if self.log.remote:
-            await self._replay_remote_log()
-            return
+        """Replay the log from its start, reading what it holds in memory (a segment log: the page cache); a log
+        that does not hold the rest says so (NotInMemoryError: a remote log, whose batches are in its database),
+        and the rest is read from its store (`_replay_stored`)."""
+        # its open transactions and epochs, which its last stable offset (and so compaction's limit) and the
+        # producer epochs of its appends depend on (nothing to do for a segment log, read with its files)
+        await self.log.load_transactions()
         machine = self.machine
         replay = machine.load_batch
         offset = self.log.log_start_offset
         while offset < self.log.log_end_offset and machine.state is ShardState.LOADING:
-            data = self.log.read(offset, LOAD_CHUNK_BYTES)
+            try:
+                data = self.log.read(offset, LOAD_CHUNK_BYTES)
+            except NotInMemoryError:
+                await self._replay_stored(offset)
+                return
             start = offset
             for batch in read_batches(data):
                 replay(batch)
@@ -368,18 +375,15 @@ class ShardRuntime(Generic[S]):
                 raise ValueError(f"no batch readable at offset {offset}")
             await asyncio.sleep(0)
 
-    async def _replay_remote_log(self) -> None:
-        """A log in the database (cluster mode) is read with `read_async`, in larger chunks, and the next chunk
-        is already on its way while one is replayed, so the database's work and the replay overlap. A
-        compacted log may end in a gap (its last batches emptied): the reads then come back empty."""
-        partition_log: RemotePartitionLog = self.log  # type: ignore[assignment]
+    async def _replay_stored(self, offset: int) -> None:
+        """The rest of the replay from `offset`, for a log whose batches are in a database (cluster mode): read
+        with `read_async`, in larger chunks, and the next chunk is already on its way while one is replayed, so
+        the database's work and the replay overlap. A compacted log may end in a gap (its last batches emptied):
+        the reads then come back empty."""
+        partition_log = as_remote(self.log)
         machine = self.machine
         replay = machine.load_batch
-        load_transactions = getattr(partition_log, "load_transactions", None)
-        if load_transactions is not None:  # its open transactions and epochs, which its last stable offset (and so
-            await load_transactions()  # compaction's limit) and the producer epochs of its appends depend on
         end = partition_log.log_end_offset
-        offset = partition_log.log_start_offset
         reading = (
             self._loop.create_task(partition_log.read_async(offset, REMOTE_LOAD_CHUNK_BYTES)) if offset < end else None
         )

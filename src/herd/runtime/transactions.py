@@ -157,7 +157,7 @@ class TransactionRuntime:
         if topic is not None:  # made by another node: placement needs its partition count
             self._host.num_partitions = len(topic.partitions)
             return True
-        if not self._cluster.shared:
+        if not self._cluster.places_partitions:  # one node: it leads every partition of the topic it makes
             self._host.start()
         elif self._creating is None:
             self._creating = asyncio.get_running_loop().create_task(self._create_shared())
@@ -386,8 +386,8 @@ async def write_marker(
             marker.coordinator_epoch,
             now_ms,
         )
-        if partition.remote:
-            await as_remote(partition).wait_durable(appended.last_offset + 1)
+        if appended.durable_end is not None:  # the log commits it itself (a database): acknowledged once committed
+            await as_remote(partition).wait_durable(appended.durable_end)
         else:
             partition.maybe_flush(now_ms)  # as durable as the data it commits: log.flush.* (see the module doc)
     except NotLeaderError as error:

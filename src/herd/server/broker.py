@@ -135,6 +135,8 @@ class Broker:
     def nodes(self, listener: str | None = None) -> list[Node]:
         """The live nodes, by id, with their addresses on `listener` (a node without that listener is left out, as
         Kafka does); without one, on the inter-broker listener."""
+        # mode test kept (tests/unit/server/test_one_seam.py): only a shared cluster knows other nodes; a single
+        # node's one address is the broker's own listeners, which the metadata side (herd.cluster) never sees
         if self.cluster.shared:
             return self.cluster.nodes(listener or self.inter_broker_listener)
         return [self._own(listener)]
@@ -142,7 +144,7 @@ class Broker:
     def node(self, node_id: int, listener: str | None = None) -> Node | None:
         """Node `node_id` with its address on `listener` (see `nodes`), or None when it is not live (or has no such
         listener)."""
-        if self.cluster.shared:
+        if self.cluster.shared:  # mode test kept: as in `nodes`
             return self.cluster.node(node_id, listener or self.inter_broker_listener)
         return self._own(listener) if node_id == self.node_id else None
 

@@ -274,6 +274,8 @@ async def get_group(request: web.Request) -> web.Response:
     try:
         detail = await views.group_detail(broker, group_id)
     except views.NotHere:
+        # mode test kept (tests/unit/server/test_one_seam.py): only a cluster has another node to ask, and a
+        # single node's answer (this 503 and its text) stays as it is
         if _local_scope(request) or not broker.cluster.shared:
             return _error(
                 503,

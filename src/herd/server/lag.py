@@ -8,7 +8,7 @@ list): ask its coordinator.
 The end offset is the high watermark a Fetch is answered with: a partition this node holds (every partition on
 a single node; in cluster mode those it leads) gives its log's end offset at once. In cluster mode a partition
 another node leads is read from `herd_partitions.log_end_offset` in PostgreSQL (the end of what is committed
-there, which is its leader's high watermark), all partitions in one query (`herd.cluster.shared.read_end_offsets`)
+there, which is its leader's high watermark), all partitions in one query (the cluster's `stored_end_offsets`)
 whose answer is kept for up to `CACHE_S` and shared by concurrent callers, so a scrape every second costs one
 query a second whatever the number of groups. A partition whose end offset is unknown (its topic was deleted, the
 database could not be read yet) has `end_offset` and `lag` None; while the database cannot be read the last
@@ -161,8 +161,6 @@ _caches: weakref.WeakKeyDictionary[Any, _Cache] = weakref.WeakKeyDictionary()
 async def _stored_end_offsets(cluster: Any) -> dict[tuple[str, int], int]:
     """Every partition's end offset in PostgreSQL, read at most once per CACHE_S (concurrent callers share the
     read); the last values read when the database cannot be read now."""
-    from herd.cluster.shared import read_end_offsets  # cluster mode only: an embedded node never loads psycopg
-
     cache = _caches.get(cluster)
     if cache is None:
         cache = _caches[cluster] = _Cache()
@@ -170,7 +168,7 @@ async def _stored_end_offsets(cluster: Any) -> dict[tuple[str, int], int]:
     if loop.time() - cache.at < CACHE_S:
         return cache.values
     if cache.reading is None:
-        cache.reading = loop.create_task(read_end_offsets(cluster))
+        cache.reading = loop.create_task(cluster.stored_end_offsets())
     reading = cache.reading
     try:
         values = await asyncio.shield(reading)

@@ -81,6 +81,9 @@ def _integer(body: dict[str, Any], name: str, *, required: bool = False) -> int 
 async def move(broker: Broker, request: MoveRequest) -> dict[str, Any]:
     """Carry the move out on `broker` (cluster or embedded mode); the answer's JSON. Raises MoveError."""
     topic, partition = _target(broker, request)
+    # mode test kept (tests/unit/server/test_one_seam.py): the two moves are different operations, not one done
+    # two ways: a cluster moves a partition's leadership to another node (the controller, in PostgreSQL), a single
+    # node unloads and reloads its own coordinator partition with an unavailable window (fault injection)
     if broker.cluster.shared:
         if request.unavailable_ms:  # 0, the default, is what a cluster's move gives
             raise MoveError(

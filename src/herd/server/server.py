@@ -271,7 +271,7 @@ class Server:
                         partition.maybe_flush(now)
 
     async def _recovery_loop(self) -> None:
-        """Reopen data partitions that failed on a disk error (`recover`), each after its backoff; a failed
+        """Resume data partitions that failed on a disk or database error (`resume`), each after its backoff; a failed
         attempt is logged when a streak of them starts (the partition logged its failure itself)."""
         backoff = Backoff(
             self.config.get("herd.log.recovery.backoff.ms"), self.config.get("herd.log.recovery.backoff.max.ms")
@@ -290,14 +290,9 @@ class Server:
                     if failure is None or failure == "closed" or not backoff.due(key, now):
                         continue
                     try:
-                        if partition.remote:  # the database failed under it: read its state again, and
-                            # its producers' (what the failed commit stored, if anything, is only known there)
-                            await as_remote(partition).reload()
-                            if topic.partitions[index] is not partition:
-                                continue  # given up while it reloaded: the state is the next leader's to rebuild
-                            await self.broker.producers.rebuild(as_remote(partition), self.broker.now_ms)
-                        else:
-                            partition.recover()  # logs its success, restores its producers' state
+                        # its files reopened, or its database's state read again; its producers' state with it
+                        # (NotLeaderError if it was given up meanwhile: the next leader's to rebuild)
+                        await partition.resume()
                         backoff.succeeded(key)
                     except LogError as error:
                         if backoff.failed(key, now):

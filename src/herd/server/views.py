@@ -58,6 +58,9 @@ def coordinator_node(broker: Broker, group_id: str) -> int | None:
     runtime = broker.coordinator
     if runtime is None or not runtime.num_partitions:
         return None
+    # mode test kept (tests/unit/server/test_one_seam.py): a single node's `leader` is itself for every
+    # partition, but its coordinator may have unloaded one (a move on demand, fault injection): what it hosts is
+    # its runtime's to say; a cluster node reads the partition's leader, which may be another node
     if not broker.cluster.shared:
         return broker.node_id if runtime.hosts(group_id) else None
     leader, _ = broker.cluster.leader(runtime.topic, runtime.partition_for(group_id))

@@ -225,6 +225,7 @@ class PgPartitionLog:
     """A `RemotePartitionLog` over PostgreSQL; see the module docstring. Open it with `PgLogStore.open_partition`."""
 
     remote = True
+    commits_itself = True  # `wait_durable`: the commit task stores what is appended
 
     def __init__(self, store: PgLogStore, topic: str, partition: int, config: LogConfig, *, pid: int,
                  leader_epoch: int, log_start_offset: int, log_end_offset: int) -> None:  # fmt: skip
@@ -354,13 +355,14 @@ class PgPartitionLog:
         appends; herd.log.producer_state `rebuild` awaits it): per producer that wrote transactional batches among
         the most recent PRODUCER_SCAN_BATCHES, its latest epoch, its last marker's coordinator epoch and the
         transaction it has open, if any (a transaction open since before those batches is not found). Raises
-        KafkaStorageError or NotLeaderError."""
+        KafkaStorageError or NotLeaderError (also when the log was let go while it read: nothing is restored)."""
         self._check_leading()
         start, end = self._log_start, self._committed
         rows = await self._run(
             sql.TRANSACTIONS, {"pid": self.pid, "end": end, "start": start, "scan": PRODUCER_SCAN_BATCHES}
         )
         stored = await self._run(sql.LAST_ABORT, {"pid": self.pid}, binary=False)
+        self._check_still_led()  # a rebuild from a log let go meanwhile restores nothing (`resume`)
         self._stored_aborts_end = start if stored[0][0] is None else int(stored[0][0]) + 1
         entries = []
         for producer_id, epoch, first_open, marker in rows:
@@ -588,8 +590,8 @@ class PgPartitionLog:
         if self._commit_task is not None:
             await asyncio.gather(self._commit_task, return_exceptions=True)
         rows = await self._run(sql.PARTITION, (self.pid,), binary=False)
-        if self._failed in (NOT_LEADER, CLOSED) or not self._accepting:  # let go while it waited (the lease ran
-            raise self._not_leader()  # out during an outage): it stays closed, another log leads it if any
+        self._check_still_led()  # let go while it waited (the lease ran out during an outage): it stays closed,
+        # another log leads it if any
         row = rows[0] if rows else None
         if row is None or row[0] != self._store.node_id or row[1] != self.leader_epoch:
             self._failed = NOT_LEADER
@@ -606,9 +608,36 @@ class PgPartitionLog:
         self._failed = None
         log.warning("%s: reloaded from the database, offsets %d to %d", self._name, self._log_start, self._committed)
 
+    async def resume(self) -> None:
+        """PartitionLog.resume: `reload`, then the producers' state rebuilt from the stored batches (what a failed
+        commit stored, if anything, is only known there), the partition taking no client append meanwhile. A log
+        let go while this waited for the database raises NotLeaderError, before its state is restored (`reload`
+        checks it, and `load_transactions` once the rows are read), so the state of a partition this node took
+        back meanwhile is never overwritten from it (issue 30). A rebuild that fails on a database error leaves the
+        log failed, so that the next `resume` reloads and rebuilds again: taking client appends without its
+        producers' state, the partition would accept any sequence, and append again a retry of a batch already
+        stored (as herd.server.node retries the rebuild of a partition it takes over)."""
+        if self._failed is None:
+            return
+        await self.reload()
+        if self.producers is None:
+            return
+        try:
+            await self.producers.rebuild(self, self.producers.clock)
+        except KafkaStorageError as error:
+            if self._failed is None:
+                self._failed = f"database error: the producers' state was not loaded ({error})"
+                self._fail_waiters(KafkaStorageError(f"{self._name}: the producers' state was not loaded"))
+            raise
+
+    def _check_still_led(self) -> None:
+        """After an await: raises NotLeaderError if the log was closed, or its closing begun, meanwhile."""
+        if self._failed in (NOT_LEADER, CLOSED) or not self._accepting:
+            raise self._not_leader()
+
     def recover(self) -> None:
         """The sync form of recovery has nothing to reopen: raises KafkaStorageError while the log is failed
-        (the runtime awaits `reload()`)."""
+        (the runtime awaits `resume()`)."""
         if self._failed is not None and self._failed not in (NOT_LEADER, CLOSED):
             raise KafkaStorageError(f"{self._name}: reload() it: {self._failed}")
 

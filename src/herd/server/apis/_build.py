@@ -53,9 +53,9 @@ __all__ = ["Builder", "builder", "ctx_builder", "make", "ms"]
 
 
 class LaterAnswers:
-    """Answers of a response that wait for the database (cluster mode): `add` keeps each one's place in its list
-    of answers, and `respond(response)` is the response itself when none waits, else a coroutine of it that puts
-    each answer in its place first."""
+    """Answers of a response that wait for the log (a remote log's database, or OffsetForLeaderEpoch's history):
+    `add` keeps each one's place in its list of answers, and `respond(response)` is the response itself when none
+    waits, else a coroutine of it that puts each answer in its place first."""
 
     __slots__ = ("_pending",)
 

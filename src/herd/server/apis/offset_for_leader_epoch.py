@@ -10,7 +10,8 @@ asked for and the offset where the next epoch began, or the high watermark for t
 its log end offset, which on herd's leader is the committed end: nothing above it is ever read), as Kafka's
 leader-epoch cache does (`herd.log.api.end_offset_for_epoch`). A single node leads every partition at epoch 0
 from offset 0; in cluster mode every leadership change starts an epoch at the log end offset of the moment
-(herd.log.postgres.schema), read from PostgreSQL on the first request to the leader. A partition another node
+(herd.log.postgres.schema), read from PostgreSQL on the first request to the leader. Either way the log gives
+its history (`herd.log.api.PartitionLog.epoch_history`), and the answer waits for it. A partition another node
 leads gets NOT_LEADER_OR_FOLLOWER; a current leader epoch older than the leader's FENCED_LEADER_EPOCH, a newer
 one UNKNOWN_LEADER_EPOCH (-1: not checked). herd has no follower replicas: a request with a replica id is
 answered as a consumer's.
@@ -26,7 +27,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.log.api import SINGLE_NODE_EPOCHS, LogError, PartitionLog, as_remote, end_offset_for_epoch
+from herd.log.api import LogError, PartitionLog, end_offset_for_epoch
 from herd.server.apis._authorize import CLUSTER_ACTION, DESCRIBE, authorized_cluster, topic_denied
 from herd.server.apis._build import Builder, LaterAnswers, ctx_builder
 from herd.server.apis._topics import led_partition, resolve_topic
@@ -39,7 +40,7 @@ MAX_VERSION = 4
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     b = ctx_builder(ctx)
-    later = LaterAnswers()  # cluster mode: the epoch history is read from PostgreSQL
+    later = LaterAnswers()  # the epoch history, which a remote log reads from its database
     topics = []
     # KafkaApis: everything with CLUSTER_ACTION on the cluster (the brokers'), else DESCRIBE on each topic
     checked = ctx.broker.authorizer is not None and not authorized_cluster(ctx, CLUSTER_ACTION)
@@ -52,18 +53,15 @@ def handle(ctx: RequestContext, request: Any) -> Any:
             log = led_partition(topic, topic_error, p.partition, p.current_leader_epoch)
             if isinstance(log, ErrorCode):
                 answers.append(_answer(b, p.partition, log))
-            elif log.remote:
-                later.add(answers, _remote_answer(b, p.partition, log, p.leader_epoch))
             else:
-                epoch, end = end_offset_for_epoch(SINGLE_NODE_EPOCHS, p.leader_epoch, log.log_end_offset)
-                answers.append(_answer(b, p.partition, ErrorCode.none, epoch, end))
+                later.add(answers, _epoch_answer(b, p.partition, log, p.leader_epoch))
         topics.append(b("OffsetForLeaderTopicResult", topic=entry.topic, partitions=answers))
     return later.respond(b.response(throttle_time=0, topics=tuple(topics)))
 
 
-async def _remote_answer(b: Builder, index: int, log: PartitionLog, requested: int) -> Any:
+async def _epoch_answer(b: Builder, index: int, log: PartitionLog, requested: int) -> Any:
     try:
-        history = await as_remote(log).epoch_history()
+        history = await log.epoch_history()
     except LogError as e:  # NOT_LEADER_OR_FOLLOWER if it moved meanwhile, KAFKA_STORAGE_ERROR
         return _answer(b, index, ErrorCode(e.error_code))
     epoch, end = end_offset_for_epoch(history, requested, log.log_end_offset)

@@ -32,6 +32,7 @@ from herd.log.api import (
 from herd.log.batch import iter_headers
 from herd.log.fs import MemoryFileSystem
 from herd.log.postgres import schema
+from herd.log.postgres import sql as statements
 from herd.log.postgres.db import open_pool
 from herd.log.postgres.store import MAX_COMMIT_BYTES, NotInMemoryError, PgLogStore, PgPartitionLog
 from herd.log.producer_state import ProducerStates
@@ -452,6 +453,114 @@ def test_a_reload_that_waited_for_the_database_while_the_log_was_closed_does_not
             assert log.failure == "closed"
             with pytest.raises(NotLeaderError):
                 await log.producer_state()
+
+    run(main)
+
+
+def test_resume_reloads_a_failed_log_and_rebuilds_its_producers_but_not_from_a_log_let_go_meanwhile(pg_url):
+    """`resume` (the server's and the runtime's one recovery call, PartitionLog.resume) reloads a log whose commit
+    failed and rebuilds its producers' state from the stored batches; a log let go while the rebuild read them
+    (the node's lease ran out: it may take the partition back with a new log, which rebuilds its own state)
+    raises NotLeaderError and restores nothing, so the new log's state is never overwritten (issue 30)."""
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        producers = ProducerStates(clock=lambda: NOW)  # the batches' timestamps: not expired
+        async with store_on(pg_url) as store:
+            store.producers = producers
+            for let_go in (False, True):
+                log = open_log(store, pg_url, pid)
+                end = log.log_end_offset
+                await append(log, batch([b"a"], producer=(7, 0, end)))
+                sql(
+                    pg_url,
+                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND pid <> pg_backend_pid()",
+                )
+                result = log.append(batch([b"lost"]), NOW)
+                with pytest.raises(KafkaStorageError):
+                    await log.wait_durable(result.last_offset + 1)
+                producers.restore("t", 0, [], now_ms=NOW)  # what a new log of the partition would have restored
+                reading, answers = asyncio.Event(), asyncio.Event()
+                run = log._run
+
+                async def once_the_database_answers(statement, *args, **kwargs):  # type: ignore[no-untyped-def]
+                    if statement is statements.PRODUCERS and not reading.is_set():
+                        reading.set()
+                        await answers.wait()
+                    for _ in range(10):  # the pool replaces its dead connections
+                        try:
+                            return await run(statement, *args, **kwargs)
+                        except KafkaStorageError:
+                            await asyncio.sleep(0.1)
+                    return await run(statement, *args, **kwargs)
+
+                log._run = once_the_database_answers  # type: ignore[method-assign]
+                resuming = asyncio.ensure_future(log.resume())
+                await reading.wait()
+                assert producers.restoring  # no client append while the state is read
+                if not let_go:
+                    answers.set()
+                    await resuming
+                    assert log.failure is None
+                    assert [(b.producer_id, b.base_sequence) for b in producers.batches("t", 0)] == [(7, end)]
+                    await store.close_partition(log, flush=False)
+                    continue
+                closing = asyncio.ensure_future(store.close_partition(log, flush=False))
+                await asyncio.sleep(0)  # its closing begins
+                answers.set()
+                with pytest.raises(NotLeaderError):
+                    await resuming
+                await closing
+                assert producers.batches("t", 0) == [] and not producers.restoring
+
+    run(main)
+
+
+def test_resume_whose_producer_state_cannot_be_read_leaves_the_log_failed_until_the_next_resume(pg_url):
+    """A reload that succeeds and a rebuild that fails on a database error: the log stays failed (a client's append
+    refused, retriable) instead of taking appends without its producers' state; the next resume goes on."""
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        producers = ProducerStates(clock=lambda: NOW)
+        async with store_on(pg_url) as store:
+            store.producers = producers
+            log = open_log(store, pg_url, pid)
+            await append(log, batch([b"a"], producer=(7, 0, 0)))
+            sql(
+                pg_url,
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                "WHERE datname = current_database() AND pid <> pg_backend_pid()",
+            )
+            result = log.append(batch([b"lost"]), NOW)
+            with pytest.raises(KafkaStorageError):
+                await log.wait_durable(result.last_offset + 1)
+            run = log._run
+            refused = []
+
+            async def producers_unreadable_once(statement, *args, **kwargs):  # type: ignore[no-untyped-def]
+                if statement is statements.PRODUCERS and not refused:
+                    refused.append(statement)
+                    raise KafkaStorageError("t-0: the connection is closed")
+                for _ in range(10):  # the pool replaces its dead connections
+                    try:
+                        return await run(statement, *args, **kwargs)
+                    except KafkaStorageError:
+                        await asyncio.sleep(0.1)
+                return await run(statement, *args, **kwargs)
+
+            log._run = producers_unreadable_once  # type: ignore[method-assign]
+            with pytest.raises(KafkaStorageError):
+                await log.resume()
+            assert log.failure is not None and log.failure.startswith("database error")
+            assert not producers.restoring
+            with pytest.raises(KafkaStorageError):
+                log.append(idempotent_batch(7, 0, 0, 1), NOW, client=True)  # a retry: not appended again
+            await log.resume()
+            assert log.failure is None
+            retry = log.append(idempotent_batch(7, 0, 0, 1), NOW, client=True)
+            assert (retry.base_offset, log.next_offset) == (0, 1)  # the stored batch, recognised
 
     run(main)
 
