@@ -12,7 +12,9 @@ during M of them (every other run from the second, then the rest). `--fresh` run
 up the clone's virtual environment; pytest's own time is noted beside it). The table lists each
 test that failed in some run: in how many of the runs that ran it, its mean and longest duration, and the first
 line of each distinct failure with how often it occurred; then how each run ended (its exit status and time, or
-that it left no report because pytest itself failed). The exit status is 1 when anything failed, 0 otherwise.
+that it left no report because pytest itself failed). `--report FILE` also writes it to FILE, after each run as far
+as the soak got, so a soak stopped early still leaves its table. The exit status is 1 when anything failed, 0
+otherwise.
 """
 
 from __future__ import annotations
@@ -252,6 +254,8 @@ def main(argv: list[str]) -> int:
             else:
                 crashed = True
                 notes.append(f"run {run} ({how}): exit {code}, {took:.0f} s, no report (pytest itself failed)")
+            if options.report is not None:  # so far, in case the soak is stopped before its end
+                options.report.write_text(render(rows(outcomes), run, notes))
 
     table = rows(outcomes)
     report = render(table, options.runs, notes)
