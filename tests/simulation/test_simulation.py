@@ -45,12 +45,18 @@ def test_ten_thousand_schedules() -> None:
 
 
 @pytest.mark.parametrize(
-    ("seed", "size"), [(223, "ci"), (660, "ci"), (90820, "soak"), (11108, "ci"), (401216048, "ci")]
+    ("seed", "size"),
+    [(223, "ci"), (660, "ci"), (90820, "soak"), (11108, "ci"), (401216048, "ci"), (375820957, "ci")],
 )
 def test_the_seeds_that_found_bugs_hold_every_invariant(seed: int, size: str) -> None:
     """Regression seeds of the two bugs the simulator found (issue 15): 223, 660 and 90820 refuse the write of a
     group that has just become Empty (the shard now reloads); 11108 and 401216048 put a cooperative-sticky static
-    member back before it handed its partitions over (herd's client now rejoins)."""
+    member back before it handed its partitions over (herd's client now rejoins). And of one bug of the simulator
+    (issue 30): 375820957 removes a static member (admin LeaveGroup) while its SyncGroup is parked, which no one
+    ever answers (as in Kafka's removeCurrentMemberFromClassicGroup); the simulated member waited 30 s for its
+    heartbeats' answers, queued behind that SyncGroup, where herd's client gives the connection up after a
+    session timeout (herd.client.group.request_timeout_ms, which the simulator now uses), and missed the next
+    generation's sync phase while healthy."""
     Simulation(seed, size=size).run()
 
 
