@@ -4,11 +4,11 @@
 0.5-6 s fault phase, then convergence) on a pool of 2 processes, from a random first seed (HERD_SIM_FIRST
 fixes it). Wall-time budget: 30 s for this module on a quiet 2-core machine: a schedule takes about 4 ms of
 one core (255 schedules/s on one process, `./dev simulate --schedules 2000 --jobs 1`, median of 3, on the
-dev machine), so the 10,000 take about 20 s on two processes, plus about 1 s to spawn them; the rest of the
-module takes about 1 s. The test does not assert on time, and its wall time grows with whatever else runs on
-the cores: 137 s in a suite run whose other worker and other processes shared them (issue 30). It fails if
-fewer than 10,000 schedules ran or any invariant broke, and prints each failing seed's replay command
-(`./dev simulate --seed N`).
+dev machine), so the 10,000 take about 20 s on two processes (19.9 s, spawning them included, measured
+under the test lock); the rest of the module takes well under 1 s. The test does not assert on time, and
+its wall time grows with whatever else runs on the cores: 137 s in a suite run whose other worker and other
+processes shared them (issue 30). It fails if fewer than 10,000 schedules ran or any invariant broke, and
+prints each failing seed's replay command (`./dev simulate --seed N`).
 """
 
 from __future__ import annotations
