@@ -171,7 +171,8 @@ class Checker(Observer):
         self.rebalances = 0
         self.causes: dict[str, int] = {}
         self.version = 0  # bumped by whatever may change the coordinator's state; `step` skips if unchanged
-        self._checked = -1
+        self._checked: object = -1
+        self._projections: dict[str, Projection | None] = {}  # the shadow's, until the next durable batch
 
     def fail(self, message: str | None) -> None:
         if message is not None:
@@ -180,20 +181,23 @@ class Checker(Observer):
     # -- runtime hooks ---------------------------------------------------------------------------------
 
     def core_call(self, shard: GroupCoordinatorShard, kind: str, detail: object) -> Callable[[], None]:
-        before = {g: shard.rebalance_history(g) for g in self.sim.group_ids}
+        # A history only appends (dropping its oldest) or is replaced whole: it has new entries iff its last
+        # entry is another object, and they are the ones after the old last (all of them if that is gone).
+        last = shard.history.last
+        group_ids = self.sim.group_ids
+        before = [last(g) for g in group_ids]
         facts = _join_facts(shard, detail) if kind == "join_group" else None
 
         def after() -> None:
             if kind != "heartbeat":
                 self.version += 1  # a heartbeat moves a session deadline, nothing the checks read
-            for group_id in self.sim.group_ids:
-                old = before[group_id]
-                history = shard.rebalance_history(group_id)
-                if len(old) == len(history) and (not old or old[-1] is history[-1]):
+            for group_id, old in zip(group_ids, before, strict=True):
+                if last(group_id) is old:
                     continue
-                for i, entry in enumerate(history):
-                    if any(entry is o for o in old):
-                        continue
+                history = shard.rebalance_history(group_id)
+                start = next((i + 1 for i in range(len(history) - 1, -1, -1) if history[i] is old), 0)
+                for i in range(start, len(history)):
+                    entry = history[i]
                     self.rebalances += 1
                     self.causes[entry.cause] = self.causes.get(entry.cause, 0) + 1
                     allowed = self.sim.explained_causes(kind, detail, facts, entry, history[i - 1] if i else None)
@@ -224,6 +228,7 @@ class Checker(Observer):
     def durable(self, batch: bytes, entries: list[Pending]) -> None:
         index = len(self.sim.host.durable) - 1
         self.version += 1
+        self._projections.clear()
         for _, records in decode_batches(batch):
             self.shadow.replay_loaded_batch(records)
             for key, value in records:
@@ -317,17 +322,26 @@ class Checker(Observer):
             self._idle_checks(shard)
 
     def _idle_checks(self, shard: GroupCoordinatorShard) -> None:
+        offsets: dict[str, dict[tuple[str, int], object]] = {}
         for group_id in self.sim.group_ids:
             live = shard.group(group_id)
             if live is None or live.state in (GroupState.STABLE, GroupState.EMPTY):
-                self.fail(check_projection(group_id, projection(live), projection(self.shadow.group(group_id))))
-            self.fail(
-                check_offsets(group_id, shard.committed_offsets(group_id), self.shadow.committed_offsets(group_id))
-            )
+                self.fail(check_projection(group_id, projection(live), self._replayed(group_id)))
+            offsets[group_id] = shard.committed_offsets(group_id)
+            self.fail(check_offsets(group_id, offsets[group_id], self.shadow.committed_offsets(group_id)))
         for key, (index, offset) in self.acked.items():
             if self.writes[key][-1][0] == index:
-                value = shard.committed_offsets(key[0]).get((key[1], key[2]))
+                group_offsets = offsets.get(key[0])
+                if group_offsets is None:
+                    group_offsets = offsets[key[0]] = shard.committed_offsets(key[0])
+                value = group_offsets.get((key[1], key[2]))
                 self.fail(check_acked_commit(key, offset, getattr(value, "offset", None)))
+
+    def _replayed(self, group_id: str) -> Projection | None:
+        """The shadow's projection of the group; the shadow changes only when a batch becomes durable."""
+        if group_id not in self._projections:
+            self._projections[group_id] = projection(self.shadow.group(group_id))
+        return self._projections[group_id]
 
 
 def _who(member_id: str, instance_id: str | None) -> str:

@@ -7,9 +7,10 @@ cleanly (revokes, and LeaveGroup for a dynamic member), `pause` makes it unrespo
 a slow poll loop: answers and ticks wait), which is how a member misses a join phase or its session.
 
 The member carries out its machine's actions as herd.client.group does: `Send` goes on its connection (with
-a request timeout: the rebalance timeout + 5 s for JoinGroup, 30 s otherwise, after which the connection is
-dropped, as Java's client does), `ComputeAssignment` runs the group protocol's assignor (herd.client.assignors
-through ConsumerGroupProtocol) after a short delay, then `assignment_ready`; `tick` runs at `next_deadline`.
+herd.client.group's request timeouts: the rebalance timeout + 5 s for JoinGroup and SyncGroup, the session
+timeout for a heartbeat, 30 s otherwise, after which the connection is dropped, as Java's client does),
+`ComputeAssignment` runs the group protocol's assignor (herd.client.assignors through ConsumerGroupProtocol)
+after a short delay, then `assignment_ready`; `tick` runs at `next_deadline`.
 While STABLE a member commits offsets for the partitions it holds, with its generation and member id.
 """
 
@@ -20,9 +21,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from herd.client import membership as ms
-from herd.client import membership_messages as mm
 from herd.client.assignors import Cluster
 from herd.client.consumer import ConsumerGroupProtocol, partitions_of
+from herd.client.group import request_timeout_ms
 from herd.client.membership import MembershipConfig, MembershipMachine, MemberState
 from herd.coordinator import requests as rq
 
@@ -194,9 +195,11 @@ class SimMember:
         if self.conn is None or not self.conn.open:
             self.conn = self.sim.network.connect(self)
         out = self.sim.network.send(self.conn, request)
-        timeout = 30_000
-        if isinstance(request, mm.JoinGroupRequest):
-            timeout = max(timeout, request.rebalance_timeout_ms + 5_000)
+        assert self.machine is not None
+        # herd.client.group's timeouts (KafkaClient's request timeout is 30 s): a heartbeat unanswered for a
+        # session timeout gives its connection up, which also frees a connection whose answers wait behind a
+        # SyncGroup the coordinator never answers (a member removed while its SyncGroup was parked: seed 375820957)
+        timeout = request_timeout_ms(request, self.machine.config, 30_000)  # type: ignore[arg-type]
         conn = self.conn
         self.sim.loop.after(timeout, lambda: self._timed_out(conn, out), "request-timeout")
 

@@ -55,7 +55,7 @@ from herd.client.membership_messages import (
 )
 from herd.client.security import ClientSecurity
 
-__all__ = ["Callback", "GroupMember", "MemberState"]
+__all__ = ["Callback", "GroupMember", "MemberState", "request_timeout_ms"]
 
 log = logging.getLogger(__name__)
 
@@ -248,13 +248,7 @@ class GroupMember:
         self._events.put_nowait(lambda: self.machine.receive(request, response))
 
     def _timeout_ms(self, request: MembershipRequest) -> int:
-        """JoinGroup and SyncGroup may be parked for a whole rebalance (Java allows rebalance timeout + 5s);
-        a heartbeat unanswered for a session timeout is useless, so its connection is given up then."""
-        if isinstance(request, (JoinGroupRequest, SyncGroupRequest)):
-            return max(self.client.request_timeout_ms, self.config.rebalance_timeout_ms + 5000)
-        if isinstance(request, HeartbeatRequest):
-            return min(self.client.request_timeout_ms, self.config.session_timeout_ms)
-        return self.client.request_timeout_ms
+        return request_timeout_ms(request, self.config, self.client.request_timeout_ms)
 
     async def _assign(self, action: ComputeAssignment) -> None:
         try:
@@ -279,3 +273,15 @@ class GroupMember:
                 await result
         except Exception:  # a failing callback must not stop the member
             log.exception("group %s: %s callback failed", self.config.group_id, type(action).__name__)
+
+
+def request_timeout_ms(request: MembershipRequest, config: MembershipConfig, default_ms: int) -> int:
+    """How long a member waits for the answer to `request` before it gives its connection up (the client's
+    request timeout is `default_ms`): JoinGroup and SyncGroup may be parked for a whole rebalance (Java allows
+    rebalance timeout + 5s); a heartbeat unanswered for a session timeout is useless, so its connection is
+    given up then. The simulator's members use it too (tests/simulation/members.py)."""
+    if isinstance(request, (JoinGroupRequest, SyncGroupRequest)):
+        return max(default_ms, config.rebalance_timeout_ms + 5000)
+    if isinstance(request, HeartbeatRequest):
+        return min(default_ms, config.session_timeout_ms)
+    return default_ms
