@@ -53,6 +53,10 @@ OFFSETS_TOPIC = "__consumer_offsets"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
 
+# Every HerdBroker this process has spawned, in order: what a test harness shows the logs of when a test fails,
+# and reaps at the end of a session (herd's own tests/conftest.py does both).
+SPAWNED: list[HerdBroker] = []
+
 
 class HerdStartError(RuntimeError):
     """A herd process did not start; the message ends with the last lines of its log."""
@@ -94,6 +98,7 @@ class HerdBroker:
         self._attached = False
         self._bootstrap = ""
         self._http: str | None = None
+        self.spawned_at: float | None = None  # time.monotonic() of the last spawn()
 
     def _defaults(self) -> dict[str, str]:
         defaults = {
@@ -173,6 +178,9 @@ class HerdBroker:
         if self.running:
             raise RuntimeError(f"the broker runs already (pid {self.pid})")
         self.directory.mkdir(parents=True, exist_ok=True)
+        if self.spawned_at is None:
+            SPAWNED.append(self)
+        self.spawned_at = time.monotonic()
         self.proc, self._log_offset = spawn_serve(
             self.overrides, self.log_path, config=self.config, log_level=self.log_level, preexec_fn=self._preexec()
         )
@@ -280,7 +288,7 @@ class HerdBroker:
 
     def __repr__(self) -> str:
         state = "attached" if self._attached else "running" if self.running else "stopped"
-        return f"<HerdBroker {self.bootstrap if self.port else '-'} {state}>"
+        return f"<{type(self).__name__} {self.bootstrap if self.port else '-'} {state}>"
 
 
 def _death_signal() -> Callable[[], None] | None:
