@@ -7,6 +7,7 @@ start's error carrying the whole log, and the parent-death signal only when aske
 
 from __future__ import annotations
 
+import re
 import signal
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +16,7 @@ from herd.cli.localpg import die_with_parent
 from herd.testing.broker import HerdBroker, HerdStartError
 
 START_TIMEOUT_S = 30.0
+_LISTENER = re.compile(r"\bherd listener (\S+) \(\S+\) on \S+:(\d+)")
 
 
 class BrokerProcess(HerdBroker):
@@ -58,6 +60,10 @@ class BrokerProcess(HerdBroker):
     def http(self) -> str:
         """HOST:PORT of the HTTP listener (herd.http.listener)."""
         return f"127.0.0.1:{self.http_port}"
+
+    def listener_ports(self) -> dict[str, int]:
+        """Listener name -> the port it bound (each listener of port 0 gets its own), from this run's log."""
+        return {name: int(port) for name, port in _LISTENER.findall(self.log())}
 
     def start(self, timeout: float = START_TIMEOUT_S) -> BrokerProcess:
         super().start(timeout)

@@ -15,7 +15,6 @@ import base64
 import hashlib
 import hmac
 import os
-import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -41,12 +40,6 @@ USERS = {  # user -> (mechanism, password)
 WRONG = "wrong-password-31337"
 PASSWORDS = ["admin-secret", WRONG] + [password for _, password in USERS.values()]
 FAILED = "Authentication failed during authentication due to invalid credentials with SASL mechanism {}"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def sasl_broker(
@@ -339,9 +332,10 @@ def salted(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes
 
 
 def test_users_made_over_plaintext_log_in_and_survive_a_restart(tmp_path: Path) -> None:
-    port, sasl_port = free_port(), free_port()
+    b = sasl_broker(tmp_path / "b", listeners="SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0")
+    bound = b.listener_ports()  # the ports it chose, kept for the restart
+    port, sasl_port = bound["PLAINTEXT"], bound["SASL_PLAINTEXT"]
     listeners = f"SASL_PLAINTEXT://127.0.0.1:{sasl_port},PLAINTEXT://127.0.0.1:{port}"
-    b = sasl_broker(tmp_path / "b", listeners=listeners)
     try:
         salt = os.urandom(24)
         upsertion = part(
