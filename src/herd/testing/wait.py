@@ -44,7 +44,7 @@ def _message(what: str | Callable[[], str], timeout: float, last: object, error:
 
 
 def wait_until(
-    predicate: Callable[[], _T],
+    predicate: Callable[[], _T | None],
     timeout: float,
     what: str | Callable[[], str],
     *,
@@ -72,7 +72,7 @@ def wait_until(
 
 
 async def wait_until_async(
-    predicate: Callable[[], _T | Awaitable[_T]],
+    predicate: Callable[[], _T | None | Awaitable[_T | None]],
     timeout: float,
     what: str | Callable[[], str],
     *,
