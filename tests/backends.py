@@ -30,7 +30,6 @@ session's PostgreSQL server, which is started only when a cluster is asked for.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -46,6 +45,7 @@ from pgcluster import create_topic_on, database_name, module_id
 from rawkafka import RawClient
 
 from herd.testing import HerdCluster
+from herd.testing.wait import wait_until
 
 BACKENDS = ("embedded", "cluster")
 CLUSTER_NODES = 3
@@ -218,17 +218,8 @@ def _coordinator_loaded(port: int) -> bool:
 
 
 def _wait_for(condition: Callable[[], T], what: str, timeout: float = READY_TIMEOUT_S) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            value = condition()
-        except OSError:  # a node not answering yet
-            value = None
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the cluster was not ready: timed out waiting for {what}")
-        time.sleep(0.05)
+    # OSError: a node not answering yet
+    return wait_until(condition, timeout, f"{what} (the cluster was not ready)", interval=0.05, ignore=(OSError,))
 
 
 def xfail_on_cluster(reason: str, fixture: str) -> Callable[[Any], Any]:

@@ -1,11 +1,19 @@
 """Shared fixtures: real broker processes (tests/brokers.py) on port 0 with real data directories, PostgreSQL
 and herd clusters (tests/pgcluster.py: postgres_server, pg_url, pg_test_url, new_cluster, open_tmp_path),
 the `backend` an embedded-only test names (tests/backends.py), the Hypothesis profiles, and the marks of the test
-lanes (tests/lanes.py: `./dev test -m unit` and the other kinds)."""
+lanes (tests/lanes.py: `./dev test -m unit` and the other kinds).
+
+What every test gets (issue 30 item 2): `rng`, a random.Random seeded from the session's seed (HERD_TEST_SEED,
+or the time; shown in the header and in the report of a failed test that used it), so that a failure can be
+replayed; the last lines of the log of every broker process the test used, in the report of a failed test; and
+every broker process still running at the end of the session killed and reaped.
+"""
 
 from __future__ import annotations
 
 import os
+import random
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,6 +23,8 @@ from brokers import BrokerProcess
 from hypothesis import HealthCheck, settings
 from lanes import kinds
 from pgcluster import new_cluster, open_tmp_path, pg_test_url, pg_url, postgres_server  # noqa: F401 (fixtures)
+
+from herd.testing.broker import SPAWNED
 
 # Property tests: no per-example deadline (the machines are shared and noisy), and in CI a fixed derandomized
 # search so that a run is reproducible; locally every run explores new examples.
@@ -56,6 +66,65 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(kind)
     rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep order
+
+
+SEED_ENV = "HERD_TEST_SEED"
+LOG_TAIL_LINES = 40
+_TEST_STARTED = pytest.StashKey[float]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Set before xdist starts its workers, which inherit the environment: one seed for the whole session.
+    if not os.environ.get(SEED_ENV):
+        os.environ[SEED_ENV] = str(time.time_ns() % (1 << 32))
+
+
+def session_seed() -> str:
+    return os.environ[SEED_ENV]
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return f"herd test seed: {SEED_ENV}={session_seed()} (set it to replay the random values of a run)"
+
+
+@pytest.fixture
+def rng(request: pytest.FixtureRequest) -> random.Random:
+    """This test's random values: seeded by the session's seed and the test's id, so that a run with the same
+    HERD_TEST_SEED gives every test the values it had."""
+    return random.Random(f"{session_seed()}:{request.node.nodeid}")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    item.stash[_TEST_STARTED] = time.monotonic()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    outcome = yield
+    report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
+    if not report.failed:
+        return
+    if "rng" in getattr(item, "fixturenames", ()):
+        report.sections.append(
+            ("herd test seed", f"{SEED_ENV}={session_seed()} (rng: random.Random of it and the test id)")
+        )
+    started = item.stash.get(_TEST_STARTED, 0.0)
+    for broker in SPAWNED:  # what ran during the test: started by it, or running while it ran (module fixtures)
+        if broker.running or (broker.spawned_at or 0.0) >= started:
+            lines = [line for line in broker.log().splitlines() if line.strip()][-LOG_TAIL_LINES:]
+            state = "running" if broker.running else f"exited with {broker.proc.returncode if broker.proc else None}"
+            report.sections.append(
+                (f"herd broker log {broker.log_path} ({state}, last {len(lines)} lines)", "\n".join(lines))
+            )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Reap every broker process a test or fixture left running (each fixture stops its own; this is the net)."""
+    for broker in SPAWNED:
+        if broker.running and broker.proc is not None:
+            broker.proc.kill()
+            broker.proc.wait()
 
 
 @pytest.fixture

@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from herd.testing.wait import wait_until
+
 CLIENTS = ("kafka-python", "confluent", "aiokafka")
 SESSION_MS = 6000
 HEARTBEAT_MS = 300
@@ -69,17 +71,7 @@ def wait_for(
 ) -> T:
     """Poll `condition` until it returns something truthy; fail with `what` after `timeout` seconds. An
     exception of `ignore` counts as not yet (e.g. a client's error while a node is not ready)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            value = condition()
-        except ignore:
-            value = None
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
+    return wait_until(condition, timeout, what, interval=interval, ignore=ignore)
 
 
 def settled(members: list[Member], partitions: int, quiet_s: float = 1.0, timeout: float = 30.0) -> None:

@@ -19,6 +19,8 @@ from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopi
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from rawkafka import RawClient
 
+from herd.testing.wait import wait_until
+
 MiB = 1 << 20
 
 
@@ -196,11 +198,16 @@ def test_connections_over_max_connections_are_closed_and_the_admitted_ones_keep_
     extra = _connect(broker.port)  # accepted by the kernel, closed by the broker at once
     assert not _answers(extra)
     admitted.pop().close()
-    deadline = time.monotonic() + 5
-    while True:  # the broker sees the close a moment later
+
+    def reconnect() -> socket.socket | None:
         again = _connect(broker.port)
-        if _answers(again) or time.monotonic() > deadline:
-            break
+        if _answers(again):
+            return again
+        again.close()
+        return None
+
+    # the broker sees the close a moment later
+    again = wait_until(reconnect, 5, "a new connection to be served after one closed", interval=0)
     assert _answers(again) and all(_answers(s) for s in admitted)
     assert "refusing new connections: the broker has max.connections=4 connections" in broker.log()
     for s in (*admitted, extra, again):

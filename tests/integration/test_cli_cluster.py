@@ -18,6 +18,7 @@ from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from herd.cli.localpg import free_port
+from herd.testing.wait import wait_until
 
 
 def _up(*args: str) -> subprocess.CompletedProcess[str]:
@@ -240,11 +241,8 @@ def test_three_nodes_serve_one_cluster_to_confluent_kafka_and_ctrl_c_stops_it(la
     launcher.expect("Ctrl-C stops the cluster.")
 
     admin = AdminClient({"bootstrap.servers": servers[0]})
-    deadline = time.monotonic() + 10
     # a node learns of one that registered just after it within milliseconds (NOTIFY), not at once
-    while sorted(admin.list_topics(timeout=10).brokers) != [0, 1, 2] and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert sorted(admin.list_topics(timeout=10).brokers) == [0, 1, 2]
+    wait_until(lambda: sorted(admin.list_topics(timeout=10).brokers) == [0, 1, 2], 10, "node 0 to list brokers 0, 1, 2")
     admin.create_topics([NewTopic("spread", num_partitions=6, replication_factor=1)])["spread"].result(30)
     deadline = time.monotonic() + 30
     while True:  # every node learns of the topic

@@ -21,8 +21,9 @@ from clients import confluent_read_all
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from groupmembers import wait_for
+from ports import refused_port
 
-from herd.cli.localpg import LocalPostgres, free_port
+from herd.cli.localpg import LocalPostgres
 from herd.testing import HerdCluster
 
 pytestmark = pytest.mark.timeout(240)
@@ -65,8 +66,8 @@ def _one_line_error(result: subprocess.CompletedProcess[str]) -> str:
 
 
 def test_an_unreachable_database_is_one_line_naming_it_without_the_password(tmp_path: Path) -> None:
-    port = free_port()
-    line = _one_line_error(_serve(f"postgresql://herd:s3cret@127.0.0.1:{port}/herd", tmp_path))
+    with refused_port() as port:
+        line = _one_line_error(_serve(f"postgresql://herd:s3cret@127.0.0.1:{port}/herd", tmp_path))
     assert f"postgresql://herd@127.0.0.1:{port}/herd" in line
     assert "s3cret" not in line
 

@@ -44,6 +44,7 @@ from test_groups_api import part, req
 
 from herd.coordinator.partition import coordinator_partition
 from herd.testing import HerdCluster
+from herd.testing import wait as waiting
 
 COMMIT, FETCH, FIND = 8, 9, 10
 COMMIT_V, FETCH_V, FIND_V = 8, 8, 4
@@ -317,10 +318,7 @@ def coordinating(ports: list[int], groups: list[str], rng: random.Random) -> set
 
 
 def wait_until(condition: Any, what: str, timeout: float = FAILOVER_TIMEOUT_S) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+    waiting.wait_until(condition, timeout, what, interval=0.05)
 
 
 def test_acknowledged_commits_survive_kill_9_of_random_coordinators(new_cluster: HerdCluster,

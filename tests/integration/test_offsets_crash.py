@@ -11,7 +11,6 @@ and remembers the last one acknowledged for each partition. The test kills the b
 from __future__ import annotations
 
 import random
-import socket
 import threading
 import time
 from collections import deque
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 from brokers import BrokerProcess
 from kio.schema.errors import ErrorCode
+from ports import refused_port
 from rawkafka import RawClient
 from test_groups_api import part, req
 
@@ -152,10 +152,8 @@ def test_acknowledged_commits_survive_kill_9_at_random_moments(tmp_path):
 
 def test_the_committer_sees_a_refused_connection_as_the_end(tmp_path):
     """The harness itself: a committer against a port nobody listens on stops at once."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    committer = Committer(port, "g", {p: [] for p in range(PARTITIONS)}, {})
-    committer.start()
-    committer.join(5)
+    with refused_port() as port:
+        committer = Committer(port, "g", {p: [] for p in range(PARTITIONS)}, {})
+        committer.start()
+        committer.join(5)
     assert not committer.is_alive() and committer.answered == 0

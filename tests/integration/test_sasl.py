@@ -14,8 +14,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import os
-import socket
+import random
 import time
 import uuid
 from collections.abc import Iterator
@@ -27,6 +26,8 @@ from brokers import BrokerProcess
 from clients import aiokafka_group_round_trip, confluent_group_round_trip, kafka_python_group_round_trip
 from groupmembers import kafka_python_subscriber
 from rawkafka import RawClient, part, req
+
+from herd.testing.wait import wait_until
 
 JAAS = (
     'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" '
@@ -41,12 +42,6 @@ USERS = {  # user -> (mechanism, password)
 WRONG = "wrong-password-31337"
 PASSWORDS = ["admin-secret", WRONG] + [password for _, password in USERS.values()]
 FAILED = "Authentication failed during authentication due to invalid credentials with SASL mechanism {}"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def sasl_broker(
@@ -175,18 +170,22 @@ def confluent_failure(broker: BrokerProcess, user: str, password: str, mechanism
         "error_cb": lambda e: errors.append(e.str()),
     }
     p = Producer(config)
-    deadline = time.monotonic() + 20
-    while not errors and time.monotonic() < deadline:
+
+    def failed() -> list[str]:
         p.poll(0.2)
-    assert errors, "no authentication error"
+        return errors
+
+    wait_until(failed, 20, "an authentication error from the client's error_cb", interval=0)
     return errors[0]
 
 
 @pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "SCRAM-SHA-256"])
-def test_a_wrong_password_and_an_unknown_user_get_the_same_answer(broker: BrokerProcess, mechanism: str) -> None:
+def test_a_wrong_password_and_an_unknown_user_get_the_same_answer(
+    broker: BrokerProcess, mechanism: str, rng: random.Random
+) -> None:
     user = "alice" if mechanism == "SCRAM-SHA-512" else "bob"
     wrong = confluent_failure(broker, user, WRONG, mechanism)
-    unknown = confluent_failure(broker, "nobody-" + uuid.uuid4().hex[:6], WRONG, mechanism)
+    unknown = confluent_failure(broker, "nobody-" + rng.randbytes(3).hex(), WRONG, mechanism)
     assert FAILED.format(mechanism) in wrong and FAILED.format(mechanism) in unknown
     # the same but for librdkafka's own prefix and timings
     strip = lambda text: text[text.index("SASL authentication error") : text.index(" (after")]  # noqa: E731
@@ -338,12 +337,13 @@ def salted(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes
     return hashlib.pbkdf2_hmac("sha512" if mechanism.endswith("512") else "sha256", password.encode(), salt, iterations)
 
 
-def test_users_made_over_plaintext_log_in_and_survive_a_restart(tmp_path: Path) -> None:
-    port, sasl_port = free_port(), free_port()
+def test_users_made_over_plaintext_log_in_and_survive_a_restart(tmp_path: Path, rng: random.Random) -> None:
+    b = sasl_broker(tmp_path / "b", listeners="SASL_PLAINTEXT://127.0.0.1:0,PLAINTEXT://127.0.0.1:0")
+    bound = b.listener_ports()  # the ports it chose, kept for the restart
+    port, sasl_port = bound["PLAINTEXT"], bound["SASL_PLAINTEXT"]
     listeners = f"SASL_PLAINTEXT://127.0.0.1:{sasl_port},PLAINTEXT://127.0.0.1:{port}"
-    b = sasl_broker(tmp_path / "b", listeners=listeners)
     try:
-        salt = os.urandom(24)
+        salt = rng.randbytes(24)
         upsertion = part(
             51,
             0,
@@ -425,13 +425,13 @@ def scram_login(client: RawClient, user: str, password: str, mechanism: str = "S
     return client.request(36, 2, req(36, 2, auth_bytes=f"{without_proof},p={proof}".encode()))
 
 
-def test_cluster_nodes_share_the_credentials(new_cluster) -> None:  # type: ignore[no-untyped-def]
+def test_cluster_nodes_share_the_credentials(new_cluster, rng: random.Random) -> None:  # type: ignore[no-untyped-def]
     new_cluster.overrides.update(
         {"listeners": "SASL_PLAINTEXT://127.0.0.1:0", "listener.name.sasl_plaintext.plain.sasl.jaas.config": JAAS}
     )
     cluster = new_cluster.start(nodes=2, balanced=False)
     first, second = cluster.nodes
-    salt = os.urandom(16)
+    salt = rng.randbytes(16)
     upsertion = part(
         51,
         0,
@@ -446,14 +446,13 @@ def test_cluster_nodes_share_the_credentials(new_cluster) -> None:  # type: igno
         assert plain_login(client, "admin", "admin-secret").error_code == 0
         answer = client.request(51, 0, req(51, 0, deletions=(), upsertions=(upsertion,)))
         assert [(r.user, r.error_code) for r in answer.results] == [("erin", 0)]
-    deadline = time.monotonic() + 20  # the other node follows on the NOTIFY
-    while True:
+
+    def erin_logs_in() -> bool:
         with RawClient(second.port) as client:
-            answer = scram_login(client, "erin", "erin-pw")
-            if answer.error_code == 0 or time.monotonic() > deadline:
-                break
-        time.sleep(0.2)
-    assert answer.error_code == 0
+            return scram_login(client, "erin", "erin-pw").error_code == 0
+
+    # the other node follows on the NOTIFY
+    wait_until(erin_logs_in, 20, "erin's SCRAM login to succeed on the other node", interval=0.2)
     with RawClient(second.port) as client:
         assert scram_login(client, "erin", "wrong").error_code == 58
     # a node forwards a group's configs request to the group's coordinator, logging in there with the JAAS
@@ -477,12 +476,11 @@ def test_cluster_nodes_share_the_credentials(new_cluster) -> None:  # type: igno
             req(51, 0, deletions=(part(51, 0, "ScramCredentialDeletion", name="erin", mechanism=2),), upsertions=()),
         )
         assert answer.results[0].error_code == 0
-    deadline = time.monotonic() + 20
-    while True:
+
+    def no_users() -> bool:
         with RawClient(first.port) as client:
             assert plain_login(client, "admin", "admin-secret").error_code == 0
             described = client.request(50, 0, req(50, 0, users=None))
-        if not described.results or time.monotonic() > deadline:
-            break
-        time.sleep(0.2)
-    assert list(described.results) == []
+        return list(described.results) == []
+
+    wait_until(no_users, 20, "DescribeUserScramCredentials to list no user", interval=0.2)

@@ -40,6 +40,7 @@ from herd.log.api import LogConfig
 from herd.log.postgres.db import open_pool
 from herd.log.postgres.errors import MetadataWriteError
 from herd.log.postgres.schema import migrate
+from herd.testing.wait import wait_until_async
 
 SRC = str(Path(__file__).resolve().parents[2] / "src")
 _sequence = itertools.count()
@@ -176,10 +177,7 @@ def run(db: str, test: Callable[[Nodes], Awaitable[None]]) -> None:
 async def eventually(check: Callable[[], bool], timeout: float = 10.0, what: str = "") -> float:
     """Wait until `check()` holds; returns how long it took."""
     started = time.monotonic()
-    while not check():
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"not within {timeout} s: {what or check}")
-        await asyncio.sleep(0.01)
+    await wait_until_async(check, timeout, what or repr(check), interval=0.01)
     return time.monotonic() - started
 
 

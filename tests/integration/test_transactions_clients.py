@@ -22,6 +22,7 @@ from brokers import BrokerProcess
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from groupmembers import committed_offsets
+from processes import reaped
 
 WORKER = Path(__file__).with_name("eos_worker.py")
 PARTITIONS = 3
@@ -117,15 +118,15 @@ def test_consume_transform_produce_is_exactly_once_through_sigkills_of_the_worke
     rng = random.Random(17)
     progress = []
     for _ in range(3):
-        worker = subprocess.Popen(command, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.9, 1.6))  # it is somewhere in its loop: mid-transaction, or between two
-        worker.send_signal(signal.SIGKILL)
-        worker.wait(10)
+        with reaped(subprocess.Popen(command, stderr=subprocess.DEVNULL)) as worker:
+            time.sleep(rng.uniform(0.9, 1.6))  # it is somewhere in its loop: mid-transaction, or between two
+            worker.send_signal(signal.SIGKILL)
+            worker.wait(10)
         progress.append(stable_progress(broker.bootstrap, group, source))
     print("committed input offsets after each kill:", progress)
     assert 0 < progress[-1] < count, progress  # the kills came while there was work left
-    worker = subprocess.Popen(command, stderr=subprocess.PIPE)
-    _, err = worker.communicate(timeout=120)
+    with reaped(subprocess.Popen(command, stderr=subprocess.PIPE)) as worker:
+        _, err = worker.communicate(timeout=120)
     assert worker.returncode == 0, err.decode()[-2000:]
 
     committed = collections.Counter(read_to_end(broker.bootstrap, sink, "read_committed"))
@@ -149,10 +150,10 @@ def test_a_producer_killed_mid_transaction_is_aborted_after_its_timeout(broker):
         "assert p.flush(30) == 0\n"
         "print('sent', flush=True); time.sleep(60)\n"
     )
-    doomed = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)
-    assert doomed.stdout.readline().strip() == b"sent"
-    doomed.send_signal(signal.SIGKILL)
-    doomed.wait(10)
+    with reaped(subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)) as doomed:
+        assert doomed.stdout.readline().strip() == b"sent"
+        doomed.send_signal(signal.SIGKILL)
+        doomed.wait(10)
     produce_plain(broker.bootstrap, topic, 30)  # after the open transaction: held back by the LSO until it ends
 
     start = time.monotonic()

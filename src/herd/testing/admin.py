@@ -15,10 +15,11 @@ from __future__ import annotations
 import asyncio
 import re
 import threading
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, TypeVar
+
+from herd.testing.wait import wait_until_async
 
 if TYPE_CHECKING:
     from herd.client.admin import Admin, GroupDescription
@@ -94,17 +95,17 @@ class HerdAdmin:
         """Wait until `condition(description)` holds; `what` names it in the TimeoutError."""
 
         async def poll(admin: Admin) -> GroupDescription:
-            deadline = time.monotonic() + timeout
-            while True:
-                description = await admin.describe_group(group)
-                if condition(description):
-                    return description
-                if time.monotonic() > deadline:
-                    raise TimeoutError(
-                        f"group {group!r} did not reach {what} within {timeout:g} s: it is "
-                        f"{description.state} with {len(description.members)} members"
-                    )
-                await asyncio.sleep(POLL_S)
+            seen: list[GroupDescription] = []
+
+            async def reached() -> GroupDescription | None:
+                seen[:] = [await admin.describe_group(group)]
+                return seen[0] if condition(seen[0]) else None
+
+            def state() -> str:
+                last = seen[0]
+                return f"group {group!r} to reach {what} (it is {last.state} with {len(last.members)} members)"
+
+            return await wait_until_async(reached, timeout, state, interval=POLL_S)
 
         return self._run(poll, blocking=True)
 

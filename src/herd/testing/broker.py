@@ -36,6 +36,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
+from herd.testing.wait import WaitTimeout, wait_until
+
 if TYPE_CHECKING:
     from herd.cli.localpg import LocalPostgres
     from herd.testing.faults import Faults
@@ -50,6 +52,10 @@ _PG_PREFIX = "herd-testing-pg-"
 OFFSETS_TOPIC = "__consumer_offsets"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 20.0
+
+# Every HerdBroker this process has spawned, in order: what a test harness shows the logs of when a test fails,
+# and reaps at the end of a session (herd's own tests/conftest.py does both).
+SPAWNED: list[HerdBroker] = []
 
 
 class HerdStartError(RuntimeError):
@@ -92,6 +98,7 @@ class HerdBroker:
         self._attached = False
         self._bootstrap = ""
         self._http: str | None = None
+        self.spawned_at: float | None = None  # time.monotonic() of the last spawn()
 
     def _defaults(self) -> dict[str, str]:
         defaults = {
@@ -171,30 +178,47 @@ class HerdBroker:
         if self.running:
             raise RuntimeError(f"the broker runs already (pid {self.pid})")
         self.directory.mkdir(parents=True, exist_ok=True)
+        if self.spawned_at is None:
+            SPAWNED.append(self)
+        self.spawned_at = time.monotonic()
         self.proc, self._log_offset = spawn_serve(
-            self.overrides, self.log_path, config=self.config, log_level=self.log_level, preexec_fn=_death_signal()
+            self.overrides, self.log_path, config=self.config, log_level=self.log_level, preexec_fn=self._preexec()
         )
+
+    def _preexec(self) -> Callable[[], None] | None:
+        """What the child runs before `herd serve`: the parent-death signal (see the module's docstring)."""
+        return _death_signal()
 
     def wait_listening(self, timeout: float = START_TIMEOUT_S) -> HerdBroker:
         """Wait for the listening lines of this run's log (see `start`)."""
         assert self.proc is not None, "spawn() first"
-        deadline = time.monotonic() + timeout
-        while True:
+        proc = self.proc
+
+        def listens() -> bool:
             text = self.log()
             if self._found_ports(text):
-                return self
-            if self.proc.poll() is not None:
-                raise HerdStartError(
-                    f"herd serve exited with code {self.proc.returncode} before listening; "
-                    f"the end of {self.log_path}:\n{_log_tail(text)}"
-                )
-            if time.monotonic() > deadline:
-                self.kill()
-                raise HerdStartError(
-                    f"herd serve did not listen within {timeout:.0f} s (killed); the end of "
-                    f"{self.log_path}:\n{_log_tail(text)}"
-                )
-            time.sleep(_POLL_S)
+                return True
+            if proc.poll() is not None:
+                raise self._exited(text)
+            return False
+
+        try:
+            wait_until(listens, timeout, f"herd serve to listen (log {self.log_path})", interval=_POLL_S)
+        except WaitTimeout:
+            self.kill()
+            raise HerdStartError(
+                f"herd serve did not listen within {timeout:.0f} s (killed); the end of "
+                f"{self.log_path}:\n{_log_tail(self.log())}"
+            ) from None
+        return self
+
+    def _exited(self, text: str) -> Exception:
+        """The error of a process that exited before it listened; `text`: what this run logged."""
+        assert self.proc is not None
+        return HerdStartError(
+            f"herd serve exited with code {self.proc.returncode} before listening; "
+            f"the end of {self.log_path}:\n{_log_tail(text)}"
+        )
 
     def _found_ports(self, text: str) -> bool:
         found = listening(text)
@@ -264,7 +288,7 @@ class HerdBroker:
 
     def __repr__(self) -> str:
         state = "attached" if self._attached else "running" if self.running else "stopped"
-        return f"<HerdBroker {self.bootstrap if self.port else '-'} {state}>"
+        return f"<{type(self).__name__} {self.bootstrap if self.port else '-'} {state}>"
 
 
 def _death_signal() -> Callable[[], None] | None:
@@ -361,13 +385,9 @@ class HerdCluster:
         """Wait until every running node names the same leaders of `__consumer_offsets`, all running, and no
         two nodes lead more than one apart: nodes that start together take partitions from each other as they
         join, and a test should not begin with its group's coordinator moving. Raises TimeoutError."""
-        deadline = time.monotonic() + timeout
-        while not self._balanced():
-            if time.monotonic() > deadline:
-                raise TimeoutError(
-                    f"the nodes did not agree on balanced leaders of {OFFSETS_TOPIC} within {timeout:g} s"
-                )
-            time.sleep(_POLL_S * 5)
+        wait_until(
+            self._balanced, timeout, f"the nodes to agree on balanced leaders of {OFFSETS_TOPIC}", interval=_POLL_S * 5
+        )
 
     def _balanced(self) -> bool:
         from herd.client.errors import KafkaError
@@ -441,11 +461,9 @@ class HerdCluster:
         return proc is not None and process_state(proc.pid) == "T"
 
     def _wait_paused(self, i: int, paused: bool, timeout: float = 10.0) -> None:
-        deadline = time.monotonic() + timeout
-        while self.paused(i) != paused:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"node {i} did not {'stop' if paused else 'continue'} within {timeout:g} s")
-            time.sleep(0.005)
+        wait_until(
+            lambda: self.paused(i) == paused, timeout, f"node {i} to {'stop' if paused else 'continue'}", interval=0.005
+        )
 
     def _signal(self, i: int, sig: signal.Signals) -> None:
         proc = self.nodes[i].proc

@@ -4,12 +4,12 @@ PeerError (never a hang, never a wrong answer) when the peer is gone, garbles it
 from __future__ import annotations
 
 import asyncio
-import socket
 import struct
 
 import pytest
 from inprocess import InProcessBroker
 from kio.schema.api_versions.v3.request import ApiVersionsRequest
+from ports import refused_port
 
 from herd.protocol.messages import decode_request, encode_response, response_class
 from herd.protocol.values import make
@@ -17,12 +17,6 @@ from herd.server.peers import FORWARDED_CLIENT_ID, PeerError, Peers, forwarded
 
 API_VERSIONS = 18
 REQUEST = ApiVersionsRequest(client_software_name="herd", client_software_version="test")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_a_peer_answers_over_one_kept_connection_and_says_who_forwarded(tmp_path):
@@ -60,8 +54,8 @@ def test_a_forwarded_request_names_the_node_that_sent_it() -> None:
             )
             await writer.drain()
 
-        port = free_port()
-        server = await asyncio.start_server(answer, "127.0.0.1", port)
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
         peers = Peers(7)
         await peers.request("127.0.0.1", port, API_VERSIONS, 3, REQUEST)
         assert seen == [f"{FORWARDED_CLIENT_ID}7"] and forwarded(seen[0])
@@ -83,13 +77,14 @@ def test_a_peer_that_cannot_answer_raises_peer_error_and_its_connection_is_dropp
             await asyncio.sleep(5 if peer == "silent" else 0)
             writer.close()
 
-        port = free_port()
-        server = await asyncio.start_server(answer, "127.0.0.1", port) if peer != "gone" else None
-        peers = Peers(1, timeout_s=0.5)
-        with pytest.raises(PeerError):
-            await peers.request("127.0.0.1", port, API_VERSIONS, 3, REQUEST)
-        assert peers._connections == {}
-        if server is not None:
-            server.close()
+        with refused_port() as refused:  # held, for "gone": a port nothing listens on
+            server = await asyncio.start_server(answer, "127.0.0.1", 0) if peer != "gone" else None
+            port = server.sockets[0].getsockname()[1] if server is not None else refused
+            peers = Peers(1, timeout_s=0.5)
+            with pytest.raises(PeerError):
+                await peers.request("127.0.0.1", port, API_VERSIONS, 3, REQUEST)
+            assert peers._connections == {}
+            if server is not None:
+                server.close()
 
     asyncio.run(main())
