@@ -6,7 +6,7 @@
 
 The script starts a PostgreSQL server of its own (`herd.cli.localpg.LocalPostgres`, data in a temporary
 directory under /tmp, fsync and synchronous_commit on), one embedded `herd serve` (segment files) and a cluster
-of --nodes `herd serve` processes over PostgreSQL (tests/pgcluster.py's HerdCluster,
+of --nodes `herd serve` processes over PostgreSQL (herd.testing's HerdCluster,
 broker.session.timeout.ms=3000), and measures each of them with the same clients:
 
 1. produce: --mb of 1 KB values with acks=all to a topic of --partitions partitions, message i to partition
@@ -66,10 +66,10 @@ from bench_produce_fetch import (  # noqa: E402
     source_commit,
     wait_quiet,
 )
-from pgcluster import HerdCluster  # noqa: E402
 from rawkafka import RawClient  # noqa: E402
 
 from herd.cli.localpg import LocalPostgres  # noqa: E402
+from herd.testing import HerdCluster  # noqa: E402
 
 VALUE_SIZE = 1024
 COMMITTERS, COMMIT_GROUPS = 64, 8
@@ -411,14 +411,16 @@ def start_cluster(pg: LocalPostgres, base: str, nodes: int) -> tuple[HerdCluster
     url = pg.create_database(dbname, replace=True)
     cluster = HerdCluster(
         Path(base) / "cluster",
-        url,
+        nodes,
         {
             "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
             "num.partitions": "1",
             "auto.create.topics.enable": "true",
         },
+        database_url=url,
+        faults=False,
     )
-    cluster.start(nodes)
+    cluster.start(balanced=False)  # the bench waits for leadership itself
     return cluster, dbname
 
 

@@ -76,10 +76,10 @@ from bench_groups import Wire  # noqa: E402
 from bench_offsets import _run, build, commit_template, frame, ok_response  # noqa: E402
 from bench_produce_fetch import create_topic, machine_cpu, process_cpu, self_cpu  # noqa: E402
 from kio.serial import entity_reader  # noqa: E402
-from pgcluster import HerdCluster  # noqa: E402
 
 from herd.coordinator.partition import coordinator_partition  # noqa: E402
 from herd.protocol.messages import response_class  # noqa: E402
+from herd.testing import HerdCluster  # noqa: E402
 
 OFFSETS = "__consumer_offsets"
 COMMIT, FETCH_OFFSETS, FIND, JOIN, HEARTBEAT, LEAVE, SYNC = 8, 9, 10, 11, 12, 13, 14
@@ -1189,14 +1189,16 @@ def main() -> None:
         url = pg.create_database("herd_bench_failover", replace=True)
         cluster = HerdCluster(
             Path(base) / "cluster",
-            url,
+            args.nodes,
             {
                 "broker.session.timeout.ms": str(SESSION_TIMEOUT_MS),
                 "group.initial.rebalance.delay.ms": "500",
                 "num.partitions": "1",
             },
+            database_url=url,
+            faults=False,
         )
-        cluster.start(args.nodes)
+        cluster.start(balanced=False)  # Bench.wait_leading below waits for each node's share
         sampler = CpuSampler(
             lambda: [*(n.proc.pid for n in cluster.nodes if n.proc and n.proc.poll() is None), *children(pg.pid or 0)]
         )

@@ -8,8 +8,9 @@ least once. `./dev soak-tests N [--load K] [--report FILE] [pytest args]`:
 Each run is `./dev test` with the given pytest args and a JUnit XML report of its own; `--load K` keeps K processes
 spinning on the CPU (a loaded machine is where timing assumptions break), during every run or, with `--loaded M`,
 during M of them (every other run from the second, then the rest). `--fresh` runs each one as a new user would:
-`git clone` of the tree's HEAD into a scratch directory, then `CI=true ./dev test` there (its time includes setting
-up the clone's virtual environment; pytest's own time is noted beside it). The table lists each
+a `git clone` of the commit the tree was at when the soak started (so all runs test one commit), then
+`CI=true ./dev test` in it (its time includes setting up the clone's virtual environment; pytest's own time is
+noted beside it). The table lists each
 test that failed in some run: in how many of the runs that ran it, its mean and longest duration, and the first
 line of each distinct failure with how often it occurred; then how each run ended (its exit status and time, or
 that it left no report because pytest itself failed). `--report FILE` also writes it to FILE, after each run as far
@@ -209,11 +210,17 @@ def pytest_seconds(xml: str) -> float | None:
     return None if suite is None or suite.get("time") is None else float(suite.get("time") or 0.0)
 
 
-def _clone(into: Path) -> Path:
-    """A fresh clone of this tree's HEAD (what a new user gets), checked out in `into`."""
+def _head() -> str:
+    """The commit the tree is at: every fresh clone of a soak is of this one, even if the tree moves meanwhile."""
+    return subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
+
+
+def _clone(commit: str, into: Path) -> Path:
+    """A fresh clone of `commit` of this tree (what a new user gets), checked out in `into`."""
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(into)], check=True)
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True)
-    subprocess.run(["git", "checkout", "--quiet", head.stdout.strip()], cwd=into, check=True)
+    subprocess.run(["git", "checkout", "--quiet", commit], cwd=into, check=True)
     return into
 
 
@@ -222,12 +229,15 @@ def main(argv: list[str]) -> int:
     outcomes: list[list[Outcome]] = []
     notes: list[str] = []
     crashed = False
+    commit = _head() if options.fresh else ""
+    if commit:
+        notes.append(f"every run a fresh clone of {commit[:12]}")
     with tempfile.TemporaryDirectory(prefix="herd-soak-") as scratch:
         for run in range(1, options.runs + 1):
             xml = Path(scratch) / f"run-{run}.xml"
             loaded = options.under_load(run)
             started = time.monotonic()
-            tree = _clone(Path(scratch) / f"clone-{run}") if options.fresh else ROOT
+            tree = _clone(commit, Path(scratch) / f"clone-{run}") if options.fresh else ROOT
             how = "a fresh clone, " if options.fresh else ""
             how += f"{options.load} busy process(es) beside it" if loaded else "no load"
             args = " ".join(options.pytest_args)
