@@ -233,6 +233,9 @@ def main(argv: list[str]) -> int:
     if commit:
         notes.append(f"every run a fresh clone of {commit[:12]}")
     with tempfile.TemporaryDirectory(prefix="herd-soak-") as scratch:
+        # PostgreSQL runs as nobody when the tests run as root (herd.cli.localpg): it must reach the binaries in
+        # a clone's virtual environment, under this directory (mkdtemp makes it 0700)
+        os.chmod(scratch, 0o755)
         for run in range(1, options.runs + 1):
             xml = Path(scratch) / f"run-{run}.xml"
             loaded = options.under_load(run)
