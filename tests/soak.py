@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -31,6 +32,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from herd.cli.localpg import die_with_parent
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -144,9 +147,15 @@ def render(table: Sequence[Row], runs: int, notes: Sequence[str] = ()) -> str:
 
 
 def _hogs(count: int) -> list[subprocess.Popen[bytes]]:
-    """`count` processes that keep a CPU busy until killed."""
+    """`count` processes that keep a CPU busy until killed, or until the soak dies (a soak stopped with a signal
+    must not leave them spinning under the next one)."""
     return [
-        subprocess.Popen([sys.executable, "-c", "while True: pass"], stdin=subprocess.DEVNULL) for _ in range(count)
+        subprocess.Popen(
+            [sys.executable, "-c", "while True: pass"],
+            stdin=subprocess.DEVNULL,
+            preexec_fn=die_with_parent(signal.SIGKILL),
+        )
+        for _ in range(count)
     ]
 
 
