@@ -14,7 +14,8 @@ noted beside it). The table lists each
 test that failed in some run: in how many of the runs that ran it, its mean and longest duration, and the first
 line of each distinct failure with how often it occurred; then how each run ended (its exit status and time, or
 that it left no report because pytest itself failed). `--report FILE` also writes it to FILE, after each run as far
-as the soak got, so a soak stopped early still leaves its table. The exit status is 1 when anything failed, 0
+as the soak got, so a soak stopped early still leaves its table, and keeps each run's JUnit XML beside it
+(FILE-run-N.xml: every test's duration). The exit status is 1 when anything failed, 0
 otherwise.
 """
 
@@ -213,6 +214,11 @@ def parse(argv: list[str]) -> Options:
     return Options(runs, load, loaded, fresh, report, tuple(rest))
 
 
+def junit_copy(report: Path, run: int) -> Path:
+    """Where run `run`'s JUnit XML is kept, beside the report."""
+    return report.with_name(f"{report.stem}-run-{run}.xml")
+
+
 def pytest_seconds(xml: str) -> float | None:
     """pytest's own time for a run, from its JUnit XML report."""
     suite = ElementTree.fromstring(xml).find("testsuite")
@@ -278,6 +284,8 @@ def main(argv: list[str]) -> int:
                 notes.append(f"run {run} ({how}): exit {code}, {took:.0f} s, no report (pytest itself failed)")
             if options.report is not None:  # so far, in case the soak is stopped before its end
                 options.report.write_text(render(rows(outcomes), run, notes))
+                if xml.exists():  # every test's duration, for finding where the suite's time goes
+                    shutil.copy(xml, junit_copy(options.report, run))
 
     table = rows(outcomes)
     report = render(table, options.runs, notes)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from soak import Options, Outcome, node_id, parse, pytest_seconds, read_junit, render, rows
+from soak import Options, Outcome, junit_copy, node_id, parse, pytest_seconds, read_junit, render, rows
 
 RUN_1 = """<?xml version="1.0" encoding="utf-8"?>
 <testsuites><testsuite name="pytest" errors="1" failures="1" skipped="1" tests="5">
@@ -125,3 +125,7 @@ def test_the_loaded_runs_alternate_with_the_unloaded_ones() -> None:
 def test_pytest_s_own_time_is_read_from_the_report() -> None:
     assert pytest_seconds('<testsuites><testsuite name="pytest" time="601.5"/></testsuites>') == 601.5
     assert pytest_seconds("<testsuites/>") is None
+
+
+def test_each_run_s_junit_report_is_kept_beside_the_soak_s_report() -> None:
+    assert junit_copy(Path("/tmp/soak.md"), 3) == Path("/tmp/soak-run-3.xml")
