@@ -19,7 +19,7 @@ from kio.schema.fetch.v12.request import FetchPartition, FetchRequest, FetchTopi
 from kio.schema.metadata.v12.request import MetadataRequest, MetadataRequestTopic
 from rawkafka import RawClient
 
-from herd.testing.wait import wait_until
+from herd.testing.wait import collect_until, wait_until
 
 MiB = 1 << 20
 
@@ -65,14 +65,13 @@ def _consume(bootstrap: str, topic: str, count: int) -> int:
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False})
     c.assign([TopicPartition(topic, 0, 0)])
-    got = 0
     try:
-        deadline = time.monotonic() + 20
-        while got < count and time.monotonic() < deadline:
-            got += sum(1 for m in c.consume(1000, timeout=0.5) if m.error() is None)
+        got = collect_until(
+            lambda: [m for m in c.consume(1000, timeout=0.5) if m.error() is None], lambda got: len(got) >= count, 20
+        )
     finally:
         c.close()
-    return got
+    return len(got)
 
 
 def test_a_client_that_never_reads_its_fetch_answers_does_not_grow_the_broker(broker_factory):
