@@ -78,16 +78,25 @@ def settled(members: list[Member], partitions: int, quiet_s: float = 1.0, timeou
     """Wait until the members are balanced and none has seen an assignment change for `quiet_s` (clients may
     rejoin on their own right after a group forms, e.g. a kafka-python leader that assigned before it had the
     topic's metadata)."""
-    deadline = time.monotonic() + timeout
     last, since = None, time.monotonic()
-    while time.monotonic() < deadline:
+
+    def quiet() -> bool:
+        nonlocal last, since
         state = (balanced(members, partitions), [m.event_count() for m in members])
         if state != last:
             last, since = state, time.monotonic()
-        elif state[0] and time.monotonic() - since >= quiet_s:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"members did not settle: {[(m.name, sorted(m.assigned)) for m in members]}")
+            return False
+        return state[0] and time.monotonic() - since >= quiet_s
+
+    wait_until(
+        quiet,
+        timeout,
+        lambda: (
+            f"the members to settle, balanced and quiet for {quiet_s} s: "
+            f"{[(m.name, sorted(m.assigned)) for m in members]}"
+        ),
+        interval=0.02,
+    )
 
 
 def balanced(members: Iterable[Member], partitions: int) -> bool:

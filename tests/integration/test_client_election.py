@@ -20,6 +20,8 @@ from pathlib import Path
 import pytest
 from brokers import BrokerProcess
 
+from herd.testing.wait import wait_until
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SESSION_MS = 1500
 SLACK_S = 3.0  # the survivors learn of the rebalance from a heartbeat, then rejoin and sync
@@ -72,14 +74,16 @@ def next_leader(
     lines: queue.Queue[tuple[float, str, str]], members: int, exclude: str | None = None, timeout: float = 30.0
 ) -> tuple[float, str]:
     """The first LEADER line naming `members` members, from a worker other than `exclude`."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def leader() -> tuple[float, str] | None:
         try:
-            at, name, line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            at, name, line = lines.get(timeout=0.1)  # the time is when the line arrived, not when it is taken
         except queue.Empty:
-            raise AssertionError(f"no leader of {members} within {timeout}s") from None
-        if name != exclude and ": LEADER " in line and line.count(",") == members - 1:
-            return at, name
+            return None
+        return (at, name) if name != exclude and ": LEADER " in line and line.count(",") == members - 1 else None
+
+    what = f"a LEADER line naming {members} members" + (f" from a worker other than {exclude}" if exclude else "")
+    return wait_until(leader, timeout, what, interval=0)
 
 
 def test_killing_the_leader_elects_another_within_the_session_timeout(election_broker):
