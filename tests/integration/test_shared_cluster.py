@@ -502,7 +502,7 @@ def test_admin_changes_from_any_node_are_seen_by_every_node_at_once(db: str) -> 
                 )
                 return await cursor.fetchone()
 
-        for _ in range(200):
+        for _ in range(200):  # bounded by tries (each a query), not by a time: kept, so the bound stays the same
             if await rows() == (0, 0):
                 break
             await asyncio.sleep(0.05)
