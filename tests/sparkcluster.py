@@ -18,6 +18,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from processes import file_text, show_on_failure
+
 from herd.testing.wait import wait_until
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
@@ -61,6 +63,7 @@ class SparkStandalone:
             )
         self._procs.append(proc)
         self._logs.append(log)
+        show_on_failure(f"spark {name} ({log})", proc, file_text(log))
         return log
 
     def start(self, timeout: float = 90.0) -> SparkStandalone:

@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -589,18 +590,30 @@ class ChildMember:
             "--options",
             json.dumps(kw),
         ]
+        from processes import show_on_failure  # here: this module is the child's script too, run without tests/
+
+        self._stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            args, stdout=subprocess.PIPE, stderr=self._stderr, env={**os.environ, "PYTHONUNBUFFERED": "1"}
         )
         self.assigned: frozenset[int] = frozenset()
+        self.printed: list[str] = []
+        show_on_failure(f"{client} member in a child process", self.proc, self._output)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
+            self.printed.append(line.decode(errors="replace").rstrip())
             if line.startswith(b"ASSIGNED"):
                 self.assigned = frozenset(json.loads(line[len(b"ASSIGNED") :]))
+
+    def _output(self) -> str:
+        """What it printed: its stdout lines, then the end of its stderr."""
+        size = os.fstat(self._stderr.fileno()).st_size
+        tail = os.pread(self._stderr.fileno(), 64 * 1024, max(0, size - 64 * 1024)).decode(errors="replace")
+        return "\n".join([*self.printed, tail])
 
     def kill(self) -> None:
         self.proc.kill()

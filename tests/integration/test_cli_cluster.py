@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from processes import show_on_failure
 
 from herd.cli.localpg import free_port
 from herd.testing.wait import collect_until, wait_until
@@ -101,6 +102,7 @@ class Launcher:
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: queue.Queue[tuple[str, str]] = queue.Queue()
         self.seen: list[tuple[str, str]] = []
+        show_on_failure("herd cluster up", self.proc, self._output)
         for name, stream in (("out", self.proc.stdout), ("err", self.proc.stderr)):
             threading.Thread(target=self._read, args=(name, stream), daemon=True).start()
 
@@ -122,6 +124,10 @@ class Launcher:
             return item if item[0] == stream and text in item[1] else None
 
         return wait_until(line, timeout, lambda: f"{text!r} on std{stream}; saw {self.seen}", interval=0)[1]
+
+    def _output(self) -> str:
+        """Every line it printed so far: those `expect` has read, then those still queued."""
+        return "\n".join(f"std{name}: {line}" for name, line in [*self.seen, *list(self.lines.queue)])
 
     def bootstrap(self) -> list[str]:
         return self.expect("bootstrap servers: ").split(": ", 1)[1].split(",")

@@ -11,6 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from processes import reaped
 
 from herd.testing import HerdBroker, HerdStartError
 from herd.testing.wait import wait_until
@@ -42,11 +43,11 @@ time.sleep(120)
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_the_broker_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
-    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(tmp_path)], stdout=subprocess.PIPE)
-    assert launcher.stdout is not None
-    broker_pid = int(launcher.stdout.readline())
-    launcher.send_signal(signal.SIGKILL)
-    launcher.wait()
+    with reaped(subprocess.Popen([sys.executable, "-c", LAUNCHER, str(tmp_path)], stdout=subprocess.PIPE)) as launcher:
+        assert launcher.stdout is not None
+        broker_pid = int(launcher.stdout.readline())
+        launcher.send_signal(signal.SIGKILL)
+        launcher.wait()
     wait_until(
         lambda: not _running(broker_pid),
         10,

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from pgcluster import create_topic_on, leaders_of
+from processes import file_text, show_on_failure
 from sparkcluster import SRC, SparkStandalone
 
 from herd.testing import HerdCluster
@@ -222,6 +223,7 @@ class Driver:
                 env=env,
                 start_new_session=True,
             )
+        show_on_failure(f"spark driver {name} ({self.err})", self.proc, file_text(self.err))
 
     def log(self) -> str:
         return self.err.read_text(errors="replace")[-4000:]
