@@ -87,8 +87,11 @@ def read_to_end(
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values, ended = [], set()
 
+    def done() -> bool:
+        return len(values) >= expected and len(ended) >= partitions
+
     def at_the_end() -> bool:
-        if len(values) >= expected and len(ended) >= partitions:
+        if done():
             return True
         message = consumer.poll(0.3)
         if message is None:
@@ -96,10 +99,10 @@ def read_to_end(
         if message.error():
             assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
             ended.add(message.partition())
-            return False
-        ended.discard(message.partition())
-        values.append(message.value())
-        return False
+        else:
+            ended.discard(message.partition())
+            values.append(message.value())
+        return done()
 
     wait_until(
         at_the_end,

@@ -41,11 +41,14 @@ def values(start: int, stop: int) -> list[bytes]:
 def wait_hit(faults: Faults, rule: FaultRule, keep_going: Callable[[], object]) -> None:
     """Call `keep_going()` until the rule (added with count=1) has been applied, and so removed."""
 
-    def applied() -> bool:
-        if any(r.id == rule.id for r in faults.list()):
+    tries = 0
+
+    def applied() -> bool:  # from the second try on, keep going first: the rule is checked after each step
+        nonlocal tries
+        tries += 1
+        if tries > 1:
             keep_going()
-            return False
-        return True
+        return not any(r.id == rule.id for r in faults.list())
 
     wait_until(applied, DEADLINE_S, f"the fault {rule} to be applied", interval=0)
 
@@ -91,7 +94,7 @@ class ConfluentApp:
             if condition():
                 return True
             self.poll()
-            return False
+            return condition()
 
         wait_until(
             consumed, DEADLINE_S, lambda: f"{what} ({len(self.received)} received, errors {self.errors})", interval=0
@@ -162,7 +165,7 @@ class AioApp:
             if condition():
                 return True
             await self.poll()
-            return False
+            return condition()
 
         await wait_until_async(
             consumed, DEADLINE_S, lambda: f"{what} ({len(self.received)} received, errors {self.errors})", interval=0
@@ -174,10 +177,13 @@ class AioApp:
     async def wait_hit(self, faults: Faults, rule: FaultRule) -> None:
         """Keep consuming until the rule (count=1) has been applied."""
 
-        async def applied() -> bool:
-            if any(r.id == rule.id for r in await asyncio.to_thread(faults.list)):
+        tries = 0
+
+        async def applied() -> bool:  # from the second try on, poll first: the rule is checked after each poll
+            nonlocal tries
+            tries += 1
+            if tries > 1:
                 await self.poll()
-                return False
-            return True
+            return not any(r.id == rule.id for r in await asyncio.to_thread(faults.list))
 
         await wait_until_async(applied, DEADLINE_S, f"the fault {rule} to be applied", interval=0)
