@@ -5,8 +5,9 @@ lanes (tests/lanes.py: `./dev test -m unit` and the other kinds).
 
 What every test gets (issue 30 item 2): `rng`, a random.Random seeded from the session's seed (HERD_TEST_SEED,
 or the time; shown in the header and in the report of a failed test that used it), so that a failure can be
-replayed; the last lines of the log of every broker process the test used, in the report of a failed test; and
-every broker process still running at the end of the session killed and reaped.
+replayed; the last lines of the log of every broker process the test used, and of the output of every other
+process it started and showed (tests/processes.py show_on_failure), in the report of a failed test; and every
+broker process still running at the end of the session killed and reaped.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from brokers import BrokerProcess
 from hypothesis import HealthCheck, settings
 from lanes import kinds
 from pgcluster import new_cluster, open_tmp_path, pg_test_url, pg_url, postgres_server  # noqa: F401 (fixtures)
+from processes import failure_sections, forget_ended
 
 from herd.testing.broker import SPAWNED
 
@@ -97,6 +99,7 @@ def rng(request: pytest.FixtureRequest) -> random.Random:
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     item.stash[_TEST_STARTED] = time.monotonic()
+    forget_ended()
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -117,6 +120,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             report.sections.append(
                 (f"herd broker log {broker.log_path} ({state}, last {len(lines)} lines)", "\n".join(lines))
             )
+    report.sections.extend(failure_sections(started))
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -29,7 +29,6 @@ import os
 import re
 import shutil
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -51,6 +50,7 @@ from herd.coordinator.records import (
 from herd.runtime.batches import decode_batches
 from herd.testing import HerdCluster
 from herd.testing.broker import remove_leftovers
+from herd.testing.wait import wait_until
 
 _NAME_MAX = 63  # PostgreSQL's identifier length
 
@@ -173,15 +173,7 @@ def stored_generation(cluster: HerdCluster, group: str) -> int:
 def _until(condition: Callable[[], bool], what: str, timeout: float) -> None:
     """Wait until `condition()` holds, polling every 50 ms; a node that refuses connections (OSError) is not
     ready yet."""
-    deadline = time.monotonic() + timeout
-    while True:
-        try:
-            if condition():
-                return
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+    wait_until(condition, timeout, what, interval=0.05, ignore=(OSError,))
 
 
 # -- fixtures ------------------------------------------------------------------------------------------------

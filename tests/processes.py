@@ -1,16 +1,26 @@
 """Child processes a test starts itself (beside brokers, which tests/brokers.py and tests/conftest.py look
-after): `reaped(popen)` kills the process if it still runs when the block ends, however it ends, and waits for
-it, so that a failed assertion leaves no process behind (issue 30 item 2).
+after), issue 30 item 2:
+
+- `reaped(popen)` kills the process if it still runs when the block ends, however it ends, and waits for it, so
+  that a failed assertion leaves no process behind;
+- `show_on_failure(name, popen, output)` puts the last lines of what the process printed (`output()`: its log
+  file, the lines a reader thread kept) in the report of a test that fails while it runs, or after it was
+  started during that test; tests/conftest.py adds them, as it does a broker's log.
 """
 
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
 
 P = TypeVar("P", bound=subprocess.Popen)  # type: ignore[type-arg]
+
+TAIL_LINES = 40
 
 
 @contextmanager
@@ -22,3 +32,48 @@ def reaped(proc: P) -> Iterator[P]:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+
+
+@dataclass(frozen=True)
+class Shown:
+    name: str
+    proc: Any  # a subprocess.Popen: poll(), pid, returncode
+    output: Callable[[], str]
+    since: float  # time.monotonic() when it was registered
+
+
+SHOWN: list[Shown] = []
+
+
+def show_on_failure(name: str, proc: subprocess.Popen, output: Callable[[], str]) -> None:  # type: ignore[type-arg]
+    """Show the last lines of `output()` in the report of a test that fails while `proc` runs or after `proc`
+    was started during it."""
+    SHOWN.append(Shown(name, proc, output, time.monotonic()))
+
+
+def file_text(path: Path) -> Callable[[], str]:
+    """`output` for a process that writes to the file `path`."""
+    return lambda: path.read_text(errors="replace") if path.exists() else f"({path} does not exist)"
+
+
+def failure_sections(test_started: float) -> list[tuple[str, str]]:
+    """The report sections of a failed test that started at `test_started` (time.monotonic()): the tail of the
+    output of every process it started or that ran while it failed."""
+    sections = []
+    for shown in SHOWN:
+        running = shown.proc.poll() is None
+        if not running and shown.since < test_started:
+            continue  # an earlier test's, ended before this one failed
+        try:
+            text = shown.output()
+        except Exception as e:  # the output of a failure must not hide it
+            text = f"(reading the output failed: {e!r})"
+        lines = [line for line in text.splitlines() if line.strip()][-TAIL_LINES:]
+        state = "running" if running else f"exited with {shown.proc.returncode}"
+        sections.append((f"{shown.name} (pid {shown.proc.pid}, {state}, last {len(lines)} lines)", "\n".join(lines)))
+    return sections
+
+
+def forget_ended() -> None:
+    """Drop the processes that have ended (called as each test starts: their tests are over)."""
+    SHOWN[:] = [shown for shown in SHOWN if shown.proc.poll() is None]

@@ -16,8 +16,11 @@ import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from processes import file_text, show_on_failure
+
+from herd.testing.wait import wait_until
 
 SRC = str(Path(__file__).resolve().parents[1] / "src")
 _MASTER = re.compile(r"Starting Spark master at (spark://[\d.]+:\d+)")
@@ -60,6 +63,7 @@ class SparkStandalone:
             )
         self._procs.append(proc)
         self._logs.append(log)
+        show_on_failure(f"spark {name} ({log})", proc, file_text(log))
         return log
 
     def start(self, timeout: float = 90.0) -> SparkStandalone:
@@ -97,16 +101,17 @@ class SparkStandalone:
         return self
 
     def _wait_for(self, log: Path, pattern: re.Pattern[str], timeout: float) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            text = log.read_text(errors="replace")
-            match = pattern.search(text)
-            if match:
-                return match.group(1) if match.groups() else match.group(0)
-            if any(p.poll() is not None for p in self._procs):
-                break
-            time.sleep(0.2)
-        raise AssertionError(f"{log.name} never said {pattern.pattern!r}:\n{log.read_text(errors='replace')[-3000:]}")
+        def said() -> re.Match[str] | None:
+            match = pattern.search(log.read_text(errors="replace"))
+            if match is None and any(p.poll() is not None for p in self._procs):
+                raise AssertionError(f"a Spark process exited before {log.name} said {pattern.pattern!r}:\n{tail()}")
+            return match
+
+        def tail() -> str:
+            return log.read_text(errors="replace")[-3000:]
+
+        match = wait_until(said, timeout, lambda: f"{log.name} to say {pattern.pattern!r}:\n{tail()}", interval=0.2)
+        return match.group(1) if match.groups() else match.group(0)
 
     def executor_conf(self) -> dict[str, str]:
         """A driver's settings for running on this cluster: small executors, herd on their PYTHONPATH."""

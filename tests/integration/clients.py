@@ -7,6 +7,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from herd.testing.wait import collect_until, collect_until_async
+
 N_PARTITIONS = 3
 
 
@@ -52,25 +54,25 @@ def confluent_read(bootstrap: str, topic: str, n: int, timeout_s: float = 60) ->
 
     c = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False})
     c.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(N_PARTITIONS)])
-    out: list[Msg] = []
-    deadline = time.monotonic() + timeout_s
+
+    def poll() -> list[Msg]:
+        return [
+            Msg(
+                m.partition(),
+                m.offset(),
+                m.key(),
+                m.value(),
+                tuple((k, v) for k, v in (m.headers() or [])),
+                m.timestamp()[1],
+            )
+            for m in c.consume(5000, timeout=0.5)
+            if m.error() is None
+        ]
+
     try:
-        while len(out) < n and time.monotonic() < deadline:
-            for m in c.consume(5000, timeout=0.5):
-                if m.error() is None:
-                    out.append(
-                        Msg(
-                            m.partition(),
-                            m.offset(),
-                            m.key(),
-                            m.value(),
-                            tuple((k, v) for k, v in (m.headers() or [])),
-                            m.timestamp()[1],
-                        )
-                    )
+        return collect_until(poll, lambda out: len(out) >= n, timeout_s)
     finally:
         c.close()
-    return out
 
 
 def confluent_read_all(bootstrap: str, topic: str, expected: int, timeout_s: float = 60) -> dict[int, list[bytes]]:
@@ -91,15 +93,14 @@ def confluent_read_all(bootstrap: str, topic: str, expected: int, timeout_s: flo
     )
     consumer.subscribe([topic])
     values: dict[int, list[bytes]] = defaultdict(list)
-    count = 0
-    deadline = time.monotonic() + timeout_s
+
+    def poll() -> list[Any]:
+        message = consumer.poll(0.5)
+        return [] if message is None or message.error() else [message]
+
     try:
-        while count < expected and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None or message.error():
-                continue
+        for message in collect_until(poll, lambda got: len(got) >= expected, timeout_s):
             values[message.partition()].append(message.value())
-            count += 1
         time.sleep(0.5)
         while (message := consumer.poll(0.5)) is not None:
             if not message.error():
@@ -130,15 +131,18 @@ def kafka_python_read(bootstrap: str, topic: str, n: int, timeout_s: float = 60)
     parts = [TopicPartition(topic, p) for p in range(N_PARTITIONS)]
     c.assign(parts)
     c.seek_to_beginning(*parts)
-    out: list[Msg] = []
-    deadline = time.monotonic() + timeout_s
+
+    def poll() -> list[Msg]:
+        return [
+            Msg(tp.partition, r.offset, r.key, r.value, tuple(r.headers), r.timestamp)
+            for tp, records in c.poll(timeout_ms=500, max_records=5000).items()
+            for r in records
+        ]
+
     try:
-        while len(out) < n and time.monotonic() < deadline:
-            for tp, records in c.poll(timeout_ms=500, max_records=5000).items():
-                out += [Msg(tp.partition, r.offset, r.key, r.value, tuple(r.headers), r.timestamp) for r in records]
+        return collect_until(poll, lambda out: len(out) >= n, timeout_s)
     finally:
         c.close()
-    return out
 
 
 # -- aiokafka --------------------------------------------------------------------------------------------------
@@ -165,19 +169,21 @@ def aiokafka_read(bootstrap: str, topic: str, n: int, timeout_s: float = 60) -> 
 
         c = AIOKafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False, auto_offset_reset="earliest")
         await c.start()
-        out: list[Msg] = []
+
+        async def poll() -> list[Msg]:
+            return [
+                Msg(tp.partition, r.offset, r.key, r.value, tuple(r.headers), r.timestamp)
+                for tp, records in (await c.getmany(timeout_ms=500, max_records=5000)).items()
+                for r in records
+            ]
+
         try:
             parts = [TopicPartition(topic, p) for p in range(N_PARTITIONS)]
             c.assign(parts)
             await c.seek_to_beginning(*parts)
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + timeout_s
-            while len(out) < n and loop.time() < deadline:
-                for tp, records in (await c.getmany(timeout_ms=500, max_records=5000)).items():
-                    out += [Msg(tp.partition, r.offset, r.key, r.value, tuple(r.headers), r.timestamp) for r in records]
+            return await collect_until_async(poll, lambda out: len(out) >= n, timeout_s)
         finally:
             await c.stop()
-        return out
 
     return asyncio.run(run())
 
@@ -196,13 +202,15 @@ def confluent_group_round_trip(config: dict[str, Any], topic: str, n: int, group
     assert producer.flush(30) == 0
     consumer = Consumer({**config, "group.id": group, "auto.offset.reset": "earliest", "enable.auto.commit": False})
     consumer.subscribe([topic])
-    values: list[bytes] = []
+
+    def poll() -> list[bytes]:
+        messages = consumer.consume(100, timeout=0.5)
+        for message in messages:
+            assert message.error() is None, message.error()
+        return [message.value() for message in messages]
+
     try:
-        deadline = time.monotonic() + 60
-        while len(values) < n and time.monotonic() < deadline:
-            for message in consumer.consume(100, timeout=0.5):
-                assert message.error() is None, message.error()
-                values.append(message.value())
+        values = collect_until(poll, lambda values: len(values) >= n, 60)
         consumer.commit(asynchronous=False)
         committed = sum(tp.offset for tp in consumer.committed(consumer.assignment(), timeout=10))
     finally:
@@ -222,12 +230,12 @@ def kafka_python_group_round_trip(config: dict[str, Any], topic: str, n: int, gr
     consumer = kafka_python_subscriber(
         topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False, **config
     )
-    values: list[bytes] = []
     try:
-        deadline = time.monotonic() + 60
-        while len(values) < n and time.monotonic() < deadline:
-            for records in consumer.poll(500).values():
-                values += [r.value for r in records]
+        values = collect_until(
+            lambda: [r.value for records in consumer.poll(500).values() for r in records],
+            lambda values: len(values) >= n,
+            60,
+        )
         consumer.commit()
         committed = consumer.committed(TopicPartition(topic, 0))
     finally:
@@ -251,12 +259,12 @@ def aiokafka_group_round_trip(config: dict[str, Any], topic: str, n: int, group:
             topic, group_id=group, auto_offset_reset="earliest", enable_auto_commit=False, **config
         )
         await consumer.start()
-        values: list[bytes] = []
+
+        async def poll() -> list[bytes]:
+            return [r.value for records in (await consumer.getmany(timeout_ms=500)).values() for r in records]
+
         try:
-            deadline = time.monotonic() + 60
-            while len(values) < n and time.monotonic() < deadline:
-                for records in (await consumer.getmany(timeout_ms=500)).values():
-                    values += [r.value for r in records]
+            values = await collect_until_async(poll, lambda values: len(values) >= n, 60)
             await consumer.commit()
             committed = await consumer.committed(TopicPartition(topic, 0))
         finally:

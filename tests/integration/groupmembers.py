@@ -19,6 +19,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -78,16 +79,25 @@ def settled(members: list[Member], partitions: int, quiet_s: float = 1.0, timeou
     """Wait until the members are balanced and none has seen an assignment change for `quiet_s` (clients may
     rejoin on their own right after a group forms, e.g. a kafka-python leader that assigned before it had the
     topic's metadata)."""
-    deadline = time.monotonic() + timeout
     last, since = None, time.monotonic()
-    while time.monotonic() < deadline:
+
+    def quiet() -> bool:
+        nonlocal last, since
         state = (balanced(members, partitions), [m.event_count() for m in members])
         if state != last:
             last, since = state, time.monotonic()
-        elif state[0] and time.monotonic() - since >= quiet_s:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"members did not settle: {[(m.name, sorted(m.assigned)) for m in members]}")
+            return False
+        return state[0] and time.monotonic() - since >= quiet_s
+
+    wait_until(
+        quiet,
+        timeout,
+        lambda: (
+            f"the members to settle, balanced and quiet for {quiet_s} s: "
+            f"{[(m.name, sorted(m.assigned)) for m in members]}"
+        ),
+        interval=0.02,
+    )
 
 
 def balanced(members: Iterable[Member], partitions: int) -> bool:
@@ -580,18 +590,30 @@ class ChildMember:
             "--options",
             json.dumps(kw),
         ]
+        from processes import show_on_failure  # here: this module is the child's script too, run without tests/
+
+        self._stderr = tempfile.TemporaryFile()
         self.proc = subprocess.Popen(
-            args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+            args, stdout=subprocess.PIPE, stderr=self._stderr, env={**os.environ, "PYTHONUNBUFFERED": "1"}
         )
         self.assigned: frozenset[int] = frozenset()
+        self.printed: list[str] = []
+        show_on_failure(f"{client} member in a child process", self.proc, self._output)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
+            self.printed.append(line.decode(errors="replace").rstrip())
             if line.startswith(b"ASSIGNED"):
                 self.assigned = frozenset(json.loads(line[len(b"ASSIGNED") :]))
+
+    def _output(self) -> str:
+        """What it printed: its stdout lines, then the end of its stderr."""
+        size = os.fstat(self._stderr.fileno()).st_size
+        tail = os.pread(self._stderr.fileno(), 64 * 1024, max(0, size - 64 * 1024)).decode(errors="replace")
+        return "\n".join([*self.printed, tail])
 
     def kill(self) -> None:
         self.proc.kill()

@@ -22,6 +22,7 @@ _LISTENER = re.compile(r"herd listener (\w+) \((\w+)\) on [^:\s]+:(\d+)")
 
 def listener_ports(broker: BrokerProcess, count: int, timeout: float = 10.0) -> dict[str, int]:
     """Listener name -> port, from the broker's log."""
+    # not a wait_until: what was found by the bound is returned, and a test fails only on a listener it uses
     deadline = time.monotonic() + timeout
     while True:
         found = {name: int(port) for name, _, port in _LISTENER.findall(broker.log())}

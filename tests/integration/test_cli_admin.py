@@ -26,6 +26,8 @@ from kio.schema.join_group.v5.request import JoinGroupRequest, JoinGroupRequestP
 from kio.schema.sync_group.v3.request import SyncGroupRequest
 from rawkafka import RawClient
 
+from herd.testing.wait import wait_until
+
 OVERRIDES = {
     "group.min.session.timeout.ms": "500",
     "offsets.topic.num.partitions": "5",
@@ -115,10 +117,13 @@ class ConfluentMember:
             }
         )
         self.consumer.subscribe([topic])
-        deadline = time.monotonic() + 30
-        while len(self.consumer.assignment()) < partitions:
-            assert time.monotonic() < deadline, "the consumer was never assigned"
-            self.consumer.poll(0.1)
+
+        def assigned() -> bool:
+            if len(self.consumer.assignment()) < partitions:
+                self.consumer.poll(0.1)
+            return len(self.consumer.assignment()) >= partitions
+
+        wait_until(assigned, 30, f"the consumer to be assigned {partitions} partitions", interval=0)
 
     def commit(self, topic: str, offsets: dict[int, int]) -> None:
         from confluent_kafka import TopicPartition

@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from processes import show_on_failure
 
 from herd.cli.localpg import free_port
-from herd.testing.wait import wait_until
+from herd.testing.wait import collect_until, wait_until
 
 
 def _up(*args: str) -> subprocess.CompletedProcess[str]:
@@ -43,13 +44,21 @@ def _processes_under(directory: Path) -> list[int]:
     return found
 
 
-def _wait_gone(directory: Path, timeout: float = 15.0) -> list[str]:
-    """The processes still running under `directory` after `timeout` (each as 'pid: command line', and for a
-    node the end of its log, so that a failure says which and where it is stuck), or []."""
-    deadline = time.monotonic() + timeout
-    while (left := _processes_under(directory)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return [f"{pid}: {line}{_log_tail(line)}" for pid in left for line in [_command_line(pid)]]
+def _wait_gone(directory: Path, timeout: float = 15.0) -> None:
+    """Wait until no process runs under `directory`; a failure names those still running (each as 'pid: command
+    line', and for a node the end of its log, so that it says which and where it is stuck)."""
+
+    def left() -> list[str]:
+        return [
+            f"{pid}: {line}{_log_tail(line)}" for pid in _processes_under(directory) for line in [_command_line(pid)]
+        ]
+
+    wait_until(
+        lambda: not _processes_under(directory),
+        timeout,
+        lambda: f"no process left under {directory}: {left()}",
+        interval=0.05,
+    )
 
 
 def _log_tail(command_line: str, lines: int = 30) -> str:
@@ -93,6 +102,7 @@ class Launcher:
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.lines: queue.Queue[tuple[str, str]] = queue.Queue()
         self.seen: list[tuple[str, str]] = []
+        show_on_failure("herd cluster up", self.proc, self._output)
         for name, stream in (("out", self.proc.stdout), ("err", self.proc.stderr)):
             threading.Thread(target=self._read, args=(name, stream), daemon=True).start()
 
@@ -101,18 +111,23 @@ class Launcher:
             self.lines.put((name, line.rstrip("\n")))
 
     def expect(self, text: str, stream: str = "out", timeout: float = 90.0) -> str:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        def line() -> tuple[str, str] | None:
             try:
                 item = self.lines.get(timeout=0.1)
             except queue.Empty:
                 if self.proc.poll() is not None and self.lines.empty():
-                    break
-                continue
+                    raise AssertionError(
+                        f"no {text!r} on std{stream}: it exited with {self.proc.returncode}; saw {self.seen}"
+                    ) from None
+                return None
             self.seen.append(item)
-            if item[0] == stream and text in item[1]:
-                return item[1]
-        raise AssertionError(f"no {text!r} on std{stream}; saw {self.seen}")
+            return item if item[0] == stream and text in item[1] else None
+
+        return wait_until(line, timeout, lambda: f"{text!r} on std{stream}; saw {self.seen}", interval=0)[1]
+
+    def _output(self) -> str:
+        """Every line it printed so far: those `expect` has read, then those still queued."""
+        return "\n".join(f"std{name}: {line}" for name, line in [*self.seen, *list(self.lines.queue)])
 
     def bootstrap(self) -> list[str]:
         return self.expect("bootstrap servers: ").split(": ", 1)[1].split(",")
@@ -195,7 +210,7 @@ def test_sigterm_stops_nodes_then_postgres_and_a_second_run_reuses_the_data(laun
         assert launcher.stop(signal.SIGTERM) == 0
         launcher.expect("herd cluster: stopping 2 nodes")
         launcher.expect("herd cluster: stopped")
-        assert _wait_gone(data_dir) == []
+        _wait_gone(data_dir)
         for node in range(2):
             text = (data_dir / f"node-{node}.log").read_text().rstrip()
             assert text.endswith("herd stopped"), text[-2000:]  # graceful
@@ -218,7 +233,7 @@ def test_a_node_that_dies_is_reported_and_the_others_keep_running(launchers, ope
         pass  # node 0 still answers
     assert launcher.proc.poll() is None
     assert launcher.stop(signal.SIGINT) == 0
-    assert _wait_gone(open_tmp_path / "cluster") == []
+    _wait_gone(open_tmp_path / "cluster")
 
 
 def test_a_killed_launcher_leaves_nothing_running(launchers, open_tmp_path):
@@ -230,7 +245,7 @@ def test_a_killed_launcher_leaves_nothing_running(launchers, open_tmp_path):
     launcher.proc.kill()
     launcher.proc.wait()
     # PostgreSQL goes at once; a node's graceful shutdown then waits on it, bounded by shutdown_limit_s (23 s)
-    assert _wait_gone(open_tmp_path / "cluster", timeout=40) == []
+    _wait_gone(open_tmp_path / "cluster", timeout=40)
 
 
 def test_three_nodes_serve_one_cluster_to_confluent_kafka_and_ctrl_c_stops_it(launchers, open_tmp_path):
@@ -245,6 +260,7 @@ def test_three_nodes_serve_one_cluster_to_confluent_kafka_and_ctrl_c_stops_it(la
     wait_until(lambda: sorted(admin.list_topics(timeout=10).brokers) == [0, 1, 2], 10, "node 0 to list brokers 0, 1, 2")
     admin.create_topics([NewTopic("spread", num_partitions=6, replication_factor=1)])["spread"].result(30)
     deadline = time.monotonic() + 30
+    # not a wait_until: at the bound the test goes on with the last views (only the last is asserted on)
     while True:  # every node learns of the topic
         views = [
             AdminClient({"bootstrap.servers": s}).list_topics("spread", timeout=10).topics["spread"] for s in servers
@@ -276,15 +292,18 @@ def test_three_nodes_serve_one_cluster_to_confluent_kafka_and_ctrl_c_stops_it(la
     )
     consumer.subscribe(["spread"])
     got: dict[int, list[int]] = {}
-    deadline = time.monotonic() + 60
+
+    def poll() -> list[tuple[int, int]]:
+        msg = consumer.poll(1.0)
+        if msg is None:
+            return []
+        if msg.error():
+            raise KafkaException(msg.error())
+        return [(msg.partition(), int(msg.value()))]
+
     try:
-        while sum(len(v) for v in got.values()) < 600 and time.monotonic() < deadline:
-            msg = consumer.poll(1.0)
-            if msg is None:
-                continue
-            if msg.error():
-                raise KafkaException(msg.error())
-            got.setdefault(msg.partition(), []).append(int(msg.value()))
+        for partition, value in collect_until(poll, lambda read: len(read) >= 600, 60):
+            got.setdefault(partition, []).append(value)
         consumer.commit(asynchronous=False)
     finally:
         consumer.close()
@@ -293,7 +312,7 @@ def test_three_nodes_serve_one_cluster_to_confluent_kafka_and_ctrl_c_stops_it(la
 
     assert launcher.stop(signal.SIGINT) == 0
     launcher.expect("herd cluster: stopped")
-    assert _wait_gone(open_tmp_path / "cluster") == []
+    _wait_gone(open_tmp_path / "cluster")
 
 
 @pytest.mark.pg  # herd cluster up starts initdb

@@ -19,6 +19,9 @@ from pathlib import Path
 
 import pytest
 from brokers import BrokerProcess
+from processes import show_on_failure
+
+from herd.testing.wait import wait_until
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SESSION_MS = 1500
@@ -60,11 +63,14 @@ class Worker:
             text=True,
             bufsize=1,
         )
+        self.output: list[str] = []  # every line it printed, for the report of a failed test
+        show_on_failure(f"leader_election.py worker {name}", self.proc, lambda: "\n".join(self.output))
         threading.Thread(target=self._pump, args=(lines,), daemon=True).start()
 
     def _pump(self, lines: queue.Queue[tuple[float, str, str]]) -> None:
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
+            self.output.append(line.rstrip())
             lines.put((time.monotonic(), self.name, line.rstrip()))
 
 
@@ -72,14 +78,16 @@ def next_leader(
     lines: queue.Queue[tuple[float, str, str]], members: int, exclude: str | None = None, timeout: float = 30.0
 ) -> tuple[float, str]:
     """The first LEADER line naming `members` members, from a worker other than `exclude`."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def leader() -> tuple[float, str] | None:
         try:
-            at, name, line = lines.get(timeout=max(0.01, deadline - time.monotonic()))
+            at, name, line = lines.get(timeout=0.1)  # the time is when the line arrived, not when it is taken
         except queue.Empty:
-            raise AssertionError(f"no leader of {members} within {timeout}s") from None
-        if name != exclude and ": LEADER " in line and line.count(",") == members - 1:
-            return at, name
+            return None
+        return (at, name) if name != exclude and ": LEADER " in line and line.count(",") == members - 1 else None
+
+    what = f"a LEADER line naming {members} members" + (f" from a worker other than {exclude}" if exclude else "")
+    return wait_until(leader, timeout, what, interval=0)
 
 
 def test_killing_the_leader_elects_another_within_the_session_timeout(election_broker):
@@ -103,8 +111,15 @@ def test_killing_the_leader_elects_another_within_the_session_timeout(election_b
         for w in workers.values():
             if w.proc.poll() is None:
                 w.proc.send_signal(signal.SIGTERM)
+        deaf = []
         for w in workers.values():
-            w.proc.wait(15)
+            try:
+                w.proc.wait(15)
+            except subprocess.TimeoutExpired:  # killed, so that none is left behind, and the test fails as before
+                deaf.append(w.name)
+                w.proc.kill()
+                w.proc.wait()
+        assert not deaf, f"still running 15 s after SIGTERM: {deaf}"
 
 
 @pytest.mark.parametrize(

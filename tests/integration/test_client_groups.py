@@ -21,6 +21,7 @@ from groupmembers import wait_for
 
 from herd.client.admin import Admin
 from herd.client.consumer import GroupConsumer
+from herd.testing.wait import collect_until_async
 
 PARTITIONS = 6
 SESSION_MS, HEARTBEAT_MS = 4000, 250
@@ -295,12 +296,13 @@ def test_group_consumer_fetches_every_codec_commits_and_resumes_from_its_commits
         )
         async with consumer:
             await consumer.wait_for_assignment(20)
-            loop = asyncio.get_running_loop()
-            deadline = loop.time() + 20
-            while len(seen) < until and loop.time() < deadline:
-                for records in (await consumer.getmany(timeout_ms=200)).values():
-                    seen.extend(records)
+
+            async def poll() -> list:
+                got = [r for records in (await consumer.getmany(timeout_ms=200)).values() for r in records]
                 await consumer.commit()
+                return got
+
+            seen.extend(await collect_until_async(poll, lambda got: len(got) >= until, 20))
 
     first: list = []
     asyncio.run(consume(60, first))

@@ -25,6 +25,7 @@ from herd.client.consumer import GroupConsumer
 from herd.client.consumer_protocol import TopicPartition
 from herd.client.errors import AuthenticationError, ErrorCode, KafkaError
 from herd.client.membership import MemberState
+from herd.testing.wait import collect_until_async
 
 
 @pytest.fixture(scope="module")
@@ -235,16 +236,17 @@ def test_group_consumer_over_sasl_ssl_joins_fetches_and_commits(secure: SecureBr
         async with Admin(secure.bootstrap("SASL_SSL"), security=security) as admin:
             await admin.create_topic(topic, 2, 1)
         produce(secure.bootstrap(), topic, 10)
-        seen = 0
         async with GroupConsumer(
             secure.bootstrap("SASL_SSL"), group, [topic], auto_offset_reset="earliest", security=security
         ) as consumer:
             assert await consumer.wait_for_assignment(20) == {TopicPartition(topic, 0), TopicPartition(topic, 1)}
-            deadline = time.monotonic() + 20
-            while seen < 10 and time.monotonic() < deadline:
-                seen += sum(len(r) for r in (await consumer.getmany(timeout_ms=200)).values())
+
+            async def poll() -> list[Any]:
+                return [r for records in (await consumer.getmany(timeout_ms=200)).values() for r in records]
+
+            got = await collect_until_async(poll, lambda got: len(got) >= 10, 20)
             await consumer.commit()
-        assert seen == 10
+        assert len(got) == 10
         async with Admin(secure.bootstrap("SASL_SSL"), security=security) as admin:
             _, rows = await admin.describe_offsets(group)
             assert sorted((r.partition, r.current_offset) for r in rows) == [(0, 5), (1, 5)]

@@ -29,6 +29,7 @@ from pgcluster import create_topic_on
 from rawkafka import RawClient
 
 from herd.testing import HerdCluster
+from herd.testing.wait import collect_until_async, wait_until
 
 FAST = {
     "broker.session.timeout.ms": "3000",
@@ -175,12 +176,13 @@ def test_every_node_answers_for_the_cluster_with_three_clients(new_cluster: Herd
             enable_auto_commit=False,
         )
         await consumer.start()
+
+        async def poll() -> list[bytes]:
+            batches = await consumer.getmany(timeout_ms=500)
+            return [r.value for records in batches.values() for r in records]
+
         try:
-            got: list[bytes] = []
-            deadline = time.monotonic() + 60
-            while len(got) < 300 and time.monotonic() < deadline:
-                batches = await consumer.getmany(timeout_ms=500)
-                got += [r.value for records in batches.values() for r in records]
+            got = await collect_until_async(poll, lambda got: len(got) >= 300, 60)
             await consumer.commit()
             return got
         finally:
@@ -367,10 +369,13 @@ def test_a_kafka_python_consumer_reads_on_across_a_leader_move_and_earlier_epoch
     seen: list[bytes] = []
 
     def read(total: int) -> None:
-        deadline = time.monotonic() + 30
-        while len(seen) < total and time.monotonic() < deadline:
-            for records in consumer.poll(500).values():
-                seen.extend(r.value for r in records)
+        def more() -> bool:
+            if len(seen) < total:
+                for records in consumer.poll(500).values():
+                    seen.extend(r.value for r in records)
+            return len(seen) >= total
+
+        wait_until(more, 30, lambda: f"{total} records read (read {len(seen)})", interval=0)
         assert len(seen) == total, f"read {len(seen)} of {total}"
 
     try:

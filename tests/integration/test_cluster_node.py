@@ -3,12 +3,13 @@ takes over while it starts is followed like any later move."""
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from inprocess import InProcessBroker
+
+from herd.testing.wait import wait_until
 
 
 def _node(url: str, node_id: int, tmp_path: Path) -> InProcessBroker:
@@ -48,10 +49,11 @@ def test_a_node_rebuilds_the_producers_of_the_partitions_it_takes_while_starting
             led = sum(partition is not None for partition in topic.partitions)
             return led, len(broker.producers), set(broker.producers.restoring)
 
-        deadline = time.monotonic() + 10
-        while (state := second.run(rebuilt()))[2] and time.monotonic() < deadline:
-            time.sleep(0.05)
-        led, producers, restoring = state
+        def restored() -> tuple[int, int, set[tuple[str, int]]] | None:
+            state = second.run(rebuilt())
+            return None if state[2] else state
+
+        led, producers, restoring = wait_until(restored, 10, "node 1 to restore its producers", interval=0.05)
         assert led == 2 and not restoring
         assert producers == led  # one producer, known on each partition node 1 took
     finally:

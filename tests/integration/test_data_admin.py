@@ -13,6 +13,8 @@ import time
 import pytest
 from backends import BACKENDS, start_broker
 
+from herd.testing.wait import wait_until, wait_until_async
+
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def broker(request, tmp_path_factory):
@@ -22,17 +24,11 @@ def broker(request, tmp_path_factory):
 
 def _soon(check, what: str, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
     """Poll `check` until it holds; fail naming `what` after `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.05)
+    wait_until(check, timeout, what, interval=0.05)
 
 
 async def _soon_async(check, what: str, timeout: float = 10.0) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not await check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        await asyncio.sleep(0.05)
+    await wait_until_async(check, timeout, what, interval=0.05)
 
 
 def _wait(futures: dict) -> dict:

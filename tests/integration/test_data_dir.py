@@ -58,7 +58,7 @@ def consume(bootstrap: str, topic: str, n: int, group: str = "g") -> list[bytes]
     c.subscribe([topic])
     got: list[bytes] = []
     try:
-        for _ in range(200):
+        for _ in range(200):  # not a wait_until: up to 200 polls for n values, the caller asserts on them
             if len(got) >= n:
                 break
             msg = c.poll(0.2)

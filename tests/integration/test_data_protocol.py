@@ -37,7 +37,7 @@ def _read_all(bootstrap: str, topic: str) -> list[bytes]:
     c.assign([TopicPartition(topic, 0, 0)])
     values = []
     try:
-        for _ in range(200):
+        for _ in range(200):  # not a wait_until: reads to the high watermark, the caller asserts on the values
             batch = c.consume(1000, timeout=0.5)
             values += [m.value() for m in batch if m.error() is None]
             low, high = c.get_watermark_offsets(TopicPartition(topic, 0), timeout=5)

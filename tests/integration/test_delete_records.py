@@ -8,7 +8,6 @@ answered, so `_topic` waits until every node lists it with its leaders before pr
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from kio.schema.errors import ErrorCode
 from rawkafka import RawClient
 
 from herd.client.wire import request_builder
+from herd.testing.wait import wait_until
 
 RECORDS = 10  # per partition
 VERSIONS = (0, 1, 2)
@@ -59,10 +59,12 @@ def _topic(broker: Broker, topic: str, partitions: int = 1, config: dict[str, st
 
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic(topic, partitions, 1, config=config or {})])[topic].result(15)
-    deadline = time.monotonic() + 15
-    while not all(_leaders(port, topic) for port in broker.ports):
-        assert time.monotonic() < deadline, f"the nodes did not learn of {topic}"
-        time.sleep(0.02)
+    wait_until(
+        lambda: all(_leaders(port, topic) for port in broker.ports),
+        15,
+        f"every node to learn of {topic}",
+        interval=0.02,
+    )
     producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 2})
     for partition in range(partitions):
         for i in range(RECORDS):
@@ -302,14 +304,16 @@ def _first_offset(broker: Broker, topic: str, reset: str, position: int, nudge: 
     )
     try:
         consumer.assign([TopicPartition(topic, 0, position)])
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
+
+        def offset() -> list[int] | None:
             message = consumer.poll(0.3)
             if message is not None and message.error() is None:
-                return message.offset()
+                return [message.offset()]
             if nudge is not None:
                 nudge()
-        raise AssertionError(f"no record reached the {reset} consumer")
+            return None
+
+        return wait_until(offset, 15, f"a record to reach the {reset} consumer", interval=0)[0]
     finally:
         consumer.close()
 

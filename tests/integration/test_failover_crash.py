@@ -106,11 +106,12 @@ def fetch_offsets(ports: list[int], groups: list[str], rng: random.Random,
     """Every group's committed offsets, each from the node that coordinates it when asked; retries what a
     client retries (no coordinator yet, a dead node, NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS) until all
     answered, so it returns once every group has a coordinator again."""
-    deadline = time.monotonic() + timeout
     fetched: dict[str, list[int]] = {}
-    while len(fetched) < len(groups):
+
+    def all_fetched() -> bool:
         pending = [g for g in groups if g not in fetched]
-        assert time.monotonic() < deadline, f"no coordinator answered for {pending} within {timeout} s"
+        if not pending:
+            return True
         by_port: dict[int, list[str]] = {}
         for group, (_, port) in find_coordinators(ports, pending, rng).items():
             by_port.setdefault(port, []).append(group)
@@ -127,8 +128,14 @@ def fetch_offsets(ports: list[int], groups: list[str], rng: random.Random,
                     fetched[g.group_id] = [offsets[p] for p in range(PARTITIONS)]
                 else:
                     assert g.error_code in RETRIABLE, f"{g.group_id}: {ErrorCode(g.error_code).name}"
-        if len(fetched) < len(groups):
-            time.sleep(0.03)
+        return len(fetched) >= len(groups)
+
+    waiting.wait_until(
+        all_fetched,
+        timeout,
+        lambda: f"a coordinator to answer for {[g for g in groups if g not in fetched]}",
+        interval=0.03,
+    )
     return fetched
 
 

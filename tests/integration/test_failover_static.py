@@ -965,6 +965,7 @@ def test_herd_client_and_cli_follow_a_kill_9_of_the_coordinator(nodes: HerdClust
     with Feeding(cluster.bootstrap, topic, partitions):
         consuming = HerdConsumers(cluster.bootstrap, topic, group, 2)
         consuming.start()
+        during: list[subprocess.Popen[str]] = []
         try:
             wait_for(
                 lambda: len(consuming.acked) == partitions or consuming.error, 60, "the herd consumers committing", 0.05
@@ -973,7 +974,7 @@ def test_herd_client_and_cli_follow_a_kill_9_of_the_coordinator(nodes: HerdClust
             before = [(c.member.generation_id, list(c.events)) for c in consuming.consumers]
 
             cluster.kill(victim)
-            during = [
+            during += [
                 subprocess.Popen(
                     [sys.executable, "-m", "herd", "groups", *args, "--bootstrap-server", bootstrap],
                     stdout=subprocess.PIPE,
@@ -1003,4 +1004,8 @@ def test_herd_client_and_cli_follow_a_kill_9_of_the_coordinator(nodes: HerdClust
             ]
             assert sorted(int(r[2]) for r in rows) == list(range(partitions))
         finally:
+            for proc in during:  # the two CLI runs, reaped however the test ends (communicate() did, if it ran)
+                if proc.poll() is None:
+                    proc.kill()
+                proc.communicate()
             consuming.stop()

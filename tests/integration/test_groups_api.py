@@ -7,7 +7,6 @@ where a client that found the coordinator sends these requests."""
 
 from __future__ import annotations
 
-import time
 import uuid
 from typing import Any
 
@@ -16,6 +15,8 @@ from backends import BACKENDS, embedded_only, start_broker
 from inprocess import InProcessBroker
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient, part, req
+
+from herd.testing.wait import wait_until
 
 JOIN, SYNC, HEARTBEAT, LEAVE, DESCRIBE, LIST, DELETE, COMMIT, FETCH, FIND = 11, 14, 12, 13, 15, 16, 42, 8, 9, 10
 
@@ -506,16 +507,21 @@ def test_a_join_parked_on_a_connection_that_closes_is_answered_into_the_void_and
         )
         assert synced.error_code == ErrorCode.none
         # b never syncs: after the rebalance timeout (1 s) it is removed and a rebalances alone.
-        deadline = time.monotonic() + 10
-        while (
-            a.request(
-                HEARTBEAT,
-                4,
-                req(HEARTBEAT, 4, group_id=group, generation_id=2, member_id=first.member_id, group_instance_id=None),
-            ).error_code
-            != ErrorCode.rebalance_in_progress
-        ):
-            assert time.monotonic() < deadline, "b was never removed"
+        wait_until(
+            lambda: (
+                a.request(
+                    HEARTBEAT,
+                    4,
+                    req(
+                        HEARTBEAT, 4, group_id=group, generation_id=2, member_id=first.member_id, group_instance_id=None
+                    ),
+                ).error_code
+                == ErrorCode.rebalance_in_progress
+            ),
+            10,
+            "b to be removed (a's heartbeat answered REBALANCE_IN_PROGRESS)",
+            interval=0,
+        )
         third = join(a, 9, group, member_id=first.member_id, rebalance_timeout=1_000)
         assert third.error_code == ErrorCode.none and [m.member_id for m in third.members] == [first.member_id]
     assert "Traceback" not in broker.log()

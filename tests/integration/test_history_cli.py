@@ -22,6 +22,7 @@ from rawkafka import RawClient, part, req
 
 from herd.client.consumer_protocol import Assignment, Subscription, encode_assignment, encode_subscription
 from herd.coordinator import coordinator_partition
+from herd.testing.wait import wait_until
 
 JOIN, SYNC, LEAVE, DESCRIBE_CONFIGS, FIND = 11, 14, 13, 32, 10
 VERSIONS = {JOIN: 9, SYNC: 5, LEAVE: 5, DESCRIBE_CONFIGS: 4, FIND: 4}
@@ -226,17 +227,13 @@ def cluster(postgres_server, request, tmp_path):
 def coordinator(cluster: Any, group: str, among: list[int]) -> int:
     """The index of the node that coordinates `group`, as a live node names it (waits for one to)."""
     ports = {cluster.nodes[i].port: i for i in among}
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with RawClient(cluster.nodes[among[0]].port) as c:
-                found = c.request(FIND, 4, req(FIND, 4, key_type=0, coordinator_keys=(group,))).coordinators[0]
-            if found.error_code == ErrorCode.none and found.port in ports:
-                return ports[found.port]
-        except OSError:
-            pass
-        assert time.monotonic() < deadline, f"no live node coordinates {group}"
-        time.sleep(0.05)
+
+    def named() -> list[int] | None:
+        with RawClient(cluster.nodes[among[0]].port) as c:
+            found = c.request(FIND, 4, req(FIND, 4, key_type=0, coordinator_keys=(group,))).coordinators[0]
+        return [ports[found.port]] if found.error_code == ErrorCode.none and found.port in ports else None
+
+    return wait_until(named, 30, f"a live node to coordinate {group}", interval=0.05, ignore=(OSError,))[0]
 
 
 def described_history(port: int, group: str) -> dict[str, Any]:
@@ -273,13 +270,13 @@ def test_the_history_moves_with_its_group_to_the_next_coordinator(cluster):
     assert cluster.terminate(before) == 0  # SIGTERM: the node hands its partitions over
     alive = [i for i in range(3) if i != before]
     after = coordinator(cluster, group, alive)
-    deadline = time.monotonic() + 30
-    while True:  # the new coordinator may still be loading the partition
-        found = herd("history", "--group", group, "--output", "json", bootstrap=cluster.address(after))
-        if found.exit_code == 0 or time.monotonic() > deadline:
-            break
-        time.sleep(0.1)
-    assert found.exit_code == 0, found
+    tried: list[Any] = []
+
+    def history() -> Any:  # the new coordinator may still be loading the partition
+        tried.append(herd("history", "--group", group, "--output", "json", bootstrap=cluster.address(after)))
+        return tried[-1] if tried[-1].exit_code == 0 else None
+
+    found = wait_until(history, 30, lambda: f"herd history to succeed (the last: {tried[-1]})", interval=0.1)
     check_history(json.loads(found.stdout), a, b)
     elsewhere = next(i for i in alive if i != after)
     assert described_history(cluster.nodes[elsewhere].port, group) == json.loads(found.stdout)

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import psycopg
@@ -17,19 +16,18 @@ import pytest
 
 from herd.cli import localpg
 from herd.cli.localpg import LocalPostgres, LocalPostgresError, process_state
+from herd.testing.wait import wait_until
 
 
-def _gone(pid: int, timeout: float = 15.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def _gone(pid: int, timeout: float = 15.0) -> None:
+    def exited() -> bool:
         try:
             os.kill(pid, 0)
         except ProcessLookupError:
             return True
-        if process_state(pid) == "Z":  # a zombie awaiting its reaper
-            return True
-        time.sleep(0.05)
-    return False
+        return process_state(pid) == "Z"  # a zombie awaiting its reaper
+
+    wait_until(exited, timeout, f"process {pid} to exit", interval=0.05)
 
 
 def test_starts_keeps_data_across_restarts_and_stops(open_tmp_path):
@@ -47,7 +45,8 @@ def test_starts_keeps_data_across_restarts_and_stops(open_tmp_path):
             conn.execute("INSERT INTO t VALUES ('survives')")
         owner = Path(f"/proc/{pid}/status").read_text().split("Uid:")[1].split()[0]
         assert int(owner) == (65534 if os.geteuid() == 0 else os.geteuid())  # nobody when started by root
-    assert pid is not None and _gone(pid)
+    assert pid is not None
+    _gone(pid)
     assert not pg.running
     with pg:  # the initialised directory is reused, on the same port
         assert pg.port == port
@@ -173,7 +172,7 @@ def test_a_killed_launcher_leaves_no_server_and_the_next_start_works(open_tmp_pa
         pid = int(launcher.stdout.readline())
         launcher.send_signal(signal.SIGKILL)
         launcher.wait(10)
-        assert _gone(pid)
+        _gone(pid)
     finally:
         launcher.kill()
         launcher.wait()

@@ -4,7 +4,6 @@ confluent-kafka 2.16.1 and aiokafka 0.14.0 have neither) on both backends, and a
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -16,6 +15,7 @@ from kio.schema.errors import ErrorCode
 from rawkafka import RawClient
 
 from herd.protocol.messages import request_class
+from herd.testing.wait import collect_until
 
 
 def _module(api_key: int, version: int):  # noqa: ANN202 - the kio request module
@@ -217,9 +217,8 @@ def test_kafka_python_moves_a_partition_while_it_is_produced_to_and_consumed(ser
     _produce(broker.bootstrap, "moving", 50, start=300)
     consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest", enable_auto_commit=False)
     consumer.assign([TopicPartition("moving", 0)])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 10
-    while len(got) < 350 and time.monotonic() < deadline:
-        got += [m.value for batch in consumer.poll(500).values() for m in batch]
+    got = collect_until(
+        lambda: [m.value for batch in consumer.poll(500).values() for m in batch], lambda got: len(got) >= 350, 10
+    )
     consumer.close()
     assert got == [b"v%d" % i for i in range(350)]

@@ -5,7 +5,6 @@ counts the series beyond it."""
 
 from __future__ import annotations
 
-import time
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from rawkafka import RawClient, part, req
 
 from herd.testing import HerdBroker
+from herd.testing.wait import collect_until
 
 JOIN = 11
 
@@ -90,11 +90,12 @@ def test_a_consumer_group_moves_the_metrics(broker: BrokerProcess) -> None:
         session_timeout_ms=6000,
     )
     try:
-        seen = 0
-        deadline = time.monotonic() + 20
-        while seen < 18 and time.monotonic() < deadline:
-            seen += sum(len(batch) for batch in consumer.poll(timeout_ms=200).values())
-        assert seen == 18
+        got = collect_until(
+            lambda: [r for batch in consumer.poll(timeout_ms=200).values() for r in batch],
+            lambda got: len(got) >= 18,
+            20,
+        )
+        assert len(got) == 18
         committed = {0: 2, 1: 6, 2: 0}
         consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, "", -1) for p, o in committed.items()})
         samples = scraped_until(

@@ -57,6 +57,7 @@ from herd.log.postgres.schema import migrate
 from herd.protocol.messages import request_class
 from herd.server.apis._build import make
 from herd.testing import HerdCluster
+from herd.testing.wait import wait_until
 
 JOIN, SYNC, HEARTBEAT = 11, 14, 12
 OFFSETS_PARTITIONS = 6
@@ -263,11 +264,18 @@ def test_a_partition_moved_under_a_producer_and_a_consumer_loses_no_acknowledged
     producing.start()
 
     def read_until(done: Any) -> None:
-        deadline = time.monotonic() + WAIT_S
-        while not done() and time.monotonic() < deadline:
-            for records in consumer.poll(200).values():
-                seen.extend(r.value for r in records)
-        assert done(), f"read {len(seen)} records, {len(producing.values() - set(seen))} acknowledged missing"
+        def read() -> bool:
+            if not done():
+                for records in consumer.poll(200).values():
+                    seen.extend(r.value for r in records)
+            return bool(done())
+
+        wait_until(
+            read,
+            WAIT_S,
+            lambda: f"the reads (read {len(seen)} records, {len(producing.values() - set(seen))} acknowledged missing)",
+            interval=0,
+        )
 
     try:
         read_until(lambda: len(seen) >= 50)

@@ -8,7 +8,6 @@ the coordinator of every group (the cluster runs a single `__consumer_offsets` p
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import pytest
@@ -18,6 +17,7 @@ from rawkafka import RawClient
 from test_groups_api import part, req
 
 from herd.client.consumer_protocol import Subscription, encode_subscription
+from herd.testing.wait import wait_until
 
 JOIN, SYNC, COMMIT, FETCH, DESCRIBE, TXN_COMMIT, OFFSET_DELETE, API_VERSIONS = 11, 14, 8, 9, 15, 28, 47, 18
 
@@ -292,13 +292,17 @@ def test_offset_delete(broker):
 def test_a_group_whose_last_offset_expires_is_deleted(expiring):
     with RawClient(expiring.port) as c:
         assert commit(c, 2, "gone", partitions=(0, 1), retention=200) == [ErrorCode.none, ErrorCode.none]
-        deadline = time.monotonic() + 10
-        while True:
-            d = c.request(DESCRIBE, 5, req(DESCRIBE, 5, groups=("gone",), include_authorized_operations=False))
-            if d.groups[0].group_state == "Dead":
-                break
-            assert time.monotonic() < deadline, "the group was never deleted"
-            time.sleep(0.05)
+        wait_until(
+            lambda: (
+                c.request(DESCRIBE, 5, req(DESCRIBE, 5, groups=("gone",), include_authorized_operations=False))
+                .groups[0]
+                .group_state
+                == "Dead"
+            ),
+            10,
+            "the group 'gone' to be deleted (Dead)",
+            interval=0.05,
+        )
         assert fetch(c, "gone") == {0: -1, 1: -1}
 
 

@@ -23,6 +23,8 @@ from ports import refused_port
 from rawkafka import RawClient
 from test_groups_api import part, req
 
+from herd.testing.wait import wait_until
+
 COMMIT, FETCH, CREATE_TOPICS = 8, 9, 19
 PARTITIONS = 6
 KILLS = 22
@@ -86,16 +88,17 @@ def commit_request(group: str, partition: int, value: int) -> Any:
 
 def committed(port: int, group: str, timeout: float = 20.0) -> dict[int, int]:
     """The group's offsets once the coordinator has loaded (COORDINATOR_LOAD_IN_PROGRESS is retried)."""
-    deadline = time.monotonic() + timeout
     topic = part(FETCH, 7, "OffsetFetchRequestTopic", name="data", partition_indexes=tuple(range(PARTITIONS)))
-    while True:
+
+    def fetched() -> list[dict[int, int]] | None:
         with RawClient(port) as c:
             r = c.request(FETCH, 7, req(FETCH, 7, group_id=group, topics=(topic,), require_stable=True))
         if r.error_code == ErrorCode.none:
-            return {p.partition_index: p.committed_offset for p in r.topics[0].partitions}
+            return [{p.partition_index: p.committed_offset for p in r.topics[0].partitions}]
         assert r.error_code == ErrorCode.coordinator_load_in_progress, r
-        assert time.monotonic() < deadline, "the coordinator never finished loading"
-        time.sleep(0.02)
+        return None
+
+    return wait_until(fetched, timeout, f"the coordinator of {group} to finish loading", interval=0.02)[0]
 
 
 @pytest.mark.slow

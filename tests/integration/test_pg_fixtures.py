@@ -6,7 +6,6 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import psycopg
@@ -15,6 +14,7 @@ from pgcluster import database_name
 
 from herd.cli.localpg import process_state
 from herd.testing import HerdCluster
+from herd.testing.wait import wait_until
 
 TESTS_DIR = Path(__file__).parent.parent
 
@@ -81,10 +81,7 @@ def test_two_modules_get_their_own_databases_and_the_session_leaves_no_server(tm
     assert sorted(name for name, _, _ in seen) == ["test_first", "test_second"]
     (_, pid, data_dir), (_, other_pid, _) = seen
     assert pid == other_pid  # one server for the session
-    deadline = time.monotonic() + 10
-    while _alive(int(pid)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(int(pid))
+    wait_until(lambda: not _alive(int(pid)), 10, f"the session's PostgreSQL ({pid}) to exit", interval=0.05)
     assert not Path(data_dir).exists()
 
 

@@ -310,7 +310,7 @@ def test_long_running_consumers_reauthenticate(reauth_broker: BrokerProcess) -> 
     got_k: list[bytes] = []
     try:
         deadline = time.monotonic() + 8
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline:  # not a wait: 8 s of traffic, four session lifetimes
             producer.produce(topic, value=b"m%d" % sent)
             sent += 1
             producer.poll(0)
@@ -318,7 +318,7 @@ def test_long_running_consumers_reauthenticate(reauth_broker: BrokerProcess) -> 
             for records in other.poll(200).values():
                 got_k += [r.value for r in records]
         assert producer.flush(20) == 0
-        end = time.monotonic() + 30
+        end = time.monotonic() + 30  # not a wait_until: gathers both clients' reads, asserted on below
         while (len(got_c) < sent or len(got_k) < sent) and time.monotonic() < end:
             got_c += [m.value() for m in consumer.consume(100, timeout=0.2) if m.error() is None]
             for records in other.poll(200).values():

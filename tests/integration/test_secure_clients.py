@@ -10,7 +10,6 @@ listener would be)."""
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,8 @@ import pytest
 from clients import aiokafka_group_round_trip, confluent_group_round_trip, kafka_python_group_round_trip
 from groupmembers import KAFKA_PYTHON_METADATA_MS
 from securebrokers import SecureBroker, start_secure_broker
+
+from herd.testing.wait import wait_until, wait_until_async
 
 AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
 USERS = {"alice": "alice-secret-512", "mallory": "mallory-secret-512"}
@@ -163,21 +164,21 @@ def _confluent_denied(secure: SecureBroker) -> tuple[str, str]:
     producer.flush(30)
     consumer = Consumer({**_confluent(secure, "mallory"), "group.id": "sec-mallory", "auto.offset.reset": "earliest"})
     consumer.subscribe(["sec-open"])
-    group_error = None
+
+    def group_error() -> list[Any] | None:
+        message = consumer.poll(0.5)
+        return [message.error()] if message is not None and message.error() is not None else None
+
     try:
-        deadline = time.monotonic() + 30
-        while group_error is None and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is not None:
-                group_error = message.error()
+        (error,) = wait_until(group_error, 30, "an error polled by mallory's consumer", interval=0)
     finally:
         consumer.close()
     names = {
         KafkaError.TOPIC_AUTHORIZATION_FAILED: "TOPIC_AUTHORIZATION_FAILED",
         KafkaError.GROUP_AUTHORIZATION_FAILED: "GROUP_AUTHORIZATION_FAILED",
     }
-    assert errors and errors[0] is not None and group_error is not None, (errors, group_error)
-    return names.get(errors[0].code(), str(errors[0])), names.get(group_error.code(), str(group_error))
+    assert errors and errors[0] is not None, (errors, error)
+    return names.get(errors[0].code(), str(errors[0])), names.get(error.code(), str(error))
 
 
 def _kafka_python_denied(secure: SecureBroker) -> tuple[str, str]:
@@ -198,9 +199,12 @@ def _kafka_python_denied(secure: SecureBroker) -> tuple[str, str]:
     )
     try:
         with pytest.raises(GroupAuthorizationFailedError):
-            deadline = time.monotonic() + 30
-            while time.monotonic() < deadline:
+
+            def poll() -> bool:
                 consumer.poll(500)
+                return False  # only the error ends the wait: polled for 30 s without it, the wait fails
+
+            wait_until(poll, 30, "GroupAuthorizationFailedError from poll", interval=0)
     finally:
         consumer.close()
     return "TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED"
@@ -222,9 +226,12 @@ def _aiokafka_denied(secure: SecureBroker) -> tuple[str, str]:
         try:
             with pytest.raises(GroupAuthorizationFailedError):
                 await consumer.start()
-                deadline = time.monotonic() + 30
-                while time.monotonic() < deadline:
+
+                async def fetch() -> bool:
                     await consumer.getmany(timeout_ms=500)
+                    return False  # only the error ends the wait: fetched for 30 s without it, the wait fails
+
+                await wait_until_async(fetch, 30, "GroupAuthorizationFailedError from getmany", interval=0)
         finally:
             await consumer.stop()
 

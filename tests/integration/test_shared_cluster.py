@@ -25,6 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
+from processes import reaped
 
 from herd.cluster.shared import ClusterError, SharedCluster
 from herd.cluster.topics import (
@@ -280,13 +281,19 @@ NODE_PROCESS = textwrap.dedent("""
 
 
 def node_process(url: str, node_id: int, session_ms: int, heartbeat_ms: int) -> subprocess.Popen[str]:
+    """A node in a process of its own, once it said it is ready (its stderr goes to the test's, shown when the
+    test fails); the caller kills and reaps it, and a start that fails reaps it here."""
     proc = subprocess.Popen(
         [sys.executable, "-c", NODE_PROCESS, url, str(node_id), str(session_ms), str(heartbeat_ms)],
         stdout=subprocess.PIPE,
         text=True,
         env={**os.environ, "PYTHONPATH": SRC},
     )
-    assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+    except BaseException:
+        with reaped(proc):
+            raise
     return proc
 
 
@@ -502,7 +509,7 @@ def test_admin_changes_from_any_node_are_seen_by_every_node_at_once(db: str) -> 
                 )
                 return await cursor.fetchone()
 
-        for _ in range(200):
+        for _ in range(200):  # bounded by tries (each a query), not by a time: kept, so the bound stays the same
             if await rows() == (0, 0):
                 break
             await asyncio.sleep(0.05)

@@ -13,7 +13,6 @@ import socket
 import ssl
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from rawkafka import RawClient, req
 
 from herd.config import BrokerConfig, ConfigError
 from herd.security.tls import ANONYMOUS, server_context
+from herd.testing.wait import collect_until
 
 METADATA, FIND_COORDINATOR, DESCRIBE_CLUSTER, API_VERSIONS = 3, 10, 60, 18
 _LISTENER_LINE = re.compile(r"herd listener (\w+) \((\w+)\) on [^\s]+:(\d+), advertised as ([^\s]+):(\d+)")
@@ -92,14 +92,13 @@ def confluent_roundtrip(config: dict[str, object], topic: str, count: int = 20) 
         {**config, "group.id": f"g-{topic}", "auto.offset.reset": "earliest", "enable.auto.commit": False}
     )
     consumer.subscribe([topic])
-    got: list[bytes] = []
-    deadline = time.monotonic() + 30
+
+    def poll() -> list[bytes]:
+        message = consumer.poll(0.5)
+        return [] if message is None or message.error() else [message.value()]
+
     try:
-        while len(got) < count and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is None or message.error():
-                continue
-            got.append(message.value())
+        got = collect_until(poll, lambda got: len(got) >= count, 30)
         committed = consumer.commit(asynchronous=False)
         assert committed and all(tp.error is None for tp in committed)
         assert sorted(got) == sorted(f"v{i}".encode() for i in range(count))

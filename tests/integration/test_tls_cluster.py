@@ -60,7 +60,9 @@ def test_each_listener_of_each_node_names_that_listener_of_every_node(new_cluste
             ("SECURE", RawClient(0, sock=tls_socket(node["SECURE"], context))),
         ):
             with client:
-                for _ in range(100):  # until this node has read the other's registration
+                # until this node has read the other's registration; bounded by tries (each a request), not by a
+                # time: kept, so the bound stays the same
+                for _ in range(100):
                     metadata = client.request(
                         METADATA,
                         12,

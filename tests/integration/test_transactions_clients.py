@@ -24,6 +24,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from groupmembers import committed_offsets
 from processes import reaped
 
+from herd.testing.wait import wait_until
+
 WORKER = Path(__file__).with_name("eos_worker.py")
 PARTITIONS = 3
 
@@ -84,18 +86,30 @@ def read_to_end(
     )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values, ended = [], set()
-    deadline = time.monotonic() + timeout
-    while len(values) < expected or len(ended) < partitions:
-        assert time.monotonic() < deadline, f"{topic} not read to its end ({isolation}): {len(values)}, {ended}"
+
+    def done() -> bool:
+        return len(values) >= expected and len(ended) >= partitions
+
+    def at_the_end() -> bool:
+        if done():
+            return True
         message = consumer.poll(0.3)
         if message is None:
-            continue
+            return False
         if message.error():
             assert message.error().code() == KafkaError._PARTITION_EOF, message.error()
             ended.add(message.partition())
-            continue
-        ended.discard(message.partition())
-        values.append(message.value())
+        else:
+            ended.discard(message.partition())
+            values.append(message.value())
+        return done()
+
+    wait_until(
+        at_the_end,
+        timeout,
+        lambda: f"{topic} read to its end ({isolation}): {len(values)} of {expected}, ended {ended}",
+        interval=0,
+    )
     consumer.close()
     return values
 

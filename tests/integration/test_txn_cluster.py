@@ -12,6 +12,7 @@ from kio.schema.errors import ErrorCode
 from rawkafka import RawClient, req
 
 from herd.testing import HerdCluster
+from herd.testing.wait import wait_until
 
 FIND, INIT = 10, 22
 TID = "tx-cluster"
@@ -19,19 +20,22 @@ TID = "tx-cluster"
 
 def coordinator(cluster: HerdCluster, via: int, timeout: float = 30.0) -> int:
     """The index of the node FindCoordinator (asked of node `via`) names for TID, once one is named."""
-    deadline = time.monotonic() + timeout
     host, port = cluster.address(via).rsplit(":", 1)
-    while True:
+
+    def named() -> list[int] | None:
         with RawClient(int(port), host) as c:
             r = c.request(FIND, 3, req(FIND, 3, key=TID, key_type=1))
         if r.error_code == ErrorCode.none:
-            return next(i for i, n in enumerate(cluster.nodes) if n.running and n.port == r.port)
-        assert r.error_code == ErrorCode.coordinator_not_available and time.monotonic() < deadline, r
-        time.sleep(0.1)
+            return [next(i for i, n in enumerate(cluster.nodes) if n.running and n.port == r.port)]
+        assert r.error_code == ErrorCode.coordinator_not_available, r
+        return None
+
+    return wait_until(named, timeout, f"node {via} to name the coordinator of {TID}", interval=0.1)[0]
 
 
 def init(cluster: HerdCluster, node: int, timeout: float = 30.0, **kw: Any) -> Any:
     """InitProducerId at `node`, retried while it loads the id's partition."""
+    # not a wait_until: the last answer is returned at the bound, for the caller to assert on
     deadline = time.monotonic() + timeout
     host, port = cluster.address(node).rsplit(":", 1)
     while True:

@@ -15,6 +15,7 @@ from kio.schema.errors import ErrorCode
 from rawkafka import RawClient
 
 from herd.client.wire import request_builder
+from herd.testing.wait import collect_until
 
 P = 8800
 # the data path alone: a producer id no transaction coordinator knows, markers appended to the log directly, so
@@ -160,11 +161,12 @@ def test_librdkafka_read_committed_skips_aborted_records_and_markers(tmp_path) -
                 }
             )
             consumer.assign([TopicPartition("t", 0, 0)])
-            got: list[bytes] = []
-            deadline = time.monotonic() + 20
             try:
-                while len(got) < len(expected) and time.monotonic() < deadline:
-                    got += [m.value() for m in consumer.consume(100, timeout=0.2) if m.error() is None]
+                got = collect_until(
+                    lambda: [m.value() for m in consumer.consume(100, timeout=0.2) if m.error() is None],
+                    lambda got: len(got) >= len(expected),
+                    20,
+                )
             finally:
                 consumer.close()
             assert got == expected, isolation

@@ -20,6 +20,7 @@ from rawkafka import RawClient, part, req
 from herd.log.batch import CONTROL_BIT, parse_header
 from herd.runtime.transactions import Marker
 from herd.server.transactions import MarkerSender
+from herd.testing.wait import wait_until
 
 PRODUCE, FETCH, API_VERSIONS, FIND, INIT, ADD_PARTITIONS, ADD_OFFSETS, END, CREATE, DELETE = (
     0,
@@ -97,6 +98,7 @@ def end(c: RawClient, tid: str, p: Any, commit: bool) -> Any:
 
 def completed(c: RawClient, tid: str, timeout: float = 5.0) -> Any:
     """InitProducerId, retried while the transaction is being completed (CONCURRENT_TRANSACTIONS)."""
+    # not a wait_until: the last answer is returned at the bound, for the caller to assert on
     deadline = time.monotonic() + timeout
     while True:
         r = init(c, tid)
@@ -268,9 +270,12 @@ def test_a_producer_gone_mid_transaction_is_aborted_after_its_timeout(broker: In
     gone.send_offsets_to_transaction([TopicPartition("gone-in", 0, 5)], group.consumer_group_metadata(), 5)
     shard = broker.server.broker.transactions.shard_for("ck-gone").shard
     assert shard.transaction("ck-gone").state.kafka_name == "Ongoing"
-    deadline = time.monotonic() + 5
-    while shard.transaction("ck-gone").state.kafka_name != "CompleteAbort" and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(
+        lambda: shard.transaction("ck-gone").state.kafka_name == "CompleteAbort",
+        5,
+        "ck-gone's transaction to be aborted (CompleteAbort)",
+        interval=0.05,
+    )
     md = shard.transaction("ck-gone")
     assert (md.state.kafka_name, md.producer_epoch) == ("CompleteAbort", 1)  # aborted under a bumped epoch
     group.close()

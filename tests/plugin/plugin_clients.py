@@ -10,9 +10,10 @@ client must do (they fail a test that would hang), they time nothing.
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
+
+from herd.testing.wait import wait_until, wait_until_async
 
 if TYPE_CHECKING:
     from herd.testing import FaultRule, Faults
@@ -39,10 +40,17 @@ def values(start: int, stop: int) -> list[bytes]:
 
 def wait_hit(faults: Faults, rule: FaultRule, keep_going: Callable[[], object]) -> None:
     """Call `keep_going()` until the rule (added with count=1) has been applied, and so removed."""
-    deadline = time.monotonic() + DEADLINE_S
-    while any(r.id == rule.id for r in faults.list()):
-        assert time.monotonic() < deadline, f"the fault {rule} was never applied"
-        keep_going()
+
+    tries = 0
+
+    def applied() -> bool:  # from the second try on, keep going first: the rule is checked after each step
+        nonlocal tries
+        tries += 1
+        if tries > 1:
+            keep_going()
+        return not any(r.id == rule.id for r in faults.list())
+
+    wait_until(applied, DEADLINE_S, f"the fault {rule} to be applied", interval=0)
 
 
 class ConfluentApp:
@@ -81,15 +89,20 @@ class ConfluentApp:
         self.received.append(message.value())
         self.consumer.commit(message, asynchronous=False)
 
-    def consume_until(self, condition: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + DEADLINE_S
-        while not condition():
-            assert time.monotonic() < deadline, f"gave up: {len(self.received)} received, {self.errors}"
+    def consume_until(self, condition: Callable[[], bool], what: str = "the condition") -> None:
+        def consumed() -> bool:
+            if condition():
+                return True
             self.poll()
+            return condition()
+
+        wait_until(
+            consumed, DEADLINE_S, lambda: f"{what} ({len(self.received)} received, errors {self.errors})", interval=0
+        )
 
     def consume(self, n: int) -> None:
         """Poll until `n` distinct values have been received in all."""
-        self.consume_until(lambda: len(set(self.received)) >= n)
+        self.consume_until(lambda: len(set(self.received)) >= n, f"{n} distinct values received")
 
     def close(self) -> None:
         self.consumer.close()
@@ -147,18 +160,30 @@ class AioApp:
         if batches:
             await self.consumer.commit()
 
-    async def consume_until(self, condition: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + DEADLINE_S
-        while not condition():
-            assert time.monotonic() < deadline, f"gave up: {len(self.received)} received, {self.errors}"
+    async def consume_until(self, condition: Callable[[], bool], what: str = "the condition") -> None:
+        async def consumed() -> bool:
+            if condition():
+                return True
             await self.poll()
+            return condition()
+
+        await wait_until_async(
+            consumed, DEADLINE_S, lambda: f"{what} ({len(self.received)} received, errors {self.errors})", interval=0
+        )
 
     async def consume(self, n: int) -> None:
-        await self.consume_until(lambda: len(set(self.received)) >= n)
+        await self.consume_until(lambda: len(set(self.received)) >= n, f"{n} distinct values received")
 
     async def wait_hit(self, faults: Faults, rule: FaultRule) -> None:
         """Keep consuming until the rule (count=1) has been applied."""
-        deadline = time.monotonic() + DEADLINE_S
-        while any(r.id == rule.id for r in await asyncio.to_thread(faults.list)):
-            assert time.monotonic() < deadline, f"the fault {rule} was never applied"
-            await self.poll()
+
+        tries = 0
+
+        async def applied() -> bool:  # from the second try on, poll first: the rule is checked after each poll
+            nonlocal tries
+            tries += 1
+            if tries > 1:
+                await self.poll()
+            return not any(r.id == rule.id for r in await asyncio.to_thread(faults.list))
+
+        await wait_until_async(applied, DEADLINE_S, f"the fault {rule} to be applied", interval=0)

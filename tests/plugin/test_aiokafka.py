@@ -63,7 +63,7 @@ def test_rebalance_in_progress_makes_it_join_again(scene: Scene) -> None:
                 action="error", api="Heartbeat", group=scene.group, error="REBALANCE_IN_PROGRESS", count=1
             )
             await app.wait_hit(scene.faults, rule)
-            await app.consume_until(lambda: len(app.assignments) == 2)
+            await app.consume_until(lambda: len(app.assignments) == 2, "a second assignment")
             await scene.carry_on(app)
 
     run(story)
@@ -110,7 +110,7 @@ def test_unknown_member_id_makes_it_join_again_as_a_new_member(scene: Scene) -> 
                 action="error", api="Heartbeat", group=scene.group, error="UNKNOWN_MEMBER_ID", count=1
             )
             await app.wait_hit(scene.faults, rule)
-            await app.consume_until(lambda: len(app.assignments) == 2)
+            await app.consume_until(lambda: len(app.assignments) == 2, "a second assignment")
             assert await scene.member_id() != before
             await scene.carry_on(app)
 
@@ -127,7 +127,7 @@ def test_a_fenced_static_member_surfaces_the_error(scene: Scene) -> None:
             await scene.settle(app)
             scene.faults.add(action="error", api="JoinGroup", member="worker-1", error="FENCED_INSTANCE_ID", count=1)
             scene.faults.add(action="error", api="Heartbeat", group=scene.group, error="REBALANCE_IN_PROGRESS", count=1)
-            await app.consume_until(lambda: bool(app.errors))
+            await app.consume_until(lambda: bool(app.errors), "an error")
             assert scene.faults.list() == []
             await scene.carry_on(app)
             assert app.errors and all(str(e) == "KafkaError: UnknownError()" for e in app.errors), app.errors

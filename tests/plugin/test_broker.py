@@ -7,13 +7,14 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
-import time
 import urllib.request
 from pathlib import Path
 
 import pytest
+from processes import reaped
 
 from herd.testing import HerdBroker, HerdStartError
+from herd.testing.wait import wait_until
 
 
 def test_a_broker_that_cannot_start_says_why(tmp_path: Path) -> None:
@@ -42,15 +43,17 @@ time.sleep(120)
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_the_broker_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
-    launcher = subprocess.Popen([sys.executable, "-c", LAUNCHER, str(tmp_path)], stdout=subprocess.PIPE)
-    assert launcher.stdout is not None
-    broker_pid = int(launcher.stdout.readline())
-    launcher.send_signal(signal.SIGKILL)
-    launcher.wait()
-    deadline = time.monotonic() + 10
-    while _running(broker_pid):
-        assert time.monotonic() < deadline, f"herd serve {broker_pid} outlived the process that started it"
-        time.sleep(0.02)
+    with reaped(subprocess.Popen([sys.executable, "-c", LAUNCHER, str(tmp_path)], stdout=subprocess.PIPE)) as launcher:
+        assert launcher.stdout is not None
+        broker_pid = int(launcher.stdout.readline())
+        launcher.send_signal(signal.SIGKILL)
+        launcher.wait()
+    wait_until(
+        lambda: not _running(broker_pid),
+        10,
+        f"herd serve {broker_pid} to exit with the process that started it",
+        interval=0.02,
+    )
 
 
 def _running(pid: int) -> bool:

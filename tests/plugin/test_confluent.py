@@ -115,7 +115,7 @@ def test_unknown_member_id_makes_it_join_again_as_a_new_member(
     before = herd_admin.describe_group(herd_group).members[0].member_id
     rule = herd_faults.add(action="error", api="Heartbeat", group=herd_group, error="UNKNOWN_MEMBER_ID", count=1)
     wait_hit(herd_faults, rule, settled.poll)
-    settled.consume_until(lambda: len(settled.assignments) == 2)
+    settled.consume_until(lambda: len(settled.assignments) == 2, "a second assignment")
     after = herd_admin.wait_for_members(herd_group, 1).members[0].member_id
     assert after != before
     carry_on(settled, herd_broker.bootstrap, herd_topic, herd_group, herd_admin)
@@ -135,7 +135,7 @@ def test_a_fenced_static_member_stops_with_a_fatal_error(
     app = start_app(**{"group.instance.id": "worker-1"})
     app.consume(3)
     herd_faults.add(action="error", api="Heartbeat", member="worker-1", error="FENCED_INSTANCE_ID", count=1)
-    app.consume_until(lambda: bool(app.errors))
+    app.consume_until(lambda: bool(app.errors), "an error")
     (error,) = app.errors
     assert error.code() == KafkaError._FATAL
     assert "Static consumer fenced by other consumer with same group.instance.id" in error.str()

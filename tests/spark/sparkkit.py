@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from typing import Any
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
+
+from herd.testing.wait import collect_until
 
 
 def create_topic(bootstrap: str, name: str, partitions: int) -> str:
@@ -46,14 +47,14 @@ def numbered(topic_partitions: int, count: int, start: int = 0) -> list[tuple[in
 def read_all(bootstrap: str, topic: str, partitions: int, expected: int, timeout: float = 30) -> list[Any]:
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "sparkkit-reader", "enable.auto.commit": False})
     consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in range(partitions)])
-    out: list[Any] = []
-    deadline = time.monotonic() + timeout
     try:
-        while len(out) < expected and time.monotonic() < deadline:
-            out += [m for m in consumer.consume(1000, 0.5) if m.error() is None]
+        return collect_until(
+            lambda: [m for m in consumer.consume(1000, 0.5) if m.error() is None],
+            lambda out: len(out) >= expected,
+            timeout,
+        )
     finally:
         consumer.close()
-    return out
 
 
 def committed(bootstrap: str, group: str, topic: str, partitions: int) -> dict[int, int]:

@@ -13,6 +13,7 @@ from confluent_kafka import Consumer
 from sparkkit import committed, create_topic, numbered, produce, source
 
 from herd.spark import decode_consumer_offsets
+from herd.testing.wait import wait_until
 
 
 @pytest.fixture(scope="module")
@@ -107,10 +108,13 @@ def test_decoder_returns_group_generations_and_members(spark, broker, topic_name
     )
     try:
         consumer.subscribe([topic])
-        deadline = time.monotonic() + 30
-        while not consumer.assignment() and time.monotonic() < deadline:
-            consumer.poll(0.2)
-        assert consumer.assignment(), "the consumer never joined its group"
+
+        def joined() -> bool:
+            if not consumer.assignment():
+                consumer.poll(0.2)
+            return bool(consumer.assignment())
+
+        wait_until(joined, 30, "the consumer to join its group (an assignment)", interval=0)
     finally:
         consumer.close()
     df = source(spark, broker.bootstrap, subscribe="__consumer_offsets", decode="consumer_offsets")

@@ -24,6 +24,7 @@ from pyspark.sql.streaming import StreamingQueryListener  # noqa: E402
 
 from herd.spark import offsets_behind  # noqa: E402
 from herd.spark.session import local_session  # noqa: E402
+from herd.testing.wait import wait_until  # noqa: E402
 
 root, bootstrap, total = settings["dir"], settings["bootstrap"], settings["total"]
 spark = local_session(
@@ -141,13 +142,21 @@ def read_up_to(query) -> int:
 
 
 try:
-    deadline = time.monotonic() + settings.get("timeout", 240)
-    while not all(read_up_to(q) >= total for q in queries):
+
+    def all_read() -> bool:
+        if all(read_up_to(q) >= total for q in queries):
+            return True
         for q in queries:
             if q.exception() is not None:
                 raise RuntimeError(f"query {q.name} failed: {q.exception()}")
-        assert time.monotonic() < deadline, [read_up_to(q) for q in queries]
-        time.sleep(0.2)
+        return False
+
+    wait_until(
+        all_read,
+        settings.get("timeout", 240),
+        lambda: f"every query to read {total} records (read {[read_up_to(q) for q in queries]})",
+        interval=0.2,
+    )
     say("every query has read every record")
     for q in queries:
         q.stop()

@@ -16,16 +16,17 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from pgcluster import create_topic_on, leaders_of
+from processes import file_text, show_on_failure
 from sparkcluster import SRC, SparkStandalone
 
 from herd.testing import HerdCluster
+from herd.testing.wait import wait_until
 
 pytest.importorskip("pyspark")
 from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition  # noqa: E402
@@ -68,11 +69,13 @@ def _read_up_to(path: Path, query: str, topic: str, partitions: set[int] | None 
 
 
 def _wait(condition, what: str, driver: Driver, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
+    def holds() -> bool:
+        if condition():
+            return True
         assert driver.proc.poll() is None, f"the driver exited ({driver.proc.returncode}) before {what}: {driver.log()}"
-        assert time.monotonic() < deadline, f"timed out waiting for {what}: {driver.log()}"
-        time.sleep(0.1)
+        return False
+
+    wait_until(holds, timeout, lambda: f"{what}: {driver.log()}", interval=0.1)
 
 
 def _topic_values(bootstrap: str, topic: str) -> list[str]:
@@ -83,14 +86,19 @@ def _topic_values(bootstrap: str, topic: str) -> list[str]:
         ends = {p: consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)[1] for p in partitions}
         consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in partitions])
         values, done = [], {p for p, end in ends.items() if end == 0}
-        deadline = time.monotonic() + 60
-        while len(done) < len(ends):
-            assert time.monotonic() < deadline, f"reading {topic} back timed out"
-            for m in consumer.consume(500, 0.5):
-                if m.error() is None:
-                    values.append(m.value().decode())
-                    if m.offset() + 1 >= ends[m.partition()]:
-                        done.add(m.partition())
+
+        def read() -> bool:
+            if len(done) < len(ends):
+                for m in consumer.consume(500, 0.5):
+                    if m.error() is None:
+                        values.append(m.value().decode())
+                        if m.offset() + 1 >= ends[m.partition()]:
+                            done.add(m.partition())
+            return len(done) >= len(ends)
+
+        wait_until(
+            read, 60, lambda: f"{topic} read back to its end ({len(done)} of {len(ends)} partitions)", interval=0
+        )
         return values
     finally:
         consumer.close()
@@ -215,6 +223,7 @@ class Driver:
                 env=env,
                 start_new_session=True,
             )
+        show_on_failure(f"spark driver {name} ({self.err})", self.proc, file_text(self.err))
 
     def log(self) -> str:
         return self.err.read_text(errors="replace")[-4000:]

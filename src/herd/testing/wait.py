@@ -6,6 +6,10 @@ it waited for, with the same bound.
 
 `WaitTimeout` is both an AssertionError (a test's expectation was not met; pytest shows it as one) and a
 TimeoutError (what the waits of herd.testing.broker raised before).
+
+`collect_until(poll, enough, timeout)` (and `collect_until_async`) is the other shape a test's loop takes: it
+gathers what `poll()` returns (a consumer's records) until `enough(gathered)` or the bound, and returns what it
+gathered, enough or not, for the test to assert on: a shortfall shows in that assertion with what did arrive.
 """
 
 from __future__ import annotations
@@ -13,10 +17,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TypeVar
 
-__all__ = ["WaitTimeout", "wait_until", "wait_until_async"]
+__all__ = ["WaitTimeout", "collect_until", "collect_until_async", "wait_until", "wait_until_async"]
 
 _T = TypeVar("_T")
 
@@ -95,3 +99,26 @@ async def wait_until_async(
         if time.monotonic() >= deadline:
             raise WaitTimeout(_message(what, timeout, last, error)) from error
         await asyncio.sleep(min(interval, max(deadline - time.monotonic(), 0.0)))
+
+
+def collect_until(poll: Callable[[], Iterable[_T]], enough: Callable[[list[_T]], bool], timeout: float) -> list[_T]:
+    """Call `poll()` and gather what it returns, in order, until `enough(gathered)` holds or `timeout` seconds
+    have passed (no call starts after the bound), and return what was gathered, enough or not: it never raises
+    for the time, the test asserts on what it got. There is no pause between calls: `poll` waits itself (a
+    consumer's poll with its timeout)."""
+    gathered: list[_T] = []
+    deadline = time.monotonic() + timeout
+    while not enough(gathered) and time.monotonic() < deadline:
+        gathered.extend(poll())
+    return gathered
+
+
+async def collect_until_async(
+    poll: Callable[[], Awaitable[Iterable[_T]]], enough: Callable[[list[_T]], bool], timeout: float
+) -> list[_T]:
+    """`collect_until` in a coroutine: `poll` is a coroutine function."""
+    gathered: list[_T] = []
+    deadline = time.monotonic() + timeout
+    while not enough(gathered) and time.monotonic() < deadline:
+        gathered.extend(await poll())
+    return gathered
