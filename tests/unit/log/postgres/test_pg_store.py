@@ -180,6 +180,30 @@ async def lock_waited_for(url: str) -> None:
     raise AssertionError("no statement waits for the partition's row")
 
 
+async def fail_a_commit(url: str, partition_log: PgPartitionLog) -> None:
+    """Terminate every other connection to the test's database, so that the store's pool finds its connections
+    dead, and append: the commit fails, and the log with it (KafkaStorageError)."""
+    sql(
+        url,
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+        "WHERE datname = current_database() AND pid <> pg_backend_pid()",
+    )
+    result = partition_log.append(batch([b"lost"]), NOW)
+    with pytest.raises(KafkaStorageError):
+        await partition_log.wait_durable(result.last_offset + 1)
+
+
+async def once_connected(run: Callable[..., Awaitable[object]], *args: object, **kwargs: object) -> object:
+    """`run(*args, **kwargs)` (a log's `_run`) after the connections were cut: tried again, a tenth of a second
+    apart, while the pool replaces its dead connections, as the runtime's backoff would; the last try raises."""
+    for _ in range(10):
+        try:
+            return await run(*args, **kwargs)
+        except KafkaStorageError:
+            await asyncio.sleep(0.1)
+    return await run(*args, **kwargs)
+
+
 @asynccontextmanager
 async def row_locked(url: str, pid: int) -> AsyncIterator[psycopg.AsyncConnection]:
     """Another session holding the partition's row lock: commits to it wait until the block ends."""
@@ -372,14 +396,7 @@ def test_a_commit_whose_connection_is_cut_fails_retriably_and_reload_goes_on_wit
             log = open_log(store, pg_url, pid)
             await append(log, batch([b"a", b"b"]))
             if every_connection:
-                sql(
-                    pg_url,
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE datname = current_database() AND pid <> pg_backend_pid()",
-                )
-                result = log.append(batch([b"lost"]), NOW)
-                with pytest.raises(KafkaStorageError):
-                    await log.wait_durable(result.last_offset + 1)
+                await fail_a_commit(pg_url, log)
             else:
                 async with row_locked(pg_url, pid) as locker:
                     result = log.append(batch([b"lost"]), NOW)
@@ -398,12 +415,7 @@ def test_a_commit_whose_connection_is_cut_fails_retriably_and_reload_goes_on_wit
             with pytest.raises(KafkaStorageError):
                 log.append(batch([b"refused"]), NOW)
             assert values(log.read(0, 1 << 20)) == [b"a", b"b"]  # committed data stays readable
-            for _ in range(10):  # as the runtime does, with a backoff: the pool replaces its dead connections
-                try:
-                    await log.reload()
-                    break
-                except KafkaStorageError:
-                    await asyncio.sleep(0.1)
+            await once_connected(log.reload)  # as the runtime does, with a backoff
             assert log.failure is None and log.log_end_offset == log.next_offset == 2
             assert await append(log, batch([b"c"])) == 2
             assert values(await log.read_async(0, 1 << 20)) == [b"a", b"b", b"c"]
@@ -423,25 +435,13 @@ def test_a_reload_that_waited_for_the_database_while_the_log_was_closed_does_not
         async with store_on(pg_url) as store:
             log = open_log(store, pg_url, pid)
             await append(log, batch([b"a"]))
-            sql(
-                pg_url,
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid()",
-            )
-            result = log.append(batch([b"lost"]), NOW)
-            with pytest.raises(KafkaStorageError):
-                await log.wait_durable(result.last_offset + 1)
+            await fail_a_commit(pg_url, log)
             answers = asyncio.Event()  # the database is back
             run = log._run
 
             async def once_the_database_answers(*args, **kwargs):  # type: ignore[no-untyped-def]
                 await answers.wait()
-                for _ in range(10):  # the pool replaces its dead connections
-                    try:
-                        return await run(*args, **kwargs)
-                    except KafkaStorageError:
-                        await asyncio.sleep(0.1)
-                return await run(*args, **kwargs)
+                return await once_connected(run, *args, **kwargs)
 
             log._run = once_the_database_answers  # type: ignore[method-assign]
             reloading = asyncio.ensure_future(log.reload())
@@ -472,14 +472,7 @@ def test_resume_reloads_a_failed_log_and_rebuilds_its_producers_but_not_from_a_l
                 log = open_log(store, pg_url, pid)
                 end = log.log_end_offset
                 await append(log, batch([b"a"], producer=(7, 0, end)))
-                sql(
-                    pg_url,
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE datname = current_database() AND pid <> pg_backend_pid()",
-                )
-                result = log.append(batch([b"lost"]), NOW)
-                with pytest.raises(KafkaStorageError):
-                    await log.wait_durable(result.last_offset + 1)
+                await fail_a_commit(pg_url, log)
                 producers.restore("t", 0, [], now_ms=NOW)  # what a new log of the partition would have restored
                 reading, answers = asyncio.Event(), asyncio.Event()
                 run = log._run
@@ -488,12 +481,7 @@ def test_resume_reloads_a_failed_log_and_rebuilds_its_producers_but_not_from_a_l
                     if statement is statements.PRODUCERS and not reading.is_set():
                         reading.set()
                         await answers.wait()
-                    for _ in range(10):  # the pool replaces its dead connections
-                        try:
-                            return await run(statement, *args, **kwargs)
-                        except KafkaStorageError:
-                            await asyncio.sleep(0.1)
-                    return await run(statement, *args, **kwargs)
+                    return await once_connected(run, statement, *args, **kwargs)
 
                 log._run = once_the_database_answers  # type: ignore[method-assign]
                 resuming = asyncio.ensure_future(log.resume())
@@ -528,14 +516,7 @@ def test_resume_whose_producer_state_cannot_be_read_leaves_the_log_failed_until_
             store.producers = producers
             log = open_log(store, pg_url, pid)
             await append(log, batch([b"a"], producer=(7, 0, 0)))
-            sql(
-                pg_url,
-                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                "WHERE datname = current_database() AND pid <> pg_backend_pid()",
-            )
-            result = log.append(batch([b"lost"]), NOW)
-            with pytest.raises(KafkaStorageError):
-                await log.wait_durable(result.last_offset + 1)
+            await fail_a_commit(pg_url, log)
             run = log._run
             refused = []
 
@@ -543,12 +524,7 @@ def test_resume_whose_producer_state_cannot_be_read_leaves_the_log_failed_until_
                 if statement is statements.PRODUCERS and not refused:
                     refused.append(statement)
                     raise KafkaStorageError("t-0: the connection is closed")
-                for _ in range(10):  # the pool replaces its dead connections
-                    try:
-                        return await run(statement, *args, **kwargs)
-                    except KafkaStorageError:
-                        await asyncio.sleep(0.1)
-                return await run(statement, *args, **kwargs)
+                return await once_connected(run, statement, *args, **kwargs)
 
             log._run = producers_unreadable_once  # type: ignore[method-assign]
             with pytest.raises(KafkaStorageError):
