@@ -10,7 +10,7 @@ Backends implement `PartitionLog` and `LogStore`: `herd.log.segments` and `herd.
 in partition directories, the embedded default; files are reached only through `herd.log.fs.FileSystem`, so the
 crash tests can run the real code on an in-memory, fault-injecting filesystem), and `herd.log.postgres` (cluster
 mode: the leader of a partition keeps its tail in memory and commits batches to PostgreSQL, fenced by its leader
-epoch). A log whose `remote` is True is a `RemotePartitionLog`: its appends are acknowledged only once
+epoch). A log that `commits_itself` is a `RemotePartitionLog`: its appends are acknowledged only once
 `wait_durable` returns, and reads that may need the database have `*_async` forms, which the server awaits.
 """
 
@@ -205,10 +205,10 @@ class PartitionLog(Protocol):
     topic: str
     partition: int
     report_errors: bool  # False when the owner logs the partition's disk errors itself
-    remote: bool  # False: every method answers from this process (segment files); True: see RemotePartitionLog
     # How an append becomes durable, which decides how a coordinator's writes are made durable (herd.runtime): False,
-    # once the caller's `flush` (an fsync, which blocks: the runtime runs it in a thread) returns; True, the log
-    # commits its appends itself, in the background, and `RemotePartitionLog.wait_durable` says when.
+    # once the caller's `flush` (an fsync, which blocks: the runtime runs it in a thread) returns, and every method
+    # answers from this process (segment files); True, the log commits its appends itself, in the background, and
+    # `RemotePartitionLog.wait_durable` says when: it is a RemotePartitionLog (`as_remote`), kept in a database.
     commits_itself: bool
     leader_epoch: int  # the epoch this node leads the partition at (0 on a single node)
 
@@ -465,8 +465,8 @@ def deletion_start(name: str, offset: int, log_start: int, high_watermark: int, 
 
 
 def as_remote(log: PartitionLog) -> RemotePartitionLog:
-    """`log`, whose `remote` is True, as the RemotePartitionLog it is (for the type checker)."""
-    assert log.remote, f"{log.topic}-{log.partition} is not a remote log"
+    """`log`, which `commits_itself`, as the RemotePartitionLog it is (for the type checker)."""
+    assert log.commits_itself, f"{log.topic}-{log.partition} is not a remote log"
     return cast(RemotePartitionLog, log)
 
 

@@ -122,8 +122,7 @@ T = TypeVar("T")
 class SegmentLog:
     """A `PartitionLog` on local segment files. Open it with `SegmentLog.open` (or `herd.log.store.SegmentStore`)."""
 
-    remote = False  # every read and write is answered here, synchronously
-    commits_itself = False  # an append is durable once `flush` (fsync) returns
+    commits_itself = False  # an append is durable once `flush` (fsync) returns; every read is answered here
     leader_epoch = 0  # a single node leads every partition, at epoch 0
 
     def __init__(self, fs: FileSystem, directory: str, topic: str, partition: int, config: LogConfig,

@@ -21,7 +21,7 @@ import asyncio
 import logging
 from collections.abc import Iterable, Sequence
 
-from herd.cluster.topics import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, Cluster, Topic
+from herd.cluster.topics import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, Cluster
 from herd.config import BrokerConfig
 from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, GroupCoordinatorShard
 from herd.coordinator.requests import CompleteTransaction
@@ -69,23 +69,19 @@ class CoordinatorRuntime:
             topic=OFFSETS_TOPIC,
             keys="groups",
             coordinated="groups",
-            ensure_topic=self._ensure_topic,
+            topic_settings=self._topic_settings,
             new_shard=self._new_shard,
             contents=_contents,
         )
         self._host: ShardHost[GroupCoordinatorShard] = ShardHost(cluster, config, kind, self.clock)
 
-    def _ensure_topic(self) -> Topic:
-        topic = self._cluster.get(OFFSETS_TOPIC)
-        if topic is None:
-            configs: dict[str, str | None] = {
-                **OFFSETS_TOPIC_CONFIGS,
-                "segment.bytes": str(self._broker_config.get("offsets.topic.segment.bytes")),
-            }
-            topic = self._cluster.create_topic(
-                OFFSETS_TOPIC, self._broker_config.get("offsets.topic.num.partitions"), configs
-            )
-        return topic
+    def _topic_settings(self) -> tuple[int, dict[str, str | None]]:
+        """`__consumer_offsets`'s partitions and configs (Kafka's offsets.topic.* settings)."""
+        configs: dict[str, str | None] = {
+            **OFFSETS_TOPIC_CONFIGS,
+            "segment.bytes": str(self._broker_config.get("offsets.topic.segment.bytes")),
+        }
+        return self._broker_config.get("offsets.topic.num.partitions"), configs
 
     def _new_shard(self, partition_log: PartitionLog, timer: AsyncioTimer) -> GroupCoordinatorShard:
         """The core of one partition; its rebalances are counted in `stats`."""

@@ -7,21 +7,22 @@ topic, how it is made, the core each partition runs, what a released reply start
 Each coordinator's runtime owns one host, built with its kind, and adds the operations only it has; neither
 subclasses it, and the host calls nothing of them but what their kind gives it.
 
-`start()` makes the topic if the kind's `ensure_topic` does (the group coordinator's makes `__consumer_offsets`;
-the transaction coordinator starts its host only once `__transaction_state` exists) and starts loading every hosted
-partition in the background; once all are loaded it logs one line with what they hold (each partition's own line
-is at DEBUG). Each shard compacts its partition in the background, keeping tombstones for the topic's
-delete.retention.ms (by default log.cleaner.delete.retention.ms). `load_partition` / `unload_partition` move one
-partition on or off this node (a coordinator move: unloading answers parked requests NOT_COORDINATOR, loading
-replays the partition from its log); `move_away_and_back` does both, for a coordinator move asked for on a single
-node (fault injection). The shards of one host share one writer: the `Flusher` (one fsync round for all, flusher.py)
-for partitions on local files, a `RemoteWriter` for those stored in PostgreSQL (cluster mode).
+`start()` makes the topic if it does not exist, with the kind's `topic_settings` (the group coordinator's host makes
+`__consumer_offsets`; the transaction coordinator starts its host only once `__transaction_state` exists), and
+starts loading every hosted partition in the background; once all are loaded it logs one line with what they hold
+(each partition's own line is at DEBUG). Each shard compacts its partition in the background, keeping tombstones for
+the topic's delete.retention.ms (by default log.cleaner.delete.retention.ms). `load_partition` / `unload_partition`
+move one partition on or off this node (a coordinator move: unloading answers parked requests NOT_COORDINATOR,
+loading replays the partition from its log); `move_away_and_back` does both, for a coordinator move asked for on a
+single node (fault injection). The shards of one host share one writer: the `Flusher` (one fsync round for all,
+flusher.py) for partitions on local files, a `RemoteWriter` for those stored in PostgreSQL (cluster mode).
 
 A shard whose disk fails (`ShardState.FAILED`) is reloaded the same way, by `_reload`: after a backoff
 (herd.log.recovery.backoff.ms, doubling up to herd.log.recovery.backoff.max.ms while it keeps failing) the
-failed shard is dropped, its log reopened from disk if the log itself failed (`SegmentLog.recover`), and the
-partition loaded again. The failure is logged once (ERROR) when a streak starts, and once (WARNING) when a
-write succeeds again; a load that fails, or a reloaded shard whose next write fails, waits longer.
+failed shard is dropped, its log resumed if the log itself failed (`PartitionLog.resume`: its files reopened,
+or its database's state read again), and the partition loaded again. The failure is logged once (ERROR) when a
+streak starts, and once (WARNING) when a write succeeds again; a load that fails, or a reloaded shard whose next
+write fails, waits longer.
 
 `stats` (herd.runtime.stats) records what the metrics export (herd.server.metrics): how long each partition took
 to load and each write round of the shards' writer.
@@ -68,7 +69,8 @@ class CoordinatorKind(Generic[S]):
     topic: str  # the topic whose partitions it coordinates
     keys: str  # what a partition coordinates, for messages: "groups", "transactional ids"
     coordinated: str  # what is coordinated here once a partition is loaded, for messages: "groups", "transactions"
-    ensure_topic: Callable[[], Topic]  # the topic, made first if it does not exist
+    # the partition count and the configs the topic is made with, when it does not exist yet (read when needed)
+    topic_settings: Callable[[], tuple[int, dict[str, str | None]]]
     new_shard: Callable[[PartitionLog, AsyncioTimer], S]  # the core of one partition, given its log and its timer
     contents: Callable[[Sequence[S]], str]  # what these cores hold, for the loading lines: "3 groups, 7 committed ..."
     # Called with the shard after the replies it released were delivered (the transaction coordinator starts
@@ -105,9 +107,9 @@ class ShardHost(Generic[S]):
     # -- lifecycle ---------------------------------------------------------------------------------------------
 
     def start(self, partitions: Iterable[int] | None = None) -> None:
-        """Make the topic if needed (`kind.ensure_topic`) and start loading `partitions` (default: all of them).
-        Must be called on the running loop."""
-        topic = self.kind.ensure_topic()
+        """Make the topic if needed (`ensure_topic`) and start loading `partitions` (default: all of them). Must
+        be called on the running loop."""
+        topic = self.ensure_topic()
         self.num_partitions = len(topic.partitions)
         loop = asyncio.get_running_loop()
         started = loop.time()
@@ -123,6 +125,14 @@ class ShardHost(Generic[S]):
 
         for task in loads:
             task.add_done_callback(loaded)
+
+    def ensure_topic(self) -> Topic:
+        """The topic, made first (with the kind's `topic_settings`) if it does not exist."""
+        topic = self._cluster.get(self.topic)
+        if topic is None:
+            partitions, configs = self.kind.topic_settings()
+            topic = self._cluster.create_topic(self.topic, partitions, configs)
+        return topic
 
     def _log_loaded(self, partitions: list[int], seconds: float) -> None:
         """The start-up summary: what the loaded partitions hold (a partition that failed logged why)."""
@@ -144,7 +154,7 @@ class ShardHost(Generic[S]):
         one line when it is loaded (a coordinator move; the start-up loads are summed up in one line)."""
         if partition in self.shards:
             raise ValueError(f"{self.topic}-{partition} is already hosted")
-        topic = self.kind.ensure_topic()
+        topic = self.ensure_topic()
         if not self.num_partitions:  # a cluster node given a partition of a topic made after it started
             self.num_partitions = len(topic.partitions)
         loop = asyncio.get_running_loop()
@@ -335,9 +345,10 @@ class ShardHost(Generic[S]):
         """Raises CoordinatorError(NOT_COORDINATOR) if this node does not host the key's partition."""
         if not self.num_partitions:
             raise CoordinatorError(ErrorCode.not_coordinator, f"{self.topic} does not exist yet")
-        shard = self.shards.get(self.partition_for(key))
+        partition = self.partition_for(key)
+        shard = self.shards.get(partition)
         if shard is None:
-            raise CoordinatorError(ErrorCode.not_coordinator, f"group {key!r} is not coordinated here")
+            raise CoordinatorError(ErrorCode.not_coordinator, f"{key!r} ({self.topic}-{partition}) is not hosted here")
         return shard
 
     async def loaded_shard(self, partition: int) -> ShardRuntime[S]:

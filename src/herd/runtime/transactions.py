@@ -50,7 +50,6 @@ from herd.cluster.topics import (
     TRANSACTION_STATE_TOPIC,
     TRANSACTION_STATE_TOPIC_CONFIGS,
     Cluster,
-    Topic,
     TopicError,
 )
 from herd.config import BrokerConfig
@@ -130,7 +129,7 @@ class TransactionRuntime:
             topic=TRANSACTION_STATE_TOPIC,
             keys="transactional ids",
             coordinated="transactions",
-            ensure_topic=self._ensure_topic,
+            topic_settings=self._topic_settings,
             new_shard=self._new_shard,
             contents=_contents,
             on_release=self._released,
@@ -166,32 +165,20 @@ class TransactionRuntime:
 
     async def _create_shared(self) -> None:
         try:
-            await self._cluster.create_topic(
-                TRANSACTION_STATE_TOPIC,
-                self._broker_config.get("transaction.state.log.num.partitions"),
-                self._topic_configs(),
-            )
+            await self._cluster.create_topic(TRANSACTION_STATE_TOPIC, *self._topic_settings())
         except TopicError as e:
             if e.error_code != TOPIC_ALREADY_EXISTS:  # another node made it meanwhile: fine
                 log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, e)
         except Exception as e:  # the database: the next lookup tries again
             log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, e)
 
-    def _topic_configs(self) -> dict[str, str | None]:
-        return {
+    def _topic_settings(self) -> tuple[int, dict[str, str | None]]:
+        """`__transaction_state`'s partitions and configs (Kafka's transaction.state.log.* settings)."""
+        configs: dict[str, str | None] = {
             **TRANSACTION_STATE_TOPIC_CONFIGS,
             "segment.bytes": str(self._broker_config.get("transaction.state.log.segment.bytes")),
         }
-
-    def _ensure_topic(self) -> Topic:
-        topic = self._cluster.get(TRANSACTION_STATE_TOPIC)
-        if topic is None:
-            topic = self._cluster.create_topic(
-                TRANSACTION_STATE_TOPIC,
-                self._broker_config.get("transaction.state.log.num.partitions"),
-                self._topic_configs(),
-            )
-        return topic
+        return self._broker_config.get("transaction.state.log.num.partitions"), configs
 
     def _new_shard(self, partition_log: PartitionLog, timer: AsyncioTimer) -> TransactionCoordinatorShard:
         """The core of one partition: its coordinator epoch is the leader epoch of the partition's log."""

@@ -23,7 +23,7 @@ class _StoredPartition:
     error (`failed` is set), the next answers `rows` once `answers` is set."""
 
     def __init__(self, rows: list[ProducerBatch]) -> None:
-        self.topic, self.partition, self.rows, self.remote = "t", 0, rows, True
+        self.topic, self.partition, self.rows, self.commits_itself = "t", 0, rows, True
         self.failed, self.answers = asyncio.Event(), asyncio.Event()
 
     async def producer_state(self) -> list[ProducerBatch]:

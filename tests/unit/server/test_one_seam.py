@@ -43,7 +43,7 @@ def test_the_server_does_not_ask_either() -> None:
 # -- the whole shell and the runtime ------------------------------------------------------------------------------
 SERVER = Path(herd.server.__file__).parent
 RUNTIME = Path(herd.runtime.__file__).parent
-MODE_ATTRIBUTES = {"shared", "remote"}  # `cluster.shared`, a partition log's `remote`
+MODE_ATTRIBUTES = {"shared", "remote"}  # `cluster.shared`; `remote`, the flag partition logs had, kept out for good
 # The mode tests kept, each with its reason in a comment beside it: (module, function) -> how many it makes.
 KEPT = {
     ("server/broker.py", "Broker.nodes"): 1,  # only a cluster knows other nodes

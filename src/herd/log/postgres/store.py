@@ -224,7 +224,6 @@ class PgLogStore:
 class PgPartitionLog:
     """A `RemotePartitionLog` over PostgreSQL; see the module docstring. Open it with `PgLogStore.open_partition`."""
 
-    remote = True
     commits_itself = True  # `wait_durable`: the commit task stores what is appended
 
     def __init__(self, store: PgLogStore, topic: str, partition: int, config: LogConfig, *, pid: int,
