@@ -298,10 +298,10 @@ def write_history(data_dir: str, groups: int, partitions: int, history: int) -> 
     from herd.runtime.batches import encode_batch
 
     config = BrokerConfig.from_properties(_load_props(data_dir))
-    cluster = Cluster(Path(data_dir), SegmentStore(data_dir), config.log_config(), 0)
+    cluster = Cluster(SegmentStore(data_dir), config.log_config(), 0)
     cluster.load()
     runtime = CoordinatorRuntime(cluster, config)
-    topic = runtime._ensure_topic()
+    topic = runtime._host.ensure_topic()
     logs = topic.partitions
     now = int(time.time() * 1000)
     written = 0
@@ -336,7 +336,7 @@ def measure_load(data_dir: str) -> dict[str, Any]:
     from herd.runtime import CoordinatorRuntime
 
     config = BrokerConfig.from_properties(_load_props(data_dir))
-    cluster = Cluster(Path(data_dir), SegmentStore(data_dir), config.log_config(), 0)
+    cluster = Cluster(SegmentStore(data_dir), config.log_config(), 0)
     cluster.load()
     rss_before = _memory()["VmRSS"]
 
@@ -374,7 +374,7 @@ def compact_all(data_dir: str) -> None:
     from herd.runtime import CoordinatorRuntime
 
     config = BrokerConfig.from_properties(_load_props(data_dir))
-    cluster = Cluster(Path(data_dir), SegmentStore(data_dir), config.log_config(), 0)
+    cluster = Cluster(SegmentStore(data_dir), config.log_config(), 0)
     cluster.load()
 
     async def run() -> None:
