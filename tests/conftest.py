@@ -24,7 +24,7 @@ from brokers import BrokerProcess
 from hypothesis import HealthCheck, settings
 from lanes import kinds
 from pgcluster import new_cluster, open_tmp_path, pg_test_url, pg_url, postgres_server  # noqa: F401 (fixtures)
-from processes import failure_sections, forget_ended
+from processes import broker_sections, failure_sections, forget_ended
 
 from herd.testing.broker import SPAWNED
 
@@ -71,7 +71,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 
 SEED_ENV = "HERD_TEST_SEED"
-LOG_TAIL_LINES = 40
 _TEST_STARTED = pytest.StashKey[float]()
 
 
@@ -113,13 +112,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             ("herd test seed", f"{SEED_ENV}={session_seed()} (rng: random.Random of it and the test id)")
         )
     started = item.stash.get(_TEST_STARTED, 0.0)
-    for broker in SPAWNED:  # what ran during the test: started by it, or running while it ran (module fixtures)
-        if broker.running or (broker.spawned_at or 0.0) >= started:
-            lines = [line for line in broker.log().splitlines() if line.strip()][-LOG_TAIL_LINES:]
-            state = "running" if broker.running else f"exited with {broker.proc.returncode if broker.proc else None}"
-            report.sections.append(
-                (f"herd broker log {broker.log_path} ({state}, last {len(lines)} lines)", "\n".join(lines))
-            )
+    report.sections.extend(broker_sections(SPAWNED, started))
     report.sections.extend(failure_sections(started))
 
 

@@ -5,18 +5,21 @@ after), issue 30 item 2:
   that a failed assertion leaves no process behind;
 - `show_on_failure(name, popen, output)` puts the last lines of what the process printed (`output()`: its log
   file, the lines a reader thread kept) in the report of a test that fails while it runs, or after it was
-  started during that test; tests/conftest.py adds them, as it does a broker's log.
+  started during that test; tests/conftest.py adds them, and the log of each broker that ran during the test
+  (`broker_sections`, over herd.testing.broker's SPAWNED).
 """
 
 from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
+
+from herd.testing.broker import HerdBroker
 
 P = TypeVar("P", bound=subprocess.Popen)  # type: ignore[type-arg]
 
@@ -56,22 +59,37 @@ def file_text(path: Path) -> Callable[[], str]:
     return lambda: path.read_text(errors="replace") if path.exists() else f"({path} does not exist)"
 
 
+def _section(name: str, proc: Any, text: str) -> tuple[str, str]:
+    """A report section: the last TAIL_LINES lines of `text` that are not blank, titled with `name` and how `proc`
+    (its pid, poll() and returncode) is."""
+    lines = [line for line in text.splitlines() if line.strip()][-TAIL_LINES:]
+    state = "running" if proc.poll() is None else f"exited with {proc.returncode}"
+    return f"{name} (pid {proc.pid}, {state}, last {len(lines)} lines)", "\n".join(lines)
+
+
 def failure_sections(test_started: float) -> list[tuple[str, str]]:
     """The report sections of a failed test that started at `test_started` (time.monotonic()): the tail of the
     output of every process it started or that ran while it failed."""
     sections = []
     for shown in SHOWN:
-        running = shown.proc.poll() is None
-        if not running and shown.since < test_started:
+        if shown.proc.poll() is not None and shown.since < test_started:
             continue  # an earlier test's, ended before this one failed
         try:
             text = shown.output()
         except Exception as e:  # the output of a failure must not hide it
             text = f"(reading the output failed: {e!r})"
-        lines = [line for line in text.splitlines() if line.strip()][-TAIL_LINES:]
-        state = "running" if running else f"exited with {shown.proc.returncode}"
-        sections.append((f"{shown.name} (pid {shown.proc.pid}, {state}, last {len(lines)} lines)", "\n".join(lines)))
+        sections.append(_section(shown.name, shown.proc, text))
     return sections
+
+
+def broker_sections(brokers: Iterable[HerdBroker], test_started: float) -> list[tuple[str, str]]:
+    """The report sections of a failed test that started at `test_started`: the tail of the log of every broker
+    process that ran during it, started by it or running while it failed (a module's fixture)."""
+    return [
+        _section(f"herd broker log {broker.log_path}", broker.proc, broker.log())
+        for broker in brokers
+        if broker.proc is not None and (broker.running or (broker.spawned_at or 0.0) >= test_started)
+    ]
 
 
 def forget_ended() -> None:

@@ -1,15 +1,18 @@
-"""tests/processes.py: what a failed test's report shows of the processes it started (show_on_failure), and
-which of them are forgotten as the next test starts (issue 30 item 2)."""
+"""tests/processes.py: what a failed test's report shows of the processes it started (show_on_failure) and of the
+brokers that ran during it (broker_sections), and which are forgotten as the next test starts (issue 30 item 2)."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from processes import SHOWN, failure_sections, file_text, forget_ended, show_on_failure
+from processes import SHOWN, broker_sections, failure_sections, file_text, forget_ended, reaped, show_on_failure
+
+from herd.testing.broker import HerdBroker
 
 
 @dataclass
@@ -61,3 +64,31 @@ def test_an_output_that_cannot_be_read_does_not_hide_the_failure(tmp_path: Path)
     (_, broken_text), (_, log_text) = failure_sections(0.0)
     assert broken_text == "(reading the output failed: OSError('gone'))"
     assert log_text == f"({tmp_path / 'missing.log'} does not exist)"
+
+
+def test_a_failed_test_shows_the_log_of_each_broker_that_ran_during_it(tmp_path: Path) -> None:
+    """A broker the test started (even one that exited since) and one still running from before it (a module's
+    fixture) show their log's tail; one that ended before the test began, and one never started, do not."""
+    brokers = {name: HerdBroker(tmp_path / name, faults=False) for name in ("fixture", "earlier", "mine", "idle")}
+    for name, broker in brokers.items():
+        broker.log_path.parent.mkdir(parents=True, exist_ok=True)
+        broker.log_path.write_text("\n".join(f"{name} {i}" for i in range(50)) + "\n")
+    with reaped(subprocess.Popen(["sleep", "30"])) as serving:
+        brokers["fixture"].proc, brokers["fixture"].spawned_at = serving, time.monotonic()
+        brokers["earlier"].proc, brokers["earlier"].spawned_at = finished(5), time.monotonic()
+        started = time.monotonic()
+        brokers["mine"].proc, brokers["mine"].spawned_at = finished(0), time.monotonic()
+        sections = broker_sections(brokers.values(), started)
+    titles = [title for title, _ in sections]
+    assert titles == [
+        f"herd broker log {brokers['fixture'].log_path} (pid {serving.pid}, running, last 40 lines)",
+        f"herd broker log {brokers['mine'].log_path} (pid {brokers['mine'].proc.pid}, exited with 0, last 40 lines)",
+    ]
+    assert sections[1][1].splitlines() == [f"mine {i}" for i in range(10, 50)]
+
+
+def finished(code: int) -> subprocess.Popen[bytes]:
+    """A real child process that has exited with `code`."""
+    proc = subprocess.Popen(["sh", "-c", f"exit {code}"])
+    proc.wait()
+    return proc
