@@ -3,17 +3,16 @@ and herd clusters (tests/pgcluster.py: postgres_server, pg_url, pg_test_url, new
 the `backend` an embedded-only test names (tests/backends.py), the Hypothesis profiles, and the marks of the test
 lanes (tests/lanes.py: `./dev test -m unit` and the other kinds).
 
-What every test gets (issue 30 item 2): `rng`, a random.Random seeded from the session's seed (HERD_TEST_SEED,
-or the time; shown in the header and in the report of a failed test that used it), so that a failure can be
-replayed; the last lines of the log of every broker process the test used, and of the output of every other
-process it started and showed (tests/processes.py show_on_failure), in the report of a failed test; and every
-broker process still running at the end of the session killed and reaped.
+What every test gets (issue 30 item 2): `rng`, a random.Random seeded from the session's seed (tests/seeds.py:
+HERD_TEST_SEED, or the time; shown in the header and in the report of a failed test that used it), so that a failure
+can be replayed; the last lines of the log of every broker process the test used, and of the output of every other
+process it started and showed (tests/processes.py show_on_failure), in the report of a failed test; and every broker
+process still running at the end of the session killed and reaped.
 """
 
 from __future__ import annotations
 
 import os
-import random
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,6 +26,8 @@ from pgcluster import new_cluster, open_tmp_path, pg_test_url, pg_url, postgres_
 from processes import broker_sections, failure_sections, forget_ended
 
 from herd.testing.broker import SPAWNED
+
+pytest_plugins = ["seeds"]  # HERD_TEST_SEED and the `rng` fixture
 
 # Property tests: no per-example deadline (the machines are shared and noisy), and in CI a fixed derandomized
 # search so that a run is reproducible; locally every run explores new examples.
@@ -70,29 +71,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep order
 
 
-SEED_ENV = "HERD_TEST_SEED"
 _TEST_STARTED = pytest.StashKey[float]()
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    # Set before xdist starts its workers, which inherit the environment: one seed for the whole session.
-    if not os.environ.get(SEED_ENV):
-        os.environ[SEED_ENV] = str(time.time_ns() % (1 << 32))
-
-
-def session_seed() -> str:
-    return os.environ[SEED_ENV]
-
-
-def pytest_report_header(config: pytest.Config) -> str:
-    return f"herd test seed: {SEED_ENV}={session_seed()} (set it to replay the random values of a run)"
-
-
-@pytest.fixture
-def rng(request: pytest.FixtureRequest) -> random.Random:
-    """This test's random values: seeded by the session's seed and the test's id, so that a run with the same
-    HERD_TEST_SEED gives every test the values it had."""
-    return random.Random(f"{session_seed()}:{request.node.nodeid}")
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -107,10 +86,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report: pytest.TestReport = outcome.get_result()  # type: ignore[attr-defined]
     if not report.failed:
         return
-    if "rng" in getattr(item, "fixturenames", ()):
-        report.sections.append(
-            ("herd test seed", f"{SEED_ENV}={session_seed()} (rng: random.Random of it and the test id)")
-        )
     started = item.stash.get(_TEST_STARTED, 0.0)
     report.sections.extend(broker_sections(SPAWNED, started))
     report.sections.extend(failure_sections(started))
