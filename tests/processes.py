@@ -1,6 +1,8 @@
 """Child processes a test starts itself (beside brokers, which tests/brokers.py and tests/conftest.py look
 after), issue 30 item 2:
 
+- `first_line(popen, timeout, what)` reads the line a child prints to say it is ready (its pid, "ready"), with a
+  bound and a message that says what it waited for and how the child is;
 - `reaped(popen)` kills the process if it still runs when the block ends, however it ends, and waits for it, so
   that a failed assertion leaves no process behind;
 - `show_on_failure(name, popen, output)` puts the last lines of what the process printed (`output()`: its log
@@ -12,6 +14,7 @@ after), issue 30 item 2:
 from __future__ import annotations
 
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -20,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from herd.testing.broker import HerdBroker
+from herd.testing.wait import WaitTimeout
 
 P = TypeVar("P", bound=subprocess.Popen)  # type: ignore[type-arg]
 
@@ -35,6 +39,27 @@ def reaped(proc: P) -> Iterator[P]:
         if proc.poll() is None:
             proc.kill()
         proc.wait()
+
+
+def first_line(proc: subprocess.Popen, timeout: float, what: str) -> Any:  # type: ignore[type-arg]
+    """The first line `proc` writes to its stdout pipe, stripped (str or bytes, as the pipe gives), read within
+    `timeout` seconds; WaitTimeout naming `what` if none came by then or the process exited without one. The
+    read runs in a daemon thread: a child that hangs leaves it blocked until the caller kills the child."""
+    assert proc.stdout is not None, "first_line needs stdout=subprocess.PIPE"
+    lines: list[Any] = []
+    reader = threading.Thread(target=lambda: lines.append(proc.stdout.readline()), daemon=True)  # type: ignore[union-attr]
+    reader.start()
+    reader.join(timeout)
+    if lines and lines[0]:
+        return lines[0].strip()
+    try:  # a process that closed its stdout has most likely exited, or is about to
+        proc.wait(0 if not lines else 1)
+    except subprocess.TimeoutExpired:
+        pass
+    state = "it still runs" if proc.poll() is None else f"it exited with {proc.returncode}"
+    if lines:
+        raise WaitTimeout(f"{what}: the process (pid {proc.pid}) closed its output without writing a line; {state}")
+    raise WaitTimeout(f"timed out after {timeout:g} s waiting for {what} (pid {proc.pid}); {state}")
 
 
 @dataclass(frozen=True)

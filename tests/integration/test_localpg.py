@@ -13,6 +13,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from processes import first_line
 
 from herd.cli import localpg
 from herd.cli.localpg import LocalPostgres, LocalPostgresError, process_state
@@ -168,8 +169,7 @@ def test_a_killed_launcher_leaves_no_server_and_the_next_start_works(open_tmp_pa
     """)
     launcher = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     try:
-        assert launcher.stdout is not None
-        pid = int(launcher.stdout.readline())
+        pid = int(first_line(launcher, 60, "the launcher's PostgreSQL server pid"))
         launcher.send_signal(signal.SIGKILL)
         launcher.wait(10)
         _gone(pid)

@@ -283,8 +283,12 @@ def test_aiokafka_consumer_that_missed_a_rebalance_is_rejected_and_rejoins(share
         )
         await c.start()
         try:
-            while not c.assignment():
+
+            async def assigned() -> bool:
                 await c.getmany(timeout_ms=100)
+                return bool(c.assignment())
+
+            await wait_until_async(assigned, 30, f"aiokafka's first assignment in {group}", interval=0)
             await c.commit()
             intruder = Intruder(shared.port, group)
             intruder.start()

@@ -25,7 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
-from processes import reaped
+from processes import first_line, reaped
 
 from herd.cluster.shared import ClusterError, SharedCluster
 from herd.cluster.topics import (
@@ -290,7 +290,7 @@ def node_process(url: str, node_id: int, session_ms: int, heartbeat_ms: int) -> 
         env={**os.environ, "PYTHONPATH": SRC},
     )
     try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        assert first_line(proc, 60, f"node {node_id} to say it is ready") == "ready"
     except BaseException:
         with reaped(proc):
             raise
@@ -302,8 +302,13 @@ async def renewed(url: str, node_id: int) -> None:
     async with await psycopg.AsyncConnection.connect(url, autocommit=True) as conn:
         query = "SELECT lease_until FROM herd_nodes WHERE node_id = %s"
         first = await (await conn.execute(query, (node_id,))).fetchone()
-        while await (await conn.execute(query, (node_id,))).fetchone() == first:
-            await asyncio.sleep(0.002)
+
+        async def moved() -> bool:
+            return await (await conn.execute(query, (node_id,))).fetchone() != first
+
+        await wait_until_async(
+            moved, 30, f"node {node_id} to renew its lease (lease_until was {first})", interval=0.002
+        )
 
 
 @pytest.mark.parametrize("heartbeat_ms", [1000, 2000])

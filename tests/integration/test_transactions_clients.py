@@ -22,9 +22,9 @@ from brokers import BrokerProcess
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from groupmembers import committed_offsets
-from processes import reaped
+from processes import file_text, first_line, reaped, show_on_failure
 
-from herd.testing.wait import wait_until
+from herd.testing.wait import wait_until, wait_until_async
 
 WORKER = Path(__file__).with_name("eos_worker.py")
 PARTITIONS = 3
@@ -123,7 +123,7 @@ def stable_progress(bootstrap: str, group: str, topic: str) -> int:
     return sum(max(offset, 0) for offset in offsets.values())
 
 
-def test_consume_transform_produce_is_exactly_once_through_sigkills_of_the_worker(broker):
+def test_consume_transform_produce_is_exactly_once_through_sigkills_of_the_worker(broker, tmp_path):
     source, sink, group, txn_id = unique("in"), unique("out"), unique("eos"), unique("worker")
     create_topics(broker.bootstrap, source, sink)
     count = 1000
@@ -131,8 +131,10 @@ def test_consume_transform_produce_is_exactly_once_through_sigkills_of_the_worke
     command = [sys.executable, str(WORKER), broker.bootstrap, source, sink, group, txn_id, str(count)]
     rng = random.Random(17)
     progress = []
-    for _ in range(3):
-        with reaped(subprocess.Popen(command, stderr=subprocess.DEVNULL)) as worker:
+    for run in range(3):
+        log = tmp_path / f"killed-worker-{run}.log"
+        with log.open("wb") as stderr, reaped(subprocess.Popen(command, stderr=stderr)) as worker:
+            show_on_failure(f"killed worker {run} (stderr)", worker, file_text(log))
             time.sleep(rng.uniform(0.9, 1.6))  # it is somewhere in its loop: mid-transaction, or between two
             worker.send_signal(signal.SIGKILL)
             worker.wait(10)
@@ -165,7 +167,7 @@ def test_a_producer_killed_mid_transaction_is_aborted_after_its_timeout(broker):
         "print('sent', flush=True); time.sleep(60)\n"
     )
     with reaped(subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE)) as doomed:
-        assert doomed.stdout.readline().strip() == b"sent"
+        assert first_line(doomed, 90, "the doomed producer's 'sent' (its records flushed)") == b"sent"
         doomed.send_signal(signal.SIGKILL)
         doomed.wait(10)
     produce_plain(broker.bootstrap, topic, 30)  # after the open transaction: held back by the LSO until it ends
@@ -255,12 +257,16 @@ def test_aiokafkas_transactional_producer_commits_and_aborts(broker):
             ends = await consumer.end_offsets(partitions)  # read_committed: the last stable offsets
             values: list[bytes] = []
 
-            async def behind() -> bool:
-                return any([await consumer.position(tp) < ends[tp] for tp in partitions])
-
-            while await behind():
+            async def caught_up() -> bool:
+                if all([await consumer.position(tp) >= ends[tp] for tp in partitions]):
+                    return True
                 batch = await consumer.getmany(timeout_ms=500)
-                values += [m.value for messages in batch.values() for m in messages]
+                values.extend(m.value for messages in batch.values() for m in messages)
+                return False
+
+            await wait_until_async(
+                caught_up, 60, lambda: f"read_committed positions at {ends}, read {values}", interval=0
+            )
             return values
         finally:
             await consumer.stop()

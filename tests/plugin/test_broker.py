@@ -11,7 +11,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from processes import reaped
+from processes import first_line, reaped
 
 from herd.testing import HerdBroker, HerdStartError
 from herd.testing.wait import wait_until
@@ -44,8 +44,7 @@ time.sleep(120)
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the parent-death signal is Linux's")
 def test_the_broker_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
     with reaped(subprocess.Popen([sys.executable, "-c", LAUNCHER, str(tmp_path)], stdout=subprocess.PIPE)) as launcher:
-        assert launcher.stdout is not None
-        broker_pid = int(launcher.stdout.readline())
+        broker_pid = int(first_line(launcher, 60, "the launcher's herd serve pid"))
         launcher.send_signal(signal.SIGKILL)
         launcher.wait()
     wait_until(

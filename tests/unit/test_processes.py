@@ -4,15 +4,26 @@ brokers that ran during it (broker_sections), and which are forgotten as the nex
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from processes import SHOWN, broker_sections, failure_sections, file_text, forget_ended, reaped, show_on_failure
+from processes import (
+    SHOWN,
+    broker_sections,
+    failure_sections,
+    file_text,
+    first_line,
+    forget_ended,
+    reaped,
+    show_on_failure,
+)
 
 from herd.testing.broker import HerdBroker
+from herd.testing.wait import WaitTimeout
 
 
 @dataclass
@@ -92,3 +103,26 @@ def finished(code: int) -> subprocess.Popen[bytes]:
     proc = subprocess.Popen(["sh", "-c", f"exit {code}"])
     proc.wait()
     return proc
+
+
+def _child(script: str, text: bool = True) -> subprocess.Popen:  # type: ignore[type-arg]
+    return subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=text)
+
+
+def test_first_line_returns_the_line_a_child_printed_stripped() -> None:
+    with reaped(_child("import time; print(' 4242 ', flush=True); time.sleep(30)")) as text:
+        assert first_line(text, 30, "the pid") == "4242"
+    with reaped(_child("print('ready', flush=True)", text=False)) as raw:
+        assert first_line(raw, 30, "ready") == b"ready"
+
+
+def test_first_line_names_what_it_waited_for_when_a_child_stays_silent() -> None:
+    with reaped(_child("import time; time.sleep(30)")) as silent:
+        with pytest.raises(WaitTimeout, match=r"timed out after 0.3 s waiting for the node's ready .*it still runs"):
+            first_line(silent, 0.3, "the node's ready")
+
+
+def test_first_line_says_how_a_child_that_printed_nothing_exited() -> None:
+    with reaped(_child("import sys; sys.exit(7)")) as failed:
+        with pytest.raises(WaitTimeout, match=r"closed its output without writing a line; it exited with 7"):
+            first_line(failed, 30, "the pid")
