@@ -1,0 +1,367 @@
+"""The consumer-group records of `__consumer_offsets` (KIP-848), in Kafka's schemas: record types 3-8 and 16
+(confluentinc/kafka branch 4.2, group-coordinator/src/main/resources/common/message/ConsumerGroup*.json).
+
+Framing as every coordinator record (herd.coordinator.records): key = int16 type ‖ key struct (version 0,
+not flexible), value = int16 version ‖ value struct (version 0, flexible), None for a tombstone.
+
+| type | key | value |
+|---|---|---|
+| 3 | ConsumerGroupMetadataKey {group} | {epoch, tagged 0: metadata hash (4.1, KIP-1101)} |
+| 4 | ConsumerGroupPartitionMetadataKey {group} | herd never writes one; Kafka 4.1+ only tombstones it |
+| 5 | ConsumerGroupMemberMetadataKey {group, member} | the member's subscription and client |
+| 6 | ConsumerGroupTargetAssignmentMetadataKey {group} | {assignment epoch} |
+| 7 | ConsumerGroupTargetAssignmentMemberKey {group, member} | {the member's target partitions} |
+| 8 | ConsumerGroupCurrentMemberAssignmentKey {group, member} | {epochs, state, assigned, pending revocation} |
+| 16 | ConsumerGroupRegularExpressionKey {group, regex} | {topics, version, timestamp} |
+
+A group is written as Kafka's GroupCoordinatorRecordHelpers writes it and tombstoned in Kafka's order when it
+goes (`group_tombstones`: current assignments, target assignments, members, then the target metadata and the
+group metadata last, so that a log cut anywhere still replays to a consistent group).
+"""
+
+
+import uuid  # kio reads these annotations at run time: no `from __future__ import annotations` here
+from dataclasses import dataclass, field, replace
+from typing import ClassVar, NamedTuple
+
+from kio.static.constants import EntityType
+from kio.static.primitive import i8, i16, i32, i64
+
+from herd.coordinator.consumer.assignment import Assignment, assignment
+from herd.coordinator.consumer.member import ConsumerMember, MemberState
+from herd.coordinator.records import Record, decode_versioned, encode_versioned, value_version
+
+GROUP_METADATA = 3
+PARTITION_METADATA = 4
+MEMBER_METADATA = 5
+TARGET_ASSIGNMENT_METADATA = 6
+TARGET_ASSIGNMENT_MEMBER = 7
+CURRENT_MEMBER_ASSIGNMENT = 8
+REGULAR_EXPRESSION = 16
+CONSUMER_GROUP_KEY_TYPES = frozenset(
+    {
+        GROUP_METADATA,
+        PARTITION_METADATA,
+        MEMBER_METADATA,
+        TARGET_ASSIGNMENT_METADATA,
+        TARGET_ASSIGNMENT_MEMBER,
+        CURRENT_MEMBER_ASSIGNMENT,
+        REGULAR_EXPRESSION,
+    }
+)
+
+
+# --- keys -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupKey:
+    """The key of types 3, 4 and 6: the group alone."""
+
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = False
+    group_id: str = field(metadata={"kafka_type": "string"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberKey:
+    """The key of types 5, 7 and 8: the group and a member."""
+
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = False
+    group_id: str = field(metadata={"kafka_type": "string"})
+    member_id: str = field(metadata={"kafka_type": "string"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegularExpressionKey:
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = False
+    group_id: str = field(metadata={"kafka_type": "string"})
+    regular_expression: str = field(metadata={"kafka_type": "string"})
+
+
+# --- values ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupMetadataValue:
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    epoch: i32 = field(metadata={"kafka_type": "int32"})
+    metadata_hash: i64 = field(metadata={"kafka_type": "int64", "tag": 0}, default=i64(0))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClassicProtocol:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    name: str = field(metadata={"kafka_type": "string"})
+    metadata: bytes = field(metadata={"kafka_type": "bytes"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ClassicMemberMetadata:
+    """What a classic member of a consumer group also needs (KIP-848's online migration)."""
+
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    session_timeout_ms: i32 = field(metadata={"kafka_type": "int32"})
+    supported_protocols: tuple[ClassicProtocol, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemberMetadataValue:
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    instance_id: str | None = field(metadata={"kafka_type": "string"})
+    rack_id: str | None = field(metadata={"kafka_type": "string"})
+    client_id: str = field(metadata={"kafka_type": "string"})
+    client_host: str = field(metadata={"kafka_type": "string"})
+    subscribed_topic_names: tuple[str, ...] = field(metadata={"kafka_type": "string"})
+    subscribed_topic_regex: str | None = field(metadata={"kafka_type": "string"})
+    rebalance_timeout_ms: i32 = field(metadata={"kafka_type": "int32"}, default=i32(-1))
+    server_assignor: str | None = field(metadata={"kafka_type": "string"})
+    classic_member_metadata: ClassicMemberMetadata | None = field(metadata={"tag": 0}, default=None)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetAssignmentMetadataValue:
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    assignment_epoch: i32 = field(metadata={"kafka_type": "int32"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TopicPartitions:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    topic_id: uuid.UUID = field(metadata={"kafka_type": "uuid"})
+    partitions: tuple[i32, ...] = field(metadata={"kafka_type": "int32"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TargetAssignmentMemberValue:
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    topic_partitions: tuple[TopicPartitions, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CurrentMemberAssignmentValue:
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    member_epoch: i32 = field(metadata={"kafka_type": "int32"})
+    previous_member_epoch: i32 = field(metadata={"kafka_type": "int32"})
+    state: i8 = field(metadata={"kafka_type": "int8"})
+    assigned_partitions: tuple[TopicPartitions, ...]
+    partitions_pending_revocation: tuple[TopicPartitions, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RegularExpressionValue:
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    topics: tuple[str, ...] = field(metadata={"kafka_type": "string"})
+    version: i64 = field(metadata={"kafka_type": "int64"})
+    timestamp: i64 = field(metadata={"kafka_type": "int64"})
+
+
+# --- encoding -------------------------------------------------------------------------------------------
+
+
+def _topic_partitions(of: Assignment) -> tuple[TopicPartitions, ...]:
+    return tuple(
+        TopicPartitions(topic_id=topic_id, partitions=tuple(i32(p) for p in sorted(parts)))
+        for topic_id, parts in sorted(of.items())
+    )
+
+
+def _assignment(of: tuple[TopicPartitions, ...]) -> Assignment:
+    return assignment((tp.topic_id, tp.partitions) for tp in of)
+
+
+def _group_key(kind: int, group_id: str) -> bytes:
+    return encode_versioned(kind, GroupKey(group_id=group_id))
+
+
+def _member_key(kind: int, group_id: str, member_id: str) -> bytes:
+    return encode_versioned(kind, MemberKey(group_id=group_id, member_id=member_id))
+
+
+def _value(entity: object) -> bytes:
+    return encode_versioned(0, entity)  # type: ignore[arg-type]
+
+
+def group_epoch_record(group_id: str, epoch: int, metadata_hash: int = 0) -> Record:
+    """Kafka's newConsumerGroupEpochRecord."""
+    value = GroupMetadataValue(epoch=i32(epoch), metadata_hash=i64(metadata_hash))
+    return Record(_group_key(GROUP_METADATA, group_id), _value(value))
+
+
+def member_subscription_record(group_id: str, member: ConsumerMember) -> Record:
+    """Kafka's newConsumerGroupMemberSubscriptionRecord."""
+    value = MemberMetadataValue(
+        instance_id=member.instance_id,
+        rack_id=member.rack_id,
+        client_id=member.client_id,
+        client_host=member.client_host,
+        subscribed_topic_names=tuple(sorted(member.subscribed_topic_names)),
+        subscribed_topic_regex=member.subscribed_topic_regex,
+        rebalance_timeout_ms=i32(member.rebalance_timeout_ms),
+        server_assignor=member.server_assignor,
+    )
+    return Record(_member_key(MEMBER_METADATA, group_id, member.member_id), _value(value))
+
+
+def target_assignment_record(group_id: str, member_id: str, target: Assignment) -> Record:
+    """Kafka's newConsumerGroupTargetAssignmentRecord."""
+    value = TargetAssignmentMemberValue(topic_partitions=_topic_partitions(target))
+    return Record(_member_key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id), _value(value))
+
+
+def target_assignment_epoch_record(group_id: str, epoch: int) -> Record:
+    """Kafka's newConsumerGroupTargetAssignmentEpochRecord."""
+    value = TargetAssignmentMetadataValue(assignment_epoch=i32(epoch))
+    return Record(_group_key(TARGET_ASSIGNMENT_METADATA, group_id), _value(value))
+
+
+def current_assignment_record(group_id: str, member: ConsumerMember) -> Record:
+    """Kafka's newConsumerGroupCurrentAssignmentRecord."""
+    value = CurrentMemberAssignmentValue(
+        member_epoch=i32(member.member_epoch),
+        previous_member_epoch=i32(member.previous_member_epoch),
+        state=i8(int(member.state)),
+        assigned_partitions=_topic_partitions(member.assigned),
+        partitions_pending_revocation=_topic_partitions(member.pending_revocation),
+    )
+    return Record(_member_key(CURRENT_MEMBER_ASSIGNMENT, group_id, member.member_id), _value(value))
+
+
+def regular_expression_record(
+    group_id: str, regex: str, topics: frozenset[str], version: int, timestamp: int
+) -> Record:
+    """Kafka's newConsumerGroupRegularExpressionRecord: what `regex` resolved to, against metadata `version`."""
+    value = RegularExpressionValue(topics=tuple(sorted(topics)), version=i64(version), timestamp=i64(timestamp))
+    key = encode_versioned(REGULAR_EXPRESSION, RegularExpressionKey(group_id=group_id, regular_expression=regex))
+    return Record(key, _value(value))
+
+
+def regular_expression_tombstone(group_id: str, regex: str) -> Record:
+    key = encode_versioned(REGULAR_EXPRESSION, RegularExpressionKey(group_id=group_id, regular_expression=regex))
+    return Record(key, None)
+
+
+def member_tombstones(group_id: str, member_id: str) -> tuple[Record, ...]:
+    """A member leaves: its current assignment, its target assignment and its subscription, in Kafka's order
+    (GroupMetadataManager.removeMember)."""
+    return tuple(
+        Record(_member_key(kind, group_id, member_id), None)
+        for kind in (CURRENT_MEMBER_ASSIGNMENT, TARGET_ASSIGNMENT_MEMBER, MEMBER_METADATA)
+    )
+
+
+def group_tombstones(group_id: str, member_ids: tuple[str, ...]) -> tuple[Record, ...]:
+    """The whole group goes (ConsumerGroup.createGroupTombstoneRecords): each member's records, then the target
+    assignment epoch, the (4.0) partition metadata and the group epoch last."""
+    records = [r for member_id in member_ids for r in member_tombstones(group_id, member_id)]
+    records += [
+        Record(_group_key(TARGET_ASSIGNMENT_METADATA, group_id), None),
+        Record(_group_key(PARTITION_METADATA, group_id), None),
+        Record(_group_key(GROUP_METADATA, group_id), None),
+    ]
+    return tuple(records)
+
+
+# --- decoding -------------------------------------------------------------------------------------------
+
+
+class Decoded(NamedTuple):
+    """One consumer-group record read back: its type, group, member (or regex, for type 16) and value (None for a
+    tombstone, the decoded value otherwise)."""
+
+    kind: int
+    group_id: str
+    member_id: str | None
+    value: object | None
+
+
+def _check_version(value: bytes, name: str) -> None:
+    version = value_version(value)
+    if version != 0:
+        raise ValueError(f"unknown {name} version {version}")
+
+
+_VALUES: dict[int, type] = {
+    GROUP_METADATA: GroupMetadataValue,
+    MEMBER_METADATA: MemberMetadataValue,
+    TARGET_ASSIGNMENT_METADATA: TargetAssignmentMetadataValue,
+    TARGET_ASSIGNMENT_MEMBER: TargetAssignmentMemberValue,
+    CURRENT_MEMBER_ASSIGNMENT: CurrentMemberAssignmentValue,
+    REGULAR_EXPRESSION: RegularExpressionValue,
+}
+
+
+def decode(kind: int, key: bytes, value: bytes | None) -> Decoded:
+    """A consumer-group record of type `kind`; raises ValueError for one that cannot be read. A value of type 4
+    (partition metadata, written by Kafka 4.0) decodes to None as if it were a tombstone: herd keeps no such
+    state."""
+    if kind in (GROUP_METADATA, PARTITION_METADATA, TARGET_ASSIGNMENT_METADATA):
+        group_id, member_id = decode_versioned(GroupKey, key).group_id, None
+    elif kind == REGULAR_EXPRESSION:
+        regex_key = decode_versioned(RegularExpressionKey, key)
+        group_id, member_id = regex_key.group_id, regex_key.regular_expression
+    elif kind in (MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT):
+        member_key = decode_versioned(MemberKey, key)
+        group_id, member_id = member_key.group_id, member_key.member_id
+    else:
+        raise ValueError(f"record type {kind} is not a consumer-group record")
+    if value is None or kind == PARTITION_METADATA:
+        return Decoded(kind, group_id, member_id, None)
+    cls = _VALUES[kind]
+    _check_version(value, cls.__name__)
+    return Decoded(kind, group_id, member_id, decode_versioned(cls, value))
+
+
+def target_of(value: TargetAssignmentMemberValue) -> Assignment:
+    return _assignment(value.topic_partitions)
+
+
+def apply_subscription(member: ConsumerMember, value: MemberMetadataValue) -> ConsumerMember:
+    """`member` with the subscription and client of a MemberMetadata record (Kafka's
+    ConsumerGroupMember.Builder.updateWith(ConsumerGroupMemberMetadataValue))."""
+    return replace(
+        member,
+        instance_id=value.instance_id,
+        rack_id=value.rack_id,
+        client_id=value.client_id,
+        client_host=value.client_host,
+        subscribed_topic_names=frozenset(value.subscribed_topic_names),
+        subscribed_topic_regex=value.subscribed_topic_regex,
+        rebalance_timeout_ms=int(value.rebalance_timeout_ms),
+        server_assignor=value.server_assignor,
+    )
+
+
+def apply_current_assignment(member: ConsumerMember, value: CurrentMemberAssignmentValue) -> ConsumerMember:
+    """`member` with the epochs, state and partitions of a CurrentMemberAssignment record."""
+    return replace(
+        member,
+        member_epoch=int(value.member_epoch),
+        previous_member_epoch=int(value.previous_member_epoch),
+        state=MemberState.of(int(value.state)),
+        assigned=_assignment(value.assigned_partitions),
+        pending_revocation=_assignment(value.partitions_pending_revocation),
+    )
