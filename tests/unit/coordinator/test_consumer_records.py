@@ -100,10 +100,21 @@ def test_a_resolved_regular_expression_reads_back_keyed_by_its_text() -> None:
     assert read(r.regular_expression_tombstone("g", "a.*")).value is None
 
 
-def test_a_group_goes_member_records_first_and_its_epoch_last() -> None:
-    kinds = [(read(t).kind, read(t).member_id) for t in r.group_tombstones("g", ("m1", "m2"))]
-    assert kinds == [(8, "m1"), (7, "m1"), (5, "m1"), (8, "m2"), (7, "m2"), (5, "m2"), (6, None), (4, None), (3, None)]
-    assert all(t.value is None for t in r.group_tombstones("g", ("m1",)))
+def test_a_group_goes_in_kafka_s_order_with_its_epoch_last() -> None:
+    tombstones = r.group_tombstones("g", ("m1", "m2"), ("a.*",))
+    assert [(read(t).kind, read(t).member_id) for t in tombstones] == [
+        (8, "m1"),
+        (8, "m2"),
+        (7, "m1"),
+        (7, "m2"),
+        (6, None),
+        (5, "m1"),
+        (5, "m2"),
+        (16, "a.*"),
+        (4, None),
+        (3, None),
+    ]
+    assert all(t.value is None for t in tombstones)
 
 
 def test_a_partition_metadata_value_of_kafka_4_0_is_read_as_nothing() -> None:

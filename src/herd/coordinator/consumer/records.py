@@ -19,7 +19,6 @@ goes (`group_tombstones`: current assignments, target assignments, members, then
 group metadata last, so that a log cut anywhere still replays to a consistent group).
 """
 
-
 import uuid  # kio reads these annotations at run time: no `from __future__ import annotations` here
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, NamedTuple
@@ -273,15 +272,17 @@ def member_tombstones(group_id: str, member_id: str) -> tuple[Record, ...]:
     )
 
 
-def group_tombstones(group_id: str, member_ids: tuple[str, ...]) -> tuple[Record, ...]:
-    """The whole group goes (ConsumerGroup.createGroupTombstoneRecords): each member's records, then the target
-    assignment epoch, the (4.0) partition metadata and the group epoch last."""
-    records = [r for member_id in member_ids for r in member_tombstones(group_id, member_id)]
-    records += [
-        Record(_group_key(TARGET_ASSIGNMENT_METADATA, group_id), None),
-        Record(_group_key(PARTITION_METADATA, group_id), None),
-        Record(_group_key(GROUP_METADATA, group_id), None),
-    ]
+def group_tombstones(group_id: str, member_ids: tuple[str, ...], regexes: tuple[str, ...] = ()) -> tuple[Record, ...]:
+    """The whole group goes (ConsumerGroup.createGroupTombstoneRecords): every current assignment, every target
+    assignment and then the target's epoch, every subscription, every resolved regular expression, the (4.0)
+    partition metadata, and the group's epoch last."""
+    records = [Record(_member_key(CURRENT_MEMBER_ASSIGNMENT, group_id, m), None) for m in member_ids]
+    records += [Record(_member_key(TARGET_ASSIGNMENT_MEMBER, group_id, m), None) for m in member_ids]
+    records.append(Record(_group_key(TARGET_ASSIGNMENT_METADATA, group_id), None))
+    records += [Record(_member_key(MEMBER_METADATA, group_id, m), None) for m in member_ids]
+    records += [regular_expression_tombstone(group_id, regex) for regex in regexes]
+    records.append(Record(_group_key(PARTITION_METADATA, group_id), None))
+    records.append(Record(_group_key(GROUP_METADATA, group_id), None))
     return tuple(records)
 
 
