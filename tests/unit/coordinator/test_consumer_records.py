@@ -117,9 +117,10 @@ def test_a_group_goes_in_kafka_s_order_with_its_epoch_last() -> None:
     assert all(t.value is None for t in tombstones)
 
 
-def test_a_partition_metadata_value_of_kafka_4_0_is_read_as_nothing() -> None:
+def test_a_partition_metadata_value_of_kafka_4_0_is_kept_undecoded() -> None:
     key = r.group_epoch_record("g", 1).key.replace(b"\x00\x03", b"\x00\x04", 1)
-    assert r.decode(4, key, b"\x00\x00\x01\x00").value is None
+    assert r.decode(4, key, b"\x00\x00\x01\x00") == (4, "g", None, b"\x00\x00\x01\x00")
+    assert r.decode(4, key, None).value is None
 
 
 @pytest.mark.parametrize(

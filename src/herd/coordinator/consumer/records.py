@@ -317,8 +317,8 @@ _VALUES: dict[int, type] = {
 
 def decode(kind: int, key: bytes, value: bytes | None) -> Decoded:
     """A consumer-group record of type `kind`; raises ValueError for one that cannot be read. A value of type 4
-    (partition metadata, written by Kafka 4.0) decodes to None as if it were a tombstone: herd keeps no such
-    state."""
+    (partition metadata, written by Kafka 4.0) is left undecoded, its bytes as the value: herd only notes that
+    there is one, to tombstone it as Kafka 4.1 does."""
     if kind in (GROUP_METADATA, PARTITION_METADATA, TARGET_ASSIGNMENT_METADATA):
         group_id, member_id = decode_versioned(GroupKey, key).group_id, None
     elif kind == REGULAR_EXPRESSION:
@@ -330,7 +330,7 @@ def decode(kind: int, key: bytes, value: bytes | None) -> Decoded:
     else:
         raise ValueError(f"record type {kind} is not a consumer-group record")
     if value is None or kind == PARTITION_METADATA:
-        return Decoded(kind, group_id, member_id, None)
+        return Decoded(kind, group_id, member_id, value)
     cls = _VALUES[kind]
     _check_version(value, cls.__name__)
     return Decoded(kind, group_id, member_id, decode_versioned(cls, value))
