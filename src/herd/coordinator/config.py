@@ -28,3 +28,11 @@ class CoordinatorConfig:
     history_batch_bytes: int = 786_432
     """The most bytes of records a batch that carries a group's history record may hold: the history rides in
     the batch of the group's GroupMetadata, which must stay under message.max.bytes (3/4 of it; history.py)."""
+    group_consumer_session_timeout_ms: int = 45_000
+    """group.consumer.session.timeout.ms (KIP-848): a consumer-protocol member's session."""
+    group_consumer_heartbeat_interval_ms: int = 5_000
+    """group.consumer.heartbeat.interval.ms (KIP-848): how often members are told to heartbeat."""
+    group_consumer_max_size: int = 2_147_483_647
+    """group.consumer.max.size (KIP-848)."""
+    group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
+    """group.consumer.assignors (KIP-848): the server-side assignors; the first is the default."""

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from kio.static.primitive import i32, i64
 
 from herd.coordinator.config import CoordinatorConfig
+from herd.coordinator.consumer.group import ConsumerGroup
+from herd.coordinator.consumer.topics import EMPTY_IMAGE, TopicsImage
 from herd.coordinator.group import ClassicGroup
 from herd.coordinator.history import RebalanceHistory
 from herd.coordinator.member import Member
@@ -42,6 +44,13 @@ class ShardContext:
     """Groups holding arrived pre-registered members without a rebalance, and when the hold ends."""
     txn: TxnOffsets = field(default_factory=TxnOffsets)
     """Pending transactional offsets (TxnOffsetCommit, KIP-98/KIP-447; txn_offsets.py)."""
+    consumer_groups: dict[str, ConsumerGroup] = field(default_factory=dict)
+    """KIP-848 consumer groups (consumer/), beside the classic `groups`: a group id is in one or the other."""
+    topics: TopicsImage = EMPTY_IMAGE
+    """The cluster's topics as the consumer groups see them (consumer/topics.py), set by the runtime."""
+    consumer_hash_checked: dict[str, tuple[int, int]] = field(default_factory=dict)
+    """Per consumer group, the topics image version and group epoch its metadata hash was last checked at (in
+    memory only, as Kafka's metadata refresh deadline): a heartbeat checks it again when either moved."""
 
     def now(self) -> int:
         return self.clock.now_ms()

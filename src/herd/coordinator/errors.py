@@ -22,6 +22,7 @@ class CoordinatorError(Exception):
         name = code.name.upper()  # Kafka's name of the error, as clients print it
         super().__init__(f"{name}: {message}" if message else name)
         self.code = code
+        self.message = message  # what an API with an ErrorMessage field answers (KIP-848's, for one)
 
 
 class IllegalStateTransition(Exception):

@@ -41,9 +41,22 @@ import logging
 import uuid
 from collections.abc import Callable
 
-from herd.coordinator import admin, group_configs, membership, offsets, preregistration, retention, static
+from herd.coordinator import (
+    admin,
+    consumer_heartbeat,
+    group_configs,
+    membership,
+    offsets,
+    preregistration,
+    retention,
+    static,
+)
 from herd.coordinator import rebalance as rb
 from herd.coordinator.config import CoordinatorConfig
+from herd.coordinator.consumer import group as consumer_group
+from herd.coordinator.consumer import records as consumer_records
+from herd.coordinator.consumer.group import ConsumerGroup
+from herd.coordinator.consumer.topics import TopicsImage
 from herd.coordinator.context import ShardContext
 from herd.coordinator.errors import ErrorCode, append_error_to_response_error
 from herd.coordinator.group import ClassicGroup
@@ -123,6 +136,15 @@ class GroupCoordinatorShard:
         """`heartbeat` without the request and Result objects, for the runtime's fast path: the same effect,
         and the error code of the answer."""
         return membership.heartbeat_error(self._ctx, group_id, generation_id, member_id, instance_id)
+
+    def consumer_group_heartbeat(self, req: consumer_heartbeat.ConsumerGroupHeartbeat, reply: object) -> Result:
+        """ConsumerGroupHeartbeat (KIP-848): its records (replayed into the group) and its answer."""
+        return consumer_heartbeat.handle(self._ctx, req, reply)
+
+    def set_topics(self, topics: TopicsImage) -> None:
+        """The cluster's topics changed (or this is the first look at them): consumer groups see `topics` from now
+        on, and check their subscribed topics' metadata hash on their next heartbeat."""
+        self._ctx.topics = topics
 
     def leave_group(self, req: LeaveGroup, reply: object) -> Result:
         return membership.leave(self._ctx, req, reply)
@@ -204,6 +226,8 @@ class GroupCoordinatorShard:
             preregistration.replay(self._ctx, Record(key, value))
         elif kind == REBALANCE_HISTORY_KEY_TYPE:
             self._ctx.history.load(decode_rebalance_history_key(key).group, value)
+        elif kind in consumer_records.CONSUMER_GROUP_KEY_TYPES:
+            self._replay_consumer_group(consumer_records.decode(kind, key, value))
         else:
             log.warning("skipping __consumer_offsets record of unknown type %d", kind)
 
@@ -229,6 +253,17 @@ class GroupCoordinatorShard:
         """A COMMIT or ABORT marker of `producer_id` (written at `producer_epoch`) is in the log: its pending
         offsets become committed or vanish (txn_offsets.py); older epochs of the producer are fenced from now on."""
         offsets.replay_end_transaction_marker(self._ctx, producer_id, commit, producer_epoch)
+
+    def _replay_consumer_group(self, record: consumer_records.Decoded) -> None:
+        """A consumer-group record (consumer/group.py's replay). An empty classic group of the same id (one that
+        only held offsets) gives way, as Kafka's getOrMaybeCreatePersistedConsumerGroup lets a simple group."""
+        ctx = self._ctx
+        classic = ctx.groups.get(record.group_id)
+        if classic is not None and not classic.members and classic.protocol_type is None:
+            del ctx.groups[record.group_id]
+        removed = consumer_group.replay(ctx.consumer_groups, record, lambda group_id: group_id in ctx.groups)
+        if removed is not None:
+            ctx.consumer_hash_checked.pop(removed, None)
 
     def _replay_group(self, record: Record) -> None:
         group_id = decode_group_metadata_key(record.key).group
@@ -286,6 +321,7 @@ class GroupCoordinatorShard:
         ctx = self._ctx
         fx = Effects()
         retention.schedule(ctx)
+        consumer_heartbeat.on_loaded(ctx)
         for group in ctx.groups.values():
             ctx.history.loaded(group.group_id, ctx.now() + group.rebalance_timeout_ms())
             for member in group.members.values():
@@ -312,6 +348,7 @@ class GroupCoordinatorShard:
             self._forget_timers(group)
             group.transition_to(GroupState.DEAD, self._ctx.now())
         self._ctx.timer.cancel(retention.RETENTION_KEY)
+        consumer_heartbeat.on_unloaded(self._ctx)
         self._ctx.groups.clear()
         self._ctx.offsets.clear()
         self._ctx.txn.clear()
@@ -324,6 +361,10 @@ class GroupCoordinatorShard:
 
     def group(self, group_id: str) -> ClassicGroup | None:
         return self._ctx.groups.get(group_id)
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        """A KIP-848 consumer group; read it, never change it."""
+        return self._ctx.consumer_groups.get(group_id)
 
     def groups(self) -> tuple[ClassicGroup, ...]:
         """Every group this shard holds (observability: the HTTP API, metrics); read them, never change them."""

@@ -263,6 +263,11 @@ def regular_expression_tombstone(group_id: str, regex: str) -> Record:
     return Record(key, None)
 
 
+def partition_metadata_tombstone(group_id: str) -> Record:
+    """Kafka 4.1's tombstone for a 4.0 ConsumerGroupPartitionMetadata record (KIP-1101 replaced it)."""
+    return Record(_group_key(PARTITION_METADATA, group_id), None)
+
+
 def member_tombstones(group_id: str, member_id: str) -> tuple[Record, ...]:
     """A member leaves: its current assignment, its target assignment and its subscription, in Kafka's order
     (GroupMetadataManager.removeMember)."""
@@ -281,7 +286,7 @@ def group_tombstones(group_id: str, member_ids: tuple[str, ...], regexes: tuple[
     records.append(Record(_group_key(TARGET_ASSIGNMENT_METADATA, group_id), None))
     records += [Record(_member_key(MEMBER_METADATA, group_id, m), None) for m in member_ids]
     records += [regular_expression_tombstone(group_id, regex) for regex in regexes]
-    records.append(Record(_group_key(PARTITION_METADATA, group_id), None))
+    records.append(partition_metadata_tombstone(group_id))
     records.append(Record(_group_key(GROUP_METADATA, group_id), None))
     return tuple(records)
 

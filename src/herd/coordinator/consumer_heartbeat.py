@@ -1,0 +1,564 @@
+"""ConsumerGroupHeartbeat (KIP-848): join, heartbeat, leave and the timers that fence a member, as Kafka 4.2's
+GroupMetadataManager does it (confluentinc/kafka branch 4.2, group-coordinator/.../GroupMetadataManager.java:
+consumerGroupHeartbeat, consumerGroupLeave, consumerGroupFenceMembers, the session and rebalance timeouts; the
+request checks of GroupCoordinatorService.throwIfConsumerGroupHeartbeatRequestIsInvalid).
+
+A heartbeat never changes the group itself: it computes the records that describe the change and its answer
+from the group as it is, and the group changes when the runtime replays those records (group.py). In order:
+
+1. the group (created by a joining member's records) and the member: a new dynamic member, a static member
+   taking over its instance id from a member that left with epoch -2, or a known member whose epoch is checked
+   (FENCED_MEMBER_EPOCH unless it is the current one, or the previous one with owned partitions the member
+   may still hold);
+2. the member's new subscription: a ConsumerGroupMemberMetadata record when anything about it changed, and a
+   bump of the group epoch when its topics changed (or the group is new, or the subscribed topics' metadata
+   hash moved);
+3. a new target assignment when the group epoch is ahead of the assignment epoch: the group's assignor (the
+   one most members name, else the first of group.consumer.assignors) over every member, a record for each
+   member whose target changed and one for the new assignment epoch;
+4. reconciliation of this member towards its target (reconcile.py), a CurrentMemberAssignment record when it
+   moved, and the rebalance timeout armed while it has partitions to revoke;
+5. its session timer re-armed, and the answer: its id, epoch, the heartbeat interval, and its assignment when it
+   joined, sent a full request, or its assignment changed.
+
+Not here yet (issue 31): regular-expression subscriptions (a member's regex is kept and treated as matching
+nothing), classic members in a consumer group and the online upgrade and downgrade, per-group config
+overrides. A non-empty classic group answers GROUP_ID_NOT_FOUND, as Kafka does when it cannot upgrade.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, replace
+
+from herd.coordinator.consumer import records as rec
+from herd.coordinator.consumer.assignment import EMPTY, Assignment
+from herd.coordinator.consumer.assignors import ASSIGNORS, AssignorError, MemberSpec
+from herd.coordinator.consumer.group import ConsumerGroup
+from herd.coordinator.consumer.member import (
+    LEAVE_GROUP_MEMBER_EPOCH,
+    LEAVE_GROUP_STATIC_MEMBER_EPOCH,
+    ConsumerMember,
+    MemberState,
+)
+from herd.coordinator.consumer.reconcile import reconcile
+from herd.coordinator.context import ShardContext
+from herd.coordinator.errors import CoordinatorError, ErrorCode
+from herd.coordinator.records import Record, group_tombstone
+from herd.coordinator.result import Reply, Result
+
+log = logging.getLogger(__name__)
+
+CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION = 1  # KIP-1082: from v1 the client makes its member id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupHeartbeat:
+    """ConsumerGroupHeartbeat v0-1, version-independent. A field left None (or -1) did not change since the last
+    heartbeat; `owned` is the member's owned partitions by topic id (TopicPartitions), None when not sent."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None = None
+    rack_id: str | None = None
+    rebalance_timeout_ms: int = -1
+    subscribed_topic_names: tuple[str, ...] | None = None
+    subscribed_topic_regex: str | None = None
+    server_assignor: str | None = None
+    owned: Assignment | None = None
+    api_version: int = 1
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupHeartbeatResponse:
+    error_code: int = ErrorCode.none
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None  # None: the member's assignment is not in this answer
+
+
+def session_key(group_id: str, member_id: str) -> str:
+    return f"consumer-session-timeout:{group_id}:{member_id}"
+
+
+def rebalance_key(group_id: str, member_id: str) -> str:
+    return f"consumer-rebalance-timeout:{group_id}:{member_id}"
+
+
+# --- the request -------------------------------------------------------------------------------------------
+
+
+def validate(req: ConsumerGroupHeartbeat, assignors: tuple[str, ...]) -> None:
+    """Kafka's throwIfConsumerGroupHeartbeatRequestIsInvalid: INVALID_REQUEST or UNSUPPORTED_ASSIGNOR."""
+
+    def invalid(message: str) -> CoordinatorError:
+        return CoordinatorError(ErrorCode.invalid_request, message)
+
+    epoch = req.member_epoch
+    if req.api_version >= CONSUMER_GENERATED_MEMBER_ID_REQUIRED_VERSION or epoch > 0 or epoch == -1:
+        if req.member_id == "":
+            raise invalid("MemberId can't be empty.")
+    if req.group_id == "":
+        raise invalid("GroupId can't be empty.")
+    if req.instance_id == "":
+        raise invalid("InstanceId can't be empty.")
+    if req.rack_id == "":
+        raise invalid("RackId can't be empty.")
+    if epoch == 0:
+        if req.rebalance_timeout_ms == -1:
+            raise invalid("RebalanceTimeoutMs must be provided in first request.")
+        if req.owned is None or req.owned:
+            raise invalid("TopicPartitions must be empty when (re-)joining.")
+        if req.subscribed_topic_names is None and req.subscribed_topic_regex is None:
+            raise invalid("Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.")
+    elif epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if req.instance_id is None:
+            raise invalid("InstanceId can't be null.")
+    elif epoch < LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        raise invalid("MemberEpoch is invalid.")
+    if req.server_assignor is not None and req.server_assignor not in assignors:
+        raise CoordinatorError(
+            ErrorCode.unsupported_assignor,
+            f"ServerAssignor {req.server_assignor} is not supported. Supported assignors: {', '.join(assignors)}.",
+        )
+
+
+def handle(ctx: ShardContext, req: ConsumerGroupHeartbeat, reply: object) -> Result:
+    """The Result of one ConsumerGroupHeartbeat: its records and its answer, or an error answer and nothing."""
+    try:
+        validate(req, ctx.config.group_consumer_assignors)
+        if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
+            records, response = _leave(ctx, req)
+        else:
+            records, response = _heartbeat(ctx, req)
+    except CoordinatorError as error:
+        response = ConsumerGroupHeartbeatResponse(error_code=error.code, error_message=error.message or None)
+        return Result(replies=(Reply(reply, response),))
+    return Result(records=tuple(records), replies=(Reply(reply, response),))
+
+
+# --- heartbeat ---------------------------------------------------------------------------------------------
+
+
+def _heartbeat(ctx: ShardContext, req: ConsumerGroupHeartbeat) -> tuple[list[Record], ConsumerGroupHeartbeatResponse]:
+    records: list[Record] = []
+    joining = req.member_epoch == 0
+    group = _group_to_join(ctx, req.group_id, joining, records)
+    member_id = req.member_id
+    config = ctx.config
+    if len(group.members) >= config.group_consumer_max_size and (member_id == "" or member_id not in group.members):
+        raise CoordinatorError(
+            ErrorCode.group_max_size_reached,
+            f"The consumer group has reached its maximum capacity of {config.group_consumer_max_size} members.",
+        )
+    if member_id == "":
+        member_id = ctx.new_uuid()  # v0 only: from v1 the client generates it
+
+    if req.instance_id is None:
+        member = _dynamic_member(group, member_id, req, joining)
+    else:
+        member = _static_member(group, member_id, req, joining, records)
+
+    updated = replace(
+        member,
+        instance_id=req.instance_id if req.instance_id is not None else member.instance_id,
+        rack_id=req.rack_id if req.rack_id is not None else member.rack_id,
+        rebalance_timeout_ms=(
+            req.rebalance_timeout_ms if req.rebalance_timeout_ms != -1 else member.rebalance_timeout_ms
+        ),
+        server_assignor=req.server_assignor if req.server_assignor is not None else member.server_assignor,
+        subscribed_topic_names=(
+            frozenset(req.subscribed_topic_names)
+            if req.subscribed_topic_names is not None
+            else member.subscribed_topic_names
+        ),
+        subscribed_topic_regex=(
+            req.subscribed_topic_regex if req.subscribed_topic_regex is not None else member.subscribed_topic_regex
+        ),
+        client_id=req.client_id,
+        client_host=req.client_host,
+    )
+    names_changed = False
+    if updated != member:
+        records.append(rec.member_subscription_record(group.group_id, updated))
+        names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
+    regex_changed = updated.subscribed_topic_regex != member.subscribed_topic_regex
+    subscription_changed = names_changed or regex_changed
+
+    group_epoch = group.group_epoch
+    bump = group_epoch == 0 or names_changed
+    if bump or _metadata_may_have_moved(ctx, group):
+        group_epoch = _maybe_bump_group_epoch(ctx, group, bump, member, updated, records)
+
+    if group_epoch > group.assignment_epoch:
+        target = _new_target_assignment(ctx, group, group_epoch, member, updated, records)
+        target_epoch = group_epoch
+    else:
+        target_epoch = group.assignment_epoch
+        previous = group.static_members.get(updated.instance_id) if updated.instance_id is not None else None
+        target = group.target(previous if previous is not None else updated.member_id)
+
+    reconciled = _maybe_reconcile(ctx, group, updated, target_epoch, target, subscription_changed, req.owned, records)
+    _arm_session(ctx, group.group_id, updated.member_id)
+
+    full = (
+        req.rebalance_timeout_ms != -1
+        and (req.subscribed_topic_names is not None or req.subscribed_topic_regex is not None)
+        and req.owned is not None
+    )
+    send_assignment = joining or full or reconciled.assigned != member.assigned
+    return records, ConsumerGroupHeartbeatResponse(
+        member_id=reconciled.member_id,
+        member_epoch=reconciled.member_epoch,
+        heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+        assignment=reconciled.assigned if send_assignment else None,
+    )
+
+
+def _group_to_join(ctx: ShardContext, group_id: str, create: bool, records: list[Record]) -> ConsumerGroup:
+    """Kafka's getOrMaybeCreateConsumerGroup. A new group is a fresh object the records will create on replay; an
+    empty classic group (one that only held offsets or whose members all left) is replaced, with its
+    GroupMetadata tombstone."""
+    group = ctx.consumer_groups.get(group_id)
+    if group is not None:
+        return group
+    classic = ctx.groups.get(group_id)
+    if classic is None:
+        if not create:
+            raise CoordinatorError(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.")
+        return ConsumerGroup(group_id)
+    if create and not classic.members:
+        records.append(group_tombstone(group_id))
+        log.info("[GroupId %s] Converted the empty classic group to a consumer group.", group_id)
+        return ConsumerGroup(group_id)
+    raise CoordinatorError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
+
+
+def _check_epoch(member: ConsumerMember, received: int, owned: Assignment | None) -> None:
+    """Kafka's throwIfConsumerGroupMemberEpochIsInvalid: epoch 0 (re)joins; a smaller epoch is accepted only if
+    it is the previous one and the member owns nothing beyond its assignment (the answer that bumped it may
+    have been lost)."""
+    if received == 0:
+        return
+    if received > member.member_epoch:
+        raise CoordinatorError(
+            ErrorCode.fenced_member_epoch,
+            f"The consumer group member has a greater member epoch ({received}) than the one known by the group "
+            f"coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin.",
+        )
+    if received < member.member_epoch and (
+        received != member.previous_member_epoch or not _is_subset(owned, member.assigned)
+    ):
+        raise CoordinatorError(
+            ErrorCode.fenced_member_epoch,
+            f"The consumer group member has a smaller member epoch ({received}) than the one known by the group "
+            f"coordinator ({member.member_epoch}). The member must abandon all its partitions and rejoin.",
+        )
+
+
+def _is_subset(owned: Assignment | None, assigned: Assignment) -> bool:
+    if owned is None:
+        return False
+    return all(parts <= assigned.get(topic_id, frozenset()) for topic_id, parts in owned.items())
+
+
+def _unknown_member(group: ConsumerGroup, member_id: str) -> CoordinatorError:
+    return CoordinatorError(
+        ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group.group_id}."
+    )
+
+
+def _dynamic_member(group: ConsumerGroup, member_id: str, req: ConsumerGroupHeartbeat, joining: bool) -> ConsumerMember:
+    member = group.members.get(member_id)
+    if member is None:
+        if not joining:
+            raise _unknown_member(group, member_id)
+        member = ConsumerMember(member_id)
+        log.info("[GroupId %s] Member %s joins the consumer group.", group.group_id, member_id)
+    _check_epoch(member, req.member_epoch, req.owned)
+    return member
+
+
+def _static_member(
+    group: ConsumerGroup, member_id: str, req: ConsumerGroupHeartbeat, joining: bool, records: list[Record]
+) -> ConsumerMember:
+    """Kafka's getOrMaybeSubscribeStaticConsumerGroupMember."""
+    instance_id = req.instance_id
+    assert instance_id is not None
+    existing = group.static_member(instance_id)
+    if joining:
+        if existing is None:
+            log.info(
+                "[GroupId %s] Static member %s with instance id %s joins the consumer group.",
+                group.group_id,
+                member_id,
+                instance_id,
+            )
+            return group.members.get(member_id) or ConsumerMember(member_id)
+        if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+            raise CoordinatorError(
+                ErrorCode.unreleased_instance_id,
+                f"Static member {member_id} with instance id {instance_id} cannot join the group because the "
+                f"instance id is owned by {existing.member_id} member.",
+            )
+        # the member comes back under a new id: it takes the departed member's state, epoch 0
+        replacement = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+        records.extend(rec.member_tombstones(group.group_id, existing.member_id))
+        records.append(rec.member_subscription_record(group.group_id, replacement))
+        records.append(rec.target_assignment_record(group.group_id, member_id, group.target(existing.member_id)))
+        records.append(rec.current_assignment_record(group.group_id, replacement))
+        log.info(
+            "[GroupId %s] Static member with instance id %s re-joins the consumer group. Created a new member %s "
+            "to replace the existing member %s.",
+            group.group_id,
+            instance_id,
+            member_id,
+            existing.member_id,
+        )
+        return replacement
+    if existing is None:
+        raise CoordinatorError(ErrorCode.unknown_member_id, f"Instance id {instance_id} is unknown.")
+    if existing.member_id != member_id:
+        raise CoordinatorError(
+            ErrorCode.fenced_instance_id,
+            f"Static member {member_id} with instance id {instance_id} was fenced by member {existing.member_id}.",
+        )
+    _check_epoch(existing, req.member_epoch, req.owned)
+    return existing
+
+
+def _metadata_may_have_moved(ctx: ShardContext, group: ConsumerGroup) -> bool:
+    """Kafka's hasMetadataExpired: the topics image or the group epoch moved since the hash was last checked."""
+    return ctx.consumer_hash_checked.get(group.group_id) != (ctx.topics.version, group.group_epoch)
+
+
+def _subscribed_names(group: ConsumerGroup, old: ConsumerMember | None, new: ConsumerMember | None) -> set[str]:
+    """The group's subscribed topic names with `old` replaced by `new` (Kafka's computeSubscribedTopicNames)."""
+    members = dict(group.members)
+    if old is not None:
+        members.pop(old.member_id, None)
+    if new is not None:
+        if new.instance_id is not None:
+            previous = group.static_members.get(new.instance_id)
+            if previous is not None:
+                members.pop(previous, None)
+        members[new.member_id] = new
+    names: set[str] = set()
+    for member in members.values():
+        names |= group.member_topic_names(member)
+    return names
+
+
+def _maybe_bump_group_epoch(
+    ctx: ShardContext,
+    group: ConsumerGroup,
+    bump: bool,
+    member: ConsumerMember,
+    updated: ConsumerMember,
+    records: list[Record],
+) -> int:
+    """Kafka's updateSubscriptionMetadata: the epoch moves when asked or when the subscribed topics' metadata
+    hash moved; the Kafka 4.0 partition-metadata record, if any, is tombstoned."""
+    metadata_hash = ctx.topics.metadata_hash(_subscribed_names(group, member, updated))
+    epoch = group.group_epoch
+    if bump or metadata_hash != group.metadata_hash:
+        epoch += 1
+        records.append(rec.group_epoch_record(group.group_id, epoch, metadata_hash))
+    ctx.consumer_hash_checked[group.group_id] = (ctx.topics.version, epoch)
+    if group.has_partition_metadata_record:
+        records.append(rec.partition_metadata_tombstone(group.group_id))
+    return epoch
+
+
+def _new_target_assignment(
+    ctx: ShardContext,
+    group: ConsumerGroup,
+    group_epoch: int,
+    member: ConsumerMember,
+    updated: ConsumerMember,
+    records: list[Record],
+) -> Assignment:
+    """Kafka's updateTargetAssignment (TargetAssignmentBuilder): the group's assignor over every member, with
+    `updated` in place of `member` (and of the static member it replaces); records for each member whose
+    target changed, then the new assignment epoch. Returns `updated`'s new target."""
+    members = dict(group.members)
+    targets = dict(group.targets)
+    previous = group.static_members.get(updated.instance_id) if updated.instance_id is not None else None
+    if previous is not None and previous != updated.member_id:
+        members.pop(previous, None)
+        targets[updated.member_id] = targets.pop(previous, EMPTY)
+    members[updated.member_id] = updated
+    after_change = ConsumerGroup(group.group_id)
+    after_change.members = members
+    after_change.resolved = group.resolved
+    assignor_name = after_change.preferred_assignor(ctx.config.group_consumer_assignors[0])
+    assignor = ASSIGNORS[assignor_name]
+    names: set[str] = set()
+    specs = []
+    for member_id in sorted(members):
+        one = members[member_id]
+        topics = group.member_topic_names(one)
+        names |= topics
+        specs.append(
+            MemberSpec(member_id, ctx.topics.ids(topics), targets.get(member_id, EMPTY), one.instance_id, one.rack_id)
+        )
+    try:
+        result = assignor.assign(specs, ctx.topics.partition_counts(names))
+    except AssignorError as error:
+        raise CoordinatorError(
+            ErrorCode.unknown_server_error,
+            f"Failed to compute a new target assignment for epoch {group_epoch}: {error}",
+        ) from error
+    for spec in specs:
+        new = result.get(spec.member_id, EMPTY)
+        if spec.member_id not in group.targets or new != group.targets[spec.member_id]:
+            records.append(rec.target_assignment_record(group.group_id, spec.member_id, new))
+    records.append(rec.target_assignment_epoch_record(group.group_id, group_epoch))
+    return result.get(updated.member_id, EMPTY)
+
+
+def _maybe_reconcile(
+    ctx: ShardContext,
+    group: ConsumerGroup,
+    member: ConsumerMember,
+    target_epoch: int,
+    target: Assignment,
+    subscription_changed: bool,
+    owned: Assignment | None,
+    records: list[Record],
+) -> ConsumerMember:
+    """Kafka's maybeReconcile: the member's next state, a record if it moved, the rebalance timeout armed while
+    it has partitions to revoke and cancelled otherwise."""
+    if not subscription_changed and member.is_reconciled_to(target_epoch):
+        return member
+    subscribed = ctx.topics.ids(group.member_topic_names(member))
+    updated = reconcile(member, target_epoch, target, owned, group.partition_epoch, subscribed, subscription_changed)
+    if updated != member:
+        records.append(rec.current_assignment_record(group.group_id, updated))
+        if updated.state is MemberState.UNREVOKED_PARTITIONS:
+            _arm_rebalance_timeout(ctx, group.group_id, updated)
+        else:
+            ctx.timer.cancel(rebalance_key(group.group_id, updated.member_id))
+    return updated
+
+
+# --- leave and fencing ---------------------------------------------------------------------------------------
+
+
+def _leave(ctx: ShardContext, req: ConsumerGroupHeartbeat) -> tuple[list[Record], ConsumerGroupHeartbeatResponse]:
+    """Kafka's consumerGroupLeave: -1 removes the member; -2 keeps a static member, its assignment held for it."""
+    group = _consumer_group(ctx, req.group_id)
+    response = ConsumerGroupHeartbeatResponse(member_id=req.member_id, member_epoch=req.member_epoch)
+    if req.instance_id is None:
+        member = group.members.get(req.member_id)
+        if member is None:
+            raise _unknown_member(group, req.member_id)
+        return _fence(ctx, group, [member]), response
+    member = group.static_member(req.instance_id)
+    if member is None:
+        raise CoordinatorError(ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown.")
+    if member.member_id != req.member_id:
+        raise CoordinatorError(
+            ErrorCode.fenced_instance_id,
+            f"Static member {req.member_id} with instance id {req.instance_id} was fenced by member "
+            f"{member.member_id}.",
+        )
+    if req.member_epoch == LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        log.info(
+            "[GroupId %s] Static member %s with instance id %s temporarily left the consumer group.",
+            group.group_id,
+            member.member_id,
+            req.instance_id,
+        )
+        leaving = replace(member, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH, pending_revocation=EMPTY)
+        return [rec.current_assignment_record(group.group_id, leaving)], ConsumerGroupHeartbeatResponse(
+            member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH
+        )
+    return _fence(ctx, group, [member]), response
+
+
+def _consumer_group(ctx: ShardContext, group_id: str) -> ConsumerGroup:
+    group = ctx.consumer_groups.get(group_id)
+    if group is None:
+        if group_id in ctx.groups:
+            raise CoordinatorError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
+        raise CoordinatorError(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.")
+    return group
+
+
+def _fence(ctx: ShardContext, group: ConsumerGroup, members: list[ConsumerMember]) -> list[Record]:
+    """Kafka's consumerGroupFenceMembers: the members' records go and the group epoch moves, with the metadata
+    hash of what the others still subscribe to."""
+    if not members:
+        return []
+    records: list[Record] = []
+    gone = {m.member_id for m in members}
+    for member in members:
+        records.extend(rec.member_tombstones(group.group_id, member.member_id))
+    names: set[str] = set()
+    for member in group.members.values():
+        if member.member_id not in gone:
+            names |= group.member_topic_names(member)
+    epoch = group.group_epoch + 1
+    records.append(rec.group_epoch_record(group.group_id, epoch, ctx.topics.metadata_hash(names)))
+    for member in members:
+        cancel_timers(ctx, group.group_id, member.member_id)
+    return records
+
+
+def cancel_timers(ctx: ShardContext, group_id: str, member_id: str) -> None:
+    ctx.timer.cancel(session_key(group_id, member_id))
+    ctx.timer.cancel(rebalance_key(group_id, member_id))
+
+
+def _fence_operation(ctx: ShardContext, group_id: str, member_id: str, reason: str, epoch: int | None = None) -> Result:
+    group = ctx.consumer_groups.get(group_id)
+    member = group.members.get(member_id) if group is not None else None
+    if group is None or member is None:
+        return Result()
+    if epoch is not None and member.member_epoch != epoch:
+        return Result()  # it moved on from the epoch it had to leave in time
+    log.info("[GroupId %s] Member %s fenced from the group because %s.", group_id, member_id, reason)
+    return Result(records=tuple(_fence(ctx, group, [member])))
+
+
+def _arm_session(ctx: ShardContext, group_id: str, member_id: str) -> None:
+    timeout = ctx.config.group_consumer_session_timeout_ms
+    ctx.timer.schedule(
+        session_key(group_id, member_id),
+        ctx.now() + timeout,
+        lambda: _fence_operation(ctx, group_id, member_id, "the member session expired"),
+    )
+
+
+def _arm_rebalance_timeout(ctx: ShardContext, group_id: str, member: ConsumerMember) -> None:
+    member_id, epoch, timeout = member.member_id, member.member_epoch, member.rebalance_timeout_ms
+    ctx.timer.schedule(
+        rebalance_key(group_id, member_id),
+        ctx.now() + timeout,
+        lambda: _fence_operation(
+            ctx, group_id, member_id, f"it failed to transition from epoch {epoch} within {timeout}ms", epoch
+        ),
+    )
+
+
+def on_loaded(ctx: ShardContext) -> None:
+    """After a load: every member's session, and the rebalance timeout of those with partitions to revoke."""
+    for group in ctx.consumer_groups.values():
+        for member in group.members.values():
+            _arm_session(ctx, group.group_id, member.member_id)
+            if member.state is MemberState.UNREVOKED_PARTITIONS:
+                _arm_rebalance_timeout(ctx, group.group_id, member)
+
+
+def on_unloaded(ctx: ShardContext) -> None:
+    for group in ctx.consumer_groups.values():
+        for member_id in group.members:
+            cancel_timers(ctx, group.group_id, member_id)
+    ctx.consumer_groups.clear()
+    ctx.consumer_hash_checked.clear()

@@ -1,0 +1,301 @@
+"""ConsumerGroupHeartbeat in the pure core (herd.coordinator.consumer_heartbeat through GroupCoordinatorShard),
+with a manual clock and timer: Kafka's rules as GroupMetadataManagerTest and ConsumerGroupHeartbeatRequestTest
+(confluentinc/kafka branch 4.2) state them. Records are replayed as the runtime does, so every test also checks
+that the group is what its records say."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from herd.coordinator import CoordinatorConfig
+from herd.coordinator.consumer.assignment import Assignment, assignment, size
+from herd.coordinator.consumer.group import ConsumerGroupState
+from herd.coordinator.consumer.member import MemberState
+from herd.coordinator.consumer.topics import TopicsImage
+from herd.coordinator.consumer_heartbeat import ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse
+from herd.coordinator.errors import ErrorCode
+from herd.coordinator.records import Record
+
+from .context import Ctx
+
+FOO, BAR = uuid.UUID(int=1), uuid.UUID(int=2)
+TOPICS = TopicsImage.of([("foo", FOO, 6), ("bar", BAR, 3)], version=1)
+
+
+class Consumer:
+    """A consumer-protocol client of the test: it remembers its id, epoch and what it owns."""
+
+    def __init__(self, ctx: Ctx, member_id: str, topics: tuple[str, ...] = ("foo",), **kw: object) -> None:
+        self.ctx, self.member_id, self.topics, self.kw = ctx, member_id, topics, kw
+        self.epoch = 0
+        self.owned: Assignment = {}
+
+    def heartbeat(self, full: bool = False, **kw: object) -> ConsumerGroupHeartbeatResponse:
+        args: dict[str, object] = dict(
+            group_id="g", member_id=self.member_id, member_epoch=self.epoch, owned=self.owned
+        )
+        if self.epoch == 0 or full:
+            args.update(rebalance_timeout_ms=30_000, subscribed_topic_names=self.topics)
+        args.update(self.kw)
+        args.update(kw)
+        response = answer(self.ctx, ConsumerGroupHeartbeat(**args))  # type: ignore[arg-type]
+        if response.error_code == ErrorCode.none:
+            self.epoch = response.member_epoch
+            if response.assignment is not None:
+                self.owned = response.assignment  # it revokes and takes at once
+        return response
+
+
+def answer(ctx: Ctx, req: ConsumerGroupHeartbeat) -> ConsumerGroupHeartbeatResponse:
+    _, result = ctx.run("consumer_group_heartbeat", req)
+    (reply,) = result.replies
+    assert isinstance(reply.response, ConsumerGroupHeartbeatResponse)
+    return reply.response
+
+
+def new_ctx(**config: object) -> Ctx:
+    ctx = Ctx(config=CoordinatorConfig(**config))  # type: ignore[arg-type]
+    ctx.shard.set_topics(TOPICS)
+    return ctx
+
+
+def foo(*partitions: int) -> Assignment:
+    return assignment([(FOO, partitions)])
+
+
+@pytest.mark.parametrize(
+    ("req", "code", "message"),
+    [
+        (dict(member_id="", member_epoch=1), ErrorCode.invalid_request, "MemberId can't be empty."),
+        (dict(member_id="", member_epoch=0, api_version=1), ErrorCode.invalid_request, "MemberId can't be empty."),
+        (dict(group_id=""), ErrorCode.invalid_request, "GroupId can't be empty."),
+        (dict(instance_id=""), ErrorCode.invalid_request, "InstanceId can't be empty."),
+        (dict(rack_id=""), ErrorCode.invalid_request, "RackId can't be empty."),
+        (dict(rebalance_timeout_ms=-1), ErrorCode.invalid_request, "RebalanceTimeoutMs must be provided"),
+        (dict(owned=None), ErrorCode.invalid_request, "TopicPartitions must be empty when (re-)joining."),
+        (dict(owned=foo(1)), ErrorCode.invalid_request, "TopicPartitions must be empty when (re-)joining."),
+        (dict(subscribed_topic_names=None), ErrorCode.invalid_request, "Either SubscribedTopicNames or"),
+        (dict(member_epoch=-2), ErrorCode.invalid_request, "InstanceId can't be null."),
+        (dict(member_epoch=-3), ErrorCode.invalid_request, "MemberEpoch is invalid."),
+        (dict(server_assignor="sticky"), ErrorCode.unsupported_assignor, "ServerAssignor sticky is not supported."),
+    ],
+)
+def test_invalid_requests_get_kafka_s_errors(req: dict, code: ErrorCode, message: str) -> None:
+    ctx = new_ctx()
+    args: dict[str, object] = dict(
+        group_id="g",
+        member_id="m",
+        member_epoch=0,
+        rebalance_timeout_ms=30_000,
+        subscribed_topic_names=("foo",),
+        owned={},
+    )
+    args.update(req)
+    response = answer(ctx, ConsumerGroupHeartbeat(**args))  # type: ignore[arg-type]
+    assert response.error_code == code and message in (response.error_message or "")
+    assert ctx.log == []
+
+
+def test_the_first_member_gets_every_partition_at_epoch_1() -> None:
+    ctx = new_ctx()
+    a = Consumer(ctx, "a")
+    response = a.heartbeat()
+    assert (response.member_id, response.member_epoch, response.heartbeat_interval_ms) == ("a", 1, 5000)
+    assert response.assignment == foo(0, 1, 2, 3, 4, 5)
+    group = ctx.shard.consumer_group("g")
+    assert group is not None and group.state is ConsumerGroupState.STABLE
+    assert (group.group_epoch, group.assignment_epoch) == (1, 1)
+    assert group.members["a"].client_id == "" and group.members["a"].rebalance_timeout_ms == 30_000
+    kinds = [int.from_bytes(r.key[:2], "big") for r in ctx.log]
+    assert kinds == [5, 3, 7, 6, 8]  # subscription, group epoch, target, target epoch, current assignment
+
+
+def test_a_v0_member_without_an_id_is_given_one() -> None:
+    ctx = new_ctx()
+    response = Consumer(ctx, "", api_version=0).heartbeat()
+    assert response.member_id == "uuid0" and response.member_epoch == 1
+
+
+def test_a_second_member_gets_partitions_only_once_the_first_revoked_them() -> None:
+    ctx = new_ctx()
+    a, b = Consumer(ctx, "a"), Consumer(ctx, "b")
+    a.heartbeat()
+    joined = b.heartbeat()
+    assert joined.member_epoch == 2 and joined.assignment == {}  # its target is held by a
+    group = ctx.shard.consumer_group("g")
+    assert group is not None and group.state is ConsumerGroupState.RECONCILING
+    assert size(group.target("a")) == 3 and size(group.target("b")) == 3
+    told = a.heartbeat()  # a must revoke: it stays at epoch 1 with its kept half
+    assert told.member_epoch == 1 and told.assignment == group.target("a")
+    assert group.members["a"].state is MemberState.UNREVOKED_PARTITIONS
+    assert b.heartbeat().assignment is None  # still unreleased: nothing new to say
+    moved = a.heartbeat()  # it no longer owns them: on to epoch 2
+    assert moved.member_epoch == 2 and moved.assignment is None
+    got = b.heartbeat()
+    assert got.assignment == group.target("b") and group.members["b"].state is MemberState.STABLE
+    assert group.state is ConsumerGroupState.STABLE and a.owned.keys() == b.owned.keys() == {FOO}
+    assert not a.owned[FOO] & b.owned[FOO]
+
+
+def test_epochs_ahead_or_behind_are_fenced_except_the_previous_one() -> None:
+    ctx = new_ctx()
+    a = Consumer(ctx, "a")
+    a.heartbeat()
+    assert a.heartbeat(member_epoch=2).error_code == ErrorCode.fenced_member_epoch
+    b = Consumer(ctx, "b")
+    b.heartbeat()
+    a.heartbeat()
+    a.heartbeat()  # a at epoch 2 (previous 1)
+    member = ctx.shard.consumer_group("g").members["a"]
+    assert (member.member_epoch, member.previous_member_epoch) == (2, 1)
+    # the previous epoch (the answer that moved it on may have been lost), owning no more than its assignment
+    assert a.heartbeat(member_epoch=1, owned=a.owned).error_code == ErrorCode.none
+    assert a.heartbeat(member_epoch=1, owned=foo(0, 1, 2, 3, 4, 5)).error_code == ErrorCode.fenced_member_epoch
+
+
+def test_unknown_members_and_groups() -> None:
+    ctx = new_ctx()
+    unknown = ConsumerGroupHeartbeat(group_id="g", member_id="x", member_epoch=1)
+    assert answer(ctx, unknown).error_code == ErrorCode.group_id_not_found
+    Consumer(ctx, "a").heartbeat()
+    assert answer(ctx, unknown).error_code == ErrorCode.unknown_member_id
+
+
+def test_a_member_that_leaves_is_removed_and_the_others_take_its_partitions() -> None:
+    ctx = new_ctx()
+    a, b = Consumer(ctx, "a"), Consumer(ctx, "b")
+    a.heartbeat(), b.heartbeat(), a.heartbeat(), a.heartbeat(), b.heartbeat()
+    left = b.heartbeat(member_epoch=-1)
+    assert (left.error_code, left.member_id, left.member_epoch) == (ErrorCode.none, "b", -1)
+    group = ctx.shard.consumer_group("g")
+    assert set(group.members) == {"a"} and group.group_epoch == 3
+    assert a.heartbeat().assignment == foo(0, 1, 2, 3, 4, 5) and a.epoch == 3
+
+
+def test_a_static_member_leaves_for_a_while_and_takes_its_partitions_back_without_a_rebalance() -> None:
+    ctx = new_ctx()
+    a, b = Consumer(ctx, "a", instance_id="i-a"), Consumer(ctx, "b")
+    a.heartbeat(), b.heartbeat(), a.heartbeat(), a.heartbeat(), b.heartbeat()
+    group = ctx.shard.consumer_group("g")
+    epoch, kept = group.group_epoch, dict(group.members["a"].assigned)
+    assert a.heartbeat(member_epoch=-2).member_epoch == -2
+    assert group.members["a"].member_epoch == -2 and group.members["a"].assigned == kept
+    # while it is away, another process with the same instance id is refused until... it is not: it left
+    again = Consumer(ctx, "a2", instance_id="i-a")
+    back = again.heartbeat()
+    assert back.error_code == ErrorCode.none and back.assignment == kept
+    assert group.group_epoch == epoch and set(group.members) == {"a2", "b"}  # no rebalance of anyone
+    assert b.heartbeat().assignment is None and group.state is ConsumerGroupState.STABLE
+
+
+def test_static_member_errors() -> None:
+    ctx = new_ctx()
+    Consumer(ctx, "a", instance_id="i").heartbeat()
+    assert Consumer(ctx, "b", instance_id="i").heartbeat().error_code == ErrorCode.unreleased_instance_id
+    fenced = answer(ctx, ConsumerGroupHeartbeat(group_id="g", member_id="b", member_epoch=1, instance_id="i"))
+    assert fenced.error_code == ErrorCode.fenced_instance_id
+    unknown = answer(ctx, ConsumerGroupHeartbeat(group_id="g", member_id="a", member_epoch=1, instance_id="j"))
+    assert unknown.error_code == ErrorCode.unknown_member_id
+
+
+def test_a_silent_member_is_fenced_after_the_session_timeout() -> None:
+    ctx = new_ctx()
+    a, b = Consumer(ctx, "a"), Consumer(ctx, "b")
+    a.heartbeat(), b.heartbeat()
+    ctx.sleep(44_000)
+    a.heartbeat()
+    ctx.sleep(2_000)  # b's 45 s are over; a heartbeat 2 s ago
+    group = ctx.shard.consumer_group("g")
+    assert set(group.members) == {"a"} and group.state is ConsumerGroupState.ASSIGNING
+    ctx.sleep(45_000)
+    assert group.members == {} and group.state is ConsumerGroupState.EMPTY
+
+
+def test_a_member_that_does_not_revoke_in_time_is_fenced() -> None:
+    ctx = new_ctx()
+    a, b = Consumer(ctx, "a", rebalance_timeout_ms=1_000), Consumer(ctx, "b")
+    a.heartbeat(), b.heartbeat()
+    told = a.heartbeat(full=True, rebalance_timeout_ms=1_000, owned=a.owned)
+    assert (
+        told.member_epoch == 1 and ctx.shard.consumer_group("g").members["a"].state is MemberState.UNREVOKED_PARTITIONS
+    )
+    a.owned = foo(0, 1, 2, 3, 4, 5)  # it keeps everything: a bad client
+    ctx.sleep(1_001)
+    group = ctx.shard.consumer_group("g")
+    assert set(group.members) == {"b"}
+    assert b.heartbeat().assignment == foo(0, 1, 2, 3, 4, 5)
+
+
+def test_the_group_size_limit() -> None:
+    ctx = new_ctx(group_consumer_max_size=1)
+    Consumer(ctx, "a").heartbeat()
+    full = Consumer(ctx, "b").heartbeat()
+    assert full.error_code == ErrorCode.group_max_size_reached and "maximum capacity of 1" in full.error_message
+
+
+def test_the_assignor_most_members_name_is_used() -> None:
+    ctx = new_ctx()
+    a, b = Consumer(ctx, "a", server_assignor="range"), Consumer(ctx, "b", server_assignor="range")
+    a.heartbeat(), b.heartbeat()
+    group = ctx.shard.consumer_group("g")
+    assert group.target("a") == foo(0, 1, 2) and group.target("b") == foo(3, 4, 5)  # ranges
+
+
+def test_partitions_added_to_a_subscribed_topic_bump_the_epoch_on_the_next_heartbeat() -> None:
+    ctx = new_ctx()
+    a = Consumer(ctx, "a")
+    a.heartbeat()
+    a.heartbeat()
+    assert ctx.shard.consumer_group("g").group_epoch == 1  # nothing changed: no bump
+    ctx.shard.set_topics(TopicsImage.of([("foo", FOO, 8), ("bar", BAR, 3)], version=2))
+    assert a.heartbeat().assignment == foo(*range(8)) and a.epoch == 2
+
+
+def test_a_subscription_change_bumps_the_epoch_and_drops_the_topic_left_at_once() -> None:
+    ctx = new_ctx()
+    a = Consumer(ctx, "a", topics=("foo", "bar"))
+    a.heartbeat()
+    assert size(a.owned) == 9
+    changed = a.heartbeat(subscribed_topic_names=("bar",))
+    assert changed.member_epoch == 1 and changed.assignment == assignment([(BAR, [0, 1, 2])])  # foo to revoke
+    assert a.heartbeat().member_epoch == 2 and ctx.shard.consumer_group("g").state is ConsumerGroupState.STABLE
+
+
+def test_an_empty_classic_group_gives_way_and_a_classic_group_with_members_does_not() -> None:
+    ctx = new_ctx(group_initial_rebalance_delay_ms=0)
+    ctx.join("empty")  # MEMBER_ID_REQUIRED: a pending member only, the group has none
+    _, joined = ctx.join("busy")
+    member_id = joined.replies[0].response.member_id
+    ctx.join("busy", member_id=member_id)
+    assert ctx.shard.group("empty").members == {} and member_id in ctx.shard.group("busy").members
+
+    assert Consumer(ctx, "a").heartbeat(group_id="empty").error_code == ErrorCode.none
+    assert ctx.shard.group("empty") is None and ctx.shard.consumer_group("empty") is not None
+    refused = Consumer(ctx, "a").heartbeat(group_id="busy")
+    assert (refused.error_code, refused.error_message) == (
+        ErrorCode.group_id_not_found,
+        "Group busy is not a consumer group.",
+    )
+
+
+def test_a_reloaded_coordinator_has_the_same_group_and_bumps_no_epoch() -> None:
+    ctx = new_ctx()
+    a, b = Consumer(ctx, "a"), Consumer(ctx, "b", instance_id="i")
+    a.heartbeat(), b.heartbeat(), a.heartbeat(), a.heartbeat(), b.heartbeat()
+    before = ctx.shard.consumer_group("g")
+    moved = new_ctx()  # another coordinator replays the partition
+    for record in ctx.log:
+        moved.shard.replay(Record(record.key, record.value))
+    moved.apply(moved.shard.on_loaded())
+    after = moved.shard.consumer_group("g")
+    assert after is not None and after.members == before.members and after.targets == before.targets
+    assert (after.group_epoch, after.assignment_epoch, after.state) == (2, 2, ConsumerGroupState.STABLE)
+    assert after.static_members == {"i": "b"} and after.metadata_hash == before.metadata_hash
+    for consumer in (a, b):
+        consumer.ctx = moved
+        response = consumer.heartbeat()
+        assert response.error_code == ErrorCode.none and response.member_epoch == 2 and response.assignment is None
+    assert after.group_epoch == 2 and len(moved.log) == 0  # nothing written: no epoch bumped
+    assert {k.split(":")[0] for k in moved.timer.keys()} >= {"consumer-session-timeout"}
