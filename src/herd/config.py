@@ -580,6 +580,48 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("offsets.retention.check.interval.ms", "long", 600000, "How often offset expiry runs.", minimum=1),
     Setting("offset.metadata.max.bytes", "int", 4096, "Largest metadata string of a committed offset.", minimum=0),
     Setting(
+        "group.coordinator.rebalance.protocols",
+        "list",
+        "classic,consumer",
+        "The group protocols the coordinator serves: classic, and consumer (KIP-848's ConsumerGroupHeartbeat; "
+        "left out, that API answers UNSUPPORTED_VERSION).",
+        check=_subset(("classic", "consumer"), "a group protocol"),
+    ),
+    Setting(
+        "group.consumer.session.timeout.ms", "int", 45000, "A consumer-protocol member's session timeout.", minimum=1
+    ),
+    Setting(
+        "group.consumer.min.session.timeout.ms", "int", 45000, "Smallest consumer-protocol session timeout.", minimum=1
+    ),
+    Setting(
+        "group.consumer.max.session.timeout.ms", "int", 60000, "Largest consumer-protocol session timeout.", minimum=1
+    ),
+    Setting(
+        "group.consumer.heartbeat.interval.ms", "int", 5000, "How often consumer-protocol members heartbeat.", minimum=1
+    ),
+    Setting(
+        "group.consumer.min.heartbeat.interval.ms",
+        "int",
+        5000,
+        "Smallest consumer-protocol heartbeat interval.",
+        minimum=1,
+    ),
+    Setting(
+        "group.consumer.max.heartbeat.interval.ms",
+        "int",
+        15000,
+        "Largest consumer-protocol heartbeat interval.",
+        minimum=1,
+    ),
+    Setting("group.consumer.max.size", "int", INT_MAX, "Most members in one consumer group.", minimum=1),
+    Setting(
+        "group.consumer.assignors",
+        "list",
+        "uniform,range",
+        "The server-side assignors of consumer groups; the first is the default.",
+        check=_subset(("uniform", "range"), "an assignor"),
+    ),
+    Setting(
         "herd.group.rebalance.history.size",
         "int",
         16,
@@ -822,9 +864,33 @@ class BrokerConfig:
             props[key.strip()] = value
         return cls.from_properties(props)
 
+    def _check_consumer_group_timeouts(self) -> None:
+        """GroupCoordinatorConfig's checks of the consumer-protocol timeouts, with Kafka's messages."""
+        get = self.get
+        prefix = "group.consumer."
+        rules = [
+            ("max.heartbeat.interval.ms", ">=", "min.heartbeat.interval.ms"),
+            ("heartbeat.interval.ms", ">=", "min.heartbeat.interval.ms"),
+            ("heartbeat.interval.ms", "<=", "max.heartbeat.interval.ms"),
+            ("max.session.timeout.ms", ">=", "min.session.timeout.ms"),
+            ("session.timeout.ms", ">=", "min.session.timeout.ms"),
+            ("session.timeout.ms", "<=", "max.session.timeout.ms"),
+            ("heartbeat.interval.ms", "<", "session.timeout.ms"),
+        ]
+        words = {">=": "greater than or equal to", "<=": "less than or equal to", "<": "less than"}
+        for left, op, right in rules:
+            a, b = get(prefix + left), get(prefix + right)
+            if not (a >= b if op == ">=" else a <= b if op == "<=" else a < b):
+                raise ConfigError(f"{prefix}{left} must be {words[op]} {prefix}{right}")
+        if "classic" not in split_list(get("group.coordinator.rebalance.protocols")):
+            raise ConfigError("group.coordinator.rebalance.protocols must contain classic")
+        if not split_list(get("group.consumer.assignors")):
+            raise ConfigError("group.consumer.assignors must name at least one assignor")
+
     def _check_relations(self) -> None:
         if self.get("group.min.session.timeout.ms") > self.get("group.max.session.timeout.ms"):
             raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
+        self._check_consumer_group_timeouts()
         if self.get("broker.heartbeat.interval.ms") >= self.get("broker.session.timeout.ms"):
             raise ConfigError("broker.heartbeat.interval.ms must be less than broker.session.timeout.ms")
         protocols = parse_protocol_map(self.get("listener.security.protocol.map"))

@@ -237,6 +237,7 @@ class MetadataView(TopicIndex):
         self._nodes = {n: node for n, (node, left) in snapshot.nodes.items() if left > 0}
         if not self._lease.holding():
             self._nodes.pop(self.node_id, None)
+        shape_before = {(t.topic_id, len(t.partitions)) for t in self._topics.values()}  # grown in place below
         topics: dict[str, Topic] = {}
         altered: list[Topic] = []  # topics whose configs another node (or this one) changed
         for topic_id, name, count, configs in snapshot.topics:
@@ -248,6 +249,8 @@ class MetadataView(TopicIndex):
             topics[name] = topic
         by_id = {t.topic_id: t for t in topics.values()}
         deleted = [self._by_id[i].name for i in self._by_id.keys() - by_id.keys()]
+        if {(t.topic_id, len(t.partitions)) for t in topics.values()} != shape_before:
+            self.topics_version += 1
         self._topics = topics
         self._by_id = by_id
         self._rows = snapshot.rows

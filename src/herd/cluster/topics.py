@@ -339,6 +339,9 @@ class TopicIndex:
         self.cluster_id = ""
         self._topics: dict[str, Topic] = {}
         self._by_id: dict[uuid.UUID, Topic] = {}
+        # moves whenever a topic is created or deleted or gains partitions (consumer groups watch it: their
+        # coordinator's TopicsImage, herd.runtime.coordinator)
+        self.topics_version = 0
         # the dynamic broker configs by resource name ("" for the cluster default, else a node id), as stored
         self.broker_configs: dict[str, dict[str, str]] = {}
         # called with broker_configs whenever they change (the broker applies them: herd.server.broker)
@@ -502,6 +505,7 @@ class Cluster(TopicIndex):
             undo=lambda: self._remove_partitions(name, range(current, total)),
         )
         topic.partitions.extend(added)
+        self.topics_version += 1
         log.info("topic %s grown to %d partitions", name, total)
 
     def delete_topic(self, name: str) -> Topic:
@@ -535,6 +539,7 @@ class Cluster(TopicIndex):
         self._commit([e for e in self._entries() if e.name != name], f"delete topic {name}", undo=undo)
         del self._topics[name]
         del self._by_id[topic.topic_id]
+        self.topics_version += 1
         for index in range(len(topic.partitions)):
             self._store.forget(name, index)
         for _, marker in marked:
@@ -621,6 +626,7 @@ class Cluster(TopicIndex):
     def _index(self, topic: Topic) -> None:
         self._topics[topic.name] = topic
         self._by_id[topic.topic_id] = topic
+        self.topics_version += 1
 
     # -- making and removing partitions ------------------------------------------------------------------------
 

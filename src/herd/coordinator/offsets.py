@@ -55,6 +55,7 @@ from collections.abc import Callable
 from functools import partial
 
 from herd.coordinator import rebalance as rb
+from herd.coordinator.consumer.group import ConsumerGroup
 from herd.coordinator.context import ShardContext
 from herd.coordinator.errors import ErrorCode, append_error_to_commit_error
 from herd.coordinator.group import ClassicGroup
@@ -177,11 +178,45 @@ def _keep_session_alive(ctx: ShardContext, req: OffsetCommit) -> None:
 def _validate_commit(ctx: ShardContext, req: OffsetCommit) -> ErrorCode | None:
     group = ctx.groups.get(req.group_id)
     generation = req.generation_id_or_member_epoch
+    consumer_group = ctx.consumer_groups.get(req.group_id)
+    if consumer_group is not None:
+        return validate_consumer_commit(consumer_group, req.member_id, generation, req.api_version)
     if group is None:
         if generation < 0:
             return None
         return ErrorCode.group_id_not_found if req.api_version >= 9 else ErrorCode.illegal_generation
     return validate_group_commit(group, req.member_id, req.group_instance_id, generation)
+
+
+def validate_consumer_commit(
+    group: ConsumerGroup, member_id: str, member_epoch: int, api_version: int = 9, *, transactional: bool = False
+) -> ErrorCode | None:
+    """ConsumerGroup.validateOffsetCommit (KIP-848): an admin's commit (epoch < 0) only to an empty group; else
+    the member must be there, commit with OffsetCommit v9+ unless transactional, and at its current epoch
+    (STALE_MEMBER_EPOCH)."""
+    if member_epoch < 0 and not group.members:
+        return None
+    member = group.members.get(member_id)
+    if member is None:
+        return ErrorCode.unknown_member_id
+    if not transactional and api_version < 9:
+        return ErrorCode.unsupported_version
+    if member_epoch != member.member_epoch:
+        return ErrorCode.stale_member_epoch
+    return None
+
+
+def validate_consumer_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> ErrorCode | None:
+    """ConsumerGroup.validateOffsetFetch: an admin's fetch (no member, epoch < 0) is fine; else the member must be
+    there at its current epoch."""
+    if member_id is None and member_epoch < 0:
+        return None
+    member = group.members.get(member_id or "")
+    if member is None:
+        return ErrorCode.unknown_member_id
+    if member_epoch != member.member_epoch:
+        return ErrorCode.stale_member_epoch
+    return None
 
 
 def validate_group_commit(
@@ -256,6 +291,11 @@ def txn_commit(ctx: ShardContext, req: TxnOffsetCommit, handle: object) -> Resul
 
 
 def _validate_txn_commit(ctx: ShardContext, req: TxnOffsetCommit) -> ErrorCode | None:
+    consumer_group = ctx.consumer_groups.get(req.group_id)
+    if consumer_group is not None:
+        if req.generation_id == -1 and req.member_id == "" and req.group_instance_id is None:
+            return None  # older TxnOffsetCommit versions carry no member (Kafka's validateOffsetCommit)
+        return validate_consumer_commit(consumer_group, req.member_id, req.generation_id, transactional=True)
     group = ctx.groups.get(req.group_id)
     if group is None:
         return None if req.generation_id < 0 else ErrorCode.illegal_generation
@@ -281,6 +321,11 @@ def fetch(ctx: ShardContext, req: OffsetFetch, handle: object) -> Result:
 
 
 def _fetch_group(ctx: ShardContext, req: FetchGroup, require_stable: bool) -> FetchGroupResponse:
+    consumer_group = ctx.consumer_groups.get(req.group_id)
+    if consumer_group is not None:
+        error = validate_consumer_fetch(consumer_group, req.member_id, req.member_epoch)
+        if error is not None:
+            return FetchGroupResponse(req.group_id, error_code=error)
     group = ctx.groups.get(req.group_id)
     dead = group is not None and group.is_in(GroupState.DEAD)  # Kafka: GROUP_ID_NOT_FOUND, answered as unknown
     offsets = {} if dead else ctx.offsets.get(req.group_id, {})
@@ -457,8 +502,9 @@ def _remove(ctx: ShardContext, group_id: str, topic: str, partition: int) -> Non
 
 
 def _ensure_group(ctx: ShardContext, group_id: str) -> None:
-    """A group that does not exist is created as a simple group (Kafka's replay)."""
-    if group_id not in ctx.groups:
+    """A group that does not exist is created as a simple group (Kafka's replay); a consumer group (KIP-848)
+    exists too, and keeps its offsets as any group does."""
+    if group_id not in ctx.groups and group_id not in ctx.consumer_groups:
         ctx.groups[group_id] = ClassicGroup(group_id, GroupState.EMPTY, ctx.now())
 
 

@@ -22,8 +22,9 @@ import logging
 from collections.abc import Iterable, Sequence
 
 from herd.cluster.topics import OFFSETS_TOPIC, OFFSETS_TOPIC_CONFIGS, Cluster
-from herd.config import BrokerConfig
+from herd.config import BrokerConfig, split_list
 from herd.coordinator import CoordinatorConfig, CoordinatorError, ErrorCode, GroupCoordinatorShard
+from herd.coordinator.consumer.topics import TopicsImage
 from herd.coordinator.requests import CompleteTransaction
 from herd.coordinator.responses import CompleteTransactionResponse
 from herd.log.api import PartitionLog
@@ -47,6 +48,10 @@ def coordinator_config(config: BrokerConfig) -> CoordinatorConfig:
         offsets_retention_check_interval_ms=config.get("offsets.retention.check.interval.ms"),
         rebalance_history_size=config.get("herd.group.rebalance.history.size"),
         history_batch_bytes=config.get("message.max.bytes") * 3 // 4,
+        group_consumer_session_timeout_ms=config.get("group.consumer.session.timeout.ms"),
+        group_consumer_heartbeat_interval_ms=config.get("group.consumer.heartbeat.interval.ms"),
+        group_consumer_max_size=config.get("group.consumer.max.size"),
+        group_consumer_assignors=tuple(split_list(config.get("group.consumer.assignors"))),
     )
 
 
@@ -74,6 +79,7 @@ class CoordinatorRuntime:
             contents=_contents,
         )
         self._host: ShardHost[GroupCoordinatorShard] = ShardHost(cluster, config, kind, self.clock)
+        self._topics = TopicsImage(version=-1)  # what the shards were last told of the topics (sync_topics)
 
     def _topic_settings(self) -> tuple[int, dict[str, str | None]]:
         """`__consumer_offsets`'s partitions and configs (Kafka's offsets.topic.* settings)."""
@@ -87,7 +93,26 @@ class CoordinatorRuntime:
         """The core of one partition; its rebalances are counted in `stats`."""
         shard = GroupCoordinatorShard(clock=self.clock, timer=timer, config=self.config)
         shard.history.observer = self._host.stats.on_rebalance
+        shard.set_topics(self._topics_image())
         return shard
+
+    def _topics_image(self) -> TopicsImage:
+        """The cluster's topics as consumer groups see them, rebuilt when the cluster's topics_version moved."""
+        version = self._cluster.topics_version
+        if self._topics.version != version:
+            self._topics = TopicsImage.of(
+                ((t.name, t.topic_id, len(t.partitions)) for t in self._cluster.topics()), version
+            )
+        return self._topics
+
+    def sync_topics(self) -> None:
+        """Give every shard the cluster's topics if they changed since (before a ConsumerGroupHeartbeat: O(1)
+        when nothing changed)."""
+        if self._topics.version == self._cluster.topics_version:
+            return
+        image = self._topics_image()
+        for shard in self._host.shards.values():
+            shard.shard.set_topics(image)
 
     # -- the host's ----------------------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from herd.coordinator.consumer.topics import TopicsImage
 from herd.coordinator.consumer_heartbeat import ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse
 from herd.coordinator.errors import ErrorCode
 from herd.coordinator.records import Record
+from herd.coordinator.requests import CommitPartition, CommitTopic, FetchGroup, FetchTopic, OffsetCommit, OffsetFetch
 
 from .context import Ctx
 
@@ -299,3 +300,41 @@ def test_a_reloaded_coordinator_has_the_same_group_and_bumps_no_epoch() -> None:
         assert response.error_code == ErrorCode.none and response.member_epoch == 2 and response.assignment is None
     assert after.group_epoch == 2 and len(moved.log) == 0  # nothing written: no epoch bumped
     assert {k.split(":")[0] for k in moved.timer.keys()} >= {"consumer-session-timeout"}
+
+
+def commit(ctx: Ctx, member_id: str, epoch: int, api_version: int = 9) -> int:
+    req = OffsetCommit(
+        group_id="g",
+        generation_id_or_member_epoch=epoch,
+        member_id=member_id,
+        topics=(CommitTopic("foo", (CommitPartition(0, 42),)),),
+        api_version=api_version,
+    )
+    _, result = ctx.run("offset_commit", req)
+    return result.replies[0].response.topics[0].partitions[0].error_code
+
+
+def fetch(ctx: Ctx, member_id: str | None, epoch: int) -> object:
+    req = OffsetFetch(groups=(FetchGroup("g", (FetchTopic("foo", (0,)),), member_id, epoch),))
+    _, result = ctx.run("offset_fetch", req)
+    return result.replies[0].response.groups[0]
+
+
+def test_offsets_of_a_consumer_group_are_checked_against_the_member_s_epoch() -> None:
+    """ConsumerGroup.validateOffsetCommit and validateOffsetFetch."""
+    ctx = new_ctx()
+    a = Consumer(ctx, "a")
+    a.heartbeat()
+    assert commit(ctx, "a", 1) == ErrorCode.none
+    assert ctx.shard.group("g") is None  # the commit's replay makes no simple classic group beside it
+    assert commit(ctx, "a", 0) == ErrorCode.stale_member_epoch
+    assert commit(ctx, "b", 1) == ErrorCode.unknown_member_id
+    assert commit(ctx, "a", 1, api_version=8) == ErrorCode.unsupported_version
+    assert commit(ctx, "", -1) == ErrorCode.unknown_member_id  # an admin's commit while the group has members
+    got = fetch(ctx, "a", 1)
+    assert got.error_code == ErrorCode.none and got.topics[0].partitions[0].committed_offset == 42
+    assert fetch(ctx, "a", 2).error_code == ErrorCode.stale_member_epoch
+    assert fetch(ctx, "x", 1).error_code == ErrorCode.unknown_member_id
+    assert fetch(ctx, None, -1).error_code == ErrorCode.none  # an admin's fetch
+    a.heartbeat(member_epoch=-1)
+    assert commit(ctx, "", -1) == ErrorCode.none  # an admin's commit to the empty group

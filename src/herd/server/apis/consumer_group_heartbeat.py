@@ -1,0 +1,96 @@
+"""ConsumerGroupHeartbeat (key 68), v0-v1: KIP-848's consumer protocol (herd.coordinator.consumer_heartbeat).
+
+v1 (KIP-1082): SubscribedTopicRegex, and the client generates its member id (an empty one is INVALID_REQUEST);
+in v0 the coordinator makes one for a joining member that sent none. Kafka 4.x serves v0-v1, librdkafka sends v1.
+
+As Kafka's KafkaApis.handleConsumerGroupHeartbeat: UNSUPPORTED_VERSION when `consumer` is not in
+group.coordinator.rebalance.protocols; with authorizer.class.name set, READ on the group (else
+GROUP_AUTHORIZATION_FAILED) and DESCRIBE on every subscribed topic name (else TOPIC_AUTHORIZATION_FAILED, with
+no error message, so that a client learns nothing of the topics it may not see). The coordinator's refusals
+(NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS) are answered as they are; the client finds the coordinator again
+or retries.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from herd.config import split_list
+from herd.coordinator import GroupCoordinatorShard
+from herd.coordinator.consumer.assignment import Assignment, assignment
+from herd.coordinator.consumer_heartbeat import ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse
+from herd.server.apis._authorize import DESCRIBE, GROUP, READ, TOPIC, authorized
+from herd.server.apis._build import ctx_builder
+from herd.server.apis._groups import client_host, client_id, route
+from herd.server.broker import RequestContext
+
+API_KEY = 68
+MIN_VERSION = 0
+MAX_VERSION = 1
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    def respond(response: ConsumerGroupHeartbeatResponse) -> Any:
+        b = ctx_builder(ctx)
+        assigned = None
+        if response.assignment is not None:
+            assigned = b("Assignment", topic_partitions=_topic_partitions(b, response.assignment))
+        return b.response(
+            throttle_time=0,
+            error_code=response.error_code,
+            error_message=response.error_message,
+            member_id=response.member_id,
+            member_epoch=response.member_epoch,
+            heartbeat_interval=response.heartbeat_interval_ms,
+            assignment=assigned,
+        )
+
+    def on_error(code: int) -> ConsumerGroupHeartbeatResponse:
+        return ConsumerGroupHeartbeatResponse(error_code=code)
+
+    broker = ctx.broker
+    if "consumer" not in split_list(broker.config.get("group.coordinator.rebalance.protocols")):
+        return respond(on_error(ErrorCode.unsupported_version))
+    group_id = request.group_id
+    if broker.authorizer is not None:
+        if not authorized(ctx, READ, GROUP, group_id):
+            return respond(on_error(ErrorCode.group_authorization_failed))
+        names = request.subscribed_topic_names or ()
+        if any(not authorized(ctx, DESCRIBE, TOPIC, name) for name in set(names)):
+            return respond(on_error(ErrorCode.topic_authorization_failed))
+    owned = request.topic_partitions
+    req = ConsumerGroupHeartbeat(
+        group_id=group_id,
+        member_id=request.member_id,
+        member_epoch=request.member_epoch,
+        instance_id=request.instance_id,
+        rack_id=request.rack_id,
+        rebalance_timeout_ms=_ms(request.rebalance_timeout),
+        subscribed_topic_names=(
+            tuple(request.subscribed_topic_names) if request.subscribed_topic_names is not None else None
+        ),
+        subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
+        server_assignor=request.server_assignor,
+        owned=None if owned is None else assignment((tp.topic_id, tp.partitions) for tp in owned),
+        api_version=ctx.api_version,
+        client_id=client_id(ctx),
+        client_host=client_host(ctx),
+    )
+    if broker.coordinator is None:  # not started yet
+        return respond(on_error(ErrorCode.coordinator_not_available))
+    broker.coordinator.sync_topics()
+    return route(ctx, group_id, GroupCoordinatorShard.consumer_group_heartbeat, req, respond, on_error)
+
+
+def _ms(value: Any) -> int:
+    """A duration field as kio reads it (a timedelta) in milliseconds."""
+    return int(value.total_seconds() * 1000) if hasattr(value, "total_seconds") else int(value)
+
+
+def _topic_partitions(b: Any, of: Assignment) -> tuple[Any, ...]:
+    return tuple(
+        b("TopicPartitions", topic_id=topic_id, partitions=tuple(sorted(parts)))
+        for topic_id, parts in sorted(of.items())
+    )

@@ -1,0 +1,207 @@
+"""KIP-848 consumer groups with real clients against `herd serve` (issue 31): confluent-kafka consumers with
+`group.protocol=consumer` share a topic's partitions as the coordinator assigns them (uniform and range), take
+over from a member that leaves, and a static member restarted within its session gets its partitions back; raw
+ConsumerGroupHeartbeat requests at v0 and v1, and the API refused as Kafka refuses it when the consumer protocol
+is not enabled. One embedded broker for the module."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from brokers import BrokerProcess
+from confluent_kafka import Consumer, Producer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.errors import ErrorCode
+from rawkafka import RawClient, req
+
+from herd.testing.wait import wait_until
+
+PARTITIONS = 6
+HEARTBEAT = 68
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    process = BrokerProcess(
+        tmp_path_factory.mktemp("kip848") / "data",
+        {"offsets.topic.num.partitions": "4", "group.consumer.heartbeat.interval.ms": "5000"},
+        die_with_parent=True,
+    )
+    process.start()
+    yield process
+    process.stop()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def topic_with_records(bootstrap: str, count: int = 60) -> str:
+    topic = unique("t848")
+    admin = AdminClient({"bootstrap.servers": bootstrap})  # kept alive until the answer is in
+    admin.create_topics([NewTopic(topic, PARTITIONS, 1)])[topic].result(15)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i in range(count):
+        producer.produce(topic, value=b"%d" % i, partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+    return topic
+
+
+def consumer(bootstrap: str, group: str, **config: str) -> Consumer:
+    return Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": "false",
+            **config,
+        }
+    )
+
+
+def owned(c: Consumer) -> set[int]:
+    return {tp.partition for tp in c.assignment()}
+
+
+def poll_all(consumers: list[Consumer], until, timeout: float, what: str) -> list[bytes]:
+    """Poll every consumer in turn until `until(values)` holds; the values read, in order."""
+    values: list[bytes] = []
+
+    def done() -> bool:
+        for c in consumers:
+            message = c.poll(0.1)
+            if message is not None and message.error() is None:
+                values.append(message.value())
+        return until(values)
+
+    wait_until(done, timeout, lambda: f"{what} (read {len(values)}, assignments {[owned(c) for c in consumers]})")
+    return values
+
+
+def test_consumers_share_the_partitions_and_one_takes_over_from_a_member_that_leaves(broker) -> None:
+    topic, group = topic_with_records(broker.bootstrap), unique("g")
+    members = [consumer(broker.bootstrap, group) for _ in range(2)]
+    try:
+        for c in members:
+            c.subscribe([topic])
+        values = poll_all(
+            members,
+            lambda v: len(v) >= 60 and all(len(owned(c)) == 3 for c in members),
+            30,
+            "both members with 3 partitions and every record read",
+        )
+        assert sorted(values) == sorted(b"%d" % i for i in range(60))  # each record once: no partition shared
+        assert owned(members[0]).isdisjoint(owned(members[1]))
+        members[1].close()
+        poll_all(members[:1], lambda _: owned(members[0]) == set(range(PARTITIONS)), 30, "the survivor owns all 6")
+    finally:
+        for c in members:
+            try:
+                c.close()
+            except RuntimeError:
+                pass  # closed already
+
+
+def test_the_range_assignor_gives_contiguous_ranges(broker) -> None:
+    topic, group = topic_with_records(broker.bootstrap), unique("g")
+    members = [consumer(broker.bootstrap, group, **{"group.remote.assignor": "range"}) for _ in range(3)]
+    try:
+        for c in members:
+            c.subscribe([topic])
+        poll_all(members, lambda _: all(len(owned(c)) == 2 for c in members), 30, "three members with 2 each")
+        ranges = sorted(sorted(owned(c)) for c in members)
+        assert ranges == [[0, 1], [2, 3], [4, 5]]
+    finally:
+        for c in members:
+            c.close()
+
+
+def test_a_static_member_restarted_gets_its_partitions_back_and_the_other_keeps_its_own(broker) -> None:
+    topic, group = topic_with_records(broker.bootstrap), unique("g")
+    static = consumer(broker.bootstrap, group, **{"group.instance.id": "static-1"})
+    other = consumer(broker.bootstrap, group)
+    try:
+        for c in (static, other):
+            c.subscribe([topic])
+        poll_all([static, other], lambda _: len(owned(static)) == len(owned(other)) == 3, 30, "3 partitions each")
+        before, others = owned(static), owned(other)
+        static.close()  # a static member leaves with epoch -2: its partitions are held for it
+        static = consumer(broker.bootstrap, group, **{"group.instance.id": "static-1"})
+        static.subscribe([topic])
+        poll_all([static, other], lambda _: owned(static) == before, 30, "the restarted member's partitions back")
+        assert owned(other) == others  # never reassigned
+    finally:
+        static.close()
+        other.close()
+
+
+def heartbeat(c: RawClient, version: int, **fields):
+    values = dict(
+        group_id="raw",
+        member_id="",
+        member_epoch=0,
+        rebalance_timeout=30_000,
+        subscribed_topic_names=(),
+        topic_partitions=(),
+    )
+    values.update(fields)
+    return c.request(HEARTBEAT, version, req(HEARTBEAT, version, **values))
+
+
+def test_raw_heartbeats_at_v0_and_v1(broker) -> None:
+    with RawClient(broker.port) as c:
+        v0 = heartbeat(c, 0, group_id=unique("raw"))
+        assert v0.error_code == ErrorCode.none and v0.member_id and v0.member_epoch == 1  # v0: the coordinator names it
+        assert v0.assignment is not None and v0.assignment.topic_partitions == ()
+        empty_id = heartbeat(c, 1, group_id=unique("raw"))
+        assert empty_id.error_code == ErrorCode.invalid_request and empty_id.error_message == "MemberId can't be empty."
+        group, member = unique("raw"), uuid.uuid4().hex
+        v1 = heartbeat(c, 1, group_id=group, member_id=member)
+        assert (v1.error_code, v1.member_id, v1.member_epoch) == (ErrorCode.none, member, 1)
+        ahead = c.request(
+            HEARTBEAT, 1, req(HEARTBEAT, 1, group_id=group, member_id=member, member_epoch=5, topic_partitions=None)
+        )
+        assert ahead.error_code == ErrorCode.fenced_member_epoch
+        left = c.request(
+            HEARTBEAT, 1, req(HEARTBEAT, 1, group_id=group, member_id=member, member_epoch=-1, topic_partitions=None)
+        )
+        assert (left.error_code, left.member_epoch) == (ErrorCode.none, -1)
+        gone = heartbeat(c, 1, group_id=group, member_id=member, member_epoch=1, rebalance_timeout=-1)
+        assert gone.error_code == ErrorCode.unknown_member_id
+
+
+def test_the_api_is_refused_when_the_consumer_protocol_is_not_enabled(tmp_path) -> None:
+    classic_only = BrokerProcess(tmp_path / "data", {"group.coordinator.rebalance.protocols": "classic"})
+    classic_only.start()
+    try:
+        with RawClient(classic_only.port) as c:
+            refused = heartbeat(c, 1, member_id="m")
+            assert refused.error_code == ErrorCode.unsupported_version
+    finally:
+        classic_only.stop()
+
+
+def test_offsets_committed_by_a_member_are_where_the_next_member_resumes(broker) -> None:
+    topic, group = topic_with_records(broker.bootstrap), unique("g")
+    first = consumer(broker.bootstrap, group)
+    first.subscribe([topic])
+    try:
+        read = poll_all([first], lambda v: len(v) >= 60, 30, "every record")
+        assert sorted(read) == sorted(b"%d" % i for i in range(60))
+        committed = first.commit(asynchronous=False)  # OffsetCommit v9 at the member's epoch
+        assert committed is not None and all(tp.error is None for tp in committed)
+    finally:
+        first.close()
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(60, 66):
+        producer.produce(topic, value=b"%d" % i, partition=i % PARTITIONS)
+    assert producer.flush(30) == 0
+    second = consumer(broker.bootstrap, group)
+    second.subscribe([topic])
+    try:
+        rest = poll_all([second], lambda v: len(v) >= 6, 30, "the records after the committed offsets")
+        assert sorted(rest) == sorted(b"%d" % i for i in range(60, 66))
+    finally:
+        second.close()
