@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 from brokers import BrokerProcess
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupType, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient, req
@@ -205,3 +205,83 @@ def test_offsets_committed_by_a_member_are_where_the_next_member_resumes(broker)
         assert sorted(rest) == sorted(b"%d" % i for i in range(60, 66))
     finally:
         second.close()
+
+
+def test_admin_clients_list_describe_and_delete_consumer_groups(broker) -> None:
+    """confluent-kafka's AdminClient: list_consumer_groups with its type filter (ListGroups v5),
+    describe_consumer_groups (ConsumerGroupDescribe for a consumer group), delete_consumer_groups."""
+    topic, group = topic_with_records(broker.bootstrap), unique("g")
+    members = [consumer(broker.bootstrap, group) for _ in range(2)]
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    try:
+        for c in members:
+            c.subscribe([topic])
+        poll_all(members, lambda _: all(len(owned(c)) == 3 for c in members), 30, "3 partitions each")
+        listed = admin.list_consumer_groups(types={ConsumerGroupType.CONSUMER}).result(15)
+        mine = [g for g in listed.valid if g.group_id == group]
+        assert len(mine) == 1 and mine[0].type == ConsumerGroupType.CONSUMER
+        assert mine[0].state == ConsumerGroupState.STABLE
+        classic_only = admin.list_consumer_groups(types={ConsumerGroupType.CLASSIC}).result(15)
+        assert group not in {g.group_id for g in classic_only.valid}
+
+        described = admin.describe_consumer_groups([group])[group].result(15)
+        assert described.type == ConsumerGroupType.CONSUMER and described.state == ConsumerGroupState.STABLE
+        assert described.partition_assignor == "uniform" and len(described.members) == 2
+        assigned = [{tp.partition for tp in m.assignment.topic_partitions} for m in described.members]
+        assert sorted(p for a in assigned for p in a) == list(range(PARTITIONS))
+        assert all(tp.topic == topic for m in described.members for tp in m.assignment.topic_partitions)
+
+        refused = admin.delete_consumer_groups([group])[group]
+        with pytest.raises(KafkaException) as non_empty:
+            refused.result(15)
+        assert non_empty.value.args[0].code() == KafkaError.NON_EMPTY_GROUP
+    finally:
+        for c in members:
+            c.close()
+    wait_until(
+        lambda: admin.describe_consumer_groups([group])[group].result(15).state == ConsumerGroupState.EMPTY,
+        60,
+        f"{group} to be empty once both members left",
+    )
+    admin.delete_consumer_groups([group])[group].result(15)
+    gone = {g.group_id for g in admin.list_consumer_groups().result(15).valid}
+    assert group not in gone
+
+
+def test_raw_describe_list_and_describe_groups_of_a_consumer_group(broker) -> None:
+    group, member = unique("raw"), uuid.uuid4().hex
+    topic = topic_with_records(broker.bootstrap, count=0)
+    with RawClient(broker.port) as c:
+        joined = heartbeat(c, 1, group_id=group, member_id=member, subscribed_topic_names=(topic,))
+        assert joined.error_code == ErrorCode.none and len(joined.assignment.topic_partitions[0].partitions) == 6
+        for version in (0, 1):
+            described = c.request(
+                69, version, req(69, version, group_ids=(group, "nope"), include_authorized_operations=False)
+            )
+            ours, unknown = described.groups
+            assert (ours.error_code, ours.group_state, ours.group_epoch, ours.assignment_epoch) == (
+                ErrorCode.none,
+                "Stable",
+                1,
+                1,
+            )
+            (m,) = ours.members
+            assert m.member_id == member and m.subscribed_topic_names == (topic,)
+            assert m.assignment.topic_partitions[0].topic_name == topic
+            assert m.target_assignment == m.assignment
+            assert getattr(m, "member_type", 1) == 1
+            assert (unknown.error_code, unknown.error_message) == (
+                ErrorCode.group_id_not_found,
+                "Group nope not found.",
+            )
+        listed = c.request(16, 5, req(16, 5, states_filter=(), types_filter=("CONSUMER",)))
+        ours = [g for g in listed.groups if g.group_id == group]
+        assert [(g.protocol_type, g.group_state, g.group_type) for g in ours] == [("consumer", "Stable", "consumer")]
+        v6 = c.request(15, 6, req(15, 6, groups=(group,), include_authorized_operations=False)).groups[0]
+        assert (v6.error_code, v6.error_message, v6.group_state) == (
+            ErrorCode.group_id_not_found,
+            f"Group {group} is not a classic group.",
+            "Dead",
+        )
+        v5 = c.request(15, 5, req(15, 5, groups=(group,), include_authorized_operations=False)).groups[0]
+        assert (v5.error_code, v5.group_state) == (ErrorCode.none, "Dead")

@@ -1,4 +1,10 @@
-"""DescribeGroups, ListGroups and DeleteGroups.
+"""DescribeGroups, ListGroups and DeleteGroups, of classic groups and of KIP-848 consumer groups.
+
+DescribeGroups describes classic groups only: a consumer group is answered as Kafka answers it (Dead; from v6
+GROUP_ID_NOT_FOUND "Group <id> is not a classic group.", GroupMetadataManager.describeGroups). ListGroups lists
+both, each with its type (classic, consumer) and a consumer group with protocol type "consumer" and its
+state (ModernGroup.asListedGroup). DeleteGroups deletes an Empty consumer group with its offsets and its
+records' tombstones (ConsumerGroup.validateDeleteGroup, createGroupTombstoneRecords).
 
 Describe: a Stable group shows its protocol and each member's metadata for it and assignment;
 other states show members without metadata; an unknown group is described as Dead with no error
@@ -12,6 +18,8 @@ createGroupTombstoneRecords).
 from __future__ import annotations
 
 from herd.coordinator import offsets
+from herd.coordinator.consumer import records as consumer_records
+from herd.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from herd.coordinator.context import ShardContext
 from herd.coordinator.errors import ErrorCode
 from herd.coordinator.group import ClassicGroup
@@ -30,6 +38,7 @@ from herd.coordinator.result import Effects, Result
 from herd.coordinator.state import GroupState
 
 GROUP_TYPE = "classic"
+CONSUMER_GROUP_TYPE = "consumer"
 
 
 def describe(ctx: ShardContext, req: DescribeGroups, handle: object) -> Result:
@@ -43,7 +52,8 @@ def _describe(ctx: ShardContext, group_id: str) -> DescribedGroup:
         return DescribedGroup(group_id=group_id, error_code=ErrorCode.invalid_group_id)
     group = ctx.groups.get(group_id)
     if group is None:
-        return DescribedGroup(group_id=group_id, group_state=str(GroupState.DEAD))
+        not_classic = group_id in ctx.consumer_groups
+        return DescribedGroup(group_id=group_id, group_state=str(GroupState.DEAD), not_classic=not_classic)
     stable = group.is_in(GroupState.STABLE)
     members = tuple(
         DescribedMember(
@@ -72,6 +82,10 @@ def list_groups(ctx: ShardContext, req: ListGroups, handle: object) -> Result:
         ListedGroup(g.group_id, g.protocol_type or "", str(g.state), GROUP_TYPE)
         for g in ctx.groups.values()
         if _listed(g, states, types)
+    ) + tuple(
+        ListedGroup(g.group_id, ConsumerGroup.PROTOCOL_TYPE, g.state.value, CONSUMER_GROUP_TYPE)
+        for g in ctx.consumer_groups.values()
+        if (not states or g.state.value.lower() in states) and (not types or CONSUMER_GROUP_TYPE in types)
     )
     fx = Effects()
     fx.reply(handle, ListGroupsResponse(groups=listed))
@@ -96,6 +110,16 @@ def delete(ctx: ShardContext, req: DeleteGroups, handle: object) -> Result:
 def _delete_one(ctx: ShardContext, group_id: str, fx: Effects) -> ErrorCode:
     if not group_id:
         return ErrorCode.invalid_group_id
+    consumer_group = ctx.consumer_groups.get(group_id)
+    if consumer_group is not None:
+        if consumer_group.state is not ConsumerGroupState.EMPTY:
+            return ErrorCode.non_empty_group
+        for topic, partition in offsets.group_offset_keys(ctx, group_id):
+            fx.records.append(offset_tombstone(group_id, topic, partition))
+        fx.records.extend(
+            consumer_records.group_tombstones(group_id, tuple(consumer_group.members), tuple(consumer_group.resolved))
+        )
+        return ErrorCode.none
     group = ctx.groups.get(group_id)
     if group is None or group.is_in(GroupState.DEAD):
         return ErrorCode.group_id_not_found

@@ -32,7 +32,7 @@ import logging
 from dataclasses import dataclass, replace
 
 from herd.coordinator.consumer import records as rec
-from herd.coordinator.consumer.assignment import EMPTY, Assignment
+from herd.coordinator.consumer.assignment import EMPTY, Assignment, TopicId
 from herd.coordinator.consumer.assignors import ASSIGNORS, AssignorError, MemberSpec
 from herd.coordinator.consumer.group import ConsumerGroup
 from herd.coordinator.consumer.member import (
@@ -562,3 +562,102 @@ def on_unloaded(ctx: ShardContext) -> None:
             cancel_timers(ctx, group.group_id, member_id)
     ctx.consumer_groups.clear()
     ctx.consumer_hash_checked.clear()
+
+
+# --- ConsumerGroupDescribe -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupDescribe:
+    group_ids: tuple[str, ...]
+    api_version: int = 1
+    client_id: str = ""
+    client_host: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedTopicPartitions:
+    topic_id: TopicId
+    topic_name: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedConsumerMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: tuple[DescribedTopicPartitions, ...]
+    target_assignment: tuple[DescribedTopicPartitions, ...]
+    member_type: int = 1  # 0 classic, 1 consumer (v1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedConsumerGroup:
+    group_id: str
+    error_code: int = ErrorCode.none
+    error_message: str | None = None
+    group_state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedConsumerMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupDescribeResponse:
+    groups: tuple[DescribedConsumerGroup, ...] = ()
+
+
+def describe(ctx: ShardContext, req: ConsumerGroupDescribe, reply: object) -> Result:
+    """Kafka's consumerGroupDescribe and ConsumerGroup.asDescribedGroup: GROUP_ID_NOT_FOUND for a group that is
+    not a consumer group; partitions of topics the image no longer has are left out, as Kafka's
+    topicPartitionsFromMap does."""
+    groups = tuple(_describe_group(ctx, group_id) for group_id in req.group_ids)
+    return Result(replies=(Reply(reply, ConsumerGroupDescribeResponse(groups=groups)),))
+
+
+def _describe_group(ctx: ShardContext, group_id: str) -> DescribedConsumerGroup:
+    group = ctx.consumer_groups.get(group_id)
+    if group is None:
+        message = (
+            f"Group {group_id} is not a consumer group." if group_id in ctx.groups else f"Group {group_id} not found."
+        )
+        return DescribedConsumerGroup(group_id=group_id, error_code=ErrorCode.group_id_not_found, error_message=message)
+    names = {info.topic_id: name for name, info in ctx.topics.by_name.items()}
+
+    def described(of: Assignment) -> tuple[DescribedTopicPartitions, ...]:
+        return tuple(
+            DescribedTopicPartitions(topic_id, names[topic_id], tuple(sorted(parts)))
+            for topic_id, parts in sorted(of.items())
+            if topic_id in names
+        )
+
+    members = tuple(
+        DescribedConsumerMember(
+            member_id=m.member_id,
+            instance_id=m.instance_id,
+            rack_id=m.rack_id,
+            member_epoch=m.member_epoch,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            subscribed_topic_names=tuple(sorted(m.subscribed_topic_names)),
+            subscribed_topic_regex=m.subscribed_topic_regex,
+            assignment=described(m.assigned),
+            target_assignment=described(group.target(m.member_id)),
+        )
+        for m in group.members.values()
+    )
+    return DescribedConsumerGroup(
+        group_id=group_id,
+        group_state=group.state.value,
+        group_epoch=group.group_epoch,
+        assignment_epoch=group.assignment_epoch,
+        assignor_name=group.preferred_assignor(ctx.config.group_consumer_assignors[0]),
+        members=members,
+    )

@@ -77,6 +77,7 @@ class DescribedGroup:
     protocol_data: str = ""
     members: tuple[DescribedMember, ...] = ()
     authorized_operations: int = -2147483648
+    not_classic: bool = False  # a group of another type (KIP-848): DescribeGroups v6+ says so in its error message
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -141,6 +141,10 @@ class GroupCoordinatorShard:
         """ConsumerGroupHeartbeat (KIP-848): its records (replayed into the group) and its answer."""
         return consumer_heartbeat.handle(self._ctx, req, reply)
 
+    def consumer_group_describe(self, req: consumer_heartbeat.ConsumerGroupDescribe, reply: object) -> Result:
+        """ConsumerGroupDescribe (KIP-848): the consumer groups asked for, or GROUP_ID_NOT_FOUND."""
+        return consumer_heartbeat.describe(self._ctx, req, reply)
+
     def set_topics(self, topics: TopicsImage) -> None:
         """The cluster's topics changed (or this is the first look at them): consumer groups see `topics` from now
         on, and check their subscribed topics' metadata hash on their next heartbeat."""

@@ -66,7 +66,10 @@ def _response(ctx: RequestContext, groups: list[DescribedGroup], include_ops: bo
     for g in groups:
         error, message = g.error_code, None
         if ctx.api_version >= 6 and error == 0 and g.group_state == "Dead" and not g.members:
-            error, message = ErrorCode.group_id_not_found, f"Group {g.group_id} not found."
+            error = ErrorCode.group_id_not_found
+            message = (
+                f"Group {g.group_id} is not a classic group." if g.not_classic else f"Group {g.group_id} not found."
+            )
         members = tuple(
             b(
                 "DescribedGroupMember",
