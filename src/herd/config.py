@@ -615,6 +615,13 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("group.consumer.max.size", "int", INT_MAX, "Most members in one consumer group.", minimum=1),
     Setting(
+        "group.consumer.regex.refresh.interval.ms",
+        "int",
+        600000,
+        "How often a consumer group's regex subscriptions are resolved again against the topics.",
+        minimum=1,
+    ),
+    Setting(
         "group.consumer.assignors",
         "list",
         "uniform,range",

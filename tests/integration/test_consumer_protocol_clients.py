@@ -285,3 +285,25 @@ def test_raw_describe_list_and_describe_groups_of_a_consumer_group(broker) -> No
         )
         v5 = c.request(15, 5, req(15, 5, groups=(group,), include_authorized_operations=False)).groups[0]
         assert (v5.error_code, v5.group_state) == (ErrorCode.none, "Dead")
+
+
+def test_a_regex_subscription_follows_topics_created_later(broker) -> None:
+    """librdkafka sends a `^` subscription to the coordinator as SubscribedTopicRegex (RE2, matched whole); a topic
+    created afterwards is picked up by a later refresh (at most every 10 s, Kafka's minimum interval)."""
+    prefix, group = unique("rx"), unique("g")
+    first = topic_with_records(broker.bootstrap, count=6)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    renamed = f"{prefix}-a"
+    admin.create_topics([NewTopic(renamed, 2, 1)])[renamed].result(15)
+    c = consumer(broker.bootstrap, group, **{"topic.metadata.refresh.interval.ms": "1000"})
+    try:
+        c.subscribe([f"^{prefix}-.*"])
+        poll_all([c], lambda _: {tp.topic for tp in c.assignment()} == {renamed}, 30, f"{renamed} assigned")
+        later = f"{prefix}-b"
+        admin.create_topics([NewTopic(later, 3, 1)])[later].result(15)
+        poll_all(
+            [c], lambda _: {tp.topic for tp in c.assignment()} == {renamed, later}, 45, f"{later} joins the assignment"
+        )
+        assert first not in {tp.topic for tp in c.assignment()}
+    finally:
+        c.close()

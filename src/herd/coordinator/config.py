@@ -36,3 +36,5 @@ class CoordinatorConfig:
     """group.consumer.max.size (KIP-848)."""
     group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
     """group.consumer.assignors (KIP-848): the server-side assignors; the first is the default."""
+    group_consumer_regex_refresh_interval_ms: int = 600_000
+    """group.consumer.regex.refresh.interval.ms (KIP-848): how often a group's regexes are resolved again."""

@@ -21,20 +21,26 @@ from the group as it is, and the group changes when the runtime replays those re
 5. its session timer re-armed, and the answer: its id, epoch, the heartbeat interval, and its assignment when it
    joined, sent a full request, or its assignment changed.
 
-Not here yet (issue 31): regular-expression subscriptions (a member's regex is kept and treated as matching
-nothing), classic members in a consumer group and the online upgrade and downgrade, per-group config
-overrides. A non-empty classic group answers GROUP_ID_NOT_FOUND, as Kafka does when it cannot upgrade.
+Regular-expression subscriptions are resolved by a refresh scheduled at once on the shard's timer, as Kafka's
+executor runs it, so a member learns what its regex matched on its next heartbeat (consumer/regex.py).
+
+Not here yet (issue 31): classic members in a consumer group and the online upgrade and downgrade, per-group
+config overrides. A non-empty classic group answers GROUP_ID_NOT_FOUND, as Kafka does when it cannot upgrade.
 """
 
 from __future__ import annotations
 
+import enum
 import logging
-from dataclasses import dataclass, replace
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 
 from herd.coordinator.consumer import records as rec
+from herd.coordinator.consumer import regex
 from herd.coordinator.consumer.assignment import EMPTY, Assignment, TopicId
 from herd.coordinator.consumer.assignors import ASSIGNORS, AssignorError, MemberSpec
-from herd.coordinator.consumer.group import ConsumerGroup
+from herd.coordinator.consumer.group import ConsumerGroup, ResolvedRegex
 from herd.coordinator.consumer.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -70,6 +76,8 @@ class ConsumerGroupHeartbeat:
     api_version: int = 1
     client_id: str = ""
     client_host: str = ""
+    describable: Callable[[str], bool] | None = field(default=None, compare=False, repr=False)
+    """Whether the member's principal may DESCRIBE a topic (None: no authorizer): a regex resolves to those only."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -88,6 +96,18 @@ def session_key(group_id: str, member_id: str) -> str:
 
 def rebalance_key(group_id: str, member_id: str) -> str:
     return f"consumer-rebalance-timeout:{group_id}:{member_id}"
+
+
+def regex_refresh_key(group_id: str) -> str:
+    return f"consumer-regex-refresh:{group_id}"
+
+
+class RegexUpdate(enum.Enum):
+    """Kafka's UpdateRegularExpressionsResult."""
+
+    NO_CHANGE = 0
+    UPDATED = 1
+    UPDATED_AND_RESOLVED = 2
 
 
 # --- the request -------------------------------------------------------------------------------------------
@@ -187,11 +207,11 @@ def _heartbeat(ctx: ShardContext, req: ConsumerGroupHeartbeat) -> tuple[list[Rec
     if updated != member:
         records.append(rec.member_subscription_record(group.group_id, updated))
         names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
-    regex_changed = updated.subscribed_topic_regex != member.subscribed_topic_regex
-    subscription_changed = names_changed or regex_changed
+    regex_update = _maybe_update_regexes(ctx, group, member, updated, records, req.describable)
+    subscription_changed = names_changed or regex_update is not RegexUpdate.NO_CHANGE
 
     group_epoch = group.group_epoch
-    bump = group_epoch == 0 or names_changed
+    bump = group_epoch == 0 or names_changed or regex_update is RegexUpdate.UPDATED_AND_RESOLVED
     if bump or _metadata_may_have_moved(ctx, group):
         group_epoch = _maybe_bump_group_epoch(ctx, group, bump, member, updated, records)
 
@@ -330,6 +350,99 @@ def _static_member(
         )
     _check_epoch(existing, req.member_epoch, req.owned)
     return existing
+
+
+def _maybe_update_regexes(
+    ctx: ShardContext,
+    group: ConsumerGroup,
+    member: ConsumerMember,
+    updated: ConsumerMember,
+    records: list[Record],
+    describable: Callable[[str], bool] | None,
+) -> RegexUpdate:
+    """Kafka's maybeUpdateRegularExpressions: a regex left by its last member is tombstoned, a new one is checked
+    and resolved by a refresh (scheduled at once, as Kafka's executor runs it), one already resolved bumps the
+    epoch now; and a refresh is scheduled when the group's regexes need one (regex.py)."""
+    old, new = member.subscribed_topic_regex or None, updated.subscribed_topic_regex or None
+    counts = group.subscribed_regexes()
+    update, require = RegexUpdate.NO_CHANGE, False
+    if old != new:
+        update = RegexUpdate.UPDATED
+        if old is not None and counts.get(old, 0) == 1:
+            records.append(rec.regular_expression_tombstone(group.group_id, old))
+        if new is not None:
+            if counts.get(new, 0) == 0:
+                regex.check(new)
+                require = True
+            elif new in group.resolved:
+                update = RegexUpdate.UPDATED_AND_RESOLVED
+        elif old is not None:
+            update = RegexUpdate.UPDATED_AND_RESOLVED
+    if not require and not counts:
+        return update
+    if group.group_id in ctx.regex_refreshing:
+        return update
+    now = ctx.now()
+    last = min((r.timestamp for r in group.resolved.values()), default=None)
+    if last is not None and now <= last + regex.REFRESH_MIN_INTERVAL_MS:
+        return update
+    after = counts.copy()
+    if old is not None:
+        after[old] -= 1
+    if new is not None:
+        after[new] += 1
+    after = +after  # drop the regexes no member subscribes to any more
+    require = (
+        require
+        or len(after) != len(group.resolved)
+        or ctx.regex_resolved_at.get(group.group_id, -2) < ctx.topics_created_version
+        or last is None
+        or now > last + ctx.config.group_consumer_regex_refresh_interval_ms
+    )
+    if require and after:
+        group_id = group.group_id
+        ctx.regex_refreshing.add(group_id)
+        ctx.timer.schedule(regex_refresh_key(group_id), now, lambda: _refresh_regexes(ctx, group_id, describable))
+    return update
+
+
+def _refresh_regexes(ctx: ShardContext, group_id: str, describable: Callable[[str], bool] | None) -> Result:
+    """Kafka's refreshRegularExpressions and handleRegularExpressionsResult: resolve every regex the group
+    subscribes to, record each, and bump the group epoch when what they match (or the subscribed topics'
+    metadata hash) changed."""
+    ctx.regex_refreshing.discard(group_id)
+    group = ctx.consumer_groups.get(group_id)
+    regexes = group.subscribed_regexes() if group is not None else {}
+    if group is None or not regexes:
+        return Result()
+    now, version = ctx.now(), ctx.topics.version
+    records: list[Record] = []
+    resolved = dict(group.resolved)
+    bump = False
+    for one, topics in regex.resolve(regexes, ctx.topics.by_name, describable).items():
+        before = group.resolved.get(one)
+        bump = bump or before is None or before.topics != topics
+        resolved[one] = ResolvedRegex(topics, version, now)
+        records.append(rec.regular_expression_record(group_id, one, topics, version, now))
+    ctx.regex_resolved_at[group_id] = ctx.topics_created_version
+    names: set[str] = set()
+    for member in group.members.values():
+        names |= _topic_names(member, resolved)
+    metadata_hash = ctx.topics.metadata_hash(names)
+    if bump or metadata_hash != group.metadata_hash:
+        epoch = group.group_epoch + 1
+        records.append(rec.group_epoch_record(group_id, epoch, metadata_hash))
+        ctx.consumer_hash_checked[group_id] = (version, epoch)
+        log.info("[GroupId %s] Bumped group epoch to %d with metadata hash %d.", group_id, epoch, metadata_hash)
+    return Result(records=tuple(records))
+
+
+def _topic_names(member: ConsumerMember, resolved: dict[str, ResolvedRegex]) -> frozenset[str]:
+    """`ConsumerGroup.member_topic_names` over the given resolutions."""
+    regex_topics = resolved.get(member.subscribed_topic_regex) if member.subscribed_topic_regex else None
+    if regex_topics is None:
+        return member.subscribed_topic_names
+    return member.subscribed_topic_names | regex_topics.topics
 
 
 def _metadata_may_have_moved(ctx: ShardContext, group: ConsumerGroup) -> bool:
@@ -500,6 +613,11 @@ def _fence(ctx: ShardContext, group: ConsumerGroup, members: list[ConsumerMember
     gone = {m.member_id for m in members}
     for member in members:
         records.extend(rec.member_tombstones(group.group_id, member.member_id))
+    leaving = Counter(m.subscribed_topic_regex for m in members if m.subscribed_topic_regex)
+    subscribed = group.subscribed_regexes()
+    for one, count in leaving.items():  # Kafka's maybeDeleteResolvedRegularExpressions
+        if subscribed.get(one, 0) == count:
+            records.append(rec.regular_expression_tombstone(group.group_id, one))
     names: set[str] = set()
     for member in group.members.values():
         if member.member_id not in gone:
@@ -560,8 +678,11 @@ def on_unloaded(ctx: ShardContext) -> None:
     for group in ctx.consumer_groups.values():
         for member_id in group.members:
             cancel_timers(ctx, group.group_id, member_id)
+        ctx.timer.cancel(regex_refresh_key(group.group_id))
     ctx.consumer_groups.clear()
     ctx.consumer_hash_checked.clear()
+    ctx.regex_resolved_at.clear()
+    ctx.regex_refreshing.clear()
 
 
 # --- ConsumerGroupDescribe -------------------------------------------------------------------------------------

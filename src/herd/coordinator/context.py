@@ -48,6 +48,13 @@ class ShardContext:
     """KIP-848 consumer groups (consumer/), beside the classic `groups`: a group id is in one or the other."""
     topics: TopicsImage = EMPTY_IMAGE
     """The cluster's topics as the consumer groups see them (consumer/topics.py), set by the runtime."""
+    topics_created_version: int = -1
+    """The `topics` version at which topics were last created (regex subscriptions resolve again after it)."""
+    regex_resolved_at: dict[str, int] = field(default_factory=dict)
+    """Per consumer group, `topics_created_version` when its regexes were last resolved (in memory: after a load
+    the first refresh resolves them again)."""
+    regex_refreshing: set[str] = field(default_factory=set)
+    """Consumer groups with a regex refresh scheduled."""
     consumer_hash_checked: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per consumer group, the topics image version and group epoch its metadata hash was last checked at (in
     memory only, as Kafka's metadata refresh deadline): a heartbeat checks it again when either moved."""

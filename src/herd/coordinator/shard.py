@@ -147,7 +147,10 @@ class GroupCoordinatorShard:
 
     def set_topics(self, topics: TopicsImage) -> None:
         """The cluster's topics changed (or this is the first look at them): consumer groups see `topics` from now
-        on, and check their subscribed topics' metadata hash on their next heartbeat."""
+        on, and check their subscribed topics' metadata hash on their next heartbeat; topics created since make
+        regex subscriptions resolve again."""
+        if topics.by_name.keys() - self._ctx.topics.by_name.keys():
+            self._ctx.topics_created_version = topics.version
         self._ctx.topics = topics
 
     def leave_group(self, req: LeaveGroup, reply: object) -> Result:

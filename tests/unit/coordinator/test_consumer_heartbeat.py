@@ -338,3 +338,65 @@ def test_offsets_of_a_consumer_group_are_checked_against_the_member_s_epoch() ->
     assert fetch(ctx, None, -1).error_code == ErrorCode.none  # an admin's fetch
     a.heartbeat(member_epoch=-1)
     assert commit(ctx, "", -1) == ErrorCode.none  # an admin's commit to the empty group
+
+
+REGEX_TOPICS = TopicsImage.of([("foo", FOO, 6), ("bar", BAR, 3), ("food", uuid.UUID(int=3), 2)], version=1)
+
+
+def test_a_regex_subscription_is_resolved_by_a_refresh_and_assigned_on_the_next_heartbeat() -> None:
+    ctx = new_ctx()
+    ctx.shard.set_topics(REGEX_TOPICS)
+    a = Consumer(ctx, "a", topics=(), subscribed_topic_regex="foo.*")
+    first = a.heartbeat(subscribed_topic_names=None)
+    assert first.error_code == ErrorCode.none and first.assignment == {}  # not resolved yet
+    ctx.sleep(0)  # the refresh runs (Kafka's executor)
+    group = ctx.shard.consumer_group("g")
+    assert group.resolved["foo.*"].topics == {"foo", "food"}  # full match: not "bar"
+    got = a.heartbeat()
+    assert size(got.assignment) == 8 and got.assignment.keys() == {FOO, uuid.UUID(int=3)}
+    assert group.member_topic_names(group.members["a"]) == {"foo", "food"}
+
+
+def test_an_invalid_regex_is_refused_with_kafka_s_error() -> None:
+    ctx = new_ctx()
+    bad = Consumer(ctx, "a", topics=(), subscribed_topic_regex="foo(").heartbeat(subscribed_topic_names=None)
+    assert bad.error_code == ErrorCode.invalid_regular_expression
+    assert bad.error_message.startswith("SubscribedTopicRegex `foo(` is not a valid regular expression: ")
+    assert ctx.log == []
+
+
+def test_a_topic_created_later_joins_the_regex_subscription() -> None:
+    ctx = new_ctx()
+    a = Consumer(ctx, "a", topics=(), subscribed_topic_regex="foo.*")
+    a.heartbeat(subscribed_topic_names=None)
+    ctx.sleep(0)
+    assert a.heartbeat().assignment.keys() == {FOO}
+    ctx.shard.set_topics(REGEX_TOPICS.__class__(REGEX_TOPICS.by_name, version=2))  # "food" is created
+    a.heartbeat()
+    ctx.sleep(0)
+    assert ctx.shard.consumer_group("g").resolved["foo.*"].topics == {"foo"}  # within 10 s of the last refresh
+    ctx.sleep(10_001)
+    a.heartbeat()
+    ctx.sleep(0)
+    assert ctx.shard.consumer_group("g").resolved["foo.*"].topics == {"foo", "food"}
+    assert a.heartbeat().assignment.keys() == {FOO, uuid.UUID(int=3)}
+
+
+def test_the_last_member_of_a_regex_takes_its_resolution_with_it() -> None:
+    ctx = new_ctx()
+    a = Consumer(ctx, "a", topics=(), subscribed_topic_regex="foo.*")
+    b = Consumer(ctx, "b")
+    a.heartbeat(subscribed_topic_names=None), b.heartbeat()
+    ctx.sleep(0)
+    assert "foo.*" in ctx.shard.consumer_group("g").resolved
+    a.heartbeat(member_epoch=-1)
+    assert ctx.shard.consumer_group("g").resolved == {}
+
+
+def test_a_regex_matches_only_the_topics_the_member_may_describe() -> None:
+    ctx = new_ctx()
+    ctx.shard.set_topics(REGEX_TOPICS)
+    a = Consumer(ctx, "a", topics=(), subscribed_topic_regex="foo.*", describable=lambda name: name != "food")
+    a.heartbeat(subscribed_topic_names=None)
+    ctx.sleep(0)
+    assert ctx.shard.consumer_group("g").resolved["foo.*"].topics == {"foo"}

@@ -1,6 +1,7 @@
 """ConsumerGroupHeartbeat (key 68), v0-v1: KIP-848's consumer protocol (herd.coordinator.consumer_heartbeat).
 
-v1 (KIP-1082): SubscribedTopicRegex, and the client generates its member id (an empty one is INVALID_REQUEST);
+v1 (KIP-1082): SubscribedTopicRegex (RE2, matched whole; resolved to the topics the principal may DESCRIBE),
+and the client generates its member id (an empty one is INVALID_REQUEST);
 in v0 the coordinator makes one for a joining member that sent none. Kafka 4.x serves v0-v1, librdkafka sends v1.
 
 As Kafka's KafkaApis.handleConsumerGroupHeartbeat: UNSUPPORTED_VERSION when `consumer` is not in
@@ -77,6 +78,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         api_version=ctx.api_version,
         client_id=client_id(ctx),
         client_host=client_host(ctx),
+        describable=None if broker.authorizer is None else lambda name: authorized(ctx, DESCRIBE, TOPIC, name),
     )
     if broker.coordinator is None:  # not started yet
         return respond(on_error(ErrorCode.coordinator_not_available))
