@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient, req
 
+from herd.testing import HerdBroker
 from herd.testing.wait import wait_until
 
 PARTITIONS = 6
@@ -307,3 +308,42 @@ def test_a_regex_subscription_follows_topics_created_later(broker) -> None:
         assert first not in {tp.topic for tp in c.assignment()}
     finally:
         c.close()
+
+
+def test_a_coordinator_move_keeps_every_epoch_and_assignment(tmp_path) -> None:
+    """The group's `__consumer_offsets` partition is unloaded and loaded again (what a coordinator failover does
+    on one node): the members heartbeat to the reloaded coordinator and go on consuming, no epoch bumped, no
+    partition moved."""
+    with HerdBroker(tmp_path, {"offsets.topic.num.partitions": "2"}, faults=True) as node:
+        topic, group = topic_with_records(node.bootstrap, count=30), unique("g")
+        members = [consumer(node.bootstrap, group) for _ in range(2)]
+        admin = AdminClient({"bootstrap.servers": node.bootstrap})
+        try:
+            for c in members:
+                c.subscribe([topic])
+            poll_all(members, lambda v: len(v) >= 30 and all(len(owned(c)) == 3 for c in members), 30, "all read")
+            before = admin.describe_consumer_groups([group])[group].result(15)
+            epochs_before = epochs(node.port, group)
+            node.faults.move_coordinator(group, unavailable_ms=500)
+            producer = Producer({"bootstrap.servers": node.bootstrap})
+            for i in range(30, 60):
+                producer.produce(topic, value=b"%d" % i, partition=i % PARTITIONS)
+            assert producer.flush(30) == 0
+            after_move = poll_all(members, lambda v: len(v) >= 30, 60, "the records produced after the move")
+            assert sorted(after_move) == sorted(b"%d" % i for i in range(30, 60))
+            after = admin.describe_consumer_groups([group])[group].result(15)
+            assert after.state == ConsumerGroupState.STABLE
+            by_id = {m.member_id: {tp.partition for tp in m.assignment.topic_partitions} for m in before.members}
+            assert {m.member_id: {tp.partition for tp in m.assignment.topic_partitions} for m in after.members} == by_id
+            assert epochs(node.port, group) == epochs_before  # the group's, the target's and every member's
+        finally:
+            for c in members:
+                c.close()
+
+
+def epochs(port: int, group: str) -> tuple[int, int, dict[str, int]]:
+    """(group epoch, assignment epoch, member id -> member epoch), from ConsumerGroupDescribe."""
+    with RawClient(port) as c:
+        (g,) = c.request(69, 1, req(69, 1, group_ids=(group,), include_authorized_operations=False)).groups
+    assert g.error_code == ErrorCode.none
+    return g.group_epoch, g.assignment_epoch, {m.member_id: m.member_epoch for m in g.members}
