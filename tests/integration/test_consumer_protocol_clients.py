@@ -1,20 +1,26 @@
 """KIP-848 consumer groups with real clients against `herd serve` (issue 31): confluent-kafka consumers with
 `group.protocol=consumer` share a topic's partitions as the coordinator assigns them (uniform and range), take
-over from a member that leaves, and a static member restarted within its session gets its partitions back; raw
-ConsumerGroupHeartbeat requests at v0 and v1, and the API refused as Kafka refuses it when the consumer protocol
-is not enabled. One embedded broker for the module."""
+over from a member that leaves, a static member restarted within its session gets its partitions back, offsets
+committed at the member's epoch are where the next member resumes, a regex subscription follows topics created
+later, and a coordinator move changes no epoch; confluent-kafka's AdminClient and `herd groups` list, describe
+and delete consumer groups; raw ConsumerGroupHeartbeat and ConsumerGroupDescribe at each version, ListGroups v5
+and DescribeGroups v5/v6 of a consumer group, and the API refused as Kafka refuses it when the consumer protocol
+is not enabled. One embedded broker for the module, and a broker of their own for the gate and the move."""
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
 from brokers import BrokerProcess
+from click.testing import CliRunner
 from confluent_kafka import Consumer, ConsumerGroupState, ConsumerGroupType, KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient, req
 
+from herd.cli import cli
 from herd.testing import HerdBroker
 from herd.testing.wait import wait_until
 
@@ -347,3 +353,39 @@ def epochs(port: int, group: str) -> tuple[int, int, dict[str, int]]:
         (g,) = c.request(69, 1, req(69, 1, group_ids=(group,), include_authorized_operations=False)).groups
     assert g.error_code == ErrorCode.none
     return g.group_epoch, g.assignment_epoch, {m.member_id: m.member_epoch for m in g.members}
+
+
+def test_herd_groups_shows_consumer_groups_as_kafka_consumer_groups_does(broker) -> None:
+    """`herd groups list` shows the type; `describe --state` the assignor and the group and target epochs;
+    `describe --members --verbose` each member's epoch and target assignment (ConsumerGroupDescribe)."""
+
+    def herd(*args: str) -> str:
+        result = CliRunner().invoke(cli, [*args, "--bootstrap-server", broker.bootstrap])
+        assert result.exit_code == 0, result.output
+        return result.stdout
+
+    topic, group = topic_with_records(broker.bootstrap, count=0), unique("g")
+    members = [consumer(broker.bootstrap, group) for _ in range(2)]
+    try:
+        for c in members:
+            c.subscribe([topic])
+        poll_all(members, lambda _: all(len(owned(c)) == 3 for c in members), 30, "3 partitions each")
+        listed = json.loads(herd("groups", "list", "--output", "json"))
+        assert {"group": group, "protocol_type": "consumer", "state": "Stable", "type": "consumer"} in listed
+        (state,) = json.loads(herd("groups", "describe", "--group", group, "--state", "--output", "json"))
+        assert (state["type"], state["assignment_strategy"], state["state"], state["members"]) == (
+            "consumer",
+            "uniform",
+            "Stable",
+            2,
+        )
+        assert state["group_epoch"] == state["target_assignment_epoch"] == 2
+        table = herd("groups", "describe", "--group", group, "--state")
+        assert "GROUP-EPOCH" in table and "TARGET-ASSIGNMENT-EPOCH" in table
+        rows = json.loads(herd("groups", "describe", "--group", group, "--members", "--verbose", "--output", "json"))
+        assert len(rows) == 2 and all(r["member_epoch"] == 2 for r in rows)
+        assert all(r["assignment"] == r["target_assignment"] and len(r["assignment"]) == 3 for r in rows)
+        assert "CURRENT-EPOCH" in herd("groups", "describe", "--group", group, "--members", "--verbose")
+    finally:
+        for c in members:
+            c.close()

@@ -58,6 +58,8 @@ OFFSET_COLUMNS = (
 )
 MEMBER_COLUMNS = ("GROUP", "CONSUMER-ID", "GROUP-INSTANCE-ID", "HOST", "CLIENT-ID", "#PARTITIONS")
 STATE_COLUMNS = ("GROUP", "COORDINATOR (ID)", "ASSIGNMENT-STRATEGY", "STATE", "#MEMBERS")
+MODERN_STATE_COLUMNS = ("GROUP-EPOCH", "TARGET-ASSIGNMENT-EPOCH")  # KIP-848 groups (kafka-consumer-groups.sh 4.x)
+MODERN_MEMBER_COLUMNS = ("CURRENT-EPOCH", "TARGET-ASSIGNMENT")
 RESET_COLUMNS = ("GROUP", "TOPIC", "PARTITION", "NEW-OFFSET")
 HISTORY_COLUMNS = (
     "GENERATION",
@@ -255,6 +257,10 @@ def _print_members(groups_: list[GroupDescription], verbose: bool, output: str) 
                     if m.assignment is None
                     else [{"topic": tp.topic, "partition": tp.partition} for tp in m.assignment],
                     "joined": True,
+                    "member_epoch": m.member_epoch,
+                    "target_assignment": None
+                    if m.target_assignment is None
+                    else [{"topic": tp.topic, "partition": tp.partition} for tp in m.target_assignment],
                 }
                 for g in groups_
                 for m in g.members
@@ -277,15 +283,22 @@ def _print_members(groups_: list[GroupDescription], verbose: bool, output: str) 
         return
     for g in groups_:
         _notices(g)
-    headers = MEMBER_COLUMNS + (("ASSIGNMENT",) if verbose else ())
-    rows = []
+    # a KIP-848 group's members also show their epoch and target, as kafka-consumer-groups.sh --verbose does
+    modern = verbose and any(g.group_type == "consumer" for g in groups_)
+    headers = MEMBER_COLUMNS + (("ASSIGNMENT",) if verbose else ()) + (MODERN_MEMBER_COLUMNS if modern else ())
+    rows: list[tuple[object, ...]] = []
     for g in groups_:
         for m in g.members:
             count = None if m.assignment is None else len(m.assignment)
-            row = (g.group_id, m.member_id, m.group_instance_id, m.host, m.client_id, count)
-            rows.append(row + ((_assignment_text(m.assignment),) if verbose else ()))
+            row: tuple[object, ...] = (g.group_id, m.member_id, m.group_instance_id, m.host, m.client_id, count)
+            row += (_assignment_text(m.assignment),) if verbose else ()
+            if modern:
+                target = None if m.target_assignment is None else _assignment_text(m.target_assignment)
+                row += (m.member_epoch, target)
+            rows.append(row)
         for instance_id in g.expected_members:  # pre-registered, not joined yet: no consumer id
-            rows.append((g.group_id, None, instance_id, None, None, None) + ((None,) if verbose else ()))
+            extra = (None,) * ((1 if verbose else 0) + (len(MODERN_MEMBER_COLUMNS) if modern else 0))
+            rows.append((g.group_id, None, instance_id, None, None, None) + extra)
     echo_table(headers, rows)
 
 
@@ -304,13 +317,17 @@ def _print_states(groups_: list[GroupDescription], output: str) -> None:
                     "state": g.state,
                     "members": len(g.members),
                     "expected_members": list(g.expected_members),
+                    "type": g.group_type,
+                    "group_epoch": g.group_epoch,
+                    "target_assignment_epoch": g.assignment_epoch,
                 }
                 for g in groups_
             ]
         )
         return
+    modern = any(g.group_type == "consumer" for g in groups_)  # GROUP-EPOCH and TARGET-ASSIGNMENT-EPOCH
     echo_table(
-        STATE_COLUMNS,
+        STATE_COLUMNS + (MODERN_STATE_COLUMNS if modern else ()),
         [
             (
                 g.group_id,
@@ -319,6 +336,7 @@ def _print_states(groups_: list[GroupDescription], output: str) -> None:
                 g.state,
                 len(g.members),
             )
+            + ((g.group_epoch, g.assignment_epoch) if modern else ())
             for g in groups_
         ],
     )

@@ -64,6 +64,7 @@ __all__ = [
 
 DESCRIBE_GROUPS: Final = 15
 LIST_GROUPS: Final = 16
+CONSUMER_GROUP_DESCRIBE: Final = 69
 LEAVE_GROUP: Final = 13
 DELETE_GROUPS: Final = 42
 OFFSET_DELETE: Final = 47
@@ -91,6 +92,8 @@ class MemberDescription:
     host: str
     assignment: tuple[TopicPartition, ...] | None  # decoded when the protocol type is "consumer"
     subscribed_topics: tuple[str, ...] | None = None
+    member_epoch: int | None = None  # a KIP-848 consumer group's member (ConsumerGroupDescribe)
+    target_assignment: tuple[TopicPartition, ...] | None = None  # a KIP-848 member's target
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +106,11 @@ class GroupDescription:
     coordinator: Node
     expected_members: tuple[str, ...] = ()
     """KIP-469: pre-registered group.instance.ids that have not joined yet."""
+    group_type: str = "classic"
+    """"consumer" for a KIP-848 group (`protocol` is then its server-side assignor, as kafka-consumer-groups.sh shows
+    it under ASSIGNMENT-STRATEGY)."""
+    group_epoch: int | None = None
+    assignment_epoch: int | None = None
 
     @property
     def exists(self) -> bool:
@@ -261,6 +269,10 @@ class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, HistoryAdmin, Transac
         if g.error_code and g.error_code != ErrorCode.group_id_not_found:
             raise _group_error(group_id, g.error_code, getattr(g, "error_message", None))
         waiting = await self.expected_members(group_id, strict=False)
+        if g.error_code or (g.group_state == "Dead" and not g.members):
+            consumer_group = await self._describe_consumer_group(group_id, node)  # as Java's Admin falls back
+            if consumer_group is not None:
+                return consumer_group
         if g.error_code:
             return GroupDescription(group_id, "Dead", "", "", (), node, waiting)
         members = tuple(_member(g.protocol_type, m) for m in g.members)
@@ -273,6 +285,55 @@ class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, HistoryAdmin, Transac
             members,
             node,
             tuple(i for i in waiting if i not in joined),
+        )
+
+    async def _describe_consumer_group(self, group_id: str, node: Node) -> GroupDescription | None:
+        """A KIP-848 consumer group from ConsumerGroupDescribe, or None when the group is not one (or the broker
+        does not serve the API)."""
+        if CONSUMER_GROUP_DESCRIBE not in (await self.client.any_connection()).versions:
+            return None
+
+        def build(b: RequestBuilder) -> Any:
+            return b.request(group_ids=(group_id,), include_authorized_operations=False)
+
+        def error_of(version: int, body: Any) -> int:
+            return int(body.groups[0].error_code)
+
+        _, body = await self.client.call_coordinator(group_id, CONSUMER_GROUP_DESCRIBE, build, error_of)
+        g = body.groups[0]
+        if g.error_code in (ErrorCode.group_id_not_found, ErrorCode.unsupported_version):
+            return None
+        if g.error_code:
+            raise _group_error(group_id, g.error_code, g.error_message)
+
+        def partitions(assignment: Any) -> tuple[TopicPartition, ...]:
+            return tuple(
+                TopicPartition(tp.topic_name, p) for tp in assignment.topic_partitions for p in sorted(tp.partitions)
+            )
+
+        members = tuple(
+            MemberDescription(
+                m.member_id,
+                m.instance_id,
+                m.client_id,
+                m.client_host,
+                partitions(m.assignment),
+                tuple(m.subscribed_topic_names),
+                member_epoch=int(m.member_epoch),
+                target_assignment=partitions(m.target_assignment),
+            )
+            for m in g.members
+        )
+        return GroupDescription(
+            group_id,
+            g.group_state,
+            "consumer",
+            g.assignor_name,
+            members,
+            node,
+            group_type="consumer",
+            group_epoch=int(g.group_epoch),
+            assignment_epoch=int(g.assignment_epoch),
         )
 
     async def require_group(self, group_id: str) -> GroupDescription:

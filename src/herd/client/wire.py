@@ -70,6 +70,7 @@ _HANDLED: Final[dict[int, tuple[int, int]]] = {
     61: (0, 0),  # DescribeProducers
     65: (0, 0),  # DescribeTransactions
     66: (0, 1),  # ListTransactions (v2 adds a transactional id pattern, KIP-1152)
+    69: (0, 1),  # ConsumerGroupDescribe (KIP-848)
 }
 
 API_NAMES: Final[dict[int, str]] = {key: name.title().replace("_", "") for key, name in api_key_map.items()}

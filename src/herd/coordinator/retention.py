@@ -18,6 +18,9 @@ GroupMetadataManager.cleanupGroupMetadata / maybeDeleteGroup):
    `now - base >= offsets.retention.minutes`. Each expired offset gets a tombstone.
 3. If afterwards the group has no offsets left (or never had any) and it is Empty, its GroupMetadata
    tombstone follows in the same batch (and its rebalance history's, history.py): the group is deleted.
+A KIP-848 consumer group (consumer/) counts retention from each offset's commit time for the topics none of its
+members subscribes to, by name or through a resolved regex (ConsumerGroup.offsetExpirationCondition and
+isSubscribedToTopic), and an Empty one without offsets goes with its records' tombstones.
 
 Pending transactional offsets (txn_offsets.py) never expire, and they hold back the committed offset of
 their partition too ("we don't expire the offset yet if there is a pending transactional offset for the
@@ -33,6 +36,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from herd.coordinator.consumer import records as consumer_records
+from herd.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from herd.coordinator.context import ShardContext
 from herd.coordinator.group import ClassicGroup
 from herd.coordinator.records import (
@@ -70,6 +75,17 @@ def cleanup(ctx: ShardContext) -> Result:
             if ctx.history.of(group_id) or not ctx.history.size:  # (size 0: a record from before may remain)
                 records.append(rebalance_history_tombstone(group_id))
             log.info("group %s: every offset expired and the group is empty, deleting it", group_id)
+    for group_id, consumer_group in list(ctx.consumer_groups.items()):
+        if (
+            expire_consumer_offsets(ctx, consumer_group, now, records)
+            and consumer_group.state is ConsumerGroupState.EMPTY
+        ):
+            records.extend(
+                consumer_records.group_tombstones(
+                    group_id, tuple(consumer_group.members), tuple(consumer_group.resolved)
+                )
+            )
+            log.info("consumer group %s: every offset expired and the group is empty, deleting it", group_id)
     if records:
         log.info("generated %d tombstones while cleaning up expired offsets and groups", len(records))
     schedule(ctx)
@@ -101,11 +117,28 @@ def is_expired(value: OffsetValue, base: Base, now: int, retention_ms: int) -> b
 def expire_offsets(ctx: ShardContext, group: ClassicGroup, now: int, records: list[Record]) -> bool:
     """Append tombstones for the group's expired offsets; True if none is left afterwards, pending transactional
     offsets included."""
-    offsets = ctx.offsets.get(group.group_id)
-    held = ctx.txn.holds_group(group.group_id)
+    return _expire(ctx, group.group_id, expiration_base(group), lambda topic: is_subscribed(group, topic), now, records)
+
+
+def expire_consumer_offsets(ctx: ShardContext, group: ConsumerGroup, now: int, records: list[Record]) -> bool:
+    """`expire_offsets` of a KIP-848 consumer group: retention counted from each offset's commit time, for the
+    topics none of its members subscribes to (ConsumerGroup.offsetExpirationCondition, isSubscribedToTopic)."""
+    subscribed = group.subscribed_topic_names()
+    return _expire(ctx, group.group_id, _commit_time, lambda topic: topic in subscribed, now, records)
+
+
+def _expire(
+    ctx: ShardContext,
+    group_id: str,
+    base: Base | None,
+    is_subscribed_to: Callable[[str], bool],
+    now: int,
+    records: list[Record],
+) -> bool:
+    offsets = ctx.offsets.get(group_id)
+    held = ctx.txn.holds_group(group_id)
     if not offsets:
         return not held
-    base = expiration_base(group)
     if base is None:
         return False
     retention_ms = ctx.config.offsets_retention_minutes * 60_000
@@ -113,15 +146,15 @@ def expire_offsets(ctx: ShardContext, group: ClassicGroup, now: int, records: li
     expired = []
     for (topic, partition), value in offsets.items():
         if topic not in subscribed:
-            subscribed[topic] = is_subscribed(group, topic)
+            subscribed[topic] = is_subscribed_to(topic)
         if (
             not subscribed[topic]
             and is_expired(value, base, now, retention_ms)
-            and not (held and ctx.txn.holds(group.group_id, topic, partition))
+            and not (held and ctx.txn.holds(group_id, topic, partition))
         ):
             expired.append((topic, partition))
     for topic, partition in expired:
-        records.append(offset_tombstone(group.group_id, topic, partition))
+        records.append(offset_tombstone(group_id, topic, partition))
     if expired:
-        log.info("group %s: expired offsets of %d partitions", group.group_id, len(expired))
+        log.info("group %s: expired offsets of %d partitions", group_id, len(expired))
     return len(expired) == len(offsets) and not held

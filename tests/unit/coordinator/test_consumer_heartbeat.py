@@ -400,3 +400,27 @@ def test_a_regex_matches_only_the_topics_the_member_may_describe() -> None:
     a.heartbeat(subscribed_topic_names=None)
     ctx.sleep(0)
     assert ctx.shard.consumer_group("g").resolved["foo.*"].topics == {"foo"}
+
+
+def test_retention_expires_offsets_of_topics_no_member_subscribes_to_and_deletes_the_empty_group() -> None:
+    """ConsumerGroup.offsetExpirationCondition (commit time) and isSubscribedToTopic; then maybeDeleteGroup."""
+    ctx = new_ctx(offsets_retention_minutes=1, offsets_retention_check_interval_ms=1_000)
+    ctx.apply(ctx.shard.on_loaded())  # starts the retention timer
+    a = Consumer(ctx, "a")
+    a.heartbeat()
+    for topic in ("foo", "bar"):
+        req = OffsetCommit(
+            group_id="g",
+            generation_id_or_member_epoch=1,
+            member_id="a",
+            topics=(CommitTopic(topic, (CommitPartition(0, 7),)),),
+        )
+        ctx.run("offset_commit", req)
+    ctx.sleep(40_000)
+    a.heartbeat()
+    ctx.sleep(21_000)  # a minute after the commits: bar's offset expires, foo is subscribed
+    assert set(ctx.shard.committed_offsets("g")) == {("foo", 0)}
+    a.heartbeat(member_epoch=-1)
+    assert ctx.shard.consumer_group("g").state is ConsumerGroupState.EMPTY
+    ctx.sleep(2_000)
+    assert ctx.shard.committed_offsets("g") == {} and ctx.shard.consumer_group("g") is None
