@@ -148,6 +148,35 @@ def validate(req: ConsumerGroupHeartbeat, assignors: tuple[str, ...]) -> None:
         )
 
 
+def keep_alive(
+    ctx: ShardContext, group_id: str, member_id: str, member_epoch: int, client_id: str, client_host: str
+) -> tuple[str, int, int] | None:
+    """The answer (member id, epoch, heartbeat interval) to a heartbeat that only keeps a reconciled member alive,
+    or None when `handle` must run: the runtime's fast path, as the classic Heartbeat's `heartbeat_error`. The
+    caller sends here only heartbeats that change nothing (no instance, rack, rebalance timeout, subscription or
+    assignor); this checks the rest: an existing dynamic member at its epoch, reconciled, with the same client, in
+    a group with no new target to compute, no metadata to check and no regex. Its whole effect is the session's
+    deadline, exactly what `handle` does for such a heartbeat."""
+    if member_epoch <= 0:
+        return None
+    group = ctx.consumer_groups.get(group_id)
+    if group is None or group.has_regexes or group.group_epoch == 0 or group.group_epoch != group.assignment_epoch:
+        return None
+    member = group.members.get(member_id)
+    if (
+        member is None
+        or member.member_epoch != member_epoch
+        or not member.is_reconciled_to(group.assignment_epoch)
+        or member.client_id != client_id
+        or member.client_host != client_host
+        or member.instance_id is not None
+        or _metadata_may_have_moved(ctx, group)
+    ):
+        return None
+    _arm_session(ctx, group_id, member_id)
+    return member_id, member_epoch, ctx.config.group_consumer_heartbeat_interval_ms
+
+
 def handle(ctx: ShardContext, req: ConsumerGroupHeartbeat, reply: object) -> Result:
     """The Result of one ConsumerGroupHeartbeat: its records and its answer, or an error answer and nothing."""
     try:
@@ -364,6 +393,8 @@ def _maybe_update_regexes(
     and resolved by a refresh (scheduled at once, as Kafka's executor runs it), one already resolved bumps the
     epoch now; and a refresh is scheduled when the group's regexes need one (regex.py)."""
     old, new = member.subscribed_topic_regex or None, updated.subscribed_topic_regex or None
+    if old == new and not group.has_regexes:
+        return RegexUpdate.NO_CHANGE  # the common heartbeat: nothing to count
     counts = group.subscribed_regexes()
     update, require = RegexUpdate.NO_CHANGE, False
     if old != new:
@@ -630,6 +661,7 @@ def _fence(ctx: ShardContext, group: ConsumerGroup, members: list[ConsumerMember
 
 
 def cancel_timers(ctx: ShardContext, group_id: str, member_id: str) -> None:
+    ctx.consumer_sessions.pop((group_id, member_id), None)
     ctx.timer.cancel(session_key(group_id, member_id))
     ctx.timer.cancel(rebalance_key(group_id, member_id))
 
@@ -646,12 +678,30 @@ def _fence_operation(ctx: ShardContext, group_id: str, member_id: str, reason: s
 
 
 def _arm_session(ctx: ShardContext, group_id: str, member_id: str) -> None:
-    timeout = ctx.config.group_consumer_session_timeout_ms
-    ctx.timer.schedule(
-        session_key(group_id, member_id),
-        ctx.now() + timeout,
-        lambda: _fence_operation(ctx, group_id, member_id, "the member session expired"),
-    )
+    """The member must be heard of within the session timeout: O(1), the deadline moves and the timer is only
+    scheduled when none is (it re-arms itself for the later deadline when it fires, `_session_expired`)."""
+    deadline = ctx.now() + ctx.config.group_consumer_session_timeout_ms
+    session = ctx.consumer_sessions.get((group_id, member_id))
+    if session is None:
+        ctx.consumer_sessions[(group_id, member_id)] = session = [deadline, -1]
+    session[0] = deadline
+    if session[1] == -1:
+        _schedule_session(ctx, group_id, member_id, session, deadline)
+
+
+def _schedule_session(ctx: ShardContext, group_id: str, member_id: str, session: list[int], deadline: int) -> None:
+    session[1] = deadline
+    ctx.timer.schedule(session_key(group_id, member_id), deadline, lambda: _session_expired(ctx, group_id, member_id))
+
+
+def _session_expired(ctx: ShardContext, group_id: str, member_id: str) -> Result:
+    session = ctx.consumer_sessions.get((group_id, member_id))
+    if session is not None:
+        session[1] = -1
+        if session[0] > ctx.now():  # heard of since: wait for the new deadline
+            _schedule_session(ctx, group_id, member_id, session, session[0])
+            return Result()
+    return _fence_operation(ctx, group_id, member_id, "the member session expired")
 
 
 def _arm_rebalance_timeout(ctx: ShardContext, group_id: str, member: ConsumerMember) -> None:
@@ -680,6 +730,7 @@ def on_unloaded(ctx: ShardContext) -> None:
             cancel_timers(ctx, group.group_id, member_id)
         ctx.timer.cancel(regex_refresh_key(group.group_id))
     ctx.consumer_groups.clear()
+    ctx.consumer_sessions.clear()
     ctx.consumer_hash_checked.clear()
     ctx.regex_resolved_at.clear()
     ctx.regex_refreshing.clear()

@@ -141,6 +141,14 @@ class GroupCoordinatorShard:
         """ConsumerGroupHeartbeat (KIP-848): its records (replayed into the group) and its answer."""
         return consumer_heartbeat.handle(self._ctx, req, reply)
 
+    def consumer_group_keep_alive(
+        self, group_id: str, member_id: str, member_epoch: int, client_id: str, client_host: str
+    ) -> tuple[str, int, int] | None:
+        """The fast path of a ConsumerGroupHeartbeat that only keeps a reconciled member alive (no instance, rack,
+        rebalance timeout, subscription or assignor in it): its answer (member id, epoch, interval) without request
+        and Result objects, or None when it must go through `consumer_group_heartbeat`."""
+        return consumer_heartbeat.keep_alive(self._ctx, group_id, member_id, member_epoch, client_id, client_host)
+
     def consumer_group_describe(self, req: consumer_heartbeat.ConsumerGroupDescribe, reply: object) -> Result:
         """ConsumerGroupDescribe (KIP-848): the consumer groups asked for, or GROUP_ID_NOT_FOUND."""
         return consumer_heartbeat.describe(self._ctx, req, reply)

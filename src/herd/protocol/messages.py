@@ -108,9 +108,11 @@ _FAST_HEADERS = {ResponseHeaderV0: _HEADER_V0, ResponseHeaderV1: _HEADER_V1}
 # Bodies of small, frequent answers that repeat byte for byte (a heartbeat's is one of a handful of values per
 # version), encoded once. Measured on the 2-core machine: a Heartbeat answer took 16 us through kio, of which
 # 4.6 us the header and most of the rest the body; with both fast paths it is about 1 us.
-CACHED_BODY_APIS = frozenset({8, 12})  # OffsetCommit (its answers are shared objects, apis/offset_commit.py), Heartbeat
+# OffsetCommit (its answers are shared objects, apis/offset_commit.py), Heartbeat, ConsumerGroupHeartbeat (a member's
+# keep-alive answer is one object per epoch, apis/consumer_group_heartbeat.py)
+CACHED_BODY_APIS = frozenset({8, 12, 68})
 _BODY_CACHE: dict[Any, bytes] = {}
-_BODY_CACHE_MAX = 4096
+_BODY_CACHE_MAX = 16384
 
 
 def _encode_body(response: Any) -> bytes:

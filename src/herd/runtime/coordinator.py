@@ -183,6 +183,13 @@ class CoordinatorRuntime:
         """`ShardRuntime.heartbeat` of the group's shard: the answer's error code, or None to go through `call`."""
         return self._host.shard_for(group_id).heartbeat(group_id, generation_id, member_id, instance_id)
 
+    def consumer_group_keep_alive(
+        self, group_id: str, member_id: str, member_epoch: int, client_id: str, client_host: str
+    ) -> tuple[str, int, int] | None:
+        """`ShardRuntime.consumer_group_keep_alive` of the group's shard: the answer, or None to go through `call`."""
+        shard = self._host.shard_for(group_id)
+        return shard.consumer_group_keep_alive(group_id, member_id, member_epoch, client_id, client_host)
+
     def on_topics_deleted(self, topics: Iterable[str]) -> None:
         """Kafka's GroupCoordinatorService.onPartitionsDeleted: every active shard writes tombstones for the
         offsets its groups committed on `topics`, in the background (DeleteTopics does not wait for them, as in

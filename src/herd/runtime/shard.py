@@ -232,6 +232,23 @@ class ShardRuntime(Generic[S]):
             return None
         return self.shard.heartbeat_error(group_id, generation_id, member_id, instance_id)
 
+    def consumer_group_keep_alive(
+        self: ShardRuntime[GroupCoordinatorShard],
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        client_id: str,
+        client_host: str,
+    ) -> tuple[str, int, int] | None:
+        """The ConsumerGroupHeartbeat fast path, as `heartbeat`'s: the answer of a keep-alive, or None when writes
+        are pending or the heartbeat must go through `call`. Raises CoordinatorError like `call`."""
+        machine = self.machine
+        if machine.state is not ShardState.ACTIVE:
+            self._unavailable()
+        if machine.staged or machine.writing:
+            return None
+        return self.shard.consumer_group_keep_alive(group_id, member_id, member_epoch, client_id, client_host)
+
     def on_topics_deleted(self: ShardRuntime[GroupCoordinatorShard], topics: frozenset[str]) -> bool:
         """Tombstones for the offsets committed on `topics`, written in the background; False (nothing done)
         unless the shard is active."""

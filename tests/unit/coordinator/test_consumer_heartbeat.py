@@ -424,3 +424,31 @@ def test_retention_expires_offsets_of_topics_no_member_subscribes_to_and_deletes
     assert ctx.shard.consumer_group("g").state is ConsumerGroupState.EMPTY
     ctx.sleep(2_000)
     assert ctx.shard.committed_offsets("g") == {} and ctx.shard.consumer_group("g") is None
+
+
+def test_the_keep_alive_fast_path_answers_as_the_full_path_and_only_when_it_may() -> None:
+    ctx = new_ctx()
+    a, b = Consumer(ctx, "a"), Consumer(ctx, "b")
+    a.heartbeat(), b.heartbeat()
+
+    def fast(member_id: str = "a", epoch: int | None = None, client_id: str = "") -> tuple[str, int, int] | None:
+        return ctx.shard.consumer_group_keep_alive("g", member_id, a.epoch if epoch is None else epoch, client_id, "")
+
+    assert fast() is None  # a is not reconciled to the new target: the full path runs
+    a.heartbeat(), a.heartbeat(), b.heartbeat()
+    full = answer(ctx, ConsumerGroupHeartbeat(group_id="g", member_id="a", member_epoch=a.epoch))
+    assert fast() == (full.member_id, full.member_epoch, full.heartbeat_interval_ms) == ("a", 2, 5000)
+    assert full.assignment is None and full.error_code == ErrorCode.none
+    for refused in (fast(epoch=1), fast(member_id="x"), fast(client_id="other"), fast(epoch=0)):
+        assert refused is None
+    # its session moves: keep-alives every 20 s keep a alive past the 45 s after which silent b is fenced
+    for _ in range(2):
+        ctx.sleep(20_000)
+        assert fast() is not None
+    ctx.sleep(10_000)
+    assert set(ctx.shard.consumer_group("g").members) == {"a"}
+    assert fast() is None  # b's departure bumped the epoch: a must heartbeat in full again
+    ctx.sleep(30_000)
+    assert set(ctx.shard.consumer_group("g").members) == {"a"}  # at 80 s: its last keep-alive was at 40 s
+    ctx.sleep(6_000)
+    assert ctx.shard.consumer_group("g").members == {}  # at 86 s, 46 s after it: fenced

@@ -63,6 +63,7 @@ class ConsumerGroup:
         self.has_partition_metadata_record = False  # a Kafka 4.0 record to tombstone on the next heartbeat
         self._owners: dict[TopicId, dict[int, int]] = {}  # partition -> the epoch of the member that owns it
         self._unreconciled: set[str] = set()  # members not STABLE at the assignment epoch
+        self._regexes: Counter[str] = Counter()  # regex -> how many members subscribe to it
 
     # --- reading ---------------------------------------------------------------------------------------------
 
@@ -104,8 +105,12 @@ class ConsumerGroup:
         return names
 
     def subscribed_regexes(self) -> Counter[str]:
-        """How many members subscribe to each regular expression."""
-        return Counter(m.subscribed_topic_regex for m in self.members.values() if m.subscribed_topic_regex)
+        """How many members subscribe to each regular expression (a copy: kept up to date as members change)."""
+        return self._regexes.copy()
+
+    @property
+    def has_regexes(self) -> bool:
+        return bool(self._regexes)
 
     def member_topic_names(self, member: ConsumerMember) -> frozenset[str]:
         """The topic names `member` subscribes to: its names, and what its regex resolved to (nothing while it is
@@ -130,6 +135,8 @@ class ConsumerGroup:
         old = self.members.get(member.member_id)
         if old is not None:
             self._release(old)
+            self._count_regex(old, -1)
+        self._count_regex(member, 1)
         self.members[member.member_id] = member
         self._own(member)
         if member.instance_id is not None:
@@ -141,6 +148,7 @@ class ConsumerGroup:
         if old is None:
             return
         self._release(old)
+        self._count_regex(old, -1)
         if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]
         self._unreconciled.discard(member_id)
@@ -148,6 +156,13 @@ class ConsumerGroup:
     def set_assignment_epoch(self, epoch: int) -> None:
         self.assignment_epoch = epoch
         self._unreconciled = {m.member_id for m in self.members.values() if not m.is_reconciled_to(epoch)}
+
+    def _count_regex(self, member: ConsumerMember, delta: int) -> None:
+        regex = member.subscribed_topic_regex
+        if regex:
+            self._regexes[regex] += delta
+            if self._regexes[regex] <= 0:
+                del self._regexes[regex]
 
     def _track(self, member: ConsumerMember) -> None:
         if member.is_reconciled_to(self.assignment_epoch):

@@ -19,11 +19,11 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.config import split_list
-from herd.coordinator import GroupCoordinatorShard
+from herd.coordinator import CoordinatorError, GroupCoordinatorShard
 from herd.coordinator.consumer.assignment import Assignment, assignment
 from herd.coordinator.consumer_heartbeat import ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse
 from herd.server.apis._authorize import DESCRIBE, GROUP, READ, TOPIC, authorized
-from herd.server.apis._build import ctx_builder
+from herd.server.apis._build import builder, ctx_builder
 from herd.server.apis._groups import client_host, client_id, route
 from herd.server.broker import RequestContext
 
@@ -61,6 +61,27 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         names = request.subscribed_topic_names or ()
         if any(not authorized(ctx, DESCRIBE, TOPIC, name) for name in set(names)):
             return respond(on_error(ErrorCode.topic_authorization_failed))
+    rebalance_timeout_ms = _ms(request.rebalance_timeout)
+    regex = getattr(request, "subscribed_topic_regex", None)
+    if broker.coordinator is None:  # not started yet
+        return respond(on_error(ErrorCode.coordinator_not_available))
+    if (
+        request.instance_id is None
+        and request.rack_id is None
+        and rebalance_timeout_ms == -1
+        and request.subscribed_topic_names is None
+        and regex is None
+        and request.server_assignor is None
+    ):  # the fast path of a keep-alive: answered at once unless a write is pending on the group's partition
+        broker.coordinator.sync_topics()
+        try:
+            kept = broker.coordinator.consumer_group_keep_alive(
+                group_id, request.member_id, request.member_epoch, client_id(ctx), client_host(ctx)
+            )
+        except CoordinatorError as e:
+            return respond(on_error(e.code))
+        if kept is not None:
+            return _keep_alive_response(ctx.api_version, *kept)
     owned = request.topic_partitions
     req = ConsumerGroupHeartbeat(
         group_id=group_id,
@@ -68,11 +89,11 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         member_epoch=request.member_epoch,
         instance_id=request.instance_id,
         rack_id=request.rack_id,
-        rebalance_timeout_ms=_ms(request.rebalance_timeout),
+        rebalance_timeout_ms=rebalance_timeout_ms,
         subscribed_topic_names=(
             tuple(request.subscribed_topic_names) if request.subscribed_topic_names is not None else None
         ),
-        subscribed_topic_regex=getattr(request, "subscribed_topic_regex", None),
+        subscribed_topic_regex=regex,
         server_assignor=request.server_assignor,
         owned=None if owned is None else assignment((tp.topic_id, tp.partitions) for tp in owned),
         api_version=ctx.api_version,
@@ -80,10 +101,32 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         client_host=client_host(ctx),
         describable=None if broker.authorizer is None else lambda name: authorized(ctx, DESCRIBE, TOPIC, name),
     )
-    if broker.coordinator is None:  # not started yet
-        return respond(on_error(ErrorCode.coordinator_not_available))
     broker.coordinator.sync_topics()
     return route(ctx, group_id, GroupCoordinatorShard.consumer_group_heartbeat, req, respond, on_error)
+
+
+_KEEP_ALIVE: dict[tuple[int, str, int, int], Any] = {}
+_KEEP_ALIVE_MAX = 100_000
+
+
+def _keep_alive_response(version: int, member_id: str, member_epoch: int, interval_ms: int) -> Any:
+    """kio responses are immutable: a member's keep-alive answer is built once per epoch and reused (its bytes too:
+    herd.protocol.messages caches the bodies of this API)."""
+    key = (version, member_id, member_epoch, interval_ms)
+    response = _KEEP_ALIVE.get(key)
+    if response is None:
+        if len(_KEEP_ALIVE) >= _KEEP_ALIVE_MAX:
+            _KEEP_ALIVE.clear()
+        response = _KEEP_ALIVE[key] = builder(API_KEY, version).response(
+            throttle_time=0,
+            error_code=ErrorCode.none,
+            error_message=None,
+            member_id=member_id,
+            member_epoch=member_epoch,
+            heartbeat_interval=interval_ms,
+            assignment=None,
+        )
+    return response
 
 
 def _ms(value: Any) -> int:
