@@ -19,6 +19,8 @@ from __future__ import annotations
 from herd.coordinator import preregistration as prereg
 from herd.coordinator import rebalance as rb
 from herd.coordinator import static
+from herd.coordinator.consumer import records as consumer_records
+from herd.coordinator.consumer.group import ConsumerGroupState
 from herd.coordinator.context import ShardContext, empty_group_record, group_record
 from herd.coordinator.errors import CoordinatorError, ErrorCode, append_error_to_response_error
 from herd.coordinator.group import ClassicGroup
@@ -53,6 +55,12 @@ def join(ctx: ShardContext, req: JoinGroup, handle: object) -> Result:
         fx.reply(handle, JoinGroupResponse(error_code=error, member_id=req.member_id))
         return fx.result()
     is_unknown = req.member_id == UNKNOWN_MEMBER_ID
+    consumer_group = ctx.consumer_groups.get(req.group_id)
+    if consumer_group is not None and consumer_group.state is not ConsumerGroupState.EMPTY:
+        # a KIP-848 group with members: Kafka hands the join to classicGroupJoinToConsumerGroup (the online
+        # migration, not built yet, issue 31); herd refuses it as Kafka refuses a group of another type
+        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.inconsistent_group_protocol, member_id=""))
+        return fx.result()
     group = ctx.groups.get(req.group_id)
     is_new_group = group is None
     if group is None:
@@ -71,6 +79,8 @@ def join(ctx: ShardContext, req: JoinGroup, handle: object) -> Result:
     if is_new_group and not fx.records:
         fx.records.append(empty_group_record(group))
         fx.on_failure(lambda err: _undo_new_group(ctx, group, handle, err))
+    if consumer_group is not None:  # an empty consumer group gives way (Kafka's maybeDeleteEmptyConsumerGroup)
+        fx.records[:0] = consumer_records.group_tombstones(req.group_id, (), tuple(consumer_group.resolved))
     return fx.result()
 
 

@@ -274,8 +274,8 @@ class GroupCoordinatorShard:
         only held offsets) gives way, as Kafka's getOrMaybeCreatePersistedConsumerGroup lets a simple group."""
         ctx = self._ctx
         classic = ctx.groups.get(record.group_id)
-        if classic is not None and not classic.members and classic.protocol_type is None:
-            del ctx.groups[record.group_id]
+        if record.value is not None and classic is not None and not classic.members and classic.protocol_type is None:
+            del ctx.groups[record.group_id]  # a record that makes the consumer group: the simple group gives way
         removed = consumer_group.replay(ctx.consumer_groups, record, lambda group_id: group_id in ctx.groups)
         if removed is not None:
             ctx.consumer_hash_checked.pop(removed, None)

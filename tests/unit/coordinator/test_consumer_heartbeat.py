@@ -452,3 +452,19 @@ def test_the_keep_alive_fast_path_answers_as_the_full_path_and_only_when_it_may(
     assert set(ctx.shard.consumer_group("g").members) == {"a"}  # at 80 s: its last keep-alive was at 40 s
     ctx.sleep(6_000)
     assert ctx.shard.consumer_group("g").members == {}  # at 86 s, 46 s after it: fenced
+
+
+def test_a_classic_join_is_refused_by_a_consumer_group_with_members_and_replaces_an_empty_one() -> None:
+    """Kafka's classicGroupJoin: a non-empty consumer group takes classic joins only through the online migration
+    (not built yet), and herd answers INCONSISTENT_GROUP_PROTOCOL; an empty one is deleted and the classic group
+    created in its place (maybeDeleteEmptyConsumerGroup)."""
+    ctx = new_ctx(group_initial_rebalance_delay_ms=0)
+    a = Consumer(ctx, "a")
+    a.heartbeat()
+    _, refused = ctx.join("g")
+    assert refused.replies[0].response.error_code == ErrorCode.inconsistent_group_protocol
+    assert ctx.shard.group("g") is None
+    a.heartbeat(member_epoch=-1)
+    _, joined = ctx.join("g")
+    assert joined.replies[0].response.error_code == ErrorCode.member_id_required
+    assert ctx.shard.consumer_group("g") is None and ctx.shard.group("g") is not None
