@@ -40,7 +40,7 @@ from herd.coordinator.consumer import records as rec
 from herd.coordinator.consumer import regex
 from herd.coordinator.consumer.assignment import EMPTY, Assignment, TopicId
 from herd.coordinator.consumer.assignors import ASSIGNORS, AssignorError, MemberSpec
-from herd.coordinator.consumer.group import ConsumerGroup, ResolvedRegex
+from herd.coordinator.consumer.group import ConsumerGroup, ResolvedRegex, preferred_assignor
 from herd.coordinator.consumer.member import (
     LEAVE_GROUP_MEMBER_EPOCH,
     LEAVE_GROUP_STATIC_MEMBER_EPOCH,
@@ -537,11 +537,7 @@ def _new_target_assignment(
         members.pop(previous, None)
         targets[updated.member_id] = targets.pop(previous, EMPTY)
     members[updated.member_id] = updated
-    after_change = ConsumerGroup(group.group_id)
-    after_change.members = members
-    after_change.resolved = group.resolved
-    assignor_name = after_change.preferred_assignor(ctx.config.group_consumer_assignors[0])
-    assignor = ASSIGNORS[assignor_name]
+    assignor = ASSIGNORS[preferred_assignor(members.values(), ctx.config.group_consumer_assignors[0])]
     names: set[str] = set()
     specs = []
     for member_id in sorted(members):

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 
 from herd.coordinator.consumer import records as rec
@@ -122,12 +122,8 @@ class ConsumerGroup:
         return member.subscribed_topic_names | resolved.topics
 
     def preferred_assignor(self, default: str) -> str:
-        """The server assignor most members asked for, or `default` (Kafka's computePreferredServerAssignor; a
-        tie goes to the name that sorts first, where Kafka's hash-map order decides)."""
-        counts = Counter(m.server_assignor for m in self.members.values() if m.server_assignor)
-        if not counts:
-            return default
-        return min(counts.items(), key=lambda item: (-item[1], item[0]))[0]
+        """The server assignor most members asked for, or `default` (`preferred_assignor`)."""
+        return preferred_assignor(self.members.values(), default)
 
     # --- changing (replay only) ------------------------------------------------------------------------------
 
@@ -194,6 +190,15 @@ class ConsumerGroup:
                         del owners[partition]
                 if not owners:
                     del self._owners[topic_id]
+
+
+def preferred_assignor(members: Iterable[ConsumerMember], default: str) -> str:
+    """The server assignor most of `members` asked for, or `default` (Kafka's computePreferredServerAssignor; a
+    tie goes to the name that sorts first, where Kafka's hash-map order decides)."""
+    counts = Counter(m.server_assignor for m in members if m.server_assignor)
+    if not counts:
+        return default
+    return min(counts.items(), key=lambda item: (-item[1], item[0]))[0]
 
 
 class NotAConsumerGroup(ValueError):
