@@ -33,7 +33,7 @@ from typing import Any
 
 import bench_groups
 from _broker import BenchBroker
-from bench_groups import HeartbeatLoad, Wire, _cpu_seconds, build, encode
+from bench_groups import Wire, build, encode
 
 from herd.coordinator.consumer.assignors import MemberSpec, UniformAssignor
 
@@ -124,68 +124,7 @@ async def consumer_heartbeats(
         )
         for m in members
     ]
-    return await closed_loop(port, frames, connections, seconds, pid)
-
-
-async def closed_loop(port: int, frames: list[bytes], connections: int, seconds: float, pid: int) -> dict[str, float]:
-    latencies: list[float] = []
-    loads = [HeartbeatLoad(frames[c::connections], latencies, closed_loop=True) for c in range(connections)]
-    for load in loads:
-        await load.connect(port)
-
-    async def run(duration: float) -> float:
-        start = time.perf_counter()
-        for load in loads:
-            load.stopped = False
-            load.send(len(load.frames))
-        await asyncio.sleep(duration)
-        for load in loads:
-            load.stopped = True
-        while any(load.sent_at for load in loads):
-            await asyncio.sleep(0.001)
-        return time.perf_counter() - start
-
-    await run(1.0)
-    latencies.clear()
-    errors = sum(load.errors for load in loads)
-    cpu = _cpu_seconds(pid)
-    elapsed = await run(seconds)
-    cpu = _cpu_seconds(pid) - cpu
-    for load in loads:
-        load.transport.close()
-    latencies.sort()
-    count = len(latencies)
-    return {
-        "per_s": count / elapsed,
-        "errors": sum(load.errors for load in loads) - errors,
-        "broker_us": 1e6 * cpu / count,
-        "p50_ms": 1000 * latencies[count // 2],
-        "p99_ms": 1000 * latencies[int(count * 0.99)],
-    }
-
-
-async def classic_heartbeats(port: int, n: int, connections: int, seconds: float, pid: int) -> dict[str, float]:
-    members, tasks, _ = await bench_groups.form_group(port, "classic-848", n, heartbeat_ms=100)
-    for m in members:
-        m.heartbeat_ms = 20_000
-    await asyncio.sleep(0.2)
-    frames = [
-        encode(
-            bench_groups.HEARTBEAT,
-            build(
-                bench_groups.HEARTBEAT,
-                group_id=m.group,
-                generation_id=m.generation,
-                member_id=m.member_id,
-                group_instance_id=None,
-            ),
-            correlation_id=m.index,
-        )
-        for m in members
-    ]
-    result = await closed_loop(port, frames, connections, seconds, pid)
-    await bench_groups.stop_members(members, tasks)
-    return result
+    return await bench_groups.drive(port, frames, connections, seconds, 0, pid)
 
 
 async def add_member(port: int, members: list[ConsumerMember], interval_ms: int, partitions: int) -> dict[str, float]:
@@ -271,7 +210,18 @@ def main() -> None:
         )
         try:
             pid = broker.proc.pid
-            classic = runner(classic_heartbeats(broker.port, args.members, args.connections, args.hb_seconds, pid))
+            classic = runner(
+                bench_groups.heartbeats(
+                    broker.port,
+                    args.members,
+                    args.connections,
+                    args.hb_seconds,
+                    0,
+                    pid,
+                    broker.memory_mib,
+                    group="classic-848",
+                )
+            )
             print(
                 f"classic Heartbeat v4, {args.members} members: {classic['per_s']:,.0f}/s, "
                 f"p50 {classic['p50_ms']:.2f} ms, "

@@ -505,6 +505,26 @@ async def heartbeats(
         )
         for m in members
     ]
+    result = await drive(port, frames, connections, seconds, rate, broker_pid, connect)
+    result["rss_mib"], result["hwm_mib"] = memory()  # with the members still connected
+    await stop_members(members, tasks)
+    return result
+
+
+async def drive(
+    port: int,
+    frames: list[bytes],
+    connections: int,
+    seconds: float,
+    rate: int,
+    broker_pid: int,
+    connect: Callable[[HeartbeatLoad], Any] | None = None,
+) -> dict[str, float]:
+    """Send the members' heartbeat `frames` (one encoded request each, its correlation id the member's index) over
+    `connections` shared connections, closed loop when rate is 0, else paced at `rate` per second (see
+    `heartbeats`), a one-second warm-up first; throughput, latency percentiles and CPU per heartbeat. Any API's
+    frames will do whose answers carry their error code where Heartbeat v4's does (a flexible response header,
+    the throttle time, then the error code): bench_consumer_groups.py drives ConsumerGroupHeartbeat with it."""
     latencies: list[float] = []
     loads = [HeartbeatLoad(frames[c::connections], latencies, closed_loop=not rate) for c in range(connections)]
     for load in loads:
@@ -539,18 +559,14 @@ async def heartbeats(
     cpu_broker, cpu_client = _cpu_seconds(broker_pid), time.process_time()
     elapsed = await run(seconds)
     cpu_broker, cpu_client = _cpu_seconds(broker_pid) - cpu_broker, time.process_time() - cpu_client
-    rss, hwm = memory()
     for load in loads:
         load.transport.close()
-    await stop_members(members, tasks)
     latencies.sort()
     count = len(latencies)
     return {
         "count": count,
         "per_s": count / elapsed,
         "errors": sum(load.errors for load in loads) - errors_before,
-        "rss_mib": rss,
-        "hwm_mib": hwm,
         "broker_us": 1e6 * cpu_broker / count,
         "client_us": 1e6 * cpu_client / count,
         "broker_cpu": cpu_broker / elapsed,
