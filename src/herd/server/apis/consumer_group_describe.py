@@ -16,7 +16,6 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.config import split_list
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.consumer_heartbeat import (
     ConsumerGroupDescribe,
@@ -27,6 +26,7 @@ from herd.coordinator.consumer_heartbeat import (
 from herd.server.apis._authorize import DESCRIBE, GROUP, TOPIC, authorized, authorized_operations
 from herd.server.apis._build import ctx_builder
 from herd.server.apis._groups import call, client_host, client_id, gather
+from herd.server.apis.consumer_group_heartbeat import consumer_protocol_enabled
 from herd.server.broker import RequestContext
 
 API_KEY = 69
@@ -38,7 +38,7 @@ UNAUTHORIZED_TOPICS = "The group has described topic(s) that the client is not a
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     include_ops = request.include_authorized_operations
-    if "consumer" not in split_list(ctx.broker.config.get("group.coordinator.rebalance.protocols")):
+    if not consumer_protocol_enabled(ctx.broker.config.get("group.coordinator.rebalance.protocols")):
         refused = [
             DescribedConsumerGroup(group_id=g, error_code=ErrorCode.unsupported_version) for g in request.group_ids
         ]

@@ -14,6 +14,7 @@ or retries.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -52,7 +53,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         return ConsumerGroupHeartbeatResponse(error_code=code)
 
     broker = ctx.broker
-    if "consumer" not in split_list(broker.config.get("group.coordinator.rebalance.protocols")):
+    if not consumer_protocol_enabled(broker.config.get("group.coordinator.rebalance.protocols")):
         return respond(on_error(ErrorCode.unsupported_version))
     group_id = request.group_id
     if broker.authorizer is not None:
@@ -127,6 +128,12 @@ def _keep_alive_response(version: int, member_id: str, member_epoch: int, interv
             assignment=None,
         )
     return response
+
+
+@functools.cache
+def consumer_protocol_enabled(protocols: str) -> bool:
+    """Whether group.coordinator.rebalance.protocols (its value) has `consumer`; parsed once per value."""
+    return "consumer" in split_list(protocols)
 
 
 def _ms(value: Any) -> int:
