@@ -83,14 +83,26 @@ class BrokerView:
             self._consumer = None
 
     def topics(self) -> dict[str, int]:
-        """Every topic the broker knows, with its partition count."""
-        try:
-            metadata = self.consumer.list_topics(timeout=TIMEOUT_S)
-        except KafkaException as e:
-            raise HerdBrokerError(
-                f"herd: cannot read metadata from {self._config['bootstrap.servers']}: {e.args[0] if e.args else e}"
-            ) from e
-        return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
+        """Every topic the broker knows, with its partition count.
+
+        Attempts are short and repeated until TIMEOUT_S, as in `offsets`: librdkafka sends the Metadata request
+        to one broker and, when that broker dies, keeps the request queued for it until the call's timeout;
+        the next attempt goes to a broker that is up."""
+        deadline, attempt = time.monotonic() + TIMEOUT_S, 2.0
+        while True:
+            left = deadline - time.monotonic()
+            try:
+                metadata = self.consumer.list_topics(timeout=max(0.1, min(attempt, left)))
+                return {name: len(t.partitions) for name, t in metadata.topics.items() if t.error is None}
+            except KafkaException as e:
+                error = e.args[0] if e.args else e
+                if not _retriable(error) or time.monotonic() + RETRY_PAUSE_S >= deadline:
+                    raise HerdBrokerError(
+                        f"herd: cannot read metadata from {self._config['bootstrap.servers']}: {error}"
+                    ) from e
+            log.info("herd: Metadata from %s: %s; retrying", self._config["bootstrap.servers"], error)
+            time.sleep(RETRY_PAUSE_S)
+            attempt = min(attempt * 2, TIMEOUT_S)
 
     def partitions(self, subscription: Subscription) -> tuple[list[TopicPartition], list[str]]:
         """The partitions the subscription matches now, and the named topics (or assigned partitions)
@@ -228,5 +240,5 @@ class GroupCommitter:
         self._view.close()
 
 
-def _retriable(error: KafkaError) -> bool:
-    return error.code() in _RETRIABLE or error.retriable()
+def _retriable(error: object) -> bool:
+    return isinstance(error, KafkaError) and (error.code() in _RETRIABLE or error.retriable())
