@@ -197,16 +197,25 @@ def test_alter_configs_replaces_the_whole_set(node, client, version):
 @pytest.mark.parametrize("version", ALTER_VERSIONS)
 def test_alter_configs_replaces_a_brokers_and_a_groups_whole_set(node, client, version):
     """AlterConfigs (the whole set) on the other resource types: the broker's dynamic configs, and a group's
-    herd.expected.instance.ids, which a set without it removes."""
+    configs (Kafka's and herd.expected.instance.ids), which a set without them removes."""
     assert legacy(client, version, [(BROKER, "0", {"log.index.interval.bytes": "2048"})]) == [OK]
     assert node.server.broker.config.get("log.index.interval.bytes") == 2048
     assert legacy(client, version, [(BROKER, "0", {})]) == [OK]
     assert node.server.broker.config.get("log.index.interval.bytes") == 4096
     group = f"legacy-group-{version}"
-    assert legacy(client, version, [(GROUP, group, {"herd.expected.instance.ids": "a,b"})]) == [OK]
-    assert describe(client, 4, GROUP, group).configs[0].value == "a,b"
+
+    def group_values() -> dict[str, str]:
+        return {c.name: c.value for c in describe(client, 4, GROUP, group).configs}
+
+    given = {"herd.expected.instance.ids": "a,b", "consumer.session.timeout.ms": "50000"}
+    assert legacy(client, version, [(GROUP, group, given)]) == [OK]
+    assert group_values().items() >= given.items()
+    assert legacy(client, version, [(GROUP, group, {"consumer.heartbeat.interval.ms": "6000"})]) == [OK]
+    values = group_values()
+    assert (values["herd.expected.instance.ids"], values["consumer.session.timeout.ms"]) == ("", "45000")
+    assert values["consumer.heartbeat.interval.ms"] == "6000"
     assert legacy(client, version, [(GROUP, group, {})]) == [OK]
-    assert describe(client, 4, GROUP, group).configs[0].value == ""
+    assert group_values()["consumer.heartbeat.interval.ms"] == "5000"
 
 
 @pytest.mark.parametrize("version", DESCRIBE_VERSIONS)

@@ -97,13 +97,13 @@ def alter(
     future.result(15)
 
 
-def described(bootstrap: str, group: str) -> tuple[str, int]:
-    """(value, source) of the group config through confluent-kafka's describe_configs."""
+def described(bootstrap: str, group: str, name: str = CONFIG) -> tuple[str, int]:
+    """(value, source) of a group config through confluent-kafka's describe_configs."""
     from confluent_kafka.admin import ConfigResource, ResourceType
 
     client = admin(bootstrap)
     (future,) = client.describe_configs([ConfigResource(ResourceType.GROUP, group)]).values()
-    entry = future.result(15)[CONFIG]
+    entry = future.result(15)[name]
     return entry.value, entry.source
 
 
@@ -232,7 +232,12 @@ def test_group_config_operations_and_errors_through_confluent_kafka(kip469_broke
     assert error_of(lambda: alter(b, group, "bad id", op="APPEND")) == "INVALID_CONFIG"
     assert error_of(lambda: alter(b, group, "x" * 250)) == "INVALID_CONFIG"
     assert error_of(lambda: alter(b, group, ",".join(f"i{n}" for n in range(1001)))) == "INVALID_CONFIG"
-    assert error_of(lambda: alter(b, group, "45000", name="consumer.session.timeout.ms")) == "INVALID_CONFIG"
+    assert error_of(lambda: alter(b, group, "1", name="herd.unknown.config")) == "INVALID_CONFIG"
+    # Kafka's own group configs sit beside it, with Kafka's validation (test_kafka_group_configs.py)
+    assert error_of(lambda: alter(b, group, "1000", name="consumer.session.timeout.ms")) == "INVALID_CONFIG"
+    alter(b, group, "50000", name="consumer.session.timeout.ms")
+    assert described(b, group, "consumer.session.timeout.ms") == ("50000", 8)  # GROUP_CONFIG
+    assert described(b, group) == ("b,c", 8)
     # topic configs are altered too now (test_configs_api.py): a topic that does not exist, as Kafka answers it
     assert (
         error_of(lambda: alter(b, "some-topic", "1", name="retention.ms", resource_type="TOPIC"))

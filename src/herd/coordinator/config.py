@@ -32,6 +32,30 @@ class CoordinatorConfig:
     """group.consumer.session.timeout.ms (KIP-848): a consumer-protocol member's session."""
     group_consumer_heartbeat_interval_ms: int = 5_000
     """group.consumer.heartbeat.interval.ms (KIP-848): how often members are told to heartbeat."""
+    group_consumer_min_session_timeout_ms: int = 45_000
+    """group.consumer.min.session.timeout.ms: the least a group may set consumer.session.timeout.ms to."""
+    group_consumer_max_session_timeout_ms: int = 60_000
+    """group.consumer.max.session.timeout.ms."""
+    group_consumer_min_heartbeat_interval_ms: int = 5_000
+    """group.consumer.min.heartbeat.interval.ms: the least a group may set consumer.heartbeat.interval.ms to."""
+    group_consumer_max_heartbeat_interval_ms: int = 15_000
+    """group.consumer.max.heartbeat.interval.ms."""
+    # Share and streams groups' broker settings, with Kafka's defaults: they bound the share.* and streams.* group
+    # configs (kafka_group_configs.py); herd serves neither group type yet, so they are not broker settings yet.
+    group_share_session_timeout_ms: int = 45_000
+    group_share_min_session_timeout_ms: int = 45_000
+    group_share_max_session_timeout_ms: int = 60_000
+    group_share_heartbeat_interval_ms: int = 5_000
+    group_share_min_heartbeat_interval_ms: int = 5_000
+    group_share_max_heartbeat_interval_ms: int = 15_000
+    group_share_record_lock_duration_ms: int = 30_000
+    group_share_min_record_lock_duration_ms: int = 15_000
+    group_share_max_record_lock_duration_ms: int = 60_000
+    group_streams_min_session_timeout_ms: int = 45_000
+    group_streams_max_session_timeout_ms: int = 60_000
+    group_streams_min_heartbeat_interval_ms: int = 5_000
+    group_streams_max_heartbeat_interval_ms: int = 15_000
+    group_streams_max_standby_replicas: int = 2
     group_consumer_max_size: int = 2_147_483_647
     """group.consumer.max.size (KIP-848)."""
     group_consumer_assignors: tuple[str, ...] = ("uniform", "range")

@@ -24,8 +24,11 @@ from the group as it is, and the group changes when the runtime replays those re
 Regular-expression subscriptions are resolved by a refresh scheduled at once on the shard's timer, as Kafka's
 executor runs it, so a member learns what its regex matched on its next heartbeat (consumer/regex.py).
 
-Not here yet (issue 31): classic members in a consumer group and the online upgrade and downgrade, per-group
-config overrides. A non-empty classic group answers GROUP_ID_NOT_FOUND, as Kafka does when it cannot upgrade.
+The heartbeat interval and session timeout are the group's `consumer.heartbeat.interval.ms` and
+`consumer.session.timeout.ms` when it sets them (kafka_group_configs.py), else the broker's.
+
+Not here yet (issue 31): classic members in a consumer group and the online upgrade and downgrade. A non-empty
+classic group answers GROUP_ID_NOT_FOUND, as Kafka does when it cannot upgrade.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from herd.coordinator import kafka_group_configs
 from herd.coordinator.consumer import records as rec
 from herd.coordinator.consumer import regex
 from herd.coordinator.consumer.assignment import EMPTY, Assignment, TopicId
@@ -174,7 +178,7 @@ def keep_alive(
     ):
         return None
     _arm_session(ctx, group_id, member_id)
-    return member_id, member_epoch, ctx.config.group_consumer_heartbeat_interval_ms
+    return member_id, member_epoch, heartbeat_interval_ms(ctx, group_id)
 
 
 def handle(ctx: ShardContext, req: ConsumerGroupHeartbeat, reply: object) -> Result:
@@ -264,7 +268,7 @@ def _heartbeat(ctx: ShardContext, req: ConsumerGroupHeartbeat) -> tuple[list[Rec
     return records, ConsumerGroupHeartbeatResponse(
         member_id=reconciled.member_id,
         member_epoch=reconciled.member_epoch,
-        heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
+        heartbeat_interval_ms=heartbeat_interval_ms(ctx, group.group_id),
         assignment=reconciled.assigned if send_assignment else None,
     )
 
@@ -673,10 +677,29 @@ def _fence_operation(ctx: ShardContext, group_id: str, member_id: str, reason: s
     return Result(records=tuple(_fence(ctx, group, [member])))
 
 
+def heartbeat_interval_ms(ctx: ShardContext, group_id: str) -> int:
+    """The group's consumer.heartbeat.interval.ms, else the broker's (GroupMetadataManager.
+    consumerGroupHeartbeatIntervalMs)."""
+    return kafka_group_configs.int_value(
+        ctx.group_configs.get(group_id),
+        kafka_group_configs.CONSUMER_HEARTBEAT_INTERVAL_MS,
+        ctx.config.group_consumer_heartbeat_interval_ms,
+    )
+
+
+def session_timeout_ms(ctx: ShardContext, group_id: str) -> int:
+    """The group's consumer.session.timeout.ms, else the broker's (consumerGroupSessionTimeoutMs)."""
+    return kafka_group_configs.int_value(
+        ctx.group_configs.get(group_id),
+        kafka_group_configs.CONSUMER_SESSION_TIMEOUT_MS,
+        ctx.config.group_consumer_session_timeout_ms,
+    )
+
+
 def _arm_session(ctx: ShardContext, group_id: str, member_id: str) -> None:
     """The member must be heard of within the session timeout: O(1), the deadline moves and the timer is only
     scheduled when none is (it re-arms itself for the later deadline when it fires, `_session_expired`)."""
-    deadline = ctx.now() + ctx.config.group_consumer_session_timeout_ms
+    deadline = ctx.now() + session_timeout_ms(ctx, group_id)
     session = ctx.consumer_sessions.get((group_id, member_id))
     if session is None:
         ctx.consumer_sessions[(group_id, member_id)] = session = [deadline, -1]

@@ -40,6 +40,8 @@ class ShardContext:
     offsets: dict[str, dict[tuple[str, int], OffsetValue]] = field(default_factory=dict)
     expected: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """Pre-registered static members per group id (KIP-469, preregistration.py); groups need not exist."""
+    group_configs: dict[str, dict[str, str]] = field(default_factory=dict)
+    """Per group id, its overrides of Kafka's group configs (kafka_group_configs.py); groups need not exist."""
     expected_holds: dict[str, int] = field(default_factory=dict)
     """Groups holding arrived pre-registered members without a rebalance, and when the hold ends."""
     txn: TxnOffsets = field(default_factory=TxnOffsets)

@@ -1,31 +1,36 @@
-"""Group configs: IncrementalAlterConfigs and DescribeConfigs on a GROUP resource, as Kafka 4.x serves them
-for its own group configs, with herd's one group config `herd.expected.instance.ids` (KIP-469,
-preregistration.py), and the read-only `herd.rebalance.history` (history.py).
+"""Group configs: IncrementalAlterConfigs and DescribeConfigs on a GROUP resource, as Kafka 4.x serves them:
+Kafka's own group configs (consumer.session.timeout.ms and the others of kafka_group_configs.py), herd's group
+config `herd.expected.instance.ids` (KIP-469, preregistration.py), and the read-only `herd.rebalance.history`
+(history.py).
 
 Alter (Kafka's rules for one resource, all or nothing): an empty group id is INVALID_REQUEST ("Default
 group resources are not allowed."); a config named twice is INVALID_REQUEST; an unknown operation is
-INVALID_REQUEST; any other config name, Kafka's own group configs included (they configure KIP-848 groups,
-which herd does not have), is INVALID_CONFIG; an invalid id, a missing value or more than
-MAX_EXPECTED_INSTANCES ids is INVALID_CONFIG. SET replaces the list, APPEND adds the ids not present,
-SUBTRACT removes the ids present (absent ones are ignored), DELETE clears it. New ids that are already
-members of the group are dropped (they have arrived). A group that does not exist may be configured (Kafka 4.x
-stores configs of groups that do not exist; the registration applies when the group forms).
-`validate_only` checks and changes nothing. A change that leaves the set as it was writes nothing, so
+INVALID_REQUEST; a name that is none of these is INVALID_CONFIG "Unknown group config name: x". Kafka's
+configs: SET and DELETE; APPEND and SUBTRACT are INVALID_CONFIG (none is a LIST); the group's whole set of
+overrides after the change is then validated as Kafka's controller does (kafka_group_configs.validate) and stored
+in a 0x7E02 record (records.py), as the expected ids are, rolled back if the record is not appended.
+Expected ids: an invalid id, a missing value or more than MAX_EXPECTED_INSTANCES ids is INVALID_CONFIG. SET
+replaces the list, APPEND adds the ids not present, SUBTRACT removes the ids present (absent ones are ignored),
+DELETE clears it. New ids that are already members of the group are dropped (they have arrived). A group that
+does not exist may be configured (Kafka 4.x stores configs of groups that do not exist; they apply when the group
+forms). `validate_only` checks and changes nothing. A change that leaves a set as it was writes nothing, so
 repeating a request is harmless. When a change withdraws the last missing id of a join phase that waits
 only for it, the phase ends at once; when it withdraws the last missing id of a hold, the held members are
 rebalanced in at once.
 
-Describe: the config's value is the ids the group is still waiting for (expected and not members),
-comma-separated; `is_set` tells whether the group has a registration at all. Asked for by name (and only then:
-it is not listed with every config, so that kafka-configs.sh --describe stays readable), `herd.rebalance.history`
+Describe: every Kafka group config with the value in force (the group's override, else the broker's default) and
+`is_set` for an override (GROUP_CONFIG, else DEFAULT_CONFIG, as ConfigHelper.createGroupConfigEntry); then
+`herd.expected.instance.ids`, whose value is the ids the group is still waiting for (expected and not members),
+comma-separated, `is_set` telling whether the group has a registration at all. Asked for by name (and only then: it
+is not listed with every config, so that kafka-configs.sh --describe stays readable), `herd.rebalance.history`
 answers the group's rebalance history as JSON, `{"group": id, "state": its state ("Dead" when it does not exist),
 "rebalances": [history.Rebalance.to_json(), ...] oldest first, "omitted": how many of the oldest were left out to
-keep the value under MAX_HISTORY_JSON bytes}`. It is read-only: altering it is INVALID_REQUEST "Cannot update
-these configs dynamically: Set(herd.rebalance.history)", Kafka's answer to a read-only broker config
+keep the value under MAX_HISTORY_JSON bytes}`. It is read-only: altering it is INVALID_REQUEST "Cannot update these
+configs dynamically: Set(herd.rebalance.history)", Kafka's answer to a read-only broker config
 (DynamicBrokerConfig.validateConfigs, KAFKA-13609).
 
-List (ListConfigResources on GROUP): the groups that have a config set, i.e. a registration, as Kafka lists the
-groups its GroupConfigManager holds configs for; whether the group exists does not matter.
+List (ListConfigResources on GROUP): the groups that have a config set (an override or a registration), as Kafka
+lists the groups its GroupConfigManager holds configs for; whether the group exists does not matter.
 """
 
 from __future__ import annotations
@@ -33,11 +38,13 @@ from __future__ import annotations
 import json
 from enum import IntEnum
 
+from herd.coordinator import kafka_group_configs as kafka
 from herd.coordinator import preregistration as prereg
 from herd.coordinator import rebalance as rb
 from herd.coordinator import static
 from herd.coordinator.context import ShardContext
 from herd.coordinator.errors import CoordinatorError, ErrorCode
+from herd.coordinator.records import Record, decode_group_config_key, decode_group_config_value, group_config_record
 from herd.coordinator.requests import AlterGroupConfigs, DescribeGroupConfigs, GroupConfigOp, ListConfiguredGroups
 from herd.coordinator.responses import (
     AlterGroupConfigsResponse,
@@ -45,7 +52,7 @@ from herd.coordinator.responses import (
     GroupConfigEntry,
     ListConfiguredGroupsResponse,
 )
-from herd.coordinator.result import Effects, Result
+from herd.coordinator.result import EMPTY, Effects, Result
 from herd.coordinator.state import GroupState
 
 HISTORY_CONFIG = "herd.rebalance.history"
@@ -69,12 +76,15 @@ class OpType(IntEnum):
 def alter(ctx: ShardContext, req: AlterGroupConfigs, handle: object) -> Result:
     fx = Effects()
     try:
-        ids = _altered(ctx, req)
+        ids, overrides = _altered(ctx, req)
     except CoordinatorError as e:
         fx.reply(handle, AlterGroupConfigsResponse(error_code=e.code, error_message=_message(e)))
         return fx.result()
-    if not req.validate_only and ids != prereg.expected(ctx, req.group_id):
-        _apply(ctx, req.group_id, ids, fx)
+    if not req.validate_only:
+        if ids != prereg.expected(ctx, req.group_id):
+            _apply(ctx, req.group_id, ids, fx)
+        if overrides != ctx.group_configs.get(req.group_id, {}):
+            _change_configs(ctx, req.group_id, overrides, fx)
     fx.reply(handle, AlterGroupConfigsResponse())
     return fx.result()
 
@@ -83,34 +93,55 @@ def _message(error: CoordinatorError) -> str:
     return str(error).removeprefix(f"{error.code.name.upper()}: ")
 
 
-def _altered(ctx: ShardContext, req: AlterGroupConfigs) -> tuple[str, ...]:
-    """The expected ids after `req.ops`; raises CoordinatorError."""
+def _altered(ctx: ShardContext, req: AlterGroupConfigs) -> tuple[tuple[str, ...], dict[str, str]]:
+    """The expected ids and the Kafka group config overrides after `req.ops`; raises CoordinatorError."""
     if not req.group_id:
         raise CoordinatorError(ErrorCode.invalid_request, "Default group resources are not allowed.")
     names = [op.name for op in req.ops]
     if len(set(names)) != len(names):
         raise CoordinatorError(ErrorCode.invalid_request, "Error due to duplicate config keys")
     before = ids = prereg.expected(ctx, req.group_id)
+    overrides = dict(ctx.group_configs.get(req.group_id, {}))
     for op in req.ops:
-        ids = _apply_op(ids, op)
+        if op.operation not in OpType.__members__.values():
+            raise CoordinatorError(ErrorCode.invalid_request, f"Unknown operation type {op.operation} for {op.name}")
+        if op.name == HISTORY_CONFIG:
+            raise CoordinatorError(
+                ErrorCode.invalid_request, f"Cannot update these configs dynamically: Set({op.name})"
+            )
+        if op.name == prereg.CONFIG_NAME:
+            ids = _apply_op(ids, op)
+        else:
+            _apply_config_op(overrides, op)
+    kafka.validate(overrides, ctx.config)
     group = ctx.groups.get(req.group_id)
     if group is not None:  # new ids that are members have arrived already; arrived ones stay until fulfilled
         ids = tuple(i for i in ids if i in before or i not in group.static_members)
     if len(ids) > prereg.MAX_EXPECTED_INSTANCES:
         raise prereg.too_many(len(ids))
-    return ids
+    return ids, overrides
+
+
+def _apply_config_op(overrides: dict[str, str], op: GroupConfigOp) -> None:
+    """One operation on a Kafka group config (or an unknown name, refused as Kafka's validator refuses it).
+    None of them is a LIST, so APPEND and SUBTRACT are refused in the KRaft controller's words
+    (ConfigurationControlManager.incrementalAlterConfigResource)."""
+    if op.name not in kafka.BY_NAME:
+        raise CoordinatorError(ErrorCode.invalid_config, f"Unknown group config name: {op.name}")
+    kind = OpType(op.operation)
+    if kind in (OpType.APPEND, OpType.SUBTRACT):
+        raise CoordinatorError(
+            ErrorCode.invalid_config, f"Can't {kind.name} to key {op.name} because its type is not LIST."
+        )
+    if kind is OpType.DELETE:
+        overrides.pop(op.name, None)
+    elif op.value is None:
+        raise CoordinatorError(ErrorCode.invalid_config, f"Null value not supported for group configs: {op.name}")
+    else:
+        overrides[op.name] = op.value
 
 
 def _apply_op(ids: tuple[str, ...], op: GroupConfigOp) -> tuple[str, ...]:
-    if op.operation not in OpType.__members__.values():
-        raise CoordinatorError(ErrorCode.invalid_request, f"Unknown operation type {op.operation} for {op.name}")
-    if op.name == HISTORY_CONFIG:
-        raise CoordinatorError(ErrorCode.invalid_request, f"Cannot update these configs dynamically: Set({op.name})")
-    if op.name != prereg.CONFIG_NAME:
-        raise CoordinatorError(
-            ErrorCode.invalid_config,
-            f"Unknown group config name: {op.name} (herd's only group config is {prereg.CONFIG_NAME})",
-        )
     kind = OpType(op.operation)
     if kind is OpType.DELETE:
         return ()
@@ -121,6 +152,33 @@ def _apply_op(ids: tuple[str, ...], op: GroupConfigOp) -> tuple[str, ...]:
         return tuple(dict.fromkeys(ids + given))
     drop = set(given)
     return tuple(i for i in ids if i not in drop)
+
+
+def _change_configs(ctx: ShardContext, group_id: str, overrides: dict[str, str], fx: Effects) -> None:
+    """Store the group's overrides now; emit their record; put the old ones back if it is not appended."""
+    old = ctx.group_configs.get(group_id)
+    _store_configs(ctx, group_id, overrides)
+    fx.records.append(group_config_record(group_id, overrides, applied=True))
+
+    def restore(_error: object) -> Result:
+        if ctx.group_configs.get(group_id) == (overrides or None):
+            _store_configs(ctx, group_id, old or {})
+        return EMPTY
+
+    fx.on_failure(restore)
+
+
+def _store_configs(ctx: ShardContext, group_id: str, overrides: dict[str, str]) -> None:
+    if overrides:
+        ctx.group_configs[group_id] = overrides
+    else:
+        ctx.group_configs.pop(group_id, None)
+
+
+def replay(ctx: ShardContext, record: Record) -> None:
+    """A 0x7E02 record read back from the log (raises ValueError for an unreadable one)."""
+    group_id = decode_group_config_key(record.key).group
+    _store_configs(ctx, group_id, {} if record.value is None else decode_group_config_value(record.value))
 
 
 def _apply(ctx: ShardContext, group_id: str, ids: tuple[str, ...], fx: Effects) -> None:
@@ -147,6 +205,10 @@ def describe(ctx: ShardContext, req: DescribeGroupConfigs, handle: object) -> Re
         )
         return fx.result()
     entries = [
+        GroupConfigEntry(d.name, value, is_set, d.documentation, kind=d.kind)
+        for d, value, is_set in kafka.effective(ctx.group_configs.get(req.group_id, {}), ctx.config)
+    ]
+    entries += [
         GroupConfigEntry(
             prereg.CONFIG_NAME,
             ",".join(prereg.waiting_for(ctx, req.group_id)),
@@ -189,5 +251,5 @@ def history_json(ctx: ShardContext, group_id: str, limit: int | None = None) -> 
 
 def configured(ctx: ShardContext, req: ListConfiguredGroups, handle: object) -> Result:
     fx = Effects()
-    fx.reply(handle, ListConfiguredGroupsResponse(group_ids=tuple(sorted(ctx.expected))))
+    fx.reply(handle, ListConfiguredGroupsResponse(group_ids=tuple(sorted(set(ctx.expected) | set(ctx.group_configs)))))
     return fx.result()

@@ -11,7 +11,10 @@ offsets, classic, consumer and share groups; streams groups take the next few):
   pre-registered static members (KIP-469, see preregistration.py); a tombstone clears them;
 - 0x7E01 RebalanceHistoryKey {group} with RebalanceHistoryValue v0 {rebalances: [RebalanceEntry]}, the
   group's last rebalances, oldest first (history.py); a tombstone goes with the group's GroupMetadata
-  tombstone.
+  tombstone;
+- 0x7E02 GroupConfigKey {group} with GroupConfigValue v0 {configs: [{name, value}]}, the group's overrides of
+  Kafka's group configs (consumer.session.timeout.ms, ...: kafka_group_configs.py), which Kafka keeps in its
+  metadata log and herd keeps beside the group; a tombstone clears them.
 Kafka's loader skips record types it does not know (apache/kafka coordinator-common/.../
 CoordinatorLoaderImpl.java: an unknown record type is logged and skipped), so a Kafka reading herd's
 partitions ignores these records; log compaction keys them by their key bytes like every other record.
@@ -59,7 +62,9 @@ EXPECTED_MEMBERS_KEY_TYPE = 0x7E00
 """herd's own record type: pre-registered static members of a group (KIP-469)."""
 REBALANCE_HISTORY_KEY_TYPE = 0x7E01
 """herd's own record type: the rebalance history of a group (history.py)."""
-HERD_KEY_TYPES = (EXPECTED_MEMBERS_KEY_TYPE, REBALANCE_HISTORY_KEY_TYPE)
+GROUP_CONFIG_KEY_TYPE = 0x7E02
+"""herd's own record type: a group's overrides of Kafka's group configs (kafka_group_configs.py)."""
+HERD_KEY_TYPES = (EXPECTED_MEMBERS_KEY_TYPE, REBALANCE_HISTORY_KEY_TYPE, GROUP_CONFIG_KEY_TYPE)
 
 # --- keys -------------------------------------------------------------------------------------------
 
@@ -767,3 +772,54 @@ def rebalance_history_record(group: str, entries: list[RebalanceEntryV0], *, app
 
 def rebalance_history_tombstone(group: str) -> Record:
     return Record(encode_rebalance_history_key(group), None)
+
+
+# --- herd's store of a group's Kafka group configs (kafka_group_configs.py) ----------------------------
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupConfigKey:
+    """Key of record type 0x7E02."""
+
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(GROUP_CONFIG_KEY_TYPE)
+    __flexible__: ClassVar[bool] = False
+    group: str = field(metadata={"kafka_type": "string"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupConfigEntryV0:
+    __type__: ClassVar = EntityType.nested
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    name: str = field(metadata={"kafka_type": "string"})
+    value: str = field(metadata={"kafka_type": "string"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GroupConfigValueV0:
+    __type__: ClassVar = EntityType.data
+    __version__: ClassVar[i16] = i16(0)
+    __flexible__: ClassVar[bool] = True
+    configs: tuple[GroupConfigEntryV0, ...]
+
+
+def decode_group_config_key(key: bytes) -> GroupConfigKey:
+    return decode_versioned(GroupConfigKey, key)
+
+
+def decode_group_config_value(value: bytes) -> dict[str, str]:
+    """The overrides, name -> value; raises ValueError for a version herd does not know."""
+    version = value_version(value)
+    if version != 0:
+        raise ValueError(f"unknown GroupConfigValue version {version}")
+    return {e.name: e.value for e in decode_versioned(GroupConfigValueV0, value).configs}
+
+
+def group_config_record(group: str, configs: dict[str, str], *, applied: bool) -> Record:
+    """The group's whole set of overrides; none is a tombstone (compaction then drops the key)."""
+    key = encode_versioned(GROUP_CONFIG_KEY_TYPE, GroupConfigKey(group=group))
+    if not configs:
+        return Record(key, None, applied)
+    entries = tuple(GroupConfigEntryV0(name=n, value=v) for n, v in sorted(configs.items()))
+    return Record(key, encode_versioned(0, GroupConfigValueV0(configs=entries)), applied)

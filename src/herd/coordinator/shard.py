@@ -64,6 +64,7 @@ from herd.coordinator.history import Rebalance, RebalanceHistory
 from herd.coordinator.member import Member, MemberProtocol
 from herd.coordinator.records import (
     EXPECTED_MEMBERS_KEY_TYPE,
+    GROUP_CONFIG_KEY_TYPE,
     GROUP_METADATA_KEY_TYPE,
     OFFSET_COMMIT_KEY_TYPES,
     REBALANCE_HISTORY_KEY_TYPE,
@@ -241,6 +242,8 @@ class GroupCoordinatorShard:
             preregistration.replay(self._ctx, Record(key, value))
         elif kind == REBALANCE_HISTORY_KEY_TYPE:
             self._ctx.history.load(decode_rebalance_history_key(key).group, value)
+        elif kind == GROUP_CONFIG_KEY_TYPE:
+            group_configs.replay(self._ctx, Record(key, value))
         elif kind in consumer_records.CONSUMER_GROUP_KEY_TYPES:
             self._replay_consumer_group(consumer_records.decode(kind, key, value))
         else:

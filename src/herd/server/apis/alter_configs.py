@@ -7,8 +7,8 @@ serves v0-v2.
 TOPIC (2) and BROKER (4) resources, checked, stored and applied as `_configs` describes; a null value gets
 INVALID_REQUEST "Null value not supported for : name" and a name given twice "Error due to duplicate config keys"
 (ConfigAdminManager.preprocess, apache/kafka core/src/main/scala/kafka/server/ConfigAdminManager.scala). GROUP
-(32) resources go to the group's coordinator shard as IncrementalAlterConfigs does, with herd's one group config
-(`herd.expected.instance.ids`) set when given and deleted when not. BROKER_LOGGER and other types get
+(32) resources go to the group's coordinator shard as IncrementalAlterConfigs does: the group configs given are
+set, the others (Kafka's and `herd.expected.instance.ids`) deleted. BROKER_LOGGER and other types get
 INVALID_REQUEST "Unknown resource type N", as in Kafka. `validate_only` checks without changing anything.
 
 Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
@@ -24,6 +24,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.cluster.config_ops import ConfigChangeError, ConfigOp, OpType, check_entries
+from herd.coordinator.kafka_group_configs import BY_NAME as GROUP_CONFIGS
 from herd.coordinator.preregistration import CONFIG_NAME as EXPECTED_INSTANCE_IDS
 from herd.server.apis._configs import GROUP, Outcome, alter, answer_each
 from herd.server.apis.incremental_alter_configs import alter_group
@@ -45,8 +46,8 @@ async def _alter_one(ctx: RequestContext, resource: Any, validate_only: bool) ->
         return ErrorCode(e.error_code), str(e)
     given = {c.name: c.value for c in resource.configs}
     if resource.resource_type == GROUP:
+        # the resource's whole set is replaced: what is not given goes back to its default
         ops = [ConfigOp(name, OpType.SET, value) for name, value in given.items()]
-        if EXPECTED_INSTANCE_IDS not in given:
-            ops.append(ConfigOp(EXPECTED_INSTANCE_IDS, OpType.DELETE, None))
+        ops += [ConfigOp(n, OpType.DELETE, None) for n in (EXPECTED_INSTANCE_IDS, *GROUP_CONFIGS) if n not in given]
         return await alter_group(ctx, resource.resource_name, ops, validate_only)
     return await alter(ctx, resource.resource_type, resource.resource_name, lambda _current: dict(given), validate_only)

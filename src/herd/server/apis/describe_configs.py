@@ -10,8 +10,9 @@ As Kafka's ConfigHelper answers (apache/kafka core/src/main/scala/kafka/server/C
 - BROKER (4) named by this node's id: every broker setting herd understands (`herd.config.SETTINGS`), sourced the
   same way, `read_only` unless herd changes it at run time (`Setting.dynamic`). BROKER "" (the cluster default):
   only the dynamic defaults set, as Kafka lists them. Another id gets INVALID_REQUEST.
-- GROUP (32, Kafka 4.x's group configs): herd's one group config, `herd.expected.instance.ids` (KIP-469
-  pre-registration: the ids the group still waits for), with source GROUP_CONFIG when the group has a
+- GROUP (32, Kafka 4.x's group configs): Kafka's group configs (herd.coordinator.kafka_group_configs) with the
+  group's value (GROUP_CONFIG) or the broker's default (DEFAULT_CONFIG); herd's `herd.expected.instance.ids`
+  (KIP-469 pre-registration: the ids the group still waits for), with source GROUP_CONFIG when the group has a
   registration, DEFAULT_CONFIG (value "") otherwise; and, only when asked for by name, the read-only
   `herd.rebalance.history` (the group's rebalance history as JSON, herd.coordinator.group_configs); it is asked of the
   group's coordinator shard, on another node

@@ -13,8 +13,9 @@ default when the config is not set; elsewhere INVALID_CONFIG ("Can't APPEND to k
 LIST." for a topic, as Kafka's controller says it; "Config value append is not allowed for config key: x" for a
 broker, as Kafka's broker does).
 
-GROUP (32, KIP-848's group configs) resources go to the group's coordinator shard; herd knows one group config,
-`herd.expected.instance.ids` (KIP-469 pre-registration: herd.coordinator.group_configs), and refuses the
+GROUP (32, KIP-848's group configs) resources go to the group's coordinator shard: Kafka's group configs
+(consumer.session.timeout.ms and the others, with Kafka's validation: herd.coordinator.kafka_group_configs),
+`herd.expected.instance.ids` (KIP-469 pre-registration: herd.coordinator.group_configs), and it refuses the
 read-only `herd.rebalance.history` as Kafka refuses a read-only config (INVALID_REQUEST "Cannot update these
 configs dynamically: Set(herd.rebalance.history)"). Each is answered once
 its record is durable. In cluster mode a node that does not coordinate the group sends the resource on to the
