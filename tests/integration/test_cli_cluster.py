@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from processes import show_on_failure
+from processes import file_text, show_on_failure
 
-from herd.cli.localpg import free_port
+from herd.cli.localpg import free_port, process_state
 from herd.testing.wait import collect_until, wait_until
 
 
@@ -45,18 +45,13 @@ def _processes_under(directory: Path) -> list[int]:
 
 
 def _wait_gone(directory: Path, timeout: float = 15.0) -> None:
-    """Wait until no process runs under `directory`; a failure names those still running (each as 'pid: command
-    line', and for a node the end of its log, so that it says which and where it is stuck)."""
-
-    def left() -> list[str]:
-        return [
-            f"{pid}: {line}{_log_tail(line)}" for pid in _processes_under(directory) for line in [_command_line(pid)]
-        ]
+    """Wait until no process runs under `directory`; a failure names those still running (each with its state and
+    command line, and for a node the end of its log, so that it says which and where it is stuck)."""
 
     wait_until(
         lambda: not _processes_under(directory),
         timeout,
-        lambda: f"no process left under {directory}: {left()}",
+        lambda: f"no process left under {directory}; these run:\n{_children(directory)}",
         interval=0.05,
     )
 
@@ -77,6 +72,25 @@ def _command_line(pid: int) -> str:
         return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace").strip()
     except OSError:
         return "(gone)"
+
+
+def _how(pid: int) -> str:
+    """A process's state letter (R, S, D, T, Z) and the kernel function it sleeps in, from /proc."""
+    try:
+        wchan = Path(f"/proc/{pid}/wchan").read_text().strip() or "-"
+    except OSError:
+        wchan = "?"
+    return f"state {process_state(pid) or 'gone'}, waiting in {wchan}"
+
+
+def _children(directory: Path) -> str:
+    """Each process running under `directory`, one a line: pid, state, command line, and a node's log tail."""
+    lines = [
+        f"{pid} ({_how(pid)}): {line}{_log_tail(line, 15)}"
+        for pid in _processes_under(directory)
+        for line in [_command_line(pid)]
+    ]
+    return "\n".join(lines) or "(none)"
 
 
 class Launcher:
@@ -103,6 +117,9 @@ class Launcher:
         self.lines: queue.Queue[tuple[str, str]] = queue.Queue()
         self.seen: list[tuple[str, str]] = []
         show_on_failure("herd cluster up", self.proc, self._output)
+        for node in range(nodes):
+            show_on_failure(f"its node {node}", self.proc, file_text(data_dir / f"node-{node}.log"))
+        show_on_failure("its PostgreSQL", self.proc, file_text(data_dir / "postgres.log"))
         for name, stream in (("out", self.proc.stdout), ("err", self.proc.stderr)):
             threading.Thread(target=self._read, args=(name, stream), daemon=True).start()
 
@@ -133,8 +150,20 @@ class Launcher:
         return self.expect("bootstrap servers: ").split(": ", 1)[1].split(",")
 
     def stop(self, sig: int = signal.SIGINT, timeout: float = 90.0) -> int:
+        """Send `sig` and wait for the command to exit; its exit code. If it does not exit in time, an
+        AssertionError saying where its threads are (it prints them on SIGUSR1) and how each child is."""
         self.proc.send_signal(sig)
-        return self.proc.wait(timeout)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            pass
+        how, children = _how(self.proc.pid), _children(self.data_dir)
+        self.proc.send_signal(signal.SIGUSR1)  # faulthandler: every thread's stack on its stderr
+        time.sleep(1.0)
+        raise AssertionError(
+            f"herd cluster up (pid {self.proc.pid}, {how}) did not exit within {timeout:g} s of "
+            f"{signal.Signals(sig).name}; its output:\n{self._output()}\nits children:\n{children}"
+        )
 
     def close(self) -> None:
         if self.proc.poll() is None:

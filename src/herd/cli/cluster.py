@@ -12,20 +12,26 @@ and the database URL (without its password) and waits.
 
 Ctrl-C or SIGTERM stops the cluster in order: every node gets SIGTERM (a controlled shutdown, which hands its
 partitions to the others while they last), then PostgreSQL stops, and the command exits 0; a second signal
-kills the nodes at once. Every child runs in its own session, so Ctrl-C in the terminal reaches only this
-command and the order holds, and each is asked to stop if this command dies without cleaning up. A node that
-exits on its own is reported in one line and the others keep running.
+kills the nodes at once. Each step is bounded: a node still running NODE_STOP_TIMEOUT_S after its SIGTERM (it
+bounds its own shutdown by herd.server.server.shutdown_limit_s) gets SIGKILL, and PostgreSQL an immediate
+shutdown and then SIGKILL (herd.cli.localpg's LocalPostgres.stop), each said in one line on stderr. Every child
+runs in its own session, so Ctrl-C in the terminal reaches only this command and the order holds, and each is
+asked to stop if this command dies without cleaning up. A node that exits on its own is reported in one line and
+the others keep running. SIGUSR1 prints where each of this command's threads is (faulthandler), for a command
+that does not stop.
 """
 
 from __future__ import annotations
 
+import faulthandler
+import os
 import re
+import select
 import signal
 import subprocess
 import sys
-import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -38,6 +44,7 @@ __all__ = ["cluster"]
 DATABASE = "herd"
 NODE_START_TIMEOUT_S = 60.0
 NODE_STOP_TIMEOUT_S = 60.0
+NODE_KILL_TIMEOUT_S = 10.0  # a process that outlives SIGKILL this long is stuck in the kernel (a dead disk)
 _LISTENING = re.compile(r"herd listening on \S+:(\d+)")
 # What `herd cluster up` sets on every node itself; an --override of one of them would break the cluster.
 _RESERVED = {
@@ -82,23 +89,49 @@ class _Node:
         write_private(self.config_path, "".join(f"{line}\n" for line in lines))
 
 
-@dataclass
 class _Signals:
-    """SIGINT and SIGTERM counted instead of raised, so that stopping is one ordered path."""
+    """SIGINT and SIGTERM counted instead of raised, so that stopping is one ordered path.
 
-    received: int = 0
-    event: threading.Event = field(default_factory=threading.Event)
+    The Python handler only counts, and takes no lock: it runs in the main thread between two bytecodes, also
+    while that thread holds a lock. (It used to call threading.Event.set(), which takes the Event's lock; a signal
+    landing while the main thread was inside Event.wait() holding that same lock left the handler blocked on it
+    forever, and `herd cluster up` never stopped.) A wait is a select() on a pipe that the interpreter's C-level
+    handler writes a byte to (signal.set_wakeup_fd), so a signal ends a wait at once, also one that arrives just
+    before the wait blocks."""
+
+    def __init__(self) -> None:
+        self.received = 0
+        self._wakeup_r, self._wakeup_w = os.pipe()
+        for fd in (self._wakeup_r, self._wakeup_w):
+            os.set_blocking(fd, False)
 
     def install(self) -> None:
+        """Handle SIGINT and SIGTERM from now on (main thread only)."""
+        signal.set_wakeup_fd(self._wakeup_w, warn_on_full_buffer=False)
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, self._on_signal)
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.received += 1
-        self.event.set()
 
-    def wait(self, seconds: float) -> bool:
-        return self.event.wait(seconds)
+    def wait(self, seconds: float, more_than: int = 0) -> bool:
+        """Until more than `more_than` signals have been received in all (True) or `seconds` pass (False)."""
+        deadline = time.monotonic() + seconds
+        while self.received <= more_than:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            readable, _, _ = select.select([self._wakeup_r], [], [], remaining)
+            if readable:
+                self._drain()
+        return True
+
+    def _drain(self) -> None:
+        try:
+            while os.read(self._wakeup_r, 512):
+                pass
+        except BlockingIOError:
+            pass
 
 
 def _parse_overrides(overrides: tuple[str, ...]) -> list[str]:
@@ -184,15 +217,16 @@ def up(count: int, data_dir: Path, base_port: int, pg_port: int, overrides: tupl
     _check_settings(settings, nodes)
     signals = _Signals()
     signals.install()
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
     postgres = LocalPostgres(data_dir / "postgres", pg_port)
     try:
         postgres.start()
         database_url = postgres.create_database(DATABASE)
     except LocalPostgresError as e:
-        postgres.stop()
+        postgres.stop(report=_say)
         raise click.ClickException(str(e)) from None
     if signals.received:  # stopped while PostgreSQL was starting
-        postgres.stop()
+        postgres.stop(report=_say)
         click.echo("herd cluster: stopped")
         return
     try:
@@ -202,7 +236,7 @@ def up(count: int, data_dir: Path, base_port: int, pg_port: int, overrides: tupl
             failure = _watch(nodes, postgres, signals)
     finally:
         _stop_nodes(nodes, signals)
-        postgres.stop()
+        postgres.stop(report=_say)
     if failure:
         raise click.ClickException(failure)
     click.echo("herd cluster: stopped")
@@ -280,7 +314,7 @@ def _watch(nodes: list[_Node], postgres: LocalPostgres, signals: _Signals) -> st
 
 def _stop_nodes(nodes: list[_Node], signals: _Signals) -> None:
     """SIGTERM to every running node (a controlled shutdown) and wait; SIGKILL on a second signal or when the
-    wait runs out."""
+    wait runs out (said on stderr, naming the node and its log)."""
     running = [n for n in nodes if n.proc is not None and n.proc.poll() is None]
     if not running:
         return
@@ -290,17 +324,37 @@ def _stop_nodes(nodes: list[_Node], signals: _Signals) -> None:
         assert node.proc is not None
         node.proc.send_signal(signal.SIGTERM)
     deadline = time.monotonic() + NODE_STOP_TIMEOUT_S
-    while any(n.proc.poll() is None for n in running if n.proc is not None):
-        if signals.received > first or time.monotonic() > deadline:
-            for node in running:
-                if node.proc is not None and node.proc.poll() is None:
-                    node.proc.kill()
+    while True:
+        left = [n for n in running if n.proc is not None and n.proc.poll() is None]
+        if not left:
+            return
+        if signals.received > first:
+            why = "a second signal"
             break
-        signals.event.clear()
-        signals.wait(0.05)
-    for node in running:
-        if node.proc is not None:
-            node.proc.wait()
+        if time.monotonic() > deadline:
+            why = f"no exit within {NODE_STOP_TIMEOUT_S:g} s of SIGTERM"
+            break
+        signals.wait(0.05, more_than=first)
+    for node in left:
+        assert node.proc is not None
+        click.echo(
+            f"herd cluster: killing node {node.index} (pid {node.proc.pid}, {why}; log {node.log_path})", err=True
+        )
+        node.proc.kill()
+    for node in left:
+        assert node.proc is not None
+        try:
+            node.proc.wait(NODE_KILL_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            click.echo(
+                f"herd cluster: node {node.index} (pid {node.proc.pid}) still runs {NODE_KILL_TIMEOUT_S:g} s "
+                f"after SIGKILL (stuck in the kernel?); leaving it",
+                err=True,
+            )
+
+
+def _say(line: str) -> None:
+    click.echo(f"herd cluster: {line}", err=True)
 
 
 def _last_line(text: str) -> str:

@@ -55,6 +55,7 @@ SUPERUSER = "postgres"
 PASSWORD_FILE = "herd.password"
 START_TIMEOUT_S = 60.0
 STOP_TIMEOUT_S = 60.0
+KILL_GRACE_S = 10.0
 SETTINGS = {
     "listen_addresses": "127.0.0.1",
     "max_connections": "200",
@@ -308,22 +309,37 @@ class LocalPostgres:
         previous = [self.port] if self.port else []
         return [*previous, *(free_port() for _ in range(3))]
 
-    def stop(self, timeout: float = STOP_TIMEOUT_S) -> None:
+    def stop(self, timeout: float = STOP_TIMEOUT_S, report: Callable[[str], None] | None = None) -> None:
         """Fast shutdown (active sessions are disconnected, a checkpoint is written) and wait for it; an
-        immediate shutdown if that does not finish within `timeout`."""
+        immediate shutdown if that does not finish within `timeout`, and SIGKILL if that does not within
+        KILL_GRACE_S, each step said to `report` (a line) if given. Returns within timeout + 2 * KILL_GRACE_S
+        (unless a killed process is stuck in the kernel)."""
         proc, self.proc = self.proc, None
         if proc is None or proc.poll() is not None:
             return
+        say = report or (lambda line: None)
         proc.send_signal(signal.SIGINT)
         try:
             proc.wait(timeout)
+            return
         except subprocess.TimeoutExpired:
-            proc.send_signal(signal.SIGQUIT)
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            pass
+        say(
+            f"PostgreSQL (pid {proc.pid}) did not finish its fast shutdown within {timeout:g} s: "
+            f"immediate shutdown (log {self.log_path})"
+        )
+        proc.send_signal(signal.SIGQUIT)
+        try:
+            proc.wait(KILL_GRACE_S)
+            return
+        except subprocess.TimeoutExpired:
+            pass
+        say(f"PostgreSQL (pid {proc.pid}) did not stop within {KILL_GRACE_S:g} s of SIGQUIT: killing it")
+        proc.kill()
+        try:
+            proc.wait(KILL_GRACE_S)
+        except subprocess.TimeoutExpired:
+            say(f"PostgreSQL (pid {proc.pid}) still runs {KILL_GRACE_S:g} s after SIGKILL; leaving it")
 
     @property
     def running(self) -> bool:
