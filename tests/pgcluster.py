@@ -93,24 +93,29 @@ def create_topic_on(cluster: HerdCluster, topic: str, partitions: int, timeout: 
 
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap})
     admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(timeout)
+    _until(
+        lambda: all(
+            knows_topic(cluster.nodes[i].port, topic, partitions)
+            for i in range(len(cluster.nodes))
+            if cluster.running(i) and not cluster.paused(i)
+        ),
+        f"every node knowing {topic}",
+        timeout,
+    )
+
+
+def knows_topic(port: int, topic: str, partitions: int) -> bool:
+    """Whether the node on `port` lists `topic` with `partitions` partitions, each led by a node it lists."""
     request = MetadataRequest(
         topics=(MetadataRequestTopic(name=topic, topic_id=None),),
         allow_auto_topic_creation=False,
         include_topic_authorized_operations=False,
     )
-
-    def knows(i: int) -> bool:
-        with RawClient(cluster.nodes[i].port) as c:
-            answer = c.request(3, 12, request)
-        listed = {b.node_id for b in answer.brokers}
-        found = [p for t in answer.topics if t.name == topic and t.error_code == 0 for p in t.partitions]
-        return len(found) == partitions and all(p.leader_id in listed for p in found)
-
-    _until(
-        lambda: all(knows(i) for i in range(len(cluster.nodes)) if cluster.running(i) and not cluster.paused(i)),
-        f"every node knowing {topic}",
-        timeout,
-    )
+    with RawClient(port) as c:
+        answer = c.request(3, 12, request)
+    listed = {b.node_id for b in answer.brokers}
+    found = [p for t in answer.topics if t.name == topic and t.error_code == 0 for p in t.partitions]
+    return len(found) == partitions and all(p.leader_id in listed for p in found)
 
 
 def wait_offsets_spread(cluster: HerdCluster, partitions: int, timeout: float = 60.0) -> None:

@@ -11,6 +11,7 @@ import time
 import pytest
 from backends import BACKENDS, start_broker
 from groupmembers import wait_for
+from pgcluster import knows_topic
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -33,7 +34,10 @@ def _create(admin, name: str, config: dict[str, str] | None = None) -> None:  # 
 
     (future,) = admin.create_topics([NewTopic(name, 1, 1, config=config or {})]).values()
     future.result(10)
-    wait_for(lambda: name in admin.list_topics(timeout=10).topics, 10, f"{name} listed", interval=0.1)
+    # known to every node, not only to one: in a cluster the others learn of it from PostgreSQL's notification a few
+    # ms after the node that created it answered, and the next request (kafka-python's) may go to any of them
+    ports = [b.port for b in admin.list_topics(timeout=10).brokers.values()]
+    wait_for(lambda: all(knows_topic(port, name, 1) for port in ports), 10, f"{name} known to every node", 0.1)
 
 
 def _incremental(admin, resource) -> None:  # type: ignore[no-untyped-def]
