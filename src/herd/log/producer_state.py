@@ -129,8 +129,7 @@ class ProducerStates:
         """Append a client's `records` to `log` (with its plain `append`) unless it is a retried duplicate; raises
         LogError subclasses (the log checks framing, CRC and max.message.bytes), NotLeaderError while the
         partition's state is being rebuilt. What `log.append(records, now_ms, client=True)` does."""
-        if self.restoring and (log.topic, log.partition) in self.restoring:
-            raise NotLeaderError("the partition's producer state is being loaded")
+        self.check_loaded(log.topic, log.partition)
         self._expire(now_ms)
         headers = list(iter_headers(records))
         if any(h.attributes & CONTROL_BIT for h in headers):
@@ -250,6 +249,17 @@ class ProducerStates:
         key = (topic, partition)
         self.restoring[key] = self.restoring.get(key, 0) + 1
 
+    def check_loaded(self, topic: str, partition: int) -> None:
+        """Raises NotLeaderError (retriable) while the partition is held for its `rebuild`: it then takes no append,
+        neither a client's nor a transaction marker (the log's `append_control`), whose effect the rebuild's
+        `restore`, from rows read before it, would undo. A marker applied to the state being replaced would leave
+        its transaction ongoing in the log's memory once the rebuild ends, though its COMMIT or ABORT is stored:
+        the last stable offset stuck below it for good. Kafka's partition leads only once its log and producer
+        state are loaded, and answers WriteTxnMarkers NOT_LEADER_OR_FOLLOWER until then, which the transaction
+        coordinator retries."""
+        if self.restoring and (topic, partition) in self.restoring:
+            raise NotLeaderError("the partition's producer state is being loaded")
+
     def _release(self, key: tuple[str, int]) -> None:
         left = self.restoring.get(key, 1) - 1
         if left > 0:
@@ -311,8 +321,7 @@ class ProducerStates:
         last marker and the start of its ongoing transaction, and the producers known only from transactional
         state there (markers, a transaction whose batches' state expired here) are listed too, with the epoch
         the log knows, as Kafka's ProducerStateEntry holds them."""
-        if (topic, partition) in self.restoring:
-            raise NotLeaderError("the partition's producer state is being loaded")
+        self.check_loaded(topic, partition)
         self._expire(now_ms)
         entries = self._by_partition.get((topic, partition), {})
         txns = {

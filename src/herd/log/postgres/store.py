@@ -33,7 +33,8 @@ markers as `SegmentLog` does; an aborted transaction is stored in `herd_aborted_
 commits its marker (`sql.COMMIT_ABORTS`). The last stable offset is computed against the committed end, so a
 transaction whose marker is not yet committed stays unstable (Kafka's unreplicated transactions). This leader
 keeps the aborts it appended in memory; older ones are queried (`aborted_transactions_async`). A new leader
-rebuilds the state from the batches' `attributes` (`load_transactions`, awaited with the producer state).
+rebuilds the state from the batches' `attributes` (`load_transactions`, awaited with the producer state), and
+takes no marker meanwhile (`append_control` raises NotLeaderError): the rebuild would undo it.
 
 Idempotent producers (herd.log.producer_state): a client's append (`append(..., client=True)`) passes through the
 store's `ProducerStates`, which a new leader (or one that reloaded) rebuilds from `producer_state()` before the
@@ -306,8 +307,12 @@ class PgPartitionLog:
         transaction_version: int = 0,
     ) -> AppendResult:
         """PartitionLog.append_control; acknowledge it once `wait_durable(result.last_offset + 1)` returns. Until
-        the marker is committed the transaction stays unstable (the last stable offset does not pass it)."""
+        the marker is committed the transaction stays unstable (the last stable offset does not pass it). Raises
+        NotLeaderError (retriable) while a new leader rebuilds the partition's state (`ProducerStates.check_loaded`):
+        the rebuild would restore the marker's transaction as ongoing."""
         self._check_writable()
+        if self.producers is not None:
+            self.producers.check_loaded(self.topic, self.partition)
         batch = control_batch(producer_id, producer_epoch, commit, coordinator_epoch, now_ms, self.leader_epoch)
         return self._append(batch, now_ms, transaction_version)
 

@@ -1134,3 +1134,47 @@ def test_a_new_leader_rebuilds_the_open_transactions_and_reads_older_aborts_from
             assert sql(pg_url, "SELECT producer_id FROM herd_aborted_txns WHERE pid = %s", (pid,)) == [(Q,)]
 
     run(main)
+
+
+def test_a_marker_for_a_partition_whose_state_a_new_leader_is_rebuilding_is_refused_until_it_is_loaded(pg_url):
+    """A node that just took a partition over holds it while it rebuilds the partition's state from the stored
+    batches (herd.server.node `_rebuild`): a transaction marker is refused then (NOT_LEADER_OR_FOLLOWER, which the
+    transaction coordinator retries), not only a client's batch. Taken, it would be applied to the state the
+    rebuild then replaces with what it read before the marker, leaving the transaction it ended ongoing in memory
+    although its COMMIT is stored: the last stable offset stuck below the transaction for good, its records never
+    read by read_committed consumers (tests/integration/test_transactions_cluster.py failed so once in a while:
+    the successor of a killed coordinator completed a commit on a partition taken from the killed node)."""
+    pid = new_partition(pg_url)
+
+    async def main() -> None:
+        async with store_on(pg_url) as store:
+            old = open_log(store, pg_url, pid)
+            first = await durable(old, txn(P, 0))  # left open: its leader died before the marker
+        sql(pg_url, "UPDATE herd_partitions SET leader_epoch = leader_epoch + 1 WHERE pid = %s", (pid,))
+        producers = ProducerStates(clock=lambda: NOW)
+        async with store_on(pg_url) as store:
+            store.producers = producers
+            new = open_log(store, pg_url, pid)
+            producers.hold("t", 0)  # as the node does the moment it takes the partition
+            reading, answers = asyncio.Event(), asyncio.Event()
+            run_statement = new._run
+
+            async def paused(statement, *args, **kwargs):  # type: ignore[no-untyped-def]
+                if statement is statements.TRANSACTIONS and not reading.is_set():
+                    reading.set()
+                    await answers.wait()
+                return await run_statement(statement, *args, **kwargs)
+
+            new._run = paused  # type: ignore[method-assign]
+            rebuilding = asyncio.ensure_future(producers.rebuild(new, producers.clock, held=True))
+            await reading.wait()  # its rows are being read, up to the committed end as it was
+            with pytest.raises(NotLeaderError):
+                new.append_control(P, 0, True, 1, NOW)
+            assert new.next_offset == new.log_end_offset == 2  # nothing appended
+            answers.set()
+            await rebuilding
+            assert new.transactions.ongoing() == [(P, first)] and new.last_stable_offset == first
+            await durable(new, producer_id=P, producer_epoch=0, commit=1, coordinator_epoch=1)  # the retry
+            assert new.transactions.ongoing() == [] and new.last_stable_offset == new.log_end_offset == 3
+
+    run(main)
