@@ -233,3 +233,46 @@ def test_a_long_protocol_type_is_dropped_from_the_group_counts(broker: BrokerPro
         )
     assert not [labels for (_, labels) in samples if ("protocol_type", long_type) in labels]
     assert value(samples, "herd_group_coordinator_group_count", protocol="classic") >= 1
+
+
+def test_a_consumer_protocol_group_shows_by_state_and_counts_its_epoch_bumps(broker: BrokerProcess) -> None:
+    """A KIP-848 group (confluent-kafka, group.protocol=consumer): herd_group_coordinator_group_count{protocol=
+    "consumer"}, the consumer_group_count by state, its epoch bumps by cause and how long reconciliation took; the
+    classic families do not count it."""
+    from confluent_kafka import Consumer
+
+    topic, group = "metrics-848", "metrics-848-g"
+    create_topic(broker.bootstrap, topic, 4)
+    before = scrape(broker)
+    classic_started = total(before, "herd_group_coordinator_rebalances_total")
+    members = [
+        Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "group.protocol": "consumer"})
+        for _ in range(2)
+    ]
+    try:
+        for c in members:
+            c.subscribe([topic])
+
+        def stable(s: Samples) -> bool:
+            for c in members:
+                c.poll(0.05)
+            return (
+                value(s, "herd_group_coordinator_consumer_group_count", state="Stable") >= 1
+                and value(s, "herd_group_coordinator_consumer_group_rebalances_total", cause="member-join") >= 2
+                and all(len(c.assignment()) == 2 for c in members)
+            )
+
+        samples = scraped_until(broker, stable, "the consumer group stable with two members")
+        assert value(samples, "herd_group_coordinator_group_count", protocol="consumer") >= 1
+        assert value(samples, "herd_group_coordinator_consumer_group_reconcile_seconds_count") >= 1
+        assert total(samples, "herd_group_coordinator_consumer_group_completed_rebalances_total", outcome="stable") >= 1
+        assert total(samples, "herd_group_coordinator_rebalances_total") == classic_started
+    finally:
+        for c in members:
+            c.close()
+    after = scraped_until(
+        broker,
+        lambda s: value(s, "herd_group_coordinator_consumer_group_rebalances_total", cause="member-leave") >= 2,
+        "both leaves counted",
+    )
+    assert value(after, "herd_group_coordinator_consumer_group_count", state="Empty") >= 1

@@ -119,6 +119,8 @@ def _delete_one(ctx: ShardContext, group_id: str, fx: Effects) -> ErrorCode:
         fx.records.extend(
             consumer_records.group_tombstones(group_id, tuple(consumer_group.members), tuple(consumer_group.resolved))
         )
+        if ctx.history.of(group_id) or not ctx.history.size:
+            fx.records.append(rebalance_history_tombstone(group_id))
         return ErrorCode.none
     group = ctx.groups.get(group_id)
     if group is None or group.is_in(GroupState.DEAD):

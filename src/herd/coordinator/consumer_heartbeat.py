@@ -42,7 +42,7 @@ from dataclasses import dataclass, field, replace
 from herd.coordinator import kafka_group_configs
 from herd.coordinator.consumer import records as rec
 from herd.coordinator.consumer import regex
-from herd.coordinator.consumer.assignment import EMPTY, Assignment, TopicId
+from herd.coordinator.consumer.assignment import EMPTY, Assignment, TopicId, size
 from herd.coordinator.consumer.assignors import ASSIGNORS, AssignorError, MemberSpec
 from herd.coordinator.consumer.group import ConsumerGroup, ResolvedRegex, preferred_assignor
 from herd.coordinator.consumer.member import (
@@ -247,6 +247,8 @@ def _heartbeat(ctx: ShardContext, req: ConsumerGroupHeartbeat) -> tuple[list[Rec
     bump = group_epoch == 0 or names_changed or regex_update is RegexUpdate.UPDATED_AND_RESOLVED
     if bump or _metadata_may_have_moved(ctx, group):
         group_epoch = _maybe_bump_group_epoch(ctx, group, bump, member, updated, records)
+        if group_epoch > group.group_epoch:
+            _rebalance_started(ctx, group, *_bump_cause(group, member, updated, bump), updated)
 
     if group_epoch > group.assignment_epoch:
         target = _new_target_assignment(ctx, group, group_epoch, member, updated, records)
@@ -258,6 +260,8 @@ def _heartbeat(ctx: ShardContext, req: ConsumerGroupHeartbeat) -> tuple[list[Rec
 
     reconciled = _maybe_reconcile(ctx, group, updated, target_epoch, target, subscription_changed, req.owned, records)
     _arm_session(ctx, group.group_id, updated.member_id)
+    if target_epoch == group_epoch and reconciled.is_reconciled_to(group_epoch):
+        _maybe_rebalance_done(ctx, group, group_epoch, reconciled.member_id, records)
 
     full = (
         req.rebalance_timeout_ms != -1
@@ -469,6 +473,10 @@ def _refresh_regexes(ctx: ShardContext, group_id: str, describable: Callable[[st
         records.append(rec.group_epoch_record(group_id, epoch, metadata_hash))
         ctx.consumer_hash_checked[group_id] = (version, epoch)
         log.info("[GroupId %s] Bumped group epoch to %d with metadata hash %d.", group_id, epoch, metadata_hash)
+        if bump:
+            _rebalance_started(ctx, group, "regex-match", "a regular expression subscription matches other topics")
+        else:
+            _rebalance_started(ctx, group, "metadata-change", "the subscribed topics' partitions changed")
     return Result(records=tuple(records))
 
 
@@ -563,6 +571,18 @@ def _new_target_assignment(
         if spec.member_id not in group.targets or new != group.targets[spec.member_id]:
             records.append(rec.target_assignment_record(group.group_id, spec.member_id, new))
     records.append(rec.target_assignment_epoch_record(group.group_id, group_epoch))
+    if ctx.history.current(group.group_id) is not None:
+        ctx.history.assigned(
+            group.group_id,
+            group_epoch,
+            assignor.name,
+            (
+                (s.member_id, s.instance_id, members[s.member_id].client_id, members[s.member_id].client_host,
+                 size(result.get(s.member_id, EMPTY)))
+                for s in specs
+            ),
+            ctx.now(),
+        )  # fmt: skip
     return result.get(updated.member_id, EMPTY)
 
 
@@ -591,6 +611,58 @@ def _maybe_reconcile(
     return updated
 
 
+# --- the rebalance history (history.py): an entry per group epoch bump ---------------------------------------
+
+
+def _bump_cause(group: ConsumerGroup, member: ConsumerMember, updated: ConsumerMember, asked: bool) -> tuple[str, str]:
+    """Why a heartbeat bumped the group epoch: (cause, reason) in history.py's words."""
+    if member.member_epoch == 0 and member.member_id not in group.members:
+        return "member-join", f"member {updated.member_id} joined the group"
+    if asked:
+        return "subscription-change", f"member {updated.member_id} changed its subscription"
+    return "metadata-change", "the subscribed topics' partitions changed"
+
+
+def _rebalance_started(
+    ctx: ShardContext, group: ConsumerGroup, cause: str, reason: str, member: ConsumerMember | None = None
+) -> None:
+    """The group epoch moves from `group.group_epoch` to the next (the records that say so are not replayed yet)."""
+    ctx.history.start(
+        group.group_id,
+        cause,
+        reason,
+        group.group_epoch,
+        ctx.now(),
+        member.member_id if member is not None else None,
+        member.instance_id if member is not None else None,
+        group_type="consumer",
+        generation=group.group_epoch + 1,
+    )
+
+
+def _maybe_rebalance_done(
+    ctx: ShardContext, group: ConsumerGroup, epoch: int, member_id: str, records: list[Record]
+) -> None:
+    """`member_id` is reconciled to the group's epoch `epoch`: if every other member is too, the running entry for
+    that epoch is done, and the history is written with this heartbeat's records."""
+    if ctx.history.current(group.group_id) is None:
+        return
+    if epoch == group.assignment_epoch:
+        others_done = group.reconciled_besides(member_id)
+    else:  # the target was computed by this heartbeat: no other member can have reached it yet
+        others_done = group.members.keys() <= {member_id}
+    if others_done and ctx.history.reconciled(group.group_id, epoch, ctx.now()):
+        _persist_history(ctx, group.group_id, records)
+
+
+def _persist_history(ctx: ShardContext, group_id: str, records: list[Record]) -> None:
+    if ctx.history.of(group_id):
+        used = sum(len(r.key) + len(r.value or b"") for r in records)
+        record = ctx.history.record(group_id, ctx.config.history_batch_bytes - used)
+        if record is not None:
+            records.append(record)
+
+
 # --- leave and fencing ---------------------------------------------------------------------------------------
 
 
@@ -602,7 +674,7 @@ def _leave(ctx: ShardContext, req: ConsumerGroupHeartbeat) -> tuple[list[Record]
         member = group.members.get(req.member_id)
         if member is None:
             raise _unknown_member(group, req.member_id)
-        return _fence(ctx, group, [member]), response
+        return _fence(ctx, group, [member], "member-leave", f"member {member.member_id} left the group"), response
     member = group.static_member(req.instance_id)
     if member is None:
         raise CoordinatorError(ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown.")
@@ -623,7 +695,8 @@ def _leave(ctx: ShardContext, req: ConsumerGroupHeartbeat) -> tuple[list[Record]
         return [rec.current_assignment_record(group.group_id, leaving)], ConsumerGroupHeartbeatResponse(
             member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH
         )
-    return _fence(ctx, group, [member]), response
+    reason = f"static member {member.member_id} with instance id {req.instance_id} left the group"
+    return _fence(ctx, group, [member], "member-leave", reason), response
 
 
 def _consumer_group(ctx: ShardContext, group_id: str) -> ConsumerGroup:
@@ -635,9 +708,12 @@ def _consumer_group(ctx: ShardContext, group_id: str) -> ConsumerGroup:
     return group
 
 
-def _fence(ctx: ShardContext, group: ConsumerGroup, members: list[ConsumerMember]) -> list[Record]:
+def _fence(
+    ctx: ShardContext, group: ConsumerGroup, members: list[ConsumerMember], cause: str, reason: str
+) -> list[Record]:
     """Kafka's consumerGroupFenceMembers: the members' records go and the group epoch moves, with the metadata
-    hash of what the others still subscribe to."""
+    hash of what the others still subscribe to (a rebalance of `cause` in the history; "empty" at once when no
+    member remains)."""
     if not members:
         return []
     records: list[Record] = []
@@ -657,6 +733,10 @@ def _fence(ctx: ShardContext, group: ConsumerGroup, members: list[ConsumerMember
     records.append(rec.group_epoch_record(group.group_id, epoch, ctx.topics.metadata_hash(names)))
     for member in members:
         cancel_timers(ctx, group.group_id, member.member_id)
+    _rebalance_started(ctx, group, cause, reason, members[0])
+    if gone >= group.members.keys():
+        ctx.history.emptied(group.group_id, ctx.now())
+        _persist_history(ctx, group.group_id, records)
     return records
 
 
@@ -666,7 +746,9 @@ def cancel_timers(ctx: ShardContext, group_id: str, member_id: str) -> None:
     ctx.timer.cancel(rebalance_key(group_id, member_id))
 
 
-def _fence_operation(ctx: ShardContext, group_id: str, member_id: str, reason: str, epoch: int | None = None) -> Result:
+def _fence_operation(
+    ctx: ShardContext, group_id: str, member_id: str, cause: str, reason: str, epoch: int | None = None
+) -> Result:
     group = ctx.consumer_groups.get(group_id)
     member = group.members.get(member_id) if group is not None else None
     if group is None or member is None:
@@ -674,7 +756,7 @@ def _fence_operation(ctx: ShardContext, group_id: str, member_id: str, reason: s
     if epoch is not None and member.member_epoch != epoch:
         return Result()  # it moved on from the epoch it had to leave in time
     log.info("[GroupId %s] Member %s fenced from the group because %s.", group_id, member_id, reason)
-    return Result(records=tuple(_fence(ctx, group, [member])))
+    return Result(records=tuple(_fence(ctx, group, [member], cause, f"member {member_id} fenced: {reason}")))
 
 
 def heartbeat_interval_ms(ctx: ShardContext, group_id: str) -> int:
@@ -720,7 +802,7 @@ def _session_expired(ctx: ShardContext, group_id: str, member_id: str) -> Result
         if session[0] > ctx.now():  # heard of since: wait for the new deadline
             _schedule_session(ctx, group_id, member_id, session, session[0])
             return Result()
-    return _fence_operation(ctx, group_id, member_id, "the member session expired")
+    return _fence_operation(ctx, group_id, member_id, "session-timeout", "the member session expired")
 
 
 def _arm_rebalance_timeout(ctx: ShardContext, group_id: str, member: ConsumerMember) -> None:
@@ -729,7 +811,12 @@ def _arm_rebalance_timeout(ctx: ShardContext, group_id: str, member: ConsumerMem
         rebalance_key(group_id, member_id),
         ctx.now() + timeout,
         lambda: _fence_operation(
-            ctx, group_id, member_id, f"it failed to transition from epoch {epoch} within {timeout}ms", epoch
+            ctx,
+            group_id,
+            member_id,
+            "rebalance-timeout",
+            f"it failed to transition from epoch {epoch} within {timeout}ms",
+            epoch,
         ),
     )
 

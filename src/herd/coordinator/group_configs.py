@@ -239,7 +239,11 @@ def history_json(ctx: ShardContext, group_id: str, limit: int | None = None) -> 
     but one can exceed the 32,767 bytes of a legacy string)."""
     limit = MAX_HISTORY_JSON if limit is None else limit
     group = ctx.groups.get(group_id)
-    state = str(group.state) if group is not None else str(GroupState.DEAD)
+    consumer_group = ctx.consumer_groups.get(group_id)
+    if group is not None:
+        state = str(group.state)
+    else:
+        state = consumer_group.state.value if consumer_group is not None else str(GroupState.DEAD)
     entries = [json.dumps(e.to_json(), separators=(",", ":")) for e in ctx.history.of(group_id)]
     head = json.dumps({"group": group_id, "state": state}, separators=(",", ":"))[:-1]
     omitted, size = 0, len(head) + 32 + sum(len(e.encode()) + 1 for e in entries)

@@ -46,6 +46,17 @@ withdrew the pre-registrations it waited for). A session that expires during the
 (phase "join"); one that expires while the generation awaits its SyncGroups drops it (phase "sync") and starts
 a session-timeout rebalance.
 
+KIP-848 consumer groups (consumer_heartbeat.py) have no join and sync phases: an entry is a bump of the group
+epoch (`start` with group_type "consumer"; `from_generation` the epoch before, `generation` the new one), its
+"join phase" the computation of the new target assignment (`assigned`: join_end "target-assignment", `protocol`
+the server-side assignor, each member with the partitions of its target), and it is "stable" when every member has
+reconciled to the epoch (`reconciled`: `sync_ms` is how long reconciliation took), "empty" when the last member
+went (`emptied`), or superseded by the next bump. Causes: member-join (a member's first heartbeat), member-leave
+(a leave heartbeat, epoch -1, or a static member's -1), session-timeout and rebalance-timeout (fenced: silent, or
+not revoking in time), subscription-change (its topic names or regex), regex-match (a refresh found other
+topics), metadata-change (the subscribed topics' partitions changed). Its record is written with the heartbeat or
+the fencing that closes it.
+
 Persistence: the whole list of a group is one record of herd's type 0x7E01 (records.py), written with
 `applied=True` in the Result that already writes the group's GroupMetadata when an entry closes (the leader's
 SyncGroup, the group becoming Empty), so it costs no extra write; a tombstone goes with the group's GroupMetadata
@@ -85,6 +96,8 @@ MAX_RECORD_BYTES = 256 * 1024
 ADMIN_REASON = "member was removed by an admin"
 """Kafka's admin client's LeaveGroup reason (KafkaAdminClient.DEFAULT_LEAVE_GROUP_REASON)."""
 _MOVED_FROM = frozenset({"leader-rejoin", "protocol-change"})
+CONSUMER_JOIN_END = "target-assignment"
+"""The join_end of every consumer-group entry (how the record tells them from classic ones)."""
 
 Observer = Callable[[str, str, "Rebalance"], None]
 
@@ -135,6 +148,8 @@ class Rebalance:
     dropped: list[DroppedMember] = field(default_factory=list)
     outcome: str | None = None
     """None while running; "stable", "empty", or "superseded-by-<cause>"."""
+    group_type: str = "classic"
+    """"classic", or "consumer" for a KIP-848 group's epoch bump (join_end "target-assignment"; see below)."""
 
     @property
     def join_ms(self) -> int | None:
@@ -148,6 +163,7 @@ class Rebalance:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            "group_type": self.group_type,
             "generation": self.generation,
             "from_generation": self.from_generation,
             "cause": self.cause,
@@ -222,8 +238,10 @@ class RebalanceHistory:
         now_ms: int,
         member_id: str | None = None,
         instance_id: str | None = None,
+        group_type: str = "classic",
+        generation: int | None = None,
     ) -> Rebalance:
-        """A rebalance starts; a running one is superseded by it."""
+        """A rebalance starts; a running one is superseded by it. (`generation`: a consumer group's new epoch.)"""
         loaded_until = self._loaded.pop(group_id, None)
         if loaded_until is not None and now_ms <= loaded_until:
             if cause in _MOVED_FROM:
@@ -236,6 +254,8 @@ class RebalanceHistory:
         if running is not None:
             self._close(group_id, running, f"superseded-by-{cause}", now_ms)
         entry = Rebalance(cause, reason[:MAX_REASON], from_generation, now_ms, member_id, instance_id)
+        if group_type == "consumer":
+            entry.group_type, entry.join_end, entry.generation = group_type, CONSUMER_JOIN_END, generation
         self._by_group.setdefault(group_id, deque(maxlen=max(self.size, 1))).append(entry)
         self._notify("started", group_id, entry)
         return entry
@@ -297,6 +317,39 @@ class RebalanceHistory:
             assignment = assignments.get(member.member_id)
             member.partitions = consumer_partitions(assignment) if consumer and assignment is not None else None
         self._close(group_id, entry, "stable", now_ms)
+
+    def assigned(
+        self,
+        group_id: str,
+        epoch: int,
+        assignor: str,
+        members: Iterable[tuple[str, str | None, str, str, int]],
+        now_ms: int,
+    ) -> None:
+        """A consumer group's new target assignment for `epoch` (its running entry's "join phase" ends here):
+        `members` are (member id, instance id, client id, client host, partitions of its target)."""
+        entry = self.current(group_id)
+        if entry is None or entry.group_type != "consumer":
+            return
+        listed = [MemberEntry(mid, iid, cid, host, None, partitions) for mid, iid, cid, host, partitions in members]
+        entry.generation, entry.protocol, entry.join_completed_ms = epoch, assignor, now_ms
+        entry.members_total, entry.members = len(listed), listed[:MAX_MEMBERS]
+        self._notify("joined", group_id, entry)
+
+    def reconciled(self, group_id: str, epoch: int, now_ms: int) -> bool:
+        """Every member of a consumer group reached `epoch`: its running entry for that epoch is "stable" (its
+        sync_ms is how long reconciliation took). Whether an entry closed."""
+        entry = self.current(group_id)
+        if entry is None or entry.group_type != "consumer" or entry.generation != epoch:
+            return False
+        self._close(group_id, entry, "stable", now_ms)
+        return True
+
+    def emptied(self, group_id: str, now_ms: int) -> None:
+        """A consumer group's last member went: its running entry is "empty"."""
+        entry = self.current(group_id)
+        if entry is not None and entry.group_type == "consumer":
+            self._close(group_id, entry, "empty", now_ms)
 
     def reopen(self, group_id: str, generation: int) -> None:
         """The generation's assignment was not written (append failure): its entry runs again, so that the
@@ -462,6 +515,7 @@ def from_record(r: records.RebalanceEntryV0) -> Rebalance:
         ],
         late=[LateMember(m.member_id, m.group_instance_id, m.after_ms) for m in r.late],
         dropped=[DroppedMember(m.member_id, m.group_instance_id, m.phase) for m in r.dropped],
+        group_type="consumer" if r.join_end == CONSUMER_JOIN_END else "classic",
     )
 
 

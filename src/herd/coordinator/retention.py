@@ -85,6 +85,8 @@ def cleanup(ctx: ShardContext) -> Result:
                     group_id, tuple(consumer_group.members), tuple(consumer_group.resolved)
                 )
             )
+            if ctx.history.of(group_id) or not ctx.history.size:
+                records.append(rebalance_history_tombstone(group_id))
             log.info("consumer group %s: every offset expired and the group is empty, deleting it", group_id)
     if records:
         log.info("generated %d tombstones while cleaning up expired offsets and groups", len(records))

@@ -380,6 +380,9 @@ class GroupCoordinatorShard:
     def group(self, group_id: str) -> ClassicGroup | None:
         return self._ctx.groups.get(group_id)
 
+    def consumer_groups(self) -> tuple[ConsumerGroup, ...]:
+        return tuple(self._ctx.consumer_groups.values())
+
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
         """A KIP-848 consumer group; read it, never change it."""
         return self._ctx.consumer_groups.get(group_id)

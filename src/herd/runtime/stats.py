@@ -72,12 +72,18 @@ class CoordinatorStats:
         self.rebalances_completed: dict[tuple[str, str], int] = {}  # by (cause, outcome)
         self.join_phase = Histogram()
         self.sync_phase = Histogram()
+        # KIP-848 consumer groups: a rebalance is a group epoch bump; it ends when every member reconciled
+        self.consumer_rebalances_started: dict[str, int] = {}  # by cause
+        self.consumer_rebalances_completed: dict[tuple[str, str], int] = {}  # by (cause, outcome)
+        self.reconciliation = Histogram()
 
     def on_rebalance(self, event: str, group_id: str, entry: Any) -> None:
         """The rebalance history's observer (coordinator/history.py): `event` is "started", "joined" or
         "completed"; `entry` a `Rebalance`. Never raises (the core calls it synchronously)."""
         try:
-            if event == "started":
+            if getattr(entry, "group_type", "classic") == "consumer":
+                self._on_consumer_rebalance(event, entry)
+            elif event == "started":
                 cause = str(entry.cause)
                 self.rebalances_started[cause] = self.rebalances_started.get(cause, 0) + 1
             elif event == "joined":
@@ -92,6 +98,17 @@ class CoordinatorStats:
                     self.sync_phase.observe_ms(sync_ms)
         except Exception:  # a metric must never break the coordinator
             pass
+
+    def _on_consumer_rebalance(self, event: str, entry: Any) -> None:
+        cause = str(entry.cause)
+        if event == "started":
+            self.consumer_rebalances_started[cause] = self.consumer_rebalances_started.get(cause, 0) + 1
+        elif event == "completed":
+            key = (cause, _outcome(entry.outcome))
+            self.consumer_rebalances_completed[key] = self.consumer_rebalances_completed.get(key, 0) + 1
+            reconcile_ms = getattr(entry, "sync_ms", None)
+            if reconcile_ms is not None:
+                self.reconciliation.observe_ms(reconcile_ms)
 
 
 def _outcome(outcome: object) -> str:

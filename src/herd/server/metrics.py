@@ -16,7 +16,9 @@ group and partition, which Kafka leaves to an exporter (kafka-lag-exporter, Burr
 The families, with their labels (a counter's samples end in _total, a histogram's in _bucket/_sum/_count):
 
     group coordinator (Kafka's group-coordinator-metrics, and herd's additions)
-    herd_group_coordinator_group_count{protocol}              gauge      groups coordinated here; "classic" only
+    herd_group_coordinator_group_count{protocol}              gauge      groups coordinated here: classic, consumer
+    herd_group_coordinator_consumer_group_count{state}        gauge      KIP-848 consumer groups by state (Empty,
+                                                                         Assigning, Reconciling, Stable, Dead)
     herd_group_coordinator_classic_group_count{state, protocol_type}  gauge   groups by state (Empty,
                                                                          PreparingRebalance, CompletingRebalance,
                                                                          Stable, Dead) and protocol type
@@ -28,6 +30,12 @@ The families, with their labels (a counter's samples end in _total, a histogram'
     herd_group_coordinator_completed_rebalances{cause, outcome}  counter rebalances ended: stable, empty, superseded
     herd_group_coordinator_rebalance_join_seconds             histogram join phases (first JoinGroup to its end)
     herd_group_coordinator_rebalance_sync_seconds             histogram sync phases (join end to Stable)
+                                                                         (these four: classic groups)
+    herd_group_coordinator_consumer_group_rebalances{cause}   counter    consumer group epoch bumps (history.py's
+                                                                         causes; Kafka's consumer-group-rebalance-count)
+    herd_group_coordinator_consumer_group_completed_rebalances{cause, outcome}  counter  their ends
+    herd_group_coordinator_consumer_group_reconcile_seconds   histogram new target assignment to every member
+                                                                         reconciled
     herd_group_coordinator_heartbeats                         counter    Heartbeat requests
     herd_group_coordinator_heartbeat_errors{error}            counter    heartbeats answered with an error
                                                                          (REBALANCE_IN_PROGRESS, UNKNOWN_MEMBER_ID..)
@@ -198,12 +206,16 @@ class Snapshot:
         for shard in shards:
             self.partitions[shard.state.value] = self.partitions.get(shard.state.value, 0) + 1
         self.groups: dict[tuple[str, str], int] = {}  # (state, protocol type) -> groups
+        self.consumer_groups: dict[str, int] = {}  # KIP-848 consumer groups by state
         self.offsets = 0
         for shard in shards:
             if shard.state.value == "active":
                 for group in shard.shard.groups():
                     key = (group.state.value, group.protocol_type or "")
                     self.groups[key] = self.groups.get(key, 0) + 1
+                for consumer_group in shard.shard.consumer_groups():
+                    state = consumer_group.state.value
+                    self.consumer_groups[state] = self.consumer_groups.get(state, 0) + 1
                 self.offsets += shard.shard.size()[1]
         self.stats: CoordinatorStats | None = copy.deepcopy(runtime.stats) if runtime is not None else None
         self.lags = lags
@@ -366,7 +378,16 @@ def _coordinator(snapshot: Snapshot, dropped: dict[str, int]) -> Iterator[Metric
         "herd_group_coordinator_group_count", "Groups coordinated here, by rebalance protocol.", labels=["protocol"]
     )
     count.add_metric(["classic"], sum(groups.values()))
+    count.add_metric(["consumer"], sum(snapshot.consumer_groups.values()))
     yield count
+    consumer = GaugeMetricFamily(
+        "herd_group_coordinator_consumer_group_count",
+        "KIP-848 consumer groups coordinated here, by state.",
+        labels=["state"],
+    )
+    for state in ("Empty", "Assigning", "Reconciling", "Stable", "Dead"):
+        consumer.add_metric([state], snapshot.consumer_groups.get(state, 0))
+    yield consumer
     classic = GaugeMetricFamily(
         "herd_group_coordinator_classic_group_count",
         "Groups coordinated here, by state and protocol type.",
@@ -402,6 +423,27 @@ def _coordinator(snapshot: Snapshot, dropped: dict[str, int]) -> Iterator[Metric
     yield completed
     yield _histogram("herd_group_coordinator_rebalance_join_seconds", "Join phases of rebalances.", stats.join_phase)
     yield _histogram("herd_group_coordinator_rebalance_sync_seconds", "Sync phases of rebalances.", stats.sync_phase)
+    started = CounterMetricFamily(
+        "herd_group_coordinator_consumer_group_rebalances",
+        "Consumer group epoch bumps (Kafka's consumer-group-rebalance-count), by cause.",
+        labels=["cause"],
+    )
+    for cause, count in sorted(stats.consumer_rebalances_started.items()):
+        started.add_metric([cause], count)
+    yield started
+    completed = CounterMetricFamily(
+        "herd_group_coordinator_consumer_group_completed_rebalances",
+        "Consumer group rebalances ended (stable: every member reconciled; empty; superseded), by cause and outcome.",
+        labels=["cause", "outcome"],
+    )
+    for (cause, outcome), count in sorted(stats.consumer_rebalances_completed.items()):
+        completed.add_metric([cause, outcome], count)
+    yield completed
+    yield _histogram(
+        "herd_group_coordinator_consumer_group_reconcile_seconds",
+        "Consumer group rebalances: from the new target assignment until every member reconciled to it.",
+        stats.reconciliation,
+    )
     yield _histogram(
         "herd_group_coordinator_fsync_latency_seconds",
         "Write rounds of the coordinator: appends and fsync (cluster mode: the commit to PostgreSQL).",

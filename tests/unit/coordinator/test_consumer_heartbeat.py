@@ -110,7 +110,8 @@ def test_the_first_member_gets_every_partition_at_epoch_1() -> None:
     assert (group.group_epoch, group.assignment_epoch) == (1, 1)
     assert group.members["a"].client_id == "" and group.members["a"].rebalance_timeout_ms == 30_000
     kinds = [int.from_bytes(r.key[:2], "big") for r in ctx.log]
-    assert kinds == [5, 3, 7, 6, 8]  # subscription, group epoch, target, target epoch, current assignment
+    # subscription, group epoch, target, target epoch, current assignment; the rebalance history (it is reconciled)
+    assert kinds == [5, 3, 7, 6, 8, 0x7E01]
 
 
 def test_a_v0_member_without_an_id_is_given_one() -> None:

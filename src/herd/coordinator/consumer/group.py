@@ -77,6 +77,11 @@ class ConsumerGroup:
             return ConsumerGroupState.RECONCILING
         return ConsumerGroupState.STABLE
 
+    def reconciled_besides(self, member_id: str) -> bool:
+        """Whether every member but `member_id` is STABLE at the assignment epoch."""
+        unreconciled = self._unreconciled
+        return not unreconciled or (len(unreconciled) == 1 and member_id in unreconciled)
+
     def partition_epoch(self, topic_id: TopicId, partition: int) -> int:
         """The epoch of the member that owns the partition (assigned or pending revocation), or -1."""
         owners = self._owners.get(topic_id)
