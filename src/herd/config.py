@@ -622,6 +622,18 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "group.consumer.migration.policy",
+        "string",
+        "bidirectional",
+        "Which way a group with members may convert between the classic and the consumer protocol: "
+        "bidirectional, upgrade, downgrade or disabled (case-insensitive).",
+        check=lambda v: (
+            None
+            if str(v).lower() in ("bidirectional", "upgrade", "downgrade", "disabled")
+            else "must be one of bidirectional, upgrade, downgrade, disabled"
+        ),
+    ),
+    Setting(
         "group.consumer.assignors",
         "list",
         "uniform,range",

@@ -60,5 +60,8 @@ class CoordinatorConfig:
     """group.consumer.max.size (KIP-848)."""
     group_consumer_assignors: tuple[str, ...] = ("uniform", "range")
     """group.consumer.assignors (KIP-848): the server-side assignors; the first is the default."""
+    group_consumer_migration_policy: str = "bidirectional"
+    """group.consumer.migration.policy (KIP-848): which way a group with members may convert between the classic
+    and the consumer protocol: bidirectional, upgrade, downgrade or disabled (migration.py)."""
     group_consumer_regex_refresh_interval_ms: int = 600_000
     """group.consumer.regex.refresh.interval.ms (KIP-848): how often a group's regexes are resolved again."""

@@ -39,7 +39,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from herd.coordinator import kafka_group_configs
+from herd.coordinator import kafka_group_configs, migration
 from herd.coordinator.consumer import records as rec
 from herd.coordinator.consumer import regex
 from herd.coordinator.consumer.assignment import EMPTY, Assignment, TopicId, size
@@ -55,7 +55,7 @@ from herd.coordinator.consumer.reconcile import reconcile
 from herd.coordinator.context import ShardContext
 from herd.coordinator.errors import CoordinatorError, ErrorCode
 from herd.coordinator.records import Record, group_tombstone
-from herd.coordinator.result import Reply, Result
+from herd.coordinator.result import Effects, Reply, Result
 
 log = logging.getLogger(__name__)
 
@@ -174,34 +174,37 @@ def keep_alive(
         or member.client_id != client_id
         or member.client_host != client_host
         or member.instance_id is not None
-        or _metadata_may_have_moved(ctx, group)
+        or metadata_may_have_moved(ctx, group)
     ):
         return None
-    _arm_session(ctx, group_id, member_id)
+    arm_session(ctx, group_id, member_id)
     return member_id, member_epoch, heartbeat_interval_ms(ctx, group_id)
 
 
 def handle(ctx: ShardContext, req: ConsumerGroupHeartbeat, reply: object) -> Result:
     """The Result of one ConsumerGroupHeartbeat: its records and its answer, or an error answer and nothing."""
+    upgraded = Effects()  # what converting a classic group answers (its parked JoinGroups and SyncGroups)
     try:
         validate(req, ctx.config.group_consumer_assignors)
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             records, response = _leave(ctx, req)
         else:
-            records, response = _heartbeat(ctx, req)
+            records, response = _heartbeat(ctx, req, upgraded)
     except CoordinatorError as error:
         response = ConsumerGroupHeartbeatResponse(error_code=error.code, error_message=error.message or None)
-        return Result(replies=(Reply(reply, response),))
-    return Result(records=tuple(records), replies=(Reply(reply, response),))
+        return Result(replies=(*upgraded.replies, Reply(reply, response)))
+    return Result(records=tuple(records), replies=(*upgraded.replies, Reply(reply, response)))
 
 
 # --- heartbeat ---------------------------------------------------------------------------------------------
 
 
-def _heartbeat(ctx: ShardContext, req: ConsumerGroupHeartbeat) -> tuple[list[Record], ConsumerGroupHeartbeatResponse]:
+def _heartbeat(
+    ctx: ShardContext, req: ConsumerGroupHeartbeat, upgraded: Effects
+) -> tuple[list[Record], ConsumerGroupHeartbeatResponse]:
     records: list[Record] = []
     joining = req.member_epoch == 0
-    group = _group_to_join(ctx, req.group_id, joining, records)
+    group = _group_to_join(ctx, req.group_id, joining, records, upgraded)
     member_id = req.member_id
     config = ctx.config
     if len(group.members) >= config.group_consumer_max_size and (member_id == "" or member_id not in group.members):
@@ -235,33 +238,38 @@ def _heartbeat(ctx: ShardContext, req: ConsumerGroupHeartbeat) -> tuple[list[Rec
         ),
         client_id=req.client_id,
         client_host=req.client_host,
+        classic=None,  # it speaks the consumer protocol now, even if it took a classic static member's place
     )
     names_changed = False
     if updated != member:
         records.append(rec.member_subscription_record(group.group_id, updated))
         names_changed = updated.subscribed_topic_names != member.subscribed_topic_names
-    regex_update = _maybe_update_regexes(ctx, group, member, updated, records, req.describable)
+    regex_update = maybe_update_regexes(ctx, group, member, updated, records, req.describable)
     subscription_changed = names_changed or regex_update is not RegexUpdate.NO_CHANGE
 
     group_epoch = group.group_epoch
     bump = group_epoch == 0 or names_changed or regex_update is RegexUpdate.UPDATED_AND_RESOLVED
-    if bump or _metadata_may_have_moved(ctx, group):
-        group_epoch = _maybe_bump_group_epoch(ctx, group, bump, member, updated, records)
+    if bump or metadata_may_have_moved(ctx, group):
+        group_epoch = maybe_bump_group_epoch(ctx, group, bump, member, updated, records)
         if group_epoch > group.group_epoch:
-            _rebalance_started(ctx, group, *_bump_cause(group, member, updated, bump), updated)
+            rebalance_started(ctx, group, *bump_cause(group, member, updated, bump), updated)
 
     if group_epoch > group.assignment_epoch:
-        target = _new_target_assignment(ctx, group, group_epoch, member, updated, records)
+        target = new_target_assignment(ctx, group, group_epoch, member, updated, records)
         target_epoch = group_epoch
     else:
         target_epoch = group.assignment_epoch
         previous = group.static_members.get(updated.instance_id) if updated.instance_id is not None else None
         target = group.target(previous if previous is not None else updated.member_id)
 
-    reconciled = _maybe_reconcile(ctx, group, updated, target_epoch, target, subscription_changed, req.owned, records)
-    _arm_session(ctx, group.group_id, updated.member_id)
+    reconciled = maybe_reconcile(ctx, group, updated, target_epoch, target, subscription_changed, req.owned, records)
+    arm_session(ctx, group.group_id, updated.member_id)
+    if group.group_id not in ctx.consumer_groups and group.num_classic:  # upgraded from a classic group just now
+        for member in group.members.values():
+            if member.classic is not None:
+                arm_session(ctx, group.group_id, member.member_id, member.classic.session_timeout_ms)
     if target_epoch == group_epoch and reconciled.is_reconciled_to(group_epoch):
-        _maybe_rebalance_done(ctx, group, group_epoch, reconciled.member_id, records)
+        maybe_rebalance_done(ctx, group, group_epoch, reconciled.member_id, records)
 
     full = (
         req.rebalance_timeout_ms != -1
@@ -277,10 +285,12 @@ def _heartbeat(ctx: ShardContext, req: ConsumerGroupHeartbeat) -> tuple[list[Rec
     )
 
 
-def _group_to_join(ctx: ShardContext, group_id: str, create: bool, records: list[Record]) -> ConsumerGroup:
+def _group_to_join(
+    ctx: ShardContext, group_id: str, create: bool, records: list[Record], upgraded: Effects
+) -> ConsumerGroup:
     """Kafka's getOrMaybeCreateConsumerGroup. A new group is a fresh object the records will create on replay; an
     empty classic group (one that only held offsets or whose members all left) is replaced, with its
-    GroupMetadata tombstone."""
+    GroupMetadata tombstone; a classic group with members is upgraded when a member joins (migration.py)."""
     group = ctx.consumer_groups.get(group_id)
     if group is not None:
         return group
@@ -293,6 +303,8 @@ def _group_to_join(ctx: ShardContext, group_id: str, create: bool, records: list
         records.append(group_tombstone(group_id))
         log.info("[GroupId %s] Converted the empty classic group to a consumer group.", group_id)
         return ConsumerGroup(group_id)
+    if create:
+        return migration.to_consumer_group(ctx, classic, records, upgraded)
     raise CoordinatorError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
 
 
@@ -324,7 +336,7 @@ def _is_subset(owned: Assignment | None, assigned: Assignment) -> bool:
     return all(parts <= assigned.get(topic_id, frozenset()) for topic_id, parts in owned.items())
 
 
-def _unknown_member(group: ConsumerGroup, member_id: str) -> CoordinatorError:
+def unknown_member(group: ConsumerGroup, member_id: str) -> CoordinatorError:
     return CoordinatorError(
         ErrorCode.unknown_member_id, f"Member {member_id} is not a member of group {group.group_id}."
     )
@@ -334,7 +346,7 @@ def _dynamic_member(group: ConsumerGroup, member_id: str, req: ConsumerGroupHear
     member = group.members.get(member_id)
     if member is None:
         if not joining:
-            raise _unknown_member(group, member_id)
+            raise unknown_member(group, member_id)
         member = ConsumerMember(member_id)
         log.info("[GroupId %s] Member %s joins the consumer group.", group.group_id, member_id)
     _check_epoch(member, req.member_epoch, req.owned)
@@ -357,18 +369,14 @@ def _static_member(
                 instance_id,
             )
             return group.members.get(member_id) or ConsumerMember(member_id)
-        if existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
+        if existing.classic is None and existing.member_epoch != LEAVE_GROUP_STATIC_MEMBER_EPOCH:
             raise CoordinatorError(
                 ErrorCode.unreleased_instance_id,
                 f"Static member {member_id} with instance id {instance_id} cannot join the group because the "
                 f"instance id is owned by {existing.member_id} member.",
             )
-        # the member comes back under a new id: it takes the departed member's state, epoch 0
-        replacement = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
-        records.extend(rec.member_tombstones(group.group_id, existing.member_id))
-        records.append(rec.member_subscription_record(group.group_id, replacement))
-        records.append(rec.target_assignment_record(group.group_id, member_id, group.target(existing.member_id)))
-        records.append(rec.current_assignment_record(group.group_id, replacement))
+        # the member comes back under a new id (a classic member's place is taken even if it did not leave)
+        replacement = replace_static_member(group, existing, member_id, records)
         log.info(
             "[GroupId %s] Static member with instance id %s re-joins the consumer group. Created a new member %s "
             "to replace the existing member %s.",
@@ -389,7 +397,20 @@ def _static_member(
     return existing
 
 
-def _maybe_update_regexes(
+def replace_static_member(
+    group: ConsumerGroup, existing: ConsumerMember, member_id: str, records: list[Record]
+) -> ConsumerMember:
+    """Kafka's replaceMember: `existing` goes, and a member with its state under `member_id`, at epoch 0, takes
+    its place and its target assignment."""
+    replacement = replace(existing, member_id=member_id, member_epoch=0, previous_member_epoch=0)
+    records.extend(rec.member_tombstones(group.group_id, existing.member_id))
+    records.append(rec.member_subscription_record(group.group_id, replacement))
+    records.append(rec.target_assignment_record(group.group_id, member_id, group.target(existing.member_id)))
+    records.append(rec.current_assignment_record(group.group_id, replacement))
+    return replacement
+
+
+def maybe_update_regexes(
     ctx: ShardContext,
     group: ConsumerGroup,
     member: ConsumerMember,
@@ -474,9 +495,9 @@ def _refresh_regexes(ctx: ShardContext, group_id: str, describable: Callable[[st
         ctx.consumer_hash_checked[group_id] = (version, epoch)
         log.info("[GroupId %s] Bumped group epoch to %d with metadata hash %d.", group_id, epoch, metadata_hash)
         if bump:
-            _rebalance_started(ctx, group, "regex-match", "a regular expression subscription matches other topics")
+            rebalance_started(ctx, group, "regex-match", "a regular expression subscription matches other topics")
         else:
-            _rebalance_started(ctx, group, "metadata-change", "the subscribed topics' partitions changed")
+            rebalance_started(ctx, group, "metadata-change", "the subscribed topics' partitions changed")
     return Result(records=tuple(records))
 
 
@@ -488,7 +509,7 @@ def _topic_names(member: ConsumerMember, resolved: dict[str, ResolvedRegex]) -> 
     return member.subscribed_topic_names | regex_topics.topics
 
 
-def _metadata_may_have_moved(ctx: ShardContext, group: ConsumerGroup) -> bool:
+def metadata_may_have_moved(ctx: ShardContext, group: ConsumerGroup) -> bool:
     """Kafka's hasMetadataExpired: the topics image or the group epoch moved since the hash was last checked."""
     return ctx.consumer_hash_checked.get(group.group_id) != (ctx.topics.version, group.group_epoch)
 
@@ -510,7 +531,7 @@ def _subscribed_names(group: ConsumerGroup, old: ConsumerMember | None, new: Con
     return names
 
 
-def _maybe_bump_group_epoch(
+def maybe_bump_group_epoch(
     ctx: ShardContext,
     group: ConsumerGroup,
     bump: bool,
@@ -531,7 +552,7 @@ def _maybe_bump_group_epoch(
     return epoch
 
 
-def _new_target_assignment(
+def new_target_assignment(
     ctx: ShardContext,
     group: ConsumerGroup,
     group_epoch: int,
@@ -586,7 +607,7 @@ def _new_target_assignment(
     return result.get(updated.member_id, EMPTY)
 
 
-def _maybe_reconcile(
+def maybe_reconcile(
     ctx: ShardContext,
     group: ConsumerGroup,
     member: ConsumerMember,
@@ -604,7 +625,9 @@ def _maybe_reconcile(
     updated = reconcile(member, target_epoch, target, owned, group.partition_epoch, subscribed, subscription_changed)
     if updated != member:
         records.append(rec.current_assignment_record(group.group_id, updated))
-        if updated.state is MemberState.UNREVOKED_PARTITIONS:
+        if updated.classic is not None:
+            pass  # a classic member has a join and a sync timeout instead (consumer_classic.py)
+        elif updated.state is MemberState.UNREVOKED_PARTITIONS:
             _arm_rebalance_timeout(ctx, group.group_id, updated)
         else:
             ctx.timer.cancel(rebalance_key(group.group_id, updated.member_id))
@@ -614,7 +637,7 @@ def _maybe_reconcile(
 # --- the rebalance history (history.py): an entry per group epoch bump ---------------------------------------
 
 
-def _bump_cause(group: ConsumerGroup, member: ConsumerMember, updated: ConsumerMember, asked: bool) -> tuple[str, str]:
+def bump_cause(group: ConsumerGroup, member: ConsumerMember, updated: ConsumerMember, asked: bool) -> tuple[str, str]:
     """Why a heartbeat bumped the group epoch: (cause, reason) in history.py's words."""
     if member.member_epoch == 0 and member.member_id not in group.members:
         return "member-join", f"member {updated.member_id} joined the group"
@@ -623,7 +646,7 @@ def _bump_cause(group: ConsumerGroup, member: ConsumerMember, updated: ConsumerM
     return "metadata-change", "the subscribed topics' partitions changed"
 
 
-def _rebalance_started(
+def rebalance_started(
     ctx: ShardContext, group: ConsumerGroup, cause: str, reason: str, member: ConsumerMember | None = None
 ) -> None:
     """The group epoch moves from `group.group_epoch` to the next (the records that say so are not replayed yet)."""
@@ -640,7 +663,7 @@ def _rebalance_started(
     )
 
 
-def _maybe_rebalance_done(
+def maybe_rebalance_done(
     ctx: ShardContext, group: ConsumerGroup, epoch: int, member_id: str, records: list[Record]
 ) -> None:
     """`member_id` is reconciled to the group's epoch `epoch`: if every other member is too, the running entry for
@@ -652,10 +675,10 @@ def _maybe_rebalance_done(
     else:  # the target was computed by this heartbeat: no other member can have reached it yet
         others_done = group.members.keys() <= {member_id}
     if others_done and ctx.history.reconciled(group.group_id, epoch, ctx.now()):
-        _persist_history(ctx, group.group_id, records)
+        persist_history(ctx, group.group_id, records)
 
 
-def _persist_history(ctx: ShardContext, group_id: str, records: list[Record]) -> None:
+def persist_history(ctx: ShardContext, group_id: str, records: list[Record]) -> None:
     if ctx.history.of(group_id):
         used = sum(len(r.key) + len(r.value or b"") for r in records)
         record = ctx.history.record(group_id, ctx.config.history_batch_bytes - used)
@@ -673,8 +696,8 @@ def _leave(ctx: ShardContext, req: ConsumerGroupHeartbeat) -> tuple[list[Record]
     if req.instance_id is None:
         member = group.members.get(req.member_id)
         if member is None:
-            raise _unknown_member(group, req.member_id)
-        return _fence(ctx, group, [member], "member-leave", f"member {member.member_id} left the group"), response
+            raise unknown_member(group, req.member_id)
+        return fence(ctx, group, [member], "member-leave", f"member {member.member_id} left the group"), response
     member = group.static_member(req.instance_id)
     if member is None:
         raise CoordinatorError(ErrorCode.unknown_member_id, f"Instance id {req.instance_id} is unknown.")
@@ -696,7 +719,7 @@ def _leave(ctx: ShardContext, req: ConsumerGroupHeartbeat) -> tuple[list[Record]
             member_id=member.member_id, member_epoch=LEAVE_GROUP_STATIC_MEMBER_EPOCH
         )
     reason = f"static member {member.member_id} with instance id {req.instance_id} left the group"
-    return _fence(ctx, group, [member], "member-leave", reason), response
+    return fence(ctx, group, [member], "member-leave", reason), response
 
 
 def _consumer_group(ctx: ShardContext, group_id: str) -> ConsumerGroup:
@@ -708,7 +731,7 @@ def _consumer_group(ctx: ShardContext, group_id: str) -> ConsumerGroup:
     return group
 
 
-def _fence(
+def fence(
     ctx: ShardContext, group: ConsumerGroup, members: list[ConsumerMember], cause: str, reason: str
 ) -> list[Record]:
     """Kafka's consumerGroupFenceMembers: the members' records go and the group epoch moves, with the metadata
@@ -717,6 +740,11 @@ def _fence(
     if not members:
         return []
     records: list[Record] = []
+    if migration.may_downgrade(ctx, group, members):
+        converted = Effects()
+        if migration.to_classic_group(ctx, group, members, None, False, records, converted) is not None:
+            forget(ctx, group)
+            return records + converted.records  # a Stable group starting to rebalance answers no one yet
     gone = {m.member_id for m in members}
     for member in members:
         records.extend(rec.member_tombstones(group.group_id, member.member_id))
@@ -733,10 +761,10 @@ def _fence(
     records.append(rec.group_epoch_record(group.group_id, epoch, ctx.topics.metadata_hash(names)))
     for member in members:
         cancel_timers(ctx, group.group_id, member.member_id)
-    _rebalance_started(ctx, group, cause, reason, members[0])
+    rebalance_started(ctx, group, cause, reason, members[0])
     if gone >= group.members.keys():
         ctx.history.emptied(group.group_id, ctx.now())
-        _persist_history(ctx, group.group_id, records)
+        persist_history(ctx, group.group_id, records)
     return records
 
 
@@ -744,9 +772,33 @@ def cancel_timers(ctx: ShardContext, group_id: str, member_id: str) -> None:
     ctx.consumer_sessions.pop((group_id, member_id), None)
     ctx.timer.cancel(session_key(group_id, member_id))
     ctx.timer.cancel(rebalance_key(group_id, member_id))
+    ctx.timer.cancel(classic_sync_key(group_id, member_id))
+    cancel_classic_join_timeout(ctx, group_id, member_id)
 
 
-def _fence_operation(
+def forget(ctx: ShardContext, group: ConsumerGroup) -> None:
+    """The group becomes a classic group: every timer of its members and of its regexes goes."""
+    for member_id in group.members:
+        cancel_timers(ctx, group.group_id, member_id)
+    ctx.timer.cancel(regex_refresh_key(group.group_id))
+    ctx.regex_refreshing.discard(group.group_id)
+
+
+def classic_join_key(group_id: str, member_id: str) -> str:
+    return f"consumer-join-timeout:{group_id}:{member_id}"
+
+
+def classic_sync_key(group_id: str, member_id: str) -> str:
+    return f"consumer-sync-timeout:{group_id}:{member_id}"
+
+
+def cancel_classic_join_timeout(ctx: ShardContext, group_id: str, member_id: str) -> None:
+    if (group_id, member_id) in ctx.classic_join_timeouts:
+        ctx.classic_join_timeouts.discard((group_id, member_id))
+        ctx.timer.cancel(classic_join_key(group_id, member_id))
+
+
+def fence_operation(
     ctx: ShardContext, group_id: str, member_id: str, cause: str, reason: str, epoch: int | None = None
 ) -> Result:
     group = ctx.consumer_groups.get(group_id)
@@ -756,7 +808,7 @@ def _fence_operation(
     if epoch is not None and member.member_epoch != epoch:
         return Result()  # it moved on from the epoch it had to leave in time
     log.info("[GroupId %s] Member %s fenced from the group because %s.", group_id, member_id, reason)
-    return Result(records=tuple(_fence(ctx, group, [member], cause, f"member {member_id} fenced: {reason}")))
+    return Result(records=tuple(fence(ctx, group, [member], cause, f"member {member_id} fenced: {reason}")))
 
 
 def heartbeat_interval_ms(ctx: ShardContext, group_id: str) -> int:
@@ -778,10 +830,11 @@ def session_timeout_ms(ctx: ShardContext, group_id: str) -> int:
     )
 
 
-def _arm_session(ctx: ShardContext, group_id: str, member_id: str) -> None:
-    """The member must be heard of within the session timeout: O(1), the deadline moves and the timer is only
-    scheduled when none is (it re-arms itself for the later deadline when it fires, `_session_expired`)."""
-    deadline = ctx.now() + session_timeout_ms(ctx, group_id)
+def arm_session(ctx: ShardContext, group_id: str, member_id: str, timeout_ms: int | None = None) -> None:
+    """The member must be heard of within the session timeout (`timeout_ms`: a classic member's own, else the
+    group's): O(1), the deadline moves and the timer is only scheduled when none is (it re-arms itself for the
+    later deadline when it fires, `_session_expired`)."""
+    deadline = ctx.now() + (session_timeout_ms(ctx, group_id) if timeout_ms is None else timeout_ms)
     session = ctx.consumer_sessions.get((group_id, member_id))
     if session is None:
         ctx.consumer_sessions[(group_id, member_id)] = session = [deadline, -1]
@@ -802,7 +855,7 @@ def _session_expired(ctx: ShardContext, group_id: str, member_id: str) -> Result
         if session[0] > ctx.now():  # heard of since: wait for the new deadline
             _schedule_session(ctx, group_id, member_id, session, session[0])
             return Result()
-    return _fence_operation(ctx, group_id, member_id, "session-timeout", "the member session expired")
+    return fence_operation(ctx, group_id, member_id, "session-timeout", "the member session expired")
 
 
 def _arm_rebalance_timeout(ctx: ShardContext, group_id: str, member: ConsumerMember) -> None:
@@ -810,7 +863,7 @@ def _arm_rebalance_timeout(ctx: ShardContext, group_id: str, member: ConsumerMem
     ctx.timer.schedule(
         rebalance_key(group_id, member_id),
         ctx.now() + timeout,
-        lambda: _fence_operation(
+        lambda: fence_operation(
             ctx,
             group_id,
             member_id,
@@ -825,8 +878,9 @@ def on_loaded(ctx: ShardContext) -> None:
     """After a load: every member's session, and the rebalance timeout of those with partitions to revoke."""
     for group in ctx.consumer_groups.values():
         for member in group.members.values():
-            _arm_session(ctx, group.group_id, member.member_id)
-            if member.state is MemberState.UNREVOKED_PARTITIONS:
+            classic_timeout = member.classic.session_timeout_ms if member.classic is not None else None
+            arm_session(ctx, group.group_id, member.member_id, classic_timeout)
+            if member.classic is None and member.state is MemberState.UNREVOKED_PARTITIONS:
                 _arm_rebalance_timeout(ctx, group.group_id, member)
 
 
@@ -840,6 +894,7 @@ def on_unloaded(ctx: ShardContext) -> None:
     ctx.consumer_hash_checked.clear()
     ctx.regex_resolved_at.clear()
     ctx.regex_refreshing.clear()
+    ctx.classic_join_timeouts.clear()
 
 
 # --- ConsumerGroupDescribe -------------------------------------------------------------------------------------
@@ -928,6 +983,7 @@ def _describe_group(ctx: ShardContext, group_id: str) -> DescribedConsumerGroup:
             subscribed_topic_regex=m.subscribed_topic_regex,
             assignment=described(m.assigned),
             target_assignment=described(group.target(m.member_id)),
+            member_type=0 if m.classic is not None else 1,
         )
         for m in group.members.values()
     )

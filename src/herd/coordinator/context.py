@@ -60,6 +60,9 @@ class ShardContext:
     consumer_sessions: dict[tuple[str, str], list[int]] = field(default_factory=dict)
     """Per (consumer group, member): [session deadline, deadline its timer is armed for (-1: none)]. A heartbeat
     moves the deadline only; the timer re-arms itself when it fires early (as classic sessions do, rebalance.py)."""
+    classic_join_timeouts: set[tuple[str, str]] = field(default_factory=set)
+    """(consumer group, classic member) pairs with a join timeout armed: the member was told to rejoin
+    (consumer_classic.py; Kafka's scheduleConsumerGroupJoinTimeoutIfAbsent)."""
     consumer_hash_checked: dict[str, tuple[int, int]] = field(default_factory=dict)
     """Per consumer group, the topics image version and group epoch its metadata hash was last checked at (in
     memory only, as Kafka's metadata refresh deadline): a heartbeat checks it again when either moved."""

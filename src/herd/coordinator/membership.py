@@ -16,9 +16,9 @@ until the write is durable, undoing it through the rollback hook if the write fa
 
 from __future__ import annotations
 
+from herd.coordinator import consumer_classic, static
 from herd.coordinator import preregistration as prereg
 from herd.coordinator import rebalance as rb
-from herd.coordinator import static
 from herd.coordinator.consumer import records as consumer_records
 from herd.coordinator.consumer.group import ConsumerGroupState
 from herd.coordinator.context import ShardContext, empty_group_record, group_record
@@ -57,10 +57,7 @@ def join(ctx: ShardContext, req: JoinGroup, handle: object) -> Result:
     is_unknown = req.member_id == UNKNOWN_MEMBER_ID
     consumer_group = ctx.consumer_groups.get(req.group_id)
     if consumer_group is not None and consumer_group.state is not ConsumerGroupState.EMPTY:
-        # a KIP-848 group with members: Kafka hands the join to classicGroupJoinToConsumerGroup (the online
-        # migration, not built yet, issue 31); herd refuses it as Kafka refuses a group of another type
-        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.inconsistent_group_protocol, member_id=""))
-        return fx.result()
+        return consumer_classic.join(ctx, consumer_group, req, handle)  # a classic member of a consumer group
     group = ctx.groups.get(req.group_id)
     is_new_group = group is None
     if group is None:
@@ -211,6 +208,8 @@ def _update_then_rebalance(
 def sync(ctx: ShardContext, req: SyncGroup, handle: object) -> Result:
     fx = Effects()
     group = ctx.groups.get(req.group_id)
+    if group is None and (consumer_group := ctx.consumer_groups.get(req.group_id)) is not None:
+        return consumer_classic.sync(ctx, consumer_group, req, handle)
     if not req.group_id:
         fx.reply(handle, SyncGroupResponse(error_code=ErrorCode.invalid_group_id))
     elif group is None or group.is_empty():
@@ -316,6 +315,9 @@ def heartbeat_error(
         return ErrorCode.invalid_group_id
     group = ctx.groups.get(group_id)
     if group is None:
+        consumer_group = ctx.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return consumer_classic.heartbeat_error(ctx, consumer_group, generation_id, member_id, instance_id)
         return ErrorCode.unknown_member_id
     if group.is_in(DEAD):
         return ErrorCode.coordinator_not_available
@@ -338,6 +340,8 @@ def leave(ctx: ShardContext, req: LeaveGroup, handle: object) -> Result:
     fx = Effects()
     identities = req.members if req.api_version >= 3 else (MemberIdentity(req.member_id),)
     group = ctx.groups.get(req.group_id)
+    if group is None and req.group_id and (consumer_group := ctx.consumer_groups.get(req.group_id)) is not None:
+        return consumer_classic.leave(ctx, consumer_group, req, handle)
     if not req.group_id:
         response = LeaveGroupResponse(error_code=ErrorCode.invalid_group_id)
     elif group is None:

@@ -56,6 +56,7 @@ from functools import partial
 
 from herd.coordinator import rebalance as rb
 from herd.coordinator.consumer.group import ConsumerGroup
+from herd.coordinator.consumer.member import ConsumerMember
 from herd.coordinator.context import ShardContext
 from herd.coordinator.errors import ErrorCode, append_error_to_commit_error
 from herd.coordinator.group import ClassicGroup
@@ -192,18 +193,23 @@ def validate_consumer_commit(
     group: ConsumerGroup, member_id: str, member_epoch: int, api_version: int = 9, *, transactional: bool = False
 ) -> ErrorCode | None:
     """ConsumerGroup.validateOffsetCommit (KIP-848): an admin's commit (epoch < 0) only to an empty group; else
-    the member must be there, commit with OffsetCommit v9+ unless transactional, and at its current epoch
-    (STALE_MEMBER_EPOCH)."""
+    the member must be there, commit with OffsetCommit v9+ unless transactional or a classic member, and at its
+    current epoch (STALE_MEMBER_EPOCH; a classic member's generation: ILLEGAL_GENERATION)."""
     if member_epoch < 0 and not group.members:
         return None
     member = group.members.get(member_id)
     if member is None:
         return ErrorCode.unknown_member_id
-    if not transactional and api_version < 9:
+    if not transactional and member.classic is None and api_version < 9:
         return ErrorCode.unsupported_version
-    if member_epoch != member.member_epoch:
-        return ErrorCode.stale_member_epoch
-    return None
+    return _check_member_epoch(member, member_epoch)
+
+
+def _check_member_epoch(member: ConsumerMember, received: int) -> ErrorCode | None:
+    """ConsumerGroup.validateMemberEpoch."""
+    if received == member.member_epoch:
+        return None
+    return ErrorCode.illegal_generation if member.classic is not None else ErrorCode.stale_member_epoch
 
 
 def validate_consumer_fetch(group: ConsumerGroup, member_id: str | None, member_epoch: int) -> ErrorCode | None:
@@ -214,9 +220,7 @@ def validate_consumer_fetch(group: ConsumerGroup, member_id: str | None, member_
     member = group.members.get(member_id or "")
     if member is None:
         return ErrorCode.unknown_member_id
-    if member_epoch != member.member_epoch:
-        return ErrorCode.stale_member_epoch
-    return None
+    return _check_member_epoch(member, member_epoch)
 
 
 def validate_group_commit(

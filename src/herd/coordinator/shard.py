@@ -289,8 +289,7 @@ class GroupCoordinatorShard:
         if previous is not None:
             self._forget_timers(previous)
             previous.transition_to(GroupState.DEAD, self._ctx.now())
-        if record.value is None:
-            self._ctx.history.forget(group_id)
+        if record.value is None:  # its history goes with herd's own tombstone, not this one: an upgrade keeps it
             return
         self._ctx.groups[group_id] = self._group_from_record(group_id, record.value)
 

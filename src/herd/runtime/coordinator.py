@@ -57,6 +57,7 @@ def coordinator_config(config: BrokerConfig) -> CoordinatorConfig:
         group_consumer_max_size=config.get("group.consumer.max.size"),
         group_consumer_assignors=tuple(split_list(config.get("group.consumer.assignors"))),
         group_consumer_regex_refresh_interval_ms=config.get("group.consumer.regex.refresh.interval.ms"),
+        group_consumer_migration_policy=config.get("group.consumer.migration.policy").lower(),
     )
 
 

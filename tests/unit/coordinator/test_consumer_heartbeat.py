@@ -265,7 +265,7 @@ def test_a_subscription_change_bumps_the_epoch_and_drops_the_topic_left_at_once(
     assert a.heartbeat().member_epoch == 2 and ctx.shard.consumer_group("g").state is ConsumerGroupState.STABLE
 
 
-def test_an_empty_classic_group_gives_way_and_a_classic_group_with_members_does_not() -> None:
+def test_an_empty_classic_group_gives_way_and_one_whose_protocol_cannot_be_read_is_not_upgraded() -> None:
     ctx = new_ctx(group_initial_rebalance_delay_ms=0)
     ctx.join("empty")  # MEMBER_ID_REQUIRED: a pending member only, the group has none
     _, joined = ctx.join("busy")
@@ -276,10 +276,11 @@ def test_an_empty_classic_group_gives_way_and_a_classic_group_with_members_does_
     assert Consumer(ctx, "a").heartbeat(group_id="empty").error_code == ErrorCode.none
     assert ctx.shard.group("empty") is None and ctx.shard.consumer_group("empty") is not None
     refused = Consumer(ctx, "a").heartbeat(group_id="busy")
-    assert (refused.error_code, refused.error_message) == (
+    assert (refused.error_code, refused.error_message) == (  # its members' metadata is no consumer protocol
         ErrorCode.group_id_not_found,
-        "Group busy is not a consumer group.",
+        "Cannot upgrade classic group busy to consumer group because the embedded consumer protocol is malformed.",
     )
+    assert ctx.shard.group("busy") is not None and ctx.shard.consumer_group("busy") is None
 
 
 def test_a_reloaded_coordinator_has_the_same_group_and_bumps_no_epoch() -> None:
@@ -456,10 +457,11 @@ def test_the_keep_alive_fast_path_answers_as_the_full_path_and_only_when_it_may(
 
 
 def test_a_classic_join_is_refused_by_a_consumer_group_with_members_and_replaces_an_empty_one() -> None:
-    """Kafka's classicGroupJoin: a non-empty consumer group takes classic joins only through the online migration
-    (not built yet), and herd answers INCONSISTENT_GROUP_PROTOCOL; an empty one is deleted and the classic group
-    created in its place (maybeDeleteEmptyConsumerGroup)."""
-    ctx = new_ctx(group_initial_rebalance_delay_ms=0)
+    """Kafka's classicGroupJoin: a non-empty consumer group takes classic joins through the online migration
+    (test_consumer_migration.py) unless group.consumer.migration.policy is disabled (INCONSISTENT_GROUP_PROTOCOL,
+    KAFKA-20640); an empty one is deleted and the classic group created in its place
+    (maybeDeleteEmptyConsumerGroup)."""
+    ctx = new_ctx(group_initial_rebalance_delay_ms=0, group_consumer_migration_policy="disabled")
     a = Consumer(ctx, "a")
     a.heartbeat()
     _, refused = ctx.join("g")

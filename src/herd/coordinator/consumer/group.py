@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 
 from herd.coordinator.consumer import records as rec
 from herd.coordinator.consumer.assignment import EMPTY, Assignment, TopicId
-from herd.coordinator.consumer.member import LEAVE_GROUP_MEMBER_EPOCH, ConsumerMember
+from herd.coordinator.consumer.member import LEAVE_GROUP_MEMBER_EPOCH, ConsumerMember, MemberState
 
 
 class ConsumerGroupState(enum.Enum):
@@ -64,6 +64,8 @@ class ConsumerGroup:
         self._owners: dict[TopicId, dict[int, int]] = {}  # partition -> the epoch of the member that owns it
         self._unreconciled: set[str] = set()  # members not STABLE at the assignment epoch
         self._regexes: Counter[str] = Counter()  # regex -> how many members subscribe to it
+        self.num_classic = 0  # members that speak the classic protocol (consumer_classic.py)
+        self._classic_protocols: Counter[str] = Counter()  # protocol name -> how many classic members support it
 
     # --- reading ---------------------------------------------------------------------------------------------
 
@@ -81,6 +83,34 @@ class ConsumerGroup:
         """Whether every member but `member_id` is STABLE at the assignment epoch."""
         unreconciled = self._unreconciled
         return not unreconciled or (len(unreconciled) == 1 and member_id in unreconciled)
+
+    def supports_classic_protocols(self, protocol_type: str | None, names: Iterable[str]) -> bool:
+        """Whether a classic member with these protocols may join (Kafka's ConsumerGroup.supportsClassicProtocols):
+        the "consumer" protocol type, and one protocol every classic member supports (any, in an empty group)."""
+        if protocol_type != self.PROTOCOL_TYPE:
+            return False
+        names = list(names)
+        if not self.members:
+            return bool(names)
+        return any(self._classic_protocols.get(name, 0) == self.num_classic for name in names)
+
+    def all_classic_except(self, leaving: Iterable[ConsumerMember]) -> bool:
+        """Whether every member but `leaving` speaks the classic protocol (allMembersUseClassicProtocolExcept)."""
+        leaving = list(leaving)
+        classic_leaving = sum(1 for m in leaving if m.classic is not None)
+        return self.num_classic - classic_leaving == len(self.members) - len(leaving)
+
+    def waiting_on_unreleased(self, member: ConsumerMember) -> bool:
+        """Whether a member UNRELEASED_PARTITIONS still waits for a partition another member owns (Kafka's
+        waitingOnUnreleasedPartition)."""
+        if member.state is not MemberState.UNRELEASED_PARTITIONS:
+            return False
+        for topic_id, parts in self.target(member.member_id).items():
+            assigned = member.assigned.get(topic_id, frozenset())
+            for partition in parts:
+                if partition not in assigned and self.partition_epoch(topic_id, partition) != -1:
+                    return True
+        return False
 
     def partition_epoch(self, topic_id: TopicId, partition: int) -> int:
         """The epoch of the member that owns the partition (assigned or pending revocation), or -1."""
@@ -138,6 +168,8 @@ class ConsumerGroup:
             self._release(old)
             self._count_regex(old, -1)
         self._count_regex(member, 1)
+        self._count_classic(old, -1)
+        self._count_classic(member, 1)
         self.members[member.member_id] = member
         self._own(member)
         if member.instance_id is not None:
@@ -150,6 +182,7 @@ class ConsumerGroup:
             return
         self._release(old)
         self._count_regex(old, -1)
+        self._count_classic(old, -1)
         if old.instance_id is not None and self.static_members.get(old.instance_id) == member_id:
             del self.static_members[old.instance_id]
         self._unreconciled.discard(member_id)
@@ -164,6 +197,15 @@ class ConsumerGroup:
             self._regexes[regex] += delta
             if self._regexes[regex] <= 0:
                 del self._regexes[regex]
+
+    def _count_classic(self, member: ConsumerMember | None, delta: int) -> None:
+        if member is None or member.classic is None:
+            return
+        self.num_classic += delta
+        for name, _ in member.classic.protocols:
+            self._classic_protocols[name] += delta
+            if self._classic_protocols[name] <= 0:
+                del self._classic_protocols[name]
 
     def _track(self, member: ConsumerMember) -> None:
         if member.is_reconciled_to(self.assignment_epoch):

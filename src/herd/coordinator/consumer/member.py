@@ -31,6 +31,21 @@ class MemberState(enum.IntEnum):
             return cls.UNKNOWN
 
 
+@dataclass(frozen=True, slots=True)
+class ClassicMetadata:
+    """What a member that speaks the classic protocol (JoinGroup, SyncGroup, Heartbeat) inside a consumer group
+    also needs (Kafka's ConsumerGroupMemberMetadataValue.ClassicMemberMetadata): its session timeout and the
+    protocols of its JoinGroup, each (name, metadata), in the member's order of preference."""
+
+    session_timeout_ms: int
+    protocols: tuple[tuple[str, bytes], ...]
+
+    @property
+    def protocol_name(self) -> str:
+        """The protocol a JoinGroup answer names for this member (Kafka: the first it supports)."""
+        return self.protocols[0][0]
+
+
 LEAVE_GROUP_MEMBER_EPOCH = -1  # a dynamic member leaves
 LEAVE_GROUP_STATIC_MEMBER_EPOCH = -2  # a static member leaves for now and keeps its assignment
 
@@ -51,10 +66,16 @@ class ConsumerMember:
     server_assignor: str | None = None
     assigned: Assignment = field(default_factory=dict)
     pending_revocation: Assignment = field(default_factory=dict)
+    classic: ClassicMetadata | None = None
+    """Set for a member that joined with JoinGroup (the classic protocol) rather than ConsumerGroupHeartbeat."""
 
     def with_epoch(self, epoch: int, **changes: object) -> ConsumerMember:
         """This member at `epoch`, its current one becoming the previous one, with `changes`."""
         return replace(self, member_epoch=epoch, previous_member_epoch=self.member_epoch, **changes)  # type: ignore[arg-type]
+
+    @property
+    def uses_classic_protocol(self) -> bool:
+        return self.classic is not None
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         """Whether the member is STABLE at the target assignment's epoch (Kafka's `isReconciledTo`)."""

@@ -19,15 +19,18 @@ goes (`group_tombstones`: current assignments, target assignments, members, then
 group metadata last, so that a log cut anywhere still replays to a consistent group).
 """
 
+import io
 import uuid  # kio reads these annotations at run time: no `from __future__ import annotations` here
 from dataclasses import dataclass, field, replace
 from typing import ClassVar, NamedTuple
 
+from kio.serial import entity_writer
+from kio.serial.writers import write_unsigned_varint
 from kio.static.constants import EntityType
-from kio.static.primitive import i8, i16, i32, i64
+from kio.static.primitive import i8, i16, i32, i64, uvarint
 
 from herd.coordinator.consumer.assignment import Assignment, assignment
-from herd.coordinator.consumer.member import ConsumerMember, MemberState
+from herd.coordinator.consumer.member import ClassicMetadata, ConsumerMember, MemberState
 from herd.coordinator.records import Record, decode_versioned, encode_versioned, value_version
 
 GROUP_METADATA = 3
@@ -222,7 +225,35 @@ def member_subscription_record(group_id: str, member: ConsumerMember) -> Record:
         rebalance_timeout_ms=i32(member.rebalance_timeout_ms),
         server_assignor=member.server_assignor,
     )
-    return Record(_member_key(MEMBER_METADATA, group_id, member.member_id), _value(value))
+    data = _value(value)
+    if member.classic is not None:
+        data = _with_classic_metadata(data, member.classic)
+    return Record(_member_key(MEMBER_METADATA, group_id, member.member_id), data)
+
+
+def _with_classic_metadata(data: bytes, classic: ClassicMetadata) -> bytes:
+    """A MemberMetadataValue written without tagged fields (its last byte, their count, is 0), given the
+    ClassicMemberMetadata as tagged field 0. Written here because Kafka writes a nullable struct in a tagged field
+    with a presence marker (its generator's generateStructReader: a varint > 0 before the struct), which kio reads
+    but does not write."""
+    assert data[-1] == 0, "a MemberMetadataValue with tagged fields"
+    struct_buffer = io.BytesIO()
+    entity_writer(ClassicMemberMetadata)(
+        struct_buffer,
+        ClassicMemberMetadata(
+            session_timeout_ms=i32(classic.session_timeout_ms),
+            supported_protocols=tuple(ClassicProtocol(name=name, metadata=meta) for name, meta in classic.protocols),
+        ),
+    )
+    body = struct_buffer.getvalue()
+    out = io.BytesIO()
+    out.write(data[:-1])
+    write_unsigned_varint(out, uvarint(1))  # one tagged field
+    write_unsigned_varint(out, uvarint(0))  # tag 0
+    write_unsigned_varint(out, uvarint(len(body) + 1))  # its size, with the presence marker
+    write_unsigned_varint(out, uvarint(1))  # present
+    out.write(body)
+    return out.getvalue()
 
 
 def target_assignment_record(group_id: str, member_id: str, target: Assignment) -> Record:
@@ -358,6 +389,13 @@ def apply_subscription(member: ConsumerMember, value: MemberMetadataValue) -> Co
         subscribed_topic_regex=value.subscribed_topic_regex,
         rebalance_timeout_ms=int(value.rebalance_timeout_ms),
         server_assignor=value.server_assignor,
+        classic=(
+            None
+            if (classic := value.classic_member_metadata) is None
+            else ClassicMetadata(
+                int(classic.session_timeout_ms), tuple((p.name, p.metadata) for p in classic.supported_protocols)
+            )
+        ),
     )
 
 

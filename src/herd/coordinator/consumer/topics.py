@@ -33,6 +33,10 @@ class TopicInfo:
 class TopicsImage:
     by_name: Mapping[str, TopicInfo] = field(default_factory=dict)
     version: int = 0
+    by_id: Mapping[TopicId, TopicInfo] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "by_id", {info.topic_id: info for info in self.by_name.values()})
 
     @classmethod
     def of(cls, topics: Iterable[tuple[str, TopicId, int]], version: int = 0) -> TopicsImage:
@@ -42,6 +46,17 @@ class TopicsImage:
         """The ids of the topics among `names` that exist."""
         by_name = self.by_name
         return frozenset(by_name[name].topic_id for name in names if name in by_name)
+
+    def with_ids(self, by_name: Mapping[str, frozenset[int]]) -> dict[TopicId, frozenset[int]]:
+        """Partitions by topic name as an Assignment (by id), topics that do not exist left out (Kafka's
+        toTopicPartitionMap)."""
+        known = self.by_name
+        return {known[name].topic_id: parts for name, parts in by_name.items() if name in known and parts}
+
+    def with_names(self, of: Mapping[TopicId, frozenset[int]]) -> dict[str, frozenset[int]]:
+        """An Assignment by topic name, topics that no longer exist left out (toConsumerProtocolAssignment)."""
+        by_id = self.by_id
+        return {by_id[topic_id].name: parts for topic_id, parts in of.items() if topic_id in by_id}
 
     def partition_counts(self, names: Iterable[str]) -> dict[TopicId, int]:
         by_name = self.by_name
