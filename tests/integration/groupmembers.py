@@ -230,6 +230,8 @@ class Member(threading.Thread):
         self.member_name, self.instance_id, self.assignor, self.session_ms = name, instance_id, assignor, session_ms
         self.assigned: frozenset[int] = frozenset()
         self.events: list[tuple[str, frozenset[int]]] = []
+        self.timeline: list[tuple[float, str, frozenset[int]]] = []  # `events` with when (time.monotonic())
+        self.stopped_at: float | None = None  # when `stop` was asked for
         self.consumed: list[tuple[int, int, bytes]] = []
         self.commit_failures = 0
         self.generation: int | None = None  # where the client tells it
@@ -247,6 +249,8 @@ class Member(threading.Thread):
         raise NotImplementedError
 
     def stop(self, timeout: float = 30.0) -> None:
+        if self.stopped_at is None:
+            self.stopped_at = time.monotonic()
         self._stop_event.set()
         self.join(timeout)
         assert not self.is_alive(), f"{self.name} did not stop"
@@ -264,6 +268,7 @@ class Member(threading.Thread):
     def _on_event(self, kind: str, partitions: Iterable[int], now: Iterable[int]) -> None:
         with self._lock:
             self.events.append((kind, frozenset(partitions)))
+            self.timeline.append((time.monotonic(), kind, frozenset(partitions)))
             self.assigned = frozenset(now)
 
     def _on_messages(self, messages: Iterable[tuple[int, int, bytes]]) -> None:
@@ -405,6 +410,23 @@ class ConfluentMember(Member):
                 self.commit_failures += 1
 
 
+class ConsumerProtocolMember(ConfluentMember):
+    """A confluent-kafka consumer on the KIP-848 consumer protocol (`group.protocol=consumer`): the coordinator
+    assigns (its `assignor` is the server-side one, `group.remote.assignor`), its heartbeat interval and session
+    timeout are the group's, so it sets neither."""
+
+    client = "confluent-consumer"
+
+    def _config(self) -> dict[str, Any]:
+        config = super()._config()
+        for classic_only in ("session.timeout.ms", "heartbeat.interval.ms", "partition.assignment.strategy"):
+            del config[classic_only]
+        config["group.protocol"] = "consumer"
+        if self.assignor in ("uniform", "range"):
+            config["group.remote.assignor"] = self.assignor
+        return config
+
+
 class AiokafkaMember(Member):
     client = "aiokafka"
 
@@ -471,7 +493,9 @@ class AiokafkaMember(Member):
             self.commit_failures += 1
 
 
-MEMBERS: dict[str, type[Member]] = {m.client: m for m in (KafkaPythonMember, ConfluentMember, AiokafkaMember)}
+MEMBERS: dict[str, type[Member]] = {
+    m.client: m for m in (KafkaPythonMember, ConfluentMember, ConsumerProtocolMember, AiokafkaMember)
+}
 
 
 def start_members(
@@ -490,6 +514,37 @@ def stop_all(members: Iterable[Member]) -> None:
         m._stop_event.set()
     for m in members:
         m.stop()
+
+
+def owned_twice(members: Iterable[Member]) -> list[str]:
+    """Each moment a partition was held by two members at once, as the clients reported it: a member holds a
+    partition from its "assigned" event until its "revoked" one (or until `stop` was asked for, since a closing
+    client may leave without a revocation callback), and nobody may be given a partition before its holder gave it
+    up."""
+    spans: dict[int, list[tuple[float, float, str]]] = {}
+    for member in members:
+        held: dict[int, float] = {}
+        for at, kind, partitions in list(member.timeline):
+            for partition in partitions:
+                if kind == "assigned":
+                    held.setdefault(partition, at)
+                elif partition in held:
+                    spans.setdefault(partition, []).append((held.pop(partition), at, member.name))
+        end = member.stopped_at if member.stopped_at is not None else float("inf")
+        for partition, since in held.items():
+            spans.setdefault(partition, []).append((since, end, member.name))
+    overlaps = []
+    for partition, intervals in spans.items():
+        intervals.sort()
+        latest_end, latest_who = float("-inf"), ""
+        for start, end, who in intervals:
+            if start < latest_end:
+                overlaps.append(
+                    f"partition {partition}: {latest_who} held it until {latest_end:.3f}, {who} from {start:.3f}"
+                )
+            if end > latest_end:
+                latest_end, latest_who = end, who
+    return overlaps
 
 
 def consumed_values(members: Iterable[Member]) -> list[bytes]:

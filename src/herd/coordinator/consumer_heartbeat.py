@@ -27,8 +27,10 @@ executor runs it, so a member learns what its regex matched on its next heartbea
 The heartbeat interval and session timeout are the group's `consumer.heartbeat.interval.ms` and
 `consumer.session.timeout.ms` when it sets them (kafka_group_configs.py), else the broker's.
 
-Not here yet (issue 31): classic members in a consumer group and the online upgrade and downgrade. A non-empty
-classic group answers GROUP_ID_NOT_FOUND, as Kafka does when it cannot upgrade.
+A joining member upgrades a classic group with members (migration.py), and when the last consumer-protocol
+member is fenced or leaves a group of classic members, the group goes back to classic. Classic members inside a
+consumer group talk through JoinGroup, SyncGroup, Heartbeat and LeaveGroup (consumer_classic.py), with the
+helpers here.
 """
 
 from __future__ import annotations

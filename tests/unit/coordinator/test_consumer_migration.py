@@ -20,7 +20,7 @@ from herd.coordinator.consumer.assignment import Assignment, assignment
 from herd.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from herd.coordinator.consumer.member import MemberState
 from herd.coordinator.consumer.topics import TopicsImage
-from herd.coordinator.consumer_heartbeat import ConsumerGroupHeartbeat
+from herd.coordinator.consumer_heartbeat import ConsumerGroupDescribe, ConsumerGroupHeartbeat
 from herd.coordinator.errors import ErrorCode
 from herd.coordinator.member import MemberProtocol
 from herd.coordinator.requests import (
@@ -453,3 +453,42 @@ def test_no_downgrade_when_the_policy_forbids_it() -> None:
     a.heartbeat(member_epoch=-1)
     group = consumer_group(ctx)
     assert set(group.members) == set(ids) and group.num_classic == 2
+
+
+@pytest.mark.parametrize(("topics", "rebalancing"), [(("foo",), False), (("foo", "bar"), True)])
+def test_a_classic_static_member_replacing_the_last_consumer_one_downgrades_the_group(
+    topics: tuple[str, ...], rebalancing: bool
+) -> None:
+    """validateOnlineDowngradeWithReplacedMember: the group goes back to classic at once, and rebalances only if
+    the newcomer's subscription differs from the member it replaced."""
+    ctx = new_ctx()
+    s = Consumer(ctx, "s", instance_id="i1")
+    s.heartbeat()
+    c = Classic(ctx)
+    c.join()
+    c.sync()
+    s.heartbeat()
+    s.heartbeat()
+    c.rebalance()
+    handle, result = ctx.join(
+        "g", group_instance_id="i1", protocols=(MemberProtocol("range", subscription(topics)),), member_id=""
+    )
+    joined = reply(result, handle)
+    assert joined.error_code == ErrorCode.none and joined.member_id == "uuid1"
+    assert ctx.shard.consumer_group("g") is None
+    classic = ctx.shard.group("g")
+    assert classic is not None and set(classic.members) == {c.member_id, "uuid1"}
+    assert classic.is_in(GroupState.PREPARING_REBALANCE) is rebalancing
+    assert classic.static_member_id("i1") == "uuid1"
+    if not rebalancing:  # the newcomer takes over the replaced member's partitions
+        assert partitions_of(classic.members["uuid1"].assignment) == set(s.owned.get(FOO, ()))
+
+
+def test_consumer_group_describe_tells_classic_members_from_consumer_ones() -> None:
+    ctx = new_ctx()
+    Consumer(ctx, "a").heartbeat()
+    c = Classic(ctx)
+    c.join()
+    handle, result = ctx.run("consumer_group_describe", ConsumerGroupDescribe(group_ids=("g",)))
+    (described,) = reply(result, handle).groups
+    assert {m.member_id: m.member_type for m in described.members} == {"a": 1, c.member_id: 0}

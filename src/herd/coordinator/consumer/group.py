@@ -12,7 +12,9 @@ What the group keeps, beside its members (`ConsumerMember`) and their target ass
   target assignment (the group is Assigning while it is behind the group epoch);
 - each partition's owner epoch (`partition_epoch`), from the members' assigned and pending-revocation
   partitions: reconciliation never hands out a partition that still has one;
-- static members by instance id, regular expressions and what they resolved to.
+- static members by instance id, regular expressions and what they resolved to;
+- how many members speak the classic protocol and which protocols they all support (KIP-848's migration:
+  consumer_classic.py, migration.py).
 
 Its state follows Kafka's `maybeUpdateGroupState`: Empty without members, Assigning while the target is behind
 the group epoch, Reconciling while a member is not STABLE at the target's epoch, else Stable.
