@@ -49,7 +49,14 @@ class LateMember(AiokafkaMember):
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     broker = BrokerProcess(
-        tmp_path_factory.mktemp("console") / "data", {**BROKER_OVERRIDES, "herd.http.listener": "127.0.0.1:0"}
+        tmp_path_factory.mktemp("console") / "data",
+        {
+            **BROKER_OVERRIDES,
+            "herd.http.listener": "127.0.0.1:0",
+            # KIP-848 members heartbeat every half second, as the classic members of groupmembers do
+            "group.consumer.min.heartbeat.interval.ms": "500",
+            "group.consumer.heartbeat.interval.ms": "500",
+        },
     ).start()
     yield broker
     broker.stop()
@@ -183,6 +190,47 @@ def test_the_timeline_draws_phases_late_and_dropped_members_of_each_rebalance(no
     ]
     assert widths[0] == pytest.approx(widths[1] * 10, rel=0.05)  # 2000 ms against 200 ms
     assert cards.nth(2).locator(".by").inner_text() == "by kp-a-8f14e45f"
+    page.close()
+
+
+def test_a_consumer_group_page_shows_epochs_states_and_targets(node, browser, members):
+    """A KIP-848 consumer group: a confluent-kafka member on group.protocol=consumer, then a kafka-python member
+    that joins with the classic protocol. The list names the group's type; its page shows the group and assignment
+    epochs, each member's protocol, epoch, state and target, and the epoch bump the newcomer caused, its target
+    assignment and reconciliation."""
+    group_id, topic = "console-848", "console-848-orders"
+    create_topic(node.bootstrap, topic, PARTITIONS)
+    members += start_members(
+        ["confluent-consumer"], node.bootstrap, topic, group_id, n=1, prefix="c", assignor="uniform"
+    )
+    wait_for(lambda: members[-1].assigned, what="the consumer-protocol member's partitions")
+    members += start_members(["kafka-python"], node.bootstrap, topic, group_id, n=1, prefix="k")
+    mine = [m for m in members if m.group == group_id]
+    settled(mine, PARTITIONS, quiet_s=0.5)
+    group = wait_for(
+        lambda: (g := api(node, f"/v1/groups/{group_id}"))["state"] == "Stable" and g, what="a stable consumer group"
+    )
+
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.goto(f"http://{node.http}/groups/{group_id}")
+    page.wait_for_function("document.querySelectorAll('#members tbody tr').length === 2")
+    facts = page.locator(".facts").inner_text().lower()  # the terms are upper-cased by the style sheet
+    assert "consumer (kip-848)" in facts and "group epoch" in facts and "assignment epoch" in facts
+    classic = page.locator('#members tr[data-protocol="classic"]')
+    assert classic.locator(".epoch").inner_text() == str(group["generation"])
+    assert classic.locator(".member-state").inner_text() == "STABLE"
+    kp = next(m for m in mine if m.client == "kafka-python")
+    assert classic.locator(".target").inner_text() == f"{topic}: {', '.join(str(p) for p in sorted(kp.assigned))}"
+    joined = [r for r in group["rebalances"] if r["cause"] == "member-join" and r["outcome"] == "stable"][-1]
+    card = page.locator(f'#timeline .rebalance[data-generation="{joined["generation"]}"]')
+    card.wait_for(timeout=10_000)
+    assert card.locator(".gen-number").inner_text() == f"epoch {joined['generation']}"
+    assert card.locator(".bar-label").inner_text().startswith("assign ") and " · reconcile " in card.inner_text()
+
+    page.goto(f"http://{node.http}/")
+    row = page.locator(f'#groups tr[data-group="{group_id}"]')
+    row.wait_for()
+    assert row.locator(".type").inner_text() == "consumer" and "consumer / uniform" in row.inner_text()
     page.close()
 
 

@@ -15,12 +15,15 @@ from brokers import BrokerProcess
 from groupmembers import BROKER_OVERRIDES, create_topic, produce, settled, start_members, stop_all, wait_for
 
 TOPIC, PARTITIONS = "api-orders", 4
+# KIP-848 members heartbeat every half second, as the classic members of groupmembers do
+CONSUMER_PROTOCOL = {"group.consumer.min.heartbeat.interval.ms": "500", "group.consumer.heartbeat.interval.ms": "500"}
 
 
 @pytest.fixture(scope="module")
 def node(tmp_path_factory):
     broker = BrokerProcess(
-        tmp_path_factory.mktemp("http-api") / "data", {**BROKER_OVERRIDES, "herd.http.listener": "127.0.0.1:0"}
+        tmp_path_factory.mktemp("http-api") / "data",
+        {**BROKER_OVERRIDES, **CONSUMER_PROTOCOL, "herd.http.listener": "127.0.0.1:0"},
     ).start()
     create_topic(broker.bootstrap, TOPIC, PARTITIONS)
     yield broker
@@ -69,6 +72,7 @@ def test_a_live_group_its_members_assignments_lag_and_history(node, members):
     (summary,) = [g for g in listed["groups"] if g["group"] == "api-live"]
     assert summary == {
         "group": "api-live",
+        "type": "classic",
         "state": "Stable",
         "protocol_type": "consumer",
         "protocol": "range",
@@ -85,6 +89,50 @@ def test_a_live_group_its_members_assignments_lag_and_history(node, members):
     assert status == 200 and group["state"] == "Empty" and group["members"] == []
     assert [(p["committed"], p["end_offset"], p["lag"]) for p in group["partitions"]] == [(5, 7, 2)] * PARTITIONS
     assert group["lag"] == 8
+
+
+def test_a_consumer_group_with_a_classic_member_its_epochs_states_and_targets(node, members):
+    """A KIP-848 consumer group (a confluent-kafka member on group.protocol=consumer) that a kafka-python member
+    joined with the classic protocol: each member's epoch, reconciliation state, current and target partitions."""
+    group_id = "api-848"
+    members += start_members(
+        ["confluent-consumer"], node.bootstrap, TOPIC, group_id, n=1, prefix="c", assignor="uniform"
+    )
+    wait_for(lambda: members[0].assigned, what="the consumer-protocol member's partitions")
+    members += start_members(["kafka-python"], node.bootstrap, TOPIC, group_id, n=1, prefix="k")
+    settled(members, PARTITIONS, quiet_s=0.5)
+
+    def stable() -> dict[str, Any] | None:
+        status, group = get(node, f"/v1/groups/{group_id}")
+        done = (
+            status == 200
+            and group["state"] == "Stable"
+            and all(m["member_state"] == "STABLE" for m in group["members"])
+        )
+        return group if done else None
+
+    group = wait_for(stable, what="a stable consumer group")
+    assert (group["type"], group["protocol_type"], group["protocol"]) == ("consumer", "consumer", "uniform")
+    assert group["generation"] == group["assignment_epoch"] and group["leader"] is None
+    by_protocol = {m["protocol"]: m for m in group["members"]}
+    assert sorted(by_protocol) == ["classic", "consumer"]
+    assert by_protocol["classic"]["client_id"] == "kp-k0" and by_protocol["consumer"]["client_id"] == "cf-c0"
+    assert by_protocol["classic"]["session_timeout_ms"] == 6000  # its own, from its JoinGroup
+    assert by_protocol["consumer"]["session_timeout_ms"] == 45000  # the group's
+    for member in members:
+        held = by_protocol["classic" if member.client == "kafka-python" else "consumer"]
+        assert held["member_epoch"] == group["generation"]
+        assert (
+            held["assignment"] == held["target_assignment"] == [{"topic": TOPIC, "partitions": sorted(member.assigned)}]
+        )
+    last = group["rebalances"][-1]
+    assert last["group_type"] == "consumer" and last["join_end"] == "target-assignment"
+    assert last["generation"] == group["generation"] and last["outcome"] == "stable"
+
+    status, listed = get(node, "/v1/groups")
+    (summary,) = [g for g in listed["groups"] if g["group"] == group_id]
+    assert (summary["type"], summary["state"], summary["members"]) == ("consumer", "Stable", 2)
+    assert summary["assignment_epoch"] == group["assignment_epoch"]
 
 
 def test_a_group_with_committed_offsets_only(node):

@@ -386,6 +386,15 @@ class GroupCoordinatorShard:
         """A KIP-848 consumer group; read it, never change it."""
         return self._ctx.consumer_groups.get(group_id)
 
+    @property
+    def topics(self) -> TopicsImage:
+        """The topics the consumer groups see (topic ids to names for their assignments)."""
+        return self._ctx.topics
+
+    def consumer_session_timeout_ms(self, group_id: str) -> int:
+        """A consumer group's session timeout: its consumer.session.timeout.ms, else the broker's."""
+        return consumer_heartbeat.session_timeout_ms(self._ctx, group_id)
+
     def groups(self) -> tuple[ClassicGroup, ...]:
         """Every group this shard holds (observability: the HTTP API, metrics); read them, never change them."""
         return tuple(self._ctx.groups.values())

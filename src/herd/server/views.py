@@ -8,15 +8,20 @@ from this node's logs on a single node and from PostgreSQL in cluster mode.
 
 Shapes (every offset an int, every time epoch ms):
 
-    group summary: {"group", "state", "protocol_type", "protocol", "generation", "members", "coordinator",
-                    "lag", "last_rebalance"}     lag: the sum of the known partition lags, or null;
+    group summary: {"group", "type", "state", "protocol_type", "protocol", "generation", "members", "coordinator",
+                    "lag", "last_rebalance"}     type: "classic", or "consumer" for a KIP-848 consumer group (its
+                   "protocol" is its server-side assignor, its "generation" its group epoch; it also has
+                   "assignment_epoch"); lag: the sum of the known partition lags, or null;
                    last_rebalance: {"generation", "cause", "started_ms", "completed_ms", "outcome"} of the
                    newest history entry, or null
     group detail:  the summary's keys and "leader", "members": [member], "partitions": [partition lag],
                    "rebalances": [entry] (oldest first, herd.coordinator.history's Rebalance.to_json)
     member:        {"member_id", "group_instance_id", "client_id", "client_host", "session_timeout_ms",
                     "rebalance_timeout_ms", "assignment": [{"topic", "partitions": [int]}] or null}
-                   (null: not the consumer protocol, or bytes that do not decode)
+                   (null: not the consumer protocol, or bytes that do not decode); a consumer group's member
+                   also has "member_epoch", "member_state" (STABLE, UNREVOKED_PARTITIONS,
+                   UNRELEASED_PARTITIONS), "target_assignment" (as "assignment") and "protocol" ("consumer",
+                   or "classic" for a member that joined with JoinGroup)
     partition lag: {"topic", "partition", "committed", "end_offset", "lag", "member_id"}
                    (end_offset and lag null when unknown; member_id the member assigned it, or null)
     topic:         {"topic", "internal", "partitions": [{"partition", "leader", "start_offset", "end_offset",
@@ -33,6 +38,8 @@ from kio.schema.consumer_protocol_assignment.v0.data import ConsumerProtocolAssi
 from kio.serial import entity_reader
 from kio.serial.errors import SerialError
 
+from herd.coordinator.consumer.group import ConsumerGroup
+from herd.coordinator.consumer.member import ConsumerMember
 from herd.coordinator.group import ClassicGroup
 from herd.coordinator.history import Rebalance
 from herd.coordinator.member import Member
@@ -86,12 +93,32 @@ def _active_shards(broker: Broker) -> list[Any]:
 
 
 def _summary(
-    broker: Broker, group_id: str, group: ClassicGroup | None, lags: list[Any], history: tuple[Any, ...]
+    broker: Broker,
+    group_id: str,
+    group: ClassicGroup | ConsumerGroup | None,
+    lags: list[Any],
+    history: tuple[Any, ...],
+    assignor: str = "",
 ) -> dict[str, Any]:
     known = [p.lag for p in lags if p.lag is not None]
     last = rebalance_json(history[-1]) if history else None
+    if isinstance(group, ConsumerGroup):
+        return {
+            "group": group_id,
+            "type": CONSUMER,
+            "state": group.state.value,
+            "protocol_type": CONSUMER,
+            "protocol": group.preferred_assignor(assignor) if group.members else None,
+            "generation": group.group_epoch,
+            "assignment_epoch": group.assignment_epoch,
+            "members": len(group.members),
+            "coordinator": broker.node_id,
+            "lag": sum(known) if known else None,
+            "last_rebalance": None if last is None else {key: last.get(key) for key in _LAST_REBALANCE},
+        }
     return {
         "group": group_id,
+        "type": "classic",
         "state": group.state.value if group is not None else "Empty",
         "protocol_type": group.protocol_type if group is not None else None,
         "protocol": group.protocol_name if group is not None else None,
@@ -106,8 +133,10 @@ def _summary(
 async def local_groups(broker: Broker) -> list[dict[str, Any]]:
     """The summary of every group of this node's active shards (with members, or committed offsets only), by id."""
     out = []
+    assignor = _default_assignor(broker)
     for shard in _active_shards(broker):
-        groups = {g.group_id: g for g in shard.groups()}
+        groups: dict[str, ClassicGroup | ConsumerGroup] = {g.group_id: g for g in shard.groups()}
+        groups.update((g.group_id, g) for g in shard.consumer_groups())
         for group_id in sorted(set(groups) | set(shard.offset_group_ids())):
             if len(out) % 200 == 199:
                 await asyncio.sleep(0)  # thousands of groups: let the Kafka connections be served in between
@@ -118,15 +147,24 @@ async def local_groups(broker: Broker) -> list[dict[str, Any]]:
                     groups.get(group_id),
                     await group_lags(broker, group_id),
                     shard.rebalance_history(group_id),
+                    assignor,
                 )
             )
     return sorted(out, key=lambda g: g["group"])
+
+
+def _default_assignor(broker: Broker) -> str:
+    runtime = broker.coordinator
+    return runtime.config.group_consumer_assignors[0] if runtime is not None else ""
 
 
 async def group_detail(broker: Broker, group_id: str) -> dict[str, Any] | None:
     """The group's members, assignments, lag and history; None if this node's shard does not know it.
     Raises NotHere if this node does not coordinate it (now)."""
     shard = _shard(broker, group_id)
+    consumer_group: ConsumerGroup | None = shard.consumer_group(group_id)
+    if consumer_group is not None:
+        return await _consumer_group_detail(broker, shard, consumer_group)
     group: ClassicGroup | None = shard.group(group_id)
     history = shard.rebalance_history(group_id)
     lags = await group_lags(broker, group_id)
@@ -140,6 +178,43 @@ async def group_detail(broker: Broker, group_id: str) -> dict[str, Any] | None:
         "members": members,
         "partitions": [_lag(p, owners.get((p.topic, p.partition))) for p in lags],
         "rebalances": [rebalance_json(entry) for entry in history],
+    }
+
+
+async def _consumer_group_detail(broker: Broker, shard: Any, group: ConsumerGroup) -> dict[str, Any]:
+    """A KIP-848 consumer group: members with their epochs, states, current and target assignments."""
+    group_id = group.group_id
+    history = shard.rebalance_history(group_id)
+    lags = await group_lags(broker, group_id)
+    names = shard.topics.with_names
+    session_ms = shard.consumer_session_timeout_ms(group_id)
+    members = [_consumer_member(m, group, names, session_ms) for m in group.members.values()]
+    owners = {(a["topic"], p): m["member_id"] for m in members for a in m["assignment"] for p in a["partitions"]}
+    return {
+        **_summary(broker, group_id, group, lags, history, _default_assignor(broker)),
+        "leader": None,
+        "members": members,
+        "partitions": [_lag(p, owners.get((p.topic, p.partition))) for p in lags],
+        "rebalances": [rebalance_json(entry) for entry in history],
+    }
+
+
+def _consumer_member(member: ConsumerMember, group: ConsumerGroup, names: Any, session_ms: int) -> dict[str, Any]:
+    def listed(of: Any) -> list[dict[str, Any]]:
+        return [{"topic": topic, "partitions": sorted(parts)} for topic, parts in sorted(names(of).items())]
+
+    return {
+        "member_id": member.member_id,
+        "group_instance_id": member.instance_id,
+        "client_id": member.client_id,
+        "client_host": member.client_host,
+        "session_timeout_ms": member.classic.session_timeout_ms if member.classic is not None else session_ms,
+        "rebalance_timeout_ms": member.rebalance_timeout_ms,
+        "assignment": listed(member.assigned),
+        "member_epoch": member.member_epoch,
+        "member_state": member.state.name,
+        "target_assignment": listed(group.target(member.member_id)),
+        "protocol": "classic" if member.classic is not None else CONSUMER,
     }
 
 

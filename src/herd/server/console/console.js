@@ -106,6 +106,7 @@ function renderGroups(data) {
   const rows = data.groups.map((g) => h("tr", { "data-group": g.group },
     h("td", {}, h("a", { href: groupHref(g.group) }, g.group)),
     h("td", {}, stateBadge(g.state)),
+    h("td", { class: "type" }, g.type || "classic"),
     h("td", {}, [g.protocol_type, g.protocol].filter(Boolean).join(" / ") || "–"),
     h("td", { class: "num" }, num(g.members)),
     h("td", { class: "num" }, num(g.generation)),
@@ -116,7 +117,8 @@ function renderGroups(data) {
     h("h1", {}, "Consumer groups"),
     ...unreachableNotes(data.unreachable),
     data.groups.length
-      ? table(["Group", "State", "Protocol", "Members#", "Generation#", "Coordinator#", "Lag#", "Last rebalance"], rows,
+      ? table(["Group", "State", "Type", "Protocol", "Members#", "Generation#", "Coordinator#", "Lag#", "Last rebalance"],
+        rows,
         { id: "groups", class: "grid" })
       : notice("No groups yet."),
   ];
@@ -124,6 +126,7 @@ function renderGroups(data) {
 
 function renderMembers(g) {
   if (!g.members.length) return notice("No members.");
+  if (g.type === "consumer") return renderConsumerMembers(g);
   const rows = g.members.map((m) => h("tr", { "data-member": m.member_id },
     h("td", {}, memberLabel(m.member_id, m.group_instance_id),
       m.member_id === g.leader ? h("span", { class: "leader", title: "the group's leader" }, " ★") : null),
@@ -131,6 +134,21 @@ function renderMembers(g) {
     h("td", {}, m.client_host),
     h("td", { class: "assignment" }, assignmentText(m.assignment))));
   return table(["Member", "Client id", "Host", "Partitions"], rows, { id: "members", class: "grid" });
+}
+
+// a KIP-848 consumer group's members: each with its epoch, reconciliation state, and current and target partitions
+function renderConsumerMembers(g) {
+  const rows = g.members.map((m) => h("tr", { "data-member": m.member_id, "data-protocol": m.protocol },
+    h("td", {}, memberLabel(m.member_id, m.group_instance_id)),
+    h("td", { class: "protocol" }, m.protocol),
+    h("td", { class: "num epoch" }, num(m.member_epoch)),
+    h("td", { class: "member-state" }, m.member_state),
+    h("td", {}, m.client_id),
+    h("td", {}, m.client_host),
+    h("td", { class: "assignment" }, assignmentText(m.assignment)),
+    h("td", { class: "target" }, assignmentText(m.target_assignment))));
+  return table(["Member", "Protocol", "Epoch#", "State", "Client id", "Host", "Partitions", "Target"], rows,
+    { id: "members", class: "grid" });
 }
 
 function assignmentText(assignment) {
@@ -178,11 +196,15 @@ function renderRebalance(r, scale) {
         title: `${l.member_id} joined ${ms(l.after_ms)} after the first` }));
     }
   }
+  // a consumer group's epoch bump: the new target assignment, then every member reconciling to it
+  const [joinWord, syncWord] = r.group_type === "consumer" ? ["assign", "reconcile"] : ["join", "sync"];
+  joinBar.setAttribute("title", `${joinWord} phase ${open ? "running" : ms(r.join_ms)}`);
   const syncBar = r.sync_ms === null || r.sync_ms === undefined ? null
-    : h("span", { class: "phase sync", style: `width:${pct(r.sync_ms)}`, title: `sync phase ${ms(r.sync_ms)}` });
+    : h("span", { class: "phase sync", style: `width:${pct(r.sync_ms)}`, title: `${syncWord} phase ${ms(r.sync_ms)}` });
   return h("li", { class: `rebalance${running ? " running" : ""}`, "data-generation": r.generation ?? "" },
     h("div", { class: "gen" },
-      h("span", { class: "gen-number" }, r.generation === null || r.generation === undefined ? "…" : `gen ${r.generation}`),
+      h("span", { class: "gen-number" }, r.generation === null || r.generation === undefined ? "…"
+        : `${r.group_type === "consumer" ? "epoch" : "gen"} ${r.generation}`),
       h("span", { class: "gen-from" }, `from ${r.from_generation}`)),
     h("div", { class: "body" },
       h("div", { class: "headline" },
@@ -192,8 +214,8 @@ function renderRebalance(r, scale) {
         h("span", { class: "outcome" }, running ? "running…" : r.outcome)),
       r.reason ? h("div", { class: "reason" }, r.reason) : null,
       h("div", { class: "bars" }, h("div", { class: "track" }, joinBar, syncBar),
-        h("span", { class: "bar-label" }, open && running ? `joining… ${ms(joinMs)}`
-          : `join ${ms(r.join_ms)} · sync ${running ? "…" : ms(r.sync_ms)}`)),
+        h("span", { class: "bar-label" }, open && running ? `${joinWord}ing… ${ms(joinMs)}`
+          : `${joinWord} ${ms(r.join_ms)} · ${syncWord} ${running ? "…" : ms(r.sync_ms)}`)),
       h("div", { class: "people" },
         h("span", { class: "count", title: (r.members || []).map(memberLine).join("\n") },
           `${(r.members || []).length} members`),
@@ -212,7 +234,11 @@ function memberLine(m) {
 }
 
 function renderGroup(g) {
-  const facts = [
+  const facts = g.type === "consumer" ? [
+    ["State", stateBadge(g.state)], ["Type", "consumer (KIP-848)"], ["Group epoch", num(g.generation)],
+    ["Assignment epoch", num(g.assignment_epoch)], ["Assignor", g.protocol || "–"],
+    ["Members", num(g.members.length)], ["Coordinator", `node ${g.coordinator}`], ["Lag", num(g.lag)],
+  ] : [
     ["State", stateBadge(g.state)], ["Generation", num(g.generation)],
     ["Protocol", [g.protocol_type, g.protocol].filter(Boolean).join(" / ") || "–"],
     ["Members", num(g.members.length)], ["Leader", g.leader ? memberLabel(g.leader) : "–"],
