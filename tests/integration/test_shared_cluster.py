@@ -27,6 +27,7 @@ import psycopg
 import pytest
 from processes import first_line, reaped
 
+from herd.cluster.database import locked
 from herd.cluster.shared import ClusterError, SharedCluster
 from herd.cluster.topics import (
     INVALID_PARTITIONS,
@@ -38,6 +39,7 @@ from herd.cluster.topics import (
     TopicError,
 )
 from herd.log.api import LogConfig
+from herd.log.postgres import metadata_sql as q
 from herd.log.postgres.db import open_pool
 from herd.log.postgres.errors import MetadataWriteError
 from herd.log.postgres.schema import migrate
@@ -633,6 +635,64 @@ def test_a_topic_made_again_under_its_name_gets_new_logs_everywhere(db: str) -> 
             await eventually(lambda: agreed([a, b]) and a.cluster.get("t").topic_id == again.topic_id)
             new = {k: log.pid for m in (a, b) for k, log in m.store.open.items()}
             assert set(new) == set(old) and not set(new.values()) & set(old.values())
+
+    run(db, test)
+
+
+def test_a_node_stalled_under_the_metadata_lock_holds_the_others_up_only_for_its_session_timeout(db: str) -> None:
+    """A node cut off right after PostgreSQL granted it the metadata lock (its next statement and its COMMIT held
+    up, as by a network partition or a paused process) must not stop every other node's steps and changes until
+    it comes back: PostgreSQL ends its session once it has been quiet for its session timeout, and the lock goes
+    on. (PostgreSQL alone would keep the lock until TCP gave up on the node; the test above once hung so, when the
+    proxy cut off node 1's controller step between the lock and its COMMIT.)"""
+
+    async def test(nodes: Nodes) -> None:
+        async with Proxy(db) as proxy:
+            b = await nodes.start(2)
+            pool = await open_pool(proxy.url, min_size=1, max_size=1)
+            granted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+            async def cut_off_under_the_lock() -> None:  # as every registration, step and admin change of a node
+                async with locked(pool, 1.0) as conn:
+                    proxy.mode = "blackhole"
+                    granted.set_result(conn.info.backend_pid)
+
+            holder = asyncio.create_task(cut_off_under_the_lock())
+            try:
+                pid = await granted
+                try:
+                    async with asyncio.timeout(30):
+                        await b.cluster.create_topic("t", 2)
+                except TimeoutError:
+                    pytest.fail("node 2 waited 30 s for the metadata lock of a session cut off for 1 s")
+                async with await psycopg.AsyncConnection.connect(db, autocommit=True) as conn:
+                    cursor = await conn.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,))
+                    assert await cursor.fetchone() == (0,)  # ended by PostgreSQL while still cut off
+                assert not holder.done()
+                proxy.mode = "carry"
+                with pytest.raises(psycopg.Error):  # its COMMIT: the session is gone, nothing was committed
+                    await holder
+            finally:
+                holder.cancel()
+                await pool.close()
+
+    run(db, test)
+
+
+def test_a_change_waits_for_the_metadata_lock_at_most_twice_the_session_timeout(db: str) -> None:
+    """A session that holds the metadata lock without herd's bounds (an operator's psql, say) does not hold up a
+    node's change for ever: the wait gives up after twice the session timeout, and the change fails saying why."""
+
+    async def test(nodes: Nodes) -> None:
+        b = await nodes.start(2, session_ms=1000, heartbeat_ms=200)
+        async with await psycopg.AsyncConnection.connect(db) as other:
+            await other.execute(q.LOCK, (q.METADATA_LOCK,))  # held until its transaction ends
+            with pytest.raises(TopicError) as e:
+                await b.cluster.create_topic("t", 1)
+            await other.rollback()
+        assert e.value.error_code == KAFKA_STORAGE_ERROR and "lock timeout" in str(e.value), e.value
+        assert b.cluster.get("t") is None
+        await b.cluster.create_topic("t", 1)
 
     run(db, test)
 

@@ -85,11 +85,10 @@ async def place(conn: psycopg.AsyncConnection, node_id: int, *, handing_over: bo
 async def move_leadership(
     conn: psycopg.AsyncConnection, topic: str, index: int, to_node: int | None, *, sender: int
 ) -> Moved:
-    """The database side of `SharedCluster.move_partition`, inside the caller's transaction, which commits it:
-    take the metadata lock (no step or admin change runs meanwhile), check the partition and the target against
-    the live nodes, store the new leader with the next epoch (NEW_EPOCH: the epoch history OffsetForLeaderEpoch
+    """The database side of `SharedCluster.move_partition`, inside the caller's transaction under the metadata lock
+    (no step or admin change runs meanwhile), which commits it: check the partition and the target against the
+    live nodes, store the new leader with the next epoch (NEW_EPOCH: the epoch history OffsetForLeaderEpoch
     answers from grows as at every other change) and notify every node but `sender`. Raises MoveError."""
-    await conn.execute(q.LOCK, (q.METADATA_LOCK,))
     cursor = await conn.execute(q.MOVE_FIND, (index, topic))
     row = await cursor.fetchone()
     if row is None:

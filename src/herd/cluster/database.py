@@ -22,10 +22,20 @@ DB_ERRORS = (psycopg.Error, PoolTimeout, OSError)
 
 
 @asynccontextmanager
-async def locked(pool: AsyncConnectionPool, timeout: float) -> AsyncIterator[psycopg.AsyncConnection]:
+async def locked(pool: AsyncConnectionPool, session_s: float) -> AsyncIterator[psycopg.AsyncConnection]:
     """A connection of `pool` in one transaction under the metadata lock (no registration, controller step or
-    admin change of any node runs meanwhile); the transaction commits when the block ends without an error."""
-    async with pool.connection(timeout=timeout) as conn, conn.transaction():
+    admin change of any node runs meanwhile); the transaction commits when the block ends without an error.
+
+    The lock is cluster-wide, so neither holding nor waiting may go on without a bound (`session_s`, the session
+    timeout, bounds the wait for a connection too). A holder that sends nothing for `session_s` (its node stalled
+    or cut off after the lock was granted, its next statement or COMMIT never arriving) has its session ended by
+    PostgreSQL (idle_in_transaction_session_timeout), which releases the lock: PostgreSQL alone would keep it until
+    TCP gave up on the node, hours later or never, and every other node's steps and changes would wait as long
+    (the steps that move a lost node's partitions among them). Such a node has lost its lease by then anyway. A
+    wait for a lock in the transaction gives up after twice `session_s` (lock_timeout: LockNotAvailable, a
+    psycopg.Error), longer than a stalled holder can keep it."""
+    async with pool.connection(timeout=session_s) as conn, conn.transaction():
+        await conn.execute(q.LOCK_BOUNDS, (str(round(session_s * 1000)), str(round(session_s * 2000))))
         await conn.execute(q.LOCK, (q.METADATA_LOCK,))
         yield conn
 

@@ -423,7 +423,7 @@ class SharedCluster(MetadataView):
         later: the old leader lets go (its writes not yet stored are fenced by the epoch), the new one opens the
         partition (a coordinator partition: loads its groups). Raises MoveError."""
         try:
-            async with self._pool.connection(timeout=self._session_s) as conn, conn.transaction():
+            async with locked(self._pool, self._session_s) as conn:
                 moved = await controller.move_leadership(conn, topic, index, to_node, sender=self.node_id)
         except DB_ERRORS as e:
             raise MoveError(f"could not move {topic}-{index}: {describe(e, self._where)}", 503) from None

@@ -17,6 +17,9 @@ PURGE_LOCK = 0x68657270  # 'herp': pg_try_advisory_lock key of the node removing
 # -- locks, notifications, snapshots ---------------------------------------------------------------------------------
 
 LOCK = "SELECT pg_advisory_xact_lock(%s)"  # held until the transaction ends
+# before LOCK, for the rest of the transaction (in ms): PostgreSQL ends the session of a holder that sends nothing for
+# the first (a node stalled mid-change), and a statement waiting for a lock gives up after the second
+LOCK_BOUNDS = "SELECT set_config('idle_in_transaction_session_timeout', %s, true), set_config('lock_timeout', %s, true)"
 TRY_LOCK = "SELECT pg_try_advisory_lock(%s)"  # a session lock, or false when another session holds it
 UNLOCK = "SELECT pg_advisory_unlock(%s)"
 NOTIFY = "SELECT pg_notify(%s, %s)"  # the channel and "<kind> <sender node id>"; delivered at commit
