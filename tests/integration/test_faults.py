@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from brokers import BrokerProcess
 from confluent_kafka import Producer
+from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 from rawkafka import RawClient
@@ -30,6 +31,10 @@ def broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[BrokerProcess]:
     b = BrokerProcess(
         tmp_path_factory.mktemp("faults") / "data", {"herd.http.listener": "127.0.0.1:0", "herd.faults.enable": "true"}
     ).start()
+    # the module's topic, made here so that each test stands alone (the offsets test commits to it, and an
+    # OffsetCommit to a topic that does not exist is refused; it passed only after the produce test made it)
+    admin = AdminClient({"bootstrap.servers": b.bootstrap})
+    admin.create_topics([NewTopic("t", 1, 1)])["t"].result(20)
     yield b
     b.stop()
 
