@@ -9,7 +9,9 @@ consumers using the same assignor, whichever of them leads. The protocol is coop
 every configured assignor supports it, as in Java's ConsumerCoordinator; then `revoked` is the set
 difference old - new, and the membership machine carries out the two phases.
 
-`GroupConsumer` puts a consumer on top: it subscribes, keeps each assigned partition's position (from the
+`GroupConsumer` puts a consumer on top, on the classic protocol or, with `group_protocol="consumer"`, on KIP-848's
+(herd.client.consumer_group_member: the coordinator assigns, `server_assignor` names its assignor, commits carry
+the member epoch). It subscribes, keeps each assigned partition's position (from the
 group's committed offset, else `auto_offset_reset`), fetches records from the partition leaders, commits
 positions (with the member's generation, so a zombie cannot commit) and, by default, commits what it
 revoked before giving it up. Its callbacks receive sets of TopicPartitions: `on_assigned` the partitions
@@ -29,6 +31,7 @@ from kio.schema.errors import ErrorCode
 
 from herd.client.assignors import Cluster, PartitionAssignor, RebalanceProtocol, assignor_for
 from herd.client.connection import KafkaClient
+from herd.client.consumer_group_member import ConsumerProtocolMember
 from herd.client.consumer_protocol import (
     Assignment,
     TopicPartition,
@@ -156,25 +159,44 @@ class GroupConsumer:
         on_revoked: PartitionsCallback | None = None,
         on_lost: PartitionsCallback | None = None,
         security: ClientSecurity | Mapping[str, str] | None = None,
+        group_protocol: str = "classic",
+        server_assignor: str | None = None,
     ) -> None:
         if auto_offset_reset not in ("earliest", "latest"):
             raise ValueError("auto_offset_reset must be 'earliest' or 'latest'")
+        if group_protocol not in ("classic", "consumer"):
+            raise ValueError("group_protocol must be 'classic' or 'consumer'")
         self.client = KafkaClient(bootstrap_servers, client_id=client_id, security=security)
         self.group_id = group_id
         self.protocol = ConsumerGroupProtocol(topics, assignors, lambda t: cluster_of(self.client, t), rack_id)
-        self.member = GroupMember(
-            bootstrap_servers,
-            group_id,
-            self.protocol,
-            client=self.client,
-            group_instance_id=group_instance_id,
-            session_timeout_ms=session_timeout_ms,
-            heartbeat_interval_ms=heartbeat_interval_ms,
-            rebalance_timeout_ms=rebalance_timeout_ms,
-            on_assigned=self._assigned,
-            on_revoked=self._revoked,
-            on_lost=self._lost,
-        )
+        self.member: GroupMember | ConsumerProtocolMember
+        if group_protocol == "consumer":  # KIP-848: the coordinator assigns (`server_assignor`), no session here
+            self.member = ConsumerProtocolMember(
+                self.client,
+                group_id,
+                self.protocol.topics,
+                group_instance_id=group_instance_id,
+                rack_id=rack_id,
+                rebalance_timeout_ms=rebalance_timeout_ms,
+                server_assignor=server_assignor,
+                on_assigned=self._assigned,
+                on_revoked=self._revoked,
+                on_lost=self._lost,
+            )
+        else:
+            self.member = GroupMember(
+                bootstrap_servers,
+                group_id,
+                self.protocol,
+                client=self.client,
+                group_instance_id=group_instance_id,
+                session_timeout_ms=session_timeout_ms,
+                heartbeat_interval_ms=heartbeat_interval_ms,
+                rebalance_timeout_ms=rebalance_timeout_ms,
+                on_assigned=self._assigned,
+                on_revoked=self._revoked,
+                on_lost=self._lost,
+            )
         self.auto_offset_reset = auto_offset_reset
         self.commit_on_revoke = commit_on_revoke
         self.user_callbacks = {"assigned": on_assigned, "revoked": on_revoked, "lost": on_lost}

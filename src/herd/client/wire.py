@@ -70,6 +70,7 @@ _HANDLED: Final[dict[int, tuple[int, int]]] = {
     61: (0, 0),  # DescribeProducers
     65: (0, 0),  # DescribeTransactions
     66: (0, 1),  # ListTransactions (v2 adds a transactional id pattern, KIP-1152)
+    68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848; v1: the client makes its member id, KIP-1082)
     69: (0, 1),  # ConsumerGroupDescribe (KIP-848)
 }
 
