@@ -201,6 +201,7 @@ def main() -> None:
             data,
             **{
                 "group.max.size": "100000",
+                "max.broker.partitions": str(args.partitions + 1000),  # the topic and __consumer_offsets
                 "group.initial.rebalance.delay.ms": "0",
                 "group.consumer.heartbeat.interval.ms": str(args.interval_ms),
                 "group.consumer.min.heartbeat.interval.ms": str(min(args.interval_ms, 5000)),
