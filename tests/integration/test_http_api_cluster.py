@@ -127,7 +127,8 @@ def test_the_console_of_any_node_shows_every_group(cluster):
         page.goto(f"{cluster.nodes[1].http}/")
         page.wait_for_function(f"document.querySelectorAll('#groups tbody tr').length === {len(owner)}")
         assert (
-            page.locator(f'#groups tr[data-group="{elsewhere}"] td').nth(5).inner_text() == f"node {owner[elsewhere]}"
+            page.locator(f'#groups tr[data-group="{elsewhere}"] td.coordinator').inner_text()
+            == f"node {owner[elsewhere]}"
         )
         page.goto(f"{cluster.nodes[1].http}/groups/{elsewhere}")
         page.locator(".facts").wait_for()

@@ -110,7 +110,7 @@ function renderGroups(data) {
     h("td", {}, [g.protocol_type, g.protocol].filter(Boolean).join(" / ") || "–"),
     h("td", { class: "num" }, num(g.members)),
     h("td", { class: "num" }, num(g.generation)),
-    h("td", { class: "num" }, `node ${g.coordinator}`),
+    h("td", { class: "num coordinator" }, `node ${g.coordinator}`),
     h("td", { class: "num lag" }, num(g.lag)),
     h("td", { class: "last" }, lastRebalance(g.last_rebalance))));
   return [
