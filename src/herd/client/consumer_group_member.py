@@ -41,6 +41,7 @@ from herd.client.consumer_protocol import Assignment, TopicPartition, encode_ass
 from herd.client.errors import AuthenticationError, KafkaError, UnsupportedApi
 from herd.client.group_protocol import GroupAssignment
 from herd.client.heartbeat import Clock, SystemClock
+from herd.client.machine_driver import MachineDriver
 from herd.client.wire import RequestBuilder
 
 __all__ = ["ConsumerProtocolMember"]
@@ -49,7 +50,6 @@ log = logging.getLogger(__name__)
 
 CONSUMER_GROUP_HEARTBEAT = 68
 Callback = Callable[[GroupAssignment], Any]
-Event = Callable[[], list[Action]]
 NAMING_TIMEOUT_S = 30.0  # how long an assigned topic id may stay unknown to the metadata
 
 
@@ -59,7 +59,7 @@ class MemberConfig:
     group_instance_id: str | None
 
 
-class ConsumerProtocolMember:
+class ConsumerProtocolMember(MachineDriver):
     """A member of a consumer group on the consumer protocol, kept in the group in the background."""
 
     def __init__(
@@ -92,10 +92,8 @@ class ConsumerProtocolMember:
         )
         self.callbacks: dict[type, Callback | None] = {Assigned: on_assigned, Revoked: on_revoked, Lost: on_lost}
         self.names: dict[uuid.UUID, str] = {}
-        self._events: asyncio.Queue[Event] = asyncio.Queue()
-        self._changed = asyncio.Condition()
-        self._task: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.group_id = group_id
+        self._init_loop()
 
     # -- what the member knows -----------------------------------------------------------------------------
 
@@ -121,9 +119,7 @@ class ConsumerProtocolMember:
     # -- life cycle ----------------------------------------------------------------------------------------
 
     async def start(self) -> None:
-        if self._task is not None:
-            raise RuntimeError("the member was already started")
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"herd-848-{self.config.group_id}")
+        self._start_loop(f"herd-848-{self.config.group_id}")
 
     async def wait_for_assignment(self, timeout: float | None = None) -> GroupAssignment:
         """Wait until the member is STABLE; raises its fatal error, or TimeoutError."""
@@ -140,42 +136,14 @@ class ConsumerProtocolMember:
 
     async def close(self, timeout: float = 10.0) -> None:
         """Revoke, leave the group (a static member with epoch -2) and stop; waits at most `timeout` seconds."""
-        if self._task is not None and not self._task.done():
-            self._events.put_nowait(self.machine.close)
-            try:
-                await asyncio.wait_for(asyncio.shield(self._task), timeout)
-            except TimeoutError:
-                log.warning("group %s: close timed out in %s", self.config.group_id, self.machine.state.name)
-                self._task.cancel()
-        for task in list(self._tasks):
-            task.cancel()
+        await self._stop_loop(timeout)
 
     # -- the loop ------------------------------------------------------------------------------------------
-
-    async def _run(self) -> None:
-        actions = self.machine.start()
-        while True:
-            await self._perform(actions)
-            if self.machine.done:
-                return
-            actions = await self._next_event()
-            actions += self.machine.tick()
-
-    async def _next_event(self) -> list[Action]:
-        deadline = self.machine.next_deadline()
-        timeout = None if deadline is None else max(0, deadline - self.clock.now_ms()) / 1000
-        try:
-            event = await asyncio.wait_for(self._events.get(), timeout)
-        except TimeoutError:
-            return []
-        return event()
 
     async def _perform(self, actions: list[Action]) -> None:
         for action in actions:
             if isinstance(action, Send):
-                task = asyncio.get_running_loop().create_task(self._send(action.request))
-                self._tasks.add(task)
-                task.add_done_callback(self._tasks.discard)
+                self._spawn(self._send(action.request))
             elif isinstance(action, (Assigned, Revoked, Lost)):
                 await self._callback(action)
             elif isinstance(action, CoordinatorDead):
@@ -185,8 +153,6 @@ class ConsumerProtocolMember:
                 log.error("group %s: member stopped: %s", self.config.group_id, action.error)
             elif isinstance(action, Closed):
                 pass
-        async with self._changed:
-            self._changed.notify_all()
 
     async def _send(self, request: ConsumerGroupHeartbeatRequest) -> None:
         try:

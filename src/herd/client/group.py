@@ -23,13 +23,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from herd.client.connection import KafkaClient
 from herd.client.errors import AuthenticationError, KafkaError, UnsupportedApi
 from herd.client.group_protocol import GroupAssignment, GroupProtocol
 from herd.client.heartbeat import Clock, SystemClock
+from herd.client.machine_driver import MachineDriver
 from herd.client.membership import (
     Action,
     Assigned,
@@ -60,10 +61,9 @@ __all__ = ["Callback", "GroupMember", "MemberState", "request_timeout_ms"]
 log = logging.getLogger(__name__)
 
 Callback = Callable[[GroupAssignment], Any]
-Event = Callable[[], list[Action]]
 
 
-class GroupMember:
+class GroupMember(MachineDriver):
     """A member of a Kafka group of any protocol type, kept in the group in the background."""
 
     def __init__(
@@ -104,10 +104,8 @@ class GroupMember:
             bootstrap_servers, client_id=client_id, request_timeout_ms=request_timeout_ms, security=security
         )
         self.callbacks: dict[type, Callback | None] = {Assigned: on_assigned, Revoked: on_revoked, Lost: on_lost}
-        self._events: asyncio.Queue[Event] = asyncio.Queue()
-        self._changed = asyncio.Condition()
-        self._task: asyncio.Task[None] | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.group_id = group_id
+        self._init_loop()
 
     # -- what the member knows -----------------------------------------------------------------------------
 
@@ -143,9 +141,7 @@ class GroupMember:
 
     async def start(self) -> None:
         """Join the group in the background (returns at once; see `wait_for_assignment`)."""
-        if self._task is not None:
-            raise RuntimeError("the member was already started")
-        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"herd-member-{self.config.group_id}")
+        self._start_loop(f"herd-member-{self.config.group_id}")
 
     async def wait_for_assignment(self, timeout: float | None = None) -> GroupAssignment:
         """Wait until the member is STABLE; raises its fatal error, or TimeoutError."""
@@ -175,37 +171,11 @@ class GroupMember:
 
     async def close(self, timeout: float = 10.0) -> None:
         """Revoke, leave the group (dynamic members only) and stop; waits at most `timeout` seconds."""
-        if self._task is not None and not self._task.done():
-            self._events.put_nowait(self.machine.close)
-            try:
-                await asyncio.wait_for(asyncio.shield(self._task), timeout)
-            except TimeoutError:
-                log.warning("group %s: close timed out in %s", self.config.group_id, self.machine.state.name)
-                self._task.cancel()
-        for task in list(self._tasks):
-            task.cancel()
+        await self._stop_loop(timeout)
         if self._own_client:
             await self.client.close()
 
     # -- the loop ------------------------------------------------------------------------------------------
-
-    async def _run(self) -> None:
-        actions = self.machine.start()
-        while True:
-            await self._perform(actions)
-            if self.machine.done:
-                return
-            actions = await self._next_event()
-            actions += self.machine.tick()
-
-    async def _next_event(self) -> list[Action]:
-        deadline = self.machine.next_deadline()
-        timeout = None if deadline is None else max(0, deadline - self.clock.now_ms()) / 1000
-        try:
-            event = await asyncio.wait_for(self._events.get(), timeout)
-        except TimeoutError:
-            return []
-        return event()
 
     async def _perform(self, actions: list[Action]) -> None:
         for action in actions:
@@ -222,13 +192,6 @@ class GroupMember:
                 log.error("group %s: member stopped: %s", self.config.group_id, action.error)
             elif isinstance(action, Closed):
                 pass
-        async with self._changed:
-            self._changed.notify_all()
-
-    def _spawn(self, coroutine: Awaitable[None]) -> None:
-        task = asyncio.get_running_loop().create_task(coroutine)  # type: ignore[arg-type]
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     async def _send(self, request: MembershipRequest) -> None:
         timeout = self._timeout_ms(request)
