@@ -348,7 +348,10 @@ class BrokerConnection:
         self._writer.write(encode_request(request, api_key, version, self._correlation, self.client_id))
         timeout = (timeout_ms if timeout_ms is not None else self.request_timeout_ms) / 1000
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout)
+            # asyncio.timeout, not wait_for: Python 3.11's wait_for returns an answer that arrives as the caller is
+            # cancelled and drops the cancellation, so a cancelled task ran on (a test's poll loop never ended)
+            async with asyncio.timeout(timeout):
+                return await asyncio.shield(future)
         except TimeoutError:
             self.close(f"{API_NAMES.get(api_key, api_key)} timed out after {timeout:g}s")
             if future.done() and not future.cancelled():
