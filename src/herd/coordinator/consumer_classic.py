@@ -390,7 +390,8 @@ def leave(ctx: ShardContext, group: ConsumerGroup, req: LeaveGroup, handle: obje
     response = LeaveGroupResponse(members=tuple(responses))
     if req.api_version < 3:
         response = LeaveGroupResponse(error_code=responses[0].error_code)
-    return Result(records=tuple(records), replies=(Reply(handle, response),))
+    rollback = hb.rearm_sessions(ctx, group.group_id, tuple(leaving)) if records else None
+    return Result(records=tuple(records), replies=(Reply(handle, response),), rollback=rollback)
 
 
 def _leaving_member(group: ConsumerGroup, who: MemberIdentity) -> ConsumerMember:

@@ -44,7 +44,7 @@ from dataclasses import dataclass, field, replace
 from herd.coordinator import kafka_group_configs, migration
 from herd.coordinator.consumer import records as rec
 from herd.coordinator.consumer import regex
-from herd.coordinator.consumer.assignment import EMPTY, Assignment, TopicId, size
+from herd.coordinator.consumer.assignment import EMPTY, Assignment, size
 from herd.coordinator.consumer.assignors import ASSIGNORS, AssignorError, MemberSpec
 from herd.coordinator.consumer.group import ConsumerGroup, ResolvedRegex, preferred_assignor
 from herd.coordinator.consumer.member import (
@@ -57,7 +57,14 @@ from herd.coordinator.consumer.reconcile import reconcile
 from herd.coordinator.context import ShardContext
 from herd.coordinator.errors import CoordinatorError, ErrorCode
 from herd.coordinator.records import Record, group_tombstone
-from herd.coordinator.result import Effects, Reply, Result
+from herd.coordinator.responses import (
+    ConsumerGroupDescribeResponse,
+    ConsumerGroupHeartbeatResponse,
+    DescribedConsumerGroup,
+    DescribedConsumerMember,
+    DescribedTopicPartitions,
+)
+from herd.coordinator.result import Effects, Reply, Result, Rollback
 
 log = logging.getLogger(__name__)
 
@@ -84,16 +91,6 @@ class ConsumerGroupHeartbeat:
     client_host: str = ""
     describable: Callable[[str], bool] | None = field(default=None, compare=False, repr=False)
     """Whether the member's principal may DESCRIBE a topic (None: no authorizer): a regex resolves to those only."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupHeartbeatResponse:
-    error_code: int = ErrorCode.none
-    error_message: str | None = None
-    member_id: str | None = None
-    member_epoch: int = 0
-    heartbeat_interval_ms: int = 0
-    assignment: Assignment | None = None  # None: the member's assignment is not in this answer
 
 
 def session_key(group_id: str, member_id: str) -> str:
@@ -190,6 +187,9 @@ def handle(ctx: ShardContext, req: ConsumerGroupHeartbeat, reply: object) -> Res
         validate(req, ctx.config.group_consumer_assignors)
         if req.member_epoch in (LEAVE_GROUP_MEMBER_EPOCH, LEAVE_GROUP_STATIC_MEMBER_EPOCH):
             records, response = _leave(ctx, req)
+            if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH and records:
+                rollback = rearm_sessions(ctx, req.group_id, (req.member_id,))
+                return Result(records=tuple(records), replies=(Reply(reply, response),), rollback=rollback)
         else:
             records, response = _heartbeat(ctx, req, upgraded)
     except CoordinatorError as error:
@@ -810,7 +810,24 @@ def fence_operation(
     if epoch is not None and member.member_epoch != epoch:
         return Result()  # it moved on from the epoch it had to leave in time
     log.info("[GroupId %s] Member %s fenced from the group because %s.", group_id, member_id, reason)
-    return Result(records=tuple(fence(ctx, group, [member], cause, f"member {member_id} fenced: {reason}")))
+    records = fence(ctx, group, [member], cause, f"member {member_id} fenced: {reason}")
+    return Result(records=tuple(records), rollback=rearm_sessions(ctx, group_id, (member_id,)))
+
+
+def rearm_sessions(ctx: ShardContext, group_id: str, member_ids: tuple[str, ...]) -> Rollback:
+    """The rollback of a fence whose records were not written: `fence` cancelled the members' timers when it ran,
+    and the members are still in the group, so their sessions start again (else a member whose leave or expiry
+    was refused would stay in the group for ever: the simulator's seed 138)."""
+
+    def rollback(error: ErrorCode) -> Result:
+        group = ctx.consumer_groups.get(group_id)
+        for member_id in member_ids:
+            member = group.members.get(member_id) if group is not None else None
+            if member is not None:
+                arm_session(ctx, group_id, member_id, member.classic.session_timeout_ms if member.classic else None)
+        return Result()
+
+    return rollback
 
 
 def heartbeat_interval_ms(ctx: ShardContext, group_id: str) -> int:
@@ -908,45 +925,6 @@ class ConsumerGroupDescribe:
     api_version: int = 1
     client_id: str = ""
     client_host: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class DescribedTopicPartitions:
-    topic_id: TopicId
-    topic_name: str
-    partitions: tuple[int, ...]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribedConsumerMember:
-    member_id: str
-    instance_id: str | None
-    rack_id: str | None
-    member_epoch: int
-    client_id: str
-    client_host: str
-    subscribed_topic_names: tuple[str, ...]
-    subscribed_topic_regex: str | None
-    assignment: tuple[DescribedTopicPartitions, ...]
-    target_assignment: tuple[DescribedTopicPartitions, ...]
-    member_type: int = 1  # 0 classic, 1 consumer (v1)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class DescribedConsumerGroup:
-    group_id: str
-    error_code: int = ErrorCode.none
-    error_message: str | None = None
-    group_state: str = ""
-    group_epoch: int = 0
-    assignment_epoch: int = 0
-    assignor_name: str = ""
-    members: tuple[DescribedConsumerMember, ...] = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ConsumerGroupDescribeResponse:
-    groups: tuple[DescribedConsumerGroup, ...] = ()
 
 
 def describe(ctx: ShardContext, req: ConsumerGroupDescribe, reply: object) -> Result:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from herd.coordinator.consumer.assignment import Assignment, TopicId
 from herd.coordinator.errors import ErrorCode
 
 
@@ -198,6 +199,57 @@ class DescribeGroupConfigsResponse:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupHeartbeatResponse:
+    """ConsumerGroupHeartbeat (KIP-848; herd.coordinator.consumer_heartbeat)."""
+
+    error_code: int = ErrorCode.none
+    error_message: str | None = None
+    member_id: str | None = None
+    member_epoch: int = 0
+    heartbeat_interval_ms: int = 0
+    assignment: Assignment | None = None  # None: the member's assignment is not in this answer
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedTopicPartitions:
+    topic_id: TopicId
+    topic_name: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedConsumerMember:
+    member_id: str
+    instance_id: str | None
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    subscribed_topic_regex: str | None
+    assignment: tuple[DescribedTopicPartitions, ...]
+    target_assignment: tuple[DescribedTopicPartitions, ...]
+    member_type: int = 1  # 0 classic, 1 consumer (v1)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedConsumerGroup:
+    group_id: str
+    error_code: int = ErrorCode.none
+    error_message: str | None = None
+    group_state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedConsumerMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsumerGroupDescribeResponse:
+    groups: tuple[DescribedConsumerGroup, ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ListConfiguredGroupsResponse:
     error_code: int = ErrorCode.none
     group_ids: tuple[str, ...] = ()
@@ -238,8 +290,18 @@ def error_response(response: object, code: int) -> object:
             return ListGroupsResponse(error_code=code)
         case OffsetDeleteResponse():
             return OffsetDeleteResponse(error_code=code)
-        case AlterGroupConfigsResponse() | DescribeGroupConfigsResponse() | CompleteTransactionResponse():
+        case (
+            AlterGroupConfigsResponse()
+            | DescribeGroupConfigsResponse()
+            | CompleteTransactionResponse()
+            | ListConfiguredGroupsResponse()
+            | ConsumerGroupHeartbeatResponse()
+        ):
             return type(response)(error_code=code)
+        case ConsumerGroupDescribeResponse():
+            return ConsumerGroupDescribeResponse(
+                groups=tuple(DescribedConsumerGroup(group_id=g.group_id, error_code=code) for g in response.groups)
+            )
     return response
 
 

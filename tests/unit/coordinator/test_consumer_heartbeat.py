@@ -14,10 +14,11 @@ from herd.coordinator.consumer.assignment import Assignment, assignment, size
 from herd.coordinator.consumer.group import ConsumerGroupState
 from herd.coordinator.consumer.member import MemberState
 from herd.coordinator.consumer.topics import TopicsImage
-from herd.coordinator.consumer_heartbeat import ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse
+from herd.coordinator.consumer_heartbeat import ConsumerGroupHeartbeat
 from herd.coordinator.errors import ErrorCode
 from herd.coordinator.records import Record
 from herd.coordinator.requests import CommitPartition, CommitTopic, FetchGroup, FetchTopic, OffsetCommit, OffsetFetch
+from herd.coordinator.responses import ConsumerGroupHeartbeatResponse
 
 from .context import Ctx
 
@@ -471,3 +472,29 @@ def test_a_classic_join_is_refused_by_a_consumer_group_with_members_and_replaces
     _, joined = ctx.join("g")
     assert joined.replies[0].response.error_code == ErrorCode.member_id_required
     assert ctx.shard.consumer_group("g") is None and ctx.shard.group("g") is not None
+
+
+@pytest.mark.parametrize(
+    ("error", "answered"),
+    [
+        (ErrorCode.message_too_large, ErrorCode.unknown_server_error),
+        (ErrorCode.kafka_storage_error, ErrorCode.not_coordinator),
+    ],
+)
+def test_a_heartbeat_whose_records_are_not_written_is_answered_with_the_error(error, answered) -> None:
+    """A join's records refused by the log: the member gets the mapped error, not the epoch and assignment those
+    records would have made durable (found by the simulator, seed 16: the answer went out as if written, and a
+    reload brought the group epoch back below the member's)."""
+    ctx = new_ctx()
+    req = ConsumerGroupHeartbeat(
+        group_id="g",
+        member_id="a",
+        member_epoch=0,
+        rebalance_timeout_ms=30_000,
+        subscribed_topic_names=("foo",),
+        owned={},
+    )
+    result = ctx.shard.consumer_group_heartbeat(req, "h")
+    assert result.records
+    (reply,) = ctx.shard.on_append_failed(result, error).replies
+    assert reply.response == ConsumerGroupHeartbeatResponse(error_code=answered)

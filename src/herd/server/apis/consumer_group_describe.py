@@ -17,8 +17,8 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.coordinator import GroupCoordinatorShard
-from herd.coordinator.consumer_heartbeat import (
-    ConsumerGroupDescribe,
+from herd.coordinator.consumer_heartbeat import ConsumerGroupDescribe
+from herd.coordinator.responses import (
     ConsumerGroupDescribeResponse,
     DescribedConsumerGroup,
     DescribedTopicPartitions,

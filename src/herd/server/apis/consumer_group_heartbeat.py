@@ -22,7 +22,8 @@ from kio.schema.errors import ErrorCode
 from herd.config import split_list
 from herd.coordinator import CoordinatorError, GroupCoordinatorShard
 from herd.coordinator.consumer.assignment import Assignment, assignment
-from herd.coordinator.consumer_heartbeat import ConsumerGroupHeartbeat, ConsumerGroupHeartbeatResponse
+from herd.coordinator.consumer_heartbeat import ConsumerGroupHeartbeat
+from herd.coordinator.responses import ConsumerGroupHeartbeatResponse
 from herd.server.apis._authorize import DESCRIBE, GROUP, READ, TOPIC, authorized
 from herd.server.apis._build import builder, ctx_builder
 from herd.server.apis._groups import client_host, client_id, route
