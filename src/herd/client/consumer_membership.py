@@ -20,11 +20,12 @@ are by topic id (herd.coordinator's `Assignment`); the driver maps ids to names.
 
 Which fields a heartbeat carries (Java's ConsumerHeartbeatRequestManager.HeartbeatState): all of them when the
 member joins or after a failed request; afterwards only what changed since the last one sent (the subscription,
-the rebalance timeout, the owned partitions). Errors as Java handles them: NOT_COORDINATOR and
-COORDINATOR_NOT_AVAILABLE forget the coordinator and retry at once; COORDINATOR_LOAD_IN_PROGRESS and a lost
-connection retry after the backoff; FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID fence the member (it loses its
-partitions and joins again); anything else is fatal (GROUP_AUTHORIZATION_FAILED, INVALID_REQUEST,
-GROUP_MAX_SIZE_REACHED, UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, UNRELEASED_INSTANCE_ID, ...).
+the rebalance timeout, the owned partitions, the server assignor); the instance id always. Errors as Java handles
+them: NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE forget the coordinator and retry at once;
+COORDINATOR_LOAD_IN_PROGRESS and a lost connection retry after the backoff; FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID
+fence the member (it loses its partitions and joins again); anything else is fatal (GROUP_AUTHORIZATION_FAILED,
+INVALID_REQUEST, GROUP_MAX_SIZE_REACHED, UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, UNRELEASED_INSTANCE_ID,
+...).
 """
 
 from __future__ import annotations
@@ -178,7 +179,8 @@ class ConsumerMembership:
         self.error: KafkaError | None = None
         self._due_ms: int | None = None  # when the next heartbeat is due (None: none until an answer)
         self._in_flight = False
-        self._sent: tuple[tuple[str, ...], int, Partitions] | None = None  # what the last heartbeat carried
+        # what the last heartbeat carried: subscription, rebalance timeout, owned partitions, server assignor
+        self._sent: tuple[tuple[str, ...], int, Partitions, str | None] | None = None
 
     @property
     def done(self) -> bool:
@@ -263,9 +265,9 @@ class ConsumerMembership:
         self._in_flight = True
         self._due_ms = None
         full = self._sent is None or self.epoch == 0
-        topics, timeout, owned = self.topics, self.rebalance_timeout_ms, self.owned
+        topics, timeout, owned, assignor = self.topics, self.rebalance_timeout_ms, self.owned, self.server_assignor
         last = self._sent
-        self._sent = (topics, timeout, owned)
+        self._sent = (topics, timeout, owned, assignor)
         return Send(
             ConsumerGroupHeartbeatRequest(
                 self.group_id,
@@ -275,7 +277,7 @@ class ConsumerMembership:
                 rack_id=self.rack_id,
                 rebalance_timeout_ms=timeout if full or last is None or last[1] != timeout else -1,
                 subscribed_topic_names=topics if full or last is None or last[0] != topics else None,
-                server_assignor=self.server_assignor,
+                server_assignor=assignor if full or last is None or last[3] != assignor else None,
                 owned={} if self.epoch == 0 else (owned if full or last is None or last[2] != owned else None),
             )
         )

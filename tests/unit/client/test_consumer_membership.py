@@ -191,3 +191,19 @@ def group_advance_and_take(group: Group, member: ConsumerMembership) -> list[Sen
     actions = member.tick()
     assert all(isinstance(action, Send) for action in actions)
     return actions  # type: ignore[return-value]
+
+
+def test_the_server_assignor_goes_when_joining_and_after_a_failure_only() -> None:
+    """Java's HeartbeatState: ServerAssignor "sent when joining or if it has changed since the last heartbeat"; a
+    keep-alive without it can take the coordinator's fast path."""
+    group = Group()
+    a = group.add("a", server_assignor="uniform")
+    first = next(action for name, action in group.seen if isinstance(action, Send))
+    assert first.request.server_assignor == "uniform"
+    group.run(1000)
+    (send,) = group_advance_and_take(group, a)
+    assert send.request.server_assignor is None and send.request.instance_id is None
+    a.request_failed(send.request, "connection lost")
+    group.clock.set(group.clock.now_ms() + 100)
+    (again,) = a.tick()
+    assert again.request.server_assignor == "uniform"
