@@ -21,10 +21,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
+from herd.client import consumer_membership as cm
 from herd.client import membership_messages as mm
 from herd.coordinator import CoordinatorConfig, GroupCoordinatorShard, GroupState, ManualClock
 from herd.coordinator import requests as rq
 from herd.coordinator import responses as rs
+from herd.coordinator.consumer import records as consumer_records
+from herd.coordinator.consumer.assignment import Assignment
+from herd.coordinator.consumer.group import ConsumerGroup
 from herd.coordinator.group import ClassicGroup
 from herd.coordinator.records import (
     GROUP_METADATA_KEY_TYPE,
@@ -140,6 +144,77 @@ def check_cause(group_id: str, cause: str, allowed: frozenset[str], context: str
     return None
 
 
+def check_no_partition_given_twice(group_id: str, members: Mapping[str, tuple[Assignment, Assignment]]) -> str | None:
+    """A consumer group's coordinator side (KIP-848, Kafka's CurrentAssignmentBuilder): no partition is assigned to
+    two members, nor assigned to one while another still has it pending revocation. `members`: member id ->
+    (assigned, pending revocation)."""
+    holder: dict[tuple[object, int], str] = {}
+    for member_id, (assigned, pending) in members.items():
+        for topic_id, parts in [*assigned.items(), *pending.items()]:
+            for partition in parts:
+                other = holder.setdefault((topic_id, partition), member_id)
+                if other != member_id:
+                    return f"{group_id}: partition {topic_id}-{partition} is held by {other} and {member_id}"
+    return None
+
+
+def check_owned_once(group_id: str, owned: Mapping[str, set[object]]) -> str | None:
+    """No partition is owned by two members at any instant, as the members themselves see it (each member the
+    coordinator still counts: one it fenced may not have heard yet, and can no longer commit)."""
+    holder: dict[object, str] = {}
+    for name, partitions in owned.items():
+        for partition in partitions:
+            other = holder.setdefault(partition, name)
+            if other != name:
+                return f"{group_id}: {partition} is owned by {other} and {name} at once"
+    return None
+
+
+def check_epoch_grows(key: str, previous: int, current: int) -> str | None:
+    """Epochs only grow: a member's epoch in the coordinator's answers (also across fencing, rejoins and
+    coordinator moves), and a consumer group's epoch while one incarnation serves it."""
+    if current < previous:
+        return f"{key}: the epoch went back from {previous} to {current}"
+    return None
+
+
+def check_epoch_floor(group_id: str, live: int, answered: int) -> str | None:
+    """A member epoch that was answered was durable: no reload may bring the group's epoch below it."""
+    if live < answered:
+        return f"{group_id}: at group epoch {live}, below member epoch {answered} which a member was given"
+    return None
+
+
+def consumer_projection(group: ConsumerGroup | None) -> tuple[object, ...] | None:
+    """All a consumer group's records say: epochs, members (epochs, state, instance, subscription, assignment,
+    pending revocation) and targets."""
+    if group is None:
+        return None
+    members = tuple(
+        sorted(
+            (
+                m.member_id,
+                m.member_epoch,
+                m.previous_member_epoch,
+                m.state.name,
+                m.instance_id,
+                tuple(sorted(m.subscribed_topic_names)),
+                m.rebalance_timeout_ms,
+                m.server_assignor,
+                _sorted_assignment(m.assigned),
+                _sorted_assignment(m.pending_revocation),
+            )
+            for m in group.members.values()
+        )
+    )
+    targets = tuple(sorted((member_id, _sorted_assignment(t)) for member_id, t in group.targets.items()))
+    return group.group_epoch, group.assignment_epoch, members, targets
+
+
+def _sorted_assignment(of: Assignment) -> tuple[tuple[object, tuple[int, ...]], ...]:
+    return tuple(sorted((t, tuple(sorted(p))) for t, p in of.items() if p))
+
+
 def check_converged(group_id: str, facts: Mapping[str, object]) -> str | None:
     """Liveness: the group is Stable (or Empty with no live member), its members are exactly the live
     members, each STABLE in the group's generation, and the partitions are assigned exactly once."""
@@ -173,6 +248,14 @@ class Checker(Observer):
         self.version = 0  # bumped by whatever may change the coordinator's state; `step` skips if unchanged
         self._checked: object = -1
         self._projections: dict[str, Projection | None] = {}  # the shadow's, until the next durable batch
+        self._consumer_projections: dict[str, tuple[object, ...] | None] = {}
+        # consumer groups (KIP-848)
+        self.consumer_ids = [spec.group_id for spec in sim.specs if spec.protocol == "consumer"]
+        self.member_epochs: dict[tuple[str, str], int] = {}  # (group, member id) -> the last epoch answered
+        self.answered_epoch: dict[str, int] = {}  # group -> the highest member epoch answered
+        self.seen_epoch: dict[tuple[int, str], int] = {}  # (incarnation, group) -> its group epoch
+        self.owned_version = 0  # bumped when a member takes partitions
+        self._owned_checked = -1
 
     def fail(self, message: str | None) -> None:
         if message is not None:
@@ -229,6 +312,7 @@ class Checker(Observer):
         index = len(self.sim.host.durable) - 1
         self.version += 1
         self._projections.clear()
+        self._consumer_projections.clear()
         for _, records in decode_batches(batch):
             self.shadow.replay_loaded_batch(records)
             for key, value in records:
@@ -241,6 +325,11 @@ class Checker(Observer):
             self.writes.setdefault((group, topic, partition), []).append(
                 (index, None if offset is None else offset.offset)
             )
+        if kind == consumer_records.GROUP_METADATA and value is None:  # a consumer group deleted: epochs from 0
+            group = consumer_records.decode(kind, key, value).group_id
+            self.answered_epoch.pop(group, None)
+            for k in [k for k in self.member_epochs if k[0] == group]:
+                del self.member_epochs[k]
         if kind == GROUP_METADATA_KEY_TYPE and value is None:
             group = decode_group_metadata_key(key).group  # deleted: its generations start again from 0
             self.handed_out.pop(group, None)
@@ -260,6 +349,19 @@ class Checker(Observer):
                 self._sync_delivered(request, response.assignment)
         elif isinstance(request, rq.OffsetCommit):
             self.commit_answered(request, response)
+        elif isinstance(request, cm.ConsumerGroupHeartbeatRequest):
+            assert isinstance(response, cm.ConsumerGroupHeartbeatResponse)
+            if response.error_code == 0 and response.member_epoch > 0:
+                self._epoch_answered(request.group_id, response.member_id or request.member_id, response.member_epoch)
+
+    def _epoch_answered(self, group_id: str, member_id: str, epoch: int) -> None:
+        key = (group_id, member_id)
+        self.fail(check_epoch_grows(f"{group_id} member {member_id}", self.member_epochs.get(key, 0), epoch))
+        self.member_epochs[key] = epoch
+        self.answered_epoch[group_id] = max(self.answered_epoch.get(group_id, 0), epoch)
+
+    def owned_changed(self) -> None:
+        self.owned_version += 1
 
     def _sync_delivered(self, request: mm.SyncGroupRequest, assignment: bytes) -> None:
         key = (request.group_id, request.generation_id)
@@ -297,6 +399,8 @@ class Checker(Observer):
 
     def step(self) -> None:
         incarnation = self.sim.host.current
+        if self.consumer_ids and incarnation.state.value == "active":
+            self.check_owned(incarnation.shard)
         version = (self.version, incarnation.number, incarnation.state, incarnation.pending)
         if version == self._checked:
             return  # nothing that could change the coordinator's state ran since the last check
@@ -318,8 +422,44 @@ class Checker(Observer):
             self.fail(check_generation_grows(group_id, self.seen_generation.get(seen, 0), group.generation_id))
             self.seen_generation[seen] = group.generation_id
             self.fail(check_generation_floor(group_id, group.generation_id, self.handed_out.get(group_id, 0)))
+        if active:
+            self._consumer_checks(incarnation.number, shard)
         if active and not incarnation.pending:
             self._idle_checks(shard)
+
+    def _consumer_checks(self, incarnation: int, shard: GroupCoordinatorShard) -> None:
+        for group_id in self.consumer_ids:
+            group = shard.consumer_group(group_id)
+            if group is None:
+                self.seen_epoch.pop((incarnation, group_id), None)
+                continue
+            self.fail(
+                check_no_partition_given_twice(
+                    group_id, {m.member_id: (m.assigned, m.pending_revocation) for m in group.members.values()}
+                )
+            )
+            seen = (incarnation, group_id)
+            self.fail(check_epoch_grows(f"group {group_id}", self.seen_epoch.get(seen, 0), group.group_epoch))
+            self.seen_epoch[seen] = group.group_epoch
+            self.fail(check_epoch_floor(group_id, group.group_epoch, self.answered_epoch.get(group_id, 0)))
+        self._owned_checked = -1  # the coordinator's members may have changed: check the members' view again
+        self.check_owned(shard)
+
+    def check_owned(self, shard: GroupCoordinatorShard) -> None:
+        """`check_owned_once` over the members the coordinator counts, whenever a member took partitions."""
+        if self._owned_checked == self.owned_version:
+            return
+        self._owned_checked = self.owned_version
+        for group_id in self.consumer_ids:
+            group = shard.consumer_group(group_id)
+            if group is None:
+                continue
+            owned = {
+                m.name: m.owned()
+                for m in self.sim.members
+                if m.spec.group_id == group_id and m.machine is not None and m.machine.member_id in group.members
+            }
+            self.fail(check_owned_once(group_id, owned))
 
     def _idle_checks(self, shard: GroupCoordinatorShard) -> None:
         offsets: dict[str, dict[tuple[str, int], object]] = {}
@@ -327,6 +467,12 @@ class Checker(Observer):
             live = shard.group(group_id)
             if live is None or live.state in (GroupState.STABLE, GroupState.EMPTY):
                 self.fail(check_projection(group_id, projection(live), self._replayed(group_id)))
+            if group_id in self.consumer_ids:
+                key = f"consumer:{group_id}"  # the shadow's, cached until the next durable batch as the classic one
+                if key not in self._consumer_projections:
+                    self._consumer_projections[key] = consumer_projection(self.shadow.consumer_group(group_id))
+                live_projection = consumer_projection(shard.consumer_group(group_id))
+                self.fail(check_projection(group_id, live_projection, self._consumer_projections[key]))  # type: ignore[arg-type]
             offsets[group_id] = shard.committed_offsets(group_id)
             self.fail(check_offsets(group_id, offsets[group_id], self.shadow.committed_offsets(group_id)))
         for key, (index, offset) in self.acked.items():

@@ -42,6 +42,7 @@ class GroupSpec:
     session_timeout_ms: int
     rebalance_timeout_ms: int
     heartbeat_interval_ms: int
+    protocol: str = "classic"  # or "consumer" (KIP-848: consumer_members.py; the assignor is the server's)
 
 
 def run_now(value: Mapping[str, bytes] | Awaitable[Mapping[str, bytes]]) -> Mapping[str, bytes]:

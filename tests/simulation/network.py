@@ -22,12 +22,15 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from herd.client import consumer_membership as cm
 from herd.client import membership_messages as mm
 from herd.client.group_protocol import JoinedMember
 from herd.coordinator import ErrorCode
 from herd.coordinator import requests as rq
 from herd.coordinator import responses as rs
+from herd.coordinator.consumer_heartbeat import ConsumerGroupHeartbeat
 from herd.coordinator.member import MemberProtocol
+from herd.coordinator.responses import ConsumerGroupHeartbeatResponse
 
 from .loop import EventLoop
 from .runtime import Host
@@ -146,6 +149,12 @@ class Server:
                 return
             incarnation.heartbeat(to_core(request), out, lambda code: rs.HeartbeatResponse(error_code=code))
             return
+        if isinstance(request, cm.ConsumerGroupHeartbeatRequest):
+            if error is not None:
+                self.reply(out, ConsumerGroupHeartbeatResponse(error_code=error))
+                return
+            incarnation.consumer_heartbeat(to_core(request), out)
+            return
         method, core = _METHODS[type(request)], to_core(request)
         if error is not None:
             self.reply(out, rs.error_response(_EMPTY_RESPONSES[method](core), error))
@@ -218,6 +227,19 @@ def to_core(request: object) -> object:
         case mm.LeaveGroupRequest():
             who = rq.MemberIdentity(request.member_id, request.group_instance_id, request.reason)
             return rq.LeaveGroup(group_id=request.group_id, members=(who,), **client)
+        case cm.ConsumerGroupHeartbeatRequest():
+            return ConsumerGroupHeartbeat(
+                group_id=request.group_id,
+                member_id=request.member_id,
+                member_epoch=request.member_epoch,
+                instance_id=request.instance_id,
+                rack_id=request.rack_id,
+                rebalance_timeout_ms=request.rebalance_timeout_ms,
+                subscribed_topic_names=request.subscribed_topic_names,
+                server_assignor=request.server_assignor,
+                owned=None if request.owned is None else {t: frozenset(p) for t, p in request.owned.items() if p},
+                **client,
+            )
     return request
 
 
@@ -242,6 +264,15 @@ def to_client(request: object, response: object) -> object:
             )
         case rs.HeartbeatResponse():
             return mm.HeartbeatResponse(response.error_code)
+        case ConsumerGroupHeartbeatResponse():
+            return cm.ConsumerGroupHeartbeatResponse(
+                response.error_code,
+                response.error_message,
+                response.member_id,
+                response.member_epoch,
+                response.heartbeat_interval_ms,
+                None if response.assignment is None else dict(response.assignment),
+            )
         case rs.LeaveGroupResponse() if isinstance(request, mm.LeaveGroupRequest):
             code = response.error_code or (response.members[0].error_code if response.members else 0)
             return mm.LeaveGroupResponse(code)

@@ -43,6 +43,9 @@ import random
 from collections.abc import Callable
 
 from herd.coordinator import CoordinatorConfig, ErrorCode, GroupCoordinatorShard, Result
+from herd.coordinator.consumer.topics import TopicsImage
+from herd.coordinator.errors import CoordinatorError
+from herd.coordinator.responses import ConsumerGroupHeartbeatResponse
 from herd.coordinator.result import Reply
 from herd.coordinator.timer import Operation
 from herd.log.api import KafkaStorageError
@@ -139,6 +142,7 @@ class Incarnation:
             config=host.config,
             uuid_factory=lambda: f"u{number}-{next(ids)}",
         )
+        self.shard.set_topics(host.topics)
         self.machine = ShardMachine(
             ObservedShard(self.shard, host.observer),
             clock=host.loop.clock,
@@ -178,6 +182,42 @@ class Incarnation:
         code = self.shard.heartbeat_error(r.group_id, r.generation_id, r.member_id, r.group_instance_id)  # type: ignore[attr-defined]
         after()
         self.host.deliver(handle, respond(code))
+
+    def consumer_heartbeat(self, request: object, handle: object) -> None:
+        """ConsumerGroupHeartbeat as server/apis/consumer_group_heartbeat.py routes it: a keep-alive (no instance,
+        rack, rebalance timeout, subscription or assignor in it) takes the fast path when nothing is pending."""
+        r = request
+        keep_alive = (
+            r.instance_id is None  # type: ignore[attr-defined]
+            and r.rack_id is None  # type: ignore[attr-defined]
+            and r.rebalance_timeout_ms == -1  # type: ignore[attr-defined]
+            and r.subscribed_topic_names is None  # type: ignore[attr-defined]
+            and r.subscribed_topic_regex is None  # type: ignore[attr-defined]
+            and r.server_assignor is None  # type: ignore[attr-defined]
+        )
+        if keep_alive and not self.machine.pending:
+            after = self.host.observer.core_call(self.shard, "heartbeat", request)
+            try:
+                kept = self.shard.consumer_group_keep_alive(
+                    r.group_id,
+                    r.member_id,
+                    r.member_epoch,
+                    r.client_id,
+                    r.client_host,  # type: ignore[attr-defined]
+                )
+            except CoordinatorError as error:
+                after()
+                self.host.deliver(handle, ConsumerGroupHeartbeatResponse(error_code=error.code))
+                return
+            after()
+            if kept is not None:
+                member_id, epoch, interval = kept
+                answer = ConsumerGroupHeartbeatResponse(
+                    member_id=member_id, member_epoch=epoch, heartbeat_interval_ms=interval
+                )
+                self.host.deliver(handle, answer)
+                return
+        self.call("consumer_group_heartbeat", request, handle, request)
 
     def _fire(self, key: str, operation: Operation) -> None:
         self.host.note(f"timer {key}")
@@ -283,8 +323,10 @@ class Host:
         deliver: Deliver,
         observer: Observer,
         note: Callable[[str], None],
+        topics: TopicsImage | None = None,
     ) -> None:
         self.loop, self.rng, self.config = loop, rng, config
+        self.topics = topics or TopicsImage({})  # the cluster's topics, as consumer groups see them
         self._deliver = deliver
         self.observer = observer
         self.note = note

@@ -14,6 +14,10 @@ new member joins; the coordinator moves (graceful unload and reload), its node c
 writes lost, the write in flight lands or not), the next batch is refused before it is written, the next
 write fails (the shard fails and reloads); an admin deletes an empty group or removes a static member
 (LeaveGroup by group.instance.id). Then the faults stop and the schedule must converge (`liveness_bound_ms`).
+
+A group speaks the classic protocol or the consumer protocol (KIP-848: consumer_members.py, with the server
+assignor uniform or range), drawn from a generator of its own (`protocols`, seeded by the seed) so that a schedule
+of classic groups draws from `rng` exactly what it drew before; `protocol=` pins every group to one.
 """
 
 from __future__ import annotations
@@ -21,15 +25,21 @@ from __future__ import annotations
 import random
 import zlib
 from collections.abc import Callable
+from dataclasses import replace
 
 from herd.client.consumer import partitions_of
+from herd.client.consumer_membership import ConsumerMembership
+from herd.client.consumer_membership import State as ConsumerState
 from herd.client.consumer_protocol import TopicPartition
 from herd.client.membership import MemberState
 from herd.coordinator import CoordinatorConfig, GroupState
 from herd.coordinator import requests as rq
+from herd.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
+from herd.coordinator.consumer.topics import TopicsImage
 from herd.coordinator.group import ClassicGroup
 from herd.coordinator.history import Rebalance
 
+from .consumer_members import SimConsumerMember, topic_id
 from .invariants import Checker, Violation, check_converged
 from .loop import EventLoop
 from .members import GroupSpec, SimMember
@@ -37,6 +47,7 @@ from .network import Network, Server
 from .runtime import Host
 
 ASSIGNORS = ("range", "roundrobin", "sticky", "cooperative-sticky")
+SERVER_ASSIGNORS = ("uniform", "range")  # a consumer group's (KIP-848)
 FAULTS = (
     "crash",
     "crash",
@@ -54,6 +65,12 @@ FAULTS = (
     "admin-remove",
 )
 # a member of a loaded generation that rejoins may start the first rebalance after a coordinator move
+# the timers that fence a consumer-protocol member (consumer_heartbeat.session_key, rebalance_key), and their causes
+CONSUMER_TIMEOUTS_CAUSES = {
+    "consumer-session-timeout": "session-timeout",
+    "consumer-rebalance-timeout": "rebalance-timeout",
+}
+CONSUMER_TIMEOUTS = tuple(f"{key}:" for key in CONSUMER_TIMEOUTS_CAUSES)
 JOIN_CAUSES = {
     "new": {"member-join"},
     "leader": {"leader-rejoin", "coordinator-moved"},
@@ -63,9 +80,14 @@ JOIN_CAUSES = {
 
 
 class Simulation:
-    def __init__(self, seed: int, *, size: str = "ci", tracing: bool = False) -> None:
+    def __init__(self, seed: int, *, size: str = "ci", tracing: bool = False, protocol: str | None = None) -> None:
         self.seed = seed
         self.rng = random.Random(seed)
+        # Which groups speak the consumer protocol, and its timeouts, come from a generator of their own: a schedule
+        # of classic groups draws from `rng` exactly what it drew before consumer groups were simulated, so the
+        # regression seeds (protocol="classic") replay as they did.
+        self.protocols = random.Random(f"protocols-{seed}")
+        self.protocol = protocol
         self.tracing = tracing
         self.lines: list[str] = []
         self.hash = 0
@@ -75,19 +97,28 @@ class Simulation:
         ci = size == "ci"
         self.max_members = rng.choice((2, 3, 3, 4, 4, 6)) if ci else rng.randint(2, 10)
         self.fault_ms = rng.randint(500, 6_000) if ci else rng.randint(1_000, 120_000)
+        consumer_session = self.protocols.choice((10_000, 45_000))
+        consumer_interval = self.protocols.choice((2_000, 5_000))
         self.config = CoordinatorConfig(
-            group_initial_rebalance_delay_ms=rng.choice((0, 0, 300, 3000)), new_member_join_timeout_ms=6000
+            group_initial_rebalance_delay_ms=rng.choice((0, 0, 300, 3000)),
+            new_member_join_timeout_ms=6000,
+            group_consumer_session_timeout_ms=consumer_session,
+            group_consumer_min_session_timeout_ms=consumer_session,
+            group_consumer_heartbeat_interval_ms=consumer_interval,
+            group_consumer_min_heartbeat_interval_ms=consumer_interval,
         )
         self.specs = [self._group_spec(i) for i in range(rng.choice((1, 1, 1, 2)) if ci else rng.choice((1, 2, 3)))]
         self.group_ids = [s.group_id for s in self.specs]
+        self.topic_names = {topic_id(t): t for spec in self.specs for t in spec.topics}
+        topics = TopicsImage.of((t, topic_id(t), n) for spec in self.specs for t, n in spec.topics.items())
         self.checker = Checker(self, self.config)
         self.network = Network(self.loop, rng, rng.choice((1, 10, 100, 400)))
-        self.host = Host(self.loop, rng, self.config, self._reply, self.checker, self.trace)
+        self.host = Host(self.loop, rng, self.config, self._reply, self.checker, self.trace, topics)
         self.server = Server(self.network, self.host, self._answered)
-        self.members: list[SimMember] = []
+        self.members: list[SimMember | SimConsumerMember] = []
         self.offsets: dict[tuple[str, TopicPartition], int] = {}
         self.fault_times: dict[str, int] = {}  # member name ("*" for the coordinator) -> last fault
-        self.owners: dict[str, SimMember] = {}
+        self.owners: dict[str, SimMember | SimConsumerMember] = {}
         self.quiet_at = 0
         self._populate()
         self._schedule_faults(rng.randint(0, 6) if ci else rng.randint(0, 40))
@@ -99,8 +130,19 @@ class Simulation:
         rng = self.rng
         topics = {f"t{index}{c}": rng.randint(1, 6) for c in "ab"[: rng.choice((1, 1, 2))]}
         session = rng.choice((6000, 10000))
-        return GroupSpec(
+        spec = GroupSpec(
             f"g{index}", topics, rng.choice(ASSIGNORS), session, rng.choice((8000, 12000, 20000)), session // 3
+        )
+        protocol = self.protocol or self.protocols.choice(("classic", "consumer"))
+        if protocol == "classic":
+            return spec
+        config = self.config  # the coordinator's session and interval: a consumer-protocol member has none of its own
+        return replace(
+            spec,
+            protocol=protocol,
+            assignor=self.protocols.choice(SERVER_ASSIGNORS),
+            session_timeout_ms=config.group_consumer_session_timeout_ms,
+            heartbeat_interval_ms=config.group_consumer_heartbeat_interval_ms,
         )
 
     def _populate(self) -> None:
@@ -108,10 +150,11 @@ class Simulation:
             for _i in range(self.rng.randint(min(2, self.max_members), self.max_members)):
                 self._add_member(spec, self.rng.randint(0, 1500))
 
-    def _add_member(self, spec: GroupSpec, at: int) -> SimMember:
+    def _add_member(self, spec: GroupSpec, at: int) -> SimMember | SimConsumerMember:
         name = f"{spec.group_id}-m{len(self.members)}"
         static = self.rng.random() < 0.5
-        member = SimMember(self, name, spec, f"{name}-iid" if static else None)
+        kind = SimConsumerMember if spec.protocol == "consumer" else SimMember
+        member = kind(self, name, spec, f"{name}-iid" if static else None)
         self.members.append(member)
         self.loop.at(at, member.start, "start")
         return member
@@ -203,6 +246,13 @@ class Simulation:
             return frozenset({"member-leave", "admin-removal"})
         if kind == "append-failed":
             return frozenset({"append-failure"})
+        if kind == "consumer_group_heartbeat":
+            leaving = detail.member_epoch < 0  # type: ignore[attr-defined]
+            return frozenset({"member-leave"} if leaving else {"member-join"})
+        if kind == "timer" and isinstance(detail, str) and detail.startswith(CONSUMER_TIMEOUTS):
+            timeout, _group, member_id = detail.split(":", 2)
+            if self.faulty(member_id):
+                return frozenset({CONSUMER_TIMEOUTS_CAUSES[timeout]})
         if kind == "timer" and isinstance(detail, str) and detail.startswith("heartbeat-"):
             member_id = detail.split("-", 2)[2]
             if self.faulty(member_id):
@@ -253,6 +303,9 @@ class Simulation:
         s = max(spec.session_timeout_ms for spec in self.specs)
         r = max(spec.rebalance_timeout_ms for spec in self.specs)
         return s + self.config.group_initial_rebalance_delay_ms + 5 * r + 10_000
+        # A consumer group (KIP-848) needs less: a silent member is fenced within the coordinator's session S; a
+        # member that does not revoke within its rebalance timeout R is fenced; the others revoke and take their
+        # partitions within a heartbeat interval of each answer. The classic bound covers it.
 
     def run(self) -> Simulation:
         """Run to convergence; raises Violation (with the seed) if an invariant breaks."""
@@ -300,10 +353,21 @@ class Simulation:
             )
             for g in self.group_ids
         ]  # type: ignore
-        members = [
-            (m.name, m.status, m.machine and (m.machine.state.value, m.machine.member_id, m.machine.generation_id))
-            for m in self.members
-        ]
+        for spec in self.specs:
+            group = shard.consumer_group(spec.group_id)
+            if group is not None:
+                groups.append(
+                    (
+                        spec.group_id,
+                        (
+                            group.state.value,
+                            group.group_epoch,
+                            group.assignment_epoch,
+                            [(m.member_id, m.member_epoch, m.state.name) for m in group.members.values()],
+                        ),
+                    )
+                )
+        members = [(m.name, m.status, m.machine and _machine_state(m.machine)) for m in self.members]
         return f"groups {groups}, members {members}"
 
     def convergence(self) -> str | None:
@@ -318,6 +382,8 @@ class Simulation:
 
     def _facts(self, spec: GroupSpec, group: ClassicGroup | None) -> dict[str, object]:
         """The convergence facts of one group, cheapest first; stops at the first that fails."""
+        if spec.protocol == "consumer":
+            return self._consumer_facts(spec, self.host.current.shard.consumer_group(spec.group_id))
         live = [m for m in self.members if m.spec is spec and m.alive and m.machine is not None]
         if group is None or not live:
             empty = group is None or group.state in (GroupState.EMPTY, GroupState.DEAD)
@@ -334,6 +400,39 @@ class Simulation:
         union = set().union(*held) if held else set()
         disjoint = sum(map(len, held)) == len(union)
         return {"every partition assigned exactly once": union == every and disjoint}
+
+    def _consumer_facts(self, spec: GroupSpec, group: ConsumerGroup | None) -> dict[str, object]:
+        """A consumer group's: Stable (or gone or Empty with no live member), its members exactly the live members,
+        each STABLE at the group's epoch, every partition owned by exactly one of them, and balanced as its
+        assignor balances (uniform: the members' counts differ by at most one; range: so do each topic's)."""
+        live = [m for m in self.members if m.spec is spec and m.alive and isinstance(m, SimConsumerMember)]
+        machines = [m.machine for m in live if m.machine is not None]
+        if group is None or not live:
+            empty = group is None or group.state is ConsumerGroupState.EMPTY
+            return {"no live member, the consumer group is Empty": empty and not live}
+        if group.state is not ConsumerGroupState.STABLE:
+            return {"consumer group Stable": False}
+        if set(group.members) != {m.member_id for m in machines}:
+            return {"members are the live members": False}
+        if not all(m.state is ConsumerState.STABLE and m.epoch == group.group_epoch for m in machines):
+            return {"every live member STABLE at the group's epoch": False}
+        owned = [m.owned() for m in live]
+        every = {TopicPartition(t, p) for t, n in spec.topics.items() for p in range(n)}
+        union = set().union(*owned)
+        if not (union == every and sum(map(len, owned)) == len(union)):
+            return {"every partition owned exactly once": False}
+        scopes = [None] if spec.assignor == "uniform" else sorted(spec.topics)
+        for scope in scopes:
+            counts = [sum(1 for tp in held if scope is None or tp.topic == scope) for held in owned]
+            if max(counts) - min(counts) > 1:
+                return {f"balanced ({scope or 'all topics'}: {counts})": False}
+        return {}
+
+
+def _machine_state(machine: object) -> tuple[object, ...]:
+    if isinstance(machine, ConsumerMembership):
+        return machine.state.value, machine.member_id, machine.epoch
+    return machine.state.value, machine.member_id, machine.generation_id  # type: ignore[attr-defined]
 
 
 class _Admin:
