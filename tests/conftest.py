@@ -41,6 +41,7 @@ settings.load_profile("ci" if os.environ.get("CI") else "herd")
 # end runs alone while the other worker idles.
 LONGEST_FIRST = (
     "tests/spark_cluster/test_standalone.py",
+    "tests/spark/",  # one unit of work (pytest_xdist_make_scheduler)
     "tests/integration/test_failover_crash.py",
     "tests/integration/test_offsets_crash.py",
     "tests/simulation/test_simulation.py",
@@ -67,8 +68,31 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             raise pytest.UsageError(str(error)) from None
         for kind in sorted(found - marks):
             item.add_marker(kind)
-    rank = {path: i for i, path in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0], len(rank)))  # stable: the rest keep order
+    items.sort(key=lambda item: _rank(item.nodeid))  # stable: the rest keep their order
+
+
+def _rank(nodeid: str) -> int:
+    """Where LONGEST_FIRST puts a test's module (a directory entry, ending in "/", takes every module under it)."""
+    module = nodeid.split("::", 1)[0]
+    for i, entry in enumerate(LONGEST_FIRST):
+        if module == entry or (entry.endswith("/") and module.startswith(entry)):
+            return i
+    return len(LONGEST_FIRST)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object) -> object | None:
+    """./dev test's `--dist loadfile`, except that tests/spark/ is one unit of work: its modules share one worker and
+    so one SparkSession (a JVM and its Python workers: 15-20 s of CPU each to start on this 2-core machine, three of
+    them when the modules went to three workers)."""
+    if config.getoption("dist", None) != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling  # only where xdist runs the session
+
+    class SparkTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return "tests/spark/" if nodeid.startswith("tests/spark/") else super()._split_scope(nodeid)
+
+    return SparkTogether(config, log)  # type: ignore[arg-type]
 
 
 _TEST_STARTED = pytest.StashKey[float]()

@@ -1,7 +1,7 @@
 """Real herd processes for tests: `HerdBroker` (one `herd serve`) and `HerdCluster` (PostgreSQL and N nodes).
 
-`HerdBroker` runs `python -m herd.cli serve` with the interpreter running the tests, on free ports: the Kafka
-listener `PLAINTEXT://127.0.0.1:0` and, unless `faults=False`, the HTTP listener
+`HerdBroker` runs `herd serve` (herd.cli's main, without hypothesis: `spawn_serve`) with the interpreter running the
+tests, on free ports: the Kafka listener `PLAINTEXT://127.0.0.1:0` and, unless `faults=False`, the HTTP listener
 `herd.http.listener=127.0.0.1:0` with `herd.faults.enable=true`. The process writes its log to a file next to
 its data directory; `start()` reads that file until it says `herd listening on HOST:PORT` (and `herd http
 listening on HOST:PORT`), which gives the addresses. A process that exits or stays silent raises
@@ -534,6 +534,12 @@ async def _offsets_leaders(bootstrap: str) -> dict[int, int]:
 # -- process helpers, which herd's own tests use too (tests/brokers.py, tests/pgcluster.py) ------------------
 
 
+# `python -m herd.cli`, in a process that cannot import hypothesis: kio's phantom types import it whenever it is
+# installed (a development dependency, absent where herd runs), 0.12 s of the 0.7 s a node takes to import on the
+# dev machine; a test suite starts hundreds of nodes.
+_SERVE_WITHOUT_HYPOTHESIS = "import sys; sys.modules['hypothesis'] = None; from herd.cli import main; main()"
+
+
 def spawn_serve(
     overrides: Mapping[str, str],
     log_path: Path,
@@ -544,7 +550,7 @@ def spawn_serve(
 ) -> tuple[subprocess.Popen[bytes], int]:
     """Start `herd serve` (with the interpreter running this) on these broker properties, its output appended
     to `log_path`; the process and the offset in the log where this run's part starts."""
-    args = [sys.executable, "-m", "herd.cli", "serve", "--log-level", log_level]
+    args = [sys.executable, "-c", _SERVE_WITHOUT_HYPOTHESIS, "serve", "--log-level", log_level]
     if config is not None:
         args += ["--config", str(config)]
     for key, value in overrides.items():
