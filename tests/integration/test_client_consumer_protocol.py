@@ -1,8 +1,9 @@
 """herd's own consumer on the consumer protocol (`GroupConsumer(group_protocol="consumer")`, KIP-848) against a real
 `herd serve`: two herd consumers and a confluent-kafka consumer on group.protocol=consumer share a topic as the
 coordinator assigns it, read every record once, commit at their member epochs, and hand partitions over when one
-leaves, never holding one partition in two members at once; and a herd consumer on the consumer protocol upgrades
-a group of herd consumers on the classic protocol, which go on consuming inside it."""
+leaves, never holding one partition in two members at once; a herd consumer on the consumer protocol upgrades a
+group of herd consumers on the classic protocol, which go on consuming inside it; and one subscribed by a regular
+expression follows the topics that match it."""
 
 from __future__ import annotations
 
@@ -49,12 +50,13 @@ async def create_topic(bootstrap: str) -> str:
 class Herd:
     """A herd GroupConsumer polling in the test's event loop, with the timeline groupmembers.owned_twice reads."""
 
-    def __init__(self, bootstrap: str, group: str, topic: str, name: str, **kw: Any) -> None:
+    def __init__(self, bootstrap: str, group: str, topic: str | None, name: str, **kw: Any) -> None:
         self.name, self.values, self.timeline = name, [], []
         self.stopped_at: float | None = None
         self.commit_failures = 0
         self.stopping = False
-        self.consumer = GroupConsumer(bootstrap, group, [topic], client_id=name, auto_offset_reset="earliest", **kw)
+        topics = [topic] if topic is not None else []  # none: a `topic_regex` subscribes
+        self.consumer = GroupConsumer(bootstrap, group, topics, client_id=name, auto_offset_reset="earliest", **kw)
         self.consumer.user_callbacks = {k: self._event(k) for k in ("assigned", "revoked", "lost")}
         self.task: asyncio.Task[None] | None = None
 
@@ -167,3 +169,35 @@ def test_a_herd_consumer_on_the_consumer_protocol_upgrades_a_classic_group_of_he
                 await c.stop()
 
     asyncio.run(main())
+
+
+def test_a_herd_consumer_subscribed_by_regular_expression_follows_topics_created_later(broker) -> None:
+    """`topic_regex` goes to the coordinator as SubscribedTopicRegex (RE2, matched whole): the member gets the
+    partitions of the matching topic (not of one that only contains the pattern), then those of a matching topic
+    created while it runs, and reads their records."""
+
+    async def main() -> None:
+        prefix, group = f"rx{uuid.uuid4().hex[:6]}", f"grx-{uuid.uuid4().hex[:6]}"
+        async with Admin(broker.bootstrap) as admin:
+            for name, partitions in ((f"{prefix}-a", 2), (f"x{prefix}-a", 2)):
+                await admin.create_topic(name, partitions, 1)
+        member = await Herd(
+            broker.bootstrap, group, None, "rx", group_protocol="consumer", topic_regex=f"{prefix}-.*"
+        ).start()
+        try:
+            topics = lambda: {tp.topic for tp in member.consumer.assignment}  # noqa: E731
+            await wait_until_async(lambda: topics() == {f"{prefix}-a"}, 30, "the matching topic assigned")
+            async with Admin(broker.bootstrap) as admin:
+                await admin.create_topic(f"{prefix}-b", 3, 1)
+            expected = set(produce(broker.bootstrap, f"{prefix}-b", 3, 9))
+            await wait_until_async(lambda: topics() == {f"{prefix}-a", f"{prefix}-b"}, 45, "the new topic assigned")
+            await wait_until_async(lambda: expected <= set(member.values), 30, "the new topic's records read")
+        finally:
+            await member.stop()
+
+    asyncio.run(main())
+
+
+def test_a_regular_expression_needs_the_consumer_protocol() -> None:
+    with pytest.raises(ValueError, match="topic_regex needs group_protocol='consumer'"):
+        GroupConsumer("127.0.0.1:9", "g", (), topic_regex="a.*")

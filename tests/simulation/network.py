@@ -237,6 +237,7 @@ def to_core(request: object) -> object:
                 rebalance_timeout_ms=request.rebalance_timeout_ms,
                 subscribed_topic_names=request.subscribed_topic_names,
                 server_assignor=request.server_assignor,
+                subscribed_topic_regex=request.subscribed_topic_regex,
                 owned=None if request.owned is None else {t: frozenset(p) for t, p in request.owned.items() if p},
                 **client,
             )

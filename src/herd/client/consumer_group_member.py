@@ -72,6 +72,7 @@ class ConsumerProtocolMember(MachineDriver):
         rack_id: str | None = None,
         rebalance_timeout_ms: int = 300_000,
         server_assignor: str | None = None,
+        topic_regex: str | None = None,
         on_assigned: Callback | None = None,
         on_revoked: Callback | None = None,
         on_lost: Callback | None = None,
@@ -89,6 +90,7 @@ class ConsumerProtocolMember(MachineDriver):
             rebalance_timeout_ms=rebalance_timeout_ms,
             server_assignor=server_assignor,
             retry_backoff_ms=int(client.backoff.initial_ms),
+            topic_regex=topic_regex,
         )
         self.callbacks: dict[type, Callback | None] = {Assigned: on_assigned, Revoked: on_revoked, Lost: on_lost}
         self.names: dict[uuid.UUID, str] = {}
@@ -193,7 +195,8 @@ class ConsumerProtocolMember(MachineDriver):
         """`partitions`, once the metadata names every topic id in them (or NAMING_TIMEOUT_S passed)."""
         deadline = asyncio.get_running_loop().time() + NAMING_TIMEOUT_S
         while set(partitions) - set(self.names):
-            metadata = await self.client.metadata(list(self.machine.topics))
+            # a regular expression may match any topic: every topic's metadata then
+            metadata = await self.client.metadata(None if self.machine.topic_regex else list(self.machine.topics))
             for name, topic in metadata.topics.items():
                 if topic.topic_id is not None:
                     self.names[uuid.UUID(topic.topic_id)] = name
@@ -235,7 +238,7 @@ def _to_kio(request: ConsumerGroupHeartbeatRequest, b: RequestBuilder) -> Any:
         rack_id=request.rack_id,
         rebalance_timeout=request.rebalance_timeout_ms,
         subscribed_topic_names=request.subscribed_topic_names,
-        subscribed_topic_regex=None,
+        subscribed_topic_regex=request.subscribed_topic_regex,
         server_assignor=request.server_assignor,
         topic_partitions=owned,
     )

@@ -20,12 +20,12 @@ are by topic id (herd.coordinator's `Assignment`); the driver maps ids to names.
 
 Which fields a heartbeat carries (Java's ConsumerHeartbeatRequestManager.HeartbeatState): all of them when the
 member joins or after a failed request; afterwards only what changed since the last one sent (the subscription,
-the rebalance timeout, the owned partitions, the server assignor); the instance id always. Errors as Java handles
-them: NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE forget the coordinator and retry at once;
-COORDINATOR_LOAD_IN_PROGRESS and a lost connection retry after the backoff; FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID
-fence the member (it loses its partitions and joins again); anything else is fatal (GROUP_AUTHORIZATION_FAILED,
-INVALID_REQUEST, GROUP_MAX_SIZE_REACHED, UNSUPPORTED_ASSIGNOR, INVALID_REGULAR_EXPRESSION, UNRELEASED_INSTANCE_ID,
-...).
+the rebalance timeout, the owned partitions, the server assignor, the regular expression: "" when it is taken
+back); the instance id always. Errors as Java handles them: NOT_COORDINATOR and COORDINATOR_NOT_AVAILABLE forget
+the coordinator and retry at once; COORDINATOR_LOAD_IN_PROGRESS and a lost connection retry after the backoff;
+FENCED_MEMBER_EPOCH and UNKNOWN_MEMBER_ID fence the member (it loses its partitions and joins again); anything else
+is fatal (GROUP_AUTHORIZATION_FAILED, INVALID_REQUEST, GROUP_MAX_SIZE_REACHED, UNSUPPORTED_ASSIGNOR,
+INVALID_REGULAR_EXPRESSION, UNRELEASED_INSTANCE_ID, ...).
 """
 
 from __future__ import annotations
@@ -87,6 +87,7 @@ class ConsumerGroupHeartbeatRequest:
     subscribed_topic_names: tuple[str, ...] | None = None
     server_assignor: str | None = None
     owned: Partitions | None = None
+    subscribed_topic_regex: str | None = None  # "" takes a regular expression back
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,9 +165,11 @@ class ConsumerMembership:
         rebalance_timeout_ms: int = 300_000,
         server_assignor: str | None = None,
         retry_backoff_ms: int = 100,
+        topic_regex: str | None = None,
     ) -> None:
         self.group_id = group_id
         self.topics = tuple(sorted(set(topics)))
+        self.topic_regex = topic_regex  # RE2, matched whole by the coordinator (SubscribedTopicRegex, v1)
         self.clock = clock
         self.member_id = member_id or str(uuid.uuid4())  # KIP-1082: the client makes its id (v1)
         self.instance_id, self.rack_id = instance_id, rack_id
@@ -179,8 +182,8 @@ class ConsumerMembership:
         self.error: KafkaError | None = None
         self._due_ms: int | None = None  # when the next heartbeat is due (None: none until an answer)
         self._in_flight = False
-        # what the last heartbeat carried: subscription, rebalance timeout, owned partitions, server assignor
-        self._sent: tuple[tuple[str, ...], int, Partitions, str | None] | None = None
+        # what the last heartbeat carried: subscription, rebalance timeout, owned partitions, server assignor, regex
+        self._sent: tuple[tuple[str, ...], int, Partitions, str | None, str | None] | None = None
 
     @property
     def done(self) -> bool:
@@ -195,9 +198,10 @@ class ConsumerMembership:
         self._due_ms = self.clock.now_ms()
         return self.tick()
 
-    def subscribe(self, topics: tuple[str, ...]) -> list[Action]:
-        """A new subscription: sent with the next heartbeat, at once."""
+    def subscribe(self, topics: tuple[str, ...], topic_regex: str | None = None) -> list[Action]:
+        """A new subscription (topic names, a regular expression or both): sent with the next heartbeat, at once."""
         self.topics = tuple(sorted(set(topics)))
+        self.topic_regex = topic_regex
         if not self.done and self.state is not State.LEAVING:
             self._due_ms = self.clock.now_ms()
         return self.tick()
@@ -266,8 +270,13 @@ class ConsumerMembership:
         self._due_ms = None
         full = self._sent is None or self.epoch == 0
         topics, timeout, owned, assignor = self.topics, self.rebalance_timeout_ms, self.owned, self.server_assignor
+        regex = self.topic_regex
         last = self._sent
-        self._sent = (topics, timeout, owned, assignor)
+        self._sent = (topics, timeout, owned, assignor, regex)
+        if full or last is None:
+            sent_regex = regex  # Java: the pattern when joining, if there is one
+        else:
+            sent_regex = (regex if regex is not None else "") if last[4] != regex else None
         return Send(
             ConsumerGroupHeartbeatRequest(
                 self.group_id,
@@ -279,6 +288,7 @@ class ConsumerMembership:
                 subscribed_topic_names=topics if full or last is None or last[0] != topics else None,
                 server_assignor=assignor if full or last is None or last[3] != assignor else None,
                 owned={} if self.epoch == 0 else (owned if full or last is None or last[2] != owned else None),
+                subscribed_topic_regex=sent_regex,
             )
         )
 

@@ -80,6 +80,7 @@ class Group:
             subscribed_topic_names=request.subscribed_topic_names,
             server_assignor=request.server_assignor,
             owned=request.owned,
+            subscribed_topic_regex=request.subscribed_topic_regex,
         )
         result = self.shard.consumer_group_heartbeat(req, "h")
         for record in result.records:
@@ -207,3 +208,18 @@ def test_the_server_assignor_goes_when_joining_and_after_a_failure_only() -> Non
     group.clock.set(group.clock.now_ms() + 100)
     (again,) = a.tick()
     assert again.request.server_assignor == "uniform"
+
+
+def test_a_regular_expression_goes_when_joining_when_it_changes_and_empty_when_taken_back() -> None:
+    """Java's HeartbeatState: SubscribedTopicRegex when joining (if there is one) and when it changed since the last
+    heartbeat, "" when the pattern was removed."""
+    group = Group()
+    a = group.add("a", topic_regex="fo+")
+    first = next(action for name, action in group.seen if isinstance(action, Send))
+    assert first.request.subscribed_topic_regex == "fo+"
+    group.run(1000)
+    (keep_alive,) = group_advance_and_take(group, a)
+    assert keep_alive.request.subscribed_topic_regex is None
+    a.receive(keep_alive.request, group.answer(keep_alive.request))
+    (changed,) = a.subscribe(("foo",), topic_regex=None)
+    assert changed.request.subscribed_topic_regex == "" and changed.request.subscribed_topic_names is None
