@@ -413,6 +413,7 @@ class BrokerConnection:
                 future.set_exception(
                     ConnectionLost(message) if error is ConnectionLost else error(ErrorCode.network_exception, message)
                 )
+                future.exception()  # retrieved: a request whose waiter gave up (a timeout) logs nothing at close
         if self._writer is not None:
             self._writer.close()
         if self._read_task is not None and self._read_task is not asyncio.current_task():

@@ -161,11 +161,14 @@ class GroupConsumer:
         security: ClientSecurity | Mapping[str, str] | None = None,
         group_protocol: str = "classic",
         server_assignor: str | None = None,
+        topic_regex: str | None = None,
     ) -> None:
         if auto_offset_reset not in ("earliest", "latest"):
             raise ValueError("auto_offset_reset must be 'earliest' or 'latest'")
         if group_protocol not in ("classic", "consumer"):
             raise ValueError("group_protocol must be 'classic' or 'consumer'")
+        if topic_regex is not None and group_protocol != "consumer":
+            raise ValueError("topic_regex needs group_protocol='consumer': the coordinator resolves it (KIP-848)")
         self.client = KafkaClient(bootstrap_servers, client_id=client_id, security=security)
         self.group_id = group_id
         self.protocol = ConsumerGroupProtocol(topics, assignors, lambda t: cluster_of(self.client, t), rack_id)
@@ -179,6 +182,7 @@ class GroupConsumer:
                 rack_id=rack_id,
                 rebalance_timeout_ms=rebalance_timeout_ms,
                 server_assignor=server_assignor,
+                topic_regex=topic_regex,
                 on_assigned=self._assigned,
                 on_revoked=self._revoked,
                 on_lost=self._lost,
@@ -201,6 +205,7 @@ class GroupConsumer:
         self.commit_on_revoke = commit_on_revoke
         self.user_callbacks = {"assigned": on_assigned, "revoked": on_revoked, "lost": on_lost}
         self.positions: dict[TopicPartition, int] = {}
+        self._has_partitions = asyncio.Event()  # set while the member holds partitions (getmany waits for it)
         self.events: list[tuple[str, frozenset[TopicPartition]]] = []
 
     @property
@@ -242,12 +247,16 @@ class GroupConsumer:
                 pass  # the generation is already over; the next owner starts from the last commit
         for tp in gone:
             self.positions.pop(tp, None)
+        if not self.positions:
+            self._has_partitions.clear()
         await self._notify("revoked", gone)
 
     async def _lost(self, assignment: GroupAssignment) -> None:
         gone = partitions_of(assignment.data) & self.assignment
         for tp in gone:
             self.positions.pop(tp, None)
+        if not self.positions:
+            self._has_partitions.clear()
         await self._notify("lost", gone)
 
     async def _notify(self, kind: str, partitions: frozenset[TopicPartition]) -> None:
@@ -267,6 +276,7 @@ class GroupConsumer:
         missing = [tp for tp in partitions if tp not in committed]
         reset = EARLIEST if self.auto_offset_reset == "earliest" else LATEST
         self.positions.update(await list_offsets(self.client, missing, reset))
+        self._has_partitions.set()
 
     # -- consuming ----------------------------------------------------------------------------------------
 
@@ -300,9 +310,16 @@ class GroupConsumer:
         A partition whose leader cannot be reached (it died, or its leadership is moving) yields nothing this
         time and is fetched again on the next call, from the leader the metadata names then, as Java's Fetcher
         does after a failed fetch; the others are fetched as usual. The call waits a retry backoff (at most
-        `timeout_ms`) when nothing could be fetched for that reason, so a loop around it does not spin."""
+        `timeout_ms`) when nothing could be fetched for that reason, so a loop around it does not spin. With no
+        partition assigned it waits for an assignment, up to `timeout_ms`, and returns nothing (Java's poll blocks
+        for its timeout then too)."""
         positions = dict(self.positions)
         if not positions:
+            try:
+                async with asyncio.timeout(timeout_ms / 1000):
+                    await self._has_partitions.wait()
+            except TimeoutError:
+                pass
             return {}
         try:
             metadata = await self.client.metadata(sorted({tp.topic for tp in positions}))
