@@ -41,10 +41,12 @@ settings.load_profile("ci" if os.environ.get("CI") else "herd")
 # end runs alone while the other worker idles.
 LONGEST_FIRST = (
     "tests/spark_cluster/test_standalone.py",
-    "tests/spark/",  # one unit of work (pytest_xdist_make_scheduler)
     "tests/integration/test_failover_crash.py",
-    "tests/integration/test_offsets_crash.py",
     "tests/simulation/test_simulation.py",
+    "tests/integration/test_offsets_crash.py",
+    # one unit of work (pytest_xdist_make_scheduler), not beside test_standalone.py: their JVMs starting together
+    # on two cores took 50-65 s longer each
+    "tests/spark/",
     "tests/spark_cluster/test_leaders.py",
 )
 
