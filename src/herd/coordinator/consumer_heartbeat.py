@@ -801,8 +801,17 @@ def cancel_classic_join_timeout(ctx: ShardContext, group_id: str, member_id: str
 
 
 def fence_operation(
-    ctx: ShardContext, group_id: str, member_id: str, cause: str, reason: str, epoch: int | None = None
+    ctx: ShardContext,
+    group_id: str,
+    member_id: str,
+    cause: str,
+    reason: str,
+    epoch: int | None = None,
+    *,
+    on_refused: Rollback | None = None,
 ) -> Result:
+    """A timer's fence of one member (its session, its rebalance timeout, a classic member's join or sync timeout);
+    `on_refused` runs if its records are not written (default: the member's session starts again)."""
     group = ctx.consumer_groups.get(group_id)
     member = group.members.get(member_id) if group is not None else None
     if group is None or member is None:
@@ -811,20 +820,30 @@ def fence_operation(
         return Result()  # it moved on from the epoch it had to leave in time
     log.info("[GroupId %s] Member %s fenced from the group because %s.", group_id, member_id, reason)
     records = fence(ctx, group, [member], cause, f"member {member_id} fenced: {reason}")
-    return Result(records=tuple(records), rollback=rearm_sessions(ctx, group_id, (member_id,)))
+    rollback = on_refused if on_refused is not None else rearm_sessions(ctx, group_id, (member_id,))
+    return Result(records=tuple(records), rollback=rollback)
 
 
-def rearm_sessions(ctx: ShardContext, group_id: str, member_ids: tuple[str, ...]) -> Rollback:
+# Kafka's CoordinatorRuntime timer retries a failed timer operation after 500 ms (EventBasedCoordinatorTimer, retry)
+TIMER_RETRY_BACKOFF_MS = 500
+
+
+def rearm_sessions(
+    ctx: ShardContext, group_id: str, member_ids: tuple[str, ...], retry_ms: int | None = None
+) -> Rollback:
     """The rollback of a fence whose records were not written: `fence` cancelled the members' timers when it ran,
     and the members are still in the group, so their sessions start again (else a member whose leave or expiry
-    was refused would stay in the group for ever: the simulator's seed 138)."""
+    was refused would stay in the group for ever: the simulator's seed 138): for a whole session timeout, or for
+    `retry_ms` when the fence was the session's own expiry (tried again soon, as Kafka's timer retries it; a whole
+    session per refused attempt left a dead member in the group for minutes: seed 346645848)."""
 
     def rollback(error: ErrorCode) -> Result:
         group = ctx.consumer_groups.get(group_id)
         for member_id in member_ids:
             member = group.members.get(member_id) if group is not None else None
             if member is not None:
-                arm_session(ctx, group_id, member_id, member.classic.session_timeout_ms if member.classic else None)
+                own = member.classic.session_timeout_ms if member.classic else None
+                arm_session(ctx, group_id, member_id, retry_ms if retry_ms is not None else own)
         return Result()
 
     return rollback
@@ -874,22 +893,33 @@ def _session_expired(ctx: ShardContext, group_id: str, member_id: str) -> Result
         if session[0] > ctx.now():  # heard of since: wait for the new deadline
             _schedule_session(ctx, group_id, member_id, session, session[0])
             return Result()
-    return fence_operation(ctx, group_id, member_id, "session-timeout", "the member session expired")
+    retry = rearm_sessions(ctx, group_id, (member_id,), TIMER_RETRY_BACKOFF_MS)
+    return fence_operation(ctx, group_id, member_id, "session-timeout", "the member session expired", on_refused=retry)
 
 
 def _arm_rebalance_timeout(ctx: ShardContext, group_id: str, member: ConsumerMember) -> None:
     member_id, epoch, timeout = member.member_id, member.member_epoch, member.rebalance_timeout_ms
+    _schedule_rebalance_timeout(ctx, group_id, member_id, epoch, timeout, ctx.now() + timeout)
+
+
+def _schedule_rebalance_timeout(
+    ctx: ShardContext, group_id: str, member_id: str, epoch: int, timeout: int, deadline: int
+) -> None:
+    """The fence of a member that has not revoked by `deadline`; tried again TIMER_RETRY_BACKOFF_MS later if its
+    records are not written (its session goes on meanwhile)."""
+    key = rebalance_key(group_id, member_id)
+    sessions = rearm_sessions(ctx, group_id, (member_id,))
+
+    def retry(error: ErrorCode) -> Result:
+        sessions(error)
+        _schedule_rebalance_timeout(ctx, group_id, member_id, epoch, timeout, ctx.now() + TIMER_RETRY_BACKOFF_MS)
+        return Result()
+
+    reason = f"it failed to transition from epoch {epoch} within {timeout}ms"
     ctx.timer.schedule(
-        rebalance_key(group_id, member_id),
-        ctx.now() + timeout,
-        lambda: fence_operation(
-            ctx,
-            group_id,
-            member_id,
-            "rebalance-timeout",
-            f"it failed to transition from epoch {epoch} within {timeout}ms",
-            epoch,
-        ),
+        key,
+        deadline,
+        lambda: fence_operation(ctx, group_id, member_id, "rebalance-timeout", reason, epoch, on_refused=retry),
     )
 
 
