@@ -19,8 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from herd.cluster.placement import Election
-from herd.cluster.shared import Elected
+from herd.cluster.placement import Elected, Election
 from herd.cluster.topics import Cluster, ConfigChange, Topic, TopicError
 from herd.log.store import SegmentStore, StoredPartition
 

@@ -22,19 +22,10 @@ import psycopg
 
 from herd.cluster.database import notify
 from herd.cluster.nodes import alive, candidates, read_nodes
-from herd.cluster.placement import Election, Slot, assign_new, elect, plan
+from herd.cluster.placement import Elected, Election, MoveError, Slot, assign_new, elect, plan
 from herd.log.postgres import metadata_sql as q
 
 log = logging.getLogger(__name__)
-
-
-class MoveError(Exception):
-    """A move refused, with one line for the operator and the HTTP status that says why (404: no such topic or
-    partition, 400: `to` is not a live node, 409: the move has nowhere to go, 503: the database failed)."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,15 +37,6 @@ class Moved:
     partition: int
     from_node: int | None
     to_node: int
-    leader_epoch: int
-
-
-@dataclass(frozen=True, slots=True)
-class Elected:
-    """The election of one partition's leader: how it ended, the leader after it (None: none) and its epoch."""
-
-    outcome: Election
-    leader: int | None
     leader_epoch: int
 
 

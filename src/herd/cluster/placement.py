@@ -156,6 +156,24 @@ class Election(enum.Enum):
     NO_LEADER = "no leader"  # no eligible node can take it
 
 
+class MoveError(Exception):
+    """A move refused, with one line for the operator and the HTTP status that says why (404: no such topic or
+    partition, 400: `to` is not a live node, 409: the move has nowhere to go, 503: the database failed)."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class Elected:
+    """The election of one partition's leader: how it ended, the leader after it (None: none) and its epoch."""
+
+    outcome: Election
+    leader: int | None
+    leader_epoch: int
+
+
 def elect(
     slots: Sequence[Slot], eligible: Iterable[int], keys: Iterable[int], *, keep: Iterable[int] = (), preferred: bool
 ) -> dict[int, tuple[Election, int | None]]:

@@ -44,12 +44,12 @@ from typing import Any, TypeVar
 from psycopg_pool import AsyncConnectionPool
 
 from herd.cluster import admin, controller
-from herd.cluster.controller import Elected, Moved, MoveError
+from herd.cluster.controller import Moved
 from herd.cluster.database import DB_ERRORS, Trouble, locked, wait
 from herd.cluster.leases import Lease
 from herd.cluster.metadata_view import AclRow, LeadershipCallback, LeaderStore, MetadataView, ScramRows, listen_forever
 from herd.cluster.nodes import ClusterError, Node, Nodes, NodeState, read_nodes
-from herd.cluster.placement import Election
+from herd.cluster.placement import Elected, Election, MoveError
 from herd.cluster.purge import purge_forever
 from herd.cluster.topics import (
     KAFKA_STORAGE_ERROR,

@@ -22,7 +22,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from herd.cluster.shared import MoveError
+from herd.cluster.placement import MoveError
 from herd.cluster.topics import OFFSETS_TOPIC
 
 if TYPE_CHECKING:

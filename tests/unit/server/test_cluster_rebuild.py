@@ -15,7 +15,7 @@ from herd.log.api import KafkaStorageError, LogConfig, NotLeaderError, ProducerB
 from herd.log.fs import MemoryFileSystem
 from herd.log.producer_state import ProducerStates
 from herd.log.store import SegmentStore
-from herd.server.node import ClusterNode
+from herd.server.cluster_node import ClusterNode
 
 
 class _StoredPartition:

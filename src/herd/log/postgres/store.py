@@ -78,6 +78,7 @@ from herd.log.api import (
     NotInMemoryError,
     NotLeaderError,
     OffsetOutOfRangeError,
+    PartitionLog,
     ProducerBatch,
     TimestampOffset,
     deletes,
@@ -193,10 +194,12 @@ class PgLogStore:
         self._logs.add(opened)
         return opened
 
-    async def close_partition(self, partition_log: PgPartitionLog, *, flush: bool) -> None:
-        """Stop leading the partition here. With `flush` (a controlled handoff) what is pending is committed
-        first; otherwise it is dropped (its waiters get NotLeaderError). Either way a commit in flight is
-        waited for (at most CLOSE_WAIT_S, then its waiters get KafkaStorageError: its outcome is unknown)."""
+    async def close_partition(self, partition_log: PartitionLog, *, flush: bool) -> None:
+        """Stop leading the partition here (one this store opened). With `flush` (a controlled handoff) what is
+        pending is committed first; otherwise it is dropped (its waiters get NotLeaderError). Either way a commit
+        in flight is waited for (at most CLOSE_WAIT_S, then its waiters get KafkaStorageError: its outcome is
+        unknown)."""
+        assert isinstance(partition_log, PgPartitionLog), "a log this store opened"
         self._logs.discard(partition_log)
         await partition_log.close_async(flush=flush)
 

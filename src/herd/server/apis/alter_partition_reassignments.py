@@ -32,7 +32,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.cluster.shared import MoveError
+from herd.cluster.placement import MoveError
 from herd.server.apis._authorize import ALTER, authorized_cluster
 from herd.server.apis._build import ctx_builder
 from herd.server.broker import RequestContext
