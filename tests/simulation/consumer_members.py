@@ -15,38 +15,21 @@ member commits what it owns every 1-5 s, with its member epoch.
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING
 
 from herd.client import consumer_membership as cm
 from herd.client.consumer_membership import ConsumerMembership, State
 from herd.client.consumer_protocol import TopicPartition
 from herd.coordinator import requests as rq
 
-from .loop import Event
-from .members import GroupSpec
-from .network import Connection
-
-if TYPE_CHECKING:
-    from .sim import Simulation
+from .members import SimMember
 
 REQUEST_TIMEOUT_MS = 30_000  # herd.client's request.timeout.ms
 
 
-class SimConsumerMember:
-    protocol = "consumer"
+class SimConsumerMember(SimMember):
+    """SimMember's life, connection, pauses, ticks and commit schedule, with a consumer-protocol machine."""
 
-    def __init__(self, sim: Simulation, name: str, spec: GroupSpec, instance_id: str | None) -> None:
-        self.sim, self.name, self.spec, self.instance_id = sim, name, spec, instance_id
-        self.machine: ConsumerMembership | None = None
-        self.conn: Connection | None = None
-        self.status = "down"  # "up", "paused", "down"
-        self.runs = 0
-        self.inbox: list[tuple[str, object, object]] = []
-        self._tick: Event | None = None
-
-    @property
-    def alive(self) -> bool:
-        return self.status != "down"
+    machine: ConsumerMembership | None  # type: ignore[assignment]
 
     def owned(self) -> set[TopicPartition]:
         """What the member owns now, by topic name (empty when it is down)."""
@@ -55,8 +38,6 @@ class SimConsumerMember:
             return set()
         names = self.sim.topic_names
         return {TopicPartition(names[t], p) for t, parts in machine.owned.items() for p in parts}
-
-    # -- life ------------------------------------------------------------------------------------
 
     def start(self) -> None:
         if self.alive:
@@ -73,77 +54,13 @@ class SimConsumerMember:
         )
         self.status, self.conn, self.inbox = "up", None, []
         self.sim.trace(f"{self.name} starts (run {self.runs})")
-        self._run(self.machine.start())
+        self._run(self.machine.start())  # type: ignore[arg-type]
         self._schedule_commit()
 
-    def crash(self) -> None:
-        if not self.alive:
-            return
-        self.sim.trace(f"{self.name} crashes")
-        self._stop()
-
-    def _stop(self) -> None:
-        self.status, self.machine, self.inbox = "down", None, []
-        if self.conn is not None:
-            self.conn.open = False
-        self.conn = None
-        if self._tick is not None:
-            self._tick.live = False
-
-    def close(self) -> None:
-        if self.status != "up" or self.machine is None:
-            return
-        self.sim.trace(f"{self.name} closes")
-        self._run(self.machine.close())
-
-    def pause(self, ms: int) -> None:
-        if self.status != "up":
-            return
-        self.sim.trace(f"{self.name} pauses {ms} ms")
-        self.status = "paused"
-        machine = self.machine
-        self.sim.loop.after(ms, lambda: self._resume(machine), "resume")
-
-    def _resume(self, machine: ConsumerMembership | None) -> None:
-        if self.status != "paused" or machine is not self.machine:
-            return
-        self.status = "up"
-        inbox, self.inbox = self.inbox, []
-        for kind, request, response in inbox:
-            self._feed(kind, request, response)
-        self._tick_now()
-
-    # -- inputs ----------------------------------------------------------------------------------
-
-    def on_answer(self, request: object, response: object) -> None:
-        self._feed("answer", request, response)
-
-    def on_failure(self, request: object, reason: str) -> None:
-        self._feed("failure", request, reason)
-
-    def _feed(self, kind: str, request: object, payload: object) -> None:
-        if self.status == "paused":
-            self.inbox.append((kind, request, payload))
-            return
-        if self.machine is None or isinstance(request, rq.OffsetCommit):
-            return  # the checker saw a commit's answer leave the server
-        assert isinstance(request, cm.ConsumerGroupHeartbeatRequest)
-        if kind == "answer":
-            assert isinstance(payload, cm.ConsumerGroupHeartbeatResponse)
-            self._run(self.machine.receive(request, payload))
-        else:
-            self._run(self.machine.request_failed(request, str(payload)))
-
-    def _tick_now(self) -> None:
-        if self.status == "up" and self.machine is not None:
-            self._run(self.machine.tick())
-
-    # -- actions ---------------------------------------------------------------------------------
-
-    def _run(self, actions: list[cm.Action]) -> None:
+    def _run(self, actions: list[cm.Action]) -> None:  # type: ignore[override]
         for action in actions:
             if isinstance(action, cm.Send):
-                self._send(action.request, REQUEST_TIMEOUT_MS)
+                self._send(action.request)
             elif isinstance(action, cm.Revoked):
                 self._commit_partitions(action.partitions)
             elif isinstance(action, cm.Assigned):
@@ -159,34 +76,10 @@ class SimConsumerMember:
                 return
         self._arm_tick()
 
-    def _send(self, request: object, timeout_ms: int) -> None:
-        if self.conn is None or not self.conn.open:
-            self.conn = self.sim.network.connect(self)
-        out = self.sim.network.send(self.conn, request)
-        conn = self.conn
-        self.sim.loop.after(timeout_ms, lambda: self._timed_out(conn, out), "request-timeout")
+    def _request_timeout(self, request: object) -> int:
+        return REQUEST_TIMEOUT_MS
 
-    def _timed_out(self, conn: Connection, out: object) -> None:
-        if conn.open and out in conn.outstanding:
-            self.sim.trace(f"{self.name}: request timed out, dropping its connection")
-            self.sim.network.drop(conn, "request timed out")
-
-    def _arm_tick(self) -> None:
-        if self._tick is not None:
-            self._tick.live = False
-            self._tick = None
-        machine = self.machine
-        deadline = machine.next_deadline() if machine is not None else None
-        if deadline is not None:
-            self._tick = self.sim.loop.at(deadline, self._tick_now, "tick")
-
-    # -- offset commits --------------------------------------------------------------------------
-
-    def _schedule_commit(self) -> None:
-        machine = self.machine
-        self.sim.loop.after(self.sim.rng.randint(1000, 5000), lambda: self._commit(machine), "commit")
-
-    def _commit(self, machine: ConsumerMembership | None) -> None:
+    def _commit(self, machine: ConsumerMembership | None) -> None:  # type: ignore[override]
         if machine is not self.machine or machine is None:
             return
         self._schedule_commit()

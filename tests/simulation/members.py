@@ -196,13 +196,15 @@ class SimMember:
         if self.conn is None or not self.conn.open:
             self.conn = self.sim.network.connect(self)
         out = self.sim.network.send(self.conn, request)
-        assert self.machine is not None
-        # herd.client.group's timeouts (KafkaClient's request timeout is 30 s): a heartbeat unanswered for a
-        # session timeout gives its connection up, which also frees a connection whose answers wait behind a
-        # SyncGroup the coordinator never answers (a member removed while its SyncGroup was parked: seed 375820957)
-        timeout = request_timeout_ms(request, self.machine.config, 30_000)  # type: ignore[arg-type]
         conn = self.conn
-        self.sim.loop.after(timeout, lambda: self._timed_out(conn, out), "request-timeout")
+        self.sim.loop.after(self._request_timeout(request), lambda: self._timed_out(conn, out), "request-timeout")
+
+    def _request_timeout(self, request: object) -> int:
+        """herd.client.group's timeouts (KafkaClient's request timeout is 30 s): a heartbeat unanswered for a
+        session timeout gives its connection up, which also frees a connection whose answers wait behind a
+        SyncGroup the coordinator never answers (a member removed while its SyncGroup was parked: seed 375820957)."""
+        assert self.machine is not None
+        return request_timeout_ms(request, self.machine.config, 30_000)  # type: ignore[arg-type]
 
     def _timed_out(self, conn: Connection, out: object) -> None:
         if conn.open and out in conn.outstanding:
