@@ -10,6 +10,7 @@ import uuid
 import pytest
 
 from herd.coordinator import CoordinatorConfig
+from herd.coordinator import consumer_heartbeat as hb
 from herd.coordinator.consumer.assignment import Assignment, assignment, size
 from herd.coordinator.consumer.group import ConsumerGroupState
 from herd.coordinator.consumer.member import MemberState
@@ -498,3 +499,29 @@ def test_a_heartbeat_whose_records_are_not_written_is_answered_with_the_error(er
     assert result.records
     (reply,) = ctx.shard.on_append_failed(result, error).replies
     assert reply.response == ConsumerGroupHeartbeatResponse(error_code=answered)
+
+
+def test_a_leave_whose_records_are_refused_leaves_the_member_its_session() -> None:
+    """`fence` cancels the member's timers when it runs; if the leave's records are refused, its rollback arms the
+    session again, so the member still goes when its session ends (simulator seeds 138, 214)."""
+    ctx = new_ctx()
+    a = Consumer(ctx, "a")
+    a.heartbeat()
+    leave = ConsumerGroupHeartbeat(group_id="g", member_id="a", member_epoch=-1)
+    ctx.shard.on_append_failed(ctx.shard.consumer_group_heartbeat(leave, "h"), ErrorCode.message_too_large)
+    assert ctx.timer.deadline(hb.session_key("g", "a")) == ctx.clock.now_ms() + 45_000
+    ctx.sleep(45_000)
+    assert ctx.shard.consumer_group("g").state is ConsumerGroupState.EMPTY
+
+
+def test_a_session_expiry_whose_records_are_refused_is_tried_again_500_ms_later() -> None:
+    """As Kafka's coordinator timer retries a failed operation (simulator seed 346645848)."""
+    ctx = new_ctx()
+    a = Consumer(ctx, "a")
+    a.heartbeat()
+    (expired,) = ctx.timer.advance(45_000)
+    assert expired.records
+    ctx.shard.on_append_failed(expired, ErrorCode.message_too_large)
+    assert ctx.timer.deadline(hb.session_key("g", "a")) == ctx.clock.now_ms() + 500
+    ctx.sleep(500)
+    assert ctx.shard.consumer_group("g").state is ConsumerGroupState.EMPTY
