@@ -1,7 +1,7 @@
 """The broker's own CPU per heartbeat, without sockets: a precise figure where the end-to-end benchmark is noisy.
 
     PYTHONPATH=<a checkout's src> .venv/bin/python bench/bench_heartbeat_path.py [--repeats 9] [--batches 2000]
-                                                                                 [--serve]
+                                                                                 [--serve] [--protocol consumer]
                                                                                  [--baseline-connection FILE]
 
 A `herd serve` Server runs in this process; a group of 10 members is formed over real sockets (bench_groups'
@@ -10,6 +10,10 @@ of 100 pipelined Heartbeat v4 frames of those members (as one socket read would 
 handler's fast path, encoding and queueing the answers, and whatever the connection records per request. The
 CPU time of --batches batches is measured --repeats times; the minimum per heartbeat is printed (the least
 disturbed run: the machine only ever adds time), with the median. Both are in nanoseconds.
+
+With --protocol consumer the group is a KIP-848 consumer group of 10 members (bench_consumer_groups' members,
+joined over real sockets and reconciled), and the frames are their keep-alive ConsumerGroupHeartbeat v1 requests
+(the member's epoch, nothing else set, as a consumer heartbeats between changes).
 
 With --serve it sets up once, then measures --batches batches each time it reads a line on stdin and prints the
 nanoseconds per heartbeat, until stdin closes: bench_metrics_overhead.py runs one such process per tree and
@@ -35,6 +39,8 @@ import tempfile
 import time
 from typing import Any
 
+import bench_consumer_groups
+from bench_consumer_groups import CGH
 from bench_groups import HEARTBEAT, VERSIONS, build, encode, form_group, stop_members
 from kio.serial import entity_reader
 
@@ -75,9 +81,9 @@ class Sink:
     close = abort
 
 
-def _error_code(answer: bytes) -> int:
-    """The error code of the first Heartbeat answer in `answer` (size, header, body)."""
-    cls = response_class(HEARTBEAT, VERSIONS[HEARTBEAT])
+def _error_code(answer: bytes, api_key: int = HEARTBEAT) -> int:
+    """The error code of the first answer in `answer` (size, header, body), of Heartbeat or `api_key`."""
+    cls = response_class(api_key, VERSIONS[api_key])
     size = int.from_bytes(answer[:4], "big")
     frame = answer[4 : 4 + size]
     _, offset = entity_reader(cls.__header_schema__)(frame, 0)
@@ -104,15 +110,46 @@ async def stable_group(server: Server) -> tuple[list[Any], list[Any], bytes]:
     return members, tasks, frames
 
 
+async def stable_consumer_group(server: Server) -> tuple[list[Any], list[Any], bytes]:
+    """A KIP-848 group of 10 members on `server`, every member at the group's epoch (subscribed to a topic of 10
+    partitions, one each), and one batch of FRAMES_PER_BATCH pipelined keep-alive heartbeats of theirs:
+    (members, their wires, the frames). The members send nothing else: their session is the broker's default."""
+    port = server.port
+    await bench_consumer_groups.create_topic(port, 10)
+    members = await bench_consumer_groups.form(port, "hb-consumer", 10, 1, 10)
+    frames = b"".join(
+        encode(
+            CGH,
+            build(
+                CGH,
+                group_id=m.group,
+                member_id=m.member_id,
+                member_epoch=m.epoch,
+                rebalance_timeout=-1,
+                subscribed_topic_names=None,
+                topic_partitions=None,
+            ),
+            i,
+        )
+        for i, m in enumerate(members * (FRAMES_PER_BATCH // len(members)))
+    )
+    return members, [members[0].wire], frames
+
+
 def warmed_connection(
-    server: Server, sink: Sink, frames: bytes, batches: int, cls: type[Connection] = Connection
+    server: Server,
+    sink: Sink,
+    frames: bytes,
+    batches: int,
+    cls: type[Connection] = Connection,
+    api_key: int = HEARTBEAT,
 ) -> Connection:
     """A connection of `server` writing to `sink`, fed `batches` batches of `frames` and checked to answer them."""
     conn = cls(server)
     conn.connection_made(sink)  # type: ignore[arg-type]
     for _ in range(batches):
         conn.data_received(frames)
-    assert _error_code(sink.last) == 0, "the heartbeats were not answered NONE"
+    assert _error_code(sink.last, api_key) == 0, "the heartbeats were not answered NONE"
     return conn
 
 
@@ -133,7 +170,9 @@ def _baseline_class(path: str) -> type[Connection]:
     return baseline
 
 
-async def measure(repeats: int, batches: int, serve: bool = False, baseline: str | None = None) -> dict[str, float]:
+async def measure(
+    repeats: int, batches: int, serve: bool = False, baseline: str | None = None, protocol: str = "classic"
+) -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="herd-bench-hb-") as data:
         config = BrokerConfig.from_properties(
             {"listeners": "PLAINTEXT://127.0.0.1:0", "log.dirs": data, "group.initial.rebalance.delay.ms": "0"}
@@ -141,9 +180,13 @@ async def measure(repeats: int, batches: int, serve: bool = False, baseline: str
         server = Server(config)
         await server.start()
         try:
-            members, tasks, frames = await stable_group(server)
+            api_key = CGH if protocol == "consumer" else HEARTBEAT
+            if protocol == "consumer":
+                members, wires, frames = await stable_consumer_group(server)
+            else:
+                members, tasks, frames = await stable_group(server)
             sink = Sink()
-            conn = warmed_connection(server, sink, frames, batches // 4)
+            conn = warmed_connection(server, sink, frames, batches // 4, api_key=api_key)
             per_heartbeat = []
             gc.collect()
 
@@ -151,7 +194,7 @@ async def measure(repeats: int, batches: int, serve: bool = False, baseline: str
                 return ns_per_heartbeat(conn, frames, batches)
 
             if baseline is not None:
-                other = warmed_connection(server, Sink(), frames, batches // 4, _baseline_class(baseline))
+                other = warmed_connection(server, Sink(), frames, batches // 4, _baseline_class(baseline), api_key)
 
                 def run_other() -> float:
                     return ns_per_heartbeat(other, frames, batches)
@@ -183,7 +226,11 @@ async def measure(repeats: int, batches: int, serve: bool = False, baseline: str
             else:
                 per_heartbeat = [run() for _ in range(repeats)]
             conn.connection_lost(None)
-            await stop_members(members, tasks)
+            if protocol == "consumer":
+                for wire in wires:
+                    wire.close()
+            else:
+                await stop_members(members, tasks)
         finally:
             await server.shutdown()
     if not per_heartbeat:
@@ -197,8 +244,9 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=2000)
     parser.add_argument("--serve", action="store_true")
     parser.add_argument("--baseline-connection")
+    parser.add_argument("--protocol", choices=("classic", "consumer"), default="classic")
     args = parser.parse_args()
-    result = asyncio.run(measure(args.repeats, args.batches, args.serve, args.baseline_connection))
+    result = asyncio.run(measure(args.repeats, args.batches, args.serve, args.baseline_connection, args.protocol))
     if not args.serve:
         print(json.dumps(result))
 
