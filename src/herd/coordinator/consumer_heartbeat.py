@@ -176,6 +176,9 @@ def keep_alive(
         or metadata_may_have_moved(ctx, group)
     ):
         return None
+    if not ctx.group_configs.get(group_id):  # the broker's settings, as for nearly every group
+        arm_session(ctx, group_id, member_id, ctx.config.group_consumer_session_timeout_ms)
+        return member_id, member_epoch, ctx.config.group_consumer_heartbeat_interval_ms
     arm_session(ctx, group_id, member_id)
     return member_id, member_epoch, heartbeat_interval_ms(ctx, group_id)
 

