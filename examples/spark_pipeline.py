@@ -153,6 +153,8 @@ def windowed_counts(spark: Any, bootstrap: str, group: str) -> Any:
 def start_jobs(spark: Any, bootstrap: str, work: Path) -> list[Any]:
     from pyspark.sql import functions as F
 
+    from herd.spark import wait_for_sources
+
     to_topic = (
         windowed_counts(spark, bootstrap, GROUPS["topic"])
         .select(F.col("page").alias("key"), F.to_json(F.struct("*")).alias("value"))
@@ -165,6 +167,7 @@ def start_jobs(spark: Any, bootstrap: str, work: Path) -> list[Any]:
         .trigger(processingTime="1 second")
         .start()
     )
+    wait_for_sources(to_topic)  # before the second herd source starts: a Spark race, herd/spark/streams.py
     to_parquet = (
         windowed_counts(spark, bootstrap, GROUPS["parquet"])
         .writeStream.format("parquet")

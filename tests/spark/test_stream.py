@@ -7,6 +7,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sparkkit import add_partitions, create_topic, numbered, produce, source
 
 from herd.spark import offsets_behind
@@ -127,3 +128,43 @@ def test_stream_offsets_are_sorted_json(spark, broker, topic_name, checkpoint) -
     assert list(json.loads(end)[names[0]]) == [str(p) for p in range(11)]
     log_lines = (Path(ck) / "offsets" / "0").read_text().splitlines()
     assert json.loads(log_lines[-1]) == {n: {str(p): 2 for p in range(11)} for n in names}
+
+
+def test_wait_for_sources_returns_once_the_query_has_created_its_source(spark, broker, topic_name, checkpoint) -> None:
+    """herd.spark.wait_for_sources: the query is past Spark's "Initializing sources" when it returns (so a second
+    herd query may start), and it returns at once for a query that has stopped."""
+    from herd.spark import wait_for_sources
+    from herd.spark.streams import _INITIALIZING
+
+    topic = create_topic(broker.bootstrap, topic_name(), 2)
+    produce(broker.bootstrap, topic, numbered(2, 20))
+    seen: list[int] = []
+    query = (
+        source(spark, broker.bootstrap, stream=True, subscribe=topic, startingOffsets="earliest")
+        .writeStream.foreachBatch(lambda batch, _: seen.append(batch.count()))
+        .option("checkpointLocation", checkpoint())
+        .trigger(processingTime="200 milliseconds")
+        .start()
+    )
+    try:
+        wait_for_sources(query, timeout=120)
+        assert query.isActive, query.exception()
+        assert query.status["message"] not in _INITIALIZING, query.status
+    finally:
+        query.stop()
+    assert not query.isActive
+    wait_for_sources(query, timeout=0)  # stopped: nothing to wait for
+    assert query.exception() is None
+
+
+def test_wait_for_sources_times_out_with_the_query_status() -> None:
+    """A query stuck creating its sources: TimeoutError naming it and its status (a stand-in for Spark's
+    StreamingQuery, which cannot be held in that state on purpose)."""
+    from herd.spark import wait_for_sources
+
+    class Stuck:
+        isActive, name, id = True, "stuck", "q-1"
+        status = {"message": "Initializing sources"}
+
+    with pytest.raises(TimeoutError, match=r"stuck still creating its sources after 0.2 s \(status: Initializing"):
+        wait_for_sources(Stuck(), timeout=0.2, interval=0.01)

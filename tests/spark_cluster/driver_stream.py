@@ -22,7 +22,7 @@ import time
 settings = json.loads(open(sys.argv[1]).read())
 from pyspark.sql.streaming import StreamingQueryListener  # noqa: E402
 
-from herd.spark import offsets_behind  # noqa: E402
+from herd.spark import offsets_behind, wait_for_sources  # noqa: E402
 from herd.spark.session import local_session  # noqa: E402
 from herd.testing.wait import wait_until  # noqa: E402
 
@@ -86,7 +86,9 @@ def write_batch(frame, batch_id):
 
 
 trigger = {"processingTime": "300 milliseconds"}
-queries = [
+# The first query creates its source before the others start (herd.spark.streams: a Spark race on the map of
+# environment variables that every query of a Python data source shares).
+parquet = (
     source()
     .selectExpr("CAST(value AS STRING) AS v", "partition", "offset")
     .writeStream.queryName("parquet")
@@ -94,7 +96,11 @@ queries = [
     .option("path", f"{root}/parquet")
     .option("checkpointLocation", f"{root}/cp-parquet")
     .trigger(**trigger)
-    .start(),
+    .start()
+)
+wait_for_sources(parquet)
+queries = [
+    parquet,
     source()
     .selectExpr("CAST(value AS STRING) AS v")
     .writeStream.queryName("foreach")

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from herd.spark.errors import HerdBrokerError, HerdDataLossError, HerdOptionError
     from herd.spark.progress import offsets_behind
     from herd.spark.source import HerdDataSource
+    from herd.spark.streams import wait_for_sources
 
 __all__ = [
     "HerdBrokerError",
@@ -31,6 +32,7 @@ __all__ = [
     "decode_consumer_offsets",
     "offsets_behind",
     "register",
+    "wait_for_sources",
 ]
 
 # Loaded on first use: Spark starts a Python process for every planning step, and each imports this package.
@@ -41,6 +43,7 @@ _EXPORTS = {
     "HerdDataSource": "herd.spark.source",
     "decode_consumer_offsets": "herd.spark.consumer_offsets",
     "offsets_behind": "herd.spark.progress",
+    "wait_for_sources": "herd.spark.streams",
 }
 
 
