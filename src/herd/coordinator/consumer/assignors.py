@@ -58,7 +58,8 @@ class Assignor(Protocol):
         ...
 
 
-def _count(partitions: Mapping[TopicId, int], topic_id: TopicId) -> int:
+def partition_count(partitions: Mapping[TopicId, int], topic_id: TopicId) -> int:
+    """The partition count of a subscribed topic; AssignorError when the metadata given has no such topic."""
     count = partitions.get(topic_id)
     if count is None:
         raise AssignorError(f"Members are subscribed to topic {topic_id} which doesn't exist in the topic metadata.")
@@ -85,7 +86,7 @@ def _uniform_homogeneous(members: Sequence[MemberSpec], partitions: Mapping[Topi
     topics = sorted(members[0].topics)
     if not topics:
         return {member.member_id: EMPTY for member in members}
-    counts = {topic_id: _count(partitions, topic_id) for topic_id in topics}
+    counts = {topic_id: partition_count(partitions, topic_id) for topic_id in topics}
     total = sum(counts.values())
     quota, extra = divmod(total, len(members))
 
@@ -142,7 +143,7 @@ class _UniformHeterogeneous:
         for index, member in enumerate(members):
             for topic_id in sorted(member.topics):
                 self.subscribers.setdefault(topic_id, []).append(index)
-        self.counts = {topic_id: _count(partitions, topic_id) for topic_id in self.subscribers}
+        self.counts = {topic_id: partition_count(partitions, topic_id) for topic_id in self.subscribers}
         self.owners = {topic_id: [-1] * count for topic_id, count in self.counts.items()}
         self.targets: list[dict[TopicId, set[int]]] = [{} for _ in members]
 
@@ -245,7 +246,7 @@ class RangeAssignor:
         for member in ordered:
             for topic_id in member.topics:
                 subscribers[topic_id] = subscribers.get(topic_id, 0) + 1
-        counts = {topic_id: _count(partitions, topic_id) for topic_id in subscribers}
+        counts = {topic_id: partition_count(partitions, topic_id) for topic_id in subscribers}
         quota = {topic_id: divmod(counts[topic_id], n) for topic_id, n in subscribers.items()}
         taken = dict.fromkeys(subscribers, 0)  # the next partition of each topic
         handed_extra = dict.fromkeys(subscribers, 0)
