@@ -184,14 +184,15 @@ class RegularExpressionValue:
 # --- encoding -------------------------------------------------------------------------------------------
 
 
-def _topic_partitions(of: Assignment) -> tuple[TopicPartitions, ...]:
+def topic_partitions_of(of: Assignment) -> tuple[TopicPartitions, ...]:
+    """An assignment as the records write it: topics by id, partitions sorted."""
     return tuple(
         TopicPartitions(topic_id=topic_id, partitions=tuple(i32(p) for p in sorted(parts)))
         for topic_id, parts in sorted(of.items())
     )
 
 
-def _assignment(of: tuple[TopicPartitions, ...]) -> Assignment:
+def assignment_of(of: tuple[TopicPartitions, ...]) -> Assignment:
     return assignment((tp.topic_id, tp.partitions) for tp in of)
 
 
@@ -258,7 +259,7 @@ def _with_classic_metadata(data: bytes, classic: ClassicMetadata) -> bytes:
 
 def target_assignment_record(group_id: str, member_id: str, target: Assignment) -> Record:
     """Kafka's newConsumerGroupTargetAssignmentRecord."""
-    value = TargetAssignmentMemberValue(topic_partitions=_topic_partitions(target))
+    value = TargetAssignmentMemberValue(topic_partitions=topic_partitions_of(target))
     return Record(_member_key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id), _value(value))
 
 
@@ -274,8 +275,8 @@ def current_assignment_record(group_id: str, member: ConsumerMember) -> Record:
         member_epoch=i32(member.member_epoch),
         previous_member_epoch=i32(member.previous_member_epoch),
         state=i8(int(member.state)),
-        assigned_partitions=_topic_partitions(member.assigned),
-        partitions_pending_revocation=_topic_partitions(member.pending_revocation),
+        assigned_partitions=topic_partitions_of(member.assigned),
+        partitions_pending_revocation=topic_partitions_of(member.pending_revocation),
     )
     return Record(_member_key(CURRENT_MEMBER_ASSIGNMENT, group_id, member.member_id), _value(value))
 
@@ -373,7 +374,7 @@ def decode(kind: int, key: bytes, value: bytes | None) -> Decoded:
 
 
 def target_of(value: TargetAssignmentMemberValue) -> Assignment:
-    return _assignment(value.topic_partitions)
+    return assignment_of(value.topic_partitions)
 
 
 def apply_subscription(member: ConsumerMember, value: MemberMetadataValue) -> ConsumerMember:
@@ -406,6 +407,6 @@ def apply_current_assignment(member: ConsumerMember, value: CurrentMemberAssignm
         member_epoch=int(value.member_epoch),
         previous_member_epoch=int(value.previous_member_epoch),
         state=MemberState.of(int(value.state)),
-        assigned=_assignment(value.assigned_partitions),
-        pending_revocation=_assignment(value.partitions_pending_revocation),
+        assigned=assignment_of(value.assigned_partitions),
+        pending_revocation=assignment_of(value.partitions_pending_revocation),
     )
