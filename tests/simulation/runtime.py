@@ -108,21 +108,27 @@ class ObservedShard:
 
 
 class Faults:
-    """Armed storage faults: the next batch is refused, the next write fails (set by the schedule)."""
+    """Armed storage faults: the next batch is refused, the next write fails (set by the schedule). An armed fault
+    strikes when the next write comes, which may be long after the schedule stopped arming faults: `struck_at` is
+    when the last one struck (the simulation's liveness bound runs from then)."""
 
-    def __init__(self) -> None:
+    def __init__(self, now: Callable[[], int]) -> None:
         self.refuse_next = 0
         self.fail_next = 0
+        self.struck_at = 0
+        self._now = now
 
     def take_refusal(self) -> bool:
         if self.refuse_next:
             self.refuse_next -= 1
+            self.struck_at = self._now()
             return True
         return False
 
     def take_failure(self) -> bool:
         if self.fail_next:
             self.fail_next -= 1
+            self.struck_at = self._now()
             return True
         return False
 
@@ -330,7 +336,7 @@ class Host:
         self._deliver = deliver
         self.observer = observer
         self.note = note
-        self.faults = Faults()
+        self.faults = Faults(loop.now)
         self.durable: list[bytes] = []
         self.loads = 0
         self.current = self._new_incarnation()
