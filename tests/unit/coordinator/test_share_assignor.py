@@ -135,7 +135,7 @@ def _check_valid(members: list[MemberSpec], counts: dict[uuid.UUID, int], result
             assert parts and all(0 <= p < counts[topic_id] for p in parts)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(groups(homogeneous=True))
 def test_homogeneous_from_scratch_is_valid_complete_and_balanced(group) -> None:
     members, counts = group
@@ -152,7 +152,7 @@ def test_homogeneous_from_scratch_is_valid_complete_and_balanced(group) -> None:
     assert max(sizes) - min(sizes) <= 1, sizes
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(groups(homogeneous=False))
 def test_heterogeneous_from_scratch_is_valid_and_balanced_per_topic(group) -> None:
     members, counts = group
@@ -167,7 +167,7 @@ def test_heterogeneous_from_scratch_is_valid_and_balanced_per_topic(group) -> No
         assert {p for s in subscribers for p in result[s].get(topic_id, ())} == set(range(counts[topic_id]))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.booleans().flatmap(lambda homogeneous: groups(homogeneous)))
 def test_assigning_again_changes_nothing(group) -> None:
     """Stickiness at rest: the assignor's own result, given back as the current assignment, is kept."""
@@ -177,7 +177,7 @@ def test_assigning_again_changes_nothing(group) -> None:
     assert again == first
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(groups(homogeneous=True), st.integers(1, 3))
 def test_members_joining_keep_what_they_can(group, joining) -> None:
     """Kafka's stickiness: an existing member keeps min(what it had, what it has now) of its old partitions."""
