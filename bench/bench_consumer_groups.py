@@ -105,25 +105,27 @@ async def form(port: int, group: str, n: int, connections: int, partitions: int)
     raise RuntimeError(f"the group did not settle: epochs {sorted({m.epoch for m in members})[:5]}")
 
 
+def keep_alive_frame(member: ConsumerMember, correlation_id: int) -> bytes:
+    """A member's keep-alive ConsumerGroupHeartbeat: its epoch, nothing else set (as a reconciled consumer sends)."""
+    return encode(
+        CGH,
+        build(
+            CGH,
+            group_id=member.group,
+            member_id=member.member_id,
+            member_epoch=member.epoch,
+            rebalance_timeout=-1,
+            subscribed_topic_names=None,
+            topic_partitions=None,
+        ),
+        correlation_id,
+    )
+
+
 async def consumer_heartbeats(
     port: int, members: list[ConsumerMember], connections: int, seconds: float, pid: int
 ) -> dict[str, float]:
-    frames = [
-        encode(
-            CGH,
-            build(
-                CGH,
-                group_id=m.group,
-                member_id=m.member_id,
-                member_epoch=m.epoch,
-                rebalance_timeout=-1,
-                subscribed_topic_names=None,
-                topic_partitions=None,
-            ),
-            correlation_id=m.index,
-        )
-        for m in members
-    ]
+    frames = [keep_alive_frame(m, m.index) for m in members]
     return await bench_groups.drive(port, frames, connections, seconds, 0, pid)
 
 

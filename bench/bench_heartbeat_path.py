@@ -118,20 +118,7 @@ async def stable_consumer_group(server: Server) -> tuple[list[Any], list[Any], b
     await bench_consumer_groups.create_topic(port, 10)
     members = await bench_consumer_groups.form(port, "hb-consumer", 10, 1, 10)
     frames = b"".join(
-        encode(
-            CGH,
-            build(
-                CGH,
-                group_id=m.group,
-                member_id=m.member_id,
-                member_epoch=m.epoch,
-                rebalance_timeout=-1,
-                subscribed_topic_names=None,
-                topic_partitions=None,
-            ),
-            i,
-        )
-        for i, m in enumerate(members * (FRAMES_PER_BATCH // len(members)))
+        bench_consumer_groups.keep_alive_frame(m, i) for i, m in enumerate(members * (FRAMES_PER_BATCH // len(members)))
     )
     return members, [members[0].wire], frames
 

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from kio.schema.errors import ErrorCode
 
+from herd.coordinator.errors import CoordinatorError
 from herd.coordinator.share.partition import (
     ACKNOWLEDGED,
     ACQUIRED,
@@ -18,7 +19,6 @@ from herd.coordinator.share.partition import (
     AckType,
     AcquiredRecords,
     SharePartition,
-    ShareStateError,
     StateBatch,
 )
 
@@ -95,7 +95,7 @@ def test_an_expired_lock_makes_the_records_available_again() -> None:
     assert p.expire_locks(1_000 + LOCK - 1) == []
     assert p.expire_locks(1_000 + LOCK) == [StateBatch(0, 0, AVAILABLE, 1)]
     assert states(p) == [(0, 0, "AVAILABLE", 1, None)] and p.next_fetch_offset() == 0
-    with pytest.raises(ShareStateError) as refused:  # no longer the member's
+    with pytest.raises(CoordinatorError) as refused:  # no longer the member's
         p.acknowledge("m1", [(0, 0, [ACCEPT])])
     assert refused.value.code == ErrorCode.invalid_record_state
 
@@ -112,7 +112,7 @@ def test_acknowledgements_are_all_or_nothing() -> None:
     p = SharePartition(0)
     p.acquire("m1", [(0, 4)], 500, 0, LOCK)
     p.acquire("m2", [(5, 9)], 500, 0, LOCK)
-    with pytest.raises(ShareStateError) as refused:
+    with pytest.raises(CoordinatorError) as refused:
         p.acknowledge("m1", [(0, 4, [ACCEPT]), (5, 9, [ACCEPT])])  # 5-9 are m2's
     assert refused.value.code == ErrorCode.invalid_record_state and "not the owner" in str(refused.value)
     assert states(p) == [(0, 4, "ACQUIRED", 1, "m1"), (5, 9, "ACQUIRED", 1, "m2")]
@@ -134,7 +134,7 @@ def test_acknowledgements_are_all_or_nothing() -> None:
 def test_malformed_or_unknown_acknowledgements_are_refused(batch, code) -> None:
     p = SharePartition(0)
     p.acquire("m1", [(0, 9)], 500, 0, LOCK)
-    with pytest.raises(ShareStateError) as refused:
+    with pytest.raises(CoordinatorError) as refused:
         p.acknowledge("m1", [batch])
     assert refused.value.code == code
     assert states(p) == [(0, 9, "ACQUIRED", 1, "m1")]
@@ -144,7 +144,7 @@ def test_acknowledging_records_not_acquired_is_an_invalid_record_state() -> None
     p = SharePartition(0)
     p.acquire("m1", [(0, 9)], 500, 0, LOCK)
     acked(p, "m1", (5, 9, [RELEASE]))
-    with pytest.raises(ShareStateError) as refused:
+    with pytest.raises(CoordinatorError) as refused:
         p.acknowledge("m1", [(5, 5, [ACCEPT])])
     assert refused.value.code == ErrorCode.invalid_record_state
 

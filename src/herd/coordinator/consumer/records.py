@@ -196,22 +196,25 @@ def assignment_of(of: tuple[TopicPartitions, ...]) -> Assignment:
     return assignment((tp.topic_id, tp.partitions) for tp in of)
 
 
-def _group_key(kind: int, group_id: str) -> bytes:
+def group_key(kind: int, group_id: str) -> bytes:
+    """The key of a record of the group itself (KIP-848's and KIP-932's types alike)."""
     return encode_versioned(kind, GroupKey(group_id=group_id))
 
 
-def _member_key(kind: int, group_id: str, member_id: str) -> bytes:
+def member_key(kind: int, group_id: str, member_id: str) -> bytes:
+    """The key of a record of one member of the group."""
     return encode_versioned(kind, MemberKey(group_id=group_id, member_id=member_id))
 
 
-def _value(entity: object) -> bytes:
+def value_bytes(entity: object) -> bytes:
+    """A value, version 0 (every KIP-848 and KIP-932 group record's)."""
     return encode_versioned(0, entity)  # type: ignore[arg-type]
 
 
 def group_epoch_record(group_id: str, epoch: int, metadata_hash: int = 0) -> Record:
     """Kafka's newConsumerGroupEpochRecord."""
     value = GroupMetadataValue(epoch=i32(epoch), metadata_hash=i64(metadata_hash))
-    return Record(_group_key(GROUP_METADATA, group_id), _value(value))
+    return Record(group_key(GROUP_METADATA, group_id), value_bytes(value))
 
 
 def member_subscription_record(group_id: str, member: ConsumerMember) -> Record:
@@ -226,10 +229,10 @@ def member_subscription_record(group_id: str, member: ConsumerMember) -> Record:
         rebalance_timeout_ms=i32(member.rebalance_timeout_ms),
         server_assignor=member.server_assignor,
     )
-    data = _value(value)
+    data = value_bytes(value)
     if member.classic is not None:
         data = _with_classic_metadata(data, member.classic)
-    return Record(_member_key(MEMBER_METADATA, group_id, member.member_id), data)
+    return Record(member_key(MEMBER_METADATA, group_id, member.member_id), data)
 
 
 def _with_classic_metadata(data: bytes, classic: ClassicMetadata) -> bytes:
@@ -260,13 +263,13 @@ def _with_classic_metadata(data: bytes, classic: ClassicMetadata) -> bytes:
 def target_assignment_record(group_id: str, member_id: str, target: Assignment) -> Record:
     """Kafka's newConsumerGroupTargetAssignmentRecord."""
     value = TargetAssignmentMemberValue(topic_partitions=topic_partitions_of(target))
-    return Record(_member_key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id), _value(value))
+    return Record(member_key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id), value_bytes(value))
 
 
 def target_assignment_epoch_record(group_id: str, epoch: int) -> Record:
     """Kafka's newConsumerGroupTargetAssignmentEpochRecord."""
     value = TargetAssignmentMetadataValue(assignment_epoch=i32(epoch))
-    return Record(_group_key(TARGET_ASSIGNMENT_METADATA, group_id), _value(value))
+    return Record(group_key(TARGET_ASSIGNMENT_METADATA, group_id), value_bytes(value))
 
 
 def current_assignment_record(group_id: str, member: ConsumerMember) -> Record:
@@ -278,7 +281,7 @@ def current_assignment_record(group_id: str, member: ConsumerMember) -> Record:
         assigned_partitions=topic_partitions_of(member.assigned),
         partitions_pending_revocation=topic_partitions_of(member.pending_revocation),
     )
-    return Record(_member_key(CURRENT_MEMBER_ASSIGNMENT, group_id, member.member_id), _value(value))
+    return Record(member_key(CURRENT_MEMBER_ASSIGNMENT, group_id, member.member_id), value_bytes(value))
 
 
 def regular_expression_record(
@@ -287,7 +290,7 @@ def regular_expression_record(
     """Kafka's newConsumerGroupRegularExpressionRecord: what `regex` resolved to, against metadata `version`."""
     value = RegularExpressionValue(topics=tuple(sorted(topics)), version=i64(version), timestamp=i64(timestamp))
     key = encode_versioned(REGULAR_EXPRESSION, RegularExpressionKey(group_id=group_id, regular_expression=regex))
-    return Record(key, _value(value))
+    return Record(key, value_bytes(value))
 
 
 def regular_expression_tombstone(group_id: str, regex: str) -> Record:
@@ -297,29 +300,30 @@ def regular_expression_tombstone(group_id: str, regex: str) -> Record:
 
 def partition_metadata_tombstone(group_id: str) -> Record:
     """Kafka 4.1's tombstone for a 4.0 ConsumerGroupPartitionMetadata record (KIP-1101 replaced it)."""
-    return Record(_group_key(PARTITION_METADATA, group_id), None)
+    return Record(group_key(PARTITION_METADATA, group_id), None)
 
 
-def member_tombstones(group_id: str, member_id: str) -> tuple[Record, ...]:
+def member_tombstones(
+    group_id: str,
+    member_id: str,
+    kinds: tuple[int, ...] = (CURRENT_MEMBER_ASSIGNMENT, TARGET_ASSIGNMENT_MEMBER, MEMBER_METADATA),
+) -> tuple[Record, ...]:
     """A member leaves: its current assignment, its target assignment and its subscription, in Kafka's order
-    (GroupMetadataManager.removeMember)."""
-    return tuple(
-        Record(_member_key(kind, group_id, member_id), None)
-        for kind in (CURRENT_MEMBER_ASSIGNMENT, TARGET_ASSIGNMENT_MEMBER, MEMBER_METADATA)
-    )
+    (GroupMetadataManager.removeMember); `kinds` are those three record types (a share group's are 14, 13, 10)."""
+    return tuple(Record(member_key(kind, group_id, member_id), None) for kind in kinds)
 
 
 def group_tombstones(group_id: str, member_ids: tuple[str, ...], regexes: tuple[str, ...] = ()) -> tuple[Record, ...]:
     """The whole group goes (ConsumerGroup.createGroupTombstoneRecords): every current assignment, every target
     assignment and then the target's epoch, every subscription, every resolved regular expression, the (4.0)
     partition metadata, and the group's epoch last."""
-    records = [Record(_member_key(CURRENT_MEMBER_ASSIGNMENT, group_id, m), None) for m in member_ids]
-    records += [Record(_member_key(TARGET_ASSIGNMENT_MEMBER, group_id, m), None) for m in member_ids]
-    records.append(Record(_group_key(TARGET_ASSIGNMENT_METADATA, group_id), None))
-    records += [Record(_member_key(MEMBER_METADATA, group_id, m), None) for m in member_ids]
+    records = [Record(member_key(CURRENT_MEMBER_ASSIGNMENT, group_id, m), None) for m in member_ids]
+    records += [Record(member_key(TARGET_ASSIGNMENT_MEMBER, group_id, m), None) for m in member_ids]
+    records.append(Record(group_key(TARGET_ASSIGNMENT_METADATA, group_id), None))
+    records += [Record(member_key(MEMBER_METADATA, group_id, m), None) for m in member_ids]
     records += [regular_expression_tombstone(group_id, regex) for regex in regexes]
     records.append(partition_metadata_tombstone(group_id))
-    records.append(Record(_group_key(GROUP_METADATA, group_id), None))
+    records.append(Record(group_key(GROUP_METADATA, group_id), None))
     return tuple(records)
 
 
@@ -327,8 +331,8 @@ def group_tombstones(group_id: str, member_ids: tuple[str, ...], regexes: tuple[
 
 
 class Decoded(NamedTuple):
-    """One consumer-group record read back: its type, group, member (or regex, for type 16) and value (None for a
-    tombstone, the decoded value otherwise)."""
+    """One consumer-group (or share-group) record read back: its type, group, member (or regex, for type 16; None
+    for the group's own records) and value (None for a tombstone, the decoded value otherwise)."""
 
     kind: int
     group_id: str
@@ -336,7 +340,13 @@ class Decoded(NamedTuple):
     value: object | None
 
 
-def _check_version(value: bytes, name: str) -> None:
+def group_and_member(key: bytes) -> tuple[str, str]:
+    """The group and member of a member record's key."""
+    keyed = decode_versioned(MemberKey, key)
+    return keyed.group_id, keyed.member_id
+
+
+def check_version(value: bytes, name: str) -> None:
     version = value_version(value)
     if version != 0:
         raise ValueError(f"unknown {name} version {version}")
@@ -362,14 +372,13 @@ def decode(kind: int, key: bytes, value: bytes | None) -> Decoded:
         regex_key = decode_versioned(RegularExpressionKey, key)
         group_id, member_id = regex_key.group_id, regex_key.regular_expression
     elif kind in (MEMBER_METADATA, TARGET_ASSIGNMENT_MEMBER, CURRENT_MEMBER_ASSIGNMENT):
-        member_key = decode_versioned(MemberKey, key)
-        group_id, member_id = member_key.group_id, member_key.member_id
+        group_id, member_id = group_and_member(key)
     else:
         raise ValueError(f"record type {kind} is not a consumer-group record")
     if value is None or kind == PARTITION_METADATA:
         return Decoded(kind, group_id, member_id, value)
     cls = _VALUES[kind]
-    _check_version(value, cls.__name__)
+    check_version(value, cls.__name__)
     return Decoded(kind, group_id, member_id, decode_versioned(cls, value))
 
 

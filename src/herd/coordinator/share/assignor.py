@@ -83,32 +83,24 @@ def _balance(
     held: list[dict[TopicId, set[int]]], targets: list[Key], subscribers: list[int], topics: set[TopicId]
 ) -> None:
     """One builder pass over `targets` (the assignable partitions of `topics`) and the members at the indices
-    `subscribers` (those subscribed to `topics`): changes `held` (every member's partitions, by topic) in place."""
+    `subscribers` (those subscribed to `topics`): replaces what `held` (every member's partitions, by topic) says of
+    `topics` with the pass's result."""
     sharing = -(-len(subscribers) // len(targets)) if targets else 0
     desired = dict(zip(subscribers, _desired_counts(sharing, len(targets), len(subscribers)), strict=True))
     target_set = set(targets)
-    by_partition: dict[Key, list[int]] = {key: [] for key in targets}
+
+    # What each member keeps: its partitions of `topics` that are still targets, the highest given up first when it
+    # has more than its count.
     by_member: dict[int, list[Key]] = {}
-
-    # What each member keeps: partitions of `topics` that are still targets.
     for index in subscribers:
-        member_held = held[index]
-        kept: list[Key] = []
-        for topic_id in sorted(topics & member_held.keys()):
-            for partition in sorted(member_held[topic_id]):
-                key = (topic_id, partition)
-                if key in target_set:
-                    kept.append(key)
-                else:
-                    member_held[topic_id].discard(partition)
-        by_member[index] = kept
-
-    # Members over their count give up their highest partitions.
-    for index in subscribers:
-        kept = by_member[index]
-        while len(kept) > desired[index]:
-            topic_id, partition = kept.pop()
-            held[index][topic_id].discard(partition)
+        kept = [
+            (topic_id, p)
+            for topic_id in sorted(topics & held[index].keys())
+            for p in sorted(held[index][topic_id])
+            if (topic_id, p) in target_set
+        ]
+        by_member[index] = kept[: desired[index]]
+    by_partition: dict[Key, list[int]] = {key: [] for key in targets}
     for index in subscribers:
         for key in by_member[index]:
             by_partition[key].append(index)
@@ -116,9 +108,7 @@ def _balance(
     # Partitions shared by more members than desired lose the extra ones (the last members first).
     for key, assigned in by_partition.items():
         while len(assigned) > sharing:
-            index = assigned.pop()
-            by_member[index].remove(key)
-            held[index][key[0]].discard(key[1])
+            by_member[assigned.pop()].remove(key)
 
     # Partitions short of members go to the members short of partitions, in turn.
     unfilled = [index for index in subscribers if len(by_member[index]) < desired[index]]
@@ -137,10 +127,16 @@ def _balance(
                 continue
             assigned.append(index)
             by_member[index].append(key)
-            held[index].setdefault(key[0], set()).add(key[1])
             wanted -= 1
             skipped = 0
             if len(by_member[index]) >= desired[index]:
                 unfilled.pop(turn)
             else:
                 turn += 1
+
+    for index in subscribers:
+        member_held = held[index]
+        for topic_id in topics:
+            member_held.pop(topic_id, None)
+        for topic_id, partition in by_member[index]:
+            member_held.setdefault(topic_id, set()).add(partition)

@@ -20,7 +20,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from herd.coordinator.consumer.assignment import EMPTY, Assignment
-from herd.coordinator.consumer.records import assignment_of
+from herd.coordinator.consumer.records import Decoded, assignment_of
 from herd.coordinator.share import records as rec
 
 
@@ -75,7 +75,7 @@ class ShareGroup:
         return names
 
 
-def replay(groups: dict[str, ShareGroup], decoded: rec.Decoded, now_ms: int) -> None:
+def replay(groups: dict[str, ShareGroup], decoded: Decoded, now_ms: int) -> None:
     """Apply one share-group record to `groups` (GroupMetadataManager.replay for types 10-15). A value creates the
     group if it is new; the group's epoch tombstone removes it. ValueError for a record that contradicts the group
     (Kafka's IllegalStateException): the caller skips it with a warning."""

@@ -120,7 +120,7 @@ def heartbeat(view: ShareView, req: ShareGroupHeartbeat, now_ms: int) -> Outcome
     try:
         validate(req)
         if req.member_epoch == LEAVE_GROUP_MEMBER_EPOCH:
-            group = _existing(view, req.group_id)
+            group = _group(view, req.group_id, create=False, missing=f"Group {req.group_id} not found.")
             if req.member_id not in group.members:
                 raise CoordinatorError(
                     ErrorCode.unknown_member_id, f"Member {req.member_id} is not a member of group {req.group_id}."
@@ -150,24 +150,22 @@ def _fence_records(topics: TopicsImage, group: ShareGroup, member_id: str) -> tu
     )
 
 
-def _existing(view: ShareView, group_id: str) -> ShareGroup:
+def _group(view: ShareView, group_id: str, *, create: bool, missing: str) -> ShareGroup:
+    """The share group `group_id`; a new one if `create`; GROUP_ID_NOT_FOUND if a group of another type has the
+    id, or with `missing` if there is none."""
     group = view.groups.get(group_id)
-    if group is None:
-        if view.other_type(group_id):
-            raise CoordinatorError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
-        raise CoordinatorError(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
-    return group
+    if group is not None:
+        return group
+    if view.other_type(group_id):
+        raise CoordinatorError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
+    if not create:
+        raise CoordinatorError(ErrorCode.group_id_not_found, missing)
+    return ShareGroup(group_id)
 
 
 def _heartbeat(view: ShareView, req: ShareGroupHeartbeat, now_ms: int) -> Outcome:
     group_id, member_id, epoch = req.group_id, req.member_id, req.member_epoch
-    group = view.groups.get(group_id)
-    if group is None:
-        if view.other_type(group_id):
-            raise CoordinatorError(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
-        if epoch != 0:
-            raise CoordinatorError(ErrorCode.group_id_not_found, f"Share group {group_id} not found.")
-        group = ShareGroup(group_id)
+    group = _group(view, group_id, create=epoch == 0, missing=f"Share group {group_id} not found.")
     settings = view.settings
     if len(group.members) >= settings.max_size and member_id not in group.members:
         raise CoordinatorError(
@@ -206,10 +204,9 @@ def _heartbeat(view: ShareView, req: ShareGroupHeartbeat, now_ms: int) -> Outcom
         client_id=req.client_id,
         client_host=req.client_host,
     )
-    subscription_changed = (
-        updated.subscribed_topic_names != member.subscribed_topic_names or member_id not in group.members
-    )
-    if updated != member or member_id not in group.members:
+    # a new member always differs from its blank self: validation makes a join carry a subscription
+    subscription_changed = updated.subscribed_topic_names != member.subscribed_topic_names
+    if updated != member:
         records.append(
             rec.member_subscription_record(
                 group_id,
@@ -268,11 +265,12 @@ def _heartbeat(view: ShareView, req: ShareGroupHeartbeat, now_ms: int) -> Outcom
         if target_epoch != updated.member_epoch:
             reconciled = replace(updated, member_epoch=target_epoch, previous_member_epoch=updated.member_epoch)
         reconciled = replace(reconciled, assigned=target)
-    if (reconciled.member_epoch, reconciled.previous_member_epoch, dict(reconciled.assigned)) != (
+    assignment_changed = dict(reconciled.assigned) != dict(member.assigned)
+    epochs_changed = (reconciled.member_epoch, reconciled.previous_member_epoch) != (
         member.member_epoch,
         member.previous_member_epoch,
-        dict(member.assigned),
-    ) or member_id not in group.members:
+    )
+    if epochs_changed or assignment_changed:  # a new member's epoch moves from 0 to the target's
         records.append(
             rec.current_assignment_record(
                 group_id, member_id, reconciled.member_epoch, reconciled.previous_member_epoch, reconciled.assigned
@@ -284,9 +282,7 @@ def _heartbeat(view: ShareView, req: ShareGroupHeartbeat, now_ms: int) -> Outcom
     if metadata_record is not None:
         records.append(metadata_record)
 
-    send_assignment = (
-        epoch == 0 or req.subscribed_topic_names is not None or dict(reconciled.assigned) != dict(member.assigned)
-    )
+    send_assignment = epoch == 0 or req.subscribed_topic_names is not None or assignment_changed
     response = ShareHeartbeatResponse(
         member_id=member_id,
         member_epoch=reconciled.member_epoch,
@@ -325,7 +321,8 @@ def _to_initialize(
         info = topics.by_name.get(name)
         if info is None:
             continue
-        done: set[int] = set(metadata.initialized.get(info.topic_id, rec.TopicState(name, frozenset(), 0)).partitions)
+        ready = metadata.initialized.get(info.topic_id)
+        done = set(ready.partitions) if ready is not None else set()
         pending = metadata.initializing.get(info.topic_id)
         if pending is not None and now_ms - pending.timestamp < settings.initialize_retry_interval_ms:
             done |= pending.partitions
@@ -348,19 +345,12 @@ def initialized(group: ShareGroup, done: Mapping[uuid.UUID, frozenset[int]], top
     """The record 15 once the share state of `done` is initialized: they move from initializing to initialized
     (GroupMetadataManager.initializeShareGroupState)."""
     metadata = group.state_metadata or rec.StateMetadata()
-    initializing = dict(metadata.initializing)
     initialized_ = dict(metadata.initialized)
     for topic_id, parts in done.items():
         name = topics.by_id[topic_id].name if topic_id in topics.by_id else ""
         old = initialized_.get(topic_id)
         initialized_[topic_id] = rec.TopicState(name, (old.partitions if old else frozenset()) | parts, 0)
-        left = initializing.get(topic_id)
-        if left is not None:
-            remaining = left.partitions - parts
-            if remaining:
-                initializing[topic_id] = left._replace(partitions=remaining)
-            else:
-                del initializing[topic_id]
+    initializing = _without(metadata.initializing, done)
     return rec.state_metadata_record(
         group.group_id,
         rec.StateMetadata(initializing=initializing, initialized=initialized_, deleting=metadata.deleting),
@@ -371,13 +361,23 @@ def uninitialized(group: ShareGroup, failed: Mapping[uuid.UUID, frozenset[int]])
     """The record 15 when initializing `failed` did not work: they leave initializing, and the next heartbeat
     asks again (uninitializeShareGroupState)."""
     metadata = group.state_metadata or rec.StateMetadata()
-    initializing = dict(metadata.initializing)
-    for topic_id, parts in failed.items():
-        left = initializing.get(topic_id)
-        if left is not None:
-            remaining = left.partitions - parts
-            if remaining:
-                initializing[topic_id] = left._replace(partitions=remaining)
-            else:
-                del initializing[topic_id]
-    return rec.state_metadata_record(group.group_id, replace(metadata, initializing=initializing))
+    return rec.state_metadata_record(
+        group.group_id, replace(metadata, initializing=_without(metadata.initializing, failed))
+    )
+
+
+def _without(
+    topics: Mapping[uuid.UUID, rec.TopicState], parts: Mapping[uuid.UUID, frozenset[int]]
+) -> dict[uuid.UUID, rec.TopicState]:
+    """`topics` without `parts` (a topic left with no partition goes)."""
+    out = dict(topics)
+    for topic_id, gone in parts.items():
+        topic = out.get(topic_id)
+        if topic is None:
+            continue
+        remaining = topic.partitions - gone
+        if remaining:
+            out[topic_id] = topic._replace(partitions=remaining)
+        else:
+            del out[topic_id]
+    return out

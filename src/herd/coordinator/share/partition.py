@@ -41,7 +41,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 
-from kio.schema.errors import ErrorCode
+from herd.coordinator.errors import CoordinatorError, ErrorCode
 
 
 class RecordState(IntEnum):
@@ -90,14 +90,6 @@ class AcquiredRecords:
     first: int
     last: int
     delivery_count: int
-
-
-class ShareStateError(Exception):
-    """An acknowledgement or release refused: `code` is the partition's AcknowledgeErrorCode."""
-
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 @dataclass(slots=True)
@@ -253,10 +245,9 @@ class SharePartition:
 
     def next_fetch_offset(self) -> int:
         """Where the next fetch should read: the first AVAILABLE record in flight, else past the last."""
-        for batch in self._batches:
-            for first, _, state in batch.states():
-                if state.state is AVAILABLE and not state.in_transition and first >= self.start_offset:
-                    return first
+        for first, _, state in self.records():
+            if state.state is AVAILABLE and not state.in_transition and first >= self.start_offset:
+                return first
         return self.end_offset + 1 if self._batches else self.end_offset
 
     def can_acquire(self) -> bool:
@@ -266,12 +257,10 @@ class SharePartition:
     def state_batches(self) -> list[StateBatch]:
         """Every in-flight range as it would be persisted (a snapshot's StateBatches; ACQUIRED is written as the
         AVAILABLE it becomes if the leader goes away)."""
-        out = []
-        for batch in self._batches:
-            for first, last, state in batch.states():
-                persisted = AVAILABLE if state.state is ACQUIRED else state.state
-                out.append(StateBatch(first, last, persisted, state.delivery_count))
-        return out
+        return [
+            StateBatch(first, last, AVAILABLE if state.state is ACQUIRED else state.state, state.delivery_count)
+            for first, last, state in self.records()
+        ]
 
     def records(self) -> Iterator[tuple[int, int, InFlightState]]:
         for batch in self._batches:
@@ -347,12 +336,12 @@ class SharePartition:
 
     def acknowledge(self, member_id: str, batches: Sequence[tuple[int, int, Sequence[int]]]) -> Pending:
         """Stage `member_id`'s acknowledgements ((first, last, types): one type for the range or one per offset)
-        and return what to write; ShareStateError (nothing changed) when one of them is refused."""
+        and return what to write; CoordinatorError (nothing changed) when one of them is refused."""
         pending = Pending([])
         try:
             for first, last, types in batches:
                 self._acknowledge_one(member_id, first, last, types, pending)
-        except ShareStateError:
+        except CoordinatorError:
             for state in pending.changed:
                 state.complete_transition(False, -1)
             raise
@@ -360,18 +349,18 @@ class SharePartition:
 
     def _acknowledge_one(self, member_id: str, first: int, last: int, types: Sequence[int], pending: Pending) -> None:
         if last < first or not types or (len(types) > 1 and len(types) != last - first + 1):
-            raise ShareStateError(ErrorCode.invalid_request, f"invalid acknowledgement batch {first}-{last}")
+            raise CoordinatorError(ErrorCode.invalid_request, f"invalid acknowledgement batch {first}-{last}")
         try:
             states = [_ACK_TO_STATE[AckType(t)] for t in types]
         except ValueError:
-            raise ShareStateError(ErrorCode.invalid_request, f"invalid acknowledge type in {list(types)}") from None
+            raise CoordinatorError(ErrorCode.invalid_request, f"invalid acknowledge type in {list(types)}") from None
         if last < self.start_offset:
             return
         covered = self._overlapping(first, last)
         if not covered or covered[0].first > max(first, self.start_offset):
-            raise ShareStateError(ErrorCode.invalid_record_state, f"batch record not found for {first}-{last}")
+            raise CoordinatorError(ErrorCode.invalid_record_state, f"batch record not found for {first}-{last}")
         if covered[-1].last < last:
-            raise ShareStateError(ErrorCode.invalid_request, f"offsets up to {last} are not in flight")
+            raise CoordinatorError(ErrorCode.invalid_request, f"offsets up to {last} are not in flight")
         for batch in covered:
             if batch.last < self.start_offset:
                 continue
@@ -418,7 +407,7 @@ class SharePartition:
     ) -> None:
         _check_owned(state, member_id, first, last)
         if not state.start_transition(new, delta, self.max_delivery_count):
-            raise ShareStateError(ErrorCode.invalid_record_state, f"records {first}-{last} cannot become {new.name}")
+            raise CoordinatorError(ErrorCode.invalid_record_state, f"records {first}-{last} cannot become {new.name}")
         out.changed.append(state)
         out.batches.append(StateBatch(first, last, state.state, state.delivery_count))
 
@@ -497,11 +486,11 @@ class SharePartition:
 def _check_owned(state: InFlightState | None, member_id: str, first: int, last: int) -> None:
     assert state is not None
     if state.member_id is None or state.state is not ACQUIRED:
-        raise ShareStateError(ErrorCode.invalid_record_state, f"records {first}-{last} are not acquired")
+        raise CoordinatorError(ErrorCode.invalid_record_state, f"records {first}-{last} are not acquired")
     if state.member_id != member_id:
-        raise ShareStateError(ErrorCode.invalid_record_state, f"member is not the owner of records {first}-{last}")
+        raise CoordinatorError(ErrorCode.invalid_record_state, f"member is not the owner of records {first}-{last}")
     if state.in_transition:
-        raise ShareStateError(ErrorCode.invalid_record_state, f"records {first}-{last} are in transition")
+        raise CoordinatorError(ErrorCode.invalid_record_state, f"records {first}-{last} are in transition")
 
 
 def _add_range(out: list[AcquiredRecords], offset: int, delivery_count: int) -> None:

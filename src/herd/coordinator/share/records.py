@@ -31,14 +31,20 @@ from kio.static.primitive import i8, i16, i32, i64
 
 from herd.coordinator.consumer.assignment import Assignment
 from herd.coordinator.consumer.records import (
+    Decoded,
     GroupKey,
-    MemberKey,
     TargetAssignmentMemberValue,
     TargetAssignmentMetadataValue,
     TopicPartitions,
+    check_version,
+    group_and_member,
+    group_key,
+    member_key,
     topic_partitions_of,
+    value_bytes,
 )
-from herd.coordinator.records import Record, decode_versioned, encode_versioned, value_version
+from herd.coordinator.consumer.records import member_tombstones as _member_tombstones
+from herd.coordinator.records import Record, decode_versioned
 
 MEMBER_METADATA = 10
 GROUP_METADATA = 11
@@ -138,18 +144,6 @@ class StateMetadata:
 # --- encoding -------------------------------------------------------------------------------------------
 
 
-def _group_key(kind: int, group_id: str) -> bytes:
-    return encode_versioned(kind, GroupKey(group_id=group_id))
-
-
-def _member_key(kind: int, group_id: str, member_id: str) -> bytes:
-    return encode_versioned(kind, MemberKey(group_id=group_id, member_id=member_id))
-
-
-def _value(entity: object) -> bytes:
-    return encode_versioned(0, entity)  # type: ignore[arg-type]
-
-
 def member_subscription_record(
     group_id: str, member_id: str, rack_id: str | None, client_id: str, client_host: str, topics: Iterable[str]
 ) -> Record:
@@ -157,25 +151,25 @@ def member_subscription_record(
     value = MemberMetadataValue(
         rack_id=rack_id, client_id=client_id, client_host=client_host, subscribed_topic_names=tuple(sorted(topics))
     )
-    return Record(_member_key(MEMBER_METADATA, group_id, member_id), _value(value))
+    return Record(member_key(MEMBER_METADATA, group_id, member_id), value_bytes(value))
 
 
 def group_epoch_record(group_id: str, epoch: int, metadata_hash: int) -> Record:
     """Kafka's newShareGroupEpochRecord."""
     value = GroupMetadataValue(epoch=i32(epoch), metadata_hash=i64(metadata_hash))
-    return Record(_group_key(GROUP_METADATA, group_id), _value(value))
+    return Record(group_key(GROUP_METADATA, group_id), value_bytes(value))
 
 
 def target_assignment_epoch_record(group_id: str, epoch: int) -> Record:
     """Kafka's newShareGroupTargetAssignmentEpochRecord."""
     value = TargetAssignmentMetadataValue(assignment_epoch=i32(epoch))
-    return Record(_group_key(TARGET_ASSIGNMENT_METADATA, group_id), _value(value))
+    return Record(group_key(TARGET_ASSIGNMENT_METADATA, group_id), value_bytes(value))
 
 
 def target_assignment_record(group_id: str, member_id: str, target: Assignment) -> Record:
     """Kafka's newShareGroupTargetAssignmentRecord."""
     value = TargetAssignmentMemberValue(topic_partitions=topic_partitions_of(target))
-    return Record(_member_key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id), _value(value))
+    return Record(member_key(TARGET_ASSIGNMENT_MEMBER, group_id, member_id), value_bytes(value))
 
 
 def current_assignment_record(
@@ -188,7 +182,7 @@ def current_assignment_record(
         state=i8(0),
         assigned_partitions=topic_partitions_of(assigned),
     )
-    return Record(_member_key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id), _value(value))
+    return Record(member_key(CURRENT_MEMBER_ASSIGNMENT, group_id, member_id), value_bytes(value))
 
 
 def state_metadata_record(group_id: str, metadata: StateMetadata) -> Record:
@@ -212,41 +206,30 @@ def state_metadata_record(group_id: str, metadata: StateMetadata) -> Record:
             TopicInfo(topic_id=topic_id, topic_name=name) for topic_id, name in sorted(metadata.deleting.items())
         ),
     )
-    return Record(_group_key(STATE_PARTITION_METADATA, group_id), _value(value))
+    return Record(group_key(STATE_PARTITION_METADATA, group_id), value_bytes(value))
 
 
 def member_tombstones(group_id: str, member_id: str) -> tuple[Record, ...]:
     """A member leaves or is fenced: its current assignment, its target assignment and its subscription, in
     Kafka's order (GroupMetadataManager.shareGroupFenceMember)."""
-    return tuple(
-        Record(_member_key(kind, group_id, member_id), None)
-        for kind in (CURRENT_MEMBER_ASSIGNMENT, TARGET_ASSIGNMENT_MEMBER, MEMBER_METADATA)
+    return _member_tombstones(
+        group_id, member_id, (CURRENT_MEMBER_ASSIGNMENT, TARGET_ASSIGNMENT_MEMBER, MEMBER_METADATA)
     )
 
 
 def group_tombstones(group_id: str, member_ids: Iterable[str]) -> tuple[Record, ...]:
     """The whole group goes (ShareGroup.createGroupTombstoneRecords)."""
     members = tuple(member_ids)
-    records = [Record(_member_key(CURRENT_MEMBER_ASSIGNMENT, group_id, m), None) for m in members]
-    records += [Record(_member_key(TARGET_ASSIGNMENT_MEMBER, group_id, m), None) for m in members]
-    records.append(Record(_group_key(TARGET_ASSIGNMENT_METADATA, group_id), None))
-    records += [Record(_member_key(MEMBER_METADATA, group_id, m), None) for m in members]
-    records.append(Record(_group_key(STATE_PARTITION_METADATA, group_id), None))
-    records.append(Record(_group_key(GROUP_METADATA, group_id), None))
+    records = [Record(member_key(CURRENT_MEMBER_ASSIGNMENT, group_id, m), None) for m in members]
+    records += [Record(member_key(TARGET_ASSIGNMENT_MEMBER, group_id, m), None) for m in members]
+    records.append(Record(group_key(TARGET_ASSIGNMENT_METADATA, group_id), None))
+    records += [Record(member_key(MEMBER_METADATA, group_id, m), None) for m in members]
+    records.append(Record(group_key(STATE_PARTITION_METADATA, group_id), None))
+    records.append(Record(group_key(GROUP_METADATA, group_id), None))
     return tuple(records)
 
 
 # --- decoding -------------------------------------------------------------------------------------------
-
-
-class Decoded(NamedTuple):
-    """One share-group record read back: its type, group, member (None for the group's own records) and value
-    (None for a tombstone)."""
-
-    kind: int
-    group_id: str
-    member_id: str | None
-    value: object | None
 
 
 _VALUES: dict[int, type] = {
@@ -260,20 +243,18 @@ _VALUES: dict[int, type] = {
 
 
 def decode(kind: int, key: bytes, value: bytes | None) -> Decoded:
-    """A share-group record of type `kind`; raises ValueError for one that cannot be read."""
+    """A share-group record of type `kind` (as consumer-group records decode: consumer.records.Decoded); raises
+    ValueError for one that cannot be read."""
     if kind not in SHARE_GROUP_KEY_TYPES:
         raise ValueError(f"record type {kind} is not a share-group record")
     if kind in _GROUP_KEYED:
         group_id, member_id = decode_versioned(GroupKey, key).group_id, None
     else:
-        member_key = decode_versioned(MemberKey, key)
-        group_id, member_id = member_key.group_id, member_key.member_id
+        group_id, member_id = group_and_member(key)
     if value is None:
         return Decoded(kind, group_id, member_id, None)
     cls = _VALUES[kind]
-    version = value_version(value)
-    if version != 0:
-        raise ValueError(f"unknown {cls.__name__} version {version}")
+    check_version(value, cls.__name__)
     return Decoded(kind, group_id, member_id, decode_versioned(cls, value))
 
 

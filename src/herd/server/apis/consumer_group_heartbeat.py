@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import functools
 from datetime import timedelta
-from functools import partial
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -88,7 +87,8 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         describable=None if broker.authorizer is None else lambda name: authorized(ctx, DESCRIBE, TOPIC, name),
     )
     coordinator.sync_topics()
-    return route(ctx, group_id, GroupCoordinatorShard.consumer_group_heartbeat, req, partial(_respond, ctx), _error)
+    respond = functools.partial(_respond, ctx)
+    return route(ctx, group_id, GroupCoordinatorShard.consumer_group_heartbeat, req, respond, _error)
 
 
 # A keep-alive's RebalanceTimeoutMs (-1: unchanged), as kio reads the field: compared as it is, not converted.
