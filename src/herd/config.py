@@ -640,6 +640,64 @@ SETTINGS: tuple[Setting, ...] = (
         "The server-side assignors of consumer groups; the first is the default.",
         check=_subset(("uniform", "range"), "an assignor"),
     ),
+    # Share groups (KIP-932): Kafka 4.2's GroupCoordinatorConfig and ShareGroupConfig, with their defaults and ranges.
+    Setting(
+        "group.share.enable",
+        "bool",
+        True,
+        "Serve share groups (ShareGroupHeartbeat, ShareGroupDescribe; UNSUPPORTED_VERSION when false). Kafka 4.2 "
+        "turns them on with this internal setting or the share.version feature, which a new 4.2 cluster finalizes "
+        "at level 1; herd has no feature versions, so this alone decides, and it is on as on a new 4.2 cluster.",
+    ),
+    Setting("group.share.session.timeout.ms", "int", 45000, "A share-group member's session timeout.", minimum=1),
+    Setting("group.share.min.session.timeout.ms", "int", 45000, "Smallest share-group session timeout.", minimum=1),
+    Setting("group.share.max.session.timeout.ms", "int", 60000, "Largest share-group session timeout.", minimum=1),
+    Setting("group.share.heartbeat.interval.ms", "int", 5000, "How often share-group members heartbeat.", minimum=1),
+    Setting(
+        "group.share.min.heartbeat.interval.ms", "int", 5000, "Smallest share-group heartbeat interval.", minimum=1
+    ),
+    Setting(
+        "group.share.max.heartbeat.interval.ms", "int", 15000, "Largest share-group heartbeat interval.", minimum=1
+    ),
+    Setting("group.share.max.size", "int", 200, "Most members in one share group.", minimum=1, maximum=1000),
+    Setting(
+        "group.share.assignors",
+        "list",
+        "simple",
+        "The share groups' server-side assignor (exactly one).",
+        check=_subset(("simple",), "a share-group assignor"),
+    ),
+    Setting(
+        "group.share.initialize.retry.interval.ms",
+        "int",
+        30000,
+        "How long a share partition's state initialization may be pending before a heartbeat asks for it again.",
+        minimum=1,
+    ),
+    Setting(
+        "group.share.record.lock.duration.ms",
+        "int",
+        30000,
+        "How long a share-group consumer holds the records it acquired.",
+        minimum=1000,
+        maximum=3600000,
+    ),
+    Setting(
+        "group.share.min.record.lock.duration.ms",
+        "int",
+        15000,
+        "Smallest share.record.lock.duration.ms a group may set.",
+        minimum=1000,
+        maximum=30000,
+    ),
+    Setting(
+        "group.share.max.record.lock.duration.ms",
+        "int",
+        60000,
+        "Largest share.record.lock.duration.ms a group may set.",
+        minimum=30000,
+        maximum=3600000,
+    ),
     Setting(
         "herd.group.rebalance.history.size",
         "int",
@@ -883,10 +941,10 @@ class BrokerConfig:
             props[key.strip()] = value
         return cls.from_properties(props)
 
-    def _check_consumer_group_timeouts(self) -> None:
-        """GroupCoordinatorConfig's checks of the consumer-protocol timeouts, with Kafka's messages."""
+    def _check_group_timeouts(self) -> None:
+        """GroupCoordinatorConfig's checks of the consumer and share groups' timeouts and assignors, with Kafka's
+        messages."""
         get = self.get
-        prefix = "group.consumer."
         rules = [
             ("max.heartbeat.interval.ms", ">=", "min.heartbeat.interval.ms"),
             ("heartbeat.interval.ms", ">=", "min.heartbeat.interval.ms"),
@@ -897,10 +955,14 @@ class BrokerConfig:
             ("heartbeat.interval.ms", "<", "session.timeout.ms"),
         ]
         words = {">=": "greater than or equal to", "<=": "less than or equal to", "<": "less than"}
-        for left, op, right in rules:
-            a, b = get(prefix + left), get(prefix + right)
-            if not (a >= b if op == ">=" else a <= b if op == "<=" else a < b):
-                raise ConfigError(f"{prefix}{left} must be {words[op]} {prefix}{right}")
+        for prefix in ("group.consumer.", "group.share."):
+            for left, op, right in rules:
+                a, b = get(prefix + left), get(prefix + right)
+                if not (a >= b if op == ">=" else a <= b if op == "<=" else a < b):
+                    raise ConfigError(f"{prefix}{left} must be {words[op]} {prefix}{right}")
+        assignors = split_list(get("group.share.assignors"))
+        if len(assignors) != 1:
+            raise ConfigError(f"group.share.assignors must contain exactly one assignor, but found {len(assignors)}")
         if "classic" not in split_list(get("group.coordinator.rebalance.protocols")):
             raise ConfigError("group.coordinator.rebalance.protocols must contain classic")
         if not split_list(get("group.consumer.assignors")):
@@ -909,7 +971,7 @@ class BrokerConfig:
     def _check_relations(self) -> None:
         if self.get("group.min.session.timeout.ms") > self.get("group.max.session.timeout.ms"):
             raise ConfigError("group.min.session.timeout.ms must not exceed group.max.session.timeout.ms")
-        self._check_consumer_group_timeouts()
+        self._check_group_timeouts()
         if self.get("broker.heartbeat.interval.ms") >= self.get("broker.session.timeout.ms"):
             raise ConfigError("broker.heartbeat.interval.ms must be less than broker.session.timeout.ms")
         protocols = parse_protocol_map(self.get("listener.security.protocol.map"))

@@ -17,6 +17,9 @@ def test_defaults_are_kafkas():
     assert c.get("message.max.bytes") == 1048588
     assert c.retention_ms == 168 * 3600 * 1000
     assert [(listener.host, listener.port) for listener in c.listeners] == [("127.0.0.1", 9092)]
+    # share groups (KIP-932): on, as on a new Kafka 4.2 cluster, with GroupCoordinatorConfig's defaults
+    assert c.get("group.share.enable") is True and c.get("group.share.max.size") == 200
+    assert (c.get("group.share.session.timeout.ms"), c.get("group.share.heartbeat.interval.ms")) == (45000, 5000)
 
 
 def test_every_setting_the_issue_names_is_known():
@@ -65,6 +68,19 @@ def test_properties_are_read_as_java_reads_them_and_a_bad_line_is_named_not_show
         ({"advertised.listeners": "PLAINTEXT://0.0.0.0:9092"}, "clients cannot connect to the wildcard address"),
         ({"node.id": "99999999999"}, "out of range"),
         ({"group.min.session.timeout.ms": "10", "group.max.session.timeout.ms": "5"}, "must not exceed"),
+        # GroupCoordinatorConfig's checks of the share groups' settings, with Kafka's words
+        (
+            {"group.share.heartbeat.interval.ms": "20000"},
+            "group.share.heartbeat.interval.ms must be less than or equal to group.share.max.heartbeat.interval.ms",
+        ),
+        (
+            {"group.share.min.session.timeout.ms": "1000", "group.share.session.timeout.ms": "4000"},
+            "group.share.heartbeat.interval.ms must be less than group.share.session.timeout.ms",
+        ),
+        ({"group.share.max.size": "1001"}, "group.share.max.size: 1001 is out of range"),
+        ({"group.share.assignors": "simple,simple"}, "group.share.assignors must contain exactly one assignor"),
+        ({"group.share.assignors": "uniform"}, "uniform is not a share-group assignor herd supports (simple)"),
+        ({"group.share.record.lock.duration.ms": "999"}, "group.share.record.lock.duration.ms: 999 is out of range"),
     ],
 )
 def test_bad_settings_are_refused_with_one_line(props, message):

@@ -40,8 +40,13 @@ class CoordinatorConfig:
     """group.consumer.min.heartbeat.interval.ms: the least a group may set consumer.heartbeat.interval.ms to."""
     group_consumer_max_heartbeat_interval_ms: int = 15_000
     """group.consumer.max.heartbeat.interval.ms."""
-    # Share and streams groups' broker settings, with Kafka's defaults: they bound the share.* and streams.* group
-    # configs (kafka_group_configs.py); herd serves neither group type yet, so they are not broker settings yet.
+    # Share groups' broker settings (KIP-932; herd.config), with Kafka's defaults; they also bound the share.* group
+    # configs (kafka_group_configs.py).
+    group_share_max_size: int = 200
+    """group.share.max.size: GROUP_MAX_SIZE_REACHED for a new member beyond it."""
+    group_share_initialize_retry_interval_ms: int = 30_000
+    """group.share.initialize.retry.interval.ms: how long a share partition's initialization may be pending before
+    a heartbeat asks for it again."""
     group_share_session_timeout_ms: int = 45_000
     group_share_min_session_timeout_ms: int = 45_000
     group_share_max_session_timeout_ms: int = 60_000
@@ -51,6 +56,8 @@ class CoordinatorConfig:
     group_share_record_lock_duration_ms: int = 30_000
     group_share_min_record_lock_duration_ms: int = 15_000
     group_share_max_record_lock_duration_ms: int = 60_000
+    # Streams groups' broker settings, with Kafka's defaults: they bound the streams.* group configs; herd does not
+    # serve streams groups, so they are not broker settings.
     group_streams_min_session_timeout_ms: int = 45_000
     group_streams_max_session_timeout_ms: int = 60_000
     group_streams_min_heartbeat_interval_ms: int = 5_000

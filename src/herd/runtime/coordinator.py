@@ -58,6 +58,17 @@ def coordinator_config(config: BrokerConfig) -> CoordinatorConfig:
         group_consumer_assignors=tuple(split_list(config.get("group.consumer.assignors"))),
         group_consumer_regex_refresh_interval_ms=config.get("group.consumer.regex.refresh.interval.ms"),
         group_consumer_migration_policy=config.get("group.consumer.migration.policy").lower(),
+        group_share_max_size=config.get("group.share.max.size"),
+        group_share_initialize_retry_interval_ms=config.get("group.share.initialize.retry.interval.ms"),
+        group_share_session_timeout_ms=config.get("group.share.session.timeout.ms"),
+        group_share_min_session_timeout_ms=config.get("group.share.min.session.timeout.ms"),
+        group_share_max_session_timeout_ms=config.get("group.share.max.session.timeout.ms"),
+        group_share_heartbeat_interval_ms=config.get("group.share.heartbeat.interval.ms"),
+        group_share_min_heartbeat_interval_ms=config.get("group.share.min.heartbeat.interval.ms"),
+        group_share_max_heartbeat_interval_ms=config.get("group.share.max.heartbeat.interval.ms"),
+        group_share_record_lock_duration_ms=config.get("group.share.record.lock.duration.ms"),
+        group_share_min_record_lock_duration_ms=config.get("group.share.min.record.lock.duration.ms"),
+        group_share_max_record_lock_duration_ms=config.get("group.share.max.record.lock.duration.ms"),
     )
 
 
