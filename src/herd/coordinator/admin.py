@@ -1,10 +1,12 @@
-"""DescribeGroups, ListGroups and DeleteGroups, of classic groups and of KIP-848 consumer groups.
+"""DescribeGroups, ListGroups and DeleteGroups, of classic groups, KIP-848 consumer groups and KIP-932 share groups.
 
-DescribeGroups describes classic groups only: a consumer group is answered as Kafka answers it (Dead; from v6
-GROUP_ID_NOT_FOUND "Group <id> is not a classic group.", GroupMetadataManager.describeGroups). ListGroups lists
-both, each with its type (classic, consumer) and a consumer group with protocol type "consumer" and its
-state (ModernGroup.asListedGroup). DeleteGroups deletes an Empty consumer group with its offsets and its
-records' tombstones (ConsumerGroup.validateDeleteGroup, createGroupTombstoneRecords).
+DescribeGroups describes classic groups only: a consumer or share group is answered as Kafka answers it (Dead;
+from v6 GROUP_ID_NOT_FOUND "Group <id> is not a classic group.", GroupMetadataManager.describeGroups). ListGroups
+lists all three, each with its type (classic, consumer, share) and a consumer or share group with protocol type
+"consumer" or "share" and its state (ModernGroup.asListedGroup). DeleteGroups deletes an Empty consumer group
+with its offsets and its records' tombstones (ConsumerGroup.validateDeleteGroup, createGroupTombstoneRecords),
+and an Empty share group with its records' tombstones (share_groups.delete; Kafka first moves its share
+partitions to deleting and has the share coordinator delete their state, which herd does not keep yet).
 
 Describe: a Stable group shows its protocol and each member's metadata for it and assignment;
 other states show members without metadata; an unknown group is described as Dead with no error
@@ -17,7 +19,7 @@ createGroupTombstoneRecords).
 
 from __future__ import annotations
 
-from herd.coordinator import offsets
+from herd.coordinator import offsets, share_groups
 from herd.coordinator.consumer import records as consumer_records
 from herd.coordinator.consumer.group import ConsumerGroup, ConsumerGroupState
 from herd.coordinator.context import ShardContext
@@ -35,6 +37,8 @@ from herd.coordinator.responses import (
     ListGroupsResponse,
 )
 from herd.coordinator.result import Effects, Result
+from herd.coordinator.share.group import ShareGroup
+from herd.coordinator.share_groups import SHARE_GROUP_TYPE
 from herd.coordinator.state import GroupState
 
 GROUP_TYPE = "classic"
@@ -52,7 +56,7 @@ def _describe(ctx: ShardContext, group_id: str) -> DescribedGroup:
         return DescribedGroup(group_id=group_id, error_code=ErrorCode.invalid_group_id)
     group = ctx.groups.get(group_id)
     if group is None:
-        not_classic = group_id in ctx.consumer_groups
+        not_classic = group_id in ctx.consumer_groups or group_id in ctx.share_groups
         return DescribedGroup(group_id=group_id, group_state=str(GroupState.DEAD), not_classic=not_classic)
     stable = group.is_in(GroupState.STABLE)
     members = tuple(
@@ -78,14 +82,22 @@ def _describe(ctx: ShardContext, group_id: str) -> DescribedGroup:
 def list_groups(ctx: ShardContext, req: ListGroups, handle: object) -> Result:
     states = {s.lower() for s in req.states_filter}
     types = {t.lower() for t in req.types_filter}
-    listed = tuple(
-        ListedGroup(g.group_id, g.protocol_type or "", str(g.state), GROUP_TYPE)
-        for g in ctx.groups.values()
-        if _listed(g, states, types)
-    ) + tuple(
-        ListedGroup(g.group_id, ConsumerGroup.PROTOCOL_TYPE, g.state.value, CONSUMER_GROUP_TYPE)
-        for g in ctx.consumer_groups.values()
-        if (not states or g.state.value.lower() in states) and (not types or CONSUMER_GROUP_TYPE in types)
+    listed = (
+        tuple(
+            ListedGroup(g.group_id, g.protocol_type or "", str(g.state), GROUP_TYPE)
+            for g in ctx.groups.values()
+            if _listed(g, states, types)
+        )
+        + tuple(
+            ListedGroup(g.group_id, ConsumerGroup.PROTOCOL_TYPE, g.state.value, CONSUMER_GROUP_TYPE)
+            for g in ctx.consumer_groups.values()
+            if (not states or g.state.value.lower() in states) and (not types or CONSUMER_GROUP_TYPE in types)
+        )
+        + tuple(
+            ListedGroup(g.group_id, ShareGroup.PROTOCOL_TYPE, g.state.value, SHARE_GROUP_TYPE)
+            for g in ctx.share_groups.values()
+            if (not states or g.state.value.lower() in states) and (not types or SHARE_GROUP_TYPE in types)
+        )
     )
     fx = Effects()
     fx.reply(handle, ListGroupsResponse(groups=listed))
@@ -110,6 +122,11 @@ def delete(ctx: ShardContext, req: DeleteGroups, handle: object) -> Result:
 def _delete_one(ctx: ShardContext, group_id: str, fx: Effects) -> ErrorCode:
     if not group_id:
         return ErrorCode.invalid_group_id
+    share_group = ctx.share_groups.get(group_id)
+    if share_group is not None:
+        error, tombstones = share_groups.delete(ctx, share_group)
+        fx.records.extend(tombstones)
+        return error
     consumer_group = ctx.consumer_groups.get(group_id)
     if consumer_group is not None:
         if consumer_group.state is not ConsumerGroupState.EMPTY:

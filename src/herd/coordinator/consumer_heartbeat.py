@@ -299,6 +299,8 @@ def _group_to_join(
     group = ctx.consumer_groups.get(group_id)
     if group is not None:
         return group
+    if group_id in ctx.share_groups:
+        raise CoordinatorError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
     classic = ctx.groups.get(group_id)
     if classic is None:
         if not create:
@@ -730,7 +732,7 @@ def _leave(ctx: ShardContext, req: ConsumerGroupHeartbeat) -> tuple[list[Record]
 def _consumer_group(ctx: ShardContext, group_id: str) -> ConsumerGroup:
     group = ctx.consumer_groups.get(group_id)
     if group is None:
-        if group_id in ctx.groups:
+        if group_id in ctx.groups or group_id in ctx.share_groups:
             raise CoordinatorError(ErrorCode.group_id_not_found, f"Group {group_id} is not a consumer group.")
         raise CoordinatorError(ErrorCode.group_id_not_found, f"Consumer group {group_id} not found.")
     return group
@@ -972,7 +974,9 @@ def _describe_group(ctx: ShardContext, group_id: str) -> DescribedConsumerGroup:
     group = ctx.consumer_groups.get(group_id)
     if group is None:
         message = (
-            f"Group {group_id} is not a consumer group." if group_id in ctx.groups else f"Group {group_id} not found."
+            f"Group {group_id} is not a consumer group."
+            if group_id in ctx.groups or group_id in ctx.share_groups
+            else f"Group {group_id} not found."
         )
         return DescribedConsumerGroup(group_id=group_id, error_code=ErrorCode.group_id_not_found, error_message=message)
     names = {info.topic_id: name for name, info in ctx.topics.by_name.items()}

@@ -7,6 +7,7 @@ Handler modules (membership, static, offsets, admin, rebalance) are functions ov
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -25,6 +26,7 @@ from herd.coordinator.records import (
     Record,
     group_metadata_record,
 )
+from herd.coordinator.share.group import ShareGroup
 from herd.coordinator.timer import Clock, Timer
 from herd.coordinator.txn_offsets import TxnOffsets
 
@@ -48,6 +50,13 @@ class ShardContext:
     """Pending transactional offsets (TxnOffsetCommit, KIP-98/KIP-447; txn_offsets.py)."""
     consumer_groups: dict[str, ConsumerGroup] = field(default_factory=dict)
     """KIP-848 consumer groups (consumer/), beside the classic `groups`: a group id is in one or the other."""
+    share_groups: dict[str, ShareGroup] = field(default_factory=dict)
+    """KIP-932 share groups (share/), beside classic and consumer groups: a group id is of one type only."""
+    share_sessions: dict[tuple[str, str], list[int]] = field(default_factory=dict)
+    """Per (share group, member): [session deadline, deadline its timer is armed for (-1: none)], as
+    `consumer_sessions`."""
+    share_initializing: dict[str, dict[uuid.UUID, frozenset[int]]] = field(default_factory=dict)
+    """Per share group, the share partitions whose state a timer is about to initialize (share_groups.py)."""
     topics: TopicsImage = EMPTY_IMAGE
     """The cluster's topics as the consumer groups see them (consumer/topics.py), set by the runtime."""
     topics_created_version: int = -1

@@ -54,6 +54,9 @@ def join(ctx: ShardContext, req: JoinGroup, handle: object) -> Result:
     if error is not None:
         fx.reply(handle, JoinGroupResponse(error_code=error, member_id=req.member_id))
         return fx.result()
+    if req.group_id in ctx.share_groups:  # Kafka's classicGroupJoin: a group of another type
+        fx.reply(handle, JoinGroupResponse(error_code=ErrorCode.inconsistent_group_protocol, member_id=req.member_id))
+        return fx.result()
     is_unknown = req.member_id == UNKNOWN_MEMBER_ID
     consumer_group = ctx.consumer_groups.get(req.group_id)
     if consumer_group is not None and consumer_group.state is not ConsumerGroupState.EMPTY:

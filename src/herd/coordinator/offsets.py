@@ -177,6 +177,8 @@ def _keep_session_alive(ctx: ShardContext, req: OffsetCommit) -> None:
 
 
 def _validate_commit(ctx: ShardContext, req: OffsetCommit) -> ErrorCode | None:
+    if req.group_id in ctx.share_groups:
+        return ErrorCode.group_id_not_found  # ShareGroup.validateOffsetCommit: "Group %s is not a consumer group."
     group = ctx.groups.get(req.group_id)
     generation = req.generation_id_or_member_epoch
     consumer_group = ctx.consumer_groups.get(req.group_id)
@@ -295,6 +297,8 @@ def txn_commit(ctx: ShardContext, req: TxnOffsetCommit, handle: object) -> Resul
 
 
 def _validate_txn_commit(ctx: ShardContext, req: TxnOffsetCommit) -> ErrorCode | None:
+    if req.group_id in ctx.share_groups:
+        return ErrorCode.group_id_not_found  # as OffsetCommit
     consumer_group = ctx.consumer_groups.get(req.group_id)
     if consumer_group is not None:
         if req.generation_id == -1 and req.member_id == "" and req.group_instance_id is None:
@@ -332,7 +336,8 @@ def _fetch_group(ctx: ShardContext, req: FetchGroup, require_stable: bool) -> Fe
             return FetchGroupResponse(req.group_id, error_code=error)
     group = ctx.groups.get(req.group_id)
     dead = group is not None and group.is_in(GroupState.DEAD)  # Kafka: GROUP_ID_NOT_FOUND, answered as unknown
-    offsets = {} if dead else ctx.offsets.get(req.group_id, {})
+    # a share group holds no offsets: Kafka's validateOffsetFetch refuses it and fetchOffsets answers -1 everywhere
+    offsets = {} if dead or req.group_id in ctx.share_groups else ctx.offsets.get(req.group_id, {})
     txn = ctx.txn
     open_group = require_stable and txn.holds_group(req.group_id)
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from herd.coordinator.consumer.assignment import Assignment, TopicId
 from herd.coordinator.errors import ErrorCode
+from herd.coordinator.share.heartbeat import ShareHeartbeatResponse
 
 
 @dataclass(frozen=True, slots=True)
@@ -262,6 +263,44 @@ class CompleteTransactionResponse:
     error_code: int = ErrorCode.none
 
 
+# --- ShareGroupDescribe (KIP-932; share_groups.py) ---
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedShareTopic:
+    topic_id: TopicId
+    topic_name: str
+    partitions: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class DescribedShareMember:
+    member_id: str
+    rack_id: str | None
+    member_epoch: int
+    client_id: str
+    client_host: str
+    subscribed_topic_names: tuple[str, ...]
+    assignment: tuple[DescribedShareTopic, ...]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DescribedShareGroup:
+    group_id: str
+    error_code: int = ErrorCode.none
+    error_message: str | None = None
+    group_state: str = ""
+    group_epoch: int = 0
+    assignment_epoch: int = 0
+    assignor_name: str = ""
+    members: tuple[DescribedShareMember, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ShareGroupDescribeResponse:
+    groups: tuple[DescribedShareGroup, ...]
+
+
 def error_response(response: object, code: int) -> object:
     """`response` with `code` as its error (top level, per member, per partition as the API has it)."""
     match response:
@@ -296,11 +335,16 @@ def error_response(response: object, code: int) -> object:
             | CompleteTransactionResponse()
             | ListConfiguredGroupsResponse()
             | ConsumerGroupHeartbeatResponse()
+            | ShareHeartbeatResponse()
         ):
             return type(response)(error_code=code)
         case ConsumerGroupDescribeResponse():
             return ConsumerGroupDescribeResponse(
                 groups=tuple(DescribedConsumerGroup(group_id=g.group_id, error_code=code) for g in response.groups)
+            )
+        case ShareGroupDescribeResponse():
+            return ShareGroupDescribeResponse(
+                tuple(DescribedShareGroup(group_id=g.group_id, error_code=code) for g in response.groups)
             )
     return response
 

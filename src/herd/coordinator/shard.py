@@ -49,6 +49,7 @@ from herd.coordinator import (
     offsets,
     preregistration,
     retention,
+    share_groups,
     static,
 )
 from herd.coordinator import rebalance as rb
@@ -93,6 +94,10 @@ from herd.coordinator.requests import (
 )
 from herd.coordinator.responses import JoinGroupResponse, SyncGroupResponse, error_response
 from herd.coordinator.result import Effects, Reply, Result
+from herd.coordinator.share import group as share_group
+from herd.coordinator.share import records as share_records
+from herd.coordinator.share.group import ShareGroup
+from herd.coordinator.share.heartbeat import ShareGroupHeartbeat
 from herd.coordinator.state import GroupState
 from herd.coordinator.subscriptions import compute_subscribed_topics
 from herd.coordinator.timer import Clock, Timer
@@ -153,6 +158,14 @@ class GroupCoordinatorShard:
     def consumer_group_describe(self, req: consumer_heartbeat.ConsumerGroupDescribe, reply: object) -> Result:
         """ConsumerGroupDescribe (KIP-848): the consumer groups asked for, or GROUP_ID_NOT_FOUND."""
         return consumer_heartbeat.describe(self._ctx, req, reply)
+
+    def share_group_heartbeat(self, req: ShareGroupHeartbeat, reply: object) -> Result:
+        """ShareGroupHeartbeat (KIP-932): its records (replayed into the share group) and its answer."""
+        return share_groups.handle(self._ctx, req, reply)
+
+    def share_group_describe(self, req: share_groups.ShareGroupDescribe, reply: object) -> Result:
+        """ShareGroupDescribe (KIP-932): the share groups asked for, or GROUP_ID_NOT_FOUND."""
+        return share_groups.describe(self._ctx, req, reply)
 
     def set_topics(self, topics: TopicsImage) -> None:
         """The cluster's topics changed (or this is the first look at them): consumer groups see `topics` from now
@@ -246,6 +259,8 @@ class GroupCoordinatorShard:
             group_configs.replay(self._ctx, Record(key, value))
         elif kind in consumer_records.CONSUMER_GROUP_KEY_TYPES:
             self._replay_consumer_group(consumer_records.decode(kind, key, value))
+        elif kind in share_records.SHARE_GROUP_KEY_TYPES:
+            self._replay_share_group(share_records.decode(kind, key, value))
         else:
             log.warning("skipping __consumer_offsets record of unknown type %d", kind)
 
@@ -279,9 +294,23 @@ class GroupCoordinatorShard:
         classic = ctx.groups.get(record.group_id)
         if record.value is not None and classic is not None and not classic.members and classic.protocol_type is None:
             del ctx.groups[record.group_id]  # a record that makes the consumer group: the simple group gives way
-        removed = consumer_group.replay(ctx.consumer_groups, record, lambda group_id: group_id in ctx.groups)
+        removed = consumer_group.replay(
+            ctx.consumer_groups, record, lambda group_id: group_id in ctx.groups or group_id in ctx.share_groups
+        )
         if removed is not None:
             ctx.consumer_hash_checked.pop(removed, None)
+
+    def _replay_share_group(self, record: consumer_records.Decoded) -> None:
+        """A share-group record (share/group.py's replay). ValueError if a group of another type has the id (Kafka's
+        IllegalStateException in getOrMaybeCreatePersistedShareGroup): the record is skipped."""
+        ctx = self._ctx
+        if record.group_id not in ctx.share_groups and share_groups.is_other_type(ctx, record.group_id):
+            if record.value is None:
+                return
+            raise ValueError(f"group {record.group_id} is not a share group")
+        share_group.replay(ctx.share_groups, record, ctx.now())
+        if record.group_id not in ctx.share_groups:
+            share_groups.forget(ctx, record.group_id)
 
     def _replay_group(self, record: Record) -> None:
         group_id = decode_group_metadata_key(record.key).group
@@ -339,6 +368,7 @@ class GroupCoordinatorShard:
         fx = Effects()
         retention.schedule(ctx)
         consumer_heartbeat.on_loaded(ctx)
+        share_groups.on_loaded(ctx)
         for group in ctx.groups.values():
             ctx.history.loaded(group.group_id, ctx.now() + group.rebalance_timeout_ms())
             for member in group.members.values():
@@ -366,6 +396,7 @@ class GroupCoordinatorShard:
             group.transition_to(GroupState.DEAD, self._ctx.now())
         self._ctx.timer.cancel(retention.RETENTION_KEY)
         consumer_heartbeat.on_unloaded(self._ctx)
+        share_groups.on_unloaded(self._ctx)
         self._ctx.groups.clear()
         self._ctx.offsets.clear()
         self._ctx.txn.clear()
@@ -385,6 +416,13 @@ class GroupCoordinatorShard:
     def consumer_group(self, group_id: str) -> ConsumerGroup | None:
         """A KIP-848 consumer group; read it, never change it."""
         return self._ctx.consumer_groups.get(group_id)
+
+    def share_groups(self) -> tuple[ShareGroup, ...]:
+        """The KIP-932 share groups; read them, never change them."""
+        return tuple(self._ctx.share_groups.values())
+
+    def share_group(self, group_id: str) -> ShareGroup | None:
+        return self._ctx.share_groups.get(group_id)
 
     @property
     def topics(self) -> TopicsImage:
