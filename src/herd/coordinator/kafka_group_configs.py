@@ -65,17 +65,31 @@ def _offset_reset(name: str, value: str) -> None:
 def _non_negative_duration(text: str, whole: str) -> bool:
     if not whole.startswith("by_duration:"):
         return False
+    total = _duration_ns(text)
+    return total is not None and total >= 0
+
+
+def _duration_ns(text: str) -> int | None:
+    """An ISO-8601 duration (Java's Duration.parse: PnDTnHnMn.nS) in nanoseconds; None if it is not one."""
     m = _DURATION.fullmatch(text)
     if m is None or (m.group(3) is not None and m.group(3).upper() == "T") or not any(m.group(i) for i in (2, 4, 5, 6)):
-        return False
+        return None
     sign = -1 if m.group(1) == "-" else 1
     days, hours, minutes, seconds = (int(m.group(i) or 0) for i in (2, 4, 5, 6))
     fraction = m.group(7) or ""
     nanos = int(fraction.ljust(9, "0")) if fraction else 0
     if m.group(6) and m.group(6).startswith("-"):
         nanos = -nanos
-    total = sign * ((((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1_000_000_000 + nanos)
-    return total >= 0
+    return sign * ((((days * 24 + hours) * 60 + minutes) * 60 + seconds) * 1_000_000_000 + nanos)
+
+
+def by_duration_ms(value: str) -> int | None:
+    """The duration of a share.auto.offset.reset of `by_duration:<duration>`, in milliseconds; None for earliest
+    and latest (or anything else)."""
+    if not value.startswith("by_duration:"):
+        return None
+    total = _duration_ns(value.removeprefix("by_duration:"))
+    return None if total is None else total // 1_000_000
 
 
 def _one_of(*allowed: str) -> Callable[[str, str], None]:

@@ -1,0 +1,153 @@
+"""The share partitions this node leads (KIP-932, the leader's side of Kafka's SharePartitionManager): for each share
+group and partition a ShareFetch reached, the records handed to the group's members, their locks and delivery
+counts (herd.coordinator.share.partition.SharePartition), read from the partition's log.
+
+- A share partition is made on the first fetch of the group that reaches it. Its start offset (SPSO) comes from the
+  group's `share.auto.offset.reset` (latest, the default: the log end offset; earliest: the log start offset;
+  by_duration:<d>: the first offset whose timestamp is at least now - d, else the log end offset), as Kafka's
+  SharePartition resolves a persisted start offset of -1 (ShareFetchUtils.offsetForEarliestTimestamp and friends).
+- `acquire` reads the log from the partition's next fetch offset, hands the records it may to the member (at most
+  `max_records`, whole batches, within group.share.partition.max.record.locks in flight) under a lock of the group's
+  `share.record.lock.duration.ms`, and returns the batches holding them with their acquired ranges.
+- `acknowledge` and `release` change a member's acquired records; locks that ran out are given back before any of
+  them (`expire_locks`: lazily, where Kafka runs a timer per acquisition; no one can tell the difference, as records
+  are only seen through a fetch or an acknowledgement, except that a fetch waiting for data is not woken by an
+  expiry: it sees the records at its next pass, within its max wait).
+- Every change is applied at once (`SharePartition.complete(..., committed=True)`): the share state is not written
+  anywhere yet, so a restart or a move of the partition's leadership forgets it (the partition starts again from
+  share.auto.offset.reset). Durable share state (Kafka's `__share_group_state`) is the next part of issue 32.
+- Not yet: share.isolation.level=read_committed (records are read as read_uncommitted), a log start offset moving
+  past the SPSO (DeleteRecords, retention), and Kafka's throttling of records near their delivery limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+
+from herd.config import BrokerConfig
+from herd.coordinator import kafka_group_configs as group_configs
+from herd.coordinator.errors import CoordinatorError, ErrorCode
+from herd.coordinator.share.partition import AcquiredRecords, SharePartition
+from herd.log.api import NotInMemoryError, PartitionLog, as_remote
+from herd.log.batch import iter_headers
+
+GroupConfig = Callable[[str, str], str | None]
+"""(group id, group config name) -> the group's value, None when it does not set it."""
+
+Key = tuple[str, str, int]  # (group id, topic, partition)
+
+
+@dataclass(frozen=True, slots=True)
+class Acquired:
+    """What one partition's fetch got: the log batches holding the acquired records, and the ranges acquired."""
+
+    records: bytes = b""
+    ranges: tuple[AcquiredRecords, ...] = ()
+
+
+NOTHING = Acquired()
+
+
+class SharePartitions:
+    def __init__(self, config: BrokerConfig, group_config: GroupConfig) -> None:
+        self._config = config
+        self._group_config = group_config
+        self._partitions: dict[Key, SharePartition] = {}
+
+    def __len__(self) -> int:
+        return len(self._partitions)
+
+    def get(self, group_id: str, topic: str, partition: int) -> SharePartition | None:
+        """The share partition, if a fetch made it (for inspection: read it, never change it)."""
+        return self._partitions.get((group_id, topic, partition))
+
+    def lock_duration_ms(self, group_id: str) -> int:
+        """The group's share.record.lock.duration.ms, else the broker's group.share.record.lock.duration.ms."""
+        value = self._group_config(group_id, group_configs.SHARE_RECORD_LOCK_DURATION_MS)
+        return int(value) if value is not None else self._config.get("group.share.record.lock.duration.ms")
+
+    def _partition(self, group_id: str, log: PartitionLog, now_ms: int) -> SharePartition:
+        key = (group_id, log.topic, log.partition)
+        found = self._partitions.get(key)
+        if found is None:
+            found = self._partitions[key] = SharePartition(
+                self._start_offset(group_id, log, now_ms),
+                self._config.get("group.share.delivery.count.limit"),
+                self._config.get("group.share.partition.max.record.locks"),
+            )
+        return found
+
+    def _start_offset(self, group_id: str, log: PartitionLog, now_ms: int) -> int:
+        reset = self._group_config(group_id, group_configs.SHARE_AUTO_OFFSET_RESET) or "latest"
+        if reset == "earliest":
+            return log.log_start_offset
+        duration = group_configs.by_duration_ms(reset)
+        if duration is not None:
+            found = log.offset_for_timestamp(now_ms - duration)
+            if found is not None:
+                return max(found.offset, log.log_start_offset)
+        return log.log_end_offset
+
+    async def acquire(
+        self, group_id: str, member_id: str, log: PartitionLog, max_records: int, max_bytes: int, now_ms: int
+    ) -> Acquired:
+        """Hand `member_id` the records it may have of this partition (see the module docstring)."""
+        share = self._partition(group_id, log, now_ms)
+        share.expire_locks(now_ms)
+        if max_records <= 0 or not share.can_acquire():
+            return NOTHING
+        offset = max(share.next_fetch_offset(), log.log_start_offset)
+        if offset >= log.log_end_offset:
+            return NOTHING
+        try:
+            data = log.read(offset, max_bytes, min_one=True)
+        except NotInMemoryError:  # cluster mode: older data is in PostgreSQL
+            data = await as_remote(log).read_async(offset, max_bytes, min_one=True)
+        headers = list(iter_headers(data))
+        if not headers:
+            return NOTHING
+        fetched = [(h.base_offset, h.last_offset) for h in headers]
+        lock_ms = self.lock_duration_ms(group_id)
+        ranges = share.acquire(member_id, fetched, max_records, now_ms, lock_ms, fetch_offset=offset)
+        if not ranges:
+            return NOTHING
+        first, last = ranges[0].first, max(r.last for r in ranges)
+        kept = [h for h in headers if h.last_offset >= first and h.base_offset <= last]
+        return Acquired(bytes(data[kept[0].position : kept[-1].end]), tuple(ranges))
+
+    def acknowledge(
+        self,
+        group_id: str,
+        member_id: str,
+        topic: str,
+        partition: int,
+        batches: Sequence[tuple[int, int, Sequence[int]]],
+        now_ms: int,
+    ) -> ErrorCode:
+        """Apply `member_id`'s acknowledgements of one partition, all or nothing: NONE, or the error of the first
+        batch refused (INVALID_RECORD_STATE for records that are not its acquired ones, INVALID_REQUEST for a
+        malformed batch)."""
+        share = self._partitions.get((group_id, topic, partition))
+        if share is None:
+            return ErrorCode.invalid_record_state  # nothing was ever acquired here
+        share.expire_locks(now_ms)
+        try:
+            pending = share.acknowledge(member_id, batches)
+        except CoordinatorError as error:
+            return ErrorCode(error.code)
+        share.complete(pending, True, now_ms)
+        return ErrorCode.none
+
+    def release(self, group_id: str, member_id: str, keys: Iterable[tuple[str, int]], now_ms: int) -> None:
+        """Give back what `member_id` holds of these (topic, partition)s: its share session ended, or it left."""
+        for topic, partition in keys:
+            share = self._partitions.get((group_id, topic, partition))
+            if share is not None:
+                share.expire_locks(now_ms)
+                share.complete(share.release_member(member_id), True, now_ms)
+
+    def forget_partition(self, topic: str, partition: int) -> None:
+        """This node no longer leads the partition (or it was deleted): its share state goes (nothing keeps it)."""
+        for key in [k for k in self._partitions if k[1] == topic and k[2] == partition]:
+            del self._partitions[key]
