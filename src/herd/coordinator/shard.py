@@ -474,6 +474,10 @@ class GroupCoordinatorShard:
         """The shard's rebalance history, for setting its `observer` (metrics)."""
         return self._ctx.history
 
+    def group_config(self, group_id: str, name: str) -> str | None:
+        """The group's value of one of Kafka's group configs (kafka_group_configs.py), None when it sets none."""
+        return self._ctx.group_configs.get(group_id, {}).get(name)
+
     def expected_members(self, group_id: str) -> tuple[str, ...]:
         """The group's pre-registered instance ids (KIP-469), fulfilled or not."""
         return preregistration.expected(self._ctx, group_id)

@@ -195,6 +195,15 @@ class CoordinatorRuntime:
 
     # -- the group coordinator's own -----------------------------------------------------------------------------
 
+    def group_config(self, group_id: str, name: str) -> str | None:
+        """The group's value of one of Kafka's group configs, if this node coordinates the group and it sets one;
+        None otherwise (the broker's setting then applies: a group coordinated by another node of a cluster is
+        read with the broker's settings, where Kafka reads every group's configs from its metadata log)."""
+        try:
+            return self._host.shard_for(group_id).shard.group_config(group_id, name)
+        except CoordinatorError:
+            return None
+
     def heartbeat(self, group_id: str, generation_id: int, member_id: str, instance_id: str | None) -> ErrorCode | None:
         """`ShardRuntime.heartbeat` of the group's shard: the answer's error code, or None to go through `call`."""
         return self._host.shard_for(group_id).heartbeat(group_id, generation_id, member_id, instance_id)

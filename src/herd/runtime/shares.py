@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from herd.config import BrokerConfig
 from herd.coordinator import kafka_group_configs as group_configs
 from herd.coordinator.errors import CoordinatorError, ErrorCode
-from herd.coordinator.share.partition import AcquiredRecords, SharePartition
+from herd.coordinator.share.partition import AcquiredRecords, Pending, SharePartition
 from herd.log.api import NotInMemoryError, PartitionLog, as_remote
 from herd.log.batch import iter_headers
 
@@ -36,6 +36,7 @@ GroupConfig = Callable[[str, str], str | None]
 """(group id, group config name) -> the group's value, None when it does not set it."""
 
 Key = tuple[str, str, int]  # (group id, topic, partition)
+Staged = tuple[SharePartition, Pending]  # acknowledgements applied, not yet completed
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,20 +125,41 @@ class SharePartitions:
         partition: int,
         batches: Sequence[tuple[int, int, Sequence[int]]],
         now_ms: int,
-    ) -> ErrorCode:
-        """Apply `member_id`'s acknowledgements of one partition, all or nothing: NONE, or the error of the first
-        batch refused (INVALID_RECORD_STATE for records that are not its acquired ones, INVALID_REQUEST for a
-        malformed batch)."""
+        staged: list[Staged] | None = None,
+    ) -> tuple[ErrorCode, str | None]:
+        """Apply `member_id`'s acknowledgements of one partition, all or nothing: NONE, or the error (and message)
+        of the first batch refused (INVALID_RECORD_STATE for records that are not its acquired ones,
+        INVALID_REQUEST for a malformed batch); UNKNOWN_TOPIC_OR_PARTITION when no fetch made the share partition
+        here (SharePartitionManager.acknowledge). With `staged`, the changes stay in transition (as while Kafka
+        writes them) until `complete(staged)`: a ShareFetch applies its acknowledgements before it acquires, and
+        records it released are not handed out again by the same fetch."""
         share = self._partitions.get((group_id, topic, partition))
         if share is None:
-            return ErrorCode.invalid_record_state  # nothing was ever acquired here
+            return ErrorCode.unknown_topic_or_partition, None
         share.expire_locks(now_ms)
         try:
             pending = share.acknowledge(member_id, batches)
         except CoordinatorError as error:
-            return ErrorCode(error.code)
-        share.complete(pending, True, now_ms)
-        return ErrorCode.none
+            return ErrorCode(error.code), error.message or None
+        if staged is None:
+            share.complete(pending, True, now_ms)
+        else:
+            staged.append((share, pending))
+        return ErrorCode.none, None
+
+    @staticmethod
+    def complete(staged: list[Staged], now_ms: int) -> None:
+        """The staged acknowledgements are done with (written, once share state is written)."""
+        for share, pending in staged:
+            share.complete(pending, True, now_ms)
+        staged.clear()
+
+    def acquirable(self, group_id: str, log: PartitionLog, now_ms: int) -> bool:
+        """Whether a fetch of `group_id` would find records to acquire in the partition now (the share partition is
+        made if it is not yet, as the first fetch would)."""
+        share = self._partition(group_id, log, now_ms)
+        share.expire_locks(now_ms)
+        return share.can_acquire() and max(share.next_fetch_offset(), log.log_start_offset) < log.log_end_offset
 
     def release(self, group_id: str, member_id: str, keys: Iterable[tuple[str, int]], now_ms: int) -> None:
         """Give back what `member_id` holds of these (topic, partition)s: its share session ended, or it left."""

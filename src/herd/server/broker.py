@@ -24,6 +24,8 @@ from herd.cluster.topics import Cluster, Node, TopicStore
 from herd.config import BrokerConfig
 from herd.log.producer_state import ProducerStates
 from herd.protocol.messages import ApiSpec, RequestHeader
+from herd.runtime.share_sessions import ShareSession, ShareSessions
+from herd.runtime.shares import SharePartitions
 from herd.security.tls import ANONYMOUS  # Kafka's KafkaPrincipal.ANONYMOUS, as ACLs name principals (type:name)
 from herd.server.metrics import ServerCounters
 from herd.server.peers import Peers
@@ -80,6 +82,10 @@ class Broker:
             store.producers = self.producers
         self.coordinator: CoordinatorRuntime | None = None  # the group coordinator, set by the server at start
         self.transactions: TransactionRuntime | None = None  # the transaction coordinator, set by the server too
+        # the share partitions this node leads (KIP-932: ShareFetch, ShareAcknowledge), with the group configs of
+        # the groups this node coordinates
+        self.shares = SharePartitions(config, self._group_config)
+        self.share_sessions = ShareSessions(config.get("group.share.max.share.sessions"))
         self.apis: dict[int, ApiSpec] = {}  # API key -> what serves it (herd.server.apis), set by the server
         # herd.server.faults.FaultRegistry with herd.faults.enable=true (set by the server), else None: connections
         # test it once per request. Typed Any: herd.server.faults imports this module.
@@ -95,6 +101,28 @@ class Broker:
         self.credentials: Any = None
         self.sasl_listeners: dict[str, Any] = {}  # listener -> its SASL settings (herd.server.sasl), when first used
         self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}
+
+    def connection_closed(self, session: Session) -> None:
+        """A client connection closed: the share session it opened, if still open, closes and its member's records
+        of the session's partitions are given back (Kafka's ShareSessionCache connection listener)."""
+        closed = self.share_sessions.connection_closed(session)
+        if closed is not None:
+            self.release_share_session(closed)
+
+    def release_share_session(self, closed: ShareSession) -> None:
+        """Give back what a closed share session's member holds of the session's partitions, and wake the fetches
+        waiting on them (SharePartitionManager.releaseSession)."""
+        keys = []
+        for topic_id, partition in closed.partitions:
+            topic = self.cluster.by_id(topic_id)
+            if topic is not None:
+                keys.append((topic.name, partition))
+        self.shares.release(closed.group_id, closed.member_id, keys, self.now_ms())
+        for key in keys:
+            self.notify_append(key)
+
+    def _group_config(self, group_id: str, name: str) -> str | None:
+        return self.coordinator.group_config(group_id, name) if self.coordinator is not None else None
 
     def start(self) -> None:
         """Load the topics (the store locked log.dirs when it was opened); raises MetadataError if the data

@@ -286,6 +286,7 @@ class Connection(asyncio.Protocol):
             self._server.quotas.release(self._host)
             self._broker.metrics.closed += 1
         self._server.connections.discard(self)
+        self._broker.connection_closed(self.session)
         for task in list(self._tasks):
             task.cancel()
         budgets = self._budgets

@@ -1,0 +1,229 @@
+"""ShareFetch (key 78), v1: a share consumer's fetch (KIP-932), with its share session and piggybacked
+acknowledgements. Kafka 4.2's KafkaApis.handleShareFetchRequest, SharePartitionManager and DelayedShareFetch
+(docs/kip-932/share-fetch-rules.md):
+
+1. share groups off UNSUPPORTED_VERSION, no READ on the group GROUP_AUTHORIZATION_FAILED, a bad member id
+   INVALID_REQUEST (herd.server.apis._share.refused); top-level errors carry no partitions and a lock timeout of 0;
+2. the share session (herd.runtime.share_sessions): epoch 0 opens it (acknowledgements in it: INVALID_REQUEST),
+   -1 closes it (nothing fetched), any other epoch must be the session's; SHARE_SESSION_LIMIT_REACHED is answered
+   after MaxWaitMs, as Kafka does, so that a full cache is not hammered;
+3. the acknowledgements, applied before the fetch and kept in transition until it is done (records released are
+   not handed out again by the same fetch), answered in AcknowledgeErrorCode;
+4. every partition of the session, in an order rotated by the epoch: UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED,
+   UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, then the records acquired (herd.runtime.shares), MaxRecords a
+   budget of the whole request and MaxBytes (capped by fetch.max.bytes) too, whole batches;
+5. when nothing can be acquired and MaxWaitMs is positive, the fetch waits until a partition of the session gets
+   records, an acknowledgement or release, or MaxWaitMs passes (Kafka also wakes it when a lock runs out: herd's
+   locks run out lazily, so such records are seen at the next look, within the wait); MinBytes is read as "some
+   records", as Kafka's estimate of acquirable bytes is only an estimate;
+6. the answer: at epoch 0 every partition fetched or in error; later only those with records, errors, or newly
+   added to the session; then every partition acknowledged. AcquisitionLockTimeoutMs is the group's
+   share.record.lock.duration.ms, else the broker's.
+
+v2 (Renew and the record_limit acquire mode, KIP-1222 and KIP-1206) is not served: no client herd is tested with
+sends it (librdkafka sends v1).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from kio.schema.errors import ErrorCode
+
+from herd.runtime.share_sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession, ShareSessionError
+from herd.runtime.shares import NOTHING, Acquired, Staged
+from herd.server.apis._authorize import READ, TOPIC, authorized
+from herd.server.apis._build import ctx_builder, ms
+from herd.server.apis._share import TopicPartition, acknowledge, partitions_and_acks, refused
+from herd.server.apis._topics import led_partition
+from herd.server.broker import RequestContext
+
+API_KEY = 78
+MIN_VERSION = 1
+MAX_VERSION = 1
+
+Outcome = tuple[ErrorCode, Acquired]
+
+
+def handle(ctx: RequestContext, request: Any) -> Any:
+    error = refused(ctx, request.group_id, request.member_id)
+    if error is not None:
+        return _error(ctx, error)
+    return _serve(ctx, request)
+
+
+async def _serve(ctx: RequestContext, request: Any) -> Any:
+    broker = ctx.broker
+    group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
+    named, acks = partitions_and_acks(request.topics)
+    forgotten = [(t.topic_id, p) for t in request.forgotten_topics_data for p in t.partitions]
+    sessions = broker.share_sessions
+    try:
+        if epoch == INITIAL_EPOCH:
+            if any(acks.values()):
+                return _error(ctx, ErrorCode.invalid_request, "Acknowledge data is not allowed in a new share session.")
+            session = sessions.open(group_id, member_id, ctx.session, named)
+        elif epoch == FINAL_EPOCH:
+            session = sessions.close(group_id, member_id)
+        else:
+            session = sessions.fetch(group_id, member_id, epoch, named, forgotten)
+    except ShareSessionError as e:
+        if e.code == ErrorCode.share_session_limit_reached:
+            await asyncio.sleep(max(ms(request.max_wait), 0) / 1000)
+        return _error(ctx, e.code)
+    staged: list[Staged] = []
+    acked = acknowledge(ctx, group_id, member_id, acks, broker.now_ms(), staged)
+    try:
+        fetched = {} if epoch == FINAL_EPOCH else await _fetch(ctx, request, session)
+    finally:
+        broker.shares.complete(staged, broker.now_ms())
+    if epoch == FINAL_EPOCH:
+        broker.release_share_session(session)
+    return _response(ctx, group_id, session, epoch, fetched, acked)
+
+
+async def _fetch(ctx: RequestContext, request: Any, session: ShareSession) -> dict[TopicPartition, Outcome]:
+    """Each partition of the session's outcome, waiting up to MaxWaitMs for records when none can be acquired."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + max(ms(request.max_wait), 0) / 1000
+    while True:
+        outcomes, ready = _look(ctx, request, session)
+        remaining = deadline - loop.time()
+        if ready or remaining <= 0 or request.max_records <= 0 or request.max_bytes <= 0 or not outcomes:
+            break
+        keys = [key for key, (code, _) in outcomes.items() if code == ErrorCode.none]
+        if not keys:
+            break
+        await ctx.broker.wait_for_append(_names(ctx, keys), remaining)
+    if not ready:
+        return outcomes
+    return await _acquire(ctx, request, session, outcomes)
+
+
+def _partitions(session: ShareSession) -> list[TopicPartition]:
+    """The session's partitions, rotated left by the epoch (PartitionRotateStrategy), so that each gets its turn
+    at the front of MaxRecords and MaxBytes."""
+    tps = list(session.partitions)
+    if len(tps) > 1 and session.epoch > 0:
+        shift = session.epoch % len(tps)
+        tps = tps[shift:] + tps[:shift]
+    return tps
+
+
+def _look(ctx: RequestContext, request: Any, session: ShareSession) -> tuple[dict[TopicPartition, Outcome], bool]:
+    """Each partition's error (NONE where it can be fetched), and whether any has records to acquire."""
+    broker, group_id = ctx.broker, session.group_id
+    now = broker.now_ms()
+    outcomes: dict[TopicPartition, Outcome] = {}
+    ready = False
+    for tp in _partitions(session):
+        topic_id, index = tp
+        topic = broker.cluster.by_id(topic_id)
+        if topic is None:
+            outcomes[tp] = (ErrorCode.unknown_topic_id, NOTHING)
+            continue
+        if broker.authorizer is not None and not authorized(ctx, READ, TOPIC, topic.name):
+            outcomes[tp] = (ErrorCode.topic_authorization_failed, NOTHING)
+            continue
+        log = led_partition(topic, ErrorCode.none, index)
+        if isinstance(log, ErrorCode):
+            outcomes[tp] = (log, NOTHING)
+            continue
+        outcomes[tp] = (ErrorCode.none, NOTHING)
+        ready = ready or broker.shares.acquirable(group_id, log, now)
+    return outcomes, ready
+
+
+async def _acquire(
+    ctx: RequestContext, request: Any, session: ShareSession, outcomes: dict[TopicPartition, Outcome]
+) -> dict[TopicPartition, Outcome]:
+    broker = ctx.broker
+    records_left = request.max_records
+    bytes_left = min(request.max_bytes, broker.config.get("fetch.max.bytes"))
+    for tp, (code, _) in outcomes.items():
+        if code != ErrorCode.none or records_left <= 0 or bytes_left <= 0:
+            continue
+        topic = broker.cluster.by_id(tp[0])
+        log = led_partition(topic, ErrorCode.unknown_topic_id, tp[1])
+        if isinstance(log, ErrorCode):  # moved while the fetch waited
+            outcomes[tp] = (log, NOTHING)
+            continue
+        got = await broker.shares.acquire(
+            session.group_id, session.member_id, log, records_left, bytes_left, broker.now_ms()
+        )
+        outcomes[tp] = (ErrorCode.none, got)
+        records_left -= sum(r.last - r.first + 1 for r in got.ranges)
+        bytes_left -= len(got.records)
+    return outcomes
+
+
+def _names(ctx: RequestContext, tps: list[TopicPartition]) -> list[tuple[str, int]]:
+    keys = []
+    for topic_id, index in tps:
+        topic = ctx.broker.cluster.by_id(topic_id)
+        if topic is not None:
+            keys.append((topic.name, index))
+    return keys
+
+
+def _response(
+    ctx: RequestContext,
+    group_id: str,
+    session: ShareSession,
+    epoch: int,
+    fetched: dict[TopicPartition, Outcome],
+    acked: dict[TopicPartition, tuple[ErrorCode, str | None]],
+) -> Any:
+    b = ctx_builder(ctx)
+    entries: dict[TopicPartition, dict[str, Any]] = {}
+    for tp, (code, got) in fetched.items():
+        flagged = session.partitions.get(tp, False)
+        if epoch == INITIAL_EPOCH or got.ranges or code != ErrorCode.none or flagged:
+            entries[tp] = {"error_code": code, "records": got.records, "acquired": got.ranges}
+            if tp in session.partitions:  # answered: flagged again only by an error (requiresUpdateInResponse)
+                session.partitions[tp] = code != ErrorCode.none
+    for tp, (code, message) in acked.items():
+        entry = entries.setdefault(tp, {"error_code": ErrorCode.none, "records": b"", "acquired": ()})
+        entry["acknowledge_error_code"], entry["acknowledge_error_message"] = code, message
+    by_topic: dict[Any, list[Any]] = {}
+    for (topic_id, index), entry in entries.items():
+        by_topic.setdefault(topic_id, []).append(
+            b(
+                "PartitionData",
+                partition_index=index,
+                error_code=entry["error_code"],
+                error_message=None,
+                acknowledge_error_code=entry.get("acknowledge_error_code", ErrorCode.none),
+                acknowledge_error_message=entry.get("acknowledge_error_message"),
+                current_leader=b("LeaderIdAndEpoch", leader_id=0, leader_epoch=0),  # Kafka's default
+                records=entry["records"],
+                acquired_records=tuple(
+                    b("AcquiredRecords", first_offset=r.first, last_offset=r.last, delivery_count=r.delivery_count)
+                    for r in entry["acquired"]
+                ),
+            )
+        )
+    responses = tuple(
+        b("ShareFetchableTopicResponse", topic_id=topic_id, partitions=tuple(parts))
+        for topic_id, parts in by_topic.items()
+    )
+    return b.response(
+        throttle_time=0,
+        error_code=ErrorCode.none,
+        error_message=None,
+        acquisition_lock_timeout=ctx.broker.shares.lock_duration_ms(group_id),
+        responses=responses,
+        node_endpoints=(),
+    )
+
+
+def _error(ctx: RequestContext, code: ErrorCode, message: str | None = None) -> Any:
+    return ctx_builder(ctx).response(
+        throttle_time=0,
+        error_code=code,
+        error_message=message,
+        acquisition_lock_timeout=0,
+        responses=(),
+        node_endpoints=(),
+    )

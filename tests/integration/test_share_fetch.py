@@ -1,0 +1,312 @@
+"""KIP-932 share groups' data side against `herd serve` (issue 32): confluent-kafka's ShareConsumer reads a topic as
+a queue (every record to one consumer, implicit acknowledgement), two consumers share the records, a released record
+comes back with its delivery count up and a rejected one never, a record released at the delivery limit is
+archived, a consumer that closes gives back what it did not acknowledge; raw ShareFetch/ShareAcknowledge for the
+session rules (open, epochs, close, the session limit), piggybacked acknowledgements, a lock that runs out, and
+the gate. One broker for the module (short locks and heartbeats), brokers of their own for the limits and the
+gate."""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+from brokers import BrokerProcess
+from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, NewTopic
+from kio.schema.errors import ErrorCode
+from rawkafka import RawClient, part, req
+
+from herd.testing.wait import wait_until
+
+FETCH, ACK = 78, 79
+LOCK_MS = 2_000
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    settings = {
+        "offsets.topic.num.partitions": "4",
+        "group.share.min.heartbeat.interval.ms": "1000",
+        "group.share.heartbeat.interval.ms": "1000",
+        "group.share.min.record.lock.duration.ms": "1000",
+        "group.share.record.lock.duration.ms": str(LOCK_MS),
+        "group.share.delivery.count.limit": "3",
+    }
+    process = BrokerProcess(tmp_path_factory.mktemp("kip932fetch") / "data", settings, die_with_parent=True)
+    process.start()
+    yield process
+    process.stop()
+
+
+def unique(prefix: str) -> str:
+    return f"{prefix}-{uuid.uuid4().hex[:8]}"
+
+
+def new_topic(bootstrap: str, partitions: int = 3) -> str:
+    topic = unique("q")
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(15)
+    return topic
+
+
+def produce(bootstrap: str, topic: str, count: int, partitions: int = 3, *, batch_each: bool = False) -> set[bytes]:
+    """`count` records round-robin over the partitions; with `batch_each`, each in a batch of its own (records are
+    handed out in whole batches)."""
+    producer = Producer({"bootstrap.servers": bootstrap})
+    values = {b"v%d" % i for i in range(count)}
+    for i, value in enumerate(sorted(values)):
+        producer.produce(topic, value, partition=i % partitions)
+        if batch_each:
+            assert producer.flush(15) == 0
+    assert producer.flush(15) == 0
+    return values
+
+
+def share_consumer(bootstrap: str, group: str, **config: str) -> ShareConsumer:
+    return ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group, **config})
+
+
+def drain(consumers: list[ShareConsumer], until, timeout: float, on_message=None) -> list:
+    """Poll the consumers in turn until `until(messages)` holds; every message received, in order."""
+    got: list = []
+
+    def done() -> bool:
+        for c in consumers:
+            for m in c.poll(0.2):
+                assert m.error() is None, m.error()
+                got.append(m)
+                if on_message is not None:
+                    on_message(c, m)
+        return until(got)
+
+    wait_until(done, timeout, "the share consumers' records")
+    return got
+
+
+def subscribed(bootstrap: str, group: str, topic: str, n: int = 1, **config: str) -> list[ShareConsumer]:
+    """`n` share consumers of `group` on `topic`, the group created with share.auto.offset.reset=earliest so that
+    records produced before they joined are theirs."""
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    resource = ConfigResource(
+        ResourceType.GROUP,
+        group,
+        incremental_configs=[
+            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
+    for future in admin.incremental_alter_configs([resource]).values():
+        future.result(15)
+    consumers = [share_consumer(bootstrap, group, **config) for _ in range(n)]
+    for c in consumers:
+        c.subscribe([topic])
+    return consumers
+
+
+def close_all(consumers: list[ShareConsumer]) -> None:
+    for c in consumers:
+        c.close()
+
+
+def test_a_share_consumer_reads_every_record_once(broker) -> None:
+    topic, group = new_topic(broker.bootstrap), unique("queue")
+    values = produce(broker.bootstrap, topic, 60)
+    (consumer,) = subscribed(broker.bootstrap, group, topic)
+    try:
+        got = drain([consumer], lambda ms: len(ms) >= 60, 30)
+        assert sorted(m.value() for m in got) == sorted(values)  # each once
+        assert {m.delivery_count() for m in got} == {1}
+        more = produce(broker.bootstrap, topic, 3)  # v0..v2 again, new offsets
+        again = drain([consumer], lambda ms: len(ms) >= 3, 15)
+        assert sorted(m.value() for m in again) == sorted(more)
+    finally:
+        consumer.close()
+
+
+def test_two_consumers_share_the_records_between_them(broker) -> None:
+    topic, group = new_topic(broker.bootstrap, partitions=1), unique("queue")
+    consumers = subscribed(broker.bootstrap, group, topic, n=2, **{"max.poll.records": "5"})
+    try:
+        wait_until(lambda: all(c.poll(0.2) is not None for c in consumers) and _members(broker, group) == 2, 20,
+                   "both consumers assigned the partition")  # fmt: skip
+        values = produce(broker.bootstrap, topic, 40, partitions=1, batch_each=True)
+        seen: dict[int, set[bytes]] = {0: set(), 1: set()}
+        got = drain(consumers, lambda ms: len({m.value() for m in ms}) >= 40, 30,
+                    lambda c, m: seen[consumers.index(c)].add(m.value()))  # fmt: skip
+        assert {m.value() for m in got} == values and len(got) == 40  # no record twice
+        assert seen[0] and seen[1]  # one partition, shared by both
+    finally:
+        close_all(consumers)
+
+
+def _members(broker, group: str) -> int:
+    """How many members of the group have partitions assigned."""
+    with RawClient(broker.port) as c:
+        described = c.request(77, 1, req(77, 1, group_ids=(group,), include_authorized_operations=False)).groups[0]
+        return sum(1 for m in described.members if m.assignment.topic_partitions)
+
+
+def test_released_records_come_back_rejected_ones_never_and_the_limit_archives(broker) -> None:
+    topic, group = new_topic(broker.bootstrap, partitions=1), unique("queue")
+    produce(broker.bootstrap, topic, 3, partitions=1)  # v0, v1, v2
+    (consumer,) = subscribed(broker.bootstrap, group, topic, **{"share.acknowledgement.mode": "explicit"})
+    kinds = {b"v0": AcknowledgeType.ACCEPT, b"v1": AcknowledgeType.RELEASE, b"v2": AcknowledgeType.REJECT}
+    try:
+        deliveries: list[tuple[bytes, int]] = []
+
+        def ack(c, m) -> None:
+            deliveries.append((m.value(), m.delivery_count()))
+            c.acknowledge(m, kinds[m.value()])
+
+        def settled(ms) -> bool:
+            consumer.commit_sync()
+            return [d for d in deliveries if d[0] == b"v1"] == [(b"v1", 1), (b"v1", 2), (b"v1", 3)]
+
+        drain([consumer], settled, 30, ack)
+        time.sleep(LOCK_MS / 1000)  # nothing more comes: v1 is archived at the limit of 3, v2 was rejected
+        drain([consumer], lambda ms: True, 5, ack)
+        assert sorted(deliveries) == [(b"v0", 1), (b"v1", 1), (b"v1", 2), (b"v1", 3), (b"v2", 1)]
+    finally:
+        consumer.close()
+
+
+def test_records_a_consumer_did_not_acknowledge_go_to_another_when_it_closes(broker) -> None:
+    topic, group = new_topic(broker.bootstrap, partitions=1), unique("queue")
+    values = produce(broker.bootstrap, topic, 10, partitions=1)
+    first, second = subscribed(broker.bootstrap, group, topic, n=2, **{"share.acknowledgement.mode": "explicit"})
+    try:
+        held = drain([first], lambda ms: len(ms) >= 1, 20)  # acquired, never acknowledged
+        first.close()
+        got = drain([second], lambda ms: {m.value() for m in ms} >= {m.value() for m in held}, 20,
+                    lambda c, m: c.acknowledge(m))  # fmt: skip
+        assert {m.value() for m in got} <= values
+        assert {m.delivery_count() for m in got if m.value() in {h.value() for h in held}} == {1}  # given back
+    finally:
+        second.close()
+
+
+# --- raw ShareFetch and ShareAcknowledge -----------------------------------------------------------------------------
+
+
+def fetch(c: RawClient, group: str, member: str, epoch: int, topics=(), forgotten=(), max_wait: int = 0):
+    return c.request(
+        FETCH,
+        1,
+        req(
+            FETCH,
+            1,
+            group_id=group,
+            member_id=member,
+            share_session_epoch=epoch,
+            max_wait=max_wait,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            max_records=500,
+            batch_size=500,
+            topics=topics,
+            forgotten_topics_data=forgotten,
+        ),
+    )
+
+
+def fetch_topic(topic_id, partition: int = 0, acks=()):
+    batches = tuple(
+        part(FETCH, 1, "AcknowledgementBatch", first_offset=f, last_offset=last, acknowledge_types=types)
+        for f, last, types in acks
+    )
+    p = part(FETCH, 1, "FetchPartition", partition_index=partition, acknowledgement_batches=batches)
+    return part(FETCH, 1, "FetchTopic", topic_id=topic_id, partitions=(p,))
+
+
+def ack_request(group: str, member: str, epoch: int, topic_id, acks):
+    batches = tuple(
+        part(ACK, 1, "AcknowledgementBatch", first_offset=f, last_offset=last, acknowledge_types=types)
+        for f, last, types in acks
+    )
+    p = part(ACK, 1, "AcknowledgePartition", partition_index=0, acknowledgement_batches=batches)
+    topics = (part(ACK, 1, "AcknowledgeTopic", topic_id=topic_id, partitions=(p,)),)
+    return req(ACK, 1, group_id=group, member_id=member, share_session_epoch=epoch, topics=topics)
+
+
+def topic_id_of(c: RawClient, topic: str):
+    wanted = (part(3, 12, "MetadataRequestTopic", name=topic, topic_id=None),)
+    request = req(3, 12, topics=wanted, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    return c.request(3, 12, request).topics[0].topic_id
+
+
+def acquired(response) -> list[tuple[int, int, int]]:
+    return [
+        (r.first_offset, r.last_offset, r.delivery_count)
+        for t in response.responses
+        for p in t.partitions
+        for r in p.acquired_records
+    ]
+
+
+def test_raw_share_sessions_piggybacked_acknowledgements_and_a_lock_that_runs_out(broker) -> None:
+    topic, group = new_topic(broker.bootstrap, partitions=1), unique("raw")
+    with RawClient(broker.port) as c:
+        tid = topic_id_of(c, topic)
+        produce(broker.bootstrap, topic, 4, partitions=1)  # before the share partition: latest skips them
+        assert fetch(c, group, "", 0).error_code == ErrorCode.invalid_request  # no member id
+        assert fetch(c, group, "m", 1).error_code == ErrorCode.share_session_not_found
+        opened = fetch(c, group, "m", 0, (fetch_topic(tid),))
+        assert opened.error_code == ErrorCode.none and acquired(opened) == []
+        assert opened.acquisition_lock_timeout.total_seconds() * 1000 == LOCK_MS
+        assert [p.partition_index for t in opened.responses for p in t.partitions] == [0]  # every partition at 0
+        produce(broker.bootstrap, topic, 3, partitions=1)  # offsets 4-6
+        got = fetch(c, group, "m", 1, max_wait=5_000)  # the session's partition, without naming it again
+        assert acquired(got) == [(4, 6, 1)]
+        assert fetch(c, group, "m", 1).error_code == ErrorCode.invalid_share_session_epoch
+        with_acks = fetch(c, group, "m", 2, (fetch_topic(tid, acks=((4, 4, (1,)), (5, 5, (2,)))),))
+        (p,) = with_acks.responses[0].partitions
+        assert p.acknowledge_error_code == ErrorCode.none and acquired(with_acks) == []  # 5 released, not refetched
+        again = fetch(c, group, "m", 3)
+        assert acquired(again) == [(5, 5, 2)]  # released: its second delivery
+        bad = fetch(c, group, "m", 4, (fetch_topic(tid, acks=((6, 5, (1,)),)),))
+        assert bad.responses[0].partitions[0].acknowledge_error_code == ErrorCode.invalid_request
+        time.sleep(LOCK_MS / 1000 + 0.2)  # 5 and 6 are still m's: their locks run out
+        other = fetch(c, group, "o", 0, (fetch_topic(tid),))
+        assert acquired(other) == [(5, 5, 3), (6, 6, 2)]
+        late = c.request(ACK, 1, ack_request(group, "m", 5, tid, ((6, 6, (1,)),)))
+        assert late.responses[0].partitions[0].error_code == ErrorCode.invalid_record_state  # no longer m's
+        assert (
+            c.request(ACK, 1, ack_request(group, "o", 0, tid, ())).error_code == ErrorCode.invalid_share_session_epoch
+        )
+        closed = c.request(ACK, 1, ack_request(group, "o", -1, tid, ((5, 5, (1,)),)))  # accept 5, give back 6
+        assert closed.error_code == ErrorCode.none and closed.responses[0].partitions[0].error_code == ErrorCode.none
+        assert fetch(c, group, "o", 1).error_code == ErrorCode.share_session_not_found
+        assert acquired(fetch(c, group, "m", 6)) == [(6, 6, 2)]  # given back by o's close: not a delivery
+
+
+def test_the_share_session_limit(tmp_path) -> None:
+    node = BrokerProcess(tmp_path / "data", {"group.share.max.share.sessions": "1"}, die_with_parent=True)
+    node.start()
+    try:
+        topic = new_topic(node.bootstrap, partitions=1)
+        with RawClient(node.port) as c:
+            tid = topic_id_of(c, topic)
+            assert fetch(c, "g", "a", 0, (fetch_topic(tid),)).error_code == ErrorCode.none
+            assert fetch(c, "g", "a", 0, (fetch_topic(tid),)).error_code == ErrorCode.none  # a replaces its own
+            assert fetch(c, "g", "b", 0, (fetch_topic(tid),)).error_code == ErrorCode.share_session_limit_reached
+        with RawClient(node.port) as c:  # the connection that opened a's session closed: the session went with it
+            assert fetch(c, "g", "b", 0, (fetch_topic(tid),)).error_code == ErrorCode.none
+    finally:
+        node.stop()
+
+
+def test_share_fetch_and_acknowledge_are_refused_when_share_groups_are_off(tmp_path) -> None:
+    off = BrokerProcess(tmp_path / "data", {"group.share.enable": "false"}, die_with_parent=True)
+    off.start()
+    try:
+        with RawClient(off.port) as c:
+            assert fetch(c, "g", "m", 0).error_code == ErrorCode.unsupported_version
+            assert (
+                c.request(ACK, 1, ack_request("g", "m", 1, uuid.uuid4(), ())).error_code
+                == ErrorCode.unsupported_version
+            )
+    finally:
+        off.stop()
