@@ -14,7 +14,7 @@ import uuid
 import pytest
 from brokers import BrokerProcess
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
-from confluent_kafka.admin import AdminClient, NewTopic
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient, part, req
 
@@ -85,17 +85,18 @@ def drain(consumers: list[ShareConsumer], until, timeout: float, on_message=None
     return got
 
 
-def subscribed(bootstrap: str, group: str, topic: str, n: int = 1, **config: str) -> list[ShareConsumer]:
-    """`n` share consumers of `group` on `topic`, the group created with share.auto.offset.reset=earliest so that
-    records produced before they joined are theirs."""
+def subscribed(
+    bootstrap: str, group: str, topic: str, n: int = 1, group_configs: dict[str, str] | None = None, **config: str
+) -> list[ShareConsumer]:
+    """`n` share consumers of `group` on `topic`, the group created with share.auto.offset.reset=earliest (so that
+    records produced before they joined are theirs) and `group_configs`."""
     admin = AdminClient({"bootstrap.servers": bootstrap})
-    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
-
+    settings = {"share.auto.offset.reset": "earliest", **(group_configs or {})}
     resource = ConfigResource(
         ResourceType.GROUP,
         group,
         incremental_configs=[
-            ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+            ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET) for name, value in settings.items()
         ],
     )
     for future in admin.incremental_alter_configs([resource]).values():
@@ -186,6 +187,47 @@ def test_records_a_consumer_did_not_acknowledge_go_to_another_when_it_closes(bro
         assert {m.delivery_count() for m in got if m.value() in {h.value() for h in held}} == {1}  # given back
     finally:
         second.close()
+
+
+def transactions(bootstrap: str, topic: str) -> None:
+    """On one partition: c0 committed, a0 a1 aborted, c1 committed, then o0 in a transaction left open."""
+
+    def producer(tid: str) -> Producer:
+        p = Producer({"bootstrap.servers": bootstrap, "transactional.id": tid})
+        p.init_transactions(15)
+        return p
+
+    done = producer(unique("txn"))
+    for values, commit in (([b"c0"], True), ([b"a0", b"a1"], False), ([b"c1"], True)):
+        done.begin_transaction()
+        for value in values:
+            done.produce(topic, value, partition=0)
+        done.flush(15)
+        (done.commit_transaction if commit else done.abort_transaction)(15)
+    left_open = producer(unique("txn"))
+    left_open.begin_transaction()
+    left_open.produce(topic, b"o0", partition=0)
+    left_open.flush(15)
+
+
+def test_read_committed_share_groups_skip_aborted_and_open_transactions(broker) -> None:
+    topic = new_topic(broker.bootstrap, partitions=1)
+    transactions(broker.bootstrap, topic)
+    committed_group, uncommitted_group = unique("rc"), unique("ru")
+    (committed,) = subscribed(
+        broker.bootstrap, committed_group, topic, group_configs={"share.isolation.level": "read_committed"}
+    )
+    (uncommitted,) = subscribed(broker.bootstrap, uncommitted_group, topic)
+    try:
+        got = drain([committed], lambda ms: {m.value() for m in ms} >= {b"c0", b"c1"}, 30)
+        time.sleep(0.5)
+        got += drain([committed], lambda ms: True, 5)
+        assert sorted(m.value() for m in got) == [b"c0", b"c1"]  # not a0 a1 (aborted), not o0 (open)
+        everything = drain([uncommitted], lambda ms: {m.value() for m in ms} >= {b"c0", b"a0", b"a1", b"c1", b"o0"}, 30)
+        assert sorted(m.value() for m in everything) == [b"a0", b"a1", b"c0", b"c1", b"o0"]
+    finally:
+        committed.close()
+        uncommitted.close()
 
 
 # --- raw ShareFetch and ShareAcknowledge -----------------------------------------------------------------------------

@@ -16,8 +16,12 @@ counts (herd.coordinator.share.partition.SharePartition), read from the partitio
 - Every change is applied at once (`SharePartition.complete(..., committed=True)`): the share state is not written
   anywhere yet, so a restart or a move of the partition's leadership forgets it (the partition starts again from
   share.auto.offset.reset). Durable share state (Kafka's `__share_group_state`) is the next part of issue 32.
-- Not yet: share.isolation.level=read_committed (records are read as read_uncommitted), a log start offset moving
-  past the SPSO (DeleteRecords, retention), and Kafka's throttling of records near their delivery limit.
+- The group's `share.isolation.level`: read_uncommitted (the default) reads up to the log end; read_committed up to
+  the last stable offset, and the records of aborted transactions it acquired are archived at once and left out
+  of the ranges returned (control batches stay, as in Kafka: the client skips them), found as a consumer finds
+  them (aborted producers by first offset, each until its ABORT marker).
+- Not yet: a log start offset moving past the SPSO (DeleteRecords, retention), and Kafka's throttling of records
+  near their delivery limit.
 """
 
 from __future__ import annotations
@@ -30,7 +34,8 @@ from herd.coordinator import kafka_group_configs as group_configs
 from herd.coordinator.errors import CoordinatorError, ErrorCode
 from herd.coordinator.share.partition import AcquiredRecords, Pending, SharePartition
 from herd.log.api import NotInMemoryError, PartitionLog, as_remote
-from herd.log.batch import iter_headers
+from herd.log.batch import CONTROL_BIT, TRANSACTIONAL_BIT, BatchHeader, iter_headers
+from herd.log.records import control_marker
 
 GroupConfig = Callable[[str, str], str | None]
 """(group id, group config name) -> the group's value, None when it does not set it."""
@@ -98,24 +103,40 @@ class SharePartitions:
         share.expire_locks(now_ms)
         if max_records <= 0 or not share.can_acquire():
             return NOTHING
+        committed = self._read_committed(group_id)
+        end = log.last_stable_offset if committed else log.log_end_offset
         offset = max(share.next_fetch_offset(), log.log_start_offset)
-        if offset >= log.log_end_offset:
+        if offset >= end:
             return NOTHING
+        remote = as_remote(log) if log.commits_itself else None
         try:
             data = log.read(offset, max_bytes, min_one=True)
         except NotInMemoryError:  # cluster mode: older data is in PostgreSQL
-            data = await as_remote(log).read_async(offset, max_bytes, min_one=True)
-        headers = list(iter_headers(data))
+            assert remote is not None
+            data = await remote.read_async(offset, max_bytes, min_one=True)
+        headers = [h for h in iter_headers(data) if h.base_offset < end]  # read_committed: below the LSO
         if not headers:
             return NOTHING
         fetched = [(h.base_offset, h.last_offset) for h in headers]
         lock_ms = self.lock_duration_ms(group_id)
         ranges = share.acquire(member_id, fetched, max_records, now_ms, lock_ms, fetch_offset=offset)
+        if ranges and committed:
+            stop = headers[-1].last_offset + 1
+            if remote is not None:
+                aborted = await remote.aborted_transactions_async(offset, stop)
+            else:
+                aborted = log.aborted_transactions(offset, stop)
+            for first, last in _aborted_batches(data, headers, aborted):
+                share.archive_acquired(member_id, first, last)
+                ranges = _without(ranges, first, last)
         if not ranges:
             return NOTHING
         first, last = ranges[0].first, max(r.last for r in ranges)
         kept = [h for h in headers if h.last_offset >= first and h.base_offset <= last]
         return Acquired(bytes(data[kept[0].position : kept[-1].end]), tuple(ranges))
+
+    def _read_committed(self, group_id: str) -> bool:
+        return self._group_config(group_id, group_configs.SHARE_ISOLATION_LEVEL) == "read_committed"
 
     def acknowledge(
         self,
@@ -159,7 +180,8 @@ class SharePartitions:
         made if it is not yet, as the first fetch would)."""
         share = self._partition(group_id, log, now_ms)
         share.expire_locks(now_ms)
-        return share.can_acquire() and max(share.next_fetch_offset(), log.log_start_offset) < log.log_end_offset
+        end = log.last_stable_offset if self._read_committed(group_id) else log.log_end_offset
+        return share.can_acquire() and max(share.next_fetch_offset(), log.log_start_offset) < end
 
     def release(self, group_id: str, member_id: str, keys: Iterable[tuple[str, int]], now_ms: int) -> None:
         """Give back what `member_id` holds of these (topic, partition)s: its share session ended, or it left."""
@@ -173,3 +195,38 @@ class SharePartitions:
         """This node no longer leads the partition (or it was deleted): its share state goes (nothing keeps it)."""
         for key in [k for k in self._partitions if k[1] == topic and k[2] == partition]:
             del self._partitions[key]
+
+
+def _aborted_batches(data: bytes, headers: list[BatchHeader], aborted: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The (first, last) offsets of the batches of aborted transactions in `data`, as a read_committed consumer
+    finds them (Kafka's CompletedFetch and SharePartition.fetchAbortedTransactionRecordBatches): a producer's
+    transactional batches are aborted from the aborted transaction's first offset until its ABORT marker."""
+    pending = sorted(aborted, key=lambda a: a[1])
+    active: set[int] = set()
+    out = []
+    i = 0
+    for header in headers:
+        while i < len(pending) and pending[i][1] <= header.last_offset:
+            active.add(pending[i][0])
+            i += 1
+        if header.attributes & CONTROL_BIT:
+            marker = control_marker(data, header)
+            if marker is not None and not marker[0]:
+                active.discard(header.producer_id)
+        elif header.attributes & TRANSACTIONAL_BIT and header.producer_id in active:
+            out.append((header.base_offset, header.last_offset))
+    return out
+
+
+def _without(ranges: list[AcquiredRecords], first: int, last: int) -> list[AcquiredRecords]:
+    """`ranges` with the offsets first..last cut out."""
+    out = []
+    for r in ranges:
+        if r.last < first or r.first > last:
+            out.append(r)
+            continue
+        if r.first < first:
+            out.append(AcquiredRecords(r.first, first - 1, r.delivery_count))
+        if r.last > last:
+            out.append(AcquiredRecords(last + 1, r.last, r.delivery_count))
+    return out

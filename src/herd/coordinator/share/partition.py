@@ -31,7 +31,8 @@ Where herd differs, and why:
 - Consecutive offsets acquired from a split batch with the same delivery count are returned as one range (Kafka
   returns one range per offset, with a TODO to merge them).
 - Not yet: delivery throttling of records near the limit, the `record_limit` acquire mode and Renew (4.2, KIP-1206
-  and KIP-1222), the delivery-complete count, log-start-offset movement and read_committed filtering.
+  and KIP-1222), the delivery-complete count and log-start-offset movement. read_committed reads are cut and
+  filtered by the caller (herd.runtime.shares), which archives the aborted records acquired (`archive_acquired`).
 """
 
 from __future__ import annotations
@@ -436,6 +437,26 @@ class SharePartition:
         if out:
             self._advance()
         return out
+
+    # -- aborted transactions -----------------------------------------------------------------------------------
+
+    def archive_acquired(self, member_id: str, first: int, last: int) -> None:
+        """`member_id`'s ACQUIRED records in first..last become ARCHIVED at once, never to be delivered: a
+        read_committed fetch acquired records of an aborted transaction (SharePartition's archival of
+        fetchAbortedTransactionRecordBatches). Not written: the SPSO carries them once it passes them."""
+        for batch in self._overlapping(first, last):
+            whole = batch.whole
+            if whole is not None and first <= batch.first and batch.last <= last:
+                if whole.state is ACQUIRED and whole.member_id == member_id and not whole.in_transition:
+                    whole.state, whole.member_id, whole.lock_deadline = ARCHIVED, None, None
+                continue
+            if whole is not None and (whole.state is not ACQUIRED or whole.in_transition):
+                continue
+            for offset, state in batch.split().items():
+                if first <= offset <= last and state.state is ACQUIRED and state.member_id == member_id:
+                    if not state.in_transition:
+                        state.state, state.member_id, state.lock_deadline = ARCHIVED, None, None
+        self._advance()
 
     # -- the start offset --------------------------------------------------------------------------------------
 
