@@ -1,0 +1,133 @@
+"""The share coordinator's core (herd.coordinator.share_state): the records of `__share_group_state` in Kafka's
+schemas, batches combined as PersisterStateBatchCombiner combines them, and ShareCoordinatorShard's rules for
+initialize, read, write (updates, then a snapshot every `updates_per_snapshot`), delete and replay."""
+
+from __future__ import annotations
+
+import uuid
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from herd.coordinator import ManualClock
+from herd.coordinator.errors import ErrorCode
+from herd.coordinator.records import Record, record_type
+from herd.coordinator.result import Result
+from herd.coordinator.share_state import records as rec
+from herd.coordinator.share_state.records import StateBatch
+from herd.coordinator.share_state.shard import (
+    Delete,
+    Initialize,
+    Read,
+    ShareStateResponse,
+    ShareStateShard,
+    Write,
+    combine,
+)
+
+T = uuid.UUID(int=9)
+AV, ACK, ARCH = 0, 2, 4
+
+
+class Log:
+    """A shard and the records it wrote, replayed as the runtime replays them."""
+
+    def __init__(self, updates_per_snapshot: int = 500) -> None:
+        self.clock = ManualClock()
+        self.shard = ShareStateShard(clock=self.clock, updates_per_snapshot=updates_per_snapshot)
+        self.records: list[Record] = []
+
+    def run(self, result: Result) -> ShareStateResponse:
+        for record in result.records:
+            self.records.append(record)
+            self.shard.replay(record)
+        (reply,) = result.replies
+        assert isinstance(reply.response, ShareStateResponse)
+        return reply.response
+
+    def reloaded(self) -> ShareStateShard:
+        shard = ShareStateShard(clock=self.clock, updates_per_snapshot=self.shard.updates_per_snapshot)
+        assert shard.replay_loaded_batch([(r.key, r.value) for r in self.records]) == 0
+        return shard
+
+
+def test_combine_lays_new_batches_over_old_ones_and_drops_what_is_below_the_start() -> None:
+    old = [StateBatch(0, 9, AV, 1)]
+    assert combine(old, [StateBatch(3, 4, ACK, 1)], -1) == [
+        StateBatch(0, 2, AV, 1),
+        StateBatch(3, 4, ACK, 1),
+        StateBatch(5, 9, AV, 1),
+    ]
+    assert combine(old, [StateBatch(3, 4, AV, 1)], -1) == [StateBatch(0, 9, AV, 1)]  # merged again
+    assert combine(old, [StateBatch(8, 12, ARCH, 2)], 5) == [StateBatch(5, 7, AV, 1), StateBatch(8, 12, ARCH, 2)]
+
+
+@given(st.lists(st.tuples(st.integers(0, 40), st.integers(0, 8), st.sampled_from([AV, ACK, ARCH]), st.integers(0, 3))))
+def test_combine_is_the_last_writer_of_each_offset(writes) -> None:
+    batches = [StateBatch(first, first + length, state, count) for first, length, state, count in writes]
+    expected: dict[int, tuple[int, int]] = {}
+    for b in batches:
+        for offset in range(b.first, b.last + 1):
+            expected[offset] = (b.state, b.delivery_count)
+    got: dict[int, tuple[int, int]] = {}
+    combined = combine([], batches, -1)
+    for b in combined:
+        for offset in range(b.first, b.last + 1):
+            assert offset not in got
+            got[offset] = (b.state, b.delivery_count)
+    assert got == expected
+    assert all(a.last < b.first for a, b in zip(combined, combined[1:], strict=False))
+
+
+def test_initialize_read_write_and_reload() -> None:
+    log = Log()
+    assert log.run(log.shard.read(Read("g", T, 0), "r")).state is None  # nothing yet
+    refused = log.run(log.shard.write(Write("g", T, 0, 0, 0, 5, (StateBatch(5, 6, ACK, 1),)), "w"))
+    assert refused.error_code == ErrorCode.invalid_request
+    assert log.run(log.shard.initialize(Initialize("g", T, 0, 0, 5), "i")).error_code == ErrorCode.none
+    assert log.run(log.shard.write(Write("g", T, 0, 0, 0, -1, (StateBatch(5, 9, AV, 1),)), "w")).error_code == 0
+    assert log.run(log.shard.write(Write("g", T, 0, 0, 0, 7, (StateBatch(5, 6, ACK, 1),)), "w")).error_code == 0
+    state = log.run(log.shard.read(Read("g", T, 0), "r")).state
+    assert state is not None and (state.start_offset, state.batches) == (7, [StateBatch(7, 9, AV, 1)])
+    assert [record_type(r.key) for r in log.records] == [rec.SHARE_SNAPSHOT, rec.SHARE_UPDATE, rec.SHARE_UPDATE]
+    again = log.reloaded().state("g", T, 0)
+    assert again is not None and (again.start_offset, again.batches, again.updates) == (7, state.batches, 2)
+
+
+def test_a_snapshot_follows_every_so_many_updates() -> None:
+    log = Log(updates_per_snapshot=2)
+    log.run(log.shard.initialize(Initialize("g", T, 0, 0, 0), "i"))
+    for offset in range(4):
+        log.run(log.shard.write(Write("g", T, 0, 0, 0, -1, (StateBatch(offset, offset, ARCH, 1),)), "w"))
+    kinds = [record_type(r.key) for r in log.records]
+    assert kinds == [rec.SHARE_SNAPSHOT, rec.SHARE_UPDATE, rec.SHARE_UPDATE, rec.SHARE_SNAPSHOT, rec.SHARE_UPDATE]
+    state = log.shard.state("g", T, 0)
+    assert state is not None and state.snapshot_epoch == 1 and state.batches == [StateBatch(0, 3, ARCH, 1)]
+    assert log.reloaded().state("g", T, 0) == state
+
+
+def test_older_epochs_are_fenced_and_a_newer_leader_epoch_is_recorded() -> None:
+    log = Log()
+    log.run(log.shard.initialize(Initialize("g", T, 0, 3, 0), "i"))
+    assert log.run(log.shard.initialize(Initialize("g", T, 0, 2, 0), "i")).error_code == ErrorCode.fenced_state_epoch
+    assert log.run(log.shard.read(Read("g", T, 0, leader_epoch=4), "r")).state is not None
+    assert log.shard.state("g", T, 0).leader_epoch == 4  # recorded by an update
+    assert log.run(log.shard.read(Read("g", T, 0, leader_epoch=3), "r")).error_code == ErrorCode.fenced_leader_epoch
+    stale = log.run(log.shard.write(Write("g", T, 0, 3, 3, -1, ()), "w"))
+    assert stale.error_code == ErrorCode.fenced_leader_epoch
+    assert log.run(log.shard.write(Write("g", T, 0, 2, 4, -1, ()), "w")).error_code == ErrorCode.fenced_state_epoch
+
+
+def test_delete_leaves_a_tombstone() -> None:
+    log = Log()
+    log.run(log.shard.initialize(Initialize("g", T, 0, 0, 0), "i"))
+    log.run(log.shard.delete(Delete("g", T, 0), "d"))
+    assert log.shard.state("g", T, 0) is None and log.records[-1].value is None
+    assert log.reloaded().state("g", T, 0) is None
+
+
+def test_a_failed_write_is_answered_with_its_error() -> None:
+    log = Log()
+    result = log.shard.initialize(Initialize("g", T, 0, 0, 0), "i")
+    failed = log.shard.on_append_failed(result, ErrorCode.kafka_storage_error)
+    assert failed.replies[0].response.error_code != ErrorCode.none and log.shard.state("g", T, 0) is None
