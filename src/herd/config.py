@@ -706,6 +706,20 @@ SETTINGS: tuple[Setting, ...] = (
         minimum=1,
     ),
     Setting(
+        "share.coordinator.state.topic.num.partitions",
+        "int",
+        50,
+        "Partitions of __share_group_state, where share partitions' state is kept (made on first use).",
+        minimum=1,
+    ),
+    Setting(
+        "share.coordinator.state.topic.segment.bytes",
+        "int",
+        104857600,
+        "Segment size of __share_group_state.",
+        minimum=1,
+    ),
+    Setting(
         "group.share.min.record.lock.duration.ms",
         "int",
         15000,

@@ -352,3 +352,34 @@ def test_share_fetch_and_acknowledge_are_refused_when_share_groups_are_off(tmp_p
             )
     finally:
         off.stop()
+
+
+def test_share_state_survives_a_kill_and_restart(tmp_path) -> None:
+    """Acknowledged records are never delivered again after a kill -9; acquired ones not acknowledged are."""
+    node = BrokerProcess(tmp_path / "data", {"offsets.topic.num.partitions": "2"}, die_with_parent=True)
+    node.start()
+    try:
+        topic, group = new_topic(node.bootstrap, partitions=1), unique("durable")
+        admin = AdminClient({"bootstrap.servers": node.bootstrap})
+        earliest = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+        resource = ConfigResource(ResourceType.GROUP, group, incremental_configs=[earliest])
+        for future in admin.incremental_alter_configs([resource]).values():
+            future.result(15)
+        produce(node.bootstrap, topic, 10, partitions=1)
+        with RawClient(node.port) as c:
+            tid = topic_id_of(c, topic)
+            assert acquired(fetch(c, group, "m", 0, (fetch_topic(tid),))) == [(0, 9, 1)]  # earliest: all there
+            accepted = c.request(ACK, 1, ack_request(group, "m", 1, tid, ((0, 3, (1,)), (4, 4, (3,)))))
+            assert accepted.responses[0].partitions[0].error_code == ErrorCode.none  # durable once answered
+            node.kill()
+        node.restart()
+        with RawClient(node.port) as c:
+
+            def after_restart() -> list[tuple[int, int, int]]:
+                opened = fetch(c, group, "n", 0, (fetch_topic(tid),))
+                assert opened.error_code == ErrorCode.none
+                return acquired(opened) or acquired(fetch(c, group, "n", 1, max_wait=5_000))
+
+            assert after_restart() == [(5, 9, 1)]  # 0-3 accepted, 4 rejected: never again; 5-9 come back
+    finally:
+        node.stop()

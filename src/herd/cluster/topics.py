@@ -56,7 +56,12 @@ OFFSETS_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "produ
 TRANSACTION_STATE_TOPIC = "__transaction_state"
 # Kafka's TransactionStateManager.transactionTopicConfigs: compacted, uncompressed (and its segment.bytes)
 TRANSACTION_STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "uncompressed"}
-INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC})
+SHARE_STATE_TOPIC = "__share_group_state"
+# Kafka's __share_group_state is cleanup.policy=delete, pruned by the share coordinator up to the offset below which
+# every record is redundant; herd writes every change as a full ShareSnapshot (runtime/share_state.py), so that
+# compaction keeps exactly what a reload needs
+SHARE_STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "uncompressed"}
+INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_STATE_TOPIC})
 MAX_TOPIC_NAME = 249
 # ReplicationControlManager.MAX_PARTITIONS_PER_BATCH (and QuorumController.MAX_RECORDS_PER_USER_OP).
 MAX_PARTITIONS_PER_REQUEST = 10_000
@@ -766,6 +771,8 @@ class Cluster(TopicIndex):
             return dict(OFFSETS_TOPIC_CONFIGS)
         if name == TRANSACTION_STATE_TOPIC:
             return dict(TRANSACTION_STATE_TOPIC_CONFIGS)
+        if name == SHARE_STATE_TOPIC:
+            return dict(SHARE_STATE_TOPIC_CONFIGS)
         log.error(
             "topic %s rebuilt without its configs (no partition.metadata keeps them): it now has the broker "
             "defaults; set its configs again if it had any",

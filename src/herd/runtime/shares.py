@@ -13,9 +13,14 @@ counts (herd.coordinator.share.partition.SharePartition), read from the partitio
   them (`expire_locks`: lazily, where Kafka runs a timer per acquisition; no one can tell the difference, as records
   are only seen through a fetch or an acknowledgement, except that a fetch waiting for data is not woken by an
   expiry: it sees the records at its next pass, within its max wait).
-- Every change is applied at once (`SharePartition.complete(..., committed=True)`): the share state is not written
-  anywhere yet, so a restart or a move of the partition's leadership forgets it (the partition starts again from
-  share.auto.offset.reset). Durable share state (Kafka's `__share_group_state`) is the next part of issue 32.
+- With a persister (the share coordinator, runtime/share_state.py) the state is durable, as Kafka's leader keeps it
+  through its Persister: a share partition's state is read when it is first used (a new one is initialized at the
+  start offset share.auto.offset.reset gives), and every change an acknowledgement, a release or a lock running out
+  makes is written before it counts (`SharePartition.complete` with whether the write succeeded; a failed write
+  undoes an acknowledgement, which is answered with the write's error). Acquisitions are not written, as in Kafka:
+  after a restart the records that were acquired and not acknowledged are delivered again. Without a persister
+  (cluster mode, for now: the share coordinator does not run there yet) the state is kept in memory only, and a
+  restart or a move of the partition's leadership starts it again from share.auto.offset.reset.
 - The group's `share.isolation.level`: read_uncommitted (the default) reads up to the log end; read_committed up to
   the last stable offset, and the records of aborted transactions it acquired are archived at once and left out
   of the ranges returned (control batches stay, as in Kafka: the client skips them), found as a consumer finds
@@ -26,22 +31,31 @@ counts (herd.coordinator.share.partition.SharePartition), read from the partitio
 
 from __future__ import annotations
 
+import asyncio
+import logging
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from herd.config import BrokerConfig
 from herd.coordinator import kafka_group_configs as group_configs
 from herd.coordinator.errors import CoordinatorError, ErrorCode
-from herd.coordinator.share.partition import AcquiredRecords, Pending, SharePartition
+from herd.coordinator.share.partition import AcquiredRecords, Pending, RecordState, SharePartition, StateBatch
+from herd.coordinator.share_state.records import StateBatch as PersistedBatch
+from herd.coordinator.share_state.shard import ShareState
 from herd.log.api import NotInMemoryError, PartitionLog, as_remote
 from herd.log.batch import CONTROL_BIT, TRANSACTIONAL_BIT, BatchHeader, iter_headers
 from herd.log.records import control_marker
+from herd.runtime.share_state import ShareStateError
+
+_logger = logging.getLogger(__name__)
 
 GroupConfig = Callable[[str, str], str | None]
 """(group id, group config name) -> the group's value, None when it does not set it."""
 
 Key = tuple[str, str, int]  # (group id, topic, partition)
-Staged = tuple[SharePartition, Pending]  # acknowledgements applied, not yet completed
+Staged = tuple[Key, SharePartition, Pending]  # acknowledgements applied, not yet written and completed
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,11 +69,44 @@ class Acquired:
 NOTHING = Acquired()
 
 
+class Persister(Protocol):
+    """Where share partitions' state is kept (runtime/share_state.py's ShareStateRuntime): each call returns once
+    the change is durable, or raises ShareStateError."""
+
+    async def read(
+        self, group_id: str, topic_id: uuid.UUID, partition: int, leader_epoch: int
+    ) -> ShareState | None: ...
+
+    async def initialize(
+        self, group_id: str, topic_id: uuid.UUID, partition: int, state_epoch: int, start_offset: int
+    ) -> None: ...
+
+    async def write(
+        self,
+        group_id: str,
+        topic_id: uuid.UUID,
+        partition: int,
+        state_epoch: int,
+        leader_epoch: int,
+        start_offset: int,
+        batches: Sequence[PersistedBatch],
+    ) -> None: ...
+
+
 class SharePartitions:
-    def __init__(self, config: BrokerConfig, group_config: GroupConfig) -> None:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        group_config: GroupConfig,
+        persister: Persister | None = None,
+        topic_id: Callable[[str], uuid.UUID | None] = lambda topic: None,
+    ) -> None:
         self._config = config
         self._group_config = group_config
+        self.persister = persister
+        self._topic_id = topic_id
         self._partitions: dict[Key, SharePartition] = {}
+        self._creating: dict[Key, asyncio.Future[SharePartition]] = {}
 
     def __len__(self) -> int:
         return len(self._partitions)
@@ -73,16 +120,71 @@ class SharePartitions:
         value = self._group_config(group_id, group_configs.SHARE_RECORD_LOCK_DURATION_MS)
         return int(value) if value is not None else self._config.get("group.share.record.lock.duration.ms")
 
-    def _partition(self, group_id: str, log: PartitionLog, now_ms: int) -> SharePartition:
+    async def _partition(self, group_id: str, log: PartitionLog, now_ms: int) -> SharePartition:
+        """The share partition, read from the persister (or made) on first use; one read at a time per partition.
+        ShareStateError if the persister cannot say what it holds."""
         key = (group_id, log.topic, log.partition)
         found = self._partitions.get(key)
-        if found is None:
-            found = self._partitions[key] = SharePartition(
-                self._start_offset(group_id, log, now_ms),
-                self._config.get("group.share.delivery.count.limit"),
-                self._config.get("group.share.partition.max.record.locks"),
+        if found is not None:
+            return found
+        creating = self._creating.get(key)
+        if creating is not None:
+            return await asyncio.shield(creating)
+        future: asyncio.Future[SharePartition] = asyncio.get_running_loop().create_future()
+        self._creating[key] = future
+        try:
+            share = await self._load(group_id, log, now_ms)
+        except BaseException as error:
+            future.set_exception(error)
+            future.exception()  # retrieved: the callers waiting get it, no one else needs to
+            raise
+        finally:
+            del self._creating[key]
+        self._partitions[key] = share
+        future.set_result(share)
+        return share
+
+    async def _load(self, group_id: str, log: PartitionLog, now_ms: int) -> SharePartition:
+        limit = self._config.get("group.share.delivery.count.limit")
+        in_flight = self._config.get("group.share.partition.max.record.locks")
+        topic_id = self._topic_id(log.topic)
+        if self.persister is None or topic_id is None:
+            return SharePartition(self._start_offset(group_id, log, now_ms), limit, in_flight)
+        state = await self.persister.read(group_id, topic_id, log.partition, log.leader_epoch)
+        if state is None or state.start_offset < 0:
+            start = self._start_offset(group_id, log, now_ms)
+            state_epoch = state.state_epoch if state is not None else 0
+            await self.persister.initialize(group_id, topic_id, log.partition, state_epoch, start)
+            share = SharePartition(start, limit, in_flight)
+            share.state_epoch = state_epoch
+            return share
+        batches = [StateBatch(b.first, b.last, RecordState(b.state), b.delivery_count) for b in state.batches]
+        start = max(state.start_offset, log.log_start_offset)
+        return SharePartition.load(start, [b for b in batches if b.last >= start], state.state_epoch, limit, in_flight)
+
+    async def _write(self, key: Key, share: SharePartition, batches: Sequence[StateBatch]) -> ErrorCode:
+        """Write a change of the share partition (nothing to do without a persister): NONE once durable, else the
+        error."""
+        group_id, topic, partition = key
+        topic_id = self._topic_id(topic)
+        if self.persister is None or topic_id is None:
+            return ErrorCode.none
+        persisted = [PersistedBatch(b.first, b.last, int(b.state), b.delivery_count) for b in batches]
+        try:
+            await self.persister.write(
+                group_id, topic_id, partition, share.state_epoch, -1, share.start_offset, persisted
             )
-        return found
+        except ShareStateError as error:
+            _logger.warning("cannot write the share state of %s %s-%d: %s", group_id, topic, partition, error)
+            return ErrorCode(error.code)
+        return ErrorCode.none
+
+    async def _expire(self, key: Key, share: SharePartition, now_ms: int) -> None:
+        """Locks that ran out are given back at once; the change is written (a failed write changes nothing: the
+        records are available again either way, and a reload finds them so too)."""
+        expired = share.expire_locks(now_ms)
+        if expired:
+            await self._write(key, share, expired)
 
     def _start_offset(self, group_id: str, log: PartitionLog, now_ms: int) -> int:
         reset = self._group_config(group_id, group_configs.SHARE_AUTO_OFFSET_RESET) or "latest"
@@ -98,9 +200,10 @@ class SharePartitions:
     async def acquire(
         self, group_id: str, member_id: str, log: PartitionLog, max_records: int, max_bytes: int, now_ms: int
     ) -> Acquired:
-        """Hand `member_id` the records it may have of this partition (see the module docstring)."""
-        share = self._partition(group_id, log, now_ms)
-        share.expire_locks(now_ms)
+        """Hand `member_id` the records it may have of this partition (see the module docstring). ShareStateError if
+        the partition's state cannot be read."""
+        share = await self._partition(group_id, log, now_ms)
+        await self._expire((group_id, log.topic, log.partition), share, now_ms)
         if max_records <= 0 or not share.can_acquire():
             return NOTHING
         committed = self._read_committed(group_id)
@@ -138,7 +241,7 @@ class SharePartitions:
     def _read_committed(self, group_id: str) -> bool:
         return self._group_config(group_id, group_configs.SHARE_ISOLATION_LEVEL) == "read_committed"
 
-    def acknowledge(
+    async def acknowledge(
         self,
         group_id: str,
         member_id: str,
@@ -150,46 +253,58 @@ class SharePartitions:
     ) -> tuple[ErrorCode, str | None]:
         """Apply `member_id`'s acknowledgements of one partition, all or nothing: NONE, or the error (and message)
         of the first batch refused (INVALID_RECORD_STATE for records that are not its acquired ones,
-        INVALID_REQUEST for a malformed batch); UNKNOWN_TOPIC_OR_PARTITION when no fetch made the share partition
-        here (SharePartitionManager.acknowledge). With `staged`, the changes stay in transition (as while Kafka
-        writes them) until `complete(staged)`: a ShareFetch applies its acknowledgements before it acquires, and
-        records it released are not handed out again by the same fetch."""
-        share = self._partitions.get((group_id, topic, partition))
+        INVALID_REQUEST for a malformed batch), or of the write of the change; UNKNOWN_TOPIC_OR_PARTITION when no
+        fetch made the share partition here (SharePartitionManager.acknowledge). With `staged`, the changes stay in
+        transition (as while Kafka writes them) until `complete(staged)`: a ShareFetch applies its
+        acknowledgements before it acquires, and records it released are not handed out again by the same fetch."""
+        key = (group_id, topic, partition)
+        share = self._partitions.get(key)
         if share is None:
             return ErrorCode.unknown_topic_or_partition, None
-        share.expire_locks(now_ms)
+        await self._expire(key, share, now_ms)
         try:
             pending = share.acknowledge(member_id, batches)
         except CoordinatorError as error:
             return ErrorCode(error.code), error.message or None
-        if staged is None:
-            share.complete(pending, True, now_ms)
-        else:
-            staged.append((share, pending))
-        return ErrorCode.none, None
+        if staged is not None:
+            staged.append((key, share, pending))
+            return ErrorCode.none, None
+        written = await self._write(key, share, pending.batches)
+        share.complete(pending, written == ErrorCode.none, now_ms)
+        return written, None
 
-    @staticmethod
-    def complete(staged: list[Staged], now_ms: int) -> None:
-        """The staged acknowledgements are done with (written, once share state is written)."""
-        for share, pending in staged:
-            share.complete(pending, True, now_ms)
+    async def complete(self, staged: list[Staged], now_ms: int) -> dict[tuple[str, int], ErrorCode]:
+        """Write the staged acknowledgements and complete them: the (topic, partition)s whose write failed, with
+        the error (their acknowledgements are undone)."""
+        failed: dict[tuple[str, int], ErrorCode] = {}
+        for key, share, pending in staged:
+            written = await self._write(key, share, pending.batches)
+            share.complete(pending, written == ErrorCode.none, now_ms)
+            if written != ErrorCode.none:
+                failed[(key[1], key[2])] = written
         staged.clear()
+        return failed
 
-    def acquirable(self, group_id: str, log: PartitionLog, now_ms: int) -> bool:
+    async def acquirable(self, group_id: str, log: PartitionLog, now_ms: int) -> bool:
         """Whether a fetch of `group_id` would find records to acquire in the partition now (the share partition is
-        made if it is not yet, as the first fetch would)."""
-        share = self._partition(group_id, log, now_ms)
-        share.expire_locks(now_ms)
+        made if it is not yet, as the first fetch would). ShareStateError if its state cannot be read."""
+        share = await self._partition(group_id, log, now_ms)
+        await self._expire((group_id, log.topic, log.partition), share, now_ms)
         end = log.last_stable_offset if self._read_committed(group_id) else log.log_end_offset
         return share.can_acquire() and max(share.next_fetch_offset(), log.log_start_offset) < end
 
-    def release(self, group_id: str, member_id: str, keys: Iterable[tuple[str, int]], now_ms: int) -> None:
-        """Give back what `member_id` holds of these (topic, partition)s: its share session ended, or it left."""
+    async def release(self, group_id: str, member_id: str, keys: Iterable[tuple[str, int]], now_ms: int) -> None:
+        """Give back what `member_id` holds of these (topic, partition)s: its share session ended, or it left. If the
+        write fails they stay acquired until their locks run out."""
         for topic, partition in keys:
-            share = self._partitions.get((group_id, topic, partition))
+            key = (group_id, topic, partition)
+            share = self._partitions.get(key)
             if share is not None:
-                share.expire_locks(now_ms)
-                share.complete(share.release_member(member_id), True, now_ms)
+                await self._expire(key, share, now_ms)
+                pending = share.release_member(member_id)
+                if pending.changed:
+                    written = await self._write(key, share, pending.batches)
+                    share.complete(pending, written == ErrorCode.none, now_ms)
 
     def forget_partition(self, topic: str, partition: int) -> None:
         """This node no longer leads the partition (or it was deleted): its share state goes (nothing keeps it)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from herd.config import BrokerConfig
 from herd.log.producer_state import ProducerStates
 from herd.protocol.messages import ApiSpec, RequestHeader
 from herd.runtime.share_sessions import ShareSession, ShareSessions
+from herd.runtime.share_state import ShareStateRuntime
 from herd.runtime.shares import SharePartitions
 from herd.security.tls import ANONYMOUS  # Kafka's KafkaPrincipal.ANONYMOUS, as ACLs name principals (type:name)
 from herd.server.metrics import ServerCounters
@@ -84,7 +86,9 @@ class Broker:
         self.transactions: TransactionRuntime | None = None  # the transaction coordinator, set by the server too
         # the share partitions this node leads (KIP-932: ShareFetch, ShareAcknowledge), with the group configs of
         # the groups this node coordinates
-        self.shares = SharePartitions(config, self._group_config)
+        self.shares = SharePartitions(config, self._group_config, topic_id=self._topic_id)
+        # the share coordinator (__share_group_state), set by an embedded node at start: it makes `shares` durable
+        self.share_state: ShareStateRuntime | None = None
         self.share_sessions = ShareSessions(config.get("group.share.max.share.sessions"))
         self.apis: dict[int, ApiSpec] = {}  # API key -> what serves it (herd.server.apis), set by the server
         # herd.server.faults.FaultRegistry with herd.faults.enable=true (set by the server), else None: connections
@@ -101,15 +105,18 @@ class Broker:
         self.credentials: Any = None
         self.sasl_listeners: dict[str, Any] = {}  # listener -> its SASL settings (herd.server.sasl), when first used
         self._waiters: dict[PartitionKey, set[asyncio.Future[None]]] = {}
+        self._releases: set[asyncio.Task[None]] = set()  # share sessions of closed connections being given back
 
     def connection_closed(self, session: Session) -> None:
         """A client connection closed: the share session it opened, if still open, closes and its member's records
         of the session's partitions are given back (Kafka's ShareSessionCache connection listener)."""
         closed = self.share_sessions.connection_closed(session)
         if closed is not None:
-            self.release_share_session(closed)
+            task = asyncio.get_running_loop().create_task(self.release_share_session(closed))
+            self._releases.add(task)
+            task.add_done_callback(self._releases.discard)
 
-    def release_share_session(self, closed: ShareSession) -> None:
+    async def release_share_session(self, closed: ShareSession) -> None:
         """Give back what a closed share session's member holds of the session's partitions, and wake the fetches
         waiting on them (SharePartitionManager.releaseSession)."""
         keys = []
@@ -117,9 +124,13 @@ class Broker:
             topic = self.cluster.by_id(topic_id)
             if topic is not None:
                 keys.append((topic.name, partition))
-        self.shares.release(closed.group_id, closed.member_id, keys, self.now_ms())
+        await self.shares.release(closed.group_id, closed.member_id, keys, self.now_ms())
         for key in keys:
             self.notify_append(key)
+
+    def _topic_id(self, name: str) -> uuid.UUID | None:
+        topic = self.cluster.get(name)
+        return topic.topic_id if topic is not None else None
 
     def _group_config(self, group_id: str, name: str) -> str | None:
         return self.coordinator.group_config(group_id, name) if self.coordinator is not None else None

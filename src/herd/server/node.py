@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from herd.config import BrokerConfig
 from herd.runtime import CoordinatorRuntime
+from herd.runtime.share_state import ShareStateRuntime
 from herd.security.acl_store import open_file_store
 from herd.security.credentials import FileCredentialStore
 from herd.server.transactions import transaction_runtime
@@ -85,6 +86,10 @@ class EmbeddedNode:
         broker.coordinator.start()
         broker.transactions = transaction_runtime(broker)
         broker.transactions.start()
+        # share partitions' state, durable in __share_group_state (in cluster mode it stays in memory for now)
+        broker.share_state = ShareStateRuntime(broker.cluster, config)
+        broker.share_state.start()
+        broker.shares.persister = broker.share_state
         return node
 
     async def hand_over(self) -> None:

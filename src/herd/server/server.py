@@ -335,6 +335,8 @@ class Server:
             await self.broker.transactions.close()
         if self.broker.coordinator is not None:
             await self.broker.coordinator.close()
+        if self.broker.share_state is not None:
+            await self.broker.share_state.close()
         if self.node is not None:
             await self.node.close()
         pending = [c.drained.wait() for c in list(self.connections)]

@@ -49,7 +49,7 @@ _DURATION_MS = {
 }
 DECODERS = ("consumer_offsets",)
 # A pattern never matches these (Kafka's exclude.internal.topics); name them in 'subscribe' to read them.
-KAFKA_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+KAFKA_INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state", "__share_group_state"})
 
 
 @dataclass(frozen=True, slots=True)

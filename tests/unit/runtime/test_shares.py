@@ -40,6 +40,10 @@ def shares(group_configs: dict[str, str] | None = None, **props: str) -> SharePa
     return SharePartitions(BrokerConfig.from_properties(props), lambda group, name: configs.get(name))
 
 
+def run(coroutine):
+    return asyncio.run(coroutine)
+
+
 def acquire(s: SharePartitions, log: PartitionLog, member: str, now: int, max_records: int = 500):
     got = asyncio.run(s.acquire("g", member, log, max_records, 1 << 20, now))
     offsets = [o for h in iter_headers(got.records) for o in range(h.base_offset, h.last_offset + 1)]
@@ -70,16 +74,16 @@ def test_records_are_locked_to_one_member_until_acknowledged_or_their_lock_runs_
     append(log, b"0", b"1", b"2")
     assert acquire(s, log, "a", 0) == ([0, 1, 2], [AcquiredRecords(0, 2, 1)])
     assert acquire(s, log, "b", 1) == ([], [])  # all acquired by a
-    not_bs, _ = s.acknowledge("g", "b", "t", 0, [(0, 0, [AckType.ACCEPT])], 2)
+    not_bs, _ = run(s.acknowledge("g", "b", "t", 0, [(0, 0, [AckType.ACCEPT])], 2))
     assert not_bs == ErrorCode.invalid_record_state  # b holds none of them
-    assert s.acknowledge("g", "a", "t", 0, [(0, 1, [AckType.ACCEPT, AckType.RELEASE])], 3)[0] == 0
+    assert run(s.acknowledge("g", "a", "t", 0, [(0, 1, [AckType.ACCEPT, AckType.RELEASE])], 3))[0] == 0
     offsets, ranges = acquire(s, log, "b", 4)
     assert (offsets, ranges) == ([0, 1, 2], [AcquiredRecords(1, 1, 2)])  # the batch, and only 1 acquired again
     # b's lock on 1 and a's on 2 ran out: 1 is on its third delivery, 2 on its second
     assert acquire(s, log, "c", LOCK_MS + 5) == ([0, 1, 2], [AcquiredRecords(1, 1, 3), AcquiredRecords(2, 2, 2)])
-    late, _ = s.acknowledge("g", "a", "t", 0, [(2, 2, [AckType.ACCEPT])], LOCK_MS + 6)
+    late, _ = run(s.acknowledge("g", "a", "t", 0, [(2, 2, [AckType.ACCEPT])], LOCK_MS + 6))
     assert late == ErrorCode.invalid_record_state  # a's lock is gone
-    assert s.acknowledge("g", "c", "t", 0, [(1, 2, [AckType.ACCEPT])], LOCK_MS + 7)[0] == 0
+    assert run(s.acknowledge("g", "c", "t", 0, [(1, 2, [AckType.ACCEPT])], LOCK_MS + 7))[0] == 0
     share = s.get("g", "t", 0)
     assert share is not None and share.start_offset == 3  # everything up to 2 is done: the SPSO moved past it
 
@@ -89,18 +93,20 @@ def test_acknowledgements_staged_by_a_fetch_are_not_handed_out_again_until_compl
     append(log, b"0", b"1")
     acquire(s, log, "a", 0)
     staged: list = []
-    assert s.acknowledge("g", "a", "t", 0, [(0, 1, [AckType.RELEASE])], 1, staged) == (ErrorCode.none, None)
+    assert run(s.acknowledge("g", "a", "t", 0, [(0, 1, [AckType.RELEASE])], 1, staged)) == (ErrorCode.none, None)
     assert acquire(s, log, "a", 2) == ([], [])  # released, but in transition: not again in the same fetch
-    s.complete(staged, 3)
+    run(s.complete(staged, 3))
     assert acquire(s, log, "b", 4) == ([0, 1], [AcquiredRecords(0, 1, 2)])
-    assert s.acknowledge("g", "a", "u", 0, [(0, 0, [AckType.ACCEPT])], 5)[0] == ErrorCode.unknown_topic_or_partition
+    assert (
+        run(s.acknowledge("g", "a", "u", 0, [(0, 0, [AckType.ACCEPT])], 5))[0] == ErrorCode.unknown_topic_or_partition
+    )
 
 
 def test_a_member_s_records_are_given_back_without_counting_a_delivery(log) -> None:
     s = shares({"share.auto.offset.reset": "earliest"})
     append(log, b"0", b"1")
     acquire(s, log, "a", 0)
-    s.release("g", "a", [("t", 0)], 1)
+    run(s.release("g", "a", [("t", 0)], 1))
     assert acquire(s, log, "b", 2) == ([0, 1], [AcquiredRecords(0, 1, 1)])  # delivered once, as far as b knows
 
 
@@ -109,7 +115,7 @@ def test_a_record_released_at_the_delivery_limit_is_archived(log) -> None:
     append(log, b"0")
     for attempt in (1, 2):
         assert acquire(s, log, "a", attempt) == ([0], [AcquiredRecords(0, 0, attempt)])
-        assert s.acknowledge("g", "a", "t", 0, [(0, 0, [AckType.RELEASE])], attempt)[0] == 0
+        assert run(s.acknowledge("g", "a", "t", 0, [(0, 0, [AckType.RELEASE])], attempt))[0] == 0
     assert acquire(s, log, "a", 3) == ([], [])  # archived: never delivered again
     share = s.get("g", "t", 0)
     assert share is not None and share.start_offset == 1 and [r[2].state for r in share.records()] in ([], [ARCHIVED])
@@ -124,7 +130,7 @@ def test_fetches_take_whole_batches_up_to_max_records_and_the_in_flight_limit(lo
     offsets, ranges = acquire(s, log, "b", 0)
     assert ranges == [AcquiredRecords(20, 99, 1)]  # 100 records in flight at most
     assert acquire(s, log, "c", 0) == ([], [])
-    assert s.acknowledge("g", "a", "t", 0, [(0, 19, [AckType.ACCEPT])], 1)[0] == 0
+    assert run(s.acknowledge("g", "a", "t", 0, [(0, 19, [AckType.ACCEPT])], 1))[0] == 0
     _, ranges = acquire(s, log, "c", 2)
     assert ranges == [AcquiredRecords(100, 119, 1)]  # acknowledged at the head: room for 20 more
     share = s.get("g", "t", 0)

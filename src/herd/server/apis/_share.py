@@ -65,7 +65,7 @@ def _valid(batches: list[AckBatch], max_type: int) -> bool:
     return True
 
 
-def acknowledge(
+async def acknowledge(
     ctx: RequestContext,
     group_id: str,
     member_id: str,
@@ -95,7 +95,7 @@ def acknowledge(
         elif not batches:
             out[tp] = (ErrorCode.none, None)
         else:
-            out[tp] = broker.shares.acknowledge(group_id, member_id, topic.name, index, batches, now_ms, staged)
+            out[tp] = await broker.shares.acknowledge(group_id, member_id, topic.name, index, batches, now_ms, staged)
             touched.append((topic.name, index))
     for key in touched:  # records acknowledged or released: fetches waiting on the partition look again
         broker.notify_append(key)

@@ -27,6 +27,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     error = refused(ctx, request.group_id, request.member_id)
     if error is not None:
         return _error(ctx, error)
+    return _serve(ctx, request)
+
+
+async def _serve(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
     try:
@@ -37,9 +41,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     except ShareSessionError as e:
         return _error(ctx, e.code, e.message)
     _, acks = partitions_and_acks(request.topics)
-    results = acknowledge(ctx, group_id, member_id, acks, broker.now_ms())
+    results = await acknowledge(ctx, group_id, member_id, acks, broker.now_ms())
     if epoch == FINAL_EPOCH:
-        broker.release_share_session(session)
+        await broker.release_share_session(session)
     b = ctx_builder(ctx)
     by_topic: dict[Any, list[Any]] = {}
     for (topic_id, index), (code, message) in results.items():

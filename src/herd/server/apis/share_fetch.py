@@ -32,6 +32,7 @@ from typing import Any
 from kio.schema.errors import ErrorCode
 
 from herd.runtime.share_sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession, ShareSessionError
+from herd.runtime.share_state import ShareStateError
 from herd.runtime.shares import NOTHING, Acquired, Staged
 from herd.server.apis._authorize import READ, TOPIC, authorized
 from herd.server.apis._build import ctx_builder, ms
@@ -73,13 +74,17 @@ async def _serve(ctx: RequestContext, request: Any) -> Any:
             await asyncio.sleep(max(ms(request.max_wait), 0) / 1000)
         return _error(ctx, e.code)
     staged: list[Staged] = []
-    acked = acknowledge(ctx, group_id, member_id, acks, broker.now_ms(), staged)
+    acked = await acknowledge(ctx, group_id, member_id, acks, broker.now_ms(), staged)
     try:
         fetched = {} if epoch == FINAL_EPOCH else await _fetch(ctx, request, session)
     finally:
-        broker.shares.complete(staged, broker.now_ms())
+        failed = await broker.shares.complete(staged, broker.now_ms())
+    for tp in acked:  # an acknowledgement whose write failed is undone and answered with the write's error
+        topic = broker.cluster.by_id(tp[0])
+        if topic is not None and (topic.name, tp[1]) in failed:
+            acked[tp] = (failed[(topic.name, tp[1])], None)
     if epoch == FINAL_EPOCH:
-        broker.release_share_session(session)
+        await broker.release_share_session(session)
     return _response(ctx, group_id, session, epoch, fetched, acked)
 
 
@@ -88,7 +93,7 @@ async def _fetch(ctx: RequestContext, request: Any, session: ShareSession) -> di
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(ms(request.max_wait), 0) / 1000
     while True:
-        outcomes, ready = _look(ctx, request, session)
+        outcomes, ready = await _look(ctx, request, session)
         remaining = deadline - loop.time()
         if ready or remaining <= 0 or request.max_records <= 0 or request.max_bytes <= 0 or not outcomes:
             break
@@ -111,7 +116,7 @@ def _partitions(session: ShareSession) -> list[TopicPartition]:
     return tps
 
 
-def _look(ctx: RequestContext, request: Any, session: ShareSession) -> tuple[dict[TopicPartition, Outcome], bool]:
+async def _look(ctx: RequestContext, request: Any, session: ShareSession) -> tuple[dict[TopicPartition, Outcome], bool]:
     """Each partition's error (NONE where it can be fetched), and whether any has records to acquire."""
     broker, group_id = ctx.broker, session.group_id
     now = broker.now_ms()
@@ -130,8 +135,12 @@ def _look(ctx: RequestContext, request: Any, session: ShareSession) -> tuple[dic
         if isinstance(log, ErrorCode):
             outcomes[tp] = (log, NOTHING)
             continue
+        try:
+            ready = await broker.shares.acquirable(group_id, log, now) or ready
+        except ShareStateError as error:  # the partition's state cannot be read (SharePartition.fetchPersisterError)
+            outcomes[tp] = (_persister_error(error), NOTHING)
+            continue
         outcomes[tp] = (ErrorCode.none, NOTHING)
-        ready = ready or broker.shares.acquirable(group_id, log, now)
     return outcomes, ready
 
 
@@ -149,13 +158,26 @@ async def _acquire(
         if isinstance(log, ErrorCode):  # moved while the fetch waited
             outcomes[tp] = (log, NOTHING)
             continue
-        got = await broker.shares.acquire(
-            session.group_id, session.member_id, log, records_left, bytes_left, broker.now_ms()
-        )
+        try:
+            got = await broker.shares.acquire(
+                session.group_id, session.member_id, log, records_left, bytes_left, broker.now_ms()
+            )
+        except ShareStateError as error:
+            outcomes[tp] = (_persister_error(error), NOTHING)
+            continue
         outcomes[tp] = (ErrorCode.none, got)
         records_left -= sum(r.last - r.first + 1 for r in got.ranges)
         bytes_left -= len(got.records)
     return outcomes
+
+
+def _persister_error(error: ShareStateError) -> ErrorCode:
+    """SharePartition.fetchPersisterError: the share coordinator's refusal as a fetch error."""
+    if error.code in (ErrorCode.not_coordinator, ErrorCode.coordinator_load_in_progress):
+        return ErrorCode.coordinator_not_available
+    if error.code in (ErrorCode.fenced_state_epoch, ErrorCode.fenced_leader_epoch):
+        return ErrorCode.not_leader_or_follower
+    return ErrorCode(error.code) if error.code in ErrorCode._value2member_map_ else ErrorCode.unknown_server_error
 
 
 def _names(ctx: RequestContext, tps: list[TopicPartition]) -> list[tuple[str, int]]:
