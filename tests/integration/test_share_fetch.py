@@ -383,3 +383,29 @@ def test_share_state_survives_a_kill_and_restart(tmp_path) -> None:
             assert after_restart() == [(5, 9, 1)]  # 0-3 accepted, 4 rejected: never again; 5-9 come back
     finally:
         node.stop()
+
+
+def test_deleting_a_share_group_deletes_its_share_state(broker) -> None:
+    topic, group = new_topic(broker.bootstrap, partitions=1), unique("deleted")
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    earliest = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[earliest])]
+    ).values():
+        future.result(15)
+    produce(broker.bootstrap, topic, 5, partitions=1)
+    with RawClient(broker.port) as c:
+        tid = topic_id_of(c, topic)
+        join = req(76, 1, group_id=group, member_id="m", member_epoch=0, subscribed_topic_names=(topic,))
+        assert c.request(76, 1, join).error_code == ErrorCode.none  # the share group exists
+        assert acquired(fetch(c, group, "m", 0, (fetch_topic(tid),))) == [(0, 4, 1)]
+        done = c.request(ACK, 1, ack_request(group, "m", -1, tid, ((0, 4, (1,)),)))
+        assert done.responses[0].partitions[0].error_code == ErrorCode.none
+        assert acquired(fetch(c, group, "again", 0, (fetch_topic(tid),))) == []  # all accepted: nothing left
+        assert c.request(ACK, 1, ack_request(group, "again", -1, tid, ())).error_code == ErrorCode.none
+        leave = req(76, 1, group_id=group, member_id="m", member_epoch=-1, subscribed_topic_names=None)
+        assert c.request(76, 1, leave).error_code == ErrorCode.none
+        deleted = c.request(42, 2, req(42, 2, groups_names=(group,))).results[0]
+        assert deleted.error_code == ErrorCode.none
+        # a new group of the same id starts afresh (earliest, its group config, outlives the group as in Kafka)
+        assert acquired(fetch(c, group, "new", 0, (fetch_topic(tid),))) == [(0, 4, 1)]

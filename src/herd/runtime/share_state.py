@@ -27,6 +27,7 @@ from herd.config import BrokerConfig
 from herd.coordinator import CoordinatorError, ErrorCode
 from herd.coordinator.share_state.records import StateBatch
 from herd.coordinator.share_state.shard import (
+    Delete,
     Initialize,
     Read,
     ShareState,
@@ -146,6 +147,9 @@ class ShareStateRuntime:
     ) -> None:
         request = Write(group_id, topic_id, partition, state_epoch, leader_epoch, start_offset, tuple(batches))
         await self._call(group_id, topic_id, partition, ShareStateShard.write, request)
+
+    async def delete(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None:
+        await self._call(group_id, topic_id, partition, ShareStateShard.delete, Delete(group_id, topic_id, partition))
 
     async def _call(self, group_id: str, topic_id: uuid.UUID, partition: int, handler, request) -> ShareStateResponse:  # type: ignore[no-untyped-def]
         self.ensure_created()

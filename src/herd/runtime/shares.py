@@ -306,6 +306,11 @@ class SharePartitions:
                     written = await self._write(key, share, pending.batches)
                     share.complete(pending, written == ErrorCode.none, now_ms)
 
+    def forget_group(self, group_id: str) -> None:
+        """The share group was deleted: its share partitions go from memory (their state was deleted first)."""
+        for key in [k for k in self._partitions if k[0] == group_id]:
+            del self._partitions[key]
+
     def forget_partition(self, topic: str, partition: int) -> None:
         """This node no longer leads the partition (or it was deleted): its share state goes (nothing keeps it)."""
         for key in [k for k in self._partitions if k[1] == topic and k[2] == partition]:
