@@ -28,7 +28,7 @@ from herd.protocol.messages import request_class, response_class
 from herd.runtime.batches import encode_batch
 from herd.server import apis
 
-PRODUCE, FETCH, JOIN_GROUP, SYNC_GROUP = 0, 1, 11, 14
+PRODUCE, FETCH, JOIN_GROUP, SYNC_GROUP, SHARE_FETCH = 0, 1, 11, 14, 78
 MAY_PARK = {JOIN_GROUP, SYNC_GROUP}
 # Record data is opaque bytes to kio: garbage, and now and then a valid batch (Produce must take it).
 VALID_BATCH = encode_batch((Record(b"k", b"value"),), 0)
@@ -49,7 +49,7 @@ def requests(api_key: int, version: int) -> st.SearchStrategy[Any]:
     strategy = st.from_type(request_class(api_key, version))
     if api_key == PRODUCE:
         strategy = strategy.filter(lambda r: r.acks != 0)
-    if api_key == FETCH:
+    if api_key in (FETCH, SHARE_FETCH):  # a long poll answers after max_wait
         strategy = strategy.filter(lambda r: r.max_wait < datetime.timedelta(milliseconds=200))
     return strategy
 
