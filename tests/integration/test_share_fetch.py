@@ -8,6 +8,8 @@ gate."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
 import uuid
 
@@ -16,6 +18,7 @@ from brokers import BrokerProcess
 from confluent_kafka import AcknowledgeType, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 from kio.schema.errors import ErrorCode
+from processes import first_line, reaped
 from rawkafka import RawClient, part, req
 
 from herd.testing.wait import wait_until
@@ -409,3 +412,35 @@ def test_deleting_a_share_group_deletes_its_share_state(broker) -> None:
         assert deleted.error_code == ErrorCode.none
         # a new group of the same id starts afresh (earliest, its group config, outlives the group as in Kafka)
         assert acquired(fetch(c, group, "new", 0, (fetch_topic(tid),))) == [(0, 4, 1)]
+
+
+_HOLDER = """
+import sys
+from confluent_kafka import ShareConsumer
+consumer = ShareConsumer({"bootstrap.servers": sys.argv[1], "group.id": sys.argv[2],
+                          "share.acknowledgement.mode": "explicit"})
+consumer.subscribe([sys.argv[3]])
+held = []
+while not held:
+    held = [m for m in consumer.poll(0.5) if m.error() is None]
+print(" ".join(m.value().decode() for m in held), flush=True)
+sys.stdin.read()  # holds them, unacknowledged, until killed
+"""
+
+
+def test_records_held_by_a_consumer_killed_with_sigkill_go_to_the_others(broker) -> None:
+    topic, group = new_topic(broker.bootstrap, partitions=1), unique("killed")
+    values = produce(broker.bootstrap, topic, 20, partitions=1, batch_each=True)
+    (survivor,) = subscribed(broker.bootstrap, group, topic, **{"share.acknowledgement.mode": "explicit"})
+    try:
+        command = [sys.executable, "-c", _HOLDER, broker.bootstrap, group, topic]
+        with reaped(subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)) as holder:
+            held = set(first_line(holder, 30, "the holder's records").split())
+            assert held and {v.encode() for v in held} <= values
+            holder.kill()
+        # its connection closed: its share session goes and the records it held with it (no need to wait the lock)
+        got = drain([survivor], lambda ms: {m.value() for m in ms} >= values, 30, lambda c, m: c.acknowledge(m))
+        redelivered = {m.value().decode(): m.delivery_count() for m in got if m.value().decode() in held}
+        assert set(redelivered) == held and set(redelivered.values()) == {1}  # given back, not counted again
+    finally:
+        survivor.close()
