@@ -7,7 +7,7 @@ failed (reads then answer the error instead of state that never became durable).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from herd.coordinator.consumer.assignment import Assignment, TopicId
@@ -301,6 +301,18 @@ class ShareGroupDescribeResponse:
     groups: tuple[DescribedShareGroup, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ShareOffsetsAnswer:
+    """What the share-group offset operations answer (share_groups.py): an error, or the state epoch to initialize at,
+    the partitions for the share coordinator to initialize or delete, the topics with nothing to delete."""
+
+    error_code: int = ErrorCode.none
+    error_message: str | None = None
+    state_epoch: int = 0  # AlterShareOffsets: the state epoch the share coordinator initializes at
+    partitions: dict[TopicId, frozenset[int]] = field(default_factory=dict)
+    refused: dict[TopicId, str] = field(default_factory=dict)  # DeleteShareOffsets: topics with nothing to delete
+
+
 def error_response(response: object, code: int) -> object:
     """`response` with `code` as its error (top level, per member, per partition as the API has it)."""
     match response:
@@ -336,6 +348,7 @@ def error_response(response: object, code: int) -> object:
             | ListConfiguredGroupsResponse()
             | ConsumerGroupHeartbeatResponse()
             | ShareHeartbeatResponse()
+            | ShareOffsetsAnswer()
         ):
             return type(response)(error_code=code)
         case ConsumerGroupDescribeResponse():

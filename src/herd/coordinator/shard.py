@@ -167,6 +167,24 @@ class GroupCoordinatorShard:
         """ShareGroupDescribe (KIP-932): the share groups asked for, or GROUP_ID_NOT_FOUND."""
         return share_groups.describe(self._ctx, req, reply)
 
+    def share_initialized_partitions(self, req: share_groups.InitializedPartitions, reply: object) -> Result:
+        """The share group's partitions with initialized share state (DescribeShareGroupOffsets of all topics)."""
+        return share_groups.initialized_partitions(self._ctx, req, reply)
+
+    def share_alter_offsets(self, req: share_groups.AlterShareOffsets, reply: object) -> Result:
+        """AlterShareGroupOffsets: the group's side, before the share coordinator initializes the partitions."""
+        return share_groups.alter_offsets(self._ctx, req, reply)
+
+    def share_offsets_initialized(self, req: share_groups.ShareOffsetsInitialized, reply: object) -> Result:
+        return share_groups.offsets_initialized(self._ctx, req, reply)
+
+    def share_delete_offsets(self, req: share_groups.DeleteShareOffsets, reply: object) -> Result:
+        """DeleteShareGroupOffsets: the group's side, before the share coordinator deletes the partitions' state."""
+        return share_groups.delete_offsets(self._ctx, req, reply)
+
+    def share_offsets_deleted(self, req: share_groups.ShareOffsetsDeleted, reply: object) -> Result:
+        return share_groups.offsets_deleted(self._ctx, req, reply)
+
     def set_topics(self, topics: TopicsImage) -> None:
         """The cluster's topics changed (or this is the first look at them): consumer groups see `topics` from now
         on, and check their subscribed topics' metadata hash on their next heartbeat; topics created since make

@@ -30,6 +30,7 @@ from herd.coordinator.responses import (
     DescribedShareMember,
     DescribedShareTopic,
     ShareGroupDescribeResponse,
+    ShareOffsetsAnswer,
 )
 from herd.coordinator.result import Reply, Result, Rollback
 from herd.coordinator.share import heartbeat as hb
@@ -239,6 +240,144 @@ def delete(ctx: ShardContext, group: ShareGroup) -> tuple[ErrorCode, tuple[Recor
     if group.members:
         return ErrorCode.non_empty_group, ()
     return ErrorCode.none, rec.group_tombstones(group.group_id, tuple(group.members))
+
+
+# --- the share-group offset admin APIs (KIP-932) --------------------------------------------------------------------
+# Kafka 4.2's GroupMetadataManager.alterShareGroupOffsets, sharePartitionsEligibleForOffsetDeletion and
+# completeDeleteShareGroupOffsets, and the record 15 changes around the share coordinator's work
+# (docs/kip-932/share-admin-rules.md). The share coordinator's part is the runtime's (server/apis/*_share_group_*).
+
+Partitions = dict[uuid.UUID, frozenset[int]]
+
+
+@dataclass(frozen=True, slots=True)
+class InitializedPartitions:
+    """A read of the share partitions whose state is initialized (GroupMetadataManager.initializedShareGroupPartitions:
+    no check of the group's existence or type; none for a group that has none)."""
+
+    group_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class AlterShareOffsets:
+    group_id: str
+    partitions: Partitions  # the topics (known to the caller) and partitions whose start offsets are set
+
+
+@dataclass(frozen=True, slots=True)
+class ShareOffsetsInitialized:
+    """The share coordinator initialized these partitions: record 15 moves them to initialized."""
+
+    group_id: str
+    partitions: Partitions
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteShareOffsets:
+    group_id: str
+    topic_ids: tuple[uuid.UUID, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ShareOffsetsDeleted:
+    """The share coordinator deleted these topics' state: record 15 drops them from deleting."""
+
+    group_id: str
+    topic_ids: tuple[uuid.UUID, ...]
+
+
+def initialized_partitions(ctx: ShardContext, req: InitializedPartitions, reply: object) -> Result:
+    group = ctx.share_groups.get(req.group_id)
+    metadata = group.state_metadata if group is not None else None
+    found = {t: s.partitions for t, s in metadata.initialized.items()} if metadata is not None else {}
+    return Result(replies=(Reply(reply, ShareOffsetsAnswer(partitions=found)),))
+
+
+def _empty_share_group(ctx: ShardContext, group_id: str, create: bool) -> tuple[ShareGroup | None, ShareOffsetsAnswer]:
+    """The group, if it may have its offsets changed: a share group (GROUP_ID_NOT_FOUND for another type, or for a
+    missing one unless `create`) without members (NON_EMPTY_GROUP)."""
+    group = ctx.share_groups.get(group_id)
+    if group is None:
+        if is_other_type(ctx, group_id):
+            return None, ShareOffsetsAnswer(ErrorCode.group_id_not_found, f"Group {group_id} is not a share group.")
+        if not create:
+            return None, ShareOffsetsAnswer(ErrorCode.group_id_not_found, f"Group {group_id} not found.")
+        return ShareGroup(group_id), ShareOffsetsAnswer()
+    if group.members:
+        return None, ShareOffsetsAnswer(ErrorCode.non_empty_group, "The group is not empty.")
+    return group, ShareOffsetsAnswer()
+
+
+def alter_offsets(ctx: ShardContext, req: AlterShareOffsets, reply: object) -> Result:
+    """AlterShareGroupOffsets on the group's shard: an empty share group (made if there is none) marks the
+    partitions initializing (record 15; no record when there are none) and answers the state epoch (the group's
+    epoch) at which the share coordinator is to initialize them."""
+    group, answer = _empty_share_group(ctx, req.group_id, create=True)
+    if group is None or not req.partitions:
+        return Result(replies=(Reply(reply, answer),))
+    metadata = group.state_metadata or rec.StateMetadata()
+    now = ctx.now()
+    initializing = dict(metadata.initializing)
+    for topic_id, parts in req.partitions.items():
+        old = initializing.get(topic_id)
+        name = ctx.topics.by_id[topic_id].name if topic_id in ctx.topics.by_id else (old.name if old else "")
+        initializing[topic_id] = rec.TopicState(name, (old.partitions if old else frozenset()) | parts, now)
+    deleting = {t: n for t, n in metadata.deleting.items() if t not in req.partitions}
+    record = rec.state_metadata_record(group.group_id, rec.StateMetadata(initializing, metadata.initialized, deleting))
+    answer = ShareOffsetsAnswer(state_epoch=group.group_epoch, partitions=dict(req.partitions))
+    return Result(records=(record,), replies=(Reply(reply, answer),))
+
+
+def offsets_initialized(ctx: ShardContext, req: ShareOffsetsInitialized, reply: object) -> Result:
+    group = ctx.share_groups.get(req.group_id)
+    if group is None or group.state_metadata is None:
+        return Result(replies=(Reply(reply, ShareOffsetsAnswer()),))
+    record = hb.initialized(group, req.partitions, ctx.topics)
+    return Result(records=(record,), replies=(Reply(reply, ShareOffsetsAnswer()),))
+
+
+def delete_offsets(ctx: ShardContext, req: DeleteShareOffsets, reply: object) -> Result:
+    """DeleteShareGroupOffsets on the group's shard: an existing empty share group; a topic whose state was never
+    initialized has "no offset information to delete"; the others move to deleting (record 15) and their
+    partitions are answered for the share coordinator to delete."""
+    group, answer = _empty_share_group(ctx, req.group_id, create=False)
+    if group is None:
+        return Result(replies=(Reply(reply, answer),))
+    metadata = group.state_metadata or rec.StateMetadata()
+    eligible: Partitions = {}
+    refused: dict[uuid.UUID, str] = {}
+    for topic_id in req.topic_ids:
+        known = metadata.initialized.get(topic_id)
+        if known is None:
+            refused[topic_id] = "There is no offset information to delete."
+        else:
+            eligible[topic_id] = known.partitions
+    if not eligible:
+        return Result(replies=(Reply(reply, ShareOffsetsAnswer(refused=refused)),))
+    deleting = dict(metadata.deleting)
+    for topic_id in eligible:
+        deleting[topic_id] = metadata.initialized[topic_id].name
+    record = rec.state_metadata_record(
+        group.group_id,
+        rec.StateMetadata(
+            {t: s for t, s in metadata.initializing.items() if t not in eligible},
+            {t: s for t, s in metadata.initialized.items() if t not in eligible},
+            deleting,
+        ),
+    )
+    return Result(records=(record,), replies=(Reply(reply, ShareOffsetsAnswer(partitions=eligible, refused=refused)),))
+
+
+def offsets_deleted(ctx: ShardContext, req: ShareOffsetsDeleted, reply: object) -> Result:
+    group = ctx.share_groups.get(req.group_id)
+    if group is None or group.state_metadata is None:
+        return Result(replies=(Reply(reply, ShareOffsetsAnswer()),))
+    metadata = group.state_metadata
+    deleting = {t: n for t, n in metadata.deleting.items() if t not in req.topic_ids}
+    record = rec.state_metadata_record(
+        group.group_id, rec.StateMetadata(metadata.initializing, metadata.initialized, deleting)
+    )
+    return Result(records=(record,), replies=(Reply(reply, ShareOffsetsAnswer()),))
 
 
 # --- ShareGroupDescribe ----------------------------------------------------------------------------------------------

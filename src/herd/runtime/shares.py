@@ -41,7 +41,15 @@ from typing import Protocol
 from herd.config import BrokerConfig
 from herd.coordinator import kafka_group_configs as group_configs
 from herd.coordinator.errors import CoordinatorError, ErrorCode
-from herd.coordinator.share.partition import AcquiredRecords, Pending, RecordState, SharePartition, StateBatch
+from herd.coordinator.share.partition import (
+    ACKNOWLEDGED,
+    ARCHIVED,
+    AcquiredRecords,
+    Pending,
+    RecordState,
+    SharePartition,
+    StateBatch,
+)
 from herd.coordinator.share_state.records import StateBatch as PersistedBatch
 from herd.coordinator.share_state.shard import ShareState
 from herd.log.api import NotInMemoryError, PartitionLog, as_remote
@@ -91,6 +99,12 @@ class Persister(Protocol):
         start_offset: int,
         batches: Sequence[PersistedBatch],
     ) -> None: ...
+
+    async def delete(self, group_id: str, topic_id: uuid.UUID, partition: int) -> None: ...
+
+
+_DONE = frozenset({ACKNOWLEDGED, ARCHIVED})
+_DONE_IDS = frozenset({int(ACKNOWLEDGED), int(ARCHIVED)})
 
 
 class SharePartitions:
@@ -305,6 +319,55 @@ class SharePartitions:
                 if pending.changed:
                     written = await self._write(key, share, pending.batches)
                     share.complete(pending, written == ErrorCode.none, now_ms)
+
+    async def summary(self, group_id: str, topic: str, partition: int) -> tuple[int, int, int]:
+        """(start offset, delivery-complete count, leader epoch) of the share partition, as
+        ReadShareGroupStateSummary answers it: the live partition when this node has it, else its durable state;
+        (-1, -1, 0) when it has none (or it cannot be read: Kafka's describe swallows that too). The
+        delivery-complete count is the number of offsets from the start offset on that are ACKNOWLEDGED or
+        ARCHIVED (KIP-1226)."""
+        share = self._partitions.get((group_id, topic, partition))
+        if share is not None:
+            start = share.start_offset
+            done = sum(
+                last - max(first, start) + 1
+                for first, last, state in share.records()
+                if state.state in _DONE and last >= start and not state.in_transition
+            )
+            return start, done, 0
+        topic_id = self._topic_id(topic)
+        if self.persister is None or topic_id is None:
+            return -1, -1, 0
+        try:
+            state = await self.persister.read(group_id, topic_id, partition, -1)
+        except ShareStateError:
+            return -1, -1, 0
+        if state is None or state.start_offset < 0:
+            return -1, -1, 0
+        start = state.start_offset
+        done = sum(b.last - max(b.first, start) + 1 for b in state.batches if b.state in _DONE_IDS and b.last >= start)
+        return start, done, max(state.leader_epoch, 0)
+
+    async def reset(self, group_id: str, topic: str, partition: int, start_offset: int, state_epoch: int) -> None:
+        """AlterShareGroupOffsets: the share partition starts afresh at `start_offset` (its records in flight,
+        acknowledged and archived forgotten), durable first when there is a persister. ShareStateError if not."""
+        topic_id = self._topic_id(topic)
+        if self.persister is not None and topic_id is not None:
+            await self.persister.initialize(group_id, topic_id, partition, state_epoch, start_offset)
+        share = SharePartition(
+            start_offset,
+            self._config.get("group.share.delivery.count.limit"),
+            self._config.get("group.share.partition.max.record.locks"),
+        )
+        share.state_epoch = state_epoch
+        self._partitions[(group_id, topic, partition)] = share
+
+    async def delete_state(self, group_id: str, topic_id: uuid.UUID, topic: str | None, partition: int) -> None:
+        """DeleteShareGroupOffsets: the share partition's state goes (durably first). ShareStateError if not."""
+        if self.persister is not None:
+            await self.persister.delete(group_id, topic_id, partition)
+        if topic is not None:
+            self._partitions.pop((group_id, topic, partition), None)
 
     def forget_group(self, group_id: str) -> None:
         """The share group was deleted: its share partitions go from memory (their state was deleted first)."""

@@ -145,7 +145,7 @@ class ShareStateShard:
             *key,
             snapshot_epoch=current.snapshot_epoch + 1 if current is not None else 0,
             state_epoch=req.state_epoch,
-            leader_epoch=current.leader_epoch if current is not None else -1,
+            leader_epoch=0,  # a fresh state (ShareGroupOffset.fromRequest)
             start_offset=req.start_offset,
             create_timestamp=now,
             write_timestamp=now,
