@@ -6,15 +6,18 @@ state forgotten: the group starts again from share.auto.offset.reset), with Kafk
 
 from __future__ import annotations
 
+import json
 import uuid
 
 import pytest
 from brokers import BrokerProcess
-from confluent_kafka import Producer
+from click.testing import CliRunner
+from confluent_kafka import Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 from kio.schema.errors import ErrorCode
 from rawkafka import RawClient, part, req
 
+from herd.cli import cli
 from herd.testing.wait import wait_until
 
 DESCRIBE, ALTER, DELETE = 90, 91, 92
@@ -211,3 +214,51 @@ def test_the_admin_apis_are_refused_when_share_groups_are_off(tmp_path) -> None:
             assert delete(c, "g", "t").error_code == ErrorCode.unsupported_version
     finally:
         off.stop()
+
+
+def test_herd_share_groups_as_kafka_share_groups_sh(broker) -> None:
+    """`herd share-groups` list, describe (offsets, members, state), reset-offsets, delete-offsets and delete
+    against a ShareConsumer's group."""
+
+    def herd(*args: str, ok: bool = True) -> str:
+        result = CliRunner().invoke(cli, [*args, "--bootstrap-server", broker.bootstrap])
+        assert (result.exit_code == 0) == ok, result.output
+        return result.stdout if ok else result.output
+
+    topic, group = setup_group(broker.bootstrap)
+    consumer = ShareConsumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "client.id": "cli-test"})
+    try:
+        consumer.subscribe([topic])
+        got: list = []
+        wait_until(lambda: got.extend(consumer.poll(0.2)) or len(got) >= 10, 30, "the consumer's 10 records")
+        consumer.poll(0.2)  # acknowledges them (implicit mode)
+        assert group in herd("share-groups", "list").split()
+        (state,) = [json.loads(herd("share-groups", "describe", "--group", group, "--state", "--output", "json"))]
+        assert (state["state"], state["members"], state["assignment_strategy"]) == ("Stable", 1, "simple")
+        (member,) = json.loads(herd("share-groups", "describe", "--group", group, "--members", "--output", "json"))
+        assert member["client_id"] == "cli-test" and member["assignment"] == [{"topic": topic, "partition": 0}]
+        wait_until(
+            lambda: (
+                json.loads(herd("share-groups", "describe", "--group", group, "--output", "json"))[0]["start_offset"]
+                == 10
+            ),
+            15,
+            "the acknowledgements in the start offset",
+        )
+        (row,) = json.loads(herd("share-groups", "describe", "--group", group, "--output", "json"))
+        assert (row["topic"], row["partition"], row["start_offset"], row["lag"]) == (topic, 0, 10, 0)
+        assert "START-OFFSET" in herd("share-groups", "describe", "--group", group)
+        refused = herd("share-groups", "reset-offsets", "--group", group, "--all-topics", "--to-earliest",
+                       "--execute", ok=False)  # fmt: skip
+        assert "not empty" in refused
+    finally:
+        consumer.close()
+    planned = herd("share-groups", "reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--dry-run")
+    assert "NEW-OFFSET" in planned
+    herd("share-groups", "reset-offsets", "--group", group, "--all-topics", "--to-earliest", "--execute")
+    (row,) = json.loads(herd("share-groups", "describe", "--group", group, "--output", "json"))
+    assert (row["start_offset"], row["lag"]) == (0, 10)
+    assert "Successful" in herd("share-groups", "delete-offsets", "--group", group, "--topic", topic)
+    assert json.loads(herd("share-groups", "describe", "--group", group, "--output", "json")) == []
+    assert "was successful" in herd("share-groups", "delete", "--group", group)
+    assert group not in herd("share-groups", "list").split()

@@ -35,6 +35,7 @@ class HerdCli(click.Group):
         "configs": ("herd.cli.configs", "configs"),
         "faults": ("herd.cli.faults", "faults"),
         "groups": ("herd.cli.groups", "groups"),
+        "share-groups": ("herd.cli.share_groups", "share_groups"),
         "topics": ("herd.cli.topics", "topics"),
         "transactions": ("herd.cli.transactions", "transactions"),
         "users": ("herd.cli.users", "users"),

@@ -35,6 +35,7 @@ from herd.client.admin_acls import AclAdmin
 from herd.client.admin_configs import ConfigAdmin
 from herd.client.admin_history import HistoryAdmin
 from herd.client.admin_preregistration import PreregistrationAdmin
+from herd.client.admin_share import ShareAdmin
 from herd.client.admin_topics import TopicAdmin
 from herd.client.admin_transactions import TransactionAdmin
 from herd.client.admin_users import UserAdmin
@@ -184,7 +185,9 @@ def _group_error(group_id: str, code: int, message: str | None = None) -> AdminE
     return AdminError(code, f"group '{group_id}': {error_name(code)}" + (f" ({message})" if message else ""))
 
 
-class Admin(TopicAdmin, ConfigAdmin, PreregistrationAdmin, HistoryAdmin, TransactionAdmin, UserAdmin, AclAdmin):
+class Admin(
+    TopicAdmin, ConfigAdmin, PreregistrationAdmin, HistoryAdmin, TransactionAdmin, UserAdmin, AclAdmin, ShareAdmin
+):
     """Group, topic, config, transaction, SCRAM user and ACL administration against one cluster."""
 
     error_type = AdminError

@@ -72,6 +72,10 @@ _HANDLED: Final[dict[int, tuple[int, int]]] = {
     66: (0, 1),  # ListTransactions (v2 adds a transactional id pattern, KIP-1152)
     68: (0, 1),  # ConsumerGroupHeartbeat (KIP-848; v1: the client makes its member id, KIP-1082)
     69: (0, 1),  # ConsumerGroupDescribe (KIP-848)
+    77: (1, 1),  # ShareGroupDescribe (KIP-932)
+    90: (0, 1),  # DescribeShareGroupOffsets (v1 adds the lag, KIP-1226)
+    91: (0, 0),  # AlterShareGroupOffsets
+    92: (0, 0),  # DeleteShareGroupOffsets
 }
 
 API_NAMES: Final[dict[int, str]] = {key: name.title().replace("_", "") for key, name in api_key_map.items()}
