@@ -276,3 +276,59 @@ def test_a_consumer_protocol_group_shows_by_state_and_counts_its_epoch_bumps(bro
         "both leaves counted",
     )
     assert value(after, "herd_group_coordinator_consumer_group_count", state="Empty") >= 1
+
+
+def test_a_share_group_shows_by_state_and_its_records_by_what_became_of_them(broker: BrokerProcess) -> None:
+    """A KIP-932 share group (confluent-kafka's ShareConsumer, explicit acknowledgement): the share group count by
+    state, the share partition and session, and the records acquired, accepted, released and rejected."""
+    from confluent_kafka import AcknowledgeType, ShareConsumer
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ResourceType
+
+    topic, group = "metrics-932", "metrics-932-g"
+    create_topic(broker.bootstrap, topic, 1)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    earliest = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[earliest])]
+    ).values():
+        future.result(15)
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for i in range(3):
+        producer.produce(topic, b"%d" % i, partition=0)
+        producer.flush(10)
+    before = scrape(broker)
+    consumer = ShareConsumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
+    )
+    kinds = {b"0": AcknowledgeType.ACCEPT, b"1": AcknowledgeType.REJECT, b"2": AcknowledgeType.RELEASE}
+    try:
+        consumer.subscribe([topic])
+
+        def acknowledged(s: Samples) -> bool:
+            for m in consumer.poll(0.1):
+                consumer.acknowledge(m, kinds[m.value()] if m.delivery_count() == 1 else AcknowledgeType.ACCEPT)
+            consumer.commit_async()
+            return (
+                value(s, "herd_group_coordinator_share_group_count", state="Stable") >= 1
+                and total(s, "herd_share_acknowledgements_total", type="release")
+                - total(before, "herd_share_acknowledgements_total", type="release")
+                >= 1
+                and total(s, "herd_share_acknowledgements_total", type="accept")
+                - total(before, "herd_share_acknowledgements_total", type="accept")
+                >= 2  # 0, and 2 on its second delivery
+            )
+
+        samples = scraped_until(broker, acknowledged, "the share group's acknowledgements counted")
+        assert value(samples, "herd_group_coordinator_group_count", protocol="share") >= 1
+        assert (
+            total(samples, "herd_share_acknowledgements_total", type="reject")
+            - total(before, "herd_share_acknowledgements_total", type="reject")
+            == 1
+        )
+        assert (
+            total(samples, "herd_share_records_acquired_total") - total(before, "herd_share_records_acquired_total")
+            >= 4
+        )
+        assert value(samples, "herd_share_partitions") >= 1 and value(samples, "herd_share_sessions") >= 1
+    finally:
+        consumer.close()

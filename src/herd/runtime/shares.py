@@ -63,7 +63,8 @@ GroupConfig = Callable[[str, str], str | None]
 """(group id, group config name) -> the group's value, None when it does not set it."""
 
 Key = tuple[str, str, int]  # (group id, topic, partition)
-Staged = tuple[Key, SharePartition, Pending]  # acknowledgements applied, not yet written and completed
+# acknowledgements applied, not yet written and completed, with the batches acknowledged
+Staged = tuple[Key, SharePartition, Pending, Sequence[tuple[int, int, Sequence[int]]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +122,14 @@ class SharePartitions:
         self._topic_id = topic_id
         self._partitions: dict[Key, SharePartition] = {}
         self._creating: dict[Key, asyncio.Future[SharePartition]] = {}
+        # records acknowledged (by type: accept, release, reject, gap), acquired, whose lock ran out, and given back
+        # by a member that left: what /metrics counts (herd.server.metrics)
+        self.counts: dict[str, int] = dict.fromkeys(("accept", "release", "reject", "gap", "acquired", "expired",
+                                                     "released"), 0)  # fmt: skip
+
+    def partitions(self) -> list[tuple[Key, SharePartition]]:
+        """Every share partition this node holds (for inspection: read them, never change them)."""
+        return list(self._partitions.items())
 
     def __len__(self) -> int:
         return len(self._partitions)
@@ -198,6 +207,7 @@ class SharePartitions:
         records are available again either way, and a reload finds them so too)."""
         expired = share.expire_locks(now_ms)
         if expired:
+            self.counts["expired"] += sum(b.last - b.first + 1 for b in expired)
             await self._write(key, share, expired)
 
     def _start_offset(self, group_id: str, log: PartitionLog, now_ms: int) -> int:
@@ -248,6 +258,7 @@ class SharePartitions:
                 ranges = _without(ranges, first, last)
         if not ranges:
             return NOTHING
+        self.counts["acquired"] += sum(r.last - r.first + 1 for r in ranges)
         first, last = ranges[0].first, max(r.last for r in ranges)
         kept = [h for h in headers if h.last_offset >= first and h.base_offset <= last]
         return Acquired(bytes(data[kept[0].position : kept[-1].end]), tuple(ranges))
@@ -281,21 +292,34 @@ class SharePartitions:
         except CoordinatorError as error:
             return ErrorCode(error.code), error.message or None
         if staged is not None:
-            staged.append((key, share, pending))
+            staged.append((key, share, pending, batches))
             return ErrorCode.none, None
         written = await self._write(key, share, pending.batches)
         share.complete(pending, written == ErrorCode.none, now_ms)
+        if written == ErrorCode.none:
+            self._count(batches)
         return written, None
+
+    def _count(self, batches: Sequence[tuple[int, int, Sequence[int]]]) -> None:
+        names = ("gap", "accept", "release", "reject")
+        for first, last, types in batches:
+            if len(types) == 1:
+                self.counts[names[types[0]]] += last - first + 1
+            else:
+                for t in types:
+                    self.counts[names[t]] += 1
 
     async def complete(self, staged: list[Staged], now_ms: int) -> dict[tuple[str, int], ErrorCode]:
         """Write the staged acknowledgements and complete them: the (topic, partition)s whose write failed, with
         the error (their acknowledgements are undone)."""
         failed: dict[tuple[str, int], ErrorCode] = {}
-        for key, share, pending in staged:
+        for key, share, pending, acknowledged in staged:
             written = await self._write(key, share, pending.batches)
             share.complete(pending, written == ErrorCode.none, now_ms)
             if written != ErrorCode.none:
                 failed[(key[1], key[2])] = written
+            else:
+                self._count(acknowledged)
         staged.clear()
         return failed
 
@@ -319,6 +343,8 @@ class SharePartitions:
                 if pending.changed:
                     written = await self._write(key, share, pending.batches)
                     share.complete(pending, written == ErrorCode.none, now_ms)
+                    if written == ErrorCode.none:
+                        self.counts["released"] += sum(b.last - b.first + 1 for b in pending.batches)
 
     async def summary(self, group_id: str, topic: str, partition: int) -> tuple[int, int, int]:
         """(start offset, delivery-complete count, leader epoch) of the share partition, as

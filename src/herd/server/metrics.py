@@ -16,9 +16,11 @@ group and partition, which Kafka leaves to an exporter (kafka-lag-exporter, Burr
 The families, with their labels (a counter's samples end in _total, a histogram's in _bucket/_sum/_count):
 
     group coordinator (Kafka's group-coordinator-metrics, and herd's additions)
-    herd_group_coordinator_group_count{protocol}              gauge      groups coordinated here: classic, consumer
+    herd_group_coordinator_group_count{protocol}              gauge      groups coordinated here: classic, consumer,
+                                                                         share
     herd_group_coordinator_consumer_group_count{state}        gauge      KIP-848 consumer groups by state (Empty,
                                                                          Assigning, Reconciling, Stable, Dead)
+    herd_group_coordinator_share_group_count{state}           gauge      KIP-932 share groups by state (Empty, Stable)
     herd_group_coordinator_classic_group_count{state, protocol_type}  gauge   groups by state (Empty,
                                                                          PreparingRebalance, CompletingRebalance,
                                                                          Stable, Dead) and protocol type
@@ -45,6 +47,16 @@ The families, with their labels (a counter's samples end in _total, a histogram'
     herd_group_coordinator_fsync_latency_seconds              histogram one write round of the coordinator: appends
                                                                          and fsync (cluster mode: the PostgreSQL
                                                                          commit)
+    share groups (KIP-932: the share partitions led here; Kafka's share-group metrics, herd's names)
+    herd_share_partitions                                     gauge      share partitions led here
+    herd_share_sessions                                       gauge      share sessions open here
+    herd_share_partition_records{state}                       gauge      records in flight: available, acquired,
+                                                                         acknowledged, archived
+    herd_share_acknowledgements{type}                         counter    records acknowledged: accept, release,
+                                                                         reject, gap
+    herd_share_records_acquired                               counter    records handed to share consumers
+    herd_share_lock_expirations                               counter    acquired records whose lock ran out
+    herd_share_records_released_on_leave                      counter    records given back when a session ended
     consumer lag (of the groups coordinated here; kafka-lag-exporter's kafka_consumergroup_group_* in Kafka)
     herd_consumer_group_lag{group, topic, partition}          gauge      high watermark - committed offset
     herd_consumer_group_offset{group, topic, partition}       gauge      committed offset
@@ -207,6 +219,7 @@ class Snapshot:
             self.partitions[shard.state.value] = self.partitions.get(shard.state.value, 0) + 1
         self.groups: dict[tuple[str, str], int] = {}  # (state, protocol type) -> groups
         self.consumer_groups: dict[str, int] = {}  # KIP-848 consumer groups by state
+        self.share_groups: dict[str, int] = {}  # KIP-932 share groups by state
         self.offsets = 0
         for shard in shards:
             if shard.state.value == "active":
@@ -216,8 +229,23 @@ class Snapshot:
                 for consumer_group in shard.shard.consumer_groups():
                     state = consumer_group.state.value
                     self.consumer_groups[state] = self.consumer_groups.get(state, 0) + 1
+                for share_group in shard.shard.share_groups():
+                    state = share_group.state.value
+                    self.share_groups[state] = self.share_groups.get(state, 0) + 1
                 self.offsets += shard.shard.size()[1]
         self.stats: CoordinatorStats | None = copy.deepcopy(runtime.stats) if runtime is not None else None
+        shares = broker.shares
+        self.share_counts = dict(shares.counts)
+        self.share_partitions = 0
+        self.share_records: dict[str, int] = {}  # records in flight by state, over the share partitions led here
+        for _, share in shares.partitions():
+            self.share_partitions += 1
+            for first, last, state in share.records():
+                if last >= share.start_offset:
+                    name = state.state.name.lower()
+                    n = last - max(first, share.start_offset) + 1
+                    self.share_records[name] = self.share_records.get(name, 0) + n
+        self.share_sessions = len(broker.share_sessions)
         self.lags = lags
         self.lag_totals = lag_totals
 
@@ -235,6 +263,7 @@ class HerdCollector(Collector):
         dropped: dict[str, int] = {}  # series left out of this scrape by family
         yield from _requests(snapshot)
         yield from _coordinator(snapshot, dropped)
+        yield from _shares(snapshot)
         yield from _topics(snapshot)
         yield from _connections(snapshot)
         yield from _lag(snapshot.lags, snapshot.lag_totals, dropped)
@@ -352,6 +381,37 @@ def _requests(snapshot: Snapshot) -> Iterator[Metric]:
         yield family
 
 
+def _shares(snapshot: Snapshot) -> Iterator[Metric]:
+    yield GaugeMetricFamily("herd_share_partitions", "Share partitions led here.", value=snapshot.share_partitions)
+    yield GaugeMetricFamily("herd_share_sessions", "Share sessions open here.", value=snapshot.share_sessions)
+    records = GaugeMetricFamily(
+        "herd_share_partition_records",
+        "Records in flight in the share partitions led here, by state.",
+        labels=["state"],
+    )
+    for state in ("available", "acquired", "acknowledged", "archived"):
+        records.add_metric([state], snapshot.share_records.get(state, 0))
+    yield records
+    acknowledged = CounterMetricFamily(
+        "herd_share_acknowledgements", "Records acknowledged by share consumers, by type.", labels=["type"]
+    )
+    for kind in ("accept", "release", "reject", "gap"):
+        acknowledged.add_metric([kind], snapshot.share_counts[kind])
+    yield acknowledged
+    counts = snapshot.share_counts
+    yield CounterMetricFamily(
+        "herd_share_records_acquired", "Records handed to share consumers.", value=counts["acquired"]
+    )
+    yield CounterMetricFamily(
+        "herd_share_lock_expirations", "Acquired records whose lock ran out.", value=counts["expired"]
+    )
+    yield CounterMetricFamily(
+        "herd_share_records_released_on_leave",
+        "Acquired records given back when their consumer's share session ended.",
+        value=counts["released"],
+    )
+
+
 def _kafka_name(name: str) -> str:
     """An API's name as Kafka's ApiKeys spells it (JoinGroup) from herd's module name (join_group)."""
     return "".join(word.capitalize() for word in name.split("_"))
@@ -379,7 +439,14 @@ def _coordinator(snapshot: Snapshot, dropped: dict[str, int]) -> Iterator[Metric
     )
     count.add_metric(["classic"], sum(groups.values()))
     count.add_metric(["consumer"], sum(snapshot.consumer_groups.values()))
+    count.add_metric(["share"], sum(snapshot.share_groups.values()))
     yield count
+    share = GaugeMetricFamily(
+        "herd_group_coordinator_share_group_count", "KIP-932 share groups coordinated here, by state.", labels=["state"]
+    )
+    for state in ("Empty", "Stable"):
+        share.add_metric([state], snapshot.share_groups.get(state, 0))
+    yield share
     consumer = GaugeMetricFamily(
         "herd_group_coordinator_consumer_group_count",
         "KIP-848 consumer groups coordinated here, by state.",
