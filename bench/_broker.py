@@ -10,6 +10,7 @@ import threading
 
 _LISTENING = re.compile(rb"herd listening on \S+:(\d+)")
 _LISTENER = re.compile(rb"herd listener (\w+) \(\w+\) on \S+:(\d+)")
+_HTTP = re.compile(rb"herd http listening on \S+:(\d+)")
 
 
 class BenchBroker:
@@ -31,7 +32,10 @@ class BenchBroker:
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         assert self.proc.stdout is not None
         self.ports: dict[str, int] = {}  # every listener's port, by name
+        self.http_port = 0  # herd.http.listener's port, when it has one
         for line in self.proc.stdout:
+            if http := _HTTP.search(line):
+                self.http_port = int(http.group(1))
             if named := _LISTENER.search(line):
                 self.ports[named.group(1).decode()] = int(named.group(2))
             match = _LISTENING.search(line)
