@@ -22,6 +22,12 @@ Shapes (every offset an int, every time epoch ms):
                    also has "member_epoch", "member_state" (STABLE, UNREVOKED_PARTITIONS,
                    UNRELEASED_PARTITIONS), "target_assignment" (as "assignment") and "protocol" ("consumer",
                    or "classic" for a member that joined with JoinGroup)
+    share group:   type "share" (KIP-932): "protocol" its assignor (simple), "generation" its group epoch,
+                   "assignment_epoch"; lag the sum over its share partitions of end offset - start offset - records
+                   delivered for good; in detail, members with "member_epoch" and "assignment", and "partitions" as
+                   share partition: {"topic", "partition", "start_offset", "end_offset", "lag", "available",
+                    "acquired", "acknowledged", "archived"} (the records in flight by state, null where this
+                    node does not lead the partition)
     partition lag: {"topic", "partition", "committed", "end_offset", "lag", "member_id"}
                    (end_offset and lag null when unknown; member_id the member assigned it, or null)
     topic:         {"topic", "internal", "partitions": [{"partition", "leader", "start_offset", "end_offset",
@@ -43,6 +49,7 @@ from herd.coordinator.consumer.member import ConsumerMember
 from herd.coordinator.group import ClassicGroup
 from herd.coordinator.history import Rebalance
 from herd.coordinator.member import Member
+from herd.coordinator.share.group import ShareGroup
 from herd.server.broker import Broker
 from herd.server.lag import group_lags
 
@@ -135,6 +142,9 @@ async def local_groups(broker: Broker) -> list[dict[str, Any]]:
     out = []
     assignor = _default_assignor(broker)
     for shard in _active_shards(broker):
+        for share_group in shard.share_groups():
+            partitions = await _share_partitions(broker, shard, share_group)
+            out.append(_share_summary(broker, share_group, partitions))
         groups: dict[str, ClassicGroup | ConsumerGroup] = {g.group_id: g for g in shard.groups()}
         groups.update((g.group_id, g) for g in shard.consumer_groups())
         for group_id in sorted(set(groups) | set(shard.offset_group_ids())):
@@ -162,6 +172,27 @@ async def group_detail(broker: Broker, group_id: str) -> dict[str, Any] | None:
     """The group's members, assignments, lag and history; None if this node's shard does not know it.
     Raises NotHere if this node does not coordinate it (now)."""
     shard = _shard(broker, group_id)
+    share_group: ShareGroup | None = shard.share_group(group_id)
+    if share_group is not None:
+        partitions = await _share_partitions(broker, shard, share_group)
+        names = shard.topics.with_names
+        return {
+            **_share_summary(broker, share_group, partitions),
+            "leader": None,
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "group_instance_id": None,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "member_epoch": m.member_epoch,
+                    "assignment": _listed(m.assigned, names),
+                }
+                for m in share_group.members.values()
+            ],
+            "partitions": partitions,
+            "rebalances": [],
+        }
     consumer_group: ConsumerGroup | None = shard.consumer_group(group_id)
     if consumer_group is not None:
         return await _consumer_group_detail(broker, shard, consumer_group)
@@ -197,6 +228,64 @@ async def _consumer_group_detail(broker: Broker, shard: Any, group: ConsumerGrou
         "partitions": [_lag(p, owners.get((p.topic, p.partition))) for p in lags],
         "rebalances": [rebalance_json(entry) for entry in history],
     }
+
+
+def _share_summary(broker: Broker, group: ShareGroup, partitions: list[dict[str, Any]]) -> dict[str, Any]:
+    known = [p["lag"] for p in partitions if p["lag"] is not None]
+    return {
+        "group": group.group_id,
+        "type": "share",
+        "state": group.state.value,
+        "protocol_type": ShareGroup.PROTOCOL_TYPE,
+        "protocol": "simple",
+        "generation": group.group_epoch,
+        "assignment_epoch": group.assignment_epoch,
+        "members": len(group.members),
+        "coordinator": broker.node_id,
+        "lag": sum(known) if known else None,
+        "last_rebalance": None,
+    }
+
+
+async def _share_partitions(broker: Broker, shard: Any, group: ShareGroup) -> list[dict[str, Any]]:
+    """Each initialized share partition of the group: start offset and lag (SharePartitions.summary), and the
+    records in flight by state where this node leads it."""
+    metadata = group.state_metadata
+    if metadata is None:
+        return []
+    out = []
+    for topic_id, state in sorted(metadata.initialized.items(), key=lambda t: t[1].name):
+        topic = broker.cluster.by_id(topic_id)
+        if topic is None:
+            continue
+        for index in sorted(state.partitions):
+            start, done, _ = await broker.shares.summary(group.group_id, topic.name, index)
+            log = topic.partitions[index] if index < len(topic.partitions) else None
+            end = log.log_end_offset if log is not None else None
+            counts: dict[str, int | None] = dict.fromkeys(("available", "acquired", "acknowledged", "archived"))
+            share = broker.shares.get(group.group_id, topic.name, index)
+            if share is not None:
+                counts = dict.fromkeys(counts, 0)
+                for first, last, record in share.records():
+                    if last >= share.start_offset:
+                        name = record.state.name.lower()
+                        counts[name] = (counts[name] or 0) + last - max(first, share.start_offset) + 1
+            out.append(
+                {
+                    "topic": topic.name,
+                    "partition": index,
+                    "start_offset": None if start < 0 else start,
+                    "end_offset": end,
+                    "lag": end - start - done if end is not None and start >= 0 and done >= 0 else None,
+                    **counts,
+                }
+            )
+    return out
+
+
+def _listed(assignment: Any, names: Any) -> list[dict[str, Any]]:
+    """An assignment by topic id as [{"topic", "partitions"}] (`names`: TopicsImage.with_names)."""
+    return [{"topic": topic, "partitions": sorted(parts)} for topic, parts in sorted(names(assignment).items())]
 
 
 def _consumer_member(member: ConsumerMember, group: ConsumerGroup, names: Any, session_ms: int) -> dict[str, Any]:
