@@ -497,3 +497,57 @@ def test_consumers_joining_and_leaving_while_records_flow_see_each_record_once(b
         first.close()
         if third is not None:
             third.close()
+
+
+def test_v2_record_limit_and_renew(broker) -> None:
+    """ShareFetch v2's record_limit acquire mode caps MaxRecords inside a batch; Renew (type 4 with IsRenewAck, on
+    ShareAcknowledge v2 and on a fetch-nothing ShareFetch v2) keeps records acquired past their first lock."""
+    topic, group = new_topic(broker.bootstrap, partitions=1), unique("v2")
+    with RawClient(broker.port) as c:
+        tid = topic_id_of(c, topic)
+        p = part(FETCH, 2, "FetchPartition", partition_index=0, acknowledgement_batches=())
+        opened = c.request(FETCH, 2, req(FETCH, 2, group_id=group, member_id="m", share_session_epoch=0, max_wait=0,
+                                         min_bytes=1, max_bytes=1 << 20, max_records=2, batch_size=2,
+                                         share_acquire_mode=1, is_renew_ack=False,
+                                         topics=(part(FETCH, 2, "FetchTopic", topic_id=tid, partitions=(p,)),),
+                                         forgotten_topics_data=()))  # fmt: skip
+        assert opened.error_code == ErrorCode.none
+        produce(broker.bootstrap, topic, 5, partitions=1)  # one batch of 5
+
+        def fetch_v2(epoch: int, mode: int = 1, renew=(), is_renew: bool = False, limit: int = 2):
+            batches = tuple(
+                part(FETCH, 2, "AcknowledgementBatch", first_offset=f, last_offset=last, acknowledge_types=(4,))
+                for f, last in renew
+            )
+            topics = (
+                (part(FETCH, 2, "FetchTopic", topic_id=tid, partitions=(
+                    part(FETCH, 2, "FetchPartition", partition_index=0, acknowledgement_batches=batches),)),)
+                if renew else ()
+            )  # fmt: skip
+            zero = is_renew
+            return c.request(FETCH, 2, req(FETCH, 2, group_id=group, member_id="m", share_session_epoch=epoch,
+                                           max_wait=0 if zero else 5_000, min_bytes=0 if zero else 1,
+                                           max_bytes=0 if zero else 1 << 20, max_records=0 if zero else limit,
+                                           batch_size=limit, share_acquire_mode=mode, is_renew_ack=is_renew,
+                                           topics=topics, forgotten_topics_data=()))  # fmt: skip
+
+        assert acquired(fetch_v2(1)) == [(0, 1, 1)]  # record_limit: 2 of the batch of 5
+        assert acquired(fetch_v2(2)) == [(2, 3, 1)]
+        time.sleep(LOCK_MS / 1000 * 0.6)
+        renew_fetch = fetch_v2(3, is_renew=True, renew=((0, 1),))  # zero limits: it renews 0-1 and fetches nothing
+        assert renew_fetch.error_code == ErrorCode.none and acquired(renew_fetch) == []
+        assert renew_fetch.responses[0].partitions[0].acknowledge_error_code == ErrorCode.none
+        renewed = c.request(ACK, 2, req(ACK, 2, group_id=group, member_id="m", share_session_epoch=4,
+                                        is_renew_ack=True, topics=(part(ACK, 2, "AcknowledgeTopic", topic_id=tid,
+                                        partitions=(part(ACK, 2, "AcknowledgePartition", partition_index=0,
+                                        acknowledgement_batches=(part(ACK, 2, "AcknowledgementBatch", first_offset=2,
+                                        last_offset=3, acknowledge_types=(4,)),)),)),)))  # fmt: skip
+        assert renewed.responses[0].partitions[0].error_code == ErrorCode.none
+        assert renewed.acquisition_lock_timeout.total_seconds() * 1000 == LOCK_MS
+        time.sleep(LOCK_MS / 1000 * 0.5)  # past the first locks of 0-3 (1.1 locks in), within the renewed ones
+        other = fetch(c, group, "m", 0, (fetch_topic(tid),))  # a new session of m (v1): only 4, never delivered
+        assert acquired(other) == [(4, 4, 1)]
+        refused = c.request(FETCH, 2, req(FETCH, 2, group_id=group, member_id="m", share_session_epoch=1, max_wait=0,
+                                          min_bytes=0, max_bytes=1, max_records=0, batch_size=0, share_acquire_mode=0,
+                                          is_renew_ack=True, topics=(), forgotten_topics_data=()))  # fmt: skip
+        assert refused.error_code == ErrorCode.invalid_request  # a renew fetch with a limit

@@ -124,8 +124,8 @@ class SharePartitions:
         self._creating: dict[Key, asyncio.Future[SharePartition]] = {}
         # records acknowledged (by type: accept, release, reject, gap), acquired, whose lock ran out, and given back
         # by a member that left: what /metrics counts (herd.server.metrics)
-        self.counts: dict[str, int] = dict.fromkeys(("accept", "release", "reject", "gap", "acquired", "expired",
-                                                     "released"), 0)  # fmt: skip
+        self.counts: dict[str, int] = dict.fromkeys(("accept", "release", "reject", "gap", "renew", "acquired",
+                                                     "expired", "released"), 0)  # fmt: skip
 
     def partitions(self) -> list[tuple[Key, SharePartition]]:
         """Every share partition this node holds (for inspection: read them, never change them)."""
@@ -222,7 +222,14 @@ class SharePartitions:
         return log.log_end_offset
 
     async def acquire(
-        self, group_id: str, member_id: str, log: PartitionLog, max_records: int, max_bytes: int, now_ms: int
+        self,
+        group_id: str,
+        member_id: str,
+        log: PartitionLog,
+        max_records: int,
+        max_bytes: int,
+        now_ms: int,
+        record_limit: bool = False,
     ) -> Acquired:
         """Hand `member_id` the records it may have of this partition (see the module docstring). ShareStateError if
         the partition's state cannot be read."""
@@ -246,7 +253,9 @@ class SharePartitions:
             return NOTHING
         fetched = [(h.base_offset, h.last_offset) for h in headers]
         lock_ms = self.lock_duration_ms(group_id)
-        ranges = share.acquire(member_id, fetched, max_records, now_ms, lock_ms, fetch_offset=offset)
+        ranges = share.acquire(
+            member_id, fetched, max_records, now_ms, lock_ms, fetch_offset=offset, record_limit=record_limit
+        )
         if ranges and committed:
             stop = headers[-1].last_offset + 1
             if remote is not None:
@@ -288,7 +297,7 @@ class SharePartitions:
             return ErrorCode.unknown_topic_or_partition, None
         await self._expire(key, share, now_ms)
         try:
-            pending = share.acknowledge(member_id, batches)
+            pending = share.acknowledge(member_id, batches, renew_until=now_ms + self.lock_duration_ms(group_id))
         except CoordinatorError as error:
             return ErrorCode(error.code), error.message or None
         if staged is not None:
@@ -301,7 +310,7 @@ class SharePartitions:
         return written, None
 
     def _count(self, batches: Sequence[tuple[int, int, Sequence[int]]]) -> None:
-        names = ("gap", "accept", "release", "reject")
+        names = ("gap", "accept", "release", "reject", "renew")
         for first, last, types in batches:
             if len(types) == 1:
                 self.counts[names[types[0]]] += last - first + 1

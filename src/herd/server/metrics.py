@@ -53,7 +53,7 @@ The families, with their labels (a counter's samples end in _total, a histogram'
     herd_share_partition_records{state}                       gauge      records in flight: available, acquired,
                                                                          acknowledged, archived
     herd_share_acknowledgements{type}                         counter    records acknowledged: accept, release,
-                                                                         reject, gap
+                                                                         reject, gap, renew
     herd_share_records_acquired                               counter    records handed to share consumers
     herd_share_lock_expirations                               counter    acquired records whose lock ran out
     herd_share_records_released_on_leave                      counter    records given back when a session ended
@@ -395,7 +395,7 @@ def _shares(snapshot: Snapshot) -> Iterator[Metric]:
     acknowledged = CounterMetricFamily(
         "herd_share_acknowledgements", "Records acknowledged by share consumers, by type.", labels=["type"]
     )
-    for kind in ("accept", "release", "reject", "gap"):
+    for kind in ("accept", "release", "reject", "gap", "renew"):
         acknowledged.add_metric([kind], snapshot.share_counts[kind])
     yield acknowledged
     counts = snapshot.share_counts

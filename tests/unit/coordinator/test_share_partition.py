@@ -288,8 +288,10 @@ class SharePartitionMachine(RuleBasedStateMachine):
         last = first
         while last + 1 in mine and last - first + 1 < width:
             last += 1
-        pending = self.p.acknowledge(member, [(first, last, [kind])])
+        pending = self.p.acknowledge(member, [(first, last, [kind])], renew_until=self.now + LOCK)
         self.p.complete(pending, ok, self.now)
+        if kind is AckType.RENEW:  # still the member's, its lock restarted; nothing written
+            assert pending.batches == [] and all(self.held.get(o) == member for o in range(first, last + 1))
         if ok:
             for b in pending.batches:
                 for offset in range(b.first, b.last + 1):
@@ -329,3 +331,31 @@ class SharePartitionMachine(RuleBasedStateMachine):
 
 SharePartitionMachine.TestCase.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
 test_share_partition_model = SharePartitionMachine.TestCase
+
+
+def test_a_renew_restarts_the_lock_and_writes_nothing() -> None:
+    p = SharePartition(0)
+    p.acquire("m1", [(0, 4)], 500, now_ms=0, lock_ms=LOCK)
+    pending = p.acknowledge("m1", [(1, 2, [AckType.RENEW])], renew_until=20_000 + LOCK)
+    assert pending.batches == []
+    expired = p.expire_locks(LOCK + 1)  # per offset: the batch was split by the renew
+    assert [(b.first, b.last, b.state) for b in expired] == [(0, 0, AVAILABLE), (3, 3, AVAILABLE), (4, 4, AVAILABLE)]
+    assert [(first, last, st.state, st.lock_deadline) for first, last, st in p.records() if first in (1, 2)] == [
+        (1, 1, ACQUIRED, 20_000 + LOCK),
+        (2, 2, ACQUIRED, 20_000 + LOCK),
+    ]
+    with pytest.raises(CoordinatorError) as refused:
+        p.acknowledge("m2", [(1, 1, [AckType.RENEW])], renew_until=1)
+    assert refused.value.code == ErrorCode.invalid_record_state  # not m2's
+    with pytest.raises(CoordinatorError) as no_lock:
+        p.acknowledge("m1", [(1, 1, [AckType.RENEW])])
+    assert no_lock.value.code == ErrorCode.invalid_request  # v1 has no Renew
+
+
+def test_record_limit_is_a_hard_cap_and_leaves_the_rest_of_the_batch_available() -> None:
+    p = SharePartition(0)
+    assert p.acquire("m1", [(0, 9)], 4, now_ms=0, lock_ms=LOCK, record_limit=True) == [AcquiredRecords(0, 3, 1)]
+    assert p.acquire("m2", [(0, 9)], 4, now_ms=0, lock_ms=LOCK, record_limit=True) == [AcquiredRecords(4, 7, 1)]
+    assert p.acquire("m3", [(0, 9)], 500, now_ms=0, lock_ms=LOCK) == [AcquiredRecords(8, 9, 1)]  # never delivered: dc 1
+    soft = SharePartition(0)
+    assert soft.acquire("m1", [(0, 9)], 4, now_ms=0, lock_ms=LOCK) == [AcquiredRecords(0, 9, 1)]  # whole batch

@@ -55,12 +55,14 @@ class RecordState(IntEnum):
 
 
 class AckType(IntEnum):
-    """AcknowledgeType (ShareFetch/ShareAcknowledge AcknowledgeTypes): 0 is a gap (no record at the offset)."""
+    """AcknowledgeType (ShareFetch/ShareAcknowledge AcknowledgeTypes): 0 is a gap (no record at the offset); 4 renews
+    the acquisition lock (v2, KIP-1222)."""
 
     GAP = 0
     ACCEPT = 1
     RELEASE = 2
     REJECT = 3
+    RENEW = 4
 
 
 AVAILABLE, ACQUIRED, ACKNOWLEDGED, ARCHIVED = RecordState
@@ -282,11 +284,13 @@ class SharePartition:
         now_ms: int,
         lock_ms: int,
         fetch_offset: int | None = None,
+        record_limit: bool = False,
     ) -> list[AcquiredRecords]:
         """Hand records to `member_id`: AVAILABLE ones in flight and new ones, within the log batches the fetch read
         (`fetched`: their (base offset, last offset), in order) and at most `max_records` (whole batches, so a
-        soft limit) and the in-flight limit. Each delivery count goes up by one and each lock ends at
-        now_ms + lock_ms."""
+        soft limit; with `record_limit`, ShareFetch v2's record_limit acquire mode (KIP-1206), a hard one: a
+        batch is split and its rest stays AVAILABLE, never delivered) and the in-flight limit. Each delivery count
+        goes up by one and each lock ends at now_ms + lock_ms."""
         if max_records <= 0 or not fetched or fetched[-1][1] < self.start_offset:
             return []
         base = max(fetched[0][0], self.start_offset)
@@ -303,7 +307,8 @@ class SharePartition:
         for batch in self._overlapping(base, last):
             if taken >= budget:
                 break
-            if batch.offsets is None and base <= batch.first and batch.last <= last:
+            fits = not record_limit or batch.last - batch.first + 1 <= budget - taken
+            if batch.offsets is None and base <= batch.first and batch.last <= last and fits:
                 state = batch.whole
                 assert state is not None
                 if state.state is AVAILABLE and state.try_update(ACQUIRED, 1, self.max_delivery_count, member_id):
@@ -315,6 +320,8 @@ class SharePartition:
             if whole is not None and (whole.state is not AVAILABLE or whole.in_transition):
                 continue  # nothing to take in it: leave it whole
             for offset, state in batch.split().items():
+                if record_limit and taken >= budget:
+                    break
                 if offset < base or offset > last or state.state is not AVAILABLE:
                     continue
                 if not state.try_update(ACQUIRED, 1, self.max_delivery_count, member_id):
@@ -326,8 +333,17 @@ class SharePartition:
         if taken < budget and last >= max(tail, base):
             first = max(tail, base)
             end = _whole_batches_end(fetched, first, budget - taken, last)
-            self._append(InFlightBatch(first, end, InFlightState(ACQUIRED, 1, member_id, deadline)))
-            out.append(AcquiredRecords(first, end, 1))
+            limit = first + budget - taken - 1
+            if record_limit and end > limit:  # the records past the budget stay AVAILABLE, never delivered
+                batch = InFlightBatch(first, end, None, {
+                    o: InFlightState(ACQUIRED, 1, member_id, deadline) if o <= limit else InFlightState(AVAILABLE, 0)
+                    for o in range(first, end + 1)
+                })  # fmt: skip
+                self._append(batch)
+                out.append(AcquiredRecords(first, limit, 1))
+            else:
+                self._append(InFlightBatch(first, end, InFlightState(ACQUIRED, 1, member_id, deadline)))
+                out.append(AcquiredRecords(first, end, 1))
             if len(self._batches) == 1:
                 self.start_offset = first
             self.end_offset = max(self.end_offset, end)
@@ -335,18 +351,56 @@ class SharePartition:
 
     # -- acknowledge and release ---------------------------------------------------------------------------------
 
-    def acknowledge(self, member_id: str, batches: Sequence[tuple[int, int, Sequence[int]]]) -> Pending:
+    def acknowledge(
+        self, member_id: str, batches: Sequence[tuple[int, int, Sequence[int]]], renew_until: int | None = None
+    ) -> Pending:
         """Stage `member_id`'s acknowledgements ((first, last, types): one type for the range or one per offset)
-        and return what to write; CoordinatorError (nothing changed) when one of them is refused."""
+        and return what to write; CoordinatorError (nothing changed) when one of them is refused. A Renew
+        (type 4, KIP-1222) keeps the records ACQUIRED and their lock runs on until `renew_until`: nothing to write
+        (INVALID_REQUEST without a `renew_until`)."""
         pending = Pending([])
+        renewed: list[tuple[InFlightState, int | None]] = []
         try:
             for first, last, types in batches:
+                if AckType.RENEW in types:
+                    self._renew_one(member_id, first, last, types, renew_until, renewed)
+                    continue
                 self._acknowledge_one(member_id, first, last, types, pending)
         except CoordinatorError:
             for state in pending.changed:
                 state.complete_transition(False, -1)
+            for state, deadline in renewed:
+                state.lock_deadline = deadline
             raise
         return pending
+
+    def _renew_one(
+        self,
+        member_id: str,
+        first: int,
+        last: int,
+        types: Sequence[int],
+        renew_until: int | None,
+        renewed: list[tuple[InFlightState, int | None]],
+    ) -> None:
+        """A Renew: `member_id`'s ACQUIRED records of first..last keep their state; their lock restarts."""
+        if renew_until is None or any(t != AckType.RENEW for t in types) or last < first:
+            raise CoordinatorError(ErrorCode.invalid_request, f"invalid renew of {first}-{last}")
+        covered = [b for b in self._overlapping(first, last) if b.last >= self.start_offset]
+        if not covered or covered[0].first > max(first, self.start_offset) or covered[-1].last < last:
+            raise CoordinatorError(ErrorCode.invalid_record_state, f"records {first}-{last} are not in flight")
+        for batch in covered:
+            if batch.offsets is None and first <= batch.first and batch.last <= last:
+                states = [(batch.first, batch.whole)]
+            else:
+                states = [(o, st) for o, st in batch.split().items() if first <= o <= last]
+            for offset, state in states:
+                if offset < self.start_offset:
+                    continue
+                _check_owned(state, member_id, offset, offset)
+                assert state is not None
+                renewed.append((state, state.lock_deadline))
+                state.lock_deadline = renew_until
 
     def _acknowledge_one(self, member_id: str, first: int, last: int, types: Sequence[int], pending: Pending) -> None:
         if last < first or not types or (len(types) > 1 and len(types) != last - first + 1):

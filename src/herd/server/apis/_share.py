@@ -17,7 +17,8 @@ from herd.server.broker import RequestContext
 TopicPartition = tuple[uuid.UUID, int]
 AckBatch = tuple[int, int, tuple[int, ...]]
 MAX_MEMBER_ID = 36
-MAX_ACK_TYPE_V1 = 3  # Reject; 4 (Renew) comes with v2
+MAX_ACK_TYPE_V1 = 3  # Reject
+RENEW = 4  # v2 (KIP-1222): with IsRenewAck
 
 
 def refused(ctx: RequestContext, group_id: str | None, member_id: str | None) -> ErrorCode | None:
@@ -50,16 +51,17 @@ def partitions_and_acks(topics: Iterable[Any]) -> tuple[list[TopicPartition], di
     return list(named), acks
 
 
-def _valid(batches: list[AckBatch], max_type: int) -> bool:
+def _valid(batches: list[AckBatch], max_type: int, renew: bool) -> bool:
     """validateAcknowledgementBatches: ordered (a batch may start at the previous one's last offset, as Kafka's
-    check lets it), each with types, one per offset or one for the range, each a known type."""
+    check lets it), each with types, one per offset or one for the range, each a known type; a Renew only with
+    IsRenewAck."""
     previous_end = -1
     for first, last, types in batches:
         if first > last or first < previous_end or not types:
             return False
         if len(types) > 1 and last - first + 1 != len(types):
             return False
-        if any(t < 0 or t > max_type for t in types):
+        if any(t < 0 or t > max_type for t in types) or (RENEW in types and not renew):
             return False
         previous_end = last
     return True
@@ -72,6 +74,7 @@ async def acknowledge(
     acks: dict[TopicPartition, list[AckBatch]],
     now_ms: int,
     staged: list[Staged] | None = None,
+    renew: bool = False,
 ) -> dict[TopicPartition, tuple[ErrorCode, str | None]]:
     """Apply the acknowledgements, partition by partition: each partition's error and message (UNKNOWN_TOPIC_ID,
     INVALID_REQUEST for a bad batch, TOPIC_AUTHORIZATION_FAILED, UNKNOWN_TOPIC_OR_PARTITION, then the share
@@ -86,7 +89,7 @@ async def acknowledge(
         topic = broker.cluster.by_id(topic_id)
         if topic is None:
             out[tp] = (ErrorCode.unknown_topic_id, None)
-        elif not _valid(batches, MAX_ACK_TYPE_V1):
+        elif not _valid(batches, RENEW if ctx.api_version >= 2 else MAX_ACK_TYPE_V1, renew):
             out[tp] = (ErrorCode.invalid_request, "Invalid acknowledgement batches.")
         elif broker.authorizer is not None and not authorized(ctx, READ, TOPIC, topic.name):
             out[tp] = (ErrorCode.topic_authorization_failed, None)

@@ -3,8 +3,9 @@ session (epoch -1; librdkafka closes this way). Kafka 4.2's KafkaApis.handleShar
 (docs/kip-932/share-fetch-rules.md section 5): share groups off UNSUPPORTED_VERSION, no READ on the group
 GROUP_AUTHORIZATION_FAILED, a bad member id INVALID_REQUEST, then the session (epoch 0 INVALID_SHARE_SESSION_EPOCH,
 SHARE_SESSION_NOT_FOUND, INVALID_SHARE_SESSION_EPOCH); then each partition's acknowledgements (herd.server.apis.
-_share.acknowledge). At epoch -1 the session closes and its member's records are given back. v2 (Renew, KIP-1222)
-is not served: no client herd is tested with sends it.
+_share.acknowledge). At epoch -1 the session closes and its member's records are given back. v2 (Kafka 4.2): with
+IsRenewAck, acknowledgements of type 4 (Renew, KIP-1222) restart the records' locks; the answer carries the lock
+duration (AcquisitionLockTimeoutMs).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from herd.server.broker import RequestContext
 
 API_KEY = 79
 MIN_VERSION = 1
-MAX_VERSION = 1
+MAX_VERSION = 2
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -41,7 +42,8 @@ async def _serve(ctx: RequestContext, request: Any) -> Any:
     except ShareSessionError as e:
         return _error(ctx, e.code, e.message)
     _, acks = partitions_and_acks(request.topics)
-    results = await acknowledge(ctx, group_id, member_id, acks, broker.now_ms())
+    renew = getattr(request, "is_renew_ack", False)
+    results = await acknowledge(ctx, group_id, member_id, acks, broker.now_ms(), None, renew)
     if epoch == FINAL_EPOCH:
         await broker.release_share_session(session)
     b = ctx_builder(ctx)
@@ -61,11 +63,22 @@ async def _serve(ctx: RequestContext, request: Any) -> Any:
         for topic_id, parts in by_topic.items()
     )
     return b.response(
-        throttle_time=0, error_code=ErrorCode.none, error_message=None, responses=responses, node_endpoints=()
+        throttle_time=0,
+        error_code=ErrorCode.none,
+        error_message=None,
+        acquisition_lock_timeout=broker.shares.lock_duration_ms(group_id),  # v2
+        responses=responses,
+        node_endpoints=(),
     )
 
 
 def _error(ctx: RequestContext, code: ErrorCode, message: str | None = None) -> Any:
+    """A top-level error: no partitions, a lock timeout of 0 (v2)."""
     return ctx_builder(ctx).response(
-        throttle_time=0, error_code=code, error_message=message, responses=(), node_endpoints=()
+        throttle_time=0,
+        error_code=code,
+        error_message=message,
+        acquisition_lock_timeout=0,
+        responses=(),
+        node_endpoints=(),
     )

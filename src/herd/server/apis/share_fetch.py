@@ -20,8 +20,10 @@ acknowledgements. Kafka 4.2's KafkaApis.handleShareFetchRequest, SharePartitionM
    added to the session; then every partition acknowledged. AcquisitionLockTimeoutMs is the group's
    share.record.lock.duration.ms, else the broker's.
 
-v2 (Renew and the record_limit acquire mode, KIP-1222 and KIP-1206) is not served: no client herd is tested with
-sends it (librdkafka sends v1).
+v2 (Kafka 4.2): IsRenewAck (KIP-1222) renews the locks of the records acknowledged with type 4 (Renew) and fetches
+nothing (MaxBytes, MinBytes, MaxRecords and MaxWaitMs must then all be 0, else INVALID_REQUEST before the session);
+ShareAcquireMode 1, record_limit (KIP-1206), makes MaxRecords a hard limit (a batch is split, its rest stays
+available). librdkafka 2.16 sends v1.
 """
 
 from __future__ import annotations
@@ -42,7 +44,8 @@ from herd.server.broker import RequestContext
 
 API_KEY = 78
 MIN_VERSION = 1
-MAX_VERSION = 1
+MAX_VERSION = 2
+RECORD_LIMIT = 1  # ShareAcquireMode
 
 Outcome = tuple[ErrorCode, Acquired]
 
@@ -51,6 +54,10 @@ def handle(ctx: RequestContext, request: Any) -> Any:
     error = refused(ctx, request.group_id, request.member_id)
     if error is not None:
         return _error(ctx, error)
+    if getattr(request, "is_renew_ack", False) and (
+        request.max_bytes or request.min_bytes or request.max_records or ms(request.max_wait)
+    ):
+        return _error(ctx, ErrorCode.invalid_request, "A renew ShareFetch fetches nothing: its limits must be 0.")
     return _serve(ctx, request)
 
 
@@ -74,9 +81,10 @@ async def _serve(ctx: RequestContext, request: Any) -> Any:
             await asyncio.sleep(max(ms(request.max_wait), 0) / 1000)
         return _error(ctx, e.code)
     staged: list[Staged] = []
-    acked = await acknowledge(ctx, group_id, member_id, acks, broker.now_ms(), staged)
+    renew = getattr(request, "is_renew_ack", False)
+    acked = await acknowledge(ctx, group_id, member_id, acks, broker.now_ms(), staged, renew)
     try:
-        fetched = {} if epoch == FINAL_EPOCH else await _fetch(ctx, request, session)
+        fetched = {} if epoch == FINAL_EPOCH or renew else await _fetch(ctx, request, session)
     finally:
         failed = await broker.shares.complete(staged, broker.now_ms())
     for tp in acked:  # an acknowledgement whose write failed is undone and answered with the write's error
@@ -158,9 +166,10 @@ async def _acquire(
         if isinstance(log, ErrorCode):  # moved while the fetch waited
             outcomes[tp] = (log, NOTHING)
             continue
+        record_limit = getattr(request, "share_acquire_mode", 0) == RECORD_LIMIT
         try:
             got = await broker.shares.acquire(
-                session.group_id, session.member_id, log, records_left, bytes_left, broker.now_ms()
+                session.group_id, session.member_id, log, records_left, bytes_left, broker.now_ms(), record_limit
             )
         except ShareStateError as error:
             outcomes[tp] = (_persister_error(error), NOTHING)
