@@ -1,4 +1,5 @@
-"""Consumer groups through each real client (kafka-python, confluent-kafka, aiokafka), over real sockets.
+"""Consumer groups through each real client (kafka-python, confluent-kafka, aiokafka), over real sockets; and share
+groups (KIP-932) through confluent-kafka's ShareConsumer, at the end.
 
 One broker serves the whole module (each test has its own topic and group), on each backend
 (tests/backends.py); the initial rebalance delay is 0 and session timeouts are a few seconds, so groups form
@@ -9,10 +10,15 @@ child process.
 from __future__ import annotations
 
 import itertools
+import json
+import uuid
 from collections import Counter
 
 import pytest
-from backends import BACKENDS, start_broker
+from backends import BACKENDS, start_broker, xfail_on_cluster
+from click.testing import CliRunner
+from confluent_kafka import Producer, ShareConsumer
+from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 from groupmembers import (
     BROKER_OVERRIDES,
     CLIENTS,
@@ -29,12 +35,19 @@ from groupmembers import (
     wait_for,
 )
 
+from herd.cli import cli
+from herd.testing.wait import wait_until
+
 _names = itertools.count()
+
+
+# share-group members heartbeat every second, so that they are given partitions quickly (the share-group tests)
+SHARE_HEARTBEAT = {"group.share.min.heartbeat.interval.ms": "1000", "group.share.heartbeat.interval.ms": "1000"}
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def shared_broker(request, tmp_path_factory):
-    with start_broker(request, tmp_path_factory, "groups", BROKER_OVERRIDES) as broker:
+    with start_broker(request, tmp_path_factory, "groups", {**BROKER_OVERRIDES, **SHARE_HEARTBEAT}) as broker:
         yield broker
 
 
@@ -150,3 +163,79 @@ def test_describe_and_list_groups_through_admin(shared_broker, topic, members, c
 def _stable(client: str, bootstrap: str, group: str):
     listed, described = admin_groups(client, bootstrap, [group])
     return (listed, described) if described[group]["state"].lower() == "stable" else None
+
+
+# --- share groups (KIP-932) on both backends, with confluent-kafka's ShareConsumer -----------------------------------
+# Two consumers read a three-partition topic as a queue, every record delivered and accepted once (in cluster mode
+# the partitions' leaders read the group's share.auto.offset.reset from the node that coordinates it), and
+# kafka-share-groups.sh's view of the group (herd share-groups) shows no lag left, which in cluster mode it cannot
+# yet: there the share state is kept by each partition's leader in memory, and the coordinator sees only the
+# partitions it leads (docs/compatibility.md).
+
+
+def _group_reading_records(bootstrap: str, partitions: int = 3, count: int = 60):
+    """A topic with `count` records, a share group set to start at the earliest, and two ShareConsumers of it."""
+    topic, group = f"q-{uuid.uuid4().hex[:8]}", f"g-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
+    earliest = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[earliest])]
+    ).values():
+        future.result(30)
+    producer = Producer({"bootstrap.servers": bootstrap})
+    values = {b"v%d" % i for i in range(count)}
+    for i, value in enumerate(sorted(values)):
+        producer.produce(topic, value, partition=i % partitions)
+    assert producer.flush(30) == 0
+    consumers = [ShareConsumer({"bootstrap.servers": bootstrap, "group.id": group}) for _ in range(2)]
+    for c in consumers:
+        c.subscribe([topic])
+    return topic, group, values, consumers
+
+
+def _read_all(consumers: list[ShareConsumer], values: set[bytes]) -> list[bytes]:
+    seen: list[bytes] = []
+
+    def all_seen() -> bool:
+        for c in consumers:
+            seen.extend(m.value() for m in c.poll(0.2) if m.error() is None)
+        return set(seen) >= values
+
+    wait_until(all_seen, 60, "every record")
+    for c in consumers:
+        c.commit_sync()  # the last polls' acknowledgements (close would not send them: librdkafka 2.16)
+    return seen
+
+
+def test_share_consumers_read_a_topic_as_a_queue(shared_broker) -> None:
+    topic, group, values, consumers = _group_reading_records(shared_broker.bootstrap)
+    try:
+        assert sorted(_read_all(consumers, values)) == sorted(values)
+    finally:
+        for c in consumers:
+            c.close()
+
+
+@xfail_on_cluster(
+    "the share state is kept in each partition leader's memory: the coordinator describes only what it leads",
+    "shared_broker",
+)
+def test_herd_share_groups_shows_no_lag_once_every_record_is_accepted(shared_broker) -> None:
+    bootstrap = shared_broker.bootstrap
+    topic, group, values, consumers = _group_reading_records(bootstrap, count=30)
+    try:
+        _read_all(consumers, values)
+
+        def herd_rows() -> list[dict]:
+            result = CliRunner().invoke(
+                cli, ["share-groups", "describe", "--group", group, "--output", "json", "--bootstrap-server", bootstrap]
+            )
+            assert result.exit_code == 0, result.output
+            return json.loads(result.stdout)
+
+        wait_until(lambda: [(r["partition"], r["lag"]) for r in herd_rows()] == [(0, 0), (1, 0), (2, 0)], 30,
+                   "no lag left")  # fmt: skip
+    finally:
+        for c in consumers:
+            c.close()

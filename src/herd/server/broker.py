@@ -29,6 +29,7 @@ from herd.runtime.share_sessions import ShareSession, ShareSessions
 from herd.runtime.share_state import ShareStateRuntime
 from herd.runtime.shares import SharePartitions
 from herd.security.tls import ANONYMOUS  # Kafka's KafkaPrincipal.ANONYMOUS, as ACLs name principals (type:name)
+from herd.server.group_configs import RemoteGroupConfigs
 from herd.server.metrics import ServerCounters
 from herd.server.peers import Peers
 
@@ -90,6 +91,7 @@ class Broker:
         # the share coordinator (__share_group_state), set by an embedded node at start: it makes `shares` durable
         self.share_state: ShareStateRuntime | None = None
         self.share_sessions = ShareSessions(config.get("group.share.max.share.sessions"))
+        self.remote_group_configs = RemoteGroupConfigs(self)  # configs of groups another node coordinates
         self.apis: dict[int, ApiSpec] = {}  # API key -> what serves it (herd.server.apis), set by the server
         # herd.server.faults.FaultRegistry with herd.faults.enable=true (set by the server), else None: connections
         # test it once per request. Typed Any: herd.server.faults imports this module.
@@ -133,7 +135,11 @@ class Broker:
         return topic.topic_id if topic is not None else None
 
     def _group_config(self, group_id: str, name: str) -> str | None:
-        return self.coordinator.group_config(group_id, name) if self.coordinator is not None else None
+        if self.coordinator is None:
+            return None
+        if self.coordinator.hosts(group_id):
+            return self.coordinator.group_config(group_id, name)
+        return self.remote_group_configs.get(group_id, name)
 
     def start(self) -> None:
         """Load the topics (the store locked log.dirs when it was opened); raises MetadataError if the data

@@ -34,6 +34,7 @@ def handle(ctx: RequestContext, request: Any) -> Any:
 async def _serve(ctx: RequestContext, request: Any) -> Any:
     broker = ctx.broker
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
+    await broker.remote_group_configs.refresh(group_id)  # cluster mode: the group's configs, if coordinated elsewhere
     try:
         if epoch == FINAL_EPOCH:
             session = broker.share_sessions.close(group_id, member_id)

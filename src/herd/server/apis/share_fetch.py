@@ -66,6 +66,7 @@ async def _serve(ctx: RequestContext, request: Any) -> Any:
     group_id, member_id, epoch = request.group_id, request.member_id, request.share_session_epoch
     named, acks = partitions_and_acks(request.topics)
     forgotten = [(t.topic_id, p) for t in request.forgotten_topics_data for p in t.partitions]
+    await broker.remote_group_configs.refresh(group_id)  # cluster mode: the group's configs, if coordinated elsewhere
     sessions = broker.share_sessions
     try:
         if epoch == INITIAL_EPOCH:
