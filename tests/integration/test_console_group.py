@@ -266,3 +266,71 @@ def _entry(
         "dropped": list(dropped),
         "outcome": outcome,
     }
+
+
+def test_a_share_group_page_shows_members_and_share_partitions(node, browser):
+    """A KIP-932 share group's page, from its document (views.py's shape, docs/observability.md): its epochs and
+    assignor, each member's epoch and partitions, and each share partition's start offset, lag and records in
+    flight by state."""
+    member = "GsyU8IT+R/yTNr2MjT4X3A"
+    document = {
+        "group": "queue",
+        "type": "share",
+        "state": "Stable",
+        "protocol_type": "share",
+        "protocol": "simple",
+        "generation": 4,
+        "assignment_epoch": 4,
+        "members": [
+            {
+                "member_id": member,
+                "group_instance_id": None,
+                "client_id": "reader",
+                "client_host": "/127.0.0.1",
+                "member_epoch": 4,
+                "assignment": [{"topic": "jobs", "partitions": [0, 1]}],
+            }
+        ],
+        "coordinator": 0,
+        "lag": 6,
+        "last_rebalance": None,
+        "leader": None,
+        "partitions": [
+            {
+                "topic": "jobs",
+                "partition": 0,
+                "start_offset": 4,
+                "end_offset": 10,
+                "lag": 6,
+                "available": 0,
+                "acquired": 6,
+                "acknowledged": 0,
+                "archived": 0,
+            },  # fmt: skip
+            {
+                "topic": "jobs",
+                "partition": 1,
+                "start_offset": None,
+                "end_offset": 0,
+                "lag": None,
+                "available": None,
+                "acquired": None,
+                "acknowledged": None,
+                "archived": None,
+            },  # fmt: skip
+        ],
+        "rebalances": [],
+    }
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    page.route("**/v1/groups/queue", lambda route: route.fulfill(json=document))
+    page.goto(f"http://{node.http}/groups/queue")
+    page.locator("#share-partitions tbody tr").nth(1).wait_for()
+    facts = page.locator(".facts").inner_text().lower()  # the terms are upper-cased by the style sheet
+    assert "share (kip-932)" in facts and "simple" in facts
+    row = page.locator(f'#members tr[data-member="{member}"]')
+    assert row.locator(".epoch").inner_text() == "4" and "jobs: 0, 1" in row.inner_text()
+    first = page.locator('#share-partitions tr[data-partition="jobs-0"]')
+    assert first.locator(".lag").inner_text() == "6" and first.locator(".acquired").inner_text() == "6"
+    unknown = page.locator('#share-partitions tr[data-partition="jobs-1"]')
+    assert unknown.locator(".acquired").inner_text() == "–"  # another node leads it
+    page.close()

@@ -127,6 +127,7 @@ function renderGroups(data) {
 function renderMembers(g) {
   if (!g.members.length) return notice("No members.");
   if (g.type === "consumer") return renderConsumerMembers(g);
+  if (g.type === "share") return renderShareMembers(g);
   const rows = g.members.map((m) => h("tr", { "data-member": m.member_id },
     h("td", {}, memberLabel(m.member_id, m.group_instance_id),
       m.member_id === g.leader ? h("span", { class: "leader", title: "the group's leader" }, " ★") : null),
@@ -149,6 +150,31 @@ function renderConsumerMembers(g) {
     h("td", { class: "target" }, assignmentText(m.target_assignment))));
   return table(["Member", "Protocol", "Epoch#", "State", "Client id", "Host", "Partitions", "Target"], rows,
     { id: "members", class: "grid" });
+}
+
+// a KIP-932 share group's members: each with its epoch and the partitions it shares
+function renderShareMembers(g) {
+  const rows = g.members.map((m) => h("tr", { "data-member": m.member_id },
+    h("td", {}, memberLabel(m.member_id)),
+    h("td", { class: "num epoch" }, num(m.member_epoch)),
+    h("td", {}, m.client_id),
+    h("td", {}, m.client_host),
+    h("td", { class: "assignment" }, assignmentText(m.assignment))));
+  return table(["Member", "Epoch#", "Client id", "Host", "Partitions"], rows, { id: "members", class: "grid" });
+}
+
+// a share group's partitions: where it starts, how far behind it is, and its records in flight by state
+function renderSharePartitions(g) {
+  if (!g.partitions.length) return notice("No share partition initialized yet.");
+  const rows = g.partitions.map((p) => h("tr", { "data-partition": `${p.topic}-${p.partition}` },
+    h("td", {}, p.topic),
+    h("td", { class: "num" }, p.partition),
+    h("td", { class: "num" }, num(p.start_offset)),
+    h("td", { class: "num" }, num(p.end_offset)),
+    h("td", { class: "num lag" }, num(p.lag)),
+    ...["available", "acquired", "acknowledged", "archived"].map((k) => h("td", { class: `num ${k}` }, num(p[k])))));
+  return table(["Topic", "Partition#", "Start offset#", "End offset#", "Lag#", "Available#", "Acquired#",
+    "Acknowledged#", "Archived#"], rows, { id: "share-partitions", class: "grid" });
 }
 
 function assignmentText(assignment) {
@@ -234,6 +260,20 @@ function memberLine(m) {
 }
 
 function renderGroup(g) {
+  if (g.type === "share") {
+    const shareFacts = [
+      ["State", stateBadge(g.state)], ["Type", "share (KIP-932)"], ["Group epoch", num(g.generation)],
+      ["Assignment epoch", num(g.assignment_epoch)], ["Assignor", g.protocol || "–"],
+      ["Members", num(g.members.length)], ["Coordinator", `node ${g.coordinator}`], ["Lag", num(g.lag)],
+    ];
+    return [
+      h("p", { class: "crumbs" }, h("a", { href: "/" }, "Groups"), " / "),
+      h("h1", { id: "group-title" }, g.group),
+      h("dl", { class: "facts" }, shareFacts.map(([k, v]) => h("div", {}, h("dt", {}, k), h("dd", {}, v)))),
+      h("h2", {}, "Members"), renderMembers(g),
+      h("h2", {}, "Share partitions"), renderSharePartitions(g),
+    ];
+  }
   const facts = g.type === "consumer" ? [
     ["State", stateBadge(g.state)], ["Type", "consumer (KIP-848)"], ["Group epoch", num(g.generation)],
     ["Assignment epoch", num(g.assignment_epoch)], ["Assignor", g.protocol || "–"],
