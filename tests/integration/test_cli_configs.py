@@ -153,3 +153,30 @@ def test_broker_defaults_and_errors(broker):
 
 def test_add_config_takes_kafka_configs_lists():
     assert parse_add_config("a=1,b=[x,y], c = 2") == {"a": "1", "b": "x,y", "c": "2"}
+
+
+def test_alter_and_describe_a_group(broker):
+    """kafka-configs.sh --entity-type groups (Kafka 4.x's group configs): set a share group's start and lock, see
+    them as the group's own, remove one, and Kafka's refusals of a bad value or name."""
+    b = broker.bootstrap
+    done = ok("configs", "alter", "--entity-type", "groups", "--entity-name", "jobs", "--add-config",
+              "share.auto.offset.reset=earliest,share.record.lock.duration.ms=20000", bootstrap=b)  # fmt: skip
+    assert done == "Completed updating config for group jobs.\n"
+    lines = ok("configs", "describe", "--entity-type", "groups", "--entity-name", "jobs", bootstrap=b).splitlines()
+    assert lines[0] == "Dynamic configs for group jobs are:"
+    assert sorted(line.split(" ")[2].split("=")[0] for line in lines[1:]) == [
+        "share.auto.offset.reset",
+        "share.record.lock.duration.ms",
+    ]
+    ok("configs", "alter", "--entity-type", "groups", "--entity-name", "jobs", "--delete-config",
+       "share.record.lock.duration.ms", bootstrap=b)  # fmt: skip
+    entries = json.loads(ok("configs", "describe", "--entity-type", "groups", "--entity-name", "jobs", "--output",
+                            "json", bootstrap=b))  # fmt: skip
+    assert [(e["name"], e["value"], e["source"]) for e in entries] == [
+        ("share.auto.offset.reset", "earliest", "DYNAMIC_GROUP_CONFIG")
+    ]
+    bad = fails("configs", "alter", "--entity-type", "groups", "--entity-name", "jobs", "--add-config",
+                "share.auto.offset.reset=sometimes", bootstrap=b)  # fmt: skip
+    assert "share.auto.offset.reset" in bad and "\n" not in bad.strip()
+    assert "--entity-name must name the group" in fails("configs", "describe", "--entity-type", "groups",
+                                                       bootstrap=b, code=2)  # fmt: skip

@@ -1,7 +1,7 @@
 """`herd configs ...`: topic and broker configs, as kafka-configs.sh does it.
 
-    herd configs describe --entity-type topics|brokers [--entity-name N | --entity-default] [--all]
-    herd configs alter --entity-type topics|brokers (--entity-name N | --entity-default)
+    herd configs describe --entity-type topics|brokers|groups [--entity-name N | --entity-default] [--all]
+    herd configs alter --entity-type topics|brokers|groups (--entity-name N | --entity-default)
                        [--add-config K=V,K=[A,B],...] [--delete-config K,...]
 
 Describe prints kafka-configs.sh's layout (apache/kafka tools/src/main/java/org/apache/kafka/tools/
@@ -30,6 +30,8 @@ def own_source(entity_type: str, name: str) -> str:
     or the brokers' cluster-wide defaults."""
     if entity_type == "topics":
         return "DYNAMIC_TOPIC_CONFIG"
+    if entity_type == "groups":
+        return "DYNAMIC_GROUP_CONFIG"
     return "DYNAMIC_BROKER_CONFIG" if name else "DYNAMIC_DEFAULT_BROKER_CONFIG"
 
 
@@ -58,16 +60,16 @@ def _entity(entity_type: str, name: str | None, default: bool) -> str:
     """The resource name: a topic's (required), a broker's id, or "" for the brokers' cluster default."""
     if name is not None and default:
         raise click.UsageError("--entity-name and --entity-default cannot be given together")
-    if entity_type == "topics":
+    if entity_type in ("topics", "groups"):
         if default:
             raise click.UsageError("--entity-default applies to brokers only")
         if name is None:
-            raise click.UsageError("--entity-name must name the topic")
+            raise click.UsageError(f"--entity-name must name the {entity_type[:-1]}")
     return name or ""
 
 
 def _title(entity_type: str, name: str, everything: bool) -> str:
-    kind = "topic" if entity_type == "topics" else "broker"
+    kind = {"topics": "topic", "groups": "group"}.get(entity_type, "broker")
     if entity_type == "brokers" and not name:
         return "Default configs for brokers in the cluster are:"
     return f"{'All' if everything else 'Dynamic'} configs for {kind} {name} are:"
@@ -82,7 +84,9 @@ def _line(entry: ConfigEntryDescription) -> str:
 entity_type_option = click.option(
     "--entity-type", required=True, type=click.Choice(sorted(RESOURCE_TYPES)), help="What to configure."
 )
-entity_name_option = click.option("--entity-name", metavar="NAME", help="The topic name or the broker id.")
+entity_name_option = click.option(
+    "--entity-name", metavar="NAME", help="The topic name, the broker id or the group id."
+)
 entity_default_option = click.option(
     "--entity-default", is_flag=True, help="The cluster-wide default of broker configs."
 )
@@ -90,7 +94,7 @@ entity_default_option = click.option(
 
 @click.group("configs")
 def configs() -> None:
-    """Topic and broker configs: describe, alter (kafka-configs.sh)."""
+    """Topic, broker and group configs: describe, alter (kafka-configs.sh)."""
 
 
 @configs.command("describe")
@@ -150,4 +154,5 @@ def alter(
     if entity_type == "brokers" and not name:
         click.echo("Completed updating default config for brokers in the cluster.")
     else:
-        click.echo(f"Completed updating config for {'topic' if entity_type == 'topics' else 'broker'} {name}.")
+        kind = {"topics": "topic", "groups": "group"}.get(entity_type, "broker")
+        click.echo(f"Completed updating config for {kind} {name}.")

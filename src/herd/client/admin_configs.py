@@ -24,7 +24,7 @@ __all__ = ["ConfigAdmin", "ConfigEntryDescription", "RESOURCE_TYPES"]
 
 DESCRIBE_CONFIGS: Final = 32
 INCREMENTAL_ALTER_CONFIGS: Final = 44
-RESOURCE_TYPES: Final = {"topics": 2, "brokers": 4}
+RESOURCE_TYPES: Final = {"topics": 2, "brokers": 4, "groups": 32}  # groups: Kafka 4.x's group configs
 SET, DELETE = 0, 1
 # DescribeConfigsResponse.ConfigSource names, as kafka-configs.sh prints them
 SOURCES: Final = {
