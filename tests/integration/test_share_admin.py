@@ -2,7 +2,8 @@
 leader epoch, lag; every initialized partition with topics null), AlterShareGroupOffsets v0 (an empty share group
 only; a new start offset a fetch then starts from; a group made by it), DeleteShareGroupOffsets v0 (a topic's share
 state forgotten: the group starts again from share.auto.offset.reset), with Kafka's errors
-(docs/kip-932/share-admin-rules.md), and the gate."""
+(docs/kip-932/share-admin-rules.md); `herd share-groups`; the HTTP API's view of a share group (the gate is
+test_share_groups.py's)."""
 
 from __future__ import annotations
 
@@ -202,18 +203,6 @@ def test_delete_forgets_a_topic_s_share_state(broker) -> None:
         assert rows(describe(c, group, None)) == []  # no longer initialized
         assert rows(describe(c, group, [(topic, (0,))])) == [(topic, 0, -1, -1)]
         assert share_fetch(c, group, "n", tid) == [(0, 9, 1)]  # earliest again: every record once more
-
-
-def test_the_admin_apis_are_refused_when_share_groups_are_off(tmp_path) -> None:
-    off = BrokerProcess(tmp_path / "data", {"group.share.enable": "false"}, die_with_parent=True)
-    off.start()
-    try:
-        with RawClient(off.port) as c:
-            assert describe(c, "g", None).error_code == ErrorCode.unsupported_version
-            assert alter(c, "g", "t", 0).error_code == ErrorCode.unsupported_version
-            assert delete(c, "g", "t").error_code == ErrorCode.unsupported_version
-    finally:
-        off.stop()
 
 
 def test_herd_share_groups_as_kafka_share_groups_sh(broker) -> None:

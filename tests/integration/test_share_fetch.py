@@ -1,10 +1,11 @@
 """KIP-932 share groups' data side against `herd serve` (issue 32): confluent-kafka's ShareConsumer reads a topic as
 a queue (every record to one consumer, implicit acknowledgement), two consumers share the records, a released record
 comes back with its delivery count up and a rejected one never, a record released at the delivery limit is
-archived, a consumer that closes gives back what it did not acknowledge; raw ShareFetch/ShareAcknowledge for the
-session rules (open, epochs, close, the session limit), piggybacked acknowledgements, a lock that runs out, and
-the gate. One broker for the module (short locks and heartbeats), brokers of their own for the limits and the
-gate."""
+archived, a consumer that closes (or is killed) gives back what it did not acknowledge, consumers join and leave
+while records flow, read_committed; raw ShareFetch/ShareAcknowledge for the session rules (open, epochs, close, the
+session limit), piggybacked acknowledgements, a lock that runs out, v2's Renew and record_limit, the share state
+after a kill -9 and after the group's deletion. One broker for the module (short locks and heartbeats), brokers of
+their own for the session limit and the restart (the gate is test_share_groups.py's)."""
 
 from __future__ import annotations
 
@@ -342,20 +343,6 @@ def test_the_share_session_limit(tmp_path) -> None:
             assert fetch(c, "g", "b", 0, (fetch_topic(tid),)).error_code == ErrorCode.none
     finally:
         node.stop()
-
-
-def test_share_fetch_and_acknowledge_are_refused_when_share_groups_are_off(tmp_path) -> None:
-    off = BrokerProcess(tmp_path / "data", {"group.share.enable": "false"}, die_with_parent=True)
-    off.start()
-    try:
-        with RawClient(off.port) as c:
-            assert fetch(c, "g", "m", 0).error_code == ErrorCode.unsupported_version
-            assert (
-                c.request(ACK, 1, ack_request("g", "m", 1, uuid.uuid4(), ())).error_code
-                == ErrorCode.unsupported_version
-            )
-    finally:
-        off.stop()
 
 
 def test_share_state_survives_a_kill_and_restart(tmp_path) -> None:

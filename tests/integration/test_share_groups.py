@@ -234,7 +234,10 @@ def test_a_share_group_survives_a_kill_and_restart(tmp_path) -> None:
         node.stop()
 
 
-def test_share_groups_are_refused_when_group_share_enable_is_false(tmp_path) -> None:
+def test_every_share_api_is_refused_when_group_share_enable_is_false(tmp_path) -> None:
+    """As Kafka's KafkaApis when share groups are off: UNSUPPORTED_VERSION from ShareGroupHeartbeat, ShareFetch,
+    ShareAcknowledge, AlterShareGroupOffsets and DeleteShareGroupOffsets, and for each group of ShareGroupDescribe
+    and DescribeShareGroupOffsets."""
     off = BrokerProcess(tmp_path / "data", {"group.share.enable": "false"}, die_with_parent=True)
     off.start()
     try:
@@ -242,5 +245,15 @@ def test_share_groups_are_refused_when_group_share_enable_is_false(tmp_path) -> 
             assert heartbeat(c, "g", "m", 0, ("t",)).error_code == ErrorCode.unsupported_version
             described = c.request(DESCRIBE, 1, req(DESCRIBE, 1, group_ids=("g",), include_authorized_operations=False))
             assert described.groups[0].error_code == ErrorCode.unsupported_version
+            limits = {"max_wait": 0, "min_bytes": 1, "max_bytes": 1024, "max_records": 10, "batch_size": 10}
+            fetched = c.request(78, 1, req(78, 1, group_id="g", member_id="m", share_session_epoch=0, topics=(),
+                                           forgotten_topics_data=(), **limits))  # fmt: skip
+            assert fetched.error_code == ErrorCode.unsupported_version
+            acked = c.request(79, 1, req(79, 1, group_id="g", member_id="m", share_session_epoch=1, topics=()))
+            assert acked.error_code == ErrorCode.unsupported_version
+            group = part(90, 1, "DescribeShareGroupOffsetsRequestGroup", group_id="g", topics=None)
+            assert c.request(90, 1, req(90, 1, groups=(group,))).groups[0].error_code == ErrorCode.unsupported_version
+            assert c.request(91, 0, req(91, 0, group_id="g", topics=())).error_code == ErrorCode.unsupported_version
+            assert c.request(92, 0, req(92, 0, group_id="g", topics=())).error_code == ErrorCode.unsupported_version
     finally:
         off.stop()
