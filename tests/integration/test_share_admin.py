@@ -28,7 +28,9 @@ HEARTBEAT, FETCH, ACK = 76, 78, 79
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
     process = BrokerProcess(
-        tmp_path_factory.mktemp("shareadmin") / "data", {"offsets.topic.num.partitions": "2"}, die_with_parent=True
+        tmp_path_factory.mktemp("shareadmin") / "data",
+        {"offsets.topic.num.partitions": "2", "herd.http.listener": "127.0.0.1:0"},
+        die_with_parent=True,
     )
     process.start()
     yield process
@@ -253,45 +255,39 @@ def test_herd_share_groups_as_kafka_share_groups_sh(broker) -> None:
     assert group not in herd("share-groups", "list").split()
 
 
-def test_the_http_api_shows_a_share_group(tmp_path) -> None:
+def test_the_http_api_shows_a_share_group(broker) -> None:
     """/v1/groups lists a share group with its type, state, epochs and lag; /v1/groups/{group} its members and each
     share partition's start offset, lag and records in flight by state."""
     import urllib.request
 
-    node = BrokerProcess(tmp_path / "data", {"herd.http.listener": "127.0.0.1:0"}, die_with_parent=True)
-    node.start()
-
     def get(path: str):
-        with urllib.request.urlopen(f"http://{node.http}{path}", timeout=10) as response:
+        with urllib.request.urlopen(f"http://{broker.http}{path}", timeout=10) as response:
             return json.loads(response.read())
 
+    topic, group = setup_group(broker.bootstrap)
+    consumer = ShareConsumer(
+        {"bootstrap.servers": broker.bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
+    )
     try:
-        topic, group = setup_group(node.bootstrap)
-        consumer = ShareConsumer(
-            {"bootstrap.servers": node.bootstrap, "group.id": group, "share.acknowledgement.mode": "explicit"}
+        consumer.subscribe([topic])
+        got: list = []
+        wait_until(lambda: got.extend(consumer.poll(0.2)) or len(got) >= 10, 30, "the consumer's 10 records")
+        for m in got[:4]:
+            consumer.acknowledge(m)
+        consumer.commit_sync()  # 0-3 accepted, 4-9 still acquired
+        (listed,) = [g for g in get("/v1/groups")["groups"] if g["group"] == group]
+        assert (listed["type"], listed["state"], listed["protocol"], listed["members"]) == (
+            "share",
+            "Stable",
+            "simple",
+            1,
         )
-        try:
-            consumer.subscribe([topic])
-            got: list = []
-            wait_until(lambda: got.extend(consumer.poll(0.2)) or len(got) >= 10, 30, "the consumer's 10 records")
-            for m in got[:4]:
-                consumer.acknowledge(m)
-            consumer.commit_sync()  # 0-3 accepted, 4-9 still acquired
-            (listed,) = [g for g in get("/v1/groups")["groups"] if g["group"] == group]
-            assert (listed["type"], listed["state"], listed["protocol"], listed["members"]) == (
-                "share",
-                "Stable",
-                "simple",
-                1,
-            )
-            assert listed["lag"] == 6 and listed["generation"] == listed["assignment_epoch"]
-            detail = get(f"/v1/groups/{group}")
-            (member,) = detail["members"]
-            assert member["assignment"] == [{"topic": topic, "partitions": [0]}] and member["member_epoch"] >= 1
-            (partition,) = detail["partitions"]
-            assert (partition["start_offset"], partition["end_offset"], partition["lag"]) == (4, 10, 6)
-            assert (partition["acquired"], partition["acknowledged"], partition["available"]) == (6, 0, 0)
-        finally:
-            consumer.close()
+        assert listed["lag"] == 6 and listed["generation"] == listed["assignment_epoch"]
+        detail = get(f"/v1/groups/{group}")
+        (member,) = detail["members"]
+        assert member["assignment"] == [{"topic": topic, "partitions": [0]}] and member["member_epoch"] >= 1
+        (partition,) = detail["partitions"]
+        assert (partition["start_offset"], partition["end_offset"], partition["lag"]) == (4, 10, 6)
+        assert (partition["acquired"], partition["acknowledged"], partition["available"]) == (6, 0, 0)
     finally:
-        node.stop()
+        consumer.close()
