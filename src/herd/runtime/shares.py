@@ -415,6 +415,16 @@ class SharePartitions:
             del self._partitions[key]
 
 
+def records_by_state(share: SharePartition) -> dict[str, int]:
+    """The records of a share partition from its start offset on, by state (available, acquired, acknowledged,
+    archived): what /metrics and the HTTP API show."""
+    counts = dict.fromkeys(("available", "acquired", "acknowledged", "archived"), 0)
+    for first, last, state in share.records():
+        if last >= share.start_offset:
+            counts[state.state.name.lower()] += last - max(first, share.start_offset) + 1
+    return counts
+
+
 def _aborted_batches(data: bytes, headers: list[BatchHeader], aborted: list[tuple[int, int]]) -> list[tuple[int, int]]:
     """The (first, last) offsets of the batches of aborted transactions in `data`, as a read_committed consumer
     finds them (Kafka's CompletedFetch and SharePartition.fetchAbortedTransactionRecordBatches): a producer's

@@ -127,6 +127,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
+from herd.runtime.shares import records_by_state
 from herd.runtime.stats import BUCKETS, CoordinatorStats, Histogram, cumulative
 from herd.server.lag import PartitionLag, all_lags, totals
 
@@ -240,11 +241,8 @@ class Snapshot:
         self.share_records: dict[str, int] = {}  # records in flight by state, over the share partitions led here
         for _, share in shares.partitions():
             self.share_partitions += 1
-            for first, last, state in share.records():
-                if last >= share.start_offset:
-                    name = state.state.name.lower()
-                    n = last - max(first, share.start_offset) + 1
-                    self.share_records[name] = self.share_records.get(name, 0) + n
+            for name, n in records_by_state(share).items():
+                self.share_records[name] = self.share_records.get(name, 0) + n
         self.share_sessions = len(broker.share_sessions)
         self.lags = lags
         self.lag_totals = lag_totals

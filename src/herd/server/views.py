@@ -50,6 +50,7 @@ from herd.coordinator.group import ClassicGroup
 from herd.coordinator.history import Rebalance
 from herd.coordinator.member import Member
 from herd.coordinator.share.group import ShareGroup
+from herd.runtime.shares import records_by_state
 from herd.server.broker import Broker
 from herd.server.lag import group_lags
 
@@ -262,14 +263,12 @@ async def _share_partitions(broker: Broker, shard: Any, group: ShareGroup) -> li
             start, done, _ = await broker.shares.summary(group.group_id, topic.name, index)
             log = topic.partitions[index] if index < len(topic.partitions) else None
             end = log.log_end_offset if log is not None else None
-            counts: dict[str, int | None] = dict.fromkeys(("available", "acquired", "acknowledged", "archived"))
             share = broker.shares.get(group.group_id, topic.name, index)
-            if share is not None:
-                counts = dict.fromkeys(counts, 0)
-                for first, last, record in share.records():
-                    if last >= share.start_offset:
-                        name = record.state.name.lower()
-                        counts[name] = (counts[name] or 0) + last - max(first, share.start_offset) + 1
+            counts: dict[str, int | None] = (
+                dict(records_by_state(share))
+                if share is not None
+                else dict.fromkeys(("available", "acquired", "acknowledged", "archived"))
+            )
             out.append(
                 {
                     "topic": topic.name,

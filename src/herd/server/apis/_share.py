@@ -4,14 +4,17 @@ validateAcknowledgementBatches, handleAcknowledgements; docs/kip-932/share-fetch
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterable
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from herd.coordinator.responses import ShareOffsetsAnswer
 from herd.runtime.shares import Staged
 from herd.server.apis._authorize import GROUP, READ, TOPIC, authorized
+from herd.server.apis._groups import call
 from herd.server.broker import RequestContext
 
 TopicPartition = tuple[uuid.UUID, int]
@@ -103,3 +106,27 @@ async def acknowledge(
     for key in touched:  # records acknowledged or released: fetches waiting on the partition look again
         broker.notify_append(key)
     return out
+
+
+def offsets_refused(ctx: RequestContext, group_id: str, operation: Any) -> ErrorCode | None:
+    """The request-wide refusals of AlterShareGroupOffsets and DeleteShareGroupOffsets, in Kafka's order: share
+    groups off, no `operation` on the group (READ to alter, DELETE to delete), an empty group id, no coordinator."""
+    broker = ctx.broker
+    if not broker.config.get("group.share.enable"):
+        return ErrorCode.unsupported_version
+    if broker.authorizer is not None and not authorized(ctx, operation, GROUP, group_id):
+        return ErrorCode.group_authorization_failed
+    if not group_id:
+        return ErrorCode.invalid_group_id
+    if broker.coordinator is None:
+        return ErrorCode.coordinator_not_available
+    return None
+
+
+async def ask_shard(ctx: RequestContext, group_id: str, handler: Any, req: Any) -> ShareOffsetsAnswer:
+    """A share-group offset operation on the group's coordinator shard: its answer, or the coordinator's refusal
+    (NOT_COORDINATOR, COORDINATOR_LOAD_IN_PROGRESS) as one."""
+    outcome = call(ctx, group_id, handler, req, lambda code: ShareOffsetsAnswer(error_code=code))
+    answer = await outcome if isinstance(outcome, asyncio.Future) else outcome
+    assert isinstance(answer, ShareOffsetsAnswer)
+    return answer

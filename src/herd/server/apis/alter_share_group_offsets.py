@@ -18,19 +18,17 @@ GroupCoordinatorService.alterShareGroupOffsets and GroupMetadataManager.alterSha
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from herd.coordinator import GroupCoordinatorShard
-from herd.coordinator.responses import ShareOffsetsAnswer
 from herd.coordinator.share_groups import AlterShareOffsets, ShareOffsetsInitialized
 from herd.runtime.share_state import ShareStateError
-from herd.server.apis._authorize import GROUP, READ, TOPIC, authorized
+from herd.server.apis._authorize import READ, TOPIC, authorized
 from herd.server.apis._build import ctx_builder
-from herd.server.apis._groups import call
+from herd.server.apis._share import ask_shard, offsets_refused
 from herd.server.broker import RequestContext
 
 API_KEY = 91
@@ -41,15 +39,9 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    broker, group_id = ctx.broker, request.group_id
-    if not broker.config.get("group.share.enable"):
-        return _error(ctx, ErrorCode.unsupported_version)
-    if broker.authorizer is not None and not authorized(ctx, READ, GROUP, group_id):
-        return _error(ctx, ErrorCode.group_authorization_failed)
-    if not group_id:
-        return _error(ctx, ErrorCode.invalid_group_id)
-    if broker.coordinator is None:
-        return _error(ctx, ErrorCode.coordinator_not_available)
+    error = offsets_refused(ctx, request.group_id, READ)
+    if error is not None:
+        return _error(ctx, error)
     return _serve(ctx, request)
 
 
@@ -71,7 +63,7 @@ async def _serve(ctx: RequestContext, request: Any) -> Any:
                 names[topic.topic_id] = t.topic_name
                 rows[p.partition_index] = (ErrorCode.none, None)
     partitions = {topic_id: frozenset(parts) for topic_id, parts in wanted.items()}
-    answer = await _call(
+    answer = await ask_shard(
         ctx, group_id, GroupCoordinatorShard.share_alter_offsets, AlterShareOffsets(group_id, partitions)
     )
     if answer.error_code != ErrorCode.none:
@@ -86,7 +78,7 @@ async def _serve(ctx: RequestContext, request: Any) -> Any:
                 continue
             done[topic_id] = done.get(topic_id, frozenset()) | {index}
     if done:
-        await _call(
+        await ask_shard(
             ctx, group_id, GroupCoordinatorShard.share_offsets_initialized, ShareOffsetsInitialized(group_id, done)
         )
     b = ctx_builder(ctx)
@@ -105,13 +97,6 @@ async def _serve(ctx: RequestContext, request: Any) -> Any:
             )
         )
     return b.response(throttle_time=0, error_code=ErrorCode.none, error_message=None, responses=tuple(responses))
-
-
-async def _call(ctx: RequestContext, group_id: str, handler: Any, req: Any) -> ShareOffsetsAnswer:
-    outcome = call(ctx, group_id, handler, req, lambda code: ShareOffsetsAnswer(error_code=code))
-    answer = await outcome if isinstance(outcome, asyncio.Future) else outcome
-    assert isinstance(answer, ShareOffsetsAnswer)
-    return answer
 
 
 def _error(ctx: RequestContext, code: ErrorCode, message: str | None = None) -> Any:

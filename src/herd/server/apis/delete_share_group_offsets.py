@@ -16,19 +16,17 @@ completeDeleteShareGroupOffsets (docs/kip-932/share-admin-rules.md section 3):
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from herd.coordinator import GroupCoordinatorShard
-from herd.coordinator.responses import ShareOffsetsAnswer
 from herd.coordinator.share_groups import DeleteShareOffsets, ShareOffsetsDeleted
 from herd.runtime.share_state import ShareStateError
-from herd.server.apis._authorize import DELETE, GROUP, READ, TOPIC, authorized
+from herd.server.apis._authorize import DELETE, READ, TOPIC, authorized
 from herd.server.apis._build import ctx_builder
-from herd.server.apis._groups import call
+from herd.server.apis._share import ask_shard, offsets_refused
 from herd.server.broker import RequestContext
 
 API_KEY = 92
@@ -39,15 +37,9 @@ ZERO_UUID = uuid.UUID(int=0)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
-    broker, group_id = ctx.broker, request.group_id
-    if not broker.config.get("group.share.enable"):
-        return _error(ctx, ErrorCode.unsupported_version)
-    if broker.authorizer is not None and not authorized(ctx, DELETE, GROUP, group_id):
-        return _error(ctx, ErrorCode.group_authorization_failed)
-    if not group_id:
-        return _error(ctx, ErrorCode.invalid_group_id)
-    if broker.coordinator is None:
-        return _error(ctx, ErrorCode.coordinator_not_available)
+    error = offsets_refused(ctx, request.group_id, DELETE)
+    if error is not None:
+        return _error(ctx, error)
     return _serve(ctx, request)
 
 
@@ -63,7 +55,7 @@ async def _serve(ctx: RequestContext, request: Any) -> Any:
             results[t.topic_name] = (ZERO_UUID, ErrorCode.unknown_topic_or_partition, None)
         else:
             asked[topic.topic_id] = t.topic_name
-    answer = await _call(
+    answer = await ask_shard(
         ctx, group_id, GroupCoordinatorShard.share_delete_offsets, DeleteShareOffsets(group_id, tuple(asked))
     )
     if answer.error_code != ErrorCode.none:
@@ -82,7 +74,7 @@ async def _serve(ctx: RequestContext, request: Any) -> Any:
         deleted.append(topic_id)
         results[name] = (topic_id, ErrorCode.none, None)
     if deleted:
-        await _call(
+        await ask_shard(
             ctx, group_id, GroupCoordinatorShard.share_offsets_deleted, ShareOffsetsDeleted(group_id, tuple(deleted))
         )
     b = ctx_builder(ctx)
@@ -97,13 +89,6 @@ async def _serve(ctx: RequestContext, request: Any) -> Any:
         for name, (topic_id, code, message) in results.items()
     )
     return b.response(throttle_time=0, error_code=ErrorCode.none, error_message=None, responses=responses)
-
-
-async def _call(ctx: RequestContext, group_id: str, handler: Any, req: Any) -> ShareOffsetsAnswer:
-    outcome = call(ctx, group_id, handler, req, lambda code: ShareOffsetsAnswer(error_code=code))
-    answer = await outcome if isinstance(outcome, asyncio.Future) else outcome
-    assert isinstance(answer, ShareOffsetsAnswer)
-    return answer
 
 
 def _error(ctx: RequestContext, code: ErrorCode, message: str | None = None) -> Any:

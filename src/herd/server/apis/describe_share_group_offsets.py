@@ -16,18 +16,16 @@ The figures come from the share partition this node leads, else from `__share_gr
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
 from kio.schema.errors import ErrorCode
 
 from herd.coordinator import CoordinatorError, GroupCoordinatorShard
-from herd.coordinator.responses import ShareOffsetsAnswer
 from herd.coordinator.share_groups import InitializedPartitions
 from herd.server.apis._authorize import DESCRIBE, GROUP, TOPIC, authorized
 from herd.server.apis._build import Builder, ctx_builder
-from herd.server.apis._groups import call
+from herd.server.apis._share import ask_shard
 from herd.server.broker import RequestContext
 
 API_KEY = 90
@@ -87,13 +85,8 @@ async def _initialized(ctx: RequestContext, group_id: str) -> dict[uuid.UUID, fr
     if ctx.broker.coordinator is None:
         raise CoordinatorError(ErrorCode.coordinator_not_available)
 
-    def refused(code: int) -> ShareOffsetsAnswer:
-        return ShareOffsetsAnswer(error_code=code)
-
-    outcome = call(ctx, group_id, GroupCoordinatorShard.share_initialized_partitions, InitializedPartitions(group_id),
-                   refused)  # fmt: skip
-    answer = await outcome if isinstance(outcome, asyncio.Future) else outcome
-    assert isinstance(answer, ShareOffsetsAnswer)
+    answer = await ask_shard(ctx, group_id, GroupCoordinatorShard.share_initialized_partitions,
+                             InitializedPartitions(group_id))  # fmt: skip
     if answer.error_code != ErrorCode.none:
         raise CoordinatorError(ErrorCode(answer.error_code))
     return answer.partitions
