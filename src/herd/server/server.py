@@ -406,7 +406,6 @@ class _TlsConnection(Connection):
 
 async def _serve(config: BrokerConfig) -> None:
     server = Server(config)
-    await server.start()
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     signals = 0
@@ -419,8 +418,11 @@ async def _serve(config: BrokerConfig) -> None:
             os._exit(1)
         stop.set()
 
+    # before start(), whose last act is logging "herd listening": a signal sent as soon as that line is read (a
+    # supervisor, a test) must find the handler, not the default action, which killed the process (-15)
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, on_signal)
+    await server.start()
     await stop.wait()
     log.info("shutting down")
     limit_s = shutdown_limit_s(config)
