@@ -40,18 +40,52 @@ METADATA_MS = 500  # how often clients refresh metadata (CreatePartitions is not
 KAFKA_PYTHON_METADATA_MS = 1000
 
 
-def kafka_python_subscriber(topic: str, **config: Any) -> Any:
-    """A kafka-python KafkaConsumer subscribed to `topic` that knows the topic's partitions before its first poll
-    joins the group. Without the wait, its first join races its first Metadata request for the topic (sent after
-    the retry backoff that follows the bootstrap's); losing it, the leader assigns itself nothing and rejoins once
-    the metadata arrives; and when that rejoin outlasts a poll's timeout, kafka-python 3.0.12 never applies it
-    (coordinator/consumer.py poll drives the join only while need_rejoin() holds, and the leader's own
-    assignment, made while the join was in flight, made it false): the consumer keeps no partitions and sends no
-    heartbeat. Seen in CI on a loaded machine, with poll(timeout_ms=100)."""
+# How long a kafka-python consumer's poll() waits for a join it has begun, whatever the poll's own timeout: longer
+# than a join of the tests' members (their rebalance timeout, max.poll.interval.ms, is REBALANCE_MS), shorter than
+# the 30 s a member is given to stop.
+KAFKA_PYTHON_JOIN_WAIT_MS = REBALANCE_MS + 5000
+
+
+def kafka_python_group_consumer(*topics: str, **config: Any) -> Any:
+    """A kafka-python KafkaConsumer for a group, with kafka-python 3.0.12's dropped join mended.
+
+    kafka-python 3.0.12 (coordinator/base.py join_group_async) bounds a join by what is left of the poll's
+    timeout and, when that runs out, leaves the join running in the background. It looks for the join's
+    result only while need_rejoin() holds; but a leader that rejoins because its topics' metadata changed
+    (CreatePartitions) stops needing to as soon as its own JoinGroup answer lets it assign (_perform_assignment
+    stores the metadata it assigned from). When that answer comes between two polls, the join's result is never
+    taken: the member never applies its assignment and sends no heartbeat, and the coordinator expires it
+    (seen in a fresh-clone run: a kafka-python leader's rejoin after the topic grew, then its session failed 6 s
+    later; a leader polling for 30 ms every 0.4 s hung so 8 times of 8, and 0 of 8 with this). kafka-python 1.4.5
+    to 2.x and
+    the Java client count a pending join as a reason to rejoin (AbstractCoordinator.rejoinNeededOrPending,
+    dpkp/kafka-python#1695), and so does this consumer; and a poll that finds a join needed waits for it up to
+    KAFKA_PYTHON_JOIN_WAIT_MS, so that a join is awaited by the poll that began it rather than sent again."""
     from kafka import KafkaConsumer
 
+    consumer = KafkaConsumer(*topics, **config)
+    coordinator = consumer._coordinator
+    need_rejoin, poll = coordinator.need_rejoin, coordinator.poll
+
+    def rejoin_needed_or_pending() -> bool:
+        return bool(need_rejoin()) or coordinator._join_task is not None
+
+    def poll_until_joined(timeout_ms: float | None = None) -> bool:
+        if timeout_ms is not None and rejoin_needed_or_pending():
+            timeout_ms = max(timeout_ms, KAFKA_PYTHON_JOIN_WAIT_MS)
+        return bool(poll(timeout_ms=timeout_ms))
+
+    coordinator.need_rejoin, coordinator.poll = rejoin_needed_or_pending, poll_until_joined
+    return consumer
+
+
+def kafka_python_subscriber(topic: str, **config: Any) -> Any:
+    """A kafka-python consumer of a group (kafka_python_group_consumer) subscribed to `topic` that knows the
+    topic's partitions before its first poll joins the group. Without the wait, its first join races its first
+    Metadata request for the topic (sent after the retry backoff that follows the bootstrap's); losing it, the
+    leader assigns itself nothing and rejoins once the metadata arrives."""
     config.setdefault("metadata_max_age_ms", KAFKA_PYTHON_METADATA_MS)
-    consumer = KafkaConsumer(topic, **config)
+    consumer = kafka_python_group_consumer(topic, **config)
     # kafka/cluster.py update_metadata stores the partitions and then, in the same call, updates the coordinator's
     # metadata snapshot: a join started after this (FindCoordinator and two JoinGroup round trips) assigns from both.
     wait_for(lambda: consumer.partitions_for_topic(topic), what=f"kafka-python's metadata for {topic}")
@@ -309,10 +343,9 @@ class KafkaPythonMember(Member):
         )
 
     def _run(self) -> None:
-        from kafka import KafkaConsumer
         from kafka.consumer.subscription_state import ConsumerRebalanceListener
 
-        consumer = KafkaConsumer(**self._config())
+        consumer = kafka_python_group_consumer(**self._config())
         member = self
 
         class Listener(ConsumerRebalanceListener):
@@ -329,10 +362,6 @@ class KafkaPythonMember(Member):
                     "assigned", [tp.partition for tp in assigned], [tp.partition for tp in consumer.assignment()]
                 )
 
-        # kafka-python 3.0.12 drops a finished join when, while poll() had timed out, the leader's own assignment
-        # cleared the metadata change that made it rejoin (need_rejoin() turns False, the join's result is never
-        # awaited, the member hangs without heartbeats). Polling with a timeout longer than a join keeps the
-        # tests out of that window.
         consumer.subscribe([self.topic], listener=Listener())
         try:
             while not self.stopping:

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from brokers import BrokerProcess
-from groupmembers import wait_for
+from groupmembers import kafka_python_group_consumer, wait_for
 
 from herd.client.admin import Admin
 from herd.client.consumer import GroupConsumer
@@ -105,7 +105,7 @@ class Member(threading.Thread):
         asyncio.run(main())
 
     def _kafka_python(self) -> None:
-        from kafka import ConsumerRebalanceListener, KafkaConsumer
+        from kafka import ConsumerRebalanceListener
         from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
         from kafka.coordinator.assignors.range import RangePartitionAssignor
         from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
@@ -115,7 +115,7 @@ class Member(threading.Thread):
             "roundrobin": RoundRobinPartitionAssignor,
             "cooperative-sticky": CooperativeStickyAssignor,
         }
-        consumer = KafkaConsumer(
+        consumer = kafka_python_group_consumer(
             bootstrap_servers=self.bootstrap,
             group_id=self.group,
             client_id=self.client_id,
@@ -136,10 +136,7 @@ class Member(threading.Thread):
                     "assigned", {tp.partition for tp in assigned}, {tp.partition for tp in consumer.assignment()}
                 )
 
-        # kafka-python 3.0.12 drops a finished join when poll() timed out while it was in flight and the
-        # leader's own assignment cleared the metadata change that made it rejoin (need_rejoin() turns False,
-        # the join's result is never awaited, the member stops heartbeating). Knowing the topic before joining
-        # avoids that metadata-driven rejoin, and a poll longer than a join keeps out of the window.
+        # Knowing the topic before joining avoids a metadata-driven rejoin right after the group forms.
         wait_for(lambda: consumer.partitions_for_topic(self.topic), what="kafka-python to see the topic")
         consumer.subscribe([self.topic], listener=Listener())
         while not self.stopping.is_set():
