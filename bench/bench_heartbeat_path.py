@@ -15,6 +15,11 @@ With --protocol consumer the group is a KIP-848 consumer group of 10 members (be
 joined over real sockets and reconciled), and the frames are their keep-alive ConsumerGroupHeartbeat v1 requests
 (the member's epoch, nothing else set, as a consumer heartbeats between changes).
 
+With --protocol both, both groups are formed on one server and the two kinds of frames are fed to two connections
+in turn, --repeats times each (the order alternating): the medians of both and of the paired ratios (consumer
+over classic: below 1, the consumer heartbeat is the cheaper), which the machine's noise moves far less than it
+moves two figures taken one after the other (issue 31 point 12).
+
 With --serve it sets up once, then measures --batches batches each time it reads a line on stdin and prints the
 nanoseconds per heartbeat, until stdin closes: bench_metrics_overhead.py runs one such process per tree and
 alternates between them every fraction of a second, so that both see the same machine (on a shared 2-core VM,
@@ -167,6 +172,8 @@ async def measure(
         server = Server(config)
         await server.start()
         try:
+            if protocol == "both":
+                return await _paired(server, repeats, batches)
             api_key = CGH if protocol == "consumer" else HEARTBEAT
             if protocol == "consumer":
                 members, wires, frames = await stable_consumer_group(server)
@@ -225,13 +232,44 @@ async def measure(
     return {"min_ns": round(min(per_heartbeat)), "median_ns": round(statistics.median(per_heartbeat))}
 
 
+async def _paired(server: Server, repeats: int, batches: int) -> dict[str, float]:
+    """Classic and consumer heartbeats on one server, measured in turn: medians and the paired ratios."""
+    members, tasks, classic_frames = await stable_group(server)
+    consumers, wires, consumer_frames = await stable_consumer_group(server)
+    classic = warmed_connection(server, Sink(), classic_frames, batches // 4)
+    consumer = warmed_connection(server, Sink(), consumer_frames, batches // 4, api_key=CGH)
+    gc.collect()
+    pairs = []
+    for i in range(repeats):
+        if i % 2:
+            c = ns_per_heartbeat(consumer, consumer_frames, batches)
+            k = ns_per_heartbeat(classic, classic_frames, batches)
+        else:
+            k = ns_per_heartbeat(classic, classic_frames, batches)
+            c = ns_per_heartbeat(consumer, consumer_frames, batches)
+        pairs.append((k, c))
+    classic.connection_lost(None)
+    consumer.connection_lost(None)
+    for wire in wires:
+        wire.close()
+    await stop_members(members, tasks)
+    ratios = [c / k for k, c in pairs]
+    quartiles = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    return {
+        "classic_ns": round(statistics.median(k for k, _ in pairs)),
+        "consumer_ns": round(statistics.median(c for _, c in pairs)),
+        "ratio_median": round(statistics.median(ratios), 4),
+        "ratio_quartiles": [round(quartiles[0], 4), round(quartiles[2], 4)],
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=9)
     parser.add_argument("--batches", type=int, default=2000)
     parser.add_argument("--serve", action="store_true")
     parser.add_argument("--baseline-connection")
-    parser.add_argument("--protocol", choices=("classic", "consumer"), default="classic")
+    parser.add_argument("--protocol", choices=("classic", "consumer", "both"), default="classic")
     args = parser.parse_args()
     result = asyncio.run(measure(args.repeats, args.batches, args.serve, args.baseline_connection, args.protocol))
     if not args.serve:
