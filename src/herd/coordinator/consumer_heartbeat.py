@@ -160,27 +160,40 @@ def keep_alive(
     assignor); this checks the rest: an existing dynamic member at its epoch, reconciled, with the same client, in
     a group with no new target to compute, no metadata to check and no regex. Its whole effect is the session's
     deadline, exactly what `handle` does for such a heartbeat."""
+    # The hot path of a consumer group: the checks are those of `is_reconciled_to`, `has_regexes`,
+    # `metadata_may_have_moved` and `arm_session`, written out (each call cost about 0.1 us of a 5 us heartbeat).
     if member_epoch <= 0:
         return None
     group = ctx.consumer_groups.get(group_id)
-    if group is None or group.has_regexes or group.group_epoch == 0 or group.group_epoch != group.assignment_epoch:
+    if group is None:
+        return None
+    group_epoch = group.group_epoch
+    if group_epoch == 0 or group_epoch != group.assignment_epoch or group.has_regexes:
         return None
     member = group.members.get(member_id)
     if (
         member is None
         or member.member_epoch != member_epoch
-        or not member.is_reconciled_to(group.assignment_epoch)
+        or member_epoch != group_epoch
+        or member.state is not MemberState.STABLE
         or member.client_id != client_id
         or member.client_host != client_host
         or member.instance_id is not None
-        or metadata_may_have_moved(ctx, group)
+        or ctx.consumer_hash_checked.get(group_id) != (ctx.topics.version, group_epoch)
     ):
         return None
-    if not ctx.group_configs.get(group_id):  # the broker's settings, as for nearly every group
-        arm_session(ctx, group_id, member_id, ctx.config.group_consumer_session_timeout_ms)
-        return member_id, member_epoch, ctx.config.group_consumer_heartbeat_interval_ms
-    arm_session(ctx, group_id, member_id)
-    return member_id, member_epoch, heartbeat_interval_ms(ctx, group_id)
+    if ctx.group_configs.get(group_id):  # the group's own session timeout and interval
+        arm_session(ctx, group_id, member_id)
+        return member_id, member_epoch, heartbeat_interval_ms(ctx, group_id)
+    config = ctx.config  # the broker's settings, as for nearly every group
+    session = ctx.consumer_sessions.get((group_id, member_id))
+    if session is None:
+        arm_session(ctx, group_id, member_id, config.group_consumer_session_timeout_ms)
+    else:
+        session[0] = ctx.clock.now_ms() + config.group_consumer_session_timeout_ms
+        if session[1] == -1:
+            _schedule_session(ctx, group_id, member_id, session, session[0])
+    return member_id, member_epoch, config.group_consumer_heartbeat_interval_ms
 
 
 def handle(ctx: ShardContext, req: ConsumerGroupHeartbeat, reply: object) -> Result:

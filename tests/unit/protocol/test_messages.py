@@ -13,7 +13,15 @@ from kio.serial import entity_reader, entity_writer
 from kio.static.primitive import i32
 
 from herd.protocol.framing import FrameDecoder, FrameTooLarge, MalformedFrame, frame
-from herd.protocol.messages import encode_body, encode_header, encode_response, response_class
+from herd.protocol.messages import (
+    MalformedRequest,
+    decode_request,
+    encode_body,
+    encode_header,
+    encode_response,
+    request_class,
+    response_class,
+)
 from herd.protocol.values import make
 
 
@@ -40,6 +48,64 @@ def test_cached_heartbeat_bodies_match_kio(version, error):
     header, offset = entity_reader(cls.__header_schema__)(frame_bytes, 4)
     body, _ = entity_reader(cls)(frame_bytes, 4 + offset)
     assert header.correlation_id == 9 and body == response
+
+
+def _request_frame(api_key: int, version: int, correlation_id: int, client_id: str | None, fields: dict) -> bytes:
+    cls = request_class(api_key, version)
+    header_cls = cls.__header_schema__
+    header = make(
+        header_cls,
+        {
+            "request_api_key": api_key,
+            "request_api_version": version,
+            "correlation_id": correlation_id,
+            "client_id": client_id,
+        },
+    )
+    return _kio(header_cls, header) + _kio(cls, make(cls, fields))
+
+
+def _keep_alive(member_id: str, epoch: int) -> dict:
+    return {
+        "group_id": "g",
+        "member_id": member_id,
+        "member_epoch": epoch,
+        "rebalance_timeout": -1,
+        "subscribed_topic_names": None,
+        "topic_partitions": None,
+    }
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(min_value=0, max_value=2**31 - 1),
+            st.sampled_from(["rdkafka", "", None]),
+            st.sampled_from(["m1", "m2", "Ω"]),
+            st.integers(min_value=-2, max_value=3),
+            st.booleans(),
+        ),
+        max_size=12,
+    )
+)
+def test_keep_alives_decoded_once_read_as_kio_reads_them(frames):
+    """ConsumerGroupHeartbeat frames are decoded once (DECODED_ONCE_APIS): a frame seen before, with any correlation
+    id, whole or as a memoryview, decodes to what kio reads from it."""
+    cls = request_class(68, 1)
+    for correlation_id, client_id, member_id, epoch, as_view in frames:
+        data = _request_frame(68, 1, correlation_id, client_id, _keep_alive(member_id, epoch))
+        header, request = decode_request(68, 1, memoryview(data) if as_view else data)
+        kio_header, offset = entity_reader(cls.__header_schema__)(data, 0)
+        assert (header.correlation_id, header.client_id) == (correlation_id, kio_header.client_id)
+        assert request == entity_reader(cls)(data, offset)[0]
+
+
+def test_a_malformed_frame_of_an_api_decoded_once_is_refused_every_time():
+    data = _request_frame(68, 1, 7, "c", _keep_alive("m", 1))
+    for _ in range(2):
+        with pytest.raises(MalformedRequest):
+            decode_request(68, 1, data[:-3])
+    assert decode_request(68, 1, data)[1].member_id == "m"
 
 
 def test_uncached_bodies_are_encoded_each_time():

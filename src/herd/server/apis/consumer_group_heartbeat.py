@@ -59,9 +59,9 @@ def handle(ctx: RequestContext, request: Any) -> Any:
         and request.rebalance_timeout == _NO_REBALANCE_TIMEOUT
     ):  # the fast path of a keep-alive: answered at once unless a write is pending on the group's partition
         coordinator.sync_topics()
-        try:
+        try:  # client_id(ctx) and client_host(ctx), written out
             kept = coordinator.consumer_group_keep_alive(
-                group_id, request.member_id, request.member_epoch, client_id(ctx), client_host(ctx)
+                group_id, request.member_id, request.member_epoch, ctx.header.client_id or "", "/" + ctx.client_host
             )
         except CoordinatorError as e:
             return _respond(ctx, _error(e.code))
