@@ -15,7 +15,7 @@ import uuid
 from collections import Counter
 
 import pytest
-from backends import BACKENDS, start_broker, xfail_on_cluster
+from backends import BACKENDS, start_broker
 from click.testing import CliRunner
 from confluent_kafka import Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
@@ -168,9 +168,9 @@ def _stable(client: str, bootstrap: str, group: str):
 # --- share groups (KIP-932) on both backends, with confluent-kafka's ShareConsumer -----------------------------------
 # Two consumers read a three-partition topic as a queue, every record delivered and accepted once (in cluster mode
 # the partitions' leaders read the group's share.auto.offset.reset from the node that coordinates it), and
-# kafka-share-groups.sh's view of the group (herd share-groups) shows no lag left, which in cluster mode it cannot
-# yet: there the share state is kept by each partition's leader in memory, and the coordinator sees only the
-# partitions it leads (docs/compatibility.md).
+# kafka-share-groups.sh's view of the group (herd share-groups) shows no lag left (in cluster mode the node that
+# coordinates the group reads the share state of partitions other nodes lead from their share coordinators, and
+# their high watermarks from PostgreSQL).
 
 
 def _group_reading_records(bootstrap: str, partitions: int = 3, count: int = 60):
@@ -217,10 +217,6 @@ def test_share_consumers_read_a_topic_as_a_queue(shared_broker) -> None:
             c.close()
 
 
-@xfail_on_cluster(
-    "the share state is kept in each partition leader's memory: the coordinator describes only what it leads",
-    "shared_broker",
-)
 def test_herd_share_groups_shows_no_lag_once_every_record_is_accepted(shared_broker) -> None:
     bootstrap = shared_broker.bootstrap
     topic, group, values, consumers = _group_reading_records(bootstrap, count=30)

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Generic, TypeVar
 
-from herd.cluster.topics import Cluster, Topic
+from herd.cluster.topics import TOPIC_ALREADY_EXISTS, Cluster, Topic, TopicError
 from herd.config import BrokerConfig
 from herd.coordinator import CoordinatorError, ErrorCode, Result, coordinator_partition
 from herd.coordinator.result import Reply
@@ -101,6 +101,7 @@ class ShardHost(Generic[S]):
             config.get("herd.log.recovery.backoff.ms"), config.get("herd.log.recovery.backoff.max.ms")
         )
         self._reloads: dict[int, asyncio.Task[None]] = {}
+        self._creating: asyncio.Task[None] | None = None  # the topic being made in the background (cluster mode)
         self._closing = False
         self.stats = CoordinatorStats()  # read by herd.server.metrics
 
@@ -125,6 +126,33 @@ class ShardHost(Generic[S]):
 
         for task in loads:
             task.add_done_callback(loaded)
+
+    def ensure_created(self) -> bool:
+        """For a topic made on first use (`__transaction_state`, `__share_group_state`): True if it exists (its
+        partition count known, which placement needs); if it does not, start making it and return False. On a single
+        node it is made and every partition starts loading at once; in cluster mode it is made in the background, by
+        whichever node asks first, and each node loads the partitions it is given to lead (server/cluster_node.py)."""
+        if self.num_partitions:
+            return True
+        topic = self._cluster.get(self.topic)
+        if topic is not None:  # made by another node
+            self.num_partitions = len(topic.partitions)
+            return True
+        if not self._cluster.places_partitions:  # one node: it leads every partition of the topic it makes
+            self.start()
+        elif self._creating is None:
+            self._creating = asyncio.get_running_loop().create_task(self._create_shared())
+            self._creating.add_done_callback(lambda _: setattr(self, "_creating", None))
+        return False
+
+    async def _create_shared(self) -> None:
+        try:
+            await self._cluster.create_topic(self.topic, *self.kind.topic_settings())  # type: ignore[misc]
+        except TopicError as e:
+            if e.error_code != TOPIC_ALREADY_EXISTS:  # another node made it meanwhile: fine
+                log.warning("cannot create %s: %s", self.topic, e)
+        except Exception as e:  # the database: the next request tries again
+            log.warning("cannot create %s: %s", self.topic, e)
 
     def ensure_topic(self) -> Topic:
         """The topic, made first (with the kind's `topic_settings`) if it does not exist."""
@@ -322,6 +350,8 @@ class ShardHost(Generic[S]):
     async def close(self) -> None:
         """Unload every partition: pending writes are finished and acknowledged, parked requests answered."""
         self._closing = True
+        if self._creating is not None:
+            self._creating.cancel()
         for task in list(self._reloads.values()):
             task.cancel()
         await asyncio.gather(*(self.unload_partition(p) for p in list(self.shards)))

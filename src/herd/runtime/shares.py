@@ -18,9 +18,12 @@ counts (herd.coordinator.share.partition.SharePartition), read from the partitio
   start offset share.auto.offset.reset gives), and every change an acknowledgement, a release or a lock running out
   makes is written before it counts (`SharePartition.complete` with whether the write succeeded; a failed write
   undoes an acknowledgement, which is answered with the write's error). Acquisitions are not written, as in Kafka:
-  after a restart the records that were acquired and not acknowledged are delivered again. Without a persister
-  (cluster mode, for now: the share coordinator does not run there yet) the state is kept in memory only, and a
-  restart or a move of the partition's leadership starts it again from share.auto.offset.reset.
+  after a restart the records that were acquired and not acknowledged are delivered again. In cluster mode the
+  persister may be another node's share coordinator: a share partition is read with the leader epoch this node
+  leads the data partition at, and its writes carry that epoch, so that once a new leader has read the state a
+  former one can no longer write it (FENCED_LEADER_EPOCH, as Kafka's share coordinator fences it); a node that
+  loses or gains a partition's leadership forgets its share partitions (`forget_partition`), read again on their
+  next use. Without a persister the state is kept in memory only.
 - The group's `share.isolation.level`: read_uncommitted (the default) reads up to the log end; read_committed up to
   the last stable offset, and the records of aborted transactions it acquired are archived at once and left out
   of the ranges returned (control batches stay, as in Kafka: the client skips them), found as a consumer finds
@@ -179,11 +182,13 @@ class SharePartitions:
             state_epoch = state.state_epoch if state is not None else 0
             await self.persister.initialize(group_id, topic_id, log.partition, state_epoch, start)
             share = SharePartition(start, limit, in_flight)
-            share.state_epoch = state_epoch
+            share.state_epoch, share.leader_epoch = state_epoch, log.leader_epoch
             return share
         batches = [StateBatch(b.first, b.last, RecordState(b.state), b.delivery_count) for b in state.batches]
         start = max(state.start_offset, log.log_start_offset)
-        return SharePartition.load(start, [b for b in batches if b.last >= start], state.state_epoch, limit, in_flight)
+        share = SharePartition.load(start, [b for b in batches if b.last >= start], state.state_epoch, limit, in_flight)
+        share.leader_epoch = log.leader_epoch
+        return share
 
     async def _write(self, key: Key, share: SharePartition, batches: Sequence[StateBatch]) -> ErrorCode:
         """Write a change of the share partition (nothing to do without a persister): NONE once durable, else the
@@ -195,7 +200,7 @@ class SharePartitions:
         persisted = [PersistedBatch(b.first, b.last, int(b.state), b.delivery_count) for b in batches]
         try:
             await self.persister.write(
-                group_id, topic_id, partition, share.state_epoch, -1, share.start_offset, persisted
+                group_id, topic_id, partition, share.state_epoch, share.leader_epoch, share.start_offset, persisted
             )
         except ShareStateError as error:
             _logger.warning("cannot write the share state of %s %s-%d: %s", group_id, topic, partition, error)
@@ -410,7 +415,9 @@ class SharePartitions:
             del self._partitions[key]
 
     def forget_partition(self, topic: str, partition: int) -> None:
-        """This node no longer leads the partition (or it was deleted): its share state goes (nothing keeps it)."""
+        """This node lost or gained the partition's leadership (or it was deleted): its share partitions go from
+        memory; with a persister they are read again on their next use (after a move, the state the former leader
+        wrote)."""
         for key in [k for k in self._partitions if k[1] == topic and k[2] == partition]:
             del self._partitions[key]
 

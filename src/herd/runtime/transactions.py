@@ -46,11 +46,9 @@ from typing import Any, Protocol
 
 from herd.cluster.topics import (
     OFFSETS_TOPIC,
-    TOPIC_ALREADY_EXISTS,
     TRANSACTION_STATE_TOPIC,
     TRANSACTION_STATE_TOPIC_CONFIGS,
     Cluster,
-    TopicError,
 )
 from herd.config import BrokerConfig
 from herd.coordinator import CoordinatorError, Result
@@ -124,7 +122,6 @@ class TransactionRuntime:
         self._on_marker = on_marker
         self._remote = remote
         self._markers: dict[tuple[int, str], asyncio.Task[None]] = {}
-        self._creating: asyncio.Task[None] | None = None
         kind = CoordinatorKind(
             topic=TRANSACTION_STATE_TOPIC,
             keys="transactional ids",
@@ -149,28 +146,8 @@ class TransactionRuntime:
         node it is made and every partition starts loading at once; in cluster mode it is made in the background
         and each node loads the partitions it is given to lead (server/node.py). Until then transactional ids get
         COORDINATOR_NOT_AVAILABLE from FindCoordinator (KafkaApis.getCoordinator: "autoTopicCreationManager
-        .createTopics") and NOT_COORDINATOR from the rest."""
-        if self._host.num_partitions:
-            return True
-        topic = self._cluster.get(TRANSACTION_STATE_TOPIC)
-        if topic is not None:  # made by another node: placement needs its partition count
-            self._host.num_partitions = len(topic.partitions)
-            return True
-        if not self._cluster.places_partitions:  # one node: it leads every partition of the topic it makes
-            self._host.start()
-        elif self._creating is None:
-            self._creating = asyncio.get_running_loop().create_task(self._create_shared())
-            self._creating.add_done_callback(lambda _: setattr(self, "_creating", None))
-        return False
-
-    async def _create_shared(self) -> None:
-        try:
-            await self._cluster.create_topic(TRANSACTION_STATE_TOPIC, *self._topic_settings())
-        except TopicError as e:
-            if e.error_code != TOPIC_ALREADY_EXISTS:  # another node made it meanwhile: fine
-                log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, e)
-        except Exception as e:  # the database: the next lookup tries again
-            log.warning("cannot create %s: %s", TRANSACTION_STATE_TOPIC, e)
+        .createTopics") and NOT_COORDINATOR from the rest (ShardHost.ensure_created)."""
+        return self._host.ensure_created()
 
     def _topic_settings(self) -> tuple[int, dict[str, str | None]]:
         """`__transaction_state`'s partitions and configs (Kafka's transaction.state.log.* settings)."""
@@ -226,8 +203,6 @@ class TransactionRuntime:
 
     async def close(self) -> None:
         """Stop making the topic and writing markers (a reload writes them again), then unload every partition."""
-        if self._creating is not None:
-            self._creating.cancel()
         for task in list(self._markers.values()):
             task.cancel()
         await self._host.close()

@@ -88,7 +88,7 @@ class Broker:
         # the share partitions this node leads (KIP-932: ShareFetch, ShareAcknowledge), with the group configs of
         # the groups this node coordinates
         self.shares = SharePartitions(config, self._group_config, topic_id=self._topic_id)
-        # the share coordinator (__share_group_state), set by an embedded node at start: it makes `shares` durable
+        # the share coordinator (__share_group_state), set by the node at start: it makes `shares` durable
         self.share_state: ShareStateRuntime | None = None
         self.share_sessions = ShareSessions(config.get("group.share.max.share.sessions"))
         self.remote_group_configs = RemoteGroupConfigs(self)  # configs of groups another node coordinates

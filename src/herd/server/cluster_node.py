@@ -14,6 +14,7 @@ from herd.cluster.shared import SharedCluster
 from herd.cluster.topics import (
     OFFSETS_TOPIC,
     OFFSETS_TOPIC_CONFIGS,
+    SHARE_STATE_TOPIC,
     TOPIC_ALREADY_EXISTS,
     TRANSACTION_STATE_TOPIC,
     TopicError,
@@ -24,10 +25,12 @@ from herd.log.postgres.db import DatabaseError, describe, open_pool, redact
 from herd.log.postgres.schema import migrate
 from herd.log.postgres.store import PgLogStore
 from herd.runtime import CoordinatorRuntime
+from herd.runtime.share_state import ShareStateRuntime
 from herd.runtime.transactions import TransactionRuntime
 from herd.security.acl_store import open_shared_store
 from herd.security.credentials import SharedCredentialStore
 from herd.server.sasl import inter_broker_login
+from herd.server.share_state_peers import ShareStateSender
 from herd.server.transactions import transaction_runtime
 
 if TYPE_CHECKING:
@@ -38,7 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 POOL_MAX_SIZE = 16
-_COORDINATED = (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC)  # partitions hosted by a coordinator runtime
+# partitions hosted by a coordinator runtime
+_COORDINATED = (OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_STATE_TOPIC)
 
 
 class ClusterNode:
@@ -120,6 +124,7 @@ class ClusterNode:
         coordinator.start([i for i, partition in enumerate(topic.partitions) if partition is not None])
         self.broker.coordinator = coordinator
         await self._start_transactions()
+        self._start_share_state()
 
     async def _start_transactions(self) -> None:
         """The transaction coordinator, with the __transaction_state partitions this node leads by then; the topic
@@ -131,6 +136,20 @@ class ClusterNode:
             transactions.start([i for i, partition in enumerate(topic.partitions) if partition is not None])
         self.broker.transactions = transactions
 
+    def _start_share_state(self) -> None:
+        """The share coordinator, with the __share_group_state partitions this node leads by then (the topic is made
+        by the first node a share partition's state is asked of), and the persister of the share partitions this
+        node leads: its own coordinator or another node's (herd.runtime.share_state)."""
+        broker = self.broker
+        share_state = ShareStateRuntime(
+            broker.cluster, self.config, node_id=broker.node_id, remote=ShareStateSender(broker)
+        )
+        topic = self.cluster.get(SHARE_STATE_TOPIC)
+        if topic is not None:
+            share_state.start([i for i, partition in enumerate(topic.partitions) if partition is not None])
+        broker.share_state = share_state
+        broker.shares.persister = share_state
+
     # -- leadership ----------------------------------------------------------------------------------------------
 
     def _on_leadership(self, topic: str, index: int, partition: PartitionLog | None) -> None:
@@ -138,8 +157,12 @@ class ClusterNode:
         key = (topic, index)
         if topic in _COORDINATED and self._runtime(topic) is None:
             return  # still starting: the coordinator starts with the partitions led by then
-        if topic not in _COORDINATED and partition is not None:
-            self.broker.producers.hold(topic, index)  # from this moment until its `rebuild` is done
+        if topic not in _COORDINATED:
+            # share partitions of it are read again from their share coordinator on their next use: after a move
+            # in, what the former leader wrote; a lost one is no longer this node's to serve
+            self.broker.shares.forget_partition(topic, index)
+            if partition is not None:
+                self.broker.producers.hold(topic, index)  # from this moment until its `rebuild` is done
         previous = self._moves.get(key)
         task = asyncio.get_running_loop().create_task(self._follow(topic, index, partition, previous))
         self._moves[key] = task
@@ -178,8 +201,10 @@ class ClusterNode:
                 log.warning("%s-%d: could not load its producers' state yet (retrying): %s", topic, index, error)
             await asyncio.sleep(delay_s)
 
-    def _runtime(self, topic: str) -> CoordinatorRuntime | TransactionRuntime | None:
-        return self.broker.coordinator if topic == OFFSETS_TOPIC else self.broker.transactions
+    def _runtime(self, topic: str) -> CoordinatorRuntime | TransactionRuntime | ShareStateRuntime | None:
+        if topic == OFFSETS_TOPIC:
+            return self.broker.coordinator
+        return self.broker.share_state if topic == SHARE_STATE_TOPIC else self.broker.transactions
 
     async def _follow_coordinator(self, topic: str, index: int, partition: PartitionLog | None) -> None:
         coordinator = self._runtime(topic)

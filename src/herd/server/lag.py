@@ -51,7 +51,7 @@ async def group_lags(broker: LagSource, group_id: str) -> list[PartitionLag]:
     committed = _committed(broker, group_id)
     if not committed:
         return []
-    ends = await _end_offsets(broker, committed)
+    ends = await end_offsets(broker, committed)
     return _lags(committed, ends)
 
 
@@ -66,7 +66,7 @@ async def all_lags(broker: LagSource, limit: int | None = None) -> dict[str, lis
     keys: dict[tuple[str, int], int] = {}
     for committed in by_group.values():
         keys.update(committed)
-    ends = await _end_offsets(broker, keys)
+    ends = await end_offsets(broker, keys)
     return {group_id: _lags(committed, ends) for group_id, committed in sorted(by_group.items())}
 
 
@@ -123,7 +123,7 @@ def _lags(committed: dict[tuple[str, int], int], ends: dict[tuple[str, int], int
     return out
 
 
-async def _end_offsets(broker: LagSource, keys: dict[tuple[str, int], Any]) -> dict[tuple[str, int], int]:
+async def end_offsets(broker: LagSource, keys: dict[tuple[str, int], Any]) -> dict[tuple[str, int], int]:
     """The high watermark of each partition of `keys` that is known: from this node's logs, and for partitions
     led by another node (cluster mode) from PostgreSQL (cached)."""
     cluster = broker.cluster

@@ -86,7 +86,7 @@ class EmbeddedNode:
         broker.coordinator.start()
         broker.transactions = transaction_runtime(broker)
         broker.transactions.start()
-        # share partitions' state, durable in __share_group_state (in cluster mode it stays in memory for now)
+        # share partitions' state, durable in __share_group_state (cluster_node.py: each node hosts what it leads)
         broker.share_state = ShareStateRuntime(broker.cluster, config)
         broker.share_state.start()
         broker.shares.persister = broker.share_state

@@ -206,6 +206,7 @@ class SharePartition:
         self.max_delivery_count = max_delivery_count
         self.max_in_flight = max_in_flight
         self.state_epoch = 0
+        self.leader_epoch = -1  # the leader epoch it was read at, which its writes carry (-1: not fenced)
         self._batches: list[InFlightBatch] = []
         self._firsts: list[int] = []
 

@@ -9,9 +9,10 @@ describeShareGroupOffsets / describeShareGroupAllOffsets (docs/kip-932/share-adm
 - listed topics: no check of the group at all; a topic the client may not DESCRIBE TOPIC_AUTHORIZATION_FAILED on
   each partition (listed last, with a zero topic id), an unknown topic or partition, or one without state,
   start offset -1, leader epoch 0, lag -1 and no error.
-The figures come from the share partition this node leads, else from `__share_group_state`
-(herd.runtime.shares.SharePartitions.summary); the high watermark from the partition's log when this node leads it
-(lag -1 otherwise).
+The figures come from the share partition this node leads, else from its share coordinator
+(herd.runtime.shares.SharePartitions.summary: `__share_group_state`, on this node or, in cluster mode, another); the
+high watermark from the partition's log when this node leads it, else (cluster mode) from PostgreSQL, as consumer
+lag is (herd.server.lag.end_offsets).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from herd.server.apis._authorize import DESCRIBE, GROUP, TOPIC, authorized
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._share import ask_shard
 from herd.server.broker import RequestContext
+from herd.server.lag import end_offsets
 
 API_KEY = 90
 MIN_VERSION = 0
@@ -95,14 +97,15 @@ async def _initialized(ctx: RequestContext, group_id: str) -> dict[uuid.UUID, fr
 async def _topic(ctx: RequestContext, b: Builder, group_id: str, name: str, partitions: list[int]) -> Any:
     broker = ctx.broker
     topic = broker.cluster.get(name)
+    ends = await end_offsets(broker, {(name, index): None for index in partitions})
     rows = []
     for index in partitions:
         start, done, leader_epoch, lag = -1, -1, 0, -1
         if topic is not None and 0 <= index < len(topic.partitions):
             start, done, leader_epoch = await broker.shares.summary(group_id, name, index)
-            log = topic.partitions[index]
-            if start >= 0 and done >= 0 and log is not None:
-                lag = log.log_end_offset - start - done
+            end = ends.get((name, index))
+            if start >= 0 and done >= 0 and end is not None:
+                lag = end - start - done
         rows.append(
             b(
                 "DescribeShareGroupOffsetsResponsePartition",
