@@ -329,6 +329,25 @@ def test_raw_share_sessions_piggybacked_acknowledgements_and_a_lock_that_runs_ou
         assert acquired(fetch(c, group, "m", 6)) == [(6, 6, 2)]  # given back by o's close: not a delivery
 
 
+def test_records_deleted_before_their_delivery_are_never_delivered(broker) -> None:
+    """DeleteRecords moves the log start past the share-partition start offset: the records before it that were
+    AVAILABLE are archived, and the next fetch starts at the log start (Kafka's updateCacheAndOffsets)."""
+    from confluent_kafka import TopicPartition
+
+    topic, group = new_topic(broker.bootstrap, partitions=1), unique("deleted-records")
+    with RawClient(broker.port) as c:
+        tid = topic_id_of(c, topic)
+        assert acquired(fetch(c, group, "m", 0, (fetch_topic(tid),))) == []  # the share partition starts at 0
+        produce(broker.bootstrap, topic, 10, partitions=1)
+        assert acquired(fetch(c, group, "m", 1, max_wait=5_000)) == [(0, 9, 1)]
+        released = fetch(c, group, "m", 2, (fetch_topic(tid, acks=((0, 9, (2,)),)),))  # all AVAILABLE again
+        assert released.responses[0].partitions[0].acknowledge_error_code == ErrorCode.none
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+        (done,) = admin.delete_records([TopicPartition(topic, 0, 6)]).values()
+        assert done.result(15).low_watermark == 6
+        assert acquired(fetch(c, group, "m", 3)) == [(6, 9, 2)]  # 0-5 are gone: archived, never delivered
+
+
 def test_the_share_session_limit(tmp_path) -> None:
     node = BrokerProcess(tmp_path / "data", {"group.share.max.share.sessions": "1"}, die_with_parent=True)
     node.start()

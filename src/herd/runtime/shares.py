@@ -28,8 +28,10 @@ counts (herd.coordinator.share.partition.SharePartition), read from the partitio
   the last stable offset, and the records of aborted transactions it acquired are archived at once and left out
   of the ranges returned (control batches stay, as in Kafka: the client skips them), found as a consumer finds
   them (aborted producers by first offset, each until its ABORT marker).
-- Not yet: a log start offset moving past the SPSO (DeleteRecords, retention), and Kafka's throttling of records
-  near their delivery limit.
+- A log start offset that moved past the records a fetch would read (DeleteRecords, retention) moves the SPSO to
+  it, the AVAILABLE records before it archived (`SharePartition.move_start`, Kafka's updateCacheAndOffsets on an
+  OFFSET_OUT_OF_RANGE fetch, which herd does not need to answer: it reads on from the log start in the same fetch).
+- Not yet: Kafka's throttling of records near their delivery limit.
 """
 
 from __future__ import annotations
@@ -244,6 +246,8 @@ class SharePartitions:
             return NOTHING
         committed = self._read_committed(group_id)
         end = log.last_stable_offset if committed else log.log_end_offset
+        if share.next_fetch_offset() < log.log_start_offset:  # the records there are gone (DeleteRecords, retention)
+            share.move_start(log.log_start_offset)
         offset = max(share.next_fetch_offset(), log.log_start_offset)
         if offset >= end:
             return NOTHING

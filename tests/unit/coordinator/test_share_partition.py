@@ -251,9 +251,10 @@ LIMIT = 3
 
 
 class SharePartitionMachine(RuleBasedStateMachine):
-    """Members acquire, acknowledge (with writes that may fail), leave, and locks run out, over a log of 40 offsets
-    in batches of 4. Checked after every step: no record is held by two members or acquired past the delivery
-    limit, nothing acknowledged or archived is handed out again, and the start offset never goes back."""
+    """Members acquire, acknowledge (with writes that may fail), leave, locks run out and the log's start moves, over a
+    log of 40 offsets in batches of 4. Checked after every step: no record is held by two members or acquired past
+    the delivery limit, nothing acknowledged or archived is handed out again, nothing before the log start is
+    acquired once it moved, and the start offset never goes back."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -262,12 +263,16 @@ class SharePartitionMachine(RuleBasedStateMachine):
         self.done: set[int] = set()  # offsets that reached a terminal state through a committed write or expiry
         self.spso = 0
         self.held: dict[int, str] = {}
+        self.log_start = 0  # DeleteRecords or retention moves it: nothing before it can be read any more
 
     @rule(member=st.sampled_from(MEMBERS), start=st.integers(0, 9), max_records=st.integers(1, 12))
     def acquire(self, member: str, start: int, max_records: int) -> None:
-        fetched = [(b * 4, b * 4 + 3) for b in range(start, 10)]
+        if self.p.next_fetch_offset() < self.log_start:  # the runtime's reaction to the log's start (shares.py)
+            self.p.move_start(self.log_start)
+        fetched = [(b * 4, b * 4 + 3) for b in range(max(start, self.log_start // 4), 10)]
         for r in self.p.acquire(member, fetched, max_records, self.now, 1_000):
             assert r.delivery_count <= LIMIT
+            assert r.first >= self.log_start, f"{r.first} acquired after the log start moved to {self.log_start}"
             for offset in range(r.first, r.last + 1):
                 assert offset not in self.done, f"{offset} handed out again after it was done"
                 assert offset not in self.held, f"{offset} acquired by {member} while {self.held[offset]} has it"
@@ -316,6 +321,10 @@ class SharePartitionMachine(RuleBasedStateMachine):
                 if b.state is ARCHIVED:
                     self.done.add(offset)
 
+    @rule(by=st.integers(1, 8))
+    def log_start_moves(self, by: int) -> None:
+        self.log_start = min(40, self.log_start + by)
+
     @invariant()
     def consistent(self) -> None:
         assert self.p.start_offset >= self.spso, "the start offset went back"
@@ -359,3 +368,63 @@ def test_record_limit_is_a_hard_cap_and_leaves_the_rest_of_the_batch_available()
     assert p.acquire("m3", [(0, 9)], 500, now_ms=0, lock_ms=LOCK) == [AcquiredRecords(8, 9, 1)]  # never delivered: dc 1
     soft = SharePartition(0)
     assert soft.acquire("m1", [(0, 9)], 4, now_ms=0, lock_ms=LOCK) == [AcquiredRecords(0, 9, 1)]  # whole batch
+
+
+# -- the log's start offset moving past the SPSO (SharePartition.updateCacheAndOffsets) ---------------------------
+
+
+def test_available_records_before_a_moved_log_start_are_archived() -> None:
+    """testAcquireWithLogStartOffsetMovement-like: 0-9 released, the log starts at 5: 0-4 archived and dropped, the
+    SPSO at 5, the next fetch from 5."""
+    p = SharePartition(0)
+    p.acquire("m1", [(0, 9)], 500, 0, LOCK)
+    acked(p, "m1", (0, 9, [RELEASE]))
+    p.move_start(5)
+    assert (p.start_offset, p.end_offset, p.next_fetch_offset()) == (5, 9, 5)
+    assert states(p) == [(o, o, "AVAILABLE", 1, None) for o in range(5, 10)]
+    assert p.acquire("m2", [(0, 9)], 500, 0, LOCK) == [AcquiredRecords(5, 9, 2)]
+
+
+def test_acquired_records_before_a_moved_log_start_keep_their_lock() -> None:
+    """Records acquired before the new log start stay acquired until their lock runs out (an acknowledgement below
+    the SPSO is skipped, as Kafka's); the records after it are fetched from the new SPSO meanwhile."""
+    p = SharePartition(0)
+    p.acquire("m1", [(0, 4)], 500, 0, LOCK)
+    p.move_start(8)
+    assert (p.start_offset, p.end_offset, p.next_fetch_offset()) == (8, 8, 8)
+    assert states(p) == [(0, 4, "ACQUIRED", 1, "m1")]
+    acked(p, "m1", (0, 4, [ACCEPT]))
+    assert states(p) == [(0, 4, "ACQUIRED", 1, "m1")]
+    assert p.acquire("m2", [(8, 9)], 500, 1_000, LOCK) == [AcquiredRecords(8, 9, 1)]
+    assert [(b.first, b.last, b.state) for b in p.expire_locks(LOCK)] == [(0, 4, ARCHIVED)]
+    assert states(p) == [(8, 9, "ACQUIRED", 1, "m2")] and (p.start_offset, p.end_offset) == (8, 9)
+
+
+def test_an_expired_lock_before_a_moved_log_start_archives() -> None:
+    p = SharePartition(0)
+    p.acquire("m1", [(0, 4)], 500, 0, LOCK)
+    p.move_start(3)
+    expired = [(b.first, b.last, b.state) for b in p.expire_locks(LOCK)]
+    assert expired == [(0, 0, ARCHIVED), (1, 1, ARCHIVED), (2, 2, ARCHIVED), (3, 3, AVAILABLE), (4, 4, AVAILABLE)]
+    assert states(p) == [(3, 3, "AVAILABLE", 1, None), (4, 4, "AVAILABLE", 1, None)]  # 0-2 gone
+    assert p.acquire("m2", [(3, 4)], 500, LOCK, LOCK) == [AcquiredRecords(3, 4, 2)]
+
+
+def test_a_log_start_past_everything_in_flight_empties_the_partition() -> None:
+    p = SharePartition(0)
+    p.acquire("m1", [(0, 9)], 500, 0, LOCK)
+    acked(p, "m1", (0, 9, [RELEASE]))
+    p.move_start(20)
+    assert (p.start_offset, p.end_offset, p.in_flight(), states(p)) == (20, 20, 0, [])
+    empty = SharePartition(3)
+    empty.move_start(7)
+    assert (empty.start_offset, empty.end_offset) == (7, 7)
+
+
+def test_a_log_start_not_past_the_spso_changes_nothing() -> None:
+    p = SharePartition(5)
+    p.acquire("m1", [(5, 9)], 500, 0, LOCK)
+    acked(p, "m1", (5, 9, [RELEASE]))
+    p.move_start(5)
+    p.move_start(2)
+    assert (p.start_offset, states(p)) == (5, [(5, 9, "AVAILABLE", 1, None)])

@@ -248,11 +248,12 @@ class SharePartition:
         return 0 if not self._batches else self.end_offset - self.start_offset + 1
 
     def next_fetch_offset(self) -> int:
-        """Where the next fetch should read: the first AVAILABLE record in flight, else past the last."""
+        """Where the next fetch should read: the first AVAILABLE record in flight, else past the last (the SPSO when
+        nothing in flight reaches it: all there is lies before a log start that moved past it)."""
         for first, _, state in self.records():
             if state.state is AVAILABLE and not state.in_transition and first >= self.start_offset:
                 return first
-        return self.end_offset + 1 if self._batches else self.end_offset
+        return self.end_offset + 1 if self._batches and self._batches[-1].last >= self.start_offset else self.end_offset
 
     def can_acquire(self) -> bool:
         """canAcquireRecords: records to hand out again, or room for new ones under the in-flight limit."""
@@ -387,6 +388,8 @@ class SharePartition:
         """A Renew: `member_id`'s ACQUIRED records of first..last keep their state; their lock restarts."""
         if renew_until is None or any(t != AckType.RENEW for t in types) or last < first:
             raise CoordinatorError(ErrorCode.invalid_request, f"invalid renew of {first}-{last}")
+        if last < self.start_offset:  # gone from the log (its start moved past them): skipped, as an acknowledgement
+            return
         covered = [b for b in self._overlapping(first, last) if b.last >= self.start_offset]
         if not covered or covered[0].first > max(first, self.start_offset) or covered[-1].last < last:
             raise CoordinatorError(ErrorCode.invalid_record_state, f"records {first}-{last} are not in flight")
@@ -515,9 +518,37 @@ class SharePartition:
 
     # -- the start offset --------------------------------------------------------------------------------------
 
+    def move_start(self, log_start_offset: int) -> None:
+        """updateCacheAndOffsets: the log's start offset moved past the SPSO (DeleteRecords, retention) and a fetch
+        would read below it (Kafka's fetch answers OFFSET_OUT_OF_RANGE, ShareFetchUtils). The AVAILABLE records
+        before it are archived (they are gone from the log), the SPSO moves to it, and the SPEO too when nothing in
+        flight lies beyond it. ACQUIRED records keep their locks: their member may still acknowledge them, and a
+        release or an expiry below the SPSO archives them. Nothing is written: the new SPSO goes with the next
+        write, as in Kafka."""
+        if log_start_offset <= self.start_offset:
+            return
+        if not self._batches:
+            self.start_offset = self.end_offset = log_start_offset
+            return
+        for batch in self._overlapping(self.start_offset, log_start_offset - 1):
+            whole = batch.whole
+            if whole is not None and (whole.state is not AVAILABLE or whole.in_transition):
+                continue
+            if whole is not None and batch.last < log_start_offset:
+                whole.state = ARCHIVED
+                continue
+            for offset, state in batch.split().items():
+                if offset < log_start_offset and state.state is AVAILABLE and not state.in_transition:
+                    state.state = ARCHIVED
+        self.start_offset = log_start_offset
+        if self.end_offset < log_start_offset:
+            self.end_offset = log_start_offset
+        self._advance()
+
     def _advance(self) -> None:
         """maybeUpdateCachedStateAndOffsets: move the SPSO past the terminal records at the head of the batches in
         flight, dropping the batches that end behind it (all of them when everything in flight is terminal)."""
+        self._drop_before_start()
         if not self._batches or self._batches[0].first > self.start_offset:
             return
         last_done = -1
@@ -546,6 +577,26 @@ class SharePartition:
         del self._batches[:keep]
         del self._firsts[:keep]
 
+    def _drop_before_start(self) -> None:
+        """The terminal records at the head that lie before the SPSO go (only after the log start moved past them,
+        `move_start`: otherwise the SPSO is never past a record in flight); the SPEO is the SPSO when none is
+        left."""
+        while self._batches:
+            head = self._batches[0]
+            if head.first >= self.start_offset or not _terminal_before(head, self.start_offset):
+                break
+            if head.last < self.start_offset:
+                del self._batches[0]
+                del self._firsts[0]
+                continue
+            if head.offsets is not None:  # split, terminal up to the SPSO: it starts there now
+                for offset in range(head.first, self.start_offset):
+                    del head.offsets[offset]
+                head.first = self._firsts[0] = self.start_offset
+            break
+        if not self._batches:
+            self.end_offset = max(self.end_offset, self.start_offset)
+
     # -- the batches -------------------------------------------------------------------------------------------
 
     def _append(self, batch: InFlightBatch) -> None:
@@ -557,6 +608,13 @@ class SharePartition:
         start = max(bisect.bisect_right(self._firsts, first) - 1, 0)
         end = bisect.bisect_right(self._firsts, last)
         return [b for b in self._batches[start:end] if b.last >= first]
+
+
+def _terminal_before(batch: InFlightBatch, offset: int) -> bool:
+    """Whether every record of `batch` before `offset` is terminal and settled."""
+    return all(
+        state.state in _TERMINAL and not state.in_transition for first, _, state in batch.states() if first < offset
+    )
 
 
 def _check_owned(state: InFlightState | None, member_id: str, first: int, last: int) -> None:
