@@ -31,7 +31,8 @@ counts (herd.coordinator.share.partition.SharePartition), read from the partitio
 - A log start offset that moved past the records a fetch would read (DeleteRecords, retention) moves the SPSO to
   it, the AVAILABLE records before it archived (`SharePartition.move_start`, Kafka's updateCacheAndOffsets on an
   OFFSET_OUT_OF_RANGE fetch, which herd does not need to answer: it reads on from the log start in the same fetch).
-- Not yet: Kafka's throttling of records near their delivery limit.
+- Records near their delivery limit are handed out in ever smaller pieces, and one on its last attempt alone, as
+  Kafka throttles them (`SharePartition.acquire`).
 """
 
 from __future__ import annotations

@@ -428,3 +428,51 @@ def test_a_log_start_not_past_the_spso_changes_nothing() -> None:
     p.move_start(5)
     p.move_start(2)
     assert (p.start_offset, states(p)) == (5, [(5, 9, "AVAILABLE", 1, None)])
+
+
+# -- throttling near the delivery limit (SharePartition.shouldThrottleRecordsDelivery, acquireSubsetBatchRecords) --
+
+
+def _delivered(p: SharePartition, first: int, last: int, times: int) -> None:
+    """Acquire first..last and release it, `times` times (each a delivery)."""
+    for _ in range(times):
+        assert p.acquire("x", [(first, last)], 500, 0, LOCK)
+        acked(p, "x", (first, last, [RELEASE]))
+
+
+def test_a_batch_at_the_throttling_count_is_handed_out_in_halves() -> None:
+    """Limit 5: throttling from 3 deliveries. A batch of 10 delivered 3 times comes back 5 records at a time, then
+    on its last attempt one record at a time."""
+    p = SharePartition(0, max_delivery_count=5)
+    assert p.throttle_delivery_count == 3
+    _delivered(p, 0, 9, 2)
+    assert p.acquire("m", [(0, 9)], 500, 0, LOCK) == [AcquiredRecords(0, 9, 3)]  # below the count: whole
+    acked(p, "m", (0, 9, [RELEASE]))
+    assert p.acquire("m", [(0, 9)], 500, 0, LOCK) == [AcquiredRecords(0, 4, 4)]  # 10 >> 1
+    assert p.acquire("n", [(0, 9)], 500, 0, LOCK) == [AcquiredRecords(5, 9, 4)]
+    acked(p, "m", (0, 4, [RELEASE]))
+    assert p.acquire("m", [(0, 9)], 500, 0, LOCK) == [AcquiredRecords(0, 0, 5)]  # the last attempt: alone
+    assert p.acquire("m", [(0, 9)], 500, 0, LOCK) == [AcquiredRecords(1, 1, 5)]
+
+
+def test_a_throttled_batch_after_others_waits_for_the_next_fetch() -> None:
+    """Records taken from a batch below the count end the acquisition at a throttled one, and nothing new is
+    taken after a throttled batch."""
+    p = SharePartition(0, max_delivery_count=5)
+    p.acquire("x", [(0, 4)], 500, 0, LOCK)
+    p.acquire("x", [(5, 9)], 500, 0, LOCK)
+    acked(p, "x", (0, 4, [RELEASE]), (5, 9, [RELEASE]))
+    _delivered(p, 5, 9, 2)  # 5-9 at 3 deliveries, 0-4 at 1
+    assert p.acquire("m", [(0, 4), (5, 9), (10, 14)], 500, 0, LOCK) == [AcquiredRecords(0, 4, 2)]
+    assert p.acquire("n", [(5, 9), (10, 14)], 500, 0, LOCK) == [AcquiredRecords(5, 6, 4)]  # 5 >> 1, then stop
+    assert p.end_offset == 9  # 10-14 not taken
+    assert p.acquire("o", [(5, 9), (10, 14)], 500, 0, LOCK) == [AcquiredRecords(7, 8, 4)]
+
+
+def test_a_limit_of_two_throttles_from_the_second_delivery() -> None:
+    p = SharePartition(0, max_delivery_count=2)
+    assert p.throttle_delivery_count == 2
+    _delivered(p, 0, 7, 1)
+    assert p.acquire("m", [(0, 7)], 500, 0, LOCK) == [AcquiredRecords(0, 7, 2)]  # below the count: whole
+    acked(p, "m", (0, 7, [RELEASE]))  # at the limit: archived
+    assert states(p) == [] and p.start_offset == 8

@@ -197,6 +197,10 @@ class Pending:
     changed: list[InFlightState] = field(default_factory=list)
 
 
+# Kafka's SharePartition.MINIMUM_THROTTLE_RECORDS_DELIVERY_LIMIT: throttling starts at a delivery count of at least 2
+MIN_THROTTLE_DELIVERY_COUNT = 2
+
+
 class SharePartition:
     """The in-flight records of one share partition of one share group."""
 
@@ -205,6 +209,8 @@ class SharePartition:
         self.end_offset = start_offset  # SPEO: the last offset in flight, or SPSO when none is
         self.max_delivery_count = max_delivery_count
         self.max_in_flight = max_in_flight
+        # from this delivery count on, records are handed out in ever smaller pieces (see `acquire`)
+        self.throttle_delivery_count = max(MIN_THROTTLE_DELIVERY_COUNT, -(-max_delivery_count // 2))
         self.state_epoch = 0
         self.leader_epoch = -1  # the leader epoch it was read at, which its writes carry (-1: not fenced)
         self._batches: list[InFlightBatch] = []
@@ -292,7 +298,14 @@ class SharePartition:
         (`fetched`: their (base offset, last offset), in order) and at most `max_records` (whole batches, so a
         soft limit; with `record_limit`, ShareFetch v2's record_limit acquire mode (KIP-1206), a hard one: a
         batch is split and its rest stays AVAILABLE, never delivered) and the in-flight limit. Each delivery count
-        goes up by one and each lock ends at now_ms + lock_ms."""
+        goes up by one and each lock ends at now_ms + lock_ms.
+
+        Records near their delivery limit are isolated, as Kafka 4.2's SharePartition.acquire does, so that one
+        record a consumer keeps failing on does not take a whole batch to the limit with it: a batch holding an
+        AVAILABLE record at `throttle_delivery_count` (half the limit, at least 2) or more ends the acquisition when
+        records were taken before it, and is otherwise handed out record by record, at most the batch's size halved
+        once per delivery past that count (shouldThrottleRecordsDelivery, acquireSubsetBatchRecords); a record on
+        its last attempt goes alone; nothing new is taken after a throttled batch."""
         if max_records <= 0 or not fetched or fetched[-1][1] < self.start_offset:
             return []
         base = max(fetched[0][0], self.start_offset)
@@ -306,11 +319,15 @@ class SharePartition:
         deadline = now_ms + lock_ms
         out: list[AcquiredRecords] = []
         taken = 0
+        throttled = False
         for batch in self._overlapping(base, last):
             if taken >= budget:
                 break
+            throttled = self._throttled(batch, base, last)
+            if throttled and taken:
+                break  # isolated in a later fetch
             fits = not record_limit or batch.last - batch.first + 1 <= budget - taken
-            if batch.offsets is None and base <= batch.first and batch.last <= last and fits:
+            if batch.offsets is None and base <= batch.first and batch.last <= last and fits and not throttled:
                 state = batch.whole
                 assert state is not None
                 if state.state is AVAILABLE and state.try_update(ACQUIRED, 1, self.max_delivery_count, member_id):
@@ -321,16 +338,12 @@ class SharePartition:
             whole = batch.whole
             if whole is not None and (whole.state is not AVAILABLE or whole.in_transition):
                 continue  # nothing to take in it: leave it whole
-            for offset, state in batch.split().items():
-                if record_limit and taken >= budget:
-                    break
-                if offset < base or offset > last or state.state is not AVAILABLE:
-                    continue
-                if not state.try_update(ACQUIRED, 1, self.max_delivery_count, member_id):
-                    continue  # in transition
-                state.lock_deadline = deadline
-                _add_range(out, offset, state.delivery_count)
-                taken += 1
+            got = self._acquire_offsets(batch, member_id, base, last, budget - taken, record_limit, deadline, out)
+            taken += got
+            if throttled and got:
+                break
+        if throttled and taken:
+            return out
         tail = self._batches[-1].last + 1 if self._batches else self.end_offset
         if taken < budget and last >= max(tail, base):
             first = max(tail, base)
@@ -350,6 +363,56 @@ class SharePartition:
                 self.start_offset = first
             self.end_offset = max(self.end_offset, end)
         return out
+
+    def _throttled(self, batch: InFlightBatch, first: int, last: int) -> bool:
+        """shouldThrottleRecordsDelivery: an AVAILABLE record of `batch` in first..last is at the throttling count."""
+        limit = self.throttle_delivery_count
+        if batch.offsets is None:
+            whole = batch.whole
+            assert whole is not None
+            return whole.state is AVAILABLE and not whole.in_transition and whole.delivery_count >= limit
+        return any(
+            first <= offset <= last and s.state is AVAILABLE and not s.in_transition and s.delivery_count >= limit
+            for offset, s in batch.offsets.items()
+        )
+
+    def _acquire_offsets(
+        self,
+        batch: InFlightBatch,
+        member_id: str,
+        first: int,
+        last: int,
+        budget: int,
+        record_limit: bool,
+        deadline: int,
+        out: list[AcquiredRecords],
+    ) -> int:
+        """acquireSubsetBatchRecords: the AVAILABLE offsets of `batch` in first..last one by one (at most `budget`
+        with `record_limit`), a record on its last attempt alone, and from the first at the throttling count on at
+        most the batch's size halved once per delivery past it. How many were taken."""
+        offsets = batch.split()
+        limit, cap, got = self.throttle_delivery_count, -1, 0
+        last_try = self.max_delivery_count - 1 if self.max_delivery_count > 2 else None
+        for offset, state in offsets.items():
+            if record_limit and got >= budget:
+                break
+            if offset < first or offset > last or state.state is not AVAILABLE or state.in_transition:
+                continue
+            count = state.delivery_count
+            if count == last_try and got:
+                break  # delivered alone, in the next fetch
+            if count >= limit and cap < 0:
+                cap = max(1, len(offsets) >> (count - limit + 1))
+            if not state.try_update(ACQUIRED, 1, self.max_delivery_count, member_id):
+                continue
+            state.lock_deadline = deadline
+            _add_range(out, offset, state.delivery_count)
+            got += 1
+            if last_try is not None and state.delivery_count == self.max_delivery_count:
+                break  # its last attempt: alone
+            if got == cap:
+                break
+        return got
 
     # -- acknowledge and release ---------------------------------------------------------------------------------
 
