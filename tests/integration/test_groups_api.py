@@ -247,7 +247,7 @@ def test_list_groups_with_filters_at_every_version(broker, v):
 
 
 @pytest.mark.parametrize("v", range(3))
-def test_delete_groups_at_every_version(broker, v):
+def test_delete_groups_at_every_version(broker, topic_id, v):  # topic_id: the topic "data" its commit names
     with RawClient(broker.port) as c:
         joined(c, 9, f"busy-{v}")
         topic = part(

@@ -206,8 +206,21 @@ class _Parts:
         return n
 
 
+class EncodedBody:
+    """A response whose body a handler packed itself (herd.protocol.offset_fetch_body), in the layout of kio's
+    class `schema` (whose header version it is answered with)."""
+
+    __slots__ = ("schema", "body")
+
+    def __init__(self, schema: type, body: bytes) -> None:
+        self.schema, self.body = schema, body
+
+
 def encode_response_parts(correlation_id: int, response: Any) -> list[Any]:
     """The response frame as buffers for `transport.writelines`; record data in it is not copied."""
+    if type(response) is EncodedBody:
+        header = encode_header(response.schema.__header_schema__, correlation_id)
+        return [_SIZE.pack(len(header) + len(response.body)) + header + response.body]
     header = encode_header(type(response).__header_schema__, correlation_id)
     if type(response).__api_key__ in CACHED_BODY_APIS:
         body = encode_body(response)
@@ -224,6 +237,8 @@ def encode_response_parts(correlation_id: int, response: Any) -> list[Any]:
 
 def encode_response(correlation_id: int, response: Any) -> bytes:
     """The response frame (size prefix included) with the header version the response's schema names."""
+    if type(response) is EncodedBody:
+        return encode_response_parts(correlation_id, response)[0]
     header = encode_header(type(response).__header_schema__, correlation_id)
     body = encode_body(response)
     return _SIZE.pack(len(header) + len(body)) + header + body
@@ -231,6 +246,7 @@ def encode_response(correlation_id: int, response: Any) -> bytes:
 
 __all__ = [
     "ApiSpec",
+    "EncodedBody",
     "MalformedRequest",
     "RequestHeader",
     "decode_request",

@@ -20,12 +20,13 @@ from typing import Any
 from batches import make_batch
 from handlers import answered
 from kio.schema.errors import ErrorCode
+from kio.serial import entity_reader
 
 from herd.config import BrokerConfig
 from herd.log.fs import MemoryFileSystem
 from herd.log.postgres.errors import MetadataWriteError
 from herd.log.store import SegmentStore
-from herd.protocol.messages import RequestHeader, encode_response, request_class
+from herd.protocol.messages import EncodedBody, RequestHeader, encode_response, request_class
 from herd.protocol.values import MessageBuilder, make
 from herd.runtime import CoordinatorRuntime
 from herd.security.acl_store import SharedAclStore, open_file_store
@@ -99,6 +100,8 @@ class Node:
         ctx = RequestContext(self.broker, RequestHeader(api.API_KEY, version, 1, "test"), host, session)
         response = await answered(api.handle(ctx, request))
         assert encode_response(1, response)
+        if isinstance(response, EncodedBody):  # packed by the handler (OffsetFetch): read it as a client does
+            return entity_reader(response.schema)(response.body, 0)[0]
         return response
 
     @staticmethod

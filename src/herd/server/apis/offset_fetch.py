@@ -14,6 +14,9 @@ valid group id (as in Kafka, for backwards compatibility). A group-level error (
 COORDINATOR_LOAD_IN_PROGRESS) is the group's error on v8+, the top-level error on v2-v7 and every
 partition's error on v1.
 
+Answers of v1-v9 are packed directly (herd.protocol.offset_fetch_body, checked against kio's writer), v10's built
+with kio.
+
 Authorization, with authorizer.class.name set (as apache/kafka core/src/main/scala/kafka/server/KafkaApis.scala):
 DESCRIBE on the group (else GROUP_AUTHORIZATION_FAILED); named topics the principal may
 not DESCRIBE get TOPIC_AUTHORIZATION_FAILED per partition, and are left out when all are asked for.
@@ -28,6 +31,8 @@ from kio.schema.errors import ErrorCode
 from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.requests import FetchGroup, FetchTopic, OffsetFetch
 from herd.coordinator.responses import FetchGroupResponse, FetchPartitionResponse, OffsetFetchResponse
+from herd.protocol.messages import EncodedBody, response_class
+from herd.protocol.offset_fetch_body import offset_fetch_body
 from herd.server.apis._authorize import DESCRIBE, GROUP, TOPIC, authorized
 from herd.server.apis._build import Builder, ctx_builder
 from herd.server.apis._groups import call, client_host, client_id, gather
@@ -36,6 +41,7 @@ from herd.server.broker import RequestContext
 API_KEY = 9
 MIN_VERSION = 1
 MAX_VERSION = 10
+PACKED_MAX_VERSION = 9  # v10 names topics by id: answered through kio
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
@@ -78,6 +84,13 @@ def _topic(ctx: RequestContext, entry: Any) -> FetchTopic:
 
 
 def _response(ctx: RequestContext, request: Any, entries: Any, responses: list[OffsetFetchResponse]) -> Any:
+    v = ctx.api_version
+    if v <= PACKED_MAX_VERSION:  # packed directly (herd.protocol.offset_fetch_body): the hot path of a rebalance
+        groups = [
+            (r.groups[0].group_id, _answered(ctx, entry, r.groups[0]), r.groups[0].error_code)
+            for entry, r in zip(entries, responses, strict=True)
+        ]
+        return EncodedBody(response_class(API_KEY, v), offset_fetch_body(v, groups))
     b = ctx_builder(ctx)
     answers = [(r.groups[0], _topics(ctx, b, entry, r.groups[0])) for entry, r in zip(entries, responses, strict=True)]
     if ctx.api_version >= 8:
@@ -93,10 +106,24 @@ def _response(ctx: RequestContext, request: Any, entries: Any, responses: list[O
 
 
 def _topics(ctx: RequestContext, b: Builder, entry: Any, group: FetchGroupResponse) -> tuple[Any, ...]:
-    """The group's answer as kio topics, in the request's order when it named topics."""
+    """The group's answer as kio topics (`_answered`)."""
+    return tuple(_kio_topic(b, ctx.api_version, name, topic_id, partitions)
+                 for name, topic_id, partitions in _answered_topics(ctx, entry, group))  # fmt: skip
+
+
+def _answered(ctx: RequestContext, entry: Any, group: FetchGroupResponse) -> list[tuple[str, Any]]:
+    """The group's answer as (name, partitions) of each topic (below v10, where topics have names)."""
+    return [(name or "", partitions) for name, _, partitions in _answered_topics(ctx, entry, group)]
+
+
+def _answered_topics(
+    ctx: RequestContext, entry: Any, group: FetchGroupResponse
+) -> list[tuple[str | None, Any, tuple[FetchPartitionResponse, ...]]]:
+    """(name, topic id, partitions) of each topic of the group's answer, in the request's order when it named
+    topics."""
     v = ctx.api_version
     if group.error_code and v >= 2:
-        return ()
+        return []
     cluster = ctx.broker.cluster
     if entry.topics is None:
         known = [
@@ -104,11 +131,8 @@ def _topics(ctx: RequestContext, b: Builder, entry: Any, group: FetchGroupRespon
             for t in group.topics
             if ctx.broker.authorizer is None or authorized(ctx, DESCRIBE, TOPIC, t.name)
         ]
-        return tuple(
-            _kio_topic(b, v, t.name, topic.topic_id if topic else None, t.partitions)
-            for t, topic in known
-            if v < 10 or topic is not None
-        )
+        return [(t.name, topic.topic_id if topic else None, t.partitions) for t, topic in known
+                if v < 10 or topic is not None]  # fmt: skip
     answered = {t.name: t for t in group.topics}
     out = []
     for requested in entry.topics:
@@ -119,8 +143,8 @@ def _topics(ctx: RequestContext, b: Builder, entry: Any, group: FetchGroupRespon
             partitions = tuple(FetchPartitionResponse(p, error_code=code) for p in requested.partition_indexes)
         else:
             partitions = answered[name].partitions
-        out.append(_kio_topic(b, v, getattr(requested, "name", None), getattr(requested, "topic_id", None), partitions))
-    return tuple(out)
+        out.append((getattr(requested, "name", None), getattr(requested, "topic_id", None), partitions))
+    return out
 
 
 def _kio_topic(
