@@ -11,7 +11,11 @@ temporary log.dirs), produces `--records` records of 100 bytes into a new topic 
   the broker has acknowledged every record (herd_share_acknowledgements_total{type=accept} on /metrics: the
   acknowledgements of the last poll are sent by close, which is inside the timing);
 - with a consumer group of as many classic confluent-kafka Consumers (subscribe, auto.offset.reset=earliest,
-  auto commit off), from the first record received until every record is in Python.
+  auto commit off), from the first record received until every record is in Python;
+- with `--raw`, also with as many raw share consumers (kio requests on one event loop, a connection each: ShareFetch
+  v1 of every partition, max_records 500, each fetch carrying the acceptance of what the previous one acquired, and
+  a last ShareAcknowledge), from the first record to the last acceptance answered (durable): what herd serves
+  when the client costs next to nothing, where a ShareConsumer's poll loop is what limits the figure above.
 Both are timed from their first record, so that neither's group formation (the consumer group's join and sync,
 the share group's share-state initialization) is in the figure; the broker runs with
 group.initial.rebalance.delay.ms=0.
@@ -38,7 +42,17 @@ from confluent_kafka import Consumer, Producer, ShareConsumer
 from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic, ResourceType
 
 sys.path.insert(0, str(Path(__file__).parent))
+import asyncio  # noqa: E402
+
 from _broker import BenchBroker  # noqa: E402
+from bench_groups import VERSIONS, Wire, build, encode  # noqa: E402
+from kio.serial import entity_reader  # noqa: E402
+
+from herd.protocol.messages import response_class  # noqa: E402
+
+METADATA, SHARE_FETCH, SHARE_ACK = 3, 78, 79
+VERSIONS.update({METADATA: 12, SHARE_FETCH: 1, SHARE_ACK: 1})
+ACCEPT = 1
 
 VALUE = b"x" * 100
 
@@ -99,6 +113,82 @@ def share_run(broker: BenchBroker, topic: str, records: int, consumers: int, htt
     return records / (time.perf_counter() - first[0])
 
 
+def _decoder(api_key: int) -> object:
+    cls = response_class(api_key, VERSIONS[api_key])
+    read_header, read_body = entity_reader(cls.__header_schema__), entity_reader(cls)
+    return lambda frame: read_body(frame, read_header(frame, 0)[1])[0]
+
+
+async def _raw_share(port: int, topic: str, partitions: int, group: str, records: int, consumers: int) -> float:
+    """Raw share consumers (see the module docstring): records/s from the first record to the last acceptance."""
+    wire = await Wire().connect(port)
+    wanted = (build(METADATA, "MetadataRequestTopic", name=topic, topic_id=None),)
+    asked = build(METADATA, topics=wanted, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+    meta = await wire.send(encode(METADATA, asked), _decoder(METADATA))
+    wire.transport.close()
+    topic_id = meta.topics[0].topic_id
+    fetched = [0]
+    first: list[float] = []
+
+    def ack_batches(api: int, kind: str, ranges: list[tuple[int, int]]) -> tuple[object, ...]:
+        return tuple(build(api, kind, first_offset=f, last_offset=la, acknowledge_types=(ACCEPT,)) for f, la in ranges)
+
+    async def consumer() -> None:
+        wire = await Wire().connect(port)
+        member, epoch = uuid.uuid4().hex, 0
+        pending: dict[int, list[tuple[int, int]]] = {p: [] for p in range(partitions)}
+        decode = _decoder(SHARE_FETCH)
+        while fetched[0] < records:
+            parts = tuple(
+                build(SHARE_FETCH, "FetchPartition", partition_index=p,
+                      acknowledgement_batches=ack_batches(SHARE_FETCH, "AcknowledgementBatch", pending[p]))
+                for p in range(partitions) if epoch == 0 or pending[p]
+            )  # fmt: skip
+            topics = (build(SHARE_FETCH, "FetchTopic", topic_id=topic_id, partitions=parts),) if parts else ()
+            request = build(SHARE_FETCH, group_id=group, member_id=member, share_session_epoch=epoch, max_wait=100,
+                            min_bytes=1, max_bytes=1 << 22, max_records=500, batch_size=500, topics=topics,
+                            forgotten_topics_data=())  # fmt: skip
+            answer = await wire.send(encode(SHARE_FETCH, request), decode)
+            assert answer.error_code == 0, answer.error_code
+            epoch += 1
+            pending = {p: [] for p in range(partitions)}
+            for t in answer.responses:
+                for p in t.partitions:
+                    assert p.error_code == 0 and p.acknowledge_error_code == 0, (p.error_code, p.acknowledge_error_code)
+                    for r in p.acquired_records:
+                        pending[p.partition_index].append((r.first_offset, r.last_offset))
+                        if not first:
+                            first.append(time.perf_counter())
+                        fetched[0] += r.last_offset - r.first_offset + 1
+        parts = tuple(
+            build(SHARE_ACK, "AcknowledgePartition", partition_index=p,
+                  acknowledgement_batches=ack_batches(SHARE_ACK, "AcknowledgementBatch", ranges))
+            for p, ranges in pending.items() if ranges
+        )  # fmt: skip
+        topics = (build(SHARE_ACK, "AcknowledgeTopic", topic_id=topic_id, partitions=parts),)
+        request = build(SHARE_ACK, group_id=group, member_id=member, share_session_epoch=-1, topics=topics)
+        answer = await wire.send(encode(SHARE_ACK, request), _decoder(SHARE_ACK))
+        assert answer.error_code == 0 and all(p.error_code == 0 for t in answer.responses for p in t.partitions)
+        wire.transport.close()
+
+    await asyncio.gather(*(consumer() for _ in range(consumers)))
+    return records / (time.perf_counter() - first[0])
+
+
+def raw_share_run(broker: BenchBroker, topic: str, partitions: int, records: int, consumers: int, http: str) -> float:
+    group = f"raw-{uuid.uuid4().hex[:8]}"
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
+    earliest = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
+    for future in admin.incremental_alter_configs(
+        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[earliest])]
+    ).values():
+        future.result(30)
+    before = accepted(http)
+    rate = asyncio.run(_raw_share(broker.port, topic, partitions, group, records, consumers))
+    assert accepted(http) - before == records, "the raw share consumers' acceptances were not all counted"
+    return rate
+
+
 def group_run(broker: BenchBroker, topic: str, records: int, consumers: int) -> float:
     group = f"classic-{uuid.uuid4().hex[:8]}"
     received = [0]
@@ -136,6 +226,7 @@ def main() -> None:
     parser.add_argument("--consumers", type=int, default=4)
     parser.add_argument("--partitions", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--raw", action="store_true", help="also raw share consumers (kio requests)")
     args = parser.parse_args()
     for partitions in args.partitions:
         with tempfile.TemporaryDirectory() as data:
@@ -152,8 +243,10 @@ def main() -> None:
                     if i % 10_000 == 0:
                         producer.poll(0)
                 assert producer.flush(60) == 0
-                share, classic, share_cpu, classic_cpu, state = [], [], [], [], []
+                share, classic, share_cpu, classic_cpu, state, raw = [], [], [], [], [], []
                 for _ in range(args.repeat):
+                    if args.raw:
+                        raw.append(raw_share_run(broker, topic, partitions, args.records, args.consumers, http))
                     cpu, written = cpu_seconds(broker.proc.pid), state_bytes(data)
                     share.append(share_run(broker, topic, args.records, args.consumers, http))
                     share_cpu.append((cpu_seconds(broker.proc.pid) - cpu) / args.records * 1e6)
@@ -171,6 +264,10 @@ def main() -> None:
                     f"group runs: {', '.join(f'{x:,.0f}' for x in classic)}]",
                     flush=True,
                 )
+                if raw:
+                    r = statistics.median(raw)
+                    print(f"  raw share consumers {r:,.0f} records/s (ratio to the consumer group {r / c:.2f}) "
+                          f"[runs: {', '.join(f'{x:,.0f}' for x in raw)}]", flush=True)  # fmt: skip
             finally:
                 broker.proc.terminate()
                 broker.proc.wait(30)
