@@ -21,7 +21,7 @@ from herd.runtime.share_state import coordinator_key
 from herd.testing import HerdCluster
 from herd.testing.wait import wait_until
 
-FETCH, ACK, INITIALIZE = 78, 79, 83
+FETCH, ACK, INITIALIZE, DESCRIBE = 78, 79, 83, 90
 STATE_PARTITIONS = 3
 ACCEPT, REJECT = 1, 3
 WAIT_S = 30.0
@@ -62,6 +62,24 @@ def acquired(response) -> list[tuple[int, int, int]]:
     parts = [p for t in response.responses for p in t.partitions]
     assert all(p.error_code == ErrorCode.none for p in parts), [p.error_code for p in parts]
     return [(r.first_offset, r.last_offset, r.delivery_count) for p in parts for r in p.acquired_records]
+
+
+def describe_offsets(c: RawClient, group: str, topic: str):
+    asked = (part(DESCRIBE, 1, "DescribeShareGroupOffsetsRequestTopic", topic_name=topic, partitions=(0,)),)
+    entry = part(DESCRIBE, 1, "DescribeShareGroupOffsetsRequestGroup", group_id=group, topics=asked)
+    answer = c.request(DESCRIBE, 1, req(DESCRIBE, 1, groups=(entry,))).groups[0]
+    assert answer.error_code == ErrorCode.none
+    return answer
+
+
+def leader_epoch_of(cluster: HerdCluster, topic: str) -> tuple[int, int]:
+    """(leader, leader epoch) of the topic's partition 0, as a live node's Metadata answers it."""
+    node = next(i for i in range(len(cluster.nodes)) if cluster.running(i))
+    with RawClient(cluster.nodes[node].port) as c:
+        wanted = (part(3, 12, "MetadataRequestTopic", name=topic, topic_id=None),)
+        request = req(3, 12, topics=wanted, allow_auto_topic_creation=False, include_topic_authorized_operations=False)
+        (p,) = c.request(3, 12, request).topics[0].partitions
+    return p.leader_id, p.leader_epoch
 
 
 def topic_id_of(c: RawClient, topic: str) -> uuid.UUID:
@@ -159,3 +177,11 @@ def test_acknowledged_records_stay_acknowledged_when_the_leader_is_killed(cluste
         # written, as in Kafka: their delivery count starts again)
         got = wait_until(after_the_move, WAIT_S, "the records left after the move", ignore=(AssertionError,))
         assert got == [(5, 9, 1)]
+    # kafka-share-groups.sh --describe through any node: the state's start offset 5 and the new leader's epoch, read
+    # from the share coordinator (ReadShareGroupStateSummary when another node keeps it), and the lag
+    _, successor_epoch = leader_epoch_of(cluster, topic)
+    for i in range(len(cluster.nodes)):
+        if cluster.running(i):
+            with RawClient(cluster.nodes[i].port) as c:
+                (row,) = describe_offsets(c, group, topic).topics[0].partitions
+            assert (row.error_code, row.start_offset, row.leader_epoch, row.lag) == (0, 5, successor_epoch, 5)

@@ -34,10 +34,12 @@ from herd.coordinator.share_state.shard import (
     Delete,
     Initialize,
     Read,
+    ReadSummary,
     ShareState,
     ShareStateResponse,
     ShareStateShard,
     Write,
+    delivery_complete,
 )
 from herd.log.api import PartitionLog
 from herd.runtime.host import CoordinatorKind, ShardHost
@@ -164,6 +166,18 @@ class ShareStateRuntime:
             group_id, topic_id, partition, ShareStateShard.read, Read(group_id, topic_id, partition, leader_epoch)
         )
         return response.state
+
+    async def summary(self, group_id: str, topic_id: uuid.UUID, partition: int) -> tuple[int, int, int] | None:
+        """(start offset, delivery-complete count, leader epoch) of the partition's durable state, None if it has
+        none: ReadShareGroupStateSummary, when another node keeps it. ShareStateError if no one can say."""
+        response = await self._call(
+            group_id, topic_id, partition, ShareStateShard.read, ReadSummary(group_id, topic_id, partition)
+        )
+        state = response.state
+        if state is None:
+            return None
+        done = response.delivery_complete if response.delivery_complete >= 0 else delivery_complete(state)
+        return state.start_offset, done, state.leader_epoch
 
     async def initialize(
         self, group_id: str, topic_id: uuid.UUID, partition: int, state_epoch: int, start_offset: int

@@ -92,6 +92,8 @@ class Persister(Protocol):
         self, group_id: str, topic_id: uuid.UUID, partition: int, leader_epoch: int
     ) -> ShareState | None: ...
 
+    async def summary(self, group_id: str, topic_id: uuid.UUID, partition: int) -> tuple[int, int, int] | None: ...
+
     async def initialize(
         self, group_id: str, topic_id: uuid.UUID, partition: int, state_epoch: int, start_offset: int
     ) -> None: ...
@@ -111,7 +113,6 @@ class Persister(Protocol):
 
 
 _DONE = frozenset({ACKNOWLEDGED, ARCHIVED})
-_DONE_IDS = frozenset({int(ACKNOWLEDGED), int(ARCHIVED)})
 
 
 class SharePartitions:
@@ -379,19 +380,18 @@ class SharePartitions:
                 for first, last, state in share.records()
                 if state.state in _DONE and last >= start and not state.in_transition
             )
-            return start, done, 0
+            return start, done, max(share.leader_epoch, 0)
         topic_id = self._topic_id(topic)
         if self.persister is None or topic_id is None:
             return -1, -1, 0
         try:
-            state = await self.persister.read(group_id, topic_id, partition, -1)
+            summary = await self.persister.summary(group_id, topic_id, partition)
         except ShareStateError:
             return -1, -1, 0
-        if state is None or state.start_offset < 0:
+        if summary is None or summary[0] < 0:
             return -1, -1, 0
-        start = state.start_offset
-        done = sum(b.last - max(b.first, start) + 1 for b in state.batches if b.state in _DONE_IDS and b.last >= start)
-        return start, done, max(state.leader_epoch, 0)
+        start, done, leader_epoch = summary
+        return start, done, max(leader_epoch, 0)
 
     async def reset(self, group_id: str, topic: str, partition: int, start_offset: int, state_epoch: int) -> None:
         """AlterShareGroupOffsets: the share partition starts afresh at `start_offset` (its records in flight,

@@ -3,13 +3,14 @@
 The share partitions a node leads keep their state with the share coordinator of the `__share_group_state`
 partition their key falls in; when another node leads that partition, this sends it the request as Kafka's
 DefaultStatePersister does (confluentinc/kafka server-common/src/main/java/org/apache/kafka/server/share/persister/
-DefaultStatePersister.java): InitializeShareGroupState v0, ReadShareGroupState v0, WriteShareGroupState v1 or
-DeleteShareGroupState v0 with the one partition, over the node's kept connection to it (herd.server.peers), and
-turns the answer back into the runtime's `ShareStateResponse`. The node answers it with herd.server.apis.
-_share_state. A read of a partition never initialized is answered INVALID_REQUEST there, as Kafka's share
-coordinator answers it; here that is "no state" (herd's leaders initialize a partition on first use, where Kafka's
-group coordinator initializes it before assigning it). The leader epoch is not in a read's answer: the state read
-from another node has leader epoch -1.
+DefaultStatePersister.java): InitializeShareGroupState v0, ReadShareGroupState v0, WriteShareGroupState v1,
+DeleteShareGroupState v0 or (for DescribeShareGroupOffsets) ReadShareGroupStateSummary v1, with the one partition,
+over the node's kept connection to it (herd.server.peers), and turns the answer back into the runtime's
+`ShareStateResponse`. The node answers it with herd.server.apis._share_state. A read of a partition never
+initialized is answered INVALID_REQUEST there, as Kafka's share coordinator answers it; here that is "no state"
+(herd's leaders initialize a partition on first use, where Kafka's group coordinator initializes it before
+assigning it). The leader epoch is not in a read's answer (a summary's has it): the state read from another node
+has leader epoch -1.
 """
 
 from __future__ import annotations
@@ -29,6 +30,11 @@ from kio.schema.initialize_share_group_state.v0.request import (
 from kio.schema.initialize_share_group_state.v0.request import PartitionData as InitializePartition
 from kio.schema.read_share_group_state.v0.request import PartitionData as ReadPartition
 from kio.schema.read_share_group_state.v0.request import ReadShareGroupStateRequest, ReadStateData
+from kio.schema.read_share_group_state_summary.v1.request import PartitionData as SummaryPartition
+from kio.schema.read_share_group_state_summary.v1.request import (
+    ReadShareGroupStateSummaryRequest,
+    ReadStateSummaryData,
+)
 from kio.schema.write_share_group_state.v1.request import PartitionData as WritePartition
 from kio.schema.write_share_group_state.v1.request import (
     StateBatch as WriteBatch,
@@ -41,14 +47,14 @@ from kio.static.primitive import i8, i16, i32, i64
 
 from herd.coordinator.errors import ErrorCode
 from herd.coordinator.share_state.records import StateBatch
-from herd.coordinator.share_state.shard import Initialize, Read, ShareState, ShareStateResponse, Write
+from herd.coordinator.share_state.shard import Initialize, Read, ReadSummary, ShareState, ShareStateResponse, Write
 from herd.runtime.share_state import ShareStateError, ShareStateRequest
 from herd.server.peers import PeerError
 
 log = logging.getLogger(__name__)
 
-INITIALIZE, READ, WRITE, DELETE = 83, 84, 85, 86
-VERSIONS = {INITIALIZE: 0, READ: 0, WRITE: 1, DELETE: 0}
+INITIALIZE, READ, WRITE, DELETE, SUMMARY = 83, 84, 85, 86, 87
+VERSIONS = {INITIALIZE: 0, READ: 0, WRITE: 1, DELETE: 0, SUMMARY: 1}
 
 
 class ShareStateSender:
@@ -92,6 +98,10 @@ def _request(request: ShareStateRequest) -> tuple[int, Any]:
                                    state_batches=batches)  # fmt: skip
         topic = WriteStateData(topic_id=request.topic_id, partitions=(partition,))
         return WRITE, WriteShareGroupStateRequest(group_id=request.group_id, topics=(topic,))
+    if isinstance(request, ReadSummary):
+        asked = SummaryPartition(partition=i32(request.partition), leader_epoch=i32(-1))
+        topic_summary = ReadStateSummaryData(topic_id=request.topic_id, partitions=(asked,))
+        return SUMMARY, ReadShareGroupStateSummaryRequest(group_id=request.group_id, topics=(topic_summary,))
     if isinstance(request, Read):
         read = ReadPartition(partition=i32(request.partition), leader_epoch=i32(request.leader_epoch))
         topic_read = ReadStateData(topic_id=request.topic_id, partitions=(read,))
@@ -108,6 +118,11 @@ def _request(request: ShareStateRequest) -> tuple[int, Any]:
 
 def _response(request: ShareStateRequest, partition: Any) -> ShareStateResponse:
     code = int(partition.error_code)
+    if isinstance(request, ReadSummary):
+        if code != ErrorCode.none or partition.start_offset < 0:
+            return ShareStateResponse(code, partition.error_message)  # no state: start offset -1
+        state = ShareState(0, int(partition.state_epoch), int(partition.leader_epoch), int(partition.start_offset))
+        return ShareStateResponse(state=state, delivery_complete=int(partition.delivery_complete_count))
     if not isinstance(request, Read):
         return ShareStateResponse(code, partition.error_message)
     if code == ErrorCode.invalid_request:  # never initialized (the only refusal of a well-formed read)

@@ -8,7 +8,7 @@ ACKNOWLEDGED, ARCHIVED). Requests, each answered once its records are durable:
 - `initialize`: a fresh state (a snapshot of snapshot epoch one more than before, or 0) at a state epoch and start
   offset; FENCED_STATE_EPOCH if the stored state epoch is newer;
 - `read`: the state, or None when the partition has none; a newer leader epoch is recorded (an update record);
-  FENCED_LEADER_EPOCH for an older one;
+  FENCED_LEADER_EPOCH for an older one (a `ReadSummary` is a read at leader epoch -1);
 - `write`: the batches that changed and the start offset (-1: unchanged), as a ShareUpdate, or as a new snapshot
   merging everything once `updates_per_snapshot` updates followed the last one
   (share.coordinator.snapshot.update.records.per.snapshot, 500); FENCED_LEADER_EPOCH / FENCED_STATE_EPOCH for a
@@ -68,6 +68,11 @@ class Read:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadSummary(Read):
+    """ReadShareGroupStateSummary's request: a read that records no leader epoch (`read` with leader epoch -1)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Write:
     group_id: str
     topic_id: uuid.UUID
@@ -90,6 +95,7 @@ class ShareStateResponse:
     error_code: int = ErrorCode.none
     error_message: str | None = None
     state: ShareState | None = None  # a read's answer (a copy)
+    delivery_complete: int = -1  # a summary's: the offsets from the start offset on that are done (KIP-1226)
 
 
 def combine(current: list[StateBatch], new: list[StateBatch] | tuple[StateBatch, ...], start: int) -> list[StateBatch]:
@@ -283,6 +289,15 @@ class ShareStateShard:
 
 def _answer(reply: object, response: ShareStateResponse) -> Result:
     return Result(replies=(Reply(reply, response),))
+
+
+def delivery_complete(state: ShareState) -> int:
+    """The offsets from the start offset on that are ACKNOWLEDGED or ARCHIVED (KIP-1226's delivery-complete count)."""
+    start = state.start_offset
+    return sum(b.last - max(b.first, start) + 1 for b in state.batches if b.state in _DONE and b.last >= start)
+
+
+_DONE = frozenset({2, 4})  # ACKNOWLEDGED, ARCHIVED
 
 
 def _copy(state: ShareState) -> ShareState:

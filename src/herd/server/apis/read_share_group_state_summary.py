@@ -10,7 +10,7 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
-from herd.coordinator.share_state.shard import Read, ShareStateResponse, ShareStateShard
+from herd.coordinator.share_state.shard import ReadSummary, ShareStateResponse, ShareStateShard, delivery_complete
 from herd.server.apis._build import Builder
 from herd.server.apis._share_state import serve
 from herd.server.broker import RequestContext
@@ -19,15 +19,13 @@ API_KEY = 87
 MIN_VERSION = 0
 MAX_VERSION = 1
 
-ACKNOWLEDGED, ARCHIVED = 2, 4
-
 
 def handle(ctx: RequestContext, request: Any) -> Any:
     return serve(ctx, request, "ReadStateSummaryResult", _request, ShareStateShard.read, _result)
 
 
-def _request(group_id: str, topic_id: Any, p: Any) -> Read:
-    return Read(group_id, topic_id, p.partition)  # leader epoch -1: read as it is, nothing recorded
+def _request(group_id: str, topic_id: Any, p: Any) -> ReadSummary:
+    return ReadSummary(group_id, topic_id, p.partition)  # leader epoch -1: read as it is, nothing recorded
 
 
 def _result(b: Builder, p: Any, answer: ShareStateResponse) -> Any:
@@ -36,12 +34,7 @@ def _result(b: Builder, p: Any, answer: ShareStateResponse) -> Any:
         return b("PartitionResult", partition=p.partition, error_code=answer.error_code,
                  error_message=answer.error_message, state_epoch=0, leader_epoch=0, start_offset=-1,
                  delivery_complete_count=-1)  # fmt: skip
-    start = state.start_offset
-    done = sum(
-        s.last - max(s.first, start) + 1
-        for s in state.batches
-        if s.state in (ACKNOWLEDGED, ARCHIVED) and s.last >= start
-    )
+    start, done = state.start_offset, delivery_complete(state)
     return b("PartitionResult", partition=p.partition, error_code=ErrorCode.none, error_message=None,
              state_epoch=state.state_epoch, leader_epoch=max(state.leader_epoch, 0), start_offset=start,
              delivery_complete_count=done)  # fmt: skip
