@@ -25,6 +25,7 @@ from herd.coordinator import CoordinatorError, GroupCoordinatorShard
 from herd.coordinator.consumer.assignment import Assignment, assignment
 from herd.coordinator.consumer_heartbeat import ConsumerGroupHeartbeat
 from herd.coordinator.responses import ConsumerGroupHeartbeatResponse
+from herd.protocol.messages import EncodedBody, encode_body
 from herd.server.apis._authorize import DESCRIBE, GROUP, READ, TOPIC, authorized
 from herd.server.apis._build import builder, ctx_builder
 from herd.server.apis._groups import client_host, client_id, route
@@ -115,26 +116,32 @@ def _error(code: int) -> ConsumerGroupHeartbeatResponse:
     return ConsumerGroupHeartbeatResponse(error_code=code)
 
 
-_KEEP_ALIVE: dict[tuple[int, str, int, int], Any] = {}
+_KEEP_ALIVE: dict[tuple[int, str, int, int], EncodedBody] = {}
 _KEEP_ALIVE_MAX = 100_000
 
 
 def _keep_alive_response(version: int, member_id: str, member_epoch: int, interval_ms: int) -> Any:
-    """kio responses are immutable: a member's keep-alive answer is built once per epoch and reused (its bytes too:
-    herd.protocol.messages caches the bodies of this API)."""
+    """A member's keep-alive answer, built and encoded with kio once per epoch and reused as its bytes (an
+    EncodedBody: no response object to hash on the way out)."""
     key = (version, member_id, member_epoch, interval_ms)
     response = _KEEP_ALIVE.get(key)
     if response is None:
         if len(_KEEP_ALIVE) >= _KEEP_ALIVE_MAX:
             _KEEP_ALIVE.clear()
-        response = _KEEP_ALIVE[key] = builder(API_KEY, version).response(
-            throttle_time=0,
-            error_code=ErrorCode.none,
-            error_message=None,
-            member_id=member_id,
-            member_epoch=member_epoch,
-            heartbeat_interval=interval_ms,
-            assignment=None,
+        b = builder(API_KEY, version)
+        response = _KEEP_ALIVE[key] = EncodedBody(
+            b.response_cls,
+            encode_body(
+                b.response(
+                    throttle_time=0,
+                    error_code=ErrorCode.none,
+                    error_message=None,
+                    member_id=member_id,
+                    member_epoch=member_epoch,
+                    heartbeat_interval=interval_ms,
+                    assignment=None,
+                )
+            ),
         )
     return response
 
