@@ -8,6 +8,7 @@ test_share_groups.py's)."""
 from __future__ import annotations
 
 import json
+import threading
 import uuid
 
 import pytest
@@ -146,6 +147,41 @@ def test_describe_shows_the_start_offset_and_the_lag(broker) -> None:
         ]
         assert rows(describe(c, group, [])) == []
         assert rows(describe(c, unique("unknown"), [(topic, (0,))])) == [(topic, 0, -1, -1)]  # no group check
+
+
+def test_an_acknowledgement_in_a_waiting_fetch_is_done_before_the_fetch_returns(broker) -> None:
+    """Acknowledgements piggybacked on a ShareFetch are written while the fetch waits for records, as Kafka's
+    handleShareFetchRequest runs the two side by side: they show in the start offset and the lag long before the
+    fetch's MaxWaitMs is up (a ShareConsumer's last acknowledgements ride on such a fetch)."""
+    topic, group = setup_group(broker.bootstrap)
+    with RawClient(broker.port) as c, RawClient(broker.port) as watcher:
+        tid = topic_id_of(c, topic)
+        heartbeat(c, group, "m", 0, (topic,))
+        wait_until(lambda: initialized(c, group, topic), 10, "the share partition's state initialized")
+        assert share_fetch(c, group, "m", tid) == [(0, 9, 1)]
+        batch = part(FETCH, 1, "AcknowledgementBatch", first_offset=0, last_offset=9, acknowledge_types=(1,))
+        p = part(FETCH, 1, "FetchPartition", partition_index=0, acknowledgement_batches=(batch,))
+        topics = (part(FETCH, 1, "FetchTopic", topic_id=tid, partitions=(p,)),)
+        limits = {"max_wait": 60_000, "min_bytes": 1, "max_bytes": 1 << 20, "max_records": 500, "batch_size": 500}
+        request = req(FETCH, 1, group_id=group, member_id="m", share_session_epoch=1, topics=topics,
+                      forgotten_topics_data=(), **limits)  # fmt: skip
+        answers: list = []
+        waiting = threading.Thread(target=lambda: answers.append(c.request(FETCH, 1, request)), daemon=True)
+        waiting.start()
+        wait_until(
+            lambda: rows(describe(watcher, group, [(topic, (0,))])) == [(topic, 0, 10, 0)],
+            30,
+            "the acceptance of 0-9 in the start offset while the fetch waits",
+        )
+        assert waiting.is_alive()  # nothing to acquire yet: the fetch still waits (up to 60 s)
+        producer = Producer({"bootstrap.servers": broker.bootstrap})
+        producer.produce(topic, b"10", partition=0)
+        assert producer.flush(15) == 0
+        waiting.join(30)
+        (answer,) = answers
+        (partition,) = answer.responses[0].partitions
+        assert (answer.error_code, partition.acknowledge_error_code) == (ErrorCode.none, ErrorCode.none)
+        assert [(r.first_offset, r.last_offset, r.delivery_count) for r in partition.acquired_records] == [(10, 10, 1)]
 
 
 def test_alter_sets_where_an_empty_share_group_starts(broker) -> None:

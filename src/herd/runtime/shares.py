@@ -301,7 +301,8 @@ class SharePartitions:
         INVALID_REQUEST for a malformed batch), or of the write of the change; UNKNOWN_TOPIC_OR_PARTITION when no
         fetch made the share partition here (SharePartitionManager.acknowledge). With `staged`, the changes stay in
         transition (as while Kafka writes them) until `complete(staged)`: a ShareFetch applies its
-        acknowledgements before it acquires, and records it released are not handed out again by the same fetch."""
+        acknowledgements before it acquires and writes them while it fetches; records it released are not handed
+        out again until that write is done."""
         key = (group_id, topic, partition)
         share = self._partitions.get(key)
         if share is None:

@@ -94,7 +94,7 @@ def test_acknowledgements_staged_by_a_fetch_are_not_handed_out_again_until_compl
     acquire(s, log, "a", 0)
     staged: list = []
     assert run(s.acknowledge("g", "a", "t", 0, [(0, 1, [AckType.RELEASE])], 1, staged)) == (ErrorCode.none, None)
-    assert acquire(s, log, "a", 2) == ([], [])  # released, but in transition: not again in the same fetch
+    assert acquire(s, log, "a", 2) == ([], [])  # released, but in transition: not again until written
     run(s.complete(staged, 3))
     assert acquire(s, log, "b", 4) == ([0, 1], [AcquiredRecords(0, 1, 2)])
     assert (

@@ -7,8 +7,11 @@ acknowledgements. Kafka 4.2's KafkaApis.handleShareFetchRequest, SharePartitionM
 2. the share session (herd.runtime.share_sessions): epoch 0 opens it (acknowledgements in it: INVALID_REQUEST),
    -1 closes it (nothing fetched), any other epoch must be the session's; SHARE_SESSION_LIMIT_REACHED is answered
    after MaxWaitMs, as Kafka does, so that a full cache is not hammered;
-3. the acknowledgements, applied before the fetch and kept in transition until it is done (records released are
-   not handed out again by the same fetch), answered in AcknowledgeErrorCode;
+3. the acknowledgements, applied before the fetch and written while it looks and waits (Kafka's
+   handleShareFetchRequest combines the two futures): an acknowledgement is durable when its write is, not when
+   the fetch's wait ends. Until then its records are in transition (a record released is not handed out again
+   before its write is done); the write done, fetches waiting on the partition look again. The answer waits for
+   both, with each write's result in AcknowledgeErrorCode;
 4. every partition of the session, in an order rotated by the epoch: UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED,
    UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, then the records acquired (herd.runtime.shares), MaxRecords a
    budget of the whole request and MaxBytes (capped by fetch.max.bytes) too, whole batches;
@@ -84,10 +87,11 @@ async def _serve(ctx: RequestContext, request: Any) -> Any:
     staged: list[Staged] = []
     renew = getattr(request, "is_renew_ack", False)
     acked = await acknowledge(ctx, group_id, member_id, acks, broker.now_ms(), staged, renew)
+    writing = asyncio.ensure_future(_complete(ctx, staged)) if staged else None
     try:
         fetched = {} if epoch == FINAL_EPOCH or renew else await _fetch(ctx, request, session)
-    finally:
-        failed = await broker.shares.complete(staged, broker.now_ms())
+    finally:  # shielded: a fetch cut short (its connection closed) still completes what it staged
+        failed = await asyncio.shield(writing) if writing is not None else {}
     for tp in acked:  # an acknowledgement whose write failed is undone and answered with the write's error
         topic = broker.cluster.by_id(tp[0])
         if topic is not None and (topic.name, tp[1]) in failed:
@@ -95,6 +99,16 @@ async def _serve(ctx: RequestContext, request: Any) -> Any:
     if epoch == FINAL_EPOCH:
         await broker.release_share_session(session)
     return _response(ctx, group_id, session, epoch, fetched, acked)
+
+
+async def _complete(ctx: RequestContext, staged: list[Staged]) -> dict[tuple[str, int], ErrorCode]:
+    """Write the acknowledgements staged (herd.runtime.shares.SharePartitions.complete), then wake the fetches
+    waiting on their partitions: records released are available again, and the start offset may have moved."""
+    keys = [(topic, partition) for (_, topic, partition), *_ in staged]
+    failed = await ctx.broker.shares.complete(staged, ctx.broker.now_ms())
+    for key in keys:
+        ctx.broker.notify_append(key)
+    return failed
 
 
 async def _fetch(ctx: RequestContext, request: Any, session: ShareSession) -> dict[TopicPartition, Outcome]:
