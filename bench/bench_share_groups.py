@@ -7,9 +7,12 @@ temporary log.dirs), produces `--records` records of 100 bytes into a new topic 
 1 MB), and then, `--repeat` times, reads all of them:
 
 - with a share group of `--consumers` confluent-kafka ShareConsumers (one thread each, implicit acknowledgement,
-  max.poll.records 500; the group set to share.auto.offset.reset=earliest), from the first record received until
-  the broker has acknowledged every record (herd_share_acknowledgements_total{type=accept} on /metrics: the
-  acknowledgements of the last poll are sent by close, which is inside the timing);
+  max.poll.records 500; the group's share state set to offset 0 before they join), from the first record received
+  until the last (*delivered*), and until the broker has acknowledged every record (*acknowledged*:
+  herd_share_acknowledgements_total{type=accept} on /metrics). The acknowledgements of a poll ride on the next
+  ShareFetch, and librdkafka sends that only when the one in flight returns: after the last record, the fetch in
+  flight finds nothing and waits fetch.wait.max.ms (500 ms), so the acknowledged figure carries that wait once
+  (close sends the last acknowledgements when it returns) and is a throughput figure only for runs much longer;
 - with a consumer group of as many classic confluent-kafka Consumers (subscribe, auto.offset.reset=earliest,
   auto commit off), from the first record received until every record is in Python;
 - with `--raw`, also with as many raw share consumers (kio requests on one event loop, a connection each: ShareFetch
@@ -17,8 +20,8 @@ temporary log.dirs), produces `--records` records of 100 bytes into a new topic 
   a last ShareAcknowledge), from the first record to the last acceptance answered (durable): what herd serves
   when the client costs next to nothing, where a ShareConsumer's poll loop is what limits the figure above.
 Both are timed from their first record, so that neither's group formation (the consumer group's join and sync,
-the share group's share-state initialization) is in the figure; the broker runs with
-group.initial.rebalance.delay.ms=0.
+the share group's heartbeats) is in the figure, and the share group's state is initialized before its members join
+(`initialized_share_group`); the broker runs with group.initial.rebalance.delay.ms=0.
 
 It prints the median records/s of each and their ratio, the broker's CPU per record (user + system, from
 /proc), and for the share group the bytes written to `__share_group_state` per 1,000 acknowledged records (the
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -87,11 +91,27 @@ def earliest_share_group(broker: BenchBroker, prefix: str) -> str:
     return group
 
 
-def share_run(broker: BenchBroker, topic: str, records: int, consumers: int, http: str) -> float:
-    group = earliest_share_group(broker, "share")
+def initialized_share_group(broker: BenchBroker, topic: str) -> str:
+    """A new share group id whose share state of `topic` starts at offset 0 before any member joins (`herd
+    share-groups reset-offsets` on a group that does not exist yet, as kafka-share-groups.sh allows). A new group's
+    share state is otherwise initialized by its first member's first heartbeat, and that member is assigned the
+    partitions only at its next heartbeat, group.share.heartbeat.interval.ms (5 s) later, as in Kafka
+    (docs/kip-932/share-group-rules.md section 4): with several partitions the first member would sit idle that long
+    while the others read, and the figure would time group formation rather than delivery."""
+    group = f"share-{uuid.uuid4().hex[:8]}"
+    command = [sys.executable, "-m", "herd.cli", "share-groups", "reset-offsets", "--group", group, "--topic", topic,
+               "--to-earliest", "--execute", "--bootstrap-server", broker.bootstrap]  # fmt: skip
+    subprocess.run(command, check=True, capture_output=True)
+    return group
+
+
+def share_run(broker: BenchBroker, topic: str, records: int, consumers: int, http: str) -> tuple[float, float]:
+    """(records/s delivered, records/s delivered and acknowledged), both from the first record received."""
+    group = initialized_share_group(broker, topic)
     before = accepted(http)
     received = [0]
     first: list[float] = []
+    last: list[float] = []  # when the last record was received
     lock = threading.Lock()
     stop = threading.Event()
 
@@ -104,19 +124,21 @@ def share_run(broker: BenchBroker, topic: str, records: int, consumers: int, htt
                 if got and not first:
                     first.append(time.perf_counter())
                 received[0] += got
+                if received[0] >= records and not last:
+                    last.append(time.perf_counter())
         c.close()
 
     threads = [threading.Thread(target=run) for _ in range(consumers)]
     for t in threads:
         t.start()
-    while received[0] < records:
-        time.sleep(0.01)
+    while not last:
+        time.sleep(0.001)
     stop.set()
     for t in threads:
         t.join()
     while accepted(http) - before < records:
-        time.sleep(0.01)
-    return records / (time.perf_counter() - first[0])
+        time.sleep(0.001)
+    return records / (last[0] - first[0]), records / (time.perf_counter() - first[0])
 
 
 def _decoder(api_key: int) -> object:
@@ -193,6 +215,7 @@ def group_run(broker: BenchBroker, topic: str, records: int, consumers: int) -> 
     group = f"classic-{uuid.uuid4().hex[:8]}"
     received = [0]
     first: list[float] = []
+    last: list[float] = []  # when the last record was received
     lock = threading.Lock()
     stop = threading.Event()
 
@@ -206,18 +229,19 @@ def group_run(broker: BenchBroker, topic: str, records: int, consumers: int) -> 
                 if got and not first:
                     first.append(time.perf_counter())
                 received[0] += got
+                if received[0] >= records and not last:
+                    last.append(time.perf_counter())
         c.close()
 
     threads = [threading.Thread(target=run) for _ in range(consumers)]
     for t in threads:
         t.start()
-    while received[0] < records:
-        time.sleep(0.01)
-    elapsed = time.perf_counter() - first[0]
+    while not last:
+        time.sleep(0.001)
     stop.set()
     for t in threads:
         t.join()
-    return records / elapsed
+    return records / (last[0] - first[0])
 
 
 def main() -> None:
@@ -243,24 +267,28 @@ def main() -> None:
                     if i % 10_000 == 0:
                         producer.poll(0)
                 assert producer.flush(60) == 0
-                share, classic, share_cpu, classic_cpu, state, raw = [], [], [], [], [], []
+                share, acked, classic, share_cpu, classic_cpu, state, raw = [], [], [], [], [], [], []
                 for _ in range(args.repeat):
                     if args.raw:
                         raw.append(raw_share_run(broker, topic, partitions, args.records, args.consumers, http))
                     cpu, written = cpu_seconds(broker.proc.pid), state_bytes(data)
-                    share.append(share_run(broker, topic, args.records, args.consumers, http))
+                    rates = share_run(broker, topic, args.records, args.consumers, http)
+                    share.append(rates[0])
+                    acked.append(rates[1])
                     share_cpu.append((cpu_seconds(broker.proc.pid) - cpu) / args.records * 1e6)
                     state.append((state_bytes(data) - written) / args.records * 1000)
                     cpu = cpu_seconds(broker.proc.pid)
                     classic.append(group_run(broker, topic, args.records, args.consumers))
                     classic_cpu.append((cpu_seconds(broker.proc.pid) - cpu) / args.records * 1e6)
-                s, c = statistics.median(share), statistics.median(classic)
+                s, a, c = statistics.median(share), statistics.median(acked), statistics.median(classic)
                 print(
                     f"partitions={partitions} consumers={args.consumers} records={args.records}: "
-                    f"share group {s:,.0f} records/s ({statistics.median(share_cpu):.1f} us broker CPU/record, "
+                    f"share group {s:,.0f} records/s delivered, {a:,.0f} delivered and acknowledged "
+                    f"({statistics.median(share_cpu):.1f} us broker CPU/record, "
                     f"{statistics.median(state):,.0f} state bytes per 1,000 acknowledged); "
                     f"consumer group {c:,.0f} records/s ({statistics.median(classic_cpu):.1f} us/record); "
-                    f"ratio {s / c:.2f}  [share runs: {', '.join(f'{x:,.0f}' for x in share)}; "
+                    f"ratio {s / c:.2f} delivered, {a / c:.2f} acknowledged  "
+                    f"[share runs: {', '.join(f'{x:,.0f}/{y:,.0f}' for x, y in zip(share, acked))}; "
                     f"group runs: {', '.join(f'{x:,.0f}' for x in classic)}]",
                     flush=True,
                 )

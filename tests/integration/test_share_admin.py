@@ -289,6 +289,15 @@ def test_herd_share_groups_as_kafka_share_groups_sh(broker) -> None:
     assert json.loads(herd("share-groups", "describe", "--group", group, "--output", "json")) == []
     assert "was successful" in herd("share-groups", "delete", "--group", group)
     assert group not in herd("share-groups", "list").split()
+    # A group that does not exist is reset as an Empty one, as kafka-share-groups.sh does: the reset makes it
+    # with its share state initialized where asked; --all-topics names no partition of a group that has none.
+    assert herd("share-groups", "reset-offsets", "--group", group, "--all-topics", "--to-earliest", "--execute",
+                "--output", "json") == "[]\n"  # fmt: skip
+    herd("share-groups", "reset-offsets", "--group", group, "--topic", topic, "--to-earliest", "--execute")
+    (row,) = json.loads(herd("share-groups", "describe", "--group", group, "--output", "json"))
+    assert (row["start_offset"], row["lag"]) == (0, 10)
+    (state,) = [json.loads(herd("share-groups", "describe", "--group", group, "--state", "--output", "json"))]
+    assert (state["state"], state["members"]) == ("Empty", 0)
 
 
 def test_the_http_api_shows_a_share_group(broker) -> None:

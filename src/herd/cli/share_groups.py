@@ -12,7 +12,8 @@ Kafka's column names in aligned tables, or the same fields as JSON with --output
 (the default) shows GROUP TOPIC PARTITION START-OFFSET LAG (with --verbose LEADER-EPOCH too), "-" where the group
 has no state yet; `--members` each member with its epoch and number of partitions (--verbose: the partitions);
 `--state` the group's coordinator-side state. `reset-offsets` needs exactly one of --dry-run and --execute, as
-Kafka's does, and an Empty group. Failures are one line on stderr with exit code 1; bad arguments exit 2.
+Kafka's does, and an Empty group (or none: the reset makes it, as Kafka's does). Failures are one line on stderr
+with exit code 1; bad arguments exit 2.
 """
 
 from __future__ import annotations

@@ -129,16 +129,25 @@ class ShareAdmin:
     ) -> dict[TopicPartition, int]:
         """The new start offset per partition (`kind` earliest, latest or datetime at `timestamp` ms), for the
         partitions of `topics` (topic -> partitions, None: all), or every partition the group has state for.
-        ShareAdminError while the group is not Empty."""
-        group = await self.describe_share_group(group_id)
-        if group.state != "Empty":
+        ShareAdminError while the group is not Empty. A group that does not exist is reset as an Empty one (the
+        reset makes it, with its share state initialized at the offsets planned), as Kafka's
+        ShareGroupCommand.resetOffsets does on GroupIdNotFoundException (confluentinc/kafka
+        tools/src/main/java/org/apache/kafka/tools/consumer/group/ShareGroupCommand.java)."""
+        try:
+            group: ShareGroupDescription | None = await self.describe_share_group(group_id)
+        except ShareAdminError as exc:
+            if exc.code != ErrorCode.group_id_not_found:
+                raise
+            group = None
+        if group is not None and group.state != "Empty":
             raise ShareAdminError(
                 ErrorCode.non_empty_group,
                 f"Share group '{group_id}' is not empty (state {group.state}): offsets can only be reset when it "
                 "has no members.",
             )
-        if topics is None:
-            partitions = [TopicPartition(r.topic, r.partition) for r in await self.share_offsets(group_id)]
+        if topics is None:  # every partition the group has state for: none when there is no group
+            rows = await self.share_offsets(group_id) if group is not None else []
+            partitions = [TopicPartition(r.topic, r.partition) for r in rows]
         else:
             partitions = await self._reset_scope(topics, {})
         at = EARLIEST if kind == "earliest" else LATEST if kind == "latest" else timestamp
