@@ -719,6 +719,31 @@ SETTINGS: tuple[Setting, ...] = (
         "Segment size of __share_group_state.",
         minimum=1,
     ),
+    # Kafka's ShareCoordinatorConfig (confluentinc/kafka share-coordinator/src/main/java/org/apache/kafka/coordinator/
+    # share/ShareCoordinatorConfig.java); the last two are internal there, as here, and exist for tests
+    Setting(
+        "share.coordinator.snapshot.update.records.per.snapshot",
+        "int",
+        500,
+        "Share-state updates of one share partition written between two of its snapshots in __share_group_state.",
+        minimum=0,
+        maximum=500,
+    ),
+    Setting(
+        "share.coordinator.state.topic.prune.interval.ms",
+        "int",
+        300000,
+        "How often the records of __share_group_state that a later snapshot made redundant are deleted.",
+        minimum=1,
+    ),
+    Setting(
+        "share.coordinator.cold.partition.snapshot.interval.ms",
+        "int",
+        300000,
+        "How old the last snapshot of a share partition may grow before it is written again, so that pruning of "
+        "__share_group_state is not held back by share partitions that are no longer written.",
+        minimum=1,
+    ),
     Setting(
         "group.share.min.record.lock.duration.ms",
         "int",

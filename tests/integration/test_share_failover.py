@@ -21,7 +21,8 @@ from herd.runtime.share_state import coordinator_key
 from herd.testing import HerdCluster
 from herd.testing.wait import wait_until
 
-FETCH, ACK, INITIALIZE, DESCRIBE = 78, 79, 83, 90
+FETCH, ACK, INITIALIZE, READ, WRITE, DESCRIBE = 78, 79, 83, 84, 85, 90
+ACKNOWLEDGED = 2
 STATE_PARTITIONS = 3
 ACCEPT, REJECT = 1, 3
 WAIT_S = 30.0
@@ -36,6 +37,10 @@ def cluster(pg_url: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[H
         "broker.heartbeat.interval.ms": "500",
         "offsets.topic.num.partitions": "3",
         "share.coordinator.state.topic.num.partitions": str(STATE_PARTITIONS),
+        # updates and snapshots, pruned, at a pace a test sees (Kafka's defaults: 500, 5 min, 5 min)
+        "share.coordinator.snapshot.update.records.per.snapshot": "3",
+        "share.coordinator.state.topic.prune.interval.ms": "100",
+        "share.coordinator.cold.partition.snapshot.interval.ms": "1000",
     }
     herd = HerdCluster(tmp_path_factory.mktemp("sharefailover"), overrides=overrides, database_url=pg_url, faults=False)
     try:
@@ -185,3 +190,70 @@ def test_acknowledged_records_stay_acknowledged_when_the_leader_is_killed(cluste
             with RawClient(cluster.nodes[i].port) as c:
                 (row,) = describe_offsets(c, group, topic).topics[0].partitions
             assert (row.error_code, row.start_offset, row.leader_epoch, row.lag) == (0, 5, successor_epoch, 5)
+
+
+def state_offsets(c: RawClient, partition: int) -> tuple[int, int]:
+    """(log start, log end) of __share_group_state's `partition`, asked of its leader (ListOffsets v7)."""
+
+    def at(timestamp: int) -> int:
+        p = part(2, 7, "ListOffsetsPartition", partition_index=partition, current_leader_epoch=-1, timestamp=timestamp)
+        t = part(2, 7, "ListOffsetsTopic", name="__share_group_state", partitions=(p,))
+        answer = c.request(2, 7, req(2, 7, replica_id=-1, isolation_level=0, topics=(t,))).topics[0].partitions[0]
+        assert answer.error_code == ErrorCode.none, answer.error_code
+        return answer.offset
+
+    return at(-2), at(-1)
+
+
+def state_request(c: RawClient, api: int, version: int, group: str, topic_id: uuid.UUID, **fields):
+    p = part(api, version, "PartitionData", partition=0, **fields)
+    kind = {INITIALIZE: "InitializeStateData", READ: "ReadStateData", WRITE: "WriteStateData"}[api]
+    topics = (part(api, version, kind, topic_id=topic_id, partitions=(p,)),)
+    (result,) = c.request(api, version, req(api, version, group_id=group, topics=topics)).results
+    return result.partitions[0]
+
+
+def test_the_state_is_pruned_in_postgresql_and_read_whole_after_its_node_is_killed(cluster: HerdCluster) -> None:
+    """`__share_group_state` in PostgreSQL as on one node: updates, a snapshot every 3, the records the latest
+    snapshots made redundant pruned (the log start moves, fenced like every write); the node keeping the state
+    killed with kill -9, the node that takes its partition over reads the same state."""
+    for i in range(len(cluster.nodes)):
+        if not cluster.running(i):
+            cluster.restart(i, WAIT_S)
+    leaders = state_leaders(cluster)
+    topic = f"q-{uuid.uuid4().hex[:8]}"
+    create_topic_on(cluster, topic, 1, WAIT_S)
+    with RawClient(cluster.nodes[leaders[0]].port) as c:
+        topic_id = topic_id_of(c, topic)
+    group = f"pruned-{uuid.uuid4().hex[:8]}"
+    partition = coordinator_partition(coordinator_key(group, topic_id, 0), STATE_PARTITIONS)
+    keeper = leaders[partition]
+    with RawClient(cluster.nodes[keeper].port) as c:
+        assert state_request(c, INITIALIZE, 0, group, topic_id, state_epoch=1, start_offset=0).error_code == 0
+        start, _ = state_offsets(c, partition)
+        for n in range(60):
+            batch = part(WRITE, 1, "StateBatch", first_offset=n, last_offset=n, delivery_state=ACKNOWLEDGED,
+                         delivery_count=1)  # fmt: skip
+            written = state_request(c, WRITE, 1, group, topic_id, state_epoch=1, leader_epoch=0, start_offset=-1,
+                                    state_batches=(batch,))  # fmt: skip
+            assert written.error_code == ErrorCode.none
+        _, end = state_offsets(c, partition)
+        # every share partition of it snapshotted within the cold interval: the log start passes most of the 60
+        wait_until(lambda: state_offsets(c, partition)[0] > end - 20, WAIT_S, "the state pruned")
+        before = state_request(c, READ, 0, group, topic_id, leader_epoch=0)
+    assert before.error_code == ErrorCode.none and start < end - 20
+    assert [(b.first_offset, b.last_offset, b.delivery_state) for b in before.state_batches] == [(0, 59, ACKNOWLEDGED)]
+    cluster.kill(keeper)
+
+    def new_keeper() -> int | None:
+        now = leaders_of(cluster, "__share_group_state").get(partition, -1)
+        return now if now not in (-1, keeper) and cluster.running(now) else None
+
+    successor = wait_until(new_keeper, WAIT_S, f"a leader of __share_group_state-{partition} other than {keeper}")
+    with RawClient(cluster.nodes[successor].port) as c:
+        after = wait_until(
+            lambda: (r := state_request(c, READ, 0, group, topic_id, leader_epoch=0)).error_code == 0 and r,
+            WAIT_S,
+            "the state read from the new keeper",
+        )
+    assert (after.start_offset, after.state_batches) == (before.start_offset, before.state_batches)

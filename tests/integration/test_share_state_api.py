@@ -196,3 +196,81 @@ def test_without_cluster_action_every_partition_is_refused(broker_factory):
         ]
         assert write(c, "g", topic_id, 0, 0, 0, -1, []).error_code == ErrorCode.cluster_authorization_failed
         assert summary(c, "g", topic_id, 0).error_code == ErrorCode.cluster_authorization_failed
+
+
+def _offsets(c: RawClient, partition: int) -> tuple[int, int]:
+    """(log start, log end) of __share_group_state's `partition` (ListOffsets v7, earliest and latest)."""
+
+    def at(timestamp: int) -> int:
+        p = part(2, 7, "ListOffsetsPartition", partition_index=partition, current_leader_epoch=-1, timestamp=timestamp)
+        t = part(2, 7, "ListOffsetsTopic", name="__share_group_state", partitions=(p,))
+        answer = c.request(2, 7, req(2, 7, replica_id=-1, isolation_level=0, topics=(t,))).topics[0].partitions[0]
+        assert answer.error_code == ErrorCode.none
+        return answer.offset
+
+    return at(-2), at(-1)
+
+
+def test_updates_snapshots_and_pruning_keep_the_state_bounded_and_whole_across_a_kill(tmp_path):
+    """`__share_group_state` as Kafka's share coordinator keeps it: updates with a snapshot every
+    share.coordinator.snapshot.update.records.per.snapshot of them, the records every share partition's latest
+    snapshot made redundant pruned, a share partition no longer written snapshotted again after
+    share.coordinator.cold.partition.snapshot.interval.ms so that it does not hold the pruning back; and after a
+    kill -9 the state read back is the state written."""
+    settings = {
+        "offsets.topic.num.partitions": "1",
+        "share.coordinator.state.topic.num.partitions": "1",
+        "share.coordinator.state.topic.segment.bytes": "1024",  # segments roll, whole ones are deleted
+        "share.coordinator.snapshot.update.records.per.snapshot": "3",
+        "share.coordinator.state.topic.prune.interval.ms": "100",
+        "share.coordinator.cold.partition.snapshot.interval.ms": "1000",
+    }
+    node = BrokerProcess(tmp_path / "data", settings, die_with_parent=True).start()
+    try:
+        with RawClient(node.port) as c:
+            topic_id = _new_topic(c)
+            hot, idle = f"hot-{uuid.uuid4().hex[:8]}", f"idle-{uuid.uuid4().hex[:8]}"
+            assert loaded(lambda: initialize(c, idle, topic_id, 0, 1, 0)).error_code == ErrorCode.none
+            # as an earlier herd made it (compacted): switched to Kafka's configs before it is first pruned
+            compact = part(44, 1, "AlterableConfig", name="cleanup.policy", config_operation=0, value="compact")
+            resource = part(44, 1, "AlterConfigsResource", resource_type=2, resource_name="__share_group_state",
+                            configs=(compact,))  # fmt: skip
+            altered = c.request(44, 1, req(44, 1, resources=(resource,), validate_only=False)).responses[0]
+            assert altered.error_code == ErrorCode.none, altered.error_message
+            assert initialize(c, hot, topic_id, 0, 1, 0).error_code == ErrorCode.none
+            for n in range(60):  # each write acknowledges one more record
+                assert write(c, hot, topic_id, 0, 1, 0, -1, [(n, n, ACKNOWLEDGED, 1)]).error_code == ErrorCode.none
+            written = _offsets(c, 0)[1]
+            assert written >= 62  # two initializations, 60 writes (45 updates, 15 snapshots)
+            # The idle partition's one snapshot holds the pruning back until it is snapshotted again (cold): then
+            # everything before the two partitions' latest snapshots goes.
+            start, end = wait_until(lambda: (o := _offsets(c, 0))[0] >= written - 4 and o, 15, "the state pruned")
+            hot_state, idle_state = read(c, hot, topic_id, 0, 0), read(c, idle, topic_id, 0, 0)
+            assert batches(hot_state) == [(0, 59, ACKNOWLEDGED, 1)] and batches(idle_state) == []
+        assert "__share_group_state now has Kafka's configs" in node.log()
+        segments = sorted((tmp_path / "data" / "__share_group_state-0").glob("*.log"))
+        assert int(segments[0].stem) > 0  # whole segments below the log start are gone
+        node.kill()
+        node.restart()
+        with RawClient(node.port) as c:
+            again = loaded(lambda: read(c, hot, topic_id, 0, 0))
+            assert (again.error_code, again.start_offset, batches(again)) == (
+                ErrorCode.none,
+                hot_state.start_offset,
+                batches(hot_state),
+            )
+            assert batches(read(c, idle, topic_id, 0, 0)) == [] and _offsets(c, 0)[0] >= start
+            # a write after the reload goes on from the state read back
+            assert write(c, hot, topic_id, 0, 1, 0, -1, [(60, 60, ACKNOWLEDGED, 1)]).error_code == ErrorCode.none
+            assert batches(read(c, hot, topic_id, 0, 0)) == [(0, 60, ACKNOWLEDGED, 1)]
+    finally:
+        node.stop()
+
+
+def _new_topic(c: RawClient) -> uuid.UUID:
+    name = f"t-{uuid.uuid4().hex[:8]}"
+    created = part(19, 7, "CreatableTopic", name=name, num_partitions=1, replication_factor=1, assignments=(),
+                   configs=())  # fmt: skip
+    answer = c.request(19, 7, req(19, 7, topics=(created,), timeout=15000, validate_only=False))
+    assert answer.topics[0].error_code == ErrorCode.none
+    return answer.topics[0].topic_id

@@ -57,10 +57,10 @@ TRANSACTION_STATE_TOPIC = "__transaction_state"
 # Kafka's TransactionStateManager.transactionTopicConfigs: compacted, uncompressed (and its segment.bytes)
 TRANSACTION_STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "uncompressed"}
 SHARE_STATE_TOPIC = "__share_group_state"
-# Kafka's __share_group_state is cleanup.policy=delete, pruned by the share coordinator up to the offset below which
-# every record is redundant; herd writes every change as a full ShareSnapshot (runtime/share_state.py), so that
-# compaction keeps exactly what a reload needs
-SHARE_STATE_TOPIC_CONFIGS = {"cleanup.policy": "compact", "compression.type": "uncompressed"}
+# Kafka's ShareCoordinatorService.shareGroupStateTopicConfigs: not compacted (a share partition's updates and its
+# snapshots have different keys) and kept for ever, pruned instead by the share coordinator up to the offset below
+# which every record is redundant (runtime/share_state.py); uncompressed (and its segment.bytes)
+SHARE_STATE_TOPIC_CONFIGS = {"cleanup.policy": "delete", "retention.ms": "-1", "compression.type": "uncompressed"}
 INTERNAL_TOPICS = frozenset({OFFSETS_TOPIC, TRANSACTION_STATE_TOPIC, SHARE_STATE_TOPIC})
 MAX_TOPIC_NAME = 249
 # ReplicationControlManager.MAX_PARTITIONS_PER_BATCH (and QuorumController.MAX_RECORDS_PER_USER_OP).

@@ -32,7 +32,7 @@ REMOTE_INTERVAL_MS = 30_000  # how often a partition stored in PostgreSQL is che
 class Compactor:
     def __init__(self, partition_log: object, *, loop: asyncio.AbstractEventLoop, clock: WallClock,
                  delete_retention_ms: int, idle: Callable[[], bool],
-                 on_failure: Callable[[BaseException], None]) -> None:  # fmt: skip
+                 on_failure: Callable[[BaseException], None], enabled: bool = True) -> None:  # fmt: skip
         self.log = partition_log
         self._loop = loop
         self._clock = clock
@@ -50,7 +50,8 @@ class Compactor:
             as_remote(partition_log) if callable(getattr(partition_log, "compact", None)) else None
         )
         self._remote_checked_ms = -REMOTE_INTERVAL_MS
-        self.supported = self._remote is not None or hasattr(partition_log, "cleanable_segments")
+        # `enabled` False: a topic that is not compacted (host.CoordinatorKind.compacted)
+        self.supported = enabled and (self._remote is not None or hasattr(partition_log, "cleanable_segments"))
         self.passes = 0  # passes installed (for tests and benchmarks)
 
     @property

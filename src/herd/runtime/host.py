@@ -11,7 +11,8 @@ subclasses it, and the host calls nothing of them but what their kind gives it.
 `__consumer_offsets`; the transaction coordinator starts its host only once `__transaction_state` exists), and
 starts loading every hosted partition in the background; once all are loaded it logs one line with what they hold
 (each partition's own line is at DEBUG). Each shard compacts its partition in the background, keeping tombstones for
-the topic's delete.retention.ms (by default log.cleaner.delete.retention.ms). `load_partition` / `unload_partition`
+the topic's delete.retention.ms (by default log.cleaner.delete.retention.ms), unless its kind says its topic is not
+compacted (`__share_group_state`, which its runtime prunes). `load_partition` / `unload_partition`
 move one partition on or off this node (a coordinator move: unloading answers parked requests NOT_COORDINATOR,
 loading replays the partition from its log); `move_away_and_back` does both, for a coordinator move asked for on a
 single node (fault injection). The shards of one host share one writer: the `Flusher` (one fsync round for all,
@@ -76,6 +77,9 @@ class CoordinatorKind(Generic[S]):
     # Called with the shard after the replies it released were delivered (the transaction coordinator starts
     # writing the markers of its `WriteMarkers`); None: the replies are only delivered.
     on_release: Callable[[ShardRuntime[S], tuple[Reply, ...]], None] | None = None
+    # Whether the shards compact their partitions (`__share_group_state` is not compacted: Kafka's share
+    # coordinator prunes it instead, since an update's key is not its snapshot's and compaction would lose updates).
+    compacted: bool = True
 
 
 @lru_cache(maxsize=65536)
@@ -215,6 +219,7 @@ class ShardHost(Generic[S]):
             topic=self.topic,
             release=deliver if on_release is None else release,
             delete_retention_ms=self._delete_retention_ms(topic),
+            compacted=kind.compacted,
             on_failed=self._shard_failed,
             on_written=self._shard_written if self._backoff.failing(partition) else None,
         )

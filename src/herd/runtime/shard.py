@@ -157,6 +157,7 @@ class ShardRuntime(Generic[S]):
         topic: str = OFFSETS_TOPIC,
         release: Callable[[tuple[Reply, ...]], None] = deliver,
         delete_retention_ms: int = DEFAULT_DELETE_RETENTION_MS,
+        compacted: bool = True,
         on_failed: Callable[[ShardRuntime[S], BaseException, int], None] | None = None,
         on_written: Callable[[ShardRuntime[S]], None] | None = None,
     ) -> None:
@@ -189,6 +190,7 @@ class ShardRuntime(Generic[S]):
             loop=loop,
             clock=clock,
             delete_retention_ms=delete_retention_ms,
+            enabled=compacted,
             idle=lambda: self._writer is None,
             on_failure=self.machine.fail,  # installing a compacted segment failed: the shard fails too
         )

@@ -5,7 +5,20 @@
 The state of share partition (group, topic id, partition) lives in partition
 abs(hashCode("group:topicId:partition")) % share.coordinator.state.topic.num.partitions, as Kafka places it
 (SharePartitionKey.asCoordinatorKey, with Kafka's string form of the topic id). The topic is made on first use
-(internal, compacted: every write is a full ShareSnapshot, cluster/topics.py says why).
+(internal, cleanup.policy=delete and retention.ms=-1, as Kafka's ShareCoordinatorService makes it).
+
+Writes are ShareUpdates with a ShareSnapshot every share.coordinator.snapshot.update.records.per.snapshot of them
+(coordinator/share_state/shard.py), so the topic is neither compacted (an update's key is not its snapshot's:
+compaction would keep only a partition's last update) nor left to grow: every
+share.coordinator.state.topic.prune.interval.ms each hosted partition is pruned, as Kafka's share coordinator prunes
+it (ShareCoordinatorService's prune job, ShareCoordinatorOffsetsManager; confluentinc/kafka
+share-coordinator/src/main/java/org/apache/kafka/coordinator/share/). Every record below the oldest of its share
+partitions' latest snapshots is redundant (each partition's state is its latest snapshot and the updates after
+it), and the log start moves up to there (`delete_records`, durable and fenced like every write); a share
+partition whose state was deleted holds nothing back. Where each share partition's latest snapshot is comes from
+reading the log (`_Pruning`), from where the previous round stopped, up to the durable end: records are never
+pruned on the strength of a write that could still be lost. A `__share_group_state` made compacted by an earlier
+herd (whose every write was a snapshot) is switched to Kafka's configs on its first prune.
 
 The runtime is also the persister the share partitions a node leads call (runtime/shares.py), as Kafka's leader
 calls its Persister: read a partition's state when it is first used, initialize it, write every change, each
@@ -22,14 +35,17 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import inspect
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 
 from herd.cluster.topics import SHARE_STATE_TOPIC, SHARE_STATE_TOPIC_CONFIGS, Cluster
 from herd.config import BrokerConfig
 from herd.coordinator import CoordinatorError, ErrorCode
-from herd.coordinator.share_state.records import StateBatch
+from herd.coordinator.records import record_type
+from herd.coordinator.share_state.records import SHARE_SNAPSHOT, StateBatch
 from herd.coordinator.share_state.shard import (
     Delete,
     Initialize,
@@ -41,9 +57,10 @@ from herd.coordinator.share_state.shard import (
     Write,
     delivery_complete,
 )
-from herd.log.api import PartitionLog
+from herd.log.api import PartitionLog, PolicyViolationError, as_remote
+from herd.runtime.batches import read_batches
 from herd.runtime.host import CoordinatorKind, ShardHost
-from herd.runtime.shard import ShardRuntime
+from herd.runtime.shard import LOAD_CHUNK_BYTES, ShardRuntime, ShardState
 from herd.runtime.timer import AsyncioTimer, WallClock
 
 log = logging.getLogger(__name__)
@@ -82,6 +99,17 @@ def _contents(shards: Sequence[ShareStateShard]) -> str:
     return f"{sum(shard.size() for shard in shards)} share partitions"
 
 
+@dataclass(slots=True)
+class _Pruning:
+    """What pruning knows of one hosted partition of `__share_group_state` (one loaded `ShardRuntime`): how far its
+    log has been read, and for each share partition whose state it holds (by its snapshot key without the type)
+    an offset at or below its latest snapshot (the end of the batch before the snapshot's)."""
+
+    shard: ShardRuntime[ShareStateShard]
+    read_to: int = 0
+    latest: dict[bytes, int] = field(default_factory=dict)
+
+
 class ShareStateRuntime:
     """`__share_group_state` on a `ShardHost`, and the persister the share partitions use. `remote` (cluster mode)
     asks another node's share coordinator."""
@@ -109,20 +137,27 @@ class ShareStateRuntime:
             topic_settings=self._topic_settings,
             new_shard=self._new_shard,
             contents=_contents,
+            compacted=False,
         )
         self._host: ShardHost[ShareStateShard] = ShardHost(cluster, config, kind, self.clock)
+        self._pruning: dict[int, _Pruning] = {}
+        self._pruner: asyncio.Task[None] | None = None
 
     def start(self, partitions: Iterable[int] | None = None) -> None:
         """Load the topic's partitions (default: all; in cluster mode the ones this node leads) if it exists;
         otherwise it is made on first use (`ensure_created`)."""
         if self._cluster.get(SHARE_STATE_TOPIC) is not None:
             self._host.start(partitions)
+            self._start_pruning()
 
     def ensure_created(self) -> bool:
         """True if `__share_group_state` exists; if it does not, start making it and return False (a single node
         makes it and hosts every partition; in cluster mode it is made in the background by whichever node needs it
         first, and each node loads the partitions it is given to lead: ShardHost.ensure_created)."""
-        return self._host.ensure_created()
+        made = self._host.ensure_created()
+        if self._host.shards:
+            self._start_pruning()
+        return made
 
     def _made(self) -> bool:
         """Whether the topic exists, made now if not (a single node makes it at once, its partitions then load)."""
@@ -131,7 +166,9 @@ class ShareStateRuntime:
     def load_partition(self, partition: int, *, announce: bool = False) -> asyncio.Task[None]:
         """This node now leads `partition` of the topic (cluster mode): load it (`announce`: log when it is)."""
         self.ensure_created()
-        return self._host.load_partition(partition, announce=announce)
+        task = self._host.load_partition(partition, announce=announce)
+        self._start_pruning()
+        return task
 
     async def unload_partition(self, partition: int) -> None:
         """This node no longer leads `partition` (cluster mode): forget it (a no-op unless it is hosted)."""
@@ -141,6 +178,10 @@ class ShareStateRuntime:
         await self._host.wait_loaded()
 
     async def close(self) -> None:
+        if self._pruner is not None:
+            self._pruner.cancel()
+            await asyncio.gather(self._pruner, return_exceptions=True)
+            self._pruner = None
         await self._host.close()
 
     @property
@@ -155,8 +196,85 @@ class ShareStateRuntime:
         return self._broker_config.get("share.coordinator.state.topic.num.partitions"), configs
 
     def _new_shard(self, partition_log: PartitionLog, timer: AsyncioTimer) -> ShareStateShard:
-        # every write a full snapshot (updates_per_snapshot 0): the compacted topic then keeps what a load needs
-        return ShareStateShard(clock=self.clock, updates_per_snapshot=0)
+        config = self._broker_config
+        return ShareStateShard(
+            clock=self.clock,
+            updates_per_snapshot=config.get("share.coordinator.snapshot.update.records.per.snapshot"),
+            timer=timer,
+            cold_snapshot_interval_ms=config.get("share.coordinator.cold.partition.snapshot.interval.ms"),
+        )
+
+    # -- pruning (see the module docstring) ------------------------------------------------------------------------
+
+    def _start_pruning(self) -> None:
+        if self._pruner is None:
+            self._pruner = asyncio.get_running_loop().create_task(self._prune_every_interval())
+
+    async def _prune_every_interval(self) -> None:
+        interval_s = self._broker_config.get("share.coordinator.state.topic.prune.interval.ms") / 1000
+        while True:
+            await asyncio.sleep(interval_s)
+            for shard in list(self._host.shards.values()):
+                try:
+                    await self.prune(shard)
+                except Exception as error:  # the disk, the database, a move: the next round tries again
+                    log.warning("pruning %s-%d failed, tried again later: %s", self.topic, shard.partition, error)
+
+    async def prune(self, shard: ShardRuntime[ShareStateShard]) -> int:
+        """Delete the records of `shard`'s partition that its share partitions' latest snapshots made redundant
+        (see the module docstring); returns the partition's log start offset after it (unchanged while the shard
+        is not active)."""
+        partition_log = shard.log
+        if shard.state is not ShardState.ACTIVE:
+            return partition_log.log_start_offset
+        self._pruning = {p: known for p, known in self._pruning.items() if self._host.shards.get(p) is known.shard}
+        pruning = self._pruning.get(shard.partition)
+        if pruning is None:  # loaded (again) since the last round: read it from its start
+            pruning = self._pruning[shard.partition] = _Pruning(shard)
+        end = partition_log.flushed_offset  # what a crash cannot take back
+        offset = max(pruning.read_to, partition_log.log_start_offset)
+        latest = pruning.latest
+        while offset < end:
+            if partition_log.commits_itself:
+                data = await as_remote(partition_log).read_async(offset, LOAD_CHUNK_BYTES)
+            else:
+                data = partition_log.read(offset, LOAD_CHUNK_BYTES)
+            start = offset
+            for batch in read_batches(data):
+                if batch.next_offset > end:
+                    break
+                for key, value in batch.records:
+                    if key is not None and record_type(key) == SHARE_SNAPSHOT:
+                        if value is None:  # the share partition's state is deleted: nothing of it is needed
+                            latest.pop(key[2:], None)
+                        else:
+                            latest[key[2:]] = offset
+                offset = batch.next_offset
+            if offset == start:
+                break
+            await asyncio.sleep(0)
+        pruning.read_to = offset
+        redundant = min(latest.values(), default=offset)
+        if redundant <= partition_log.log_start_offset:
+            return partition_log.log_start_offset
+        try:
+            if partition_log.commits_itself:
+                return await as_remote(partition_log).delete_records_async(redundant)
+            return partition_log.delete_records(redundant)
+        except PolicyViolationError:  # compacted, made so by an earlier herd: pruned from the next round on
+            await self._switch_to_kafka_configs()
+            return partition_log.log_start_offset
+
+    async def _switch_to_kafka_configs(self) -> None:
+        """A `__share_group_state` made compacted by an earlier herd gets Kafka's configs (SHARE_STATE_TOPIC_CONFIGS)
+        before it is first pruned; nothing compacts it any more (CoordinatorKind.compacted)."""
+        # a node's Cluster changes it at once; cluster mode's (SharedCluster) is a coroutine, in the database
+        altered: object = self._cluster.alter_topic_configs(  # type: ignore[func-returns-value]
+            SHARE_STATE_TOPIC, lambda configs: {**configs, **SHARE_STATE_TOPIC_CONFIGS}
+        )
+        if inspect.isawaitable(altered):
+            await altered
+        log.info("%s now has Kafka's configs %s, to be pruned", SHARE_STATE_TOPIC, SHARE_STATE_TOPIC_CONFIGS)
 
     # -- the persister ---------------------------------------------------------------------------------------------
 

@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 from herd.coordinator import ManualClock
 from herd.coordinator.errors import ErrorCode
 from herd.coordinator.records import Record, record_type
-from herd.coordinator.result import Result
+from herd.coordinator.result import Reply, Result
 from herd.coordinator.share_state import records as rec
 from herd.coordinator.share_state.records import StateBatch
 from herd.coordinator.share_state.shard import (
+    COLD_SNAPSHOTS,
     Delete,
     Initialize,
     Read,
@@ -24,6 +25,7 @@ from herd.coordinator.share_state.shard import (
     Write,
     combine,
 )
+from herd.coordinator.timer import ManualTimer
 
 T = uuid.UUID(int=9)
 AV, ACK, ARCH = 0, 2, 4
@@ -131,3 +133,46 @@ def test_a_failed_write_is_answered_with_its_error() -> None:
     result = log.shard.initialize(Initialize("g", T, 0, 0, 0), "i")
     failed = log.shard.on_append_failed(result, ErrorCode.kafka_storage_error)
     assert failed.replies[0].response.error_code != ErrorCode.none and log.shard.state("g", T, 0) is None
+
+
+def test_a_partition_whose_last_snapshot_is_old_is_snapshotted_again_until_all_are_cold() -> None:
+    """snapshotColdPartitions: every cold_snapshot_interval_ms, a new snapshot (create timestamp kept) of each
+    partition whose last snapshot is that old; nothing once every last snapshot is such a cold one."""
+    clock = ManualClock()
+    timer = ManualTimer(clock)
+    log = Log()
+    log.clock = clock
+    log.shard = ShareStateShard(clock=clock, updates_per_snapshot=500, timer=timer, cold_snapshot_interval_ms=1000)
+    log.shard.on_loaded()
+    assert timer.deadline(COLD_SNAPSHOTS) == 1000
+    assert [r.records for r in timer.advance(1000)] == [()]  # no state: quiet
+    log.run(log.shard.initialize(Initialize("g", T, 0, 0, 0), "i"))  # at 1000
+    clock.set(1500)
+    log.run(log.shard.initialize(Initialize("g", T, 1, 0, 0), "i"))  # at 1500
+    log.run(log.shard.write(Write("g", T, 0, 0, 0, -1, (StateBatch(0, 4, ACK, 1),)), "w"))  # an update, not a snapshot
+    (cold,) = timer.advance(500)  # at 2000: partition 0's snapshot is 1000 ms old, partition 1's 500 ms
+    (record,) = cold.records
+    assert record_type(record.key) == rec.SHARE_SNAPSHOT
+    log.run(Result(records=cold.records, replies=(Reply(None, ShareStateResponse()),)))
+    state = log.shard.state("g", T, 0)
+    assert state is not None
+    assert (state.snapshot_epoch, state.create_timestamp, state.write_timestamp) == (1, 1000, 2000)
+    assert state.batches == [StateBatch(0, 4, ACK, 1)] and log.reloaded().state("g", T, 0) == state
+    # at 3000 partition 1's first snapshot is 1500 ms old and partition 0's cold one 1000: both (one not cold yet)
+    (cold,) = timer.advance(1000)
+    assert [rec.decode(r.key, r.value).key for r in cold.records] == [("g", T, 0), ("g", T, 1)]
+    log.run(Result(records=cold.records, replies=(Reply(None, ShareStateResponse()),)))
+    quiet = timer.advance(5000)  # every last snapshot a cold one: nothing more is written
+    assert len(quiet) == 5 and all(r.records == () for r in quiet)
+
+
+def test_updates_whose_snapshot_was_pruned_are_skipped_on_load() -> None:
+    """After pruning, a partition's updates may remain whose snapshot before them is gone; its later snapshot,
+    further on, is its state."""
+    log = Log(updates_per_snapshot=1)
+    log.run(log.shard.initialize(Initialize("g", T, 0, 0, 0), "i"))
+    log.run(log.shard.write(Write("g", T, 0, 0, 0, -1, (StateBatch(0, 1, ACK, 1),)), "w"))  # an update
+    log.run(log.shard.write(Write("g", T, 0, 0, 0, -1, (StateBatch(2, 3, ACK, 1),)), "w"))  # a snapshot
+    assert [record_type(r.key) for r in log.records] == [rec.SHARE_SNAPSHOT, rec.SHARE_UPDATE, rec.SHARE_SNAPSHOT]
+    del log.records[0]  # pruned
+    assert log.reloaded().state("g", T, 0) == log.shard.state("g", T, 0)

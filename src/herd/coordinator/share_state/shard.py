@@ -15,7 +15,16 @@ ACKNOWLEDGED, ARCHIVED). Requests, each answered once its records are durable:
   writer behind the stored epochs; INVALID_REQUEST for a partition never initialized;
 - `delete`: the tombstone.
 Replay: a snapshot replaces a partition's state, an update is merged into it (its batches override what they
-overlap; batches below the start offset go), a tombstone removes it.
+overlap; batches below the start offset go), a tombstone removes it. Loading may meet updates of a partition whose
+snapshot before them is gone: the log is pruned up to the oldest of the partitions' latest snapshots
+(runtime/share_state.py, Kafka's ShareCoordinatorOffsetsManager), so a partition's earlier snapshot may be deleted
+while updates that followed it remain, made redundant by its later snapshot further on; they are skipped.
+
+Cold snapshots (ShareCoordinatorShard.snapshotColdPartitions): every `cold_snapshot_interval_ms`
+(share.coordinator.cold.partition.snapshot.interval.ms) a timer writes a new snapshot of each partition whose last
+snapshot is that old, with its create timestamp kept, so that a partition no longer written does not hold the
+pruning of its `__share_group_state` partition back for ever; when every partition's last snapshot is such a cold
+one already, nothing is written (the coordinator is quiet, and the log no longer grows).
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from herd.coordinator.records import Record
 from herd.coordinator.result import Reply, Result
 from herd.coordinator.share_state import records as rec
 from herd.coordinator.share_state.records import StateBatch
-from herd.coordinator.timer import Clock
+from herd.coordinator.timer import Clock, Timer
 
 log = logging.getLogger(__name__)
 
@@ -133,10 +142,22 @@ def combine(current: list[StateBatch], new: list[StateBatch] | tuple[StateBatch,
     return merged
 
 
+COLD_SNAPSHOTS = "share-cold-snapshots"  # the timer key of the cold-snapshot job
+
+
 class ShareStateShard:
-    def __init__(self, *, clock: Clock, updates_per_snapshot: int = 500) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Clock,
+        updates_per_snapshot: int = 500,
+        timer: Timer | None = None,
+        cold_snapshot_interval_ms: int = 300_000,
+    ) -> None:
         self._clock = clock
         self.updates_per_snapshot = updates_per_snapshot
+        self._timer = timer  # None: no cold snapshots (a shard only replayed, in tests)
+        self.cold_snapshot_interval_ms = cold_snapshot_interval_ms
         self._states: dict[Key, ShareState] = {}
 
     # --- requests ------------------------------------------------------------------------------------------
@@ -215,6 +236,35 @@ class ShareStateShard:
             batches=combine([], req.batches, req.start_offset),
         )
 
+    def snapshot_cold(self) -> Result:
+        """Timer operation: a new snapshot of every partition whose last snapshot is at least
+        `cold_snapshot_interval_ms` old (see the module docstring); re-arms itself."""
+        self._schedule_cold_snapshots()
+        states = self._states
+        if all(state.create_timestamp != state.write_timestamp for state in states.values()):
+            return Result()  # every last snapshot a cold one already (or no state at all): quiet
+        now = self._clock.now_ms()
+        records = [
+            rec.snapshot_record(
+                *key,
+                snapshot_epoch=state.snapshot_epoch + 1,
+                state_epoch=state.state_epoch,
+                leader_epoch=state.leader_epoch,
+                start_offset=state.start_offset,
+                create_timestamp=state.create_timestamp,
+                write_timestamp=now,
+                batches=state.batches,
+            )
+            for key, state in states.items()
+            if now - state.write_timestamp >= self.cold_snapshot_interval_ms
+        ]
+        return Result(records=tuple(records))
+
+    def _schedule_cold_snapshots(self) -> None:
+        if self._timer is not None:
+            deadline = self._clock.now_ms() + self.cold_snapshot_interval_ms
+            self._timer.schedule(COLD_SNAPSHOTS, deadline, self.snapshot_cold)
+
     # --- replay and load ---------------------------------------------------------------------------------
 
     def replay(self, record: Record, producer_id: int = -1, producer_epoch: int = -1) -> None:
@@ -240,8 +290,8 @@ class ShareStateShard:
             )
             return
         current = self._states.get(k)
-        if current is None:
-            raise ValueError(f"a share update of {k} without a snapshot before it")
+        if current is None:  # its snapshot was pruned, a later one follows (see the module docstring)
+            return
         start = int(v.start_offset) if v.start_offset != -1 else current.start_offset
         current.start_offset = start
         if v.leader_epoch != -1:
@@ -265,6 +315,7 @@ class ShareStateShard:
         """The share coordinator writes no transactions."""
 
     def on_loaded(self) -> Result:
+        self._schedule_cold_snapshots()
         return Result()
 
     def on_unloaded(self) -> Result:
