@@ -4,7 +4,7 @@
 
 For each partition count the script starts a fresh broker (`herd serve`, a subprocess on a free port with a
 temporary log.dirs), produces `--records` records of 100 bytes into a new topic (one producer, batches of up to
-1 MB), and then, `--repeat` times, reads all of them:
+`--batch-bytes`, 1 MB), and then, `--repeat` times, reads all of them:
 
 - with a share group of `--consumers` confluent-kafka ShareConsumers (one thread each, implicit acknowledgement,
   max.poll.records 500; the group's share state set to offset 0 before they join), from the first record received
@@ -251,6 +251,8 @@ def main() -> None:
     parser.add_argument("--partitions", type=int, nargs="+", default=[1, 8])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--raw", action="store_true", help="also raw share consumers (kio requests)")
+    parser.add_argument("--batch-bytes", type=int, default=1_000_000,
+                        help="the producer's batch.size (librdkafka's default is 16384)")  # fmt: skip
     args = parser.parse_args()
     for partitions in args.partitions:
         with tempfile.TemporaryDirectory() as data:
@@ -261,7 +263,8 @@ def main() -> None:
                 topic = f"bench-{uuid.uuid4().hex[:8]}"
                 admin = AdminClient({"bootstrap.servers": broker.bootstrap})
                 admin.create_topics([NewTopic(topic, partitions, 1)])[topic].result(30)
-                producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 5, "batch.size": 1_000_000})
+                batching = {"linger.ms": 5, "batch.size": args.batch_bytes}
+                producer = Producer({"bootstrap.servers": broker.bootstrap, **batching})
                 for i in range(args.records):
                     producer.produce(topic, VALUE, partition=i % partitions)
                     if i % 10_000 == 0:

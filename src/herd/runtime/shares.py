@@ -254,11 +254,8 @@ class SharePartitions:
         if offset >= end:
             return NOTHING
         remote = as_remote(log) if log.commits_itself else None
-        try:
-            data = log.read(offset, max_bytes, min_one=True)
-        except NotInMemoryError:  # cluster mode: older data is in PostgreSQL
-            assert remote is not None
-            data = await remote.read_async(offset, max_bytes, min_one=True)
+        # the records in flight from `offset` on, and `max_records` new ones after them, are all this can acquire
+        data = await _read_until(log, offset, max(offset - 1, share.end_offset) + max_records, end, max_bytes)
         headers = [h for h in iter_headers(data) if h.base_offset < end]  # read_committed: below the LSO
         if not headers:
             return NOTHING
@@ -436,6 +433,36 @@ def records_by_state(share: SharePartition) -> dict[str, int]:
         if last >= share.start_offset:
             counts[state.state.name.lower()] += last - max(first, share.start_offset) + 1
     return counts
+
+
+FIRST_READ_BYTES = 64 * 1024  # what an acquisition reads first, doubled for each further read it needs
+
+
+async def _read_until(log: PartitionLog, offset: int, last: int, end: int, max_bytes: int) -> bytes:
+    """Whole batches from the one holding `offset`, up to the one holding `last` (or `end`, or `max_bytes`; at least
+    one batch). A share consumer asks for a few hundred records and as many bytes as its fetch.max.bytes (50 MiB):
+    reading `max_bytes` at once would read and copy the rest of the partition for every fetch to hand out a
+    batch or two of it. Reading in chunks, the first FIRST_READ_BYTES and each next one twice the last, reads at
+    most about twice what the acquisition can use and no more round trips than a doubling takes."""
+    parts: list[bytes] = []
+    chunk, read = FIRST_READ_BYTES, 0
+    while read < max_bytes:
+        size = min(chunk, max_bytes - read)
+        try:
+            data = log.read(offset, size, min_one=not parts)
+        except NotInMemoryError:  # cluster mode: older data is in PostgreSQL
+            data = await as_remote(log).read_async(offset, size, min_one=not parts)
+        if not data:
+            break
+        parts.append(data)
+        read += len(data)
+        reached = None
+        for header in iter_headers(data):
+            reached = header.last_offset
+        if reached is None or reached >= last or reached + 1 >= end:
+            break
+        offset, chunk = reached + 1, chunk * 2
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _aborted_batches(data: bytes, headers: list[BatchHeader], aborted: list[tuple[int, int]]) -> list[tuple[int, int]]:
