@@ -24,8 +24,10 @@ the share group's heartbeats) is in the figure, and the share group's state is i
 (`initialized_share_group`); the broker runs with group.initial.rebalance.delay.ms=0.
 
 It prints the median records/s of each and their ratio, the broker's CPU per record (user + system, from
-/proc), and for the share group the bytes written to `__share_group_state` per 1,000 acknowledged records (the
-durable share state: herd writes one ShareSnapshot per acknowledgement request). Each repeat uses a new group.
+/proc) and the client's (this process: the consumers' threads, librdkafka's included, and Python), and for the
+share group the bytes written to `__share_group_state` per 1,000 acknowledged records (the durable share state: a
+ShareUpdate per acknowledgement write, a ShareSnapshot every 500 of them) and its fsyncs
+(herd_share_coordinator_fsyncs_total). Each repeat uses a new group.
 """
 
 from __future__ import annotations
@@ -67,12 +69,21 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def accepted(http: str) -> int:
+def _metric(http: str, prefix: str) -> int:
     with urllib.request.urlopen(f"http://{http}/metrics", timeout=10) as response:
         for line in response.read().decode().splitlines():
-            if line.startswith('herd_share_acknowledgements_total{type="accept"}'):
+            if line.startswith(prefix):
                 return int(float(line.rsplit(" ", 1)[1]))
     return 0
+
+
+def accepted(http: str) -> int:
+    return _metric(http, 'herd_share_acknowledgements_total{type="accept"}')
+
+
+def state_fsyncs(http: str) -> int:
+    """Durable writes of __share_group_state partitions (an fsync each) so far."""
+    return _metric(http, "herd_share_coordinator_fsyncs_total ")
 
 
 def state_bytes(data_dir: str) -> int:
@@ -270,26 +281,34 @@ def main() -> None:
                     if i % 10_000 == 0:
                         producer.poll(0)
                 assert producer.flush(60) == 0
-                share, acked, classic, share_cpu, classic_cpu, state, raw = [], [], [], [], [], [], []
+                share, acked, classic, share_cpu, classic_cpu, state, fsyncs, raw = [], [], [], [], [], [], [], []
+                share_client, classic_client = [], []  # this process's CPU (the consumers' threads) per record
                 for _ in range(args.repeat):
                     if args.raw:
                         raw.append(raw_share_run(broker, topic, partitions, args.records, args.consumers, http))
-                    cpu, written = cpu_seconds(broker.proc.pid), state_bytes(data)
+                    cpu, mine, written = cpu_seconds(broker.proc.pid), cpu_seconds(os.getpid()), state_bytes(data)
+                    synced = state_fsyncs(http)
                     rates = share_run(broker, topic, args.records, args.consumers, http)
                     share.append(rates[0])
                     acked.append(rates[1])
                     share_cpu.append((cpu_seconds(broker.proc.pid) - cpu) / args.records * 1e6)
+                    share_client.append((cpu_seconds(os.getpid()) - mine) / args.records * 1e6)
                     state.append((state_bytes(data) - written) / args.records * 1000)
-                    cpu = cpu_seconds(broker.proc.pid)
+                    fsyncs.append((state_fsyncs(http) - synced) / args.records * 1000)
+                    cpu, mine = cpu_seconds(broker.proc.pid), cpu_seconds(os.getpid())
                     classic.append(group_run(broker, topic, args.records, args.consumers))
                     classic_cpu.append((cpu_seconds(broker.proc.pid) - cpu) / args.records * 1e6)
+                    classic_client.append((cpu_seconds(os.getpid()) - mine) / args.records * 1e6)
                 s, a, c = statistics.median(share), statistics.median(acked), statistics.median(classic)
                 print(
                     f"partitions={partitions} consumers={args.consumers} records={args.records}: "
                     f"share group {s:,.0f} records/s delivered, {a:,.0f} delivered and acknowledged "
                     f"({statistics.median(share_cpu):.1f} us broker CPU/record, "
-                    f"{statistics.median(state):,.0f} state bytes per 1,000 acknowledged); "
-                    f"consumer group {c:,.0f} records/s ({statistics.median(classic_cpu):.1f} us/record); "
+                    f"{statistics.median(share_client):.1f} us client CPU/record, "
+                    f"{statistics.median(state):,.0f} state bytes and {statistics.median(fsyncs):.1f} fsyncs per "
+                    f"1,000 acknowledged); "
+                    f"consumer group {c:,.0f} records/s ({statistics.median(classic_cpu):.1f} us broker, "
+                    f"{statistics.median(classic_client):.1f} us client CPU/record); "
                     f"ratio {s / c:.2f} delivered, {a / c:.2f} acknowledged  "
                     f"[share runs: {', '.join(f'{x:,.0f}/{y:,.0f}' for x, y in zip(share, acked))}; "
                     f"group runs: {', '.join(f'{x:,.0f}' for x in classic)}]",

@@ -330,5 +330,16 @@ def test_a_share_group_shows_by_state_and_its_records_by_what_became_of_them(bro
             >= 4
         )
         assert value(samples, "herd_share_partitions") >= 1 and value(samples, "herd_share_sessions") >= 1
+        # the acknowledgements' writes of __share_group_state: each durable (an fsync), each round timed
+        written = total(samples, "herd_share_coordinator_writes_total") - total(
+            before, "herd_share_coordinator_writes_total"
+        )
+        fsyncs = total(samples, "herd_share_coordinator_fsyncs_total") - total(
+            before, "herd_share_coordinator_fsyncs_total"
+        )
+        rounds = total(samples, "herd_share_coordinator_write_latency_seconds_count") - total(
+            before, "herd_share_coordinator_write_latency_seconds_count"
+        )
+        assert written >= 3 and 1 <= fsyncs <= written and 1 <= rounds <= fsyncs, (written, fsyncs, rounds)
     finally:
         consumer.close()

@@ -61,6 +61,7 @@ from herd.log.api import PartitionLog, PolicyViolationError, as_remote
 from herd.runtime.batches import read_batches
 from herd.runtime.host import CoordinatorKind, ShardHost
 from herd.runtime.shard import LOAD_CHUNK_BYTES, ShardRuntime, ShardState
+from herd.runtime.stats import CoordinatorStats
 from herd.runtime.timer import AsyncioTimer, WallClock
 
 log = logging.getLogger(__name__)
@@ -187,6 +188,11 @@ class ShareStateRuntime:
     @property
     def shards(self) -> dict[int, ShardRuntime[ShareStateShard]]:
         return self._host.shards
+
+    @property
+    def stats(self) -> CoordinatorStats:
+        """The host's write rounds (herd.server.metrics)."""
+        return self._host.stats
 
     def _topic_settings(self) -> tuple[int, dict[str, str | None]]:
         configs: dict[str, str | None] = {

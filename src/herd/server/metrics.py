@@ -57,6 +57,12 @@ The families, with their labels (a counter's samples end in _total, a histogram'
     herd_share_records_acquired                               counter    records handed to share consumers
     herd_share_lock_expirations                               counter    acquired records whose lock ran out
     herd_share_records_released_on_leave                      counter    records given back when a session ended
+    herd_share_coordinator_writes                             counter    share-state batches written here (Kafka's
+                                                                         share-coordinator write-total)
+    herd_share_coordinator_fsyncs                             counter    durable writes of __share_group_state
+                                                                         partitions hosted here (fsyncs)
+    herd_share_coordinator_write_latency_seconds              histogram  one write round of the share coordinator
+                                                                         (Kafka's write-latency)
     consumer lag (of the groups coordinated here; kafka-lag-exporter's kafka_consumergroup_group_* in Kafka)
     herd_consumer_group_lag{group, topic, partition}          gauge      high watermark - committed offset
     herd_consumer_group_offset{group, topic, partition}       gauge      committed offset
@@ -244,6 +250,13 @@ class Snapshot:
             for name, n in records_by_state(share).items():
                 self.share_records[name] = self.share_records.get(name, 0) + n
         self.share_sessions = len(broker.share_sessions)
+        share_state = broker.share_state
+        state_shards = list(share_state.shards.values()) if share_state is not None else []
+        # (batches written, durable writes) of the __share_group_state partitions hosted here
+        self.share_state_writes = (sum(s.writes for s in state_shards), sum(s.fsyncs for s in state_shards))
+        self.share_state_rounds: Histogram | None = (
+            copy.deepcopy(share_state.stats.flush_round) if share_state is not None else None
+        )
         self.lags = lags
         self.lag_totals = lag_totals
 
@@ -408,6 +421,25 @@ def _shares(snapshot: Snapshot) -> Iterator[Metric]:
         "Acquired records given back when their consumer's share session ended.",
         value=counts["released"],
     )
+    writes, durable = snapshot.share_state_writes
+    yield CounterMetricFamily(
+        "herd_share_coordinator_writes",
+        "Batches of share state (ShareUpdate and ShareSnapshot records) written to the __share_group_state "
+        "partitions hosted here.",
+        value=writes,
+    )
+    yield CounterMetricFamily(
+        "herd_share_coordinator_fsyncs",
+        "Durable writes of the __share_group_state partitions hosted here: an fsync of one partition's log each "
+        "(cluster mode: its part of a PostgreSQL commit).",
+        value=durable,
+    )
+    if snapshot.share_state_rounds is not None:
+        yield _histogram(
+            "herd_share_coordinator_write_latency_seconds",
+            "Write rounds of the share coordinator: appends and fsyncs (cluster mode: the commit to PostgreSQL).",
+            snapshot.share_state_rounds,
+        )
 
 
 def _kafka_name(name: str) -> str:
