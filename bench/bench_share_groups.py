@@ -14,14 +14,17 @@ temporary log.dirs), produces `--records` records of 100 bytes into a new topic 
   flight finds nothing and waits fetch.wait.max.ms (500 ms), so the acknowledged figure carries that wait once
   (close sends the last acknowledgements when it returns) and is a throughput figure only for runs much longer;
 - with a consumer group of as many classic confluent-kafka Consumers (subscribe, auto.offset.reset=earliest,
-  auto commit off), from the first record received until every record is in Python;
+  auto commit off, `PREFETCH`), from the first record received until every record is in Python;
 - with `--raw`, also with as many raw share consumers (kio requests on one event loop, a connection each: ShareFetch
   v1 of every partition, max_records 500, each fetch carrying the acceptance of what the previous one acquired, and
   a last ShareAcknowledge), from the first record to the last acceptance answered (durable): what herd serves
   when the client costs next to nothing, where a ShareConsumer's poll loop is what limits the figure above.
 Both are timed from their first record, so that neither's group formation (the consumer group's join and sync,
 the share group's heartbeats) is in the figure, and the share group's state is initialized before its members join
-(`initialized_share_group`); the broker runs with group.initial.rebalance.delay.ms=0.
+(`initialized_share_group`). The broker keeps Kafka's group.initial.rebalance.delay.ms (3 s), so that the consumer
+group's four members join one generation: with no delay the first member is given every partition and starts
+reading, and the rebalance when the others join stops it in the middle of the timing (the consumer group's figure
+then halved or worse, at random). Share groups have no such delay: a member reads what it is given at once.
 
 It prints the median records/s of each and their ratio, the broker's CPU per record (user + system, from
 /proc) and the client's (this process: the consumers' threads, librdkafka's included, and Python), and for the
@@ -61,6 +64,10 @@ VERSIONS.update({METADATA: 12, SHARE_FETCH: 1, SHARE_ACK: 1})
 ACCEPT = 1
 
 VALUE = b"x" * 100
+# librdkafka's Consumer stops fetching once queued.min.messages (100,000) wait in its queue and then backs off
+# fetch.queue.backoff.ms (1 s): past 100,000 records the consumer group would idle most of the time (bench_produce_fetch
+# sets the same two)
+PREFETCH = {"queued.min.messages": 1_000_000, "fetch.queue.backoff.ms": 5}
 
 
 def cpu_seconds(pid: int) -> float:
@@ -232,7 +239,7 @@ def group_run(broker: BenchBroker, topic: str, records: int, consumers: int) -> 
 
     def run() -> None:
         c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-                      "enable.auto.commit": "false"})  # fmt: skip
+                      "enable.auto.commit": "false", **PREFETCH})  # fmt: skip
         c.subscribe([topic])
         while not stop.is_set():
             got = sum(1 for m in c.consume(500, 0.1) if m.error() is None)
@@ -267,7 +274,7 @@ def main() -> None:
     args = parser.parse_args()
     for partitions in args.partitions:
         with tempfile.TemporaryDirectory() as data:
-            broker = BenchBroker(data, **{"herd.http.listener": "127.0.0.1:0", "group.initial.rebalance.delay.ms": "0"})
+            broker = BenchBroker(data, **{"herd.http.listener": "127.0.0.1:0"})
             try:
                 assert broker.http_port, "the broker's HTTP listener (herd.http.listener) did not start"
                 http = f"127.0.0.1:{broker.http_port}"
