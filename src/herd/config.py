@@ -24,6 +24,8 @@ from herd.cluster.config_ops import (
     INVALID_REQUEST,
     TIMESTAMP_TYPES,
     ConfigChangeError,
+    FullMessage,
+    list_message,
     number_complaint,
 )
 from herd.log.api import LONG_MAX, LogConfig
@@ -458,12 +460,9 @@ SETTINGS: tuple[Setting, ...] = (
         "log.cleanup.policy",
         "list",
         "delete",
-        "The default cleanup.policy of topics: delete, compact or both (only __consumer_offsets is compacted).",
-        check=lambda v: (
-            None
-            if v and all(p.strip() in CLEANUP_POLICIES for p in v.split(","))
-            else "must be delete, compact or both, comma-separated"
-        ),
+        "The default cleanup.policy of topics: delete, compact, both, or none (infinite retention, KAFKA-19112; "
+        "only __consumer_offsets is compacted).",
+        check=lambda v: list_message("log.cleanup.policy", v, CLEANUP_POLICIES),
         dynamic=True,
     ),
     Setting(
@@ -943,6 +942,8 @@ def check_dynamic(props: Mapping[str, str]) -> None:
         raise ConfigChangeError(INVALID_REQUEST, f"Cannot update these configs dynamically: Set({', '.join(fixed)})")
     for name, raw in props.items():
         complaint = dynamic_complaint(SETTINGS_BY_NAME[name], raw)
+        if isinstance(complaint, FullMessage):
+            raise ConfigChangeError(INVALID_REQUEST, complaint)
         if complaint is not None:
             raise ConfigChangeError(INVALID_REQUEST, f"Invalid value {raw} for configuration {name}: {complaint}")
 

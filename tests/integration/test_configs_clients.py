@@ -176,6 +176,44 @@ def test_retention_and_segment_size_changed_at_run_time_remove_old_data(broker, 
         set_segment_bytes(None, AlterConfigOpType.DELETE)
 
 
+def test_an_empty_cleanup_policy_keeps_the_log_for_ever(broker, admin):
+    """Kafka 4.2 (KAFKA-19112): `cleanup.policy=` is valid and means infinite retention, neither delete nor compact;
+    subtracting the last policy leaves it empty."""
+    from confluent_kafka import Consumer, TopicPartition
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+    def broker_segment_bytes(value: str | None, op=AlterConfigOpType.SET):  # type: ignore[no-untyped-def]
+        entry = ConfigEntry("log.segment.bytes", value, incremental_operation=op)
+        _incremental(admin, ConfigResource("broker", "0", incremental_configs=[entry]))
+
+    def policy(op: AlterConfigOpType, value: str) -> str:
+        entry = ConfigEntry("cleanup.policy", value, incremental_operation=op)
+        _incremental(admin, ConfigResource("topic", "forever", incremental_configs=[entry]))
+        (future,) = admin.describe_configs([ConfigResource("topic", "forever")]).values()
+        return future.result(10)["cleanup.policy"].value
+
+    broker_segment_bytes("200")  # every batch rolls a segment (embedded; PostgreSQL removes batches)
+    try:
+        _create(admin, "forever", {"cleanup.policy": "", "retention.ms": "60000"})
+        hour_ago = int(time.time() * 1000) - 3_600_000
+        for _ in range(5):
+            assert _produce(broker.bootstrap, "forever", b"v" * 150, timestamp=hour_ago) is None
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "configs-forever"})
+
+        def earliest() -> int:
+            return consumer.get_watermark_offsets(TopicPartition("forever", 0), timeout=10)[0]
+
+        time.sleep(1.0)  # five retention checks (log.retention.check.interval.ms=200) that must delete nothing
+        assert earliest() == 0
+        assert policy(AlterConfigOpType.SET, "delete") == "delete"  # now retention.ms applies
+        wait_for(lambda: earliest() >= 4, 10, "the records older than retention.ms removed", interval=0.1)
+        assert policy(AlterConfigOpType.SUBTRACT, "delete") == ""
+        consumer.close()
+    finally:
+        broker_segment_bytes(None, AlterConfigOpType.DELETE)
+    assert _error(lambda: _create(admin, "twice", {"cleanup.policy": "delete,delete"})) == "INVALID_CONFIG"
+
+
 def test_kafka_python_alter_and_describe(admin):
     from kafka import KafkaAdminClient
     from kafka.admin import ConfigResource, ConfigResourceType

@@ -13,6 +13,7 @@ metadata/src/main/java/org/apache/kafka/controller/ConfigurationControlManager.j
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -24,6 +25,41 @@ INVALID_CONFIG = 40
 COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")  # BrokerCompressionType, in order
 TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
 CLEANUP_POLICIES = ("compact", "delete")
+
+
+_COMMA = re.compile(r"\s*,\s*")
+
+
+def parse_list(value: str) -> list[str]:
+    """A LIST config's items as Kafka's ConfigDef.parseType reads them: nothing for a blank value, else the value
+    trimmed and split on commas with the spaces around them (an empty item stays: "a,,b" has three)."""
+    trimmed = value.strip()
+    return _COMMA.split(trimmed) if trimmed else []
+
+
+class FullMessage(str):
+    """A config's complaint that is the whole message Kafka answers, not to be prefixed with "Invalid value V for
+    configuration N: "."""
+
+
+def list_message(name: str, value: str, choices: tuple[str, ...], *, empty_allowed: bool = True) -> str | None:
+    """Why `value` is not a valid LIST `name`, in Kafka 4.2's words (ConfigDef.ValidList, KAFKA-19112: an empty
+    list is valid unless `empty_allowed` is False, no item may be empty or given twice, each one of `choices` when
+    there are any), as a FullMessage, or None."""
+    items = parse_list(value)
+    if not items and not empty_allowed:
+        valid = f"[{', '.join(choices)}]" if choices else "any non-empty value"
+        return FullMessage(f"Configuration '{name}' must not be empty. Valid values include: {valid}")
+    if len(set(items)) != len(items):
+        return FullMessage(f"Configuration '{name}' values must not be duplicated.")
+    for item in items:
+        if not item:
+            return FullMessage(f"Configuration '{name}' values must not be empty.")
+        if choices and item not in choices:
+            return FullMessage(
+                f"Invalid value {item} for configuration {name}: String must be one of: {', '.join(choices)}"
+            )
+    return None
 
 
 def number_complaint(kind: str, raw: str, minimum: int | None) -> str | None:
@@ -108,8 +144,8 @@ def apply_ops(
             if not is_list(o.name):
                 raise ConfigChangeError(INVALID_CONFIG, on_not_list(o.name, op))
             start = configs.get(o.name, default(o.name))
-            parts = [p for p in (start or "").split(",") if p]
-            given = (o.value or "").split(",")
+            parts = parse_list(start or "")
+            given = parse_list(o.value or "")
             if op is OpType.APPEND:
                 parts += [v for v in dict.fromkeys(given) if v not in parts]
             else:

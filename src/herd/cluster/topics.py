@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from herd.cluster.config_ops import CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES, number_complaint
+from herd.cluster.config_ops import CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES, list_message, number_complaint
 from herd.log.api import LogConfig, LogError, LogStore, PartitionLog
 from herd.log.fs import FileSystem, read_whole, write_atomically
 from herd.log.producer_state import ProducerStates
@@ -135,16 +135,18 @@ class TopicConfigKey:
     choices: tuple[str, ...] = ()  # of the value, or of each item of a list
     minimum: int | None = None  # Kafka's atLeast(...) validator
 
-    def complaint(self, value: str, *, bounds: bool = True) -> str | None:
-        """Why `value` is refused, in the words of Kafka's ConfigDef, or None; without `bounds` only its type
-        is checked."""
+    def message(self, value: str, *, bounds: bool = True) -> str | None:
+        """Why `value` is refused, in the words of Kafka's ConfigDef ("Invalid value -5 for configuration
+        max.message.bytes: Value must be at least 0"; a LIST's as ConfigDef.ValidList words it), or None; without
+        `bounds` only its type is checked."""
+        if self.kind == "list":  # a stored list was accepted by a herd before 4.2's rules: taken as it is
+            return list_message(self.name, value, self.choices) if bounds else None
+        complaint = None
         if self.kind in ("int", "long"):
-            return number_complaint(self.kind, value, self.minimum if bounds else None)
-        if self.choices:
-            items = [v.strip() for v in value.split(",")] if self.kind == "list" else [value]
-            if any(item not in self.choices for item in items):
-                return f"String must be one of: {', '.join(self.choices)}"
-        return None
+            complaint = number_complaint(self.kind, value, self.minimum if bounds else None)
+        elif self.choices and value not in self.choices:
+            complaint = f"String must be one of: {', '.join(self.choices)}"
+        return None if complaint is None else f"Invalid value {value} for configuration {self.name}: {complaint}"
 
 
 def _set(attr: str) -> Callable[[LogConfig, Any], LogConfig]:
@@ -217,9 +219,9 @@ def check_topic_configs(configs: dict[str, str | None], *, internal: bool = Fals
             continue
         if internal and key.name == "segment.bytes":
             key = replace(key, minimum=1)
-        complaint = key.complaint(value, bounds=not stored)
-        if complaint is not None:
-            raise TopicError(INVALID_CONFIG, f"Invalid value {value} for configuration {name}: {complaint}")
+        message = key.message(value, bounds=not stored)
+        if message is not None:
+            raise TopicError(INVALID_CONFIG, message)
         checked[name] = value
     return checked
 

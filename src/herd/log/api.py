@@ -440,8 +440,9 @@ def end_offset_for_epoch(history: EpochHistory, requested: int, end_offset: int)
 def deletes(cleanup_policy: str) -> bool:
     """Whether a topic's cleanup.policy includes "delete": only then do retention.ms and retention.bytes delete
     its old data (apache/kafka storage/.../internals/log/UnifiedLog.java deleteOldSegments: a compact-only log
-    loses only what lies below its log start) and may DeleteRecords move its start."""
-    return "delete" in cleanup_policy.split(",")
+    loses only what lies below its log start) and may DeleteRecords move its start. An empty cleanup.policy
+    (Kafka 4.2, KAFKA-19112) is neither: the log is kept for ever."""
+    return any(policy.strip() == "delete" for policy in cleanup_policy.split(","))  # "compact, delete" too
 
 
 def deletion_start(name: str, offset: int, log_start: int, high_watermark: int, cleanup_policy: str) -> int:

@@ -12,6 +12,8 @@ from herd.cluster.config_ops import (
     broker_not_list,
     check_entries,
     check_ops,
+    list_message,
+    parse_list,
     topic_not_list,
 )
 from herd.config import BrokerConfig, ConfigSource, check_dynamic
@@ -94,3 +96,48 @@ def test_dynamic_configs_overlay_and_synonyms():
     assert config.log_config().retention_ms == 1000
     again = config.with_dynamic({}, {})  # dropping the dynamic configs returns to the static ones
     assert (again.retention_ms, again.get("message.max.bytes")) == (5 * 3_600_000, 500)
+
+
+def test_lists_are_parsed_and_checked_as_kafka_4_2_does() -> None:
+    """ConfigDef.parseType LIST (split on commas with the spaces around them, blank: no item) and ValidList
+    (KAFKA-19112: an empty list is valid for cleanup.policy, meaning infinite retention; no empty or repeated
+    item), in Kafka's words."""
+    assert parse_list("") == parse_list("  ") == []
+    assert parse_list(" compact ,delete ") == ["compact", "delete"]
+    assert parse_list("delete,,compact") == ["delete", "", "compact"]
+    policies = ("compact", "delete")
+    for fine in ("", "delete", "compact, delete", " delete "):
+        assert list_message("cleanup.policy", fine, policies) is None
+    assert list_message("cleanup.policy", "delete,delete", policies) == (
+        "Configuration 'cleanup.policy' values must not be duplicated."
+    )
+    assert (
+        list_message("cleanup.policy", "delete,", policies)
+        == "Configuration 'cleanup.policy' values must not be empty."
+    )
+    assert list_message("cleanup.policy", "delete,foo", policies) == (
+        "Invalid value foo for configuration cleanup.policy: String must be one of: compact, delete"
+    )
+    assert list_message("x", "", policies, empty_allowed=False) == (
+        "Configuration 'x' must not be empty. Valid values include: [compact, delete]"
+    )
+
+
+def test_an_empty_cleanup_policy_is_accepted_and_subtracting_the_last_policy_leaves_it_empty() -> None:
+    from herd.cluster.topics import TopicError, check_topic_configs
+    from herd.log.api import deletes
+
+    assert check_topic_configs({"cleanup.policy": ""}) == {"cleanup.policy": ""}
+    assert run({"cleanup.policy": "delete"}, ("cleanup.policy", OpType.SUBTRACT, "delete")) == {"cleanup.policy": ""}
+    assert run({}, ("cleanup.policy", OpType.APPEND, " compact ")) == {"cleanup.policy": "delete,compact"}
+    with pytest.raises(TopicError, match="values must not be duplicated"):
+        check_topic_configs({"cleanup.policy": "compact,compact"})
+    assert check_topic_configs({"cleanup.policy": "delete,delete"}, stored=True)  # stored before 4.2's rules
+    assert not deletes("") and not deletes("compact") and deletes("compact , delete") and deletes("delete")
+    assert (
+        BrokerConfig.from_properties({"log.cleanup.policy": "", "log.dirs": "/tmp/x"}).get("log.cleanup.policy") == ""
+    )
+    assert refused(lambda: check_dynamic({"log.cleanup.policy": "delete,delete"})) == (
+        42,
+        "Configuration 'log.cleanup.policy' values must not be duplicated.",
+    )

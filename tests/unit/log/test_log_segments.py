@@ -253,8 +253,10 @@ def test_retention_by_bytes_keeps_the_active_segment() -> None:
     for _ in range(30):
         log.append(make_batch([b"v" * 100]), 0)
     assert log.apply_retention(now_ms=0) == 0  # compact only: retention deletes nothing, as in Kafka
+    log.set_config(LogConfig(segment_bytes=1000, retention_bytes=1500, retention_ms=-1, cleanup_policy=""))
+    assert log.apply_retention(now_ms=0) == 0  # no policy (Kafka 4.2, KAFKA-19112): kept for ever
     log.set_config(
-        LogConfig(segment_bytes=1000, retention_bytes=1500, retention_ms=-1, cleanup_policy="compact,delete")
+        LogConfig(segment_bytes=1000, retention_bytes=1500, retention_ms=-1, cleanup_policy="compact , delete")
     )
     deleted = log.apply_retention(now_ms=0)
     assert deleted > 0
