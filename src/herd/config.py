@@ -25,6 +25,7 @@ from herd.cluster.config_ops import (
     TIMESTAMP_TYPES,
     ConfigChangeError,
     FullMessage,
+    gzip_level_complaint,
     list_message,
     number_complaint,
 )
@@ -43,7 +44,7 @@ class ConfigError(ValueError):
 @dataclass(frozen=True, slots=True)
 class Setting:
     name: str  # Kafka's property name
-    kind: str  # "int", "long", "bool", "string", "list"
+    kind: str  # "int", "long", "bool", "double", "string", "list"
     default: Any
     doc: str
     minimum: int | None = None
@@ -64,6 +65,16 @@ class Setting:
     @property
     def attr(self) -> str:
         return self.name.replace(".", "_")
+
+
+def _between(value: str, low: float, high: float) -> str | None:
+    """ConfigDef.Range.between's complaint about a DOUBLE, or None."""
+    number = float(value)
+    if number < low:
+        return f"Value must be at least {low}"
+    if number > high:
+        return f"Value must be no more than {high}"
+    return None
 
 
 def _listeners_check(value: str, *, routable: bool = False) -> str | None:
@@ -473,6 +484,135 @@ SETTINGS: tuple[Setting, ...] = (
         check=lambda v: None if v in COMPRESSION_TYPES else f"must be one of {', '.join(COMPRESSION_TYPES)}",
         dynamic=True,
     ),
+    # The broker defaults of the topic configs herd accepts without acting on them (docs/compatibility.md, "Topic
+    # configs"): Kafka 4.2's names, types, defaults and bounds (ServerLogConfigs, CleanerConfig, RemoteLogManagerConfig
+    # on confluentinc/kafka's 4.2 branch), dynamic as in Kafka, so that DescribeConfigs' synonyms are Kafka's.
+    Setting(
+        "log.roll.ms",
+        "long",
+        None,
+        "Time after which a segment rolls (else log.roll.hours).",
+        nullable=True,
+        dynamic=True,
+    ),
+    Setting("log.roll.hours", "int", 168, "Time after which a segment rolls, in hours.", minimum=1),
+    Setting(
+        "log.roll.jitter.ms",
+        "long",
+        None,
+        "Most random jitter taken off a segment's roll time (else log.roll.jitter.hours).",
+        nullable=True,
+        dynamic=True,
+    ),
+    Setting(
+        "log.roll.jitter.hours", "int", 0, "Most random jitter taken off a segment's roll time, in hours.", minimum=0
+    ),
+    Setting("log.index.size.max.bytes", "int", 10485760, "Largest offset index of a segment.", minimum=4, dynamic=True),
+    Setting(
+        "log.segment.delete.delay.ms",
+        "long",
+        60000,
+        "How long a deleted segment's files wait before they go.",
+        minimum=0,
+        dynamic=True,
+    ),
+    Setting(
+        "log.cleaner.min.compaction.lag.ms",
+        "long",
+        0,
+        "Least time a record stays uncompacted.",
+        minimum=0,
+        dynamic=True,
+    ),
+    Setting(
+        "log.cleaner.max.compaction.lag.ms",
+        "long",
+        LONG_MAX,
+        "Most time a record stays ineligible for compaction.",
+        minimum=1,
+        dynamic=True,
+    ),
+    Setting(
+        "log.cleaner.min.cleanable.ratio",
+        "double",
+        0.5,
+        "Least share of a log's bytes dirty before it is compacted.",
+        check=lambda v: _between(v, 0, 1),
+        dynamic=True,
+    ),
+    Setting(
+        "unclean.leader.election.enable",
+        "bool",
+        False,
+        "Elect a replica out of the ISR as a last resort (one replica per partition here: nothing to elect).",
+        dynamic=True,
+    ),
+    Setting(
+        "compression.gzip.level",
+        "int",
+        -1,
+        "gzip level of batches the broker compresses.",
+        check=gzip_level_complaint,
+        dynamic=True,
+    ),
+    Setting(
+        "compression.lz4.level",
+        "int",
+        9,
+        "lz4 level of batches the broker compresses.",
+        minimum=1,
+        maximum=17,
+        dynamic=True,
+    ),
+    Setting(
+        "compression.zstd.level",
+        "int",
+        3,
+        "zstd level of batches the broker compresses.",
+        minimum=-131072,
+        maximum=22,
+        dynamic=True,
+    ),
+    Setting("log.preallocate", "bool", False, "Preallocate a new segment's file.", dynamic=True),
+    Setting(
+        "log.message.timestamp.before.max.ms",
+        "long",
+        LONG_MAX,
+        "How far a record's timestamp may be before the broker's clock.",
+        minimum=0,
+        dynamic=True,
+    ),
+    Setting(
+        "log.message.timestamp.after.max.ms",
+        "long",
+        3600000,
+        "How far a record's timestamp may be after the broker's clock.",
+        minimum=0,
+        dynamic=True,
+    ),
+    Setting(
+        "log.local.retention.ms",
+        "long",
+        -2,
+        "Retention of the local log when tiered storage is on (-2: retention.ms).",
+        minimum=-2,
+        dynamic=True,
+    ),
+    Setting(
+        "log.local.retention.bytes",
+        "long",
+        -2,
+        "Size of the local log when tiered storage is on (-2: retention.bytes).",
+        minimum=-2,
+        dynamic=True,
+    ),
+    Setting(
+        "remote.log.storage.system.enable",
+        "bool",
+        False,
+        "Tiered storage (herd has none: a topic with "
+        "remote.storage.enable=true is refused, as Kafka refuses it when this is false).",
+    ),
     Setting(
         "min.insync.replicas",
         "int",
@@ -864,6 +1004,11 @@ def _parse_value(setting: Setting, raw: str) -> Any:
         if text.lower() not in ("true", "false"):
             raise ConfigError(f"{setting.name}: '{raw}' is not true or false")
         return text.lower() == "true"
+    if setting.kind == "double":
+        try:
+            return float(text)
+        except ValueError:
+            raise ConfigError(f"{setting.name}: '{raw}' is not a number") from None
     return text
 
 
@@ -912,6 +1057,8 @@ def broker_synonyms(name: str) -> list[str]:
         return list(_RETENTION)
     if name == "log.flush.interval.ms":  # log.flush.scheduler.interval.ms is its default
         return [name, "log.flush.scheduler.interval.ms"]
+    if name in ("log.roll.ms", "log.roll.jitter.ms"):  # in hours when the ms are not set
+        return [name, name.replace(".ms", ".hours")]
     return [name]
 
 
@@ -922,9 +1069,19 @@ def dynamic_complaint(setting: Setting, raw: str) -> str | None:
     """Why `raw` is not a value of `setting`, in the words of Kafka's ConfigDef ("Not a number of type INT",
     "Value must be at least 0"), or None."""
     if setting.kind in ("int", "long"):
-        return number_complaint(setting.kind, raw, setting.minimum)
+        complaint = number_complaint(setting.kind, raw, setting.minimum)
+        if complaint is None and setting.maximum is not None and int(raw) > setting.maximum:
+            complaint = f"Value must be no more than {setting.maximum}"
+        if complaint is None and setting.check is not None:
+            complaint = setting.check(raw.strip())
+        return complaint
     if setting.kind == "bool":
         return None if raw.strip().lower() in ("true", "false") else "Expected value to be either true or false"
+    if setting.kind == "double":
+        try:
+            float(raw.strip())
+        except ValueError:
+            return "Not a number of type DOUBLE"
     return setting.check(raw.strip()) if setting.check is not None else None
 
 

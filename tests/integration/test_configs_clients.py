@@ -65,6 +65,17 @@ def _produce(bootstrap: str, topic: str, value: bytes, timestamp: int | None = N
     return errors[0]
 
 
+def _hour_old_records(bootstrap: str, topic: str):  # type: ignore[no-untyped-def]
+    """Five records of partition 0 stamped an hour ago, and (a consumer, the partition's log start offset)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    hour_ago = int(time.time() * 1000) - 3_600_000
+    for _ in range(5):
+        assert _produce(bootstrap, topic, b"v" * 150, timestamp=hour_ago) is None
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"configs-{topic}"})
+    return consumer, lambda: consumer.get_watermark_offsets(TopicPartition(topic, 0), timeout=10)[0]
+
+
 def test_confluent_incremental_alter_refuses_what_is_now_too_large(broker, admin):
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
@@ -135,7 +146,6 @@ def test_confluent_errors(admin):
 
 
 def test_retention_and_segment_size_changed_at_run_time_remove_old_data(broker, admin):
-    from confluent_kafka import Consumer
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
     def set_segment_bytes(value: str | None, op=AlterConfigOpType.SET):  # type: ignore[no-untyped-def]
@@ -152,15 +162,7 @@ def test_retention_and_segment_size_changed_at_run_time_remove_old_data(broker, 
         (future,) = admin.describe_configs([ConfigResource("broker", "0")]).values()
         assert future.result(10)["log.segment.bytes"].source == 2  # DYNAMIC_BROKER_CONFIG
         _create(admin, "expiring")
-        hour_ago = int(time.time() * 1000) - 3_600_000
-        for _ in range(5):
-            assert _produce(broker.bootstrap, "expiring", b"v" * 150, timestamp=hour_ago) is None
-        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "configs-retention"})
-        from confluent_kafka import TopicPartition
-
-        def earliest() -> int:
-            return consumer.get_watermark_offsets(TopicPartition("expiring", 0), timeout=10)[0]
-
+        consumer, earliest = _hour_old_records(broker.bootstrap, "expiring")
         assert earliest() == 0
         _incremental(
             admin,
@@ -179,7 +181,6 @@ def test_retention_and_segment_size_changed_at_run_time_remove_old_data(broker, 
 def test_an_empty_cleanup_policy_keeps_the_log_for_ever(broker, admin):
     """Kafka 4.2 (KAFKA-19112): `cleanup.policy=` is valid and means infinite retention, neither delete nor compact;
     subtracting the last policy leaves it empty."""
-    from confluent_kafka import Consumer, TopicPartition
     from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
 
     def broker_segment_bytes(value: str | None, op=AlterConfigOpType.SET):  # type: ignore[no-untyped-def]
@@ -195,14 +196,7 @@ def test_an_empty_cleanup_policy_keeps_the_log_for_ever(broker, admin):
     broker_segment_bytes("200")  # every batch rolls a segment (embedded; PostgreSQL removes batches)
     try:
         _create(admin, "forever", {"cleanup.policy": "", "retention.ms": "60000"})
-        hour_ago = int(time.time() * 1000) - 3_600_000
-        for _ in range(5):
-            assert _produce(broker.bootstrap, "forever", b"v" * 150, timestamp=hour_ago) is None
-        consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "configs-forever"})
-
-        def earliest() -> int:
-            return consumer.get_watermark_offsets(TopicPartition("forever", 0), timeout=10)[0]
-
+        consumer, earliest = _hour_old_records(broker.bootstrap, "forever")
         time.sleep(1.0)  # five retention checks (log.retention.check.interval.ms=200) that must delete nothing
         assert earliest() == 0
         assert policy(AlterConfigOpType.SET, "delete") == "delete"  # now retention.ms applies

@@ -36,12 +36,7 @@ def client(broker):
 @pytest.fixture
 def topic_id(client) -> uuid.UUID:
     """A new two-partition topic's id."""
-    name = f"t-{uuid.uuid4().hex[:8]}"
-    created = part(19, 7, "CreatableTopic", name=name, num_partitions=2, replication_factor=1, assignments=(),
-                   configs=())  # fmt: skip
-    answer = client.request(19, 7, req(19, 7, topics=(created,), timeout=15000, validate_only=False))
-    assert answer.topics[0].error_code == ErrorCode.none
-    return answer.topics[0].topic_id
+    return _new_topic(client, 2)
 
 
 def initialize(c, group, topic_id, partition, state_epoch, start):
@@ -267,10 +262,11 @@ def test_updates_snapshots_and_pruning_keep_the_state_bounded_and_whole_across_a
         node.stop()
 
 
-def _new_topic(c: RawClient) -> uuid.UUID:
+def _new_topic(c: RawClient, partitions: int = 1) -> uuid.UUID:
+    """A new topic's id (CreateTopics v7)."""
     name = f"t-{uuid.uuid4().hex[:8]}"
-    created = part(19, 7, "CreatableTopic", name=name, num_partitions=1, replication_factor=1, assignments=(),
-                   configs=())  # fmt: skip
+    created = part(19, 7, "CreatableTopic", name=name, num_partitions=partitions, replication_factor=1,
+                   assignments=(), configs=())  # fmt: skip
     answer = c.request(19, 7, req(19, 7, topics=(created,), timeout=15000, validate_only=False))
     assert answer.topics[0].error_code == ErrorCode.none
     return answer.topics[0].topic_id

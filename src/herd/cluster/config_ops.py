@@ -62,6 +62,12 @@ def list_message(name: str, value: str, choices: tuple[str, ...], *, empty_allow
     return None
 
 
+def gzip_level_complaint(value: str) -> str | None:
+    """CompressionType.GZIP.levelValidator's complaint: a level is 1 to 9, or -1 (Deflater.DEFAULT_COMPRESSION)."""
+    level = int(value)
+    return None if level == -1 or 1 <= level <= 9 else "Value must be between 1 and 9 or equal to -1"
+
+
 def number_complaint(kind: str, raw: str, minimum: int | None) -> str | None:
     """Why `raw` is not a number of Kafka type `kind` ("int" or "long") of at least `minimum` (None: any), in the
     words of Kafka's ConfigDef ("Not a number of type INT", "Value must be at least 0"), or None."""

@@ -1,7 +1,9 @@
-"""Kafka's documentation of the topic configs herd honours, as DescribeConfigs answers it (include_documentation).
+"""Kafka's documentation of the topic configs herd accepts, as DescribeConfigs answers it (include_documentation).
 
 The text is Kafka's own (apache/kafka clients/src/main/java/org/apache/kafka/common/config/TopicConfig.java, the
-`*_DOC` constants, which LogConfig.documentationOf returns), so a tool that shows it reads what it reads on Kafka.
+`*_DOC` constants, which LogConfig.documentationOf returns; the replica throttles' from QuotaConfig.java; those
+herd added for Kafka 4.2 from confluentinc/kafka's 4.2 branch), so a tool that shows it reads what it reads on
+Kafka.
 """
 
 from __future__ import annotations
@@ -90,5 +92,101 @@ TOPIC_DOCS: dict[str, str] = {
         "records are always grouped into batches for efficiency. In previous message format versions, "
         "uncompressed records are not grouped into batches and this limit only applies to a single record in "
         "that case."
+    ),
+    "segment.ms": (
+        "This configuration controls the period of time after which Kafka will force the log to roll even if "
+        "the segment file isn't full to ensure that retention can delete or compact old data."
+    ),
+    "segment.jitter.ms": (
+        "The maximum random jitter subtracted from the scheduled segment roll time to avoid thundering herds "
+        "of segment rolling"
+    ),
+    "segment.index.bytes": (
+        "This configuration controls the size of the index that maps offsets to file positions. We "
+        "preallocate this index file and shrink it only after log rolls. You generally should not need to "
+        "change this setting."
+    ),
+    "file.delete.delay.ms": ("The time to wait before deleting a file from the filesystem"),
+    "min.compaction.lag.ms": (
+        "The minimum time a message will remain uncompacted in the log. Only applicable for logs that are "
+        "being compacted."
+    ),
+    "max.compaction.lag.ms": (
+        "The maximum time a message will remain ineligible for compaction in the log. Only applicable for "
+        "logs that are being compacted."
+    ),
+    "min.cleanable.dirty.ratio": (
+        "This configuration controls how frequently the log compactor will attempt to clean the log (assuming"
+        ' <a href="#compaction">log compaction</a> is enabled). By default we will avoid cleaning a log where'
+        " more than 50% of the log has been compacted. This ratio bounds the maximum space wasted in the log "
+        "by duplicates (at 50% at most 50% of the log could be duplicates). A higher ratio will mean fewer, "
+        "more efficient cleanings but will mean more wasted space in the log. If the max.compaction.lag.ms or"
+        " the min.compaction.lag.ms configurations are also specified, then the log compactor considers the "
+        "log to be eligible for compaction as soon as either: (i) the dirty ratio threshold has been met and "
+        "the log has had dirty (uncompacted) records for at least the min.compaction.lag.ms duration, or (ii)"
+        " if the log has had dirty (uncompacted) records for at most the max.compaction.lag.ms period."
+    ),
+    "unclean.leader.election.enable": (
+        "Indicates whether to enable replicas not in the ISR set to be elected as leader as a last resort, "
+        "even though doing so may result in data loss.<p>Note: In KRaft mode, when enabling this config "
+        "dynamically, it needs to wait for the unclean leader electionthread to trigger election periodically"
+        " (default is 5 minutes). Please run <code>kafka-leader-election.sh</code> with <code>unclean</code> "
+        "option to trigger the unclean leader election immediately if needed.</p>"
+    ),
+    "compression.gzip.level": ("The compression level to use if compression.type is set to <code>gzip</code>."),
+    "compression.lz4.level": ("The compression level to use if compression.type is set to <code>lz4</code>."),
+    "compression.zstd.level": ("The compression level to use if compression.type is set to <code>zstd</code>."),
+    "preallocate": ("True if we should preallocate the file on disk when creating a new log segment."),
+    "message.timestamp.before.max.ms": (
+        "This configuration sets the allowable timestamp difference between the broker's timestamp and the "
+        "message timestamp. The message timestamp can be earlier than or equal to the broker's timestamp, "
+        "with the maximum allowable difference determined by the value set in this configuration. If "
+        "message.timestamp.type=CreateTime, the message will be rejected if the difference in timestamps "
+        "exceeds this specified threshold. This configuration is ignored if "
+        "message.timestamp.type=LogAppendTime."
+    ),
+    "message.timestamp.after.max.ms": (
+        "This configuration sets the allowable timestamp difference between the message timestamp and the "
+        "broker's timestamp. The message timestamp can be later than or equal to the broker's timestamp, with"
+        " the maximum allowable difference determined by the value set in this configuration. If "
+        "message.timestamp.type=CreateTime, the message will be rejected if the difference in timestamps "
+        "exceeds this specified threshold. This configuration is ignored if "
+        "message.timestamp.type=LogAppendTime."
+    ),
+    "leader.replication.throttled.replicas": (
+        "A list of replicas for which log replication should be throttled on the leader side. The list should"
+        " describe a set of replicas in the form [PartitionId]:[BrokerId],[PartitionId]:[BrokerId]:... or "
+        "alternatively the wildcard '*' can be used to throttle all replicas for this topic."
+    ),
+    "follower.replication.throttled.replicas": (
+        "A list of replicas for which log replication should be throttled on the follower side. The list "
+        "should describe a set of replicas in the form [PartitionId]:[BrokerId],[PartitionId]:[BrokerId]:... "
+        "or alternatively the wildcard '*' can be used to throttle all replicas for this topic."
+    ),
+    "remote.storage.enable": (
+        "To enable tiered storage for a topic, set this configuration to true. To disable tiered storage for "
+        "a topic that has it enabled, set this configuration to false. When disabling, you must also set "
+        "<code>remote.log.delete.on.disable</code> to true."
+    ),
+    "local.retention.ms": (
+        "The number of milliseconds to keep the local log segment before it gets deleted. Default value is "
+        "-2, it represents <code>retention.ms</code> value is to be used. The effective value should always "
+        "be less than or equal to <code>retention.ms</code> value."
+    ),
+    "local.retention.bytes": (
+        "The maximum size of local log segments that can grow for a partition before it deletes the old "
+        "segments. Default value is -2, it represents <code>retention.bytes</code> value to be used. The "
+        "effective value should always be less than or equal to <code>retention.bytes</code> value."
+    ),
+    "remote.log.copy.disable": (
+        "Determines whether tiered data for a topic should become read only, and no more data uploading on a "
+        "topic. Once this config is set to true, the local retention configuration (i.e. "
+        "local.retention.ms/bytes) becomes irrelevant, and all data expiration follows the topic-wide "
+        "retention configuration(i.e. retention.ms/bytes)."
+    ),
+    "remote.log.delete.on.disable": (
+        "Determines whether tiered data for a topic should be deleted after tiered storage is disabled on a "
+        "topic. This configuration should be enabled when trying to set <code>remote.storage.enable</code> "
+        "from true to false"
     ),
 }

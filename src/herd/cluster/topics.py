@@ -43,8 +43,17 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from herd.cluster.config_ops import CLEANUP_POLICIES, COMPRESSION_TYPES, TIMESTAMP_TYPES, list_message, number_complaint
-from herd.log.api import LogConfig, LogError, LogStore, PartitionLog
+from herd.cluster.config_ops import (
+    CLEANUP_POLICIES,
+    COMPRESSION_TYPES,
+    TIMESTAMP_TYPES,
+    FullMessage,
+    gzip_level_complaint,
+    list_message,
+    number_complaint,
+    parse_list,
+)
+from herd.log.api import LONG_MAX, LogConfig, LogError, LogStore, PartitionLog
 from herd.log.fs import FileSystem, read_whole, write_atomically
 from herd.log.producer_state import ProducerStates
 from herd.log.store import kafka_uuid
@@ -129,24 +138,76 @@ class TopicStore(LogStore, Protocol):
 @dataclass(frozen=True, slots=True)
 class TopicConfigKey:
     name: str
-    kind: str  # "long", "int", "string", "list"
-    apply: Callable[[LogConfig, Any], LogConfig] | None  # how it changes the partition's LogConfig
-    synonym: str  # the broker setting it defaults to (Kafka's ServerTopicConfigSynonyms.TOPIC_CONFIG_SYNONYMS)
+    kind: str  # "long", "int", "double", "bool", "string", "list"
+    apply: Callable[[LogConfig, Any], LogConfig] | None  # how it changes the partition's LogConfig (None: no effect)
+    synonym: str | None  # the broker setting it defaults to (Kafka's ServerTopicConfigSynonyms.TOPIC_CONFIG_SYNONYMS)
     choices: tuple[str, ...] = ()  # of the value, or of each item of a list
-    minimum: int | None = None  # Kafka's atLeast(...) validator
+    minimum: int | None = None  # Kafka's atLeast(...) validator (or the low end of between(...))
+    maximum: int | None = None  # the high end of between(...)
+    check: Callable[[str], str | None] | None = None  # another validator's complaint
+    default: str | None = None  # Kafka's default, for a config without a broker synonym
 
     def message(self, value: str, *, bounds: bool = True) -> str | None:
         """Why `value` is refused, in the words of Kafka's ConfigDef ("Invalid value -5 for configuration
         max.message.bytes: Value must be at least 0"; a LIST's as ConfigDef.ValidList words it), or None; without
         `bounds` only its type is checked."""
         if self.kind == "list":  # a stored list was accepted by a herd before 4.2's rules: taken as it is
-            return list_message(self.name, value, self.choices) if bounds else None
+            if not bounds:
+                return None
+            return self.check(value) if self.check is not None else list_message(self.name, value, self.choices)
         complaint = None
         if self.kind in ("int", "long"):
             complaint = number_complaint(self.kind, value, self.minimum if bounds else None)
+            if complaint is None and bounds and self.maximum is not None and int(value) > self.maximum:
+                complaint = f"Value must be no more than {self.maximum}"
+        elif self.kind == "double":
+            try:
+                number = float(value)
+            except ValueError:
+                complaint = "Not a number of type DOUBLE"
+            else:
+                if bounds and self.minimum is not None and number < self.minimum:
+                    complaint = f"Value must be at least {self.minimum}"
+                elif bounds and self.maximum is not None and number > self.maximum:
+                    complaint = f"Value must be no more than {self.maximum}"
+        elif self.kind == "bool":
+            if value.strip().lower() not in ("true", "false"):
+                complaint = "Expected value to be either true or false"
         elif self.choices and value not in self.choices:
             complaint = f"String must be one of: {', '.join(self.choices)}"
-        return None if complaint is None else f"Invalid value {value} for configuration {self.name}: {complaint}"
+        if complaint is None and bounds and self.check is not None:
+            complaint = self.check(value)
+        if complaint is None or isinstance(complaint, FullMessage):
+            return complaint
+        return f"Invalid value {value} for configuration {self.name}: {complaint}"
+
+
+_THROTTLED_ITEM = re.compile(r"([0-9]+:[0-9]+)?")
+
+
+def _throttled(name: str) -> Callable[[str], str | None]:
+    """ThrottledReplicaListValidator (not ValidList: empty and repeated items pass): "*", or PARTITION:BROKER
+    items; its message names the list as Java prints it."""
+
+    def check(value: str) -> str | None:
+        items = [v.strip() for v in parse_list(value)]
+        if all(_THROTTLED_ITEM.fullmatch(i) for i in items) or "".join(items) == "*":
+            return None
+        return FullMessage(
+            f"Invalid value [{', '.join(items)}] for configuration {name}: {name} must be the literal '*' or a list "
+            "of replicas in the following format: [partitionId]:[brokerId],[partitionId]:[brokerId],..."
+        )
+
+    return check
+
+
+def _no_tiered_storage(value: str) -> str | None:
+    """herd has no tiered storage: Kafka's LogConfig.validateRemoteStorageOnlyIfSystemEnabled with
+    remote.log.storage.system.enable=false refuses remote.storage.enable=true."""
+    if value.strip().lower() == "true":
+        return FullMessage("Tiered Storage functionality is disabled in the broker. Topic cannot be configured with "
+                           "remote log storage.")  # fmt: skip
+    return None
 
 
 def _set(attr: str) -> Callable[[LogConfig, Any], LogConfig]:
@@ -157,9 +218,10 @@ def _set(attr: str) -> Callable[[LogConfig, Any], LogConfig]:
 # theirs from broker settings (offsets.topic.segment.bytes), which have their own bounds.
 MIN_SEGMENT_BYTES = 1024 * 1024
 
-# Topic-level configs herd honours, with the bounds Kafka's LogConfig gives them (apache/kafka
-# storage/src/main/java/org/apache/kafka/storage/internals/log/LogConfig.java); the rest of Kafka's topic
-# configs are refused with INVALID_CONFIG.
+# Every topic config of Kafka 4.2, with the types and validators Kafka's LogConfig gives them (apache/kafka
+# storage/src/main/java/org/apache/kafka/storage/internals/log/LogConfig.java): the first ones herd applies (`apply`),
+# the others it accepts without effect (docs/compatibility.md says why for each). A name Kafka does not define
+# (message.downconversion.enable, gone in 4.0, among them) is refused with INVALID_CONFIG, as Kafka refuses it.
 TOPIC_CONFIGS: dict[str, TopicConfigKey] = {
     k.name: k
     for k in (
@@ -186,6 +248,47 @@ TOPIC_CONFIGS: dict[str, TopicConfigKey] = {
         TopicConfigKey("compression.type", "string", None, "compression.type", COMPRESSION_TYPES),
         TopicConfigKey("min.insync.replicas", "int", None, "min.insync.replicas", minimum=1),
         TopicConfigKey("delete.retention.ms", "long", None, "log.cleaner.delete.retention.ms", minimum=0),
+        # accepted without effect (docs/compatibility.md, "Topic configs"), with Kafka 4.2's types and validators
+        # (LogConfig.CONFIG on confluentinc/kafka's 4.2 branch)
+        TopicConfigKey("segment.ms", "long", None, "log.roll.ms", minimum=1),
+        TopicConfigKey("segment.jitter.ms", "long", None, "log.roll.jitter.ms", minimum=0),
+        TopicConfigKey("segment.index.bytes", "int", None, "log.index.size.max.bytes", minimum=4),
+        TopicConfigKey("file.delete.delay.ms", "long", None, "log.segment.delete.delay.ms", minimum=0),
+        TopicConfigKey("min.compaction.lag.ms", "long", None, "log.cleaner.min.compaction.lag.ms", minimum=0),
+        TopicConfigKey("max.compaction.lag.ms", "long", None, "log.cleaner.max.compaction.lag.ms", minimum=1),
+        TopicConfigKey(
+            "min.cleanable.dirty.ratio", "double", None, "log.cleaner.min.cleanable.ratio", minimum=0, maximum=1
+        ),
+        TopicConfigKey("unclean.leader.election.enable", "bool", None, "unclean.leader.election.enable"),
+        TopicConfigKey("compression.gzip.level", "int", None, "compression.gzip.level", check=gzip_level_complaint),
+        TopicConfigKey("compression.lz4.level", "int", None, "compression.lz4.level", minimum=1, maximum=17),
+        TopicConfigKey("compression.zstd.level", "int", None, "compression.zstd.level", minimum=-131072, maximum=22),
+        TopicConfigKey("preallocate", "bool", None, "log.preallocate"),
+        TopicConfigKey(
+            "message.timestamp.before.max.ms", "long", None, "log.message.timestamp.before.max.ms", minimum=0
+        ),
+        TopicConfigKey("message.timestamp.after.max.ms", "long", None, "log.message.timestamp.after.max.ms", minimum=0),
+        TopicConfigKey(
+            "leader.replication.throttled.replicas",
+            "list",
+            None,
+            None,
+            check=_throttled("leader.replication.throttled.replicas"),
+            default="",
+        ),
+        TopicConfigKey(
+            "follower.replication.throttled.replicas",
+            "list",
+            None,
+            None,
+            check=_throttled("follower.replication.throttled.replicas"),
+            default="",
+        ),
+        TopicConfigKey("remote.storage.enable", "bool", None, None, check=_no_tiered_storage, default="false"),
+        TopicConfigKey("local.retention.ms", "long", None, "log.local.retention.ms", minimum=-2),
+        TopicConfigKey("local.retention.bytes", "long", None, "log.local.retention.bytes", minimum=-2),
+        TopicConfigKey("remote.log.copy.disable", "bool", None, None, default="false"),
+        TopicConfigKey("remote.log.delete.on.disable", "bool", None, None, default="false"),
     )
 }
 
@@ -223,6 +326,14 @@ def check_topic_configs(configs: dict[str, str | None], *, internal: bool = Fals
         if message is not None:
             raise TopicError(INVALID_CONFIG, message)
         checked[name] = value
+    if not stored:  # LogConfig.validateValues, the topic's own values over Kafka's defaults
+        low = int(checked.get("min.compaction.lag.ms", 0))
+        high = int(checked.get("max.compaction.lag.ms", LONG_MAX))
+        if low > high:
+            raise TopicError(
+                INVALID_CONFIG,
+                f"conflict topic config setting min.compaction.lag.ms ({low}) > max.compaction.lag.ms ({high})",
+            )
     return checked
 
 

@@ -54,7 +54,7 @@ MIN_VERSION = 1
 MAX_VERSION = 4
 
 # ConfigType values
-_TYPES = {"bool": 1, "string": 2, "int": 3, "long": 5, "list": 7}
+_TYPES = {"bool": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7}
 
 Synonym = tuple[str, str | None, int]  # name, value, ConfigSource
 
@@ -82,16 +82,21 @@ def topic_entries(broker: Broker, configs: dict[str, str]) -> Iterator[Entry]:
     ConfigHelper.createTopicConfigEntry lists them (the source is the first synonym's)."""
     config = broker.config
     for name, key in TOPIC_CONFIGS.items():
-        synonyms = [(n, v, int(s)) for n, v, s in config.synonyms(key.synonym)]
+        synonym = key.synonym
+        synonyms = [(n, v, int(s)) for n, v, s in config.synonyms(synonym)] if synonym is not None else []
         if name in configs:
             value: str | None = configs[name]
             synonyms.insert(0, (name, value, ConfigSource.TOPIC_CONFIG))
+        elif synonym is None:  # no broker setting: Kafka's default (LogConfig)
+            value = key.default
         elif name == "retention.ms":
             value = str(config.retention_ms)
         elif name == "flush.ms":
-            value = _str(config.get(key.synonym) if config.get(key.synonym) is not None else LONG_MAX)
+            value = _str(config.get(synonym) if config.get(synonym) is not None else LONG_MAX)
+        elif name in ("segment.ms", "segment.jitter.ms") and config.get(synonym) is None:  # in hours
+            value = str(config.get(synonym.replace(".ms", ".hours")) * 3_600_000)
         else:
-            value = _str(config.get(key.synonym))
+            value = _str(config.get(synonym))
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
         yield Entry(name, value, source, key.kind, TOPIC_DOCS.get(name, ""), tuple(synonyms))
 

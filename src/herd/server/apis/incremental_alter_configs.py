@@ -90,7 +90,8 @@ def _topic_list(name: str) -> bool:
 
 def _topic_default(name: str) -> str | None:
     """Kafka's default of a topic config (the default of the broker setting it follows)."""
-    return unparse(SETTINGS_BY_NAME[TOPIC_CONFIGS[name].synonym].default)
+    key = TOPIC_CONFIGS[name]
+    return unparse(SETTINGS_BY_NAME[key.synonym].default) if key.synonym is not None else key.default
 
 
 def _broker_list(name: str) -> bool:
