@@ -208,6 +208,45 @@ def test_an_empty_cleanup_policy_keeps_the_log_for_ever(broker, admin):
     assert _error(lambda: _create(admin, "twice", {"cleanup.policy": "delete,delete"})) == "INVALID_CONFIG"
 
 
+def test_records_stamped_too_far_from_the_broker_s_clock_are_refused(broker, admin):
+    """Kafka 4.x refuses a CreateTime record more than message.timestamp.after.max.ms (1 h by default) ahead of its
+    clock, or message.timestamp.before.max.ms behind it: INVALID_TIMESTAMP; a LogAppendTime topic takes any."""
+    now = int(time.time() * 1000)
+    _create(admin, "stamped")
+    assert _produce(broker.bootstrap, "stamped", b"v", timestamp=now + 2 * 3_600_000) == "INVALID_TIMESTAMP"
+    assert _produce(broker.bootstrap, "stamped", b"v", timestamp=now + 1_800_000) is None
+    assert _produce(broker.bootstrap, "stamped", b"v", timestamp=now - 30 * 86_400_000) is None  # any age
+    _create(admin, "recent", {"message.timestamp.before.max.ms": "60000"})
+    assert _produce(broker.bootstrap, "recent", b"v", timestamp=now - 3_600_000) == "INVALID_TIMESTAMP"
+    assert _produce(broker.bootstrap, "recent", b"v") is None
+    _create(admin, "appended", {"message.timestamp.type": "LogAppendTime"})
+    assert _produce(broker.bootstrap, "appended", b"v", timestamp=now + 48 * 3_600_000) is None
+    # Produce v9's answer lists each refused record: its index in the batch and Kafka's message
+    import datetime
+
+    from batches import client_batch
+    from kio.schema.produce.v9.request import PartitionProduceData, ProduceRequest, TopicProduceData
+    from kio.static.primitive import i16, i32, i32Timedelta
+    from rawkafka import RawClient
+
+    batch = client_batch([now, now + 2 * 3_600_000, now, now + 3 * 3_600_000])
+    data = TopicProduceData(name="stamped", partition_data=(PartitionProduceData(index=i32(0), records=batch),))
+    request = ProduceRequest(transactional_id=None, acks=i16(-1), topic_data=(data,),
+                             timeout=i32Timedelta.parse(datetime.timedelta(seconds=5)))  # fmt: skip
+    leader = admin.list_topics("stamped", timeout=10).topics["stamped"].partitions[0].leader
+    port = admin.list_topics(timeout=10).brokers[leader].port
+    with RawClient(port) as client:
+        (answer,) = client.request(0, 9, request).responses[0].partition_responses
+    assert (answer.error_code, answer.error_message) == (
+        32,
+        "One or more records have been rejected due to invalid timestamp",
+    )
+    assert [e.batch_index for e in answer.record_errors] == [1, 3]
+    assert answer.record_errors[0].batch_index_error_message.startswith(
+        f"Timestamp {now + 2 * 3_600_000} of message with offset 1 is out of range. The timestamp should be within ["
+    )
+
+
 def test_kafka_python_alter_and_describe(admin):
     from kafka import KafkaAdminClient
     from kafka.admin import ConfigResource, ConfigResourceType

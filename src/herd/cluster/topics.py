@@ -265,9 +265,19 @@ TOPIC_CONFIGS: dict[str, TopicConfigKey] = {
         TopicConfigKey("compression.zstd.level", "int", None, "compression.zstd.level", minimum=-131072, maximum=22),
         TopicConfigKey("preallocate", "bool", None, "log.preallocate"),
         TopicConfigKey(
-            "message.timestamp.before.max.ms", "long", None, "log.message.timestamp.before.max.ms", minimum=0
+            "message.timestamp.before.max.ms",
+            "long",
+            _set("message_timestamp_before_max_ms"),
+            "log.message.timestamp.before.max.ms",
+            minimum=0,
         ),
-        TopicConfigKey("message.timestamp.after.max.ms", "long", None, "log.message.timestamp.after.max.ms", minimum=0),
+        TopicConfigKey(
+            "message.timestamp.after.max.ms",
+            "long",
+            _set("message_timestamp_after_max_ms"),
+            "log.message.timestamp.after.max.ms",
+            minimum=0,
+        ),
         TopicConfigKey(
             "leader.replication.throttled.replicas",
             "list",

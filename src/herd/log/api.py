@@ -43,6 +43,10 @@ class LogConfig:
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     cleanup_policy: str = "delete"  # "delete" or "compact" (only __consumer_offsets is compacted)
     message_timestamp_type: str = "CreateTime"  # or "LogAppendTime"
+    # how far a produced record's CreateTime may be before / after the broker's clock (INVALID_TIMESTAMP beyond;
+    # Kafka 4.x's defaults)
+    message_timestamp_before_max_ms: int = LONG_MAX
+    message_timestamp_after_max_ms: int = 3_600_000
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES  # largest batch accepted (RecordTooLargeError)
     # herd's broker setting herd.message.max.decompressed.bytes: the largest records section of a client's
     # compressed batch once decompressed (RecordTooLargeError beyond it; herd.log.records.check_records)
@@ -137,6 +141,17 @@ class RecordTooLargeError(LogError):
     """A batch larger than max.message.bytes (MESSAGE_TOO_LARGE)."""
 
     error_code = 10
+
+
+class InvalidTimestampError(LogError):
+    """Records whose CreateTime is outside message.timestamp.before.max.ms / after.max.ms of the broker's clock
+    (INVALID_TIMESTAMP); `record_errors` are Kafka's (index of the record in its batch, message) for each."""
+
+    error_code = 32
+
+    def __init__(self, record_errors: list[tuple[int, str]]) -> None:
+        super().__init__("One or more records have been rejected due to invalid timestamp")
+        self.record_errors = record_errors
 
 
 class OffsetOutOfRangeError(LogError):

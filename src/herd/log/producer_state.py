@@ -50,6 +50,7 @@ from herd.log.api import (
     AppendResult,
     InvalidProducerEpochError,
     InvalidRecordError,
+    LogConfig,
     NotLeaderError,
     OutOfOrderSequenceError,
     PartitionLog,
@@ -57,7 +58,7 @@ from herd.log.api import (
     RemotePartitionLog,
 )
 from herd.log.batch import CONTROL_BIT, INT32_MAX, BatchHeader, iter_headers
-from herd.log.records import check_records
+from herd.log.records import check_records, check_timestamps
 from herd.log.transactions import TransactionState
 
 log = logging.getLogger(__name__)
@@ -87,14 +88,17 @@ class _ProducerEntry:
         return self.batches[-1].last_seq if self.batches else None
 
 
-def client_append(log: PartitionLog, producers: ProducerStates | None, records: bytes, max_decompressed_bytes: int,
+def client_append(log: PartitionLog, producers: ProducerStates | None, records: bytes, config: LogConfig,
                   now_ms: int) -> AppendResult:  # fmt: skip
     """What `log.append(records, now_ms, client=True)` does for a Produce request's batches (Kafka's UnifiedLog.append
-    with AppendOrigin.CLIENT): their records checked as Kafka's LogValidator does (`check_records`, bounded by
-    `max_decompressed_bytes`), the batches passed through the partition's `producers` around the log's plain
-    `append` (without producer state, appended as they are), then the flush `flush.messages` or `flush.ms` asks for
-    (`maybe_flush`). Raises the LogError subclasses of each step."""
-    check_records(records, max_decompressed_bytes)
+    with AppendOrigin.CLIENT): their records checked as Kafka's LogValidator does (`check_records`, bounded by the
+    partition's `max_decompressed_bytes`; then, on a CreateTime topic, their timestamps: `check_timestamps`), the
+    batches passed through the partition's `producers` around the log's plain `append` (without producer state,
+    appended as they are), then the flush `flush.messages` or `flush.ms` asks for (`maybe_flush`). Raises the
+    LogError subclasses of each step."""
+    check_records(records, config.max_decompressed_bytes)
+    if config.message_timestamp_type == "CreateTime":
+        check_timestamps(records, now_ms, config.message_timestamp_before_max_ms, config.message_timestamp_after_max_ms)
     result = producers.append(log, records, now_ms) if producers is not None else log.append(records, now_ms)
     log.maybe_flush(now_ms)
     return result

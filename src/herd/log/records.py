@@ -25,7 +25,13 @@ import crc32c
 from kio._kio_native import read_signed_varint, read_signed_varlong
 from kio.serial.errors import DecodeError
 
-from herd.log.api import DEFAULT_MAX_DECOMPRESSED_BYTES, CorruptRecordError, InvalidRecordError, RecordTooLargeError
+from herd.log.api import (
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    CorruptRecordError,
+    InvalidRecordError,
+    InvalidTimestampError,
+    RecordTooLargeError,
+)
 from herd.log.batch import (
     ATTRIBUTES_OFFSET,
     COMPRESSION_MASK,
@@ -290,6 +296,39 @@ def check_records(buf: Buffer, max_decompressed_bytes: int = MAX_DECOMPRESSED_BY
         except (CorruptRecordError, InvalidRecordError, RecordTooLargeError) as error:
             check_crc(data, header)
             raise type(error)(f"batch at byte {header.position}: {error}") from error
+
+
+def _java_long(value: int) -> int:
+    """`value` wrapped to a signed 64-bit integer, as Java's long arithmetic wraps it."""
+    return (value + 2**63) % 2**64 - 2**63
+
+
+def check_timestamps(buf: Buffer, now_ms: int, before_max_ms: int, after_max_ms: int) -> None:
+    """LogValidator.validateTimestamp for a CreateTime topic: a record whose timestamp is more than `after_max_ms`
+    after `now_ms` or `before_max_ms` before it is refused (InvalidTimestampError, INVALID_TIMESTAMP, with Kafka's
+    record errors: the record's index in its batch and its message); a record without a timestamp (-1) is not.
+    A batch is only read record by record when its header cannot vouch for all of them: its max timestamp within
+    `after_max_ms`, and `before_max_ms` too long for any timestamp to pass it (Kafka's default, Long.MAX_VALUE)."""
+    lowest = now_ms - before_max_ms
+    if now_ms + 1 <= before_max_ms:  # no timestamp (>= -1) can be more than before_max_ms before now
+        lowest = -(2**63)
+    highest = now_ms + after_max_ms
+    errors: list[tuple[int, str]] = []
+    data = buf if isinstance(buf, (bytes, bytearray)) else bytes(buf)
+    for header in iter_headers(data):
+        if header.max_timestamp <= highest and lowest == -(2**63):
+            continue
+        for index, (offset, timestamp) in enumerate(iter_record_timestamps(data, header)):
+            if timestamp != -1 and (timestamp > highest or timestamp < lowest):
+                errors.append(
+                    (
+                        index,
+                        f"Timestamp {timestamp} of message with offset {offset} is out of range. The timestamp "
+                        f"should be within [{_java_long(now_ms - before_max_ms)}, {_java_long(highest)}]",
+                    )
+                )
+    if errors:
+        raise InvalidTimestampError(errors)
 
 
 def check_framing(data: bytes | bytearray, start: int, end: int, count: int, *, sequential: bool = False) -> None:

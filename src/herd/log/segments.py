@@ -208,7 +208,7 @@ class SegmentLog:
 
     def append(self, records: bytes, now_ms: int, *, client: bool = False) -> AppendResult:
         if client:
-            return client_append(self, self.producers, records, self.config.max_decompressed_bytes, now_ms)
+            return client_append(self, self.producers, records, self.config, now_ms)
         return self._append(records, now_ms, 0)
 
     def append_control(

@@ -218,3 +218,42 @@ def test_a_decompression_bomb_is_refused_without_decompressing_it_whole():
     finally:
         tracemalloc.stop()
     assert peak < 160 << 20  # the scratch buffers (64 MiB and the 32 MiB before it), not 1 GiB
+
+
+NOW = 1_800_000_000_000
+HOUR = 3_600_000
+
+
+def test_timestamps_too_far_ahead_or_behind_are_refused_as_kafka_refuses_them() -> None:
+    """LogValidator.validateTimestamp (CreateTime): each record more than after.max.ms ahead of the broker's clock
+    or before.max.ms behind it is listed by its index in the batch, in Kafka's words; -1 (no timestamp) passes."""
+    from batches import client_batch
+
+    from herd.log.api import LONG_MAX, InvalidTimestampError
+    from herd.log.records import check_timestamps
+
+    fine = client_batch([NOW - 10 * HOUR, NOW, NOW + HOUR], GZIP)
+    check_timestamps(fine, NOW, LONG_MAX, HOUR)  # Kafka 4.x's defaults: an hour ahead at most, any age
+    ahead = client_batch([NOW, NOW + 2 * HOUR, NOW + HOUR, NOW + HOUR + 1])
+    with pytest.raises(InvalidTimestampError) as raised:
+        check_timestamps(fine + ahead, NOW, LONG_MAX, HOUR)
+    assert raised.value.error_code == 32
+    assert str(raised.value) == "One or more records have been rejected due to invalid timestamp"
+    assert raised.value.record_errors == [
+        (
+            1,
+            f"Timestamp {NOW + 2 * HOUR} of message with offset 1 is out of range. The timestamp should be within "
+            f"[{NOW - LONG_MAX}, {NOW + HOUR}]",
+        ),
+        (
+            3,
+            f"Timestamp {NOW + HOUR + 1} of message with offset 3 is out of range. The timestamp should be within "
+            f"[{NOW - LONG_MAX}, {NOW + HOUR}]",
+        ),
+    ]
+    with pytest.raises(InvalidTimestampError) as raised:  # before.max.ms set: old records read one by one
+        check_timestamps(client_batch([NOW - HOUR, NOW - 1000], ZSTD), NOW, 60_000, LONG_MAX)
+    ((index, message),) = raised.value.record_errors
+    # Java's long arithmetic: now + Long.MAX_VALUE wraps around, and the message shows it so
+    assert index == 0 and message.endswith(f"within [{NOW - 60_000}, {NOW + LONG_MAX - 2**64}]")
+    check_timestamps(client_batch([-1, -1]), NOW, 0, 0)  # records without a timestamp pass

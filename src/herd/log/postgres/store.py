@@ -294,7 +294,7 @@ class PgPartitionLog:
         retried batch answered from the producer state waits for its original's commit the same way."""
         if not client:
             return self._append(records, now_ms, 0)
-        result = client_append(self, self.producers, records, self.config.max_decompressed_bytes, now_ms)
+        result = client_append(self, self.producers, records, self.config, now_ms)
         if result.durable_end is None:  # a duplicate, answered from the producer state: its original's commit
             result = replace(result, durable_end=result.last_offset + 1)
         return result

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 from kio.schema.errors import ErrorCode
@@ -218,7 +219,12 @@ def _append(b: Builder, ctx: RequestContext, log: PartitionLog, data: Any) -> tu
         result = log.append(records, now, client=True)
     except LogError as e:
         return _result(
-            b, data.index, ErrorCode(e.error_code), message=str(e) or None, log_start_offset=log.log_start_offset
+            b,
+            data.index,
+            ErrorCode(e.error_code),
+            message=str(e) or None,
+            log_start_offset=log.log_start_offset,
+            record_errors=getattr(e, "record_errors", ()),  # INVALID_TIMESTAMP's, as Kafka lists them
         ), None
     counts = broker.metrics.topic(log.topic)
     if counts is not None:  # herd_topic_bytes_in_total and herd_topic_messages_in_total (herd.server.metrics)
@@ -277,6 +283,7 @@ def _result(
     log_append_time: int = -1,
     log_start_offset: int = -1,
     message: str | None = None,
+    record_errors: Sequence[tuple[int, str]] = (),
 ) -> Any:
     return b(
         "PartitionProduceResponse",
@@ -285,6 +292,8 @@ def _result(
         base_offset=base_offset,
         log_append_time=log_append_time,
         log_start_offset=log_start_offset,
-        record_errors=(),
+        record_errors=tuple(
+            b("BatchIndexAndErrorMessage", batch_index=i, batch_index_error_message=m) for i, m in record_errors
+        ),
         error_message=message,
     )
