@@ -483,6 +483,22 @@ _TOPIC_NAMES: dict[bytes, str] = {}
 _TOPIC_NAMES_MAX = 100_000
 
 
+# (topic, partition) by an OffsetCommitKey's tail (topic length, topic, partition): see load_offset_commits
+_TOPIC_PARTITIONS: dict[bytes, tuple[str, int]] = {}
+
+
+def _topic_partition(tail: bytes, topic_names: dict[bytes, str]) -> tuple[str, int]:
+    """(topic, partition) of an OffsetCommitKey's tail; ValueError if it is malformed."""
+    partition_at = 2 + ((tail[0] << 8) | tail[1])
+    if partition_at + 4 != len(tail) or tail[0] & 0x80:
+        raise ValueError("malformed OffsetCommitKey")
+    raw_topic = tail[2:partition_at]
+    topic = topic_names.get(raw_topic)
+    if topic is None:
+        topic = topic_names[raw_topic] = raw_topic.decode()
+    return topic, _I.unpack_from(tail, partition_at)[0]
+
+
 def load_offset_commits(
     records: list[tuple[bytes, bytes | None]],
     offsets_of: Callable[[str], GroupOffsets],
@@ -499,46 +515,52 @@ def load_offset_commits(
     once per run of records of the same group, and the commonest value (v3 without metadata, what consumers
     commit) unpacked in one call. Loading a million offsets is mostly this loop;
     tests/unit/coordinator/test_offsets_replay.py checks it builds the state record-by-record replay builds."""
-    unpack_value, unpack_partition, new_value = _V3_NO_METADATA.unpack, _I.unpack_from, _new_tuple
+    unpack_value, new_value = _V3_NO_METADATA.unpack, _new_tuple
     no_metadata_size = _V3_NO_METADATA.size
     if len(_TOPIC_NAMES) > _TOPIC_NAMES_MAX:
         _TOPIC_NAMES.clear()
     topic_names = _TOPIC_NAMES
+    if len(_TOPIC_PARTITIONS) > _TOPIC_NAMES_MAX:
+        _TOPIC_PARTITIONS.clear()
+    topic_partitions = _TOPIC_PARTITIONS
     skipped = 0
     last_group: bytes | None = None
+    last_topic_at = -1
     group_offsets: GroupOffsets = {}
     for key, value in records:
         try:
             if key[0] or key[1] > 1:  # not an OffsetCommitKey (types 0 and 1)
-                last_group = None
+                last_group, last_topic_at = None, -1
                 other(key, value)
                 continue
-            topic_at = 4 + ((key[2] << 8) | key[3])
-            partition_at = topic_at + 2 + ((key[topic_at] << 8) | key[topic_at + 1])
-            if partition_at + 4 != len(key) or key[2] & 0x80 or key[topic_at] & 0x80:
+            if key[2] & 0x80:
                 raise ValueError("malformed OffsetCommitKey")
-            raw_topic = key[topic_at + 2 : partition_at]
-            topic = topic_names.get(raw_topic)
-            if topic is None:
-                topic = topic_names[raw_topic] = raw_topic.decode()
-            (partition,) = unpack_partition(key, partition_at)
+            topic_at = 4 + ((key[2] << 8) | key[3])
+            # (topic, partition) by the key's tail (topic and partition bytes): the same few pairs recur for
+            # every group, so each is checked and decoded once, and every offset of it shares one tuple
+            tail = key[topic_at:]
+            topic_partition = topic_partitions.get(tail)
+            if topic_partition is None:
+                topic_partition = _topic_partition(tail, topic_names)
+                topic_partitions[tail] = topic_partition
             if value is None:
-                last_group = None
-                remove(key[4:topic_at].decode(), topic, partition)
+                last_group, last_topic_at = None, -1
+                remove(key[4:topic_at].decode(), *topic_partition)
                 continue
             if len(value) == no_metadata_size and value[1] == 3 and not value[0] | value[14] | value[15]:
                 _, offset, epoch, _, stamp = unpack_value(value)
                 decoded = new_value(OffsetValue, (offset, epoch, "", stamp, -1))
             else:
                 decoded = decode_offset_commit_value(value)
-            raw_group = key[4:topic_at]
-            if raw_group != last_group:
+            # another group unless its name has the same length and bytes (no slice, no copy, to compare)
+            if topic_at != last_topic_at or not key.startswith(last_group, 4):  # type: ignore[arg-type]
+                raw_group = key[4:topic_at]
                 group_offsets = offsets_of(raw_group.decode())
-                last_group = raw_group
-            group_offsets[(topic, partition)] = decoded
+                last_group, last_topic_at = raw_group, topic_at
+            group_offsets[topic_partition] = decoded
         except (ValueError, IndexError, KeyError) as error:
             skipped += 1
-            last_group = None
+            last_group, last_topic_at = None, -1
             log.warning("skipping an unreadable __consumer_offsets record: %s", error)
     return skipped
 
