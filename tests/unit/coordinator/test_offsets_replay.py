@@ -17,7 +17,7 @@ from herd.coordinator.records import (
     group_tombstone,
 )
 
-groups = st.sampled_from(["g1", "g2", "gé"])
+groups = st.sampled_from(["g1", "g2", "gé", "g"])  # same lengths, and a prefix of the others
 topics = st.sampled_from(["t", "u"])
 partitions = st.integers(0, 3)
 
@@ -52,7 +52,13 @@ group_records = st.builds(
 group_deletions = groups.map(lambda g: (group_tombstone(g).key, None))
 unknown = st.just((b"\x00\x63\x00\x00", b"x"))
 garbage = st.sampled_from(
-    [(b"\x00\x01\x00\x09g", b"v"), (b"\x00", None), (encode_offset_commit_key("g1", "t", 0), b"\x00\x03\x00")]
+    [
+        (b"\x00\x01\x00\x09g", b"v"),
+        (b"\x00", None),
+        (encode_offset_commit_key("g1", "t", 0), b"\x00\x03\x00"),
+        (encode_offset_commit_key("g2", "t", 0)[:-1], b"v"),  # a tail cut short
+        (encode_offset_commit_key("g2", "t", 0) + b"\x00", b"v"),  # a byte too many
+    ]
 )
 record = st.one_of(commits, commits, tombstones, group_records, group_deletions, unknown, garbage)
 
