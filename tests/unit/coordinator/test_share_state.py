@@ -176,3 +176,41 @@ def test_updates_whose_snapshot_was_pruned_are_skipped_on_load() -> None:
     assert [record_type(r.key) for r in log.records] == [rec.SHARE_SNAPSHOT, rec.SHARE_UPDATE, rec.SHARE_SNAPSHOT]
     del log.records[0]  # pruned
     assert log.reloaded().state("g", T, 0) == log.shard.state("g", T, 0)
+
+
+def test_cold_snapshots_of_many_large_states_are_written_in_batches_of_bounded_size() -> None:
+    """One run's snapshots are one batch: past COLD_SNAPSHOT_BATCH_BYTES the rest go in runs that follow at once,
+    so that no batch is refused for max.message.bytes and every partition is snapshotted."""
+    from herd.coordinator.share_state.shard import COLD_SNAPSHOT_BATCH_BYTES
+
+    clock = ManualClock()
+    timer = ManualTimer(clock)
+    log = Log()
+    log.clock = clock
+    log.shard = ShareStateShard(clock=clock, updates_per_snapshot=500, timer=timer, cold_snapshot_interval_ms=1000)
+    log.shard.on_loaded()
+    fragmented = tuple(StateBatch(2 * i, 2 * i, ACK, 1) for i in range(1000))  # ~20 KB a snapshot
+    for p in range(100):  # states as a load leaves them (a write would combine 1,000 batches: slow)
+        log.shard.replay(
+            rec.snapshot_record(
+                "g",
+                T,
+                p,
+                snapshot_epoch=0,
+                state_epoch=0,
+                leader_epoch=0,
+                start_offset=0,
+                create_timestamp=0,
+                write_timestamp=0,
+                batches=fragmented,
+            )  # fmt: skip
+        )
+    runs = [r for r in timer.advance(1000) if r.records]
+    assert len(runs) > 2
+    for run in runs:
+        size = sum(len(r.key) + len(r.value or b"") for r in run.records)
+        last = len(run.records[-1].key) + len(run.records[-1].value or b"")
+        assert size - last < COLD_SNAPSHOT_BATCH_BYTES
+        log.run(Result(records=run.records, replies=(Reply(None, ShareStateResponse()),)))
+    assert sorted(rec.decode(r.key, r.value).key[2] for run in runs for r in run.records) == list(range(100))
+    assert all(r.records == () for r in timer.advance(1000))  # every one a cold snapshot now: quiet

@@ -143,6 +143,8 @@ def combine(current: list[StateBatch], new: list[StateBatch] | tuple[StateBatch,
 
 
 COLD_SNAPSHOTS = "share-cold-snapshots"  # the timer key of the cold-snapshot job
+# the most bytes of snapshots one cold-snapshot run writes, a batch well below the default max.message.bytes (1 MiB)
+COLD_SNAPSHOT_BATCH_BYTES = 512 * 1024
 
 
 class ShareStateShard:
@@ -158,6 +160,7 @@ class ShareStateShard:
         self.updates_per_snapshot = updates_per_snapshot
         self._timer = timer  # None: no cold snapshots (a shard only replayed, in tests)
         self.cold_snapshot_interval_ms = cold_snapshot_interval_ms
+        self._cold_round: list[Key] = []  # the partitions the current cold-snapshot round has still to look at
         self._states: dict[Key, ShareState] = {}
 
     # --- requests ------------------------------------------------------------------------------------------
@@ -238,14 +241,27 @@ class ShareStateShard:
 
     def snapshot_cold(self) -> Result:
         """Timer operation: a new snapshot of every partition whose last snapshot is at least
-        `cold_snapshot_interval_ms` old (see the module docstring); re-arms itself."""
-        self._schedule_cold_snapshots()
+        `cold_snapshot_interval_ms` old (see the module docstring); re-arms itself. The snapshots of one run are
+        one batch, so a run stops at COLD_SNAPSHOT_BATCH_BYTES and the next one follows at once (the partition's
+        max.message.bytes would refuse a larger batch, and pruning would then wait for ever)."""
         states = self._states
-        if all(state.create_timestamp != state.write_timestamp for state in states.values()):
-            return Result()  # every last snapshot a cold one already (or no state at all): quiet
+        if not self._cold_round:  # a new round: the partitions to snapshot, taken in turn by this run and the next
+            if all(state.create_timestamp != state.write_timestamp for state in states.values()):
+                self._schedule_cold_snapshots()
+                return Result()  # every last snapshot a cold one already (or no state at all): quiet
+            self._cold_round = list(reversed(states))  # taken with pop(): in the states' order
         now = self._clock.now_ms()
-        records = [
-            rec.snapshot_record(
+        records: list[Record] = []
+        size = 0
+        while self._cold_round:
+            if size >= COLD_SNAPSHOT_BATCH_BYTES:  # the rest in the next run, at once
+                self._schedule_cold_snapshots(now)
+                return Result(records=tuple(records))
+            key = self._cold_round.pop()
+            state = states.get(key)
+            if state is None or now - state.write_timestamp < self.cold_snapshot_interval_ms:
+                continue
+            record = rec.snapshot_record(
                 *key,
                 snapshot_epoch=state.snapshot_epoch + 1,
                 state_epoch=state.state_epoch,
@@ -255,14 +271,16 @@ class ShareStateShard:
                 write_timestamp=now,
                 batches=state.batches,
             )
-            for key, state in states.items()
-            if now - state.write_timestamp >= self.cold_snapshot_interval_ms
-        ]
+            records.append(record)
+            size += len(record.key) + len(record.value or b"")
+        self._schedule_cold_snapshots()
         return Result(records=tuple(records))
 
-    def _schedule_cold_snapshots(self) -> None:
+    def _schedule_cold_snapshots(self, deadline: int | None = None) -> None:
+        """The next cold-snapshot run: at `deadline`, by default one interval from now."""
         if self._timer is not None:
-            deadline = self._clock.now_ms() + self.cold_snapshot_interval_ms
+            if deadline is None:
+                deadline = self._clock.now_ms() + self.cold_snapshot_interval_ms
             self._timer.schedule(COLD_SNAPSHOTS, deadline, self.snapshot_cold)
 
     # --- replay and load ---------------------------------------------------------------------------------
@@ -320,6 +338,7 @@ class ShareStateShard:
 
     def on_unloaded(self) -> Result:
         self._states.clear()
+        self._cold_round.clear()
         return Result()
 
     def on_append_failed(self, result: Result, error: ErrorCode) -> Result:
