@@ -47,3 +47,5 @@ class InProcessBroker:
         self.run(self.server.shutdown())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
+        if not self.thread.is_alive():  # closed, or its self-pipe's sockets leak until a later test's GC finds them
+            self.loop.close()
