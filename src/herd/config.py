@@ -67,16 +67,6 @@ class Setting:
         return self.name.replace(".", "_")
 
 
-def _between(value: str, low: float, high: float) -> str | None:
-    """ConfigDef.Range.between's complaint about a DOUBLE, or None."""
-    number = float(value)
-    if number < low:
-        return f"Value must be at least {low}"
-    if number > high:
-        return f"Value must be no more than {high}"
-    return None
-
-
 def _listeners_check(value: str, *, routable: bool = False) -> str | None:
     """Why `value` is not a list of NAME://HOST:PORT listeners, or None. With `routable` (advertised.listeners),
     the wildcard address is refused too, as Kafka does: clients cannot connect to it (KafkaConfig's
@@ -537,7 +527,8 @@ SETTINGS: tuple[Setting, ...] = (
         "double",
         0.5,
         "Least share of a log's bytes dirty before it is compacted.",
-        check=lambda v: _between(v, 0, 1),
+        minimum=0,
+        maximum=1,
         dynamic=True,
     ),
     Setting(
@@ -1006,9 +997,13 @@ def _parse_value(setting: Setting, raw: str) -> Any:
         return text.lower() == "true"
     if setting.kind == "double":
         try:
-            return float(text)
+            number = float(text)
         except ValueError:
             raise ConfigError(f"{setting.name}: '{raw}' is not a number") from None
+        complaint = number_complaint("double", text, setting.minimum, setting.maximum)
+        if complaint is not None:
+            raise ConfigError(f"{setting.name}: {complaint}")
+        return number
     return text
 
 
@@ -1068,21 +1063,14 @@ _RETENTION = ("log.retention.ms", "log.retention.minutes", "log.retention.hours"
 def dynamic_complaint(setting: Setting, raw: str) -> str | None:
     """Why `raw` is not a value of `setting`, in the words of Kafka's ConfigDef ("Not a number of type INT",
     "Value must be at least 0"), or None."""
-    if setting.kind in ("int", "long"):
-        complaint = number_complaint(setting.kind, raw, setting.minimum)
-        if complaint is None and setting.maximum is not None and int(raw) > setting.maximum:
-            complaint = f"Value must be no more than {setting.maximum}"
-        if complaint is None and setting.check is not None:
-            complaint = setting.check(raw.strip())
-        return complaint
-    if setting.kind == "bool":
+    complaint: str | None = None
+    if setting.kind in ("int", "long", "double"):
+        complaint = number_complaint(setting.kind, raw, setting.minimum, setting.maximum)
+    elif setting.kind == "bool":
         return None if raw.strip().lower() in ("true", "false") else "Expected value to be either true or false"
-    if setting.kind == "double":
-        try:
-            float(raw.strip())
-        except ValueError:
-            return "Not a number of type DOUBLE"
-    return setting.check(raw.strip()) if setting.check is not None else None
+    if complaint is None and setting.check is not None:
+        complaint = setting.check(raw.strip())
+    return complaint
 
 
 def check_dynamic(props: Mapping[str, str]) -> None:

@@ -330,6 +330,29 @@ def test_raw_share_sessions_piggybacked_acknowledgements_and_a_lock_that_runs_ou
         assert acquired(fetch(c, group, "m", 6)) == [(6, 6, 2)]  # given back by o's close: not a delivery
 
 
+def test_a_fetch_whose_records_take_several_reads_gets_them_all_whole(broker) -> None:
+    """An acquisition reads 64 KiB first, then twice as much each time (herd.runtime.shares._read_until): 500
+    records in batches of ~10 KB take four reads, joined into one answer of whole batches, each record once."""
+    from batches import records_of
+
+    topic, group = new_topic(broker.bootstrap, partitions=1), unique("reads")
+    with RawClient(broker.port) as c:
+        tid = topic_id_of(c, topic)
+        assert acquired(fetch(c, group, "m", 0, (fetch_topic(tid),))) == []  # latest: the empty log's end
+        producer = Producer({"bootstrap.servers": broker.bootstrap, "linger.ms": 1000})
+        for batch in range(60):  # one batch of 10 records of 1 KB each
+            for i in range(10):
+                producer.produce(topic, b"%04d" % (10 * batch + i) + b"x" * 996, partition=0)
+            assert producer.flush(15) == 0
+        got = fetch(c, group, "m", 1, max_wait=5_000)
+        assert acquired(got) == [(0, 499, 1)]  # max_records 500: whole batches of 10
+        (p,) = got.responses[0].partitions
+        assert len(p.records) > (64 + 128 + 256) * 1024  # more than the first three reads
+        records = records_of(bytes(p.records))
+        assert [o for o, _ in records] == list(range(500))
+        assert [v[:4] for _, v in records] == [b"%04d" % i for i in range(500)]
+
+
 def test_records_deleted_before_their_delivery_are_never_delivered(broker) -> None:
     """DeleteRecords moves the log start past the share-partition start offset: the records before it that were
     AVAILABLE are archived, and the next fetch starts at the log start (Kafka's updateCacheAndOffsets)."""

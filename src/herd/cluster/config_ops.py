@@ -68,18 +68,23 @@ def gzip_level_complaint(value: str) -> str | None:
     return None if level == -1 or 1 <= level <= 9 else "Value must be between 1 and 9 or equal to -1"
 
 
-def number_complaint(kind: str, raw: str, minimum: int | None) -> str | None:
-    """Why `raw` is not a number of Kafka type `kind` ("int" or "long") of at least `minimum` (None: any), in the
-    words of Kafka's ConfigDef ("Not a number of type INT", "Value must be at least 0"), or None."""
+def number_complaint(kind: str, raw: str, minimum: float | None, maximum: float | None = None) -> str | None:
+    """Why `raw` is not a number of Kafka type `kind` ("int", "long" or "double") within `minimum` and `maximum`
+    (None: no bound), in the words of Kafka's ConfigDef ("Not a number of type INT", "Value must be at least 0",
+    "Value must be no more than 1"), or None."""
+    number: float
     try:
-        number = int(raw)
+        number = float(raw) if kind == "double" else int(raw)
     except ValueError:
         return f"Not a number of type {kind.upper()}"
-    bits = 31 if kind == "int" else 63
-    if not -(2**bits) <= number < 2**bits:
-        return f"Not a number of type {kind.upper()}"
+    if kind != "double":
+        bits = 31 if kind == "int" else 63
+        if not -(2**bits) <= number < 2**bits:
+            return f"Not a number of type {kind.upper()}"
     if minimum is not None and number < minimum:
         return f"Value must be at least {minimum}"
+    if maximum is not None and number > maximum:
+        return f"Value must be no more than {maximum}"
     return None
 
 

@@ -156,20 +156,8 @@ class TopicConfigKey:
                 return None
             return self.check(value) if self.check is not None else list_message(self.name, value, self.choices)
         complaint = None
-        if self.kind in ("int", "long"):
-            complaint = number_complaint(self.kind, value, self.minimum if bounds else None)
-            if complaint is None and bounds and self.maximum is not None and int(value) > self.maximum:
-                complaint = f"Value must be no more than {self.maximum}"
-        elif self.kind == "double":
-            try:
-                number = float(value)
-            except ValueError:
-                complaint = "Not a number of type DOUBLE"
-            else:
-                if bounds and self.minimum is not None and number < self.minimum:
-                    complaint = f"Value must be at least {self.minimum}"
-                elif bounds and self.maximum is not None and number > self.maximum:
-                    complaint = f"Value must be no more than {self.maximum}"
+        if self.kind in ("int", "long", "double"):
+            complaint = number_complaint(self.kind, value, *((self.minimum, self.maximum) if bounds else (None, None)))
         elif self.kind == "bool":
             if value.strip().lower() not in ("true", "false"):
                 complaint = "Expected value to be either true or false"
@@ -190,7 +178,7 @@ def _throttled(name: str) -> Callable[[str], str | None]:
     items; its message names the list as Java prints it."""
 
     def check(value: str) -> str | None:
-        items = [v.strip() for v in parse_list(value)]
+        items = parse_list(value)  # trimmed, as the validator trims each
         if all(_THROTTLED_ITEM.fullmatch(i) for i in items) or "".join(items) == "*":
             return None
         return FullMessage(

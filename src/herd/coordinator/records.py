@@ -524,13 +524,13 @@ def load_offset_commits(
         _TOPIC_PARTITIONS.clear()
     topic_partitions = _TOPIC_PARTITIONS
     skipped = 0
-    last_group: bytes | None = None
+    last_group = b""  # with last_topic_at, the group of the previous record (-1: none)
     last_topic_at = -1
     group_offsets: GroupOffsets = {}
     for key, value in records:
         try:
             if key[0] or key[1] > 1:  # not an OffsetCommitKey (types 0 and 1)
-                last_group, last_topic_at = None, -1
+                last_group, last_topic_at = b"", -1
                 other(key, value)
                 continue
             if key[2] & 0x80:
@@ -544,7 +544,7 @@ def load_offset_commits(
                 topic_partition = _topic_partition(tail, topic_names)
                 topic_partitions[tail] = topic_partition
             if value is None:
-                last_group, last_topic_at = None, -1
+                last_group, last_topic_at = b"", -1
                 remove(key[4:topic_at].decode(), *topic_partition)
                 continue
             if len(value) == no_metadata_size and value[1] == 3 and not value[0] | value[14] | value[15]:
@@ -553,14 +553,14 @@ def load_offset_commits(
             else:
                 decoded = decode_offset_commit_value(value)
             # another group unless its name has the same length and bytes (no slice, no copy, to compare)
-            if topic_at != last_topic_at or not key.startswith(last_group, 4):  # type: ignore[arg-type]
+            if topic_at != last_topic_at or not key.startswith(last_group, 4):
                 raw_group = key[4:topic_at]
                 group_offsets = offsets_of(raw_group.decode())
                 last_group, last_topic_at = raw_group, topic_at
             group_offsets[topic_partition] = decoded
         except (ValueError, IndexError, KeyError) as error:
             skipped += 1
-            last_group, last_topic_at = None, -1
+            last_group, last_topic_at = b"", -1
             log.warning("skipping an unreadable __consumer_offsets record: %s", error)
     return skipped
 

@@ -309,14 +309,12 @@ def check_timestamps(buf: Buffer, now_ms: int, before_max_ms: int, after_max_ms:
     record errors: the record's index in its batch and its message); a record without a timestamp (-1) is not.
     A batch is only read record by record when its header cannot vouch for all of them: its max timestamp within
     `after_max_ms`, and `before_max_ms` too long for any timestamp to pass it (Kafka's default, Long.MAX_VALUE)."""
-    lowest = now_ms - before_max_ms
-    if now_ms + 1 <= before_max_ms:  # no timestamp (>= -1) can be more than before_max_ms before now
-        lowest = -(2**63)
-    highest = now_ms + after_max_ms
+    lowest, highest = now_ms - before_max_ms, now_ms + after_max_ms
+    any_age = lowest <= -1  # no timestamp (>= -1) can be more than before_max_ms before now
     errors: list[tuple[int, str]] = []
     data = buf if isinstance(buf, (bytes, bytearray)) else bytes(buf)
     for header in iter_headers(data):
-        if header.max_timestamp <= highest and lowest == -(2**63):
+        if any_age and header.max_timestamp <= highest:
             continue
         for index, (offset, timestamp) in enumerate(iter_record_timestamps(data, header)):
             if timestamp != -1 and (timestamp > highest or timestamp < lowest):
@@ -324,7 +322,7 @@ def check_timestamps(buf: Buffer, now_ms: int, before_max_ms: int, after_max_ms:
                     (
                         index,
                         f"Timestamp {timestamp} of message with offset {offset} is out of range. The timestamp "
-                        f"should be within [{_java_long(now_ms - before_max_ms)}, {_java_long(highest)}]",
+                        f"should be within [{_java_long(lowest)}, {_java_long(highest)}]",
                     )
                 )
     if errors:

@@ -35,12 +35,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import inspect
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from herd.cluster.api import ClusterAdmin
 from herd.cluster.topics import SHARE_STATE_TOPIC, SHARE_STATE_TOPIC_CONFIGS, Cluster
 from herd.config import BrokerConfig
 from herd.coordinator import CoordinatorError, ErrorCode
@@ -123,10 +123,12 @@ class ShareStateRuntime:
         config: BrokerConfig,
         clock: WallClock | None = None,
         *,
+        admin: ClusterAdmin,
         node_id: int = 0,
         remote: Remote | None = None,
     ) -> None:
         self._cluster = cluster
+        self._admin = admin  # what changes the topic's configs (`_switch_to_kafka_configs`), on either backend
         self._broker_config = config
         self.clock = clock or WallClock()
         self._node_id = node_id
@@ -149,16 +151,12 @@ class ShareStateRuntime:
         otherwise it is made on first use (`ensure_created`)."""
         if self._cluster.get(SHARE_STATE_TOPIC) is not None:
             self._host.start(partitions)
-            self._start_pruning()
 
     def ensure_created(self) -> bool:
         """True if `__share_group_state` exists; if it does not, start making it and return False (a single node
         makes it and hosts every partition; in cluster mode it is made in the background by whichever node needs it
         first, and each node loads the partitions it is given to lead: ShardHost.ensure_created)."""
-        made = self._host.ensure_created()
-        if self._host.shards:
-            self._start_pruning()
-        return made
+        return self._host.ensure_created()
 
     def _made(self) -> bool:
         """Whether the topic exists, made now if not (a single node makes it at once, its partitions then load)."""
@@ -167,9 +165,7 @@ class ShareStateRuntime:
     def load_partition(self, partition: int, *, announce: bool = False) -> asyncio.Task[None]:
         """This node now leads `partition` of the topic (cluster mode): load it (`announce`: log when it is)."""
         self.ensure_created()
-        task = self._host.load_partition(partition, announce=announce)
-        self._start_pruning()
-        return task
+        return self._host.load_partition(partition, announce=announce)
 
     async def unload_partition(self, partition: int) -> None:
         """This node no longer leads `partition` (cluster mode): forget it (a no-op unless it is hosted)."""
@@ -202,6 +198,9 @@ class ShareStateRuntime:
         return self._broker_config.get("share.coordinator.state.topic.num.partitions"), configs
 
     def _new_shard(self, partition_log: PartitionLog, timer: AsyncioTimer) -> ShareStateShard:
+        """The core of a partition about to load (on the loop): whichever way it came to be hosted here, the
+        pruning of the hosted partitions runs from then on."""
+        self._start_pruning()
         config = self._broker_config
         return ShareStateShard(
             clock=self.clock,
@@ -220,7 +219,9 @@ class ShareStateRuntime:
         interval_s = self._broker_config.get("share.coordinator.state.topic.prune.interval.ms") / 1000
         while True:
             await asyncio.sleep(interval_s)
-            for shard in list(self._host.shards.values()):
+            hosted = self._host.shards
+            self._pruning = {p: known for p, known in self._pruning.items() if hosted.get(p) is known.shard}
+            for shard in list(hosted.values()):
                 try:
                     await self.prune(shard)
                 except Exception as error:  # the disk, the database, a move: the next round tries again
@@ -233,9 +234,8 @@ class ShareStateRuntime:
         partition_log = shard.log
         if shard.state is not ShardState.ACTIVE:
             return partition_log.log_start_offset
-        self._pruning = {p: known for p, known in self._pruning.items() if self._host.shards.get(p) is known.shard}
         pruning = self._pruning.get(shard.partition)
-        if pruning is None:  # loaded (again) since the last round: read it from its start
+        if pruning is None or pruning.shard is not shard:  # loaded (again) since the last round: read it from its start
             pruning = self._pruning[shard.partition] = _Pruning(shard)
         end = partition_log.flushed_offset  # what a crash cannot take back
         offset = max(pruning.read_to, partition_log.log_start_offset)
@@ -274,12 +274,9 @@ class ShareStateRuntime:
     async def _switch_to_kafka_configs(self) -> None:
         """A `__share_group_state` made compacted by an earlier herd gets Kafka's configs (SHARE_STATE_TOPIC_CONFIGS)
         before it is first pruned; nothing compacts it any more (CoordinatorKind.compacted)."""
-        # a node's Cluster changes it at once; cluster mode's (SharedCluster) is a coroutine, in the database
-        altered: object = self._cluster.alter_topic_configs(  # type: ignore[func-returns-value]
+        await self._admin.alter_topic_configs(
             SHARE_STATE_TOPIC, lambda configs: {**configs, **SHARE_STATE_TOPIC_CONFIGS}
         )
-        if inspect.isawaitable(altered):
-            await altered
         log.info("%s now has Kafka's configs %s, to be pruned", SHARE_STATE_TOPIC, SHARE_STATE_TOPIC_CONFIGS)
 
     # -- the persister ---------------------------------------------------------------------------------------------

@@ -41,7 +41,7 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from herd.config import BrokerConfig
@@ -255,8 +255,8 @@ class SharePartitions:
             return NOTHING
         remote = as_remote(log) if log.commits_itself else None
         # the records in flight from `offset` on, and `max_records` new ones after them, are all this can acquire
-        data = await _read_until(log, offset, max(offset - 1, share.end_offset) + max_records, end, max_bytes)
-        headers = [h for h in iter_headers(data) if h.base_offset < end]  # read_committed: below the LSO
+        data, read = await _read_until(log, offset, max(offset - 1, share.end_offset) + max_records, end, max_bytes)
+        headers = [h for h in read if h.base_offset < end]  # read_committed: below the LSO
         if not headers:
             return NOTHING
         fetched = [(h.base_offset, h.last_offset) for h in headers]
@@ -438,13 +438,17 @@ def records_by_state(share: SharePartition) -> dict[str, int]:
 FIRST_READ_BYTES = 64 * 1024  # what an acquisition reads first, doubled for each further read it needs
 
 
-async def _read_until(log: PartitionLog, offset: int, last: int, end: int, max_bytes: int) -> bytes:
+async def _read_until(
+    log: PartitionLog, offset: int, last: int, end: int, max_bytes: int
+) -> tuple[bytes, list[BatchHeader]]:
     """Whole batches from the one holding `offset`, up to the one holding `last` (or `end`, or `max_bytes`; at least
-    one batch). A share consumer asks for a few hundred records and as many bytes as its fetch.max.bytes (50 MiB):
-    reading `max_bytes` at once would read and copy the rest of the partition for every fetch to hand out a
-    batch or two of it. Reading in chunks, the first FIRST_READ_BYTES and each next one twice the last, reads at
-    most about twice what the acquisition can use and no more round trips than a doubling takes."""
+    one batch), and their headers (positions in the bytes returned). A share consumer asks for a few hundred
+    records and as many bytes as its fetch.max.bytes (50 MiB): reading `max_bytes` at once would read and copy the
+    rest of the partition for every fetch to hand out a batch or two of it. Reading in chunks, the first
+    FIRST_READ_BYTES and each next one twice the last, reads at most about twice what the acquisition can use and
+    no more round trips than a doubling takes."""
     parts: list[bytes] = []
+    headers: list[BatchHeader] = []
     chunk, read = FIRST_READ_BYTES, 0
     while read < max_bytes:
         size = min(chunk, max_bytes - read)
@@ -454,15 +458,17 @@ async def _read_until(log: PartitionLog, offset: int, last: int, end: int, max_b
             data = await as_remote(log).read_async(offset, size, min_one=not parts)
         if not data:
             break
+        found = list(iter_headers(data))
+        if parts:  # their positions in the bytes joined
+            found = [replace(h, position=h.position + read) for h in found]
+        headers += found
         parts.append(data)
         read += len(data)
-        reached = None
-        for header in iter_headers(data):
-            reached = header.last_offset
+        reached = headers[-1].last_offset if headers else None
         if reached is None or reached >= last or reached + 1 >= end:
             break
         offset, chunk = reached + 1, chunk * 2
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+    return (parts[0] if len(parts) == 1 else b"".join(parts)), headers
 
 
 def _aborted_batches(data: bytes, headers: list[BatchHeader], aborted: list[tuple[int, int]]) -> list[tuple[int, int]]:

@@ -142,7 +142,7 @@ class ClusterNode:
         node leads: its own coordinator or another node's (herd.runtime.share_state)."""
         broker = self.broker
         share_state = ShareStateRuntime(
-            broker.cluster, self.config, node_id=broker.node_id, remote=ShareStateSender(broker)
+            broker.cluster, self.config, admin=broker.admin, node_id=broker.node_id, remote=ShareStateSender(broker)
         )
         topic = self.cluster.get(SHARE_STATE_TOPIC)
         if topic is not None:

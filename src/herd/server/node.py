@@ -87,7 +87,7 @@ class EmbeddedNode:
         broker.transactions = transaction_runtime(broker)
         broker.transactions.start()
         # share partitions' state, durable in __share_group_state (cluster_node.py: each node hosts what it leads)
-        broker.share_state = ShareStateRuntime(broker.cluster, config)
+        broker.share_state = ShareStateRuntime(broker.cluster, config, admin=broker.admin)
         broker.share_state.start()
         broker.shares.persister = broker.share_state
         return node

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from herd.coordinator import ManualClock
 from herd.coordinator.errors import ErrorCode
 from herd.coordinator.records import Record, record_type
-from herd.coordinator.result import Reply, Result
+from herd.coordinator.result import Result
 from herd.coordinator.share_state import records as rec
 from herd.coordinator.share_state.records import StateBatch
 from herd.coordinator.share_state.shard import (
@@ -34,15 +34,29 @@ AV, ACK, ARCH = 0, 2, 4
 class Log:
     """A shard and the records it wrote, replayed as the runtime replays them."""
 
-    def __init__(self, updates_per_snapshot: int = 500) -> None:
+    def __init__(self, updates_per_snapshot: int = 500, cold_snapshot_interval_ms: int | None = None) -> None:
+        """With `cold_snapshot_interval_ms`, the shard has a timer (`timer`) and is loaded: its cold snapshots run."""
         self.clock = ManualClock()
-        self.shard = ShareStateShard(clock=self.clock, updates_per_snapshot=updates_per_snapshot)
+        self.timer = ManualTimer(self.clock)
+        timed = cold_snapshot_interval_ms is not None
+        self.shard = ShareStateShard(
+            clock=self.clock,
+            updates_per_snapshot=updates_per_snapshot,
+            timer=self.timer if timed else None,
+            cold_snapshot_interval_ms=cold_snapshot_interval_ms or 300_000,
+        )
+        if timed:
+            self.shard.on_loaded()
         self.records: list[Record] = []
 
-    def run(self, result: Result) -> ShareStateResponse:
-        for record in result.records:
+    def write(self, records: tuple[Record, ...]) -> None:
+        """Records written and replayed (a timer's, answering no one)."""
+        for record in records:
             self.records.append(record)
             self.shard.replay(record)
+
+    def run(self, result: Result) -> ShareStateResponse:
+        self.write(result.records)
         (reply,) = result.replies
         assert isinstance(reply.response, ShareStateResponse)
         return reply.response
@@ -138,12 +152,8 @@ def test_a_failed_write_is_answered_with_its_error() -> None:
 def test_a_partition_whose_last_snapshot_is_old_is_snapshotted_again_until_all_are_cold() -> None:
     """snapshotColdPartitions: every cold_snapshot_interval_ms, a new snapshot (create timestamp kept) of each
     partition whose last snapshot is that old; nothing once every last snapshot is such a cold one."""
-    clock = ManualClock()
-    timer = ManualTimer(clock)
-    log = Log()
-    log.clock = clock
-    log.shard = ShareStateShard(clock=clock, updates_per_snapshot=500, timer=timer, cold_snapshot_interval_ms=1000)
-    log.shard.on_loaded()
+    log = Log(cold_snapshot_interval_ms=1000)
+    clock, timer = log.clock, log.timer
     assert timer.deadline(COLD_SNAPSHOTS) == 1000
     assert [r.records for r in timer.advance(1000)] == [()]  # no state: quiet
     log.run(log.shard.initialize(Initialize("g", T, 0, 0, 0), "i"))  # at 1000
@@ -153,7 +163,7 @@ def test_a_partition_whose_last_snapshot_is_old_is_snapshotted_again_until_all_a
     (cold,) = timer.advance(500)  # at 2000: partition 0's snapshot is 1000 ms old, partition 1's 500 ms
     (record,) = cold.records
     assert record_type(record.key) == rec.SHARE_SNAPSHOT
-    log.run(Result(records=cold.records, replies=(Reply(None, ShareStateResponse()),)))
+    log.write(cold.records)
     state = log.shard.state("g", T, 0)
     assert state is not None
     assert (state.snapshot_epoch, state.create_timestamp, state.write_timestamp) == (1, 1000, 2000)
@@ -161,7 +171,7 @@ def test_a_partition_whose_last_snapshot_is_old_is_snapshotted_again_until_all_a
     # at 3000 partition 1's first snapshot is 1500 ms old and partition 0's cold one 1000: both (one not cold yet)
     (cold,) = timer.advance(1000)
     assert [rec.decode(r.key, r.value).key for r in cold.records] == [("g", T, 0), ("g", T, 1)]
-    log.run(Result(records=cold.records, replies=(Reply(None, ShareStateResponse()),)))
+    log.write(cold.records)
     quiet = timer.advance(5000)  # every last snapshot a cold one: nothing more is written
     assert len(quiet) == 5 and all(r.records == () for r in quiet)
 
@@ -183,12 +193,8 @@ def test_cold_snapshots_of_many_large_states_are_written_in_batches_of_bounded_s
     so that no batch is refused for max.message.bytes and every partition is snapshotted."""
     from herd.coordinator.share_state.shard import COLD_SNAPSHOT_BATCH_BYTES
 
-    clock = ManualClock()
-    timer = ManualTimer(clock)
-    log = Log()
-    log.clock = clock
-    log.shard = ShareStateShard(clock=clock, updates_per_snapshot=500, timer=timer, cold_snapshot_interval_ms=1000)
-    log.shard.on_loaded()
+    log = Log(cold_snapshot_interval_ms=1000)
+    timer = log.timer
     fragmented = tuple(StateBatch(2 * i, 2 * i, ACK, 1) for i in range(1000))  # ~20 KB a snapshot
     for p in range(100):  # states as a load leaves them (a write would combine 1,000 batches: slow)
         log.shard.replay(
@@ -211,6 +217,6 @@ def test_cold_snapshots_of_many_large_states_are_written_in_batches_of_bounded_s
         size = sum(len(r.key) + len(r.value or b"") for r in run.records)
         last = len(run.records[-1].key) + len(run.records[-1].value or b"")
         assert size - last < COLD_SNAPSHOT_BATCH_BYTES
-        log.run(Result(records=run.records, replies=(Reply(None, ShareStateResponse()),)))
+        log.write(run.records)
     assert sorted(rec.decode(r.key, r.value).key[2] for run in runs for r in run.records) == list(range(100))
     assert all(r.records == () for r in timer.advance(1000))  # every one a cold snapshot now: quiet
