@@ -110,6 +110,21 @@ def test_initialize_read_write_and_reload() -> None:
     assert again is not None and (again.start_offset, again.batches, again.updates) == (7, state.batches, 2)
 
 
+def test_the_records_written_carry_what_their_bytes_hold() -> None:
+    """The shard replays its own records from what they carry (`StateRecord.decoded`), not from their bytes: the two
+    must be the same, snapshots (of a fresh state, of a merged one, cold) and updates alike."""
+    log = Log(updates_per_snapshot=2, cold_snapshot_interval_ms=1_000)
+    log.run(log.shard.initialize(Initialize("g", T, 0, 0, 5), "i"))
+    for first in range(5, 15, 2):
+        log.run(log.shard.write(Write("g", T, 0, 0, 1, first, (StateBatch(first, first + 3, ACK, 2),)), "w"))
+    for cold in log.timer.advance(1_000):
+        log.write(cold.records)
+    kinds = [rec.decode(r.key, r.value).kind for r in log.records]
+    assert rec.SHARE_UPDATE in kinds and kinds.count(rec.SHARE_SNAPSHOT) >= 3  # the cold one among them
+    for record in log.records:
+        assert isinstance(record, rec.StateRecord) and record.decoded == rec.decode(record.key, record.value)
+
+
 def test_a_snapshot_follows_every_so_many_updates() -> None:
     log = Log(updates_per_snapshot=2)
     log.run(log.shard.initialize(Initialize("g", T, 0, 0, 0), "i"))

@@ -13,6 +13,7 @@ value struct (version 0, flexible); a snapshot's tombstone removes the partition
 
 import uuid  # kio reads these annotations at run time: no `from __future__ import annotations` here
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import ClassVar, NamedTuple
 
 from kio.static.constants import EntityType
@@ -82,8 +83,24 @@ class ShareUpdateValue:
     state_batches: tuple[StateBatchValue, ...]
 
 
+@lru_cache(maxsize=4096)  # a share partition's keys are written at every acknowledgement of it
 def key_bytes(kind: int, group_id: str, topic_id: uuid.UUID, partition: int) -> bytes:
     return encode_versioned(kind, ShareKey(group_id=group_id, topic_id=topic_id, partition=i32(partition)))
+
+
+class Decoded(NamedTuple):
+    kind: int
+    key: tuple[str, uuid.UUID, int]
+    value: ShareSnapshotValue | ShareUpdateValue | None
+
+
+@dataclass(frozen=True, slots=True)
+class StateRecord(Record):
+    """A record the share coordinator writes, with what its bytes hold: the shard replays each of its own records as
+    it writes it, and the bytes it just encoded need not be decoded again for that (`decoded`). Records read back
+    from the log are plain Records, decoded."""
+
+    decoded: Decoded | None = field(default=None, compare=False)
 
 
 def _batches(batches: tuple[StateBatch, ...] | list[StateBatch]) -> tuple[StateBatchValue, ...]:
@@ -120,7 +137,10 @@ def snapshot_record(
         write_timestamp=i64(write_timestamp),
         state_batches=_batches(batches),
     )
-    return Record(key_bytes(SHARE_SNAPSHOT, group_id, topic_id, partition), encode_versioned(0, value))
+    key = key_bytes(SHARE_SNAPSHOT, group_id, topic_id, partition)
+    return StateRecord(
+        key, encode_versioned(0, value), decoded=Decoded(SHARE_SNAPSHOT, (group_id, topic_id, partition), value)
+    )
 
 
 def update_record(
@@ -139,17 +159,14 @@ def update_record(
         start_offset=i64(start_offset),
         state_batches=_batches(batches),
     )
-    return Record(key_bytes(SHARE_UPDATE, group_id, topic_id, partition), encode_versioned(0, value))
+    key = key_bytes(SHARE_UPDATE, group_id, topic_id, partition)
+    return StateRecord(
+        key, encode_versioned(0, value), decoded=Decoded(SHARE_UPDATE, (group_id, topic_id, partition), value)
+    )
 
 
 def tombstone(group_id: str, topic_id: uuid.UUID, partition: int) -> Record:
     return Record(key_bytes(SHARE_SNAPSHOT, group_id, topic_id, partition), None)
-
-
-class Decoded(NamedTuple):
-    kind: int
-    key: tuple[str, uuid.UUID, int]
-    value: ShareSnapshotValue | ShareUpdateValue | None
 
 
 def decode(key: bytes, value: bytes | None) -> Decoded:

@@ -286,10 +286,13 @@ class ShareStateShard:
     # --- replay and load ---------------------------------------------------------------------------------
 
     def replay(self, record: Record, producer_id: int = -1, producer_epoch: int = -1) -> None:
-        self.replay_loaded(record.key, record.value)
+        decoded = record.decoded if isinstance(record, rec.StateRecord) else None
+        self._apply(decoded if decoded is not None else rec.decode(record.key, record.value))
 
     def replay_loaded(self, key: bytes, value: bytes | None) -> None:
-        decoded = rec.decode(key, value)
+        self._apply(rec.decode(key, value))
+
+    def _apply(self, decoded: rec.Decoded) -> None:
         k = decoded.key
         if decoded.value is None:
             if decoded.kind == rec.SHARE_SNAPSHOT:
