@@ -51,7 +51,7 @@ itself stays, even with no offsets left (offset retention deletes it later if it
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 
 from herd.coordinator import rebalance as rb
@@ -348,9 +348,12 @@ def _fetch_group(ctx: ShardContext, req: FetchGroup, require_stable: bool) -> Fe
 
     if req.topics is None:
         return FetchGroupResponse(req.group_id, _all_offsets(offsets, partition))
-    topics = tuple(
-        FetchTopicResponse(t.name, tuple(partition(t.name, p) for p in t.partition_indexes)) for t in req.topics
-    )
+    if open_group:
+        topics = tuple(
+            FetchTopicResponse(t.name, tuple(partition(t.name, p) for p in t.partition_indexes)) for t in req.topics
+        )
+    else:
+        topics = tuple(FetchTopicResponse(t.name, _committed(offsets, t.name, t.partition_indexes)) for t in req.topics)
     return FetchGroupResponse(req.group_id, topics)
 
 
@@ -359,6 +362,21 @@ def _partition(offsets: GroupOffsets, topic: str, partition: int) -> FetchPartit
     if value is None:
         return FetchPartitionResponse(partition)
     return FetchPartitionResponse(partition, value.offset, value.leader_epoch, value.metadata)
+
+
+def _committed(offsets: GroupOffsets, topic: str, partitions: Iterable[int]) -> tuple[FetchPartitionResponse, ...]:
+    """`_partition` of each of `partitions`, inlined: a consumer fetches the offsets of all its partitions after every
+    rebalance. Each answer is built with tuple.__new__, which skips the NamedTuple's keyword parsing (the same
+    fields, in order)."""
+    get, new = offsets.get, tuple.__new__
+    out = []
+    for index in partitions:
+        value = get((topic, index))
+        if value is None:
+            out.append(FetchPartitionResponse(index))
+        else:
+            out.append(new(FetchPartitionResponse, (index, value.offset, value.leader_epoch, value.metadata, 0)))
+    return tuple(out)
 
 
 def _all_offsets(

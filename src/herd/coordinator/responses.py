@@ -8,7 +8,7 @@ failed (reads then answer the error instead of state that never became durable).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from herd.coordinator.consumer.assignment import Assignment, TopicId
 from herd.coordinator.errors import ErrorCode
@@ -129,8 +129,10 @@ class OffsetCommitResponse:
     topics: tuple[CommitTopicResponse, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class FetchPartitionResponse:
+class FetchPartitionResponse(NamedTuple):
+    """One partition of an OffsetFetch answer: a NamedTuple, not a frozen dataclass, as a large group's answer has
+    one per partition and a frozen dataclass's __init__ (a setattr per field) made most of the answer's cost."""
+
     partition_index: int
     committed_offset: int = -1
     committed_leader_epoch: int = -1

@@ -19,22 +19,23 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from typing import Protocol
 
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PARTITION_V1 = struct.Struct(">iq")  # partition index, committed offset
 _PARTITION_V5 = struct.Struct(">iqi")  # and the committed leader epoch
+# a whole partition whose metadata is "" (what consumers commit) in one pack, by version: v1-v4 (metadata length 0,
+# error code), v5, v6-v9 (compact length 1, error code, no tags)
+_EMPTY_METADATA_V1 = struct.Struct(">iqhh")
+_EMPTY_METADATA_V5 = struct.Struct(">iqihh")
+_EMPTY_METADATA_V6 = struct.Struct(">iqiBhB")
 NO_TAGS = b"\x00"
 _ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 
 
-class Partition(Protocol):
-    partition_index: int
-    committed_offset: int
-    committed_leader_epoch: int
-    metadata: str | None
-    error_code: int
+Partition = tuple[int, int, int, str | None, int]
+"""(partition index, committed offset, committed leader epoch, metadata, error code): the fields of
+herd.coordinator.responses.FetchPartitionResponse, a NamedTuple, in its order."""
 
 
 Topic = tuple[str, Sequence[Partition]]  # (name, partitions)
@@ -66,21 +67,30 @@ def _length(count: int, flexible: bool) -> bytes:
 def _topics(version: int, topics: Sequence[Topic], out: list[bytes]) -> None:
     flexible = version >= 6
     with_epoch = version >= 5
-    out.append(_length(len(topics), flexible))
+    append = out.append
+    append(_length(len(topics), flexible))
     for name, partitions in topics:
-        out.append(_string(name, flexible))
-        out.append(_length(len(partitions), flexible))
-        for p in partitions:
+        append(_string(name, flexible))
+        append(_length(len(partitions), flexible))
+        for index, offset, epoch, metadata, error_code in partitions:
+            if metadata == "":  # what consumers commit: the whole partition in one pack, the same bytes
+                if flexible:
+                    append(_EMPTY_METADATA_V6.pack(index, offset, epoch, 1, error_code, 0))
+                elif with_epoch:
+                    append(_EMPTY_METADATA_V5.pack(index, offset, epoch, 0, error_code))
+                else:
+                    append(_EMPTY_METADATA_V1.pack(index, offset, 0, error_code))
+                continue
             if with_epoch:
-                out.append(_PARTITION_V5.pack(p.partition_index, p.committed_offset, p.committed_leader_epoch))
+                append(_PARTITION_V5.pack(index, offset, epoch))
             else:
-                out.append(_PARTITION_V1.pack(p.partition_index, p.committed_offset))
-            out.append(_string(p.metadata, flexible))
-            out.append(_I16.pack(p.error_code))
+                append(_PARTITION_V1.pack(index, offset))
+            append(_string(metadata, flexible))
+            append(_I16.pack(error_code))
             if flexible:
-                out.append(NO_TAGS)
+                append(NO_TAGS)
         if flexible:
-            out.append(NO_TAGS)
+            append(NO_TAGS)
 
 
 def offset_fetch_body(version: int, groups: Sequence[Group], throttle_time_ms: int = 0) -> bytes:
