@@ -1,6 +1,6 @@
 """OffsetFetch against `herd serve` and librdkafka's in-memory mock cluster, in one run (issue 33 point 1).
 
-    .venv/bin/python bench/bench_offset_fetch.py [--partitions 100,10,1] [--seconds 3] [--runs 3]
+    .venv/bin/python bench/bench_offset_fetch.py [--partitions 100,10,1] [--seconds 3] [--runs 3] [--api commit]
 
 Each broker gets a topic of 100 partitions and a group with an offset committed on every one of them (an admin
 commit: OffsetCommit v8, generation -1, as a consumer's first commit of an empty group is); then one connection
@@ -11,6 +11,10 @@ requests/s and the broker process's CPU per request, the median of --runs runs, 
 for each run so that both see the same machine. The version is the highest both serve (ApiVersions), at most v8
 (one group per request); herd's answers come from memory, as the mock's do. The mock is
 `../shared/tools/mockcluster.py` (librdkafka's rd_kafka_mock_* API, from the pinned confluent-kafka wheel).
+
+`--api commit` measures OffsetCommit instead, the same way: one connection commits the first P partitions (v8,
+generation -1, offsets 1000 + p) in a closed loop, the first answer checked to accept every partition and the later
+ones to be the same bytes. herd answers each commit once it is fsynced; the mock keeps commits in memory.
 """
 
 from __future__ import annotations
@@ -64,26 +68,33 @@ async def prepare(port: int, create: bool) -> int:
             topic = build(CREATE_TOPICS, "CreatableTopic", name=TOPIC, num_partitions=PARTITIONS, replication_factor=1,
                           assignments=(), configs=())  # fmt: skip
             await _call(wire, CREATE_TOPICS, build(CREATE_TOPICS, topics=(topic,), timeout=15000, validate_only=False))
-        parts = tuple(
-            build(
-                OFFSET_COMMIT,
-                "OffsetCommitRequestPartition",
-                partition_index=p,
-                committed_offset=1000 + p,
-                committed_leader_epoch=-1,
-                committed_metadata="",
-            )  # fmt: skip
-            for p in range(PARTITIONS)
-        )
-        topics = (build(OFFSET_COMMIT, "OffsetCommitRequestTopic", name=TOPIC, partitions=parts),)
-        commit = build(OFFSET_COMMIT, group_id=GROUP, generation_id_or_member_epoch=-1, member_id="",
-                       group_instance_id=None, topics=topics)  # fmt: skip
-        answer = await _call(wire, OFFSET_COMMIT, commit)
-        codes = {int(p.error_code) for t in answer.topics for p in t.partitions}
-        assert codes == {0}, f"the commits were refused: {codes}"
+        answer = await _call(wire, OFFSET_COMMIT, commit_request(PARTITIONS))
+        assert _commit_codes(answer) == {0}, f"the commits were refused: {_commit_codes(answer)}"
     finally:
         wire.transport.close()
     return VERSIONS[OFFSET_FETCH]
+
+
+def commit_request(partitions: int) -> Any:
+    """OffsetCommit v8 of the first `partitions` partitions, offset 1000 + p each (an admin commit)."""
+    parts = tuple(
+        build(
+            OFFSET_COMMIT,
+            "OffsetCommitRequestPartition",
+            partition_index=p,
+            committed_offset=1000 + p,
+            committed_leader_epoch=-1,
+            committed_metadata="",
+        )  # fmt: skip
+        for p in range(partitions)
+    )
+    topics = (build(OFFSET_COMMIT, "OffsetCommitRequestTopic", name=TOPIC, partitions=parts),)
+    return build(OFFSET_COMMIT, group_id=GROUP, generation_id_or_member_epoch=-1, member_id="",
+                 group_instance_id=None, topics=topics)  # fmt: skip
+
+
+def _commit_codes(answer: Any) -> set[int]:
+    return {int(p.error_code) for t in answer.topics for p in t.partitions}
 
 
 def fetch_request(partitions: int) -> Any:
@@ -102,13 +113,17 @@ def _offsets(answer: Any) -> list[int]:
     return [int(p.committed_offset) for t in topics for p in t.partitions]
 
 
-async def closed_loop(port: int, partitions: int, seconds: float, pid: int) -> dict[str, float]:
+async def closed_loop(port: int, partitions: int, seconds: float, pid: int, api: str = "fetch") -> dict[str, float]:
     wire = await Wire().connect(port)
-    frame = encode(OFFSET_FETCH, fetch_request(partitions))
-    decode = _decoder(OFFSET_FETCH, VERSIONS[OFFSET_FETCH])
-    expected = [1000 + p for p in range(partitions)]
     try:
-        assert _offsets(await wire.send(frame, decode)) == expected, "the broker answered other offsets"
+        if api == "commit":
+            frame = encode(OFFSET_COMMIT, commit_request(partitions))
+            answer = await wire.send(frame, _decoder(OFFSET_COMMIT, VERSIONS[OFFSET_COMMIT]))
+            assert _commit_codes(answer) == {0} and sum(len(t.partitions) for t in answer.topics) == partitions
+        else:
+            frame = encode(OFFSET_FETCH, fetch_request(partitions))
+            answer = await wire.send(frame, _decoder(OFFSET_FETCH, VERSIONS[OFFSET_FETCH]))
+            assert _offsets(answer) == [1000 + p for p in range(partitions)], "the broker answered other offsets"
         # every later answer must be the same bytes after its correlation id: compared, not decoded (decoding 100
         # partitions with kio in Python would make this client the bottleneck)
         first = await wire.send(frame, bytes)
@@ -164,6 +179,7 @@ def main() -> None:
     parser.add_argument("--partitions", default="100,10,1")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--api", choices=("fetch", "commit"), default="fetch")
     args = parser.parse_args()
     sizes = [int(p) for p in args.partitions.split(",")]
     with tempfile.TemporaryDirectory(prefix="herd-bench-of-") as scratch:
@@ -179,11 +195,12 @@ def main() -> None:
                 for p in sizes:
                     for name in order:
                         port, pid = brokers[name]
-                        results[name][p].append(asyncio.run(closed_loop(port, p, args.seconds, pid)))
+                        results[name][p].append(asyncio.run(closed_loop(port, p, args.seconds, pid, args.api)))
         finally:
             herd.stop()
             mock.stop()
-    report: dict[str, Any] = {"offset_fetch_version": VERSIONS[OFFSET_FETCH]}
+    report: dict[str, Any] = {"api": args.api, "offset_fetch_version": VERSIONS[OFFSET_FETCH],
+                              "offset_commit_version": VERSIONS[OFFSET_COMMIT]}  # fmt: skip
     for p in sizes:
         row = {}
         for name in brokers:

@@ -479,7 +479,17 @@ def replay_offset(
     group that does not exist creates a simple group, as Kafka's replay does. A value of a transactional batch
     (`producer_id` >= 0) is pending until its marker (txn_offsets.py). Raises ValueError if the record does
     not decode."""
-    group_id, topic, partition, offset = decode_offset_commit(key, value)
+    replay_decoded_offset(ctx, decode_offset_commit(key, value), producer_id, producer_epoch)
+
+
+def replay_decoded_offset(
+    ctx: ShardContext,
+    decoded: tuple[str, str, int, OffsetValue | None],
+    producer_id: int = -1,
+    producer_epoch: int = -1,
+) -> None:
+    """`replay_offset` of a record already decoded (an OffsetCommitRecord the shard has just written)."""
+    group_id, topic, partition, offset = decoded
     txn = ctx.txn
     if offset is None:
         _remove(ctx, group_id, topic, partition)

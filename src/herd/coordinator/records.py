@@ -613,10 +613,28 @@ def decode_group_metadata_value(value: bytes) -> GroupMetadataValueV3:
 # --- record builders (GroupCoordinatorRecordHelpers) -----------------------------------------------
 
 
-def offset_commit_record(group: str, topic: str, partition: int, value: OffsetValue) -> Record:
+@dataclass(frozen=True, slots=True)
+class OffsetCommitRecord(Record):
+    """An OffsetCommit record the coordinator writes, with what its bytes hold (`decode_offset_commit` of them):
+    the shard replays each record as it writes it, and a commit of many partitions need not decode again what it
+    has just encoded. Records read back from the log are plain Records, decoded."""
+
+    decoded: tuple[str, str, int, OffsetValue] = field(default=("", "", -1, OffsetValue(-1)), compare=False)
+
+
+def offset_commit_record(group: str, topic: str, partition: int, value: OffsetValue) -> OffsetCommitRecord:
     """Kafka's newOffsetCommitRecord: OffsetCommitValue v3, or v1 when the commit has an explicit expire
-    timestamp."""
-    return Record(encode_offset_commit_key(group, topic, partition), encode_offset_commit_value(value))
+    timestamp. It carries the value as a decode of its bytes gives it back (v1 has no leader epoch, v3 no expire
+    timestamp: tests/unit/coordinator/test_records.py checks the two are the same)."""
+    if value.expire_timestamp >= 0:
+        written = OffsetValue(value.offset, -1, value.metadata, value.commit_timestamp, value.expire_timestamp)
+    else:
+        written = OffsetValue(value.offset, value.leader_epoch, value.metadata, value.commit_timestamp)
+    return OffsetCommitRecord(
+        encode_offset_commit_key(group, topic, partition),
+        encode_offset_commit_value(value),
+        decoded=(group, topic, partition, written),
+    )
 
 
 def offset_tombstone(group: str, topic: str, partition: int) -> Record:

@@ -6,6 +6,7 @@ request context (`client_id`, `client_host`). The API layer fills absent fields 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from herd.coordinator.member import MemberProtocol
 
@@ -103,8 +104,10 @@ class DeleteGroups:
     client_host: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class CommitPartition:
+class CommitPartition(NamedTuple):
+    """One partition of an OffsetCommit: a NamedTuple, not a frozen dataclass, as a commit may name hundreds and a
+    frozen dataclass's __init__ sets each field through object.__setattr__."""
+
     partition_index: int
     committed_offset: int
     committed_leader_epoch: int = -1

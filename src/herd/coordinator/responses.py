@@ -112,8 +112,9 @@ class DeleteGroupsResponse:
     results: tuple[DeletableGroupResult, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class CommitPartitionResponse:
+class CommitPartitionResponse(NamedTuple):
+    """One partition of an OffsetCommit answer (a NamedTuple, as FetchPartitionResponse)."""
+
     partition_index: int
     error_code: int = ErrorCode.none
 
@@ -325,7 +326,7 @@ def error_response(response: object, code: int) -> object:
         case OffsetCommitResponse():
             return OffsetCommitResponse(
                 topics=tuple(
-                    CommitTopicResponse(t.name, tuple(replace(p, error_code=code) for p in t.partitions))
+                    CommitTopicResponse(t.name, tuple(p._replace(error_code=code) for p in t.partitions))
                     for t in response.topics
                 )
             )

@@ -69,6 +69,7 @@ from herd.coordinator.records import (
     GROUP_METADATA_KEY_TYPE,
     OFFSET_COMMIT_KEY_TYPES,
     REBALANCE_HISTORY_KEY_TYPE,
+    OffsetCommitRecord,
     Record,
     decode_group_metadata_key,
     decode_group_metadata_value,
@@ -256,7 +257,9 @@ class GroupCoordinatorShard:
     def replay(self, record: Record, producer_id: int = -1, producer_epoch: int = -1) -> None:
         """Apply one record (`producer_id`, `producer_epoch`: of its batch if transactional, else -1). Records
         live state already reflects (`applied`) are skipped."""
-        if not record.applied:
+        if isinstance(record, OffsetCommitRecord):  # what its bytes hold, without decoding them again
+            offsets.replay_decoded_offset(self._ctx, record.decoded, producer_id, producer_epoch)
+        elif not record.applied:
             self.replay_loaded(record.key, record.value, producer_id, producer_epoch)
 
     def replay_loaded(self, key: bytes, value: bytes | None, producer_id: int = -1, producer_epoch: int = -1) -> None:

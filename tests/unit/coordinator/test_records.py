@@ -13,6 +13,7 @@ from herd.coordinator.records import (
     Record,
     decode_group_metadata_key,
     decode_group_metadata_value,
+    decode_offset_commit,
     decode_offset_commit_key,
     decode_offset_commit_value,
     encode_group_metadata_key,
@@ -150,6 +151,16 @@ def test_offset_commit_round_trip(
     assert decode_offset_commit_value(record.value) == OffsetValue(
         offset=offset, leader_epoch=epoch, metadata=metadata, commit_timestamp=ts
     )
+
+
+@given(text, text, st.integers(0, 2**31 - 1), ints64, ints32, text, ints64, st.integers(-5, 2**40))
+def test_a_written_offset_commit_carries_what_its_bytes_hold(
+    group: str, topic: str, partition: int, offset: int, epoch: int, metadata: str, ts: int, expire: int
+) -> None:
+    """The shard replays its own commits from `OffsetCommitRecord.decoded`, not their bytes: the two must agree for
+    v3 and for v1 (an explicit expire timestamp: no leader epoch), or a reload would see other offsets."""
+    record = offset_commit_record(group, topic, partition, OffsetValue(offset, epoch, metadata, ts, expire))
+    assert record.decoded == decode_offset_commit(record.key, record.value)
 
 
 members = st.builds(

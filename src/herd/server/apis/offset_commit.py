@@ -116,10 +116,7 @@ def _readable(ctx: RequestContext, name: str | None) -> bool:
 
 def commit_partition(p: Any) -> CommitPartition:
     return CommitPartition(
-        partition_index=p.partition_index,
-        committed_offset=p.committed_offset,
-        committed_leader_epoch=getattr(p, "committed_leader_epoch", -1),
-        committed_metadata=p.committed_metadata,
+        p.partition_index, p.committed_offset, getattr(p, "committed_leader_epoch", -1), -1, p.committed_metadata
     )
 
 
