@@ -341,14 +341,6 @@ class SharePartitions:
         staged.clear()
         return failed
 
-    async def acquirable(self, group_id: str, log: PartitionLog, now_ms: int) -> bool:
-        """Whether a fetch of `group_id` would find records to acquire in the partition now (the share partition is
-        made if it is not yet, as the first fetch would). ShareStateError if its state cannot be read."""
-        share = await self._partition(group_id, log, now_ms)
-        await self._expire((group_id, log.topic, log.partition), share, now_ms)
-        end = log.last_stable_offset if self._read_committed(group_id) else log.log_end_offset
-        return share.can_acquire() and max(share.next_fetch_offset(), log.log_start_offset) < end
-
     async def release(self, group_id: str, member_id: str, keys: Iterable[tuple[str, int]], now_ms: int) -> None:
         """Give back what `member_id` holds of these (topic, partition)s: its share session ended, or it left. If the
         write fails they stay acquired until their locks run out."""

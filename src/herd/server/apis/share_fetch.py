@@ -15,7 +15,7 @@ acknowledgements. Kafka 4.2's KafkaApis.handleShareFetchRequest, SharePartitionM
 4. every partition of the session, in an order rotated by the epoch: UNKNOWN_TOPIC_ID, TOPIC_AUTHORIZATION_FAILED,
    UNKNOWN_TOPIC_OR_PARTITION, NOT_LEADER_OR_FOLLOWER, then the records acquired (herd.runtime.shares), MaxRecords a
    budget of the whole request and MaxBytes (capped by fetch.max.bytes) too, whole batches;
-5. when nothing can be acquired and MaxWaitMs is positive, the fetch waits until a partition of the session gets
+5. when nothing was acquired and MaxWaitMs is positive, the fetch waits until a partition of the session gets
    records, an acknowledgement or release, or MaxWaitMs passes (Kafka also wakes it when a lock runs out: herd's
    locks run out lazily, so such records are seen at the next look, within the wait); MinBytes is read as "some
    records", as Kafka's estimate of acquirable bytes is only an estimate;
@@ -112,21 +112,22 @@ async def _complete(ctx: RequestContext, staged: list[Staged]) -> dict[tuple[str
 
 
 async def _fetch(ctx: RequestContext, request: Any, session: ShareSession) -> dict[TopicPartition, Outcome]:
-    """Each partition of the session's outcome, waiting up to MaxWaitMs for records when none can be acquired."""
+    """Each partition of the session's outcome, waiting up to MaxWaitMs for records when none could be acquired.
+    Each pass checks the partitions and acquires from those it may in one go (as Kafka's DelayedShareFetch tries to
+    complete at once): a fetch that finds records looks at each partition once."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + max(ms(request.max_wait), 0) / 1000
     while True:
-        outcomes, ready = await _look(ctx, request, session)
+        outcomes = await _acquire(ctx, request, session, _checked(ctx, session))
         remaining = deadline - loop.time()
-        if ready or remaining <= 0 or request.max_records <= 0 or request.max_bytes <= 0 or not outcomes:
-            break
+        if any(got.ranges for _, got in outcomes.values()):
+            return outcomes
+        if remaining <= 0 or request.max_records <= 0 or request.max_bytes <= 0 or not outcomes:
+            return outcomes
         keys = [key for key, (code, _) in outcomes.items() if code == ErrorCode.none]
         if not keys:
-            break
+            return outcomes
         await ctx.broker.wait_for_append(_names(ctx, keys), remaining)
-    if not ready:
-        return outcomes
-    return await _acquire(ctx, request, session, outcomes)
 
 
 def _partitions(session: ShareSession) -> list[TopicPartition]:
@@ -139,52 +140,46 @@ def _partitions(session: ShareSession) -> list[TopicPartition]:
     return tps
 
 
-async def _look(ctx: RequestContext, request: Any, session: ShareSession) -> tuple[dict[TopicPartition, Outcome], bool]:
-    """Each partition's error (NONE where it can be fetched), and whether any has records to acquire."""
-    broker, group_id = ctx.broker, session.group_id
-    now = broker.now_ms()
+def _checked(ctx: RequestContext, session: ShareSession) -> dict[TopicPartition, Outcome]:
+    """Each partition's error, in the session's rotated order (NONE where it can be fetched)."""
+    broker = ctx.broker
     outcomes: dict[TopicPartition, Outcome] = {}
-    ready = False
     for tp in _partitions(session):
         topic_id, index = tp
         topic = broker.cluster.by_id(topic_id)
         if topic is None:
             outcomes[tp] = (ErrorCode.unknown_topic_id, NOTHING)
-            continue
-        if broker.authorizer is not None and not authorized(ctx, READ, TOPIC, topic.name):
+        elif broker.authorizer is not None and not authorized(ctx, READ, TOPIC, topic.name):
             outcomes[tp] = (ErrorCode.topic_authorization_failed, NOTHING)
-            continue
-        log = led_partition(topic, ErrorCode.none, index)
-        if isinstance(log, ErrorCode):
-            outcomes[tp] = (log, NOTHING)
-            continue
-        try:
-            ready = await broker.shares.acquirable(group_id, log, now) or ready
-        except ShareStateError as error:  # the partition's state cannot be read (SharePartition.fetchPersisterError)
-            outcomes[tp] = (_persister_error(error), NOTHING)
-            continue
-        outcomes[tp] = (ErrorCode.none, NOTHING)
-    return outcomes, ready
+        else:
+            log = led_partition(topic, ErrorCode.none, index)
+            outcomes[tp] = (log, NOTHING) if isinstance(log, ErrorCode) else (ErrorCode.none, NOTHING)
+    return outcomes
 
 
 async def _acquire(
     ctx: RequestContext, request: Any, session: ShareSession, outcomes: dict[TopicPartition, Outcome]
 ) -> dict[TopicPartition, Outcome]:
+    """The records acquired from each partition without an error, MaxRecords and MaxBytes budgets of the whole
+    request. Every such partition's share partition is made (its state read or initialized) even when the budget
+    is spent, as Kafka's SharePartitionManager makes those of every partition a fetch names; one whose state cannot
+    be read answers the persister's error (SharePartition.fetchPersisterError)."""
     broker = ctx.broker
     records_left = request.max_records
     bytes_left = min(request.max_bytes, broker.config.get("fetch.max.bytes"))
+    record_limit = getattr(request, "share_acquire_mode", 0) == RECORD_LIMIT
     for tp, (code, _) in outcomes.items():
-        if code != ErrorCode.none or records_left <= 0 or bytes_left <= 0:
+        if code != ErrorCode.none:
             continue
         topic = broker.cluster.by_id(tp[0])
         log = led_partition(topic, ErrorCode.unknown_topic_id, tp[1])
-        if isinstance(log, ErrorCode):  # moved while the fetch waited
+        if isinstance(log, ErrorCode):
             outcomes[tp] = (log, NOTHING)
             continue
-        record_limit = getattr(request, "share_acquire_mode", 0) == RECORD_LIMIT
+        budget = max(records_left, 0) if bytes_left > 0 else 0  # none left: the share partition is still made
         try:
             got = await broker.shares.acquire(
-                session.group_id, session.member_id, log, records_left, bytes_left, broker.now_ms(), record_limit
+                session.group_id, session.member_id, log, budget, bytes_left, broker.now_ms(), record_limit
             )
         except ShareStateError as error:
             outcomes[tp] = (_persister_error(error), NOTHING)
