@@ -1,14 +1,17 @@
 """Broker configuration, named and defaulted as Kafka's broker properties.
 
 Every setting herd understands is one row of `SETTINGS`: its Kafka property name, its type, its default and
-its bounds. `BrokerConfig.from_properties` checks a mapping of property names to strings (from a
-server.properties file and `--override key=value` flags) against that table, so an unknown name or a bad value
-is refused before anything starts, with one line that says which and why. DescribeConfigs answers from the
+its bounds. The rows are herd's own settings (`HERD_SETTINGS`), then every other broker config of Kafka 4.2, built
+from herd.kafka_broker_configs and accepted without effect (`Setting.applied` False).
+`BrokerConfig.from_properties` checks a mapping of property names to strings (from a server.properties file and
+`--override key=value` flags) against that table, so an unknown name or a bad value is refused before anything
+starts, with one line that says which and why. DescribeConfigs answers from the
 same table, so what the broker reports is what it runs with.
 """
 
 from __future__ import annotations
 
+import decimal
 import enum
 import logging
 import re
@@ -29,6 +32,7 @@ from herd.cluster.config_ops import (
     list_message,
     number_complaint,
 )
+from herd.kafka_broker_configs import KAFKA_BROKER_CONFIGS, SSL_RECONFIGURABLE, KafkaBrokerConfig
 from herd.log.api import LONG_MAX, LogConfig
 from herd.protocol import properties
 
@@ -44,11 +48,11 @@ class ConfigError(ValueError):
 @dataclass(frozen=True, slots=True)
 class Setting:
     name: str  # Kafka's property name
-    kind: str  # "int", "long", "bool", "double", "string", "list"
+    kind: str  # "int", "long", "short", "bool", "double", "string", "list", "class", "password" (Kafka's types)
     default: Any
     doc: str
-    minimum: int | None = None
-    maximum: int | None = None
+    minimum: float | None = None
+    maximum: float | None = None
     nullable: bool = False
     check: Callable[[Any], str | None] | None = None  # returns a complaint, or None when fine
     # Changeable at run time (AlterConfigs on a BROKER resource): the settings Kafka lets change at run time
@@ -61,6 +65,14 @@ class Setting:
     # Settable for one listener too, as listener.name.<listener>.<name> (Kafka's listener prefix, lower-case
     # listener name), which wins over the unprefixed value for connections on that listener.
     per_listener: bool = False
+    # herd acts on it; False: one of Kafka's broker configs herd accepts, checks and describes without effect
+    # (herd.kafka_broker_configs; docs/compatibility.md, "Broker configs accepted without effect").
+    applied: bool = True
+    # Kafka's defineInternal: described only when set (Kafka's DescribeConfigs lists nonInternalValues).
+    internal: bool = False
+    # Kafka changes it at run time for one broker only (DynamicBrokerConfig.PerBrokerConfigs), not as the cluster
+    # default.
+    per_broker: bool = False
 
     @property
     def attr(self) -> str:
@@ -180,7 +192,7 @@ _JAAS = re.compile(r"(?P<mechanism>[a-z0-9-]+)\.sasl\.jaas\.config")
 _LISTENER_PREFIXED = re.compile(r"listener\.name\.(?P<listener>[A-Za-z_][A-Za-z0-9_]*)\.(?P<rest>.+)")
 
 
-SETTINGS: tuple[Setting, ...] = (
+HERD_SETTINGS: tuple[Setting, ...] = (
     # Server and network
     Setting(
         "listeners",
@@ -935,6 +947,61 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 
+
+def _kafka_check(config: KafkaBrokerConfig) -> Callable[[Any], str | None] | None:
+    """The check of a Kafka validator given as data (herd.kafka_broker_configs), in ConfigDef's words."""
+    check = config.check
+    if check is None:
+        return None
+    kind = check[0]
+    if kind == "list":
+        empty_ok, choices = check[1], check[2]
+        return lambda v: list_message(config.name, v, choices, empty_allowed=empty_ok)
+    if kind == "choice":
+        return lambda v: None if v in check[1] else f"String must be one of: {', '.join(check[1])}"
+    if kind == "choice_ci":
+        allowed = {c.lower() for c in check[1]}
+        return lambda v: (
+            None if str(v).lower() in allowed else f"String must be one of (case insensitive): {', '.join(check[1])}"
+        )
+    if kind == "non_empty":
+        return lambda v: None if str(v).strip() else "String must be non-empty"
+    if kind == "gzip_level":
+        return gzip_level_complaint
+    return None  # "range" becomes the setting's bounds; "non_null": no value is null once given
+
+
+def kafka_setting(config: KafkaBrokerConfig) -> Setting:
+    """The setting of one of Kafka's broker configs that herd does not define itself: accepted with Kafka's type,
+    default, validator and documentation, and without effect (`applied` False)."""
+    check = config.check
+    bounds = (check[1], check[2]) if check is not None and check[0] == "range" else (None, None)
+    default = config.default
+    if config.kind == "bool" and isinstance(default, str):
+        default = default == "true"
+    return Setting(
+        config.name,
+        config.kind,
+        default,
+        config.doc,
+        minimum=bounds[0],
+        maximum=bounds[1],
+        nullable=False,  # as ConfigDef.parseType: an empty value is "" (an empty list), or not a number
+        check=_kafka_check(config),
+        dynamic=config.dynamic,
+        sensitive=config.kind == "password",
+        applied=False,
+        internal=config.internal,
+        per_broker=config.per_broker,
+    )
+
+
+_HERD_NAMES = frozenset(s.name for s in HERD_SETTINGS)
+# herd's own settings, then every other broker config of Kafka 4.2 (accepted without effect)
+SETTINGS: tuple[Setting, ...] = HERD_SETTINGS + tuple(
+    kafka_setting(c) for c in KAFKA_BROKER_CONFIGS if c.name not in _HERD_NAMES
+)
+
 SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 
 
@@ -980,12 +1047,12 @@ def _parse_value(setting: Setting, raw: str) -> Any:
     text = raw.strip()
     if setting.nullable and text in ("", "null"):
         return None
-    if setting.kind in ("int", "long"):
+    if setting.kind in ("int", "long", "short"):
         try:
             value = int(text)
         except ValueError:
             raise ConfigError(f"{setting.name}: '{raw}' is not a whole number") from None
-        upper = INT_MAX if setting.kind == "int" else LONG_MAX
+        upper = {"int": INT_MAX, "long": LONG_MAX, "short": 2**15 - 1}[setting.kind]
         low = setting.minimum if setting.minimum is not None else -upper - 1
         high = setting.maximum if setting.maximum is not None else upper
         if not low <= value <= high:
@@ -1064,7 +1131,7 @@ def dynamic_complaint(setting: Setting, raw: str) -> str | None:
     """Why `raw` is not a value of `setting`, in the words of Kafka's ConfigDef ("Not a number of type INT",
     "Value must be at least 0"), or None."""
     complaint: str | None = None
-    if setting.kind in ("int", "long", "double"):
+    if setting.kind in ("int", "long", "short", "double"):
         complaint = number_complaint(setting.kind, raw, setting.minimum, setting.maximum)
     elif setting.kind == "bool":
         return None if raw.strip().lower() in ("true", "false") else "Expected value to be either true or false"
@@ -1073,24 +1140,39 @@ def dynamic_complaint(setting: Setting, raw: str) -> str | None:
     return complaint
 
 
-def check_dynamic(props: Mapping[str, str]) -> None:
+def check_dynamic(props: Mapping[str, str], *, per_broker: bool = True) -> None:
     """The checks of a BROKER resource's dynamic configs before they are stored, in Kafka's order and words
     (DynamicBrokerConfig.validateConfigs, called by ConfigAdminManager; Kafka answers its ConfigExceptions with
-    INVALID_REQUEST, KAFKA-13609): settings that cannot change at run time, then each value. A name herd does not
-    know gets INVALID_CONFIG (Kafka stores unknown names as custom configs; herd would never use them). Raises
-    ConfigChangeError."""
+    INVALID_REQUEST, KAFKA-13609): settings that cannot change at run time, security configs that change only with
+    a listener prefix, each value, then (for the cluster default, `per_broker` False) settings Kafka changes only
+    for one broker. A name herd does not know gets INVALID_CONFIG (Kafka stores unknown names as custom configs;
+    herd would never use them). Raises ConfigChangeError."""
     unknown = sorted(n for n in props if n not in SETTINGS_BY_NAME)
     if unknown:
         raise ConfigChangeError(INVALID_CONFIG, f"Unknown broker config name: {unknown[0]}")
     fixed = sorted(n for n in props if not SETTINGS_BY_NAME[n].dynamic)
     if fixed:
         raise ConfigChangeError(INVALID_REQUEST, f"Cannot update these configs dynamically: Set({', '.join(fixed)})")
+    unprefixed = sorted(n for n in props if n in SSL_RECONFIGURABLE)
+    if unprefixed:
+        raise ConfigChangeError(
+            INVALID_REQUEST,
+            "These security configs can be dynamically updated only per-listener using the listener prefix: "
+            f"Set({', '.join(unprefixed)})",
+        )
     for name, raw in props.items():
         complaint = dynamic_complaint(SETTINGS_BY_NAME[name], raw)
         if isinstance(complaint, FullMessage):
             raise ConfigChangeError(INVALID_REQUEST, complaint)
         if complaint is not None:
             raise ConfigChangeError(INVALID_REQUEST, f"Invalid value {raw} for configuration {name}: {complaint}")
+    broker_only = sorted(n for n in props if SETTINGS_BY_NAME[n].per_broker)
+    if not per_broker and broker_only:
+        raise ConfigChangeError(
+            INVALID_REQUEST,
+            f"Cannot update these configs at default cluster level, broker id must be specified: "
+            f"Set({', '.join(broker_only)})",
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -1335,4 +1417,21 @@ def unparse(value: Any) -> str:
         return ""
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float):
+        return java_double(value)
     return str(value)
+
+
+def java_double(value: float) -> str:
+    """A double as Java's Double.toString writes it (Kafka's ConfigDef.convertToString): 0.5, 1.0, 1.0E-4,
+    1.7976931348623157E308 (the shortest digits that read back the same, as Python's repr)."""
+    if value != value:
+        return "NaN"
+    if abs(value) == float("inf"):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0 or 1e-3 <= abs(value) < 1e7:
+        return repr(value)
+    sign, digits, exponent = decimal.Decimal(repr(value)).as_tuple()
+    text = "".join(map(str, digits)).rstrip("0") or "0"
+    power = int(exponent) + len(digits) - 1
+    return f"{'-' if sign else ''}{text[0]}.{text[1:] or '0'}E{power}"

@@ -69,16 +69,16 @@ def gzip_level_complaint(value: str) -> str | None:
 
 
 def number_complaint(kind: str, raw: str, minimum: float | None, maximum: float | None = None) -> str | None:
-    """Why `raw` is not a number of Kafka type `kind` ("int", "long" or "double") within `minimum` and `maximum`
-    (None: no bound), in the words of Kafka's ConfigDef ("Not a number of type INT", "Value must be at least 0",
-    "Value must be no more than 1"), or None."""
+    """Why `raw` is not a number of Kafka type `kind` ("short", "int", "long" or "double") within `minimum` and
+    `maximum` (None: no bound), in the words of Kafka's ConfigDef ("Not a number of type INT", "Value must be at
+    least 0", "Value must be no more than 1"), or None."""
     number: float
     try:
         number = float(raw) if kind == "double" else int(raw)
     except ValueError:
         return f"Not a number of type {kind.upper()}"
     if kind != "double":
-        bits = 31 if kind == "int" else 63
+        bits = {"short": 15, "int": 31}.get(kind, 63)
         if not -(2**bits) <= number < 2**bits:
             return f"Not a number of type {kind.upper()}"
     if minimum is not None and number < minimum:

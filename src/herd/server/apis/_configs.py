@@ -111,7 +111,8 @@ async def alter(
             await admin.alter_topic_configs(name, change, validate_only=validate_only)
         elif resource_type == BROKER:
             stored_as = _check_broker_resource(name, ctx.broker.node_id)
-            await admin.alter_broker_configs(stored_as, _checked_broker(change), validate_only=validate_only)
+            checked = _checked_broker(change, per_broker=bool(stored_as))
+            await admin.alter_broker_configs(stored_as, checked, validate_only=validate_only)
         else:
             return ErrorCode.invalid_request, f"Unknown resource type {resource_type}"
     except TopicError as e:
@@ -168,10 +169,10 @@ def _check_broker_resource(name: str, node_id: int) -> str:
     return str(requested)
 
 
-def _checked_broker(change: ConfigChange) -> ConfigChange:
+def _checked_broker(change: ConfigChange, *, per_broker: bool) -> ConfigChange:
     def checked(current: dict[str, str]) -> dict[str, str]:
         configs = change(current)
-        check_dynamic(configs)
+        check_dynamic(configs, per_broker=per_broker)
         return configs
 
     return checked

@@ -7,8 +7,9 @@ As Kafka's ConfigHelper answers (apache/kafka core/src/main/scala/kafka/server/C
   (TOPIC_CONFIG) and then the broker setting it follows (ServerTopicConfigSynonyms) as a dynamic broker config,
   a dynamic cluster default, a static setting and Kafka's default, from the setting's own name on; the source is
   the first synonym's (DEFAULT_CONFIG when there is none). Documentation is Kafka's text (herd.cluster.topic_docs).
-- BROKER (4) named by this node's id: every broker setting herd understands (`herd.config.SETTINGS`), sourced the
-  same way, `read_only` unless herd changes it at run time (`Setting.dynamic`). BROKER "" (the cluster default):
+- BROKER (4) named by this node's id: every broker setting herd understands (`herd.config.SETTINGS`: herd's own and
+  every other broker config of Kafka 4.2, herd.kafka_broker_configs, its internal ones only when set), sourced the
+  same way, `read_only` unless it may change at run time (`Setting.dynamic`). BROKER "" (the cluster default):
   only the dynamic defaults set, as Kafka lists them. Another id gets INVALID_REQUEST.
 - GROUP (32, Kafka 4.x's group configs): Kafka's group configs (herd.coordinator.kafka_group_configs) with the
   group's value (GROUP_CONFIG) or the broker's default (DEFAULT_CONFIG); herd's `herd.expected.instance.ids`
@@ -54,7 +55,7 @@ MIN_VERSION = 1
 MAX_VERSION = 4
 
 # ConfigType values
-_TYPES = {"bool": 1, "string": 2, "int": 3, "long": 5, "double": 6, "list": 7}
+_TYPES = {"bool": 1, "string": 2, "int": 3, "short": 4, "long": 5, "double": 6, "list": 7, "class": 8, "password": 9}
 
 Synonym = tuple[str, str | None, int]  # name, value, ConfigSource
 
@@ -106,6 +107,11 @@ def _broker_entries(broker: Broker, default_only: bool) -> Iterator[Entry]:
     resource ("") only the dynamic defaults set, with only their dynamic default synonyms."""
     config = broker.config
     for setting in SETTINGS:
+        name = setting.name
+        if setting.internal and not (
+            name in config.explicit or name in config.dynamic_broker or name in config.dynamic_default
+        ):
+            continue  # Kafka lists an internal config only when it is set
         synonyms = tuple((n, v, int(s)) for n, v, s in config.synonyms(setting.name))
         if default_only:
             if setting.name not in config.dynamic_default:
