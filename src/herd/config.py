@@ -408,6 +408,14 @@ HERD_SETTINGS: tuple[Setting, ...] = (
         "Comma-separated directories holding the partition logs; the first also keeps topics.json.",
         check=_log_dirs_check,
     ),
+    Setting(
+        "log.dir",
+        "list",
+        "/tmp/kafka-logs",
+        "The directory of the partition logs when log.dirs is not set (Kafka's fallback); herd's default is "
+        "log.dirs' ./herd-data, so this is read only when set.",
+        check=_log_dirs_check,
+    ),
     Setting("num.partitions", "int", 1, "Partitions of an auto-created topic.", minimum=1),
     Setting("auto.create.topics.enable", "bool", True, "Create unknown topics on Metadata requests."),
     Setting("log.segment.bytes", "int", 1073741824, "Size at which a segment rolls.", minimum=14, dynamic=True),
@@ -1342,7 +1350,10 @@ class BrokerConfig:
 
     @property
     def log_dirs(self) -> list[str]:
-        """The directories of log.dirs, in the order given (the first keeps topics.json)."""
+        """The directories of log.dirs, in the order given (the first keeps topics.json); log.dir's when only that is
+        set (as Kafka's AbstractKafkaConfig.logDirs falls back to it)."""
+        if "log.dirs" not in self.explicit and "log.dir" in self.explicit:
+            return split_list(self.get("log.dir"))
         return split_list(self.get("log.dirs"))
 
     @property

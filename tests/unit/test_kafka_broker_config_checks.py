@@ -92,3 +92,12 @@ def test_doubles_are_written_as_java_writes_them() -> None:
         "0.0",
     ]
     assert unparse(SETTINGS_BY_NAME["log.cleaner.io.max.bytes.per.second"].default) == "1.7976931348623157E308"
+
+
+def test_log_dir_is_kafka_s_fallback_for_log_dirs(tmp_path) -> None:
+    only = BrokerConfig.from_properties({"log.dir": str(tmp_path / "a")})
+    assert only.log_dirs == [str(tmp_path / "a")]
+    both = BrokerConfig.from_properties({"log.dir": str(tmp_path / "a"), "log.dirs": str(tmp_path / "b")})
+    assert both.log_dirs == [str(tmp_path / "b")]
+    assert BrokerConfig.from_properties({}).log_dirs == ["./herd-data"]
+    assert SETTINGS_BY_NAME["log.dir"].applied

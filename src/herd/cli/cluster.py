@@ -52,6 +52,7 @@ _RESERVED = {
     "listeners": "use --base-port",
     "advertised.listeners": "each node advertises its own listener",
     "log.dirs": "use --data-dir",
+    "log.dir": "use --data-dir",
     "herd.cluster.database.url": "the command starts its own PostgreSQL",
 }
 
