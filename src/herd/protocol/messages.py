@@ -216,12 +216,13 @@ class _Parts:
 
 
 class EncodedBody:
-    """A response whose body a handler packed itself (herd.protocol.offset_fetch_body), in the layout of kio's
-    class `schema` (whose header version it is answered with)."""
+    """A response whose body a handler packed itself (herd.protocol.offset_fetch_body, share_fetch_body), in the
+    layout of kio's class `schema` (whose header version it is answered with): bytes, or parts sent one after the
+    other (record data among them, not copied)."""
 
     __slots__ = ("schema", "body")
 
-    def __init__(self, schema: type, body: bytes) -> None:
+    def __init__(self, schema: type, body: bytes | list[bytes | memoryview]) -> None:
         self.schema, self.body = schema, body
 
 
@@ -230,7 +231,10 @@ def encode_response_parts(correlation_id: int, response: Any) -> list[Any]:
     cls = type(response)
     if cls is EncodedBody:
         header = encode_header(response.schema.__header_schema__, correlation_id)
-        return [_SIZE.pack(len(header) + len(response.body)) + header + response.body]
+        body = response.body
+        if type(body) is bytes:
+            return [_SIZE.pack(len(header) + len(body)) + header + body]
+        return [_SIZE.pack(len(header) + sum(map(len, body))) + header, *body]
     header = encode_header(cls.__header_schema__, correlation_id)
     if cls.__api_key__ in CACHED_BODY_APIS:
         body = encode_body(response)
@@ -248,7 +252,7 @@ def encode_response_parts(correlation_id: int, response: Any) -> list[Any]:
 def encode_response(correlation_id: int, response: Any) -> bytes:
     """The response frame (size prefix included) with the header version the response's schema names."""
     if type(response) is EncodedBody:
-        return encode_response_parts(correlation_id, response)[0]
+        return b"".join(encode_response_parts(correlation_id, response))
     header = encode_header(type(response).__header_schema__, correlation_id)
     body = encode_body(response)
     return _SIZE.pack(len(header) + len(body)) + header + body

@@ -36,6 +36,8 @@ from typing import Any
 
 from kio.schema.errors import ErrorCode
 
+from herd.protocol.messages import EncodedBody, response_class
+from herd.protocol.share_fetch_body import Partition, share_fetch_body
 from herd.runtime.share_sessions import FINAL_EPOCH, INITIAL_EPOCH, ShareSession, ShareSessionError
 from herd.runtime.share_state import ShareStateError
 from herd.runtime.shares import NOTHING, Acquired, Staged
@@ -215,48 +217,25 @@ def _response(
     epoch: int,
     fetched: dict[TopicPartition, Outcome],
     acked: dict[TopicPartition, tuple[ErrorCode, str | None]],
-) -> Any:
-    b = ctx_builder(ctx)
-    entries: dict[TopicPartition, dict[str, Any]] = {}
+) -> EncodedBody:
+    """The answer, packed directly (herd.protocol.share_fetch_body): the partitions fetched that have records or an
+    error, or that the session flags (all of them at epoch 0), then those acknowledged."""
+    entries: dict[TopicPartition, list[Any]] = {}  # [fetch error, records, acquired, ack error, ack message]
     for tp, (code, got) in fetched.items():
         flagged = session.partitions.get(tp, False)
         if epoch == INITIAL_EPOCH or got.ranges or code != ErrorCode.none or flagged:
-            entries[tp] = {"error_code": code, "records": got.records, "acquired": got.ranges}
+            entries[tp] = [code, got.records, got.ranges, ErrorCode.none, None]
             if tp in session.partitions:  # answered: flagged again only by an error (requiresUpdateInResponse)
                 session.partitions[tp] = code != ErrorCode.none
     for tp, (code, message) in acked.items():
-        entry = entries.setdefault(tp, {"error_code": ErrorCode.none, "records": b"", "acquired": ()})
-        entry["acknowledge_error_code"], entry["acknowledge_error_message"] = code, message
-    by_topic: dict[Any, list[Any]] = {}
-    for (topic_id, index), entry in entries.items():
-        by_topic.setdefault(topic_id, []).append(
-            b(
-                "PartitionData",
-                partition_index=index,
-                error_code=entry["error_code"],
-                error_message=None,
-                acknowledge_error_code=entry.get("acknowledge_error_code", ErrorCode.none),
-                acknowledge_error_message=entry.get("acknowledge_error_message"),
-                current_leader=b("LeaderIdAndEpoch", leader_id=0, leader_epoch=0),  # Kafka's default
-                records=entry["records"],
-                acquired_records=tuple(
-                    b("AcquiredRecords", first_offset=r.first, last_offset=r.last, delivery_count=r.delivery_count)
-                    for r in entry["acquired"]
-                ),
-            )
-        )
-    responses = tuple(
-        b("ShareFetchableTopicResponse", topic_id=topic_id, partitions=tuple(parts))
-        for topic_id, parts in by_topic.items()
-    )
-    return b.response(
-        throttle_time=0,
-        error_code=ErrorCode.none,
-        error_message=None,
-        acquisition_lock_timeout=ctx.broker.shares.lock_duration_ms(group_id),
-        responses=responses,
-        node_endpoints=(),
-    )
+        entry = entries.setdefault(tp, [ErrorCode.none, b"", (), ErrorCode.none, None])
+        entry[3], entry[4] = code, message
+    by_topic: dict[Any, list[Partition]] = {}
+    for (topic_id, index), (code, records, ranges, ack_code, ack_message) in entries.items():
+        acquired = [(r.first, r.last, r.delivery_count) for r in ranges]
+        by_topic.setdefault(topic_id, []).append(Partition(index, code, ack_code, ack_message, records, acquired))
+    body = share_fetch_body(ErrorCode.none, None, ctx.broker.shares.lock_duration_ms(group_id), list(by_topic.items()))
+    return EncodedBody(response_class(API_KEY, ctx.api_version), body)
 
 
 def _error(ctx: RequestContext, code: ErrorCode, message: str | None = None) -> Any:
