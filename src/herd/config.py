@@ -32,7 +32,12 @@ from herd.cluster.config_ops import (
     list_message,
     number_complaint,
 )
-from herd.kafka_broker_configs import KAFKA_BROKER_CONFIGS, SSL_RECONFIGURABLE, KafkaBrokerConfig
+from herd.kafka_broker_configs import (
+    KAFKA_BROKER_CONFIGS,
+    KAFKA_BROKER_QUOTA_CONFIGS,
+    SSL_RECONFIGURABLE,
+    KafkaBrokerConfig,
+)
 from herd.log.api import LONG_MAX, LogConfig
 from herd.protocol import properties
 
@@ -1007,7 +1012,7 @@ def kafka_setting(config: KafkaBrokerConfig) -> Setting:
 _HERD_NAMES = frozenset(s.name for s in HERD_SETTINGS)
 # herd's own settings, then every other broker config of Kafka 4.2 (accepted without effect)
 SETTINGS: tuple[Setting, ...] = HERD_SETTINGS + tuple(
-    kafka_setting(c) for c in KAFKA_BROKER_CONFIGS if c.name not in _HERD_NAMES
+    kafka_setting(c) for c in KAFKA_BROKER_CONFIGS + KAFKA_BROKER_QUOTA_CONFIGS if c.name not in _HERD_NAMES
 )
 
 SETTINGS_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

@@ -5213,4 +5213,59 @@ KAFKA_BROKER_CONFIGS: tuple[KafkaBrokerConfig, ...] = (
     ),
 )
 
+
+# The broker quotas Kafka takes only at run time (QuotaConfig.brokerQuotaConfigs, which DynamicConfig.Broker adds to
+# the dynamic ones of KafkaConfig; core/src/main/scala/kafka/server/DynamicConfig.scala): not KafkaConfig names, so
+# listed by DescribeConfigs only when set (`internal`), as Kafka lists them.
+KAFKA_BROKER_QUOTA_CONFIGS: tuple[KafkaBrokerConfig, ...] = (
+    K(
+        "leader.replication.throttled.rate",
+        "long",
+        9223372036854775807,
+        ("range", 0, None),
+        dynamic=True,
+        per_broker=False,
+        listener_only=False,
+        internal=True,
+        source="QuotaConfig",
+        doc=(
+            "A long representing the upper bound (bytes/sec) on replication traffic for leaders enumerated in"
+            " the property leader.replication.throttled.replicas (for each topic). This property can be only "
+            "set dynamically. It is suggested that the limit be kept above 1MB/s for accurate behaviour."
+        ),
+    ),
+    K(
+        "follower.replication.throttled.rate",
+        "long",
+        9223372036854775807,
+        ("range", 0, None),
+        dynamic=True,
+        per_broker=False,
+        listener_only=False,
+        internal=True,
+        source="QuotaConfig",
+        doc=(
+            "A long representing the upper bound (bytes/sec) on replication traffic for followers enumerated "
+            "in the property follower.replication.throttled.replicas (for each topic). This property can be "
+            "only set dynamically. It is suggested that the limit be kept above 1MB/s for accurate behaviour."
+        ),
+    ),
+    K(
+        "replica.alter.log.dirs.io.max.bytes.per.second",
+        "long",
+        9223372036854775807,
+        ("range", 0, None),
+        dynamic=True,
+        per_broker=False,
+        listener_only=False,
+        internal=True,
+        source="QuotaConfig",
+        doc=(
+            "A long representing the upper bound (bytes/sec) on disk IO used for moving replica between log "
+            "directories on the same broker. This property can be only set dynamically. It is suggested that "
+            "the limit be kept above 1MB/s for accurate behaviour."
+        ),
+    ),
+)
+
 KAFKA_BROKER_CONFIGS_BY_NAME: dict[str, KafkaBrokerConfig] = {c.name: c for c in KAFKA_BROKER_CONFIGS}

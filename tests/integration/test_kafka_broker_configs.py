@@ -16,7 +16,7 @@ import pytest
 from backends import BACKENDS, start_broker
 
 from herd.config import SETTINGS_BY_NAME, Setting, unparse
-from herd.kafka_broker_configs import KAFKA_BROKER_CONFIGS, KAFKA_BROKER_CONFIGS_BY_NAME
+from herd.kafka_broker_configs import KAFKA_BROKER_CONFIGS, KAFKA_BROKER_CONFIGS_BY_NAME, KAFKA_BROKER_QUOTA_CONFIGS
 
 DYNAMIC_BROKER_CONFIG, STATIC_BROKER_CONFIG, DEFAULT_CONFIG = 2, 4, 5
 
@@ -70,6 +70,7 @@ def valid_value(setting: Setting) -> str:
 
 
 DYNAMIC = [c.name for c in ACCEPTED if c.dynamic and not c.listener_only and c.name not in STARTUP]
+DYNAMIC += [c.name for c in KAFKA_BROKER_QUOTA_CONFIGS]  # the broker quotas Kafka takes only at run time
 
 # name: a value Kafka refuses, and its words (ConfigDef's parseType and validators)
 REFUSED = {

@@ -101,3 +101,12 @@ def test_log_dir_is_kafka_s_fallback_for_log_dirs(tmp_path) -> None:
     assert both.log_dirs == [str(tmp_path / "b")]
     assert BrokerConfig.from_properties({}).log_dirs == ["./herd-data"]
     assert SETTINGS_BY_NAME["log.dir"].applied
+
+
+def test_kafka_s_broker_quotas_change_at_run_time_only_as_numbers() -> None:
+    check_dynamic({"leader.replication.throttled.rate": "1048576", "follower.replication.throttled.rate": "0"})
+    with pytest.raises(ConfigChangeError) as raised:
+        check_dynamic({"replica.alter.log.dirs.io.max.bytes.per.second": "-1"}, per_broker=False)
+    assert str(raised.value) == (
+        "Invalid value -1 for configuration replica.alter.log.dirs.io.max.bytes.per.second: Value must be at least 0"
+    )
