@@ -2084,7 +2084,12 @@ KAFKA_BROKER_CONFIGS: tuple[KafkaBrokerConfig, ...] = (
         listener_only=False,
         internal=False,
         source="GroupCoordinatorConfig",
-        doc="",
+        doc=(
+            "The server side assignors as a list of either names for builtin assignors or full class names "
+            "for customer assignors. The first one in the list is considered as the default assignor to be "
+            "used in the case where the consumer does not specify an assignor. The supported builtin "
+            "assignors are: uniform, range."
+        ),
     ),
     K(
         "group.consumer.migration.policy",
@@ -2096,7 +2101,18 @@ KAFKA_BROKER_CONFIGS: tuple[KafkaBrokerConfig, ...] = (
         listener_only=False,
         internal=False,
         source="GroupCoordinatorConfig",
-        doc="",
+        doc=(
+            "The config that enables converting the non-empty classic group using the consumer embedded "
+            "protocol to the non-empty consumer group using the consumer group protocol and vice versa; "
+            "conversions of empty groups in both directions are always enabled regardless of this policy. "
+            "bidirectional: both upgrade from classic group to consumer group and downgrade from consumer "
+            "group to classic group are enabled, upgrade: only upgrade from classic group to consumer group "
+            "is enabled, downgrade: only downgrade from consumer group to classic group is enabled, disabled:"
+            " neither upgrade nor downgrade is enabled. In this mode a member using the classic protocol is "
+            "not allowed to join or rejoin a non-empty consumer group; if a group is already mixed (for "
+            "example because this policy was changed), its classic-protocol members are rejected when they "
+            "next attempt to rejoin."
+        ),
     ),
     K(
         "group.consumer.regex.refresh.interval.ms",
@@ -2208,7 +2224,11 @@ KAFKA_BROKER_CONFIGS: tuple[KafkaBrokerConfig, ...] = (
         listener_only=False,
         internal=False,
         source="GroupCoordinatorConfig",
-        doc="",
+        doc=(
+            "The server-side assignors as a list of either names for built-in assignors or full class names "
+            "for custom assignors. The list must contain only a single entry which is used by all groups. The"
+            " supported built-in assignors are: simple."
+        ),
     ),
     K(
         "group.share.initialize.retry.interval.ms",

@@ -149,6 +149,9 @@ def test_each_is_described_with_kafka_s_type_and_documentation(broker) -> None:
             continue
         entry = entries[config.name]
         assert (entry.config_type, entry.documentation or "") == (types[config.kind], config.doc), config.name
+    for config in KAFKA_BROKER_CONFIGS:  # herd's own settings too are documented in Kafka's words
+        if config.name in entries and config.doc:
+            assert entries[config.name].documentation == config.doc, config.name
     relogin = entries["sasl.kerberos.min.time.before.relogin"]
     assert relogin.documentation.startswith("Login thread sleep time between refresh attempts.")
     assert [(s.name, s.value, s.source) for s in relogin.synonyms] == [

@@ -9,7 +9,8 @@ As Kafka's ConfigHelper answers (apache/kafka core/src/main/scala/kafka/server/C
   the first synonym's (DEFAULT_CONFIG when there is none). Documentation is Kafka's text (herd.cluster.topic_docs).
 - BROKER (4) named by this node's id: every broker setting herd understands (`herd.config.SETTINGS`: herd's own and
   every other broker config of Kafka 4.2, herd.kafka_broker_configs, its internal ones only when set), sourced the
-  same way, `read_only` unless it may change at run time (`Setting.dynamic`). BROKER "" (the cluster default):
+  same way, `read_only` unless it may change at run time (`Setting.dynamic`), documented in Kafka's words where
+  Kafka has the config (herd's own where only herd has it). BROKER "" (the cluster default):
   only the dynamic defaults set, as Kafka lists them. Another id gets INVALID_REQUEST.
 - GROUP (32, Kafka 4.x's group configs): Kafka's group configs (herd.coordinator.kafka_group_configs) with the
   group's value (GROUP_CONFIG) or the broker's default (DEFAULT_CONFIG); herd's `herd.expected.instance.ids`
@@ -42,6 +43,7 @@ from herd.coordinator import GroupCoordinatorShard
 from herd.coordinator.group_configs import HISTORY_CONFIG
 from herd.coordinator.requests import DescribeGroupConfigs
 from herd.coordinator.responses import DescribeGroupConfigsResponse
+from herd.kafka_broker_configs import KAFKA_BROKER_CONFIGS_BY_NAME
 from herd.log.api import LONG_MAX
 from herd.server.apis._authorize import DESCRIBE_CONFIGS
 from herd.server.apis._build import Builder, ctx_builder
@@ -121,7 +123,9 @@ def _broker_entries(broker: Broker, default_only: bool) -> Iterator[Entry]:
         else:
             value = _str(config.get(setting.name))
         source = synonyms[0][2] if synonyms else ConfigSource.DEFAULT_CONFIG
-        yield Entry(setting.name, value, source, setting.kind, setting.doc, synonyms, read_only=not setting.dynamic)
+        kafka = KAFKA_BROKER_CONFIGS_BY_NAME.get(name)
+        doc = kafka.doc if kafka is not None and kafka.doc else setting.doc  # Kafka's words where Kafka has the config
+        yield Entry(name, value, source, setting.kind, doc, synonyms, read_only=not setting.dynamic)
 
 
 def handle(ctx: RequestContext, request: Any) -> Any:
