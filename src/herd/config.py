@@ -1212,6 +1212,12 @@ class BrokerConfig:
             prefixed = listener_prefixed(name)
             if prefixed is not None:  # Kafka lower-cases the listener name of a prefix
                 name = f"listener.name.{prefixed[0]}.{prefixed[1]}"
+            if not setting.applied:  # Kafka's own config: Kafka's words (ConfigException) for a refused value
+                complaint = dynamic_complaint(setting, raw)
+                if isinstance(complaint, FullMessage):
+                    raise ConfigError(complaint)
+                if complaint is not None:
+                    raise ConfigError(f"Invalid value {raw} for configuration {name}: {complaint}")
             value = _parse_value(setting, raw)
             if setting.check is not None and value is not None:
                 complaint = setting.check(value)
