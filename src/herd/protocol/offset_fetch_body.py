@@ -20,6 +20,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
+from herd.protocol.packing import compact_string, uvarint
+
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _PARTITION_V1 = struct.Struct(">iq")  # partition index, committed offset
@@ -30,7 +32,6 @@ _EMPTY_METADATA_V1 = struct.Struct(">iqhh")
 _EMPTY_METADATA_V5 = struct.Struct(">iqihh")
 _EMPTY_METADATA_V6 = struct.Struct(">iqiBhB")
 NO_TAGS = b"\x00"
-_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 
 
 Partition = tuple[int, int, int, str | None, int]
@@ -42,26 +43,17 @@ Topic = tuple[str, Sequence[Partition]]  # (name, partitions)
 Group = tuple[str, Sequence[Topic], int]  # (group id, topics, error code)
 
 
-def _varint(value: int) -> bytes:
-    if value < 0x80:  # a compact length or count below 127: one byte
-        return _ONE_BYTE[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _string(value: str | None, flexible: bool) -> bytes:
+    if flexible:
+        return compact_string(value)
     if value is None:
-        return b"\x00" if flexible else b"\xff\xff"
+        return b"\xff\xff"
     data = value.encode()
-    return (_varint(len(data) + 1) if flexible else _I16.pack(len(data))) + data
+    return _I16.pack(len(data)) + data
 
 
 def _length(count: int, flexible: bool) -> bytes:
-    return _varint(count + 1) if flexible else _I32.pack(count)
+    return uvarint(count + 1) if flexible else _I32.pack(count)
 
 
 def _topics(version: int, topics: Sequence[Topic], out: list[bytes]) -> None:

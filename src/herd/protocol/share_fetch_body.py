@@ -23,6 +23,8 @@ import uuid
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from herd.protocol.packing import compact_string, uvarint
+
 _HEAD = struct.Struct(">ih")  # throttle time, error code
 _I32 = struct.Struct(">i")
 _PARTITION_HEAD = struct.Struct(">ih")  # partition index, error code
@@ -31,7 +33,6 @@ _LEADER = struct.Struct(">iiB")  # leader id, leader epoch, no tags
 _ACQUIRED = struct.Struct(">qqhB")  # first offset, last offset, delivery count, no tags
 _NODE_PORT = struct.Struct(">i")
 NO_TAGS = b"\x00"
-_ONE_BYTE = [bytes((i,)) for i in range(0x80)]
 
 
 class Partition(NamedTuple):
@@ -49,24 +50,6 @@ Topic = tuple[uuid.UUID, Sequence[Partition]]
 Node = tuple[int, str, int, str | None]  # (node id, host, port, rack)
 
 
-def _uvarint(value: int) -> bytes:
-    if value < 0x80:
-        return _ONE_BYTE[value]
-    out = bytearray()
-    while value >= 0x80:
-        out.append((value & 0x7F) | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
-def _string(value: str | None) -> bytes:
-    if value is None:
-        return b"\x00"
-    data = value.encode()
-    return _uvarint(len(data) + 1) + data
-
-
 def share_fetch_body(
     error_code: int,
     error_message: str | None,
@@ -78,36 +61,40 @@ def share_fetch_body(
     """The body of ShareFetchResponse v1/v2, as parts to be sent one after the other: the record data of each
     partition a part of its own, everything between them joined."""
     parts: list[bytes | memoryview] = []
-    out: list[bytes] = [_HEAD.pack(throttle_time_ms, error_code), _string(error_message), _I32.pack(lock_timeout_ms)]
+    out: list[bytes] = [
+        _HEAD.pack(throttle_time_ms, error_code),
+        compact_string(error_message),
+        _I32.pack(lock_timeout_ms),
+    ]
     append = out.append
-    append(_uvarint(len(topics) + 1))
+    append(uvarint(len(topics) + 1))
     for topic_id, partitions in topics:
         append(topic_id.bytes)
-        append(_uvarint(len(partitions) + 1))
+        append(uvarint(len(partitions) + 1))
         for p in partitions:
             append(_PARTITION_HEAD.pack(p.partition_index, p.error_code))
-            append(_string(p.error_message))
+            append(compact_string(p.error_message))
             append(_I16.pack(p.acknowledge_error_code))
-            append(_string(p.acknowledge_error_message))
+            append(compact_string(p.acknowledge_error_message))
             append(_LEADER.pack(p.leader[0], p.leader[1], 0))
             records = p.records
-            append(_uvarint(len(records) + 1))
+            append(uvarint(len(records) + 1))
             if records:  # the record data as a part of its own: not copied
                 parts.append(b"".join(out))
                 parts.append(records)
                 out = []
                 append = out.append
-            append(_uvarint(len(p.acquired) + 1))
+            append(uvarint(len(p.acquired) + 1))
             for first, last, delivery_count in p.acquired:
                 append(_ACQUIRED.pack(first, last, delivery_count, 0))
             append(NO_TAGS)
         append(NO_TAGS)
-    append(_uvarint(len(nodes) + 1))
+    append(uvarint(len(nodes) + 1))
     for node_id, host, port, rack in nodes:
         append(_I32.pack(node_id))
-        append(_string(host))
+        append(compact_string(host))
         append(_NODE_PORT.pack(port))
-        append(_string(rack))
+        append(compact_string(rack))
         append(NO_TAGS)
     append(NO_TAGS)
     parts.append(b"".join(out))
