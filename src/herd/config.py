@@ -1321,7 +1321,8 @@ class BrokerConfig:
                     else dynamic_complaint(setting, raw)
                 )
                 if complaint is not None or setting is None:
-                    log.error("dynamic broker config %s=%s left out: %s", name, raw, complaint)
+                    shown = "[hidden]" if setting is not None and setting.sensitive else raw
+                    log.error("dynamic broker config %s=%s left out: %s", name, shown, complaint)
                     continue
                 values[name] = _parse_value(setting, raw)
         return BrokerConfig(

@@ -53,6 +53,7 @@ from herd.cluster.config_ops import (
     number_complaint,
     parse_list,
 )
+from herd.kafka_broker_configs import KAFKA_BROKER_CONFIGS_BY_NAME
 from herd.log.api import LONG_MAX, LogConfig, LogError, LogStore, PartitionLog
 from herd.log.fs import FileSystem, read_whole, write_atomically
 from herd.log.producer_state import ProducerStates
@@ -716,7 +717,9 @@ class Cluster(TopicIndex):
             raise self._storage_error("store the dynamic broker configs", e) from None
         self._broker_configs_changed(updated)
         log.info(
-            "dynamic broker configs of %s are now %s", repr(resource) if resource else "the cluster default", configs
+            "dynamic broker configs of %s are now %s",
+            repr(resource) if resource else "the cluster default",
+            _hide_passwords(configs),
         )
 
     def _write_all_partition_metadata(self, topic: Topic, configs: dict[str, str]) -> None:
@@ -1012,3 +1015,13 @@ def _collision_name(name: str) -> str:
 
 def _new_cluster_id() -> str:
     return kafka_uuid(uuid.uuid4())  # Kafka's cluster ids are Uuids in the same base64 form
+
+
+def _hide_passwords(configs: dict[str, str]) -> dict[str, str]:
+    """`configs` with the values of Kafka's PASSWORD configs (sasl.jaas.config, ...) hidden, for the log."""
+    return {
+        name: "[hidden]"
+        if (c := KAFKA_BROKER_CONFIGS_BY_NAME.get(name)) is not None and c.kind == "password"
+        else value
+        for name, value in configs.items()
+    }
